@@ -1,0 +1,44 @@
+# Every target does its own set-up and is idempotent: `make demo` and `make test` work on a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: all venv node data test demo synth cdk-synth lint clean
+
+all: test
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+node_modules/.package-lock.json: package.json
+	npm install --no-audit --no-fund --loglevel=error
+	@touch $@
+
+node: node_modules/.package-lock.json
+
+data: venv
+	$(PY) -m local.data
+
+test: venv node data
+	$(PY) -m pytest -q
+
+demo: venv data
+	$(PY) -m local.demo
+
+synth: venv data
+	CDK_OUTDIR=cdk.out $(PY) app.py
+
+cdk-synth: venv node data
+	npx cdk synth --quiet
+
+clean:
+	rm -rf cdk.out .cache .demo demo-report.json

@@ -1,0 +1,82 @@
+"""Names shared by the runtime and the CDK stack: environment variables, metrics, dimensions.
+
+This module is dependency free (standard library only) so that ``stacks/`` can import it without
+pulling in boto3 or Powertools, and so that a renamed metric or variable breaks the stack's template
+tests instead of silently emptying a dashboard widget.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- Environment variables read by ``athena_refresh.settings.Settings.from_env`` -------------------
+ENV_JOB_NAME: Final = "JOB_NAME"
+ENV_LOCK_TABLE_NAME: Final = "LOCK_TABLE_NAME"
+ENV_RESULTS_TABLE_NAME: Final = "RESULTS_TABLE_NAME"
+ENV_RESULTS_BUCKET_NAME: Final = "RESULTS_BUCKET_NAME"  # large results overflow here (optional)
+ENV_LEASE_DURATION_S: Final = "LEASE_DURATION_S"
+ENV_HEARTBEAT_INTERVAL_S: Final = "HEARTBEAT_INTERVAL_S"
+ENV_MAX_SLOT_AGE_S: Final = "MAX_SLOT_AGE_S"
+ENV_HISTORY_TTL_S: Final = "HISTORY_TTL_S"
+ENV_MAX_QUERY_ATTEMPTS: Final = "MAX_QUERY_ATTEMPTS"
+ENV_WINDOW_S: Final = "WINDOW_S"
+ENV_DATA_YEAR: Final = "DATA_YEAR"  # the slot is mapped onto this year of the data's timeline
+ENV_ATHENA_WORKGROUP: Final = "ATHENA_WORKGROUP"
+ENV_ATHENA_DATABASE: Final = "ATHENA_DATABASE"
+ENV_ATHENA_CATALOG: Final = "ATHENA_CATALOG"
+ENV_QUERY_SQL: Final = "QUERY_SQL"
+
+ALL_ENV_VARS: Final = (
+    ENV_JOB_NAME,
+    ENV_LOCK_TABLE_NAME,
+    ENV_RESULTS_TABLE_NAME,
+    ENV_RESULTS_BUCKET_NAME,
+    ENV_LEASE_DURATION_S,
+    ENV_HEARTBEAT_INTERVAL_S,
+    ENV_MAX_SLOT_AGE_S,
+    ENV_HISTORY_TTL_S,
+    ENV_MAX_QUERY_ATTEMPTS,
+    ENV_WINDOW_S,
+    ENV_DATA_YEAR,
+    ENV_ATHENA_WORKGROUP,
+    ENV_ATHENA_DATABASE,
+    ENV_ATHENA_CATALOG,
+    ENV_QUERY_SQL,
+)
+
+# --- Observability ---------------------------------------------------------------------------------
+SERVICE_NAME: Final = "athena-refresh"  # POWERTOOLS_SERVICE_NAME, and the EMF "service" dimension
+METRICS_NAMESPACE: Final = "ScheduledAthenaRefresh"  # POWERTOOLS_METRICS_NAMESPACE
+DIMENSION_SERVICE: Final = "service"
+DIMENSION_JOB: Final = "job"
+DIMENSION_REASON: Final = "reason"  # only on METRIC_LOST_RACE and METRIC_SLOT_MISSED
+
+# Counts (unit Count)
+METRIC_LEASE_ACQUIRED: Final = "LeaseAcquired"
+METRIC_LOST_RACE: Final = "LostRace"  # dimension reason: one of LOSS_REASONS
+METRIC_TAKEOVER: Final = "Takeover"
+METRIC_QUERY_ADOPTED: Final = "QueryAdopted"
+METRIC_STALE_WRITE_REJECTED: Final = "StaleWriteRejected"
+METRIC_LEASE_LOST: Final = "LeaseLost"
+METRIC_RUN_SUCCEEDED: Final = "RunSucceeded"
+METRIC_RUN_FAILED: Final = "RunFailed"
+METRIC_SLOT_MISSED: Final = "SlotMissed"  # dimension reason: one of MISSED_REASONS
+METRIC_QUERIES_STARTED: Final = "QueriesStarted"
+METRIC_ROWS_STORED: Final = "RowsStored"
+# Measurements
+METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds
+METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes
+
+# Why a racer did not run the slot (values of the "reason" dimension of LostRace).
+LOSS_REASONS: Final = (
+    "held",  # another owner holds an unexpired lease for this slot
+    "overrun",  # an older slot's holder is still running
+    "slot_finished",  # this slot already completed or failed for good
+    "superseded",  # a newer slot already acquired or finished
+)
+# Why a slot did not run at all (values of the "reason" dimension of SlotMissed).
+MISSED_REASONS: Final = (
+    "too_old",  # the delivery arrived later than the maximum slot age
+    "overrun",  # every racer lost to an older slot's holder
+    "superseded",  # a newer slot took the lock while this slot was unfinished
+)

@@ -1,0 +1,103 @@
+"""Errors of the Athena refresh job: one base class, specific subclasses that carry context.
+
+AWS errors are wrapped with ``raise ... from exc`` so the original ``botocore`` error stays attached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AthenaRefreshError(Exception):
+    """Base class of every error raised by ``athena_refresh``."""
+
+
+class ConfigurationError(AthenaRefreshError, ValueError):
+    """The job's configuration (environment variables) is missing or invalid.
+
+    ``key`` names the offending environment variable; the message says what is allowed.
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+class QueryEngineError(AthenaRefreshError):
+    """The query engine could not be called (throttled past botocore's retries, access denied, ...).
+
+    Retrying the invocation may help; the stored data is untouched.
+    """
+
+    def __init__(self, operation: str, message: str, *, query_execution_id: str | None = None) -> None:
+        super().__init__(f"{operation} failed: {message}")
+        self.operation = operation
+        self.query_execution_id = query_execution_id
+
+
+class QueryFailedError(AthenaRefreshError):
+    """A query ended FAILED or CANCELLED.
+
+    Carries Athena's ``AthenaError`` fields (https://docs.aws.amazon.com/athena/latest/APIReference/API_AthenaError.html):
+    ``error_category`` (1 system, 2 user, 3 other), ``error_type``, ``retryable`` and the state change reason.
+    """
+
+    def __init__(
+        self,
+        query_execution_id: str,
+        state: str,
+        *,
+        reason: str | None = None,
+        error_category: int | None = None,
+        error_type: int | None = None,
+        retryable: bool = False,
+        error_message: str | None = None,
+    ) -> None:
+        detail = error_message or reason or "no reason given"
+        super().__init__(
+            f"query {query_execution_id} ended {state}: {detail}"
+            f" (category={error_category}, type={error_type}, retryable={retryable})"
+        )
+        self.query_execution_id = query_execution_id
+        self.state = state
+        self.reason = reason
+        self.error_category = error_category
+        self.error_type = error_type
+        self.retryable = retryable
+        self.error_message = error_message
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe description stored with a failed slot."""
+        return {
+            "query_execution_id": self.query_execution_id,
+            "state": self.state,
+            "reason": self.reason,
+            "error_category": self.error_category,
+            "error_type": self.error_type,
+            "retryable": self.retryable,
+            "error_message": self.error_message,
+        }
+
+
+class QueryTimeoutError(AthenaRefreshError, TimeoutError):
+    """The query was still running when the invocation's time budget ran out (the query keeps running)."""
+
+    def __init__(self, query_execution_id: str, state: str, waited_ms: int) -> None:
+        super().__init__(f"query {query_execution_id} still {state} after {waited_ms} ms; left running for adoption")
+        self.query_execution_id = query_execution_id
+        self.state = state
+        self.waited_ms = waited_ms
+
+
+class ResultTypeError(AthenaRefreshError, ValueError):
+    """A result value could not be converted from its declared column type."""
+
+    def __init__(self, column: str, column_type: str, value: str, message: str) -> None:
+        super().__init__(f"column {column!r} ({column_type}): cannot convert {value!r}: {message}")
+        self.column = column
+        self.column_type = column_type
+        self.value = value
+
+
+class ResultsStoreError(AthenaRefreshError):
+    """The results could not be prepared or stored (S3 overflow upload failed, result too large, ...)."""
