@@ -1,0 +1,832 @@
+"""The DynamoDB slot lock: the only module that knows DynamoDB's wire format.
+
+One table serves many jobs. Per job it holds:
+
+- the **lock item** ``pk = "lock#<job>"``, never deleted and never given a TTL attribute: it carries the
+  fencing counter, which must stay strictly monotonic for the life of the table (a deleted counter
+  restarts at 1, and every future winner would then be rejected as stale);
+- one **slot item** per schedule slot, ``pk = "slot#<job>#<slot iso>"``: status, in-flight state for a
+  successor, outcome; it carries ``ttl_epoch_s`` so DynamoDB TTL garbage-collects old history.
+
+Correctness never depends on TTL deletion (AWS deletes expired items lazily, "typically within a few
+days"; DynamoDB Local within seconds): lease expiry is compared in the condition expressions.
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html
+
+Clock assumption: lease expiry is the *caller's* wall clock (epoch ms, injected as ``clock_ms``).
+DynamoDB condition expressions have no server clock, so racers whose clocks differ by ``skew`` may
+take over up to ``skew`` early. Keep the lease much longer than the worst skew (Lambda hosts are
+NTP/chrony-synchronised, typically to well under a second). Fencing makes an early takeover safe:
+the superseded holder's commit is conditioned on its token and rejected. Commits check the token,
+never a clock.
+
+Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html
+ALL_OLD on failure: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html#DDB-UpdateItem-request-ReturnValuesOnConditionCheckFailure
+Transactions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .errors import (
+    CommitConflictError,
+    CorruptLockItemError,
+    LeaseLostError,
+    LockBackendError,
+    LockConfigurationError,
+    LockNotAcquiredError,
+    StaleFencingTokenError,
+)
+from .lease import CommitReceipt, Lease, LockRecord, Loss, LossReason, SlotOutcomeName
+from .slot import Slot
+
+if TYPE_CHECKING:  # pragma: no cover - stubs are optional
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+ClockMs = Callable[[], int]
+
+# --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
+PK = "pk"
+JOB = "job"
+TOKEN = "fencing_token"
+OWNER = "owner_id"
+EXPIRES = "lease_expires_at_ms"
+ACQUIRED = "acquired_at_ms"
+LEASE_SLOT = "lease_slot_epoch_s"
+PREV_OWNER = "previous_owner_id"
+PREV_SLOT = "previous_slot_epoch_s"
+LAST_FIN_SLOT = "last_finished_slot_epoch_s"
+LAST_FIN_OUTCOME = "last_finished_outcome"
+LAST_FIN_TOKEN = "last_finished_token"
+LAST_FIN_AT = "last_finished_at_ms"
+LAST_OK_SLOT = "last_succeeded_slot_epoch_s"
+LAST_OK_AT = "last_succeeded_at_ms"
+# slot items
+SLOT = "slot"
+SLOT_EPOCH = "slot_epoch_s"
+STATUS = "status"
+REASON = "reason"
+STATE_JSON = "state_json"
+SUMMARY_JSON = "summary_json"
+ERROR_JSON = "error_json"
+STARTED_AT = "started_at_ms"
+FINISHED_AT = "finished_at_ms"
+TTL = "ttl_epoch_s"
+
+STATUS_RUNNING = "RUNNING"
+STATUS_SUCCEEDED = "SUCCEEDED"
+STATUS_FAILED = "FAILED"
+STATUS_MISSED = "MISSED"
+
+DEFAULT_LEASE_DURATION_S = 60.0
+DEFAULT_HISTORY_TTL_S = 30 * 24 * 3600
+MAX_TRANSACTION_ITEMS = 100  # DynamoDB TransactWriteItems limit
+MAX_STATE_BYTES = 64 * 1024  # in-flight state is small by design (ids, counters)
+TRANSACTION_CONFLICT_RETRIES = 3
+
+# --- named condition clauses ------------------------------------------------------------------------
+# Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
+#
+#   lock item absent (fresh table)                          -> ACQUIRE, token 1
+#   last finished slot  < S, no lease or lease expired      -> ACQUIRE (token + 1); same-slot holder = TAKEOVER
+#   last finished slot  < S, lease held by us for S         -> RE-ENTER (our own Lambda retry), token + 1
+#   last finished slot  < S, lease of another owner valid   -> LOSE "held" (slot S) / "overrun" (older slot)
+#   last finished slot >= S                                 -> LOSE "slot_finished" (= S) / "superseded" (> S)
+#   latest acquired slot > S                                -> LOSE "superseded": an older slot never runs
+#                                                              after a newer one started
+LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
+SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
+SLOT_NOT_SUPERSEDED = "(attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
+LEASE_FREE_OR_EXPIRED = "(attribute_not_exists(#owner) OR #expires <= :now)"
+LEASE_OURS_FOR_SLOT = "(#owner = :owner AND #lease_slot = :slot)"
+ACQUIRE_CONDITION = (
+    f"{LOCK_ITEM_ABSENT} OR ({SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED}"
+    f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
+)
+# The previous holder is copied before being overwritten: update operands read the item as it was
+# before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request.
+ACQUIRE_UPDATE = (
+    "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
+    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job"
+    " ADD #token :one"
+)
+# Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock).
+OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
+SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
+
+
+def system_clock_ms() -> int:
+    """Wall clock, epoch milliseconds (the default ``clock_ms``)."""
+    return time.time_ns() // 1_000_000
+
+
+def _json(value: Mapping[str, Any] | None) -> str:
+    return json.dumps(value if value is not None else {}, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class SlotLock:
+    """A fenced lease per job and schedule slot on one DynamoDB table.
+
+    Parameters
+    ----------
+    table_name:
+        Table with a string partition key ``pk``. TTL, if enabled, must be on ``ttl_epoch_s``.
+    job_name:
+        Job this lock serves (part of every key); 1..200 characters, no ``#``.
+    client:
+        A boto3 DynamoDB client; default ``boto3.client("dynamodb")`` with botocore's ``standard`` retry
+        mode (retries throttling with backoff: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html).
+    lease_duration_s:
+        Lease length in seconds (> 0). A crashed holder is taken over this long after its last renewal.
+    heartbeat_interval_s:
+        How often :class:`~slotlock.runner.SlotRun` renews (default a third of the lease); must be
+        below half the lease so one late heartbeat does not lose it.
+    max_slot_age_s:
+        A delivery whose slot is older than this (by ``clock_ms``) is skipped as missed (a misfire
+        policy); ``None`` accepts any age. Typically one schedule period.
+    history_ttl_s:
+        Lifetime of slot items (their ``ttl_epoch_s``), seconds.
+    clock_ms:
+        Callable returning the caller's wall clock in epoch milliseconds (inject a fake in tests).
+
+    Raises
+    ------
+    LockConfigurationError
+        On any invalid parameter, naming it.
+
+    Examples
+    --------
+    >>> lock = SlotLock("locks", "flights-dashboard", lease_duration_s=45)   # doctest: +SKIP
+    >>> result = lock.try_acquire(Slot.parse("2026-11-22T00:30:00Z"), owner_id=context.aws_request_id)  # doctest: +SKIP
+    >>> if result.acquired: ...  # run, then lock.commit(result)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        job_name: str,
+        *,
+        client: DynamoDBClient | None = None,
+        lease_duration_s: float = DEFAULT_LEASE_DURATION_S,
+        heartbeat_interval_s: float | None = None,
+        max_slot_age_s: float | None = None,
+        history_ttl_s: int = DEFAULT_HISTORY_TTL_S,
+        clock_ms: ClockMs = system_clock_ms,
+    ) -> None:
+        if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
+            raise LockConfigurationError("table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}")
+        if not isinstance(job_name, str) or not 1 <= len(job_name) <= 200 or "#" in job_name:
+            raise LockConfigurationError("job_name", f"must be 1..200 characters without '#', got {job_name!r}")
+        if not isinstance(lease_duration_s, (int, float)) or isinstance(lease_duration_s, bool) or lease_duration_s <= 0:
+            raise LockConfigurationError("lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}")
+        if heartbeat_interval_s is None:
+            heartbeat_interval_s = lease_duration_s / 3
+        if not isinstance(heartbeat_interval_s, (int, float)) or heartbeat_interval_s <= 0:
+            raise LockConfigurationError("heartbeat_interval_s", f"must be positive, got {heartbeat_interval_s!r}")
+        if heartbeat_interval_s * 2 > lease_duration_s:
+            raise LockConfigurationError(
+                "heartbeat_interval_s",
+                f"{heartbeat_interval_s} s must be at most half of lease_duration_s ({lease_duration_s} s)"
+                " so that one late heartbeat does not lose the lease",
+            )
+        if max_slot_age_s is not None and (not isinstance(max_slot_age_s, (int, float)) or max_slot_age_s <= 0):
+            raise LockConfigurationError("max_slot_age_s", f"must be positive or None, got {max_slot_age_s!r}")
+        if not isinstance(history_ttl_s, int) or history_ttl_s <= 0:
+            raise LockConfigurationError("history_ttl_s", f"must be a positive integer, got {history_ttl_s!r}")
+        self.table_name = table_name
+        self.job_name = job_name
+        self.lease_duration_ms = int(lease_duration_s * 1000)
+        self.heartbeat_interval_ms = int(heartbeat_interval_s * 1000)
+        self.max_slot_age_ms = None if max_slot_age_s is None else int(max_slot_age_s * 1000)
+        self.history_ttl_s = history_ttl_s
+        self.clock_ms = clock_ms
+        self._client = client
+        self.lock_key = f"lock#{job_name}"
+
+    # --- plumbing -------------------------------------------------------------------------------------
+    @property
+    def client(self) -> DynamoDBClient:
+        """The DynamoDB client (created lazily with the ``standard`` retry mode)."""
+        if self._client is None:
+            self._client = boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+        return self._client
+
+    def slot_key(self, slot: Slot) -> str:
+        """Partition key of a slot's history item."""
+        return f"slot#{self.job_name}#{slot.iso}"
+
+    def _call(self, operation: str, **params: Any) -> dict[str, Any]:
+        method = getattr(self.client, _SNAKE[operation])
+        try:
+            return method(**params)
+        except ClientError:
+            raise  # callers inspect conditional failures; everything else is wrapped by _wrap
+        except BotoCoreError as exc:
+            raise LockBackendError(operation, str(exc)) from exc
+
+    @staticmethod
+    def _wrap(operation: str, exc: ClientError) -> LockBackendError:
+        error = exc.response.get("Error", {})
+        return LockBackendError(operation, error.get("Message") or str(exc), error_code=error.get("Code"))
+
+    def _ttl(self, now_ms: int) -> int:
+        return now_ms // 1000 + self.history_ttl_s
+
+    def _lease_expiry(self, now_ms: int, deadline_ms: int | None) -> int:
+        expires = now_ms + self.lease_duration_ms
+        return expires if deadline_ms is None else min(expires, deadline_ms)
+
+    # --- acquire --------------------------------------------------------------------------------------
+    def try_acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease | Loss:
+        """Race for the lease of ``slot``: exactly one conditional UpdateItem decides.
+
+        The write sets owner and expiry (``min(now + lease, deadline_ms)``) and bumps the fencing token
+        with ``ADD``, returning ALL_NEW. A loser learns why from ``ReturnValuesOnConditionCheckFailure=ALL_OLD``
+        and gets a :class:`Loss` after this one request. Exceptions to "one request": a ``too_old``
+        delivery sends one conditional PutItem recording the missed slot instead (no acquisition); an
+        ``overrun`` loser sends one more conditional PutItem so that exactly one racer records the missed
+        slot; a takeover or re-entry reads the slot item once to adopt the predecessor's in-flight state.
+
+        Parameters
+        ----------
+        slot:
+            The schedule slot from the event (:meth:`Slot.from_event`).
+        owner_id:
+            The Lambda request id (kept by Lambda across async retries of one event), 1..512 chars.
+        deadline_ms:
+            The invocation's deadline, epoch ms by ``clock_ms``; the lease never extends past it.
+
+        Returns
+        -------
+        Lease | Loss
+            Check ``result.acquired``.
+
+        Raises
+        ------
+        CorruptLockItemError
+            The lock item holds wrong-typed attributes (the condition could never be true).
+        LockBackendError
+            DynamoDB failed after botocore's retries.
+        """
+        if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
+            raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
+        now_ms = self.clock_ms()
+        if self.max_slot_age_ms is not None and now_ms - slot.epoch_ms > self.max_slot_age_ms:
+            recorded = self.record_missed(slot, "too_old", detail={"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id})
+            return Loss(self.job_name, slot, owner_id, "too_old", None, recorded)
+        expires_ms = self._lease_expiry(now_ms, deadline_ms)
+        if expires_ms <= now_ms:
+            raise LockConfigurationError("deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease")
+        try:
+            response = self._call(
+                "UpdateItem",
+                TableName=self.table_name,
+                Key={PK: {"S": self.lock_key}},
+                UpdateExpression=ACQUIRE_UPDATE,
+                ConditionExpression=ACQUIRE_CONDITION,
+                ExpressionAttributeNames={
+                    "#pk": PK, "#job": JOB, "#token": TOKEN, "#owner": OWNER, "#expires": EXPIRES,
+                    "#acquired": ACQUIRED, "#lease_slot": LEASE_SLOT, "#prev_owner": PREV_OWNER,
+                    "#prev_slot": PREV_SLOT, "#last_fin_slot": LAST_FIN_SLOT,
+                },
+                ExpressionAttributeValues={
+                    ":owner": {"S": owner_id}, ":expires": {"N": str(expires_ms)}, ":now": {"N": str(now_ms)},
+                    ":slot": {"N": str(slot.epoch_s)}, ":job": {"S": self.job_name}, ":one": {"N": "1"},
+                    ":null": {"NULL": True},
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _is_conditional_failure(exc):
+                raise self._wrap("UpdateItem", exc) from exc
+            current = self._old_lock_record(exc)
+            return self._loss(slot, owner_id, now_ms, current, deadline_ms)
+        record = self.decode_lock(response["Attributes"])
+        return self._lease_from(record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+
+    def acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease:
+        """Like :meth:`try_acquire` but raises :class:`LockNotAcquiredError` (carrying the ``Loss``) on loss."""
+        result = self.try_acquire(slot, owner_id, deadline_ms=deadline_ms)
+        if isinstance(result, Loss):
+            raise LockNotAcquiredError(result)
+        return result
+
+    def _lease_from(
+        self, record: LockRecord, slot: Slot, owner_id: str, now_ms: int, expires_ms: int, deadline_ms: int | None
+    ) -> Lease:
+        previous_owner, previous_slot = record.previous_owner_id, record.previous_slot
+        same_slot_predecessor = previous_owner is not None and previous_slot == slot
+        superseded = previous_slot if previous_owner is not None and previous_slot is not None and previous_slot < slot else None
+        lease = Lease(
+            job_name=self.job_name,
+            slot=slot,
+            owner_id=owner_id,
+            fencing_token=record.fencing_token,
+            acquired_at_ms=now_ms,
+            expires_at_ms=expires_ms,
+            deadline_ms=deadline_ms,
+            takeover_from=previous_owner if same_slot_predecessor and previous_owner != owner_id else None,
+            reentered=same_slot_predecessor and previous_owner == owner_id,
+            superseded_slot=superseded,
+        )
+        if same_slot_predecessor:
+            # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
+            lease = replace(lease, state=MappingProxyType(self.get_slot_state(slot)))
+        return lease
+
+    def _loss(
+        self, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
+    ) -> Lease | Loss:
+        if current is None:
+            # The item vanished between the write and the fallback read: only an operator deletes it.
+            raise CorruptLockItemError(self.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
+        reason: LossReason
+        if current.last_finished_slot is not None and current.last_finished_slot >= slot:
+            reason = "slot_finished" if current.last_finished_slot == slot else "superseded"
+        elif current.lease_slot is not None and current.lease_slot > slot:
+            reason = "superseded"
+        elif current.owner_id == owner_id and current.lease_slot == slot:
+            # Our own write already applied (an SDK retry of it failed the condition): that is our success.
+            return self._lease_from(
+                current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms
+            )
+        elif current.locked(now_ms):
+            reason = "held" if current.lease_slot == slot else "overrun"
+        else:
+            raise CorruptLockItemError(
+                self.lock_key, EXPIRES,
+                f"made the acquire condition false although no live lease or finished slot explains it: {current}",
+            )
+        recorded = False
+        if reason == "overrun":
+            recorded = self.record_missed(
+                slot, "overrun",
+                detail={"holder_owner_id": current.owner_id, "holder_slot": current.lease_slot.iso if current.lease_slot else None},
+            )
+        return Loss(self.job_name, slot, owner_id, reason, current, recorded)
+
+    # --- renew / state ----------------------------------------------------------------------------------
+    def heartbeat(self, lease: Lease) -> Lease:
+        """Renew the lease to ``min(now + lease_duration, lease.deadline_ms)``.
+
+        Conditional on owner and fencing token (no clock): a lease that expired but was not taken over
+        is renewed; one that was taken over raises. Sends nothing when the deadline caps the expiry.
+
+        Raises
+        ------
+        LeaseLostError
+            Another owner or token holds the lock; write nothing more.
+        """
+        now_ms = self.clock_ms()
+        expires_ms = self._lease_expiry(now_ms, lease.deadline_ms)
+        if expires_ms <= lease.expires_at_ms:
+            return lease
+        try:
+            self._call(
+                "UpdateItem",
+                TableName=self.table_name,
+                Key={PK: {"S": self.lock_key}},
+                UpdateExpression="SET #expires = :expires",
+                ConditionExpression=OWNER_AND_TOKEN_MATCH,
+                ExpressionAttributeNames={"#owner": OWNER, "#token": TOKEN, "#expires": EXPIRES},
+                ExpressionAttributeValues={
+                    ":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)},
+                    ":expires": {"N": str(expires_ms)},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _is_conditional_failure(exc):
+                raise self._wrap("UpdateItem", exc) from exc
+            raise LeaseLostError(lease, self._old_lock_record(exc), operation="heartbeat") from exc
+        return replace(lease, expires_at_ms=expires_ms)
+
+    def record_state(self, lease: Lease, changes: Mapping[str, Any]) -> Lease:
+        """Record in-flight state on the slot item for a successor, and renew the lease, atomically.
+
+        ``changes`` (JSON-serialisable, small: at most 64 KiB once merged) are merged into the lease's
+        state. One TransactWriteItems: the lock item's renewal is conditional on owner and token, so a
+        superseded holder cannot overwrite its successor's state.
+
+        Raises
+        ------
+        LeaseLostError
+            The lease was taken over; nothing was written.
+        """
+        state = {**lease.state, **changes}
+        state_json = _json(state)
+        if len(state_json.encode()) > MAX_STATE_BYTES:
+            raise LockConfigurationError("changes", f"state is {len(state_json)} bytes; at most {MAX_STATE_BYTES}")
+        now_ms = self.clock_ms()
+        expires_ms = max(self._lease_expiry(now_ms, lease.deadline_ms), lease.expires_at_ms)
+        items = [
+            self._lock_update(
+                lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
+            ),
+            {
+                "Update": {
+                    "TableName": self.table_name,
+                    "Key": {PK: {"S": self.slot_key(lease.slot)}},
+                    "UpdateExpression": (
+                        "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :running,"
+                        " #token = :token, #owner = :owner, #state = :state, #ttl = :ttl,"
+                        " #started = if_not_exists(#started, :now)"
+                    ),
+                    "ExpressionAttributeNames": {
+                        "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS, "#token": TOKEN,
+                        "#owner": OWNER, "#state": STATE_JSON, "#ttl": TTL, "#started": STARTED_AT,
+                    },
+                    "ExpressionAttributeValues": {
+                        ":job": {"S": self.job_name}, ":slot_iso": {"S": lease.slot.iso},
+                        ":slot": {"N": str(lease.slot.epoch_s)}, ":running": {"S": STATUS_RUNNING},
+                        ":token": {"N": str(lease.fencing_token)}, ":owner": {"S": lease.owner_id},
+                        ":state": {"S": state_json}, ":ttl": {"N": str(self._ttl(now_ms))}, ":now": {"N": str(now_ms)},
+                    },
+                }
+            },
+        ]
+        try:
+            self._transact(items, token_seed=None)
+        except _Cancelled as cancelled:
+            current = cancelled.lock_record(self)
+            raise LeaseLostError(lease, current, operation="record_state") from cancelled.error
+        return replace(lease, state=MappingProxyType(state), expires_at_ms=expires_ms)
+
+    # --- finish -----------------------------------------------------------------------------------------
+    def commit(
+        self,
+        lease: Lease,
+        *,
+        writes: Sequence[Mapping[str, Any]] = (),
+        summary: Mapping[str, Any] | None = None,
+        outcome: SlotOutcomeName = "succeeded",
+        error: Mapping[str, Any] | None = None,
+    ) -> CommitReceipt:
+        """Finish the slot and release the lease in one fenced TransactWriteItems.
+
+        The transaction holds, all-or-nothing:
+
+        1. the lock item: condition ``owner = ours AND fencing_token = ours``; removes owner and expiry
+           (release) and records the slot as the last finished one (complete) in the same write;
+        2. the slot item: final status (``SUCCEEDED``/``FAILED``), token, summary or error;
+        3. an older slot we superseded, recorded as ``MISSED`` (reason ``superseded``), if any;
+        4. the caller's own writes (TransactWriteItems entries in DynamoDB client format, e.g. results
+           conditioned on the token): at most 100 items in all, 4 MB in all.
+
+        A retry of a commit that already applied (ALL_OLD shows the slot finished under our token) is
+        reported as success (``already_applied``).
+
+        Raises
+        ------
+        StaleFencingTokenError
+            Our token is no longer current (we were taken over): nothing was written.
+        CommitConflictError
+            One of the caller's writes failed its own condition: nothing was written.
+        LockBackendError
+            DynamoDB failed.
+        """
+        if outcome not in ("succeeded", "failed"):
+            raise LockConfigurationError("outcome", f"must be 'succeeded' or 'failed', got {outcome!r}")
+        now_ms = self.clock_ms()
+        succeeded = outcome == "succeeded"
+        lock_set = (
+            "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now"
+            + (", #ok_slot = :slot, #ok_at = :now" if succeeded else "")
+            + " REMOVE #expires"
+        )
+        lock_names = {
+            "#fin_slot": LAST_FIN_SLOT, "#fin_outcome": LAST_FIN_OUTCOME, "#fin_token": LAST_FIN_TOKEN,
+            "#fin_at": LAST_FIN_AT, "#expires": EXPIRES,
+        }
+        if succeeded:
+            lock_names |= {"#ok_slot": LAST_OK_SLOT, "#ok_at": LAST_OK_AT}
+        lock_values = {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}}
+        # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
+        lock_item = self._lock_update(lease, lock_set + ", #owner", lock_names, lock_values)
+        slot_item = {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": {PK: {"S": self.slot_key(lease.slot)}},
+                "UpdateExpression": (
+                    "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :status, #token = :token,"
+                    " #owner = :owner, #finished = :now, #ttl = :ttl, #summary = :summary, #error = :error,"
+                    " #started = if_not_exists(#started, :acquired)"
+                ),
+                "ExpressionAttributeNames": {
+                    "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS, "#token": TOKEN,
+                    "#owner": OWNER, "#finished": FINISHED_AT, "#ttl": TTL, "#summary": SUMMARY_JSON,
+                    "#error": ERROR_JSON, "#started": STARTED_AT,
+                },
+                "ExpressionAttributeValues": {
+                    ":job": {"S": self.job_name}, ":slot_iso": {"S": lease.slot.iso},
+                    ":slot": {"N": str(lease.slot.epoch_s)},
+                    ":status": {"S": STATUS_SUCCEEDED if succeeded else STATUS_FAILED},
+                    ":token": {"N": str(lease.fencing_token)}, ":owner": {"S": lease.owner_id},
+                    ":now": {"N": str(now_ms)}, ":ttl": {"N": str(self._ttl(now_ms))},
+                    ":summary": {"S": _json(summary)}, ":error": {"S": _json(error)},
+                    ":acquired": {"N": str(lease.acquired_at_ms)},
+                },
+            }
+        }
+        items: list[Mapping[str, Any]] = [lock_item, slot_item]
+        if lease.superseded_slot is not None:
+            items.append(self._missed_update(lease.superseded_slot, "superseded", now_ms, lease))
+        own_offset = len(items)
+        items.extend(writes)
+        if len(items) > MAX_TRANSACTION_ITEMS:
+            raise LockConfigurationError("writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}")
+        receipt = CommitReceipt(self.job_name, lease.slot, lease.fencing_token, outcome, now_ms)
+        try:
+            self._transact(items, token_seed=f"{self.job_name}|{lease.slot.iso}|{lease.fencing_token}|{outcome}")
+        except _Cancelled as cancelled:
+            reasons = cancelled.reasons
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                current = cancelled.lock_record(self)
+                if current is not None and current.last_finished_token == lease.fencing_token and current.owner_id is None:
+                    return replace(receipt, already_applied=True)
+                raise StaleFencingTokenError(lease, current, operation="commit") from cancelled.error
+            for index, reason in enumerate(reasons):
+                if index >= own_offset and reason.get("Code") not in (None, "None"):
+                    raise CommitConflictError(
+                        index - own_offset, reason.get("Code", "?"), reason.get("Item"), reason.get("Message")
+                    ) from cancelled.error
+            raise self._wrap("TransactWriteItems", cancelled.error) from cancelled.error
+        return receipt
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).
+
+        Sets the expiry to now but keeps owner, token and slot, so the next acquirer of this slot (our
+        own Lambda retry, or another racer) adopts the recorded in-flight state at once.
+
+        Raises
+        ------
+        LeaseLostError
+            The lease was already taken over (nothing to release).
+        """
+        now_ms = self.clock_ms()
+        try:
+            self._call(
+                "UpdateItem",
+                TableName=self.table_name,
+                Key={PK: {"S": self.lock_key}},
+                UpdateExpression="SET #expires = :now",
+                ConditionExpression=OWNER_AND_TOKEN_MATCH,
+                ExpressionAttributeNames={"#owner": OWNER, "#token": TOKEN, "#expires": EXPIRES},
+                ExpressionAttributeValues={
+                    ":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)}, ":now": {"N": str(now_ms)},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _is_conditional_failure(exc):
+                raise self._wrap("UpdateItem", exc) from exc
+            raise LeaseLostError(lease, self._old_lock_record(exc), operation="release") from exc
+
+    def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
+        """Record ``slot`` as missed with ``reason``, unless the slot item already exists.
+
+        One conditional PutItem (``attribute_not_exists``): of many racers recording the same slot,
+        exactly one succeeds, and a slot that ran is never overwritten. Returns whether this call wrote.
+        """
+        now_ms = self.clock_ms()
+        put = self._missed_put(slot, reason, now_ms, detail)
+        try:
+            self._call("PutItem", **put)
+        except ClientError as exc:
+            if _is_conditional_failure(exc):
+                return False
+            raise self._wrap("PutItem", exc) from exc
+        return True
+
+    # --- reads ------------------------------------------------------------------------------------------
+    def get_lock(self) -> LockRecord:
+        """The job's lock item (strongly consistent read); a default record on a fresh table."""
+        item = self._get(self.lock_key)
+        return self.decode_lock(item) if item else LockRecord()
+
+    def get_slot(self, slot: Slot) -> dict[str, Any] | None:
+        """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``."""
+        item = self._get(self.slot_key(slot))
+        if item is None:
+            return None
+        decoded: dict[str, Any] = {}
+        for name, value in item.items():
+            plain = _plain(value)
+            if name.endswith("_json") and isinstance(plain, str):
+                decoded[name[: -len("_json")]] = json.loads(plain)
+            else:
+                decoded[name] = plain
+        return decoded
+
+    def get_slot_state(self, slot: Slot) -> dict[str, Any]:
+        """In-flight state recorded for ``slot`` (empty when none)."""
+        record = self.get_slot(slot)
+        return dict(record.get("state") or {}) if record else {}
+
+    def _get(self, key: str) -> dict[str, Any] | None:
+        try:
+            response = self._call("GetItem", TableName=self.table_name, Key={PK: {"S": key}}, ConsistentRead=True)
+        except ClientError as exc:
+            raise self._wrap("GetItem", exc) from exc
+        return response.get("Item")
+
+    def _old_lock_record(self, exc: ClientError) -> LockRecord | None:
+        item = exc.response.get("Item")
+        if item is None:  # ALL_OLD not returned (older emulators): fall back to one consistent read
+            item = self._get(self.lock_key)
+        return self.decode_lock(item) if item else None
+
+    # --- wire helpers -------------------------------------------------------------------------------------
+    def decode_lock(self, item: Mapping[str, Mapping[str, Any]]) -> LockRecord:
+        """Decode and type-check a lock item in DynamoDB JSON.
+
+        Raises
+        ------
+        CorruptLockItemError
+            An attribute has the wrong DynamoDB type or an impossible value.
+        """
+
+        def number(name: str, *, required: bool = False) -> int | None:
+            value = item.get(name)
+            if value is None or "NULL" in value:
+                if required:
+                    raise CorruptLockItemError(self.lock_key, name, "is missing")
+                return None
+            if set(value) != {"N"}:
+                raise CorruptLockItemError(self.lock_key, name, f"must be a Number, found {_type_of(value)}")
+            try:
+                return int(value["N"])
+            except ValueError as exc:
+                raise CorruptLockItemError(self.lock_key, name, f"must be an integer, found {value['N']!r}") from exc
+
+        def text(name: str) -> str | None:
+            value = item.get(name)
+            if value is None or "NULL" in value:
+                return None
+            if set(value) != {"S"}:
+                raise CorruptLockItemError(self.lock_key, name, f"must be a String, found {_type_of(value)}")
+            return value["S"]
+
+        def slot(name: str) -> Slot | None:
+            epoch = number(name)
+            return None if epoch is None else Slot(epoch)
+
+        token = number(TOKEN, required=True)
+        assert token is not None
+        if token < 0:
+            raise CorruptLockItemError(self.lock_key, TOKEN, f"must not be negative, found {token}")
+        owner = text(OWNER)
+        expires = number(EXPIRES)
+        if owner is not None and expires is None:
+            raise CorruptLockItemError(self.lock_key, EXPIRES, "is missing although an owner is set")
+        return LockRecord(
+            fencing_token=token,
+            owner_id=owner,
+            lease_expires_at_ms=expires,
+            acquired_at_ms=number(ACQUIRED),
+            lease_slot=slot(LEASE_SLOT),
+            previous_owner_id=text(PREV_OWNER),
+            previous_slot=slot(PREV_SLOT),
+            last_finished_slot=slot(LAST_FIN_SLOT),
+            last_finished_outcome=text(LAST_FIN_OUTCOME),
+            last_finished_token=number(LAST_FIN_TOKEN),
+            last_finished_at_ms=number(LAST_FIN_AT),
+            last_succeeded_slot=slot(LAST_OK_SLOT),
+            last_succeeded_at_ms=number(LAST_OK_AT),
+        )
+
+    def _lock_update(
+        self, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": {PK: {"S": self.lock_key}},
+                "UpdateExpression": expression,
+                "ConditionExpression": OWNER_AND_TOKEN_MATCH,
+                "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
+                "ExpressionAttributeValues": {
+                    ":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)}, **values,
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _missed_put(self, slot: Slot, reason: str, now_ms: int, detail: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {
+            "TableName": self.table_name,
+            "Item": {
+                PK: {"S": self.slot_key(slot)}, JOB: {"S": self.job_name}, SLOT: {"S": slot.iso},
+                SLOT_EPOCH: {"N": str(slot.epoch_s)}, STATUS: {"S": STATUS_MISSED}, REASON: {"S": reason},
+                ERROR_JSON: {"S": _json(detail)}, FINISHED_AT: {"N": str(now_ms)}, TTL: {"N": str(self._ttl(now_ms))},
+            },
+            "ConditionExpression": SLOT_ITEM_ABSENT,
+            "ExpressionAttributeNames": {"#pk": PK},
+        }
+
+    def _missed_update(self, slot: Slot, reason: str, now_ms: int, lease: Lease) -> dict[str, Any]:
+        # Unconditional on purpose: a condition failing here would cancel the whole commit. Safe because
+        # the superseded slot can no longer finish (its holder's token is stale) and it is not ours.
+        return {
+            "Update": {
+                "TableName": self.table_name,
+                "Key": {PK: {"S": self.slot_key(slot)}},
+                "UpdateExpression": (
+                    "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :missed, #reason = :reason,"
+                    " #finished = :now, #ttl = :ttl, #error = :detail"
+                ),
+                "ExpressionAttributeNames": {
+                    "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS, "#reason": REASON,
+                    "#finished": FINISHED_AT, "#ttl": TTL, "#error": ERROR_JSON,
+                },
+                "ExpressionAttributeValues": {
+                    ":job": {"S": self.job_name}, ":slot_iso": {"S": slot.iso}, ":slot": {"N": str(slot.epoch_s)},
+                    ":missed": {"S": STATUS_MISSED}, ":reason": {"S": reason}, ":now": {"N": str(now_ms)},
+                    ":ttl": {"N": str(self._ttl(now_ms))},
+                    ":detail": {"S": _json({"superseded_by_slot": lease.slot.iso, "fencing_token": lease.fencing_token})},
+                },
+            }
+        }
+
+    def _transact(self, items: Sequence[Mapping[str, Any]], *, token_seed: str | None) -> None:
+        params: dict[str, Any] = {"TransactItems": list(items)}
+        if token_seed is not None:
+            # Idempotency token for our own resends (DynamoDB keeps it 10 minutes); 36 chars max.
+            params["ClientRequestToken"] = hashlib.sha256(token_seed.encode()).hexdigest()[:36]
+        for attempt in range(TRANSACTION_CONFLICT_RETRIES + 1):
+            try:
+                self._call("TransactWriteItems", **params)
+                return
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code != "TransactionCanceledException":
+                    raise self._wrap("TransactWriteItems", exc) from exc
+                reasons = exc.response.get("CancellationReasons") or _reasons_from_message(exc)
+                conflict = any(r.get("Code") == "TransactionConflict" for r in reasons)
+                failed = any(r.get("Code") not in (None, "None", "TransactionConflict") for r in reasons)
+                if conflict and not failed and attempt < TRANSACTION_CONFLICT_RETRIES:
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                raise _Cancelled(exc, reasons) from exc
+
+
+class _Cancelled(Exception):
+    """Internal: a cancelled transaction and its per-item reasons (index 0 is always the lock item)."""
+
+    def __init__(self, error: ClientError, reasons: list[dict[str, Any]]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.reasons = reasons
+
+    def lock_record(self, lock: SlotLock) -> LockRecord | None:
+        item = self.reasons[0].get("Item") if self.reasons else None
+        if item is None:
+            item = lock._get(lock.lock_key)
+        return lock.decode_lock(item) if item else None
+
+
+_SNAKE = {
+    "UpdateItem": "update_item",
+    "PutItem": "put_item",
+    "GetItem": "get_item",
+    "TransactWriteItems": "transact_write_items",
+}
+
+
+def _is_conditional_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _reasons_from_message(exc: ClientError) -> list[dict[str, Any]]:
+    # Some emulators omit CancellationReasons; the message lists them: "... reasons [None, ConditionalCheckFailed]".
+    message = exc.response.get("Error", {}).get("Message", "")
+    start, end = message.find("["), message.rfind("]")
+    if start < 0 or end < start:
+        return []
+    return [{"Code": part.strip()} for part in message[start + 1 : end].split(",")]
+
+
+def _type_of(value: Mapping[str, Any]) -> str:
+    names = {"S": "String", "N": "Number", "B": "Binary", "BOOL": "Boolean", "NULL": "Null", "M": "Map", "L": "List",
+             "SS": "String Set", "NS": "Number Set", "BS": "Binary Set"}
+    return ", ".join(names.get(key, key) for key in value) or "nothing"
+
+
+def _plain(value: Mapping[str, Any]) -> Any:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    plain = TypeDeserializer().deserialize(value)
+    if hasattr(plain, "as_integer_ratio") and not isinstance(plain, (int, float)):
+        return int(plain) if plain == int(plain) else float(plain)
+    return plain

@@ -1,0 +1,110 @@
+"""Exceptions of ``slotlock``: one base class, specific subclasses that carry context.
+
+Every DynamoDB/botocore failure is wrapped in :class:`LockBackendError` with ``raise ... from exc``,
+so callers never need to import botocore to handle lock errors, and the original error stays attached.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .lease import Lease, LockRecord, Loss
+
+
+class SlotLockError(Exception):
+    """Base class of every error raised by ``slotlock``."""
+
+
+class LockConfigurationError(SlotLockError, ValueError):
+    """A lock was configured with values that cannot work (names the parameter and the rule)."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+
+
+class InvalidEventError(SlotLockError, ValueError):
+    """The invocation event carries no usable scheduled time.
+
+    ``field`` names the event field that is missing or malformed. Raised before any DynamoDB request,
+    so a malformed event never takes the lock nor stores anything.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"event field {field!r}: {message}")
+        self.field = field
+
+
+class LockBackendError(SlotLockError):
+    """DynamoDB could not be reached or refused the request (after botocore's own retries).
+
+    ``operation`` is the DynamoDB API name; ``error_code`` the AWS error code when there is one.
+    """
+
+    def __init__(self, operation: str, message: str, *, error_code: str | None = None) -> None:
+        super().__init__(f"DynamoDB {operation} failed: {message}")
+        self.operation = operation
+        self.error_code = error_code
+
+
+class CorruptLockItemError(SlotLockError):
+    """The job's lock item holds an attribute of the wrong type or shape.
+
+    DynamoDB evaluates a comparison with a wrong-typed operand as false, so such an item would make
+    every acquisition fail silently forever; it is reported instead. Repair or delete the attribute
+    named by ``attribute`` (never the ``fencing_token`` itself: see the README's operations section).
+    """
+
+    def __init__(self, key: str, attribute: str, message: str) -> None:
+        super().__init__(f"lock item {key!r}: attribute {attribute!r} {message}")
+        self.key = key
+        self.attribute = attribute
+
+
+class LockNotAcquiredError(SlotLockError):
+    """Raised by :meth:`slotlock.SlotLock.acquire` when the race is lost; ``loss`` says why."""
+
+    def __init__(self, loss: Loss) -> None:
+        super().__init__(f"lock for {loss.job_name} slot {loss.slot.iso} not acquired: {loss.reason}")
+        self.loss = loss
+
+
+class LeaseLostError(SlotLockError):
+    """Our lease is no longer ours: a renew, state write or release found another owner or token.
+
+    The holder must write nothing more. ``current`` is the lock item as DynamoDB returned it with
+    ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` (``None`` when it could not be read).
+    """
+
+    def __init__(self, lease: Lease, current: LockRecord | None, *, operation: str) -> None:
+        holder = f"owner {current.owner_id!r} token {current.fencing_token}" if current else "unknown holder"
+        super().__init__(
+            f"{operation}: lease of {lease.owner_id!r} (token {lease.fencing_token}) on {lease.job_name} "
+            f"slot {lease.slot.iso} was lost; lock now has {holder}"
+        )
+        self.lease = lease
+        self.current = current
+        self.operation = operation
+
+
+class StaleFencingTokenError(LeaseLostError):
+    """A commit carried a fencing token that is no longer current, and was rejected atomically.
+
+    Nothing of the commit was written (DynamoDB transactions are all-or-nothing). See Kleppmann,
+    "How to do distributed locking" (2016): https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html
+    """
+
+
+class CommitConflictError(SlotLockError):
+    """A caller-supplied write in a commit transaction failed its own condition.
+
+    ``index`` is the position of that write among the caller's writes; ``item`` the old item returned
+    with ALL_OLD (may be ``None``). Nothing of the commit was written and the lease is still held.
+    """
+
+    def __init__(self, index: int, code: str, item: dict[str, Any] | None, message: str | None = None) -> None:
+        super().__init__(f"commit write #{index} rejected: {code}{': ' + message if message else ''}")
+        self.index = index
+        self.code = code
+        self.item = item

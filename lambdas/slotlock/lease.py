@@ -1,0 +1,147 @@
+"""Value objects: the lease we hold, why we lost, and a decoded view of the lock item.
+
+All times are epoch milliseconds from the *caller's* wall clock (``*_ms``), except slot times, which
+come from the event (:class:`~slotlock.slot.Slot`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, Mapping
+
+from .slot import Slot
+
+LossReason = Literal["held", "overrun", "slot_finished", "superseded", "too_old"]
+SlotOutcomeName = Literal["succeeded", "failed"]
+
+
+@dataclass(frozen=True)
+class LockRecord:
+    """The job's lock item as stored (decoded and type-checked), or as returned by ALL_OLD/ALL_NEW.
+
+    ``owner_id`` is ``None`` when no lease is held (after a commit); ``fencing_token`` is 0 on a fresh
+    table. ``lease_slot`` is the slot of the latest acquisition (kept after release).
+    """
+
+    fencing_token: int = 0
+    owner_id: str | None = None
+    lease_expires_at_ms: int | None = None
+    acquired_at_ms: int | None = None
+    lease_slot: Slot | None = None
+    previous_owner_id: str | None = None
+    previous_slot: Slot | None = None
+    last_finished_slot: Slot | None = None
+    last_finished_outcome: str | None = None
+    last_finished_token: int | None = None
+    last_finished_at_ms: int | None = None
+    last_succeeded_slot: Slot | None = None
+    last_succeeded_at_ms: int | None = None
+
+    def locked(self, now_ms: int) -> bool:
+        """Whether *anyone* holds an unexpired lease at ``now_ms`` (redis-py's ``locked()``)."""
+        return self.owner_id is not None and self.lease_expires_at_ms is not None and now_ms < self.lease_expires_at_ms
+
+    def owned_by(self, owner_id: str, fencing_token: int) -> bool:
+        """Whether the item still names this owner and token (redis-py's ``owned()``; no clock involved)."""
+        return self.owner_id == owner_id and self.fencing_token == fencing_token
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease we hold on one job's lock for one slot. Immutable: renewals return a new ``Lease``.
+
+    Attributes
+    ----------
+    job_name, slot, owner_id:
+        What is locked, for which schedule slot, by whom (the Lambda request id, which Lambda keeps
+        across its async retries of one event).
+    fencing_token:
+        Strictly increasing for the life of the table (Kleppmann's fencing token). Writes that must
+        not come from a superseded holder are conditioned on it (see :meth:`SlotLock.commit`).
+    acquired_at_ms, expires_at_ms:
+        Caller clock, epoch ms. ``expires_at_ms`` never exceeds ``deadline_ms``.
+    deadline_ms:
+        The invocation's own deadline (epoch ms), or ``None`` when unbounded.
+    takeover_from:
+        The previous owner whose expired lease on this same slot we took over (``None`` otherwise).
+    reentered:
+        ``True`` when the previous holder of this slot was ourselves (a Lambda retry of our event).
+    superseded_slot:
+        An older, unfinished slot whose expired holder we replaced; recorded as missed at commit.
+    state:
+        In-flight state recorded for this slot by previous holders (e.g. a query execution id), which a
+        successor adopts. Read-only mapping.
+    """
+
+    acquired: ClassVar[bool] = True
+
+    job_name: str
+    slot: Slot
+    owner_id: str
+    fencing_token: int
+    acquired_at_ms: int
+    expires_at_ms: int
+    deadline_ms: int | None = None
+    takeover_from: str | None = None
+    reentered: bool = False
+    superseded_slot: Slot | None = None
+    state: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def takeover(self) -> bool:
+        """Whether this lease took over an expired lease of another owner on the same slot."""
+        return self.takeover_from is not None
+
+    def remaining_ms(self, now_ms: int) -> int:
+        """Milliseconds of lease left at ``now_ms`` (negative once expired)."""
+        return self.expires_at_ms - now_ms
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Why a racer did not get the lease (it should return normally: no retry is useful).
+
+    ``reason``:
+
+    - ``held``: another owner holds an unexpired lease on this slot (the normal fan-out loser);
+    - ``overrun``: an older slot's holder is still running;
+    - ``slot_finished``: this slot already succeeded or failed for good;
+    - ``superseded``: a newer slot already acquired or finished;
+    - ``too_old``: the delivery is older than the lock's maximum slot age (a misfire).
+
+    ``missed_recorded`` is ``True`` for the one racer whose write recorded the slot as missed.
+    ``current`` is the lock item as DynamoDB returned it with ALL_OLD (``None`` for ``too_old``, which
+    sends no acquisition request).
+    """
+
+    acquired: ClassVar[bool] = False
+
+    job_name: str
+    slot: Slot
+    owner_id: str
+    reason: LossReason
+    current: LockRecord | None = None
+    missed_recorded: bool = False
+
+    @property
+    def holder_owner_id(self) -> str | None:
+        """Owner of the lease we lost to, if any."""
+        return self.current.owner_id if self.current else None
+
+    @property
+    def holder_expires_at_ms(self) -> int | None:
+        """When that lease expires (holder's clock, epoch ms), if any."""
+        return self.current.lease_expires_at_ms if self.current else None
+
+
+@dataclass(frozen=True)
+class CommitReceipt:
+    """What a successful commit wrote: the slot's final outcome under our fencing token."""
+
+    job_name: str
+    slot: Slot
+    fencing_token: int
+    outcome: SlotOutcomeName
+    committed_at_ms: int
+    already_applied: bool = False  # an SDK retry found our own earlier commit in place
