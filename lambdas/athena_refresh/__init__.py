@@ -1,0 +1,1 @@
+"""Athena refresh job: runs once per schedule slot under slotlock and stores fenced results."""

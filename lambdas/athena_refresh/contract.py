@@ -66,6 +66,27 @@ METRIC_ROWS_STORED: Final = "RowsStored"
 # Measurements
 METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds
 METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes
+# Age of the last successful run, emitted by every invocation (losers read it from the lock item they
+# already touched), so "no success for two periods" is alarmable: CloudWatch has no time-since metric.
+METRIC_LAST_SUCCESS_AGE_S: Final = "LastSuccessAgeS"  # unit Seconds
+
+#: Every metric the runtime emits (the dashboard graphs each one).
+ALL_METRICS: Final = (
+    METRIC_LEASE_ACQUIRED,
+    METRIC_LOST_RACE,
+    METRIC_TAKEOVER,
+    METRIC_QUERY_ADOPTED,
+    METRIC_STALE_WRITE_REJECTED,
+    METRIC_LEASE_LOST,
+    METRIC_RUN_SUCCEEDED,
+    METRIC_RUN_FAILED,
+    METRIC_SLOT_MISSED,
+    METRIC_QUERIES_STARTED,
+    METRIC_ROWS_STORED,
+    METRIC_QUERY_DURATION_MS,
+    METRIC_DATA_SCANNED_BYTES,
+    METRIC_LAST_SUCCESS_AGE_S,
+)
 
 # Why a racer did not run the slot (values of the "reason" dimension of LostRace).
 LOSS_REASONS: Final = (

@@ -1,0 +1,15 @@
+"""Lambda entry point: Powertools decorators and one call (see :func:`athena_refresh.service.handle`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from athena_refresh.service import handle, logger, metrics, tracer
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Invoked by each racer's EventBridge schedule; returns the slot outcome (never raises on a lost race)."""
+    return handle(event, context)

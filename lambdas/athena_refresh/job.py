@@ -1,0 +1,146 @@
+"""The Athena refresh: the function run once per slot under the slot lock.
+
+Per slot (all under one :class:`slotlock.SlotRun`):
+
+1. adopt a predecessor's query if the slot's in-flight state names one (takeover or our own retry);
+   otherwise start the query with a ClientRequestToken derived from job, slot and attempt, so two
+   starts of one attempt are one query, and record its query execution id on the slot item (fenced);
+2. poll with capped exponential backoff, renewing the lease at each poll when a heartbeat is due, never
+   past the invocation deadline minus the time reserved for the commit;
+3. a FAILED query with a retryable error starts a new attempt (bounded by ``max_query_attempts``); a
+   permanent failure ends the slot as failed with the AthenaError recorded (normal return: no retry storm);
+4. read the typed results and commit them with the slot's completion in one fenced transaction.
+
+If the lease is lost, nothing more is written and the query is left running for the successor to adopt.
+If the time budget runs out, the lease is released (keeping the state) and QueryTimeoutError propagates,
+so Lambda's async retry (same request id) re-enters at once and adopts the query.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from slotlock import SlotRun
+
+from . import contract
+from .engine import QueryEngine, QueryExecution, client_request_token, wait_for_query
+from .errors import QueryFailedError
+from .results import ResultsStore
+from .settings import Settings
+
+logger = logging.getLogger(__name__)
+
+MetricSink = Callable[[str, float, str], None]  # (metric name, value, unit)
+
+CHECKPOINT_QUERY_STARTED = "query_started"
+CHECKPOINT_QUERY_FINISHED = "query_finished"
+#: Time kept back from the invocation deadline for reading results and the commit.
+DEFAULT_COMMIT_RESERVE_MS = 5_000
+
+
+def _no_metrics(name: str, value: float, unit: str) -> None:
+    """Default sink: metrics go nowhere."""
+
+
+@dataclass
+class AthenaRefreshJob:
+    """Callable ``job(run) -> summary`` for :class:`slotlock.SlotRunner`.
+
+    Parameters
+    ----------
+    settings:
+        Validated job settings (SQL, window, attempts).
+    engine:
+        A :class:`~athena_refresh.engine.QueryEngine` (Athena, or DuckDB locally).
+    results:
+        Prepares the fenced result writes.
+    metrics:
+        ``(name, value, unit)`` sink; names from :mod:`athena_refresh.contract`.
+    sleep_s, poll_initial_delay_ms, poll_max_delay_ms:
+        Polling pace (injected in tests).
+    commit_reserve_ms:
+        Milliseconds before the invocation deadline at which polling stops.
+    """
+
+    settings: Settings
+    engine: QueryEngine
+    results: ResultsStore
+    metrics: MetricSink = _no_metrics
+    sleep_s: Callable[[float], None] = time.sleep
+    poll_initial_delay_ms: int = 200
+    poll_max_delay_ms: int = 5_000
+    commit_reserve_ms: int = DEFAULT_COMMIT_RESERVE_MS
+    queries_started: int = field(default=0, init=False)
+
+    def __call__(self, run: SlotRun) -> dict[str, Any]:
+        lease = run.lease
+        slot = lease.slot
+        parameters = self.settings.execution_parameters(slot.datetime)
+        attempt = int(run.state.get("attempt", 1))
+        query_execution_id: str | None = run.state.get("query_execution_id")
+        if query_execution_id:
+            logger.info("adopting query %s of slot %s (attempt %d)", query_execution_id, slot.iso, attempt)
+            self.metrics(contract.METRIC_QUERY_ADOPTED, 1, "Count")
+        while True:
+            if query_execution_id is None:
+                token = client_request_token(self.settings.job_name, slot.iso, attempt)
+                query_execution_id = self.engine.start_query(
+                    sql=self.settings.query_sql, parameters=parameters, client_request_token=token
+                )
+                self.queries_started += 1
+                self.metrics(contract.METRIC_QUERIES_STARTED, 1, "Count")
+                run.record_state(query_execution_id=query_execution_id, attempt=attempt)
+                run.checkpoint(CHECKPOINT_QUERY_STARTED)
+            execution = self._wait(run, query_execution_id)
+            if execution.state == "SUCCEEDED":
+                break
+            try:
+                execution.raise_for_state()
+            except QueryFailedError as failure:
+                if failure.retryable and attempt < self.settings.max_query_attempts:
+                    logger.warning("query %s failed retryably (attempt %d): %s", query_execution_id, attempt, failure)
+                    attempt += 1
+                    query_execution_id = None
+                    continue
+                logger.error("query %s failed for good: %s", query_execution_id, failure)
+                error = {**failure.as_dict(), "attempt": attempt}
+                run.fail(error)
+                return error
+        run.checkpoint(CHECKPOINT_QUERY_FINISHED)
+        statistics = execution.statistics
+        self.metrics(contract.METRIC_QUERY_DURATION_MS, statistics.total_execution_time_ms, "Milliseconds")
+        self.metrics(contract.METRIC_DATA_SCANNED_BYTES, statistics.data_scanned_bytes, "Bytes")
+        result = self.engine.get_results(query_execution_id)
+        start, end = self.settings.window(slot.datetime)
+        prepared = self.results.prepare(
+            job_name=self.settings.job_name,
+            slot_iso=slot.iso,
+            fencing_token=lease.fencing_token,
+            query_execution_id=query_execution_id,
+            statistics=statistics,
+            result=result,
+            committed_at_ms=run.now_ms(),
+            window=(start.isoformat(), end.isoformat()),
+        )
+        summary = {**prepared.summary, "attempt": attempt}
+        run.commit(writes=prepared.writes, summary=summary)
+        self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
+        return summary
+
+    def _wait(self, run: SlotRun, query_execution_id: str) -> QueryExecution:
+        deadline_ms = run.lease.deadline_ms
+        if deadline_ms is None:
+            deadline_ms = run.now_ms() + 15 * 60 * 1000  # Lambda's maximum timeout
+        return wait_for_query(
+            self.engine,
+            query_execution_id,
+            deadline_ms=deadline_ms - self.commit_reserve_ms,
+            clock_ms=run.now_ms,
+            sleep_s=self.sleep_s,
+            on_poll=lambda _execution: run.heartbeat(),
+            initial_delay_ms=self.poll_initial_delay_ms,
+            max_delay_ms=self.poll_max_delay_ms,
+        )

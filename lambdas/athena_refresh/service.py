@@ -1,0 +1,154 @@
+"""Glue between the Lambda handler and the job: settings, cached clients, observability, outcome.
+
+Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators and one call.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner
+
+from . import contract
+from .engine import AthenaQueryEngine, QueryEngine
+from .job import AthenaRefreshJob
+from .results import ResultsStore
+from .settings import Settings
+
+logger = Logger(service=contract.SERVICE_NAME)
+metrics = Metrics(namespace=contract.METRICS_NAMESPACE, service=contract.SERVICE_NAME)
+tracer = Tracer(service=contract.SERVICE_NAME)
+# Library loggers (stdlib logging) get the same JSON formatter, so they carry job/slot/owner/token keys.
+copy_config_to_registered_loggers(
+    source_logger=logger, include={"slotlock.runner", "slotlock.dynamodb", "athena_refresh.job"}
+)
+
+EngineFactory = Callable[[Settings], QueryEngine]
+
+_UNITS = {
+    "Count": MetricUnit.Count, "Milliseconds": MetricUnit.Milliseconds, "Bytes": MetricUnit.Bytes,
+    "Seconds": MetricUnit.Seconds,
+}
+
+
+def _athena_engine(settings: Settings) -> QueryEngine:
+    return AthenaQueryEngine(
+        workgroup=settings.athena_workgroup, database=settings.athena_database, catalog=settings.athena_catalog
+    )
+
+
+_engine_factory: EngineFactory = _athena_engine
+
+
+def use_engine_factory(factory: EngineFactory | None) -> None:
+    """Replace the query engine (e.g. by the local DuckDB engine in the demo); ``None`` restores Athena."""
+    global _engine_factory
+    _engine_factory = factory or _athena_engine
+    dependencies.cache_clear()
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """Long-lived objects reused across warm invocations."""
+
+    lock: SlotLock
+    engine: QueryEngine
+    results: ResultsStore
+
+
+@functools.lru_cache(maxsize=4)
+def dependencies(settings: Settings) -> Dependencies:
+    """Build (once per settings, per execution environment) the lock, engine and results store."""
+    lock = SlotLock(
+        settings.lock_table_name,
+        settings.job_name,
+        lease_duration_s=settings.lease_duration_s,
+        heartbeat_interval_s=settings.heartbeat_interval_s,
+        max_slot_age_s=settings.max_slot_age_s,
+        history_ttl_s=settings.history_ttl_s,
+    )
+    results = ResultsStore(settings.results_table_name, bucket_name=settings.results_bucket_name)
+    return Dependencies(lock=lock, engine=_engine_factory(settings), results=results)
+
+
+def _metric(name: str, value: float, unit: str = "Count") -> None:
+    metrics.add_metric(name=name, unit=_UNITS[unit], value=value)
+
+
+def _reason_metric(name: str, reason: str, job_name: str) -> None:
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=1, namespace=contract.METRICS_NAMESPACE,
+        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: job_name},
+    ) as metric:
+        metric.add_dimension(name=contract.DIMENSION_REASON, value=reason)
+
+
+def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
+    keys: dict[str, Any] = {"fencing_token": lease.fencing_token}
+    if lease.state.get("query_execution_id"):
+        keys["query_execution_id"] = lease.state["query_execution_id"]
+    logger.append_keys(**keys)
+    logger.info(f"checkpoint {checkpoint}", checkpoint=checkpoint, takeover=lease.takeover, reentered=lease.reentered)
+
+
+def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
+    """One EMF metric per fact of the outcome (names and reasons from :mod:`contract`).
+
+    Every invocation also reports the age of the last successful run (seconds): the winner just
+    succeeded (0) or read it from the lock item; a loser got it from ALL_OLD at no extra request.
+    """
+    last_success_ms = now_ms if outcome.status == "succeeded" else outcome.details.get("last_succeeded_at_ms")
+    if isinstance(last_success_ms, int):
+        _metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
+    if outcome.fencing_token is not None and outcome.status not in ("lost", "missed"):
+        _metric(contract.METRIC_LEASE_ACQUIRED, 1)
+        if outcome.takeover:
+            _metric(contract.METRIC_TAKEOVER, 1)
+    if outcome.status == "succeeded":
+        _metric(contract.METRIC_RUN_SUCCEEDED, 1)
+    elif outcome.status == "failed":
+        _metric(contract.METRIC_RUN_FAILED, 1)
+    elif outcome.status == "stale_rejected":
+        _metric(contract.METRIC_STALE_WRITE_REJECTED, 1)
+    elif outcome.status == "lease_lost":
+        _metric(contract.METRIC_LEASE_LOST, 1)
+    elif outcome.status == "lost" and outcome.reason:
+        _reason_metric(contract.METRIC_LOST_RACE, outcome.reason, outcome.job_name)
+    elif outcome.status == "missed" and outcome.reason:
+        _reason_metric(contract.METRIC_SLOT_MISSED, outcome.reason, outcome.job_name)
+
+
+@tracer.capture_method(capture_response=False)
+def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dict[str, Any]:
+    """Run the refresh for the event's slot; returns the :class:`SlotOutcome` as a dict.
+
+    Raises
+    ------
+    ConfigurationError
+        Invalid environment (names the variable); raised before any AWS request.
+    InvalidEventError
+        The event has no usable scheduled time (names the field); raised before any AWS request.
+    QueryTimeoutError, LockBackendError, QueryEngineError, ResultsStoreError
+        Transient trouble: the lease was released and Lambda's retry (same request id) re-enters.
+    """
+    settings = settings or Settings.from_env()
+    slot = Slot.from_event(event)
+    deps = dependencies(settings)
+    metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
+    logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id)
+    job = AthenaRefreshJob(settings=settings, engine=deps.engine, results=deps.results, metrics=_metric)
+    runner = SlotRunner(deps.lock, listener=_on_checkpoint)
+    deadline_ms = deps.lock.clock_ms() + int(context.get_remaining_time_in_millis())
+    outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
+    emit_outcome_metrics(outcome, deps.lock.clock_ms())
+    result = outcome.as_dict()
+    result["queries_started"] = job.queries_started
+    logger.info(f"slot {slot.iso}: {outcome.status}", outcome=outcome.status, reason=outcome.reason,
+                fencing_token=outcome.fencing_token)
+    return result

@@ -1,0 +1,145 @@
+"""Validated settings of the Athena refresh job, read from the environment once per invocation.
+
+Every problem names the environment variable (the names live in :mod:`athena_refresh.contract`, which
+the CDK stack uses to set them) and what is allowed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+from . import contract
+from .errors import ConfigurationError
+
+DEFAULT_CATALOG = "AwsDataCatalog"
+
+
+def _required(env: Mapping[str, str], key: str) -> str:
+    value = env.get(key, "").strip()
+    if not value:
+        raise ConfigurationError(key, "is required and must not be empty")
+    return value
+
+
+def _number(env: Mapping[str, str], key: str, default: float | None, *, integer: bool, minimum: float) -> float:
+    raw = env.get(key, "").strip()
+    if not raw:
+        if default is None:
+            raise ConfigurationError(key, "is required")
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError as exc:
+        kind = "an integer" if integer else "a number"
+        raise ConfigurationError(key, f"must be {kind}, got {raw!r}") from exc
+    if value < minimum:
+        raise ConfigurationError(key, f"must be at least {minimum}, got {raw}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The job's configuration.
+
+    Attributes (units in the names): ``lease_duration_s``, ``heartbeat_interval_s`` (below half the
+    lease), ``max_slot_age_s`` (deliveries older than this are skipped as missed; one period is
+    typical), ``history_ttl_s`` (lifetime of slot history items), ``window_s`` (the query's trailing
+    window ending at the slot's scheduled time), ``data_year`` (``None``: query the slot's own time;
+    else map the slot onto that year of the data's timeline, same month, day and time of day).
+    """
+
+    job_name: str
+    lock_table_name: str
+    results_table_name: str
+    athena_workgroup: str
+    athena_database: str
+    query_sql: str
+    results_bucket_name: str | None = None
+    athena_catalog: str = DEFAULT_CATALOG
+    lease_duration_s: float = 45.0
+    heartbeat_interval_s: float = 15.0
+    max_slot_age_s: float | None = 1800.0
+    history_ttl_s: int = 30 * 24 * 3600
+    max_query_attempts: int = 3
+    window_s: int = 86400
+    data_year: int | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read and validate the settings from ``env`` (default ``os.environ``).
+
+        Raises
+        ------
+        ConfigurationError
+            Naming the first invalid or missing variable.
+        """
+        env = os.environ if env is None else env
+        lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False, minimum=1)
+        heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False, minimum=0.1)
+        if heartbeat * 2 > lease:
+            raise ConfigurationError(
+                contract.ENV_HEARTBEAT_INTERVAL_S,
+                f"{heartbeat} s must be at most half of {contract.ENV_LEASE_DURATION_S} ({lease} s)",
+            )
+        max_age_raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
+        max_age = None if max_age_raw.lower() in ("none", "off") else _number(
+            env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False, minimum=1
+        )
+        sql = _required(env, contract.ENV_QUERY_SQL)
+        if sql.count("?") != 2:
+            raise ConfigurationError(
+                contract.ENV_QUERY_SQL,
+                f"must contain exactly two ? placeholders (window start, window end); found {sql.count('?')}",
+            )
+        data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
+        data_year = None
+        if data_year_raw:
+            data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True, minimum=1900))
+            if data_year > 2100:
+                raise ConfigurationError(contract.ENV_DATA_YEAR, f"must be a year from 1900 to 2100, got {data_year_raw}")
+        job_name = _required(env, contract.ENV_JOB_NAME)
+        if "#" in job_name or len(job_name) > 200:
+            raise ConfigurationError(contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}")
+        return cls(
+            job_name=job_name,
+            lock_table_name=_required(env, contract.ENV_LOCK_TABLE_NAME),
+            results_table_name=_required(env, contract.ENV_RESULTS_TABLE_NAME),
+            results_bucket_name=env.get(contract.ENV_RESULTS_BUCKET_NAME, "").strip() or None,
+            athena_workgroup=_required(env, contract.ENV_ATHENA_WORKGROUP),
+            athena_database=_required(env, contract.ENV_ATHENA_DATABASE),
+            athena_catalog=env.get(contract.ENV_ATHENA_CATALOG, "").strip() or DEFAULT_CATALOG,
+            query_sql=sql,
+            lease_duration_s=lease,
+            heartbeat_interval_s=heartbeat,
+            max_slot_age_s=max_age,
+            history_ttl_s=int(_number(env, contract.ENV_HISTORY_TTL_S, 30 * 24 * 3600, integer=True, minimum=60)),
+            max_query_attempts=int(_number(env, contract.ENV_MAX_QUERY_ATTEMPTS, 3, integer=True, minimum=1)),
+            window_s=int(_number(env, contract.ENV_WINDOW_S, 86400, integer=True, minimum=60)),
+            data_year=data_year,
+        )
+
+    def window(self, scheduled: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+        """The query window ``[end - window_s, end)`` ending at the slot's scheduled time (naive UTC).
+
+        With ``data_year`` the end is mapped onto that year (same month, day, time of day; 29 February
+        becomes 28 February when that year has none).
+        """
+        end = scheduled.astimezone(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+        if self.data_year is not None:
+            try:
+                end = end.replace(year=self.data_year)
+            except ValueError:  # 29 February in a non-leap year
+                end = end.replace(year=self.data_year, day=28)
+        return end - dt.timedelta(seconds=self.window_s), end
+
+    def execution_parameters(self, scheduled: dt.datetime) -> list[str]:
+        """Athena ExecutionParameters for the window: SQL timestamp literal text, start then end.
+
+        Athena substitutes each value as SQL literal text, so strings carry their quotes:
+        https://docs.aws.amazon.com/athena/latest/ug/querying-with-prepared-statements-querying-using-execution-parameters.html
+        """
+        start, end = self.window(scheduled)
+        return [f"'{start:%Y-%m-%d %H:%M:%S}'", f"'{end:%Y-%m-%d %H:%M:%S}'"]
