@@ -26,7 +26,7 @@ metrics = Metrics(namespace=contract.METRICS_NAMESPACE, service=contract.SERVICE
 tracer = Tracer(service=contract.SERVICE_NAME)
 # Library loggers (stdlib logging) get the same JSON formatter, so they carry job/slot/owner/token keys.
 copy_config_to_registered_loggers(
-    source_logger=logger, include={"slotlock.runner", "slotlock.dynamodb", "athena_refresh.job"}
+    source_logger=logger, include={"slotlock", "athena_refresh"}
 )
 
 EngineFactory = Callable[[Settings], QueryEngine]

@@ -1,0 +1,135 @@
+"""``make demo`` end to end at a small size, plus its planning helpers and the Lambda-like context.
+
+The end-to-end test runs ``python -m local.demo`` as a child process (the demo starts its own moto server
+and execution environments and installs signal handlers), bounded by a timeout, and checks the invariants
+of the report it writes: every slot committed exactly once, the killed winner's retry adopted its query,
+the paused winner's stale commit was rejected after a takeover.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from local.demo import KILL, PAUSE, SLOT_PERIOD_S, fault_plan, slot_times
+from local.lambda_runtime import LambdaContext
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_TIMEOUT_S = 150  # normally about 20 s; bounded so a hang fails instead of blocking the suite
+
+
+def test_slot_times_are_the_last_half_hours_oldest_first() -> None:
+    now = dt.datetime(2026, 11, 22, 0, 47, 13, tzinfo=dt.timezone.utc)
+    times = slot_times(4, now)
+    assert [t.strftime("%H:%M") for t in times] == ["23:00", "23:30", "00:00", "00:30"]
+    assert all((b - a).total_seconds() == SLOT_PERIOD_S for a, b in zip(times, times[1:]))
+    assert all(t.tzinfo is not None and t <= now for t in times)
+
+
+def test_slot_times_include_an_exact_boundary() -> None:
+    now = dt.datetime(2026, 11, 22, 1, 0, 0, tzinfo=dt.timezone.utc)
+    assert slot_times(1, now)[0] == now
+
+
+@pytest.mark.parametrize(
+    ("slots", "expected"),
+    [(8, {2: KILL, 5: PAUSE}), (3, {1: KILL, 2: PAUSE}), (2, {0: KILL, 1: PAUSE}), (1, {0: KILL})],
+)
+def test_fault_plan(slots: int, expected: dict[int, str]) -> None:
+    assert fault_plan(slots) == expected
+    assert fault_plan(slots, enabled=False) == {}
+
+
+def test_lambda_context_counts_down_to_a_real_deadline() -> None:
+    now = [1_000_000]
+    context = LambdaContext(aws_request_id="req-1", function_name="fn", timeout_ms=3000, clock_ms=lambda: now[0])
+    assert context.get_remaining_time_in_millis() == 3000
+    now[0] += 1250
+    assert context.get_remaining_time_in_millis() == 1750
+    now[0] += 10_000
+    assert context.get_remaining_time_in_millis() == 0
+    assert context.invoked_function_arn == "arn:aws:lambda:us-east-1:123456789012:function:fn"
+    assert context.aws_request_id == "req-1" and context.memory_limit_in_mb == 256
+    with pytest.raises(ValueError):
+        LambdaContext(aws_request_id="r", function_name="fn", timeout_ms=0)
+
+
+def _flights_per_origin(start: str, end: str) -> dict[str, int]:
+    import duckdb
+
+    from local.data import flights_parquet_path
+
+    sql = ("SELECT origin, count(*) FROM read_parquet(?) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"
+           " AND sched_dep_utc < CAST(? AS TIMESTAMP) GROUP BY origin")
+    with duckdb.connect() as con:
+        return dict(con.execute(sql, [str(flights_parquet_path()), start, end]).fetchall())
+
+
+@pytest.mark.slow
+def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
+    report_path = tmp_path / "demo-report.json"
+    workdir = tmp_path / "demo"
+    argv = [sys.executable, "-m", "local.demo", "--slots", "3", "--racers", "3", "--lease-s", "3",
+            "--report", str(report_path), "--workdir", str(workdir)]
+    proc = subprocess.run(  # noqa: S603 - fixed argv
+        argv, cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=DEMO_TIMEOUT_S,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+
+    assert report["ok"] is True and report["failures"] == [], output
+    assert report["slots"] == 3 and report["racers"] == 3
+    assert report["slots_completed"] == report["slots"]
+    assert report["duplicate_commits"] == 0
+    assert report["stale_writes_rejected"] >= 1
+    assert report["stale_writes_accepted"] == 0
+    assert report["takeovers"] >= 1
+    assert report["kills_injected"] == 1
+    assert report["pauses_injected"] == 1
+    assert report["queries_started"] == report["slots"]  # the retry and the takeover adopted the queries
+    assert report["engine_query_executions"] == report["slots"]
+    # 3 racers x 3 slots + the Lambda retry of the killed winner + the late delivery
+    assert report["invocations"] == 3 * 3 + 2
+    for key in ("slots", "racers", "invocations", "slots_completed", "duplicate_commits", "stale_writes_rejected",
+                "takeovers", "queries_started", "kills_injected", "pauses_injected"):
+        assert isinstance(report[key], int), key
+
+    per_slot = {s["slot"]: s for s in report["per_slot"]}
+    assert len(per_slot) == 3
+    tokens = [s["fencing_token"] for s in report["per_slot"]]
+    assert tokens == sorted(tokens) and len(set(tokens)) == 3  # fencing tokens only grow
+    for slot in report["per_slot"]:
+        assert slot["status"] == "succeeded" and slot["commits"] == 1 and slot["queries_started"] == 1
+        assert slot["store"]["slot_status"] == "SUCCEEDED"
+        assert slot["store"]["result_items"] == 1
+        assert slot["store"]["result_token"] == slot["fencing_token"]
+        assert slot["rows"] == slot["store"]["result_rows"] == len(slot["results"]) >= 1
+        assert {row["origin"] for row in slot["results"]} <= {"EWR", "JFK", "LGA"}
+    killed = next(s for s in report["per_slot"] if s["fault"] == KILL)
+    assert killed["winner_kind"] == "retry" and killed["reentries"] == 1 and killed["takeovers"] == 0
+    assert len(killed["tokens_acquired"]) == 2  # the killed winner's token, then its retry's
+    paused = next(s for s in report["per_slot"] if s["fault"] == PAUSE)
+    assert paused["winner_kind"] == "late" and paused["takeovers"] == 1 and paused["stale_rejected"] == 1
+    stale = [i for i in paused["invocation_log"] if i["status"] == "stale_rejected"]
+    assert len(stale) == 1 and stale[0]["fencing_token"] < paused["fencing_token"]
+    # The stored numbers are the real ones: recount each slot's 2013 window directly on the Parquet file.
+    expected = {slot["slot"]: _flights_per_origin(*slot["window"]) for slot in report["per_slot"]}
+    for slot in report["per_slot"]:
+        assert slot["window"][1].startswith("2013-")
+        assert {row["origin"]: row["flights"] for row in slot["results"]} == expected[slot["slot"]]
+    # Windows ending at different times differ (unless their edges both fall in the data's night gap).
+    distinct_expected = len({json.dumps(v, sort_keys=True) for v in expected.values()})
+    assert report["distinct_results"] >= distinct_expected
+
+    assert "OK:" in proc.stdout and "takeovers" in proc.stdout
+    # The handler's Powertools JSON logs went to the per-environment log files, not to the terminal.
+    logs = list((workdir / "logs").glob("w*.log"))
+    assert logs and any('"function_request_id"' in p.read_text(encoding="utf-8") for p in logs)
+    assert '"function_request_id"' not in proc.stdout
