@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import replace
 from types import MappingProxyType
@@ -130,7 +131,9 @@ def system_clock_ms() -> int:
 
 
 def _json(value: Mapping[str, Any] | None) -> str:
-    return json.dumps(value if value is not None else {}, sort_keys=True, separators=(",", ":"), default=str)
+    # dict(): json only encodes dicts as objects; any other Mapping (e.g. a Lease's read-only state)
+    # would go through default=str and be stored as its repr.
+    return json.dumps(dict(value) if value is not None else {}, sort_keys=True, separators=(",", ":"), default=str)
 
 
 class SlotLock:
@@ -186,19 +189,19 @@ class SlotLock:
             raise LockConfigurationError("table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}")
         if not isinstance(job_name, str) or not 1 <= len(job_name) <= 200 or "#" in job_name:
             raise LockConfigurationError("job_name", f"must be 1..200 characters without '#', got {job_name!r}")
-        if not isinstance(lease_duration_s, (int, float)) or isinstance(lease_duration_s, bool) or lease_duration_s <= 0:
+        if not _positive_seconds(lease_duration_s):
             raise LockConfigurationError("lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}")
         if heartbeat_interval_s is None:
             heartbeat_interval_s = lease_duration_s / 3
-        if not isinstance(heartbeat_interval_s, (int, float)) or heartbeat_interval_s <= 0:
+        if not _positive_seconds(heartbeat_interval_s):
             raise LockConfigurationError("heartbeat_interval_s", f"must be positive, got {heartbeat_interval_s!r}")
-        if heartbeat_interval_s * 2 > lease_duration_s:
+        if heartbeat_interval_s * 2 >= lease_duration_s:
             raise LockConfigurationError(
                 "heartbeat_interval_s",
-                f"{heartbeat_interval_s} s must be at most half of lease_duration_s ({lease_duration_s} s)"
+                f"{heartbeat_interval_s} s must be below half of lease_duration_s ({lease_duration_s} s)"
                 " so that one late heartbeat does not lose the lease",
             )
-        if max_slot_age_s is not None and (not isinstance(max_slot_age_s, (int, float)) or max_slot_age_s <= 0):
+        if max_slot_age_s is not None and not _positive_seconds(max_slot_age_s):
             raise LockConfigurationError("max_slot_age_s", f"must be positive or None, got {max_slot_age_s!r}")
         if not isinstance(history_ttl_s, int) or history_ttl_s <= 0:
             raise LockConfigurationError("history_ttl_s", f"must be a positive integer, got {history_ttl_s!r}")
@@ -308,6 +311,9 @@ class SlotLock:
             )
         except ClientError as exc:
             if not _is_conditional_failure(exc):
+                if exc.response.get("Error", {}).get("Code") == "ValidationException":
+                    # e.g. ADD on a String fencing_token: name the corrupt attribute if that is the cause
+                    self._raise_if_corrupt(exc)
                 raise self._wrap("UpdateItem", exc) from exc
             current = self._old_lock_record(exc)
             return self._loss(slot, owner_id, now_ms, current, deadline_ms)
@@ -483,8 +489,9 @@ class SlotLock:
         4. the caller's own writes (TransactWriteItems entries in DynamoDB client format, e.g. results
            conditioned on the token): at most 100 items in all, 4 MB in all.
 
-        A retry of a commit that already applied (ALL_OLD shows the slot finished under our token) is
-        reported as success (``already_applied``).
+        A retry of a commit that already applied (ALL_OLD shows the slot finished under our token, or,
+        once a newer slot finished, our slot item does) is reported as success (``already_applied``),
+        with the outcome that was actually applied.
 
         Raises
         ------
@@ -552,8 +559,9 @@ class SlotLock:
             reasons = cancelled.reasons
             if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
                 current = cancelled.lock_record(self)
-                if current is not None and current.last_finished_token == lease.fencing_token and current.owner_id is None:
-                    return replace(receipt, already_applied=True)
+                applied = self._applied_outcome(lease, current)
+                if applied is not None:
+                    return replace(receipt, outcome=applied, already_applied=True)
                 raise StaleFencingTokenError(lease, current, operation="commit") from cancelled.error
             for index, reason in enumerate(reasons):
                 if index >= own_offset and reason.get("Code") not in (None, "None"):
@@ -562,6 +570,24 @@ class SlotLock:
                     ) from cancelled.error
             raise self._wrap("TransactWriteItems", cancelled.error) from cancelled.error
         return receipt
+
+    def _applied_outcome(self, lease: Lease, current: LockRecord | None) -> SlotOutcomeName | None:
+        """The outcome that our own earlier commit of ``lease`` wrote, or ``None`` if it never applied.
+
+        Tokens are unique per acquisition, so "finished under our token" identifies our commit, whoever
+        holds the lease now. The lock item shows it until a newer slot finishes; after that the slot
+        item (written in the same transaction) still does, at the cost of one read.
+        """
+        if current is None:
+            return None
+        if current.last_finished_slot == lease.slot and current.last_finished_token == lease.fencing_token:
+            outcome = current.last_finished_outcome
+            return outcome if outcome in ("succeeded", "failed") else None  # type: ignore[return-value]
+        if current.last_finished_slot is not None and current.last_finished_slot > lease.slot:
+            item = self.get_slot(lease.slot) or {}
+            if item.get(TOKEN) == lease.fencing_token and item.get(STATUS) in (STATUS_SUCCEEDED, STATUS_FAILED):
+                return "succeeded" if item[STATUS] == STATUS_SUCCEEDED else "failed"
+        return None
 
     def release(self, lease: Lease) -> None:
         """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).
@@ -640,6 +666,14 @@ class SlotLock:
         except ClientError as exc:
             raise self._wrap("GetItem", exc) from exc
         return response.get("Item")
+
+    def _raise_if_corrupt(self, exc: ClientError) -> None:
+        item = self._get(self.lock_key)
+        if item:
+            try:
+                self.decode_lock(item)
+            except CorruptLockItemError as corrupt:
+                raise corrupt from exc
 
     def _old_lock_record(self, exc: ClientError) -> LockRecord | None:
         item = exc.response.get("Item")
@@ -802,6 +836,10 @@ _SNAKE = {
     "GetItem": "get_item",
     "TransactWriteItems": "transact_write_items",
 }
+
+
+def _positive_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _is_conditional_failure(exc: ClientError) -> bool:

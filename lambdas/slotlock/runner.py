@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from .dynamodb import SlotLock
@@ -70,7 +70,11 @@ class SlotOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for the Lambda response and logs."""
-        return {**asdict(self), "details": dict(self.details)}
+        # Not dataclasses.asdict: it deep-copies, and a read-only mapping (e.g. run.state) cannot be copied.
+        data = {item.name: getattr(self, item.name) for item in fields(self)}
+        if isinstance(self.value, Mapping):
+            data["value"] = dict(self.value)
+        return {**data, "details": dict(self.details)}
 
 
 class SlotRun:
@@ -126,9 +130,13 @@ class SlotRun:
         now = self.now_ms()
         if not force and now - self._last_renewal_ms < self._lock.heartbeat_interval_ms:
             return False
-        self._lease = self._lock.heartbeat(self._lease)
-        self._last_renewal_ms = now
-        return True
+        renewed = self._lock.heartbeat(self._lease)
+        # SlotLock.heartbeat sends nothing (and returns the lease as is) when the deadline caps the expiry.
+        sent = renewed.expires_at_ms != self._lease.expires_at_ms
+        self._lease = renewed
+        if sent:
+            self._last_renewal_ms = now
+        return sent
 
     def record_state(self, **changes: Any) -> None:
         """Record in-flight state for a successor (fenced; also renews). Raises :class:`LeaseLostError`."""
