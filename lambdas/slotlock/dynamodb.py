@@ -348,6 +348,9 @@ class SlotLock:
         if same_slot_predecessor:
             # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
             lease = replace(lease, state=MappingProxyType(self.get_slot_state(slot)))
+        if superseded is not None:
+            # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy.
+            self._record_superseded(superseded, lease)
         return lease
 
     def _loss(
@@ -485,8 +488,7 @@ class SlotLock:
         1. the lock item: condition ``owner = ours AND fencing_token = ours``; removes owner and expiry
            (release) and records the slot as the last finished one (complete) in the same write;
         2. the slot item: final status (``SUCCEEDED``/``FAILED``), token, summary or error;
-        3. an older slot we superseded, recorded as ``MISSED`` (reason ``superseded``), if any;
-        4. the caller's own writes (TransactWriteItems entries in DynamoDB client format, e.g. results
+        3. the caller's own writes (TransactWriteItems entries in DynamoDB client format, e.g. results
            conditioned on the token): at most 100 items in all, 4 MB in all.
 
         A retry of a commit that already applied (ALL_OLD shows the slot finished under our token, or,
@@ -546,8 +548,6 @@ class SlotLock:
             }
         }
         items: list[Mapping[str, Any]] = [lock_item, slot_item]
-        if lease.superseded_slot is not None:
-            items.append(self._missed_update(lease.superseded_slot, "superseded", now_ms, lease))
         own_offset = len(items)
         items.extend(writes)
         if len(items) > MAX_TRANSACTION_ITEMS:
@@ -769,29 +769,37 @@ class SlotLock:
             "ExpressionAttributeNames": {"#pk": PK},
         }
 
-    def _missed_update(self, slot: Slot, reason: str, now_ms: int, lease: Lease) -> dict[str, Any]:
-        # Unconditional on purpose: a condition failing here would cancel the whole commit. Safe because
-        # the superseded slot can no longer finish (its holder's token is stale) and it is not ours.
-        return {
-            "Update": {
-                "TableName": self.table_name,
-                "Key": {PK: {"S": self.slot_key(slot)}},
-                "UpdateExpression": (
+    def _record_superseded(self, slot: Slot, lease: Lease) -> None:
+        """Record an older, unfinished slot whose expired holder we replaced as MISSED (``superseded``).
+
+        One conditional UpdateItem, sent only in that rare case: the slot can no longer finish (its
+        holder's token is stale), and the condition never overwrites a finished slot's record.
+        """
+        now_ms = self.clock_ms()
+        try:
+            self._call(
+                "UpdateItem",
+                TableName=self.table_name,
+                Key={PK: {"S": self.slot_key(slot)}},
+                UpdateExpression=(
                     "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :missed, #reason = :reason,"
                     " #finished = :now, #ttl = :ttl, #error = :detail"
                 ),
-                "ExpressionAttributeNames": {
-                    "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS, "#reason": REASON,
-                    "#finished": FINISHED_AT, "#ttl": TTL, "#error": ERROR_JSON,
+                ConditionExpression="attribute_not_exists(#pk) OR #status = :running",
+                ExpressionAttributeNames={
+                    "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
+                    "#reason": REASON, "#finished": FINISHED_AT, "#ttl": TTL, "#error": ERROR_JSON,
                 },
-                "ExpressionAttributeValues": {
+                ExpressionAttributeValues={
                     ":job": {"S": self.job_name}, ":slot_iso": {"S": slot.iso}, ":slot": {"N": str(slot.epoch_s)},
-                    ":missed": {"S": STATUS_MISSED}, ":reason": {"S": reason}, ":now": {"N": str(now_ms)},
-                    ":ttl": {"N": str(self._ttl(now_ms))},
+                    ":missed": {"S": STATUS_MISSED}, ":reason": {"S": "superseded"}, ":now": {"N": str(now_ms)},
+                    ":ttl": {"N": str(self._ttl(now_ms))}, ":running": {"S": STATUS_RUNNING},
                     ":detail": {"S": _json({"superseded_by_slot": lease.slot.iso, "fencing_token": lease.fencing_token})},
                 },
-            }
-        }
+            )
+        except ClientError as exc:
+            if not _is_conditional_failure(exc):
+                raise self._wrap("UpdateItem", exc) from exc
 
     def _transact(self, items: Sequence[Mapping[str, Any]], *, token_seed: str | None) -> None:
         params: dict[str, Any] = {"TransactItems": list(items)}

@@ -565,13 +565,6 @@ def test_crashed_older_slot_is_superseded_and_recorded_missed_at_the_newer_commi
     assert lock.get_slot(slot)["status"] == "MISSED"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN GAP, not fixed: superseded_slot is derived from the lock item's previous_* attributes, which "
-    "a re-entry or takeover of the newer slot overwrites; the older slot then never gets its MISSED record "
-    "(stays RUNNING until TTL). Needs a design decision (persist the pending superseded slot, or record it "
-    "MISSED at acquisition).",
-)
 def test_superseded_slot_is_recorded_missed_even_if_the_newer_winner_reenters(
     lock: SlotLock, slot: Slot, clock: Any
 ) -> None:
