@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo synth cdk-synth lint clean
+.PHONY: all venv node data test demo synth cdk-synth deploy clean
 
 all: test
 
@@ -37,8 +37,12 @@ demo: venv data
 synth: venv data
 	CDK_OUTDIR=cdk.out $(PY) app.py
 
+# cdk.json runs `python3 app.py`: put the venv first on PATH so the CLI's python is ours.
 cdk-synth: venv node data
-	npx cdk synth --quiet
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk synth --quiet
+
+deploy: venv node data
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy
 
 clean:
 	rm -rf cdk.out .cache .demo demo-report.json

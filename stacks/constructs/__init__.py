@@ -1,0 +1,1 @@
+"""Small constructs wired together by ``stacks.refresh_stack``; each takes typed keyword-only props."""

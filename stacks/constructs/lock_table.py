@@ -1,0 +1,31 @@
+"""The lock table: one long-lived lock item per job plus one item per schedule slot (docs/design.md)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+PARTITION_KEY = "pk"
+TTL_ATTRIBUTE = "ttl_epoch_s"  # epoch seconds, on slot items only: garbage collection, never correctness
+
+
+class LockTable(Construct):
+    """DynamoDB table holding the fenced lease (``lock#<job>``) and the slot items (``slot#<job>#<slot>``).
+
+    On-demand capacity (a few requests per schedule period), point-in-time recovery on.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=removal_policy,
+        )

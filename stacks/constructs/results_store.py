@@ -1,0 +1,57 @@
+"""Where results live: the results table (one immutable item per slot + a fenced LATEST pointer) and
+the bucket holding Athena's output, oversized results and the sample data."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+PARTITION_KEY = "job"
+SORT_KEY = "slot"
+
+# Key prefixes inside the bucket (each ends with "/").
+ATHENA_RESULTS_PREFIX = "athena-results/"  # Athena query output (the workgroup's result location)
+RESULTS_PREFIX = "results/"  # job results too large for a DynamoDB item
+DATA_PREFIX = "data/"  # source data read by Athena
+ATHENA_RESULTS_EXPIRATION = cdk.Duration.days(30)
+
+
+class ResultsStore(Construct):
+    """Results table (``job`` S / ``slot`` S) and the encrypted, SSL-only, private results bucket."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=removal_policy,
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireAthenaResults",
+                    prefix=ATHENA_RESULTS_PREFIX,
+                    expiration=ATHENA_RESULTS_EXPIRATION,
+                    abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
+                )
+            ],
+            removal_policy=removal_policy,
+        )
+
+    def s3_url(self, prefix: str) -> str:
+        """``s3://<bucket>/<prefix>`` (a token until deployment)."""
+        return f"s3://{self.bucket.bucket_name}/{prefix}"

@@ -1,0 +1,652 @@
+"""Template tests of the ScheduledAthenaRefresh stack, plus config validation and app-vs-CLI synth parity.
+
+One synthesis per session (jsii's first synth costs seconds): every template test reads it. Resources are
+found by their properties (Match/Capture), never by logical id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from athena_refresh import contract
+from aws_cdk.assertions import Capture, Match, Template
+
+import app
+from stacks import REPO_ROOT
+from stacks.config import CONTEXT_KEY, ConfigError, JobConfig, load_context
+
+HANDLER = "athena_refresh.handler.lambda_handler"
+POWERTOOLS_SSM_PARAMETER = "/aws/service/powertools/python/arm64/python3.13/latest"
+SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
+EXECUTION_ID = "<aws.scheduler.execution-id>"
+EXPECTED_FLIGHTS_COLUMNS = [
+    ("year", "int"),
+    ("month", "int"),
+    ("day", "int"),
+    ("dep_time", "int"),
+    ("sched_dep_time", "int"),
+    ("dep_delay", "double"),
+    ("arr_time", "int"),
+    ("sched_arr_time", "int"),
+    ("arr_delay", "double"),
+    ("carrier", "string"),
+    ("flight", "int"),
+    ("tailnum", "string"),
+    ("origin", "string"),
+    ("dest", "string"),
+    ("air_time", "double"),
+    ("distance", "double"),
+    ("hour", "int"),
+    ("minute", "int"),
+    ("time_hour", "timestamp"),
+    ("sched_dep_utc", "timestamp"),
+]
+TABLE_ITEM_ACTIONS = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
+ATHENA_ACTIONS = {
+    "athena:StartQueryExecution",
+    "athena:GetQueryExecution",
+    "athena:GetQueryResults",
+    "athena:StopQueryExecution",
+}
+
+
+# --- fixtures ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def job_context() -> dict[str, Any]:
+    return load_context(REPO_ROOT / "cdk.json")[CONTEXT_KEY]
+
+
+@pytest.fixture(scope="session")
+def config(job_context: dict[str, Any]) -> JobConfig:
+    return JobConfig.from_context(job_context)
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """The stack as ``app.py`` builds it (cdk.json context and feature flags), with a stand-in data dir."""
+    data_dir = tmp_path_factory.mktemp("flights")
+    (data_dir / "placeholder.txt").write_text("stand-in for flights.parquet\n")
+    _, stack = app.build_app(sample_data_dir=data_dir)
+    return Template.from_stack(stack)
+
+
+@pytest.fixture(scope="session")
+def resources(template: Template) -> dict[str, Any]:
+    return template.to_json()["Resources"]
+
+
+@pytest.fixture(scope="session")
+def function_id(template: Template) -> str:
+    functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}})
+    assert len(functions) == 1, functions.keys()
+    return next(iter(functions))
+
+
+@pytest.fixture(scope="session")
+def function_props(resources: dict[str, Any], function_id: str) -> dict[str, Any]:
+    return resources[function_id]["Properties"]
+
+
+@pytest.fixture(scope="session")
+def function_statements(template: Template, function_props: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every IAM statement attached to the refresh function's role."""
+    role_id = function_props["Role"]["Fn::GetAtt"][0]
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    assert policies, f"no inline policy on {role_id}"
+    return [
+        statement
+        for policy in policies.values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _single(resources: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
+    found = [(logical_id, res) for logical_id, res in resources.items() if res["Type"] == type_]
+    assert len(found) == 1, [logical_id for logical_id, _ in found]
+    return found[0]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _actions_on(statements: list[dict[str, Any]], resource_fragment: str) -> set[str]:
+    """Actions of the Allow statements whose Resource (rendered as JSON) contains ``resource_fragment``."""
+    actions: set[str] = set()
+    for statement in statements:
+        if statement["Effect"] != "Allow":
+            continue
+        if any(resource_fragment in json.dumps(resource) for resource in _as_list(statement["Resource"])):
+            actions.update(_as_list(statement["Action"]))
+    return actions
+
+
+# --- tables, bucket, data ---------------------------------------------------------------------------
+
+
+def test_lock_table_has_pk_ttl_and_pitr(template: Template) -> None:
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": Match.object_like(
+                {
+                    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+                    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "TimeToLiveSpecification": {"AttributeName": "ttl_epoch_s", "Enabled": True},
+                    "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                }
+            ),
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
+
+
+def test_results_table_has_job_and_slot_keys(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": "job", "KeyType": "HASH"},
+                {"AttributeName": "slot", "KeyType": "RANGE"},
+            ],
+            "AttributeDefinitions": Match.array_equals(
+                [{"AttributeName": "job", "AttributeType": "S"}, {"AttributeName": "slot", "AttributeType": "S"}]
+            ),
+            "BillingMode": "PAY_PER_REQUEST",
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "TimeToLiveSpecification": Match.absent(),
+        },
+    )
+
+
+def test_bucket_is_encrypted_private_ssl_only_and_expires_athena_output(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+            },
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [Match.object_like({"Prefix": "athena-results/", "ExpirationInDays": 30, "Status": "Enabled"})]
+                )
+            },
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_sample_data_is_deployed_under_data_flights(template: Template, resources: dict[str, Any]) -> None:
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    template.has_resource_properties(
+        "Custom::CDKBucketDeployment",
+        {"DestinationBucketName": {"Ref": bucket_id}, "DestinationBucketKeyPrefix": "data/flights/"},
+    )
+
+
+def test_glue_table_is_external_parquet_over_the_data_prefix(
+    template: Template, resources: dict[str, Any], config: JobConfig
+) -> None:
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    template.has_resource_properties("AWS::Glue::Database", {"DatabaseInput": {"Name": config.database}})
+    columns = Capture()
+    template.has_resource_properties(
+        "AWS::Glue::Table",
+        {
+            "DatabaseName": config.database,
+            "TableInput": Match.object_like(
+                {
+                    "Name": "flights",
+                    "TableType": "EXTERNAL_TABLE",
+                    "StorageDescriptor": Match.object_like(
+                        {
+                            "Columns": columns,
+                            "Location": {"Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/data/flights/"]]},
+                            "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+                            "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+                            "SerdeInfo": Match.object_like(
+                                {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"}
+                            ),
+                        }
+                    ),
+                }
+            ),
+        },
+    )
+    assert [(column["Name"], column["Type"]) for column in columns.as_array()] == EXPECTED_FLIGHTS_COLUMNS
+    assert {"Name": "sched_dep_utc", "Type": "timestamp"} in columns.as_array()
+
+
+def test_glue_columns_match_the_parquet_file_local_data_writes() -> None:
+    data = pytest.importorskip("local.data")
+    if not hasattr(data, "FLIGHTS_GLUE_COLUMNS"):
+        pytest.skip("local.data defines no FLIGHTS_GLUE_COLUMNS")
+    assert list(data.FLIGHTS_GLUE_COLUMNS) == EXPECTED_FLIGHTS_COLUMNS
+
+
+def test_workgroup_enforces_its_configuration(template: Template, resources: dict[str, Any], config: JobConfig) -> None:
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    template.has_resource_properties(
+        "AWS::Athena::WorkGroup",
+        {
+            "Name": config.workgroup,
+            "WorkGroupConfiguration": Match.object_like(
+                {
+                    "EnforceWorkGroupConfiguration": True,
+                    "PublishCloudWatchMetricsEnabled": True,
+                    "EngineVersion": {"SelectedEngineVersion": "Athena engine version 3"},
+                    "ResultConfiguration": {
+                        "OutputLocation": {"Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/athena-results/"]]},
+                        "EncryptionConfiguration": {"EncryptionOption": "SSE_S3"},
+                    },
+                }
+            ),
+        },
+    )
+
+
+# --- the function -----------------------------------------------------------------------------------
+
+
+def test_function_runtime_architecture_tracing_and_sizing(
+    template: Template, function_props: dict[str, Any], config: JobConfig
+) -> None:
+    assert function_props["Runtime"] == "python3.13"
+    assert function_props["Architectures"] == ["arm64"]
+    assert function_props["TracingConfig"] == {"Mode": "Active"}
+    assert function_props["Timeout"] == config.lambda_timeout_s
+    assert function_props["MemorySize"] == config.lambda_memory_mb
+    # Powertools: the public layer whose ARN the public SSM parameter holds, resolved at deploy time.
+    (layer,) = function_props["Layers"]
+    parameter = template.to_json()["Parameters"][layer["Ref"]]
+    assert parameter == {"Type": "AWS::SSM::Parameter::Value<String>", "Default": POWERTOOLS_SSM_PARAMETER}
+
+
+def test_function_logs_json_to_a_log_group_kept_one_month(
+    template: Template, resources: dict[str, Any], function_props: dict[str, Any]
+) -> None:
+    logging_config = function_props["LoggingConfig"]
+    assert logging_config["LogFormat"] == "JSON"
+    log_group_id = logging_config["LogGroup"]["Ref"]
+    assert resources[log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def test_function_environment_covers_every_runtime_variable(
+    function_props: dict[str, Any], resources: dict[str, Any], config: JobConfig
+) -> None:
+    env = function_props["Environment"]["Variables"]
+    expected = (set(contract.ALL_ENV_VARS) - {contract.ENV_ATHENA_CATALOG}) | {
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+    }
+    assert set(env) == expected
+    assert env["POWERTOOLS_SERVICE_NAME"] == contract.SERVICE_NAME
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == contract.METRICS_NAMESPACE
+    assert env[contract.ENV_JOB_NAME] == config.job_name
+    assert env[contract.ENV_QUERY_SQL] == config.sql
+    assert env[contract.ENV_LEASE_DURATION_S] == str(config.lease_duration_s)
+    assert env[contract.ENV_HEARTBEAT_INTERVAL_S] == str(config.heartbeat_interval_s)
+    assert env[contract.ENV_MAX_SLOT_AGE_S] == str(config.max_slot_age_s)
+    assert env[contract.ENV_HISTORY_TTL_S] == str(config.history_ttl_s)
+    assert env[contract.ENV_MAX_QUERY_ATTEMPTS] == str(config.max_query_attempts)
+    assert env[contract.ENV_WINDOW_S] == str(config.window_s)
+    assert env[contract.ENV_DATA_YEAR] == str(config.data_year)
+    # Names of deployed resources are references, never hard-coded physical names.
+    referenced_types = {
+        contract.ENV_LOCK_TABLE_NAME: "AWS::DynamoDB::Table",
+        contract.ENV_RESULTS_TABLE_NAME: "AWS::DynamoDB::Table",
+        contract.ENV_RESULTS_BUCKET_NAME: "AWS::S3::Bucket",
+        contract.ENV_ATHENA_WORKGROUP: "AWS::Athena::WorkGroup",
+        contract.ENV_ATHENA_DATABASE: "AWS::Glue::Database",
+    }
+    for variable, type_ in referenced_types.items():
+        assert resources[env[variable]["Ref"]]["Type"] == type_, variable
+    assert env[contract.ENV_LOCK_TABLE_NAME] != env[contract.ENV_RESULTS_TABLE_NAME]
+    lock_table = resources[env[contract.ENV_LOCK_TABLE_NAME]["Ref"]]["Properties"]
+    assert lock_table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+
+
+def test_function_async_retries_are_bounded_by_the_slot_age(
+    template: Template, function_id: str, config: JobConfig
+) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {
+            "FunctionName": {"Ref": function_id},
+            "MaximumRetryAttempts": 2,
+            "MaximumEventAgeInSeconds": config.max_slot_age_s,
+        },
+    )
+
+
+def test_function_role_is_least_privilege(
+    function_statements: list[dict[str, Any]], function_props: dict[str, Any]
+) -> None:
+    env = function_props["Environment"]["Variables"]
+    lock_id = env[contract.ENV_LOCK_TABLE_NAME]["Ref"]
+    results_id = env[contract.ENV_RESULTS_TABLE_NAME]["Ref"]
+    workgroup_id = env[contract.ENV_ATHENA_WORKGROUP]["Ref"]
+
+    assert _actions_on(function_statements, f'"{lock_id}"') == TABLE_ITEM_ACTIONS
+    assert _actions_on(function_statements, f'"{results_id}"') == TABLE_ITEM_ACTIONS
+    assert _actions_on(function_statements, ":workgroup/") == ATHENA_ACTIONS
+    assert workgroup_id in json.dumps([s for s in function_statements if "athena:StartQueryExecution" in s["Action"]])
+    for glue_resource in ('":catalog"', '":database/"', '":table/"'):
+        assert _actions_on(function_statements, glue_resource) == {
+            "glue:GetDatabase",
+            "glue:GetTable",
+            "glue:GetPartitions",
+        }, glue_resource
+    assert _actions_on(function_statements, '"/data/flights/*"') == {"s3:GetObject"}
+    written = {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}
+    assert written <= _actions_on(function_statements, '"/athena-results/*"')
+    assert written <= _actions_on(function_statements, '"/results/*"')
+    bucket_level = {
+        action
+        for statement in function_statements
+        if not any("/" in json.dumps(resource) for resource in _as_list(statement["Resource"]))
+        for action in _as_list(statement["Action"])
+        if action.startswith("s3:")
+    }
+    assert bucket_level == {"s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"}
+    (list_bucket,) = [s for s in function_statements if s["Action"] == "s3:ListBucket"]
+    assert "data/flights/*" in list_bucket["Condition"]["StringLike"]["s3:prefix"]
+
+    every_action = {action for statement in function_statements for action in _as_list(statement["Action"])}
+    assert not {action for action in every_action if action.endswith(":*") or action == "*"}
+    assert "dynamodb:TransactWriteItems" not in every_action  # authorized per item action
+    assert not any(action.startswith(("dynamodb:Delete", "dynamodb:Scan", "dynamodb:Query")) for action in every_action)
+    wildcard_resources = [s["Action"] for s in function_statements if s["Resource"] == "*"]
+    assert all(action.startswith("xray:") for actions in wildcard_resources for action in _as_list(actions))
+
+
+def test_no_policy_in_the_stack_grants_service_wildcards(template: Template) -> None:
+    for logical_id, policy in template.find_resources("AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = set(_as_list(statement["Action"]))
+            assert not actions & {"dynamodb:*", "s3:*", "athena:*", "glue:*", "*"}, (logical_id, actions)
+
+
+# --- the fan-out ------------------------------------------------------------------------------------
+
+
+def test_racers_share_one_cron_and_get_the_scheduled_time(
+    template: Template, function_id: str, config: JobConfig
+) -> None:
+    schedules = template.find_resources("AWS::Scheduler::Schedule")
+    assert len(schedules) == config.racers == 3
+    inputs = []
+    for schedule in schedules.values():
+        props = schedule["Properties"]
+        assert props["ScheduleExpression"] == config.schedule_expression
+        assert props["ScheduleExpression"].startswith("cron(")
+        assert props.get("ScheduleExpressionTimezone", "UTC") in ("UTC", "Etc/UTC")
+        assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+        assert props.get("State", "ENABLED") == "ENABLED"
+        target = props["Target"]
+        assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+        assert target["RetryPolicy"]["MaximumEventAgeInSeconds"] >= 60
+        assert SCHEDULED_TIME in target["Input"]
+        inputs.append(json.loads(target["Input"]))
+    assert sorted(inputs, key=lambda event: event["racer"]) == [
+        {"scheduled_time": SCHEDULED_TIME, "execution_id": EXECUTION_ID, "racer": racer, "job": config.job_name}
+        for racer in range(config.racers)
+    ]
+
+
+def test_scheduler_role_may_only_invoke_the_function(template: Template, function_id: str) -> None:
+    role = Capture()
+    template.has_resource_properties("AWS::Scheduler::Schedule", {"Target": Match.object_like({"RoleArn": role})})
+    role_id = role.as_object()["Fn::GetAtt"][0]
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert {a for s in statements for a in _as_list(s["Action"])} == {"lambda:InvokeFunction"}
+    assert all(function_id in json.dumps(s["Resource"]) for s in statements)
+
+
+# --- the dashboard ----------------------------------------------------------------------------------
+
+
+def _dashboard_body(resources: dict[str, Any]) -> dict[str, Any]:
+    """The dashboard JSON, each ``{"Ref": id}`` of its Fn::Join replaced by the text ``<Ref id>``."""
+    _, dashboard = _single(resources, "AWS::CloudWatch::Dashboard")
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    return json.loads("".join(part if isinstance(part, str) else f"<Ref {part['Ref']}>" for part in parts))
+
+
+def _metric_rows(body: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
+    """(namespace, metric name, dimensions) of every metric line of every graph."""
+    rows = []
+    for widget in body["widgets"]:
+        for row in widget["properties"].get("metrics", []):
+            names = [item for item in row if isinstance(item, str)]
+            namespace, metric_name, dims = names[0], names[1], names[2:]
+            rows.append((namespace, metric_name, dict(zip(dims[::2], dims[1::2], strict=True))))
+    return rows
+
+
+def test_dashboard_graphs_every_contract_metric_with_its_dimensions(
+    resources: dict[str, Any], config: JobConfig
+) -> None:
+    metric_names = [value for name, value in vars(contract).items() if name.startswith("METRIC_")]
+    assert metric_names, "contract defines no METRIC_* names"
+    rows = _metric_rows(_dashboard_body(resources))
+    job_dims = {contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: config.job_name}
+    reasons = {contract.METRIC_LOST_RACE: contract.LOSS_REASONS, contract.METRIC_SLOT_MISSED: contract.MISSED_REASONS}
+    for metric_name in metric_names:
+        lines = [dims for ns, name, dims in rows if ns == contract.METRICS_NAMESPACE and name == metric_name]
+        assert lines, f"no graph of {metric_name}"
+        if metric_name in reasons:
+            assert {dims.pop(contract.DIMENSION_REASON) for dims in lines} == set(reasons[metric_name])
+        assert all(dims == job_dims for dims in lines), (metric_name, lines)
+    graphed = {name for namespace, name, _ in rows if namespace == contract.METRICS_NAMESPACE}
+    assert graphed == set(metric_names)
+
+
+def test_dashboard_shows_lambda_health_and_latest_runs(
+    resources: dict[str, Any], function_id: str, function_props: dict[str, Any]
+) -> None:
+    body = _dashboard_body(resources)
+    lambda_metrics = {
+        name for namespace, name, dims in _metric_rows(body)
+        if namespace == "AWS/Lambda" and dims == {"FunctionName": f"<Ref {function_id}>"}
+    }
+    assert lambda_metrics >= {"Errors", "Invocations", "Duration", "Throttles"}
+    (log_widget,) = [widget for widget in body["widgets"] if widget["type"] == "log"]
+    query = log_widget["properties"]["query"]
+    assert f"<Ref {function_props['LoggingConfig']['LogGroup']['Ref']}>" in query
+    for field in ("slot", "fencing_token", "outcome", "query_execution_id"):
+        assert field in query
+
+
+def test_outputs_name_what_an_operator_needs(template: Template) -> None:
+    outputs = template.to_json()["Outputs"]
+    for output_id in (
+        "LockTableName",
+        "ResultsTableName",
+        "ResultsBucketName",
+        "FunctionName",
+        "DashboardName",
+        "AthenaWorkgroupName",
+    ):
+        assert "Ref" in outputs[output_id]["Value"], output_id
+
+
+# --- configuration ----------------------------------------------------------------------------------
+
+
+def test_cdk_json_job_block_is_valid(config: JobConfig) -> None:
+    assert config.racers == 3
+    assert config.removal_policy == "RETAIN"
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "fragment"),
+    [
+        ({"racers": 0}, "racers", "must be an integer from 1 to 20, got 0"),
+        ({"racers": 21}, "racers", "got 21"),
+        ({"racers": True}, "racers", "got True"),
+        ({"racers": "3"}, "racers", "got '3'"),
+        ({"schedule_expression": "rate(30 minutes)"}, "schedule_expression", "rate(...) is rejected"),
+        ({"schedule_expression": "cron(0/30 * * * *)"}, "schedule_expression", "6 fields"),
+        ({"schedule_expression": "cron(0 12 * * * *)"}, "schedule_expression", "'?'"),
+        ({"heartbeat_interval_s": 23, "lease_duration_s": 45}, "heartbeat_interval_s", "less than half"),
+        ({"heartbeat_interval_s": 15, "lease_duration_s": 30}, "heartbeat_interval_s", "got 15"),
+        ({"lease_duration_s": 0}, "lease_duration_s", "got 0"),
+        ({"lambda_timeout_s": 901}, "lambda_timeout_s", "from 1 to 900"),
+        ({"max_slot_age_s": 30}, "max_slot_age_s", "from 60 to 21600"),
+        ({"sql": ""}, "sql", "non-empty"),
+        ({"sql": "   "}, "sql", "non-empty"),
+        ({"sql": "SELECT 1"}, "sql", "2 ? placeholders"),
+        ({"job_name": "a#b"}, "job_name", "got 'a#b'"),
+        ({"database": "Flights-Demo"}, "database", "lowercase"),
+        ({"removal_policy": "KEEP"}, "removal_policy", "one of RETAIN, DESTROY"),
+        ({"racer_count": 3}, "racer_count", "unknown key"),
+    ],
+)
+def test_invalid_context_names_the_key(
+    job_context: dict[str, Any], override: dict[str, Any], key: str, fragment: str
+) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        JobConfig.from_context({**job_context, **override})
+    message = str(excinfo.value)
+    assert f"context job.{key}:" in message
+    assert fragment in message
+    assert isinstance(excinfo.value, ValueError)
+
+
+def test_every_problem_is_reported_at_once(job_context: dict[str, Any]) -> None:
+    broken = {**job_context, "racers": 0, "sql": ""}
+    del broken["workgroup"]
+    with pytest.raises(ConfigError) as excinfo:
+        JobConfig.from_context(broken)
+    keys = sorted(problem.split(":")[0] for problem in excinfo.value.problems)
+    assert keys == ["context job.racers", "context job.sql", "context job.workgroup"]
+
+
+def test_missing_job_block_is_reported() -> None:
+    with pytest.raises(ConfigError, match="context job: must be an object"):
+        JobConfig.from_context(None)
+
+
+def test_removal_policy_destroy_is_accepted(job_context: dict[str, Any]) -> None:
+    assert JobConfig.from_context({**job_context, "removal_policy": "destroy"}).removal_policy == "DESTROY"
+
+
+def test_missing_sample_data_dir_fails_with_a_hint(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="make data"):
+        app.build_app(sample_data_dir=tmp_path / "missing")
+
+
+# --- app.py without the CLI == `cdk synth` ----------------------------------------------------------
+
+_ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+@pytest.fixture
+def repo_sample_data_dir() -> Iterator[Path]:
+    """app.py's own data directory. Normally built by `make data`; if it is missing, a placeholder
+    stands in for the duration of the test and is removed afterwards (never left for a deployment)."""
+    data_dir = app.SAMPLE_DATA_DIR
+    if data_dir.is_dir():
+        yield data_dir
+        return
+    created = [path for path in (data_dir.parent.parent, data_dir.parent, data_dir) if not path.exists()]
+    data_dir.mkdir(parents=True)
+    placeholder = data_dir / ".synth-placeholder"
+    placeholder.write_text("stand-in for flights.parquet during a synth test\n")
+    try:
+        yield data_dir
+    finally:
+        placeholder.unlink(missing_ok=True)
+        for path in reversed(created):
+            try:
+                path.rmdir()  # only if still empty: never touches files written meanwhile
+            except OSError:
+                break
+
+
+def _normalized_template(path: Path) -> dict[str, Any]:
+    """The template without what legitimately differs between synths: metadata and asset hashes."""
+    template = json.loads(path.read_text())
+    resources = template.get("Resources", {})
+    resources.pop("CDKMetadata", None)
+    for resource in resources.values():
+        resource.pop("Metadata", None)
+    template.pop("Metadata", None)
+    template.get("Conditions", {}).pop("CDKMetadataAvailable", None)
+    # Another developer editing lambdas/ between the two synths changes the asset hash: not a difference.
+    return json.loads(_ASSET_HASH.sub("<asset-hash>", json.dumps(template, sort_keys=True)))
+
+
+@pytest.mark.slow
+def test_python_app_and_cdk_cli_synthesize_the_same_template(tmp_path: Path, repo_sample_data_dir: Path) -> None:
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx is not installed")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
+    env["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
+    # cdk.json runs `python3 app.py`: make that the interpreter running these tests (the venv).
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    app_out, cli_out = tmp_path / "app.out", tmp_path / "cli.out"
+    runs = {
+        "python app.py": subprocess.Popen(
+            [sys.executable, "app.py"],
+            cwd=REPO_ROOT,
+            env={**env, "CDK_OUTDIR": str(app_out)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ),
+        "cdk synth": subprocess.Popen(
+            [npx, "--no-install", "cdk", "synth", "-o", str(cli_out), "--quiet"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ),
+    }
+    for name, process in runs.items():
+        output, _ = process.communicate(timeout=300)
+        assert process.returncode == 0, f"{name} failed:\n{output}"
+
+    template_name = f"{app.STACK_NAME}.template.json"
+    from_app = _normalized_template(app_out / template_name)
+    from_cli = _normalized_template(cli_out / template_name)
+    assert from_app["Resources"].keys() == from_cli["Resources"].keys()
+    assert from_app == from_cli
