@@ -7,6 +7,7 @@ the CDK stack uses to set them) and what is allowed.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 from dataclasses import dataclass
 from typing import Mapping
@@ -35,6 +36,8 @@ def _number(env: Mapping[str, str], key: str, default: float | None, *, integer:
     except ValueError as exc:
         kind = "an integer" if integer else "a number"
         raise ConfigurationError(key, f"must be {kind}, got {raw!r}") from exc
+    if not math.isfinite(value):  # float() accepts "nan" and "inf"; neither is a duration or a count
+        raise ConfigurationError(key, f"must be a finite number, got {raw!r}")
     if value < minimum:
         raise ConfigurationError(key, f"must be at least {minimum}, got {raw}")
     return value
@@ -79,10 +82,10 @@ class Settings:
         env = os.environ if env is None else env
         lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False, minimum=1)
         heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False, minimum=0.1)
-        if heartbeat * 2 > lease:
+        if heartbeat * 2 >= lease:  # the same rule as SlotLock and the stack's config: strictly below half
             raise ConfigurationError(
                 contract.ENV_HEARTBEAT_INTERVAL_S,
-                f"{heartbeat} s must be at most half of {contract.ENV_LEASE_DURATION_S} ({lease} s)",
+                f"{heartbeat} s must be below half of {contract.ENV_LEASE_DURATION_S} ({lease} s)",
             )
         max_age_raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
         max_age = None if max_age_raw.lower() in ("none", "off") else _number(

@@ -1,0 +1,518 @@
+"""The real Lambda entry point, ``athena_refresh.handler.lambda_handler``, end to end on moto.
+
+Configuration comes from environment variables (monkeypatch), the query engine is a scripted fake
+installed through ``service.use_engine_factory``, everything else is the production code path:
+Powertools decorators, ``Settings.from_env``, the cached dependencies (their boto3 clients are created
+inside ``mock_aws``), the slot lock with the system clock, the results store. EMF metrics and JSON logs
+are read from stdout (capsys).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import boto3
+import pytest
+from aws_lambda_powertools.logging import logger as powertools_logger
+from aws_lambda_powertools.metrics.provider import cold_start
+
+from athena_refresh import contract, service
+from athena_refresh.errors import ConfigurationError, QueryTimeoutError
+from athena_refresh.handler import lambda_handler
+from slotlock import InvalidEventError, Slot, SlotLock
+
+JOB = "flights-dashboard"
+LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVAL_S
+
+# Powertools warns when an invocation flushes no buffered metric: expected when the handler raises before
+# the run, and for a loser on a fresh table (LostRace is a single_metric, flushed at once; there is no
+# last success to report yet).
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+
+
+def current_slot() -> Slot:
+    """A slot scheduled a few seconds ago (the lock runs on the system clock here; max slot age applies)."""
+    return Slot(int(time.time()) - 5)
+
+
+def scheduler_event(slot: Slot) -> dict[str, Any]:
+    """EventBridge Scheduler target input: ``{"scheduled_time": "<aws.scheduler.scheduled-time>"}``."""
+    return {"scheduled_time": slot.iso}
+
+
+def rule_event(slot: Slot) -> dict[str, Any]:
+    """A scheduled rule's event (the shape EventBridge sends to a rule target)."""
+    return {
+        "version": "0",
+        "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": slot.iso,
+        "region": "us-east-1",
+        "resources": ["arn:aws:events:us-east-1:123456789012:rule/athena-refresh-racer-2"],
+        "detail": {},
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# fixtures
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def fresh_powertools_state() -> Iterator[None]:
+    """Every test is a new execution environment: no buffered metrics, cold start again, no cached deps."""
+    service.metrics.clear_metrics()
+    cold_start.is_cold_start = True
+    powertools_logger.is_cold_start = True
+    yield
+    service.use_engine_factory(None)
+    service.dependencies.cache_clear()
+    service.metrics.clear_metrics()
+    cold_start.is_cold_start = True
+    powertools_logger.is_cold_start = True
+
+
+@pytest.fixture
+def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) -> dict[str, str]:
+    """Every contract variable, as the stack sets them, pointing at the (moto) tables and bucket."""
+    values = {
+        contract.ENV_JOB_NAME: JOB,
+        contract.ENV_LOCK_TABLE_NAME: aws_resources["lock_table"],
+        contract.ENV_RESULTS_TABLE_NAME: aws_resources["results_table"],
+        contract.ENV_RESULTS_BUCKET_NAME: aws_resources["bucket"],
+        contract.ENV_LEASE_DURATION_S: "45",
+        contract.ENV_HEARTBEAT_INTERVAL_S: "15",
+        contract.ENV_MAX_SLOT_AGE_S: "1800",
+        contract.ENV_HISTORY_TTL_S: "2592000",
+        contract.ENV_MAX_QUERY_ATTEMPTS: "3",
+        contract.ENV_WINDOW_S: "86400",
+        contract.ENV_DATA_YEAR: "2013",
+        contract.ENV_ATHENA_WORKGROUP: "athena-refresh",
+        contract.ENV_ATHENA_DATABASE: "flights_demo",
+        contract.ENV_ATHENA_CATALOG: "AwsDataCatalog",
+        contract.ENV_QUERY_SQL: "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1",
+    }
+    assert set(values) == set(contract.ALL_ENV_VARS)
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    return values
+
+
+@pytest.fixture
+def engines(make_engine: Any) -> list[Any]:
+    """Install the fake engine factory, as the brief's ``use_engine_factory(lambda s: FakeEngine())``.
+
+    Queries succeed at the first poll (the real job sleeps for real between polls). Every engine the
+    service builds is appended here, so a test can see whether one was even built.
+    """
+    built: list[Any] = []
+
+    def factory(settings: Any) -> Any:
+        engine = make_engine([["SUCCEEDED"]] * 5)
+        built.append(engine)
+        return engine
+
+    service.use_engine_factory(factory)
+    return built
+
+
+@pytest.fixture
+def handler_ddb_requests(aws: None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """DynamoDB requests sent by the clients the handler builds (they come from boto3's default session)."""
+    session = boto3.session.Session(region_name="us-east-1")
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)
+    sent: list[str] = []
+    session.events.register("before-call.dynamodb", lambda model, **_: sent.append(model.name))
+    return sent
+
+
+class _CurrentStdout:
+    """A stream that writes to the current ``sys.stdout`` (capsys swaps it between test phases)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+@pytest.fixture
+def stdout_json(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """``stdout_json()``: every JSON line printed so far (EMF blobs and Powertools log records).
+
+    EMF is printed to the current sys.stdout; the Powertools log handler bound its stream at import, so
+    for the test it writes to whatever sys.stdout is at the time of each record (capsys' during the call).
+    """
+    handler = service.logger.registered_handler
+    previous = handler.stream
+    handler.stream = _CurrentStdout()  # plain assignment: setStream() would flush the old stream
+
+    def read() -> list[dict[str, Any]]:
+        lines = capsys.readouterr().out.splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    yield read
+    handler.stream = previous
+
+
+@pytest.fixture
+def invoke(
+    handler_env: dict[str, str], engines: list[Any], handler_ddb_requests: list[str], make_context: Any
+) -> Callable[..., dict[str, Any]]:
+    """``invoke(event, request_id)``: one Lambda invocation of the real handler."""
+
+    def call(event: Any, request_id: str = "req-1") -> dict[str, Any]:
+        return lambda_handler(event, make_context(request_id, on_fake_clock=False))
+
+    return call
+
+
+def emf_blobs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if "_aws" in r]
+
+
+def metric_names(blob: dict[str, Any]) -> list[str]:
+    return [m["Name"] for d in blob["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]]
+
+
+def dimensions(blob: dict[str, Any]) -> list[list[str]]:
+    return [dims for d in blob["_aws"]["CloudWatchMetrics"] for dims in d["Dimensions"]]
+
+
+def emitted(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Metric name -> the EMF blob that carries it."""
+    return {name: blob for blob in emf_blobs(records) for name in metric_names(blob)}
+
+
+def log_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if "_aws" not in r and "message" in r]
+
+
+@pytest.fixture
+def take_lease_elsewhere(ddb: Any, lock_table: str) -> Callable[[Slot, str], None]:
+    """``take_lease_elsewhere(slot, owner)``: another racer (its own Lambda and client) wins the slot and
+    is still running. Its requests are not counted as the handler's."""
+
+    def take(slot: Slot, owner: str) -> None:
+        lock = SlotLock(lock_table, JOB, client=ddb, lease_duration_s=45, heartbeat_interval_s=15)
+        assert lock.try_acquire(slot, owner).acquired
+
+    return take
+
+
+# ---------------------------------------------------------------------------------------------------
+# event shapes, winners and losers
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_scheduler_input_and_scheduled_rule_event_name_the_same_slot(
+    invoke: Any, engines: list[Any], store: Any, lock_table: str
+) -> None:
+    # GIVEN one scheduled time, delivered to one racer by Scheduler and to another by a rule
+    slot = current_slot()
+
+    # WHEN the Scheduler-shaped delivery runs first, then the rule-shaped one
+    first = invoke(scheduler_event(slot), "req-scheduler")
+    second = invoke(rule_event(slot), "req-rule")
+
+    # THEN both name the same slot: the first ran it, the second found it finished
+    assert (first["status"], first["slot"], first["fencing_token"]) == ("succeeded", slot.iso, 1)
+    assert (second["status"], second["reason"], second["slot"]) == ("lost", "slot_finished", slot.iso)
+    assert first["queries_started"] == 1 and second["queries_started"] == 0
+    assert [r["slot"] for r in store.list_results(JOB)] == [slot.iso]
+    assert len(engines) == 1 and engines[0].call_names == ["start_query", "get_query", "get_results"]
+
+
+@pytest.mark.parametrize("shape", [scheduler_event, rule_event], ids=["scheduler", "rule"])
+def test_each_event_shape_runs_the_slot(shape: Callable[[Slot], dict[str, Any]], invoke: Any, store: Any) -> None:
+    # GIVEN a fresh slot, delivered in one of the two shapes
+    slot = current_slot()
+    # WHEN the handler runs
+    result = invoke(shape(slot))
+    # THEN it ran the slot and stored the result
+    assert (result["status"], result["slot"], result["job_name"], result["owner_id"]) == (
+        "succeeded", slot.iso, JOB, "req-1")
+    stored = store.get_result(JOB, slot.iso)
+    assert stored is not None and stored["fencing_token"] == 1 and len(stored["rows"]) == 3
+    json.dumps(result)  # the Lambda response must be JSON-serialisable
+
+
+def test_seconds_in_the_scheduled_time_are_floored_to_the_minute(invoke: Any) -> None:
+    # GIVEN a scheduled time with seconds and milliseconds (cron granularity is one minute)
+    slot = current_slot()
+    noisy = (slot.datetime + dt.timedelta(seconds=37)).strftime("%Y-%m-%dT%H:%M:%S.123+00:00")
+    # WHEN / THEN the slot is that minute
+    assert invoke({"scheduled_time": noisy})["slot"] == slot.iso
+
+
+def test_loser_returns_lost_with_a_reason_and_does_not_raise(
+    invoke: Any, engines: list[Any], handler_ddb_requests: list[str], store: Any, take_lease_elsewhere: Any
+) -> None:
+    # GIVEN another racer holds this slot's lease
+    slot = current_slot()
+    take_lease_elsewhere(slot, "req-winner")
+
+    # WHEN this racer's delivery runs
+    result = invoke(rule_event(slot), "req-loser")
+
+    # THEN it returns normally with the reason and the holder, after one DynamoDB request
+    assert (result["status"], result["reason"], result["fencing_token"]) == ("lost", "held", None)
+    assert result["details"]["holder_owner_id"] == "req-winner"
+    assert handler_ddb_requests == ["UpdateItem"]
+    assert all(engine.calls == [] for engine in engines)
+    assert store.list_results(JOB) == []
+
+
+def test_large_event_with_junk_fields_but_a_valid_time_runs(invoke: Any) -> None:
+    # GIVEN a 300 KB event: a valid scheduled time among many unknown fields
+    slot = current_slot()
+    event: dict[str, Any] = {"scheduled_time": slot.iso, "junk": "x" * 250_000}
+    event.update({f"field_{i}": {"nested": [i, None, True, "ü"]} for i in range(1_000)})
+    assert len(json.dumps(event)) > 290_000
+
+    # WHEN / THEN it is ignored apart from the time
+    result = invoke(event)
+    assert (result["status"], result["slot"]) == ("succeeded", slot.iso)
+
+
+# ---------------------------------------------------------------------------------------------------
+# rejected before any request
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        ({}, "scheduled_time"),
+        ({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}, "time"),
+        ({"scheduled_time": "half past midnight"}, "scheduled_time"),
+        ({"scheduled_time": "2026-13-45T00:30:00Z"}, "scheduled_time"),
+        ({"scheduled_time": ""}, "scheduled_time"),
+        ({"scheduled_time": "2026-11-22T00:30:00"}, "scheduled_time"),  # naive: no time zone
+        ({"scheduled_time": 1_795_307_400}, "scheduled_time"),  # wrong type
+        ({"scheduled_time": None}, "scheduled_time"),
+        ({"scheduled_time": ["2026-11-22T00:30:00Z"]}, "scheduled_time"),
+        ({"scheduled_time": "2026-11-22T00:30:00Z" + " " * 100}, "scheduled_time"),  # too long
+        ({"scheduled_time": "1970-01-01T00:00:00Z"}, "scheduled_time"),  # outside 2000..2099
+        ({"detail-type": "Scheduled Event", "time": {"iso": "2026-11-22T00:30:00Z"}}, "time"),
+        ([], "<event>"),
+        ("2026-11-22T00:30:00Z", "<event>"),
+        (None, "<event>"),
+        (42, "<event>"),
+    ],
+    ids=[
+        "empty", "rule-without-time", "unparseable", "impossible-date", "empty-string", "naive", "number", "null",
+        "list", "too-long", "1970", "rule-time-object", "list-event", "string-event", "null-event", "number-event",
+    ],
+)
+def test_malformed_event_raises_naming_the_field_before_any_request(
+    event: Any, field: str, invoke: Any, handler_ddb_requests: list[str], engines: list[Any], scan: Any,
+    aws_resources: dict[str, str],
+) -> None:
+    # WHEN a malformed event arrives
+    with pytest.raises(InvalidEventError) as info:
+        invoke(event)
+
+    # THEN the error names the field, no DynamoDB request was sent, no engine built, nothing stored
+    assert info.value.field == field
+    assert handler_ddb_requests == []
+    assert engines == []
+    assert scan(aws_resources["lock_table"]) == [] and scan(aws_resources["results_table"]) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({contract.ENV_LOCK_TABLE_NAME: None}, contract.ENV_LOCK_TABLE_NAME),
+        ({LEASE: "20", HEARTBEAT: "15"}, HEARTBEAT),
+        ({LEASE: "30", HEARTBEAT: "15"}, HEARTBEAT),
+        ({contract.ENV_QUERY_SQL: ""}, contract.ENV_QUERY_SQL),
+        ({contract.ENV_QUERY_SQL: "  "}, contract.ENV_QUERY_SQL),
+        ({LEASE: "nan"}, LEASE),
+    ],
+    ids=[
+        "no-lock-table", "lease-below-2x-heartbeat", "lease-equal-2x-heartbeat", "empty-sql", "blank-sql", "nan-lease",
+    ],
+)
+def test_bad_configuration_raises_naming_the_variable_before_any_request(
+    changes: dict[str, str | None], key: str, invoke: Any, monkeypatch: pytest.MonkeyPatch,
+    handler_ddb_requests: list[str], engines: list[Any], scan: Any, aws_resources: dict[str, str],
+) -> None:
+    # GIVEN a deployment with one configuration mistake
+    for name, value in changes.items():
+        if value is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, value)
+
+    # WHEN a valid event arrives
+    with pytest.raises(ConfigurationError) as info:
+        invoke(scheduler_event(current_slot()))
+
+    # THEN the variable is named and nothing was sent or built
+    assert info.value.key == key
+    assert handler_ddb_requests == [] and engines == []
+    assert scan(aws_resources["lock_table"]) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# observability
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_winner_emits_emf_metrics(invoke: Any, stdout_json: Any) -> None:
+    # WHEN a winner runs the slot
+    result = invoke(scheduler_event(current_slot()))
+    records = stdout_json()
+
+    # THEN one EMF blob (namespace, service and job dimensions) carries the run's metrics
+    assert result["status"] == "succeeded"
+    metrics = emitted(records)
+    for name in (contract.METRIC_LEASE_ACQUIRED, contract.METRIC_RUN_SUCCEEDED, contract.METRIC_LAST_SUCCESS_AGE_S,
+                 contract.METRIC_QUERIES_STARTED, contract.METRIC_ROWS_STORED, contract.METRIC_QUERY_DURATION_MS,
+                 contract.METRIC_DATA_SCANNED_BYTES):
+        assert name in metrics, name
+    blob = metrics[contract.METRIC_RUN_SUCCEEDED]
+    assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == contract.METRICS_NAMESPACE
+    assert sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB]) in [sorted(d) for d in dimensions(blob)]
+    assert (blob[contract.DIMENSION_SERVICE], blob[contract.DIMENSION_JOB]) == (contract.SERVICE_NAME, JOB)
+    assert blob[contract.METRIC_LAST_SUCCESS_AGE_S] in (0, [0])  # Powertools prints values as lists
+    assert blob[contract.METRIC_ROWS_STORED] in (3, [3])
+    # no loser or failure metric for a winner; the cold start is reported once
+    for name in (contract.METRIC_LOST_RACE, contract.METRIC_RUN_FAILED, contract.METRIC_TAKEOVER,
+                 contract.METRIC_LEASE_LOST, contract.METRIC_STALE_WRITE_REJECTED):
+        assert name not in metrics, name
+    assert "ColdStart" in metrics
+
+
+def test_loser_emits_lost_race_with_the_reason_dimension(invoke: Any, stdout_json: Any) -> None:
+    # GIVEN the slot already ran (so the loser also learns when the last success was)
+    slot = current_slot()
+    assert invoke(scheduler_event(slot), "req-winner")["status"] == "succeeded"
+    stdout_json()  # drop the winner's output
+
+    # WHEN a late racer arrives
+    result = invoke(rule_event(slot), "req-loser")
+    metrics = emitted(stdout_json())
+
+    # THEN LostRace is emitted with service, job and reason dimensions
+    assert (result["status"], result["reason"]) == ("lost", "slot_finished")
+    blob = metrics[contract.METRIC_LOST_RACE]
+    assert sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB, contract.DIMENSION_REASON]) in [
+        sorted(d) for d in dimensions(blob)
+    ]
+    assert blob[contract.DIMENSION_REASON] == "slot_finished"
+    assert blob[contract.METRIC_LOST_RACE] in (1, [1])
+    assert contract.METRIC_LAST_SUCCESS_AGE_S in metrics  # from the lock item's ALL_OLD, no extra read
+    for name in (contract.METRIC_LEASE_ACQUIRED, contract.METRIC_RUN_SUCCEEDED, contract.METRIC_QUERIES_STARTED):
+        assert name not in metrics, name
+
+
+def test_held_loser_reports_reason_held(invoke: Any, stdout_json: Any, take_lease_elsewhere: Any) -> None:
+    # GIVEN another racer holds the lease
+    slot = current_slot()
+    take_lease_elsewhere(slot, "req-winner")
+
+    # WHEN this racer runs
+    invoke(scheduler_event(slot), "req-loser")
+
+    # THEN LostRace carries reason "held"
+    blob = emitted(stdout_json())[contract.METRIC_LOST_RACE]
+    assert blob[contract.DIMENSION_REASON] == "held"
+
+
+def test_logs_carry_job_slot_owner_and_fencing_token(invoke: Any, stdout_json: Any) -> None:
+    # WHEN a winner runs the slot
+    slot = current_slot()
+    invoke(scheduler_event(slot), "req-A")
+    logs = log_records(stdout_json())
+
+    # THEN every record after the acquisition carries job, slot, owner and fencing token
+    assert logs, "no log records captured"
+    for record in logs:
+        assert (record["job"], record["slot"], record["owner"]) == (JOB, slot.iso, "req-A"), record
+    checkpoints = [r for r in logs if "checkpoint" in r]
+    assert [r["checkpoint"] for r in checkpoints] == [
+        "acquired", "state_recorded", "query_started", "query_finished", "before_commit", "committed",
+    ]
+    assert all(r["fencing_token"] == 1 for r in checkpoints)
+    assert checkpoints[-1]["query_execution_id"].startswith("qid-")
+    final = logs[-1]
+    assert final["message"] == f"slot {slot.iso}: succeeded"
+    assert (final["outcome"], final["fencing_token"], final["service"]) == ("succeeded", 1, contract.SERVICE_NAME)
+    assert final["function_request_id"] == "req-A"  # Powertools' Lambda context keys
+
+
+def test_loser_logs_carry_job_slot_and_owner(invoke: Any, stdout_json: Any, take_lease_elsewhere: Any) -> None:
+    # GIVEN another racer holds the lease
+    slot = current_slot()
+    take_lease_elsewhere(slot, "req-winner")
+
+    # WHEN this racer runs
+    invoke(scheduler_event(slot), "req-B")
+
+    # THEN its outcome log record says which job, slot and owner lost, and why
+    [final] = [r for r in log_records(stdout_json()) if r["message"].startswith("slot ")]
+    assert (final["job"], final["slot"], final["owner"], final["outcome"], final["reason"]) == (
+        JOB, slot.iso, "req-B", "lost", "held")
+
+
+def test_permanent_query_failure_returns_failed_and_emits_run_failed(
+    invoke: Any, make_engine: Any, stdout_json: Any, store: Any
+) -> None:
+    # GIVEN Athena rejects the query for good
+    service.use_engine_factory(lambda settings: make_engine([[
+        {"state": "FAILED", "retryable": False, "error_category": 2, "error_type": 1006, "error_message": "bad column"},
+    ]]))
+
+    # WHEN the winner runs
+    slot = current_slot()
+    result = invoke(scheduler_event(slot), "req-A")
+    records = stdout_json()
+
+    # THEN the invocation returns (no Lambda retry), reports RunFailed, stores nothing
+    assert result["status"] == "failed" and result["details"]["error_type"] == 1006
+    metrics = emitted(records)
+    assert contract.METRIC_RUN_FAILED in metrics and contract.METRIC_RUN_SUCCEEDED not in metrics
+    assert store.list_results(JOB) == []
+    # AND the job's own (stdlib) log record is JSON with the invocation's keys, like the handler's
+    [failure] = [r for r in log_records(records) if "failed for good" in r["message"]]
+    assert failure["level"] == "ERROR"
+    assert (failure["job"], failure["slot"], failure["owner"], failure["fencing_token"]) == (JOB, slot.iso, "req-A", 1)
+
+
+def test_time_budget_exhausted_raises_for_lambdas_retry_which_reenters_and_adopts(
+    invoke: Any, make_engine: Any, make_context: Any, lock: SlotLock, store: Any
+) -> None:
+    # GIVEN an invocation with only the commit reserve left (5 s) and a query that is still running
+    engine = make_engine([["RUNNING"]])
+    service.use_engine_factory(lambda settings: engine)
+    slot = current_slot()
+
+    # WHEN the handler runs out of time while polling
+    with pytest.raises(QueryTimeoutError):
+        lambda_handler(scheduler_event(slot), make_context("req-A", remaining_ms=5_000, on_fake_clock=False))
+
+    # THEN it raised (so Lambda retries the event) after releasing the lease, keeping owner and query id
+    [qid] = engine.queries
+    record = lock.get_lock()
+    assert record.owner_id == "req-A" and record.lease_expires_at_ms is not None
+    assert record.lease_expires_at_ms <= int(time.time() * 1000)
+    assert lock.get_slot(slot)["state"]["query_execution_id"] == qid  # type: ignore[index]
+
+    # WHEN Lambda's retry arrives (same request id) and the query has finished meanwhile
+    engine.queries[qid].script = deque(["SUCCEEDED"])
+    result = invoke(scheduler_event(slot), "req-A")
+
+    # THEN it re-enters at once, adopts the query instead of starting another, and stores the result
+    assert (result["status"], result["reentered"], result["adopted_state"]) == ("succeeded", True, True)
+    assert result["queries_started"] == 0 and len(engine.starts) == 1
+    assert store.get_result(JOB, slot.iso)["query_execution_id"] == qid  # type: ignore[index]

@@ -1,0 +1,351 @@
+"""``Settings.from_env``: every variable of the contract, every rule, and the slot-to-window mapping."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from athena_refresh import contract
+from athena_refresh.errors import ConfigurationError
+from athena_refresh.settings import DEFAULT_CATALOG, Settings
+
+SQL = "SELECT origin, count(*) AS n FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
+
+#: Every variable of the contract, set to a valid non-default value.
+FULL_ENV = {
+    contract.ENV_JOB_NAME: "flights-dashboard",
+    contract.ENV_LOCK_TABLE_NAME: "locks-table",
+    contract.ENV_RESULTS_TABLE_NAME: "results-table",
+    contract.ENV_RESULTS_BUCKET_NAME: "results-bucket",
+    contract.ENV_LEASE_DURATION_S: "45",
+    contract.ENV_HEARTBEAT_INTERVAL_S: "15",
+    contract.ENV_MAX_SLOT_AGE_S: "1800",
+    contract.ENV_HISTORY_TTL_S: "2592000",
+    contract.ENV_MAX_QUERY_ATTEMPTS: "4",
+    contract.ENV_WINDOW_S: "86400",
+    contract.ENV_DATA_YEAR: "2013",
+    contract.ENV_ATHENA_WORKGROUP: "athena-refresh",
+    contract.ENV_ATHENA_DATABASE: "flights_demo",
+    contract.ENV_ATHENA_CATALOG: "OtherCatalog",
+    contract.ENV_QUERY_SQL: SQL,
+}
+REQUIRED = (
+    contract.ENV_JOB_NAME,
+    contract.ENV_LOCK_TABLE_NAME,
+    contract.ENV_RESULTS_TABLE_NAME,
+    contract.ENV_ATHENA_WORKGROUP,
+    contract.ENV_ATHENA_DATABASE,
+    contract.ENV_QUERY_SQL,
+)
+OPTIONAL = tuple(name for name in contract.ALL_ENV_VARS if name not in REQUIRED)
+
+
+def env(**changes: str | None) -> dict[str, str]:
+    """FULL_ENV with ``changes`` applied (``None`` removes the variable)."""
+    result = dict(FULL_ENV)
+    for key, value in changes.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def config_error(environment: dict[str, str]) -> ConfigurationError:
+    with pytest.raises(ConfigurationError) as info:
+        Settings.from_env(environment)
+    return info.value
+
+
+# ---------------------------------------------------------------------------------------------------
+# happy paths
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_from_env_reads_every_contract_variable() -> None:
+    # GIVEN every variable of the contract (the test's table covers them all)
+    assert set(FULL_ENV) == set(contract.ALL_ENV_VARS)
+
+    # WHEN the settings are read
+    settings = Settings.from_env(FULL_ENV)
+
+    # THEN each variable landed in its field, with its type
+    assert settings == Settings(
+        job_name="flights-dashboard",
+        lock_table_name="locks-table",
+        results_table_name="results-table",
+        results_bucket_name="results-bucket",
+        athena_workgroup="athena-refresh",
+        athena_database="flights_demo",
+        athena_catalog="OtherCatalog",
+        query_sql=SQL,
+        lease_duration_s=45.0,
+        heartbeat_interval_s=15.0,
+        max_slot_age_s=1800.0,
+        history_ttl_s=2_592_000,
+        max_query_attempts=4,
+        window_s=86_400,
+        data_year=2013,
+    )
+    assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
+
+
+def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the variables in the process environment
+    for key, value in FULL_ENV.items():
+        monkeypatch.setenv(key, value)
+
+    # WHEN no mapping is passed
+    settings = Settings.from_env()
+
+    # THEN os.environ was read
+    assert settings.lock_table_name == "locks-table" and settings.data_year == 2013
+
+
+def test_optional_variables_have_documented_defaults() -> None:
+    # GIVEN only the required variables
+    settings = Settings.from_env({key: FULL_ENV[key] for key in REQUIRED})
+
+    # THEN everything else takes its default
+    assert settings.results_bucket_name is None
+    assert settings.athena_catalog == DEFAULT_CATALOG == "AwsDataCatalog"
+    assert settings.lease_duration_s == 45.0
+    assert settings.heartbeat_interval_s == 15.0  # a third of the lease
+    assert settings.max_slot_age_s == 1800.0
+    assert settings.history_ttl_s == 30 * 24 * 3600
+    assert settings.max_query_attempts == 3
+    assert settings.window_s == 86400
+    assert settings.data_year is None
+
+
+def test_default_heartbeat_is_a_third_of_the_lease() -> None:
+    # GIVEN a lease of 90 s and no heartbeat variable
+    environment = env(**{contract.ENV_LEASE_DURATION_S: "90", contract.ENV_HEARTBEAT_INTERVAL_S: None})
+    # WHEN the settings are read
+    settings = Settings.from_env(environment)
+    # THEN the heartbeat is a third of the lease
+    assert settings.heartbeat_interval_s == 30.0
+
+
+@pytest.mark.parametrize("raw", ["none", "None", "off"])
+def test_max_slot_age_can_be_turned_off(raw: str) -> None:
+    # GIVEN / WHEN the maximum slot age is set to a word meaning "off"
+    settings = Settings.from_env(env(**{contract.ENV_MAX_SLOT_AGE_S: raw}))
+    # THEN deliveries of any age are accepted
+    assert settings.max_slot_age_s is None
+
+
+def test_values_are_stripped_and_blank_optionals_mean_default() -> None:
+    # GIVEN values with surrounding whitespace, and blank optional values
+    # WHEN the settings are read
+    settings = Settings.from_env(
+        env(**{
+            contract.ENV_LOCK_TABLE_NAME: "  locks-table \n",
+            contract.ENV_RESULTS_BUCKET_NAME: "   ",
+            contract.ENV_ATHENA_CATALOG: "",
+            contract.ENV_DATA_YEAR: " ",
+        })
+    )
+    # THEN values are stripped and blank optionals take their defaults
+    assert settings.lock_table_name == "locks-table"
+    assert settings.results_bucket_name is None
+    assert settings.athena_catalog == DEFAULT_CATALOG
+    assert settings.data_year is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# missing and invalid values: the error names the variable
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", REQUIRED)
+@pytest.mark.parametrize("value", [None, "", "   "], ids=["missing", "empty", "blank"])
+def test_each_missing_required_variable_is_named(key: str, value: str | None) -> None:
+    # GIVEN a complete environment except one required variable
+    # WHEN the settings are read
+    error = config_error(env(**{key: value}))
+
+    # THEN the error names that variable, in .key and in the message
+    assert error.key == key
+    assert str(error).startswith(f"{key}:")
+    assert isinstance(error, ValueError)  # callers can also catch ValueError
+
+
+@pytest.mark.parametrize("key", OPTIONAL)
+def test_no_optional_variable_is_required(key: str) -> None:
+    # GIVEN a complete environment without one optional variable
+    # WHEN / THEN the settings are read without error, with that field's default
+    settings = Settings.from_env(env(**{key: None}))
+    assert settings.job_name == FULL_ENV[contract.ENV_JOB_NAME]
+
+
+@pytest.mark.parametrize(
+    ("key", "raw"),
+    [
+        (contract.ENV_LEASE_DURATION_S, "forty-five"),
+        (contract.ENV_LEASE_DURATION_S, "45s"),
+        (contract.ENV_HEARTBEAT_INTERVAL_S, "fast"),
+        (contract.ENV_MAX_SLOT_AGE_S, "1h"),
+        (contract.ENV_HISTORY_TTL_S, "30d"),
+        (contract.ENV_HISTORY_TTL_S, "60.5"),  # integers only
+        (contract.ENV_MAX_QUERY_ATTEMPTS, "three"),
+        (contract.ENV_MAX_QUERY_ATTEMPTS, "2.5"),
+        (contract.ENV_WINDOW_S, "1 day"),
+        (contract.ENV_DATA_YEAR, "MMXIII"),
+        (contract.ENV_DATA_YEAR, "2013.0"),
+    ],
+)
+def test_non_numeric_values_are_rejected(key: str, raw: str) -> None:
+    # GIVEN / WHEN a number variable holds text that is not a number of the required kind
+    error = config_error(env(**{key: raw}))
+    # THEN the variable is named, and the value quoted
+    assert error.key == key
+    assert repr(raw) in str(error)
+
+
+@pytest.mark.parametrize(
+    "key", [contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVAL_S, contract.ENV_MAX_SLOT_AGE_S]
+)
+@pytest.mark.parametrize("raw", ["nan", "NaN", "inf", "-inf", "infinity"])
+def test_non_finite_numbers_are_rejected(key: str, raw: str) -> None:
+    # GIVEN a float that Python parses but that is no duration ("nan" compares false with everything,
+    # so a minimum check alone lets it through to the lock, which rejects it with another error type)
+    environment = env(**{key: raw})
+    if key == contract.ENV_LEASE_DURATION_S:
+        environment.pop(contract.ENV_HEARTBEAT_INTERVAL_S)  # let the heartbeat default from the lease
+
+    # WHEN / THEN it is refused here, naming the variable
+    assert config_error(environment).key == key
+
+
+@pytest.mark.parametrize(
+    ("key", "raw"),
+    [
+        (contract.ENV_LEASE_DURATION_S, "-45"),
+        (contract.ENV_LEASE_DURATION_S, "0"),
+        (contract.ENV_HEARTBEAT_INTERVAL_S, "-1"),
+        (contract.ENV_HEARTBEAT_INTERVAL_S, "0"),
+        (contract.ENV_MAX_SLOT_AGE_S, "-1800"),
+        (contract.ENV_MAX_SLOT_AGE_S, "0"),
+        (contract.ENV_HISTORY_TTL_S, "-1"),
+        (contract.ENV_HISTORY_TTL_S, "59"),
+        (contract.ENV_MAX_QUERY_ATTEMPTS, "0"),
+        (contract.ENV_MAX_QUERY_ATTEMPTS, "-3"),
+        (contract.ENV_WINDOW_S, "-86400"),
+        (contract.ENV_WINDOW_S, "59"),
+        (contract.ENV_DATA_YEAR, "-2013"),
+        (contract.ENV_DATA_YEAR, "1899"),
+        (contract.ENV_DATA_YEAR, "2101"),
+    ],
+)
+def test_negative_and_out_of_range_numbers_are_rejected(key: str, raw: str) -> None:
+    # GIVEN / WHEN a number below its minimum (or a year outside 1900..2100)
+    error = config_error(env(**{key: raw}))
+    # THEN the variable is named
+    assert error.key == key
+
+
+@pytest.mark.parametrize(("lease", "heartbeat"), [("45", "23"), ("45", "45"), ("45", "100"), ("30", "15")])
+def test_heartbeat_must_be_below_half_the_lease(lease: str, heartbeat: str) -> None:
+    # GIVEN a heartbeat of half the lease or more: one late heartbeat would lose the lease. The lock
+    # (SlotLock) and the stack's config both require strictly less than half, so the settings must too,
+    # or a value accepted here fails later with a LockConfigurationError that names no variable.
+    error = config_error(env(**{contract.ENV_LEASE_DURATION_S: lease, contract.ENV_HEARTBEAT_INTERVAL_S: heartbeat}))
+
+    # THEN the heartbeat variable is named
+    assert error.key == contract.ENV_HEARTBEAT_INTERVAL_S
+    assert contract.ENV_LEASE_DURATION_S in str(error)
+
+
+def test_heartbeat_just_below_half_the_lease_is_accepted() -> None:
+    # GIVEN / WHEN a heartbeat just below half the lease
+    settings = Settings.from_env(
+        env(**{contract.ENV_LEASE_DURATION_S: "30", contract.ENV_HEARTBEAT_INTERVAL_S: "14.9"})
+    )
+    # THEN it is accepted as is
+    assert settings.heartbeat_interval_s == 14.9
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) FROM flights",
+        "SELECT count(*) FROM flights WHERE t >= CAST(? AS timestamp)",
+        "SELECT count(*) FROM flights WHERE t >= ? AND t < ? AND origin = ?",
+    ],
+    ids=["none", "one", "three"],
+)
+def test_sql_needs_exactly_two_placeholders(sql: str) -> None:
+    # GIVEN / WHEN SQL without exactly one placeholder for each end of the window
+    error = config_error(env(**{contract.ENV_QUERY_SQL: sql}))
+    # THEN the SQL variable is named
+    assert error.key == contract.ENV_QUERY_SQL
+    assert "exactly two ?" in str(error)
+
+
+@pytest.mark.parametrize("job_name", ["flights#dashboard", "j" * 201])
+def test_job_name_must_fit_the_lock_keys(job_name: str) -> None:
+    # GIVEN / WHEN a job name the lock's keys cannot hold ('#' separates key parts; 200 characters at most)
+    error = config_error(env(**{contract.ENV_JOB_NAME: job_name}))
+    # THEN the variable is named
+    assert error.key == contract.ENV_JOB_NAME
+
+
+# ---------------------------------------------------------------------------------------------------
+# the query window
+# ---------------------------------------------------------------------------------------------------
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_data_year_maps_the_slot_onto_the_data_timeline() -> None:
+    # GIVEN the demo's settings: a one-day window on the 2013 flights data
+    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: "2013", contract.ENV_WINDOW_S: "86400"}))
+
+    # WHEN the slot 2026-11-22T00:30Z asks for its window
+    start, end = settings.window(at("2026-11-22T00:30:00Z"))
+    parameters = settings.execution_parameters(at("2026-11-22T00:30:00Z"))
+
+    # THEN the same month, day and time of day in 2013 end the window, as naive UTC
+    assert (start, end) == (dt.datetime(2013, 11, 21, 0, 30), dt.datetime(2013, 11, 22, 0, 30))
+    assert start.tzinfo is None and end.tzinfo is None
+    # and Athena gets SQL literal text, quotes included
+    assert parameters == ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]
+
+
+def test_29_february_maps_to_28_february_in_a_common_year() -> None:
+    # GIVEN a one-hour window on 2013's data (2013 has no 29 February)
+    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: "2013", contract.ENV_WINDOW_S: "3600"}))
+
+    # WHEN the leap-day slot 2028-02-29T12:00Z asks for its window
+    start, end = settings.window(at("2028-02-29T12:00:00Z"))
+
+    # THEN it ends on 28 February 2013 at the same time of day
+    assert end == dt.datetime(2013, 2, 28, 12, 0)
+    assert start == dt.datetime(2013, 2, 28, 11, 0)
+    assert settings.execution_parameters(at("2028-02-29T12:00:00Z")) == [
+        "'2013-02-28 11:00:00'", "'2013-02-28 12:00:00'",
+    ]
+
+
+def test_29_february_stays_in_a_leap_data_year() -> None:
+    # GIVEN a leap data year
+    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: "2012", contract.ENV_WINDOW_S: "3600"}))
+    # WHEN the leap-day slot asks for its window
+    end = settings.window(at("2028-02-29T12:00:00Z"))[1]
+    # THEN 29 February exists there and is kept
+    assert end == dt.datetime(2012, 2, 29, 12, 0)
+
+
+def test_without_data_year_the_window_ends_at_the_slot_in_utc() -> None:
+    # GIVEN no data year: the query covers the slot's own time
+    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: None, contract.ENV_WINDOW_S: "1800"}))
+
+    # WHEN a time with a +01:00 offset and sub-second noise asks for its window
+    start, end = settings.window(dt.datetime(2026, 11, 22, 1, 30, 0, 999, tzinfo=dt.timezone(dt.timedelta(hours=1))))
+
+    # THEN the window is the same instant in naive UTC, whole seconds
+    assert (start, end) == (dt.datetime(2026, 11, 22, 0, 0), dt.datetime(2026, 11, 22, 0, 30))
