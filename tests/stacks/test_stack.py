@@ -250,10 +250,9 @@ def test_glue_table_is_external_parquet_over_the_data_prefix(
 
 
 def test_glue_columns_match_the_parquet_file_local_data_writes() -> None:
-    data = pytest.importorskip("local.data")
-    if not hasattr(data, "FLIGHTS_GLUE_COLUMNS"):
-        pytest.skip("local.data defines no FLIGHTS_GLUE_COLUMNS")
-    assert list(data.FLIGHTS_GLUE_COLUMNS) == EXPECTED_FLIGHTS_COLUMNS
+    from local.data import FLIGHTS_GLUE_COLUMNS
+
+    assert list(FLIGHTS_GLUE_COLUMNS) == EXPECTED_FLIGHTS_COLUMNS
 
 
 def test_workgroup_enforces_its_configuration(template: Template, resources: dict[str, Any], config: JobConfig) -> None:
