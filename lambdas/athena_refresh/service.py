@@ -140,7 +140,8 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
     deps = dependencies(settings)
-    metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
+    if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
+        metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
     logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id)
     job = AthenaRefreshJob(settings=settings, engine=deps.engine, results=deps.results, metrics=_metric)
     runner = SlotRunner(deps.lock, listener=_on_checkpoint)

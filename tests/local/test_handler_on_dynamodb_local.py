@@ -92,6 +92,7 @@ def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
         monkeypatch.setenv(key, value)
     engine = ScriptedEngine()
     service.use_engine_factory(lambda settings: engine)
+    service.metrics.clear_default_dimensions()  # a new execution environment (other tests used other jobs)
     yield env
     service.use_engine_factory(None)
 
