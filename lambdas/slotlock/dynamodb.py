@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import boto3
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -401,24 +402,7 @@ class SlotLock:
         expires_ms = self._lease_expiry(now_ms, lease.deadline_ms)
         if expires_ms <= lease.expires_at_ms:
             return lease
-        try:
-            self._call(
-                "UpdateItem",
-                TableName=self.table_name,
-                Key={PK: {"S": self.lock_key}},
-                UpdateExpression="SET #expires = :expires",
-                ConditionExpression=OWNER_AND_TOKEN_MATCH,
-                ExpressionAttributeNames={"#owner": OWNER, "#token": TOKEN, "#expires": EXPIRES},
-                ExpressionAttributeValues={
-                    ":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)},
-                    ":expires": {"N": str(expires_ms)},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not _is_conditional_failure(exc):
-                raise self._wrap("UpdateItem", exc) from exc
-            raise LeaseLostError(lease, self._old_lock_record(exc), operation="heartbeat") from exc
+        self._set_expiry(lease, expires_ms, operation="heartbeat")
         return replace(lease, expires_at_ms=expires_ms)
 
     def record_state(self, lease: Lease, changes: Mapping[str, Any]) -> Lease:
@@ -601,24 +585,19 @@ class SlotLock:
         LeaseLostError
             The lease was already taken over (nothing to release).
         """
-        now_ms = self.clock_ms()
+        self._set_expiry(lease, self.clock_ms(), operation="release")
+
+    def _set_expiry(self, lease: Lease, expires_ms: int, *, operation: str) -> None:
+        """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release)."""
+        update = self._lock_update(
+            lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
+        )["Update"]
         try:
-            self._call(
-                "UpdateItem",
-                TableName=self.table_name,
-                Key={PK: {"S": self.lock_key}},
-                UpdateExpression="SET #expires = :now",
-                ConditionExpression=OWNER_AND_TOKEN_MATCH,
-                ExpressionAttributeNames={"#owner": OWNER, "#token": TOKEN, "#expires": EXPIRES},
-                ExpressionAttributeValues={
-                    ":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)}, ":now": {"N": str(now_ms)},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            self._call("UpdateItem", **update)
         except ClientError as exc:
             if not _is_conditional_failure(exc):
                 raise self._wrap("UpdateItem", exc) from exc
-            raise LeaseLostError(lease, self._old_lock_record(exc), operation="release") from exc
+            raise LeaseLostError(lease, self._old_lock_record(exc), operation=operation) from exc
 
     def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
         """Record ``slot`` as missed with ``reason``, unless the slot item already exists.
@@ -844,6 +823,8 @@ class _Cancelled(Exception):
         return lock.decode_lock(item) if item else None
 
 
+_DESERIALIZER = TypeDeserializer()
+
 _SNAKE = {
     "UpdateItem": "update_item",
     "PutItem": "put_item",
@@ -876,9 +857,7 @@ def _type_of(value: Mapping[str, Any]) -> str:
 
 
 def _plain(value: Mapping[str, Any]) -> Any:
-    from boto3.dynamodb.types import TypeDeserializer
-
-    plain = TypeDeserializer().deserialize(value)
+    plain = _DESERIALIZER.deserialize(value)
     if hasattr(plain, "as_integer_ratio") and not isinstance(plain, (int, float)):
         return int(plain) if plain == int(plain) else float(plain)
     return plain
