@@ -72,13 +72,12 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import TokenType
 
 from athena_refresh.engine import (
-    TOKEN_MAX_CHARS,
-    TOKEN_MIN_CHARS,
     Column,
     QueryError,
     QueryExecution,
     QueryResult,
     QueryStatistics,
+    check_start_request,
     convert_value,
 )
 from athena_refresh.errors import QueryEngineError, ResultTypeError
@@ -446,13 +445,7 @@ class DuckDBQueryEngine:
             is invalid (empty SQL or parameter, SQL too long), or the state directory cannot be written.
         """
         operation = "StartQueryExecution"
-        if not TOKEN_MIN_CHARS <= len(client_request_token) <= TOKEN_MAX_CHARS:
-            raise ValueError(
-                f"client_request_token must be {TOKEN_MIN_CHARS}..{TOKEN_MAX_CHARS} characters,"
-                f" got {len(client_request_token)}"
-            )
-        if isinstance(parameters, str):
-            raise ValueError("parameters must be a sequence of SQL literal strings, not one str")
+        check_start_request(client_request_token, parameters)
         params = list(parameters)
         if not isinstance(sql, str) or not 1 <= len(sql) <= MAX_QUERY_CHARS:
             raise QueryEngineError(

@@ -58,6 +58,7 @@ __all__ = [
     "QueryResult",
     "QueryState",
     "QueryStatistics",
+    "check_start_request",
     "client_request_token",
     "convert_value",
     "wait_for_query",
@@ -306,6 +307,24 @@ def client_request_token(job_name: str, slot_iso: str, attempt: int) -> str:
     token = f"{prefix}-{digest}" if prefix else digest
     # 64 <= len(token) <= 40 + 1 + 64: always inside Athena's 32..128.
     return token
+
+
+def check_start_request(client_request_token: str, parameters: Sequence[str]) -> None:
+    """Checks every :class:`QueryEngine` makes before starting a query.
+
+    Raises
+    ------
+    ValueError
+        The token is not 32..128 characters (StartQueryExecution's bounds), or `parameters` is a single
+        str (a common slip that would send one parameter per character).
+    """
+    if not TOKEN_MIN_CHARS <= len(client_request_token) <= TOKEN_MAX_CHARS:
+        raise ValueError(
+            f"client_request_token must be {TOKEN_MIN_CHARS}..{TOKEN_MAX_CHARS} characters,"
+            f" got {len(client_request_token)}"
+        )
+    if isinstance(parameters, str):
+        raise ValueError("parameters must be a sequence of SQL literal strings, not one str")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -560,13 +579,7 @@ class AthenaQueryEngine:
             ``ThrottlingException``/``TooManyRequestsException`` after the retries, ``AccessDeniedException``;
             the botocore exception is ``__cause__``.
         """
-        if not TOKEN_MIN_CHARS <= len(client_request_token) <= TOKEN_MAX_CHARS:
-            raise ValueError(
-                f"client_request_token must be {TOKEN_MIN_CHARS}..{TOKEN_MAX_CHARS} characters,"
-                f" got {len(client_request_token)}"
-            )
-        if isinstance(parameters, str):
-            raise ValueError("parameters must be a sequence of SQL literal strings, not one str")
+        check_start_request(client_request_token, parameters)
         request: dict[str, Any] = {
             "QueryString": sql,
             "ClientRequestToken": client_request_token,
