@@ -22,6 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from local.atomic_moto import AtomicMotoServer, start_server_process, stop_server_process
+from tests.processes import gather
 
 pytestmark = pytest.mark.slow
 
@@ -207,26 +208,10 @@ def test_one_winner_per_round_across_processes(server_process: str) -> None:
     # WHEN every racer sends one conditional UpdateItem per round, 100 rounds
     claims: dict[str, list[int]] = {}
     errors: list[str] = []
-    try:
-        for proc in procs:
-            proc.start()
-        deadline = time.monotonic() + RACE_TIMEOUT_S
-        for _ in procs:
-            me, won, error = results.get(timeout=max(0.1, deadline - time.monotonic()))
-            claims[me] = won
-            if error:
-                errors.append(f"{me}: {error}")
-        for proc in procs:
-            proc.join(max(0.1, deadline - time.monotonic()))
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(5)
-        results.close()
+    for me, won, error in gather(procs, results, RACE_TIMEOUT_S):
+        claims[me] = won
+        if error:
+            errors.append(f"{me}: {error}")
     # THEN each round has exactly one winner, whose write was applied exactly once
     assert not errors, errors
     assert [p.exitcode for p in procs] == [0] * RACERS

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
-import time
 import traceback
 import uuid
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 from botocore.config import Config
 
 from slotlock import Slot, SlotLock
+from tests.processes import gather
 
 pytestmark = pytest.mark.slow
 
@@ -85,26 +85,10 @@ def run_race(endpoint_url: str, table: str) -> dict[int, list[tuple[int, int | N
     ]
     reports: dict[int, list[tuple[int, int | None, str | None]]] = {}
     errors: list[str] = []
-    try:
-        for proc in procs:
-            proc.start()
-        deadline = time.monotonic() + RACE_TIMEOUT_S
-        for _ in procs:
-            index, outcomes, error = results.get(timeout=max(0.1, deadline - time.monotonic()))
-            reports[index] = outcomes
-            if error:
-                errors.append(f"p{index}: {error}")
-        for proc in procs:
-            proc.join(max(0.1, deadline - time.monotonic()))
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(5)
-        results.close()
+    for index, outcomes, error in gather(procs, results, RACE_TIMEOUT_S):
+        reports[index] = outcomes
+        if error:
+            errors.append(f"p{index}: {error}")
     assert not errors, "\n".join(errors)
     assert [p.exitcode for p in procs] == [0] * RACERS
     return reports
