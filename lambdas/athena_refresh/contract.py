@@ -25,6 +25,10 @@ ENV_ATHENA_WORKGROUP: Final = "ATHENA_WORKGROUP"
 ENV_ATHENA_DATABASE: Final = "ATHENA_DATABASE"
 ENV_ATHENA_CATALOG: Final = "ATHENA_CATALOG"
 ENV_QUERY_SQL: Final = "QUERY_SQL"
+# Analytics values published as metrics (issue 4): comma-separated result column names.
+ENV_VALUE_METRIC_COLUMNS: Final = "VALUE_METRIC_COLUMNS"  # numeric columns -> one metric each (optional)
+ENV_VALUE_METRIC_DIMENSIONS: Final = "VALUE_METRIC_DIMENSIONS"  # columns whose values become dimensions
+ENV_VALUE_METRIC_MAX_SERIES: Final = "VALUE_METRIC_MAX_SERIES"  # cap on dimension combinations per run
 
 ALL_ENV_VARS: Final = (
     ENV_JOB_NAME,
@@ -42,11 +46,18 @@ ALL_ENV_VARS: Final = (
     ENV_ATHENA_DATABASE,
     ENV_ATHENA_CATALOG,
     ENV_QUERY_SQL,
+    ENV_VALUE_METRIC_COLUMNS,
+    ENV_VALUE_METRIC_DIMENSIONS,
+    ENV_VALUE_METRIC_MAX_SERIES,
 )
 
 # --- Observability ---------------------------------------------------------------------------------
 SERVICE_NAME: Final = "athena-refresh"  # POWERTOOLS_SERVICE_NAME, and the EMF "service" dimension
 METRICS_NAMESPACE: Final = "ScheduledAthenaRefresh"  # POWERTOOLS_METRICS_NAMESPACE
+# The job's result values (one metric per configured value column, dimensions: job + the configured
+# dimension columns) live in their own namespace, so the dashboard's SEARCH expressions cannot match
+# the operational metrics above.
+VALUES_NAMESPACE: Final = "ScheduledAthenaRefresh/Values"
 DIMENSION_SERVICE: Final = "service"
 DIMENSION_JOB: Final = "job"
 DIMENSION_REASON: Final = "reason"  # only on METRIC_LOST_RACE and METRIC_SLOT_MISSED
@@ -63,6 +74,8 @@ METRIC_RUN_FAILED: Final = "RunFailed"
 METRIC_SLOT_MISSED: Final = "SlotMissed"  # dimension reason: one of MISSED_REASONS
 METRIC_QUERIES_STARTED: Final = "QueriesStarted"
 METRIC_ROWS_STORED: Final = "RowsStored"
+METRIC_CORRUPT_LOCK_ITEM: Final = "CorruptLockItem"  # a tampered/invalid lock item was found (alarm)
+METRIC_VALUE_SERIES_DROPPED: Final = "ValueSeriesDropped"  # result rows beyond VALUE_METRIC_MAX_SERIES
 # Measurements
 METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds
 METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes
@@ -83,6 +96,8 @@ ALL_METRICS: Final = (
     METRIC_SLOT_MISSED,
     METRIC_QUERIES_STARTED,
     METRIC_ROWS_STORED,
+    METRIC_CORRUPT_LOCK_ITEM,
+    METRIC_VALUE_SERIES_DROPPED,
     METRIC_QUERY_DURATION_MS,
     METRIC_DATA_SCANNED_BYTES,
     METRIC_LAST_SUCCESS_AGE_S,
