@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo synth cdk-synth deploy clean ddb-local
+.PHONY: all venv node data test demo chaos synth lint cdk-synth deploy clean ddb-local
 
 all: test
 
@@ -38,8 +38,16 @@ ddb-local: venv
 demo: venv data
 	$(PY) -m local.demo
 
+# The full chaos suite (16 racers x 200 slots on DynamoDB Local, then the negative control): chaos-report.json.
+chaos: venv data
+	$(PY) -m local.chaos
+
 synth: venv data
 	CDK_OUTDIR=cdk.out $(PY) app.py
+
+# cdk-nag runs inside every synth; cfn-lint checks the synthesized template (settings in .cfnlintrc).
+lint: synth
+	$(VENV)/bin/cfn-lint --config-file .cfnlintrc cdk.out/ScheduledAthenaRefresh.template.json
 
 # cdk.json runs `python3 app.py`: put the venv first on PATH so the CLI's python is ours.
 cdk-synth: venv node data
@@ -49,4 +57,4 @@ deploy: venv node data
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy
 
 clean:
-	rm -rf cdk.out .cache .demo demo-report.json
+	rm -rf cdk.out .cache .demo .chaos demo-report.json chaos-report.json

@@ -71,6 +71,7 @@ from botocore.config import Config  # noqa: E402
 from athena_refresh import contract  # noqa: E402
 from athena_refresh.results import ResultsStore  # noqa: E402
 from local.atomic_moto import start_server_process, stop_server_process  # noqa: E402
+from local.lambda_pool import Worker  # noqa: E402
 from local.data import FLIGHTS_ROW_COUNT, ensure_flights_parquet  # noqa: E402
 from slotlock import Slot, SlotLock  # noqa: E402
 from stacks.config import CONTEXT_KEY, JobConfig, load_context  # noqa: E402
@@ -197,87 +198,6 @@ class Invocation:
             else round(self.finished_at - self.delivered_at, 3),
             "error": self.error,
         }
-
-
-class Worker:
-    """One execution environment: a ``local.lambda_runtime`` child process and its reader thread."""
-
-    def __init__(self, worker_id: str, argv: list[str], env: dict[str, str], log_path: Path,
-                 events: queue.Queue[tuple[str, dict[str, Any] | None]]) -> None:
-        self.id = worker_id
-        self.log_path = log_path
-        self.state = "starting"  # starting -> idle <-> busy (paused) -> dead
-        self.invocation: Invocation | None = None
-        self.served = 0
-        self.last_used = 0.0
-        self.init_ms: int | None = None
-        self.started_at = time.monotonic()
-        self.exit_code: int | None = None
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                argv, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                text=True, bufsize=1, start_new_session=True,
-            )
-        self._events = events
-        self._reader = threading.Thread(target=self._read, name=f"reader-{worker_id}", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        try:
-            for line in self.proc.stdout:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                self._events.put((self.id, message))
-        except (OSError, ValueError):
-            pass
-        self._events.put((self.id, None))  # end of output: the process is gone
-
-    @property
-    def alive(self) -> bool:
-        return self.state != "dead"
-
-    def send(self, message: dict[str, Any]) -> bool:
-        if self.proc.stdin is None or self.proc.poll() is not None:
-            return False
-        try:
-            self.proc.stdin.write(json.dumps(message, separators=(",", ":")) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            return False
-        return True
-
-    def signal(self, signum: int) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signum)
-
-    def stop(self, timeout_s: float = 3.0) -> None:
-        """Ask politely (end of stdin), then SIGKILL; resumes a paused process first. Bounded."""
-        if self.proc.poll() is None:
-            self.signal(signal.SIGCONT)
-            self.send({"type": "shutdown"})
-            with contextlib.suppress(OSError, ValueError):
-                if self.proc.stdin is not None:
-                    self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                self.signal(signal.SIGKILL)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=timeout_s)
-        else:
-            with contextlib.suppress(OSError, ValueError):
-                if self.proc.stdin is not None:
-                    self.proc.stdin.close()
-        self.exit_code = self.proc.returncode
-        self.state = "dead"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -189,6 +189,7 @@ class Runtime:
             "reentered": bool(lease.reentered),
             "query_execution_id": lease.state.get("query_execution_id"),
             "lease_expires_at_ms": lease.expires_at_ms,
+            "mono_ns": time.monotonic_ns(),  # CLOCK_MONOTONIC is machine-wide: comparable across workers
         }
         self.channel.send({"type": "checkpoint", **info})
         fault = self.current.get("fault")
@@ -202,7 +203,7 @@ class Runtime:
             time.sleep(60)  # not reached
         elif action == "pause":
             os.kill(os.getpid(), signal.SIGSTOP)  # frozen until the parent sends SIGCONT
-            self.channel.send({"type": "resumed", "request_id": request_id})
+            self.channel.send({"type": "resumed", "request_id": request_id, "mono_ns": time.monotonic_ns()})
 
     def invoke(self, message: dict[str, Any]) -> None:
         assert self.handler is not None
@@ -218,7 +219,7 @@ class Runtime:
             region=self.args.region,
             log_stream_name=self.log_stream_name,
         )
-        self.channel.send({"type": "start", "request_id": request_id, "cold": cold})
+        self.channel.send({"type": "start", "request_id": request_id, "cold": cold, "mono_ns": time.monotonic_ns()})
         started = time.monotonic()
         try:
             outcome = self.handler(message["event"], context)
@@ -227,11 +228,12 @@ class Runtime:
             self.channel.send({
                 "type": "result", "request_id": request_id, "ok": False, "error_type": type(exc).__name__,
                 "error_message": str(exc), "duration_ms": round((time.monotonic() - started) * 1000),
+                "mono_ns": time.monotonic_ns(),
             })
         else:
             self.channel.send({
                 "type": "result", "request_id": request_id, "ok": True, "outcome": outcome,
-                "duration_ms": round((time.monotonic() - started) * 1000),
+                "duration_ms": round((time.monotonic() - started) * 1000), "mono_ns": time.monotonic_ns(),
             })
         finally:
             self.current = {}
@@ -250,8 +252,19 @@ class Runtime:
         return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m local.lambda_runtime", description=__doc__.splitlines()[0])
+def main(
+    argv: list[str] | None = None,
+    *,
+    runtime_cls: type[Runtime] = Runtime,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    prog: str = "python -m local.lambda_runtime",
+) -> int:
+    """Run one environment: parse ``argv``, initialise ``runtime_cls`` (the cold start), serve stdin.
+
+    ``runtime_cls`` and ``add_arguments`` let a harness (``local.chaos_worker``) extend the environment
+    with its own seams and options without a second copy of this loop.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--worker-id", required=True)
     parser.add_argument("--log-file", type=Path, help="handler logs go here (default: discarded)")
     parser.add_argument("--data-dir", required=True, help="DuckDB tables: <data-dir>/<table>/*.parquet")
@@ -261,13 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=256)
     parser.add_argument("--timeout-ms", type=int, default=60_000)
     parser.add_argument("--region", default=os.environ.get("AWS_REGION", DEFAULT_REGION))
+    if add_arguments is not None:
+        add_arguments(parser)
     args = parser.parse_args(argv)
 
     # The parent coordinates shutdown (Ctrl-C included); an orphaned environment exits at end of stdin.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     started = time.monotonic()
     channel = _Channel(_redirect_output(args.log_file))
-    runtime = Runtime(args, channel)
+    runtime = runtime_cls(args, channel)
     try:
         runtime.init()
     except Exception as exc:
