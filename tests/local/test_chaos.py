@@ -59,3 +59,13 @@ def test_every_slot_is_accounted_for_and_queries_are_not_repeated(report: dict[s
     # queries can only exceed commits by slots that started one and then failed or were superseded.
     assert report["queries_started"] <= finished
     assert report["queries_started_per_committed_slot"] >= 1.0
+
+
+def test_the_suite_also_runs_on_the_atomic_moto_server(tmp_path: Path) -> None:
+    """The other backend, small: the harness and checker work there too (moto is serialised, so atomic)."""
+    options = ChaosOptions(racers=4, slots=8, seed=5, backend="atomic-moto", workdir=tmp_path)
+    result = run_suite(options, control_slots=None, out=print)
+    assert result["backend"] == "atomic-moto"
+    assert verdict(result) == []
+    assert result["slots_committed"] >= 6
+    assert "negative_control" not in result
