@@ -4,6 +4,10 @@ Every problem names its context key and the allowed values, for example
 ``context job.racers: must be an integer from 1 to 20, got 0``. All problems are collected and raised
 together in one :class:`ConfigError`, so a broken cdk.json is fixed in one round.
 
+Two passes: each key is checked on its own (type, range, syntax), then the relationships between keys
+that make the schedule, the lease and Lambda's retries work together (:func:`_relationship_problems`);
+a relationship is only checked when every key it involves passed its own check.
+
 This module reads no environment variable and calls no AWS API: ``app.py`` passes the parsed context in.
 """
 
@@ -15,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
+
+from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
 
@@ -29,12 +35,32 @@ MAX_QUERY_ATTEMPTS = 10
 MIN_PERIOD_S = 60  # history TTL and query window: the runtime's minimum
 SQL_PLACEHOLDERS = 2
 REMOVAL_POLICIES = ("RETAIN", "DESTROY")
+# Athena's minimum BytesScannedCutoffPerQuery (the CloudFormation schema's "minimum": 10000000).
+MIN_BYTES_SCANNED_CUTOFF = 10_000_000
+MAX_BYTES_SCANNED_CUTOFF = 2**63 - 1  # int64
+# Relationships between the lease, the heartbeat and Lambda's asynchronous retries.
+#: Allowance for the difference between two racers' clocks (Lambda hosts use the Amazon Time Sync
+#: Service, which keeps them far closer; the allowance also absorbs request latency).
+CLOCK_SKEW_ALLOWANCE_S = 5
+#: Lambda waits about one minute before the first retry of a failed asynchronous invocation:
+#: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+ASYNC_FIRST_RETRY_DELAY_S = 60
+#: Seconds the runtime keeps back from the invocation deadline for reading results and the commit
+#: (``athena_refresh.job.DEFAULT_COMMIT_RESERVE_MS``; the stack cannot import the runtime's modules).
+COMMIT_RESERVE_S = 5
+# Result values published as metrics (mirrors athena_refresh.settings' limits).
+MAX_VALUE_SERIES = 50  # each dimension combination is a billed custom metric per value column
+MAX_VALUE_COLUMNS = 100  # EMF carries at most 100 metrics per log event
+MAX_VALUE_DIMENSIONS = 28  # Powertools allows 29 dimensions per metric; "job" is one
+MAX_ALARM_QUERY_DURATION_MS = 24 * 3600 * 1000
 
 _CRON_FIELDS = "minutes hours day-of-month month day-of-week year"
 _JOB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # no "#": it separates the parts of the lock keys
 _GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
 _WORKGROUP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
+_COLUMN_NAME = re.compile(r"[a-z_][a-z0-9_]{0,254}")  # an Athena result column (lowercase)
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
 class ConfigError(ValueError):
@@ -128,9 +154,122 @@ def _cron_expression(value: Any) -> str:
     return text
 
 
+class _InvalidKeys(Exception):
+    """Internal: an object-valued key has problems in its own keys: ``(sub key, message)`` pairs."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
+
+
+def _object(
+    checks: Mapping[str, tuple[Callable[[Any], Any], Any]], build: Callable[..., Any]
+) -> Callable[[Any], Any]:
+    """Check an object-valued key: each sub key with its check, ``MISSING`` default = required."""
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _Invalid(f"an object with keys {', '.join(checks)}")
+        problems: list[tuple[str, str]] = []
+        for key in sorted(set(value) - set(checks)):
+            problems.append((key, f"unknown key; allowed keys: {', '.join(checks)}"))
+        values: dict[str, Any] = {}
+        for key, (sub_check, default) in checks.items():
+            if key not in value:
+                if default is MISSING:
+                    problems.append((key, "missing; required"))
+                else:
+                    values[key] = default
+                continue
+            try:
+                values[key] = sub_check(value[key])
+            except _Invalid as exc:
+                problems.append((key, f"must be {exc}, got {value[key]!r}"))
+        if problems:
+            raise _InvalidKeys(problems)
+        return build(**values)
+
+    return check
+
+
+def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def optional(value: Any) -> Any:
+        if value is None or value == "":
+            return None
+        return check(value)
+
+    return optional
+
+
+def _email(value: Any) -> str:
+    if not isinstance(value, str) or not _EMAIL.fullmatch(value):
+        raise _Invalid("an email address (or null for no subscription)")
+    return value
+
+
+def _column_names(*, lo: int, hi: int) -> Callable[[Any], tuple[str, ...]]:
+    allowed = f"a list of {lo} to {hi} distinct lowercase column names (letters, digits, '_')"
+
+    def check(value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not lo <= len(value) <= hi:
+            raise _Invalid(allowed)
+        if not all(isinstance(name, str) and _COLUMN_NAME.fullmatch(name) for name in value):
+            raise _Invalid(allowed)
+        if len(set(value)) != len(value):
+            raise _Invalid(allowed)
+        return tuple(value)
+
+    return check
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlarmsConfig:
+    """Alarm thresholds (units in the names) and the optional email subscription of the alarm topic."""
+
+    data_scanned_bytes: int  # DataScannedBytes (Maximum per period) above this alarms
+    query_duration_ms: int  # QueryDurationMs (Maximum per period) above this alarms
+    email: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValueMetricsConfig:
+    """Result columns published as CloudWatch metrics (one metric per column), with dimension columns.
+
+    Each distinct combination of dimension values is a billed custom metric per value column; the
+    runtime publishes at most ``max_series`` combinations per run.
+    """
+
+    columns: tuple[str, ...]
+    dimensions: tuple[str, ...] = ()
+    max_series: int = 10
+
+
+_alarms = _object(
+    {
+        "data_scanned_bytes": (_integer(1), MISSING),
+        "query_duration_ms": (_integer(1, MAX_ALARM_QUERY_DURATION_MS), MISSING),
+        "email": (_optional(_email), None),
+    },
+    AlarmsConfig,
+)
+_value_metrics = _optional(
+    _object(
+        {
+            "columns": (_column_names(lo=1, hi=MAX_VALUE_COLUMNS), MISSING),
+            "dimensions": (_column_names(lo=0, hi=MAX_VALUE_DIMENSIONS), ()),
+            "max_series": (_integer(1, MAX_VALUE_SERIES), 10),
+        },
+        ValueMetricsConfig,
+    )
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class JobConfig:
-    """Validated job settings. Units are in the names; every value is already checked."""
+    """Validated job settings. Units are in the names; every value is already checked.
+
+    ``period`` (derived, not a key) holds the schedule's shortest and longest gap between slots.
+    """
 
     job_name: str
     schedule_expression: str  # cron(...) in UTC, shared by every racer
@@ -148,13 +287,21 @@ class JobConfig:
     table: str
     workgroup: str
     sql: str
-    removal_policy: str = "RETAIN"  # of the stateful resources: tables, bucket, log group
+    bytes_scanned_cutoff_per_query: int  # Athena cancels a query that scans more (workgroup setting)
+    alarms: AlarmsConfig
+    value_metrics: ValueMetricsConfig | None = None  # None: no result values as metrics
+    removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
+
+    @property
+    def period(self) -> CronPeriod:
+        """Gaps between consecutive slots of ``schedule_expression`` (validated to parse)."""
+        return cron_period(self.schedule_expression)
 
     @classmethod
     def from_context(cls, job: Any) -> JobConfig:
         """Parse the ``"job"`` context value (a mapping, or its JSON text as ``cdk -c job=...`` gives).
 
-        :raises ConfigError: listing every missing, unknown or invalid key.
+        :raises ConfigError: listing every missing, unknown or invalid key, and every broken relationship.
         """
         if isinstance(job, str):
             try:
@@ -178,16 +325,171 @@ class JobConfig:
                 values[key] = check(job[key])
             except _Invalid as exc:
                 problems.append(f"context {CONTEXT_KEY}.{key}: must be {exc}, got {job[key]!r}")
-
-        lease, heartbeat = values.get("lease_duration_s"), values.get("heartbeat_interval_s")
-        if lease is not None and heartbeat is not None and not heartbeat < lease / 2:
-            problems.append(
-                f"context {CONTEXT_KEY}.heartbeat_interval_s: must be less than half of "
-                f"{CONTEXT_KEY}.lease_duration_s ({lease} / 2 = {lease / 2:g}), got {heartbeat}"
-            )
+            except _InvalidKeys as exc:
+                problems.extend(f"context {CONTEXT_KEY}.{key}.{sub}: {message}" for sub, message in exc.problems)
+        problems.extend(_relationship_problems(values))
         if problems:
             raise ConfigError(problems)
         return cls(**values)
+
+
+def _key(name: str) -> str:
+    return f"{CONTEXT_KEY}.{name}"
+
+
+def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
+    """Problems between keys that each passed their own check (a missing/invalid key skips its rules).
+
+    The rules, and why each configuration would not work:
+
+    - heartbeat: the holder renews every ``heartbeat_interval_s``; a renewal can be late by up to one
+      interval (it happens at the next poll) and other racers may read expiry with a clock
+      ``CLOCK_SKEW_ALLOWANCE_S`` ahead, so ``2 * heartbeat + skew < lease``.
+    - lease vs retry: a winner killed by its timeout leaves its lease behind; the only invocation
+      left to finish the slot is Lambda's first async retry, about ``ASYNC_FIRST_RETRY_DELAY_S`` later.
+      The lease (plus skew) must have expired by then, or the retry loses to a dead holder.
+    - period vs timeout: a slot must be able to finish before the next one starts; the runtime
+      otherwise records the next slot as missed (overrun) every time.
+    - event age: Lambda drops a retried event older than ``max_slot_age_s``; the first retry of a
+      timed-out invocation arrives ``lambda_timeout_s + ASYNC_FIRST_RETRY_DELAY_S`` after the
+      event. An event older than one period is superseded by the next slot anyway.
+    - timeout vs heartbeat: the winner stops polling ``COMMIT_RESERVE_S`` before its deadline; with
+      a shorter timeout than one heartbeat plus that reserve, no run ever renews its lease.
+    - data scanned alarm: Athena cancels a query at ``bytes_scanned_cutoff_per_query``, so a threshold
+      at or above it can never fire.
+    - value metrics: the columns must be output columns of ``sql`` (see :func:`sql_output_columns`).
+    """
+    problems: list[str] = []
+    lease, heartbeat = values.get("lease_duration_s"), values.get("heartbeat_interval_s")
+    timeout, max_age = values.get("lambda_timeout_s"), values.get("max_slot_age_s")
+    if lease is not None and heartbeat is not None:
+        bound = (lease - CLOCK_SKEW_ALLOWANCE_S) / 2
+        if not heartbeat < bound:
+            problems.append(
+                f"context {_key('heartbeat_interval_s')}: must be below ({_key('lease_duration_s')} - "
+                f"{CLOCK_SKEW_ALLOWANCE_S} s clock skew allowance) / 2 = {bound:g} s, so that a renewal lands "
+                f"before other racers may see the lease as expired, got {heartbeat}"
+            )
+    if lease is not None and lease + CLOCK_SKEW_ALLOWANCE_S > ASYNC_FIRST_RETRY_DELAY_S:
+        problems.append(
+            f"context {_key('lease_duration_s')}: must be at most "
+            f"{ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S} s: Lambda's first async retry comes about "
+            f"{ASYNC_FIRST_RETRY_DELAY_S} s after a failure and must find the failed holder's lease expired "
+            f"(allowing {CLOCK_SKEW_ALLOWANCE_S} s clock skew), got {lease}"
+        )
+    if timeout is not None and heartbeat is not None and not timeout > heartbeat + COMMIT_RESERVE_S:
+        problems.append(
+            f"context {_key('lambda_timeout_s')}: must be longer than {_key('heartbeat_interval_s')} + "
+            f"{COMMIT_RESERVE_S} s commit reserve = {heartbeat + COMMIT_RESERVE_S} s, so that a run can renew "
+            f"its lease, got {timeout}"
+        )
+    if timeout is not None and max_age is not None and max_age < timeout + ASYNC_FIRST_RETRY_DELAY_S:
+        problems.append(
+            f"context {_key('max_slot_age_s')}: must be at least {_key('lambda_timeout_s')} + "
+            f"{ASYNC_FIRST_RETRY_DELAY_S} s = {timeout + ASYNC_FIRST_RETRY_DELAY_S} s, or Lambda drops the first "
+            f"async retry of a timed-out invocation as too old, got {max_age}"
+        )
+    schedule = values.get("schedule_expression")
+    if schedule is not None:
+        try:
+            period = cron_period(schedule)
+        except CronError as exc:
+            problems.append(f"context {_key('schedule_expression')}: {exc}, got {schedule!r}")
+        else:
+            if timeout is not None and period.shortest_s < timeout:
+                problems.append(
+                    f"context {_key('lambda_timeout_s')}: must not exceed the schedule's period "
+                    f"({_key('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart), "
+                    f"or a slot can still run when the next one starts, got {timeout}"
+                )
+            if max_age is not None and max_age > period.shortest_s:
+                problems.append(
+                    f"context {_key('max_slot_age_s')}: must not exceed the schedule's period "
+                    f"({_key('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart): an older "
+                    f"delivery is superseded by the next slot, got {max_age}"
+                )
+    cutoff, alarms = values.get("bytes_scanned_cutoff_per_query"), values.get("alarms")
+    if cutoff is not None and alarms is not None and alarms.data_scanned_bytes >= cutoff:
+        problems.append(
+            f"context {_key('alarms.data_scanned_bytes')}: must be below "
+            f"{_key('bytes_scanned_cutoff_per_query')} ({cutoff}): Athena cancels a query at the cutoff, so "
+            f"the alarm could never fire, got {alarms.data_scanned_bytes}"
+        )
+    value_metrics, sql = values.get("value_metrics"), values.get("sql")
+    if value_metrics is not None:
+        overlap = sorted(set(value_metrics.columns) & set(value_metrics.dimensions))
+        if overlap:
+            problems.append(
+                f"context {_key('value_metrics.dimensions')}: must not repeat a value column, got {', '.join(overlap)}"
+            )
+        output = sql_output_columns(sql) if sql is not None else None
+        if output is not None:
+            for sub in ("columns", "dimensions"):
+                unknown = [name for name in getattr(value_metrics, sub) if name not in output]
+                if unknown:
+                    problems.append(
+                        f"context {_key('value_metrics.' + sub)}: must name output columns of {_key('sql')} "
+                        f"({', '.join(output)}), got unknown {', '.join(unknown)}"
+                    )
+    return problems
+
+
+_SELECT_ITEM_ALIAS = re.compile(r'(?is).*\bas\s+"?([a-z_][a-z0-9_]*)"?\s*')
+_SELECT_ITEM_COLUMN = re.compile(r'(?is)(?:[a-z_][a-z0-9_]*\.)*"?([a-z_][a-z0-9_]*)"?')
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def sql_output_columns(sql: str) -> tuple[str, ...] | None:
+    """The output column names of the outermost ``SELECT`` of ``sql`` (lowercase, as Athena names them).
+
+    A simple syntactic reading, enough to catch a typo in ``value_metrics``: each select item's
+    ``AS alias``, or the column name of a bare (possibly qualified) column. Returns ``None`` when it
+    cannot tell (``*``, an expression without an alias, no top-level SELECT ... FROM).
+    """
+    text = sql.strip()
+    lowered = text.lower()
+    depth, start, items, item_start = 0, None, [], 0
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char in "'\"":  # skip quoted text
+            end = text.find(char, i + 1)
+            i = len(text) if end < 0 else end + 1
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif depth == 0 and re.match(r"(select|from)\b", lowered[i:]) and (i == 0 or not _is_word_char(lowered[i - 1])):
+            word = "select" if lowered.startswith("select", i) else "from"
+            if word == "select" and start is None:
+                start = item_start = i + len(word)
+            elif word == "from" and start is not None:
+                items.append(text[item_start:i])
+                break
+        elif char == "," and depth == 0 and start is not None:
+            items.append(text[item_start:i])
+            item_start = i + 1
+        i += 1
+    else:
+        return None
+    names: list[str] = []
+    for item in items:
+        item = item.strip()
+        if re.match(r"(?i)distinct\s", item):
+            item = item[len("distinct"):].strip()
+        column = _SELECT_ITEM_COLUMN.fullmatch(item)
+        alias = _SELECT_ITEM_ALIAS.fullmatch(item)
+        if alias:
+            names.append(alias.group(1).lower())
+        elif column:
+            names.append(column.group(1).lower())
+        else:
+            return None
+    return tuple(names)
 
 
 # One check per field, in field order (the dataclass and this table must name the same keys).
@@ -208,8 +510,12 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "table": _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
     "workgroup": _name(_WORKGROUP_NAME, "1 to 128 letters, digits, '.', '-' or '_'"),
     "sql": _query_sql,
+    "bytes_scanned_cutoff_per_query": _integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
+    "alarms": _alarms,
+    "value_metrics": _value_metrics,
     "removal_policy": _one_of(REMOVAL_POLICIES),
 }
+
 if list(_CHECKS) != [field.name for field in fields(JobConfig)]:  # pragma: no cover - a programming error
     raise RuntimeError("JobConfig's fields and _CHECKS must name the same keys in the same order")
 

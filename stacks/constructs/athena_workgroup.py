@@ -1,4 +1,5 @@
-"""The Athena workgroup the job runs in: enforced result location, SSE-S3, engine v3, CloudWatch metrics."""
+"""The Athena workgroup the job runs in: enforced result location, SSE-S3, engine v3, CloudWatch metrics,
+and a cap on the bytes one query may scan."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ ENGINE_VERSION = "Athena engine version 3"
 class AthenaWorkgroup(Construct):
     """An Athena workgroup whose settings override the client's (``EnforceWorkGroupConfiguration``).
 
+    Query output goes to ``output_location`` encrypted with SSE-S3; a query that scans more than
+    ``bytes_scanned_cutoff_per_query`` bytes (minimum 10,000,000) is cancelled by Athena, and is billed
+    for what it scanned until then:
+    https://docs.aws.amazon.com/athena/latest/ug/workgroups-setting-control-limits-cloudwatch.html
+
     ``arn`` is the workgroup ARN for IAM; ``name`` is its (physical) name.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, name: str, output_location: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, name: str, output_location: str, bytes_scanned_cutoff_per_query: int
+    ) -> None:
         super().__init__(scope, construct_id)
         self.workgroup = athena.CfnWorkGroup(
             self,
@@ -25,6 +33,7 @@ class AthenaWorkgroup(Construct):
             recursive_delete_option=True,  # deletable with the stack even if it holds saved queries
             work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
                 enforce_work_group_configuration=True,
+                bytes_scanned_cutoff_per_query=bytes_scanned_cutoff_per_query,
                 publish_cloud_watch_metrics_enabled=True,
                 engine_version=athena.CfnWorkGroup.EngineVersionProperty(selected_engine_version=ENGINE_VERSION),
                 result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(

@@ -13,7 +13,12 @@ TTL_ATTRIBUTE = "ttl_epoch_s"  # epoch seconds, on slot items only: garbage coll
 class LockTable(Construct):
     """DynamoDB table holding the fenced lease (``lock#<job>``) and the slot items (``slot#<job>#<slot>``).
 
-    On-demand capacity (a few requests per schedule period), point-in-time recovery on.
+    On-demand capacity (a few requests per schedule period), point-in-time recovery on, deletion
+    protection on unless the stack is disposable (``removal_policy`` DESTROY). TTL deletes old slot items
+    (history) only: the lock item has no TTL attribute, so its fencing counter is never reset by TTL.
+
+    A point-in-time restore rewinds the fencing counter below tokens already stored with results: see
+    the README's "Restoring the lock table" before restoring.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy) -> None:
@@ -27,5 +32,6 @@ class LockTable(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
+            deletion_protection=removal_policy == cdk.RemovalPolicy.RETAIN,
             removal_policy=removal_policy,
         )

@@ -1,23 +1,49 @@
 """The refresh Lambda: asset ``lambdas/``, Powertools public layer, environment from the contract,
-JSON logs with retention, async retries bounded by the slot age, least-privilege inline policies."""
+JSON logs with retention, X-Ray, async retries bounded by the slot age with an on-failure queue, and a
+role of its own that allows exactly the calls the runtime makes (plus what Athena does with them).
+
+Least privilege, from the runtime's calls (``lambdas/``):
+
+- lock table (``slotlock.dynamodb``): ``UpdateItem`` (acquire, heartbeat, release, state),
+  ``PutItem`` (missed-slot records), ``GetItem`` (consistent reads of the lock and slot items), and
+  ``TransactWriteItems`` (the fenced commit), which IAM authorizes per item action (``UpdateItem`` on
+  the lock table, ``PutItem`` + ``UpdateItem`` on the results table): there is no
+  ``dynamodb:TransactWriteItems`` action.
+  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html
+- results table (``athena_refresh.results``): only the commit's ``Put`` (result item) and ``Update``
+  (fenced LATEST pointer); the read helpers are for operators, not the function.
+- Athena (``athena_refresh.engine``): ``StartQueryExecution``, ``GetQueryExecution``,
+  ``GetQueryResults`` on the one workgroup (the runtime never stops a query: a successor adopts it).
+- what Athena does with the caller's credentials: Glue ``GetDatabase``/``GetTable``/``GetPartitions``
+  on the catalog, the database and the table; S3 ``GetObject``/``ListBucket`` of the table's data prefix;
+  S3 writes and reads of the workgroup's output prefix.
+  https://docs.aws.amazon.com/athena/latest/ug/fine-grained-access-to-glue-resources.html
+  https://docs.aws.amazon.com/athena/latest/ug/s3-permissions.html
+- S3 ``PutObject`` of result rows too large for an item (``results/``).
+- CloudWatch Logs (this function's log group only), SQS ``SendMessage`` (the on-failure queue), X-Ray.
+
+Metrics go out as EMF through the log group: no ``cloudwatch:PutMetricData``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
 import aws_cdk as cdk
+import jsii
 from athena_refresh import contract
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from stacks import LAMBDAS_DIR
 from stacks.config import JobConfig
+from stacks.nag import acknowledge, wildcard_finding
 
 HANDLER = "athena_refresh.handler.lambda_handler"
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -25,20 +51,31 @@ ARCHITECTURE = lambda_.Architecture.ARM_64
 # Public SSM parameter holding the ARN of the latest Powertools layer; resolved at deploy time.
 POWERTOOLS_LAYER_PARAMETER = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/latest"
 ASSET_EXCLUDES = ("**/__pycache__", "**/*.pyc")
-ASYNC_RETRY_ATTEMPTS = 2  # Lambda redelivers a failed async invocation; the lock makes it safe
+#: Lambda redelivers a failed async invocation (about 1 min, then 2 min later); the lock makes a
+#: redelivery safe, and the config validates that the lease has expired by the first one.
+ASYNC_RETRY_ATTEMPTS = 2
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
-# Item actions only: TransactWriteItems is authorized per item action (Put/Update/ConditionCheck).
-TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
-ATHENA_ACTIONS = (
-    "athena:StartQueryExecution",
-    "athena:GetQueryExecution",
-    "athena:GetQueryResults",
-    "athena:StopQueryExecution",
-)
+# Service authorization reference of each service (actions, resource types, condition keys):
+# DynamoDB https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html
+# Athena   https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonathena.html
+# Glue     https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsglue.html
+# S3       https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html
+# SQS      https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsqs.html
+# Logs     https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html
+# X-Ray    https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsx-ray.html
+LOCK_TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+RESULTS_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
+ATHENA_ACTIONS = ("athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults")
 GLUE_ACTIONS = ("glue:GetDatabase", "glue:GetTable", "glue:GetPartitions")
-S3_WRITE_OBJECT_ACTIONS = ("s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
+# Athena writes the query output with the caller's credentials (multipart for large output) and
+# GetQueryResults reads it back the same way.
+S3_QUERY_OUTPUT_ACTIONS = ("s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 S3_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucketMultipartUploads")
+LOG_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")  # the log group itself is the stack's
+# Added by CDK for Tracing.ACTIVE with Resource "*": neither action supports resource-level
+# permissions (X-Ray service authorization reference above).
+XRAY_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +92,30 @@ class QueryTarget:
     results_prefix: str
 
 
+@jsii.implements(lambda_.IDestination)
+class SendOnlyQueueDestination:
+    """An SQS on-failure destination granting the function ``sqs:SendMessage`` only.
+
+    (``aws_lambda_destinations.SqsDestination`` also grants ``GetQueueAttributes`` and ``GetQueueUrl``,
+    which Lambda does not need to deliver a record.)
+    https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html#invocation-async-destinations
+    """
+
+    def __init__(self, queue: sqs.IQueue) -> None:
+        self.queue = queue
+
+    def bind(
+        self, scope: Construct, fn: lambda_.IFunction, options: lambda_.DestinationOptions | None = None
+    ) -> lambda_.DestinationConfig:
+        fn.add_to_role_policy(
+            iam.PolicyStatement(sid="OnFailureDestination", actions=["sqs:SendMessage"], resources=[self.queue.queue_arn])
+        )
+        return lambda_.DestinationConfig(destination=self.queue.queue_arn)
+
+
 class RefreshFunction(Construct):
-    """The racer Lambda. ``function`` is the ``lambda_.Function``; ``log_group`` its log group."""
+    """The racer Lambda. ``function`` is the ``lambda_.Function``; ``log_group`` its log group;
+    ``role`` its execution role (no managed policies)."""
 
     def __init__(
         self,
@@ -67,6 +126,7 @@ class RefreshFunction(Construct):
         lock_table: dynamodb.ITable,
         results_table: dynamodb.ITable,
         query_target: QueryTarget,
+        failure_queue: sqs.IQueue,
         removal_policy: cdk.RemovalPolicy,
         code_dir: Path = LAMBDAS_DIR,
     ) -> None:
@@ -77,6 +137,13 @@ class RefreshFunction(Construct):
             "PowertoolsLayer",
             ssm.StringParameter.value_for_string_parameter(self, POWERTOOLS_LAYER_PARAMETER),
         )
+        # Our own role: the default one carries the managed AWSLambdaBasicExecutionRole (logs:* on any group).
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Scheduled Athena refresh racer ({config.job_name}): least privilege",
+        )
         self.function = lambda_.Function(
             self,
             "Function",
@@ -85,24 +152,57 @@ class RefreshFunction(Construct):
             architecture=ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(str(code_dir), exclude=list(ASSET_EXCLUDES)),
+            role=self.role,
             timeout=cdk.Duration.seconds(config.lambda_timeout_s),
             memory_size=config.lambda_memory_mb,
             tracing=lambda_.Tracing.ACTIVE,
             layers=[powertools_layer],
-            environment=_environment(config, lock_table, results_table, query_target),
+            environment=function_environment(config, lock_table, results_table, query_target),
             log_group=self.log_group,
             logging_format=lambda_.LoggingFormat.JSON,
             retry_attempts=ASYNC_RETRY_ATTEMPTS,
             max_event_age=cdk.Duration.seconds(config.max_slot_age_s),
+            on_failure=SendOnlyQueueDestination(failure_queue),
         )
-        for statement in _policy_statements(cdk.Stack.of(self), lock_table, results_table, query_target):
-            self.function.add_to_role_policy(statement)
+        stack = cdk.Stack.of(self)
+        for statement in policy_statements(stack, lock_table, results_table, query_target, self.log_group):
+            self.role.add_to_principal_policy(statement)
+        self._acknowledge_findings(stack, query_target)
+
+    def _acknowledge_findings(self, stack: cdk.Stack, target: QueryTarget) -> None:
+        acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            f"The runtime is pinned to {RUNTIME.name} together with the Powertools public layer parameter "
+            f"{POWERTOOLS_LAYER_PARAMETER}; both move to a newer Python in one reviewed change.",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Only xray:PutTraceSegments and xray:PutTelemetryRecords (added by Tracing.ACTIVE) use '*': X-Ray "
+            "supports no resource-level permissions for them (service authorization reference for X-Ray).",
+        )
+        bucket = target.bucket
+        for prefix, why in (
+            (target.data_prefix, "s3:GetObject of the queried table's data files, which Athena reads with the "
+             "function's credentials; the file names are the data's, so the prefix is the narrowest scope."),
+            (target.athena_results_prefix, "Athena writes and reads back query output under the workgroup's "
+             "output prefix with the function's credentials; object names are query execution ids."),
+            (target.results_prefix, "s3:PutObject of result rows too large for a DynamoDB item, under "
+             "results/<job>/<slot>/token-<fencing token>.json: names are per slot, so a prefix is needed."),
+        ):
+            acknowledge(self.role, wildcard_finding(self, bucket.arn_for_objects(f"{prefix}*")), why)
 
 
-def _environment(
+def function_environment(
     config: JobConfig, lock_table: dynamodb.ITable, results_table: dynamodb.ITable, target: QueryTarget
 ) -> dict[str, str]:
-    """Every variable ``Settings.from_env`` reads (contract names), except ATHENA_CATALOG (its default)."""
+    """Every variable ``Settings.from_env`` reads (contract names), except ATHENA_CATALOG (its default).
+
+    Value metrics off (``job.value_metrics`` absent) sets the three ``VALUE_METRIC_*`` variables empty,
+    which the runtime reads as off.
+    """
+    values = config.value_metrics
     return {
         contract.ENV_JOB_NAME: config.job_name,
         contract.ENV_LOCK_TABLE_NAME: lock_table.table_name,
@@ -118,48 +218,58 @@ def _environment(
         contract.ENV_ATHENA_WORKGROUP: target.workgroup_name,
         contract.ENV_ATHENA_DATABASE: target.database_name,
         contract.ENV_QUERY_SQL: config.sql,
+        contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
+        contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
+        contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",
         "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
     }
 
 
-def _policy_statements(
-    stack: cdk.Stack, lock_table: dynamodb.ITable, results_table: dynamodb.ITable, target: QueryTarget
+def policy_statements(
+    stack: cdk.Stack,
+    lock_table: dynamodb.ITable,
+    results_table: dynamodb.ITable,
+    target: QueryTarget,
+    log_group: logs.ILogGroup,
 ) -> list[iam.PolicyStatement]:
-    """Least privilege: item actions on the two tables, one workgroup, one table's catalog entries,
-    and the bucket's prefixes Athena reads (data) and writes (query output, oversized results)."""
+    """The function's statements (each with a Sid), from the runtime's calls listed in the module doc."""
     bucket = target.bucket
     glue_arns = [
         stack.format_arn(service="glue", resource="catalog"),
         stack.format_arn(service="glue", resource="database", resource_name=target.database_name),
         stack.format_arn(service="glue", resource="table", resource_name=f"{target.database_name}/{target.table_name}"),
     ]
-    written_prefixes = (target.athena_results_prefix, target.results_prefix)
     return [
+        iam.PolicyStatement(sid="WriteOwnLogs", actions=list(LOG_ACTIONS), resources=[log_group.log_group_arn]),
+        iam.PolicyStatement(sid="LockTableItems", actions=list(LOCK_TABLE_ACTIONS), resources=[lock_table.table_arn]),
         iam.PolicyStatement(
-            sid="LockAndResultsItems",
-            actions=list(TABLE_ACTIONS),
-            resources=[lock_table.table_arn, results_table.table_arn],
+            sid="ResultsTableCommit", actions=list(RESULTS_TABLE_ACTIONS), resources=[results_table.table_arn]
         ),
         iam.PolicyStatement(sid="AthenaQueries", actions=list(ATHENA_ACTIONS), resources=[target.workgroup_arn]),
         iam.PolicyStatement(sid="GlueCatalogRead", actions=list(GLUE_ACTIONS), resources=glue_arns),
         iam.PolicyStatement(
-            sid="ReadSourceData",
-            actions=["s3:GetObject"],
-            resources=[bucket.arn_for_objects(f"{target.data_prefix}*")],
+            sid="ReadSourceData", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{target.data_prefix}*")]
         ),
         iam.PolicyStatement(
-            sid="ListOwnPrefixes",
+            sid="ListSourceDataAndQueryOutput",
             actions=["s3:ListBucket"],
             resources=[bucket.bucket_arn],
             conditions={
-                "StringLike": {"s3:prefix": [f"{prefix}*" for prefix in (target.data_prefix, *written_prefixes)]}
+                "StringLike": {
+                    "s3:prefix": [f"{prefix}*" for prefix in (target.data_prefix, target.athena_results_prefix)]
+                }
             },
         ),
-        iam.PolicyStatement(
-            sid="WriteQueryOutputAndResults",
-            actions=list(S3_WRITE_OBJECT_ACTIONS),
-            resources=[bucket.arn_for_objects(f"{prefix}*") for prefix in written_prefixes],
-        ),
         iam.PolicyStatement(sid="BucketForAthena", actions=list(S3_BUCKET_ACTIONS), resources=[bucket.bucket_arn]),
+        iam.PolicyStatement(
+            sid="QueryOutput",
+            actions=list(S3_QUERY_OUTPUT_ACTIONS),
+            resources=[bucket.arn_for_objects(f"{target.athena_results_prefix}*")],
+        ),
+        iam.PolicyStatement(
+            sid="OversizedResults",
+            actions=["s3:PutObject"],
+            resources=[bucket.arn_for_objects(f"{target.results_prefix}*")],
+        ),
     ]

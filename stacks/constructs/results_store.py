@@ -16,10 +16,20 @@ ATHENA_RESULTS_PREFIX = "athena-results/"  # Athena query output (the workgroup'
 RESULTS_PREFIX = "results/"  # job results too large for a DynamoDB item
 DATA_PREFIX = "data/"  # source data read by Athena
 ATHENA_RESULTS_EXPIRATION = cdk.Duration.days(30)
+ACCESS_LOGS_PREFIX = "results-bucket/"  # in the access-log bucket
+ACCESS_LOGS_EXPIRATION = cdk.Duration.days(90)
+INCOMPLETE_UPLOAD_EXPIRATION = cdk.Duration.days(1)
 
 
 class ResultsStore(Construct):
-    """Results table (``job`` S / ``slot`` S) and the encrypted, SSL-only, private results bucket."""
+    """Results table (``job`` S / ``slot`` S) and the encrypted, SSL-only, private results bucket.
+
+    The table has point-in-time recovery and (unless ``removal_policy`` is DESTROY) deletion
+    protection, and no TTL: results are kept. The bucket logs its requests (S3 server access logs) to
+    ``access_logs_bucket``, a second private bucket whose logs expire after 90 days. Athena's query
+    output expires after 30 days; ``results/`` (rows too large for an item) is referenced by result
+    items and never expires.
+    """
 
     def __init__(self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
@@ -32,6 +42,24 @@ class ResultsStore(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
+            deletion_protection=removal_policy == cdk.RemovalPolicy.RETAIN,
+            removal_policy=removal_policy,
+        )
+        # Server access logs can only go to an SSE-S3 bucket; this one logs nowhere (it is the log sink).
+        self.access_logs_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireAccessLogs",
+                    expiration=ACCESS_LOGS_EXPIRATION,
+                    abort_incomplete_multipart_upload_after=INCOMPLETE_UPLOAD_EXPIRATION,
+                )
+            ],
             removal_policy=removal_policy,
         )
         self.bucket = s3.Bucket(
@@ -46,9 +74,13 @@ class ResultsStore(Construct):
                     id="ExpireAthenaResults",
                     prefix=ATHENA_RESULTS_PREFIX,
                     expiration=ATHENA_RESULTS_EXPIRATION,
-                    abort_incomplete_multipart_upload_after=cdk.Duration.days(1),
-                )
+                ),
+                s3.LifecycleRule(
+                    id="AbortIncompleteUploads", abort_incomplete_multipart_upload_after=INCOMPLETE_UPLOAD_EXPIRATION
+                ),
             ],
+            server_access_logs_bucket=self.access_logs_bucket,
+            server_access_logs_prefix=ACCESS_LOGS_PREFIX,
             removal_policy=removal_policy,
         )
 

@@ -22,9 +22,9 @@ from aws_cdk.assertions import Capture, Match, Template
 
 import app
 from stacks import REPO_ROOT
-from stacks.config import CONTEXT_KEY, ConfigError, JobConfig, load_context
+from stacks.config import ConfigError, JobConfig
+from tests.stacks.helpers import as_list, dashboard_body, metric_rows
 
-HANDLER = "athena_refresh.handler.lambda_handler"
 POWERTOOLS_SSM_PARAMETER = "/aws/service/powertools/python/arm64/python3.13/latest"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 EXECUTION_ID = "<aws.scheduler.execution-id>"
@@ -50,88 +50,6 @@ EXPECTED_FLIGHTS_COLUMNS = [
     ("time_hour", "timestamp"),
     ("sched_dep_utc", "timestamp"),
 ]
-TABLE_ITEM_ACTIONS = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
-ATHENA_ACTIONS = {
-    "athena:StartQueryExecution",
-    "athena:GetQueryExecution",
-    "athena:GetQueryResults",
-    "athena:StopQueryExecution",
-}
-
-
-# --- fixtures ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def job_context() -> dict[str, Any]:
-    return load_context(REPO_ROOT / "cdk.json")[CONTEXT_KEY]
-
-
-@pytest.fixture(scope="session")
-def config(job_context: dict[str, Any]) -> JobConfig:
-    return JobConfig.from_context(job_context)
-
-
-@pytest.fixture(scope="session")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    """The stack as ``app.py`` builds it (cdk.json context and feature flags), with a stand-in data dir."""
-    data_dir = tmp_path_factory.mktemp("flights")
-    (data_dir / "placeholder.txt").write_text("stand-in for flights.parquet\n")
-    _, stack = app.build_app(sample_data_dir=data_dir)
-    return Template.from_stack(stack)
-
-
-@pytest.fixture(scope="session")
-def resources(template: Template) -> dict[str, Any]:
-    return template.to_json()["Resources"]
-
-
-@pytest.fixture(scope="session")
-def function_id(template: Template) -> str:
-    functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}})
-    assert len(functions) == 1, functions.keys()
-    return next(iter(functions))
-
-
-@pytest.fixture(scope="session")
-def function_props(resources: dict[str, Any], function_id: str) -> dict[str, Any]:
-    return resources[function_id]["Properties"]
-
-
-@pytest.fixture(scope="session")
-def function_statements(template: Template, function_props: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every IAM statement attached to the refresh function's role."""
-    role_id = function_props["Role"]["Fn::GetAtt"][0]
-    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
-    assert policies, f"no inline policy on {role_id}"
-    return [
-        statement
-        for policy in policies.values()
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-    ]
-
-
-def _single(resources: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
-    found = [(logical_id, res) for logical_id, res in resources.items() if res["Type"] == type_]
-    assert len(found) == 1, [logical_id for logical_id, _ in found]
-    return found[0]
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _actions_on(statements: list[dict[str, Any]], resource_fragment: str) -> set[str]:
-    """Actions of the Allow statements whose Resource (rendered as JSON) contains ``resource_fragment``."""
-    actions: set[str] = set()
-    for statement in statements:
-        if statement["Effect"] != "Allow":
-            continue
-        if any(resource_fragment in json.dumps(resource) for resource in _as_list(statement["Resource"])):
-            actions.update(_as_list(statement["Action"]))
-    return actions
-
-
 # --- tables, bucket, data ---------------------------------------------------------------------------
 
 
@@ -146,6 +64,7 @@ def test_lock_table_has_pk_ttl_and_pitr(template: Template) -> None:
                     "BillingMode": "PAY_PER_REQUEST",
                     "TimeToLiveSpecification": {"AttributeName": "ttl_epoch_s", "Enabled": True},
                     "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                    "DeletionProtectionEnabled": True,
                 }
             ),
             "DeletionPolicy": "Retain",
@@ -167,6 +86,7 @@ def test_results_table_has_job_and_slot_keys(template: Template) -> None:
             ),
             "BillingMode": "PAY_PER_REQUEST",
             "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "DeletionProtectionEnabled": True,
             "TimeToLiveSpecification": Match.absent(),
         },
     )
@@ -208,8 +128,8 @@ def test_bucket_is_encrypted_private_ssl_only_and_expires_athena_output(template
     )
 
 
-def test_sample_data_is_deployed_under_data_flights(template: Template, resources: dict[str, Any]) -> None:
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+def test_sample_data_is_deployed_under_data_flights(template: Template, results_bucket_id: str) -> None:
+    bucket_id = results_bucket_id
     template.has_resource_properties(
         "Custom::CDKBucketDeployment",
         {"DestinationBucketName": {"Ref": bucket_id}, "DestinationBucketKeyPrefix": "data/flights/"},
@@ -217,9 +137,9 @@ def test_sample_data_is_deployed_under_data_flights(template: Template, resource
 
 
 def test_glue_table_is_external_parquet_over_the_data_prefix(
-    template: Template, resources: dict[str, Any], config: JobConfig
+    template: Template, config: JobConfig, results_bucket_id: str
 ) -> None:
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    bucket_id = results_bucket_id
     template.has_resource_properties("AWS::Glue::Database", {"DatabaseInput": {"Name": config.database}})
     columns = Capture()
     template.has_resource_properties(
@@ -255,8 +175,8 @@ def test_glue_columns_match_the_parquet_file_local_data_writes() -> None:
     assert list(FLIGHTS_GLUE_COLUMNS) == EXPECTED_FLIGHTS_COLUMNS
 
 
-def test_workgroup_enforces_its_configuration(template: Template, resources: dict[str, Any], config: JobConfig) -> None:
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+def test_workgroup_enforces_its_configuration(template: Template, config: JobConfig, results_bucket_id: str) -> None:
+    bucket_id = results_bucket_id
     template.has_resource_properties(
         "AWS::Athena::WorkGroup",
         {
@@ -264,6 +184,7 @@ def test_workgroup_enforces_its_configuration(template: Template, resources: dic
             "WorkGroupConfiguration": Match.object_like(
                 {
                     "EnforceWorkGroupConfiguration": True,
+                    "BytesScannedCutoffPerQuery": config.bytes_scanned_cutoff_per_query,
                     "PublishCloudWatchMetricsEnabled": True,
                     "EngineVersion": {"SelectedEngineVersion": "Athena engine version 3"},
                     "ResultConfiguration": {
@@ -337,65 +258,22 @@ def test_function_environment_covers_every_runtime_variable(
     assert lock_table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
 
 
-def test_function_async_retries_are_bounded_by_the_slot_age(
-    template: Template, function_id: str, config: JobConfig
+def test_function_async_retries_are_bounded_by_the_slot_age_and_failures_go_to_a_queue(
+    template: Template, resources: dict[str, Any], function_id: str, config: JobConfig
 ) -> None:
+    destination = Capture()
     template.has_resource_properties(
         "AWS::Lambda::EventInvokeConfig",
         {
             "FunctionName": {"Ref": function_id},
             "MaximumRetryAttempts": 2,
             "MaximumEventAgeInSeconds": config.max_slot_age_s,
+            "DestinationConfig": {"OnFailure": {"Destination": destination}},
         },
     )
-
-
-def test_function_role_is_least_privilege(
-    function_statements: list[dict[str, Any]], function_props: dict[str, Any]
-) -> None:
-    env = function_props["Environment"]["Variables"]
-    lock_id = env[contract.ENV_LOCK_TABLE_NAME]["Ref"]
-    results_id = env[contract.ENV_RESULTS_TABLE_NAME]["Ref"]
-    workgroup_id = env[contract.ENV_ATHENA_WORKGROUP]["Ref"]
-
-    assert _actions_on(function_statements, f'"{lock_id}"') == TABLE_ITEM_ACTIONS
-    assert _actions_on(function_statements, f'"{results_id}"') == TABLE_ITEM_ACTIONS
-    assert _actions_on(function_statements, ":workgroup/") == ATHENA_ACTIONS
-    assert workgroup_id in json.dumps([s for s in function_statements if "athena:StartQueryExecution" in s["Action"]])
-    for glue_resource in ('":catalog"', '":database/"', '":table/"'):
-        assert _actions_on(function_statements, glue_resource) == {
-            "glue:GetDatabase",
-            "glue:GetTable",
-            "glue:GetPartitions",
-        }, glue_resource
-    assert _actions_on(function_statements, '"/data/flights/*"') == {"s3:GetObject"}
-    written = {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}
-    assert written <= _actions_on(function_statements, '"/athena-results/*"')
-    assert written <= _actions_on(function_statements, '"/results/*"')
-    bucket_level = {
-        action
-        for statement in function_statements
-        if not any("/" in json.dumps(resource) for resource in _as_list(statement["Resource"]))
-        for action in _as_list(statement["Action"])
-        if action.startswith("s3:")
-    }
-    assert bucket_level == {"s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"}
-    (list_bucket,) = [s for s in function_statements if s["Action"] == "s3:ListBucket"]
-    assert "data/flights/*" in list_bucket["Condition"]["StringLike"]["s3:prefix"]
-
-    every_action = {action for statement in function_statements for action in _as_list(statement["Action"])}
-    assert not {action for action in every_action if action.endswith(":*") or action == "*"}
-    assert "dynamodb:TransactWriteItems" not in every_action  # authorized per item action
-    assert not any(action.startswith(("dynamodb:Delete", "dynamodb:Scan", "dynamodb:Query")) for action in every_action)
-    wildcard_resources = [s["Action"] for s in function_statements if s["Resource"] == "*"]
-    assert all(action.startswith("xray:") for actions in wildcard_resources for action in _as_list(actions))
-
-
-def test_no_policy_in_the_stack_grants_service_wildcards(template: Template) -> None:
-    for logical_id, policy in template.find_resources("AWS::IAM::Policy").items():
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            actions = set(_as_list(statement["Action"]))
-            assert not actions & {"dynamodb:*", "s3:*", "athena:*", "glue:*", "*"}, (logical_id, actions)
+    queue_id, attribute = destination.as_object()["Fn::GetAtt"]
+    assert attribute == "Arn"
+    assert resources[queue_id]["Type"] == "AWS::SQS::Queue"
 
 
 # --- the fan-out ------------------------------------------------------------------------------------
@@ -432,38 +310,19 @@ def test_scheduler_role_may_only_invoke_the_function(template: Template, functio
     role_id = role.as_object()["Fn::GetAtt"][0]
     policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
     statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    assert {a for s in statements for a in _as_list(s["Action"])} == {"lambda:InvokeFunction"}
+    assert {a for s in statements for a in as_list(s["Action"])} == {"lambda:InvokeFunction"}
     assert all(function_id in json.dumps(s["Resource"]) for s in statements)
 
 
 # --- the dashboard ----------------------------------------------------------------------------------
 
 
-def _dashboard_body(resources: dict[str, Any]) -> dict[str, Any]:
-    """The dashboard JSON, each ``{"Ref": id}`` of its Fn::Join replaced by the text ``<Ref id>``."""
-    _, dashboard = _single(resources, "AWS::CloudWatch::Dashboard")
-    body = dashboard["Properties"]["DashboardBody"]
-    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
-    return json.loads("".join(part if isinstance(part, str) else f"<Ref {part['Ref']}>" for part in parts))
-
-
-def _metric_rows(body: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
-    """(namespace, metric name, dimensions) of every metric line of every graph."""
-    rows = []
-    for widget in body["widgets"]:
-        for row in widget["properties"].get("metrics", []):
-            names = [item for item in row if isinstance(item, str)]
-            namespace, metric_name, dims = names[0], names[1], names[2:]
-            rows.append((namespace, metric_name, dict(zip(dims[::2], dims[1::2], strict=True))))
-    return rows
-
-
 def test_dashboard_graphs_every_contract_metric_with_its_dimensions(
     resources: dict[str, Any], config: JobConfig
 ) -> None:
-    metric_names = [value for name, value in vars(contract).items() if name.startswith("METRIC_")]
-    assert metric_names, "contract defines no METRIC_* names"
-    rows = _metric_rows(_dashboard_body(resources))
+    metric_names = list(contract.ALL_METRICS)
+    assert set(metric_names) == {value for name, value in vars(contract).items() if name.startswith("METRIC_")}
+    rows = metric_rows(dashboard_body(resources))
     job_dims = {contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: config.job_name}
     reasons = {contract.METRIC_LOST_RACE: contract.LOSS_REASONS, contract.METRIC_SLOT_MISSED: contract.MISSED_REASONS}
     for metric_name in metric_names:
@@ -479,9 +338,9 @@ def test_dashboard_graphs_every_contract_metric_with_its_dimensions(
 def test_dashboard_shows_lambda_health_and_latest_runs(
     resources: dict[str, Any], function_id: str, function_props: dict[str, Any]
 ) -> None:
-    body = _dashboard_body(resources)
+    body = dashboard_body(resources)
     lambda_metrics = {
-        name for namespace, name, dims in _metric_rows(body)
+        name for namespace, name, dims in metric_rows(body)
         if namespace == "AWS/Lambda" and dims == {"FunctionName": f"<Ref {function_id}>"}
     }
     assert lambda_metrics >= {"Errors", "Invocations", "Duration", "Throttles"}
@@ -523,7 +382,7 @@ def test_cdk_json_job_block_is_valid(config: JobConfig) -> None:
         ({"schedule_expression": "rate(30 minutes)"}, "schedule_expression", "rate(...) is rejected"),
         ({"schedule_expression": "cron(0/30 * * * *)"}, "schedule_expression", "6 fields"),
         ({"schedule_expression": "cron(0 12 * * * *)"}, "schedule_expression", "'?'"),
-        ({"heartbeat_interval_s": 23, "lease_duration_s": 45}, "heartbeat_interval_s", "less than half"),
+        ({"heartbeat_interval_s": 23, "lease_duration_s": 45}, "heartbeat_interval_s", "must be below"),
         ({"heartbeat_interval_s": 15, "lease_duration_s": 30}, "heartbeat_interval_s", "got 15"),
         ({"lease_duration_s": 0}, "lease_duration_s", "got 0"),
         ({"lambda_timeout_s": 901}, "lambda_timeout_s", "from 1 to 900"),

@@ -1,0 +1,151 @@
+"""Alarms on the job and an SNS topic they notify (optionally an email subscription).
+
+Alarm periods follow the schedule: one evaluation period = one slot (capped at one day, CloudWatch's
+maximum), so an alarm stays in ALARM for a whole slot instead of flapping every five minutes.
+
+"No successful run for two periods": CloudWatch has no time-since-last-success metric. Every invocation,
+losers included, emits ``LastSuccessAgeS`` read from the lock item it already touched, so the alarm is
+``Maximum(LastSuccessAgeS) > 2 periods``; missing data is breaching because no data at all means no
+invocation ran (schedules disabled, function broken before the handler). For schedules slower than
+daily, a day without data is normal, so missing data is then left as missing.
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from athena_refresh import contract
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.config import JobConfig
+from stacks.constructs.job_metrics import job_metric, summed_over_reasons
+
+MAX_ALARM_PERIOD_S = 86_400
+STALE_AFTER_PERIODS = 2
+
+
+def alarm_period_s(longest_gap_s: int) -> int:
+    """One slot, capped at one day (CloudWatch alarm periods are multiples of 60 s up to one day)."""
+    return min(longest_gap_s, MAX_ALARM_PERIOD_S)
+
+
+class RefreshAlarms(Construct):
+    """``topic``: the SNS topic (TLS-only publishing) every alarm notifies on ALARM and OK;
+    ``alarms``: name -> alarm, each named after what it watches."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: JobConfig,
+        function: lambda_.IFunction,
+        failure_queue: sqs.IQueue,
+        failure_dead_letter_queue: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        job = config.job_name
+        longest_gap_s = config.period.longest_s
+        period = cdk.Duration.seconds(alarm_period_s(longest_gap_s))
+        self.stale_after_s = STALE_AFTER_PERIODS * longest_gap_s
+
+        self.topic = sns.Topic(self, "Topic", display_name=f"Scheduled Athena refresh alarms ({job})", enforce_ssl=True)
+        if config.alarms.email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarms.email))
+
+        def count(metric_name: str) -> cloudwatch.IMetric:
+            return job_metric(job, metric_name, statistic="Sum", period=period)
+
+        at_least_once = {
+            "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            "threshold": 1,
+            "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
+        }
+        definitions: dict[str, tuple[cloudwatch.IMetric, dict[str, object], str]] = {
+            "NoRecentSuccess": (
+                job_metric(job, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period),
+                {
+                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    "threshold": self.stale_after_s,
+                    "treat_missing_data": (
+                        cloudwatch.TreatMissingData.BREACHING
+                        if longest_gap_s <= MAX_ALARM_PERIOD_S
+                        else cloudwatch.TreatMissingData.MISSING
+                    ),
+                },
+                f"No successful run of {job} for more than {STALE_AFTER_PERIODS} schedule periods "
+                f"({self.stale_after_s} s), or no invocation at all.",
+            ),
+            "RunFailed": (count(contract.METRIC_RUN_FAILED), at_least_once, f"A run of {job} failed for good."),
+            "SlotMissed": (
+                summed_over_reasons(job, contract.METRIC_SLOT_MISSED, period=period, label="slots missed"),
+                at_least_once,
+                f"A slot of {job} never ran (too old, overrun or superseded).",
+            ),
+            "StaleWriteRejected": (
+                count(contract.METRIC_STALE_WRITE_REJECTED),
+                at_least_once,
+                f"A stale holder of {job}'s lease tried to commit and was fenced off: check for pauses/timeouts.",
+            ),
+            "CorruptLockItem": (
+                count(contract.METRIC_CORRUPT_LOCK_ITEM),
+                at_least_once,
+                f"The lock item of {job} is invalid (edited or restored by hand?): runs are blocked.",
+            ),
+            "FailedInvocationsQueued": (
+                failure_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period),
+                at_least_once,
+                f"Invocations of {job} exhausted Lambda's retries: their events wait in the on-failure queue.",
+            ),
+            "FailureRecordsDeadLettered": (
+                failure_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=period
+                ),
+                at_least_once,
+                f"Failure records of {job} could not be processed and moved to the dead-letter queue.",
+            ),
+            "AsyncEventsDropped": (
+                function.metric("AsyncEventsDropped", statistic="Sum", period=period),
+                at_least_once,
+                f"Lambda dropped asynchronous events of {job} (too old or throttled) without running them.",
+            ),
+            "DataScannedHigh": (
+                job_metric(job, contract.METRIC_DATA_SCANNED_BYTES, statistic="Maximum", period=period),
+                {
+                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    "threshold": config.alarms.data_scanned_bytes,
+                    "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
+                },
+                f"A query of {job} scanned more than {config.alarms.data_scanned_bytes} bytes "
+                f"(the workgroup cancels at {config.bytes_scanned_cutoff_per_query}).",
+            ),
+            "QueryDurationHigh": (
+                job_metric(job, contract.METRIC_QUERY_DURATION_MS, statistic="Maximum", period=period),
+                {
+                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    "threshold": config.alarms.query_duration_ms,
+                    "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
+                },
+                f"A query of {job} ran longer than {config.alarms.query_duration_ms} ms.",
+            ),
+        }
+        action = cloudwatch_actions.SnsAction(self.topic)
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        for name, (metric, settings, description) in definitions.items():
+            alarm = cloudwatch.Alarm(
+                self,
+                name,
+                metric=metric,
+                evaluation_periods=1,
+                alarm_description=description,
+                **settings,  # type: ignore[arg-type]
+            )
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+            self.alarms[name] = alarm

@@ -1,0 +1,170 @@
+"""The period of an EventBridge Scheduler ``cron(...)`` expression: the shortest and longest gap between
+two consecutive firings, computed at synth time (standard library only, no AWS call).
+
+The syntax is EventBridge's six fields ``minutes hours day-of-month month day-of-week year`` (UTC), with
+``*``, ``,``, ``-``, ``/``, ``?``, month and weekday names, ``L`` (last day of the month; ``nL`` in
+day-of-week: the last such weekday), ``W`` (nearest weekday to a day of the month; ``LW``: the last
+weekday of the month) and ``#`` (``n#k``: the k-th such weekday). Day-of-week numbers run from 1 (SUN)
+to 7 (SAT). Reference:
+https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#cron-based
+
+The stack needs the period to check the configuration (a Lambda timeout longer than the period, a
+maximum event age older than a period) and to size alarms ("no success for two periods").
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MONTH_NAMES = {name.upper(): number for number, name in enumerate(calendar.month_abbr) if name}
+# EventBridge numbers weekdays 1 (SUN) .. 7 (SAT).
+WEEKDAY_NAMES = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
+MIN_YEAR, MAX_YEAR = 1970, 2199
+#: Years scanned when the year field is ``*``: four consecutive years hold every weekday/leap-year mix
+#: that matters for gaps (a fixed window, so two synths on different days give the same template).
+DEFAULT_YEARS = range(2028, 2032)
+#: At most this many listed years are scanned (a gap is between consecutive firings, so the first
+#: years already show the shortest and the longest one for any realistic expression).
+MAX_SCANNED_YEARS = 8
+_CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
+
+
+class CronError(ValueError):
+    """The expression is not a cron(...) expression this module can evaluate; the message says why."""
+
+
+@dataclass(frozen=True)
+class CronPeriod:
+    """Gaps between consecutive firings, in seconds (equal for a regular schedule)."""
+
+    shortest_s: int
+    longest_s: int
+
+
+def _values(field: str, lo: int, hi: int, names: dict[str, int] | None = None) -> set[int]:
+    """Expand ``*``, lists, ranges and steps of one numeric field into its set of values."""
+    result: set[int] = set()
+    for part in field.split(","):
+        base, _, step_text = part.partition("/")
+        if step_text and not step_text.isdigit():
+            raise CronError(f"bad step {part!r}")
+        step = int(step_text) if step_text else 1
+        if step < 1:
+            raise CronError(f"bad step {part!r}")
+        if base == "*":
+            start, end = lo, hi
+        elif "-" in base:
+            first, _, last = base.partition("-")
+            start, end = _number(first, lo, hi, names), _number(last, lo, hi, names)
+        else:
+            start = _number(base, lo, hi, names)
+            end = hi if step_text else start
+        if start > end:
+            raise CronError(f"range {part!r} runs backwards")
+        result.update(range(start, end + 1, step))
+    return result
+
+
+def _number(text: str, lo: int, hi: int, names: dict[str, int] | None) -> int:
+    value = names.get(text.upper()) if names else None
+    if value is None:
+        if not text.isdigit():
+            raise CronError(f"{text!r} is not a number from {lo} to {hi}")
+        value = int(text)
+    if not lo <= value <= hi:
+        raise CronError(f"{value} is outside {lo}..{hi}")
+    return value
+
+
+def _weekday(day: dt.date) -> int:
+    """EventBridge weekday number of ``day``: 1 (SUN) .. 7 (SAT)."""
+    return day.isoweekday() % 7 + 1
+
+
+def _day_of_month_matcher(field: str) -> Callable[[dt.date], bool]:
+    if field in ("*", "?"):
+        return lambda day: True
+    if field == "L":
+        return lambda day: day.day == calendar.monthrange(day.year, day.month)[1]
+    if field == "LW":
+        return lambda day: day == _last_weekday(day.year, day.month)
+    if field.endswith("W"):
+        target = _number(field[:-1], 1, 31, None)
+        return lambda day: day == _nearest_weekday(day.year, day.month, target)
+    days = _values(field, 1, 31)
+    return lambda day: day.day in days
+
+
+def _day_of_week_matcher(field: str) -> Callable[[dt.date], bool]:
+    if field in ("*", "?"):
+        return lambda day: True
+    if "#" in field:
+        weekday_text, _, nth_text = field.partition("#")
+        weekday, nth = _number(weekday_text, 1, 7, WEEKDAY_NAMES), _number(nth_text, 1, 5, None)
+        return lambda day: _weekday(day) == weekday and (day.day - 1) // 7 + 1 == nth
+    if field.endswith("L") and len(field) > 1:
+        weekday = _number(field[:-1], 1, 7, WEEKDAY_NAMES)
+        return lambda day: _weekday(day) == weekday and day.day + 7 > calendar.monthrange(day.year, day.month)[1]
+    weekdays = _values(field, 1, 7, WEEKDAY_NAMES)
+    return lambda day: _weekday(day) in weekdays
+
+
+def _last_weekday(year: int, month: int) -> dt.date:
+    day = dt.date(year, month, calendar.monthrange(year, month)[1])
+    while day.isoweekday() > 5:
+        day -= dt.timedelta(days=1)
+    return day
+
+
+def _nearest_weekday(year: int, month: int, target: int) -> dt.date | None:
+    """Quartz/EventBridge ``nW``: the weekday nearest to day ``target``, never leaving the month."""
+    last = calendar.monthrange(year, month)[1]
+    if target > last:
+        return None
+    day = dt.date(year, month, target)
+    if day.isoweekday() == 6:  # Saturday -> Friday, or Monday when the 1st is a Saturday
+        return day - dt.timedelta(days=1) if target > 1 else day + dt.timedelta(days=2)
+    if day.isoweekday() == 7:  # Sunday -> Monday, or Friday when the Sunday ends the month
+        return day + dt.timedelta(days=1) if target < last else day - dt.timedelta(days=2)
+    return day
+
+
+def cron_period(expression: str) -> CronPeriod:
+    """Shortest and longest gap (seconds) between consecutive firings of ``expression``.
+
+    :raises CronError: the expression cannot be parsed, or it fires fewer than twice in the years scanned.
+    """
+    match = _CRON.fullmatch(expression.strip())
+    if not match:
+        raise CronError("not a cron(...) expression")
+    fields = match["body"].split()
+    if len(fields) != 6:
+        raise CronError(f"{len(fields)} fields instead of 6")
+    minutes_f, hours_f, dom_f, month_f, dow_f, year_f = fields
+    minutes = _values(minutes_f, 0, 59)
+    hours = _values(hours_f, 0, 23)
+    months = _values(month_f, 1, 12, MONTH_NAMES)
+    years = sorted(_values(year_f, MIN_YEAR, MAX_YEAR)) if year_f != "*" else list(DEFAULT_YEARS)
+    years = years[:MAX_SCANNED_YEARS]
+    in_dom, in_dow = _day_of_month_matcher(dom_f.upper()), _day_of_week_matcher(dow_f.upper())
+
+    times_min = sorted(hour * 60 + minute for hour in hours for minute in minutes)  # minutes of the day
+    firing_days: list[int] = []  # as date ordinals
+    for year in years:
+        day, end = dt.date(year, 1, 1), dt.date(year, 12, 31)
+        while day <= end:
+            if day.month in months and in_dom(day) and in_dow(day):
+                firing_days.append(day.toordinal())
+            day += dt.timedelta(days=1)
+    firings = len(firing_days) * len(times_min)
+    if firings < 2:
+        raise CronError(f"fires {firings} time(s) in {years[0]}..{years[-1]}: not a recurring schedule")
+
+    gaps_min: list[int] = [later - earlier for earlier, later in zip(times_min, times_min[1:])]
+    day_gaps = {later - earlier for earlier, later in zip(firing_days, firing_days[1:])}
+    gaps_min += [days * 1440 + times_min[0] - times_min[-1] for days in day_gaps]
+    return CronPeriod(shortest_s=min(gaps_min) * 60, longest_s=max(gaps_min) * 60)
