@@ -89,15 +89,57 @@ class QueryTimeoutError(AthenaRefreshError, TimeoutError):
         self.waited_ms = waited_ms
 
 
+#: Longest excerpt of an offending value put in messages and stored errors (a value can be megabytes).
+MAX_VALUE_EXCERPT_CHARS = 200
+
+
+def _excerpt(value: str) -> str:
+    if len(value) <= MAX_VALUE_EXCERPT_CHARS:
+        return value
+    return f"{value[:MAX_VALUE_EXCERPT_CHARS]}... ({len(value)} characters)"
+
+
 class ResultTypeError(AthenaRefreshError, ValueError):
-    """A result value could not be converted from its declared column type."""
+    """A result value could not be converted from its declared column type (or two columns share a name).
+
+    Permanent for the query: the same rows fail the same way on every retry, so the job records the slot
+    as failed with :meth:`as_dict` (nothing of the results is written) and returns normally. The message
+    and the stored error carry at most :data:`MAX_VALUE_EXCERPT_CHARS` characters of the value.
+    """
 
     def __init__(self, column: str, column_type: str, value: str, message: str) -> None:
-        super().__init__(f"column {column!r} ({column_type}): cannot convert {value!r}: {message}")
+        super().__init__(f"column {column!r} ({column_type}): cannot convert {_excerpt(value)!r}: {message}")
         self.column = column
         self.column_type = column_type
         self.value = value
+        self.reason = message
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe description stored with a failed slot (the value cut to an excerpt)."""
+        return {
+            "type": type(self).__name__,
+            "column": self.column,
+            "column_type": self.column_type,
+            "value": _excerpt(self.value),
+            "error_message": str(self),
+        }
 
 
 class ResultsStoreError(AthenaRefreshError):
     """The results could not be prepared or stored (S3 overflow upload failed, result too large, ...)."""
+
+
+class CorruptResultsItemError(AthenaRefreshError):
+    """The results table contradicts the lock: a commit holding the current fencing token was refused.
+
+    The lock item's condition passed in the same transaction, so a refused results write means the stored
+    results were tampered with (the LATEST pointer holds a wrong-typed or higher ``fencing_token``, or a
+    result item for the slot already exists) or the lock's counter was reset (a deleted lock item). It does
+    not repair itself: retries are pointless. ``key`` names the item (``<job>/<slot>``), ``attribute`` the
+    attribute at fault. Nothing was written.
+    """
+
+    def __init__(self, key: str, attribute: str, message: str) -> None:
+        super().__init__(f"results item {key!r}: attribute {attribute!r} {message}")
+        self.key = key
+        self.attribute = attribute

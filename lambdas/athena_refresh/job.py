@@ -8,8 +8,12 @@ Per slot (all under one :class:`slotlock.SlotRun`):
 2. poll with capped exponential backoff, renewing the lease at each poll when a heartbeat is due, never
    past the invocation deadline minus the time reserved for the commit;
 3. a FAILED query with a retryable error starts a new attempt (bounded by ``max_query_attempts``); a
-   permanent failure ends the slot as failed with the AthenaError recorded (normal return: no retry storm);
-4. read the typed results and commit them with the slot's completion in one fenced transaction.
+   permanent failure ends the slot as failed with the AthenaError recorded (normal return: no retry storm),
+   and so do results that cannot be typed (``ResultTypeError``: the same rows would fail every retry);
+4. read the typed results and commit them with the slot's completion in one fenced transaction;
+5. only after that commit succeeded, publish the configured result columns as metrics (optional
+   :class:`~athena_refresh.values.ValuePublisher`): a stale or lost holder never publishes values, and a
+   publishing failure is logged, never raised (the slot is already committed).
 
 If the lease is lost, nothing more is written and the query is left running for the successor to adopt.
 If the time budget runs out, the lease is released (keeping the state) and QueryTimeoutError propagates,
@@ -21,15 +25,18 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from slotlock import SlotRun
 
 from . import contract
 from .engine import QueryEngine, QueryExecution, client_request_token, wait_for_query
-from .errors import QueryFailedError
+from .errors import QueryFailedError, ResultTypeError
 from .results import ResultsStore
 from .settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .values import ValuePublisher
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +70,9 @@ class AthenaRefreshJob:
         Polling pace (injected in tests).
     commit_reserve_ms:
         Milliseconds before the invocation deadline at which polling stops.
+    values:
+        Publishes result columns as metrics after a successful commit (``None``: off). Each distinct
+        combination of dimension values is a billed custom metric; the publisher caps them.
     """
 
     settings: Settings
@@ -73,6 +83,7 @@ class AthenaRefreshJob:
     poll_initial_delay_ms: int = 200
     poll_max_delay_ms: int = 5_000
     commit_reserve_ms: int = DEFAULT_COMMIT_RESERVE_MS
+    values: ValuePublisher | None = None
     queries_started: int = field(default=0, init=False)
 
     def __call__(self, run: SlotRun) -> dict[str, Any]:
@@ -113,7 +124,13 @@ class AthenaRefreshJob:
         statistics = execution.statistics
         self.metrics(contract.METRIC_QUERY_DURATION_MS, statistics.total_execution_time_ms, "Milliseconds")
         self.metrics(contract.METRIC_DATA_SCANNED_BYTES, statistics.data_scanned_bytes, "Bytes")
-        result = self.engine.get_results(query_execution_id)
+        try:
+            result = self.engine.get_results(query_execution_id)
+        except ResultTypeError as bad:  # permanent: the same rows fail the same way on every retry
+            logger.error("results of query %s cannot be stored: %s", query_execution_id, bad)
+            error = {**bad.as_dict(), "query_execution_id": query_execution_id, "attempt": attempt}
+            run.fail(error)  # nothing of the results is written; normal return: no Lambda retry
+            return error
         start, end = self.settings.window(slot.datetime)
         prepared = self.results.prepare(
             job_name=self.settings.job_name,
@@ -128,6 +145,11 @@ class AthenaRefreshJob:
         summary = {**prepared.summary, "attempt": attempt}
         run.commit(writes=prepared.writes, summary=summary)
         self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
+        if self.values is not None:
+            try:
+                self.values.publish(result, slot_epoch_ms=slot.epoch_ms, now_ms=run.now_ms())
+            except Exception:  # the slot is committed: a metrics problem must not turn it into a retry
+                logger.exception("could not publish the result values of slot %s as metrics", slot.iso)
         return summary
 
     def _wait(self, run: SlotRun, query_execution_id: str) -> QueryExecution:

@@ -26,7 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .engine import QueryResult, QueryStatistics
-from .errors import ResultsStoreError
+from .errors import CorruptResultsItemError, ResultsStoreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -178,6 +178,36 @@ class ResultsStore:
             "window": list(window),
         }
         return PreparedResult([put_result, update_latest], summary)
+
+    def conflict_error(
+        self, index: int, old_item: Mapping[str, Any] | None, *, job_name: str, slot_iso: str
+    ) -> CorruptResultsItemError:
+        """Explain why write ``index`` of :meth:`prepare`'s writes for ``job_name``/``slot_iso`` was refused
+        inside a commit whose lock condition passed (``slotlock.CommitConflictError``; ``old_item`` is its
+        ALL_OLD item in DynamoDB JSON, ``None`` when the backend returned none).
+
+        The holder of the current fencing token can only be refused by results that contradict the lock:
+        write 0 (the slot's result) finds a result already stored; write 1 (LATEST) finds a pointer whose
+        ``fencing_token`` is not a Number, or not below the committing token.
+        """
+        item = dict(old_item or {})
+        if index == 0:
+            return CorruptResultsItemError(
+                f"{job_name}/{slot_iso}", "slot",
+                f"already holds a result (fencing_token {item.get('fencing_token')}, query_execution_id"
+                f" {item.get('query_execution_id')}) although the lock says the slot never finished",
+            )
+        token = item.get("fencing_token")
+        if token is None and not item:
+            problem = "refused the fenced pointer update (the backend returned no old item to say why)"
+        elif token is not None and set(token) != {"N"}:
+            problem = f"must be a Number, found {token}: no commit can pass the pointer's fencing condition"
+        else:
+            problem = (
+                f"is {token['N'] if token else 'missing'}, not below the committing holder's current token: the"
+                " lock's fencing counter was reset (deleted lock item?) or the pointer was edited"
+            )
+        return CorruptResultsItemError(f"{job_name}/{LATEST}", "fencing_token", problem)
 
     def _upload(self, key: str, rows_json: str, rows_bytes: int) -> dict[str, Any]:
         if not self.bucket_name:

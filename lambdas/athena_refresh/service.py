@@ -13,13 +13,16 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner
+from slotlock import CommitConflictError, CorruptLockItemError, Lease, Slot, SlotLock, SlotOutcome, SlotRunner
+from slotlock.runner import CHECKPOINT_ACQUIRED
 
 from . import contract
 from .engine import AthenaQueryEngine, QueryEngine
+from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
 from .results import ResultsStore
 from .settings import Settings
+from .values import ValuePublisher
 
 logger = Logger(service=contract.SERVICE_NAME)
 metrics = Metrics(namespace=contract.METRICS_NAMESPACE, service=contract.SERVICE_NAME)
@@ -95,6 +98,11 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
         keys["query_execution_id"] = lease.state["query_execution_id"]
     logger.append_keys(**keys)
     logger.info(f"checkpoint {checkpoint}", checkpoint=checkpoint, takeover=lease.takeover, reentered=lease.reentered)
+    if checkpoint == CHECKPOINT_ACQUIRED and lease.superseded_slot is not None:
+        # The acquisition recorded an older, unfinished slot (its holder died) as missed: say so once.
+        logger.warning(f"slot {lease.superseded_slot.iso} missed: superseded by {lease.slot.iso}",
+                       superseded_slot=lease.superseded_slot.iso)
+        _reason_metric(contract.METRIC_SLOT_MISSED, "superseded", lease.job_name)
 
 
 def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
@@ -136,6 +144,13 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         The event has no usable scheduled time (names the field); raised before any AWS request.
     QueryTimeoutError, LockBackendError, QueryEngineError, ResultsStoreError
         Transient trouble: the lease was released and Lambda's retry (same request id) re-enters.
+
+    A tampered item (``CorruptLockItemError``: the lock item or the slot's history item; or results that
+    contradict the lock, reported as ``CorruptResultsItemError``) is not raised: it cannot repair itself, so
+    Lambda's retries would only repeat it. It is logged with the item and attribute, counted as the EMF
+    metric ``CorruptLockItem`` (job dimension; alarm on it), and returned as status ``corrupt`` with
+    ``details`` naming the item. Nothing was written (a slot whose adoption found a corrupt history item
+    gets its lease released again).
     """
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
@@ -143,13 +158,38 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
         metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
     logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id)
-    job = AthenaRefreshJob(settings=settings, engine=deps.engine, results=deps.results, metrics=_metric)
+    job = AthenaRefreshJob(settings=settings, engine=deps.engine, results=deps.results, metrics=_metric,
+                           values=ValuePublisher.from_settings(settings, metrics=_metric))
     runner = SlotRunner(deps.lock, listener=_on_checkpoint)
     deadline_ms = deps.lock.clock_ms() + int(context.get_remaining_time_in_millis())
-    outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
+    try:
+        outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
+    except (CorruptLockItemError, CommitConflictError) as error:
+        return _corrupt_outcome(error, deps.results, settings.job_name, slot, context.aws_request_id,
+                                job.queries_started)
     emit_outcome_metrics(outcome, deps.lock.clock_ms())
     result = outcome.as_dict()
     result["queries_started"] = job.queries_started
     logger.info(f"slot {slot.iso}: {outcome.status}", outcome=outcome.status, reason=outcome.reason,
                 fencing_token=outcome.fencing_token)
     return result
+
+
+def _corrupt_outcome(
+    error: CorruptLockItemError | CommitConflictError, results: ResultsStore, job_name: str, slot: Slot,
+    owner_id: str, queries_started: int,
+) -> dict[str, Any]:
+    """Report a tampered stored item: ERROR log, ``CorruptLockItem`` metric, status ``corrupt`` (no raise)."""
+    corrupt: CorruptLockItemError | CorruptResultsItemError
+    if isinstance(error, CommitConflictError):  # our only commit writes are the results store's
+        corrupt = results.conflict_error(error.index, error.item, job_name=job_name, slot_iso=slot.iso)
+        corrupt.__cause__ = error
+    else:
+        corrupt = error
+    _metric(contract.METRIC_CORRUPT_LOCK_ITEM, 1)
+    details = {"item_key": corrupt.key, "attribute": corrupt.attribute, "error": str(corrupt),
+               "error_type": type(corrupt).__name__}
+    logger.error(f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}", outcome="corrupt", **details)
+    outcome = SlotOutcome("corrupt", job_name, slot.iso, owner_id, reason="corrupt_item",  # type: ignore[arg-type]
+                          details=details)
+    return {**outcome.as_dict(), "queries_started": queries_started}

@@ -16,6 +16,11 @@ from . import contract
 from .errors import ConfigurationError
 
 DEFAULT_CATALOG = "AwsDataCatalog"
+DEFAULT_VALUE_METRIC_MAX_SERIES = 10
+MAX_VALUE_METRIC_MAX_SERIES = 50
+#: EMF carries at most 100 metrics per blob and Powertools at most 29 dimensions (``job`` is one).
+MAX_VALUE_METRIC_COLUMNS = 100
+MAX_VALUE_METRIC_DIMENSIONS = 28
 
 
 def _required(env: Mapping[str, str], key: str) -> str:
@@ -43,6 +48,29 @@ def _number(env: Mapping[str, str], key: str, default: float | None, *, integer:
     return value
 
 
+def _column_names(env: Mapping[str, str], key: str) -> tuple[str, ...]:
+    """A comma-separated list of result column names (empty when unset).
+
+    Each name becomes a CloudWatch metric or dimension name: 1..255 printable ASCII characters, not
+    starting with ``:`` (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_Dimension.html).
+    """
+    raw = env.get(key, "").strip()
+    if not raw:
+        return ()
+    names = tuple(part.strip() for part in raw.split(","))
+    for name in names:
+        if not name:
+            raise ConfigurationError(key, f"has an empty column name in {raw!r}; expected e.g. 'flights,avg_delay'")
+        if len(name) > 255 or name.startswith(":") or not all(32 <= ord(ch) < 127 for ch in name):
+            raise ConfigurationError(
+                key, f"column name {name!r} must be 1..255 printable ASCII characters, not starting with ':'"
+            )
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ConfigurationError(key, f"names {', '.join(duplicates)} more than once")
+    return names
+
+
 @dataclass(frozen=True)
 class Settings:
     """The job's configuration.
@@ -52,6 +80,11 @@ class Settings:
     typical), ``history_ttl_s`` (lifetime of slot history items), ``window_s`` (the query's trailing
     window ending at the slot's scheduled time), ``data_year`` (``None``: query the slot's own time;
     else map the slot onto that year of the data's timeline, same month, day and time of day).
+
+    Result values as metrics (:mod:`athena_refresh.values`): ``value_metric_columns`` (numeric result
+    columns, one metric each; empty: off, and the dimensions are then unused), ``value_metric_dimensions``
+    (columns whose values become dimensions), ``value_metric_max_series`` (1..50 distinct dimension combinations per run, default
+    10: each combination is a billed CloudWatch custom metric per value column).
     """
 
     job_name: str
@@ -69,6 +102,9 @@ class Settings:
     max_query_attempts: int = 3
     window_s: int = 86400
     data_year: int | None = None
+    value_metric_columns: tuple[str, ...] = ()
+    value_metric_dimensions: tuple[str, ...] = ()
+    value_metric_max_series: int = DEFAULT_VALUE_METRIC_MAX_SERIES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -106,6 +142,7 @@ class Settings:
         job_name = _required(env, contract.ENV_JOB_NAME)
         if "#" in job_name or len(job_name) > 200:
             raise ConfigurationError(contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}")
+        value_columns, value_dimensions, max_series = _value_metrics(env)
         return cls(
             job_name=job_name,
             lock_table_name=_required(env, contract.ENV_LOCK_TABLE_NAME),
@@ -122,6 +159,9 @@ class Settings:
             max_query_attempts=int(_number(env, contract.ENV_MAX_QUERY_ATTEMPTS, 3, integer=True, minimum=1)),
             window_s=int(_number(env, contract.ENV_WINDOW_S, 86400, integer=True, minimum=60)),
             data_year=data_year,
+            value_metric_columns=value_columns,
+            value_metric_dimensions=value_dimensions,
+            value_metric_max_series=max_series,
         )
 
     def window(self, scheduled: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -146,3 +186,39 @@ class Settings:
         """
         start, end = self.window(scheduled)
         return [f"'{start:%Y-%m-%d %H:%M:%S}'", f"'{end:%Y-%m-%d %H:%M:%S}'"]
+
+
+def _value_metrics(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    columns = _column_names(env, contract.ENV_VALUE_METRIC_COLUMNS)
+    dimensions = _column_names(env, contract.ENV_VALUE_METRIC_DIMENSIONS)
+    max_series = int(_number(
+        env, contract.ENV_VALUE_METRIC_MAX_SERIES, DEFAULT_VALUE_METRIC_MAX_SERIES, integer=True, minimum=1
+    ))
+    if max_series > MAX_VALUE_METRIC_MAX_SERIES:
+        raise ConfigurationError(
+            contract.ENV_VALUE_METRIC_MAX_SERIES,
+            f"must be from 1 to {MAX_VALUE_METRIC_MAX_SERIES} (each dimension combination is a billed custom"
+            f" metric per value column), got {max_series}",
+        )
+    if len(columns) > MAX_VALUE_METRIC_COLUMNS:
+        raise ConfigurationError(
+            contract.ENV_VALUE_METRIC_COLUMNS, f"names {len(columns)} columns; at most {MAX_VALUE_METRIC_COLUMNS}"
+        )
+    if len(dimensions) > MAX_VALUE_METRIC_DIMENSIONS:
+        raise ConfigurationError(
+            contract.ENV_VALUE_METRIC_DIMENSIONS,
+            f"names {len(dimensions)} columns; at most {MAX_VALUE_METRIC_DIMENSIONS} (plus the job dimension)",
+        )
+    if contract.DIMENSION_JOB in dimensions:
+        raise ConfigurationError(
+            contract.ENV_VALUE_METRIC_DIMENSIONS,
+            f"must not name a column {contract.DIMENSION_JOB!r}: every value metric already has the job dimension",
+        )
+    both = [name for name in dimensions if name in columns]
+    if both:
+        raise ConfigurationError(
+            contract.ENV_VALUE_METRIC_DIMENSIONS,
+            f"column(s) {', '.join(both)} also listed in {contract.ENV_VALUE_METRIC_COLUMNS}: a column is either"
+            " a value or a dimension",
+        )
+    return columns, dimensions, max_series

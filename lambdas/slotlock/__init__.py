@@ -7,10 +7,12 @@ Public API::
     Lease, Loss         results of an acquisition; LockRecord: the decoded lock item
     SlotRunner, SlotRun, SlotOutcome, once_per_slot   run a function once per slot
     errors              SlotLockError and its subclasses
+    bump_fencing_token, FenceBump, LeaseHeldError   operator fix after a point-in-time restore (admin)
 
 Depends on boto3 only.
 """
 
+from .admin import FenceBump, LeaseHeldError, bump_fencing_token
 from .dynamodb import SlotLock, system_clock_ms
 from .errors import (
     CommitConflictError,
@@ -31,8 +33,10 @@ __all__ = [
     "CommitConflictError",
     "CommitReceipt",
     "CorruptLockItemError",
+    "FenceBump",
     "InvalidEventError",
     "Lease",
+    "LeaseHeldError",
     "LeaseLostError",
     "LockBackendError",
     "LockConfigurationError",
@@ -46,6 +50,7 @@ __all__ = [
     "SlotRun",
     "SlotRunner",
     "StaleFencingTokenError",
+    "bump_fencing_token",
     "once_per_slot",
     "system_clock_ms",
 ]

@@ -42,6 +42,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
+    InvalidEventError,
     LeaseLostError,
     LockBackendError,
     LockConfigurationError,
@@ -91,6 +92,9 @@ STATUS_MISSED = "MISSED"
 
 DEFAULT_LEASE_DURATION_S = 60.0
 DEFAULT_HISTORY_TTL_S = 30 * 24 * 3600
+#: Deliveries whose scheduled time is further ahead of the caller's clock than this are refused: acquiring a
+#: future slot would make every earlier slot lose as "superseded" until real time caught up with it.
+DEFAULT_MAX_SLOT_LEAD_S = 300.0
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB TransactWriteItems limit
 MAX_STATE_BYTES = 64 * 1024  # in-flight state is small by design (ids, counters)
 TRANSACTION_CONFLICT_RETRIES = 3
@@ -99,6 +103,8 @@ TRANSACTION_CONFLICT_RETRIES = 3
 # Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
 #
 #   lock item absent (fresh table)                          -> ACQUIRE, token 1
+#   lock item present without a fencing token (tampered)    -> condition false: CorruptLockItemError (an ADD
+#                                                              would silently restart the counter at 1)
 #   last finished slot  < S, no lease or lease expired      -> ACQUIRE (token + 1); same-slot holder = TAKEOVER
 #   last finished slot  < S, lease held by us for S         -> RE-ENTER (our own Lambda retry), token + 1
 #   last finished slot  < S, lease of another owner valid   -> LOSE "held" (slot S) / "overrun" (older slot)
@@ -106,12 +112,13 @@ TRANSACTION_CONFLICT_RETRIES = 3
 #   latest acquired slot > S                                -> LOSE "superseded": an older slot never runs
 #                                                              after a newer one started
 LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
+TOKEN_PRESENT = "attribute_exists(#token)"
 SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
 SLOT_NOT_SUPERSEDED = "(attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
 LEASE_FREE_OR_EXPIRED = "(attribute_not_exists(#owner) OR #expires <= :now)"
 LEASE_OURS_FOR_SLOT = "(#owner = :owner AND #lease_slot = :slot)"
 ACQUIRE_CONDITION = (
-    f"{LOCK_ITEM_ABSENT} OR ({SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED}"
+    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED}"
     f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
 )
 # The previous holder is copied before being overwritten: update operands read the item as it was
@@ -159,6 +166,11 @@ class SlotLock:
         policy); ``None`` accepts any age. Typically one schedule period.
     history_ttl_s:
         Lifetime of slot items (their ``ttl_epoch_s``), seconds.
+    max_slot_lead_s:
+        A delivery whose slot is more than this many seconds ahead of ``clock_ms`` is refused with
+        :class:`InvalidEventError` before any request (default 300 s: far above clock skew; schedulers
+        deliver at or after the scheduled time). Acquiring a far-future slot (a hostile or mistyped event)
+        would make every earlier slot lose as ``superseded`` until then. ``None`` accepts any lead.
     clock_ms:
         Callable returning the caller's wall clock in epoch milliseconds (inject a fake in tests).
 
@@ -184,6 +196,7 @@ class SlotLock:
         heartbeat_interval_s: float | None = None,
         max_slot_age_s: float | None = None,
         history_ttl_s: int = DEFAULT_HISTORY_TTL_S,
+        max_slot_lead_s: float | None = DEFAULT_MAX_SLOT_LEAD_S,
         clock_ms: ClockMs = system_clock_ms,
     ) -> None:
         if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
@@ -206,12 +219,15 @@ class SlotLock:
             raise LockConfigurationError("max_slot_age_s", f"must be positive or None, got {max_slot_age_s!r}")
         if not isinstance(history_ttl_s, int) or history_ttl_s <= 0:
             raise LockConfigurationError("history_ttl_s", f"must be a positive integer, got {history_ttl_s!r}")
+        if max_slot_lead_s is not None and not _positive_seconds(max_slot_lead_s):
+            raise LockConfigurationError("max_slot_lead_s", f"must be positive or None, got {max_slot_lead_s!r}")
         self.table_name = table_name
         self.job_name = job_name
         self.lease_duration_ms = int(lease_duration_s * 1000)
         self.heartbeat_interval_ms = int(heartbeat_interval_s * 1000)
         self.max_slot_age_ms = None if max_slot_age_s is None else int(max_slot_age_s * 1000)
         self.history_ttl_s = history_ttl_s
+        self.max_slot_lead_ms = None if max_slot_lead_s is None else int(max_slot_lead_s * 1000)
         self.clock_ms = clock_ms
         self._client = client
         self.lock_key = f"lock#{job_name}"
@@ -276,14 +292,23 @@ class SlotLock:
 
         Raises
         ------
+        InvalidEventError
+            The slot is more than ``max_slot_lead_s`` ahead of the clock (no request is sent).
         CorruptLockItemError
-            The lock item holds wrong-typed attributes (the condition could never be true).
+            The lock item holds wrong-typed or missing attributes (the condition could never be true), or
+            the slot item adopted on a takeover is undecodable (the lease is released again first).
         LockBackendError
             DynamoDB failed after botocore's retries.
         """
         if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
             raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
         now_ms = self.clock_ms()
+        if self.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > self.max_slot_lead_ms:
+            raise InvalidEventError(
+                "scheduled_time",
+                f"{slot.iso} is {(slot.epoch_ms - now_ms) / 1000:.0f} s ahead of this caller's clock; at most"
+                f" {self.max_slot_lead_ms / 1000:.0f} s is accepted (a future slot would supersede every earlier one)",
+            )
         if self.max_slot_age_ms is not None and now_ms - slot.epoch_ms > self.max_slot_age_ms:
             recorded = self.record_missed(slot, "too_old", detail={"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id})
             return Loss(self.job_name, slot, owner_id, "too_old", None, recorded)
@@ -349,7 +374,14 @@ class SlotLock:
         )
         if same_slot_predecessor:
             # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
-            lease = replace(lease, state=MappingProxyType(self.get_slot_state(slot)))
+            try:
+                state = self.get_slot_state(slot)
+            except CorruptLockItemError:
+                # Nothing can be adopted from a tampered slot item: give the lease back (kept owner, token
+                # and slot, expiry now) so the error, not a stuck lease, is what the next racer meets too.
+                self._set_expiry(lease, now_ms, operation="release")
+                raise
+            lease = replace(lease, state=MappingProxyType(state))
         if superseded is not None:
             # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy.
             self._record_superseded(superseded, lease)
@@ -622,21 +654,35 @@ class SlotLock:
         return self.decode_lock(item) if item else LockRecord()
 
     def get_slot(self, slot: Slot) -> dict[str, Any] | None:
-        """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``."""
-        item = self._get(self.slot_key(slot))
+        """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
+
+        Raises
+        ------
+        CorruptLockItemError
+            A ``*_json`` attribute is not a String holding a JSON object (``key`` is the slot item's).
+        """
+        key = self.slot_key(slot)
+        item = self._get(key)
         if item is None:
             return None
         decoded: dict[str, Any] = {}
         for name, value in item.items():
-            plain = _plain(value)
-            if name.endswith("_json") and isinstance(plain, str):
-                decoded[name[: -len("_json")]] = json.loads(plain)
-            else:
-                decoded[name] = plain
+            if not name.endswith("_json"):
+                decoded[name] = _plain(value)
+                continue
+            if set(value) != {"S"}:
+                raise CorruptLockItemError(key, name, f"must be a String holding a JSON object, found {_type_of(value)}")
+            try:
+                parsed = json.loads(value["S"])
+            except ValueError as exc:
+                raise CorruptLockItemError(key, name, f"is not valid JSON: {value['S'][:80]!r}") from exc
+            if not isinstance(parsed, dict):
+                raise CorruptLockItemError(key, name, f"must hold a JSON object, found {type(parsed).__name__}")
+            decoded[name[: -len("_json")]] = parsed
         return decoded
 
     def get_slot_state(self, slot: Slot) -> dict[str, Any]:
-        """In-flight state recorded for ``slot`` (empty when none)."""
+        """In-flight state recorded for ``slot`` (empty when none). Raises :class:`CorruptLockItemError`."""
         record = self.get_slot(slot)
         return dict(record.get("state") or {}) if record else {}
 

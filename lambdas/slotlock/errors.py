@@ -49,15 +49,18 @@ class LockBackendError(SlotLockError):
 
 
 class CorruptLockItemError(SlotLockError):
-    """The job's lock item holds an attribute of the wrong type or shape.
+    """An item of the lock table (the job's lock item, or a slot's history item) was tampered with.
 
     DynamoDB evaluates a comparison with a wrong-typed operand as false, so such an item would make
-    every acquisition fail silently forever; it is reported instead. Repair or delete the attribute
-    named by ``attribute`` (never the ``fencing_token`` itself: see the README's operations section).
+    every acquisition fail silently forever; it is reported instead. ``key`` is the item's ``pk``
+    (``lock#<job>`` or ``slot#<job>#<slot>``). Repair or delete the attribute named by ``attribute``
+    (never the lock item's ``fencing_token`` itself: see the README's operations section). A corrupt
+    item does not repair itself: retrying the invocation is pointless.
     """
 
     def __init__(self, key: str, attribute: str, message: str) -> None:
-        super().__init__(f"lock item {key!r}: attribute {attribute!r} {message}")
+        kind = "lock item" if key.startswith("lock#") else "lock table item"
+        super().__init__(f"{kind} {key!r}: attribute {attribute!r} {message}")
         self.key = key
         self.attribute = attribute
 

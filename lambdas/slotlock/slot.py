@@ -72,12 +72,15 @@ class Slot:
         Raises
         ------
         InvalidEventError
-            Not a string, too long, unparseable, without a time zone, or outside 2000..2100.
+            Not a string, too long, not printable ASCII, unparseable, without a time zone, or outside 2000..2100.
         """
         if not isinstance(text, str):
             raise InvalidEventError(field, f"must be an ISO 8601 string, got {type(text).__name__}")
         if len(text) > MAX_TIME_LENGTH:
             raise InvalidEventError(field, f"is {len(text)} characters long; at most {MAX_TIME_LENGTH} expected")
+        if not (text.isascii() and text.isprintable()):
+            # e.g. a NUL byte, after which CPython's fromisoformat ignores the rest of the string
+            raise InvalidEventError(field, f"{text!r} contains characters outside printable ASCII")
         candidate = text.strip()
         if candidate.endswith(("z", "Z")):
             candidate = candidate[:-1] + "+00:00"

@@ -1,8 +1,28 @@
-"""Fixtures for the athena_refresh unit tests: in-process moto, a fake clock, a scripted query engine.
+"""Fixtures for the athena_refresh unit tests: two DynamoDB backends, moto S3, a fake clock, a scripted engine.
 
-moto is used for *sequenced* interleavings only (it is not atomic under concurrency, see
-../shared/notes/platform-facts.md): each test drives its racers one request at a time and moves time
-with :class:`FakeClock`. Polling sleeps advance the same fake clock, so no test ever really waits.
+Every test that touches DynamoDB (it asks for ``ddb``, directly or through a table, the lock, the store or the
+handler's environment) runs twice, through the module-scoped ``backend`` fixture:
+
+* ``moto``: in-process moto (``mock_aws``), fresh backends for every test;
+* ``dynamodb-local``: AWS's own DynamoDB Local (the session's ``dynamodb_local`` java process), which validates
+  requests as AWS does (unused or undefined expression values, reserved words, wrong-typed comparisons
+  evaluate false). Its tables get unique names per test and are deleted afterwards. The production code's
+  default clients are pointed at it with ``AWS_ENDPOINT_URL_DYNAMODB`` (botocore's service-specific endpoint),
+  so the real handler's requests are validated too. Without Java or the npm package these params are skipped
+  with the reason, except under ``CI=true``, where they fail.
+
+S3 (the results overflow) and anything else stay on moto in both cases: ``mock_aws`` is active for every
+test and passes requests for other endpoints through.
+
+Both backends are used for *sequenced* interleavings only (moto is not atomic under concurrency, see
+../shared/notes/platform-facts.md): each test drives its racers one request at a time and moves time with
+:class:`FakeClock`. Polling sleeps advance the same fake clock, so no test ever really waits. The tables
+have no TTL enabled (DynamoDB Local deletes TTL-expired items by REAL time, and the fake clock's history
+items would expire as real time passes); ``test_bad_input.py`` enables TTL on purpose to show that the
+lock never depends on history items surviving.
+
+A test that depends on one backend's behaviour narrows the fixture:
+``@pytest.mark.parametrize("backend", ["moto"], indirect=True)``.
 
 This directory has no ``__init__.py`` (a package named ``athena_refresh`` here would shadow the code
 under test), so helpers are handed out through fixtures instead of being imported.
@@ -12,6 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +42,7 @@ import boto3
 import moto
 import pytest
 
+from local.dynamodb_local import DynamoDBLocal
 from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.job import AthenaRefreshJob
@@ -29,8 +51,9 @@ from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock, SlotRunner
 
 REGION = "us-east-1"
-LOCK_TABLE = "refresh-locks"
+LOCK_TABLE = "refresh-locks"  # prefixes: every test's tables get a unique suffix
 RESULTS_TABLE = "refresh-results"
+BACKENDS = ["moto", "dynamodb-local"]
 BUCKET = "refresh-results-overflow"
 JOB_NAME = "flights-dashboard"
 LEASE_S = 30.0
@@ -245,31 +268,60 @@ class LambdaContext:
 
 
 # ---------------------------------------------------------------------------------------------------
-# AWS (in-process moto)
+# AWS: DynamoDB on moto or DynamoDB Local, everything else on in-process moto
 # ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The DynamoDB implementation under test: ``"moto"`` or ``"dynamodb-local"`` (started on first use)."""
+    if request.param == "dynamodb-local":
+        request.getfixturevalue("dynamodb_local")
+    return str(request.param)
+
+
 @pytest.fixture
 def aws() -> Iterator[None]:
-    """In-process moto for one test: every test starts from empty backends."""
+    """In-process moto for one test: every test starts from empty backends (S3 always, DynamoDB on moto)."""
     with moto.mock_aws():
         yield
 
 
 @pytest.fixture(scope="session")
-def _clients() -> dict[str, Any]:
-    """boto3 clients shared by the session (creating one costs about 0.1 s; a mocked backend costs nothing).
+def _session() -> boto3.session.Session:
+    """One session: its loader caches the service models, so a client costs ~10 ms instead of ~0.5 s."""
+    return boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
+
+
+@pytest.fixture(scope="session")
+def _clients(_session: boto3.session.Session) -> dict[str, Any]:
+    """moto clients shared by the session (creating one costs about 0.1 s; a mocked backend costs nothing).
 
     moto answers any client while a ``mock_aws`` is active (its botocore hook is installed at import),
     and the ``ddb``/``s3`` fixtures below only hand them out inside one. Fake credentials only.
     """
-    session = boto3.session.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
-    )
-    return {"dynamodb": session.client("dynamodb"), "s3": session.client("s3")}
+    return {"dynamodb": _session.client("dynamodb"), "s3": _session.client("s3")}
+
+
+@pytest.fixture(scope="session")
+def _dynamodb_local_client(_session: boto3.session.Session, dynamodb_local: DynamoDBLocal) -> Any:
+    return _session.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url)
 
 
 @pytest.fixture
-def ddb(aws: None, _clients: dict[str, Any]) -> Any:
-    return _clients["dynamodb"]
+def ddb(
+    aws: None, backend: str, _clients: dict[str, Any], request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """The test's DynamoDB client. On DynamoDB Local, clients the code under test builds itself (boto3's
+    default session, e.g. the real handler's) are sent there too, through ``AWS_ENDPOINT_URL_DYNAMODB``."""
+    if backend == "moto":
+        monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
+        return _clients["dynamodb"]
+    client = request.getfixturevalue("_dynamodb_local_client")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", client.meta.endpoint_url)
+    # DynamoDB Local keeps data per access key: mock_aws swapped the environment's keys for its own, so
+    # give default-session clients the same fake keys as this client.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    return client
 
 
 @pytest.fixture
@@ -277,7 +329,7 @@ def s3(aws: None, _clients: dict[str, Any]) -> Any:
     return _clients["s3"]
 
 
-def create_lock_table(ddb: Any, name: str = LOCK_TABLE) -> str:
+def create_lock_table(ddb: Any, name: str) -> str:
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -287,7 +339,7 @@ def create_lock_table(ddb: Any, name: str = LOCK_TABLE) -> str:
     return name
 
 
-def create_results_table(ddb: Any, name: str = RESULTS_TABLE) -> str:
+def create_results_table(ddb: Any, name: str) -> str:
     ddb.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
@@ -300,15 +352,24 @@ def create_results_table(ddb: Any, name: str = RESULTS_TABLE) -> str:
 
 
 @pytest.fixture
-def lock_table(ddb: Any) -> str:
-    """A fresh lock table (string partition key ``pk``), as the stack creates it."""
-    return create_lock_table(ddb)
+def table_names() -> dict[str, str]:
+    """Unique table names for this test (DynamoDB Local is shared by the session)."""
+    suffix = uuid.uuid4().hex[:12]
+    return {"lock": f"{LOCK_TABLE}-{suffix}", "results": f"{RESULTS_TABLE}-{suffix}"}
 
 
 @pytest.fixture
-def results_table(ddb: Any) -> str:
+def lock_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
+    """A fresh lock table (string partition key ``pk``), as the stack creates it (without TTL, see above)."""
+    yield create_lock_table(ddb, table_names["lock"])
+    ddb.delete_table(TableName=table_names["lock"])
+
+
+@pytest.fixture
+def results_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
     """A fresh results table (``job`` S partition key, ``slot`` S sort key)."""
-    return create_results_table(ddb)
+    yield create_results_table(ddb, table_names["results"])
+    ddb.delete_table(TableName=table_names["results"])
 
 
 @pytest.fixture
@@ -360,12 +421,13 @@ def request_log(ddb: Any, clock: FakeClock) -> Iterator[RequestLog]:
 
 
 @pytest.fixture
-def make_settings() -> Callable[..., Settings]:
-    """``make_settings(**overrides)``: valid settings for the tests (lease 30 s, heartbeat 10 s, data year 2013)."""
+def make_settings(table_names: dict[str, str]) -> Callable[..., Settings]:
+    """``make_settings(**overrides)``: valid settings for the tests (lease 30 s, heartbeat 10 s, data year 2013),
+    naming this test's tables."""
 
     def make(**overrides: Any) -> Settings:
         params: dict[str, Any] = {
-            "job_name": JOB_NAME, "lock_table_name": LOCK_TABLE, "results_table_name": RESULTS_TABLE,
+            "job_name": JOB_NAME, "lock_table_name": table_names["lock"], "results_table_name": table_names["results"],
             "results_bucket_name": BUCKET, "athena_workgroup": "athena-refresh", "athena_database": "flights_demo",
             "query_sql": SQL, "lease_duration_s": LEASE_S, "heartbeat_interval_s": HEARTBEAT_S,
             "max_slot_age_s": 1800.0, "max_query_attempts": 3, "window_s": 86400, "data_year": 2013,

@@ -615,6 +615,53 @@ def test_convert_value(value: str | None, column_type: str, expected: Any) -> No
     json.dumps(converted, allow_nan=False)  # JSON-safe
 
 
+ATHENA_TYPE_NAMES = [
+    "boolean", "tinyint", "smallint", "integer", "int", "bigint", "real", "float", "double", "decimal",
+    "decimal(38,9)", "varchar", "varchar(10)", "char", "char(2)", "string", "varbinary", "date", "timestamp",
+    "timestamp(3)", "timestamp(6) with time zone", "array", "array(varchar)", "map", "map(varchar,bigint)", "row",
+    "row(x integer,y varchar)", "json", "time", "interval year to month", "uuid", "ipaddress", "geometry", "",
+]
+
+
+@pytest.mark.parametrize("column_type", ATHENA_TYPE_NAMES)
+def test_null_is_none_in_every_type_including_unknown_ones(column_type: str) -> None:
+    # GIVEN / WHEN a missing VarCharValue (SQL NULL) / THEN None, whatever the declared type
+    assert engine.convert_value(None, column_type) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "column_type", "expected"),
+    [
+        ("12.30", " DECIMAL( 10 , 2 ) ", "12.30"),  # case and spaces in the type name
+        ("7", "BigInt", 7),
+        (" 7 ", "integer", 7),
+        ("[a, b]", "array(varchar)", "[a, b]"),
+        ("{a=1}", "map(varchar,bigint)", "{a=1}"),
+        ("{x=1, y=a}", "row(x integer,y varchar)", "{x=1, y=a}"),
+        ("ab", "char(2)", "ab"),
+        ("2013-01-01 05:00:00.000 Z", "TIMESTAMP(3) WITH TIME ZONE", "2013-01-01T05:00:00.000+00:00"),
+        ("5e9e1c1c-0000-4000-8000-000000000000", "uuid", "5e9e1c1c-0000-4000-8000-000000000000"),
+        ("POINT (1 2)", "geometry", "POINT (1 2)"),  # unknown type names keep Athena's text
+        ("anything", "", "anything"),
+        ("-0.0", "double", -0.0),
+        ("4.9E-324", "double", 4.9e-324),
+    ],
+)
+def test_convert_value_accepts_parameterised_and_unknown_type_names(value: str, column_type: str, expected: Any) -> None:
+    converted = engine.convert_value(value, column_type)
+    assert converted == expected and type(converted) is type(expected)
+    json.dumps(converted, allow_nan=False)
+
+
+def test_convert_value_error_message_carries_an_excerpt_of_a_huge_value() -> None:
+    # GIVEN / WHEN a 1 MB value that is not a bigint
+    with pytest.raises(ResultTypeError) as info:
+        engine.convert_value("9" * 999_999 + "x", "bigint")
+    # THEN the message names the type with an excerpt; the full value stays on the exception
+    assert len(str(info.value)) < 400 and "(1000000 characters)" in str(info.value)
+    assert len(info.value.value) == 1_000_000
+
+
 def test_convert_value_named_time_zone() -> None:
     zoneinfo = pytest.importorskip("zoneinfo")
     try:

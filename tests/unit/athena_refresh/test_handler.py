@@ -99,6 +99,9 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         contract.ENV_ATHENA_DATABASE: "flights_demo",
         contract.ENV_ATHENA_CATALOG: "AwsDataCatalog",
         contract.ENV_QUERY_SQL: "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1",
+        contract.ENV_VALUE_METRIC_COLUMNS: "flights,avg_dep_delay_min",
+        contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
+        contract.ENV_VALUE_METRIC_MAX_SERIES: "10",
     }
     assert set(values) == set(contract.ALL_ENV_VARS)
     for key, value in values.items():
@@ -125,12 +128,28 @@ def engines(make_engine: Any) -> list[Any]:
 
 
 @pytest.fixture
-def handler_ddb_requests(aws: None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """DynamoDB requests sent by the clients the handler builds (they come from boto3's default session)."""
+def handler_session(aws: None, monkeypatch: pytest.MonkeyPatch) -> boto3.session.Session:
+    """boto3's default session, fresh for the test: the handler builds its clients from it."""
     session = boto3.session.Session(region_name="us-east-1")
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", session)
+    return session
+
+
+@pytest.fixture
+def handler_ddb_requests(handler_session: boto3.session.Session) -> list[str]:
+    """DynamoDB requests sent by the clients the handler builds."""
     sent: list[str] = []
-    session.events.register("before-call.dynamodb", lambda model, **_: sent.append(model.name))
+    handler_session.events.register("before-call.dynamodb", lambda model, **_: sent.append(model.name))
+    return sent
+
+
+@pytest.fixture
+def handler_requests(handler_session: boto3.session.Session) -> list[str]:
+    """Every AWS request (any service: DynamoDB, S3, Athena, ...) the handler's clients send, ``service.Operation``."""
+    sent: list[str] = []
+    handler_session.events.register(
+        "before-call", lambda model, **_: sent.append(f"{model.service_model.service_name}.{model.name}")
+    )
     return sent
 
 
@@ -272,11 +291,12 @@ def test_loser_returns_lost_with_a_reason_and_does_not_raise(
 
 
 def test_large_event_with_junk_fields_but_a_valid_time_runs(invoke: Any) -> None:
-    # GIVEN a 300 KB event: a valid scheduled time among many unknown fields
+    # GIVEN a 1 MB event (Lambda's async payload limit): a valid scheduled time among unknown fields,
+    # one of them a 1,000,000-character string, others nested or named like the rule event's fields
     slot = current_slot()
-    event: dict[str, Any] = {"scheduled_time": slot.iso, "junk": "x" * 250_000}
+    event: dict[str, Any] = {"scheduled_time": slot.iso, "junk": "x" * 1_000_000, "detail": {"time": "never"}}
     event.update({f"field_{i}": {"nested": [i, None, True, "ü"]} for i in range(1_000)})
-    assert len(json.dumps(event)) > 290_000
+    assert len(json.dumps(event)) > 1_000_000
 
     # WHEN / THEN it is ignored apart from the time
     result = invoke(event)
@@ -303,6 +323,12 @@ def test_large_event_with_junk_fields_but_a_valid_time_runs(invoke: Any) -> None
         ({"scheduled_time": "2026-11-22T00:30:00Z" + " " * 100}, "scheduled_time"),  # too long
         ({"scheduled_time": "1970-01-01T00:00:00Z"}, "scheduled_time"),  # outside 2000..2099
         ({"detail-type": "Scheduled Event", "time": {"iso": "2026-11-22T00:30:00Z"}}, "time"),
+        ({"scheduled_time": "2026-11-22T00:30:00Z" + "x" * 1_000_000}, "scheduled_time"),  # 1 MB string
+        ({"detail-type": "Scheduled Event", "time": "9" * 1_000_000}, "time"),
+        ({"scheduled_time": "2026-11-22T00:30:00Z\x00"}, "scheduled_time"),  # NUL byte
+        ({"scheduled_time": "\uff12\uff10\uff12\uff16-11-22T00:30:00Z"}, "scheduled_time"),  # full-width digits
+        ({"scheduled_time": "2026-11-22T00:30:00+24:00"}, "scheduled_time"),  # impossible offset
+        ({"scheduled_time": True}, "scheduled_time"),
         ([], "<event>"),
         ("2026-11-22T00:30:00Z", "<event>"),
         (None, "<event>"),
@@ -310,20 +336,23 @@ def test_large_event_with_junk_fields_but_a_valid_time_runs(invoke: Any) -> None
     ],
     ids=[
         "empty", "rule-without-time", "unparseable", "impossible-date", "empty-string", "naive", "number", "null",
-        "list", "too-long", "1970", "rule-time-object", "list-event", "string-event", "null-event", "number-event",
+        "list", "too-long", "1970", "rule-time-object", "1mb-time", "1mb-rule-time", "nul-byte", "full-width",
+        "offset-24h", "bool", "list-event", "string-event", "null-event", "number-event",
     ],
 )
 def test_malformed_event_raises_naming_the_field_before_any_request(
-    event: Any, field: str, invoke: Any, handler_ddb_requests: list[str], engines: list[Any], scan: Any,
+    event: Any, field: str, invoke: Any, handler_requests: list[str], engines: list[Any], scan: Any,
     aws_resources: dict[str, str],
 ) -> None:
     # WHEN a malformed event arrives
     with pytest.raises(InvalidEventError) as info:
         invoke(event)
 
-    # THEN the error names the field, no DynamoDB request was sent, no engine built, nothing stored
+    # THEN the error names the field (its message stays short whatever the payload), no AWS request of any
+    # service was sent, no engine built, nothing stored. Lambda's two async retries repeat no request either.
     assert info.value.field == field
-    assert handler_ddb_requests == []
+    assert len(str(info.value)) < 300
+    assert handler_requests == []
     assert engines == []
     assert scan(aws_resources["lock_table"]) == [] and scan(aws_resources["results_table"]) == []
 
@@ -337,14 +366,25 @@ def test_malformed_event_raises_naming_the_field_before_any_request(
         ({contract.ENV_QUERY_SQL: ""}, contract.ENV_QUERY_SQL),
         ({contract.ENV_QUERY_SQL: "  "}, contract.ENV_QUERY_SQL),
         ({LEASE: "nan"}, LEASE),
+        ({contract.ENV_RESULTS_TABLE_NAME: None}, contract.ENV_RESULTS_TABLE_NAME),
+        ({contract.ENV_ATHENA_WORKGROUP: ""}, contract.ENV_ATHENA_WORKGROUP),
+        ({LEASE: "45s"}, LEASE),
+        ({HEARTBEAT: "fifteen"}, HEARTBEAT),
+        ({LEASE: "10", HEARTBEAT: "15"}, HEARTBEAT),  # lease shorter than the heartbeat
+        ({contract.ENV_MAX_QUERY_ATTEMPTS: "0"}, contract.ENV_MAX_QUERY_ATTEMPTS),
+        ({contract.ENV_MAX_QUERY_ATTEMPTS: "2.5"}, contract.ENV_MAX_QUERY_ATTEMPTS),
+        ({contract.ENV_QUERY_SQL: "SELECT 1 WHERE t >= ?"}, contract.ENV_QUERY_SQL),
+        ({contract.ENV_JOB_NAME: "flights#dashboard"}, contract.ENV_JOB_NAME),
     ],
     ids=[
         "no-lock-table", "lease-below-2x-heartbeat", "lease-equal-2x-heartbeat", "empty-sql", "blank-sql", "nan-lease",
+        "no-results-table", "empty-workgroup", "lease-with-unit", "heartbeat-words", "lease-below-heartbeat",
+        "zero-attempts", "fractional-attempts", "one-placeholder", "job-name-with-key-separator",
     ],
 )
 def test_bad_configuration_raises_naming_the_variable_before_any_request(
     changes: dict[str, str | None], key: str, invoke: Any, monkeypatch: pytest.MonkeyPatch,
-    handler_ddb_requests: list[str], engines: list[Any], scan: Any, aws_resources: dict[str, str],
+    handler_requests: list[str], engines: list[Any], scan: Any, aws_resources: dict[str, str],
 ) -> None:
     # GIVEN a deployment with one configuration mistake
     for name, value in changes.items():
@@ -357,10 +397,87 @@ def test_bad_configuration_raises_naming_the_variable_before_any_request(
     with pytest.raises(ConfigurationError) as info:
         invoke(scheduler_event(current_slot()))
 
-    # THEN the variable is named and nothing was sent or built
-    assert info.value.key == key
-    assert handler_ddb_requests == [] and engines == []
+    # THEN the variable is named and no AWS request of any service was sent, nothing built
+    assert info.value.key == key and str(info.value).startswith(f"{key}: ")
+    assert handler_requests == [] and engines == []
     assert scan(aws_resources["lock_table"]) == []
+
+
+@pytest.mark.parametrize("ahead", ["one-day", "year-2099"])
+def test_far_future_scheduled_time_is_refused_before_any_request(
+    ahead: str, invoke: Any, handler_requests: list[str], engines: list[Any], scan: Any, aws_resources: dict[str, str],
+) -> None:
+    # GIVEN the job has history (the current slot ran)
+    assert invoke(scheduler_event(current_slot()), "req-1")["status"] == "succeeded"
+    before = [scan(aws_resources["lock_table"]), scan(aws_resources["results_table"])]
+    handler_requests.clear()
+    future = current_slot().datetime + dt.timedelta(days=1) if ahead == "one-day" else dt.datetime(2099, 6, 1)
+
+    # WHEN a delivery scheduled far ahead arrives (hostile, or a mistyped manual invocation): acquiring it
+    # would make every real slot lose as "superseded" until that time
+    with pytest.raises(InvalidEventError) as info:
+        invoke({"scheduled_time": future.strftime("%Y-%m-%dT%H:%M:00Z")}, "req-hostile")
+
+    # THEN it is refused naming the field, before any AWS request, and nothing stored changed
+    assert info.value.field == "scheduled_time" and "ahead of this caller's clock" in str(info.value)
+    assert handler_requests == [] and all(engine.calls == engines[0].calls for engine in engines)
+    assert [scan(aws_resources["lock_table"]), scan(aws_resources["results_table"])] == before
+
+
+@pytest.fixture
+def tamper_item(ddb: Any) -> Callable[[str, dict[str, Any], dict[str, Any]], None]:
+    """``tamper_item(table, key, {attribute: DynamoDB JSON or None to remove})``: edit one item by hand."""
+
+    def edit(table: str, key: dict[str, Any], changes: dict[str, Any]) -> None:
+        item = ddb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+        for name, value in changes.items():
+            item.pop(name, None) if value is None else item.__setitem__(name, value)
+        ddb.put_item(TableName=table, Item=item)
+
+    return edit
+
+
+@pytest.mark.parametrize("tampered", ["lock-token-removed", "latest-token-string"])
+def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_retried(
+    tampered: str, invoke: Any, tamper_item: Any, aws_resources: dict[str, str], scan: Any, stdout_json: Any,
+) -> None:
+    # GIVEN the previous minute's slot ran, then an item was edited by hand: the lock item lost its fencing
+    # token (an ADD would restart the counter at 1), or the results' LATEST pointer holds a String token
+    previous = Slot(current_slot().epoch_s - 60)
+    assert invoke(scheduler_event(previous), "req-previous")["status"] == "succeeded"
+    if tampered == "lock-token-removed":
+        table, key = aws_resources["lock_table"], {"pk": {"S": f"lock#{JOB}"}}
+        tamper_item(table, key, {"fencing_token": None})
+        item_key, attribute = f"lock#{JOB}", "fencing_token"
+    else:
+        table, key = aws_resources["results_table"], {"job": {"S": JOB}, "slot": {"S": "LATEST"}}
+        tamper_item(table, key, {"fencing_token": {"S": "1"}})
+        item_key, attribute = f"{JOB}/LATEST", "fencing_token"
+    results_before = scan(aws_resources["results_table"])
+    lock_before = scan(aws_resources["lock_table"])
+    stdout_json()  # drop the previous run's output
+
+    # WHEN the current slot's racer runs
+    result = invoke(scheduler_event(current_slot()), "req-A")
+    records = stdout_json()
+
+    # THEN it returns normally (a corrupt item cannot heal: no Lambda retry) with status "corrupt",
+    # naming the item and the attribute
+    assert (result["status"], result["reason"]) == ("corrupt", "corrupt_item")
+    assert (result["details"]["item_key"], result["details"]["attribute"]) == (item_key, attribute)
+    # AND the CorruptLockItem metric is emitted once (EMF, Count, with the job dimension), with an ERROR log
+    blob = emitted(records)[contract.METRIC_CORRUPT_LOCK_ITEM]
+    assert blob[contract.METRIC_CORRUPT_LOCK_ITEM] in (1, [1])
+    assert {"Name": contract.METRIC_CORRUPT_LOCK_ITEM, "Unit": "Count"} in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+    assert blob[contract.DIMENSION_JOB] == JOB and [contract.DIMENSION_SERVICE, contract.DIMENSION_JOB] in [
+        sorted(d, reverse=True) for d in dimensions(blob)]
+    [error] = [r for r in log_records(records) if r["level"] == "ERROR" and "corrupt" in r["message"]]
+    assert (error["item_key"], error["attribute"], error["slot"]) == (item_key, attribute, current_slot().iso)
+    assert contract.METRIC_RUN_SUCCEEDED not in emitted(records)
+    # AND the results are untouched (the commit was refused as a whole); a corrupt lock item is untouched too
+    assert scan(aws_resources["results_table"]) == results_before
+    if tampered == "lock-token-removed":
+        assert scan(aws_resources["lock_table"]) == lock_before and result["queries_started"] == 0
 
 
 # ---------------------------------------------------------------------------------------------------

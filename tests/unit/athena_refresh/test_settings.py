@@ -29,6 +29,9 @@ FULL_ENV = {
     contract.ENV_ATHENA_DATABASE: "flights_demo",
     contract.ENV_ATHENA_CATALOG: "OtherCatalog",
     contract.ENV_QUERY_SQL: SQL,
+    contract.ENV_VALUE_METRIC_COLUMNS: "n, avg_delay",
+    contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
+    contract.ENV_VALUE_METRIC_MAX_SERIES: "20",
 }
 REQUIRED = (
     contract.ENV_JOB_NAME,
@@ -87,6 +90,9 @@ def test_from_env_reads_every_contract_variable() -> None:
         max_query_attempts=4,
         window_s=86_400,
         data_year=2013,
+        value_metric_columns=("n", "avg_delay"),
+        value_metric_dimensions=("origin",),
+        value_metric_max_series=20,
     )
     assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
 

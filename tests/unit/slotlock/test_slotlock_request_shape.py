@@ -123,7 +123,8 @@ def test_try_acquire_sends_exactly_one_conditional_update_item(boto_session: Any
 def test_acquire_condition_is_built_from_the_named_clauses() -> None:
     # GIVEN / WHEN / THEN the published constants compose as documented in the module's timeline
     assert ACQUIRE_CONDITION == (
-        "attribute_not_exists(#pk) OR ((attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
+        "attribute_not_exists(#pk) OR (attribute_exists(#token)"
+        " AND (attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
         " AND (attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
         " AND ((attribute_not_exists(#owner) OR #expires <= :now) OR (#owner = :owner AND #lease_slot = :slot)))"
     )

@@ -1,0 +1,376 @@
+"""Result values as metrics: settings, the exact EMF shape, the cap, and "only after a successful commit".
+
+EMF blobs are read from stdout (capsys): Powertools prints one JSON line per blob, which is what
+CloudWatch Logs turns into metrics in Lambda.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Callable
+
+import pytest
+
+from athena_refresh import contract
+from athena_refresh.engine import Column, QueryResult
+from athena_refresh.errors import ConfigurationError
+from athena_refresh.settings import Settings
+from athena_refresh.values import MAX_TIMESTAMP_AGE_MS, ValuePublisher
+from slotlock import Lease, Slot
+
+JOB = "flights-dashboard"
+SLOT_MS = 1_795_307_400_000  # 2026-11-22T00:30:00Z
+BASE_ENV = {
+    contract.ENV_JOB_NAME: JOB,
+    contract.ENV_LOCK_TABLE_NAME: "locks",
+    contract.ENV_RESULTS_TABLE_NAME: "results",
+    contract.ENV_ATHENA_WORKGROUP: "wg",
+    contract.ENV_ATHENA_DATABASE: "db",
+    contract.ENV_QUERY_SQL: "SELECT 1 FROM t WHERE a >= ? AND a < ?",
+}
+COLUMNS = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "double"))
+
+
+def settings_from(**values: str) -> Settings:
+    return Settings.from_env({**BASE_ENV, **values})
+
+
+def config_error(**values: str) -> ConfigurationError:
+    with pytest.raises(ConfigurationError) as info:
+        settings_from(**values)
+    return info.value
+
+
+def blobs(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """Every EMF blob printed so far."""
+    lines = capsys.readouterr().out.splitlines()
+    return [blob for blob in (json.loads(line) for line in lines if line.startswith("{")) if "_aws" in blob]
+
+
+def shape(blob: dict[str, Any]) -> tuple[str, list[list[str]], dict[str, str], dict[str, Any]]:
+    """(namespace, dimension arrays, dimension values, metric values) of one EMF blob."""
+    [directive] = blob["_aws"]["CloudWatchMetrics"]
+    names = [m["Name"] for m in directive["Metrics"]]
+    dims = [d for array in directive["Dimensions"] for d in array]
+    return directive["Namespace"], directive["Dimensions"], {d: blob[d] for d in dims}, {n: blob[n] for n in names}
+
+
+@pytest.fixture
+def dropped() -> list[tuple[str, float, str]]:
+    return []
+
+
+@pytest.fixture
+def publisher(dropped: list[tuple[str, float, str]]) -> Callable[..., ValuePublisher]:
+    def make(**overrides: Any) -> ValuePublisher:
+        params: dict[str, Any] = {
+            "job_name": JOB, "value_columns": ("flights", "avg_dep_delay_min"), "dimension_columns": ("origin",),
+            "max_series": 10, "metrics": lambda *metric: dropped.append(metric),
+        }
+        params.update(overrides)
+        return ValuePublisher(**params)
+
+    return make
+
+
+# ---------------------------------------------------------------------------------------------------
+# settings
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_value_metrics_are_off_by_default() -> None:
+    settings = settings_from()
+    assert (settings.value_metric_columns, settings.value_metric_dimensions, settings.value_metric_max_series) == (
+        (), (), 10)
+    assert ValuePublisher.from_settings(settings) is None
+
+
+def test_value_metric_variables_are_parsed_as_column_lists() -> None:
+    settings = settings_from(**{
+        contract.ENV_VALUE_METRIC_COLUMNS: " flights , avg_dep_delay_min",
+        contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,carrier",
+        contract.ENV_VALUE_METRIC_MAX_SERIES: "50",
+    })
+    assert settings.value_metric_columns == ("flights", "avg_dep_delay_min")
+    assert settings.value_metric_dimensions == ("origin", "carrier")
+    assert settings.value_metric_max_series == 50
+    publisher = ValuePublisher.from_settings(settings)
+    assert publisher is not None and (publisher.job_name, publisher.max_series) == (JOB, 50)
+    hash(settings)  # the service caches dependencies per settings
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "fragment"),
+    [
+        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "0"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "at least 1"),
+        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "51"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "from 1 to 50"),
+        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "ten"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "integer"),
+        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "2.5"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "integer"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights,,delay"}, contract.ENV_VALUE_METRIC_COLUMNS, "empty column"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights,flights"}, contract.ENV_VALUE_METRIC_COLUMNS, "more than once"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "vols_réels"}, contract.ENV_VALUE_METRIC_COLUMNS, "ASCII"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: ":flights"}, contract.ENV_VALUE_METRIC_COLUMNS, "':'"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "f" * 256}, contract.ENV_VALUE_METRIC_COLUMNS, "255"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,flights"},
+         contract.ENV_VALUE_METRIC_DIMENSIONS, "either a value or a dimension"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "job"},
+         contract.ENV_VALUE_METRIC_DIMENSIONS, "job dimension"),
+        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights",
+          contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(f"d{i}" for i in range(29))},
+         contract.ENV_VALUE_METRIC_DIMENSIONS, "at most 28"),
+    ],
+    ids=["max-0", "max-51", "max-word", "max-float", "empty-name", "duplicate", "non-ascii", "colon", "too-long",
+         "value-and-dimension", "job-as-dimension", "too-many-dimensions"],
+)
+def test_bad_value_metric_configuration_names_the_variable(values: dict[str, str], key: str, fragment: str) -> None:
+    error = config_error(**values)
+    assert error.key == key
+    assert fragment in str(error)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the EMF shape
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_each_row_is_one_blob_in_the_values_namespace_with_job_and_dimension_columns(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    dropped: list[Any],
+) -> None:
+    # GIVEN the Lambda environment's Powertools service name (which would add a "service" dimension)
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", contract.SERVICE_NAME)
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", contract.METRICS_NAMESPACE)
+    result = QueryResult(COLUMNS, [
+        {"origin": "EWR", "flights": 320, "avg_dep_delay_min": 14.25},
+        {"origin": "JFK", "flights": 301, "avg_dep_delay_min": 11.5},
+    ])
+
+    # WHEN the result is published
+    report = publisher().publish(result, slot_epoch_ms=SLOT_MS, now_ms=SLOT_MS + 60_000)
+
+    # THEN one blob per row: values namespace, dimensions exactly [job, origin], one metric per value column
+    printed = blobs(capsys)
+    assert [shape(b) for b in printed] == [
+        (contract.VALUES_NAMESPACE, [["job", "origin"]], {"job": JOB, "origin": "EWR"},
+         {"flights": [320.0], "avg_dep_delay_min": [14.25]}),
+        (contract.VALUES_NAMESPACE, [["job", "origin"]], {"job": JOB, "origin": "JFK"},
+         {"flights": [301.0], "avg_dep_delay_min": [11.5]}),
+    ]
+    assert all("service" not in b for b in printed)
+    assert all(m["Unit"] == "None" for b in printed for m in b["_aws"]["CloudWatchMetrics"][0]["Metrics"])
+    # AND the datapoints are stamped with the slot's scheduled time
+    assert [b["_aws"]["Timestamp"] for b in printed] == [SLOT_MS, SLOT_MS]
+    assert (report.series_published, report.series_dropped, report.datapoints) == (2, 0, 4)
+    assert dropped == [(contract.METRIC_VALUE_SERIES_DROPPED, 0, "Count")]
+
+
+def test_without_dimension_columns_each_value_is_one_series_per_job(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = QueryResult((Column("total_flights", "bigint"),), [{"total_flights": 898}])
+    publisher(value_columns=("total_flights",), dimension_columns=()).publish(result)
+    [blob] = blobs(capsys)
+    assert shape(blob) == (contract.VALUES_NAMESPACE, [["job"]], {"job": JOB}, {"total_flights": [898.0]})
+
+
+def test_decimal_text_and_decimal_objects_are_numbers_and_dimension_values_are_strings(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import decimal
+
+    # GIVEN a decimal column (the engine returns its exact text), a Decimal value and an integer dimension
+    columns = (Column("hour", "integer"), Column("revenue", "decimal(12,2)"), Column("share", "double"))
+    result = QueryResult(columns, [{"hour": 7, "revenue": "1234.50", "share": decimal.Decimal("0.25")}])
+
+    publisher(value_columns=("revenue", "share"), dimension_columns=("hour",)).publish(result)
+
+    [blob] = blobs(capsys)
+    assert shape(blob)[2:] == ({"job": JOB, "hour": "7"}, {"revenue": [1234.5], "share": [0.25]})
+
+
+def test_nulls_are_skipped_and_non_numbers_are_skipped_with_a_warning(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN rows with a NULL, a string, a boolean, Athena's "NaN" spelling, and a NULL dimension value
+    columns = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "varchar"))
+    result = QueryResult(columns, [
+        {"origin": "EWR", "flights": 320, "avg_dep_delay_min": None},
+        {"origin": "JFK", "flights": True, "avg_dep_delay_min": "eleven"},
+        {"origin": "LGA", "flights": 277, "avg_dep_delay_min": "NaN"},
+        {"origin": None, "flights": 5, "avg_dep_delay_min": 1.5},
+    ])
+
+    with caplog.at_level(logging.WARNING, logger="athena_refresh.values"):
+        report = publisher().publish(result)
+
+    # THEN NULL is silently absent, JFK (no numeric value left) prints nothing, a NULL dimension is "null"
+    assert [shape(b)[2:] for b in blobs(capsys)] == [
+        ({"job": JOB, "origin": "EWR"}, {"flights": [320.0]}),
+        ({"job": JOB, "origin": "LGA"}, {"flights": [277.0]}),
+        ({"job": JOB, "origin": "null"}, {"flights": [5.0], "avg_dep_delay_min": [1.5]}),
+    ]
+    assert report.values_skipped == 3
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("'flights' row 1" in w and "True" in w for w in warnings), warnings
+    assert any("'avg_dep_delay_min' row 1" in w and "'eleven'" in w for w in warnings), warnings
+    assert any("'avg_dep_delay_min' row 2" in w and "'NaN'" in w for w in warnings), warnings
+
+
+def test_a_missing_value_column_is_named_in_a_warning_and_the_others_are_published(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    result = QueryResult(COLUMNS[:2], [{"origin": "EWR", "flights": 320}])
+    with caplog.at_level(logging.WARNING, logger="athena_refresh.values"):
+        report = publisher().publish(result)
+    assert report.missing_columns == ("avg_dep_delay_min",)
+    assert any("'avg_dep_delay_min' is not in the query result" in r.getMessage() for r in caplog.records)
+    [blob] = blobs(capsys)
+    assert shape(blob)[3] == {"flights": [320.0]}
+
+
+def test_a_missing_dimension_column_publishes_nothing_rather_than_a_wrong_series(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    result = QueryResult(COLUMNS[1:], [{"flights": 320, "avg_dep_delay_min": 1.0}])
+    with caplog.at_level(logging.WARNING, logger="athena_refresh.values"):
+        report = publisher().publish(result)
+    assert report.missing_columns == ("origin",) and report.datapoints == 0
+    assert blobs(capsys) == []
+    assert any("dimension column 'origin' is not in the query result" in r.getMessage() for r in caplog.records)
+
+
+def test_rows_beyond_the_series_cap_are_not_published_and_the_drop_is_counted(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], dropped: list[Any]
+) -> None:
+    # GIVEN five origins (one repeated) and a cap of two dimension combinations
+    rows = [{"origin": o, "flights": n, "avg_dep_delay_min": 1.0}
+            for o, n in [("EWR", 1), ("JFK", 2), ("EWR", 3), ("LGA", 4), ("BOS", 5), ("LGA", 6)]]
+
+    report = publisher(max_series=2).publish(QueryResult(COLUMNS, rows))
+
+    # THEN only EWR and JFK are published (the repeated EWR row too: same series), LGA and BOS are dropped
+    assert [(shape(b)[2]["origin"], shape(b)[3]["flights"]) for b in blobs(capsys)] == [
+        ("EWR", [1.0]), ("JFK", [2.0]), ("EWR", [3.0])]
+    assert (report.series_published, report.series_dropped) == (2, 2)
+    assert dropped == [(contract.METRIC_VALUE_SERIES_DROPPED, 2, "Count")]
+
+
+def test_a_slot_older_than_cloudwatch_accepts_is_stamped_now(
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = int(time.time() * 1000)  # Powertools checks the timestamp against the real clock
+    publisher().publish(QueryResult(COLUMNS, [{"origin": "EWR", "flights": 1, "avg_dep_delay_min": 2.0}]),
+                        slot_epoch_ms=now - MAX_TIMESTAMP_AGE_MS - 1, now_ms=now)
+    assert [b["_aws"]["Timestamp"] for b in blobs(capsys)] == [now]
+
+
+def test_publisher_rejects_a_column_that_is_both_value_and_dimension(publisher: Callable[..., ValuePublisher]) -> None:
+    with pytest.raises(ValueError, match="both value and dimension"):
+        publisher(value_columns=("origin",), dimension_columns=("origin",))
+
+
+# ---------------------------------------------------------------------------------------------------
+# only after a successful commit
+# ---------------------------------------------------------------------------------------------------
+
+#: The job tests run on the fake clock at the fixed slot 2026-11-22T00:30Z; Powertools checks EMF
+#: timestamps against the real clock and warns once that date is more than 14 days away.
+fixed_slot_time = pytest.mark.filterwarnings("ignore:This metric doesn't meet the requirements:UserWarning")
+
+
+@pytest.fixture
+def values_job(make_job: Callable[..., Any], settings: Settings, metric_log: Any) -> Callable[..., Any]:
+    """``values_job(engine)``: the job with a value publisher (flights and delay by origin)."""
+
+    def make(engine: Any, **overrides: Any) -> Any:
+        values = ValuePublisher(
+            job_name=settings.job_name, value_columns=("flights", "avg_dep_delay_min"), dimension_columns=("origin",),
+            max_series=2, metrics=metric_log,
+        )
+        return make_job(engine, values=values, **overrides)
+
+    return make
+
+
+@fixed_slot_time
+def test_winner_publishes_its_values_after_the_commit(
+    values_job: Any, make_engine: Any, make_runner: Any, slot: Slot, clock: Any, store: Any, settings: Settings,
+    metric_log: Any, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a listener that records when the commit happened relative to the printed blobs
+    seen_at_commit: list[int] = []
+
+    def listener(checkpoint: str, lease: Lease) -> None:
+        if checkpoint == "committed":
+            seen_at_commit.append(len(blobs(capsys)))
+
+    # WHEN the winner runs the slot (3 origins, cap 2)
+    outcome = make_runner(listener=listener).run(
+        values_job(make_engine()), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+
+    # THEN the values were printed after the commit, stamped with the slot time, capped at two origins
+    assert outcome.status == "succeeded" and seen_at_commit == [0]
+    printed = blobs(capsys)
+    assert [shape(b)[2:] for b in printed] == [
+        ({"job": settings.job_name, "origin": "EWR"}, {"flights": [320.0], "avg_dep_delay_min": [14.25]}),
+        ({"job": settings.job_name, "origin": "JFK"}, {"flights": [301.0], "avg_dep_delay_min": [11.5]}),
+    ]
+    assert {b["_aws"]["Timestamp"] for b in printed} == {slot.epoch_ms}
+    assert metric_log.values(contract.METRIC_VALUE_SERIES_DROPPED) == [1]
+    assert store.get_result(settings.job_name, slot.iso) is not None
+
+
+def test_a_stale_holder_publishes_no_values(
+    values_job: Any, make_engine: Any, make_runner: Any, make_job: Any, slot: Slot, clock: Any, settings: Settings,
+    lock: Any, metric_log: Any, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN holder A pauses before its commit until B took the slot over (B has no value publisher)
+    engine = make_engine([["RUNNING", "SUCCEEDED"]])
+
+    def pause_before_commit(checkpoint: str, lease: Lease) -> None:
+        if checkpoint == "before_commit" and lease.owner_id == "req-A":
+            clock.advance(s=settings.lease_duration_s + 1)
+            assert lock.try_acquire(slot, "req-B", deadline_ms=clock.now + 300_000).acquired
+
+    # WHEN A resumes and commits
+    outcome = make_runner(listener=pause_before_commit).run(
+        values_job(engine), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+
+    # THEN its commit was rejected and it published no value (and no drop count)
+    assert outcome.status == "stale_rejected"
+    assert blobs(capsys) == []
+    assert metric_log.count(contract.METRIC_VALUE_SERIES_DROPPED) == 0
+
+
+def test_a_failed_query_publishes_no_values(
+    values_job: Any, make_engine: Any, make_runner: Any, slot: Slot, clock: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = make_engine([[{"state": "FAILED", "retryable": False, "error_message": "bad column"}]])
+    outcome = make_runner().run(values_job(engine), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+    assert outcome.status == "failed"
+    assert blobs(capsys) == []
+
+
+@fixed_slot_time
+def test_a_publishing_error_never_fails_the_committed_slot(
+    make_job: Any, make_engine: Any, make_runner: Any, slot: Slot, clock: Any, store: Any, settings: Settings,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a publisher whose output is broken
+    def broken(provider: Any) -> None:
+        raise OSError("stdout closed")
+
+    values = ValuePublisher(job_name=settings.job_name, value_columns=("flights",), emit=broken)
+
+    # WHEN the winner commits
+    with caplog.at_level(logging.ERROR, logger="athena_refresh.job"):
+        outcome = make_runner().run(
+            make_job(make_engine(), values=values), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+
+    # THEN the slot succeeded and stays committed; the error is logged with its traceback
+    assert outcome.status == "succeeded" and not outcome.already_applied
+    assert store.get_result(settings.job_name, slot.iso) is not None
+    [record] = [r for r in caplog.records if "could not publish the result values" in r.getMessage()]
+    assert record.exc_info is not None and "stdout closed" in str(record.exc_info[1])
