@@ -38,6 +38,7 @@ REMOVAL_POLICIES = ("RETAIN", "DESTROY")
 # Athena's minimum BytesScannedCutoffPerQuery (the CloudFormation schema's "minimum": 10000000).
 MIN_BYTES_SCANNED_CUTOFF = 10_000_000
 MAX_BYTES_SCANNED_CUTOFF = 2**63 - 1  # int64
+MAX_RESULT_REUSE_AGE_MIN = 10_080  # Athena ResultReuseByAgeConfiguration.MaxAgeInMinutes maximum (7 days)
 # Relationships between the lease, the heartbeat and Lambda's asynchronous retries.
 #: Allowance for the difference between two racers' clocks (Lambda hosts use the Amazon Time Sync
 #: Service, which keeps them far closer; the allowance also absorbs request latency).
@@ -289,6 +290,7 @@ class JobConfig:
     sql: str
     bytes_scanned_cutoff_per_query: int  # Athena cancels a query that scans more (workgroup setting)
     alarms: AlarmsConfig
+    result_reuse_max_age_min: int = 0  # Athena query result reuse per query, minutes (0: off)
     value_metrics: ValueMetricsConfig | None = None  # None: no result values as metrics
     removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
 
@@ -512,6 +514,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "sql": _query_sql,
     "bytes_scanned_cutoff_per_query": _integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
     "alarms": _alarms,
+    "result_reuse_max_age_min": _integer(0, MAX_RESULT_REUSE_AGE_MIN),
     "value_metrics": _value_metrics,
     "removal_policy": _one_of(REMOVAL_POLICIES),
 }

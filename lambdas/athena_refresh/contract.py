@@ -25,6 +25,9 @@ ENV_ATHENA_WORKGROUP: Final = "ATHENA_WORKGROUP"
 ENV_ATHENA_DATABASE: Final = "ATHENA_DATABASE"
 ENV_ATHENA_CATALOG: Final = "ATHENA_CATALOG"
 ENV_QUERY_SQL: Final = "QUERY_SQL"
+# Athena query result reuse, minutes (0 or unset: off). Per query, on StartQueryExecution:
+# https://docs.aws.amazon.com/athena/latest/ug/reusing-query-results.html
+ENV_RESULT_REUSE_MAX_AGE_MIN: Final = "RESULT_REUSE_MAX_AGE_MIN"
 # Analytics values published as metrics (issue 4): comma-separated result column names.
 ENV_VALUE_METRIC_COLUMNS: Final = "VALUE_METRIC_COLUMNS"  # numeric columns -> one metric each (optional)
 ENV_VALUE_METRIC_DIMENSIONS: Final = "VALUE_METRIC_DIMENSIONS"  # columns whose values become dimensions
@@ -46,6 +49,7 @@ ALL_ENV_VARS: Final = (
     ENV_ATHENA_DATABASE,
     ENV_ATHENA_CATALOG,
     ENV_QUERY_SQL,
+    ENV_RESULT_REUSE_MAX_AGE_MIN,
     ENV_VALUE_METRIC_COLUMNS,
     ENV_VALUE_METRIC_DIMENSIONS,
     ENV_VALUE_METRIC_MAX_SERIES,

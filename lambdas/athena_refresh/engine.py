@@ -515,6 +515,11 @@ class AthenaQueryEngine:
         ``TooManyRequestsException`` (https://boto3.amazonaws.com/v1/documentation/api/latest/guide/retries.html).
     output_location : str, optional
         ``s3://`` prefix sent as ``ResultConfiguration.OutputLocation``; None leaves it to the workgroup.
+    result_reuse_max_age_min : int, optional
+        When positive, every start asks Athena to reuse the result of an identical earlier query (same
+        SQL, parameters, database and result configuration, in this workgroup) up to this many minutes
+        old (``ResultReuseConfiguration``; 1..10080). 0 (the default) runs every query afresh.
+        https://docs.aws.amazon.com/athena/latest/ug/reusing-query-results.html
 
     Examples
     --------
@@ -530,7 +535,12 @@ class AthenaQueryEngine:
         catalog: str = "AwsDataCatalog",
         client: AthenaClient | None = None,
         output_location: str | None = None,
+        result_reuse_max_age_min: int = 0,
     ) -> None:
+        if isinstance(result_reuse_max_age_min, bool) or not isinstance(result_reuse_max_age_min, int) \
+                or not 0 <= result_reuse_max_age_min <= 10_080:
+            raise ValueError(f"result_reuse_max_age_min must be an int from 0 to 10080, got {result_reuse_max_age_min!r}")
+        self.result_reuse_max_age_min = result_reuse_max_age_min
         self.workgroup = workgroup
         self.database = database
         self.catalog = catalog
@@ -550,8 +560,8 @@ class AthenaQueryEngine:
 
         Sends StartQueryExecution with ``QueryString``, ``ClientRequestToken``, ``WorkGroup``,
         ``QueryExecutionContext={"Database", "Catalog"}``, ``ExecutionParameters`` (left out when
-        `parameters` is empty: Athena rejects an empty list) and ``ResultConfiguration`` only when an
-        output location was given.
+        `parameters` is empty: Athena rejects an empty list), ``ResultConfiguration`` only when an
+        output location was given and ``ResultReuseConfiguration`` only when reuse is on.
         https://docs.aws.amazon.com/athena/latest/APIReference/API_StartQueryExecution.html
 
         Parameters
@@ -590,6 +600,10 @@ class AthenaQueryEngine:
             request["ExecutionParameters"] = list(parameters)
         if self.output_location:
             request["ResultConfiguration"] = {"OutputLocation": self.output_location}
+        if self.result_reuse_max_age_min:
+            request["ResultReuseConfiguration"] = {
+                "ResultReuseByAgeConfiguration": {"Enabled": True, "MaxAgeInMinutes": self.result_reuse_max_age_min}
+            }
         try:
             response = self.client.start_query_execution(**request)
         except (ClientError, BotoCoreError) as exc:

@@ -42,7 +42,8 @@ _UNITS = {
 
 def _athena_engine(settings: Settings) -> QueryEngine:
     return AthenaQueryEngine(
-        workgroup=settings.athena_workgroup, database=settings.athena_database, catalog=settings.athena_catalog
+        workgroup=settings.athena_workgroup, database=settings.athena_database, catalog=settings.athena_catalog,
+        result_reuse_max_age_min=settings.result_reuse_max_age_min,
     )
 
 

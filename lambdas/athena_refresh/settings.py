@@ -16,6 +16,9 @@ from . import contract
 from .errors import ConfigurationError
 
 DEFAULT_CATALOG = "AwsDataCatalog"
+#: ResultReuseByAgeConfiguration.MaxAgeInMinutes maximum:
+#: https://docs.aws.amazon.com/athena/latest/APIReference/API_ResultReuseByAgeConfiguration.html
+MAX_RESULT_REUSE_AGE_MIN = 10_080
 DEFAULT_VALUE_METRIC_MAX_SERIES = 10
 MAX_VALUE_METRIC_MAX_SERIES = 50
 #: EMF carries at most 100 metrics per blob and Powertools at most 29 dimensions (``job`` is one).
@@ -105,6 +108,7 @@ class Settings:
     value_metric_columns: tuple[str, ...] = ()
     value_metric_dimensions: tuple[str, ...] = ()
     value_metric_max_series: int = DEFAULT_VALUE_METRIC_MAX_SERIES
+    result_reuse_max_age_min: int = 0  # Athena query result reuse (0: off), at most MAX_RESULT_REUSE_AGE_MIN
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -143,6 +147,12 @@ class Settings:
         if "#" in job_name or len(job_name) > 200:
             raise ConfigurationError(contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}")
         value_columns, value_dimensions, max_series = _value_metrics(env)
+        reuse_min = int(_number(env, contract.ENV_RESULT_REUSE_MAX_AGE_MIN, 0, integer=True, minimum=0))
+        if reuse_min > MAX_RESULT_REUSE_AGE_MIN:
+            raise ConfigurationError(
+                contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
+                f"must be 0 (off) to {MAX_RESULT_REUSE_AGE_MIN} minutes (Athena's maximum, 7 days), got {reuse_min}",
+            )
         return cls(
             job_name=job_name,
             lock_table_name=_required(env, contract.ENV_LOCK_TABLE_NAME),
@@ -162,6 +172,7 @@ class Settings:
             value_metric_columns=value_columns,
             value_metric_dimensions=value_dimensions,
             value_metric_max_series=max_series,
+            result_reuse_max_age_min=reuse_min,
         )
 
     def window(self, scheduled: dt.datetime) -> tuple[dt.datetime, dt.datetime]:

@@ -218,6 +218,7 @@ def function_environment(
         contract.ENV_ATHENA_WORKGROUP: target.workgroup_name,
         contract.ENV_ATHENA_DATABASE: target.database_name,
         contract.ENV_QUERY_SQL: config.sql,
+        contract.ENV_RESULT_REUSE_MAX_AGE_MIN: str(config.result_reuse_max_age_min),
         contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
         contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
         contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",

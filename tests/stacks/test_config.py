@@ -221,3 +221,13 @@ def test_cron_period(expression: str, shortest_s: int, longest_s: int) -> None:
 def test_cron_period_rejects_what_it_cannot_evaluate(expression: str) -> None:
     with pytest.raises(CronError):
         cron_period(expression)
+
+
+@pytest.mark.parametrize("value", [-1, 10_081, "60", 1.5])
+def test_result_reuse_age_must_be_athenas_range(job_context: dict[str, Any], value: object) -> None:
+    problem = _only_problem(job_context, result_reuse_max_age_min=value)
+    assert problem.startswith("context job.result_reuse_max_age_min: must be an integer from 0 to 10080")
+
+
+def test_result_reuse_is_off_unless_configured(config: JobConfig) -> None:
+    assert config.result_reuse_max_age_min == 0

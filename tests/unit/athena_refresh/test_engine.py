@@ -218,6 +218,28 @@ def test_start_without_parameters_omits_execution_parameters_and_sends_output_lo
         stub.assert_no_pending_responses()
 
 
+def test_result_reuse_is_requested_per_query_when_configured() -> None:
+    # https://docs.aws.amazon.com/athena/latest/APIReference/API_ResultReuseByAgeConfiguration.html
+    client = boto3.client("athena", region_name=REGION)
+    eng = engine.AthenaQueryEngine(workgroup="refresh", database="flights", client=client, result_reuse_max_age_min=90)
+    with Stubber(client) as stub:
+        stub.add_response(
+            "start_query_execution",
+            {"QueryExecutionId": QID},
+            expected_start(
+                ResultReuseConfiguration={"ResultReuseByAgeConfiguration": {"Enabled": True, "MaxAgeInMinutes": 90}}
+            ),
+        )
+        assert eng.start_query(sql=SQL, parameters=PARAMS, client_request_token=TOKEN) == QID
+        stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("bad", [-1, 10_081, 1.5, True])
+def test_result_reuse_age_outside_athenas_range_is_rejected(bad: Any) -> None:
+    with pytest.raises(ValueError, match="result_reuse_max_age_min"):
+        engine.AthenaQueryEngine(workgroup="w", database="d", result_reuse_max_age_min=bad)
+
+
 def test_same_token_with_other_sql_raises_query_engine_error(
     stubbed: tuple[engine.AthenaQueryEngine, Stubber],
 ) -> None:

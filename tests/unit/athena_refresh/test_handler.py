@@ -102,6 +102,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         contract.ENV_VALUE_METRIC_COLUMNS: "flights,avg_dep_delay_min",
         contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
         contract.ENV_VALUE_METRIC_MAX_SERIES: "10",
+        contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "0",
     }
     assert set(values) == set(contract.ALL_ENV_VARS)
     for key, value in values.items():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import re
+
 import pytest
 
 from athena_refresh import contract
@@ -32,6 +34,7 @@ FULL_ENV = {
     contract.ENV_VALUE_METRIC_COLUMNS: "n, avg_delay",
     contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
     contract.ENV_VALUE_METRIC_MAX_SERIES: "20",
+    contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "90",
 }
 REQUIRED = (
     contract.ENV_JOB_NAME,
@@ -93,6 +96,7 @@ def test_from_env_reads_every_contract_variable() -> None:
         value_metric_columns=("n", "avg_delay"),
         value_metric_dimensions=("origin",),
         value_metric_max_series=20,
+        result_reuse_max_age_min=90,
     )
     assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
 
@@ -355,3 +359,18 @@ def test_without_data_year_the_window_ends_at_the_slot_in_utc() -> None:
 
     # THEN the window is the same instant in naive UTC, whole seconds
     assert (start, end) == (dt.datetime(2026, 11, 22, 0, 0), dt.datetime(2026, 11, 22, 0, 30))
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("10081", "must be 0 (off) to 10080 minutes"),
+    ("-1", "must be at least 0"),
+    ("1.5", "must be an integer"),
+])
+def test_result_reuse_age_is_checked_against_athenas_range(raw: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)) as caught:
+        Settings.from_env(env(**{contract.ENV_RESULT_REUSE_MAX_AGE_MIN: raw}))
+    assert caught.value.key == contract.ENV_RESULT_REUSE_MAX_AGE_MIN
+
+
+def test_result_reuse_is_off_by_default() -> None:
+    assert Settings.from_env(env(**{contract.ENV_RESULT_REUSE_MAX_AGE_MIN: None})).result_reuse_max_age_min == 0
