@@ -71,8 +71,8 @@ from local.chaos_checker import FinalState, percentile  # noqa: E402
 from local.chaos_worker import (  # noqa: E402
     ATHENA_THROTTLE,
     DYNAMODB_FAULT_KINDS,
+    ATHENA_MAX_ATTEMPTS,
     DYNAMODB_STANDARD_MAX_ATTEMPTS,
-    STANDARD_MAX_ATTEMPTS,
 )
 from local.lambda_pool import Worker  # noqa: E402
 from slotlock import Slot, SlotLock  # noqa: E402
@@ -191,7 +191,7 @@ def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[Slo
         if rng.random() < o.storm_fraction:
             target = rng.choice(("dynamodb", "athena"))
             kind = rng.choice(DYNAMODB_FAULT_KINDS) if target == "dynamodb" else ATHENA_THROTTLE
-            calls = DYNAMODB_STANDARD_MAX_ATTEMPTS if target == "dynamodb" else STANDARD_MAX_ATTEMPTS
+            calls = DYNAMODB_STANDARD_MAX_ATTEMPTS if target == "dynamodb" else ATHENA_MAX_ATTEMPTS
             plan.storm = {"target": target, "kind": kind, "calls": calls, "racer": rng.randrange(o.racers)}
     _ensure_coverage(plans, rng)
     return plans, ancient

@@ -14,8 +14,9 @@ never by editing the runtime's code paths:
   own ``standard`` retry mode then does what it does on AWS; a *storm* fails every call of an invocation
   until the retries are exhausted, so the error reaches the handler and Lambda's async retry;
 - **faults on the query engine** (:class:`FaultyEngine`): Athena's ``TooManyRequestsException`` at random
-  ``StartQueryExecution``/``GetQueryExecution`` calls, retried up to botocore's standard three attempts
-  as :class:`athena_refresh.engine.AthenaQueryEngine`'s client would, then surfaced as the
+  ``StartQueryExecution``/``GetQueryExecution``/``GetQueryResults`` calls, retried as often as
+  :class:`athena_refresh.engine.AthenaQueryEngine`'s client would (its ``DEFAULT_CLIENT_CONFIG``), then
+  surfaced as the
   :class:`~athena_refresh.errors.QueryEngineError` that engine raises;
 - **clock skew**: this environment's lock clock runs ``--clock-skew-ms`` ahead (or behind) of the real one
   (the SlotLock the service builds gets a skewed ``clock_ms``);
@@ -39,13 +40,19 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from local.lambda_runtime import Runtime, main
+from local.lambda_runtime import LAMBDAS_DIR, Runtime, main
 
-#: botocore ``standard`` retry mode: three attempts in all, four for DynamoDB (botocore/retries/standard.py,
+if str(LAMBDAS_DIR) not in sys.path:
+    sys.path.insert(0, str(LAMBDAS_DIR))
+
+from athena_refresh.engine import DEFAULT_CLIENT_CONFIG  # noqa: E402
+
+#: botocore ``standard`` retry mode: four attempts in all for DynamoDB (botocore/retries/standard.py,
 #: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html). A storm of that many calls
 #: outlasts the client's retries.
-STANDARD_MAX_ATTEMPTS = 3
 DYNAMODB_STANDARD_MAX_ATTEMPTS = 4
+#: AthenaQueryEngine's client: ``max_attempts`` retries after the first call (botocore Config semantics).
+ATHENA_MAX_ATTEMPTS = int(DEFAULT_CLIENT_CONFIG.retries["max_attempts"]) + 1
 DYNAMODB_THROTTLES = ("ProvisionedThroughputExceededException", "ThrottlingException")
 DYNAMODB_FAULT_KINDS = DYNAMODB_THROTTLES + ("connection_error", "response_lost")
 ATHENA_THROTTLE = "TooManyRequestsException"
@@ -144,13 +151,13 @@ class FaultyEngine:
     def _call(self, operation: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from athena_refresh.errors import QueryEngineError
 
-        for attempt in range(1, STANDARD_MAX_ATTEMPTS + 1):
+        for attempt in range(1, ATHENA_MAX_ATTEMPTS + 1):
             if self.plan.decide("athena", operation, (ATHENA_THROTTLE,)) is None:
                 return fn(*args, **kwargs)
-            if attempt < STANDARD_MAX_ATTEMPTS:
+            if attempt < ATHENA_MAX_ATTEMPTS:
                 time.sleep(self.backoff_s * 2**attempt)
         raise QueryEngineError(
-            operation, f"{ATHENA_THROTTLE}: Rate exceeded (injected; {STANDARD_MAX_ATTEMPTS} attempts)"
+            operation, f"{ATHENA_THROTTLE}: Rate exceeded (injected; {ATHENA_MAX_ATTEMPTS} attempts)"
         )
 
     def start_query(self, **kwargs: Any) -> str:

@@ -10,7 +10,14 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from athena_refresh.errors import QueryEngineError
-from local.chaos_worker import ATHENA_THROTTLE, DYNAMODB_STANDARD_MAX_ATTEMPTS, BotocoreFaults, FaultPlan, FaultyEngine
+from local.chaos_worker import (
+    ATHENA_MAX_ATTEMPTS,
+    ATHENA_THROTTLE,
+    DYNAMODB_STANDARD_MAX_ATTEMPTS,
+    BotocoreFaults,
+    FaultPlan,
+    FaultyEngine,
+)
 
 pytestmark = pytest.mark.usefixtures("fake_aws_credentials")
 
@@ -110,7 +117,7 @@ class CountingEngine:
         return "rows"
 
 
-@pytest.mark.parametrize(("throttled", "raises"), [(0, False), (2, False), (3, True)])
+@pytest.mark.parametrize(("throttled", "raises"), [(0, False), (ATHENA_MAX_ATTEMPTS - 1, False), (ATHENA_MAX_ATTEMPTS, True)])
 def test_the_engine_proxy_throttles_like_athena_and_retries_like_botocore(throttled: int, raises: bool) -> None:
     plan = FaultPlan(seed=1, transient_rate=0.0, report=Reports())
     plan.storm = {"target": "athena", "kind": ATHENA_THROTTLE, "calls": throttled}
