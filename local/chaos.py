@@ -62,7 +62,6 @@ if str(LAMBDAS_DIR) not in sys.path:
 import boto3  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
-from athena_refresh import contract  # noqa: E402
 from athena_refresh.engine import client_request_token  # noqa: E402
 from athena_refresh.results import ResultsStore  # noqa: E402
 from athena_refresh.settings import Settings  # noqa: E402
@@ -368,24 +367,14 @@ class Chaos:
             "PYTHONUNBUFFERED": "1",
             "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
-            contract.ENV_JOB_NAME: job.job_name,
-            contract.ENV_LOCK_TABLE_NAME: self.lock_table,
-            contract.ENV_RESULTS_TABLE_NAME: self.results_table,
-            contract.ENV_LEASE_DURATION_S: str(o.lease_s),
-            contract.ENV_HEARTBEAT_INTERVAL_S: str(o.heartbeat_s),
-            contract.ENV_MAX_SLOT_AGE_S: str(o.max_slot_age_s),
-            contract.ENV_HISTORY_TTL_S: str(job.history_ttl_s),
-            contract.ENV_MAX_QUERY_ATTEMPTS: str(job.max_query_attempts),
-            contract.ENV_WINDOW_S: str(job.window_s),
-            contract.ENV_DATA_YEAR: str(job.data_year),
-            contract.ENV_ATHENA_WORKGROUP: job.workgroup,
-            contract.ENV_ATHENA_DATABASE: job.database,
-            contract.ENV_QUERY_SQL: job.sql,
-            "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
         })
+        # What the stack sets, with the short chaos lease and a slot age covering the replayed backlog
+        env.update(job.runtime_environment(
+            lock_table_name=self.lock_table, results_table_name=self.results_table,
+            lease_duration_s=o.lease_s, heartbeat_interval_s=o.heartbeat_s, max_slot_age_s=o.max_slot_age_s,
+        ))
         return env
 
     def _spawn(self) -> Worker:

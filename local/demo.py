@@ -68,7 +68,6 @@ if str(LAMBDAS_DIR) not in sys.path:
 import boto3  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
-from athena_refresh import contract  # noqa: E402
 from athena_refresh.results import ResultsStore  # noqa: E402
 from local.atomic_moto import start_server_process, stop_server_process  # noqa: E402
 from local.lambda_pool import Worker  # noqa: E402
@@ -358,26 +357,14 @@ class Demo:
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{FUNCTION_NAME}",
-            # What the stack sets (stacks/constructs/refresh_function.py), from cdk.json's job block,
-            # except the short demo lease and the widened slot age (see the module docstring)
-            contract.ENV_JOB_NAME: job.job_name,
-            contract.ENV_LOCK_TABLE_NAME: LOCK_TABLE,
-            contract.ENV_RESULTS_TABLE_NAME: RESULTS_TABLE,
-            contract.ENV_RESULTS_BUCKET_NAME: RESULTS_BUCKET,
-            contract.ENV_LEASE_DURATION_S: str(o.lease_s),
-            contract.ENV_HEARTBEAT_INTERVAL_S: str(o.heartbeat_s),
-            contract.ENV_MAX_SLOT_AGE_S: str(o.max_slot_age_s),
-            contract.ENV_HISTORY_TTL_S: str(job.history_ttl_s),
-            contract.ENV_MAX_QUERY_ATTEMPTS: str(job.max_query_attempts),
-            contract.ENV_WINDOW_S: str(job.window_s),
-            contract.ENV_DATA_YEAR: str(job.data_year),
-            contract.ENV_ATHENA_WORKGROUP: job.workgroup,
-            contract.ENV_ATHENA_DATABASE: job.database,
-            contract.ENV_QUERY_SQL: job.sql,
-            "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
             "POWERTOOLS_TRACE_DISABLED": "true",
         })
+        # What the stack sets, from cdk.json's job block, except the short demo lease and the widened slot
+        # age (see the module docstring)
+        env.update(job.runtime_environment(
+            lock_table_name=LOCK_TABLE, results_table_name=RESULTS_TABLE, results_bucket_name=RESULTS_BUCKET,
+            lease_duration_s=o.lease_s, heartbeat_interval_s=o.heartbeat_s, max_slot_age_s=o.max_slot_age_s,
+        ))
         return env
 
     def _spawn(self) -> Worker:

@@ -20,6 +20,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from athena_refresh import contract  # constants only (stdlib); stacks/__init__ puts lambdas/ on sys.path
 from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
@@ -298,6 +299,54 @@ class JobConfig:
     def period(self) -> CronPeriod:
         """Gaps between consecutive slots of ``schedule_expression`` (validated to parse)."""
         return cron_period(self.schedule_expression)
+
+    def runtime_environment(
+        self,
+        *,
+        lock_table_name: str,
+        results_table_name: str,
+        results_bucket_name: str | None = None,
+        workgroup: str | None = None,
+        database: str | None = None,
+        lease_duration_s: float | None = None,
+        heartbeat_interval_s: float | None = None,
+        max_slot_age_s: float | None = None,
+    ) -> dict[str, str]:
+        """The function's environment: every variable ``Settings.from_env`` reads (contract names), as text.
+
+        The stack passes its resources' names (CDK tokens are strings); local harnesses (``local.demo``,
+        ``local.chaos``, ``bench``) pass their own tables and may shorten the lease for a quick run.
+        ``ATHENA_CATALOG`` is left to its default; no bucket leaves ``RESULTS_BUCKET_NAME`` unset (rows that
+        would not fit an item then fail instead of being truncated). Value metrics off sets the three
+        ``VALUE_METRIC_*`` variables empty, which the runtime reads as off.
+        """
+        values = self.value_metrics
+        env = {
+            contract.ENV_JOB_NAME: self.job_name,
+            contract.ENV_LOCK_TABLE_NAME: lock_table_name,
+            contract.ENV_RESULTS_TABLE_NAME: results_table_name,
+            contract.ENV_LEASE_DURATION_S: str(lease_duration_s if lease_duration_s is not None else self.lease_duration_s),
+            contract.ENV_HEARTBEAT_INTERVAL_S: str(
+                heartbeat_interval_s if heartbeat_interval_s is not None else self.heartbeat_interval_s
+            ),
+            contract.ENV_MAX_SLOT_AGE_S: str(max_slot_age_s if max_slot_age_s is not None else self.max_slot_age_s),
+            contract.ENV_HISTORY_TTL_S: str(self.history_ttl_s),
+            contract.ENV_MAX_QUERY_ATTEMPTS: str(self.max_query_attempts),
+            contract.ENV_WINDOW_S: str(self.window_s),
+            contract.ENV_DATA_YEAR: str(self.data_year),
+            contract.ENV_ATHENA_WORKGROUP: workgroup or self.workgroup,
+            contract.ENV_ATHENA_DATABASE: database or self.database,
+            contract.ENV_QUERY_SQL: self.sql,
+            contract.ENV_RESULT_REUSE_MAX_AGE_MIN: str(self.result_reuse_max_age_min),
+            contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
+            contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
+            contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",
+            "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
+        }
+        if results_bucket_name:
+            env[contract.ENV_RESULTS_BUCKET_NAME] = results_bucket_name
+        return env
 
     @classmethod
     def from_context(cls, job: Any) -> JobConfig:

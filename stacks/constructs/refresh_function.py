@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 import aws_cdk as cdk
 import jsii
-from athena_refresh import contract
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -197,34 +196,14 @@ class RefreshFunction(Construct):
 def function_environment(
     config: JobConfig, lock_table: dynamodb.ITable, results_table: dynamodb.ITable, target: QueryTarget
 ) -> dict[str, str]:
-    """Every variable ``Settings.from_env`` reads (contract names), except ATHENA_CATALOG (its default).
-
-    Value metrics off (``job.value_metrics`` absent) sets the three ``VALUE_METRIC_*`` variables empty,
-    which the runtime reads as off.
-    """
-    values = config.value_metrics
-    return {
-        contract.ENV_JOB_NAME: config.job_name,
-        contract.ENV_LOCK_TABLE_NAME: lock_table.table_name,
-        contract.ENV_RESULTS_TABLE_NAME: results_table.table_name,
-        contract.ENV_RESULTS_BUCKET_NAME: target.bucket.bucket_name,
-        contract.ENV_LEASE_DURATION_S: str(config.lease_duration_s),
-        contract.ENV_HEARTBEAT_INTERVAL_S: str(config.heartbeat_interval_s),
-        contract.ENV_MAX_SLOT_AGE_S: str(config.max_slot_age_s),
-        contract.ENV_HISTORY_TTL_S: str(config.history_ttl_s),
-        contract.ENV_MAX_QUERY_ATTEMPTS: str(config.max_query_attempts),
-        contract.ENV_WINDOW_S: str(config.window_s),
-        contract.ENV_DATA_YEAR: str(config.data_year),
-        contract.ENV_ATHENA_WORKGROUP: target.workgroup_name,
-        contract.ENV_ATHENA_DATABASE: target.database_name,
-        contract.ENV_QUERY_SQL: config.sql,
-        contract.ENV_RESULT_REUSE_MAX_AGE_MIN: str(config.result_reuse_max_age_min),
-        contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
-        contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
-        contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",
-        "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
-    }
+    """Every variable ``Settings.from_env`` reads, from :meth:`JobConfig.runtime_environment`."""
+    return config.runtime_environment(
+        lock_table_name=lock_table.table_name,
+        results_table_name=results_table.table_name,
+        results_bucket_name=target.bucket.bucket_name,
+        workgroup=target.workgroup_name,
+        database=target.database_name,
+    )
 
 
 def policy_statements(
