@@ -449,11 +449,13 @@ class DuckDBQueryEngine:
         params = list(parameters)
         if not isinstance(sql, str) or not 1 <= len(sql) <= MAX_QUERY_CHARS:
             raise QueryEngineError(
-                operation, f"InvalidRequestException: QueryString must be 1..{MAX_QUERY_CHARS} characters"
+                operation, f"InvalidRequestException: QueryString must be 1..{MAX_QUERY_CHARS} characters",
+                retryable=False, error_code="InvalidRequestException",
             )
         if any(not isinstance(p, str) or not p for p in params):
             raise QueryEngineError(
-                operation, "InvalidRequestException: every ExecutionParameter must be a non-empty string"
+                operation, "InvalidRequestException: every ExecutionParameter must be a non-empty string",
+                retryable=False, error_code="InvalidRequestException",
             )
 
         request_sha256 = hashlib.sha256(json.dumps([sql, params]).encode("utf-8")).hexdigest()
@@ -680,7 +682,7 @@ class DuckDBQueryEngine:
         not_found = QueryEngineError(
             operation,
             f"InvalidRequestException: QueryExecution {query_execution_id!r} was not found",
-            query_execution_id=query_execution_id,
+            query_execution_id=query_execution_id, retryable=False, error_code="InvalidRequestException",
         )
         if not isinstance(query_execution_id, str) or not _QUERY_ID_RE.fullmatch(query_execution_id):
             raise not_found
@@ -732,7 +734,7 @@ class DuckDBQueryEngine:
                 "StartQueryExecution",
                 "InvalidRequestException: Idempotent parameters do not match: this ClientRequestToken was used"
                 " with a different query string or execution parameters",
-                query_execution_id=mapping["query_execution_id"],
+                query_execution_id=mapping["query_execution_id"], retryable=False, error_code="InvalidRequestException",
             )
         return str(mapping["query_execution_id"])
 

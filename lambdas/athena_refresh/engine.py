@@ -607,7 +607,7 @@ class AthenaQueryEngine:
         try:
             response = self.client.start_query_execution(**request)
         except (ClientError, BotoCoreError) as exc:
-            raise QueryEngineError("StartQueryExecution", _describe(exc)) from exc
+            raise _engine_error("StartQueryExecution", exc) from exc
         query_execution_id: str = response["QueryExecutionId"]
         logger.info(
             "athena query started",
@@ -633,7 +633,7 @@ class AthenaQueryEngine:
         try:
             response = self.client.get_query_execution(QueryExecutionId=query_execution_id)
         except (ClientError, BotoCoreError) as exc:
-            raise QueryEngineError(operation, _describe(exc), query_execution_id=query_execution_id) from exc
+            raise _engine_error(operation, exc, query_execution_id=query_execution_id) from exc
         execution = response.get("QueryExecution", {})
         status = execution.get("Status", {})
         state = status.get("State")
@@ -699,7 +699,7 @@ class AthenaQueryEngine:
             try:
                 response = self.client.get_query_results(**request)
             except (ClientError, BotoCoreError) as exc:
-                raise QueryEngineError(operation, _describe(exc), query_execution_id=query_execution_id) from exc
+                raise _engine_error(operation, exc, query_execution_id=query_execution_id) from exc
             result_set = response.get("ResultSet", {})
             page_rows = result_set.get("Rows", [])
             if first_page:
@@ -740,6 +740,26 @@ def _columns(result_set: dict[str, Any]) -> tuple[Column, ...]:
             raise ResultTypeError(col.name, col.type, col.name, "duplicate column name; alias the columns in the SQL")
         seen.add(col.name)
     return columns
+
+
+#: Athena error codes a retry cannot fix: the request itself is rejected (bad SQL parameters, a reused
+#: ClientRequestToken with another request, a missing workgroup or table, missing permissions).
+#: https://docs.aws.amazon.com/athena/latest/APIReference/CommonErrors.html
+PERMANENT_ERROR_CODES = frozenset({
+    "InvalidRequestException", "AccessDeniedException", "ValidationException", "ResourceNotFoundException",
+    "UnrecognizedClientException", "InvalidSignatureException", "MetadataException",
+})
+
+
+def _engine_error(
+    operation: str, exc: ClientError | BotoCoreError, *, query_execution_id: str | None = None
+) -> QueryEngineError:
+    """Wrap a botocore error, classifying it as retryable (throttling, connection, internal) or not."""
+    code = exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else None
+    return QueryEngineError(
+        operation, _describe(exc), query_execution_id=query_execution_id,
+        retryable=code not in PERMANENT_ERROR_CODES, error_code=code,
+    )
 
 
 def _describe(exc: ClientError | BotoCoreError) -> str:

@@ -26,13 +26,37 @@ class ConfigurationError(AthenaRefreshError, ValueError):
 class QueryEngineError(AthenaRefreshError):
     """The query engine could not be called (throttled past botocore's retries, access denied, ...).
 
-    Retrying the invocation may help; the stored data is untouched.
+    ``retryable`` says whether another invocation may succeed: throttling, a dropped connection or an
+    internal error may pass, a rejected request (``InvalidRequestException``, ``AccessDeniedException``)
+    will not, so the job records the slot as failed instead of letting Lambda retry it. The stored data is
+    untouched either way. ``error_code`` is the AWS error code when there is one.
     """
 
-    def __init__(self, operation: str, message: str, *, query_execution_id: str | None = None) -> None:
+    def __init__(
+        self,
+        operation: str,
+        message: str,
+        *,
+        query_execution_id: str | None = None,
+        retryable: bool = True,
+        error_code: str | None = None,
+    ) -> None:
         super().__init__(f"{operation} failed: {message}")
         self.operation = operation
         self.query_execution_id = query_execution_id
+        self.retryable = retryable
+        self.error_code = error_code
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe description, recorded as the failed slot's error."""
+        return {
+            "type": type(self).__name__,
+            "operation": self.operation,
+            "error_code": self.error_code,
+            "retryable": self.retryable,
+            "query_execution_id": self.query_execution_id,
+            "error_message": str(self),
+        }
 
 
 class QueryFailedError(AthenaRefreshError):
@@ -126,7 +150,18 @@ class ResultTypeError(AthenaRefreshError, ValueError):
 
 
 class ResultsStoreError(AthenaRefreshError):
-    """The results could not be prepared or stored (S3 overflow upload failed, result too large, ...)."""
+    """The results could not be prepared or stored (S3 overflow upload failed, result too large, ...).
+
+    ``retryable`` is False when a retry would fail the same way (rows that are not JSON, or too large for
+    an item with no overflow bucket): the job then records the slot as failed instead of raising.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": type(self).__name__, "retryable": self.retryable, "error_message": str(self)}
 
 
 class CorruptResultsItemError(AthenaRefreshError):

@@ -31,7 +31,7 @@ from slotlock import SlotRun
 
 from . import contract
 from .engine import QueryEngine, QueryExecution, client_request_token, wait_for_query
-from .errors import QueryFailedError, ResultTypeError
+from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
 from .results import ResultsStore
 from .settings import Settings
 
@@ -87,6 +87,22 @@ class AthenaRefreshJob:
     queries_started: int = field(default=0, init=False)
 
     def __call__(self, run: SlotRun) -> dict[str, Any]:
+        """Run the slot's refresh; a permanent engine or store error fails the slot (no Lambda retry).
+
+        A retryable :class:`QueryEngineError`/:class:`ResultsStoreError` propagates: the runner releases
+        the lease keeping the state, and Lambda's async retry (same request id) re-enters and adopts.
+        """
+        try:
+            return self._refresh(run)
+        except (QueryEngineError, ResultsStoreError) as error:
+            if error.retryable or run.finished:
+                raise
+            logger.error("slot %s failed for good: %s", run.lease.slot.iso, error)
+            failure = error.as_dict()
+            run.fail(failure)  # recorded once, nothing of the results written; normal return: no retry storm
+            return failure
+
+    def _refresh(self, run: SlotRun) -> dict[str, Any]:
         lease = run.lease
         slot = lease.slot
         parameters = self.settings.execution_parameters(slot.datetime)

@@ -118,7 +118,7 @@ class ResultsStore:
         try:
             rows_json = _dumps(result.rows)
         except (TypeError, ValueError) as exc:
-            raise ResultsStoreError(f"rows of slot {slot_iso} are not JSON-serialisable: {exc}") from exc
+            raise ResultsStoreError(f"rows of slot {slot_iso} are not JSON-serialisable: {exc}", retryable=False) from exc
         columns = [{"name": c.name, "type": c.type} for c in result.columns]
         item: dict[str, Any] = {
             "job": {"S": job_name},
@@ -213,7 +213,8 @@ class ResultsStore:
         if not self.bucket_name:
             raise ResultsStoreError(
                 f"result rows are {rows_bytes} bytes, above the {self.max_inline_bytes}-byte item budget, and no"
-                " results bucket is configured (RESULTS_BUCKET_NAME): refusing to truncate"
+                " results bucket is configured (RESULTS_BUCKET_NAME): refusing to truncate",
+                retryable=False,
             )
         body = rows_json.encode()
         digest = hashlib.sha256(body).hexdigest()

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import botocore.config
 import botocore.endpoint
 import pytest
 from botocore.awsrequest import AWSResponse
@@ -921,3 +922,22 @@ def test_token_length_and_alphabet(job: str, slot: str, attempt: int) -> None:
 def test_token_rejects_bad_input(job: str, slot: str, attempt: Any) -> None:
     with pytest.raises(ValueError):
         engine.client_request_token(job, slot, attempt)
+
+
+@pytest.mark.parametrize(("code", "retryable"), [
+    ("AccessDeniedException", False),
+    ("InvalidRequestException", False),
+    ("ResourceNotFoundException", False),
+    ("InternalServerException", True),
+    ("TooManyRequestsException", True),
+])
+def test_engine_errors_say_whether_a_retry_can_help(code: str, retryable: bool) -> None:
+    client = boto3.client("athena", region_name=REGION,
+                          config=botocore.config.Config(retries={"mode": "standard", "max_attempts": 0}))
+    eng = engine.AthenaQueryEngine(workgroup="refresh", database="flights", client=client)
+    with Stubber(client) as stub:
+        stub.add_client_error("start_query_execution", service_error_code=code, service_message="no", http_status_code=400)
+        with pytest.raises(QueryEngineError) as info:
+            eng.start_query(sql=SQL, parameters=PARAMS, client_request_token=TOKEN)
+    assert (info.value.error_code, info.value.retryable) == (code, retryable)
+    assert info.value.as_dict()["retryable"] is retryable

@@ -14,7 +14,7 @@ import pytest
 
 from athena_refresh import contract
 from athena_refresh.engine import client_request_token
-from athena_refresh.errors import QueryTimeoutError
+from athena_refresh.errors import QueryEngineError, QueryTimeoutError
 from athena_refresh.job import CHECKPOINT_QUERY_STARTED
 from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
@@ -491,3 +491,81 @@ def test_lease_lost_during_polling_writes_nothing_more_and_leaves_the_query_runn
     assert lock.get_slot(slot)["state"]["query_execution_id"] == qid  # type: ignore[index]
     assert lock.get_lock().owner_id == "req-B"
     assert store.list_results(settings.job_name) == [] and store.get_latest(settings.job_name) is None
+
+
+class RejectingEngine:
+    """StartQueryExecution answers with a QueryEngineError (as AthenaQueryEngine wraps a ClientError)."""
+
+    def __init__(self, error: Any) -> None:
+        self.error = error
+        self.starts = 0
+
+    def start_query(self, **_: Any) -> str:
+        self.starts += 1
+        raise self.error
+
+    def get_query(self, query_execution_id: str) -> Any:  # pragma: no cover - never reached
+        raise AssertionError("no query was started")
+
+    def get_results(self, query_execution_id: str) -> Any:  # pragma: no cover - never reached
+        raise AssertionError("no query was started")
+
+
+def test_a_rejected_start_fails_the_slot_once_instead_of_a_retry_storm(
+    make_runner: Any, make_job: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore, settings: Settings,
+) -> None:
+    # GIVEN Athena rejects the request itself (e.g. the role lacks athena:StartQueryExecution)
+    error = QueryEngineError("StartQueryExecution", "AccessDeniedException: not authorized", retryable=False,
+                             error_code="AccessDeniedException")
+    engine = RejectingEngine(error)
+
+    # WHEN the slot runs, and again as Lambda would retry it with the same request id
+    outcome = run(make_runner(), make_job(engine), "req-A")
+    again = run(make_runner(), make_job(engine), "req-A")
+
+    # THEN the first run records the slot FAILED with the error and returns normally; the retry finds it finished
+    assert outcome.status == "failed"
+    assert outcome.value == {"type": "QueryEngineError", "operation": "StartQueryExecution",
+                             "error_code": "AccessDeniedException", "retryable": False, "query_execution_id": None,
+                             "error_message": "StartQueryExecution failed: AccessDeniedException: not authorized"}
+    assert (again.status, again.reason) == ("lost", "slot_finished")
+    assert engine.starts == 1
+    item = lock.get_slot(slot)
+    assert item is not None and item["status"] == "FAILED" and item["error"]["error_code"] == "AccessDeniedException"
+    assert store.list_results(settings.job_name) == []
+
+
+def test_a_retryable_engine_error_propagates_and_the_retry_runs_again(
+    make_runner: Any, make_job: Any, run: Any, slot: Slot, lock: SlotLock, clock: Any,
+) -> None:
+    # GIVEN throttling that outlasted botocore's retries
+    engine = RejectingEngine(QueryEngineError("StartQueryExecution", "TooManyRequestsException: Rate exceeded",
+                                              error_code="TooManyRequestsException"))
+
+    # WHEN the slot runs: THEN the error propagates (Lambda retries) and the lease is given back
+    with pytest.raises(QueryEngineError):
+        run(make_runner(), make_job(engine), "req-A")
+    assert lock.get_lock().lease_expires_at_ms <= clock.now  # released (expired now), owner kept for re-entry
+    item = lock.get_slot(slot)
+    assert item is None or item["status"] == "RUNNING"
+    with pytest.raises(QueryEngineError):
+        run(make_runner(), make_job(engine), "req-A")
+    assert engine.starts == 2
+
+
+def test_rows_too_large_without_an_overflow_bucket_fail_the_slot_without_truncating(
+    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
+    settings: Settings,
+) -> None:
+    # GIVEN a result bigger than an item can hold and no results bucket
+    engine = make_engine(rows=[{"origin": "X" * 1000, "flights": i, "avg_dep_delay_min": 1.0} for i in range(400)])
+    small_store = ResultsStore(store.table_name, dynamodb_client=store.dynamodb, max_inline_bytes=1000)
+
+    # WHEN the slot runs
+    outcome = run(make_runner(), make_job(engine, results=small_store), "req-A")
+
+    # THEN the slot is FAILED, naming the cause; nothing is stored
+    assert outcome.status == "failed" and outcome.value["type"] == "ResultsStoreError"
+    assert "refusing to truncate" in outcome.value["error_message"]
+    assert lock.get_slot(slot)["status"] == "FAILED"
+    assert store.list_results(settings.job_name) == []
