@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo chaos synth lint cdk-synth deploy clean ddb-local
+.PHONY: all venv node data test demo chaos bench synth lint cdk-synth deploy clean ddb-local
 
 all: test
 
@@ -38,6 +38,20 @@ ddb-local: venv
 demo: venv data
 	$(PY) -m local.demo
 
+# Benchmarks against the peers (README "Performance"): bench-report.json. Its own venv: the peers
+# (requirements-bench.txt) never enter .venv, so the tests cannot come to depend on them.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+BENCH_ARGS ?=
+$(BENCH_STAMP): requirements.txt requirements-dev.txt requirements-bench.txt
+	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	@touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP) data
+	$(BENCH_VENV)/bin/python -m bench $(BENCH_ARGS)
+
 # The full chaos suite (16 racers x 200 slots on DynamoDB Local, then the negative control): chaos-report.json.
 chaos: venv data
 	$(PY) -m local.chaos
@@ -57,4 +71,4 @@ deploy: venv node data
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy
 
 clean:
-	rm -rf cdk.out .cache .demo .chaos demo-report.json chaos-report.json
+	rm -rf cdk.out .cache .demo .chaos demo-report.json chaos-report.json bench-report.json

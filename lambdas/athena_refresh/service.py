@@ -144,7 +144,9 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     InvalidEventError
         The event has no usable scheduled time (names the field); raised before any AWS request.
     QueryTimeoutError, LockBackendError, QueryEngineError, ResultsStoreError
-        Transient trouble: the lease was released and Lambda's retry (same request id) re-enters.
+        Transient trouble: the lease was released and Lambda's retry (same request id) re-enters. (A
+        permanent engine or store error, ``retryable`` False, is not raised: the job records the slot
+        FAILED with the error and returns status ``failed``.)
 
     A tampered item (``CorruptLockItemError``: the lock item or the slot's history item; or results that
     contradict the lock, reported as ``CorruptResultsItemError``) is not raised: it cannot repair itself, so

@@ -36,9 +36,22 @@ LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVA
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
 
+_CURRENT_SLOT: Slot | None = None
+
+
+@pytest.fixture(autouse=True)
+def _one_current_slot_per_test() -> Iterator[None]:
+    """Fix "now" once per test, so a test that crosses a minute boundary still means one slot."""
+    global _CURRENT_SLOT
+    _CURRENT_SLOT = Slot(int(time.time()) - 5)
+    yield
+    _CURRENT_SLOT = None
+
+
 def current_slot() -> Slot:
-    """A slot scheduled a few seconds ago (the lock runs on the system clock here; max slot age applies)."""
-    return Slot(int(time.time()) - 5)
+    """A slot scheduled a few seconds ago (the lock runs on the system clock here; max slot age applies),
+    the same one for the whole test."""
+    return _CURRENT_SLOT if _CURRENT_SLOT is not None else Slot(int(time.time()) - 5)
 
 
 def scheduler_event(slot: Slot) -> dict[str, Any]:

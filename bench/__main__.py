@@ -1,0 +1,142 @@
+"""``python -m bench``: run every benchmark, print the tables, write ``bench-report.json``.
+
+    python -m bench [--size full|quick|smoke] [--backends dynamodb-local,moto-atomic]
+                    [--contenders floor,slotlock,...] [--no-coldstart] [--no-fanout] [--report PATH]
+
+``make bench`` runs the full size (sized for at most about 10 minutes on a 2-core machine) in
+``.venv-bench``, which holds the peers. Figures are noisy on a busy machine: the report records the load average at start and end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LAMBDAS_DIR = REPO_ROOT / "lambdas"
+if str(LAMBDAS_DIR) not in sys.path:
+    sys.path.insert(0, str(LAMBDAS_DIR))
+
+from . import coldstart, fanout, report, scenarios  # noqa: E402
+from .backends import BACKEND_NOTES, BACKENDS, running  # noqa: E402
+from .contenders import BY_NAME, select  # noqa: E402
+from .scenarios import CycleSize  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Size:
+    accounting_slots: int
+    cycle: CycleSize
+    racer_counts: tuple[int, ...]
+    rounds: int
+    warmup_rounds: int
+    takeover_lease_s: float
+    takeover_reps: int
+    cold_reps: int
+    fanout_racers: int
+    fanout_slots: int
+
+
+SIZES = {
+    "full": Size(3, CycleSize(warmup=10, repetitions=5, cycles=60, loser_calls=30), (2, 8, 32), 12, 2, 1.0, 3, 5, 6, 3),
+    "quick": Size(2, CycleSize(warmup=5, repetitions=3, cycles=30, loser_calls=15), (2, 8, 32), 5, 1, 1.0, 2, 3, 4, 2),
+    "smoke": Size(2, CycleSize(warmup=2, repetitions=1, cycles=5, loser_calls=3), (2,), 2, 1, 0.5, 1, 1, 2, 1),
+}
+
+
+def machine() -> str:
+    model = ""
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores {model or platform.machine()}, {mem_gib:.0f} GiB, {platform.system()} {platform.release()}"
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("boto3", "botocore", "moto", "aws-lambda-powertools", "python-dynamodb-lock", "duckdb"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated, from: " + ", ".join(BACKENDS))
+    parser.add_argument("--contenders", default="", help="comma-separated, from: " + ", ".join(BY_NAME) + " (default all)")
+    parser.add_argument("--racers", default="", help="racer process counts, e.g. 2,8,32 (default: the size's)")
+    parser.add_argument("--no-coldstart", action="store_true")
+    parser.add_argument("--no-fanout", action="store_true")
+    parser.add_argument("--report", type=Path, default=REPO_ROOT / "bench-report.json")
+    args = parser.parse_args(argv)
+
+    logging.getLogger("python_dynamodb_lock").setLevel(logging.ERROR)  # it warns on every expired lease
+    size = SIZES[args.size]
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BACKENDS] + [c for c in args.contenders.split(",") if c and c not in BY_NAME]
+    if unknown:
+        parser.error(f"unknown backend or contender: {', '.join(unknown)}")
+    contenders, skipped = select([c for c in args.contenders.split(",") if c] or None)
+    racer_counts = tuple(int(n) for n in args.racers.split(",") if n) or size.racer_counts
+    say = lambda text: print(text, flush=True)  # noqa: E731
+
+    started = time.monotonic()
+    result: dict[str, Any] = {
+        "meta": {
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+            "size": args.size, "parameters": {**asdict(size), "racer_counts": list(racer_counts)},
+            "load_average_start": [round(x, 2) for x in os.getloadavg()], "versions": versions(),
+        },
+        "contenders": [c.name for c in contenders], "skipped": skipped,
+        "features": {c.name: asdict(c.features) for c in contenders}, "backends": {},
+    }
+    for name, reason in skipped.items():
+        say(f"skipping {name}: {reason}")
+    for backend in backends:
+        say(f"[{backend}] starting ...")
+        with running(backend) as endpoint:
+            figures = scenarios.run_all(
+                endpoint, contenders, accounting_slots=size.accounting_slots, cycle=size.cycle, racer_counts=racer_counts,
+                rounds=size.rounds, warmup_rounds=size.warmup_rounds, takeover_lease_s=size.takeover_lease_s,
+                takeover_reps=size.takeover_reps, say=say,
+            )
+            figures.update(note=BACKEND_NOTES[backend], reports_capacity=endpoint.reports_capacity)
+            result["backends"][backend] = figures
+            if not args.no_fanout and "fanout" not in result and any(c.name == "slotlock" for c in contenders):
+                fan = fanout.fanout(endpoint, figures["run_id"], racers=size.fanout_racers, slots=size.fanout_slots, say=say)
+                result["fanout"] = {**fan, "endpoint": backend}
+            if not args.no_coldstart and backend == "moto-atomic":
+                say("[cold start]")
+                result["coldstart"] = coldstart.cold_start(endpoint, size.cold_reps, say=say)
+    if not args.no_coldstart and "coldstart" not in result:
+        say("[cold start] (needs the moto server for Athena)")
+        with running("moto-atomic") as endpoint:
+            result["coldstart"] = coldstart.cold_start(endpoint, size.cold_reps, say=say)
+    result["targets"] = report.check_targets(result["backends"], result.get("fanout"), result.get("coldstart"))
+    result["meta"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["meta"]["duration_s"] = round(time.monotonic() - started, 1)
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    report.render(result, say)
+    say(f"\nwrote {args.report} in {result['meta']['duration_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

