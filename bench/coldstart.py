@@ -116,23 +116,11 @@ def lambda_environment(job: Any, *, endpoint_url: str | None, lock_table: str, r
         "_X_AMZN_TRACE_ID": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=1",
         "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",  # UDP to loopback; nothing listens, segments are dropped
         "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
-        # What the stack sets (stacks/constructs/refresh_function.py)
-        contract.ENV_JOB_NAME: job_name or job.job_name,
-        contract.ENV_LOCK_TABLE_NAME: lock_table,
-        contract.ENV_RESULTS_TABLE_NAME: results_table,
-        contract.ENV_LEASE_DURATION_S: str(job.lease_duration_s),
-        contract.ENV_HEARTBEAT_INTERVAL_S: str(job.heartbeat_interval_s),
-        contract.ENV_MAX_SLOT_AGE_S: str(job.max_slot_age_s),
-        contract.ENV_HISTORY_TTL_S: str(job.history_ttl_s),
-        contract.ENV_MAX_QUERY_ATTEMPTS: str(job.max_query_attempts),
-        contract.ENV_WINDOW_S: str(job.window_s),
-        contract.ENV_DATA_YEAR: str(job.data_year),
-        contract.ENV_ATHENA_WORKGROUP: job.workgroup,
-        contract.ENV_ATHENA_DATABASE: job.database,
-        contract.ENV_QUERY_SQL: job.sql,
-        "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
-        "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
     })
+    # What the stack sets (stacks/constructs/refresh_function.py), from the same builder
+    env.update(job.runtime_environment(lock_table_name=lock_table, results_table_name=results_table))
+    if job_name:
+        env[contract.ENV_JOB_NAME] = job_name
     if endpoint_url:
         env["AWS_ENDPOINT_URL"] = endpoint_url
     return env

@@ -73,7 +73,7 @@ from local.chaos_worker import (  # noqa: E402
     ATHENA_MAX_ATTEMPTS,
     DYNAMODB_STANDARD_MAX_ATTEMPTS,
 )
-from local.lambda_pool import Worker  # noqa: E402
+from local.lambda_pool import Worker, pump  # noqa: E402
 from slotlock import Slot, SlotLock  # noqa: E402
 from stacks.config import CONTEXT_KEY, JobConfig, load_context  # noqa: E402
 
@@ -492,7 +492,7 @@ class Chaos:
             _, _, delivery = heapq.heappop(self.pending)
             worker = min(idle, key=lambda w: w.last_used)
             delivery.worker_id = worker.id
-            worker.invocation = delivery  # type: ignore[assignment]
+            worker.invocation = delivery
             worker.state = "busy"
             worker.served += 1
             worker.last_used = now
@@ -519,17 +519,7 @@ class Chaos:
 
     # ---- events ------------------------------------------------------------------------------------
     def _pump(self, timeout_s: float) -> None:
-        try:
-            worker_id, message = self.events.get(timeout=max(0.0, timeout_s))
-        except queue.Empty:
-            return
-        self._handle(worker_id, message)
-        while True:
-            try:
-                worker_id, message = self.events.get_nowait()
-            except queue.Empty:
-                return
-            self._handle(worker_id, message)
+        pump(self.events, timeout_s, self._handle)
 
     def _handle(self, worker_id: str, message: dict[str, Any] | None) -> None:
         worker = self.workers[worker_id]

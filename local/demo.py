@@ -70,7 +70,7 @@ from botocore.config import Config  # noqa: E402
 
 from athena_refresh.results import ResultsStore  # noqa: E402
 from local.atomic_moto import start_server_process, stop_server_process  # noqa: E402
-from local.lambda_pool import Worker  # noqa: E402
+from local.lambda_pool import Worker, pump  # noqa: E402
 from local.data import FLIGHTS_ROW_COUNT, ensure_flights_parquet  # noqa: E402
 from slotlock import Slot, SlotLock  # noqa: E402
 from stacks.config import CONTEXT_KEY, JobConfig, load_context  # noqa: E402
@@ -403,17 +403,7 @@ class Demo:
     def _pump(self, timeout_s: float) -> None:
         """Handle the events of at most ``timeout_s`` seconds (at least one wait, then what is queued)."""
         self.check_interrupt()
-        try:
-            worker_id, message = self.events.get(timeout=max(0.0, timeout_s))
-        except queue.Empty:
-            return
-        self._handle(worker_id, message)
-        while True:
-            try:
-                worker_id, message = self.events.get_nowait()
-            except queue.Empty:
-                return
-            self._handle(worker_id, message)
+        pump(self.events, timeout_s, self._handle)
 
     def _handle(self, worker_id: str, message: dict[str, Any] | None) -> None:
         worker = self.workers[worker_id]

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ class Worker:
         self.id = worker_id
         self.log_path = log_path
         self.state = "starting"  # starting -> idle <-> busy (paused) -> dead
-        self.invocation: Invocation | None = None
+        self.invocation: Any = None  # the harness's record of the invocation it is serving
         self.served = 0
         self.last_used = 0.0
         self.init_ms: int | None = None
@@ -100,3 +100,22 @@ class Worker:
                     self.proc.stdin.close()
         self.exit_code = self.proc.returncode
         self.state = "dead"
+
+
+def pump(
+    events: queue.Queue[tuple[str, dict[str, Any] | None]],
+    timeout_s: float,
+    handle: Callable[[str, dict[str, Any] | None], None],
+) -> None:
+    """Handle the workers' messages of at most ``timeout_s`` seconds: one wait, then whatever is queued."""
+    try:
+        worker_id, message = events.get(timeout=max(0.0, timeout_s))
+    except queue.Empty:
+        return
+    handle(worker_id, message)
+    while True:
+        try:
+            worker_id, message = events.get_nowait()
+        except queue.Empty:
+            return
+        handle(worker_id, message)
