@@ -23,8 +23,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from local.processes import gather
+
 from .backends import Endpoint, create_table, make_client
-from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, _gather, slot_at
+from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, slot_at
 from .stats import spread
 
 MODES = ("slotlock", "no lock")
@@ -137,7 +139,7 @@ def fanout(endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Cal
                              args=(endpoint, tables, str(parquet.parent.parent), state_dir, i, slots, barrier, queue))
                  for i in range(racers)]
         say(f"  fan-out: {racers} racer processes x {slots} slots, real job on DuckDB, with and without the lease ...")
-        reports = _gather(procs, queue, BARRIER_FIRST_TIMEOUT_S + 60.0 * slots)
+        reports = gather(procs, queue, BARRIER_FIRST_TIMEOUT_S + 60.0 * slots)
     errors = [f"racer {i}: {error}" for i, _, error in reports if error]
     if errors:
         raise RuntimeError("fan-out racers failed:\n" + "\n".join(errors))

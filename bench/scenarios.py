@@ -8,13 +8,13 @@ has a timeout, and every child process is joined, then terminated or killed by i
 from __future__ import annotations
 
 import multiprocessing
-import queue
 import time
 import traceback
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from local.processes import gather
 from slotlock import Slot
 
 from .backends import Endpoint, make_client
@@ -286,7 +286,7 @@ def contended(
     procs = [ctx.Process(target=racer_main, args=(endpoint, run_id, i, races, barrier, results), name=f"racer-{i}")
              for i in range(racers)]
     budget = timeout_s if timeout_s is not None else BARRIER_FIRST_TIMEOUT_S + 10.0 * len(races)
-    reports = _gather(procs, results, budget)
+    reports = gather(procs, results, budget)
     errors = [f"racer {i}: {error}" for i, _, error in reports if error]
     if errors:
         raise RuntimeError("racers failed:\n" + "\n".join(errors))
@@ -329,38 +329,6 @@ def contended(
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def _gather(procs: Sequence[Any], results: Any, timeout_s: float) -> list[Any]:
-    """Start ``procs``, read one report each (bounded by ``timeout_s``), join; stop stragglers by handle."""
-    reports: list[Any] = []
-    try:
-        for proc in procs:
-            proc.start()
-        deadline = time.monotonic() + timeout_s
-        while len(reports) < len(procs):
-            try:
-                reports.append(results.get(timeout=0.5))
-                continue
-            except queue.Empty:
-                pass
-            dead = [p.name for p in procs if p.exitcode is not None and p.exitcode != 0]
-            if dead:
-                raise RuntimeError(f"child processes died without reporting: {', '.join(dead)}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {len(reports)} of {len(procs)} processes reported within {timeout_s:.0f} s")
-        for proc in procs:
-            proc.join(max(0.1, deadline - time.monotonic()))
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(5)
-        results.close()
-    return reports
 
 
 # --------------------------------------------------------------------------------------------------

@@ -62,6 +62,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from local.processes import stop_process
+
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
 
@@ -351,14 +353,7 @@ def stop_server_process(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -
 
     Returns the exit code (negative signal number if it was killed). Safe to call twice.
     """
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=timeout_s)
-    return int(proc.returncode)
+    return stop_process(proc, timeout_s)
 
 
 def _write_ready_file(path: Path, endpoint_url: str) -> None:

@@ -32,6 +32,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from local.processes import stop_process
+
 #: The npm package that carries DynamoDB Local (1.25.1 in this version), pinned.
 NPM_PACKAGE = "amplify-dynamodb-simulator"
 NPM_VERSION = "2.9.30"
@@ -227,13 +229,8 @@ class DynamoDBLocal:
         """Stop the process by its PID: terminate, bounded wait, then kill. Idempotent."""
         process, self.process = self.process, None
         atexit.unregister(self.stop)
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=self.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=self.stop_timeout_s)
+        if process is not None:
+            stop_process(process, self.stop_timeout_s)
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -22,7 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from local.atomic_moto import AtomicMotoServer, start_server_process, stop_server_process
-from tests.processes import gather
+from local.processes import gather
 
 pytestmark = pytest.mark.slow
 

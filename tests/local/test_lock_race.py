@@ -21,7 +21,7 @@ import pytest
 from botocore.config import Config
 
 from slotlock import Slot, SlotLock
-from tests.processes import gather
+from local.processes import gather
 
 pytestmark = pytest.mark.slow
 
