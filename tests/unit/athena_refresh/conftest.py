@@ -42,7 +42,11 @@ import boto3
 import moto
 import pytest
 
+from aws_lambda_powertools.logging import logger as powertools_logger
+from aws_lambda_powertools.metrics.provider import cold_start
+
 from local.dynamodb_local import DynamoDBLocal
+from athena_refresh import service
 from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.job import AthenaRefreshJob
@@ -535,3 +539,19 @@ def make_context(clock: FakeClock) -> Callable[..., LambdaContext]:
         )
 
     return make
+
+
+@pytest.fixture
+def fresh_powertools_state() -> Iterator[None]:
+    """A new execution environment per test (handler suites use it): no buffered metrics, cold start
+    again, no cached dependencies, and no job dimension left over for the next module."""
+    service.metrics.clear_metrics()
+    cold_start.is_cold_start = True
+    powertools_logger.is_cold_start = True
+    yield
+    service.use_engine_factory(None)
+    service.dependencies.cache_clear()
+    service.metrics.clear_metrics()
+    service.metrics.clear_default_dimensions()
+    cold_start.is_cold_start = True
+    powertools_logger.is_cold_start = True

@@ -13,13 +13,10 @@ system clock), one request at a time: in-process moto is not atomic under concur
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pytest
-from aws_lambda_powertools.logging import logger as powertools_logger
-from aws_lambda_powertools.metrics.provider import cold_start
 
 from athena_refresh import contract, service
 from athena_refresh.handler import lambda_handler
@@ -34,6 +31,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
     # Each scenario is its own job in one process (a deployed function serves one job): expected here.
     pytest.mark.filterwarnings("ignore:Dimension 'job' has already been added"),
+    pytest.mark.usefixtures("fresh_powertools_state"),
 ]
 
 
@@ -233,18 +231,6 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
 # ---------------------------------------------------------------------------------------------------
 # fixtures
 # ---------------------------------------------------------------------------------------------------
-@pytest.fixture(autouse=True)
-def fresh_powertools_state() -> Iterator[None]:
-    service.metrics.clear_metrics()
-    cold_start.is_cold_start = True
-    powertools_logger.is_cold_start = True
-    yield
-    service.use_engine_factory(None)
-    service.dependencies.cache_clear()
-    service.metrics.clear_metrics()
-    service.metrics.clear_default_dimensions()  # the scenarios' job names must not leak into other modules
-
-
 @pytest.fixture
 def harness(
     monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str], ddb: Any, make_engine: Any, make_context: Any,

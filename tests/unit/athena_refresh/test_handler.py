@@ -19,8 +19,6 @@ from typing import Any, Callable
 
 import boto3
 import pytest
-from aws_lambda_powertools.logging import logger as powertools_logger
-from aws_lambda_powertools.metrics.provider import cold_start
 
 from athena_refresh import contract, service
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
@@ -33,7 +31,10 @@ LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVA
 # Powertools warns when an invocation flushes no buffered metric: expected when the handler raises before
 # the run, and for a loser on a fresh table (LostRace is a single_metric, flushed at once; there is no
 # last success to report yet).
-pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
+    pytest.mark.usefixtures("fresh_powertools_state"),  # every test is a new execution environment
+]
 
 
 _CURRENT_SLOT: Slot | None = None
@@ -77,20 +78,6 @@ def rule_event(slot: Slot) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------
 # fixtures
 # ---------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def fresh_powertools_state() -> Iterator[None]:
-    """Every test is a new execution environment: no buffered metrics, cold start again, no cached deps."""
-    service.metrics.clear_metrics()
-    cold_start.is_cold_start = True
-    powertools_logger.is_cold_start = True
-    yield
-    service.use_engine_factory(None)
-    service.dependencies.cache_clear()
-    service.metrics.clear_metrics()
-    cold_start.is_cold_start = True
-    powertools_logger.is_cold_start = True
 
 
 @pytest.fixture
