@@ -52,7 +52,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
@@ -594,6 +594,7 @@ class Chaos:
         if not delivery.paused:
             return
         delivery.paused = False
+        self.record("sigcont", request_id=delivery.request_id, slot=delivery.slot, worker=worker.id, why=why)
         if worker.state == "paused":
             worker.state = "busy"
             worker.last_used = time.monotonic()
@@ -676,8 +677,9 @@ class Chaos:
             item = lock.get_slot(Slot.parse(slot_iso))
             if item is not None:
                 state.slot_items[slot_iso] = item
-        for item in store.list_results(self.job.job_name):
-            state.results[item["slot"]] = store.get_result(self.job.job_name, item["slot"]) or item
+        for item in store.list_results(self.job.job_name):  # rows come inline unless offloaded to S3
+            offloaded = "rows_s3_uri" in item
+            state.results[item["slot"]] = store.get_result(self.job.job_name, item["slot"]) if offloaded else item
         state.latest = store.get_latest(self.job.job_name)
         return state
 
@@ -702,7 +704,6 @@ class Chaos:
         planned = [p.iso for p in self.plans] + self.ancient
         violations = chaos_checker.check_history(self.history) + chaos_checker.check_final_state(
             final, planned_slots=planned, dead_lettered=self.dead_lettered, expected_rows=expected,
-            history=self.history,
         )
         missed = Counter(str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED")
         failed = sum(1 for item in final.slot_items.values() if item.get("status") == "FAILED")
@@ -776,20 +777,14 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-@contextlib.contextmanager
-def _session(options: ChaosOptions, out: Callable[[str], None] | None) -> Iterator[Chaos]:
+def run_chaos(options: ChaosOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one chaos run and return its report (see :meth:`Chaos.report`); always stops its processes."""
     chaos = Chaos(options, out=out)
     try:
         chaos.setup()
-        yield chaos
+        return chaos.run()
     finally:
         chaos.close()
-
-
-def run_chaos(options: ChaosOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run one chaos run and return its report (see :meth:`Chaos.report`)."""
-    with _session(options, out) as chaos:
-        return chaos.run()
 
 
 def run_suite(

@@ -174,7 +174,6 @@ def check_final_state(
     planned_slots: Iterable[str],
     dead_lettered: Iterable[str],
     expected_rows: Mapping[str, Any],
-    history: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """Violations visible in the stored state (the last two checks, and the stored half of the token order).
 
