@@ -180,8 +180,9 @@ class ChaosRuntime(Runtime):
 
         self.plan = FaultPlan(seed=self.args.seed, transient_rate=self.args.transient_rate, report=self.channel.send)
         # Before the handler builds any client: clients copy the session's handlers when created.
-        session = boto3.DEFAULT_SESSION or boto3.setup_default_session() or boto3.DEFAULT_SESSION
-        BotocoreFaults(self.plan, fencing=not self.args.no_fencing).install(session.events)
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        BotocoreFaults(self.plan, fencing=not self.args.no_fencing).install(boto3.DEFAULT_SESSION.events)
         super().init()
         from athena_refresh import service
         from slotlock import SlotLock, system_clock_ms
