@@ -24,6 +24,8 @@ from .errors import (
     LockNotAcquiredError,
     SlotLockError,
     StaleFencingTokenError,
+    TransientLockError,
+    WriteRejectedError,
 )
 from .lease import CommitReceipt, Lease, LockRecord, Loss
 from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
@@ -50,6 +52,8 @@ __all__ = [
     "SlotRun",
     "SlotRunner",
     "StaleFencingTokenError",
+    "TransientLockError",
+    "WriteRejectedError",
     "bump_fencing_token",
     "once_per_slot",
     "system_clock_ms",

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import time
+import uuid
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -48,9 +50,12 @@ from .errors import (
     LockConfigurationError,
     LockNotAcquiredError,
     StaleFencingTokenError,
+    TransientLockError,
+    WriteRejectedError,
 )
 from .lease import CommitReceipt, Lease, LockRecord, Loss, LossReason, SlotOutcomeName
 from .slot import Slot
+from .transient import PERMANENT_ERROR_CODES, TRANSIENT_ERROR_CODES, Cancellation, RetryBudget
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -84,20 +89,31 @@ ERROR_JSON = "error_json"
 STARTED_AT = "started_at_ms"
 FINISHED_AT = "finished_at_ms"
 TTL = "ttl_epoch_s"
+RECORD_ID = "record_id"  # a random id per MISSED write: an SDK resend of our own applied write is recognised
 
 STATUS_RUNNING = "RUNNING"
 STATUS_SUCCEEDED = "SUCCEEDED"
 STATUS_FAILED = "FAILED"
 STATUS_MISSED = "MISSED"
+TERMINAL_STATUSES = (STATUS_SUCCEEDED, STATUS_FAILED, STATUS_MISSED)
 
 DEFAULT_LEASE_DURATION_S = 60.0
 DEFAULT_HISTORY_TTL_S = 30 * 24 * 3600
 #: Deliveries whose scheduled time is further ahead of the caller's clock than this are refused: acquiring a
-#: future slot would make every earlier slot lose as "superseded" until real time caught up with it.
-DEFAULT_MAX_SLOT_LEAD_S = 300.0
+#: future slot would make every earlier slot lose as "superseded" until real time caught up with it. The
+#: Scheduler never delivers early (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-flexible-time-windows.html:
+#: a window only delays), so the allowance only covers clock skew between the Scheduler and the caller.
+DEFAULT_MAX_SLOT_LEAD_S = 5.0
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB TransactWriteItems limit
 MAX_STATE_BYTES = 64 * 1024  # in-flight state is small by design (ids, counters)
-TRANSACTION_CONFLICT_RETRIES = 3
+#: Requests in all (the first included) that a holder spends on transient answers (throttling, a conflicting
+#: transaction, a server error) of one write, within the lease and the invocation deadline.
+DEFAULT_MAX_TRANSIENT_ATTEMPTS = 6
+#: A racer's acquisition or missed-slot record: fewer attempts, within this share of the lease.
+LOSER_TRANSIENT_ATTEMPTS = 3
+LOSER_RETRY_LEASE_SHARE = 0.25
+
+logger = logging.getLogger(__name__)
 
 # --- named condition clauses ------------------------------------------------------------------------
 # Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
@@ -130,7 +146,19 @@ ACQUIRE_UPDATE = (
 )
 # Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock).
 OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
+# Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
+#
+#   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
+#   RUNNING                 -> RUNNING (a later holder of the same slot), SUCCEEDED/FAILED (its commit),
+#                              MISSED "superseded" (the slot can never finish: a newer slot holds the lock)
+#   SUCCEEDED/FAILED/MISSED -> never written again: a condition failure, judged by the writer
 SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
+SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
+# A MISSED record of "overrun" or "too_old" is written with a ConditionCheck on the lock item in the same
+# transaction: the slot is not the lock's acquired slot at that instant. A winner that acquires the slot
+# later reads the slot item right after its acquisition and, finding it MISSED, does not run it; so a MISSED
+# slot never runs, and a running slot is never recorded MISSED.
+SLOT_NOT_ACQUIRED = "(attribute_not_exists(#pk) OR attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)"
 
 
 def system_clock_ms() -> int:
@@ -168,11 +196,19 @@ class SlotLock:
         Lifetime of slot items (their ``ttl_epoch_s``), seconds.
     max_slot_lead_s:
         A delivery whose slot is more than this many seconds ahead of ``clock_ms`` is refused with
-        :class:`InvalidEventError` before any request (default 300 s: far above clock skew; schedulers
-        deliver at or after the scheduled time). Acquiring a far-future slot (a hostile or mistyped event)
-        would make every earlier slot lose as ``superseded`` until then. ``None`` accepts any lead.
+        :class:`InvalidEventError` before any request (default 5 s: a clock-skew allowance; schedulers
+        deliver at or after the scheduled time, never early). Acquiring a future slot (a hostile or
+        mistyped event) would make the current slot's racers lose as ``superseded``. ``0`` refuses any
+        lead; ``None`` accepts any lead (tests only).
     clock_ms:
         Callable returning the caller's wall clock in epoch milliseconds (inject a fake in tests).
+    sleep_s:
+        Sleeps that many seconds between retries of transient answers (inject with a fake clock).
+    max_transient_attempts:
+        Requests in all that a holder's write (renew, state, commit, release) spends on transient
+        answers (throttling, conflicting transactions, server errors) before raising the retryable
+        :class:`TransientLockError`; never past the lease's expiry nor the invocation deadline.
+        A racer's acquisition spends at most ``LOSER_TRANSIENT_ATTEMPTS`` within a quarter lease.
 
     Raises
     ------
@@ -198,6 +234,8 @@ class SlotLock:
         history_ttl_s: int = DEFAULT_HISTORY_TTL_S,
         max_slot_lead_s: float | None = DEFAULT_MAX_SLOT_LEAD_S,
         clock_ms: ClockMs = system_clock_ms,
+        sleep_s: Callable[[float], None] = time.sleep,
+        max_transient_attempts: int = DEFAULT_MAX_TRANSIENT_ATTEMPTS,
     ) -> None:
         if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
             raise LockConfigurationError("table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}")
@@ -219,8 +257,8 @@ class SlotLock:
             raise LockConfigurationError("max_slot_age_s", f"must be positive or None, got {max_slot_age_s!r}")
         if not isinstance(history_ttl_s, int) or history_ttl_s <= 0:
             raise LockConfigurationError("history_ttl_s", f"must be a positive integer, got {history_ttl_s!r}")
-        if max_slot_lead_s is not None and not _positive_seconds(max_slot_lead_s):
-            raise LockConfigurationError("max_slot_lead_s", f"must be positive or None, got {max_slot_lead_s!r}")
+        if max_slot_lead_s is not None and not (_positive_seconds(max_slot_lead_s) or max_slot_lead_s == 0):
+            raise LockConfigurationError("max_slot_lead_s", f"must be >= 0 seconds or None, got {max_slot_lead_s!r}")
         self.table_name = table_name
         self.job_name = job_name
         self.lease_duration_ms = int(lease_duration_s * 1000)
@@ -228,7 +266,15 @@ class SlotLock:
         self.max_slot_age_ms = None if max_slot_age_s is None else int(max_slot_age_s * 1000)
         self.history_ttl_s = history_ttl_s
         self.max_slot_lead_ms = None if max_slot_lead_s is None else int(max_slot_lead_s * 1000)
+        if isinstance(max_transient_attempts, bool) or not isinstance(max_transient_attempts, int) or not (
+            1 <= max_transient_attempts <= 20
+        ):
+            raise LockConfigurationError(
+                "max_transient_attempts", f"must be an integer from 1 to 20, got {max_transient_attempts!r}"
+            )
         self.clock_ms = clock_ms
+        self.sleep_s = sleep_s
+        self.max_transient_attempts = max_transient_attempts
         self._client = client
         self.lock_key = f"lock#{job_name}"
 
@@ -250,13 +296,62 @@ class SlotLock:
             return method(**params)
         except ClientError:
             raise  # callers inspect conditional failures; everything else is wrapped by _wrap
-        except BotoCoreError as exc:
-            raise LockBackendError(operation, str(exc)) from exc
+        except BotoCoreError as exc:  # connection dropped, read timeout... after botocore's own retries
+            raise LockBackendError(operation, str(exc), error_code=type(exc).__name__, retryable=True) from exc
 
     @staticmethod
     def _wrap(operation: str, exc: ClientError) -> LockBackendError:
         error = exc.response.get("Error", {})
-        return LockBackendError(operation, error.get("Message") or str(exc), error_code=error.get("Code"))
+        code, message = error.get("Code"), error.get("Message") or str(exc)
+        if code in PERMANENT_ERROR_CODES:
+            return WriteRejectedError(operation, f"{code}: {message}", reason_code=str(code))
+        return LockBackendError(
+            operation, message, error_code=code,
+            retryable=code in TRANSIENT_ERROR_CODES or _http_status(exc) >= 500,
+        )
+
+    def holder_budget(self, lease: Lease) -> RetryBudget:
+        """The retry budget of a holder's write: ends at the lease's expiry or the invocation deadline."""
+        ends = [lease.expires_at_ms] + ([lease.deadline_ms] if lease.deadline_ms is not None else [])
+        return RetryBudget(clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends),
+                           max_attempts=self.max_transient_attempts)
+
+    def _racer_budget(self, now_ms: int, deadline_ms: int | None) -> RetryBudget:
+        ends = [now_ms + int(self.lease_duration_ms * LOSER_RETRY_LEASE_SHARE)]
+        if deadline_ms is not None:
+            ends.append(deadline_ms)
+        return RetryBudget(clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends),
+                           max_attempts=LOSER_TRANSIENT_ATTEMPTS)
+
+    def _send(self, operation: str, params: Mapping[str, Any], budget: RetryBudget) -> dict[str, Any]:
+        """One single-item write, its transient answers retried within ``budget``.
+
+        Raises the ``ClientError`` of a failed condition (the caller judges it with ALL_OLD), the
+        retryable :class:`TransientLockError` when the budget is spent, :class:`WriteRejectedError` for
+        a request DynamoDB will never accept, and :class:`LockBackendError` otherwise.
+        """
+        while True:
+            try:
+                return self._call(operation, **params)
+            except ClientError as exc:
+                if _is_conditional_failure(exc):
+                    raise
+                wrapped = self._wrap(operation, exc)
+                if not wrapped.retryable:
+                    raise wrapped from exc
+                if not budget.retry():
+                    raise TransientLockError(
+                        operation, f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
+                        attempts=budget.attempts, error_code=wrapped.error_code,
+                    ) from exc
+            except LockBackendError as exc:
+                if not exc.retryable:
+                    raise
+                if not budget.retry():
+                    raise TransientLockError(
+                        operation, f"{exc} (after {budget.attempts} request(s))", attempts=budget.attempts,
+                        error_code=exc.error_code,
+                    ) from exc
 
     def _ttl(self, now_ms: int) -> int:
         return now_ms // 1000 + self.history_ttl_s
@@ -267,14 +362,20 @@ class SlotLock:
 
     # --- acquire --------------------------------------------------------------------------------------
     def try_acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease | Loss:
-        """Race for the lease of ``slot``: exactly one conditional UpdateItem decides.
+        """Race for the lease of ``slot``: one conditional UpdateItem decides.
 
         The write sets owner and expiry (``min(now + lease, deadline_ms)``) and bumps the fencing token
         with ``ADD``, returning ALL_NEW. A loser learns why from ``ReturnValuesOnConditionCheckFailure=ALL_OLD``
-        and gets a :class:`Loss` after this one request. Exceptions to "one request": a ``too_old``
-        delivery sends one conditional PutItem recording the missed slot instead (no acquisition); an
-        ``overrun`` loser sends one more conditional PutItem so that exactly one racer records the missed
-        slot; a takeover or re-entry reads the slot item once to adopt the predecessor's in-flight state.
+        and gets a :class:`Loss` after this one request. Exceptions to "one request":
+
+        - the winner reads the slot item once (consistent): to adopt a predecessor's in-flight state, and
+          to refuse a slot already recorded MISSED (it then marks it finished and loses ``slot_finished``);
+        - a slot that will never run is recorded MISSED by exactly one of its racers with one more
+          conditional write: ``too_old`` (instead of an acquisition), ``overrun`` and ``superseded``;
+          ``too_old`` and ``overrun`` in a transaction with a check that the slot is not acquired;
+        - an answer that decides nothing (a transaction in flight on the lock item, throttling past
+          botocore's retries) is retried a few times within a quarter lease, then lost as ``conflict`` or
+          ``unavailable`` (a normal return, never an exception).
 
         Parameters
         ----------
@@ -297,8 +398,11 @@ class SlotLock:
         CorruptLockItemError
             The lock item holds wrong-typed or missing attributes (the condition could never be true), or
             the slot item adopted on a takeover is undecodable (the lease is released again first).
+        TransientLockError
+            A request went unanswered (dropped connection) and the retries stayed undecided: we may hold
+            the lease, so Lambda's retry (same request id) must re-enter it.
         LockBackendError
-            DynamoDB failed after botocore's retries.
+            DynamoDB refused the request for good (a missing table, access denied).
         """
         if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
             raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
@@ -310,39 +414,65 @@ class SlotLock:
                 f" {self.max_slot_lead_ms / 1000:.0f} s is accepted (a future slot would supersede every earlier one)",
             )
         if self.max_slot_age_ms is not None and now_ms - slot.epoch_ms > self.max_slot_age_ms:
-            recorded = self.record_missed(slot, "too_old", detail={"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id})
+            recorded = self._record_missed(
+                slot, "too_old", {"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id},
+                guard_lock=True, budget=self._racer_budget(now_ms, deadline_ms),
+            )
             return Loss(self.job_name, slot, owner_id, "too_old", None, recorded)
         expires_ms = self._lease_expiry(now_ms, deadline_ms)
         if expires_ms <= now_ms:
             raise LockConfigurationError("deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease")
-        try:
-            response = self._call(
-                "UpdateItem",
-                TableName=self.table_name,
-                Key={PK: {"S": self.lock_key}},
-                UpdateExpression=ACQUIRE_UPDATE,
-                ConditionExpression=ACQUIRE_CONDITION,
-                ExpressionAttributeNames={
-                    "#pk": PK, "#job": JOB, "#token": TOKEN, "#owner": OWNER, "#expires": EXPIRES,
-                    "#acquired": ACQUIRED, "#lease_slot": LEASE_SLOT, "#prev_owner": PREV_OWNER,
-                    "#prev_slot": PREV_SLOT, "#last_fin_slot": LAST_FIN_SLOT,
-                },
-                ExpressionAttributeValues={
-                    ":owner": {"S": owner_id}, ":expires": {"N": str(expires_ms)}, ":now": {"N": str(now_ms)},
-                    ":slot": {"N": str(slot.epoch_s)}, ":job": {"S": self.job_name}, ":one": {"N": "1"},
-                    ":null": {"NULL": True},
-                },
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if not _is_conditional_failure(exc):
-                if exc.response.get("Error", {}).get("Code") == "ValidationException":
+        params = {
+            "TableName": self.table_name,
+            "Key": {PK: {"S": self.lock_key}},
+            "UpdateExpression": ACQUIRE_UPDATE,
+            "ConditionExpression": ACQUIRE_CONDITION,
+            "ExpressionAttributeNames": {
+                "#pk": PK, "#job": JOB, "#token": TOKEN, "#owner": OWNER, "#expires": EXPIRES,
+                "#acquired": ACQUIRED, "#lease_slot": LEASE_SLOT, "#prev_owner": PREV_OWNER,
+                "#prev_slot": PREV_SLOT, "#last_fin_slot": LAST_FIN_SLOT,
+            },
+            "ExpressionAttributeValues": {
+                ":owner": {"S": owner_id}, ":expires": {"N": str(expires_ms)}, ":now": {"N": str(now_ms)},
+                ":slot": {"N": str(slot.epoch_s)}, ":job": {"S": self.job_name}, ":one": {"N": "1"},
+                ":null": {"NULL": True},
+            },
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        # The first answer decides (won, or lost with ALL_OLD saying why). Only an answer that decides
+        # nothing is retried, a few times within a quarter lease: a transaction in flight on the lock item
+        # (TransactionConflictException: the holder's commit) or throttling past botocore's retries. A racer
+        # that stays undecided returns a normal loss ("conflict"/"unavailable"); but if a request may have
+        # applied without us hearing of it (a dropped connection), we may hold the lease: then the retryable
+        # TransientLockError goes to Lambda, whose retry (same request id) re-enters it.
+        budget = self._racer_budget(now_ms, deadline_ms)
+        outcome_unknown = False
+        while True:
+            try:
+                response = self._call("UpdateItem", **params)
+                break
+            except ClientError as exc:
+                if _is_conditional_failure(exc):
+                    return self._loss(slot, owner_id, now_ms, self._old_lock_record(exc), deadline_ms)
+                if _error_code(exc) == "ValidationException":
                     # e.g. ADD on a String fencing_token: name the corrupt attribute if that is the cause
                     self._raise_if_corrupt(exc)
-                raise self._wrap("UpdateItem", exc) from exc
-            current = self._old_lock_record(exc)
-            return self._loss(slot, owner_id, now_ms, current, deadline_ms)
+                wrapped = self._wrap("UpdateItem", exc)
+                if not wrapped.retryable:
+                    raise wrapped from exc
+                if budget.retry():
+                    continue
+                if outcome_unknown:
+                    raise TransientLockError("UpdateItem", f"acquire: {wrapped}", attempts=budget.attempts) from exc
+                reason: LossReason = "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
+                logger.warning("acquire of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
+                               self.job_name, slot.iso, budget.attempts, wrapped.error_code, reason)
+                return Loss(self.job_name, slot, owner_id, reason)
+            except LockBackendError as exc:  # no answer at all: the write may have applied
+                outcome_unknown = True
+                if not budget.retry():
+                    raise TransientLockError("UpdateItem", f"acquire: {exc}", attempts=budget.attempts) from exc
         record = self.decode_lock(response["Attributes"])
         return self._lease_from(record, slot, owner_id, now_ms, expires_ms, deadline_ms)
 
@@ -355,7 +485,7 @@ class SlotLock:
 
     def _lease_from(
         self, record: LockRecord, slot: Slot, owner_id: str, now_ms: int, expires_ms: int, deadline_ms: int | None
-    ) -> Lease:
+    ) -> Lease | Loss:
         previous_owner, previous_slot = record.previous_owner_id, record.previous_slot
         same_slot_predecessor = previous_owner is not None and previous_slot == slot
         superseded = previous_slot if previous_owner is not None and previous_slot is not None and previous_slot < slot else None
@@ -372,20 +502,58 @@ class SlotLock:
             superseded_slot=superseded,
             last_succeeded_at_ms=record.last_succeeded_at_ms,
         )
-        if same_slot_predecessor:
-            # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
-            try:
-                state = self.get_slot_state(slot)
-            except CorruptLockItemError:
-                # Nothing can be adopted from a tampered slot item: give the lease back (kept owner, token
-                # and slot, expiry now) so the error, not a stuck lease, is what the next racer meets too.
-                self._set_expiry(lease, now_ms, operation="release")
-                raise
-            lease = replace(lease, state=MappingProxyType(state))
         if superseded is not None:
-            # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy.
-            self._record_superseded(superseded, lease)
+            # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy. The
+            # older slot can never finish (its holder's token is stale), whatever becomes of this one.
+            recorded = self._record_missed(
+                superseded, "superseded", {"superseded_by_slot": slot.iso, "fencing_token": lease.fencing_token},
+                guard_lock=False, budget=self._racer_budget(now_ms, deadline_ms),
+            )
+            lease = replace(lease, superseded_recorded=recorded)
+        # One consistent read of the slot item: a predecessor's in-flight state to adopt (a query id), or a
+        # terminal record (the slot was recorded MISSED before we acquired it) that forbids running it.
+        try:
+            item = self.get_slot(slot)
+        except CorruptLockItemError:
+            # Nothing can be adopted from a tampered slot item: give the lease back (kept owner, token
+            # and slot, expiry now) so the error, not a stuck lease, is what the next racer meets too.
+            self._set_expiry(lease, now_ms, operation="release")
+            raise
+        if item is not None and item.get(STATUS) in TERMINAL_STATUSES:
+            return self._abandon_ended_slot(lease, record, str(item[STATUS]))
+        if same_slot_predecessor and item is not None:
+            # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
+            lease = replace(lease, state=MappingProxyType(dict(item.get("state") or {})))
         return lease
+
+    def _abandon_ended_slot(self, lease: Lease, record: LockRecord, status: str) -> Loss:
+        """We acquired a slot whose history already ended (recorded MISSED before our acquisition): run nothing.
+
+        One fenced UpdateItem finishes the slot on the lock item (last finished slot = this slot, with the
+        recorded outcome) and releases the lease, so later deliveries of the slot lose as ``slot_finished``
+        and never run it either. If that write fails, the lease simply expires.
+        """
+        now_ms = self.clock_ms()
+        outcome = status.lower()
+        update = self._lock_update(
+            lease,
+            "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now REMOVE #expires, #owner",
+            {"#fin_slot": LAST_FIN_SLOT, "#fin_outcome": LAST_FIN_OUTCOME, "#fin_token": LAST_FIN_TOKEN,
+             "#fin_at": LAST_FIN_AT, "#expires": EXPIRES},
+            {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}},
+        )["Update"]
+        try:
+            self._send("UpdateItem", update, self.holder_budget(lease))
+        except (ClientError, LockBackendError) as exc:
+            logger.warning("slot %s already ended (%s); could not mark it finished on the lock item, the lease"
+                           " expires by itself: %s", lease.slot.iso, status, exc)
+        logger.info("slot %s was already %s when acquired (token %d): not run", lease.slot.iso, status,
+                    lease.fencing_token)
+        current = replace(
+            record, owner_id=None, lease_expires_at_ms=None, last_finished_slot=lease.slot,
+            last_finished_outcome=outcome, last_finished_token=lease.fencing_token, last_finished_at_ms=now_ms,
+        )
+        return Loss(self.job_name, lease.slot, lease.owner_id, "slot_finished", current)
 
     def _loss(
         self, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
@@ -411,10 +579,18 @@ class SlotLock:
                 f"made the acquire condition false although no live lease or finished slot explains it: {current}",
             )
         recorded = False
-        if reason == "overrun":
-            recorded = self.record_missed(
-                slot, "overrun",
-                detail={"holder_owner_id": current.owner_id, "holder_slot": current.lease_slot.iso if current.lease_slot else None},
+        if reason in ("overrun", "superseded"):
+            # The slot will never run: exactly one of its racers records it MISSED (conditional writes). A
+            # superseded slot can never be acquired again (the lock's slots only move forward); an overrun
+            # one could be, once the older holder finishes, hence the lock-item check in the same transaction.
+            detail = {
+                "owner_id": owner_id, "holder_owner_id": current.owner_id,
+                "holder_slot": current.lease_slot.iso if current.lease_slot else None,
+                "last_finished_slot": current.last_finished_slot.iso if current.last_finished_slot else None,
+                "fencing_token": current.fencing_token,
+            }
+            recorded = self._record_missed(
+                slot, reason, detail, guard_lock=reason == "overrun", budget=self._racer_budget(now_ms, deadline_ms)
             )
         return Loss(self.job_name, slot, owner_id, reason, current, recorded)
 
@@ -428,7 +604,10 @@ class SlotLock:
         Raises
         ------
         LeaseLostError
-            Another owner or token holds the lock; write nothing more.
+            Another owner or token holds the lock (ALL_OLD shows it); write nothing more.
+        TransientLockError
+            Throttled or conflicting past the retry budget (which ends at the lease's expiry): retryable,
+            the lease is not known to be lost.
         """
         now_ms = self.clock_ms()
         expires_ms = self._lease_expiry(now_ms, lease.deadline_ms)
@@ -444,10 +623,18 @@ class SlotLock:
         state. One TransactWriteItems: the lock item's renewal is conditional on owner and token, so a
         superseded holder cannot overwrite its successor's state.
 
+        The slot item's write is conditional too: it never overwrites a terminal record (SUCCEEDED,
+        FAILED, MISSED). Transient cancellation reasons are retried within the lease (see
+        :mod:`slotlock.transient`).
+
         Raises
         ------
         LeaseLostError
-            The lease was taken over; nothing was written.
+            The lease was taken over (the lock item's condition failed); nothing was written.
+        CorruptLockItemError
+            The slot item already holds a terminal record although the lock names us as its holder.
+        TransientLockError, WriteRejectedError
+            Transient past the budget (retryable) / refused for good (record the slot FAILED).
         """
         state = {**lease.state, **changes}
         state_json = _json(state)
@@ -468,9 +655,10 @@ class SlotLock:
                         " #token = :token, #owner = :owner, #state = :state, #ttl = :ttl,"
                         " #started = if_not_exists(#started, :now)"
                     ),
+                    "ConditionExpression": SLOT_NOT_ENDED,
                     "ExpressionAttributeNames": {
-                        "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS, "#token": TOKEN,
-                        "#owner": OWNER, "#state": STATE_JSON, "#ttl": TTL, "#started": STARTED_AT,
+                        "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
+                        "#token": TOKEN, "#owner": OWNER, "#state": STATE_JSON, "#ttl": TTL, "#started": STARTED_AT,
                     },
                     "ExpressionAttributeValues": {
                         ":job": {"S": self.job_name}, ":slot_iso": {"S": lease.slot.iso},
@@ -478,14 +666,16 @@ class SlotLock:
                         ":token": {"N": str(lease.fencing_token)}, ":owner": {"S": lease.owner_id},
                         ":state": {"S": state_json}, ":ttl": {"N": str(self._ttl(now_ms))}, ":now": {"N": str(now_ms)},
                     },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
         ]
         try:
-            self._transact(items, idempotent=False)
+            self._transact(items, operation="record_state", budget=self.holder_budget(lease), lease=lease)
         except _Cancelled as cancelled:
-            current = cancelled.lock_record(self)
-            raise LeaseLostError(lease, current, operation="record_state") from cancelled.error
+            if cancelled.judged.verdict == "lease_gone":
+                raise LeaseLostError(lease, cancelled.lock_record(self), operation="record_state") from cancelled.error
+            raise self._slot_ended_error(lease, cancelled.item(1)) from cancelled.error
         return replace(lease, state=MappingProxyType(state), expires_at_ms=expires_ms)
 
     # --- finish -----------------------------------------------------------------------------------------
@@ -512,14 +702,26 @@ class SlotLock:
         once a newer slot finished, our slot item does) is reported as success (``already_applied``),
         with the outcome that was actually applied.
 
+        A cancellation is judged by its per-item reasons (:mod:`slotlock.transient`): throttling and
+        transaction conflicts on any item (the caller's included) are retried within the lease and the
+        invocation deadline; only a failed condition on the lock item means the token is stale.
+
         Raises
         ------
         StaleFencingTokenError
             Our token is no longer current (we were taken over): nothing was written.
         CommitConflictError
             One of the caller's writes failed its own condition: nothing was written.
+        CorruptLockItemError
+            The slot item already holds a terminal record although the lock names us as its holder.
+        TransientLockError
+            Throttled or conflicting past the retry budget: retryable; nothing was written (or, if the
+            last answer was lost, a Lambda retry finds its own commit applied).
+        WriteRejectedError
+            DynamoDB refused the transaction for good (``ValidationError``: an item over 400 KB, the
+            transaction over 4 MB; ``ItemCollectionSizeLimitExceeded``): nothing was written.
         LockBackendError
-            DynamoDB failed.
+            DynamoDB failed otherwise.
         """
         if outcome not in ("succeeded", "failed"):
             raise LockConfigurationError("outcome", f"must be 'succeeded' or 'failed', got {outcome!r}")
@@ -548,9 +750,10 @@ class SlotLock:
                     " #owner = :owner, #finished = :now, #ttl = :ttl, #summary = :summary, #error = :error,"
                     " #started = if_not_exists(#started, :acquired)"
                 ),
+                "ConditionExpression": SLOT_NOT_ENDED,
                 "ExpressionAttributeNames": {
-                    "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS, "#token": TOKEN,
-                    "#owner": OWNER, "#finished": FINISHED_AT, "#ttl": TTL, "#summary": SUMMARY_JSON,
+                    "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
+                    "#token": TOKEN, "#owner": OWNER, "#finished": FINISHED_AT, "#ttl": TTL, "#summary": SUMMARY_JSON,
                     "#error": ERROR_JSON, "#started": STARTED_AT,
                 },
                 "ExpressionAttributeValues": {
@@ -560,8 +763,9 @@ class SlotLock:
                     ":token": {"N": str(lease.fencing_token)}, ":owner": {"S": lease.owner_id},
                     ":now": {"N": str(now_ms)}, ":ttl": {"N": str(self._ttl(now_ms))},
                     ":summary": {"S": _json(summary)}, ":error": {"S": _json(error)},
-                    ":acquired": {"N": str(lease.acquired_at_ms)},
+                    ":acquired": {"N": str(lease.acquired_at_ms)}, ":running": {"S": STATUS_RUNNING},
                 },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
         items: list[Mapping[str, Any]] = [lock_item, slot_item]
@@ -571,22 +775,32 @@ class SlotLock:
             raise LockConfigurationError("writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}")
         receipt = CommitReceipt(self.job_name, lease.slot, lease.fencing_token, outcome, now_ms)
         try:
-            self._transact(items, idempotent=True)
+            self._transact(items, operation="commit", budget=self.holder_budget(lease), lease=lease, idempotent=True)
         except _Cancelled as cancelled:
-            reasons = cancelled.reasons
-            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+            judged = cancelled.judged
+            if judged.verdict == "lease_gone":
                 current = cancelled.lock_record(self)
                 applied = self._applied_outcome(lease, current)
                 if applied is not None:
                     return replace(receipt, outcome=applied, already_applied=True)
                 raise StaleFencingTokenError(lease, current, operation="commit") from cancelled.error
-            for index, reason in enumerate(reasons):
-                if index >= own_offset and reason.get("Code") not in (None, "None"):
-                    raise CommitConflictError(
-                        index - own_offset, reason.get("Code", "?"), reason.get("Item"), reason.get("Message")
-                    ) from cancelled.error
-            raise self._wrap("TransactWriteItems", cancelled.error) from cancelled.error
+            index = judged.index if judged.index is not None else 0
+            if index < own_offset:
+                raise self._slot_ended_error(lease, cancelled.item(1)) from cancelled.error
+            reason = cancelled.reasons[index]
+            raise CommitConflictError(
+                index - own_offset, str(judged.code), reason.get("Item"), reason.get("Message")
+            ) from cancelled.error
         return receipt
+
+    def _slot_ended_error(self, lease: Lease, item: Mapping[str, Any] | None) -> CorruptLockItemError:
+        """A holder's slot-item write met a terminal record although the lock item names it as holder."""
+        status = (item or {}).get(STATUS, {}).get("S") if item else None
+        return CorruptLockItemError(
+            self.slot_key(lease.slot), STATUS,
+            f"is {status or 'not RUNNING'} although the lock item names {lease.owner_id!r} (token"
+            f" {lease.fencing_token}) as this slot's holder; a terminal record is never overwritten",
+        )
 
     def _applied_outcome(self, lease: Lease, current: LockRecord | None) -> SlotOutcomeName | None:
         """The outcome that our own earlier commit of ``lease`` wrote, or ``None`` if it never applied.
@@ -616,36 +830,93 @@ class SlotLock:
         ------
         LeaseLostError
             The lease was already taken over (nothing to release).
+        TransientLockError
+            Throttled past the budget (the lease then simply expires).
         """
         self._set_expiry(lease, self.clock_ms(), operation="release")
 
     def _set_expiry(self, lease: Lease, expires_ms: int, *, operation: str) -> None:
-        """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release)."""
+        """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release).
+
+        Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
+        transaction touches the lock item) are retried within :meth:`holder_budget`.
+        """
         update = self._lock_update(
             lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
         )["Update"]
         try:
-            self._call("UpdateItem", **update)
-        except ClientError as exc:
-            if not _is_conditional_failure(exc):
-                raise self._wrap("UpdateItem", exc) from exc
+            self._send("UpdateItem", update, self.holder_budget(lease))
+        except ClientError as exc:  # _send re-raises only a failed condition: ALL_OLD names the new holder
             raise LeaseLostError(lease, self._old_lock_record(exc), operation=operation) from exc
 
     def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
-        """Record ``slot`` as missed with ``reason``, unless the slot item already exists.
+        """Record ``slot`` as MISSED with ``reason``, unless its history item already holds a record.
 
-        One conditional PutItem (``attribute_not_exists``): of many racers recording the same slot,
-        exactly one succeeds, and a slot that ran is never overwritten. Returns whether this call wrote.
+        One conditional UpdateItem (slot item absent, or RUNNING under a holder that can no longer finish):
+        of many racers recording the same slot, exactly one writes, and a terminal record is never
+        overwritten. Returns whether this call wrote; an SDK resend of our own applied write (its response
+        lost) is recognised by the write's random ``record_id`` and also returns ``True``. Transient
+        failures past a short budget return ``False`` (logged): a racer never raises for them.
         """
+        return self._record_missed(
+            slot, reason, dict(detail or {}), guard_lock=False, budget=self._racer_budget(self.clock_ms(), None)
+        )
+
+    def _record_missed(
+        self, slot: Slot, reason: str, detail: Mapping[str, Any], *, guard_lock: bool, budget: RetryBudget
+    ) -> bool:
         now_ms = self.clock_ms()
-        put = self._missed_put(slot, reason, now_ms, detail)
+        record_id = uuid.uuid4().hex
+        update: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": {PK: {"S": self.slot_key(slot)}},
+            "UpdateExpression": (
+                "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :missed, #reason = :reason,"
+                " #finished = :now, #ttl = :ttl, #error = :detail, #record = :record"
+            ),
+            "ConditionExpression": SLOT_NOT_ENDED,
+            "ExpressionAttributeNames": {
+                "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
+                "#reason": REASON, "#finished": FINISHED_AT, "#ttl": TTL, "#error": ERROR_JSON, "#record": RECORD_ID,
+            },
+            "ExpressionAttributeValues": {
+                ":job": {"S": self.job_name}, ":slot_iso": {"S": slot.iso}, ":slot": {"N": str(slot.epoch_s)},
+                ":missed": {"S": STATUS_MISSED}, ":reason": {"S": reason}, ":now": {"N": str(now_ms)},
+                ":ttl": {"N": str(self._ttl(now_ms))}, ":running": {"S": STATUS_RUNNING},
+                ":detail": {"S": _json(detail)}, ":record": {"S": record_id},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
         try:
-            self._call("PutItem", **put)
-        except ClientError as exc:
-            if _is_conditional_failure(exc):
-                return False
-            raise self._wrap("PutItem", exc) from exc
+            if guard_lock:
+                not_acquired = {
+                    "ConditionCheck": {
+                        "TableName": self.table_name,
+                        "Key": {PK: {"S": self.lock_key}},
+                        "ConditionExpression": SLOT_NOT_ACQUIRED,
+                        "ExpressionAttributeNames": {"#pk": PK, "#lease_slot": LEASE_SLOT},
+                        "ExpressionAttributeValues": {":slot": {"N": str(slot.epoch_s)}},
+                    }
+                }
+                self._transact([{"Update": update}, not_acquired], operation="record_missed", budget=budget)
+            else:
+                self._send("UpdateItem", update, budget)
+        except ClientError as exc:  # the slot item's condition failed: someone recorded it (maybe us)
+            return self._own_missed_record(slot, exc.response.get("Item"), record_id)
+        except _Cancelled as cancelled:
+            if cancelled.judged.index == 0:
+                return self._own_missed_record(slot, cancelled.item(0), record_id)
+            return False  # the lock item says the slot is acquired right now: it is running, not missed
+        except TransientLockError as exc:
+            logger.warning("could not record slot %s as missed (%s): %s", slot.iso, reason, exc)
+            return False
         return True
+
+    def _own_missed_record(self, slot: Slot, old_item: Mapping[str, Any] | None, record_id: str) -> bool:
+        """Whether the record that failed our condition is our own earlier write (an SDK resend)."""
+        if old_item is None:  # no ALL_OLD (older emulators): one consistent read
+            old_item = self._get(self.slot_key(slot))
+        return bool(old_item) and old_item.get(RECORD_ID, {}).get("S") == record_id
 
     # --- reads ------------------------------------------------------------------------------------------
     def get_lock(self) -> LockRecord:
@@ -783,87 +1054,104 @@ class SlotLock:
             }
         }
 
-    def _missed_put(self, slot: Slot, reason: str, now_ms: int, detail: Mapping[str, Any] | None) -> dict[str, Any]:
-        return {
-            "TableName": self.table_name,
-            "Item": {
-                PK: {"S": self.slot_key(slot)}, JOB: {"S": self.job_name}, SLOT: {"S": slot.iso},
-                SLOT_EPOCH: {"N": str(slot.epoch_s)}, STATUS: {"S": STATUS_MISSED}, REASON: {"S": reason},
-                ERROR_JSON: {"S": _json(detail)}, FINISHED_AT: {"N": str(now_ms)}, TTL: {"N": str(self._ttl(now_ms))},
-            },
-            "ConditionExpression": SLOT_ITEM_ABSENT,
-            "ExpressionAttributeNames": {"#pk": PK},
-        }
+    def _transact(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        operation: str,
+        budget: RetryBudget,
+        lease: Lease | None = None,
+        idempotent: bool = False,
+    ) -> None:
+        """One TransactWriteItems, its cancellation judged item by item (:class:`Cancellation`).
 
-    def _record_superseded(self, slot: Slot, lease: Lease) -> None:
-        """Record an older, unfinished slot whose expired holder we replaced as MISSED (``superseded``).
-
-        One conditional UpdateItem, sent only in that rare case: the slot can no longer finish (its
-        holder's token is stale), and the condition never overwrites a finished slot's record.
+        Transient verdicts and top-level transient errors are retried within ``budget``, then raise the
+        retryable :class:`TransientLockError`; permanent ones raise :class:`WriteRejectedError`. An
+        undecided cancellation is decided by one consistent read of the lock item: still owned by
+        ``lease`` (owner and token) means transient, otherwise the lease is gone. ``lease_gone`` and
+        ``condition_failed`` verdicts raise :class:`_Cancelled` for the caller to judge.
         """
-        now_ms = self.clock_ms()
-        try:
-            self._call(
-                "UpdateItem",
-                TableName=self.table_name,
-                Key={PK: {"S": self.slot_key(slot)}},
-                UpdateExpression=(
-                    "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :missed, #reason = :reason,"
-                    " #finished = :now, #ttl = :ttl, #error = :detail"
-                ),
-                ConditionExpression="attribute_not_exists(#pk) OR #status = :running",
-                ExpressionAttributeNames={
-                    "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
-                    "#reason": REASON, "#finished": FINISHED_AT, "#ttl": TTL, "#error": ERROR_JSON,
-                },
-                ExpressionAttributeValues={
-                    ":job": {"S": self.job_name}, ":slot_iso": {"S": slot.iso}, ":slot": {"N": str(slot.epoch_s)},
-                    ":missed": {"S": STATUS_MISSED}, ":reason": {"S": "superseded"}, ":now": {"N": str(now_ms)},
-                    ":ttl": {"N": str(self._ttl(now_ms))}, ":running": {"S": STATUS_RUNNING},
-                    ":detail": {"S": _json({"superseded_by_slot": lease.slot.iso, "fencing_token": lease.fencing_token})},
-                },
-            )
-        except ClientError as exc:
-            if not _is_conditional_failure(exc):
-                raise self._wrap("UpdateItem", exc) from exc
-
-    def _transact(self, items: Sequence[Mapping[str, Any]], *, idempotent: bool) -> None:
-        params: dict[str, Any] = {"TransactItems": list(items)}
-        if idempotent:
-            # Idempotency token for our own resends (DynamoDB keeps it 10 minutes; 36 chars max). It is a
-            # digest of the whole request: DynamoDB answers IdempotentParameterMismatchException when a
-            # token is reused with any other parameter (another table, a later ``now``, another summary),
-            # so only an identical resend may share it. A resend that differs fails its condition instead,
-            # and ``commit`` recognises its own applied commit from ALL_OLD.
-            canonical = json.dumps(params["TransactItems"], sort_keys=True, separators=(",", ":"), default=repr)
-            params["ClientRequestToken"] = hashlib.sha256(canonical.encode()).hexdigest()[:36]
-        for attempt in range(TRANSACTION_CONFLICT_RETRIES + 1):
+        while True:
+            params: dict[str, Any] = {"TransactItems": list(items)}
+            if idempotent:
+                # Idempotency token for botocore's resends of this very request (DynamoDB keeps it 10 minutes;
+                # 36 chars max). A digest of the whole request and our attempt number: DynamoDB answers
+                # IdempotentParameterMismatchException when a token is reused with any other parameter, and a
+                # new attempt after a cancellation is a new request. A resend that differs fails its
+                # condition instead, and ``commit`` recognises its own applied commit from ALL_OLD.
+                canonical = json.dumps([params["TransactItems"], budget.attempts], sort_keys=True,
+                                       separators=(",", ":"), default=repr)
+                params["ClientRequestToken"] = hashlib.sha256(canonical.encode()).hexdigest()[:36]
             try:
                 self._call("TransactWriteItems", **params)
                 return
             except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code")
-                if code != "TransactionCanceledException":
-                    raise self._wrap("TransactWriteItems", exc) from exc
+                if _error_code(exc) != "TransactionCanceledException":
+                    wrapped = self._wrap("TransactWriteItems", exc)
+                    if not wrapped.retryable:
+                        raise wrapped from exc
+                    if budget.retry():
+                        continue
+                    raise TransientLockError(
+                        "TransactWriteItems", f"{operation}: {wrapped} (after {budget.attempts} request(s))",
+                        attempts=budget.attempts, error_code=wrapped.error_code,
+                    ) from exc
                 reasons = exc.response.get("CancellationReasons") or _reasons_from_message(exc)
-                conflict = any(r.get("Code") == "TransactionConflict" for r in reasons)
-                failed = any(r.get("Code") not in (None, "None", "TransactionConflict") for r in reasons)
-                if conflict and not failed and attempt < TRANSACTION_CONFLICT_RETRIES:
-                    time.sleep(0.05 * (attempt + 1))
+                judged = Cancellation.judge(reasons)
+                current: LockRecord | None = None
+                if judged.verdict == "undecided" and lease is not None:
+                    item = self._get(self.lock_key)
+                    current = self.decode_lock(item) if item else None
+                    owned = current is not None and current.owned_by(lease.owner_id, lease.fencing_token)
+                    judged = replace(judged, verdict="transient" if owned else "lease_gone", index=None if owned else 0)
+                if judged.verdict in ("transient", "undecided"):
+                    if budget.retry():
+                        continue
+                    raise TransientLockError(
+                        "TransactWriteItems",
+                        f"{operation}: cancelled with reasons {list(judged.codes)} after {budget.attempts} request(s)",
+                        reasons=judged.codes, attempts=budget.attempts, error_code="TransactionCanceledException",
+                    ) from exc
+                if judged.verdict == "permanent":
+                    reason = reasons[judged.index or 0] if reasons else {}
+                    raise WriteRejectedError(
+                        "TransactWriteItems",
+                        f"{operation}: item #{judged.index} refused for good: {judged.code}: {reason.get('Message') or ''}",
+                        reason_code=str(judged.code), index=judged.index,
+                    ) from exc
+                raise _Cancelled(exc, reasons, judged, current) from exc
+            except LockBackendError as exc:  # no answer at all (the request may have applied)
+                if not exc.retryable:
+                    raise
+                if budget.retry():
                     continue
-                raise _Cancelled(exc, reasons) from exc
+                raise TransientLockError(
+                    "TransactWriteItems", f"{operation}: {exc} (after {budget.attempts} request(s))",
+                    attempts=budget.attempts, error_code=exc.error_code,
+                ) from exc
 
 
 class _Cancelled(Exception):
-    """Internal: a cancelled transaction and its per-item reasons (index 0 is always the lock item)."""
+    """Internal: a cancelled transaction that failed a condition: its reasons and verdict (index 0 is the
+    lock item for holder writes, the slot item for a missed-slot record)."""
 
-    def __init__(self, error: ClientError, reasons: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, error: ClientError, reasons: list[dict[str, Any]], judged: Cancellation, current: LockRecord | None
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.reasons = reasons
+        self.judged = judged
+        self._current = current
+
+    def item(self, index: int) -> dict[str, Any] | None:
+        """The ALL_OLD item DynamoDB returned with reason ``index`` (``None`` when it returned none)."""
+        return self.reasons[index].get("Item") if index < len(self.reasons) else None
 
     def lock_record(self, lock: SlotLock) -> LockRecord | None:
-        item = self.reasons[0].get("Item") if self.reasons else None
+        if self._current is not None:
+            return self._current
+        item = self.item(0)
         if item is None:
             item = lock._get(lock.lock_key)
         return lock.decode_lock(item) if item else None
@@ -885,6 +1173,15 @@ def _positive_seconds(value: Any) -> bool:
 
 def _is_conditional_failure(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _error_code(exc: ClientError) -> str | None:
+    return exc.response.get("Error", {}).get("Code")
+
+
+def _http_status(exc: ClientError) -> int:
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status if isinstance(status, int) else 0
 
 
 def _reasons_from_message(exc: ClientError) -> list[dict[str, Any]]:

@@ -40,12 +40,60 @@ class LockBackendError(SlotLockError):
     """DynamoDB could not be reached or refused the request (after botocore's own retries).
 
     ``operation`` is the DynamoDB API name; ``error_code`` the AWS error code when there is one.
+    ``retryable`` says whether another invocation may succeed (throttling, a dropped connection, a
+    server error) or will fail the same way (a validation error, a missing table, access denied). It
+    never means the lease was lost: only :class:`LeaseLostError` says that.
     """
 
-    def __init__(self, operation: str, message: str, *, error_code: str | None = None) -> None:
+    def __init__(
+        self, operation: str, message: str, *, error_code: str | None = None, retryable: bool = True
+    ) -> None:
         super().__init__(f"DynamoDB {operation} failed: {message}")
         self.operation = operation
         self.error_code = error_code
+        self.retryable = retryable
+
+
+class TransientLockError(LockBackendError):
+    """DynamoDB kept answering with transient faults until the retry budget ran out (``retryable``).
+
+    The faults were throttling (``ThrottlingError``, ``ProvisionedThroughputExceeded``), a conflicting
+    transaction (``TransactionConflict``), a server error or a dropped connection. The budget never
+    outlives the lease nor the invocation deadline, so the lease is still ours or expired, never
+    silently taken over. Raise it to Lambda: its async retry keeps the request id, re-enters the lease
+    and adopts the recorded in-flight state. ``reasons`` are the last answer's per-item cancellation
+    reason codes (empty for a plain request), ``attempts`` how many requests were sent.
+    """
+
+    def __init__(self, operation: str, message: str, *, reasons: tuple[str, ...] = (), attempts: int = 1,
+                 error_code: str | None = None) -> None:
+        super().__init__(operation, message, error_code=error_code, retryable=True)
+        self.reasons = reasons
+        self.attempts = attempts
+
+
+class WriteRejectedError(LockBackendError):
+    """DynamoDB refused a write for good: the same request would fail on every retry (not ``retryable``).
+
+    Cancellation reasons ``ValidationError`` (an item over 400 KB, a transaction over 4 MB) and
+    ``ItemCollectionSizeLimitExceeded``, or a top-level ``ValidationException``:
+    https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html#API_TransactWriteItems_Errors
+    ``index`` is the rejected item's position in the transaction (``None`` when DynamoDB does not say),
+    ``reason_code`` its cancellation reason (or the error code). Nothing of the request was written and
+    the lease is still held: :class:`~slotlock.runner.SlotRunner` records the slot FAILED with this reason.
+    """
+
+    def __init__(self, operation: str, message: str, *, reason_code: str, index: int | None = None) -> None:
+        super().__init__(operation, message, error_code=reason_code, retryable=False)
+        self.reason_code = reason_code
+        self.index = index
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe description, recorded as the failed slot's error."""
+        return {
+            "type": type(self).__name__, "operation": self.operation, "reason": self.reason_code,
+            "index": self.index, "retryable": False, "error_message": str(self),
+        }
 
 
 class CorruptLockItemError(SlotLockError):

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Mapping
 
 from .slot import Slot
 
-LossReason = Literal["held", "overrun", "slot_finished", "superseded", "too_old"]
+LossReason = Literal["held", "overrun", "slot_finished", "superseded", "too_old", "conflict", "unavailable"]
 SlotOutcomeName = Literal["succeeded", "failed"]
 
 
@@ -69,6 +69,9 @@ class Lease:
         ``True`` when the previous holder of this slot was ourselves (a Lambda retry of our event).
     superseded_slot:
         An older, unfinished slot whose expired holder we replaced; recorded as missed at acquisition.
+    superseded_recorded:
+        Whether *our* acquisition wrote that MISSED record (exactly one writer per slot; a racer of the
+        older slot may have written it first).
     last_succeeded_at_ms:
         When the job last succeeded (from the lock item, caller clock), for "age of last success".
     state:
@@ -88,6 +91,7 @@ class Lease:
     takeover_from: str | None = None
     reentered: bool = False
     superseded_slot: Slot | None = None
+    superseded_recorded: bool = False
     last_succeeded_at_ms: int | None = None
     state: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -110,12 +114,17 @@ class Loss:
     - ``held``: another owner holds an unexpired lease on this slot (the normal fan-out loser);
     - ``overrun``: an older slot's holder is still running;
     - ``slot_finished``: this slot already succeeded or failed for good;
-    - ``superseded``: a newer slot already acquired or finished;
-    - ``too_old``: the delivery is older than the lock's maximum slot age (a misfire).
+    - ``slot_finished``: this slot already succeeded, failed, or was recorded missed (then the racer
+      that acquired it ran nothing and marked it finished on the lock item);
+    - ``superseded``: a newer slot already acquired or finished (this slot can never run);
+    - ``too_old``: the delivery is older than the lock's maximum slot age (a misfire);
+    - ``conflict``: the acquisition kept meeting a transaction in flight on the lock item (the holder's
+      commit) within its short retry budget;
+    - ``unavailable``: DynamoDB kept throttling (or failing) the acquisition within its short retry budget.
 
-    ``missed_recorded`` is ``True`` for the one racer whose write recorded the slot as missed.
-    ``current`` is the lock item as DynamoDB returned it with ALL_OLD (``None`` for ``too_old``, which
-    sends no acquisition request).
+    ``missed_recorded`` is ``True`` for the one racer whose write recorded the slot as MISSED (reasons
+    ``overrun``, ``superseded`` and ``too_old``). ``current`` is the lock item as DynamoDB returned it with
+    ALL_OLD (``None`` for ``too_old``, ``conflict`` and ``unavailable``).
     """
 
     acquired: ClassVar[bool] = False

@@ -177,6 +177,8 @@ def make_lock(ddb: Any, table: str, clock: FakeClock) -> Callable[..., SlotLock]
             "clock_ms": clock,
             "lease_duration_s": LEASE_S,
             "heartbeat_interval_s": HEARTBEAT_S,
+            # retry backoff moves the fake clock, so retry budgets (bounded by the lease) are exercised
+            "sleep_s": lambda seconds: clock.advance(ms=max(1, int(seconds * 1000))),
         }
         params.update(overrides)
         return SlotLock(table, JOB_NAME, **params)

@@ -22,6 +22,7 @@ from slotlock import (
     Slot,
     SlotLock,
     StaleFencingTokenError,
+    TransientLockError,
 )
 
 LEASE_MS = 30_000  # conftest LEASE_S
@@ -72,7 +73,8 @@ def test_first_racer_acquires_token_1_in_one_request(
     assert lease.remaining_ms(clock.now) == LEASE_MS
     assert not lease.takeover and not lease.reentered and lease.superseded_slot is None
     assert dict(lease.state) == {}
-    assert request_log.operations == ["UpdateItem"]
+    # AND its one other request is a consistent read of the slot item (nothing to adopt, not MISSED)
+    assert request_log.operations == ["UpdateItem", "GetItem"]
     # AND the lock item records the holder
     record = lock.get_lock()
     assert record.owned_by("A", 1) and record.locked(clock.now)
@@ -295,8 +297,12 @@ def test_older_slot_after_a_newer_one_acquired_is_superseded(
 
     # THEN it is superseded either way: an older slot never runs after a newer one started
     assert held.reason == expired.reason == "superseded"
-    assert get_item(lock.slot_key(slot)) is None
     assert lock.get_lock().lease_slot == newer
+    # AND the slot ends with one terminal record, MISSED "superseded", written by the first loser only
+    assert (held.missed_recorded, expired.missed_recorded) == (True, False)
+    record = lock.get_slot(slot)
+    assert (record["status"], record["reason"]) == ("MISSED", "superseded")
+    assert record["error"]["holder_slot"] == newer.iso
 
 
 def test_older_slot_after_a_newer_one_finished_is_superseded(lock: SlotLock, slot: Slot, clock: Any) -> None:
@@ -308,9 +314,11 @@ def test_older_slot_after_a_newer_one_finished_is_superseded(lock: SlotLock, slo
     # WHEN the older slot is delivered late
     loss = lost(lock.try_acquire(slot, "O"))
 
-    # THEN it is superseded, not "finished"
+    # THEN it is superseded, not "finished", and the slot that will never run is recorded MISSED
     assert loss.reason == "superseded"
     assert loss.current is not None and loss.current.last_finished_slot == newer
+    assert loss.missed_recorded
+    assert (lock.get_slot(slot)["status"], lock.get_slot(slot)["reason"]) == ("MISSED", "superseded")
 
 
 def test_too_old_delivery_is_recorded_missed_by_exactly_one_racer(
@@ -324,14 +332,16 @@ def test_too_old_delivery_is_recorded_missed_by_exactly_one_racer(
     losses = [lost(lock.try_acquire(slot, f"R{index}")) for index in range(4)]
 
     # THEN all lose "too_old" without any acquisition request, and exactly one recorded the slot as missed
+    # (each with one transaction: the MISSED record and a check that the slot is not acquired right now)
     assert {loss.reason for loss in losses} == {"too_old"}
     assert [loss.missed_recorded for loss in losses] == [True, False, False, False]
     assert all(loss.current is None for loss in losses)
-    assert request_log.operations == ["PutItem"] * 4
+    assert request_log.operations == ["TransactWriteItems"] * 4
     assert get_item(lock.lock_key) is None
     record = lock.get_slot(slot)
     assert record["status"] == "MISSED" and record["reason"] == "too_old"
     assert record["error"] == {"age_ms": 360_000, "owner_id": "R0"}
+    assert isinstance(record["record_id"], str) and len(record["record_id"]) == 32
 
 
 def test_too_old_delivery_never_overwrites_a_slot_that_ran(
@@ -407,22 +417,23 @@ class LosesTransactResponse:
 def test_retry_of_a_commit_whose_response_was_lost_is_a_success(
     make_lock: Any, ddb: Any, slot: Slot, table: str, get_item: Any, backend: str
 ) -> None:
-    # GIVEN a winner whose commit transaction is applied but whose response never arrives
+    # GIVEN a winner whose commit transaction is applied but whose response never arrives, with no retry
+    # budget left (one request per call), so the lost answer reaches the caller as a retryable error
     flaky = LosesTransactResponse(ddb)
-    lock = make_lock(client=flaky)
+    lock = make_lock(client=flaky, max_transient_attempts=1)
     lease = acquired(lock.try_acquire(slot, "A"))
     flaky.armed = True
-    with pytest.raises(LockBackendError) as lost_response:
+    with pytest.raises(TransientLockError) as lost_response:
         lock.commit(lease, writes=[results_put(table, lease)], summary={"rows": 3})
-    assert lost_response.value.operation == "TransactWriteItems"
+    assert lost_response.value.operation == "TransactWriteItems" and lost_response.value.retryable
     assert flaky.applied_then_lost == 1
 
     # WHEN the same commit is sent again with the same lease
     receipt = lock.commit(lease, writes=[results_put(table, lease)], summary={"rows": 3})
 
-    # THEN it is reported as success: on DynamoDB (Local) the identical resend (same fake ``now``)
-    # carries the same ClientRequestToken and succeeds idempotently; moto ignores that token, so there
-    # the resend fails its condition and ALL_OLD shows our own finished commit (``already_applied``)
+    # THEN it is reported as success: on DynamoDB (Local) the identical resend (same fake ``now``, same
+    # attempt) carries the same ClientRequestToken and succeeds idempotently; moto ignores that token, so
+    # there the resend fails its condition and ALL_OLD shows our own finished commit (``already_applied``)
     assert isinstance(receipt, CommitReceipt)
     assert (receipt.outcome, receipt.fencing_token) == ("succeeded", 1)
     assert receipt.already_applied is (backend == "moto")
@@ -433,15 +444,35 @@ def test_retry_of_a_commit_whose_response_was_lost_is_a_success(
     assert get_item(f"results#{lock.job_name}#{slot.iso}")["fencing_token"] == {"N": "1"}
 
 
+def test_lost_commit_response_is_retried_within_the_budget_and_recognised_as_ours(
+    make_lock: Any, ddb: Any, slot: Slot, table: str, get_item: Any
+) -> None:
+    # GIVEN a winner whose commit transaction is applied but whose answer is lost (connection dropped)
+    flaky = LosesTransactResponse(ddb)
+    lock = make_lock(client=flaky)
+    lease = acquired(lock.try_acquire(slot, "A"))
+    flaky.armed = True
+
+    # WHEN it commits (the default budget allows more requests within the lease)
+    receipt = lock.commit(lease, writes=[results_put(table, lease)], summary={"rows": 3})
+
+    # THEN the retry (a new attempt, a new token) fails the lock condition and ALL_OLD shows our own
+    # applied commit: a success, once, on both backends
+    assert flaky.applied_then_lost == 1
+    assert (receipt.outcome, receipt.fencing_token, receipt.already_applied) == ("succeeded", 1, True)
+    assert lock.get_slot(slot)["status"] == "SUCCEEDED"
+    assert get_item(f"results#{lock.job_name}#{slot.iso}")["fencing_token"] == {"N": "1"}
+
+
 def test_later_resend_of_a_lost_commit_is_a_success_not_an_idempotency_mismatch(
     make_lock: Any, slot: Slot, ddb: Any, clock: Any
 ) -> None:
     # GIVEN A's commit applied but its response was lost
     flaky = LosesTransactResponse(ddb)
-    lock = make_lock(client=flaky)
+    lock = make_lock(client=flaky, max_transient_attempts=1)
     lease = acquired(lock.try_acquire(slot, "A"))
     flaky.armed = True
-    with pytest.raises(LockBackendError):
+    with pytest.raises(TransientLockError):
         lock.commit(lease, summary={"rows": 3})
 
     # WHEN A resends it a few seconds later, well inside DynamoDB's 10-minute idempotency window (the
@@ -459,10 +490,10 @@ def test_commit_retry_is_a_success_even_after_the_next_slot_was_acquired(
 ) -> None:
     # GIVEN A's commit applied but its response was lost, and the next slot's winner acquired meanwhile
     flaky = LosesTransactResponse(ddb)
-    lock = make_lock(client=flaky)
+    lock = make_lock(client=flaky, max_transient_attempts=1)
     lease = acquired(lock.try_acquire(slot, "A"))
     flaky.armed = True
-    with pytest.raises(LockBackendError):
+    with pytest.raises(TransientLockError):
         lock.commit(lease, summary={"rows": 3})
     newer = Slot(slot.epoch_s + PERIOD_S)
     clock.now = newer.epoch_ms + 1_000
@@ -481,10 +512,10 @@ def test_commit_retry_is_a_success_even_after_the_next_slot_finished(
 ) -> None:
     # GIVEN A's commit applied but its response was lost, and the next slot ran and finished meanwhile
     flaky = LosesTransactResponse(ddb)
-    lock = make_lock(client=flaky)
+    lock = make_lock(client=flaky, max_transient_attempts=1)
     lease = acquired(lock.try_acquire(slot, "A"))
     flaky.armed = True
-    with pytest.raises(LockBackendError):
+    with pytest.raises(TransientLockError):
         lock.commit(lease, summary={"rows": 3})
     newer = Slot(slot.epoch_s + PERIOD_S)
     clock.now = newer.epoch_ms + 1_000
@@ -548,14 +579,16 @@ def test_overrun_next_slots_racers_lose_and_exactly_one_records_missed(
     # WHEN S+1's racers arrive
     losses = [lost(lock.try_acquire(nxt, f"R{index}")) for index in range(3)]
 
-    # THEN all lose "overrun"; exactly one recorded S+1 as missed (one extra conditional PutItem each)
+    # THEN all lose "overrun"; exactly one recorded S+1 as missed (one extra conditional transaction each:
+    # the MISSED record and a check that S+1 is not the lock's acquired slot)
     assert [loss.reason for loss in losses] == ["overrun"] * 3
     assert [loss.missed_recorded for loss in losses] == [True, False, False]
     assert all(loss.holder_owner_id == "S-holder" for loss in losses)
-    assert request_log.operations == ["UpdateItem", "PutItem"] * 3
+    assert request_log.operations == ["UpdateItem", "TransactWriteItems"] * 3
     record = lock.get_slot(nxt)
     assert (record["status"], record["reason"]) == ("MISSED", "overrun")
-    assert record["error"] == {"holder_owner_id": "S-holder", "holder_slot": slot.iso}
+    assert record["error"]["holder_owner_id"] == "S-holder" and record["error"]["holder_slot"] == slot.iso
+    assert record["error"]["owner_id"] == "R0"
     # AND the S holder is undisturbed
     assert lock.commit(lease_s).outcome == "succeeded"
     assert lock.get_slot(slot)["status"] == "SUCCEEDED"

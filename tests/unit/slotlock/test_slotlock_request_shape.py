@@ -14,7 +14,13 @@ import pytest
 from botocore.stub import Stubber
 
 from slotlock import Lease, Loss, Slot, SlotLock
-from slotlock.dynamodb import ACQUIRE_CONDITION, ACQUIRE_UPDATE, OWNER_AND_TOKEN_MATCH, SLOT_ITEM_ABSENT
+from slotlock.dynamodb import (
+    ACQUIRE_CONDITION,
+    ACQUIRE_UPDATE,
+    OWNER_AND_TOKEN_MATCH,
+    SLOT_NOT_ACQUIRED,
+    SLOT_NOT_ENDED,
+)
 
 NOW_MS = 1_795_307_402_000
 SLOT = Slot(1_795_307_400)
@@ -85,7 +91,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_try_acquire_sends_exactly_one_conditional_update_item(boto_session: Any) -> None:
+def test_try_acquire_sends_one_conditional_update_item_then_reads_the_slot_item(boto_session: Any) -> None:
     # GIVEN a stubbed client expecting the exact acquisition request, answering as DynamoDB would (ALL_NEW)
     client = boto_session.client("dynamodb")
     lock = SlotLock("locks", "job", client=client, clock_ms=lambda: NOW_MS, lease_duration_s=30)
@@ -101,13 +107,16 @@ def test_try_acquire_sends_exactly_one_conditional_update_item(boto_session: Any
         "previous_owner_id": {"NULL": True},
         "previous_slot_epoch_s": {"N": str(SLOT.epoch_s - 1800)},
     }
+    slot_read = {"TableName": "locks", "Key": {"pk": {"S": f"slot#job#{SLOT.iso}"}}, "ConsistentRead": True}
     with Stubber(client) as stubber:
         stubber.add_response("update_item", {"Attributes": all_new}, expected_params=expected)
+        stubber.add_response("get_item", {}, expected_params=slot_read)
 
         # WHEN a racer acquires
         lease = lock.try_acquire(SLOT, "A")
 
-        # THEN that one request was sent, and the lease comes from ALL_NEW
+        # THEN that one write was sent, then one consistent read of the slot item (not MISSED, nothing to
+        # adopt), and the lease comes from ALL_NEW
         stubber.assert_no_pending_responses()
     assert isinstance(lease, Lease)
     assert (lease.fencing_token, lease.expires_at_ms, lease.takeover_from, lease.superseded_slot) == (
@@ -185,10 +194,11 @@ def run_every_step(lock: SlotLock, clock: Any, slot: Slot, table: str) -> None:
     zombie = lock.try_acquire(nxt, "C")
     assert isinstance(zombie, Lease)
     after = Slot(nxt.epoch_s + 1800)
-    clock.now = after.epoch_ms + 1_000
+    clock.now = after.epoch_ms + 55_000
     newest = lock.try_acquire(after, "D")
     assert isinstance(newest, Lease) and newest.superseded_slot == nxt
-    # overrun of the next minute while D holds
+    # overrun of the next minute while D holds (delivered on time, within D's 30 s lease)
+    clock.now = after.epoch_ms + 61_000
     overrun = lock.try_acquire(Slot(after.epoch_s + 60), "E")
     assert isinstance(overrun, Loss) and overrun.missed_recorded
     lock.commit(newest, outcome="failed", error={"type": "QueryFailed"})
@@ -211,8 +221,8 @@ def test_every_request_defines_exactly_the_placeholders_it_uses(
             checked[kind] = checked.get(kind, 0) + 1
 
     # AND every kind of write was covered
-    assert set(checked) >= {"UpdateItem", "PutItem", "GetItem", "Update", "Put"}
-    assert request_log.operations.count("TransactWriteItems") == 3  # record_state + 2 commits
+    assert set(checked) >= {"UpdateItem", "GetItem", "Update", "Put", "ConditionCheck"}
+    assert request_log.operations.count("TransactWriteItems") == 4  # record_state, 2 commits, overrun record
 
 
 def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
@@ -243,10 +253,23 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
     assert {(body["ReturnValues"], body["ReturnValuesOnConditionCheckFailure"]) for body in acquisitions} == {
         ("ALL_NEW", "ALL_OLD")
     }
-    # AND record_missed never overwrites: conditional PutItem on an absent slot item
-    for put in request_log.requests("PutItem"):
-        assert put["ConditionExpression"] == SLOT_ITEM_ABSENT
-        assert put["Item"]["status"] == {"S": "MISSED"}
+    # AND nothing overwrites a terminal record: every slot-item write (RUNNING state, commit, MISSED) is
+    # conditioned on the item being absent or RUNNING, and returns ALL_OLD to judge a failure
+    slot_writes = [
+        request
+        for operation, body in request_log.calls
+        for kind, request in writes_of(operation, body)
+        if kind in ("UpdateItem", "Update") and request["Key"]["pk"]["S"].startswith("slot#")
+    ]
+    assert len(slot_writes) == 6  # record_state, 2 commits, superseded, overrun, too_old
+    for request in slot_writes:
+        assert request["ConditionExpression"] == SLOT_NOT_ENDED
+        assert request["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    missed = [r for r in slot_writes if r["ExpressionAttributeValues"].get(":missed") == {"S": "MISSED"}]
+    assert len(missed) == 3 and all(len(r["ExpressionAttributeValues"][":record"]["S"]) == 32 for r in missed)
+    # AND the overrun record is guarded by a check that its slot is not acquired right now
+    checks = [r for operation, body in request_log.calls for kind, r in writes_of(operation, body) if kind == "ConditionCheck"]
+    assert [c["ConditionExpression"] for c in checks] == [SLOT_NOT_ACQUIRED]
 
 
 def test_commit_carries_a_stable_idempotency_token(lock: SlotLock, slot: Slot, request_log: Any) -> None:
