@@ -47,8 +47,8 @@ class CountingEngine:
     def get_query(self, query_execution_id: str) -> Any:
         return self.engine.get_query(query_execution_id)
 
-    def get_results(self, query_execution_id: str) -> Any:
-        return self.engine.get_results(query_execution_id)
+    def get_results(self, query_execution_id: str, **kwargs: Any) -> Any:
+        return self.engine.get_results(query_execution_id, **kwargs)
 
 
 def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, state_dir: str, index: int,
@@ -87,7 +87,7 @@ def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, stat
         client.describe_table(TableName=tables["locks"])  # open the connection outside the races
 
         def run_unlocked(slot: Any) -> bool:
-            token = client_request_token(unlocked.job_name, slot.iso, 1)
+            token = client_request_token(unlocked.job_name, slot.iso, 1, deployment_id=unlocked.lock_table_name)
             qid = engine.start_query(sql=unlocked.query_sql, parameters=unlocked.execution_parameters(slot.datetime),
                                      client_request_token=token)
             clock_ms = lambda: time.time_ns() // 1_000_000  # noqa: E731

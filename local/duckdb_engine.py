@@ -506,8 +506,12 @@ class DuckDBQueryEngine:
         record = self._load(query_execution_id, "GetQueryExecution")
         return self._execution(record)
 
-    def get_results(self, query_execution_id: str) -> QueryResult:
+    def get_results(
+        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+    ) -> QueryResult:
         """All rows of a SUCCEEDED query, values by ``athena_refresh.engine.convert_value``.
+
+        The rows are one stored page: ``on_page(row count)`` is called once, after reading it.
 
         Raises
         ------
@@ -542,6 +546,8 @@ class DuckDBQueryEngine:
         rows = [
             {col.name: _convert(text, col) for col, text in zip(columns, row, strict=True)} for row in stored["rows"]
         ]
+        if on_page is not None:
+            on_page(len(rows))
         return QueryResult(columns=columns, rows=rows)
 
     # ---- execution -----------------------------------------------------------------------------------

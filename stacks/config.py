@@ -14,6 +14,7 @@ This module reads no environment variable and calls no AWS API: ``app.py`` passe
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
@@ -25,36 +26,47 @@ from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
 
-# Bounds imposed by AWS (or by the design), named so the messages and the checks share them.
-MAX_RACERS = 20
-MIN_EVENT_AGE_S = 60  # Lambda async MaximumEventAgeInSeconds and Scheduler retry policy minimum
+# Bounds imposed by AWS (or by the design), named so the messages and the checks share them. A bound the
+# runtime also checks (``Settings.from_env``) lives once in ``athena_refresh.contract``; these are the
+# stack's own.
+MAX_RACERS = 20  # Scheduler schedules per period: each racer is a billed invocation and a DynamoDB write
+MIN_EVENT_AGE_S = contract.MIN_MAX_SLOT_AGE_S  # Lambda async MaximumEventAgeInSeconds (and Scheduler) minimum
 MAX_LAMBDA_EVENT_AGE_S = 21_600  # Lambda async MaximumEventAgeInSeconds maximum (6 h)
 MAX_LAMBDA_TIMEOUT_S = 900
 MIN_LAMBDA_MEMORY_MB = 128
 MAX_LAMBDA_MEMORY_MB = 10_240
-MAX_QUERY_ATTEMPTS = 10
-MIN_PERIOD_S = 60  # history TTL and query window: the runtime's minimum
+MAX_QUERY_ATTEMPTS = contract.MAX_MAX_QUERY_ATTEMPTS
 SQL_PLACEHOLDERS = 2
 REMOVAL_POLICIES = ("RETAIN", "DESTROY")
 # Athena's minimum BytesScannedCutoffPerQuery (the CloudFormation schema's "minimum": 10000000).
 MIN_BYTES_SCANNED_CUTOFF = 10_000_000
-MAX_BYTES_SCANNED_CUTOFF = 2**63 - 1  # int64
-MAX_RESULT_REUSE_AGE_MIN = 10_080  # Athena ResultReuseByAgeConfiguration.MaxAgeInMinutes maximum (7 days)
-# Relationships between the lease, the heartbeat and Lambda's asynchronous retries.
-#: Allowance for the difference between two racers' clocks (Lambda hosts use the Amazon Time Sync
-#: Service, which keeps them far closer; the allowance also absorbs request latency).
-CLOCK_SKEW_ALLOWANCE_S = 5
-#: Lambda waits about one minute before the first retry of a failed asynchronous invocation:
-#: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
-ASYNC_FIRST_RETRY_DELAY_S = 60
+MAX_BYTES_SCANNED_CUTOFF = 2**63 - 1  # int64 (the API's Long)
+MAX_RESULT_REUSE_AGE_MIN = contract.MAX_RESULT_REUSE_MAX_AGE_MIN  # Athena MaxAgeInMinutes maximum (7 days)
+# Relationships between the lease, the heartbeat and Lambda's asynchronous retries (defined in the
+# contract because MAX_LEASE_DURATION_S derives from them).
+CLOCK_SKEW_ALLOWANCE_S = contract.CLOCK_SKEW_ALLOWANCE_S
+ASYNC_FIRST_RETRY_DELAY_S = contract.ASYNC_FIRST_RETRY_DELAY_S
 #: Seconds the runtime keeps back from the invocation deadline for reading results and the commit
 #: (``athena_refresh.job.DEFAULT_COMMIT_RESERVE_MS``; the stack cannot import the runtime's modules).
 COMMIT_RESERVE_S = 5
 # Result values published as metrics (mirrors athena_refresh.settings' limits).
-MAX_VALUE_SERIES = 50  # each dimension combination is a billed custom metric per value column
+MAX_VALUE_SERIES = contract.MAX_VALUE_METRIC_MAX_SERIES  # each combination is a billed custom metric per column
 MAX_VALUE_COLUMNS = 100  # EMF carries at most 100 metrics per log event
 MAX_VALUE_DIMENSIONS = 28  # Powertools allows 29 dimensions per metric; "job" is one
 MAX_ALARM_QUERY_DURATION_MS = 24 * 3600 * 1000
+#: alarms.data_scanned_bytes must be below bytes_scanned_cutoff_per_query (a relationship), so below int64.
+MAX_ALARM_DATA_SCANNED_BYTES = MAX_BYTES_SCANNED_CUTOFF - 1
+
+
+def _shared(variable: str, why: str = "") -> Callable[[Any], int]:
+    """The integer check of a key whose runtime variable has bounds in ``contract.NUMERIC_BOUNDS``.
+
+    The runtime reads some of them as fractional seconds; cdk.json takes whole numbers, so the key allows
+    the integers inside the runtime's range.
+    """
+    lo, hi = contract.NUMERIC_BOUNDS[variable]
+    return _integer(math.ceil(lo), math.floor(hi), why)
+
 
 _CRON_FIELDS = "minutes hours day-of-month month day-of-week year"
 _JOB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # no "#": it separates the parts of the lock keys
@@ -80,19 +92,15 @@ class _Invalid(Exception):
 # --- value checks: each returns the normalized value or raises _Invalid(allowed-values text) -------
 
 
-def _integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
-    if lo is not None and hi is not None:
-        allowed = f"an integer from {lo} to {hi}"
-    elif lo is not None:
-        allowed = f"an integer >= {lo}"
-    else:
-        allowed = "an integer"
+def _integer(lo: int, hi: int, why: str = "") -> Callable[[Any], int]:
+    """An integer from ``lo`` to ``hi`` (both inclusive: every number has both bounds); ``why`` explains them."""
+    allowed = f"an integer from {lo} to {hi}" + (f" ({why})" if why else "")
 
     def check(value: Any) -> int:
         # bool is an int subclass; a float (even 3.0) or a string is a typo worth reporting.
         if isinstance(value, bool) or not isinstance(value, int):
             raise _Invalid(allowed)
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
+        if not lo <= value <= hi:
             raise _Invalid(allowed)
         return value
 
@@ -248,7 +256,7 @@ class ValueMetricsConfig:
 
 _alarms = _object(
     {
-        "data_scanned_bytes": (_integer(1), MISSING),
+        "data_scanned_bytes": (_integer(1, MAX_ALARM_DATA_SCANNED_BYTES), MISSING),
         "query_duration_ms": (_integer(1, MAX_ALARM_QUERY_DURATION_MS), MISSING),
         "email": (_optional(_email), None),
     },
@@ -259,7 +267,7 @@ _value_metrics = _optional(
         {
             "columns": (_column_names(lo=1, hi=MAX_VALUE_COLUMNS), MISSING),
             "dimensions": (_column_names(lo=0, hi=MAX_VALUE_DIMENSIONS), ()),
-            "max_series": (_integer(1, MAX_VALUE_SERIES), 10),
+            "max_series": (_shared(contract.ENV_VALUE_METRIC_MAX_SERIES), 10),
         },
         ValueMetricsConfig,
     )
@@ -279,6 +287,7 @@ class JobConfig:
     lease_duration_s: int
     heartbeat_interval_s: int
     max_slot_age_s: int  # also the async invocation's maximum event age
+    max_slot_lead_s: int = contract.DEFAULT_MAX_SLOT_LEAD_S  # refuse slots further ahead of the clock (skew)
     history_ttl_s: int
     max_query_attempts: int
     window_s: int
@@ -341,6 +350,7 @@ class JobConfig:
             contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
             contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
             contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",
+            contract.ENV_MAX_SLOT_LEAD_S: str(self.max_slot_lead_s),
             "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
         }
@@ -398,7 +408,8 @@ def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
       ``CLOCK_SKEW_ALLOWANCE_S`` ahead, so ``2 * heartbeat + skew < lease``.
     - lease vs retry: a winner killed by its timeout leaves its lease behind; the only invocation
       left to finish the slot is Lambda's first async retry, about ``ASYNC_FIRST_RETRY_DELAY_S`` later.
-      The lease (plus skew) must have expired by then, or the retry loses to a dead holder.
+      The lease (plus skew) must have expired by then, or the retry loses to a dead holder. Both are
+      constants, so this is the key's own range (``contract.MAX_LEASE_DURATION_S``), not checked here.
     - period vs timeout: a slot must be able to finish before the next one starts; the runtime
       otherwise records the next slot as missed (overrun) every time.
     - event age: Lambda drops a retried event older than ``max_slot_age_s``; the first retry of a
@@ -421,13 +432,6 @@ def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
                 f"{CLOCK_SKEW_ALLOWANCE_S} s clock skew allowance) / 2 = {bound:g} s, so that a renewal lands "
                 f"before other racers may see the lease as expired, got {heartbeat}"
             )
-    if lease is not None and lease + CLOCK_SKEW_ALLOWANCE_S > ASYNC_FIRST_RETRY_DELAY_S:
-        problems.append(
-            f"context {_key('lease_duration_s')}: must be at most "
-            f"{ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S} s: Lambda's first async retry comes about "
-            f"{ASYNC_FIRST_RETRY_DELAY_S} s after a failure and must find the failed holder's lease expired "
-            f"(allowing {CLOCK_SKEW_ALLOWANCE_S} s clock skew), got {lease}"
-        )
     if timeout is not None and heartbeat is not None and not timeout > heartbeat + COMMIT_RESERVE_S:
         problems.append(
             f"context {_key('lambda_timeout_s')}: must be longer than {_key('heartbeat_interval_s')} + "
@@ -548,13 +552,20 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "job_name": _name(_JOB_NAME, "1 to 64 letters, digits, '-' or '_'"),
     "schedule_expression": _cron_expression,
     "racers": _integer(1, MAX_RACERS),
-    "lease_duration_s": _integer(1),
-    "heartbeat_interval_s": _integer(1),
-    "max_slot_age_s": _integer(MIN_EVENT_AGE_S, MAX_LAMBDA_EVENT_AGE_S),
-    "history_ttl_s": _integer(MIN_PERIOD_S),
-    "max_query_attempts": _integer(1, MAX_QUERY_ATTEMPTS),
-    "window_s": _integer(MIN_PERIOD_S),
-    "data_year": _integer(1900, 2100),
+    "lease_duration_s": _shared(
+        contract.ENV_LEASE_DURATION_S,
+        f"Lambda's first async retry comes about {ASYNC_FIRST_RETRY_DELAY_S} s after a failure and must find the "
+        f"failed holder's lease expired, allowing {CLOCK_SKEW_ALLOWANCE_S} s clock skew",
+    ),
+    "heartbeat_interval_s": _shared(contract.ENV_HEARTBEAT_INTERVAL_S),
+    # The runtime allows older deliveries (local replays); Lambda's MaximumEventAgeInSeconds, set from this
+    # key, allows at most 6 h.
+    "max_slot_age_s": _integer(MIN_EVENT_AGE_S, min(MAX_LAMBDA_EVENT_AGE_S, contract.MAX_MAX_SLOT_AGE_S)),
+    "max_slot_lead_s": _shared(contract.ENV_MAX_SLOT_LEAD_S),
+    "history_ttl_s": _shared(contract.ENV_HISTORY_TTL_S),
+    "max_query_attempts": _shared(contract.ENV_MAX_QUERY_ATTEMPTS),
+    "window_s": _shared(contract.ENV_WINDOW_S),
+    "data_year": _shared(contract.ENV_DATA_YEAR),
     "lambda_timeout_s": _integer(1, MAX_LAMBDA_TIMEOUT_S),
     "lambda_memory_mb": _integer(MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
     "database": _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
@@ -563,7 +574,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "sql": _query_sql,
     "bytes_scanned_cutoff_per_query": _integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
     "alarms": _alarms,
-    "result_reuse_max_age_min": _integer(0, MAX_RESULT_REUSE_AGE_MIN),
+    "result_reuse_max_age_min": _shared(contract.ENV_RESULT_REUSE_MAX_AGE_MIN),
     "value_metrics": _value_metrics,
     "removal_policy": _one_of(REMOVAL_POLICIES),
 }

@@ -1,4 +1,4 @@
-"""Names shared by the runtime and the CDK stack: environment variables, metrics, dimensions.
+"""Names shared by the runtime and the CDK stack: environment variables, their bounds, metrics, dimensions.
 
 This module is dependency free (standard library only) so that ``stacks/`` can import it without
 pulling in boto3 or Powertools, and so that a renamed metric or variable breaks the stack's template
@@ -7,6 +7,8 @@ tests instead of silently emptying a dashboard widget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 # --- Environment variables read by ``athena_refresh.settings.Settings.from_env`` -------------------
@@ -32,6 +34,9 @@ ENV_RESULT_REUSE_MAX_AGE_MIN: Final = "RESULT_REUSE_MAX_AGE_MIN"
 ENV_VALUE_METRIC_COLUMNS: Final = "VALUE_METRIC_COLUMNS"  # numeric columns -> one metric each (optional)
 ENV_VALUE_METRIC_DIMENSIONS: Final = "VALUE_METRIC_DIMENSIONS"  # columns whose values become dimensions
 ENV_VALUE_METRIC_MAX_SERIES: Final = "VALUE_METRIC_MAX_SERIES"  # cap on dimension combinations per run
+# A delivery whose scheduled time is further ahead of the runtime's clock than this is refused before any
+# request (clock-skew allowance; the Scheduler never delivers early). Seconds, passed to SlotLock.
+ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
 
 ALL_ENV_VARS: Final = (
     ENV_JOB_NAME,
@@ -53,7 +58,79 @@ ALL_ENV_VARS: Final = (
     ENV_VALUE_METRIC_COLUMNS,
     ENV_VALUE_METRIC_DIMENSIONS,
     ENV_VALUE_METRIC_MAX_SERIES,
+    ENV_MAX_SLOT_LEAD_S,
 )
+
+# --- Bounds of the numeric settings ----------------------------------------------------------------
+# Inclusive [MIN_<VARIABLE>, MAX_<VARIABLE>] of each numeric environment variable above, in its unit.
+# ``Settings.from_env`` refuses a value outside them naming the variable, and ``stacks/config.py`` refuses
+# the matching cdk.json key at synth time with the same numbers (integer keys: the integers in the range),
+# so the stack cannot deploy a value the runtime refuses, and no accepted value can overflow a datetime or
+# millisecond computation at run time. Each bound says why it is where it is.
+
+#: Lambda retries a failed asynchronous invocation about one minute later:
+#: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+ASYNC_FIRST_RETRY_DELAY_S: Final = 60
+#: Allowance for the difference between two racers' clocks (Lambda hosts use the Amazon Time Sync
+#: Service, which keeps them far closer; the allowance also absorbs request latency).
+CLOCK_SKEW_ALLOWANCE_S: Final = 5
+
+#: Lease, seconds. Above 0 (a lease must outlast one DynamoDB round trip: 1 s); at most the first async
+#: retry's delay minus the clock-skew allowance, so the retry of a timed-out winner finds its lease expired.
+MIN_LEASE_DURATION_S: Final = 1
+MAX_LEASE_DURATION_S: Final = ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S  # 55
+#: Heartbeat, seconds. At least 0.1 s (each renewal is a DynamoDB write; the local harnesses renew a 2 s
+#: lease every 0.5 s); at most below half of the longest lease (the heartbeat must be below half the lease).
+MIN_HEARTBEAT_INTERVAL_S: Final = 0.1
+MAX_HEARTBEAT_INTERVAL_S: Final = MAX_LEASE_DURATION_S // 2  # 27
+#: Maximum slot age, seconds. At least Lambda's minimum MaximumEventAgeInSeconds (60 s), which the stack
+#: sets from it; the stack also caps it at Lambda's maximum (21,600 s, ``stacks.config``). The runtime
+#: allows up to 366 days because the local harnesses (``local/demo.py``, ``local/chaos.py``) widen it to
+#: cover a replayed backlog (chaos: 200 half-hour slots + 1 h = 363,600 s); a delivery a year late is no
+#: schedule slot anyone waits for.
+MIN_MAX_SLOT_AGE_S: Final = 60
+MAX_MAX_SLOT_AGE_S: Final = 366 * 86_400  # 31,622,400
+#: History TTL, seconds. At least one minute; at most 10 years (3650 days): longer is an archive, not a
+#: history, and ``now + ttl`` stays a small epoch for DynamoDB's TTL attribute.
+MIN_HISTORY_TTL_S: Final = 60
+MAX_HISTORY_TTL_S: Final = 3650 * 86_400  # 315,360,000
+#: Query attempts per slot: each attempt is a billed query and must fit the slot's invocation.
+MIN_MAX_QUERY_ATTEMPTS: Final = 1
+MAX_MAX_QUERY_ATTEMPTS: Final = 10
+#: Query window, seconds. At least one minute; at most 366 days (a year, leap day included): a longer
+#: window is no refresh, and ``slot - window`` stays a valid timestamp for every slot year 1970..9999 and
+#: every data year (``datetime`` would overflow for e.g. 10**12 s).
+MIN_WINDOW_S: Final = 60
+MAX_WINDOW_S: Final = 366 * 86_400  # 31,622,400
+#: Data year onto which slots are mapped: a plausible data year, so mapped windows stay valid timestamps.
+MIN_DATA_YEAR: Final = 1900
+MAX_DATA_YEAR: Final = 2100
+#: Athena query result reuse, minutes: 0 is off; 10080 (7 days) is ResultReuseByAgeConfiguration's
+#: MaxAgeInMinutes maximum: https://docs.aws.amazon.com/athena/latest/APIReference/API_ResultReuseByAgeConfiguration.html
+MIN_RESULT_REUSE_MAX_AGE_MIN: Final = 0
+MAX_RESULT_REUSE_MAX_AGE_MIN: Final = 10_080
+#: Distinct dimension combinations published per run: each one is a billed custom metric per value column.
+MIN_VALUE_METRIC_MAX_SERIES: Final = 1
+MAX_VALUE_METRIC_MAX_SERIES: Final = 50
+#: Slot lead allowance, seconds: 0 refuses any lead; a minute is far above any clock skew (the Scheduler
+#: never delivers early), and a larger lead would let a future slot make the current one lose as superseded.
+MIN_MAX_SLOT_LEAD_S: Final = 0
+MAX_MAX_SLOT_LEAD_S: Final = 60
+DEFAULT_MAX_SLOT_LEAD_S: Final = 5
+
+#: Every numeric variable with its inclusive bounds (the README's configuration table lists them).
+NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType({
+    ENV_LEASE_DURATION_S: (MIN_LEASE_DURATION_S, MAX_LEASE_DURATION_S),
+    ENV_HEARTBEAT_INTERVAL_S: (MIN_HEARTBEAT_INTERVAL_S, MAX_HEARTBEAT_INTERVAL_S),
+    ENV_MAX_SLOT_AGE_S: (MIN_MAX_SLOT_AGE_S, MAX_MAX_SLOT_AGE_S),
+    ENV_HISTORY_TTL_S: (MIN_HISTORY_TTL_S, MAX_HISTORY_TTL_S),
+    ENV_MAX_QUERY_ATTEMPTS: (MIN_MAX_QUERY_ATTEMPTS, MAX_MAX_QUERY_ATTEMPTS),
+    ENV_WINDOW_S: (MIN_WINDOW_S, MAX_WINDOW_S),
+    ENV_DATA_YEAR: (MIN_DATA_YEAR, MAX_DATA_YEAR),
+    ENV_RESULT_REUSE_MAX_AGE_MIN: (MIN_RESULT_REUSE_MAX_AGE_MIN, MAX_RESULT_REUSE_MAX_AGE_MIN),
+    ENV_VALUE_METRIC_MAX_SERIES: (MIN_VALUE_METRIC_MAX_SERIES, MAX_VALUE_METRIC_MAX_SERIES),
+    ENV_MAX_SLOT_LEAD_S: (MIN_MAX_SLOT_LEAD_S, MAX_MAX_SLOT_LEAD_S),
+})
 
 # --- Observability ---------------------------------------------------------------------------------
 SERVICE_NAME: Final = "athena-refresh"  # POWERTOOLS_SERVICE_NAME, and the EMF "service" dimension
@@ -113,6 +190,8 @@ LOSS_REASONS: Final = (
     "overrun",  # an older slot's holder is still running
     "slot_finished",  # this slot already completed or failed for good
     "superseded",  # a newer slot already acquired or finished
+    "conflict",  # every answer was a transaction in flight on the lock item (the holder's commit)
+    "unavailable",  # DynamoDB throttled or failed the acquisition past the loser's short retry budget
 )
 # Why a slot did not run at all (values of the "reason" dimension of SlotMissed).
 MISSED_REASONS: Final = (

@@ -7,7 +7,7 @@ AWS rules this module relies on (each is repeated where it is used):
 
 - StartQueryExecution ``ClientRequestToken`` (32..128 characters) makes the call idempotent: the same token
   and the same request return the same ``QueryExecutionId``; the same token with a changed request is an
-  ``InvalidRequestException``.
+  ``InvalidRequestException``. Tokens are per account and Region, so ours include the deployment.
   https://docs.aws.amazon.com/athena/latest/APIReference/API_StartQueryExecution.html
 - GetQueryResults pages with ``MaxResults`` (1..1000) and ``NextToken``; values are strings
   (``VarCharValue``), SQL NULL has no ``VarCharValue``; for a SELECT the first row of the FIRST page is the
@@ -247,30 +247,45 @@ class QueryEngine(Protocol):
         """Return the current state, statistics and error of one query."""
         ...
 
-    def get_results(self, query_execution_id: str) -> QueryResult:
-        """All rows of a SUCCEEDED query, typed."""
+    def get_results(
+        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+    ) -> QueryResult:
+        """All rows of a SUCCEEDED query, typed. ``on_page(rows_so_far)`` is called after each page (the job
+        renews its lease there, so a long read does not hand the slot to a successor); what it raises
+        propagates."""
         ...
 
 
 # --------------------------------------------------------------------------------------------------
 # Idempotency token
 # --------------------------------------------------------------------------------------------------
+#: QueryExecutionId as the Athena API constrains it (1..128 characters, pattern ``\S+``):
+#: https://docs.aws.amazon.com/athena/latest/APIReference/API_GetQueryExecution.html#API_GetQueryExecution_RequestSyntax
+QUERY_EXECUTION_ID = re.compile(r"\S{1,128}")
 _TOKEN_PREFIX_CHARS = 40
 _UNSAFE_TOKEN_CHARS = re.compile(r"[^A-Za-z0-9]+")
 
 
-def client_request_token(job_name: str, slot_iso: str, attempt: int) -> str:
-    """Deterministic StartQueryExecution ``ClientRequestToken`` for one attempt of one slot of one job.
+def client_request_token(job_name: str, slot_iso: str, attempt: int, *, deployment_id: str) -> str:
+    """Deterministic StartQueryExecution ``ClientRequestToken`` for one attempt of one slot of one job of one
+    deployment.
 
-    Two starts of the same attempt (a Lambda retry, a botocore retry, a second racer that adopts the slot)
-    send the same token and therefore get the same query; a new attempt gets a new token and therefore a
-    new query. The token is ``<readable prefix>-<sha256 hex>``: the prefix (job, slot, attempt with every run
-    of characters outside ``[A-Za-z0-9]`` turned into ``-``, at most 40 characters) is for humans reading
-    CloudTrail; the 64-hex-digit SHA-256 of ``json.dumps([job_name, slot_iso, attempt])`` is what makes it
-    unique, so a truncated or sanitised prefix can never make two different inputs collide.
+    Two starts of the same attempt in the same deployment (a Lambda retry, a botocore retry, a second racer
+    that adopts the slot) send the same token and therefore get the same query; a new attempt gets a new
+    token and therefore a new query. Athena scopes a token to the account and Region, not to a stack, so
+    `deployment_id` keeps two deployments of the same job name (staging and prod in one account) from
+    sending the same token for different requests (Athena would answer the second with the first's query,
+    or with ``InvalidRequestException`` when the SQL differs). The job passes its lock table's name, which
+    is unique per account and Region and shared by every racer of the deployment:
+    https://docs.aws.amazon.com/athena/latest/APIReference/API_StartQueryExecution.html#athena-StartQueryExecution-request-ClientRequestToken
+
+    The token is ``<readable prefix>-<sha256 hex>``: the prefix (job, slot, attempt with every run of
+    characters outside ``[A-Za-z0-9]`` turned into ``-``, at most 40 characters) is for humans reading
+    CloudTrail; the 64-hex-digit SHA-256 of ``json.dumps([deployment_id, job_name, slot_iso, attempt])`` is
+    what makes it unique, so a truncated or sanitised prefix can never make two different inputs collide.
 
     Athena keeps a token for a limited time and answers ``InvalidRequestException`` when the same token
-    comes with a different request: https://docs.aws.amazon.com/athena/latest/APIReference/API_StartQueryExecution.html
+    comes with a different request.
 
     Parameters
     ----------
@@ -280,28 +295,34 @@ def client_request_token(job_name: str, slot_iso: str, attempt: int) -> str:
         The schedule slot as an ISO-8601 string (non-empty), exactly as stored with the slot.
     attempt : int
         Query attempt number of that slot (>= 0; the job decides where it starts).
+    deployment_id : str
+        Identity of the deployment (non-empty), the same for every racer of it: the lock table's name.
 
     Returns
     -------
     str
-        Between 32 and 128 characters (in practice 69..108), ASCII letters, digits and ``-``.
+        Between 32 and 128 characters (in practice 64..105), ASCII letters, digits and ``-``.
 
     Raises
     ------
     ValueError
-        Empty `job_name` or `slot_iso`, or a negative or non-int `attempt`.
+        Empty `job_name`, `slot_iso` or `deployment_id` (or not a str), or a negative or non-int `attempt`.
 
     Examples
     --------
-    >>> t = client_request_token("flights", "2026-11-02T10:00:00Z", 1)
+    >>> t = client_request_token("flights", "2026-11-02T10:00:00Z", 1, deployment_id="prod-locks")
     >>> t.startswith("flights-2026-11-02T10-00-00Z-a1-") and len(t) == 32 + 64
+    True
+    >>> t != client_request_token("flights", "2026-11-02T10:00:00Z", 1, deployment_id="staging-locks")
     True
     """
     if not job_name or not slot_iso:
         raise ValueError("job_name and slot_iso must be non-empty")
+    if not isinstance(deployment_id, str) or not deployment_id:
+        raise ValueError(f"deployment_id must be a non-empty str (the lock table's name), got {deployment_id!r}")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
         raise ValueError(f"attempt must be an int >= 0, got {attempt!r}")
-    digest = hashlib.sha256(json.dumps([job_name, slot_iso, attempt]).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(json.dumps([deployment_id, job_name, slot_iso, attempt]).encode("utf-8")).hexdigest()
     readable = _UNSAFE_TOKEN_CHARS.sub("-", f"{job_name}-{slot_iso}-a{attempt}").strip("-")
     prefix = readable[:_TOKEN_PREFIX_CHARS].rstrip("-")
     token = f"{prefix}-{digest}" if prefix else digest
@@ -664,13 +685,18 @@ class AthenaQueryEngine:
         )
 
     # ---- GetQueryResults --------------------------------------------------------------------------
-    def get_results(self, query_execution_id: str) -> QueryResult:
+    def get_results(
+        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+    ) -> QueryResult:
         """All rows of a SUCCEEDED query, typed (GetQueryResults, every page).
 
         Pages with ``MaxResults=1000`` (the maximum) and ``NextToken`` until no token is returned. Column
         names and types come from ``ResultSetMetadata.ColumnInfo``; the first row of the FIRST page is
         the header (column labels) and is dropped; later pages carry data only. A missing
         ``VarCharValue`` is SQL NULL (None). https://docs.aws.amazon.com/athena/latest/APIReference/API_GetQueryResults.html
+
+        ``on_page(rows_so_far)`` is called after each page (a result of 100,000 rows is 100 requests:
+        the job renews its lease there).
 
         Returns
         -------
@@ -720,6 +746,8 @@ class AthenaQueryEngine:
                         for col, datum in zip(columns, data, strict=True)
                     }
                 )
+            if on_page is not None:
+                on_page(len(rows))
             token = response.get("NextToken")
             if not token:
                 break

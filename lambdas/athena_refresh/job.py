@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from slotlock import SlotRun
 
 from . import contract
-from .engine import QueryEngine, QueryExecution, client_request_token, wait_for_query
+from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
 from .results import ResultsStore
 from .settings import Settings
@@ -106,14 +106,13 @@ class AthenaRefreshJob:
         lease = run.lease
         slot = lease.slot
         parameters = self.settings.execution_parameters(slot.datetime)
-        attempt = int(run.state.get("attempt", 1))
-        query_execution_id: str | None = run.state.get("query_execution_id")
+        attempt, query_execution_id = self._adopted_state(run)
         if query_execution_id:
             logger.info("adopting query %s of slot %s (attempt %d)", query_execution_id, slot.iso, attempt)
             self.metrics(contract.METRIC_QUERY_ADOPTED, 1, "Count")
         while True:
             if query_execution_id is None:
-                token = client_request_token(self.settings.job_name, slot.iso, attempt)
+                token = client_request_token(self.settings.job_name, slot.iso, attempt, deployment_id=self.settings.lock_table_name)
                 query_execution_id = self.engine.start_query(
                     sql=self.settings.query_sql, parameters=parameters, client_request_token=token
                 )
@@ -141,7 +140,8 @@ class AthenaRefreshJob:
         self.metrics(contract.METRIC_QUERY_DURATION_MS, statistics.total_execution_time_ms, "Milliseconds")
         self.metrics(contract.METRIC_DATA_SCANNED_BYTES, statistics.data_scanned_bytes, "Bytes")
         try:
-            result = self.engine.get_results(query_execution_id)
+            # Reading many pages can outlast a heartbeat interval: renew between pages (when one is due).
+            result = self.engine.get_results(query_execution_id, on_page=lambda _rows: run.heartbeat())
         except ResultTypeError as bad:  # permanent: the same rows fail the same way on every retry
             logger.error("results of query %s cannot be stored: %s", query_execution_id, bad)
             error = {**bad.as_dict(), "query_execution_id": query_execution_id, "attempt": attempt}
@@ -159,6 +159,7 @@ class AthenaRefreshJob:
             window=(start.isoformat(), end.isoformat()),
         )
         summary = {**prepared.summary, "attempt": attempt}
+        run.heartbeat()  # an S3 offload may have taken a while: no lease gap before the commit
         run.commit(writes=prepared.writes, summary=summary)
         self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
         if self.values is not None:
@@ -167,6 +168,29 @@ class AthenaRefreshJob:
             except Exception:  # the slot is committed: a metrics problem must not turn it into a retry
                 logger.exception("could not publish the result values of slot %s as metrics", slot.iso)
         return summary
+
+    def _adopted_state(self, run: SlotRun) -> tuple[int, str | None]:
+        """The attempt number and query execution id recorded by a predecessor, validated before any use.
+
+        A tampered slot item (an attempt that is not an integer within ``max_query_attempts``, an id that is
+        not of Athena's shape) would otherwise raise a ValueError or a botocore parameter error that Lambda
+        retries forever; it is reported as corrupt instead (:meth:`slotlock.SlotRun.corrupt_state`).
+        """
+        attempt = run.state.get("attempt", 1)
+        maximum = self.settings.max_query_attempts
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or not 1 <= attempt <= maximum:
+            raise run.corrupt_state(
+                "attempt", f"must be an integer from 1 to {maximum} (max_query_attempts), found {attempt!r:.80}"
+            )
+        query_execution_id = run.state.get("query_execution_id")
+        if query_execution_id is not None and (
+            not isinstance(query_execution_id, str) or not QUERY_EXECUTION_ID.fullmatch(query_execution_id)
+        ):
+            raise run.corrupt_state(
+                "query_execution_id",
+                f"must be an Athena query execution id (1..128 non-space characters), found {query_execution_id!r:.80}",
+            )
+        return attempt, query_execution_id
 
     def _wait(self, run: SlotRun, query_execution_id: str) -> QueryExecution:
         deadline_ms = run.lease.deadline_ms

@@ -180,17 +180,26 @@ class ResultsStore:
         return PreparedResult([put_result, update_latest], summary)
 
     def conflict_error(
-        self, index: int, old_item: Mapping[str, Any] | None, *, job_name: str, slot_iso: str
+        self, index: int, old_item: Mapping[str, Any] | None, *, job_name: str, slot_iso: str,
+        fencing_token: int | None = None, code: str = "ConditionalCheckFailed",
     ) -> CorruptResultsItemError:
         """Explain why write ``index`` of :meth:`prepare`'s writes for ``job_name``/``slot_iso`` was refused
         inside a commit whose lock condition passed (``slotlock.CommitConflictError``; ``old_item`` is its
-        ALL_OLD item in DynamoDB JSON, ``None`` when the backend returned none).
+        ALL_OLD item in DynamoDB JSON, ``None`` when the backend returned none; ``fencing_token`` the
+        committing token, which the lock item holds; ``code`` the cancellation reason).
 
         The holder of the current fencing token can only be refused by results that contradict the lock:
         write 0 (the slot's result) finds a result already stored; write 1 (LATEST) finds a pointer whose
-        ``fencing_token`` is not a Number, or not below the committing token.
+        ``fencing_token`` is not a Number, or not below the committing token. Only a pointer token at or
+        above the committing one (which the lock item holds) is blamed on a reset fencing counter.
+        Throttling and transaction conflicts never get here: slotlock retries them.
         """
         item = dict(old_item or {})
+        if index == 0 and code != "ConditionalCheckFailed":
+            return CorruptResultsItemError(
+                f"{job_name}/{slot_iso}", "slot", f"refused the result write with {code} although the lock holds"
+                f" the committing token {fencing_token}",
+            )
         if index == 0:
             return CorruptResultsItemError(
                 f"{job_name}/{slot_iso}", "slot",
@@ -198,14 +207,24 @@ class ResultsStore:
                 f" {item.get('query_execution_id')}) although the lock says the slot never finished",
             )
         token = item.get("fencing_token")
+        refused = "" if code == "ConditionalCheckFailed" else f" ({code})"
         if token is None and not item:
-            problem = "refused the fenced pointer update (the backend returned no old item to say why)"
+            problem = f"refused the fenced pointer update{refused} (the backend returned no old item to say why)"
         elif token is not None and set(token) != {"N"}:
             problem = f"must be a Number, found {token}: no commit can pass the pointer's fencing condition"
-        else:
+        elif token is None:
+            problem = f"is missing from the LATEST pointer, which refused the fenced update{refused}: it was edited"
+        elif fencing_token is not None and int(token["N"]) < fencing_token:
             problem = (
-                f"is {token['N'] if token else 'missing'}, not below the committing holder's current token: the"
-                " lock's fencing counter was reset (deleted lock item?) or the pointer was edited"
+                f"is {token['N']}, below the committing token {fencing_token}, yet the pointer refused the fenced"
+                f" update{refused}: the pointer item was edited (its other attributes no longer match)"
+            )
+        else:
+            held = f"the committing token {fencing_token}, which the lock item holds" if fencing_token is not None else (
+                "the committing holder's current token")
+            problem = (
+                f"is {token['N']}, not below {held}: the lock's fencing counter went back (a deleted or"
+                " restored lock item: bump the fence above the pointer) or the pointer was edited"
             )
         return CorruptResultsItemError(f"{job_name}/{LATEST}", "fencing_token", problem)
 

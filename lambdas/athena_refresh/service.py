@@ -76,6 +76,7 @@ def dependencies(settings: Settings) -> Dependencies:
         heartbeat_interval_s=settings.heartbeat_interval_s,
         max_slot_age_s=settings.max_slot_age_s,
         history_ttl_s=settings.history_ttl_s,
+        max_slot_lead_s=settings.max_slot_lead_s,
     )
     results = ResultsStore(settings.results_table_name, bucket_name=settings.results_bucket_name)
     return Dependencies(lock=lock, engine=_engine_factory(settings), results=results)
@@ -99,8 +100,9 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
         keys["query_execution_id"] = lease.state["query_execution_id"]
     logger.append_keys(**keys)
     logger.info(f"checkpoint {checkpoint}", checkpoint=checkpoint, takeover=lease.takeover, reentered=lease.reentered)
-    if checkpoint == CHECKPOINT_ACQUIRED and lease.superseded_slot is not None:
-        # The acquisition recorded an older, unfinished slot (its holder died) as missed: say so once.
+    if checkpoint == CHECKPOINT_ACQUIRED and lease.superseded_slot is not None and lease.superseded_recorded:
+        # Our acquisition recorded an older, unfinished slot (its holder died) as missed: say so once (a
+        # racer of that older slot may have written the record first; then it counts it, not us).
         logger.warning(f"slot {lease.superseded_slot.iso} missed: superseded by {lease.slot.iso}",
                        superseded_slot=lease.superseded_slot.iso)
         _reason_metric(contract.METRIC_SLOT_MISSED, "superseded", lease.job_name)
@@ -185,7 +187,8 @@ def _corrupt_outcome(
     """Report a tampered stored item: ERROR log, ``CorruptLockItem`` metric, status ``corrupt`` (no raise)."""
     corrupt: CorruptLockItemError | CorruptResultsItemError
     if isinstance(error, CommitConflictError):  # our only commit writes are the results store's
-        corrupt = results.conflict_error(error.index, error.item, job_name=job_name, slot_iso=slot.iso)
+        corrupt = results.conflict_error(error.index, error.item, job_name=job_name, slot_iso=slot.iso,
+                                         fencing_token=error.fencing_token, code=error.code)
         corrupt.__cause__ = error
     else:
         corrupt = error

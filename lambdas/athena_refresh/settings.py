@@ -16,11 +16,11 @@ from . import contract
 from .errors import ConfigurationError
 
 DEFAULT_CATALOG = "AwsDataCatalog"
-#: ResultReuseByAgeConfiguration.MaxAgeInMinutes maximum:
+#: ResultReuseByAgeConfiguration.MaxAgeInMinutes maximum (the bound lives in :mod:`athena_refresh.contract`):
 #: https://docs.aws.amazon.com/athena/latest/APIReference/API_ResultReuseByAgeConfiguration.html
-MAX_RESULT_REUSE_AGE_MIN = 10_080
+MAX_RESULT_REUSE_AGE_MIN = contract.MAX_RESULT_REUSE_MAX_AGE_MIN
 DEFAULT_VALUE_METRIC_MAX_SERIES = 10
-MAX_VALUE_METRIC_MAX_SERIES = 50
+MAX_VALUE_METRIC_MAX_SERIES = contract.MAX_VALUE_METRIC_MAX_SERIES
 #: EMF carries at most 100 metrics per blob and Powertools at most 29 dimensions (``job`` is one).
 MAX_VALUE_METRIC_COLUMNS = 100
 MAX_VALUE_METRIC_DIMENSIONS = 28
@@ -33,7 +33,20 @@ def _required(env: Mapping[str, str], key: str) -> str:
     return value
 
 
-def _number(env: Mapping[str, str], key: str, default: float | None, *, integer: bool, minimum: float) -> float:
+def _text(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
+def _number(
+    env: Mapping[str, str], key: str, default: float | None, *, integer: bool, note: str = ""
+) -> float:
+    """The variable ``key`` as a number within its bounds from :data:`contract.NUMERIC_BOUNDS`.
+
+    Every refusal names the variable and the allowed range, e.g.
+    ``WINDOW_S: must be from 60 to 31622400, got 1000000000000`` (``note`` adds why, in parentheses).
+    """
+    lo, hi = contract.NUMERIC_BOUNDS[key]
+    allowed = f"from {_text(lo)} to {_text(hi)}" + (f" ({note})" if note else "")
     raw = env.get(key, "").strip()
     if not raw:
         if default is None:
@@ -43,11 +56,11 @@ def _number(env: Mapping[str, str], key: str, default: float | None, *, integer:
         value = int(raw) if integer else float(raw)
     except ValueError as exc:
         kind = "an integer" if integer else "a number"
-        raise ConfigurationError(key, f"must be {kind}, got {raw!r}") from exc
+        raise ConfigurationError(key, f"must be {kind} {allowed}, got {raw!r}") from exc
     if not math.isfinite(value):  # float() accepts "nan" and "inf"; neither is a duration or a count
-        raise ConfigurationError(key, f"must be a finite number, got {raw!r}")
-    if value < minimum:
-        raise ConfigurationError(key, f"must be at least {minimum}, got {raw}")
+        raise ConfigurationError(key, f"must be a finite number {allowed}, got {raw!r}")
+    if not lo <= value <= hi:
+        raise ConfigurationError(key, f"must be {allowed}, got {raw}")
     return value
 
 
@@ -82,7 +95,10 @@ class Settings:
     lease), ``max_slot_age_s`` (deliveries older than this are skipped as missed; one period is
     typical), ``history_ttl_s`` (lifetime of slot history items), ``window_s`` (the query's trailing
     window ending at the slot's scheduled time), ``data_year`` (``None``: query the slot's own time;
-    else map the slot onto that year of the data's timeline, same month, day and time of day).
+    else map the slot onto that year of the data's timeline, same month, day and time of day),
+    ``max_slot_lead_s`` (a delivery whose slot is further ahead of the clock than this is refused before
+    any request: a clock-skew allowance). Every number is within its bounds in
+    :data:`athena_refresh.contract.NUMERIC_BOUNDS`.
 
     Result values as metrics (:mod:`athena_refresh.values`): ``value_metric_columns`` (numeric result
     columns, one metric each; empty: off, and the dimensions are then unused), ``value_metric_dimensions``
@@ -109,6 +125,7 @@ class Settings:
     value_metric_dimensions: tuple[str, ...] = ()
     value_metric_max_series: int = DEFAULT_VALUE_METRIC_MAX_SERIES
     result_reuse_max_age_min: int = 0  # Athena query result reuse (0: off), at most MAX_RESULT_REUSE_AGE_MIN
+    max_slot_lead_s: float = float(contract.DEFAULT_MAX_SLOT_LEAD_S)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -120,8 +137,8 @@ class Settings:
             Naming the first invalid or missing variable.
         """
         env = os.environ if env is None else env
-        lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False, minimum=1)
-        heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False, minimum=0.1)
+        lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False)
+        heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False)
         if heartbeat * 2 >= lease:  # the same rule as SlotLock and the stack's config: strictly below half
             raise ConfigurationError(
                 contract.ENV_HEARTBEAT_INTERVAL_S,
@@ -129,7 +146,7 @@ class Settings:
             )
         max_age_raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
         max_age = None if max_age_raw.lower() in ("none", "off") else _number(
-            env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False, minimum=1
+            env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False
         )
         sql = _required(env, contract.ENV_QUERY_SQL)
         if sql.count("?") != 2:
@@ -138,21 +155,14 @@ class Settings:
                 f"must contain exactly two ? placeholders (window start, window end); found {sql.count('?')}",
             )
         data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
-        data_year = None
-        if data_year_raw:
-            data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True, minimum=1900))
-            if data_year > 2100:
-                raise ConfigurationError(contract.ENV_DATA_YEAR, f"must be a year from 1900 to 2100, got {data_year_raw}")
+        data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         job_name = _required(env, contract.ENV_JOB_NAME)
         if "#" in job_name or len(job_name) > 200:
             raise ConfigurationError(contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}")
         value_columns, value_dimensions, max_series = _value_metrics(env)
-        reuse_min = int(_number(env, contract.ENV_RESULT_REUSE_MAX_AGE_MIN, 0, integer=True, minimum=0))
-        if reuse_min > MAX_RESULT_REUSE_AGE_MIN:
-            raise ConfigurationError(
-                contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
-                f"must be 0 (off) to {MAX_RESULT_REUSE_AGE_MIN} minutes (Athena's maximum, 7 days), got {reuse_min}",
-            )
+        reuse_min = int(_number(
+            env, contract.ENV_RESULT_REUSE_MAX_AGE_MIN, 0, integer=True, note="minutes, 0: off; Athena's maximum is 7 days"
+        ))
         return cls(
             job_name=job_name,
             lock_table_name=_required(env, contract.ENV_LOCK_TABLE_NAME),
@@ -165,14 +175,18 @@ class Settings:
             lease_duration_s=lease,
             heartbeat_interval_s=heartbeat,
             max_slot_age_s=max_age,
-            history_ttl_s=int(_number(env, contract.ENV_HISTORY_TTL_S, 30 * 24 * 3600, integer=True, minimum=60)),
-            max_query_attempts=int(_number(env, contract.ENV_MAX_QUERY_ATTEMPTS, 3, integer=True, minimum=1)),
-            window_s=int(_number(env, contract.ENV_WINDOW_S, 86400, integer=True, minimum=60)),
+            history_ttl_s=int(_number(env, contract.ENV_HISTORY_TTL_S, 30 * 24 * 3600, integer=True)),
+            max_query_attempts=int(_number(env, contract.ENV_MAX_QUERY_ATTEMPTS, 3, integer=True)),
+            window_s=int(_number(env, contract.ENV_WINDOW_S, 86400, integer=True)),
             data_year=data_year,
             value_metric_columns=value_columns,
             value_metric_dimensions=value_dimensions,
             value_metric_max_series=max_series,
             result_reuse_max_age_min=reuse_min,
+            max_slot_lead_s=_number(
+                env, contract.ENV_MAX_SLOT_LEAD_S, float(contract.DEFAULT_MAX_SLOT_LEAD_S), integer=False,
+                note="seconds a slot may be ahead of the clock",
+            ),
         )
 
     def window(self, scheduled: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -203,14 +217,9 @@ def _value_metrics(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, 
     columns = _column_names(env, contract.ENV_VALUE_METRIC_COLUMNS)
     dimensions = _column_names(env, contract.ENV_VALUE_METRIC_DIMENSIONS)
     max_series = int(_number(
-        env, contract.ENV_VALUE_METRIC_MAX_SERIES, DEFAULT_VALUE_METRIC_MAX_SERIES, integer=True, minimum=1
+        env, contract.ENV_VALUE_METRIC_MAX_SERIES, DEFAULT_VALUE_METRIC_MAX_SERIES, integer=True,
+        note="each dimension combination is a billed custom metric per value column",
     ))
-    if max_series > MAX_VALUE_METRIC_MAX_SERIES:
-        raise ConfigurationError(
-            contract.ENV_VALUE_METRIC_MAX_SERIES,
-            f"must be from 1 to {MAX_VALUE_METRIC_MAX_SERIES} (each dimension combination is a billed custom"
-            f" metric per value column), got {max_series}",
-        )
     if len(columns) > MAX_VALUE_METRIC_COLUMNS:
         raise ConfigurationError(
             contract.ENV_VALUE_METRIC_COLUMNS, f"names {len(columns)} columns; at most {MAX_VALUE_METRIC_COLUMNS}"

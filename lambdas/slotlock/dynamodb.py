@@ -78,6 +78,7 @@ LAST_FIN_TOKEN = "last_finished_token"
 LAST_FIN_AT = "last_finished_at_ms"
 LAST_OK_SLOT = "last_succeeded_slot_epoch_s"
 LAST_OK_AT = "last_succeeded_at_ms"
+MISSED_SLOTS = "missed_slots_epoch_s"  # Number Set: slots recorded MISSED while not acquired (never acquirable)
 # slot items
 SLOT = "slot"
 SLOT_EPOCH = "slot_epoch_s"
@@ -127,14 +128,16 @@ logger = logging.getLogger(__name__)
 #   last finished slot >= S                                 -> LOSE "slot_finished" (= S) / "superseded" (> S)
 #   latest acquired slot > S                                -> LOSE "superseded": an older slot never runs
 #                                                              after a newer one started
+#   S in the missed slots (recorded MISSED, never acquired) -> LOSE "slot_finished": a MISSED slot never runs
 LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
 TOKEN_PRESENT = "attribute_exists(#token)"
 SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
 SLOT_NOT_SUPERSEDED = "(attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
 LEASE_FREE_OR_EXPIRED = "(attribute_not_exists(#owner) OR #expires <= :now)"
 LEASE_OURS_FOR_SLOT = "(#owner = :owner AND #lease_slot = :slot)"
+SLOT_NOT_MISSED = "NOT contains(#missed, :slot)"
 ACQUIRE_CONDITION = (
-    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED}"
+    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED}"
     f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
 )
 # The previous holder is copied before being overwritten: update operands read the item as it was
@@ -154,11 +157,17 @@ OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
 #   SUCCEEDED/FAILED/MISSED -> never written again: a condition failure, judged by the writer
 SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
 SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
-# A MISSED record of "overrun" or "too_old" is written with a ConditionCheck on the lock item in the same
-# transaction: the slot is not the lock's acquired slot at that instant. A winner that acquires the slot
-# later reads the slot item right after its acquisition and, finding it MISSED, does not run it; so a MISSED
-# slot never runs, and a running slot is never recorded MISSED.
-SLOT_NOT_ACQUIRED = "(attribute_not_exists(#pk) OR attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)"
+# A MISSED record of "overrun" or "too_old" is written in one transaction with an update of the lock item
+# that adds the slot to its missed slots, on condition that the slot is not the lock's acquired slot at that
+# instant (and that the item is not tampered: a fresh item gets fencing token 0, a present one keeps its
+# own). SLOT_NOT_MISSED in the acquire condition then refuses the slot for good: a MISSED slot never runs,
+# and a running slot is never recorded MISSED. A commit prunes the entries older than its slot (already
+# refused by SLOT_NOT_FINISHED), so the set holds at most the slots missed since the last finished one.
+SLOT_NOT_ACQUIRED = (
+    "(attribute_not_exists(#pk) OR (attribute_exists(#token)"
+    " AND (attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)))"
+)
+MARK_SLOT_MISSED = "SET #token = if_not_exists(#token, :zero) ADD #missed :slots"
 
 
 def system_clock_ms() -> int:
@@ -368,8 +377,8 @@ class SlotLock:
         with ``ADD``, returning ALL_NEW. A loser learns why from ``ReturnValuesOnConditionCheckFailure=ALL_OLD``
         and gets a :class:`Loss` after this one request. Exceptions to "one request":
 
-        - the winner reads the slot item once (consistent): to adopt a predecessor's in-flight state, and
-          to refuse a slot already recorded MISSED (it then marks it finished and loses ``slot_finished``);
+        - a winner that takes over (or re-enters) a slot reads its slot item once (consistent), to adopt
+          the predecessor's in-flight state;
         - a slot that will never run is recorded MISSED by exactly one of its racers with one more
           conditional write: ``too_old`` (instead of an acquisition), ``overrun`` and ``superseded``;
           ``too_old`` and ``overrun`` in a transaction with a check that the slot is not acquired;
@@ -430,7 +439,7 @@ class SlotLock:
             "ExpressionAttributeNames": {
                 "#pk": PK, "#job": JOB, "#token": TOKEN, "#owner": OWNER, "#expires": EXPIRES,
                 "#acquired": ACQUIRED, "#lease_slot": LEASE_SLOT, "#prev_owner": PREV_OWNER,
-                "#prev_slot": PREV_SLOT, "#last_fin_slot": LAST_FIN_SLOT,
+                "#prev_slot": PREV_SLOT, "#last_fin_slot": LAST_FIN_SLOT, "#missed": MISSED_SLOTS,
             },
             "ExpressionAttributeValues": {
                 ":owner": {"S": owner_id}, ":expires": {"N": str(expires_ms)}, ":now": {"N": str(now_ms)},
@@ -501,6 +510,7 @@ class SlotLock:
             reentered=same_slot_predecessor and previous_owner == owner_id,
             superseded_slot=superseded,
             last_succeeded_at_ms=record.last_succeeded_at_ms,
+            stale_missed_slots=frozenset(missed for missed in record.missed_slots if missed < slot),
         )
         if superseded is not None:
             # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy. The
@@ -510,8 +520,11 @@ class SlotLock:
                 guard_lock=False, budget=self._racer_budget(now_ms, deadline_ms),
             )
             lease = replace(lease, superseded_recorded=recorded)
-        # One consistent read of the slot item: a predecessor's in-flight state to adopt (a query id), or a
-        # terminal record (the slot was recorded MISSED before we acquired it) that forbids running it.
+        if not same_slot_predecessor:
+            return lease
+        # A takeover or re-entry: one consistent read of the slot item, for the predecessor's in-flight state
+        # to adopt (a query id). A terminal record there (impossible unless the table was edited: the acquire
+        # condition refuses finished and missed slots) forbids running the slot all the same.
         try:
             item = self.get_slot(slot)
         except CorruptLockItemError:
@@ -521,8 +534,7 @@ class SlotLock:
             raise
         if item is not None and item.get(STATUS) in TERMINAL_STATUSES:
             return self._abandon_ended_slot(lease, record, str(item[STATUS]))
-        if same_slot_predecessor and item is not None:
-            # The predecessor may have started work (e.g. a query) and recorded it: adopt it.
+        if item is not None:
             lease = replace(lease, state=MappingProxyType(dict(item.get("state") or {})))
         return lease
 
@@ -573,13 +585,15 @@ class SlotLock:
             )
         elif current.locked(now_ms):
             reason = "held" if current.lease_slot == slot else "overrun"
+        elif slot in current.missed_slots:
+            reason = "slot_finished"  # recorded MISSED while nobody held it: it never runs
         else:
             raise CorruptLockItemError(
                 self.lock_key, EXPIRES,
                 f"made the acquire condition false although no live lease or finished slot explains it: {current}",
             )
         recorded = False
-        if reason in ("overrun", "superseded"):
+        if reason in ("overrun", "superseded") and slot not in current.missed_slots:
             # The slot will never run: exactly one of its racers records it MISSED (conditional writes). A
             # superseded slot can never be acquired again (the lock's slots only move forward); an overrun
             # one could be, once the older holder finishes, hence the lock-item check in the same transaction.
@@ -738,9 +752,16 @@ class SlotLock:
         }
         if succeeded:
             lock_names |= {"#ok_slot": LAST_OK_SLOT, "#ok_at": LAST_OK_AT}
-        lock_values = {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}}
+        lock_values: dict[str, Any] = {
+            ":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)},
+        }
         # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
-        lock_item = self._lock_update(lease, lock_set + ", #owner", lock_names, lock_values)
+        lock_set += ", #owner"
+        if lease.stale_missed_slots:  # now refused by the finished slot itself: keep the set small
+            lock_set += " DELETE #missed :stale_missed"
+            lock_names["#missed"] = MISSED_SLOTS
+            lock_values[":stale_missed"] = {"NS": sorted(str(missed.epoch_s) for missed in lease.stale_missed_slots)}
+        lock_item = self._lock_update(lease, lock_set, lock_names, lock_values)
         slot_item = {
             "Update": {
                 "TableName": self.table_name,
@@ -789,7 +810,8 @@ class SlotLock:
                 raise self._slot_ended_error(lease, cancelled.item(1)) from cancelled.error
             reason = cancelled.reasons[index]
             raise CommitConflictError(
-                index - own_offset, str(judged.code), reason.get("Item"), reason.get("Message")
+                index - own_offset, str(judged.code), reason.get("Item"), reason.get("Message"),
+                fencing_token=lease.fencing_token,
             ) from cancelled.error
         return receipt
 
@@ -889,16 +911,22 @@ class SlotLock:
         }
         try:
             if guard_lock:
-                not_acquired = {
-                    "ConditionCheck": {
+                mark_missed = {
+                    "Update": {
                         "TableName": self.table_name,
                         "Key": {PK: {"S": self.lock_key}},
+                        "UpdateExpression": MARK_SLOT_MISSED,
                         "ConditionExpression": SLOT_NOT_ACQUIRED,
-                        "ExpressionAttributeNames": {"#pk": PK, "#lease_slot": LEASE_SLOT},
-                        "ExpressionAttributeValues": {":slot": {"N": str(slot.epoch_s)}},
+                        "ExpressionAttributeNames": {
+                            "#pk": PK, "#token": TOKEN, "#lease_slot": LEASE_SLOT, "#missed": MISSED_SLOTS,
+                        },
+                        "ExpressionAttributeValues": {
+                            ":slot": {"N": str(slot.epoch_s)}, ":slots": {"NS": [str(slot.epoch_s)]},
+                            ":zero": {"N": "0"},
+                        },
                     }
                 }
-                self._transact([{"Update": update}, not_acquired], operation="record_missed", budget=budget)
+                self._transact([{"Update": update}, mark_missed], operation="record_missed", budget=budget)
             else:
                 self._send("UpdateItem", update, budget)
         except ClientError as exc:  # the slot item's condition failed: someone recorded it (maybe us)
@@ -906,7 +934,7 @@ class SlotLock:
         except _Cancelled as cancelled:
             if cancelled.judged.index == 0:
                 return self._own_missed_record(slot, cancelled.item(0), record_id)
-            return False  # the lock item says the slot is acquired right now: it is running, not missed
+            return False  # the lock item says the slot is acquired right now (or is tampered): not missed
         except TransientLockError as exc:
             logger.warning("could not record slot %s as missed (%s): %s", slot.iso, reason, exc)
             return False
@@ -1021,8 +1049,16 @@ class SlotLock:
         expires = number(EXPIRES)
         if owner is not None and expires is None:
             raise CorruptLockItemError(self.lock_key, EXPIRES, "is missing although an owner is set")
+        missed = item.get(MISSED_SLOTS)
+        if missed is not None and set(missed) != {"NS"}:
+            raise CorruptLockItemError(self.lock_key, MISSED_SLOTS, f"must be a Number Set, found {_type_of(missed)}")
+        try:
+            missed_slots = frozenset(Slot(int(epoch)) for epoch in (missed or {}).get("NS", ()))
+        except ValueError as exc:
+            raise CorruptLockItemError(self.lock_key, MISSED_SLOTS, f"must hold epoch seconds: {exc}") from exc
         return LockRecord(
             fencing_token=token,
+            missed_slots=missed_slots,
             owner_id=owner,
             lease_expires_at_ms=expires,
             acquired_at_ms=number(ACQUIRED),
@@ -1067,8 +1103,8 @@ class SlotLock:
 
         Transient verdicts and top-level transient errors are retried within ``budget``, then raise the
         retryable :class:`TransientLockError`; permanent ones raise :class:`WriteRejectedError`. An
-        undecided cancellation is decided by one consistent read of the lock item: still owned by
-        ``lease`` (owner and token) means transient, otherwise the lease is gone. ``lease_gone`` and
+        undecided cancellation is decided by one consistent read of the lock item
+        (:meth:`Cancellation.decided_by_lock`). ``lease_gone`` and
         ``condition_failed`` verdicts raise :class:`_Cancelled` for the caller to judge.
         """
         while True:
@@ -1103,7 +1139,7 @@ class SlotLock:
                     item = self._get(self.lock_key)
                     current = self.decode_lock(item) if item else None
                     owned = current is not None and current.owned_by(lease.owner_id, lease.fencing_token)
-                    judged = replace(judged, verdict="transient" if owned else "lease_gone", index=None if owned else 0)
+                    judged = judged.decided_by_lock(owned)
                 if judged.verdict in ("transient", "undecided"):
                     if budget.retry():
                         continue

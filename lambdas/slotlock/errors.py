@@ -150,12 +150,18 @@ class StaleFencingTokenError(LeaseLostError):
 class CommitConflictError(SlotLockError):
     """A caller-supplied write in a commit transaction failed its own condition.
 
-    ``index`` is the position of that write among the caller's writes; ``item`` the old item returned
-    with ALL_OLD (may be ``None``). Nothing of the commit was written and the lease is still held.
+    ``index`` is the position of that write among the caller's writes; ``code`` DynamoDB's cancellation
+    reason for it (``ConditionalCheckFailed``, or a code slotlock cannot judge); ``item`` the old item
+    returned with ALL_OLD (may be ``None``); ``fencing_token`` the committing lease's token, which the
+    lock item still holds. Nothing of the commit was written and the lease is still held.
     """
 
-    def __init__(self, index: int, code: str, item: dict[str, Any] | None, message: str | None = None) -> None:
+    def __init__(
+        self, index: int, code: str, item: dict[str, Any] | None, message: str | None = None,
+        *, fencing_token: int | None = None,
+    ) -> None:
         super().__init__(f"commit write #{index} rejected: {code}{': ' + message if message else ''}")
         self.index = index
         self.code = code
         self.item = item
+        self.fencing_token = fencing_token

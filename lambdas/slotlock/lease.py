@@ -22,6 +22,8 @@ class LockRecord:
 
     ``owner_id`` is ``None`` when no lease is held (after a commit); ``fencing_token`` is 0 on a fresh
     table. ``lease_slot`` is the slot of the latest acquisition (kept after release).
+    ``missed_slots`` are slots recorded MISSED while nobody held them ("overrun", "too_old"): never
+    acquirable; a commit prunes those older than its slot.
     """
 
     fencing_token: int = 0
@@ -37,6 +39,7 @@ class LockRecord:
     last_finished_at_ms: int | None = None
     last_succeeded_slot: Slot | None = None
     last_succeeded_at_ms: int | None = None
+    missed_slots: frozenset[Slot] = frozenset()
 
     def locked(self, now_ms: int) -> bool:
         """Whether *anyone* holds an unexpired lease at ``now_ms`` (redis-py's ``locked()``)."""
@@ -74,6 +77,8 @@ class Lease:
         older slot may have written it first).
     last_succeeded_at_ms:
         When the job last succeeded (from the lock item, caller clock), for "age of last success".
+    stale_missed_slots:
+        Missed slots older than ours seen on the lock item at acquisition: our commit removes them.
     state:
         In-flight state recorded for this slot by previous holders (e.g. a query execution id), which a
         successor adopts. Read-only mapping.
@@ -93,6 +98,7 @@ class Lease:
     superseded_slot: Slot | None = None
     superseded_recorded: bool = False
     last_succeeded_at_ms: int | None = None
+    stale_missed_slots: frozenset[Slot] = frozenset()
     state: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property

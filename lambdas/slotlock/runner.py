@@ -11,9 +11,11 @@
 
 The wrapped function returns a :class:`SlotOutcome` to Lambda. Losing the race, finding the slot
 finished, losing the lease mid-run or having a stale commit rejected all *return normally* (no Lambda
-retry would help: someone else owns the slot). Any other exception releases the lease (keeping the
-recorded state for adoption) and propagates, so Lambda's async retry, which keeps the request id,
-re-enters at once.
+retry would help: someone else owns the slot). A write that DynamoDB refuses for good (:class:`WriteRejectedError`: an item over
+400 KB, say) records the slot FAILED once with the reason, without the rejected writes, and returns
+normally (no retry storm). Any other exception, the retryable :class:`TransientLockError` included,
+releases the lease (keeping the recorded state for adoption) and propagates, so Lambda's async retry,
+which keeps the request id, re-enters at once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from .dynamodb import SlotLock
-from .errors import LeaseLostError, StaleFencingTokenError
+from .errors import CorruptLockItemError, LeaseLostError, StaleFencingTokenError, WriteRejectedError
 from .lease import CommitReceipt, Lease, Loss
 from .slot import Slot
 
@@ -49,10 +51,14 @@ class Listener(Protocol):
 class SlotOutcome:
     """What one invocation did for its slot (JSON-safe via :meth:`as_dict`).
 
-    ``status``: ``succeeded``/``failed`` (we committed the slot's final outcome), ``lost`` (another
-    racer has it, or it is finished; ``reason`` says which), ``missed`` (too old or overrun, and this
-    racer recorded it), ``lease_lost`` (taken over mid-run; we wrote nothing more), ``stale_rejected``
-    (our commit carried a stale fencing token and was rejected atomically).
+    ``status``: ``succeeded``/``failed`` (we committed the slot's final outcome; ``reason``
+    ``write_rejected`` when DynamoDB refused the commit for good), ``lost`` (another racer has it, or it
+    is finished; ``reason`` says which), ``missed`` (too old, overrun or superseded, and this racer
+    recorded it), ``lease_lost`` (taken over mid-run; we wrote nothing more), ``stale_rejected`` (our
+    commit carried a stale fencing token and was rejected atomically).
+
+    ``superseded_slot``/``superseded_recorded``: our acquisition replaced the expired holder of that
+    older slot, and (``superseded_recorded``) we are the one that recorded it MISSED.
     """
 
     status: OutcomeStatus
@@ -66,6 +72,8 @@ class SlotOutcome:
     adopted_state: bool = False
     already_applied: bool = False
     last_succeeded_at_ms: int | None = None  # job's last success before this run, from the lock item
+    superseded_slot: str | None = None
+    superseded_recorded: bool = False
     value: Any = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
@@ -115,6 +123,11 @@ class SlotRun:
     def remaining_ms(self) -> int | None:
         """Milliseconds left before the invocation deadline (``None`` if unbounded)."""
         return None if self._lease.deadline_ms is None else self._lease.deadline_ms - self.now_ms()
+
+    def corrupt_state(self, key: str, message: str) -> CorruptLockItemError:
+        """The error to raise when adopted state ``key`` is ill-typed: it names the slot item and the
+        attribute (``state_json.<key>``); the handler reports it as corrupt (logged, metric, no retry)."""
+        return CorruptLockItemError(self._lock.slot_key(self._lease.slot), f"state_json.{key}", message)
 
     def checkpoint(self, name: str) -> None:
         """Tell the listener we reached ``name`` (a no-op without listener)."""
@@ -195,6 +208,8 @@ class SlotRunner:
             "job_name": lease.job_name, "slot": lease.slot.iso, "owner_id": owner_id,
             "fencing_token": lease.fencing_token, "takeover": lease.takeover, "reentered": lease.reentered,
             "adopted_state": bool(lease.state), "last_succeeded_at_ms": lease.last_succeeded_at_ms,
+            "superseded_slot": lease.superseded_slot.iso if lease.superseded_slot else None,
+            "superseded_recorded": lease.superseded_recorded,
         }
         try:
             run.checkpoint(CHECKPOINT_ACQUIRED)
@@ -209,6 +224,10 @@ class SlotRunner:
         except LeaseLostError as exc:
             logger.warning("lease lost: %s", exc)
             return SlotOutcome("lease_lost", reason=exc.operation, details=_holder(exc), **base)
+        except WriteRejectedError as exc:
+            if run.finished:
+                raise
+            return self._fail_rejected(run, exc, base)
         except BaseException:
             if not run.finished:
                 self._release_quietly(run.lease)
@@ -228,6 +247,26 @@ class SlotRunner:
         if context is not None and hasattr(context, "get_remaining_time_in_millis"):
             deadline_ms = self.lock.clock_ms() + int(context.get_remaining_time_in_millis())
         return self.run(fn, slot=slot, owner_id=str(context.aws_request_id), deadline_ms=deadline_ms)
+
+    def _fail_rejected(self, run: SlotRun, rejected: WriteRejectedError, base: Mapping[str, Any]) -> SlotOutcome:
+        """DynamoDB refused a write for good: record the slot FAILED once with the reason (no Lambda retry).
+
+        The failure record carries none of the rejected writes (the same request would fail again). If even
+        that record is refused or the lease is gone, the lease is released and the error propagates.
+        """
+        logger.error("slot %s: write refused for good, recording the slot FAILED: %s", run.lease.slot.iso, rejected)
+        error = rejected.as_dict()
+        try:
+            receipt = run.fail(error)
+        except (StaleFencingTokenError, LeaseLostError) as exc:
+            logger.warning("lease lost while recording the rejected write: %s", exc)
+            return SlotOutcome("lease_lost", reason=exc.operation, details=_holder(exc), **base)
+        except BaseException:
+            self._release_quietly(run.lease)
+            raise
+        return SlotOutcome(
+            receipt.outcome, reason="write_rejected", already_applied=receipt.already_applied, details=error, **base
+        )
 
     def _release_quietly(self, lease: Lease) -> None:
         try:

@@ -19,7 +19,10 @@ reason (item ``i``)                 verdict
 ``ThrottlingError``,                ``transient``: retried within the budget, then a retryable error
 ``ProvisionedThroughputExceeded``,
 ``TransactionConflict``
-anything else, or no reasons        ``undecided``: the caller reads the lock item and decides by owner and token
+anything else, or no reasons        ``undecided``: the caller reads the lock item (consistent) and decides by
+                                    owner and token: not ours = ``lease_gone``; ours = ``permanent`` on the
+                                    first item with an unknown code (that item refused the write: recorded
+                                    FAILED, no retry storm on a code we cannot judge), else ``transient``
 =================================  ===========================================================================
 
 Only ``lease_gone`` (with the lock item to prove it) ever becomes "lost".
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Sequence
 
 #: Cancellation reason codes (``CancellationReasons[i].Code``).
@@ -86,6 +89,23 @@ class Cancellation:
         ):
             return cls("transient", codes)
         return cls("undecided", codes)
+
+    def decided_by_lock(self, owned: bool) -> Cancellation:
+        """Decide an ``undecided`` verdict by the lock item, read after the cancellation.
+
+        ``owned``: the lock item still names the caller's owner and fencing token. Not owned: ``lease_gone``
+        (index 0). Owned: the lease is intact, so the first item whose code is neither transient nor empty
+        refused the write itself (``permanent`` there: retrying a code we cannot judge could only storm);
+        with no such item, ``transient``.
+        """
+        if self.verdict != "undecided":
+            return self
+        if not owned:
+            return replace(self, verdict="lease_gone", index=0, code=self.codes[0] if self.codes else None)
+        for index, code in enumerate(self.codes):
+            if code not in TRANSIENT_REASONS and code not in NO_REASONS:
+                return replace(self, verdict="permanent", index=index, code=code)
+        return replace(self, verdict="transient")
 
 
 class RetryBudget:

@@ -39,7 +39,7 @@ class ScriptedEngine:
     def get_query(self, query_execution_id: str) -> QueryExecution:
         return QueryExecution(query_execution_id, "SUCCEEDED", QueryStatistics(data_scanned_bytes=2048))
 
-    def get_results(self, query_execution_id: str) -> QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Any = None) -> QueryResult:
         return QueryResult(
             (Column("origin", "varchar"), Column("flights", "bigint")),
             [{"origin": "EWR", "flights": 358}, {"origin": "JFK", "flights": None}],

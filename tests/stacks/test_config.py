@@ -3,13 +3,28 @@ schedule's period. Every message names the key (and the other key of a relations
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import pytest
 
+from athena_refresh import contract
+from athena_refresh.errors import ConfigurationError
+from athena_refresh.settings import Settings
+from stacks import REPO_ROOT
 from stacks.config import (
     ASYNC_FIRST_RETRY_DELAY_S,
     CLOCK_SKEW_ALLOWANCE_S,
+    MAX_ALARM_DATA_SCANNED_BYTES,
+    MAX_ALARM_QUERY_DURATION_MS,
+    MAX_BYTES_SCANNED_CUTOFF,
+    MAX_LAMBDA_EVENT_AGE_S,
+    MAX_LAMBDA_MEMORY_MB,
+    MAX_LAMBDA_TIMEOUT_S,
+    MAX_RACERS,
+    MIN_BYTES_SCANNED_CUTOFF,
+    MIN_LAMBDA_MEMORY_MB,
     AlarmsConfig,
     ConfigError,
     JobConfig,
@@ -52,7 +67,8 @@ def test_cdk_json_sets_the_new_keys(config: JobConfig) -> None:
         (
             {"lease_duration_s": 56, "heartbeat_interval_s": 10},
             "context job.lease_duration_s:",
-            f"must be at most {ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S} s: Lambda's first async retry",
+            f"must be an integer from 1 to {ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S} (Lambda's first "
+            "async retry",
         ),
         (
             {"schedule_expression": "cron(0/5 * * * ? *)", "max_slot_age_s": 300, "lambda_timeout_s": 250},
@@ -231,3 +247,181 @@ def test_result_reuse_age_must_be_athenas_range(job_context: dict[str, Any], val
 
 def test_result_reuse_is_off_unless_configured(config: JobConfig) -> None:
     assert config.result_reuse_max_age_min == 0
+
+
+# --- bounds of every number (issue rule 6) ------------------------------------------------------------
+
+#: Context keys whose runtime variable has bounds in contract.NUMERIC_BOUNDS, with that variable.
+SHARED = {
+    "lease_duration_s": contract.ENV_LEASE_DURATION_S,
+    "heartbeat_interval_s": contract.ENV_HEARTBEAT_INTERVAL_S,
+    "max_slot_age_s": contract.ENV_MAX_SLOT_AGE_S,
+    "max_slot_lead_s": contract.ENV_MAX_SLOT_LEAD_S,
+    "history_ttl_s": contract.ENV_HISTORY_TTL_S,
+    "max_query_attempts": contract.ENV_MAX_QUERY_ATTEMPTS,
+    "window_s": contract.ENV_WINDOW_S,
+    "data_year": contract.ENV_DATA_YEAR,
+    "result_reuse_max_age_min": contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
+    "value_metrics.max_series": contract.ENV_VALUE_METRIC_MAX_SERIES,
+}
+#: Bounds the stack alone checks (AWS limits of resources the stack creates).
+STACK_ONLY = {
+    "racers": (1, MAX_RACERS),
+    "lambda_timeout_s": (1, MAX_LAMBDA_TIMEOUT_S),
+    "lambda_memory_mb": (MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
+    "bytes_scanned_cutoff_per_query": (MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
+    "alarms.data_scanned_bytes": (1, MAX_ALARM_DATA_SCANNED_BYTES),
+    "alarms.query_duration_ms": (1, MAX_ALARM_QUERY_DURATION_MS),
+}
+
+
+def stack_bounds(key: str) -> tuple[int, int]:
+    """The integer range a numeric context key must have: a shared key's is the integers inside the runtime's
+    range; max_slot_age_s is further capped by Lambda's MaximumEventAgeInSeconds (the stack sets it from the key)."""
+    if key in STACK_ONLY:
+        return STACK_ONLY[key]
+    lo, hi = contract.NUMERIC_BOUNDS[SHARED[key]]
+    if key == "max_slot_age_s":
+        hi = min(hi, MAX_LAMBDA_EVENT_AGE_S)
+    return math.ceil(lo), math.floor(hi)
+
+
+def with_key(job_context: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """cdk.json's job block with ``key`` (``object.sub`` for a key of an object) set to ``value``."""
+    if key.startswith("alarms."):
+        return {**job_context, "alarms": {**job_context["alarms"], key.split(".")[1]: value}}
+    if key.startswith("value_metrics."):
+        return {**job_context, "value_metrics": {**job_context["value_metrics"], key.split(".")[1]: value}}
+    return {**job_context, key: value}
+
+
+def range_problems(job: dict[str, Any], key: str) -> list[str]:
+    """The problems about ``key``'s own type and range (relationship problems are another rule's)."""
+    try:
+        JobConfig.from_context(job)
+    except ConfigError as error:
+        return [problem for problem in error.problems if problem.startswith(f"context job.{key}: must be an integer")]
+    return []
+
+
+def numeric_key_cases() -> list[Any]:
+    cases = []
+    for key in [*SHARED, *STACK_ONLY]:
+        lo, hi = stack_bounds(key)
+        for label, value, accepted in [
+            ("below-min", lo - 1, False), ("min", lo, True), ("max", hi, True), ("above-max", hi + 1, False),
+            ("10e12", 10**12, hi >= 10**12), ("1e308-text", "1e308", False), ("1e308", 1e308, False),
+            ("inf", math.inf, False),
+        ]:
+            cases.append(pytest.param(key, value, accepted, id=f"{key}-{label}"))
+    return cases
+
+
+def test_every_numeric_key_is_classified(job_context: dict[str, Any]) -> None:
+    # GIVEN the job's fields / WHEN the numbers among them are listed / THEN each one has its bounds here
+    numeric = {field.name for field in dataclasses.fields(JobConfig) if field.type == "int"}
+    numeric |= {f"alarms.{f.name}" for f in dataclasses.fields(AlarmsConfig) if f.type == "int"}
+    numeric |= {f"value_metrics.{f.name}" for f in dataclasses.fields(ValueMetricsConfig) if f.type == "int"}
+    assert numeric == set(SHARED) | set(STACK_ONLY)
+    assert set(SHARED.values()) == set(contract.NUMERIC_BOUNDS)
+
+
+@pytest.mark.parametrize(("key", "value", "accepted"), numeric_key_cases())
+def test_every_numeric_key_is_checked_against_both_of_its_bounds(
+    job_context: dict[str, Any], key: str, value: Any, accepted: bool
+) -> None:
+    # GIVEN cdk.json with one numeric key at, just outside, or far outside its range
+    job = with_key(job_context, key, value)
+    lo, hi = stack_bounds(key)
+
+    # WHEN the context is validated
+    problems = range_problems(job, key)
+
+    # THEN a value in range passes the key's own check; any other is refused naming the key and the range
+    if accepted:
+        assert problems == []
+    else:
+        [problem] = problems
+        assert problem.startswith(f"context job.{key}: must be an integer from {lo} to {hi}")
+        assert problem.endswith(f", got {value!r}")
+
+
+def test_an_absurd_window_is_refused_at_synth_naming_the_key_and_range(job_context: dict[str, Any]) -> None:
+    # GIVEN / WHEN a window of 10**12 s
+    message = _only_problem(job_context, window_s=10**12)
+    # THEN the existing message style names the key and the range
+    assert message == f"context job.window_s: must be an integer from 60 to {366 * 86400}, got 1000000000000"
+
+
+@pytest.mark.parametrize("key", list(SHARED))
+def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[str, Any], key: str) -> None:
+    # GIVEN a key that the stack checks at synth and the runtime checks again in Settings.from_env
+    variable = SHARED[key]
+    runtime_lo, runtime_hi = contract.NUMERIC_BOUNDS[variable]
+    lo, hi = stack_bounds(key)
+    env = JobConfig.from_context(job_context).runtime_environment(lock_table_name="locks", results_table_name="results")
+    partner = {contract.ENV_LEASE_DURATION_S: str(contract.MAX_LEASE_DURATION_S)}  # heartbeat < lease / 2
+    if key == "lease_duration_s":
+        partner = {contract.ENV_HEARTBEAT_INTERVAL_S: "0.3"}  # below half the shortest lease
+
+    def runtime_accepts(value: float) -> bool:
+        try:
+            Settings.from_env({**env, **partner, variable: str(value)})
+        except ConfigurationError as error:
+            assert error.key == variable, error
+            return False
+        return True
+
+    # WHEN each side is asked at the stack's bounds and just outside them
+    # THEN the stack's range is the integers of the runtime's range (same contract constants): every value
+    # the stack deploys, the runtime accepts, and the runtime refuses the integers the stack refuses ...
+    assert range_problems(with_key(job_context, key, lo), key) == []
+    assert range_problems(with_key(job_context, key, hi), key) == []
+    assert range_problems(with_key(job_context, key, lo - 1), key)
+    assert range_problems(with_key(job_context, key, hi + 1), key)
+    assert runtime_accepts(lo) and runtime_accepts(hi)
+    assert not runtime_accepts(runtime_lo - 1) and not runtime_accepts(runtime_hi + 1)
+    assert lo == math.ceil(runtime_lo)  # equal, or a fractional runtime minimum (heartbeat 0.1 s) rounded up
+    # ... except the maximum slot age: Lambda caps the deployed value at 6 h, while the runtime also serves
+    # the local harnesses, which replay a backlog of days (README, local/chaos.py)
+    if key == "max_slot_age_s":
+        assert hi == MAX_LAMBDA_EVENT_AGE_S < runtime_hi
+    else:
+        assert hi == runtime_hi
+
+
+def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, Any], config: JobConfig) -> None:
+    # GIVEN cdk.json (no max_slot_lead_s: the default) and a configured lead
+    configured = JobConfig.from_context({**job_context, "max_slot_lead_s": 2})
+
+    # WHEN the function's environment is rendered and read back as the runtime does
+    default_env = config.runtime_environment(lock_table_name="locks", results_table_name="results")
+    configured_env = configured.runtime_environment(lock_table_name="locks", results_table_name="results")
+
+    # THEN MAX_SLOT_LEAD_S carries the key, and the runtime reads it as seconds
+    assert config.max_slot_lead_s == contract.DEFAULT_MAX_SLOT_LEAD_S == 5
+    assert default_env[contract.ENV_MAX_SLOT_LEAD_S] == "5" and configured_env[contract.ENV_MAX_SLOT_LEAD_S] == "2"
+    assert Settings.from_env(default_env).max_slot_lead_s == 5.0
+    assert Settings.from_env(configured_env).max_slot_lead_s == 2.0
+    assert set(default_env) >= set(contract.ALL_ENV_VARS) - {contract.ENV_ATHENA_CATALOG, contract.ENV_RESULTS_BUCKET_NAME}
+
+
+@pytest.mark.parametrize("value", [-1, 61, 2.5, "5"])
+def test_max_slot_lead_is_whole_seconds_from_0_to_60(job_context: dict[str, Any], value: Any) -> None:
+    message = _only_problem(job_context, max_slot_lead_s=value)
+    assert message == f"context job.max_slot_lead_s: must be an integer from 0 to 60, got {value!r}"
+
+
+@pytest.mark.parametrize("key", [*SHARED, *STACK_ONLY])
+def test_the_readme_configuration_table_lists_each_numbers_range(key: str) -> None:
+    # GIVEN the README's configuration table
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration (`cdk.json` → `context.job`)", 1)[1].split("\n## ", 1)[0]
+    top = key.split(".")[0]
+
+    # WHEN the key's row is looked up
+    [row] = [line for line in section.splitlines() if line.startswith("|") and f"`{top}`" in line.split("|")[1]]
+
+    # THEN it shows the range the stack checks
+    lo, hi = stack_bounds(key)
+    assert f"{lo}..{hi}" in row, row

@@ -243,6 +243,7 @@ def test_function_environment_covers_every_runtime_variable(
     assert env[contract.ENV_MAX_QUERY_ATTEMPTS] == str(config.max_query_attempts)
     assert env[contract.ENV_WINDOW_S] == str(config.window_s)
     assert env[contract.ENV_DATA_YEAR] == str(config.data_year)
+    assert env[contract.ENV_MAX_SLOT_LEAD_S] == str(config.max_slot_lead_s)
     # Names of deployed resources are references, never hard-coded physical names.
     referenced_types = {
         contract.ENV_LOCK_TABLE_NAME: "AWS::DynamoDB::Table",

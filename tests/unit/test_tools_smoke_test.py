@@ -193,7 +193,7 @@ class InProcessEngine:
     def get_query(self, query_execution_id: str) -> QueryExecution:
         return QueryExecution(query_execution_id, "SUCCEEDED", QueryStatistics(data_scanned_bytes=4096), None)
 
-    def get_results(self, query_execution_id: str) -> QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Any = None) -> QueryResult:
         return QueryResult((Column("origin", "varchar"), Column("flights", "bigint")),
                            [{"origin": "EWR", "flights": 3}, {"origin": "JFK", "flights": 2}])
 

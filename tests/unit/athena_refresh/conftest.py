@@ -124,6 +124,8 @@ class FakeEngine:
     Like Athena, a start with an already seen ``client_request_token`` returns the same query id.
     ``rows`` is read when ``get_results`` is called (tests change it to tell two readers apart).
     ``on_get_query(engine, n)`` is called before the n-th (1-based) ``get_query`` answers (fault injection).
+    ``pages`` is how many result pages ``get_results`` reads (calling ``on_page`` after each, and
+    ``on_page_read(engine, n)`` before handing the n-th page over: e.g. a slow page moves the clock).
     """
 
     def __init__(
@@ -134,12 +136,16 @@ class FakeEngine:
         columns: tuple[Column, ...] = DEFAULT_COLUMNS,
         statistics: QueryStatistics = DEFAULT_STATISTICS,
         on_get_query: Callable[[FakeEngine, int], None] | None = None,
+        pages: int = 1,
+        on_page_read: Callable[[FakeEngine, int], None] | None = None,
     ) -> None:
         self.scripts = [list(s) for s in (scripts if scripts is not None else [["RUNNING", "SUCCEEDED"]])]
         self.rows = [dict(r) for r in (rows if rows is not None else DEFAULT_ROWS)]
         self.columns = columns
         self.statistics = statistics
         self.on_get_query = on_get_query
+        self.pages = pages
+        self.on_page_read = on_page_read
         self.calls: list[tuple[str, Any]] = []
         self.queries: dict[str, FakeQuery] = {}
         self._by_token: dict[str, str] = {}
@@ -177,11 +183,19 @@ class FakeEngine:
         statistics = self.statistics if query.state == "SUCCEEDED" else QueryStatistics()
         return QueryExecution(query_execution_id, query.state, statistics, error)  # type: ignore[arg-type]
 
-    def get_results(self, query_execution_id: str) -> QueryResult:
+    def get_results(
+        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+    ) -> QueryResult:
         self.calls.append(("get_results", query_execution_id))
         if self.queries[query_execution_id].state != "SUCCEEDED":
             raise QueryEngineError("GetQueryResults", "InvalidRequestException: query has not yet finished")
-        return QueryResult(columns=self.columns, rows=[dict(r) for r in self.rows])
+        rows = [dict(r) for r in self.rows]
+        for page in range(1, self.pages + 1):
+            if self.on_page_read is not None:
+                self.on_page_read(self, page)
+            if on_page is not None:
+                on_page(len(rows) * page // self.pages)
+        return QueryResult(columns=self.columns, rows=rows)
 
     def stop_query(self, query_execution_id: str) -> None:  # not part of the protocol: must never be called
         self.calls.append(("stop_query", query_execution_id))

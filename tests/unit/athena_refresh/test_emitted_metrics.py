@@ -19,6 +19,7 @@ from typing import Any, Callable
 import pytest
 
 from athena_refresh import contract, service
+from athena_refresh.settings import Settings
 from athena_refresh.handler import lambda_handler
 from slotlock import Slot, SlotLock
 
@@ -75,9 +76,26 @@ class Harness:
         return lambda_handler(event, self.make_context(request_id, on_fake_clock=False))
 
     def racer(self, *, clock_offset_s: float = 0) -> SlotLock:
-        """Another racer's lock, its clock ``clock_offset_s`` away from the system clock."""
+        """Another racer's lock, its clock ``clock_offset_s`` away from the system clock (skewed clocks are how
+        these scenarios expire a lease without waiting: their slots may lie minutes ahead of such a clock)."""
         return SlotLock(self.lock_table, self.job, client=self.ddb, lease_duration_s=45, heartbeat_interval_s=15,
-                        clock_ms=lambda: int((time.time() + clock_offset_s) * 1000))
+                        clock_ms=lambda: int((time.time() + clock_offset_s) * 1000), max_slot_lead_s=300)
+
+    def answer_acquisitions_with(self, error_code: str) -> None:
+        """From now on, every acquisition the handler's lock sends is answered with ``error_code`` (HTTP 400),
+        as DynamoDB answers a write that meets a transaction in flight on the item, or throttles it."""
+        client = service.dependencies(Settings.from_env()).lock.client
+
+        def answer(model: Any, params: dict[str, Any], **_: Any) -> Any:
+            from botocore.awsrequest import AWSResponse
+
+            if "ADD #token :one" not in params["body"].decode():
+                return None
+            return (AWSResponse("https://dynamodb", 400, {}, None),
+                    {"Error": {"Code": error_code, "Message": f"injected {error_code}"},
+                     "ResponseMetadata": {"HTTPStatusCode": 400}})
+
+        client.meta.events.register("before-call.dynamodb.UpdateItem", answer, unique_id="emitted-metrics-answer")
 
     def emitted(self) -> Emitted:
         return Emitted([r for r in self._read() if "_aws" in r])
@@ -121,9 +139,27 @@ def overrun(h: Harness) -> tuple[Emitted, set[str]]:
 
 
 def lost_superseded(h: Harness) -> tuple[Emitted, set[str]]:
-    assert h.racer().try_acquire(Slot(h.slot.epoch_s + 60), "req-newer").acquired
+    # a newer slot holds the lock: the first racer records this slot MISSED (superseded), the next loses
+    assert h.racer(clock_offset_s=60).try_acquire(Slot(h.slot.epoch_s + 60), "req-newer").acquired
+    first, second = h.invoke("req-B"), h.invoke("req-C")
+    assert (first["status"], first["reason"], second["status"], second["reason"]) == (
+        "missed", "superseded", "lost", "superseded")
+    return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
+
+
+def lost_conflict(h: Harness) -> tuple[Emitted, set[str]]:
+    # the winner's commit transaction is in flight on the lock item for the loser's whole (short) budget
+    h.answer_acquisitions_with("TransactionConflictException")
     result = h.invoke("req-B")
-    assert (result["status"], result["reason"]) == ("lost", "superseded")
+    assert (result["status"], result["reason"]) == ("lost", "conflict")
+    return h.emitted(), {contract.METRIC_LOST_RACE}
+
+
+def lost_unavailable(h: Harness) -> tuple[Emitted, set[str]]:
+    # DynamoDB throttles the acquisition past botocore's retries and the loser's own budget
+    h.answer_acquisitions_with("ProvisionedThroughputExceededException")
+    result = h.invoke("req-B")
+    assert (result["status"], result["reason"]) == ("lost", "unavailable")
     return h.emitted(), {contract.METRIC_LOST_RACE}
 
 
@@ -200,11 +236,11 @@ def corrupt_lock_item(h: Harness) -> tuple[Emitted, set[str]]:
 def results_contradict_the_lock(h: Harness) -> tuple[Emitted, set[str]]:
     # the results' LATEST pointer holds a higher token than the lock ever issued (e.g. after a
     # point-in-time restore of the lock table, before the fence bump): the commit is refused
-    h.invoke("req-A")
+    h.invoke("req-A", Slot(h.slot.epoch_s - 60))
     h.emitted()
     h.ddb.update_item(TableName=h.results_table, Key={"job": {"S": h.job}, "slot": {"S": "LATEST"}},
                       UpdateExpression="SET fencing_token = :t", ExpressionAttributeValues={":t": {"N": "1000"}})
-    result = h.invoke("req-B", Slot(h.slot.epoch_s + 60))
+    result = h.invoke("req-B")
     assert (result["status"], result["details"]["attribute"]) == ("corrupt", "fencing_token")
     # The corrupt path returns before the outcome metrics: no LeaseAcquired although a lease was held.
     return h.emitted(), {contract.METRIC_QUERIES_STARTED, contract.METRIC_QUERY_DURATION_MS,
@@ -217,6 +253,8 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
     "lost_held": lost_held,
     "overrun": overrun,
     "lost_superseded": lost_superseded,
+    "lost_conflict": lost_conflict,
+    "lost_unavailable": lost_unavailable,
     "too_old": too_old,
     "missed_superseded": missed_superseded,
     "takeover_adopts_query": takeover_adopts_query,

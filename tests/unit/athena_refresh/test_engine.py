@@ -8,6 +8,7 @@ Real botocore retries are exercised with a ``before-send`` hook that answers eve
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -29,7 +30,8 @@ from athena_refresh.errors import QueryEngineError, QueryFailedError, QueryTimeo
 
 REGION = "us-east-1"
 QID = "11111111-2222-3333-4444-555555555555"
-TOKEN = engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1)
+DEPLOYMENT = "ScheduledAthenaRefresh-LockTable-1A2B3C"  # the lock table's name
+TOKEN = engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1, deployment_id=DEPLOYMENT)
 SQL = "SELECT carrier, count(*) AS n FROM flights WHERE time_hour >= ? GROUP BY 1"
 PARAMS = ["TIMESTAMP '2013-01-01 00:00:00'"]
 
@@ -768,7 +770,7 @@ class ScriptedEngine:
         error = engine.QueryError(2, 1006, False, "bad", "bad") if state == "FAILED" else None
         return engine.QueryExecution(query_execution_id, state, engine.QueryStatistics(), error)  # type: ignore[arg-type]
 
-    def get_results(self, query_execution_id: str) -> engine.QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Any = None) -> engine.QueryResult:
         raise NotImplementedError
 
 
@@ -890,38 +892,82 @@ def test_wait_defaults_to_time_sleep() -> None:
 # ----------------------------------------------------------------------------------------------------
 # client_request_token
 # ----------------------------------------------------------------------------------------------------
+def token(job: str, slot: str, attempt: int, deployment_id: str = DEPLOYMENT) -> str:
+    return engine.client_request_token(job, slot, attempt, deployment_id=deployment_id)
+
+
 def test_token_is_deterministic_and_per_attempt() -> None:
-    a1 = engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1)
-    assert a1 == engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1)  # same attempt, same query
+    a1 = token("flights", "2026-11-02T10:00:00Z", 1)
+    assert a1 == token("flights", "2026-11-02T10:00:00Z", 1)  # same attempt, same query
     others = {
-        engine.client_request_token("flights", "2026-11-02T10:00:00Z", 2),  # new attempt, new query
-        engine.client_request_token("flights", "2026-11-02T10:05:00Z", 1),
-        engine.client_request_token("weather", "2026-11-02T10:00:00Z", 1),
-        engine.client_request_token("flights-2026", "11-02T10:00:00Z", 1),  # same readable text, other input
+        token("flights", "2026-11-02T10:00:00Z", 2),  # new attempt, new query
+        token("flights", "2026-11-02T10:05:00Z", 1),
+        token("weather", "2026-11-02T10:00:00Z", 1),
+        token("flights-2026", "11-02T10:00:00Z", 1),  # same readable text, other input
     }
     assert a1 not in others and len(others) == 4
     assert a1.startswith("flights-2026-11-02T10-00-00Z-a1-")
 
 
+@pytest.mark.parametrize("attempt", [1, 2, 7])
+def test_two_deployments_of_one_job_never_share_a_token(attempt: int) -> None:
+    # Staging and prod in one account, same job name, same slot and attempt: Athena scopes tokens to the
+    # account and Region, so equal tokens would hand one deployment the other's query.
+    slot = "2026-11-02T10:00:00Z"
+    prod = token("flights", slot, attempt, "prod-AthenaRefresh-LockTable-A1")
+    staging = token("flights", slot, attempt, "staging-AthenaRefresh-LockTable-B2")
+    assert prod != staging
+    # the readable prefix stays the same; only the digest tells them apart
+    assert prod.rsplit("-", 1)[0] == staging.rsplit("-", 1)[0]
+
+
+def test_racers_of_one_deployment_send_the_same_token() -> None:
+    # Each racer computes the token on its own from the same job, slot, attempt and lock table name.
+    tokens = {token("flights", "2026-11-02T10:00:00Z", 1, "prod-locks") for _racer in range(5)}
+    assert len(tokens) == 1
+
+
+def test_the_deployment_is_part_of_the_digest_not_of_a_shifted_field() -> None:
+    # json.dumps([deployment, job, slot, attempt]) keeps field boundaries: moving text between the
+    # deployment and the job (or the slot) changes the token.
+    assert token("b-flights", "s", 1, "a") != token("flights", "s", 1, "a-b")
+    assert token("j", "s", 1, "d") != token("j", "s", 1, "d ")
+
+
 @pytest.mark.parametrize(
-    ("job", "slot", "attempt"),
+    ("job", "slot", "attempt", "deployment_id"),
     [
-        ("j", "s", 0),
-        ("x" * 500, "2026-11-02T10:00:00+00:00", 10**12),
-        ("ünïcødé job/with spaces", "2026-11-02T10:00:00.123456+05:30", 3),
-        ("---", "::", 1),
+        ("j", "s", 0, "d"),
+        ("x" * 500, "2026-11-02T10:00:00+00:00", 10**12, "y" * 255),
+        ("ünïcødé job/with spaces", "2026-11-02T10:00:00.123456+05:30", 3, "tåble.name_1-2"),
+        ("---", "::", 1, "---"),
+        ("flights-dashboard", "2026-11-02T10:00:00Z", 1, "ScheduledAthenaRefresh-LockTableA1B2C3D4-0123456789AB"),
     ],
 )
-def test_token_length_and_alphabet(job: str, slot: str, attempt: int) -> None:
-    token = engine.client_request_token(job, slot, attempt)
-    assert 32 <= len(token) <= 128
-    assert all(c.isascii() and (c.isalnum() or c == "-") for c in token)
+def test_token_length_and_alphabet(job: str, slot: str, attempt: int, deployment_id: str) -> None:
+    value = token(job, slot, attempt, deployment_id)
+    assert engine.TOKEN_MIN_CHARS == 32 and engine.TOKEN_MAX_CHARS == 128  # StartQueryExecution's bounds
+    assert 32 <= len(value) <= 128
+    assert re.fullmatch(r"[A-Za-z0-9-]+", value), value
 
 
 @pytest.mark.parametrize(("job", "slot", "attempt"), [("", "s", 1), ("j", "", 1), ("j", "s", -1), ("j", "s", True)])
 def test_token_rejects_bad_input(job: str, slot: str, attempt: Any) -> None:
     with pytest.raises(ValueError):
-        engine.client_request_token(job, slot, attempt)
+        token(job, slot, attempt)
+
+
+@pytest.mark.parametrize("deployment_id", ["", None, 42])
+def test_token_requires_a_deployment_identity(deployment_id: Any) -> None:
+    with pytest.raises(ValueError, match="deployment_id"):
+        engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1, deployment_id=deployment_id)
+
+
+def test_token_deployment_identity_is_keyword_only_and_required() -> None:
+    with pytest.raises(TypeError):
+        engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1, "prod-locks")  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(("code", "retryable"), [

@@ -18,7 +18,7 @@ from athena_refresh.errors import QueryEngineError, QueryTimeoutError
 from athena_refresh.job import CHECKPOINT_QUERY_STARTED
 from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
-from slotlock import Lease, Slot, SlotLock, SlotOutcome
+from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner
 
 WINDOW_PARAMETERS = ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]  # slot 2026-11-22T00:30Z, data year 2013
 ROWS_B = [{"origin": "EWR", "flights": 999, "avg_dep_delay_min": 1.0}]  # what a successor reads, to tell apart
@@ -78,7 +78,7 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
     assert (outcome.takeover, outcome.reentered, outcome.adopted_state) == (False, False, False)
     assert engine.starts == [
         {"sql": settings.query_sql, "parameters": WINDOW_PARAMETERS,
-         "token": client_request_token(settings.job_name, slot.iso, 1)}
+         "token": client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name)}
     ]
     qid = next(iter(engine.queries))
     assert engine.call_names == ["start_query", "get_query", "get_query", "get_query", "get_results"]
@@ -112,6 +112,46 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
         (contract.METRIC_DATA_SCANNED_BYTES, 7_340_032, "Bytes"),
         (contract.METRIC_ROWS_STORED, 3, "Count"),
     ]
+
+
+def test_two_deployments_of_one_job_in_one_account_start_separate_queries(
+    make_runner: Any, make_job: Any, make_engine: Any, make_settings: Any, make_store: Any, run: Any, slot: Slot,
+    settings: Settings, store: ResultsStore, ddb: Any, clock: Any,
+) -> None:
+    # GIVEN staging (this test's tables) and prod: same job name, same account, so one Athena that returns
+    # the same query for the same ClientRequestToken; prod has its own lock and results tables
+    engine = make_engine([["SUCCEEDED"], ["SUCCEEDED"]])
+    prod_locks, prod_results = f"{settings.lock_table_name}-prod", f"{settings.results_table_name}-prod"
+    ddb.create_table(TableName=prod_locks, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                     BillingMode="PAY_PER_REQUEST")
+    ddb.create_table(TableName=prod_results, BillingMode="PAY_PER_REQUEST",
+                     KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
+                     AttributeDefinitions=[{"AttributeName": "job", "AttributeType": "S"},
+                                           {"AttributeName": "slot", "AttributeType": "S"}])
+    try:
+        prod = make_settings(lock_table_name=prod_locks, results_table_name=prod_results)
+        prod_store = ResultsStore(prod_results, bucket_name=None, dynamodb_client=ddb)
+        prod_runner = SlotRunner(SlotLock(prod_locks, prod.job_name, client=ddb, clock_ms=clock,
+                                          lease_duration_s=prod.lease_duration_s,
+                                          heartbeat_interval_s=prod.heartbeat_interval_s))
+
+        # WHEN both run the same slot, staging first
+        staging_outcome = run(make_runner(), make_job(engine), "req-staging")
+        prod_outcome = run(prod_runner, make_job(engine, settings=prod, results=prod_store), "req-prod")
+
+        # THEN each sent the token built with its own lock table's name, so each got a query of its own
+        assert [start["token"] for start in engine.starts] == [
+            client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name),
+            client_request_token(prod.job_name, slot.iso, 1, deployment_id=prod_locks),
+        ]
+        staging_qid, prod_qid = list(engine.queries)
+        assert (staging_outcome.status, prod_outcome.status) == ("succeeded", "succeeded")
+        assert store.get_result(settings.job_name, slot.iso)["query_execution_id"] == staging_qid  # type: ignore[index]
+        assert prod_store.get_result(prod.job_name, slot.iso)["query_execution_id"] == prod_qid  # type: ignore[index]
+    finally:
+        ddb.delete_table(TableName=prod_locks)
+        ddb.delete_table(TableName=prod_results)
 
 
 @pytest.mark.parametrize("reason", ["held", "slot_finished"])
@@ -275,8 +315,8 @@ def test_retryable_failure_starts_attempt_2_with_a_new_client_request_token(
 
     # THEN a second query was started with attempt 2's token (not a resend of attempt 1's)
     tokens = [start["token"] for start in engine.starts]
-    assert tokens == [client_request_token(settings.job_name, slot.iso, 1),
-                      client_request_token(settings.job_name, slot.iso, 2)]
+    assert tokens == [client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name),
+                      client_request_token(settings.job_name, slot.iso, 2, deployment_id=settings.lock_table_name)]
     assert len(set(engine.queries)) == 2
     second_qid = list(engine.queries)[1]
     assert outcome.status == "succeeded" and outcome.value["attempt"] == 2
@@ -461,6 +501,35 @@ def test_heartbeats_follow_the_interval_and_never_extend_the_lease_past_the_dead
     assert all(at < previous for (at, _), previous in zip(request_log.heartbeats(), expiries))
 
 
+def test_a_slow_result_read_renews_the_lease_between_pages_and_before_the_commit(
+    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, settings: Settings,
+    clock: Any, request_log: Any,
+) -> None:
+    # GIVEN a query whose results come in 4 pages that take 8 s each (32 s in all: longer than the 30 s
+    # lease and than 3 heartbeat intervals of 10 s)
+    def slow_page(engine: Any, page: int) -> None:
+        clock.advance(s=8)
+
+    engine = make_engine([["SUCCEEDED"]], pages=4, on_page_read=slow_page)
+    start_ms = clock.now
+
+    # WHEN the slot runs
+    outcome = run(make_runner(), make_job(engine), "req-A")
+
+    # THEN it committed as the lease holder, having renewed while reading (each time a heartbeat was due)
+    assert outcome.status == "succeeded"
+    renewed_at = [at - start_ms for at, _ in request_log.heartbeats()]
+    assert renewed_at == [16_000, 32_000]  # after pages 2 and 4; none due before the commit at 32 s
+    # AND the lease never lapsed: each renewal and the commit came before the expiry then held
+    acquire = request_log.requests("UpdateItem")[0]
+    expiry = int(acquire["ExpressionAttributeValues"][":expires"]["N"])
+    for at, expires in request_log.heartbeats():
+        assert at < expiry
+        expiry = expires
+    assert clock.now < expiry
+    assert lock.get_slot(slot)["status"] == "SUCCEEDED"  # type: ignore[index]
+
+
 def test_lease_lost_during_polling_writes_nothing_more_and_leaves_the_query_running(
     make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
     settings: Settings, clock: Any, request_log: Any,
@@ -507,7 +576,7 @@ class RejectingEngine:
     def get_query(self, query_execution_id: str) -> Any:  # pragma: no cover - never reached
         raise AssertionError("no query was started")
 
-    def get_results(self, query_execution_id: str) -> Any:  # pragma: no cover - never reached
+    def get_results(self, query_execution_id: str, *, on_page: Any = None) -> Any:  # pragma: no cover
         raise AssertionError("no query was started")
 
 

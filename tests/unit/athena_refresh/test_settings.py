@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-
+import math
 import re
+from typing import Any
 
 import pytest
 
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.settings import DEFAULT_CATALOG, Settings
+from slotlock import dynamodb as slotlock_dynamodb
 
 SQL = "SELECT origin, count(*) AS n FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
 
@@ -35,6 +37,7 @@ FULL_ENV = {
     contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
     contract.ENV_VALUE_METRIC_MAX_SERIES: "20",
     contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "90",
+    contract.ENV_MAX_SLOT_LEAD_S: "3",
 }
 REQUIRED = (
     contract.ENV_JOB_NAME,
@@ -97,6 +100,7 @@ def test_from_env_reads_every_contract_variable() -> None:
         value_metric_dimensions=("origin",),
         value_metric_max_series=20,
         result_reuse_max_age_min=90,
+        max_slot_lead_s=3.0,
     )
     assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
 
@@ -127,15 +131,16 @@ def test_optional_variables_have_documented_defaults() -> None:
     assert settings.max_query_attempts == 3
     assert settings.window_s == 86400
     assert settings.data_year is None
+    assert settings.max_slot_lead_s == 5.0 == contract.DEFAULT_MAX_SLOT_LEAD_S == slotlock_dynamodb.DEFAULT_MAX_SLOT_LEAD_S
 
 
 def test_default_heartbeat_is_a_third_of_the_lease() -> None:
-    # GIVEN a lease of 90 s and no heartbeat variable
-    environment = env(**{contract.ENV_LEASE_DURATION_S: "90", contract.ENV_HEARTBEAT_INTERVAL_S: None})
+    # GIVEN a lease of 54 s and no heartbeat variable
+    environment = env(**{contract.ENV_LEASE_DURATION_S: "54", contract.ENV_HEARTBEAT_INTERVAL_S: None})
     # WHEN the settings are read
     settings = Settings.from_env(environment)
     # THEN the heartbeat is a third of the lease
-    assert settings.heartbeat_interval_s == 30.0
+    assert settings.heartbeat_interval_s == 18.0
 
 
 @pytest.mark.parametrize("raw", ["none", "None", "off"])
@@ -256,7 +261,7 @@ def test_negative_and_out_of_range_numbers_are_rejected(key: str, raw: str) -> N
     assert error.key == key
 
 
-@pytest.mark.parametrize(("lease", "heartbeat"), [("45", "23"), ("45", "45"), ("45", "100"), ("30", "15")])
+@pytest.mark.parametrize(("lease", "heartbeat"), [("45", "23"), ("44", "22"), ("40", "27"), ("30", "15")])
 def test_heartbeat_must_be_below_half_the_lease(lease: str, heartbeat: str) -> None:
     # GIVEN a heartbeat of half the lease or more: one late heartbeat would lose the lease. The lock
     # (SlotLock) and the stack's config both require strictly less than half, so the settings must too,
@@ -362,9 +367,9 @@ def test_without_data_year_the_window_ends_at_the_slot_in_utc() -> None:
 
 
 @pytest.mark.parametrize(("raw", "message"), [
-    ("10081", "must be 0 (off) to 10080 minutes"),
-    ("-1", "must be at least 0"),
-    ("1.5", "must be an integer"),
+    ("10081", "must be from 0 to 10080 (minutes, 0: off; Athena's maximum is 7 days), got 10081"),
+    ("-1", "must be from 0 to 10080"),
+    ("1.5", "must be an integer from 0 to 10080"),
 ])
 def test_result_reuse_age_is_checked_against_athenas_range(raw: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=re.escape(message)) as caught:
@@ -374,3 +379,128 @@ def test_result_reuse_age_is_checked_against_athenas_range(raw: str, message: st
 
 def test_result_reuse_is_off_by_default() -> None:
     assert Settings.from_env(env(**{contract.ENV_RESULT_REUSE_MAX_AGE_MIN: None})).result_reuse_max_age_min == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# bounds of every number (issue rule 6): shared with the stack through contract.NUMERIC_BOUNDS
+# ---------------------------------------------------------------------------------------------------
+
+#: Every numeric variable and whether it is read as an integer (else: a float number of seconds).
+NUMERIC = {
+    contract.ENV_LEASE_DURATION_S: False,
+    contract.ENV_HEARTBEAT_INTERVAL_S: False,
+    contract.ENV_MAX_SLOT_AGE_S: False,
+    contract.ENV_HISTORY_TTL_S: True,
+    contract.ENV_MAX_QUERY_ATTEMPTS: True,
+    contract.ENV_WINDOW_S: True,
+    contract.ENV_DATA_YEAR: True,
+    contract.ENV_RESULT_REUSE_MAX_AGE_MIN: True,
+    contract.ENV_VALUE_METRIC_MAX_SERIES: True,
+    contract.ENV_MAX_SLOT_LEAD_S: False,
+}
+TEXT = (
+    contract.ENV_JOB_NAME, contract.ENV_LOCK_TABLE_NAME, contract.ENV_RESULTS_TABLE_NAME,
+    contract.ENV_RESULTS_BUCKET_NAME, contract.ENV_ATHENA_WORKGROUP, contract.ENV_ATHENA_DATABASE,
+    contract.ENV_ATHENA_CATALOG, contract.ENV_QUERY_SQL, contract.ENV_VALUE_METRIC_COLUMNS,
+    contract.ENV_VALUE_METRIC_DIMENSIONS,
+)
+
+
+def _text(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def bound_cases() -> list[Any]:
+    """(variable, raw value, accepted?) at and around each variable's bounds, plus absurd values."""
+    cases = []
+    for key, integer in NUMERIC.items():
+        lo, hi = contract.NUMERIC_BOUNDS[key]
+        step = 1 if integer else 0.001
+        for label, raw, accepted in [
+            ("below-min", _text(round(lo - step, 3)), False),
+            ("min", _text(lo), True),
+            ("max", _text(hi), True),
+            ("above-max", _text(round(hi + step, 3)), False),
+            ("10e12", str(10**12), False),
+            ("1e308", "1e308", False),
+            ("inf", "inf", False),
+        ]:
+            cases.append(pytest.param(key, raw, accepted, id=f"{key}-{label}"))
+    return cases
+
+
+def with_partners(key: str, raw: str) -> dict[str, str]:
+    """FULL_ENV with ``key`` set to ``raw``, and the lease/heartbeat partner chosen so that only ``key``'s own
+    range decides (the heartbeat must stay below half the lease)."""
+    if key == contract.ENV_LEASE_DURATION_S:
+        return env(**{key: raw, contract.ENV_HEARTBEAT_INTERVAL_S: None})  # heartbeat: a third of the lease
+    if key == contract.ENV_HEARTBEAT_INTERVAL_S:
+        return env(**{key: raw, contract.ENV_LEASE_DURATION_S: _text(contract.MAX_LEASE_DURATION_S)})
+    return env(**{key: raw})
+
+
+def test_every_variable_is_either_text_or_a_number_with_bounds() -> None:
+    # GIVEN the contract's variables / WHEN classified / THEN each number has bounds, and nothing is left out
+    assert set(NUMERIC) == set(contract.NUMERIC_BOUNDS)
+    assert set(NUMERIC) | set(TEXT) == set(contract.ALL_ENV_VARS) and not set(NUMERIC) & set(TEXT)
+    for key, (lo, hi) in contract.NUMERIC_BOUNDS.items():
+        assert math.isfinite(lo) and math.isfinite(hi) and lo < hi, key
+
+
+@pytest.mark.parametrize(("key", "raw", "accepted"), bound_cases())
+def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, accepted: bool) -> None:
+    # GIVEN a numeric variable at, just outside, or far outside its range
+    environment = with_partners(key, raw)
+    lo, hi = contract.NUMERIC_BOUNDS[key]
+
+    if accepted:
+        # WHEN it is at a bound / THEN it is read as that number
+        settings = Settings.from_env(environment)
+        assert getattr(settings, key.lower()) == float(raw)
+    else:
+        # WHEN it is outside / THEN it is refused naming the variable, the allowed range and the value
+        error = config_error(environment)
+        assert error.key == key
+        assert str(error).startswith(f"{key}: must be ")
+        assert f"from {_text(lo)} to {_text(hi)}" in str(error)
+        assert raw in str(error)
+
+
+def test_an_absurd_window_is_refused_with_the_range() -> None:
+    # GIVEN / WHEN a window of 10**12 s (which would overflow the datetime arithmetic of every slot)
+    error = config_error(env(**{contract.ENV_WINDOW_S: str(10**12)}))
+    # THEN the message names the variable and the range
+    assert str(error) == f"WINDOW_S: must be from 60 to {366 * 86400}, got 1000000000000"
+
+
+@pytest.mark.parametrize("data_year", [None, str(contract.MIN_DATA_YEAR), str(contract.MAX_DATA_YEAR)])
+@pytest.mark.parametrize("slot", ["1970-01-01T00:00:00Z", "2028-02-29T12:00:00Z", "9999-12-31T23:30:00Z"])
+def test_the_longest_window_is_a_valid_timestamp_for_any_slot_year(data_year: str | None, slot: str) -> None:
+    # GIVEN the longest window, with and without a data year at its bounds
+    settings = Settings.from_env(env(**{contract.ENV_WINDOW_S: str(contract.MAX_WINDOW_S),
+                                        contract.ENV_DATA_YEAR: data_year}))
+
+    # WHEN a slot of an extreme year asks for its window
+    start, end = settings.window(at(slot))
+    parameters = settings.execution_parameters(at(slot))
+
+    # THEN both ends are timestamps, a year and a day apart
+    assert end - start == dt.timedelta(days=366)
+    assert len(parameters) == 2 and all(len(value) == len("'1970-01-01 00:00:00'") for value in parameters)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("0", 0.0), ("0.5", 0.5), ("5", 5.0), ("60", 60.0)])
+def test_max_slot_lead_is_read_as_seconds(raw: str, expected: float) -> None:
+    # GIVEN / WHEN the slot lead allowance is set (0: refuse any lead)
+    settings = Settings.from_env(env(**{contract.ENV_MAX_SLOT_LEAD_S: raw}))
+    # THEN it is a float number of seconds
+    assert settings.max_slot_lead_s == expected and isinstance(settings.max_slot_lead_s, float)
+
+
+@pytest.mark.parametrize("raw", ["-1", "61", "off", "nan"])
+def test_max_slot_lead_outside_0_to_60_seconds_is_refused(raw: str) -> None:
+    # GIVEN / WHEN a negative, too large, or non-numeric slot lead
+    error = config_error(env(**{contract.ENV_MAX_SLOT_LEAD_S: raw}))
+    # THEN the variable and its range are named
+    assert error.key == contract.ENV_MAX_SLOT_LEAD_S
+    assert "from 0 to 60" in str(error)

@@ -104,7 +104,7 @@ def test_value_metric_variables_are_parsed_as_column_lists() -> None:
 @pytest.mark.parametrize(
     ("values", "key", "fragment"),
     [
-        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "0"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "at least 1"),
+        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "0"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "from 1 to 50"),
         ({contract.ENV_VALUE_METRIC_MAX_SERIES: "51"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "from 1 to 50"),
         ({contract.ENV_VALUE_METRIC_MAX_SERIES: "ten"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "integer"),
         ({contract.ENV_VALUE_METRIC_MAX_SERIES: "2.5"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "integer"),

@@ -73,8 +73,7 @@ def test_first_racer_acquires_token_1_in_one_request(
     assert lease.remaining_ms(clock.now) == LEASE_MS
     assert not lease.takeover and not lease.reentered and lease.superseded_slot is None
     assert dict(lease.state) == {}
-    # AND its one other request is a consistent read of the slot item (nothing to adopt, not MISSED)
-    assert request_log.operations == ["UpdateItem", "GetItem"]
+    assert request_log.operations == ["UpdateItem"]
     # AND the lock item records the holder
     record = lock.get_lock()
     assert record.owned_by("A", 1) and record.locked(clock.now)
@@ -332,16 +331,31 @@ def test_too_old_delivery_is_recorded_missed_by_exactly_one_racer(
     losses = [lost(lock.try_acquire(slot, f"R{index}")) for index in range(4)]
 
     # THEN all lose "too_old" without any acquisition request, and exactly one recorded the slot as missed
-    # (each with one transaction: the MISSED record and a check that the slot is not acquired right now)
+    # (each with one transaction: the MISSED record, and the slot added to the lock item's missed slots on
+    # condition that it is not acquired right now)
     assert {loss.reason for loss in losses} == {"too_old"}
     assert [loss.missed_recorded for loss in losses] == [True, False, False, False]
     assert all(loss.current is None for loss in losses)
     assert request_log.operations == ["TransactWriteItems"] * 4
-    assert get_item(lock.lock_key) is None
+    # AND on a fresh table the lock item now exists with fencing token 0 and the slot marked missed
+    assert get_item(lock.lock_key) == {
+        "pk": {"S": lock.lock_key}, "fencing_token": {"N": "0"}, "missed_slots_epoch_s": {"NS": [str(slot.epoch_s)]}
+    }
     record = lock.get_slot(slot)
     assert record["status"] == "MISSED" and record["reason"] == "too_old"
     assert record["error"] == {"age_ms": 360_000, "owner_id": "R0"}
     assert isinstance(record["record_id"], str) and len(record["record_id"]) == 32
+    # AND a racer whose clock runs behind (so the slot is not too old for it) can never run it
+    clock.now = slot.epoch_ms + 10_000
+    request_log.clear()
+    late = lost(lock.try_acquire(slot, "R-behind"))
+    assert (late.reason, late.missed_recorded, request_log.operations) == ("slot_finished", False, ["UpdateItem"])
+    # AND the next slot is acquired normally, with the first token
+    clock.now = slot.epoch_ms + 60_000
+    nxt = acquired(lock.try_acquire(Slot(slot.epoch_s + 60), "N"))
+    assert nxt.fencing_token == 1 and nxt.stale_missed_slots == frozenset({slot})
+    lock.commit(nxt)
+    assert "missed_slots_epoch_s" not in get_item(lock.lock_key)
 
 
 def test_too_old_delivery_never_overwrites_a_slot_that_ran(
@@ -579,12 +593,13 @@ def test_overrun_next_slots_racers_lose_and_exactly_one_records_missed(
     # WHEN S+1's racers arrive
     losses = [lost(lock.try_acquire(nxt, f"R{index}")) for index in range(3)]
 
-    # THEN all lose "overrun"; exactly one recorded S+1 as missed (one extra conditional transaction each:
-    # the MISSED record and a check that S+1 is not the lock's acquired slot)
+    # THEN all lose "overrun"; exactly one recorded S+1 as missed with one extra conditional transaction
+    # (the MISSED record, and S+1 added to the lock item's missed slots on condition that it is not the
+    # lock's acquired slot); the others see S+1 among the missed slots and send nothing more
     assert [loss.reason for loss in losses] == ["overrun"] * 3
     assert [loss.missed_recorded for loss in losses] == [True, False, False]
     assert all(loss.holder_owner_id == "S-holder" for loss in losses)
-    assert request_log.operations == ["UpdateItem", "TransactWriteItems"] * 3
+    assert request_log.operations == ["UpdateItem", "TransactWriteItems", "UpdateItem", "UpdateItem"]
     record = lock.get_slot(nxt)
     assert (record["status"], record["reason"]) == ("MISSED", "overrun")
     assert record["error"]["holder_owner_id"] == "S-holder" and record["error"]["holder_slot"] == slot.iso
@@ -592,6 +607,10 @@ def test_overrun_next_slots_racers_lose_and_exactly_one_records_missed(
     # AND the S holder is undisturbed
     assert lock.commit(lease_s).outcome == "succeeded"
     assert lock.get_slot(slot)["status"] == "SUCCEEDED"
+    # AND a later delivery of S+1 (a Lambda retry) never runs the MISSED slot
+    late = lost(lock.try_acquire(nxt, "R-retry"))
+    assert (late.reason, late.missed_recorded) == ("slot_finished", False)
+    assert lock.get_slot(nxt)["status"] == "MISSED"
 
 
 def test_crashed_older_slot_is_superseded_and_recorded_missed_at_the_newer_commit(

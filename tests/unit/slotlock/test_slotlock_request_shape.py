@@ -19,6 +19,7 @@ from slotlock.dynamodb import (
     ACQUIRE_UPDATE,
     OWNER_AND_TOKEN_MATCH,
     SLOT_NOT_ACQUIRED,
+    MARK_SLOT_MISSED,
     SLOT_NOT_ENDED,
 )
 
@@ -71,6 +72,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
             "#prev_owner": "previous_owner_id",
             "#prev_slot": "previous_slot_epoch_s",
             "#last_fin_slot": "last_finished_slot_epoch_s",
+            "#missed": "missed_slots_epoch_s",
         },
         "ExpressionAttributeValues": {
             ":owner": {"S": owner},
@@ -91,7 +93,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_try_acquire_sends_one_conditional_update_item_then_reads_the_slot_item(boto_session: Any) -> None:
+def test_try_acquire_sends_one_conditional_update_item(boto_session: Any) -> None:
     # GIVEN a stubbed client expecting the exact acquisition request, answering as DynamoDB would (ALL_NEW)
     client = boto_session.client("dynamodb")
     lock = SlotLock("locks", "job", client=client, clock_ms=lambda: NOW_MS, lease_duration_s=30)
@@ -107,16 +109,13 @@ def test_try_acquire_sends_one_conditional_update_item_then_reads_the_slot_item(
         "previous_owner_id": {"NULL": True},
         "previous_slot_epoch_s": {"N": str(SLOT.epoch_s - 1800)},
     }
-    slot_read = {"TableName": "locks", "Key": {"pk": {"S": f"slot#job#{SLOT.iso}"}}, "ConsistentRead": True}
     with Stubber(client) as stubber:
         stubber.add_response("update_item", {"Attributes": all_new}, expected_params=expected)
-        stubber.add_response("get_item", {}, expected_params=slot_read)
 
         # WHEN a racer acquires
         lease = lock.try_acquire(SLOT, "A")
 
-        # THEN that one write was sent, then one consistent read of the slot item (not MISSED, nothing to
-        # adopt), and the lease comes from ALL_NEW
+        # THEN that one request was sent, and the lease comes from ALL_NEW
         stubber.assert_no_pending_responses()
     assert isinstance(lease, Lease)
     assert (lease.fencing_token, lease.expires_at_ms, lease.takeover_from, lease.superseded_slot) == (
@@ -135,6 +134,7 @@ def test_acquire_condition_is_built_from_the_named_clauses() -> None:
         "attribute_not_exists(#pk) OR (attribute_exists(#token)"
         " AND (attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
         " AND (attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
+        " AND NOT contains(#missed, :slot)"
         " AND ((attribute_not_exists(#owner) OR #expires <= :now) OR (#owner = :owner AND #lease_slot = :slot)))"
     )
     assert ACQUIRE_UPDATE.endswith(" ADD #token :one")
@@ -221,7 +221,7 @@ def test_every_request_defines_exactly_the_placeholders_it_uses(
             checked[kind] = checked.get(kind, 0) + 1
 
     # AND every kind of write was covered
-    assert set(checked) >= {"UpdateItem", "GetItem", "Update", "Put", "ConditionCheck"}
+    assert set(checked) >= {"UpdateItem", "GetItem", "Update", "Put"}
     assert request_log.operations.count("TransactWriteItems") == 4  # record_state, 2 commits, overrun record
 
 
@@ -238,7 +238,7 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
         for kind, request in writes_of(operation, body)
         if kind in ("UpdateItem", "Update")
         and request["Key"] == {"pk": {"S": lock.lock_key}}
-        and request["UpdateExpression"] != ACQUIRE_UPDATE
+        and request["UpdateExpression"] not in (ACQUIRE_UPDATE, MARK_SLOT_MISSED)
     ]
 
     # THEN each is conditioned on owner AND token (never a clock) and asks for ALL_OLD on failure
@@ -267,9 +267,16 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
         assert request["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     missed = [r for r in slot_writes if r["ExpressionAttributeValues"].get(":missed") == {"S": "MISSED"}]
     assert len(missed) == 3 and all(len(r["ExpressionAttributeValues"][":record"]["S"]) == 32 for r in missed)
-    # AND the overrun record is guarded by a check that its slot is not acquired right now
-    checks = [r for operation, body in request_log.calls for kind, r in writes_of(operation, body) if kind == "ConditionCheck"]
-    assert [c["ConditionExpression"] for c in checks] == [SLOT_NOT_ACQUIRED]
+    # AND the overrun record marks its slot missed on the lock item, on condition that it is not acquired
+    # right now, in the same transaction
+    marks = [
+        (operation, r)
+        for operation, body in request_log.calls
+        for kind, r in writes_of(operation, body)
+        if kind == "Update" and r.get("UpdateExpression") == MARK_SLOT_MISSED
+    ]
+    assert [(operation, r["ConditionExpression"]) for operation, r in marks] == [("TransactWriteItems", SLOT_NOT_ACQUIRED)]
+    assert marks[0][1]["ExpressionAttributeValues"][":slots"] == {"NS": [str(slot.epoch_s + 3660)]}
 
 
 def test_commit_carries_a_stable_idempotency_token(lock: SlotLock, slot: Slot, request_log: Any) -> None:
