@@ -38,7 +38,7 @@ ddb-local: venv
 demo: venv data
 	$(PY) -m local.demo
 
-# Benchmarks against the peers (README "Performance"): bench-report.json. Its own venv: the peers
+# Benchmarks against the peers (docs/performance.md): bench-report.json. Its own venv: the peers
 # (requirements-bench.txt) never enter .venv, so the tests cannot come to depend on them.
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed

@@ -2,8 +2,8 @@
 
 Run it after a DynamoDB point-in-time restore (or any restore or import) of the **lock table**: the
 restored lock item's counter can be below tokens already stored with results, and every new winner's
-commit would then be rejected (the results' LATEST pointer only accepts a higher token). See the
-README, "Operations: fence bump after a point-in-time restore".
+commit would then be rejected (the results' LATEST pointer only accepts a higher token). See
+docs/operations.md, "Operations: fence bump after a point-in-time restore".
 
     python -m tools.fence_bump --lock-table T --results-table R --job J [--dry-run] [--margin N]
 

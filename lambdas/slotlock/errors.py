@@ -102,7 +102,7 @@ class CorruptLockItemError(SlotLockError):
     DynamoDB evaluates a comparison with a wrong-typed operand as false, so such an item would make
     every acquisition fail silently forever; it is reported instead. ``key`` is the item's ``pk``
     (``lock#<job>`` or ``slot#<job>#<slot>``). Repair or delete the attribute named by ``attribute``
-    (never the lock item's ``fencing_token`` itself: see the README's operations section). A corrupt
+    (never the lock item's ``fencing_token`` itself: see docs/operations.md). A corrupt
     item does not repair itself: retrying the invocation is pointless.
     """
 

@@ -18,7 +18,7 @@ class LockTable(Construct):
     (history) only: the lock item has no TTL attribute, so its fencing counter is never reset by TTL.
 
     A point-in-time restore rewinds the fencing counter below tokens already stored with results: see
-    the README's "Restoring the lock table" before restoring.
+    docs/operations.md ("fence bump after a point-in-time restore") before restoring.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy) -> None:
