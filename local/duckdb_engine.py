@@ -507,7 +507,7 @@ class DuckDBQueryEngine:
         return self._execution(record)
 
     def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
     ) -> QueryResult:
         """All rows of a SUCCEEDED query, values by ``athena_refresh.engine.convert_value``.
 

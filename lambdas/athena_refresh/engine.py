@@ -31,7 +31,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
@@ -248,7 +248,7 @@ class QueryEngine(Protocol):
         ...
 
     def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
     ) -> QueryResult:
         """All rows of a SUCCEEDED query, typed. ``on_page(rows_so_far)`` is called after each page (the job
         renews its lease there, so a long read does not hand the slot to a successor); what it raises
@@ -686,7 +686,7 @@ class AthenaQueryEngine:
 
     # ---- GetQueryResults --------------------------------------------------------------------------
     def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
     ) -> QueryResult:
         """All rows of a SUCCEEDED query, typed (GetQueryResults, every page).
 
@@ -759,7 +759,7 @@ class AthenaQueryEngine:
         return QueryResult(columns=columns, rows=rows)
 
 
-def _columns(result_set: dict[str, Any]) -> tuple[Column, ...]:
+def _columns(result_set: Mapping[str, Any]) -> tuple[Column, ...]:
     infos = result_set.get("ResultSetMetadata", {}).get("ColumnInfo", [])
     columns = tuple(Column(name=info["Name"], type=info["Type"]) for info in infos)
     seen: set[str] = set()
@@ -808,7 +808,7 @@ def wait_for_query(
     deadline_ms: int,
     clock_ms: Callable[[], int],
     sleep_s: Callable[[float], None] = time.sleep,
-    on_poll: Callable[[QueryExecution], None] | None = None,
+    on_poll: Callable[[QueryExecution], object] | None = None,
     initial_delay_ms: int = 200,
     max_delay_ms: int = 5000,
     multiplier: float = 2.0,

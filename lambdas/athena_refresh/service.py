@@ -195,7 +195,7 @@ def _corrupt_outcome(
     _metric(contract.METRIC_CORRUPT_LOCK_ITEM, 1)
     details = {"item_key": corrupt.key, "attribute": corrupt.attribute, "error": str(corrupt),
                "error_type": type(corrupt).__name__}
-    logger.error(f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}", outcome="corrupt", **details)
+    logger.error(f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}", extra={"outcome": "corrupt", **details})
     outcome = SlotOutcome("corrupt", job_name, slot.iso, owner_id, reason="corrupt_item",  # type: ignore[arg-type]
                           details=details)
     return {**outcome.as_dict(), "queries_started": queries_started}

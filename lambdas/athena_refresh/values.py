@@ -177,8 +177,8 @@ class ValuePublisher:
                 # put the values outside the dashboard's SEARCH schema {namespace,job,<dims>}.
                 service="",
             )
-            for name, value in {contract.DIMENSION_JOB: self.job_name, **dimensions}.items():
-                provider.add_dimension(name=name, value=value)
+            for name, text in {contract.DIMENSION_JOB: self.job_name, **dimensions}.items():
+                provider.add_dimension(name=name, value=text)
             for name, value in values.items():
                 provider.add_metric(name=name, unit=VALUE_UNIT, value=value)
             if timestamp_ms is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .dynamodb import JOB, PK, TOKEN, SlotLock, _is_conditional_failure
+from .dynamodb import JOB, PK, TOKEN, SlotLock, _is_conditional_failure, _old_item
 from .errors import LockConfigurationError, SlotLockError
 from .lease import LockRecord
 
@@ -126,7 +126,7 @@ def bump_fencing_token(lock: SlotLock, at_least: int, *, dry_run: bool = False, 
         if not _is_conditional_failure(exc):
             raise lock._wrap("UpdateItem", exc) from exc
         # The counter moved to >= at_least since our read (acquisitions, or another bump): nothing to do.
-        _, current = _decode(lock, exc.response.get("Item") or lock._get(lock.lock_key))
+        _, current = _decode(lock, _old_item(exc) or lock._get(lock.lock_key))
         return FenceBump(lock.job_name, before, current, at_least, bumped=False)
     _, old = _decode(lock, response.get("Attributes"))
     return FenceBump(lock.job_name, old, at_least, at_least, bumped=True)

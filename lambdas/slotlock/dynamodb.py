@@ -302,7 +302,8 @@ class SlotLock:
     def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         method = getattr(self.client, _SNAKE[operation])
         try:
-            return method(**params)
+            response: dict[str, Any] = method(**params)
+            return response
         except ClientError:
             raise  # callers inspect conditional failures; everything else is wrapped by _wrap
         except BotoCoreError as exc:  # connection dropped, read timeout... after botocore's own retries
@@ -930,7 +931,7 @@ class SlotLock:
             else:
                 self._send("UpdateItem", update, budget)
         except ClientError as exc:  # the slot item's condition failed: someone recorded it (maybe us)
-            return self._own_missed_record(slot, exc.response.get("Item"), record_id)
+            return self._own_missed_record(slot, _old_item(exc), record_id)
         except _Cancelled as cancelled:
             if cancelled.judged.index == 0:
                 return self._own_missed_record(slot, cancelled.item(0), record_id)
@@ -944,7 +945,7 @@ class SlotLock:
         """Whether the record that failed our condition is our own earlier write (an SDK resend)."""
         if old_item is None:  # no ALL_OLD (older emulators): one consistent read
             old_item = self._get(self.slot_key(slot))
-        return bool(old_item) and old_item.get(RECORD_ID, {}).get("S") == record_id
+        return old_item is not None and old_item.get(RECORD_ID, {}).get("S") == record_id
 
     # --- reads ------------------------------------------------------------------------------------------
     def get_lock(self) -> LockRecord:
@@ -1001,7 +1002,7 @@ class SlotLock:
                 raise corrupt from exc
 
     def _old_lock_record(self, exc: ClientError) -> LockRecord | None:
-        item = exc.response.get("Item")
+        item = _old_item(exc)
         if item is None:  # ALL_OLD not returned (older emulators): fall back to one consistent read
             item = self._get(self.lock_key)
         return self.decode_lock(item) if item else None
@@ -1035,7 +1036,7 @@ class SlotLock:
                 return None
             if set(value) != {"S"}:
                 raise CorruptLockItemError(self.lock_key, name, f"must be a String, found {_type_of(value)}")
-            return value["S"]
+            return str(value["S"])
 
         def slot(name: str) -> Slot | None:
             epoch = number(name)
@@ -1132,7 +1133,7 @@ class SlotLock:
                         "TransactWriteItems", f"{operation}: {wrapped} (after {budget.attempts} request(s))",
                         attempts=budget.attempts, error_code=wrapped.error_code,
                     ) from exc
-                reasons = exc.response.get("CancellationReasons") or _reasons_from_message(exc)
+                reasons = _cancellation_reasons(exc)
                 judged = Cancellation.judge(reasons)
                 current: LockRecord | None = None
                 if judged.verdict == "undecided" and lease is not None:
@@ -1220,6 +1221,14 @@ def _http_status(exc: ClientError) -> int:
     return status if isinstance(status, int) else 0
 
 
+def _cancellation_reasons(exc: ClientError) -> list[dict[str, Any]]:
+    """A TransactionCanceledException's per-item reasons, in request order (``[]`` when unknown)."""
+    reasons = exc.response.get("CancellationReasons")
+    if isinstance(reasons, list) and reasons:
+        return [dict(reason) for reason in reasons]
+    return _reasons_from_message(exc)
+
+
 def _reasons_from_message(exc: ClientError) -> list[dict[str, Any]]:
     # Some emulators omit CancellationReasons; the message lists them: "... reasons [None, ConditionalCheckFailed]".
     message = exc.response.get("Error", {}).get("Message", "")
@@ -1229,6 +1238,12 @@ def _reasons_from_message(exc: ClientError) -> list[dict[str, Any]]:
     return [{"Code": part.strip()} for part in message[start + 1 : end].split(",")]
 
 
+def _old_item(exc: ClientError) -> dict[str, Any] | None:
+    """The item returned with a failed condition (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), if any."""
+    item = exc.response.get("Item")
+    return item if isinstance(item, dict) else None
+
+
 def _type_of(value: Mapping[str, Any]) -> str:
     names = {"S": "String", "N": "Number", "B": "Binary", "BOOL": "Boolean", "NULL": "Null", "M": "Map", "L": "List",
              "SS": "String Set", "NS": "Number Set", "BS": "Binary Set"}
@@ -1236,7 +1251,7 @@ def _type_of(value: Mapping[str, Any]) -> str:
 
 
 def _plain(value: Mapping[str, Any]) -> Any:
-    plain = _DESERIALIZER.deserialize(value)
+    plain = _DESERIALIZER.deserialize(value)  # type: ignore[arg-type]  # a DynamoDB JSON value from the wire
     if hasattr(plain, "as_integer_ratio") and not isinstance(plain, (int, float)):
         return int(plain) if plain == int(plain) else float(plain)
     return plain

@@ -204,7 +204,7 @@ class SlotRunner:
             return self._loss_outcome(result)
         lease = result
         run = SlotRun(self.lock, lease, self.listener)
-        base = {
+        base: dict[str, Any] = {
             "job_name": lease.job_name, "slot": lease.slot.iso, "owner_id": owner_id,
             "fencing_token": lease.fencing_token, "takeover": lease.takeover, "reentered": lease.reentered,
             "adopted_state": bool(lease.state), "last_succeeded_at_ms": lease.last_succeeded_at_ms,

@@ -184,7 +184,7 @@ class FakeEngine:
         return QueryExecution(query_execution_id, query.state, statistics, error)  # type: ignore[arg-type]
 
     def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], None] | None = None
+        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
     ) -> QueryResult:
         self.calls.append(("get_results", query_execution_id))
         if self.queries[query_execution_id].state != "SUCCEEDED":
