@@ -18,15 +18,27 @@ random plan adds, per run:
 - **throttling and connection errors** at random calls of the real boto3 clients
   (``ProvisionedThroughputExceededException``, ``ThrottlingException``, a dropped connection, a response
   lost after the write applied) and Athena ``TooManyRequestsException`` at the engine, plus *storms* that
-  outlast botocore's retries (see :mod:`local.chaos_worker`).
+  outlast botocore's retries (see :mod:`local.chaos_worker`);
+- **faults aimed at the lock's writes** (rates in :data:`local.chaos_worker.WRITE_FAULTS`): the
+  ``record_state`` and ``commit`` transactions cancelled (``TransactionCanceledException``) with a transient
+  reason (``ThrottlingError``, ``ProvisionedThroughputExceeded``, ``TransactionConflict``) on one random item,
+  a commit rarely refused for good (``ValidationError`` on a results item: the slot must end FAILED,
+  ``write_rejected``), ``TransactionConflictException`` on the acquire and heartbeat ``UpdateItem``, and
+  the answer of a MISSED record lost so botocore resends the applied write. Every kind is also forced
+  once on some slot (:data:`FORCED_WRITE_FAULTS`), so even a short run covers them all;
+- **near-future deliveries**: some slots come with one more delivery whose scheduled time is 30-599 s
+  ahead of now (a hostile or mistyped event). It must be refused before any request, on every attempt
+  (Lambda's two async retries included), and its slot never acquired nor recorded.
 
 Every observation (who, what, slot, fencing token, outcome, machine-wide monotonic time) is recorded; at
-the end :mod:`local.chaos_checker` checks the history and the stored state and the run writes
-``chaos-report.json``. The **negative control** repeats the run with fencing switched off by a test-only
-knob (the commit transaction's conditions made vacuous, ``--no-fencing`` in the worker) and must be
-reported as violating: it proves the checker can fail.
+the end :mod:`local.chaos_checker` checks the history, the stored state (every slot item of the lock table)
+and the ``SlotMissed`` metric values the environments emitted (the Powertools EMF lines of their logs), and
+the run writes ``chaos-report.json``. The **negative control** repeats the run with fencing switched off by
+a test-only knob (the commit transaction's conditions made vacuous, ``--no-fencing`` in the worker) and must
+be reported as violating: it proves the checker can fail.
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
+                          [--write-fault-scale 1.0] [--future-fraction 0.1]
                           [--control-slots N | --no-control] [--report chaos-report.json]
 
 Every wait is bounded (per slot, per run, per process); the exit status is non-zero when the fenced run has
@@ -68,10 +80,20 @@ from athena_refresh.settings import Settings  # noqa: E402
 from local import chaos_checker  # noqa: E402
 from local.chaos_checker import FinalState, percentile  # noqa: E402
 from local.chaos_worker import (  # noqa: E402
-    ATHENA_THROTTLE,
-    DYNAMODB_FAULT_KINDS,
+    ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
+    ATHENA_THROTTLE,
+    COMMIT,
+    DYNAMODB_FAULT_KINDS,
     DYNAMODB_STANDARD_MAX_ATTEMPTS,
+    HEARTBEAT,
+    PERMANENT_CANCELLATION_KIND,
+    RECORD_MISSED,
+    RECORD_STATE,
+    RESPONSE_LOST,
+    TRANSACTION_CONFLICT,
+    TRANSIENT_CANCELLATION_KINDS,
+    WRITE_FAULTS,
 )
 from local.lambda_pool import Worker, pump  # noqa: E402
 from slotlock import Slot, SlotLock  # noqa: E402
@@ -81,7 +103,10 @@ BACKENDS = ("dynamodb-local", "atomic-moto")
 SLOT_PERIOD_S = 1800  # cdk.json: cron(0/30 * * * ? *)
 KILL_POINTS = ("acquired", "query_started", "query_finished", "committed")
 PAUSE_POINTS = ("query_started", "query_finished", "before_commit")
-STALE_COMMIT_POINTS = ("query_finished", "before_commit")  # a stopped holder resumes straight into its commit
+# A holder stopped here resumes straight into its commit. Not "query_finished": the job renews the lease (when
+# a heartbeat is due, as it is after a stop past the lease) while reading the results and again right before
+# its commit, so a holder resumed there learns it lost the lease (lease_lost) before it could commit stale.
+STALE_COMMIT_POINTS = ("before_commit",)
 # When a stopped holder is resumed (SIGCONT): ...
 RESUME_ON_TAKEOVER_ACQUIRED = "takeover_acquired"  # ... as soon as a late delivery has taken the lease over
 RESUME_ON_TAKEOVER_DONE = "takeover_done"  # ... once that delivery has finished (committed)
@@ -94,6 +119,24 @@ EXTRA_ENVIRONMENTS = 8  # Lambda scales out beyond the racers for retries and la
 TIMEOUT_GRACE_S = 5.0
 WORKER_START_TIMEOUT_S = 180.0
 TAKEOVER_MARGIN_S = 0.3
+#: Near-future deliveries: scheduled at least this far ahead of now (seconds), rounded up to the minute as slots
+#: are: 30 to 599 s ahead, far beyond the runtime's lead allowance (MAX_SLOT_LEAD_S, 5 s by default).
+FUTURE_LEAD_S = (30, 540)
+#: Faults aimed at the lock's writes that every plan forces once (on fault-free, storm-free slots), so
+#: that a short run covers each kind whatever the random draws: (write, kind, racers) where racers ``all``
+#: means every racer of the slot carries it (only the holder reaches the write) and ``one`` one racer.
+#: The MISSED record's lost answer is forced on the ancient deliveries (too_old) and on the slot after a
+#: holder stopped until the next slot (its winner records the stopped slot superseded).
+FORCED_WRITE_FAULTS: tuple[tuple[str, str, str], ...] = (
+    *((RECORD_STATE, kind, "all") for kind in TRANSIENT_CANCELLATION_KINDS),
+    *((COMMIT, kind, "all") for kind in TRANSIENT_CANCELLATION_KINDS),
+    (COMMIT, PERMANENT_CANCELLATION_KIND, "all"),
+    (ACQUIRE, TRANSACTION_CONFLICT, "one"),
+)
+FORCED_MISSED_RESEND = {"write": RECORD_MISSED, "kind": RESPONSE_LOST}
+#: Heartbeat-shaped writes are rare (a 100 ms query needs no renewal): the sure one is the release of a holder
+#: whose query engine stayed throttled (an Athena storm), so each plan has one and its release meets a conflict.
+FORCED_RELEASE_CONFLICT = {"write": HEARTBEAT, "kind": TRANSACTION_CONFLICT}
 
 REGION = "us-east-1"
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
@@ -120,6 +163,8 @@ class ChaosOptions:
     late_fraction: float = 0.1
     storm_fraction: float = 0.05
     transient_rate: float = 0.01
+    future_fraction: float = 0.1  # slots that also get a near-future delivery (at least one per run)
+    write_fault_scale: float = 1.0  # multiplies local.chaos_worker.WRITE_FAULTS (0: no aimed write faults)
     fencing: bool = True
     workdir: Path = REPO_ROOT / ".chaos"
     max_run_s: float = 3600.0
@@ -153,6 +198,8 @@ class SlotPlan:
     duplicates: int = 0
     late: str | None = None  # iso of an older slot delivered again with this one
     storm: dict[str, Any] | None = None  # {"target", "kind", "calls", "racer"}
+    future_lead_s: int | None = None  # one more delivery scheduled this far ahead of now
+    forced: list[dict[str, Any]] = field(default_factory=list)  # [{"write", "kind", "racer"?}]
 
     @property
     def iso(self) -> str:
@@ -193,7 +240,53 @@ def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[Slo
             calls = DYNAMODB_STANDARD_MAX_ATTEMPTS if target == "dynamodb" else ATHENA_MAX_ATTEMPTS
             plan.storm = {"target": target, "kind": kind, "calls": calls, "racer": rng.randrange(o.racers)}
     _ensure_coverage(plans, rng)
+    _plan_writes_and_future(o, plans, ancient)
     return plans, ancient
+
+
+def _plan_writes_and_future(o: ChaosOptions, plans: list[SlotPlan], ancient: list[str]) -> None:
+    """Near-future deliveries and forced write faults, from their own seeded RNG (the rest of the plan for a
+    seed stays as it was before they existed).
+
+    At least one slot gets a near-future delivery (when ``future_fraction`` > 0); each of
+    :data:`FORCED_WRITE_FAULTS` goes to a fault-free, storm-free slot (its own one while there are enough); an
+    ancient slot is ensured (a late delivery older than the maximum slot age, recorded MISSED too_old), and the
+    slot after each holder stopped until the next slot carries the forced lost MISSED answer; an Athena storm
+    is ensured, and the release of its holder (a heartbeat-shaped write) meets a forced conflict.
+    """
+    rng = random.Random(f"{o.seed}/writes-and-future")
+    for plan in plans:
+        if rng.random() < o.future_fraction:
+            plan.future_lead_s = rng.randint(*FUTURE_LEAD_S)
+    if o.future_fraction > 0 and not any(p.future_lead_s for p in plans):
+        rng.choice(plans).future_lead_s = rng.randint(*FUTURE_LEAD_S)
+    if o.write_fault_scale <= 0:
+        return
+    if not ancient and len(plans) > 1:
+        plan = rng.choice([p for p in plans[1:] if p.late is None] or plans[1:])
+        moment = int(plans[0].scheduled.timestamp()) - o.max_slot_age_s - SLOT_PERIOD_S
+        plan.late = iso(dt.datetime.fromtimestamp(moment, dt.timezone.utc))
+        ancient.append(plan.late)
+    # A holder killed or stopped at a checkpoint may never query (its retry carries no storm): a plain slot.
+    athena_storms = [p for p in plans if p.storm and p.storm["target"] == "athena" and p.fault is None]
+    if not athena_storms:
+        quiet = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
+        storm_plan = rng.choice(quiet)
+        storm_plan.storm = {"target": "athena", "kind": ATHENA_THROTTLE, "calls": ATHENA_MAX_ATTEMPTS,
+                            "racer": rng.randrange(o.racers)}
+        athena_storms.append(storm_plan)
+    athena_storms[0].forced.append(dict(FORCED_RELEASE_CONFLICT))
+    free = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
+    rng.shuffle(free)
+    for n, (write, kind, racers) in enumerate(FORCED_WRITE_FAULTS):
+        plan = free[n % len(free)]  # a short plan stacks them: each one hits its own write of the slot
+        forced: dict[str, Any] = {"write": write, "kind": kind}
+        if racers == "one":
+            forced["racer"] = rng.randrange(o.racers)
+        plan.forced.append(forced)
+    for previous, plan in zip(plans, plans[1:]):
+        if previous.fault and previous.fault.get("policy") == RESUME_AFTER_NEXT_SLOT:
+            plan.forced.append(dict(FORCED_MISSED_RESEND))
 
 
 def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
@@ -201,11 +294,13 @@ def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
 
     That scenario: a holder stopped right before its commit and resumed after a takeover, at least
     ``MIN_STALE_COMMIT_SCENARIOS`` times (without fencing its commit is accepted: the negative control
-    depends on it). Faults are moved onto fault-free slots (never the first: it has no predecessor).
+    depends on it). Faults are moved onto fault-free slots (never the first: it has no predecessor), storm-free
+    ones first: a stale-commit scenario on a slot with a storm does not count (an Athena storm fails the
+    holder's query before it reaches its commit, and Lambda's retry carries no fault).
     """
     faults = [p.fault for p in plans if p.fault]
-    stale = [f for f in faults if f["action"] == "pause" and f["checkpoint"] in STALE_COMMIT_POINTS
-             and f.get("policy") != RESUME_AFTER_NEXT_SLOT]
+    stale = [p.fault for p in plans if p.fault and p.storm is None and p.fault["action"] == "pause"
+             and p.fault["checkpoint"] in STALE_COMMIT_POINTS and p.fault.get("policy") != RESUME_AFTER_NEXT_SLOT]
     # In priority order (a very short run may not have room for all): stale commits, kill points, policies.
     wanted: list[dict[str, str]] = [
         {"action": "pause", "checkpoint": rng.choice(STALE_COMMIT_POINTS),
@@ -218,9 +313,11 @@ def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
     for policy in RESUME_POLICIES:
         if not any(f.get("policy") == policy for f in faults + wanted):
             wanted.append({"action": "pause", "checkpoint": rng.choice(PAUSE_POINTS), "policy": policy})
-    free = [p for p in plans[1:] if p.fault is None]
-    rng.shuffle(free)
-    for plan, fault in zip(free, wanted):
+    calm = [p for p in plans[1:] if p.fault is None and p.storm is None]
+    stormy = [p for p in plans[1:] if p.fault is None and p.storm is not None]
+    rng.shuffle(calm)
+    rng.shuffle(stormy)
+    for plan, fault in zip(calm + stormy, wanted):
         plan.fault = fault
 
 
@@ -236,10 +333,11 @@ class Delivery:
     round: int
     racer: int
     event: dict[str, Any]
-    kind: str  # race | duplicate | late | ancient | retry | redelivery
+    kind: str  # race | duplicate | late | ancient | future | retry | redelivery
     attempt: int = 1
     fault: dict[str, str] | None = None
     storm: dict[str, Any] | None = None
+    forced: list[dict[str, Any]] = field(default_factory=list)  # aimed write faults (local.chaos_worker)
     due: float = 0.0
     worker_id: str | None = None
     done: bool = False
@@ -279,7 +377,10 @@ class Chaos:
         self.history: list[dict[str, Any]] = []
         self.faults: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
+        self.requests_by_write: Counter[str] = Counter()  # the lock's writes sent (local.chaos_worker.classify_write)
         self.dead_lettered: list[str] = []
+        self.future_slots: dict[str, int] = {}  # near-future slot iso -> its lead (s) when first delivered
+        self.future_dead_lettered: list[str] = []
         self.harness_errors: list[str] = []
         self.not_before = 0.0
         self.endpoint: str | None = None
@@ -390,6 +491,7 @@ class Chaos:
             "--memory-mb", str(self.job.lambda_memory_mb), "--timeout-ms", str(self.o.timeout_s * 1000),
             "--region", REGION, "--seed", str(self.o.seed * 1000 + self.worker_seq),
             "--transient-rate", str(self.o.transient_rate), "--clock-skew-ms", str(skew_ms),
+            "--write-fault-scale", str(self.o.write_fault_scale),
         ]
         if not self.o.fencing:
             argv.append("--no-fencing")
@@ -426,17 +528,32 @@ class Chaos:
         now = time.monotonic()
         for racer in range(self.o.racers):
             storm = plan.storm if plan.storm and (plan.storm["target"] == "athena" or plan.storm["racer"] == racer) else None
+            forced = [f for f in plan.forced if f.get("racer", racer) == racer]
             self._enqueue(Delivery(str(uuid.uuid4()), plan.iso, plan.index, racer, self._event(plan.iso, racer),
-                                   "race", fault=plan.fault, storm=storm, due=now))
+                                   "race", fault=plan.fault, storm=storm, forced=forced, due=now))
         for n in range(plan.duplicates):
             self.faults["duplicate_delivery"] += 1
             racer = self.rng.randrange(self.o.racers)
+            forced = [f for f in plan.forced if f.get("racer", racer) == racer]  # a duplicate may win the race
             self._enqueue(Delivery(str(uuid.uuid4()), plan.iso, plan.index, racer, self._event(plan.iso, racer),
-                                   "duplicate", fault=plan.fault, due=now + self.rng.uniform(0, 0.2)))
+                                   "duplicate", fault=plan.fault, forced=forced, due=now + self.rng.uniform(0, 0.2)))
         if plan.late:
             kind = "ancient" if plan.late in self.ancient else "late"
             self.faults[f"{kind}_delivery"] += 1
-            self._enqueue(Delivery(str(uuid.uuid4()), plan.late, plan.index, 0, self._event(plan.late, 0), kind, due=now))
+            # An ancient slot is recorded MISSED (too_old) by this very delivery: lose that record's answer.
+            forced = [dict(FORCED_MISSED_RESEND)] if kind == "ancient" and self.o.write_fault_scale > 0 else []
+            self._enqueue(Delivery(str(uuid.uuid4()), plan.late, plan.index, 0, self._event(plan.late, 0), kind,
+                                   forced=forced, due=now))
+        if plan.future_lead_s:
+            # Scheduled at least future_lead_s ahead, on a minute (a Slot is floored to its minute).
+            now_s = int(time.time())
+            ahead = -(-(now_s + plan.future_lead_s) // 60) * 60
+            future = iso(dt.datetime.fromtimestamp(ahead, dt.timezone.utc))
+            self.future_slots.setdefault(future, ahead - now_s)
+            self.faults["future_delivery"] += 1
+            racer = self.rng.randrange(self.o.racers)
+            self._enqueue(Delivery(str(uuid.uuid4()), future, plan.index, racer, self._event(future, racer), "future",
+                                   due=now + self.rng.uniform(0, 0.2)))
         if plan.storm:
             self.faults[f"storm_{plan.storm['target']}"] += 1
 
@@ -500,7 +617,8 @@ class Chaos:
             self.record("deliver", request_id=delivery.request_id, slot=delivery.slot, kind=delivery.kind,
                         attempt=delivery.attempt, worker=worker.id)
             message = {"type": "invoke", "request_id": delivery.request_id, "event": delivery.event,
-                       "timeout_ms": self.o.timeout_s * 1000, "fault": delivery.fault, "storm": delivery.storm}
+                       "timeout_ms": self.o.timeout_s * 1000, "fault": delivery.fault, "storm": delivery.storm,
+                       "forced": delivery.forced}
             if not worker.send(message):
                 self.say(f"could not deliver to {worker.id}; it has exited")
 
@@ -537,11 +655,22 @@ class Chaos:
             self.harness_errors.append(f"{worker_id} failed to initialise: {message.get('error_message')}")
             raise ChaosHarnessError(f"{worker_id} failed to initialise: {message.get('error_message')}")
         elif kind == "injected":
-            self.faults[str(message.get("kind"))] += 1
+            write = message.get("write")  # set on the faults aimed at the lock's writes
+            self.faults[f"{message.get('kind')}@{write}" if write else str(message.get("kind"))] += 1
             self.record("injected", t_ns, worker=worker_id, kind=message.get("kind"), operation=message.get("operation"),
-                        request_id=delivery.request_id if delivery else None)
+                        write=write, forced=message.get("forced"), request_id=delivery.request_id if delivery else None,
+                        slot=delivery.slot if delivery else None)
         elif delivery is None:
             return
+        elif kind == "superseded":
+            self.record("superseded", t_ns, request_id=delivery.request_id, slot=message.get("slot"),
+                        by_slot=message.get("by_slot"), recorded=message.get("recorded"),
+                        token=message.get("fencing_token"), worker=worker_id)
+        elif kind == "dynamodb_requests":
+            self.record("dynamodb_requests", t_ns, request_id=delivery.request_id, slot=delivery.slot,
+                        kind=delivery.kind, count=message.get("count"), writes=message.get("writes"), worker=worker_id)
+            for write, n in (message.get("writes") or {}).items():
+                self.requests_by_write[write] += int(n)
         elif kind == "checkpoint":
             self.record("checkpoint", t_ns, request_id=delivery.request_id, slot=delivery.slot,
                         checkpoint=message.get("checkpoint"), token=message.get("fencing_token"),
@@ -615,12 +744,16 @@ class Chaos:
             self.record("result", t_ns, request_id=delivery.request_id, slot=delivery.slot, status=delivery.status,
                         reason=delivery.reason, token=delivery.token, kind=delivery.kind, worker=worker.id,
                         queries_started=outcome.get("queries_started"), takeover=outcome.get("takeover"),
-                        reentered=outcome.get("reentered"), already_applied=outcome.get("already_applied"))
+                        reentered=outcome.get("reentered"), already_applied=outcome.get("already_applied"),
+                        superseded_slot=outcome.get("superseded_slot"),
+                        superseded_recorded=outcome.get("superseded_recorded"),
+                        error_type=(outcome.get("details") or {}).get("type") if delivery.status == "failed" else None)
         else:
             delivery.status = f"error:{message.get('error_type')}"
             self.counters["errors"] += 1
-            self.record("error", t_ns, request_id=delivery.request_id, slot=delivery.slot,
-                        error_type=message.get("error_type"), error_message=message.get("error_message"))
+            self.record("error", t_ns, request_id=delivery.request_id, slot=delivery.slot, kind=delivery.kind,
+                        attempt=delivery.attempt, error_type=message.get("error_type"),
+                        error_message=message.get("error_message"))
             self._retry(delivery, self.rng.uniform(0.05, 0.3) * self.o.lease_s)
         if delivery.kind == "redelivery":
             if delivery.status == "lost" and delivery.reason == "held" and delivery.retry_of is not None \
@@ -658,12 +791,14 @@ class Chaos:
 
     def _retry(self, delivery: Delivery, delay_s: float) -> None:
         """Lambda's async retry: the same event and request id; after two retries, the on-failure destination."""
+        future = delivery.kind == "future"
         if delivery.attempt > MAX_ASYNC_RETRIES:
-            self.dead_lettered.append(delivery.slot)
-            self.record("dlq", request_id=delivery.request_id, slot=delivery.slot)
+            (self.future_dead_lettered if future else self.dead_lettered).append(delivery.slot)
+            self.record("dlq", request_id=delivery.request_id, slot=delivery.slot, kind=delivery.kind)
             return
-        self.faults["lambda_retry"] += 1
-        self._enqueue(replace(delivery, attempt=delivery.attempt + 1, kind="retry", fault=None, storm=None,
+        self.faults["lambda_retry_future" if future else "lambda_retry"] += 1
+        self._enqueue(replace(delivery, attempt=delivery.attempt + 1, kind="future" if future else "retry",
+                              fault=None, storm=None, forced=[],
                               due=time.monotonic() + delay_s, worker_id=None, done=False, paused=False,
                               resume_policy=None, status=None, reason=None, token=None))
 
@@ -673,10 +808,17 @@ class Chaos:
         lock = SlotLock(self.lock_table, self.job.job_name, client=ddb)
         store = ResultsStore(self.results_table, dynamodb_client=ddb)
         state = FinalState()
-        for slot_iso in [p.iso for p in self.plans] + self.ancient:
-            item = lock.get_slot(Slot.parse(slot_iso))
-            if item is not None:
-                state.slot_items[slot_iso] = item
+        # Every slot item of the job, not only the planned ones: a near-future or unexpected slot shows too.
+        prefix = lock.slot_key(Slot(0)).rsplit("#", 1)[0] + "#"
+        for page in ddb.get_paginator("scan").paginate(
+            TableName=self.lock_table, ConsistentRead=True, ProjectionExpression="pk",
+        ):
+            for key in page["Items"]:
+                if key["pk"]["S"].startswith(prefix):
+                    slot_iso = key["pk"]["S"][len(prefix):]
+                    item = lock.get_slot(Slot.parse(slot_iso))
+                    if item is not None:
+                        state.slot_items[slot_iso] = item
         for item in store.list_results(self.job.job_name):  # rows come inline unless offloaded to S3
             offloaded = "rows_s3_uri" in item
             state.results[item["slot"]] = store.get_result(self.job.job_name, item["slot"]) if offloaded else item
@@ -693,20 +835,39 @@ class Chaos:
             for slot_iso in slots:
                 parameters = settings.execution_parameters(Slot.parse(slot_iso).datetime)
                 qid = engine.start_query(sql=settings.query_sql, parameters=parameters,
-                                         client_request_token=client_request_token("chaos-expected", slot_iso, 1))
+                                         client_request_token=client_request_token("chaos-expected", slot_iso, 1,
+                                                                                  deployment_id=self.lock_table))
                 expected[slot_iso] = json.loads(json.dumps(engine.get_results(qid).rows))
         return expected
+
+    def emitted_slot_missed(self) -> Counter[str]:
+        """``SlotMissed`` values in the environments' logs (Powertools EMF lines), by reason."""
+        emitted: Counter[str] = Counter()
+        for log in sorted(self.logs_dir.glob("*.log")):
+            with open(log, encoding="utf-8", errors="replace") as lines:
+                emitted += chaos_checker.emf_metric_values(lines)
+        return emitted
 
     def report(self) -> dict[str, Any]:
         final = self.final_state()
         succeeded = sorted(s for s, item in final.slot_items.items() if item.get("status") == "SUCCEEDED")
         expected = self.expected_rows(succeeded)
         planned = [p.iso for p in self.plans] + self.ancient
+        emitted = self.emitted_slot_missed()
         violations = chaos_checker.check_history(self.history) + chaos_checker.check_final_state(
             final, planned_slots=planned, dead_lettered=self.dead_lettered, expected_rows=expected,
         )
+        violations += chaos_checker.check_terminal_records(self.history, final, dead_lettered=self.dead_lettered)
+        violations += chaos_checker.check_slot_missed_metric(emitted, final)
+        violations += chaos_checker.check_future_refused(self.history, final, future_slots=self.future_slots,
+                                                         max_attempts=1 + MAX_ASYNC_RETRIES)
+        future_runs = [e for e in self.history if e["what"] == "deliver" and e.get("kind") == "future"]
+        future_requests = sum(int(e.get("count") or 0) for e in self.history
+                              if e["what"] == "dynamodb_requests" and e.get("kind") == "future")
         missed = Counter(str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED")
         failed = sum(1 for item in final.slot_items.values() if item.get("status") == "FAILED")
+        failed_errors = Counter(str((item.get("error") or {}).get("type")) for item in final.slot_items.values()
+                                if item.get("status") == "FAILED")
         queries = len(list((self.state_dir / "queries").glob("*.json")))
         latencies = self.takeover_latencies_s()
         committed = len(succeeded)
@@ -721,6 +882,8 @@ class Chaos:
             "max_clock_skew_s": self.o.max_skew_ms / 1000,
             "clock_skews_ms": {"min": min(self.skews_ms.values()), "max": max(self.skews_ms.values())},
             "transient_fault_rate": self.o.transient_rate,
+            "write_fault_rates": {write: {"/".join(kinds): round(rate * self.o.write_fault_scale, 4)
+                                          for kinds, rate in groups} for write, groups in WRITE_FAULTS.items()},
             "duration_s": round(self.run_s, 1),
             "invocations": len([d for d in self.deliveries if d.worker_id]),
             "environments_started": self.worker_seq,
@@ -728,12 +891,26 @@ class Chaos:
                 clock_skew=sum(1 for skew in self.skews_ms.values() if skew))).items())),
             "faults_injected_total": sum(self.faults.values()),  # events; clock_skew counts environments
             "violations": violations,
+            "violations_by_check": dict(sorted(Counter(v["check"] for v in violations).items())),
+            "checks": list(chaos_checker.CHECKS),
             "harness_errors": self.harness_errors,
             "slots_committed": committed,
             "slots_failed": failed,
+            "slots_failed_errors": dict(sorted(failed_errors.items())),  # the FAILED items' error types
             "slots_missed": dict(sorted(missed.items())),
             "slots_dead_lettered": len(set(self.dead_lettered)),
             "ancient_slots": len(self.ancient),
+            "slot_missed_metric": {"emitted": dict(sorted(emitted.items())), "stored": dict(sorted(missed.items()))},
+            "future_deliveries": {
+                "slots": len(self.future_slots), "invocations": len(future_runs),
+                "lead_s": {"min": min(self.future_slots.values(), default=None),
+                           "max": max(self.future_slots.values(), default=None)},
+                "refused": sum(1 for e in self.history if e["what"] == "error" and e.get("kind") == "future"
+                               and e.get("error_type") == "InvalidEventError"),
+                "dead_lettered": len(self.future_dead_lettered),
+                "dynamodb_requests": future_requests,
+            },
+            "lock_writes_sent": dict(sorted(self.requests_by_write.items())),
             "outcomes": dict(sorted(self.counters.items())),
             "takeover_latency_s": {
                 "p50": _round(percentile(latencies, 50)), "p95": _round(percentile(latencies, 95)),
@@ -817,6 +994,7 @@ def verdict(report: dict[str, Any]) -> list[str]:
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
     lat = report["takeover_latency_s"]
+    fut = report["future_deliveries"]
     lines = [
         f"racers {report['racers']} x slots {report['slots']} on {report['backend']} (seed {report['seed']},"
         f" lease {report['lease_duration_s']} s, skew up to {report['max_clock_skew_s']} s): {report['duration_s']} s",
@@ -827,7 +1005,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f" {report['slots_missed']}, dead-lettered {report['slots_dead_lettered']}",
         f"takeover latency p50 {lat['p50']} s, p95 {lat['p95']} s ({lat['samples']} takeovers);"
         f" queries started per committed slot {report['queries_started_per_committed_slot']}",
-        f"violations {len(report['violations'])}; harness errors {len(report['harness_errors'])}",
+        f"near-future deliveries {fut['invocations']} ({fut['slots']} slots,"
+        f" {fut['lead_s']['min']}-{fut['lead_s']['max']} s ahead): refused {fut['refused']}, dead-lettered {fut['dead_lettered']}, DynamoDB requests"
+        f" {fut['dynamodb_requests']}",
+        f"SlotMissed values emitted {report['slot_missed_metric']['emitted']}, MISSED items"
+        f" {report['slot_missed_metric']['stored']}",
+        f"violations {len(report['violations'])} {report['violations_by_check']};"
+        f" harness errors {len(report['harness_errors'])}",
     ]
     control = report.get("negative_control")
     if control is not None:
@@ -844,6 +1028,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=ChaosOptions.seed)
     parser.add_argument("--lease-s", type=float, default=ChaosOptions.lease_s)
     parser.add_argument("--transient-rate", type=float, default=ChaosOptions.transient_rate)
+    parser.add_argument("--write-fault-scale", type=float, default=ChaosOptions.write_fault_scale,
+                        help="multiplies the rates of the faults aimed at the lock's writes (0: none)")
+    parser.add_argument("--future-fraction", type=float, default=ChaosOptions.future_fraction,
+                        help="slots that also get a near-future delivery")
     parser.add_argument("--control-slots", type=int, help="slots of the negative control (default: --slots)")
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "chaos-report.json")
@@ -852,7 +1040,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.racers < 2 or args.slots < 3:
         parser.error("need at least 2 racers and 3 slots")
     options = ChaosOptions(racers=args.racers, slots=args.slots, backend=args.backend, seed=args.seed,
-                           lease_s=args.lease_s, transient_rate=args.transient_rate, workdir=args.workdir)
+                           lease_s=args.lease_s, transient_rate=args.transient_rate, workdir=args.workdir,
+                           write_fault_scale=args.write_fault_scale, future_fraction=args.future_fraction)
     control_slots = None if args.no_control else (args.control_slots or args.slots)
     try:
         report = run_suite(options, control_slots=control_slots)

@@ -21,21 +21,43 @@ the end, and reports every violation of:
 ``results_mismatch``
     every SUCCEEDED slot has exactly one stored result, under the committed token, whose rows equal the
     rows the query gives for that slot (no row lost, none duplicated), and the LATEST pointer names the
-    newest committed slot.
+    newest committed slot;
+``terminal_records``
+    every delivered slot (near-future deliveries aside) ends with exactly one terminal record, written
+    once and never overwritten (:func:`check_terminal_records`);
+``slot_missed_metric``
+    the ``SlotMissed`` metric values the environments emitted (EMF) equal, reason by reason, the slot
+    items recorded MISSED (:func:`check_slot_missed_metric`);
+``future_slot_refused``
+    a delivery scheduled ahead of now (beyond the lead allowance) is refused with ``InvalidEventError`` on
+    every attempt before any DynamoDB request, and its slot is never acquired nor recorded
+    (:func:`check_future_refused`).
 
-History events are dicts with ``what`` and ``t_ns`` plus, by kind: ``checkpoint`` (``request_id``,
-``slot``, ``checkpoint``, ``token``), ``resumed`` (``request_id``), ``result`` (``request_id``, ``slot``,
-``status``, ``token``), ``dlq`` (``slot``). See :mod:`local.chaos` for how they are recorded.
+History events are dicts with ``what`` and ``t_ns`` plus, by kind: ``deliver`` (``request_id``, ``slot``,
+``kind``), ``checkpoint`` (``request_id``, ``slot``, ``checkpoint``, ``token``), ``resumed``
+(``request_id``), ``result`` (``request_id``, ``slot``, ``status``, ``reason``, ``token``, ``error_type``),
+``error`` (``request_id``, ``slot``, ``error_type``), ``superseded`` (``request_id``, ``slot``: the older
+slot an acquisition replaced, ``recorded``: whether it wrote that slot's MISSED record),
+``dynamodb_requests`` (``request_id``, ``count``), ``dlq`` (``slot``). See :mod:`local.chaos` for how they
+are recorded.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
+import json
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 FINAL_COMMIT_STATUSES = ("succeeded", "failed")
+TERMINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")
+SLOT_MISSED_METRIC = "SlotMissed"  # athena_refresh.contract.METRIC_SLOT_MISSED
+METRICS_NAMESPACE = "ScheduledAthenaRefresh"  # athena_refresh.contract.METRICS_NAMESPACE
+REASON_DIMENSION = "reason"  # athena_refresh.contract.DIMENSION_REASON
+#: Every check, as named in the violations' ``check`` (the module docstring says what each one means).
+CHECKS = ("one_commit_per_slot", "tokens_increase", "stale_write_accepted", "commit_after_newer_slot",
+          "slot_unaccounted", "results_mismatch", "terminal_records", "slot_missed_metric", "future_slot_refused")
 
 
 @dataclass(frozen=True)
@@ -67,8 +89,9 @@ class FinalState:
     """What the tables hold at the end.
 
     ``slot_items``: slot iso -> the lock table's slot item (``status``, ``fencing_token``, ``reason``,
-    ``summary``, ``error``); ``results``: slot iso -> the results item (``fencing_token``, ``rows``,
-    ``row_count``); ``latest``: the LATEST pointer (``latest_slot``, ``fencing_token``) or ``None``.
+    ``summary``, ``error``), every slot item the table holds for the job; ``results``: slot iso -> the
+    results item (``fencing_token``, ``rows``, ``row_count``); ``latest``: the LATEST pointer
+    (``latest_slot``, ``fencing_token``) or ``None``.
     """
 
     slot_items: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -234,6 +257,238 @@ def check_final_state(
                 f"LATEST points at {latest.get('latest_slot')} (token {latest.get('fencing_token')}), the newest"
                 f" stored result is {newest_slot} (token {newest.get('fencing_token')})",
             ))
+    return violations
+
+
+@dataclass(frozen=True)
+class TerminalWrite:
+    """A terminal record a racer reported writing: a commit (``SUCCEEDED``/``FAILED``; ``COMMITTED`` when
+    the racer died after its ``committed`` checkpoint, before saying which) or a MISSED record."""
+
+    slot: str
+    writer: tuple[Any, ...]  # (request id, token) of a commit; (request id, "missed") of a MISSED record
+    status: str
+    t_ns: int
+    token: int | None = None
+    reason: str | None = None
+    error_type: str | None = None
+
+
+def terminal_writes(history: Iterable[Mapping[str, Any]]) -> list[TerminalWrite]:
+    """Every terminal record the racers reported writing, in the order they reported it.
+
+    A commit is :func:`accepted_commits`' (one per request id and token, however often it is reported); a
+    MISSED record is a ``missed`` result (too_old, overrun, superseded: the racer's own slot) or a
+    ``superseded`` event with ``recorded`` (an acquisition that recorded the older slot it replaced).
+    """
+    history = list(history)
+    results = {(str(e.get("request_id")), e.get("token")): e for e in history
+               if e.get("what") == "result" and e.get("status") in FINAL_COMMIT_STATUSES}
+    writes = []
+    for commit in accepted_commits(history):
+        result = results.get((commit.request_id, commit.token), {})
+        status = commit.status.upper() if commit.status in FINAL_COMMIT_STATUSES else "COMMITTED"
+        writes.append(TerminalWrite(commit.slot, (commit.request_id, commit.token), status, commit.acked_ns,
+                                    token=commit.token, reason=result.get("reason"),
+                                    error_type=result.get("error_type")))
+    for event in history:
+        if event.get("what") == "result" and event.get("status") == "missed":
+            writes.append(TerminalWrite(str(event["slot"]), (str(event.get("request_id")), "missed"), "MISSED",
+                                        int(event["t_ns"]), reason=event.get("reason")))
+        elif event.get("what") == "superseded" and event.get("recorded"):
+            writes.append(TerminalWrite(str(event["slot"]), (str(event.get("request_id")), "missed"), "MISSED",
+                                        int(event["t_ns"]), reason="superseded"))
+    unique: dict[tuple[str, tuple[Any, ...]], TerminalWrite] = {}
+    for write in sorted(writes, key=lambda w: w.t_ns):
+        unique.setdefault((write.slot, write.writer), write)
+    return list(unique.values())
+
+
+def delivered_slots(history: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The slots of every delivery but the near-future ones (``kind`` ``future``), oldest first."""
+    return sorted({str(e["slot"]) for e in history if e.get("what") == "deliver" and e.get("kind") != "future"},
+                  key=slot_epoch_s)
+
+
+def check_terminal_records(
+    history: Sequence[Mapping[str, Any]], final: FinalState, *, dead_lettered: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """``terminal_records``: every delivered slot ends with exactly one terminal record, never overwritten.
+
+    For each slot delivered at least once (near-future deliveries aside; they have their own check):
+
+    - at the end its slot item is SUCCEEDED, FAILED or MISSED. The one exception is a slot whose event went
+      to Lambda's on-failure destination (its outcome is that entry; a replay records it). A slot whose
+      racers all lost undecided (``conflict``/``unavailable``, a normal return) and that nothing later
+      superseded would end without any record: that is reported, not excused;
+    - at most one racer reported writing a terminal record (commits counted once per request id and token,
+      so a retry re-reporting its own commit is one writer): two writers mean a terminal record was
+      overwritten (SLOT_NOT_ENDED failed to hold);
+    - the record that stayed is the one reported: same status (a commit whose racer died before saying
+      SUCCEEDED or FAILED matches either), same fencing token for a commit, same reason for a MISSED record,
+      and a commit refused for good (``write_rejected``) is a FAILED item carrying ``WriteRejectedError``;
+    - a committed item (SUCCEEDED/FAILED) never carries a miss ``reason`` (it would be a MISSED record's,
+      overwritten);
+    - no racer of the slot reported its items as corrupt (``corrupt``: the runtime met a terminal record it
+      could not explain, e.g. a state or commit write refused by SLOT_NOT_ENDED while the lock names it).
+
+    A terminal item no racer reported writing is not attributed here (a MISSED write whose answer never
+    arrived shows in ``slot_missed_metric``).
+    """
+    violations: list[dict[str, Any]] = []
+    dlq = set(dead_lettered)
+    writes: dict[str, list[TerminalWrite]] = defaultdict(list)
+    for write in terminal_writes(history):
+        writes[write.slot].append(write)
+    outcomes: dict[str, Counter[str]] = defaultdict(Counter)
+    corrupt: dict[str, int] = Counter()
+    for event in history:
+        if event.get("what") == "result":
+            outcomes[str(event.get("slot"))][f"{event.get('status')}:{event.get('reason')}"] += 1
+            if event.get("status") == "corrupt":
+                corrupt[str(event.get("slot"))] += 1
+    for slot in delivered_slots(history):
+        item = final.slot_items.get(slot)
+        status = (item or {}).get("status")
+        reported = writes.get(slot, [])
+        if status not in TERMINAL_STATUSES:
+            if slot not in dlq:
+                seen = ", ".join(f"{k} x{n}" for k, n in sorted(outcomes[slot].items())) or "no result"
+                violations.append(_violation(
+                    "terminal_records", slot,
+                    f"no terminal record at the end (slot item: {status or 'absent'}; racers' results: {seen})",
+                ))
+            continue
+        if status in ("SUCCEEDED", "FAILED") and (item or {}).get("reason") is not None:
+            violations.append(_violation(
+                "terminal_records", slot, f"{status} item carries the miss reason {item.get('reason')!r}"))
+        if corrupt.get(slot):
+            violations.append(_violation(
+                "terminal_records", slot, f"{corrupt[slot]} racer(s) reported the slot's items as corrupt"))
+        if len(reported) > 1:
+            described = "; ".join(
+                f"{w.status}{'/' + str(w.reason) if w.reason else ''} by {w.writer[0]}"
+                f"{' token ' + str(w.token) if w.token is not None else ''}" for w in reported)
+            violations.append(_violation(
+                "terminal_records", slot, f"{len(reported)} terminal writes accepted ({described}); final {status}"))
+            continue
+        if not reported:
+            continue
+        first = reported[0]
+        expected = ("SUCCEEDED", "FAILED") if first.status == "COMMITTED" else (first.status,)
+        problems = []
+        if status not in expected:
+            problems.append(f"status {status}, reported {first.status}")
+        if first.token is not None and item.get("fencing_token") != first.token:
+            problems.append(f"token {item.get('fencing_token')}, committed {first.token}")
+        if first.status == "MISSED" and item.get("reason") != first.reason:
+            problems.append(f"reason {item.get('reason')!r}, reported {first.reason!r}")
+        if first.reason == "write_rejected" and (item.get("error") or {}).get("type") != "WriteRejectedError":
+            problems.append(f"write_rejected but the item's error is {(item.get('error') or {}).get('type')!r}")
+        if problems:
+            violations.append(_violation(
+                "terminal_records", slot,
+                f"the stored record is not the one written ({'; '.join(problems)}; writer {first.writer[0]})"))
+    return violations
+
+
+def emf_metric_values(lines: Iterable[str], metric: str = SLOT_MISSED_METRIC,
+                      namespace: str = METRICS_NAMESPACE) -> Counter[str]:
+    """How many values of ``metric`` the Powertools EMF lines among ``lines`` carry, by their ``reason``.
+
+    An EMF line is a JSON object with ``_aws.CloudWatchMetrics`` directives; the metric's values are the
+    top-level member of its name (one number, or a list of them). Other lines (JSON logs, tracebacks) are
+    skipped.
+    """
+    counts: Counter[str] = Counter()
+    for line in lines:
+        if metric not in line or '"_aws"' not in line:
+            continue
+        try:
+            blob = json.loads(line)
+        except ValueError:
+            continue
+        directives = (blob.get("_aws") or {}).get("CloudWatchMetrics") or [] if isinstance(blob, dict) else []
+        declared = any(d.get("Namespace") == namespace and any(m.get("Name") == metric for m in d.get("Metrics", []))
+                       for d in directives)
+        if not declared or metric not in blob:
+            continue
+        values = blob[metric]
+        counts[str(blob.get(REASON_DIMENSION))] += len(values) if isinstance(values, list) else 1
+    return counts
+
+
+def check_slot_missed_metric(emitted: Mapping[str, int], final: FinalState) -> list[dict[str, Any]]:
+    """``slot_missed_metric``: the ``SlotMissed`` values emitted equal the MISSED slot items, reason by reason.
+
+    Each MISSED record is counted by exactly one racer (the one whose write applied, an SDK resend of its
+    own write included); a missing value is a MISSED record nobody owned up to, an extra one a record
+    counted twice (or written twice).
+    """
+    stored = Counter(str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED")
+    violations = []
+    for reason in sorted(set(stored) | set(emitted)):
+        if stored.get(reason, 0) != emitted.get(reason, 0):
+            slots = sorted((s for s, item in final.slot_items.items()
+                            if item.get("status") == "MISSED" and str(item.get("reason")) == reason), key=slot_epoch_s)
+            violations.append(_violation(
+                "slot_missed_metric", None,
+                f"reason {reason}: {emitted.get(reason, 0)} SlotMissed value(s) emitted, {stored.get(reason, 0)}"
+                f" slot item(s) MISSED {slots}",
+            ))
+    return violations
+
+
+def check_future_refused(
+    history: Sequence[Mapping[str, Any]], final: FinalState, *, future_slots: Iterable[str], max_attempts: int = 3
+) -> list[dict[str, Any]]:
+    """``future_slot_refused``: near-future deliveries were refused, and nothing happened for their slots.
+
+    For each near-future slot: every invocation of it ended in ``InvalidEventError`` (none returned an
+    outcome, none crashed), having sent no DynamoDB request; no request id was invoked more than
+    ``max_attempts`` times (Lambda's two async retries, then the on-failure destination); no racer acquired
+    or recorded the slot; and the tables hold no slot item and no result for it.
+    """
+    violations: list[dict[str, Any]] = []
+    future = set(future_slots)
+    attempts: Counter[str] = Counter()
+    for event in history:
+        slot = str(event.get("slot"))
+        what = event.get("what")
+        if what == "deliver" and event.get("kind") == "future":
+            attempts[str(event.get("request_id"))] += 1
+        if slot not in future:
+            continue
+        if what == "checkpoint":
+            violations.append(_violation("future_slot_refused", slot,
+                                         f"checkpoint {event.get('checkpoint')} (token {event.get('token')}) reached"))
+        elif what == "result":
+            violations.append(_violation("future_slot_refused", slot,
+                                         f"an invocation returned {event.get('status')}/{event.get('reason')}"))
+        elif what == "error" and event.get("error_type") != "InvalidEventError":
+            violations.append(_violation("future_slot_refused", slot,
+                                         f"an invocation failed with {event.get('error_type')}, not InvalidEventError"))
+        elif what == "crash":
+            violations.append(_violation("future_slot_refused", slot, f"an invocation crashed ({event.get('cause')})"))
+        elif what == "dynamodb_requests" and event.get("count"):
+            violations.append(_violation("future_slot_refused", slot,
+                                         f"an invocation sent {event.get('count')} DynamoDB request(s)"))
+        elif what == "superseded":
+            violations.append(_violation("future_slot_refused", slot, "recorded MISSED by an acquisition"))
+    for event in history:
+        if event.get("what") == "superseded" and str(event.get("by_slot")) in future:
+            violations.append(_violation("future_slot_refused", str(event["by_slot"]),
+                                         f"its acquisition superseded {event.get('slot')}"))
+    for request_id, n in sorted(attempts.items()):
+        if n > max_attempts:
+            violations.append(_violation("future_slot_refused", None,
+                                         f"request {request_id} was invoked {n} times (at most {max_attempts})"))
+    for slot in sorted(future, key=slot_epoch_s):
+        if slot in final.slot_items:
+            violations.append(_violation("future_slot_refused", slot,
+                                         f"a slot item is stored ({final.slot_items[slot].get('status')})"))
+        if slot in final.results:
+            violations.append(_violation("future_slot_refused", slot, "a result is stored"))
     return violations
 
 

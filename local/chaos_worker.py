@@ -13,6 +13,26 @@ never by editing the runtime's code paths:
   then drops the response ("response lost": the write applied but the caller never hears of it). botocore's
   own ``standard`` retry mode then does what it does on AWS; a *storm* fails every call of an invocation
   until the retries are exhausted, so the error reaches the handler and Lambda's async retry;
+- **faults aimed at the lock's writes** (:data:`WRITE_FAULTS`), told apart by the request body
+  (:func:`classify_write`), each at its own rate per request and never sent to DynamoDB (a cancelled
+  transaction applies nothing):
+
+  - the ``record_state`` and ``commit`` transactions (``TransactWriteItems``) answered with a fabricated
+    ``TransactionCanceledException`` (HTTP 400; botocore does not retry it) whose ``CancellationReasons``
+    hold one entry per ``TransactItems`` entry: a transient reason (``ThrottlingError``,
+    ``ProvisionedThroughputExceeded``, ``TransactionConflict``) on one random item, ``None`` on the others;
+    for a commit also, rarely, the permanent ``ValidationError`` on one of the results store's items (the
+    slot must then end FAILED with reason ``write_rejected``; never in an invocation that carries a
+    checkpoint fault, whose ``before_commit`` would fire again for the failure record);
+  - the acquire ``UpdateItem`` (``ADD #token :one``) and the heartbeat ``UpdateItem`` (``SET #expires =
+    :expires``, also a release's shape) answered with ``TransactionConflictException`` (HTTP 400; botocore
+    does not retry it);
+  - the MISSED records (an ``UpdateItem`` or ``TransactWriteItems`` whose slot item sets ``#status =
+    :missed``): the first attempt is sent and its answer lost, so botocore resends the applied write;
+
+  and the harness may force one of these faults on an invocation's next such write (``forced``), so a short
+  run covers every kind. Under ``--no-fencing`` an invocation with a checkpoint fault gets none of them (the
+  negative control's stale commits must reach DynamoDB);
 - **faults on the query engine** (:class:`FaultyEngine`): Athena's ``TooManyRequestsException`` at random
   ``StartQueryExecution``/``GetQueryExecution``/``GetQueryResults`` calls, retried as often as
   :class:`athena_refresh.engine.AthenaQueryEngine`'s client would (its ``DEFAULT_CLIENT_CONFIG``), then
@@ -21,11 +41,15 @@ never by editing the runtime's code paths:
 - **clock skew**: this environment's lock clock runs ``--clock-skew-ms`` ahead (or behind) of the real one
   (the SlotLock the service builds gets a skewed ``clock_ms``);
 - **fencing off** (``--no-fencing``, the negative control only): a ``before-parameter-build`` hook makes
-  every ``TransactWriteItems`` condition vacuous (``(<condition>) OR attribute_not_exists(#unfenced)``,
+  every ``TransactWriteItems`` condition vacuous (``<condition> OR attribute_not_exists(#unfenced)``,
   same names and values, so the request stays valid). The commit then no longer checks the fencing
   token, and the history checker must report the run as violating.
 
-Every injected fault is reported to the parent as ``{"type": "injected", "kind": ..., "operation": ...}``.
+Every injected fault is reported to the parent as ``{"type": "injected", "kind": ..., "operation": ...}``
+(with ``write``, the lock write it hit, for the aimed ones). Besides the checkpoints, each invocation also
+reports ``{"type": "dynamodb_requests", "count": n}`` (every request it sent, resends included) just before
+its result, and an acquisition that recorded an older slot MISSED (``superseded``) reports
+``{"type": "superseded", "slot": ..., "recorded": ...}`` before its ``acquired`` checkpoint.
 """
 
 from __future__ import annotations
@@ -38,7 +62,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from local.lambda_runtime import LAMBDAS_DIR, Runtime, main
 
@@ -58,15 +82,96 @@ DYNAMODB_FAULT_KINDS = DYNAMODB_THROTTLES + ("connection_error", "response_lost"
 ATHENA_THROTTLE = "TooManyRequestsException"
 UNFENCED_NAME = "#chaos_unfenced"
 
+#: Transient per-item reasons of a cancelled transaction, with DynamoDB's messages for them (the Errors section of
+#: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+TRANSIENT_CANCELLATION_MESSAGES = {
+    "ThrottlingError": "Throughput exceeds the current capacity for one or more global secondary indexes."
+                       " DynamoDB is automatically scaling your index so please be patient",
+    "ProvisionedThroughputExceeded": "The level of configured provisioned throughput for the table was exceeded."
+                                     " Consider increasing your provisioning level with the UpdateTable API",
+    "TransactionConflict": "Transaction is ongoing for the item",
+}
+PERMANENT_CANCELLATION = ("ValidationError", "Item size has exceeded the maximum allowed size")
+CANCELLED_PREFIX = "cancelled_"  # kind of a fabricated TransactionCanceledException: cancelled_<reason>
+TRANSIENT_CANCELLATION_KINDS = tuple(CANCELLED_PREFIX + reason for reason in TRANSIENT_CANCELLATION_MESSAGES)
+PERMANENT_CANCELLATION_KIND = CANCELLED_PREFIX + PERMANENT_CANCELLATION[0]
+TRANSACTION_CONFLICT = "TransactionConflictException"
+RESPONSE_LOST = "response_lost"
+
+#: The lock's writes, as :func:`classify_write` tells them apart by the request body.
+ACQUIRE, HEARTBEAT, RECORD_STATE = "acquire", "heartbeat", "record_state"
+COMMIT, RECORD_MISSED = "commit", "record_missed"
+#: Faults aimed at the lock's writes: write -> ((kinds, probability per request), ...). Each group is drawn in
+#: turn (the permanent ValidationError first, and only on a commit carrying results items). Rates are per
+#: request: a bounded run (16 x 30) sends about 510 acquires, 40 commits, 35 state records and a handful of
+#: heartbeat-shaped writes (renewals of a resumed holder, releases after an error) and MISSED records. A
+#: cancellation or conflict costs one backoff of a few milliseconds and a lost MISSED answer one resend, so
+#: they add no measurable time; a permanent ValidationError turns a slot FAILED, hence its low rate.
+WRITE_FAULTS: dict[str, tuple[tuple[tuple[str, ...], float], ...]] = {
+    RECORD_STATE: ((TRANSIENT_CANCELLATION_KINDS, 0.15),),
+    COMMIT: (((PERMANENT_CANCELLATION_KIND,), 0.01), (TRANSIENT_CANCELLATION_KINDS, 0.15)),
+    ACQUIRE: (((TRANSACTION_CONFLICT,), 0.01),),
+    HEARTBEAT: (((TRANSACTION_CONFLICT,), 0.1),),
+    RECORD_MISSED: (((RESPONSE_LOST,), 0.5),),  # the first attempt only: botocore's resend gets the answer
+}
+
+
+def classify_write(operation: str, body: Any) -> str | None:
+    """Which of the lock's writes a DynamoDB request is (one of the names above), from its JSON body.
+
+    ``record_missed``: the slot item's update sets ``#status = :missed`` (UpdateItem, or TransactWriteItems
+    with the lock item's missed-slot check); ``commit``/``record_state``: a TransactWriteItems whose slot item
+    sets ``#status = :status``/``:running``; ``acquire``: the UpdateItem with ``ADD #token :one``;
+    ``heartbeat``: the UpdateItem ``SET #expires = :expires`` (a release has the same shape). ``None``
+    for anything else (reads, the results store's own requests, the lock's other updates).
+    """
+    if operation not in ("UpdateItem", "TransactWriteItems"):
+        return None
+    try:
+        request = json.loads(body.decode() if isinstance(body, (bytes, bytearray)) else body or "{}")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if operation == "UpdateItem":
+        expressions = [str(request.get("UpdateExpression", ""))]
+    else:
+        expressions = [str(action.get("UpdateExpression", "")) for entry in request.get("TransactItems", [])
+                       for action in entry.values() if isinstance(action, dict)]
+    if any("#status = :missed" in e for e in expressions):
+        return RECORD_MISSED
+    if operation == "TransactWriteItems":
+        if any("#status = :status" in e for e in expressions):
+            return COMMIT
+        if any("#status = :running" in e for e in expressions):
+            return RECORD_STATE
+        return None
+    if "ADD #token :one" in expressions[0]:
+        return ACQUIRE
+    if expressions[0].strip() == "SET #expires = :expires":
+        return HEARTBEAT
+    return None
+
 
 class FaultPlan:
-    """This environment's seeded fault decisions (thread-safe); ``report`` tells the parent about each one."""
+    """This environment's seeded fault decisions (thread-safe); ``report`` tells the parent about each one.
 
-    def __init__(self, *, seed: int, transient_rate: float, report: Any) -> None:
+    Per invocation (set by :class:`ChaosRuntime`): ``storm``; ``forced``, faults the harness wants on this
+    invocation's next write of a kind (``[{"write": "commit", "kind": "cancelled_ThrottlingError"}]``);
+    ``permanent_allowed`` (no permanent ValidationError in an invocation with a checkpoint fault);
+    ``aimed_allowed`` (none of these aimed faults at all: the negative control's invocations with a checkpoint
+    fault, so that its stale commits reach DynamoDB); and ``requests``, the DynamoDB requests it sent.
+    """
+
+    def __init__(self, *, seed: int, transient_rate: float, report: Any, write_fault_scale: float = 1.0) -> None:
         self.rng = random.Random(seed)
         self.transient_rate = transient_rate
+        self.write_fault_scale = write_fault_scale
         self.report = report
         self.storm: dict[str, Any] | None = None  # {"target": "dynamodb"|"athena", "kind": ..., "calls": n}
+        self.forced: list[dict[str, str]] = []
+        self.permanent_allowed = True
+        self.aimed_allowed = True
+        self.requests = 0
+        self.writes: dict[str, int] = {}  # this invocation's requests per lock write (classify_write)
         self._lock = threading.Lock()
 
     def decide(self, target: str, operation: str, kinds: Sequence[str]) -> str | None:
@@ -83,6 +188,41 @@ class FaultPlan:
         self.report({"type": "injected", "kind": kind, "target": target, "operation": operation,
                      "storm": bool(storm and storm["target"] == target), "mono_ns": time.monotonic_ns()})
         return kind
+
+    def decide_write(self, write: str, operation: str, *, first_attempt: bool, results_items: bool) -> str | None:
+        """The fault aimed at this request of the lock's ``write`` (:data:`WRITE_FAULTS`), or ``None``."""
+        if not self.aimed_allowed:
+            return None
+        eligible = [(kinds, rate) for kinds, rate in WRITE_FAULTS.get(write, ())
+                    if (PERMANENT_CANCELLATION_KIND not in kinds or (results_items and self.permanent_allowed))
+                    and (RESPONSE_LOST not in kinds or first_attempt)]
+        with self._lock:
+            forced = next((f for f in self.forced if f.get("write") == write
+                           and any(f.get("kind") in kinds for kinds, _ in eligible)), None)
+            if forced is not None:
+                self.forced.remove(forced)
+                kind = forced["kind"]
+            else:
+                kind = None
+                for kinds, rate in eligible:
+                    if self.rng.random() < rate * self.write_fault_scale:
+                        kind = self.rng.choice(list(kinds))
+                        break
+                if kind is None:
+                    return None
+        self.report({"type": "injected", "kind": kind, "target": "dynamodb", "operation": operation, "write": write,
+                     "forced": forced is not None, "storm": False, "mono_ns": time.monotonic_ns()})
+        return kind
+
+    def randrange(self, n: int) -> int:
+        with self._lock:
+            return self.rng.randrange(n)
+
+    def count_request(self, write: str | None) -> None:
+        with self._lock:
+            self.requests += 1
+            if write is not None:
+                self.writes[write] = self.writes.get(write, 0) + 1
 
 
 class _Body:
@@ -111,23 +251,61 @@ class BotocoreFaults:
             events.register("before-parameter-build.dynamodb.TransactWriteItems", self.unfence)
 
     def before_send(self, request: Any, event_name: str = "", **_: Any) -> Any:
-        from botocore.awsrequest import AWSResponse
         from botocore.exceptions import ConnectionClosedError
 
         operation = event_name.rsplit(".", 1)[-1]
+        write = classify_write(operation, request.body)
+        self.plan.count_request(write)
+        if write is not None:
+            aimed = self._aimed(request, operation, write)
+            if aimed is not None:
+                return aimed
         kind = self.plan.decide("dynamodb", operation, DYNAMODB_FAULT_KINDS)
         if kind is None:
             return None
         if kind == "connection_error":
             raise ConnectionClosedError(endpoint_url=request.url)
-        if kind == "response_lost":
+        if kind == RESPONSE_LOST:
             self._http.send(request)  # the write reaches DynamoDB ...
             raise ConnectionClosedError(endpoint_url=request.url)  # ... and its answer never comes back
-        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
-                           "message": f"injected by the chaos suite ({operation})"}).encode()
-        headers = {"x-amzn-RequestId": uuid.uuid4().hex, "Content-Type": "application/x-amz-json-1.0",
-                   "Content-Length": str(len(body))}
-        return AWSResponse(request.url, 400, headers, _Body(body))
+        return _error_response(request, {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
+                                         "message": f"injected by the chaos suite ({operation})"})
+
+    def _aimed(self, request: Any, operation: str, write: str) -> Any:
+        """A fault aimed at one of the lock's writes (:data:`WRITE_FAULTS`): a response, a raise, or ``None``."""
+        from botocore.exceptions import ConnectionClosedError
+
+        attempt = int(((getattr(request, "context", None) or {}).get("retries") or {}).get("attempt", 1))
+        items: list[dict[str, Any]] = []
+        if operation == "TransactWriteItems":
+            body = request.body.decode() if isinstance(request.body, bytes) else request.body
+            items = json.loads(body)["TransactItems"]
+        lock_table = _table(items[0]) if items else None
+        results_items = [i for i, item in enumerate(items) if _table(item) != lock_table]
+        kind = self.plan.decide_write(write, operation, first_attempt=attempt == 1, results_items=bool(results_items))
+        if kind is None:
+            return None
+        if kind == RESPONSE_LOST:
+            self._http.send(request)  # the MISSED record is written ...
+            raise ConnectionClosedError(endpoint_url=request.url)  # ... botocore resends it, unaware
+        if kind == TRANSACTION_CONFLICT:
+            return _error_response(request, {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
+                                             "message": "Transaction is ongoing for the item"})
+        reason = kind[len(CANCELLED_PREFIX):]
+        if reason == PERMANENT_CANCELLATION[0]:
+            index = results_items[self.plan.randrange(len(results_items))]
+            message = PERMANENT_CANCELLATION[1]
+        else:
+            index = self.plan.randrange(len(items))
+            message = TRANSIENT_CANCELLATION_MESSAGES[reason]
+        reasons: list[dict[str, str]] = [{"Code": "None"} for _ in items]
+        reasons[index] = {"Code": reason, "Message": message}
+        return _error_response(request, {
+            "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+            "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons"
+                       f" [{', '.join(r['Code'] for r in reasons)}]",
+            "CancellationReasons": reasons,
+        })
 
     @staticmethod
     def unfence(params: dict[str, Any], **_: Any) -> None:
@@ -136,8 +314,25 @@ class BotocoreFaults:
             for action in entry.values():
                 condition = action.get("ConditionExpression")
                 if condition:
-                    action["ConditionExpression"] = f"({condition}) OR attribute_not_exists({UNFENCED_NAME})"
+                    # OR binds loosest in DynamoDB's condition grammar, so no parentheses are needed (and
+                    # DynamoDB refuses doubled ones: "The expression has redundant parentheses").
+                    action["ConditionExpression"] = f"{condition} OR attribute_not_exists({UNFENCED_NAME})"
                     action.setdefault("ExpressionAttributeNames", {})[UNFENCED_NAME] = "chaos_no_such_attribute"
+
+
+def _table(entry: Mapping[str, Any]) -> str | None:
+    """The table of one ``TransactItems`` entry (``{"Update": {"TableName": ...}}``)."""
+    return next((action.get("TableName") for action in entry.values() if isinstance(action, dict)), None)
+
+
+def _error_response(request: Any, error: dict[str, Any]) -> Any:
+    """An HTTP 400 answer of the JSON 1.0 protocol carrying ``error``, built in memory (nothing is sent)."""
+    from botocore.awsrequest import AWSResponse
+
+    body = json.dumps(error).encode()
+    headers = {"x-amzn-RequestId": uuid.uuid4().hex, "Content-Type": "application/x-amz-json-1.0",
+               "Content-Length": str(len(body))}
+    return AWSResponse(request.url, 400, headers, _Body(body))
 
 
 class FaultyEngine:
@@ -166,8 +361,8 @@ class FaultyEngine:
     def get_query(self, query_execution_id: str) -> Any:
         return self._call("GetQueryExecution", self.engine.get_query, query_execution_id)
 
-    def get_results(self, query_execution_id: str) -> Any:
-        return self._call("GetQueryResults", self.engine.get_results, query_execution_id)
+    def get_results(self, query_execution_id: str, **kwargs: Any) -> Any:
+        return self._call("GetQueryResults", self.engine.get_results, query_execution_id, **kwargs)
 
 
 class ChaosRuntime(Runtime):
@@ -178,7 +373,8 @@ class ChaosRuntime(Runtime):
     def init(self) -> None:
         import boto3
 
-        self.plan = FaultPlan(seed=self.args.seed, transient_rate=self.args.transient_rate, report=self.channel.send)
+        self.plan = FaultPlan(seed=self.args.seed, transient_rate=self.args.transient_rate, report=self.channel.send,
+                              write_fault_scale=self.args.write_fault_scale)
         # Before the handler builds any client: clients copy the session's handlers when created.
         if boto3.DEFAULT_SESSION is None:
             boto3.setup_default_session()
@@ -195,14 +391,44 @@ class ChaosRuntime(Runtime):
             return system_clock_ms() + skew_ms
 
         service.SlotLock = functools.partial(SlotLock, clock_ms=skewed_clock_ms)  # looked up by dependencies()
+        handler = self.handler
+        assert handler is not None
+
+        def counted(event: Any, context: Any) -> Any:
+            try:
+                return handler(event, context)
+            finally:  # before the result line: the parent still has the invocation in flight
+                self.channel.send({"type": "dynamodb_requests", "request_id": context.aws_request_id,
+                                   "count": self.plan.requests, "writes": dict(self.plan.writes),
+                                   "mono_ns": time.monotonic_ns()})
+
+        self.handler = counted
+
+    def checkpoint(self, checkpoint: str, lease: Any) -> None:
+        if checkpoint == "acquired" and lease.superseded_slot is not None:
+            # This acquisition replaced an unfinished older slot's holder; it recorded that slot MISSED
+            # ("superseded") unless someone had already (recorded False). Said before a kill can strike.
+            self.channel.send({"type": "superseded", "request_id": self.current.get("request_id"),
+                               "slot": lease.superseded_slot.iso, "by_slot": lease.slot.iso,
+                               "recorded": bool(lease.superseded_recorded), "fencing_token": lease.fencing_token,
+                               "mono_ns": time.monotonic_ns()})
+        super().checkpoint(checkpoint, lease)
 
     def invoke(self, message: dict[str, Any]) -> None:
         storm = message.get("storm")
         self.plan.storm = dict(storm) if storm else None
+        self.plan.forced = [dict(f) for f in message.get("forced") or ()]
+        self.plan.permanent_allowed = not message.get("fault")
+        # The negative control must send its stale commits: a holder stopped past its lease has no retry budget
+        # left, so one cancelled attempt would end its invocation before the commit reached DynamoDB.
+        self.plan.aimed_allowed = not (self.args.no_fencing and message.get("fault"))
+        self.plan.requests = 0
+        self.plan.writes = {}
         try:
             super().invoke(message)
         finally:
             self.plan.storm = None
+            self.plan.forced = []
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -210,6 +436,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transient-rate", type=float, default=0.0, help="probability of a fault per call")
     parser.add_argument("--clock-skew-ms", type=int, default=0, help="the lock clock's offset from real time")
     parser.add_argument("--no-fencing", action="store_true", help="negative control: vacuous commit conditions")
+    parser.add_argument("--write-fault-scale", type=float, default=1.0,
+                        help="multiplies the rates of the faults aimed at the lock's writes (0: none)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""The chaos suite, bounded for ``make test``: 16 racer processes on AWS DynamoDB Local, seeded faults, and
-the negative control. ``make chaos`` runs the full size (16 x 200) and writes chaos-report.json."""
+"""The chaos suite, bounded for ``make test``: 16 racer processes on AWS DynamoDB Local, seeded faults (the
+faults aimed at the lock's writes and the near-future deliveries included), every check of
+:mod:`local.chaos_checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
+chaos-report.json."""
 
 from __future__ import annotations
 
@@ -9,11 +11,21 @@ from typing import Any
 
 import pytest
 
-from local.chaos import KILL_POINTS, ChaosOptions, run_suite, summary_lines, verdict
+from local.chaos import (
+    FORCED_WRITE_FAULTS,
+    KILL_POINTS,
+    MAX_ASYNC_RETRIES,
+    ChaosOptions,
+    run_suite,
+    summary_lines,
+    verdict,
+)
+from local.chaos_checker import CHECKS
 
 RACERS = 16
 SLOTS = 30
 CONTROL_SLOTS = 12
+NEW_CHECKS = ("terminal_records", "slot_missed_metric", "future_slot_refused")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +50,35 @@ def test_the_negative_control_without_fencing_is_reported_as_violating(report: d
     assert control["harness_errors"] == []
     assert control["violations"] > 0
     assert {"one_commit_per_slot", "stale_write_accepted"} & set(control["violations_by_check"])
+    if "one_commit_per_slot" in control["violations_by_check"]:  # a second commit overwrote a terminal record
+        assert "terminal_records" in control["violations_by_check"]
+
+
+def test_the_new_checks_ran_and_held(report: dict[str, Any]) -> None:
+    assert set(NEW_CHECKS) <= set(report["checks"]) == set(CHECKS)
+    assert not set(NEW_CHECKS) & set(report["violations_by_check"])
+    # every MISSED record counted once: the forced ancient slot (too_old) at least, by reason
+    metric = report["slot_missed_metric"]
+    assert metric["emitted"] == metric["stored"] == report["slots_missed"]
+    assert metric["stored"].get("too_old", 0) >= report["ancient_slots"] >= 1
+
+
+def test_the_faults_aimed_at_the_lock_writes_were_injected(report: dict[str, Any]) -> None:
+    faults = report["faults_injected"]
+    for write, kind, _ in FORCED_WRITE_FAULTS:  # forced once each, plus their random rates
+        assert faults.get(f"{kind}@{write}", 0) >= 1, f"{kind}@{write}"
+    assert faults.get("TransactionConflictException@heartbeat", 0) >= 1  # forced on an Athena storm's release
+    assert faults.get("response_lost@record_missed", 0) >= 1  # forced on the ancient delivery's too_old record
+    # The forced ValidationError on a commit's results item: that slot ended FAILED (write_rejected), not lost
+    assert report["slots_failed_errors"].get("WriteRejectedError", 0) >= 1 and "corrupt" not in report["outcomes"]
+
+
+def test_near_future_deliveries_were_refused_without_a_request(report: dict[str, Any]) -> None:
+    future = report["future_deliveries"]
+    assert future["slots"] >= 1 and 30 <= future["lead_s"]["min"] <= future["lead_s"]["max"] < 600
+    # each refused on every attempt: the first and Lambda's two retries, then the on-failure destination
+    assert future["invocations"] == future["refused"] == (1 + MAX_ASYNC_RETRIES) * future["dead_lettered"]
+    assert future["dynamodb_requests"] == 0
 
 
 def test_the_run_was_real_size_and_faulty(report: dict[str, Any]) -> None:
