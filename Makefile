@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo chaos bench synth lint cdk-synth deploy clean ddb-local
+.PHONY: all venv node data test demo chaos bench synth lint static cdk-synth deploy clean ddb-local
 
 all: test
 
@@ -59,8 +59,15 @@ chaos: venv data
 synth: venv data
 	CDK_OUTDIR=cdk.out $(PY) app.py
 
-# cdk-nag runs inside every synth; cfn-lint checks the synthesized template (settings in .cfnlintrc).
-lint: synth
+# Static checks of the code (no synth): ruff on the whole tree, mypy --strict on the runtime (pyproject.toml).
+static: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+# The static checks, then a synth (cdk-nag runs inside every synth) and cfn-lint of the synthesized
+# template (settings in .cfnlintrc).
+lint: static synth
 	$(VENV)/bin/cfn-lint --config-file .cfnlintrc cdk.out/ScheduledAthenaRefresh.template.json
 
 # cdk.json runs `python3 app.py`: put the venv first on PATH so the CLI's python is ours.

@@ -27,10 +27,10 @@ LAMBDAS_DIR = REPO_ROOT / "lambdas"
 if str(LAMBDAS_DIR) not in sys.path:
     sys.path.insert(0, str(LAMBDAS_DIR))
 
-from . import coldstart, fanout, report, scenarios  # noqa: E402
-from .backends import BACKEND_NOTES, BACKENDS, running  # noqa: E402
-from .contenders import BY_NAME, select  # noqa: E402
-from .scenarios import CycleSize  # noqa: E402
+from . import coldstart, fanout, report, scenarios
+from .backends import BACKEND_NOTES, BACKENDS, running
+from .contenders import BY_NAME, select
+from .scenarios import CycleSize
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,11 @@ SIZES = {
 def machine() -> str:
     model = ""
     try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
@@ -79,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="full")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated, from: " + ", ".join(BACKENDS))
-    parser.add_argument("--contenders", default="", help="comma-separated, from: " + ", ".join(BY_NAME) + " (default all)")
+    parser.add_argument(
+        "--contenders", default="", help="comma-separated, from: " + ", ".join(BY_NAME) + " (default all)"
+    )
     parser.add_argument("--racers", default="", help="racer process counts, e.g. 2,8,32 (default: the size's)")
     parser.add_argument("--no-coldstart", action="store_true")
     parser.add_argument("--no-fanout", action="store_true")
@@ -89,22 +94,29 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("python_dynamodb_lock").setLevel(logging.ERROR)  # it warns on every expired lease
     size = SIZES[args.size]
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in backends if b not in BACKENDS] + [c for c in args.contenders.split(",") if c and c not in BY_NAME]
+    unknown = [b for b in backends if b not in BACKENDS] + [
+        c for c in args.contenders.split(",") if c and c not in BY_NAME
+    ]
     if unknown:
         parser.error(f"unknown backend or contender: {', '.join(unknown)}")
     contenders, skipped = select([c for c in args.contenders.split(",") if c] or None)
     racer_counts = tuple(int(n) for n in args.racers.split(",") if n) or size.racer_counts
-    say = lambda text: print(text, flush=True)  # noqa: E731
+    say = lambda text: print(text, flush=True)
 
     started = time.monotonic()
     result: dict[str, Any] = {
         "meta": {
-            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-            "size": args.size, "parameters": {**asdict(size), "racer_counts": list(racer_counts)},
-            "load_average_start": [round(x, 2) for x in os.getloadavg()], "versions": versions(),
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(),
+            "size": args.size,
+            "parameters": {**asdict(size), "racer_counts": list(racer_counts)},
+            "load_average_start": [round(x, 2) for x in os.getloadavg()],
+            "versions": versions(),
         },
-        "contenders": [c.name for c in contenders], "skipped": skipped,
-        "features": {c.name: asdict(c.features) for c in contenders}, "backends": {},
+        "contenders": [c.name for c in contenders],
+        "skipped": skipped,
+        "features": {c.name: asdict(c.features) for c in contenders},
+        "backends": {},
     }
     for name, reason in skipped.items():
         say(f"skipping {name}: {reason}")
@@ -112,14 +124,23 @@ def main(argv: list[str] | None = None) -> int:
         say(f"[{backend}] starting ...")
         with running(backend) as endpoint:
             figures = scenarios.run_all(
-                endpoint, contenders, accounting_slots=size.accounting_slots, cycle=size.cycle, racer_counts=racer_counts,
-                rounds=size.rounds, warmup_rounds=size.warmup_rounds, takeover_lease_s=size.takeover_lease_s,
-                takeover_reps=size.takeover_reps, say=say,
+                endpoint,
+                contenders,
+                accounting_slots=size.accounting_slots,
+                cycle=size.cycle,
+                racer_counts=racer_counts,
+                rounds=size.rounds,
+                warmup_rounds=size.warmup_rounds,
+                takeover_lease_s=size.takeover_lease_s,
+                takeover_reps=size.takeover_reps,
+                say=say,
             )
             figures.update(note=BACKEND_NOTES[backend], reports_capacity=endpoint.reports_capacity)
             result["backends"][backend] = figures
             if not args.no_fanout and "fanout" not in result and any(c.name == "slotlock" for c in contenders):
-                fan = fanout.fanout(endpoint, figures["run_id"], racers=size.fanout_racers, slots=size.fanout_slots, say=say)
+                fan = fanout.fanout(
+                    endpoint, figures["run_id"], racers=size.fanout_racers, slots=size.fanout_slots, say=say
+                )
                 result["fanout"] = {**fan, "endpoint": backend}
             if not args.no_coldstart and backend == "moto-atomic":
                 say("[cold start]")

@@ -26,8 +26,9 @@ import time
 import urllib.request
 import uuid
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .backends import CREDENTIALS, REGION, Endpoint, create_table, make_session
 from .invoke_once import RESULT_PREFIX
@@ -43,8 +44,13 @@ LAMBDA_UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024  # function + layers, unzipped
 CHILD_TIMEOUT_S = 120.0
 # A realistic answer for the job's query (cdk.json "sql"): header row, then one row per origin airport.
 RESULT_COLUMNS = (
-    ("origin", "varchar"), ("flights", "bigint"), ("delayed_departures", "bigint"), ("cancelled", "bigint"),
-    ("avg_dep_delay_min", "double"), ("p90_arr_delay_min", "double"), ("worst_delay_dest", "varchar"),
+    ("origin", "varchar"),
+    ("flights", "bigint"),
+    ("delayed_departures", "bigint"),
+    ("cancelled", "bigint"),
+    ("avg_dep_delay_min", "double"),
+    ("p90_arr_delay_min", "double"),
+    ("worst_delay_dest", "varchar"),
 )
 RESULT_ROWS = (
     ("EWR", "358", "87", "4", "14.12", "52.0", "ORD"),
@@ -72,7 +78,7 @@ def asset_excludes() -> tuple[str, ...]:
 def _excluded(relative: str, patterns: tuple[str, ...]) -> bool:
     parts = relative.split("/")
     for pattern in patterns:
-        bare = pattern[3:] if pattern.startswith("**/") else pattern
+        bare = pattern.removeprefix("**/")
         # "**/x" matches x at any depth, as a file or as a directory on the way
         if any(fnmatch.fnmatch(part, bare) for part in parts) or fnmatch.fnmatch(relative, pattern):
             return True
@@ -82,41 +88,50 @@ def _excluded(relative: str, patterns: tuple[str, ...]) -> bool:
 def asset_size(root: Path = LAMBDAS_DIR) -> dict[str, Any]:
     """Files, bytes and deflated zip size of the Lambda asset (``root`` minus the stack's excludes)."""
     patterns = asset_excludes()
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not _excluded(p.relative_to(root).as_posix(), patterns))
+    files = sorted(
+        p for p in root.rglob("*") if p.is_file() and not _excluded(p.relative_to(root).as_posix(), patterns)
+    )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for path in files:
             archive.write(path, path.relative_to(root).as_posix())
     raw = sum(p.stat().st_size for p in files)
     return {
-        "root": root.relative_to(REPO_ROOT).as_posix(), "excludes": list(patterns), "files": len(files),
-        "bytes": raw, "zip_bytes": len(buffer.getvalue()),
+        "root": root.relative_to(REPO_ROOT).as_posix(),
+        "excludes": list(patterns),
+        "files": len(files),
+        "bytes": raw,
+        "zip_bytes": len(buffer.getvalue()),
         "zip_share_of_limit": len(buffer.getvalue()) / LAMBDA_ZIP_LIMIT_BYTES,
     }
 
 
-def lambda_environment(job: Any, *, endpoint_url: str | None, lock_table: str, results_table: str,
-                       job_name: str | None = None) -> dict[str, str]:
+def lambda_environment(
+    job: Any, *, endpoint_url: str | None, lock_table: str, results_table: str, job_name: str | None = None
+) -> dict[str, str]:
     """The function's environment as the stack sets it, plus what the Lambda service sets, for a child."""
     from athena_refresh import contract
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "_X_AMZN"))}
-    env.update({
-        "AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"],
-        "AWS_SESSION_TOKEN": CREDENTIALS["aws_session_token"],
-        "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
-        "PYTHONPATH": os.pathsep.join([str(LAMBDAS_DIR), str(REPO_ROOT)]),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        # What the Lambda service sets; LAMBDA_TASK_ROOT makes Powertools' Tracer run (tracing is ACTIVE).
-        "LAMBDA_TASK_ROOT": str(LAMBDAS_DIR),
-        "AWS_LAMBDA_FUNCTION_NAME": "athena-refresh-bench",
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
-        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "_X_AMZN_TRACE_ID": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=1",
-        "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",  # UDP to loopback; nothing listens, segments are dropped
-        "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
-    })
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"],
+            "AWS_SESSION_TOKEN": CREDENTIALS["aws_session_token"],
+            "AWS_REGION": REGION,
+            "AWS_DEFAULT_REGION": REGION,
+            "PYTHONPATH": os.pathsep.join([str(LAMBDAS_DIR), str(REPO_ROOT)]),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # What the Lambda service sets; LAMBDA_TASK_ROOT makes Powertools' Tracer run (tracing is ACTIVE).
+            "LAMBDA_TASK_ROOT": str(LAMBDAS_DIR),
+            "AWS_LAMBDA_FUNCTION_NAME": "athena-refresh-bench",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "_X_AMZN_TRACE_ID": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=1",
+            "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",  # UDP to loopback; nothing listens, segments are dropped
+            "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+        }
+    )
     # What the stack sets (stacks/constructs/refresh_function.py), from the same builder
     env.update(job.runtime_environment(lock_table_name=lock_table, results_table_name=results_table))
     if job_name:
@@ -130,7 +145,7 @@ def _cumulative_us(stderr: str, module: str) -> int | None:
     for line in stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line:
             continue
-        fields = [f.strip() for f in line[len("import time:"):].split("|")]
+        fields = [f.strip() for f in line[len("import time:") :].split("|")]
         if len(fields) == 3 and fields[2] == module and fields[1].isdigit():
             return int(fields[1])
     return None
@@ -140,7 +155,7 @@ def _heaviest_packages(stderr: str, count: int = 6) -> list[tuple[str, float]]:
     """The packages (names without a dot) with the largest cumulative import time, in ms, wherever nested."""
     rows: dict[str, float] = {}
     for line in stderr.splitlines():
-        fields = line[len("import time:"):].split("|") if line.startswith("import time:") else []
+        fields = line[len("import time:") :].split("|") if line.startswith("import time:") else []
         if len(fields) == 3 and fields[1].strip().isdigit():
             name = fields[2].strip()
             if "." not in name and name not in (HANDLER_MODULE.split(".")[0], "site", "encodings"):
@@ -155,8 +170,14 @@ def import_time(job: Any, repetitions: int, python: str = sys.executable) -> dic
     samples_ms, walls_s, top = [], [], []
     for _ in range(repetitions):
         started = time.perf_counter()
-        done = subprocess.run([python, "-X", "importtime", "-c", f"import {HANDLER_MODULE}"], env=env,
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [python, "-X", "importtime", "-c", f"import {HANDLER_MODULE}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            check=False,
+        )
         walls_s.append(time.perf_counter() - started)
         if done.returncode != 0:
             raise RuntimeError(f"importing {HANDLER_MODULE} failed: {done.stderr[-2000:]}")
@@ -165,27 +186,37 @@ def import_time(job: Any, repetitions: int, python: str = sys.executable) -> dic
             raise RuntimeError(f"no importtime line for {HANDLER_MODULE}")
         samples_ms.append(cumulative / 1000)
         top = _heaviest_packages(done.stderr)
-    return {"handler_import_ms": spread(samples_ms), "process_wall_s": spread(walls_s),
-            "heaviest_packages_ms": top}
+    return {"handler_import_ms": spread(samples_ms), "process_wall_s": spread(walls_s), "heaviest_packages_ms": top}
 
 
 def _post_result(endpoint_url: str) -> None:
     header = {"Data": [{"VarCharValue": name} for name, _ in RESULT_COLUMNS]}
     rows = [{"Data": [{"VarCharValue": v} for v in row]} for row in RESULT_ROWS]
-    body = {"account_id": "123456789012", "region": REGION, "results": [{
-        "rows": [header, *rows],
-        "column_info": [{"Name": name, "Label": name, "Type": kind, "Nullable": "UNKNOWN", "CaseSensitive": True}
-                        for name, kind in RESULT_COLUMNS],
-    }]}
-    request = urllib.request.Request(f"{endpoint_url}/moto-api/static/athena/query-results",
-                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback URL we started
+    body = {
+        "account_id": "123456789012",
+        "region": REGION,
+        "results": [
+            {
+                "rows": [header, *rows],
+                "column_info": [
+                    {"Name": name, "Label": name, "Type": kind, "Nullable": "UNKNOWN", "CaseSensitive": True}
+                    for name, kind in RESULT_COLUMNS
+                ],
+            }
+        ],
+    }
+    request = urllib.request.Request(
+        f"{endpoint_url}/moto-api/static/athena/query-results",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
         response.read()
 
 
 def _interpreter_baseline_kb(python: str) -> int:
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve, so a child would report its parent's peak.
-    code = ("print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')))")
+    code = "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=True)
     return int(done.stdout.strip())
 
@@ -203,20 +234,30 @@ def invocation_memory(endpoint: Endpoint, job: Any, repetitions: int, python: st
         athena.create_work_group(Name=job.workgroup)
     except athena.exceptions.InvalidRequestException:
         pass  # exists already on this server
-    slot = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    slot = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
     samples: list[dict[str, Any]] = []
     for rep in range(repetitions):
         _post_result(endpoint.url)
-        env = lambda_environment(job, endpoint_url=endpoint.url, lock_table=lock_table, results_table=results_table,
-                                 job_name=f"cold-{suffix}-{rep}")
+        env = lambda_environment(
+            job,
+            endpoint_url=endpoint.url,
+            lock_table=lock_table,
+            results_table=results_table,
+            job_name=f"cold-{suffix}-{rep}",
+        )
         done = subprocess.run(
             [python, "-m", "bench.invoke_once", "--slot", slot, "--memory-mb", str(job.lambda_memory_mb)],
-            env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False,
+            env=env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            check=False,
         )
         lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
         if done.returncode != 0 or not lines:
             raise RuntimeError(f"invoke_once failed ({done.returncode}): {done.stderr[-2000:]}{done.stdout[-1000:]}")
-        result = json.loads(lines[-1][len(RESULT_PREFIX):])
+        result = json.loads(lines[-1][len(RESULT_PREFIX) :])
         if result["status"] != "succeeded":
             raise RuntimeError(f"the invocation did not succeed: {result}")
         samples.append(result)

@@ -34,11 +34,11 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
-
 from slotlock import Slot, SlotLock, SlotRunner
 
 from .backends import Endpoint, create_table, make_client, make_resource, make_session
@@ -150,7 +150,9 @@ class Floor(Contender):
     label = "floor: 1 conditional PutItem"
     supports_takeover = False
     features = Features(
-        once_per_slot="yes (first writer wins)", fencing="no", takeover="never (a crashed winner loses the slot)",
+        once_per_slot="yes (first writer wins)",
+        fencing="no",
+        takeover="never (a crashed winner loses the slot)",
         loser="1 PutItem, returns",
     )
 
@@ -208,7 +210,8 @@ class FencedLease(Contender):
     features = Features(
         once_per_slot="no (a late racer runs again after the release)",
         fencing="token returned; the caller must fence its own writes",
-        takeover="after the lease", loser="1 UpdateItem, returns",
+        takeover="after the lease",
+        loser="1 UpdateItem, returns",
     )
 
     def invoke(self, key: SlotKey, owner: str, job: Job) -> Outcome:
@@ -216,13 +219,20 @@ class FencedLease(Contender):
         now_ms = time.time_ns() // 1_000_000
         try:
             response = self.client.update_item(
-                TableName=table, Key=item_key,
+                TableName=table,
+                Key=item_key,
                 UpdateExpression="SET #owner = :owner, #expires = :expires ADD #token :one",
                 ConditionExpression="attribute_not_exists(#owner) OR #expires <= :now",
-                ExpressionAttributeNames={"#owner": "owner_id", "#expires": "lease_expires_at_ms", "#token": "fencing_token"},
+                ExpressionAttributeNames={
+                    "#owner": "owner_id",
+                    "#expires": "lease_expires_at_ms",
+                    "#token": "fencing_token",
+                },
                 ExpressionAttributeValues={
-                    ":owner": {"S": owner}, ":expires": {"N": str(now_ms + int(self.lease_s * 1000))},
-                    ":now": {"N": str(now_ms)}, ":one": {"N": "1"},
+                    ":owner": {"S": owner},
+                    ":expires": {"N": str(now_ms + int(self.lease_s * 1000))},
+                    ":now": {"N": str(now_ms)},
+                    ":one": {"N": "1"},
                 },
                 ReturnValues="UPDATED_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -234,10 +244,15 @@ class FencedLease(Contender):
         token = response["Attributes"]["fencing_token"]["N"]
         job()
         self.client.update_item(
-            TableName=table, Key=item_key,
+            TableName=table,
+            Key=item_key,
             UpdateExpression="REMOVE #owner, #expires",
             ConditionExpression="#owner = :owner AND #token = :token",
-            ExpressionAttributeNames={"#owner": "owner_id", "#expires": "lease_expires_at_ms", "#token": "fencing_token"},
+            ExpressionAttributeNames={
+                "#owner": "owner_id",
+                "#expires": "lease_expires_at_ms",
+                "#token": "fencing_token",
+            },
             ExpressionAttributeValues={":owner": {"S": owner}, ":token": {"N": token}},
         )
         return Outcome(True, "won")
@@ -277,7 +292,10 @@ class PowertoolsIdempotency(Contender):
             return {"ran": True}
 
         self._guarded = idempotent_function(
-            guarded, data_keyword_argument="slot", persistence_store=self.persistence, config=self.config,
+            guarded,
+            data_keyword_argument="slot",
+            persistence_store=self.persistence,
+            config=self.config,
             key_prefix="bench",
         )
 
@@ -353,8 +371,12 @@ class PythonDynamoDBLock(Contender):
     @classmethod
     def create_tables(cls, client: Any, run_id: str) -> None:
         # The library's own create_dynamodb_table uses provisioned capacity; on-demand like the others here.
-        create_table(client, cls.table(run_id), [(cls.PARTITION_KEY, "HASH"), (cls.SORT_KEY, "RANGE")],
-                     ttl_attribute="expiry_time")
+        create_table(
+            client,
+            cls.table(run_id),
+            [(cls.PARTITION_KEY, "HASH"), (cls.SORT_KEY, "RANGE")],
+            ttl_attribute="expiry_time",
+        )
 
     def _acquire(self, key: SlotKey, retry_period: dt.timedelta, retry_timeout: dt.timedelta) -> Any:
         try:
@@ -392,7 +414,13 @@ def _ignore_callback(code: str, lock: Any) -> None:
 
 
 #: All contenders, floor first (the report's order).
-CONTENDERS: tuple[type[Contender], ...] = (Floor, SlotLockContender, FencedLease, PowertoolsIdempotency, PythonDynamoDBLock)
+CONTENDERS: tuple[type[Contender], ...] = (
+    Floor,
+    SlotLockContender,
+    FencedLease,
+    PowertoolsIdempotency,
+    PythonDynamoDBLock,
+)
 BY_NAME = {c.name: c for c in CONTENDERS}
 
 

@@ -21,14 +21,25 @@ from __future__ import annotations
 
 import collections
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 #: Operations that accept ReturnConsumedCapacity (the ones the contenders use, and a few more).
-CAPACITY_OPERATIONS = frozenset({
-    "GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems", "Query", "Scan",
-    "BatchGetItem", "BatchWriteItem",
-})
+CAPACITY_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "TransactWriteItems",
+        "TransactGetItems",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+    }
+)
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 CONDITIONAL_FAILURE = "ConditionalCheckFailedException"
 WRITE_UNIT_BYTES = 1024
@@ -46,7 +57,7 @@ def value_size_bytes(value: Mapping[str, Any]) -> int:
     null and booleans: 1; lists and maps: 3 bytes plus, per element, its size plus 1 (map keys count).
     https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html
     """
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind == "S":
         return len(inner.encode())
     if kind == "N":
@@ -104,17 +115,27 @@ class Tally:
         calls = collections.Counter(self.calls)
         calls.subtract(other.calls)
         return Tally(
-            +calls, self.attempts - other.attempts, self.reported_units - other.reported_units,
-            self.computed_units - other.computed_units, self.failed_conditional - other.failed_conditional,
+            +calls,
+            self.attempts - other.attempts,
+            self.reported_units - other.reported_units,
+            self.computed_units - other.computed_units,
+            self.failed_conditional - other.failed_conditional,
         )
 
     def copy(self) -> Tally:
-        return Tally(collections.Counter(self.calls), self.attempts, self.reported_units, self.computed_units,
-                     self.failed_conditional)
+        return Tally(
+            collections.Counter(self.calls),
+            self.attempts,
+            self.reported_units,
+            self.computed_units,
+            self.failed_conditional,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "requests": self.requests, "by_operation": dict(sorted(self.calls.items())), "http_attempts": self.attempts,
+            "requests": self.requests,
+            "by_operation": dict(sorted(self.calls.items())),
+            "http_attempts": self.attempts,
             "failed_conditional_writes": self.failed_conditional,
             "capacity_units_reported": round(self.reported_units, 3),
             "capacity_units_computed": round(self.computed_units, 3),

@@ -20,8 +20,9 @@ import multiprocessing
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from local.processes import gather
 
@@ -40,7 +41,9 @@ class CountingEngine:
         self.started: list[str] = []
 
     def start_query(self, *, sql: str, parameters: Sequence[str], client_request_token: str) -> str:
-        query_execution_id = self.engine.start_query(sql=sql, parameters=parameters, client_request_token=client_request_token)
+        query_execution_id = self.engine.start_query(
+            sql=sql, parameters=parameters, client_request_token=client_request_token
+        )
         self.started.append(query_execution_id)
         return query_execution_id
 
@@ -51,8 +54,16 @@ class CountingEngine:
         return self.engine.get_results(query_execution_id, **kwargs)
 
 
-def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, state_dir: str, index: int,
-                 slots: int, barrier: Any, results: Any) -> None:
+def fanout_racer(
+    endpoint: Endpoint,
+    tables: dict[str, str],
+    data_dir: str,
+    state_dir: str,
+    index: int,
+    slots: int,
+    barrier: Any,
+    results: Any,
+) -> None:
     """One racer process: per slot, one race under the lease, then one race without a lock."""
     records: list[tuple[str, int, int, list[str], bool]] = []
     try:
@@ -73,30 +84,45 @@ def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, stat
 
         def settings(mode: str) -> Settings:
             return Settings(
-                job_name=f"fanout-{mode.replace(' ', '-')}", lock_table_name=tables["locks"],
-                results_table_name=tables["results"], athena_workgroup=job.workgroup, athena_database=job.database,
-                query_sql=job.sql, lease_duration_s=float(job.lease_duration_s),
-                heartbeat_interval_s=float(job.heartbeat_interval_s), max_slot_age_s=None, window_s=job.window_s,
+                job_name=f"fanout-{mode.replace(' ', '-')}",
+                lock_table_name=tables["locks"],
+                results_table_name=tables["results"],
+                athena_workgroup=job.workgroup,
+                athena_database=job.database,
+                query_sql=job.sql,
+                lease_duration_s=float(job.lease_duration_s),
+                heartbeat_interval_s=float(job.heartbeat_interval_s),
+                max_slot_age_s=None,
+                window_s=job.window_s,
                 data_year=job.data_year,
             )
 
         leased = settings("slotlock")
-        runner = SlotRunner(SlotLock(tables["locks"], leased.job_name, client=client,
-                                     lease_duration_s=leased.lease_duration_s))
+        runner = SlotRunner(
+            SlotLock(tables["locks"], leased.job_name, client=client, lease_duration_s=leased.lease_duration_s)
+        )
         unlocked = settings("no lock")
         client.describe_table(TableName=tables["locks"])  # open the connection outside the races
 
         def run_unlocked(slot: Any) -> bool:
             token = client_request_token(unlocked.job_name, slot.iso, 1, deployment_id=unlocked.lock_table_name)
-            qid = engine.start_query(sql=unlocked.query_sql, parameters=unlocked.execution_parameters(slot.datetime),
-                                     client_request_token=token)
-            clock_ms = lambda: time.time_ns() // 1_000_000  # noqa: E731
+            qid = engine.start_query(
+                sql=unlocked.query_sql,
+                parameters=unlocked.execution_parameters(slot.datetime),
+                client_request_token=token,
+            )
+            clock_ms = lambda: time.time_ns() // 1_000_000
             wait_for_query(engine, qid, deadline_ms=clock_ms() + 60_000, clock_ms=clock_ms, initial_delay_ms=20)
             result = engine.get_results(qid)
             start, end = unlocked.window(slot.datetime)
             prepared = results_store.prepare(
-                job_name=unlocked.job_name, slot_iso=slot.iso, fencing_token=0, query_execution_id=qid,
-                statistics=engine.get_query(qid).statistics, result=result, committed_at_ms=clock_ms(),
+                job_name=unlocked.job_name,
+                slot_iso=slot.iso,
+                fencing_token=0,
+                query_execution_id=qid,
+                statistics=engine.get_query(qid).statistics,
+                result=result,
+                committed_at_ms=clock_ms(),
                 window=(start.isoformat(), end.isoformat()),
             )
             client.put_item(TableName=tables["results"], Item=prepared.writes[0]["Put"]["Item"])  # last writer wins
@@ -108,8 +134,9 @@ def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, stat
                 barrier.wait(BARRIER_FIRST_TIMEOUT_S if not records else BARRIER_TIMEOUT_S)
                 before = len(engine.started)
                 if mode == "slotlock":
-                    job_run = AthenaRefreshJob(settings=leased, engine=engine, results=results_store,
-                                               poll_initial_delay_ms=20)
+                    job_run = AthenaRefreshJob(
+                        settings=leased, engine=engine, results=results_store, poll_initial_delay_ms=20
+                    )
                     outcome = runner.run(job_run, slot=slot, owner_id=f"p{index}-s{number}")
                     committed = outcome.status == "succeeded"
                 else:
@@ -117,12 +144,14 @@ def fanout_racer(endpoint: Endpoint, tables: dict[str, str], data_dir: str, stat
                 started = engine.started[before:]
                 records.append((mode, number, len(started), started, committed))
         results.put((index, records, None))
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a child process reports any failure to the parent, then frees the barrier
         barrier.abort()
         results.put((index, records, traceback.format_exc()))
 
 
-def fanout(endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Callable[[str], None] = print) -> dict[str, Any]:
+def fanout(
+    endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Queries started per slot by ``racers`` processes over ``slots`` slots, with our lease and with none."""
     from local.data import ensure_flights_parquet
 
@@ -135,9 +164,14 @@ def fanout(endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Cal
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as state_dir:
         barrier = ctx.Barrier(racers)
         queue = ctx.Queue()
-        procs = [ctx.Process(target=fanout_racer, name=f"fanout-{i}",
-                             args=(endpoint, tables, str(parquet.parent.parent), state_dir, i, slots, barrier, queue))
-                 for i in range(racers)]
+        procs = [
+            ctx.Process(
+                target=fanout_racer,
+                name=f"fanout-{i}",
+                args=(endpoint, tables, str(parquet.parent.parent), state_dir, i, slots, barrier, queue),
+            )
+            for i in range(racers)
+        ]
         say(f"  fan-out: {racers} racer processes x {slots} slots, real job on DuckDB, with and without the lease ...")
         reports = gather(procs, queue, BARRIER_FIRST_TIMEOUT_S + 60.0 * slots)
     errors = [f"racer {i}: {error}" for i, _, error in reports if error]
@@ -152,7 +186,9 @@ def fanout(endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Cal
             executions.append(len({qid for e in entries for qid in e[3]}))
             commits.append(sum(1 for e in entries if e[4]))
         out[mode] = {
-            "start_query_execution_per_slot": spread(starts), "distinct_executions_per_slot": spread(executions),
-            "result_writers_per_slot": spread(commits), "per_slot_starts": starts,
+            "start_query_execution_per_slot": spread(starts),
+            "distinct_executions_per_slot": spread(executions),
+            "result_writers_per_slot": spread(commits),
+            "per_slot_starts": starts,
         }
     return out

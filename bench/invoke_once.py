@@ -48,20 +48,29 @@ def main(argv: list[str] | None = None) -> int:
     from local.lambda_runtime import LambdaContext
 
     context = LambdaContext(
-        aws_request_id=str(uuid.uuid4()), function_name="athena-refresh-bench", timeout_ms=args.timeout_ms,
+        aws_request_id=str(uuid.uuid4()),
+        function_name="athena-refresh-bench",
+        timeout_ms=args.timeout_ms,
         memory_limit_in_mb=args.memory_mb,
     )
     event = {"scheduled_time": args.slot, "execution_id": str(uuid.uuid4()), "racer": 1}
     outcome = lambda_handler(event, context)
     done = time.perf_counter()
-    print(RESULT_PREFIX + json.dumps({
-        "import_s": imported - started,
-        "invoke_s": done - imported,
-        "rss_after_import_kb": rss_after_import,
-        "peak_rss_kb": _status_kb("VmHWM"),
-        "status": outcome.get("status"),
-        "queries_started": outcome.get("queries_started"),
-    }), file=sys.__stdout__, flush=True)
+    print(
+        RESULT_PREFIX
+        + json.dumps(
+            {
+                "import_s": imported - started,
+                "invoke_s": done - imported,
+                "rss_after_import_kb": rss_after_import,
+                "peak_rss_kb": _status_kb("VmHWM"),
+                "status": outcome.get("status"),
+                "queries_started": outcome.get("queries_started"),
+            }
+        ),
+        file=sys.__stdout__,
+        flush=True,
+    )
     return 0
 
 

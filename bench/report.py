@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .contenders import BY_NAME
 
@@ -16,8 +17,10 @@ TARGETS = (
     ("contended32_vs_floor_p95", "32 contended racers all return within 2x the floor's contended p95", 2.0),
     ("runs_not_once", "contended slots not run exactly once", 0.0),
 )
-CONTENDED_NOTE = ("32 racer processes on 2 cores: the contended figures measure the OS scheduler and process "
-                  "wake-up as much as DynamoDB.")
+CONTENDED_NOTE = (
+    "32 racer processes on 2 cores: the contended figures measure the OS scheduler and process "
+    "wake-up as much as DynamoDB."
+)
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -41,7 +44,7 @@ def _range(entry: dict[str, Any] | None, digits: int = 1, suffix: str = "") -> s
 def table(headers: list[str], rows: list[list[str]]) -> str:
     """A Markdown table with padded columns (readable as plain text too)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
@@ -62,21 +65,26 @@ def accounting_table(accounting: dict[str, Any], reports_capacity: bool) -> str:
     for name, entry in accounting.items():
         last = entry["last"]
 
-        def cell(role: str) -> str:
+        def cell(role: str, last: dict[str, Any] = last) -> str:
             r = last[role]
             ops = "+".join(f"{op}" if n == 1 else f"{n}x{op}" for op, n in r["by_operation"].items())
             ran = " (RAN the job again)" if role != "winner" and r["ran"] else ""
             return f"{r['requests']}: {ops}{ran}"
 
-        def units(role: str) -> str:
+        def units(role: str, last: dict[str, Any] = last) -> str:
             r = last[role]
             computed = r["capacity_units_computed"]
             total = r["capacity_units_reported"] + computed
             return f"{total:g}" + (f" ({computed:g} computed)" if computed else "")
 
         hb = entry.get("heartbeat")
-        row = [_label(name), cell("winner"), cell("loser"), cell("late"),
-               _fmt(hb["requests_per_heartbeat"]) if hb else "no heartbeat"]
+        row = [
+            _label(name),
+            cell("winner"),
+            cell("loser"),
+            cell("late"),
+            _fmt(hb["requests_per_heartbeat"]) if hb else "no heartbeat",
+        ]
         if reports_capacity:
             row += [units("winner"), units("loser"), units("late")]
         row.append("yes" if entry["stable"] else "NO")
@@ -90,13 +98,21 @@ def accounting_table(accounting: dict[str, Any], reports_capacity: bool) -> str:
 def uncontended_table(uncontended: dict[str, Any]) -> str:
     rows = []
     for name, e in uncontended.items():
-        rows.append([
-            _label(name), _range(e["cycle_p50_ms"], 2), _range(e.get("cycle_p50_vs_floor"), 2, "x"),
-            _range(e["cycle_p95_ms"], 2), _range(e["cycles_per_s"], 0), _range(e["loser_p50_ms"], 2),
-            _range(e.get("loser_p50_vs_floor"), 2, "x"),
-        ])
-    return table(["contender", "cycle p50 ms", "vs floor p50", "cycle p95 ms", "cycles/s", "loser p50 ms",
-                  "loser vs floor p50"], rows)
+        rows.append(
+            [
+                _label(name),
+                _range(e["cycle_p50_ms"], 2),
+                _range(e.get("cycle_p50_vs_floor"), 2, "x"),
+                _range(e["cycle_p95_ms"], 2),
+                _range(e["cycles_per_s"], 0),
+                _range(e["loser_p50_ms"], 2),
+                _range(e.get("loser_p50_vs_floor"), 2, "x"),
+            ]
+        )
+    return table(
+        ["contender", "cycle p50 ms", "vs floor p50", "cycle p95 ms", "cycles/s", "loser p50 ms", "loser vs floor p50"],
+        rows,
+    )
 
 
 def contended_table(contended: dict[str, Any]) -> str:
@@ -115,14 +131,23 @@ def contended_table(contended: dict[str, Any]) -> str:
                 f" req {_fmt(e['loser_requests']['mean'], 2)}"
             )
         rows.append(row)
-    return table(["contender", *(f"{n} racers: all returned p50/p95 (p95 vs floor) job runs, loser req" for n in counts)], rows)
+    return table(
+        ["contender", *(f"{n} racers: all returned p50/p95 (p95 vs floor) job runs, loser req" for n in counts)], rows
+    )
 
 
 def takeover_table(takeover: dict[str, Any]) -> str:
     rows = []
     for name, e in takeover.items():
-        rows.append([_label(name), _fmt(e["lease_s"], 2), _range(e["kill_to_commit_s"], 2), _range(e["beyond_lease_s"], 3),
-                     _range(e["successor_requests"], 0)])
+        rows.append(
+            [
+                _label(name),
+                _fmt(e["lease_s"], 2),
+                _range(e["kill_to_commit_s"], 2),
+                _range(e["beyond_lease_s"], 3),
+                _range(e["successor_requests"], 0),
+            ]
+        )
     return table(["contender", "lease s", "kill -> successor done s", "beyond the lease s", "successor requests"], rows)
 
 
@@ -130,14 +155,30 @@ def coldstart_table(cold: dict[str, Any]) -> str:
     imp, mem, asset = cold["import"], cold["memory"], cold["asset"]
     heavy = ", ".join(f"{name} {ms:.0f}" for name, ms in imp["heaviest_packages_ms"][:4])
     rows = [
-        ["handler import (-X importtime, cumulative)", _range(imp["handler_import_ms"], 0, " ms"), f"heaviest: {heavy} ms"],
-        ["peak RSS, one invocation, fresh process", _range(mem["peak_rss_mb"], 1, " MB"),
-         f"configured {mem['configured_memory_mb']} MB: {'fits' if mem['fits_configured'] else 'DOES NOT FIT'};"
-         f" 128 MB: {'fits' if mem['fits_128_mb'] else 'does not fit'}; bare interpreter {mem['interpreter_only_mb']:.1f} MB"],
+        [
+            "handler import (-X importtime, cumulative)",
+            _range(imp["handler_import_ms"], 0, " ms"),
+            f"heaviest: {heavy} ms",
+        ],
+        [
+            "peak RSS, one invocation, fresh process",
+            _range(mem["peak_rss_mb"], 1, " MB"),
+            (
+                f"configured {mem['configured_memory_mb']} MB: {'fits' if mem['fits_configured'] else 'DOES NOT FIT'};"
+                f" 128 MB: {'fits' if mem['fits_128_mb'] else 'does not fit'}; bare interpreter {mem['interpreter_only_mb']:.1f} MB"
+            ),
+        ],
         ["RSS after import", _range(mem["rss_after_import_mb"], 1, " MB"), ""],
-        ["first invocation (cold, after import)", _range(mem["invoke_s"], 2, " s"), "moto: DynamoDB + Athena, tracing on"],
-        ["Lambda asset (lambdas/ minus excludes)", f"{asset['zip_bytes'] / 1024:.1f} KiB zipped",
-         f"{asset['files']} files, {asset['bytes'] / 1024:.1f} KiB unzipped; Powertools from its layer"],
+        [
+            "first invocation (cold, after import)",
+            _range(mem["invoke_s"], 2, " s"),
+            "moto: DynamoDB + Athena, tracing on",
+        ],
+        [
+            "Lambda asset (lambdas/ minus excludes)",
+            f"{asset['zip_bytes'] / 1024:.1f} KiB zipped",
+            f"{asset['files']} files, {asset['bytes'] / 1024:.1f} KiB unzipped; Powertools from its layer",
+        ],
     ]
     return table(["cold start", "measured", "notes"], rows)
 
@@ -146,13 +187,28 @@ def fanout_table(fan: dict[str, Any]) -> str:
     rows = []
     for mode in ("slotlock", "no lock"):
         e = fan[mode]
-        rows.append([mode, _range(e["start_query_execution_per_slot"], 2), _range(e["distinct_executions_per_slot"], 2),
-                     _range(e["result_writers_per_slot"], 2)])
-    return table([f"{fan['racers']} racers x {fan['slots']} slots", "StartQueryExecution per slot",
-                  "distinct executions per slot", "result writers per slot"], rows)
+        rows.append(
+            [
+                mode,
+                _range(e["start_query_execution_per_slot"], 2),
+                _range(e["distinct_executions_per_slot"], 2),
+                _range(e["result_writers_per_slot"], 2),
+            ]
+        )
+    return table(
+        [
+            f"{fan['racers']} racers x {fan['slots']} slots",
+            "StartQueryExecution per slot",
+            "distinct executions per slot",
+            "result writers per slot",
+        ],
+        rows,
+    )
 
 
-def check_targets(backend_results: dict[str, Any], fan: dict[str, Any] | None, cold: dict[str, Any] | None) -> list[dict[str, Any]]:
+def check_targets(
+    backend_results: dict[str, Any], fan: dict[str, Any] | None, cold: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """Compare our figures with the issue's targets, per endpoint; a miss says by how much."""
     checks: list[dict[str, Any]] = []
 
@@ -183,22 +239,47 @@ def check_targets(backend_results: dict[str, Any], fan: dict[str, Any] | None, c
             add(endpoint, "cycle_vs_floor_p50", unc["cycle_p50_vs_floor"]["median"])
         contended = result.get("contended", {})
         if "32" in contended and "slotlock" in contended["32"]:
-            add(endpoint, "contended32_vs_floor_p95", contended["32"]["slotlock"].get("resolution_p95_vs_floor_p95"),
-                CONTENDED_NOTE)
-        not_once = sum(c["slotlock"]["runs_per_slot"]["slots_not_exactly_once"] for c in contended.values() if "slotlock" in c)
+            add(
+                endpoint,
+                "contended32_vs_floor_p95",
+                contended["32"]["slotlock"].get("resolution_p95_vs_floor_p95"),
+                CONTENDED_NOTE,
+            )
+        not_once = sum(
+            c["slotlock"]["runs_per_slot"]["slots_not_exactly_once"] for c in contended.values() if "slotlock" in c
+        )
         if contended:
             add(endpoint, "runs_not_once", float(not_once))
     if fan:
         measured = fan["slotlock"]["start_query_execution_per_slot"]["max"]
-        checks.append({"endpoint": fan.get("endpoint"), "target": "Athena queries started per slot under fan-out = 1.0",
-                       "limit": 1.0, "measured": measured, "met": measured == 1.0})
+        checks.append(
+            {
+                "endpoint": fan.get("endpoint"),
+                "target": "Athena queries started per slot under fan-out = 1.0",
+                "limit": 1.0,
+                "measured": measured,
+                "met": measured == 1.0,
+            }
+        )
     if cold:
         mem = cold["memory"]
         peak = mem["peak_rss_mb"]["max"]
-        checks.append({"endpoint": "moto-atomic", "target": f"peak RSS fits the configured {mem['configured_memory_mb']} MB",
-                       "limit": float(mem["configured_memory_mb"]), "measured": peak, "met": mem["fits_configured"]})
-        entry = {"endpoint": "moto-atomic", "target": "peak RSS fits 128 MB (aim)", "limit": 128.0, "measured": peak,
-                 "met": mem["fits_128_mb"]}
+        checks.append(
+            {
+                "endpoint": "moto-atomic",
+                "target": f"peak RSS fits the configured {mem['configured_memory_mb']} MB",
+                "limit": float(mem["configured_memory_mb"]),
+                "measured": peak,
+                "met": mem["fits_configured"],
+            }
+        )
+        entry = {
+            "endpoint": "moto-atomic",
+            "target": "peak RSS fits 128 MB (aim)",
+            "limit": 128.0,
+            "measured": peak,
+            "met": mem["fits_128_mb"],
+        }
         if not mem["fits_128_mb"]:
             entry["missed_by"] = f"{peak - 128:.1f} MB"
         checks.append(entry)
@@ -206,16 +287,26 @@ def check_targets(backend_results: dict[str, Any], fan: dict[str, Any] | None, c
 
 
 def targets_table(checks: list[dict[str, Any]]) -> str:
-    rows = [[c["endpoint"] or "", c["target"], _fmt(c["measured"], 2), _fmt(c["limit"], 2),
-             "met" if c["met"] else f"MISSED by {c.get('missed_by', '?')}"] for c in checks]
+    rows = [
+        [
+            c["endpoint"] or "",
+            c["target"],
+            _fmt(c["measured"], 2),
+            _fmt(c["limit"], 2),
+            "met" if c["met"] else f"MISSED by {c.get('missed_by', '?')}",
+        ]
+        for c in checks
+    ]
     return table(["endpoint", "target (ours)", "measured", "limit", "result"], rows)
 
 
 def render(report: dict[str, Any], say: Callable[[str], None] = print) -> None:
     """Print every table of ``report`` (the structure written to bench-report.json)."""
     meta = report["meta"]
-    say(f"\nBenchmark {meta['date']} on {meta['machine']} (size {meta['size']}); load average "
-        f"{meta['load_average_start']} at start, {meta.get('load_average_end')} at end")
+    say(
+        f"\nBenchmark {meta['date']} on {meta['machine']} (size {meta['size']}); load average "
+        f"{meta['load_average_start']} at start, {meta.get('load_average_end')} at end"
+    )
     names = report["contenders"]
     say("\nWhat each contender guarantees\n" + features_table(names))
     for skipped, reason in report.get("skipped", {}).items():
@@ -223,19 +314,28 @@ def render(report: dict[str, Any], say: Callable[[str], None] = print) -> None:
     for endpoint, result in report["backends"].items():
         say(f"\n=== {endpoint}: {result['note']} ===")
         if "accounting" in result:
-            say("\n(1) DynamoDB requests per slot, counted by botocore hooks"
-                + (" and capacity units (DynamoDB reports them; failed conditional writes computed from item size)"
-                   if result["reports_capacity"] else " (capacity: moto reports placeholders, see DynamoDB Local)"))
+            say(
+                "\n(1) DynamoDB requests per slot, counted by botocore hooks"
+                + (
+                    " and capacity units (DynamoDB reports them; failed conditional writes computed from item size)"
+                    if result["reports_capacity"]
+                    else " (capacity: moto reports placeholders, see DynamoDB Local)"
+                )
+            )
             say(accounting_table(result["accounting"], result["reports_capacity"]))
         if "uncontended" in result:
-            say("\n(2) Uncontended: median [min-max] over repetitions; ratios paired with the floor of the same repetition")
+            say(
+                "\n(2) Uncontended: median [min-max] over repetitions; ratios paired with the floor of the same repetition"
+            )
             say(uncontended_table(result["uncontended"]))
         if result.get("contended"):
             say(f"\n(3) Contended: racer processes released by a barrier. {CONTENDED_NOTE}")
             say(contended_table(result["contended"]))
         if result.get("takeover"):
-            say("\n(4) Takeover: holder SIGKILLed right after acquiring; the successor polls every "
-                f"{next(iter(result['takeover'].values()))['poll_s']} s")
+            say(
+                "\n(4) Takeover: holder SIGKILLed right after acquiring; the successor polls every "
+                f"{next(iter(result['takeover'].values()))['poll_s']} s"
+            )
             say(takeover_table(result["takeover"]))
     if report.get("coldstart"):
         say("\n(5) Cold start of the real handler")

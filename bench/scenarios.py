@@ -11,11 +11,13 @@ import multiprocessing
 import time
 import traceback
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+
+from slotlock import Slot
 
 from local.processes import gather
-from slotlock import Slot
 
 from .backends import Endpoint, make_client
 from .contenders import BY_NAME, Contender, Outcome, PythonDynamoDBLock, SlotKey, SlotLockContender
@@ -49,7 +51,9 @@ def create_tables(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Con
 # --------------------------------------------------------------------------------------------------
 # 1. Requests and capacity per slot: winner, a loser while the winner holds, a loser after it finished
 # --------------------------------------------------------------------------------------------------
-def accounting(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, slots: int = 3) -> dict[str, Any]:
+def accounting(
+    endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, slots: int = 3
+) -> dict[str, Any]:
     """Count requests per role for ``slots`` consecutive slots (counts must repeat exactly), with capacity.
 
     Per slot: the winner invokes; inside its job (so while it holds the lock) a second invocation races
@@ -67,24 +71,36 @@ def accounting(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Conten
             before = {role: adapter.counter.snapshot() for role, adapter in roles.items()}
             outcomes: dict[str, Outcome] = {}
 
-            def hold(key: SlotKey = key, outcomes: dict[str, Outcome] = outcomes) -> None:
+            def hold(
+                key: SlotKey = key, outcomes: dict[str, Outcome] = outcomes, roles: dict[str, Any] = roles
+            ) -> None:
                 outcomes["loser"] = roles["loser"].invoke(key, "loser", noop)
 
             outcomes["winner"] = roles["winner"].invoke(key, "winner", hold)
             outcomes["late"] = roles["late"].invoke(key, "late", noop)
-            per_slot.append({
-                role: {"ran": outcomes[role].ran, "detail": outcomes[role].detail,
-                       **(roles[role].counter.snapshot() - before[role]).as_dict()}
-                for role in roles
-            })
+            per_slot.append(
+                {
+                    role: {
+                        "ran": outcomes[role].ran,
+                        "detail": outcomes[role].detail,
+                        **(roles[role].counter.snapshot() - before[role]).as_dict(),
+                    }
+                    for role in roles
+                }
+            )
         last = per_slot[-1]
         stable = all(
             {r: (s[r]["requests"], s[r]["by_operation"], s[r]["ran"]) for r in s}
             == {r: (last[r]["requests"], last[r]["by_operation"], last[r]["ran"]) for r in last}
             for s in per_slot
         )
-        results[cls.name] = {"slots": slots, "stable": stable, "per_slot": per_slot, "last": last,
-                             "heartbeat": heartbeat_cost(cls, endpoint, run_id)}
+        results[cls.name] = {
+            "slots": slots,
+            "stable": stable,
+            "per_slot": per_slot,
+            "last": last,
+            "heartbeat": heartbeat_cost(cls, endpoint, run_id),
+        }
     return results
 
 
@@ -104,8 +120,12 @@ def heartbeat_cost(cls: type[Contender], endpoint: Endpoint, run_id: str) -> dic
             lease = lock.heartbeat(lease)
         lock.commit(lease)
         tally = adapter.counter.snapshot() - before
-        return {"heartbeats": 3, "requests": tally.requests, "by_operation": dict(tally.calls),
-                "requests_per_heartbeat": (tally.requests - 2) / 3}
+        return {
+            "heartbeats": 3,
+            "requests": tally.requests,
+            "by_operation": dict(tally.calls),
+            "requests_per_heartbeat": (tally.requests - 2) / 3,
+        }
     if cls is PythonDynamoDBLock:
         lease_s = 1.0  # a binary fraction: the library stores Decimal.from_float(lease), see contenders
         adapter = PythonDynamoDBLock(endpoint, run_id, lease_s=lease_s)
@@ -115,8 +135,13 @@ def heartbeat_cost(cls: type[Contender], endpoint: Endpoint, run_id: str) -> dic
         adapter.invoke(key, "hb-winner", lambda: time.sleep(hold_s))
         tally = adapter.counter.snapshot() - before
         heartbeats = tally.calls.get("UpdateItem", 0)
-        return {"heartbeats": heartbeats, "held_s": hold_s, "requests": tally.requests, "by_operation": dict(tally.calls),
-                "requests_per_heartbeat": 1.0 if heartbeats else None}
+        return {
+            "heartbeats": heartbeats,
+            "held_s": hold_s,
+            "requests": tally.requests,
+            "by_operation": dict(tally.calls),
+            "requests_per_heartbeat": 1.0 if heartbeats else None,
+        }
     return None
 
 
@@ -131,7 +156,9 @@ class CycleSize:
     loser_calls: int
 
 
-def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], size: CycleSize) -> dict[str, Any]:
+def uncontended(
+    endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], size: CycleSize
+) -> dict[str, Any]:
     """Cycle latency (invoke on a fresh slot: acquire, no-op job, commit/release) and loser latency (invoke on
     a slot another invocation holds), per repetition.
 
@@ -152,7 +179,10 @@ def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Conte
             adapter.warm()
         next_slot = {name: 0 for name in names}
 
-        def cycles(name: str, count: int) -> list[float]:
+        # (this repetition's adapters and slot counters are bound as defaults: the closures run in it)
+        def cycles(
+            name: str, count: int, adapters: dict[str, Any] = adapters, next_slot: dict[str, int] = next_slot
+        ) -> list[float]:
             adapter, samples = adapters[name], []
             for _ in range(count):
                 key = SlotKey(f"cycle-{name}", slot_at(next_slot[name]))
@@ -164,7 +194,13 @@ def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Conte
                     raise RuntimeError(f"{name}: an uncontended cycle did not run the job ({outcome.detail})")
             return samples
 
-        def losers(name: str, count: int) -> list[float]:
+        def losers(
+            name: str,
+            count: int,
+            adapters: dict[str, Any] = adapters,
+            holders: dict[str, Any] = holders,
+            next_slot: dict[str, int] = next_slot,
+        ) -> list[float]:
             samples: list[float] = []
             key = SlotKey(f"held-{name}", slot_at(next_slot[name]))
             next_slot[name] += 1
@@ -183,7 +219,7 @@ def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Conte
             return samples
 
         warming = rep == 0
-        order = names[rep % len(names):] + names[:rep % len(names)]
+        order = names[rep % len(names) :] + names[: rep % len(names)]
         for name in order:
             cycles(name, size.warmup)  # per repetition: new connections and objects; discarded
             started = time.perf_counter()
@@ -191,10 +227,13 @@ def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Conte
             elapsed = time.perf_counter() - started
             loser_samples = losers(name, size.loser_calls)
             if not warming:
-                reps[name].append({
-                    "cycle": latency_summary(cycle_samples), "cycles_per_s": size.cycles / elapsed,
-                    "loser": latency_summary(loser_samples),
-                })
+                reps[name].append(
+                    {
+                        "cycle": latency_summary(cycle_samples),
+                        "cycles_per_s": size.cycles / elapsed,
+                        "loser": latency_summary(loser_samples),
+                    }
+                )
     results: dict[str, Any] = {}
     floor = reps.get("floor")
     for name in names:
@@ -208,15 +247,15 @@ def uncontended(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Conte
             "repetitions": rows,
         }
         if floor is not None:
-            entry["cycle_p50_vs_floor"] = spread([
-                ratio(r["cycle"]["p50_ms"], f["cycle"]["p50_ms"]) for r, f in zip(rows, floor)
-            ])
-            entry["cycle_p95_vs_floor_p95"] = spread([
-                ratio(r["cycle"]["p95_ms"], f["cycle"]["p95_ms"]) for r, f in zip(rows, floor)
-            ])
-            entry["loser_p50_vs_floor"] = spread([
-                ratio(r["loser"]["p50_ms"], f["cycle"]["p50_ms"]) for r, f in zip(rows, floor)
-            ])
+            entry["cycle_p50_vs_floor"] = spread(
+                [ratio(r["cycle"]["p50_ms"], f["cycle"]["p50_ms"]) for r, f in zip(rows, floor)]
+            )
+            entry["cycle_p95_vs_floor_p95"] = spread(
+                [ratio(r["cycle"]["p95_ms"], f["cycle"]["p95_ms"]) for r, f in zip(rows, floor)]
+            )
+            entry["loser_p50_vs_floor"] = spread(
+                [ratio(r["loser"]["p50_ms"], f["cycle"]["p50_ms"]) for r, f in zip(rows, floor)]
+            )
         results[name] = entry
     return results
 
@@ -250,9 +289,11 @@ def racer_main(endpoint: Endpoint, run_id: str, index: int, races: list[Race], b
             released = time.monotonic()
             outcome = adapter.invoke(key, f"p{index}-r{number}", noop)
             returned = time.monotonic()
-            records.append((number, released, returned, outcome.ran, outcome.detail, adapter.counter.tally.requests - before))
+            records.append(
+                (number, released, returned, outcome.ran, outcome.detail, adapter.counter.tally.requests - before)
+            )
         results.put((index, records, None))
-    except BaseException:  # report instead of dying silently; free the others from the barrier
+    except BaseException:  # noqa: BLE001 - report instead of dying silently; free the others from the barrier
         barrier.abort()
         results.put((index, records, traceback.format_exc()))
 
@@ -262,14 +303,21 @@ def plan_races(contenders: Sequence[str], rounds: int, warmup: int, first_slot: 
     races: list[Race] = []
     names = list(contenders)
     for round_no in range(warmup + rounds):
-        order = names[round_no % len(names):] + names[:round_no % len(names)]
+        order = names[round_no % len(names) :] + names[: round_no % len(names)]
         races.extend(Race(name, first_slot + round_no, round_no < warmup) for name in order)
     return races
 
 
 def contended(
-    endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, racers: int, rounds: int, warmup: int,
-    first_slot: int = 0, timeout_s: float | None = None,
+    endpoint: Endpoint,
+    run_id: str,
+    contenders: Sequence[type[Contender]],
+    *,
+    racers: int,
+    rounds: int,
+    warmup: int,
+    first_slot: int = 0,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
     """Race ``racers`` spawned processes ``rounds`` times per contender (plus discarded warm-up rounds).
 
@@ -283,8 +331,10 @@ def contended(
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(racers)
     results = ctx.Queue()
-    procs = [ctx.Process(target=racer_main, args=(endpoint, run_id, i, races, barrier, results), name=f"racer-{i}")
-             for i in range(racers)]
+    procs = [
+        ctx.Process(target=racer_main, args=(endpoint, run_id, i, races, barrier, results), name=f"racer-{i}")
+        for i in range(racers)
+    ]
     budget = timeout_s if timeout_s is not None else BARRIER_FIRST_TIMEOUT_S + 10.0 * len(races)
     reports = gather(procs, results, budget)
     errors = [f"racer {i}: {error}" for i, _, error in reports if error]
@@ -312,8 +362,12 @@ def contended(
         out[name] = {
             "races": len(resolution),
             "resolution": latency_summary(resolution),
-            "runs_per_slot": {"min": min(runs), "max": max(runs), "mean": sum(runs) / len(runs),
-                              "slots_not_exactly_once": sum(1 for r in runs if r != 1)},
+            "runs_per_slot": {
+                "min": min(runs),
+                "max": max(runs),
+                "mean": sum(runs) / len(runs),
+                "slots_not_exactly_once": sum(1 for r in runs if r != 1),
+            },
             "winner_requests_mean": _mean(winner_requests),
             "loser_requests": {"mean": _mean(loser_requests), "max": max(loser_requests, default=None)},
             "loser_latency": latency_summary(loser_latency),
@@ -346,12 +400,17 @@ def holder_main(endpoint: Endpoint, run_id: str, name: str, key: SlotKey, lease_
 
         outcome = adapter.invoke(key, "holder", hang)
         messages.put(("finished", outcome.detail))
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a child process reports any failure to the parent
         messages.put(("error", traceback.format_exc()))
 
 
 def takeover(
-    endpoint: Endpoint, run_id: str, contenders: Sequence[type[Contender]], *, lease_s: float, repetitions: int,
+    endpoint: Endpoint,
+    run_id: str,
+    contenders: Sequence[type[Contender]],
+    *,
+    lease_s: float,
+    repetitions: int,
     poll_s: float = 0.05,
 ) -> dict[str, Any]:
     """Time from SIGKILL of the holder to the successor's finished run (commit/release), per contender.
@@ -385,17 +444,23 @@ def takeover(
                 done = time.monotonic()
                 if not outcome.ran:
                     raise RuntimeError(f"{cls.name}: the successor never took over ({outcome.detail})")
-                samples.append({
-                    "kill_to_commit_s": done - killed, "acquire_to_commit_s": done - value,
-                    "beyond_lease_s": done - value - lease_s, "successor_requests": successor.counter.tally.requests - before,
-                })
+                samples.append(
+                    {
+                        "kill_to_commit_s": done - killed,
+                        "acquire_to_commit_s": done - value,
+                        "beyond_lease_s": done - value - lease_s,
+                        "successor_requests": successor.counter.tally.requests - before,
+                    }
+                )
             finally:
                 if proc.is_alive():
                     proc.kill()
                     proc.join(10)
                 messages.close()
         out[cls.name] = {
-            "lease_s": lease_s, "poll_s": poll_s, "repetitions": samples,
+            "lease_s": lease_s,
+            "poll_s": poll_s,
+            "repetitions": samples,
             "kill_to_commit_s": spread([s["kill_to_commit_s"] for s in samples]),
             "beyond_lease_s": spread([s["beyond_lease_s"] for s in samples]),
             "successor_requests": spread([s["successor_requests"] for s in samples]),
@@ -404,8 +469,16 @@ def takeover(
 
 
 def run_all(
-    endpoint: Endpoint, contenders: Sequence[type[Contender]], *, accounting_slots: int, cycle: CycleSize,
-    racer_counts: Sequence[int], rounds: int, warmup_rounds: int, takeover_lease_s: float, takeover_reps: int,
+    endpoint: Endpoint,
+    contenders: Sequence[type[Contender]],
+    *,
+    accounting_slots: int,
+    cycle: CycleSize,
+    racer_counts: Sequence[int],
+    rounds: int,
+    warmup_rounds: int,
+    takeover_lease_s: float,
+    takeover_reps: int,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Every DynamoDB scenario on one endpoint, fresh tables, in a fixed order."""
@@ -421,7 +494,13 @@ def run_all(
     for racers in racer_counts:
         say(f"  [{endpoint.backend}] contended: {racers} processes x {rounds} races per contender ...")
         result["contended"][str(racers)] = contended(
-            endpoint, run_id, contenders, racers=racers, rounds=rounds, warmup=warmup_rounds, first_slot=first_slot,
+            endpoint,
+            run_id,
+            contenders,
+            racers=racers,
+            rounds=rounds,
+            warmup=warmup_rounds,
+            first_slot=first_slot,
         )
         first_slot += rounds + warmup_rounds
     if takeover_reps > 0:

@@ -60,7 +60,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from local.processes import stop_process
 
@@ -256,7 +256,7 @@ class AtomicMotoServer:
         self._server = None
         self._thread = None
 
-    def __enter__(self) -> AtomicMotoServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -321,8 +321,8 @@ def start_server_process(
         with contextlib.ExitStack() as stack:
             out: Any = subprocess.DEVNULL
             if log_path is not None:
-                out = stack.enter_context(open(log_path, "ab"))  # noqa: SIM115 - the child keeps its own copy
-            proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                out = stack.enter_context(open(log_path, "ab"))
+            proc = subprocess.Popen(
                 cmd, cwd=_REPO_ROOT, env=child_env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
             )
         try:

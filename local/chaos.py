@@ -62,24 +62,26 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 if str(LAMBDAS_DIR) not in sys.path:
     sys.path.insert(0, str(LAMBDAS_DIR))
 
-import boto3  # noqa: E402
-from botocore.config import Config  # noqa: E402
+import boto3
+from athena_refresh.engine import client_request_token
+from athena_refresh.results import ResultsStore
+from athena_refresh.settings import Settings
+from botocore.config import Config
+from slotlock import Slot, SlotLock
 
-from athena_refresh.engine import client_request_token  # noqa: E402
-from athena_refresh.results import ResultsStore  # noqa: E402
-from athena_refresh.settings import Settings  # noqa: E402
-from local import chaos_checker  # noqa: E402
-from local.chaos_checker import FinalState, percentile  # noqa: E402
-from local.chaos_worker import (  # noqa: E402
+from local import chaos_checker
+from local.chaos_checker import FinalState, percentile
+from local.chaos_worker import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
     ATHENA_THROTTLE,
@@ -95,9 +97,8 @@ from local.chaos_worker import (  # noqa: E402
     TRANSIENT_CANCELLATION_KINDS,
     WRITE_FAULTS,
 )
-from local.lambda_pool import Worker, pump  # noqa: E402
-from slotlock import Slot, SlotLock  # noqa: E402
-from stacks.config import CONTEXT_KEY, JobConfig, load_context  # noqa: E402
+from local.lambda_pool import Worker, pump
+from stacks.config import CONTEXT_KEY, JobConfig, load_context
 
 BACKENDS = ("dynamodb-local", "atomic-moto")
 SLOT_PERIOD_S = 1800  # cdk.json: cron(0/30 * * * ? *)
@@ -184,7 +185,7 @@ class ChaosOptions:
 
 
 def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -213,24 +214,27 @@ def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[Slo
     missed (``too_old``).
     """
     rng = random.Random(o.seed)
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     last = int(now.timestamp()) // SLOT_PERIOD_S * SLOT_PERIOD_S
     first = last - (o.slots - 1) * SLOT_PERIOD_S
-    plans = [SlotPlan(i, dt.datetime.fromtimestamp(first + i * SLOT_PERIOD_S, dt.timezone.utc)) for i in range(o.slots)]
+    plans = [SlotPlan(i, dt.datetime.fromtimestamp(first + i * SLOT_PERIOD_S, dt.UTC)) for i in range(o.slots)]
     ancient: list[str] = []
     for plan in plans:
         if rng.random() < o.fault_fraction:
             if rng.random() < 0.6:
                 plan.fault = {"action": "kill", "checkpoint": rng.choice(KILL_POINTS)}
             else:
-                plan.fault = {"action": "pause", "checkpoint": rng.choice(PAUSE_POINTS),
-                              "policy": rng.choice(RESUME_POLICIES)}
+                plan.fault = {
+                    "action": "pause",
+                    "checkpoint": rng.choice(PAUSE_POINTS),
+                    "policy": rng.choice(RESUME_POLICIES),
+                }
         if rng.random() < o.duplicate_fraction:
             plan.duplicates = rng.randint(1, 3)
         if plan.index > 0 and rng.random() < o.late_fraction:
             if rng.random() < 0.25:
                 moment = first - o.max_slot_age_s - (len(ancient) + 1) * SLOT_PERIOD_S
-                plan.late = iso(dt.datetime.fromtimestamp(moment, dt.timezone.utc))
+                plan.late = iso(dt.datetime.fromtimestamp(moment, dt.UTC))
                 ancient.append(plan.late)
             else:
                 plan.late = plans[rng.randint(max(0, plan.index - 10), plan.index - 1)].iso
@@ -265,15 +269,19 @@ def _plan_writes_and_future(o: ChaosOptions, plans: list[SlotPlan], ancient: lis
     if not ancient and len(plans) > 1:
         plan = rng.choice([p for p in plans[1:] if p.late is None] or plans[1:])
         moment = int(plans[0].scheduled.timestamp()) - o.max_slot_age_s - SLOT_PERIOD_S
-        plan.late = iso(dt.datetime.fromtimestamp(moment, dt.timezone.utc))
+        plan.late = iso(dt.datetime.fromtimestamp(moment, dt.UTC))
         ancient.append(plan.late)
     # A holder killed or stopped at a checkpoint may never query (its retry carries no storm): a plain slot.
     athena_storms = [p for p in plans if p.storm and p.storm["target"] == "athena" and p.fault is None]
     if not athena_storms:
         quiet = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
         storm_plan = rng.choice(quiet)
-        storm_plan.storm = {"target": "athena", "kind": ATHENA_THROTTLE, "calls": ATHENA_MAX_ATTEMPTS,
-                            "racer": rng.randrange(o.racers)}
+        storm_plan.storm = {
+            "target": "athena",
+            "kind": ATHENA_THROTTLE,
+            "calls": ATHENA_MAX_ATTEMPTS,
+            "racer": rng.randrange(o.racers),
+        }
         athena_storms.append(storm_plan)
     athena_storms[0].forced.append(dict(FORCED_RELEASE_CONFLICT))
     free = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
@@ -284,7 +292,7 @@ def _plan_writes_and_future(o: ChaosOptions, plans: list[SlotPlan], ancient: lis
         if racers == "one":
             forced["racer"] = rng.randrange(o.racers)
         plan.forced.append(forced)
-    for previous, plan in zip(plans, plans[1:]):
+    for previous, plan in itertools.pairwise(plans):
         if previous.fault and previous.fault.get("policy") == RESUME_AFTER_NEXT_SLOT:
             plan.forced.append(dict(FORCED_MISSED_RESEND))
 
@@ -299,12 +307,22 @@ def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
     holder's query before it reaches its commit, and Lambda's retry carries no fault).
     """
     faults = [p.fault for p in plans if p.fault]
-    stale = [p.fault for p in plans if p.fault and p.storm is None and p.fault["action"] == "pause"
-             and p.fault["checkpoint"] in STALE_COMMIT_POINTS and p.fault.get("policy") != RESUME_AFTER_NEXT_SLOT]
+    stale = [
+        p.fault
+        for p in plans
+        if p.fault
+        and p.storm is None
+        and p.fault["action"] == "pause"
+        and p.fault["checkpoint"] in STALE_COMMIT_POINTS
+        and p.fault.get("policy") != RESUME_AFTER_NEXT_SLOT
+    ]
     # In priority order (a very short run may not have room for all): stale commits, kill points, policies.
     wanted: list[dict[str, str]] = [
-        {"action": "pause", "checkpoint": rng.choice(STALE_COMMIT_POINTS),
-         "policy": (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE)[n % 2]}
+        {
+            "action": "pause",
+            "checkpoint": rng.choice(STALE_COMMIT_POINTS),
+            "policy": (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE)[n % 2],
+        }
         for n in range(MIN_STALE_COMMIT_SCENARIOS - len(stale))
     ]
     for point in KILL_POINTS:
@@ -405,8 +423,10 @@ class Chaos:
         from local.data import ensure_flights_parquet
 
         self.data_dir = ensure_flights_parquet().parent.parent
-        self.say(f"{self.o.backend} at {self.endpoint}; tables {self.lock_table}, {self.results_table};"
-                 f" starting {self.o.racers} execution environments (fencing {'on' if self.o.fencing else 'OFF'})")
+        self.say(
+            f"{self.o.backend} at {self.endpoint}; tables {self.lock_table}, {self.results_table};"
+            f" starting {self.o.racers} execution environments (fencing {'on' if self.o.fencing else 'OFF'})"
+        )
         for _ in range(self.o.racers):
             self._spawn()
         deadline = time.monotonic() + WORKER_START_TIMEOUT_S
@@ -437,15 +457,20 @@ class Chaos:
 
     def dynamodb(self) -> Any:
         return boto3.client(
-            "dynamodb", endpoint_url=self.endpoint, region_name=REGION,
-            aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing",
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            aws_session_token="testing",
             config=Config(retries={"mode": "standard", "max_attempts": 5}),
         )
 
     def _create_tables(self) -> None:
         ddb = self.dynamodb()
         ddb.create_table(
-            TableName=self.lock_table, BillingMode="PAY_PER_REQUEST",
+            TableName=self.lock_table,
+            BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         )
@@ -453,29 +478,39 @@ class Chaos:
             TableName=self.lock_table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl_epoch_s"}
         )
         ddb.create_table(
-            TableName=self.results_table, BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "job", "AttributeType": "S"},
-                                  {"AttributeName": "slot", "AttributeType": "S"}],
+            TableName=self.results_table,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "job", "AttributeType": "S"},
+                {"AttributeName": "slot", "AttributeType": "S"},
+            ],
             KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
         )
 
     def worker_env(self) -> dict[str, str]:
         job, o = self.job, self.o
         env = self._aws_env()
-        env.update({
-            "AWS_ENDPOINT_URL_DYNAMODB": str(self.endpoint),
-            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(LAMBDAS_DIR)]),
-            "PYTHONUNBUFFERED": "1",
-            "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_LOG_LEVEL": "WARNING",
-        })
+        env.update(
+            {
+                "AWS_ENDPOINT_URL_DYNAMODB": str(self.endpoint),
+                "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(LAMBDAS_DIR)]),
+                "PYTHONUNBUFFERED": "1",
+                "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
+                "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_LOG_LEVEL": "WARNING",
+            }
+        )
         # What the stack sets, with the short chaos lease and a slot age covering the replayed backlog
-        env.update(job.runtime_environment(
-            lock_table_name=self.lock_table, results_table_name=self.results_table,
-            lease_duration_s=o.lease_s, heartbeat_interval_s=o.heartbeat_s, max_slot_age_s=o.max_slot_age_s,
-        ))
+        env.update(
+            job.runtime_environment(
+                lock_table_name=self.lock_table,
+                results_table_name=self.results_table,
+                lease_duration_s=o.lease_s,
+                heartbeat_interval_s=o.heartbeat_s,
+                max_slot_age_s=o.max_slot_age_s,
+            )
+        )
         return env
 
     def _spawn(self) -> Worker:
@@ -484,14 +519,35 @@ class Chaos:
         skew_ms = self.rng.randint(-self.o.max_skew_ms, self.o.max_skew_ms)
         self.skews_ms[worker_id] = skew_ms
         argv = [
-            sys.executable, "-m", "local.chaos_worker", "--worker-id", worker_id,
-            "--log-file", str(self.logs_dir / f"{worker_id}.log"),
-            "--data-dir", str(self.data_dir), "--state-dir", str(self.state_dir),
-            "--simulated-duration-ms", str(self.o.query_ms), "--function-name", FUNCTION_NAME,
-            "--memory-mb", str(self.job.lambda_memory_mb), "--timeout-ms", str(self.o.timeout_s * 1000),
-            "--region", REGION, "--seed", str(self.o.seed * 1000 + self.worker_seq),
-            "--transient-rate", str(self.o.transient_rate), "--clock-skew-ms", str(skew_ms),
-            "--write-fault-scale", str(self.o.write_fault_scale),
+            sys.executable,
+            "-m",
+            "local.chaos_worker",
+            "--worker-id",
+            worker_id,
+            "--log-file",
+            str(self.logs_dir / f"{worker_id}.log"),
+            "--data-dir",
+            str(self.data_dir),
+            "--state-dir",
+            str(self.state_dir),
+            "--simulated-duration-ms",
+            str(self.o.query_ms),
+            "--function-name",
+            FUNCTION_NAME,
+            "--memory-mb",
+            str(self.job.lambda_memory_mb),
+            "--timeout-ms",
+            str(self.o.timeout_s * 1000),
+            "--region",
+            REGION,
+            "--seed",
+            str(self.o.seed * 1000 + self.worker_seq),
+            "--transient-rate",
+            str(self.o.transient_rate),
+            "--clock-skew-ms",
+            str(skew_ms),
+            "--write-fault-scale",
+            str(self.o.write_fault_scale),
         ]
         if not self.o.fencing:
             argv.append("--no-fencing")
@@ -518,8 +574,10 @@ class Chaos:
             self._fire(plan)
             self._settle(plan, run_deadline)
             if (plan.index + 1) % 25 == 0 or plan.index + 1 == len(plans):
-                self.say(f"slot {plan.index + 1}/{len(plans)} settled; {self.counters['succeeded']} commits,"
-                         f" {sum(self.faults.values())} faults so far")
+                self.say(
+                    f"slot {plan.index + 1}/{len(plans)} settled; {self.counters['succeeded']} commits,"
+                    f" {sum(self.faults.values())} faults so far"
+                )
         self._drain(run_deadline)
         self.run_s = time.monotonic() - started
         return self.report()
@@ -527,33 +585,72 @@ class Chaos:
     def _fire(self, plan: SlotPlan) -> None:
         now = time.monotonic()
         for racer in range(self.o.racers):
-            storm = plan.storm if plan.storm and (plan.storm["target"] == "athena" or plan.storm["racer"] == racer) else None
+            storm = (
+                plan.storm
+                if plan.storm and (plan.storm["target"] == "athena" or plan.storm["racer"] == racer)
+                else None
+            )
             forced = [f for f in plan.forced if f.get("racer", racer) == racer]
-            self._enqueue(Delivery(str(uuid.uuid4()), plan.iso, plan.index, racer, self._event(plan.iso, racer),
-                                   "race", fault=plan.fault, storm=storm, forced=forced, due=now))
+            self._enqueue(
+                Delivery(
+                    str(uuid.uuid4()),
+                    plan.iso,
+                    plan.index,
+                    racer,
+                    self._event(plan.iso, racer),
+                    "race",
+                    fault=plan.fault,
+                    storm=storm,
+                    forced=forced,
+                    due=now,
+                )
+            )
         for n in range(plan.duplicates):
             self.faults["duplicate_delivery"] += 1
             racer = self.rng.randrange(self.o.racers)
             forced = [f for f in plan.forced if f.get("racer", racer) == racer]  # a duplicate may win the race
-            self._enqueue(Delivery(str(uuid.uuid4()), plan.iso, plan.index, racer, self._event(plan.iso, racer),
-                                   "duplicate", fault=plan.fault, forced=forced, due=now + self.rng.uniform(0, 0.2)))
+            self._enqueue(
+                Delivery(
+                    str(uuid.uuid4()),
+                    plan.iso,
+                    plan.index,
+                    racer,
+                    self._event(plan.iso, racer),
+                    "duplicate",
+                    fault=plan.fault,
+                    forced=forced,
+                    due=now + self.rng.uniform(0, 0.2),
+                )
+            )
         if plan.late:
             kind = "ancient" if plan.late in self.ancient else "late"
             self.faults[f"{kind}_delivery"] += 1
             # An ancient slot is recorded MISSED (too_old) by this very delivery: lose that record's answer.
             forced = [dict(FORCED_MISSED_RESEND)] if kind == "ancient" and self.o.write_fault_scale > 0 else []
-            self._enqueue(Delivery(str(uuid.uuid4()), plan.late, plan.index, 0, self._event(plan.late, 0), kind,
-                                   forced=forced, due=now))
+            self._enqueue(
+                Delivery(
+                    str(uuid.uuid4()), plan.late, plan.index, 0, self._event(plan.late, 0), kind, forced=forced, due=now
+                )
+            )
         if plan.future_lead_s:
             # Scheduled at least future_lead_s ahead, on a minute (a Slot is floored to its minute).
             now_s = int(time.time())
             ahead = -(-(now_s + plan.future_lead_s) // 60) * 60
-            future = iso(dt.datetime.fromtimestamp(ahead, dt.timezone.utc))
+            future = iso(dt.datetime.fromtimestamp(ahead, dt.UTC))
             self.future_slots.setdefault(future, ahead - now_s)
             self.faults["future_delivery"] += 1
             racer = self.rng.randrange(self.o.racers)
-            self._enqueue(Delivery(str(uuid.uuid4()), future, plan.index, racer, self._event(future, racer), "future",
-                                   due=now + self.rng.uniform(0, 0.2)))
+            self._enqueue(
+                Delivery(
+                    str(uuid.uuid4()),
+                    future,
+                    plan.index,
+                    racer,
+                    self._event(future, racer),
+                    "future",
+                    due=now + self.rng.uniform(0, 0.2),
+                )
+            )
         if plan.storm:
             self.faults[f"storm_{plan.storm['target']}"] += 1
 
@@ -614,11 +711,23 @@ class Chaos:
             worker.served += 1
             worker.last_used = now
             self.in_flight[worker.id] = delivery
-            self.record("deliver", request_id=delivery.request_id, slot=delivery.slot, kind=delivery.kind,
-                        attempt=delivery.attempt, worker=worker.id)
-            message = {"type": "invoke", "request_id": delivery.request_id, "event": delivery.event,
-                       "timeout_ms": self.o.timeout_s * 1000, "fault": delivery.fault, "storm": delivery.storm,
-                       "forced": delivery.forced}
+            self.record(
+                "deliver",
+                request_id=delivery.request_id,
+                slot=delivery.slot,
+                kind=delivery.kind,
+                attempt=delivery.attempt,
+                worker=worker.id,
+            )
+            message = {
+                "type": "invoke",
+                "request_id": delivery.request_id,
+                "event": delivery.event,
+                "timeout_ms": self.o.timeout_s * 1000,
+                "fault": delivery.fault,
+                "storm": delivery.storm,
+                "forced": delivery.forced,
+            }
             if not worker.send(message):
                 self.say(f"could not deliver to {worker.id}; it has exited")
 
@@ -657,24 +766,55 @@ class Chaos:
         elif kind == "injected":
             write = message.get("write")  # set on the faults aimed at the lock's writes
             self.faults[f"{message.get('kind')}@{write}" if write else str(message.get("kind"))] += 1
-            self.record("injected", t_ns, worker=worker_id, kind=message.get("kind"), operation=message.get("operation"),
-                        write=write, forced=message.get("forced"), request_id=delivery.request_id if delivery else None,
-                        slot=delivery.slot if delivery else None)
+            self.record(
+                "injected",
+                t_ns,
+                worker=worker_id,
+                kind=message.get("kind"),
+                operation=message.get("operation"),
+                write=write,
+                forced=message.get("forced"),
+                request_id=delivery.request_id if delivery else None,
+                slot=delivery.slot if delivery else None,
+            )
         elif delivery is None:
             return
         elif kind == "superseded":
-            self.record("superseded", t_ns, request_id=delivery.request_id, slot=message.get("slot"),
-                        by_slot=message.get("by_slot"), recorded=message.get("recorded"),
-                        token=message.get("fencing_token"), worker=worker_id)
+            self.record(
+                "superseded",
+                t_ns,
+                request_id=delivery.request_id,
+                slot=message.get("slot"),
+                by_slot=message.get("by_slot"),
+                recorded=message.get("recorded"),
+                token=message.get("fencing_token"),
+                worker=worker_id,
+            )
         elif kind == "dynamodb_requests":
-            self.record("dynamodb_requests", t_ns, request_id=delivery.request_id, slot=delivery.slot,
-                        kind=delivery.kind, count=message.get("count"), writes=message.get("writes"), worker=worker_id)
+            self.record(
+                "dynamodb_requests",
+                t_ns,
+                request_id=delivery.request_id,
+                slot=delivery.slot,
+                kind=delivery.kind,
+                count=message.get("count"),
+                writes=message.get("writes"),
+                worker=worker_id,
+            )
             for write, n in (message.get("writes") or {}).items():
                 self.requests_by_write[write] += int(n)
         elif kind == "checkpoint":
-            self.record("checkpoint", t_ns, request_id=delivery.request_id, slot=delivery.slot,
-                        checkpoint=message.get("checkpoint"), token=message.get("fencing_token"),
-                        takeover=message.get("takeover"), reentered=message.get("reentered"), worker=worker_id)
+            self.record(
+                "checkpoint",
+                t_ns,
+                request_id=delivery.request_id,
+                slot=delivery.slot,
+                checkpoint=message.get("checkpoint"),
+                token=message.get("fencing_token"),
+                takeover=message.get("takeover"),
+                reentered=message.get("reentered"),
+                worker=worker_id,
+            )
             if message.get("checkpoint") == "acquired" and delivery.kind == "redelivery":
                 self._resume_stopped(delivery.slot, RESUME_ON_TAKEOVER_ACQUIRED)
         elif kind == "fault":
@@ -687,8 +827,16 @@ class Chaos:
     def _on_fault(self, worker: Worker, delivery: Delivery, message: dict[str, Any]) -> None:
         action, checkpoint = message.get("action"), message.get("checkpoint")
         self.faults[f"{action}@{checkpoint}"] += 1
-        self.record("fault", message.get("mono_ns"), request_id=delivery.request_id, slot=delivery.slot,
-                    action=action, checkpoint=checkpoint, token=message.get("fencing_token"), worker=worker.id)
+        self.record(
+            "fault",
+            message.get("mono_ns"),
+            request_id=delivery.request_id,
+            slot=delivery.slot,
+            action=action,
+            checkpoint=checkpoint,
+            token=message.get("fencing_token"),
+            worker=worker.id,
+        )
         for other in self.deliveries:  # one fault per slot: later deliveries of the slot carry none
             if other.slot == delivery.slot and not other.done and other is not delivery:
                 other.fault = None
@@ -710,8 +858,16 @@ class Chaos:
         """A late delivery of the stopped holder's slot (EventBridge delivers at least once)."""
         self.faults["late_delivery"] += 1
         racer = (stopped.racer + 1) % self.o.racers
-        late = Delivery(str(uuid.uuid4()), stopped.slot, stopped.round, racer, self._event(stopped.slot, racer),
-                        "redelivery", due=time.monotonic() + wait_s, retry_of=stopped)
+        late = Delivery(
+            str(uuid.uuid4()),
+            stopped.slot,
+            stopped.round,
+            racer,
+            self._event(stopped.slot, racer),
+            "redelivery",
+            due=time.monotonic() + wait_s,
+            retry_of=stopped,
+        )
         self._enqueue(late)
 
     def _resume_stopped(self, slot: str, policy: str) -> None:
@@ -741,24 +897,47 @@ class Chaos:
             delivery.status, delivery.reason = outcome.get("status"), outcome.get("reason")
             delivery.token = outcome.get("fencing_token")
             self.counters[str(delivery.status)] += 1
-            self.record("result", t_ns, request_id=delivery.request_id, slot=delivery.slot, status=delivery.status,
-                        reason=delivery.reason, token=delivery.token, kind=delivery.kind, worker=worker.id,
-                        queries_started=outcome.get("queries_started"), takeover=outcome.get("takeover"),
-                        reentered=outcome.get("reentered"), already_applied=outcome.get("already_applied"),
-                        superseded_slot=outcome.get("superseded_slot"),
-                        superseded_recorded=outcome.get("superseded_recorded"),
-                        error_type=(outcome.get("details") or {}).get("type") if delivery.status == "failed" else None)
+            self.record(
+                "result",
+                t_ns,
+                request_id=delivery.request_id,
+                slot=delivery.slot,
+                status=delivery.status,
+                reason=delivery.reason,
+                token=delivery.token,
+                kind=delivery.kind,
+                worker=worker.id,
+                queries_started=outcome.get("queries_started"),
+                takeover=outcome.get("takeover"),
+                reentered=outcome.get("reentered"),
+                already_applied=outcome.get("already_applied"),
+                superseded_slot=outcome.get("superseded_slot"),
+                superseded_recorded=outcome.get("superseded_recorded"),
+                error_type=(outcome.get("details") or {}).get("type") if delivery.status == "failed" else None,
+            )
         else:
             delivery.status = f"error:{message.get('error_type')}"
             self.counters["errors"] += 1
-            self.record("error", t_ns, request_id=delivery.request_id, slot=delivery.slot, kind=delivery.kind,
-                        attempt=delivery.attempt, error_type=message.get("error_type"),
-                        error_message=message.get("error_message"))
+            self.record(
+                "error",
+                t_ns,
+                request_id=delivery.request_id,
+                slot=delivery.slot,
+                kind=delivery.kind,
+                attempt=delivery.attempt,
+                error_type=message.get("error_type"),
+                error_message=message.get("error_message"),
+            )
             self._retry(delivery, self.rng.uniform(0.05, 0.3) * self.o.lease_s)
         if delivery.kind == "redelivery":
-            if delivery.status == "lost" and delivery.reason == "held" and delivery.retry_of is not None \
-                    and delivery.retry_of.paused and sum(1 for d in self.deliveries if d.kind == "redelivery"
-                                                         and d.slot == delivery.slot) <= MAX_REDELIVERIES:
+            if (
+                delivery.status == "lost"
+                and delivery.reason == "held"
+                and delivery.retry_of is not None
+                and delivery.retry_of.paused
+                and sum(1 for d in self.deliveries if d.kind == "redelivery" and d.slot == delivery.slot)
+                <= MAX_REDELIVERIES
+            ):
                 self._redeliver(delivery.retry_of, self.o.lease_s / 2)  # the stopped holder's lease still held
             else:
                 self._resume_stopped(delivery.slot, RESUME_ON_TAKEOVER_DONE)
@@ -778,8 +957,11 @@ class Chaos:
             self.harness_errors.append(f"{worker.id} exited during its cold start (code {worker.exit_code})")
         if delivery is not None and not delivery.done:
             delivery.done = True
-            crashed = "timeout" if delivery.status == "timeout" else (
-                "killed" if delivery.fault and delivery.fault.get("action") == "kill" else "died")
+            crashed = (
+                "timeout"
+                if delivery.status == "timeout"
+                else ("killed" if delivery.fault and delivery.fault.get("action") == "kill" else "died")
+            )
             delivery.status = f"crashed:{crashed}"
             if crashed == "died":
                 self.harness_errors.append(f"{worker.id} died unexpectedly (code {worker.exit_code}); see its log")
@@ -797,10 +979,24 @@ class Chaos:
             self.record("dlq", request_id=delivery.request_id, slot=delivery.slot, kind=delivery.kind)
             return
         self.faults["lambda_retry_future" if future else "lambda_retry"] += 1
-        self._enqueue(replace(delivery, attempt=delivery.attempt + 1, kind="future" if future else "retry",
-                              fault=None, storm=None, forced=[],
-                              due=time.monotonic() + delay_s, worker_id=None, done=False, paused=False,
-                              resume_policy=None, status=None, reason=None, token=None))
+        self._enqueue(
+            replace(
+                delivery,
+                attempt=delivery.attempt + 1,
+                kind="future" if future else "retry",
+                fault=None,
+                storm=None,
+                forced=[],
+                due=time.monotonic() + delay_s,
+                worker_id=None,
+                done=False,
+                paused=False,
+                resume_policy=None,
+                status=None,
+                reason=None,
+                token=None,
+            )
+        )
 
     # ---- verdict -----------------------------------------------------------------------------------
     def final_state(self) -> FinalState:
@@ -811,11 +1007,13 @@ class Chaos:
         # Every slot item of the job, not only the planned ones: a near-future or unexpected slot shows too.
         prefix = lock.slot_key(Slot(0)).rsplit("#", 1)[0] + "#"
         for page in ddb.get_paginator("scan").paginate(
-            TableName=self.lock_table, ConsistentRead=True, ProjectionExpression="pk",
+            TableName=self.lock_table,
+            ConsistentRead=True,
+            ProjectionExpression="pk",
         ):
             for key in page["Items"]:
                 if key["pk"]["S"].startswith(prefix):
-                    slot_iso = key["pk"]["S"][len(prefix):]
+                    slot_iso = key["pk"]["S"][len(prefix) :]
                     item = lock.get_slot(Slot.parse(slot_iso))
                     if item is not None:
                         state.slot_items[slot_iso] = item
@@ -834,9 +1032,13 @@ class Chaos:
         with DuckDBQueryEngine(data_dir=self.data_dir, state_dir=self.workdir / "expected") as engine:
             for slot_iso in slots:
                 parameters = settings.execution_parameters(Slot.parse(slot_iso).datetime)
-                qid = engine.start_query(sql=settings.query_sql, parameters=parameters,
-                                         client_request_token=client_request_token("chaos-expected", slot_iso, 1,
-                                                                                  deployment_id=self.lock_table))
+                qid = engine.start_query(
+                    sql=settings.query_sql,
+                    parameters=parameters,
+                    client_request_token=client_request_token(
+                        "chaos-expected", slot_iso, 1, deployment_id=self.lock_table
+                    ),
+                )
                 expected[slot_iso] = json.loads(json.dumps(engine.get_results(qid).rows))
         return expected
 
@@ -855,19 +1057,31 @@ class Chaos:
         planned = [p.iso for p in self.plans] + self.ancient
         emitted = self.emitted_slot_missed()
         violations = chaos_checker.check_history(self.history) + chaos_checker.check_final_state(
-            final, planned_slots=planned, dead_lettered=self.dead_lettered, expected_rows=expected,
+            final,
+            planned_slots=planned,
+            dead_lettered=self.dead_lettered,
+            expected_rows=expected,
         )
         violations += chaos_checker.check_terminal_records(self.history, final, dead_lettered=self.dead_lettered)
         violations += chaos_checker.check_slot_missed_metric(emitted, final)
-        violations += chaos_checker.check_future_refused(self.history, final, future_slots=self.future_slots,
-                                                         max_attempts=1 + MAX_ASYNC_RETRIES)
+        violations += chaos_checker.check_future_refused(
+            self.history, final, future_slots=self.future_slots, max_attempts=1 + MAX_ASYNC_RETRIES
+        )
         future_runs = [e for e in self.history if e["what"] == "deliver" and e.get("kind") == "future"]
-        future_requests = sum(int(e.get("count") or 0) for e in self.history
-                              if e["what"] == "dynamodb_requests" and e.get("kind") == "future")
-        missed = Counter(str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED")
+        future_requests = sum(
+            int(e.get("count") or 0)
+            for e in self.history
+            if e["what"] == "dynamodb_requests" and e.get("kind") == "future"
+        )
+        missed = Counter(
+            str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED"
+        )
         failed = sum(1 for item in final.slot_items.values() if item.get("status") == "FAILED")
-        failed_errors = Counter(str((item.get("error") or {}).get("type")) for item in final.slot_items.values()
-                                if item.get("status") == "FAILED")
+        failed_errors = Counter(
+            str((item.get("error") or {}).get("type"))
+            for item in final.slot_items.values()
+            if item.get("status") == "FAILED"
+        )
         queries = len(list((self.state_dir / "queries").glob("*.json")))
         latencies = self.takeover_latencies_s()
         committed = len(succeeded)
@@ -882,13 +1096,16 @@ class Chaos:
             "max_clock_skew_s": self.o.max_skew_ms / 1000,
             "clock_skews_ms": {"min": min(self.skews_ms.values()), "max": max(self.skews_ms.values())},
             "transient_fault_rate": self.o.transient_rate,
-            "write_fault_rates": {write: {"/".join(kinds): round(rate * self.o.write_fault_scale, 4)
-                                          for kinds, rate in groups} for write, groups in WRITE_FAULTS.items()},
+            "write_fault_rates": {
+                write: {"/".join(kinds): round(rate * self.o.write_fault_scale, 4) for kinds, rate in groups}
+                for write, groups in WRITE_FAULTS.items()
+            },
             "duration_s": round(self.run_s, 1),
             "invocations": len([d for d in self.deliveries if d.worker_id]),
             "environments_started": self.worker_seq,
-            "faults_injected": dict(sorted((self.faults + Counter(
-                clock_skew=sum(1 for skew in self.skews_ms.values() if skew))).items())),
+            "faults_injected": dict(
+                sorted((self.faults + Counter(clock_skew=sum(1 for skew in self.skews_ms.values() if skew))).items())
+            ),
             "faults_injected_total": sum(self.faults.values()),  # events; clock_skew counts environments
             "violations": violations,
             "violations_by_check": dict(sorted(Counter(v["check"] for v in violations).items())),
@@ -902,18 +1119,25 @@ class Chaos:
             "ancient_slots": len(self.ancient),
             "slot_missed_metric": {"emitted": dict(sorted(emitted.items())), "stored": dict(sorted(missed.items()))},
             "future_deliveries": {
-                "slots": len(self.future_slots), "invocations": len(future_runs),
-                "lead_s": {"min": min(self.future_slots.values(), default=None),
-                           "max": max(self.future_slots.values(), default=None)},
-                "refused": sum(1 for e in self.history if e["what"] == "error" and e.get("kind") == "future"
-                               and e.get("error_type") == "InvalidEventError"),
+                "slots": len(self.future_slots),
+                "invocations": len(future_runs),
+                "lead_s": {
+                    "min": min(self.future_slots.values(), default=None),
+                    "max": max(self.future_slots.values(), default=None),
+                },
+                "refused": sum(
+                    1
+                    for e in self.history
+                    if e["what"] == "error" and e.get("kind") == "future" and e.get("error_type") == "InvalidEventError"
+                ),
                 "dead_lettered": len(self.future_dead_lettered),
                 "dynamodb_requests": future_requests,
             },
             "lock_writes_sent": dict(sorted(self.requests_by_write.items())),
             "outcomes": dict(sorted(self.counters.items())),
             "takeover_latency_s": {
-                "p50": _round(percentile(latencies, 50)), "p95": _round(percentile(latencies, 95)),
+                "p50": _round(percentile(latencies, 50)),
+                "p95": _round(percentile(latencies, 95)),
                 "samples": len(latencies),
             },
             "queries_started": queries,
@@ -925,8 +1149,13 @@ class Chaos:
         commits = [e for e in self.history if e["what"] == "checkpoint" and e.get("checkpoint") == "committed"]
         samples = []
         for fault in (e for e in self.history if e["what"] == "fault" and e.get("checkpoint") != "committed"):
-            after = [c for c in commits if c["slot"] == fault["slot"] and c["t_ns"] > fault["t_ns"]
-                     and (c["request_id"], c["token"]) != (fault["request_id"], fault["token"])]
+            after = [
+                c
+                for c in commits
+                if c["slot"] == fault["slot"]
+                and c["t_ns"] > fault["t_ns"]
+                and (c["request_id"], c["token"]) != (fault["request_id"], fault["token"])
+            ]
             if after:
                 samples.append((min(c["t_ns"] for c in after) - fault["t_ns"]) / 1e9)
         return samples
@@ -947,7 +1176,9 @@ class Chaos:
             with contextlib.suppress(Exception):
                 stop_server_process(self._moto_proc)
         with contextlib.suppress(OSError):
-            (self.workdir / "history.jsonl").write_text("".join(json.dumps(e, default=str) + "\n" for e in self.history))
+            (self.workdir / "history.jsonl").write_text(
+                "".join(json.dumps(e, default=str) + "\n" for e in self.history)
+            )
 
 
 def _round(value: float | None) -> float | None:
@@ -972,7 +1203,9 @@ def run_suite(
     if control_slots is not None:
         control = run_chaos(replace(options, fencing=False, slots=control_slots), out=out)
         report["negative_control"] = {
-            "slots": control["slots"], "racers": control["racers"], "fencing": False,
+            "slots": control["slots"],
+            "racers": control["racers"],
+            "fencing": False,
             "violations": len(control["violations"]),
             "violations_by_check": dict(Counter(v["check"] for v in control["violations"])),
             "examples": control["violations"][:5],
@@ -996,27 +1229,43 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     lat = report["takeover_latency_s"]
     fut = report["future_deliveries"]
     lines = [
-        f"racers {report['racers']} x slots {report['slots']} on {report['backend']} (seed {report['seed']},"
-        f" lease {report['lease_duration_s']} s, skew up to {report['max_clock_skew_s']} s): {report['duration_s']} s",
-        f"invocations {report['invocations']}, environments started {report['environments_started']},"
-        f" faults injected {report['faults_injected_total']}",
+        (
+            f"racers {report['racers']} x slots {report['slots']} on {report['backend']} (seed {report['seed']},"
+            f" lease {report['lease_duration_s']} s, skew up to {report['max_clock_skew_s']} s): {report['duration_s']} s"
+        ),
+        (
+            f"invocations {report['invocations']}, environments started {report['environments_started']},"
+            f" faults injected {report['faults_injected_total']}"
+        ),
         "faults: " + ", ".join(f"{k} {v}" for k, v in report["faults_injected"].items()),
-        f"slots committed {report['slots_committed']}, failed {report['slots_failed']}, missed"
-        f" {report['slots_missed']}, dead-lettered {report['slots_dead_lettered']}",
-        f"takeover latency p50 {lat['p50']} s, p95 {lat['p95']} s ({lat['samples']} takeovers);"
-        f" queries started per committed slot {report['queries_started_per_committed_slot']}",
-        f"near-future deliveries {fut['invocations']} ({fut['slots']} slots,"
-        f" {fut['lead_s']['min']}-{fut['lead_s']['max']} s ahead): refused {fut['refused']}, dead-lettered {fut['dead_lettered']}, DynamoDB requests"
-        f" {fut['dynamodb_requests']}",
-        f"SlotMissed values emitted {report['slot_missed_metric']['emitted']}, MISSED items"
-        f" {report['slot_missed_metric']['stored']}",
-        f"violations {len(report['violations'])} {report['violations_by_check']};"
-        f" harness errors {len(report['harness_errors'])}",
+        (
+            f"slots committed {report['slots_committed']}, failed {report['slots_failed']}, missed"
+            f" {report['slots_missed']}, dead-lettered {report['slots_dead_lettered']}"
+        ),
+        (
+            f"takeover latency p50 {lat['p50']} s, p95 {lat['p95']} s ({lat['samples']} takeovers);"
+            f" queries started per committed slot {report['queries_started_per_committed_slot']}"
+        ),
+        (
+            f"near-future deliveries {fut['invocations']} ({fut['slots']} slots,"
+            f" {fut['lead_s']['min']}-{fut['lead_s']['max']} s ahead): refused {fut['refused']}, dead-lettered {fut['dead_lettered']}, DynamoDB requests"
+            f" {fut['dynamodb_requests']}"
+        ),
+        (
+            f"SlotMissed values emitted {report['slot_missed_metric']['emitted']}, MISSED items"
+            f" {report['slot_missed_metric']['stored']}"
+        ),
+        (
+            f"violations {len(report['violations'])} {report['violations_by_check']};"
+            f" harness errors {len(report['harness_errors'])}"
+        ),
     ]
     control = report.get("negative_control")
     if control is not None:
-        lines.append(f"negative control (fencing off, {control['slots']} slots): {control['violations']} violations"
-                     f" {control['violations_by_check']}")
+        lines.append(
+            f"negative control (fencing off, {control['slots']} slots): {control['violations']} violations"
+            f" {control['violations_by_check']}"
+        )
     return lines
 
 
@@ -1028,10 +1277,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=ChaosOptions.seed)
     parser.add_argument("--lease-s", type=float, default=ChaosOptions.lease_s)
     parser.add_argument("--transient-rate", type=float, default=ChaosOptions.transient_rate)
-    parser.add_argument("--write-fault-scale", type=float, default=ChaosOptions.write_fault_scale,
-                        help="multiplies the rates of the faults aimed at the lock's writes (0: none)")
-    parser.add_argument("--future-fraction", type=float, default=ChaosOptions.future_fraction,
-                        help="slots that also get a near-future delivery")
+    parser.add_argument(
+        "--write-fault-scale",
+        type=float,
+        default=ChaosOptions.write_fault_scale,
+        help="multiplies the rates of the faults aimed at the lock's writes (0: none)",
+    )
+    parser.add_argument(
+        "--future-fraction",
+        type=float,
+        default=ChaosOptions.future_fraction,
+        help="slots that also get a near-future delivery",
+    )
     parser.add_argument("--control-slots", type=int, help="slots of the negative control (default: --slots)")
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "chaos-report.json")
@@ -1039,9 +1296,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.racers < 2 or args.slots < 3:
         parser.error("need at least 2 racers and 3 slots")
-    options = ChaosOptions(racers=args.racers, slots=args.slots, backend=args.backend, seed=args.seed,
-                           lease_s=args.lease_s, transient_rate=args.transient_rate, workdir=args.workdir,
-                           write_fault_scale=args.write_fault_scale, future_fraction=args.future_fraction)
+    options = ChaosOptions(
+        racers=args.racers,
+        slots=args.slots,
+        backend=args.backend,
+        seed=args.seed,
+        lease_s=args.lease_s,
+        transient_rate=args.transient_rate,
+        workdir=args.workdir,
+        write_fault_scale=args.write_fault_scale,
+        future_fraction=args.future_fraction,
+    )
     control_slots = None if args.no_control else (args.control_slots or args.slots)
     try:
         report = run_suite(options, control_slots=control_slots)

@@ -45,10 +45,12 @@ are recorded.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 FINAL_COMMIT_STATUSES = ("succeeded", "failed")
 TERMINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")
@@ -56,8 +58,17 @@ SLOT_MISSED_METRIC = "SlotMissed"  # athena_refresh.contract.METRIC_SLOT_MISSED
 METRICS_NAMESPACE = "ScheduledAthenaRefresh"  # athena_refresh.contract.METRICS_NAMESPACE
 REASON_DIMENSION = "reason"  # athena_refresh.contract.DIMENSION_REASON
 #: Every check, as named in the violations' ``check`` (the module docstring says what each one means).
-CHECKS = ("one_commit_per_slot", "tokens_increase", "stale_write_accepted", "commit_after_newer_slot",
-          "slot_unaccounted", "results_mismatch", "terminal_records", "slot_missed_metric", "future_slot_refused")
+CHECKS = (
+    "one_commit_per_slot",
+    "tokens_increase",
+    "stale_write_accepted",
+    "commit_after_newer_slot",
+    "slot_unaccounted",
+    "results_mismatch",
+    "terminal_records",
+    "slot_missed_metric",
+    "future_slot_refused",
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ class FinalState:
 
 
 def slot_epoch_s(iso: str) -> int:
-    return int(dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
+    return int(dt.datetime.fromisoformat(iso).timestamp())
 
 
 def _violation(check: str, slot: str | None, detail: str) -> dict[str, Any]:
@@ -160,34 +171,43 @@ def check_history(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for slot, slot_commits in sorted(by_slot.items()):
         tokens = sorted({c.token for c in slot_commits})
         if len(tokens) > 1:
-            violations.append(_violation("one_commit_per_slot", slot, f"{len(tokens)} commits accepted, tokens {tokens}"))
+            violations.append(
+                _violation("one_commit_per_slot", slot, f"{len(tokens)} commits accepted, tokens {tokens}")
+            )
     # tokens_increase: one representative (the first accepted) per slot, in slot order
     firsts = sorted((min(cs, key=lambda c: c.acked_ns) for cs in by_slot.values()), key=lambda c: c.slot_epoch_s)
-    for previous, current in zip(firsts, firsts[1:]):
+    for previous, current in itertools.pairwise(firsts):
         if current.token <= previous.token:
-            violations.append(_violation(
-                "tokens_increase", current.slot,
-                f"token {current.token} is not above token {previous.token} of the earlier slot {previous.slot}",
-            ))
+            violations.append(
+                _violation(
+                    "tokens_increase",
+                    current.slot,
+                    f"token {current.token} is not above token {previous.token} of the earlier slot {previous.slot}",
+                )
+            )
     acquired = acquisitions(history)
     for commit in commits:
         newer = next((a for a in acquired if a.token > commit.token and a.t_ns < commit.sent_ns), None)
         if newer is not None:
-            violations.append(_violation(
-                "stale_write_accepted", commit.slot,
-                f"commit with token {commit.token} (request {commit.request_id}) was accepted although token"
-                f" {newer.token} (slot {newer.slot}) had been acquired {(commit.sent_ns - newer.t_ns) / 1e6:.1f} ms"
-                " before it was sent",
-            ))
-        later = next(
-            (d for d in commits if d.slot_epoch_s > commit.slot_epoch_s and d.acked_ns < commit.sent_ns), None
-        )
+            violations.append(
+                _violation(
+                    "stale_write_accepted",
+                    commit.slot,
+                    f"commit with token {commit.token} (request {commit.request_id}) was accepted although token"
+                    f" {newer.token} (slot {newer.slot}) had been acquired {(commit.sent_ns - newer.t_ns) / 1e6:.1f} ms"
+                    " before it was sent",
+                )
+            )
+        later = next((d for d in commits if d.slot_epoch_s > commit.slot_epoch_s and d.acked_ns < commit.sent_ns), None)
         if later is not None:
-            violations.append(_violation(
-                "commit_after_newer_slot", commit.slot,
-                f"commit with token {commit.token} was accepted after slot {later.slot} had committed"
-                f" (token {later.token})",
-            ))
+            violations.append(
+                _violation(
+                    "commit_after_newer_slot",
+                    commit.slot,
+                    f"commit with token {commit.token} was accepted after slot {later.slot} had committed"
+                    f" (token {later.token})",
+                )
+            )
     return violations
 
 
@@ -213,10 +233,13 @@ def check_final_state(
             continue
         if slot in dlq:
             continue
-        violations.append(_violation(
-            "slot_unaccounted", slot,
-            f"no outcome recorded (slot item: {status or 'absent'}, not in the on-failure destination)",
-        ))
+        violations.append(
+            _violation(
+                "slot_unaccounted",
+                slot,
+                f"no outcome recorded (slot item: {status or 'absent'}, not in the on-failure destination)",
+            )
+        )
     succeeded = {slot: item for slot, item in final.slot_items.items() if item.get("status") == "SUCCEEDED"}
     for slot, item in sorted(succeeded.items(), key=lambda kv: slot_epoch_s(kv[0])):
         stored = final.results.get(slot)
@@ -224,39 +247,52 @@ def check_final_state(
             violations.append(_violation("results_mismatch", slot, "SUCCEEDED but no result item is stored"))
             continue
         if stored.get("fencing_token") != item.get("fencing_token"):
-            violations.append(_violation(
-                "results_mismatch", slot,
-                f"result stored under token {stored.get('fencing_token')}, slot committed under"
-                f" {item.get('fencing_token')}",
-            ))
+            violations.append(
+                _violation(
+                    "results_mismatch",
+                    slot,
+                    f"result stored under token {stored.get('fencing_token')}, slot committed under"
+                    f" {item.get('fencing_token')}",
+                )
+            )
         rows = stored.get("rows")
         if slot in expected_rows and rows != expected_rows[slot]:  # same rows, same order, nothing extra
             got, want = len(rows or []), len(expected_rows[slot] or [])
-            violations.append(_violation(
-                "results_mismatch", slot, f"stored rows differ from the query's rows ({got} stored, {want} expected)"
-            ))
+            violations.append(
+                _violation(
+                    "results_mismatch",
+                    slot,
+                    f"stored rows differ from the query's rows ({got} stored, {want} expected)",
+                )
+            )
         if stored.get("row_count") is not None and rows is not None and stored["row_count"] != len(rows):
-            violations.append(_violation(
-                "results_mismatch", slot, f"row_count {stored['row_count']} but {len(rows)} rows stored"
-            ))
+            violations.append(
+                _violation("results_mismatch", slot, f"row_count {stored['row_count']} but {len(rows)} rows stored")
+            )
     for slot in sorted(set(final.results) - set(succeeded), key=slot_epoch_s):
         violations.append(_violation("results_mismatch", slot, "a result is stored for a slot that did not succeed"))
     ordered = sorted(final.results.items(), key=lambda kv: slot_epoch_s(kv[0]))
-    for (prev_slot, prev), (slot, current) in zip(ordered, ordered[1:]):
+    for (prev_slot, prev), (slot, current) in itertools.pairwise(ordered):
         if int(current.get("fencing_token", 0)) <= int(prev.get("fencing_token", 0)):
-            violations.append(_violation(
-                "tokens_increase", slot,
-                f"stored token {current.get('fencing_token')} is not above {prev.get('fencing_token')} of {prev_slot}",
-            ))
+            violations.append(
+                _violation(
+                    "tokens_increase",
+                    slot,
+                    f"stored token {current.get('fencing_token')} is not above {prev.get('fencing_token')} of {prev_slot}",
+                )
+            )
     if ordered:
         newest_slot, newest = ordered[-1]
         latest = final.latest or {}
         if latest.get("latest_slot") != newest_slot or latest.get("fencing_token") != newest.get("fencing_token"):
-            violations.append(_violation(
-                "results_mismatch", newest_slot,
-                f"LATEST points at {latest.get('latest_slot')} (token {latest.get('fencing_token')}), the newest"
-                f" stored result is {newest_slot} (token {newest.get('fencing_token')})",
-            ))
+            violations.append(
+                _violation(
+                    "results_mismatch",
+                    newest_slot,
+                    f"LATEST points at {latest.get('latest_slot')} (token {latest.get('fencing_token')}), the newest"
+                    f" stored result is {newest_slot} (token {newest.get('fencing_token')})",
+                )
+            )
     return violations
 
 
@@ -282,22 +318,47 @@ def terminal_writes(history: Iterable[Mapping[str, Any]]) -> list[TerminalWrite]
     ``superseded`` event with ``recorded`` (an acquisition that recorded the older slot it replaced).
     """
     history = list(history)
-    results = {(str(e.get("request_id")), e.get("token")): e for e in history
-               if e.get("what") == "result" and e.get("status") in FINAL_COMMIT_STATUSES}
+    results = {
+        (str(e.get("request_id")), e.get("token")): e
+        for e in history
+        if e.get("what") == "result" and e.get("status") in FINAL_COMMIT_STATUSES
+    }
     writes = []
     for commit in accepted_commits(history):
         result = results.get((commit.request_id, commit.token), {})
         status = commit.status.upper() if commit.status in FINAL_COMMIT_STATUSES else "COMMITTED"
-        writes.append(TerminalWrite(commit.slot, (commit.request_id, commit.token), status, commit.acked_ns,
-                                    token=commit.token, reason=result.get("reason"),
-                                    error_type=result.get("error_type")))
+        writes.append(
+            TerminalWrite(
+                commit.slot,
+                (commit.request_id, commit.token),
+                status,
+                commit.acked_ns,
+                token=commit.token,
+                reason=result.get("reason"),
+                error_type=result.get("error_type"),
+            )
+        )
     for event in history:
         if event.get("what") == "result" and event.get("status") == "missed":
-            writes.append(TerminalWrite(str(event["slot"]), (str(event.get("request_id")), "missed"), "MISSED",
-                                        int(event["t_ns"]), reason=event.get("reason")))
+            writes.append(
+                TerminalWrite(
+                    str(event["slot"]),
+                    (str(event.get("request_id")), "missed"),
+                    "MISSED",
+                    int(event["t_ns"]),
+                    reason=event.get("reason"),
+                )
+            )
         elif event.get("what") == "superseded" and event.get("recorded"):
-            writes.append(TerminalWrite(str(event["slot"]), (str(event.get("request_id")), "missed"), "MISSED",
-                                        int(event["t_ns"]), reason="superseded"))
+            writes.append(
+                TerminalWrite(
+                    str(event["slot"]),
+                    (str(event.get("request_id")), "missed"),
+                    "MISSED",
+                    int(event["t_ns"]),
+                    reason="superseded",
+                )
+            )
     unique: dict[tuple[str, tuple[Any, ...]], TerminalWrite] = {}
     for write in sorted(writes, key=lambda w: w.t_ns):
         unique.setdefault((write.slot, write.writer), write)
@@ -306,8 +367,9 @@ def terminal_writes(history: Iterable[Mapping[str, Any]]) -> list[TerminalWrite]
 
 def delivered_slots(history: Iterable[Mapping[str, Any]]) -> list[str]:
     """The slots of every delivery but the near-future ones (``kind`` ``future``), oldest first."""
-    return sorted({str(e["slot"]) for e in history if e.get("what") == "deliver" and e.get("kind") != "future"},
-                  key=slot_epoch_s)
+    return sorted(
+        {str(e["slot"]) for e in history if e.get("what") == "deliver" and e.get("kind") != "future"}, key=slot_epoch_s
+    )
 
 
 def check_terminal_records(
@@ -354,23 +416,33 @@ def check_terminal_records(
         if status not in TERMINAL_STATUSES:
             if slot not in dlq:
                 seen = ", ".join(f"{k} x{n}" for k, n in sorted(outcomes[slot].items())) or "no result"
-                violations.append(_violation(
-                    "terminal_records", slot,
-                    f"no terminal record at the end (slot item: {status or 'absent'}; racers' results: {seen})",
-                ))
+                violations.append(
+                    _violation(
+                        "terminal_records",
+                        slot,
+                        f"no terminal record at the end (slot item: {status or 'absent'}; racers' results: {seen})",
+                    )
+                )
             continue
         if status in ("SUCCEEDED", "FAILED") and (item or {}).get("reason") is not None:
-            violations.append(_violation(
-                "terminal_records", slot, f"{status} item carries the miss reason {item.get('reason')!r}"))
+            violations.append(
+                _violation("terminal_records", slot, f"{status} item carries the miss reason {item.get('reason')!r}")
+            )
         if corrupt.get(slot):
-            violations.append(_violation(
-                "terminal_records", slot, f"{corrupt[slot]} racer(s) reported the slot's items as corrupt"))
+            violations.append(
+                _violation("terminal_records", slot, f"{corrupt[slot]} racer(s) reported the slot's items as corrupt")
+            )
         if len(reported) > 1:
             described = "; ".join(
                 f"{w.status}{'/' + str(w.reason) if w.reason else ''} by {w.writer[0]}"
-                f"{' token ' + str(w.token) if w.token is not None else ''}" for w in reported)
-            violations.append(_violation(
-                "terminal_records", slot, f"{len(reported)} terminal writes accepted ({described}); final {status}"))
+                f"{' token ' + str(w.token) if w.token is not None else ''}"
+                for w in reported
+            )
+            violations.append(
+                _violation(
+                    "terminal_records", slot, f"{len(reported)} terminal writes accepted ({described}); final {status}"
+                )
+            )
             continue
         if not reported:
             continue
@@ -386,14 +458,19 @@ def check_terminal_records(
         if first.reason == "write_rejected" and (item.get("error") or {}).get("type") != "WriteRejectedError":
             problems.append(f"write_rejected but the item's error is {(item.get('error') or {}).get('type')!r}")
         if problems:
-            violations.append(_violation(
-                "terminal_records", slot,
-                f"the stored record is not the one written ({'; '.join(problems)}; writer {first.writer[0]})"))
+            violations.append(
+                _violation(
+                    "terminal_records",
+                    slot,
+                    f"the stored record is not the one written ({'; '.join(problems)}; writer {first.writer[0]})",
+                )
+            )
     return violations
 
 
-def emf_metric_values(lines: Iterable[str], metric: str = SLOT_MISSED_METRIC,
-                      namespace: str = METRICS_NAMESPACE) -> Counter[str]:
+def emf_metric_values(
+    lines: Iterable[str], metric: str = SLOT_MISSED_METRIC, namespace: str = METRICS_NAMESPACE
+) -> Counter[str]:
     """How many values of ``metric`` the Powertools EMF lines among ``lines`` carry, by their ``reason``.
 
     An EMF line is a JSON object with ``_aws.CloudWatchMetrics`` directives; the metric's values are the
@@ -409,8 +486,10 @@ def emf_metric_values(lines: Iterable[str], metric: str = SLOT_MISSED_METRIC,
         except ValueError:
             continue
         directives = (blob.get("_aws") or {}).get("CloudWatchMetrics") or [] if isinstance(blob, dict) else []
-        declared = any(d.get("Namespace") == namespace and any(m.get("Name") == metric for m in d.get("Metrics", []))
-                       for d in directives)
+        declared = any(
+            d.get("Namespace") == namespace and any(m.get("Name") == metric for m in d.get("Metrics", []))
+            for d in directives
+        )
         if not declared or metric not in blob:
             continue
         values = blob[metric]
@@ -429,13 +508,22 @@ def check_slot_missed_metric(emitted: Mapping[str, int], final: FinalState) -> l
     violations = []
     for reason in sorted(set(stored) | set(emitted)):
         if stored.get(reason, 0) != emitted.get(reason, 0):
-            slots = sorted((s for s, item in final.slot_items.items()
-                            if item.get("status") == "MISSED" and str(item.get("reason")) == reason), key=slot_epoch_s)
-            violations.append(_violation(
-                "slot_missed_metric", None,
-                f"reason {reason}: {emitted.get(reason, 0)} SlotMissed value(s) emitted, {stored.get(reason, 0)}"
-                f" slot item(s) MISSED {slots}",
-            ))
+            slots = sorted(
+                (
+                    s
+                    for s, item in final.slot_items.items()
+                    if item.get("status") == "MISSED" and str(item.get("reason")) == reason
+                ),
+                key=slot_epoch_s,
+            )
+            violations.append(
+                _violation(
+                    "slot_missed_metric",
+                    None,
+                    f"reason {reason}: {emitted.get(reason, 0)} SlotMissed value(s) emitted, {stored.get(reason, 0)}"
+                    f" slot item(s) MISSED {slots}",
+                )
+            )
     return violations
 
 
@@ -460,33 +548,56 @@ def check_future_refused(
         if slot not in future:
             continue
         if what == "checkpoint":
-            violations.append(_violation("future_slot_refused", slot,
-                                         f"checkpoint {event.get('checkpoint')} (token {event.get('token')}) reached"))
+            violations.append(
+                _violation(
+                    "future_slot_refused",
+                    slot,
+                    f"checkpoint {event.get('checkpoint')} (token {event.get('token')}) reached",
+                )
+            )
         elif what == "result":
-            violations.append(_violation("future_slot_refused", slot,
-                                         f"an invocation returned {event.get('status')}/{event.get('reason')}"))
+            violations.append(
+                _violation(
+                    "future_slot_refused", slot, f"an invocation returned {event.get('status')}/{event.get('reason')}"
+                )
+            )
         elif what == "error" and event.get("error_type") != "InvalidEventError":
-            violations.append(_violation("future_slot_refused", slot,
-                                         f"an invocation failed with {event.get('error_type')}, not InvalidEventError"))
+            violations.append(
+                _violation(
+                    "future_slot_refused",
+                    slot,
+                    f"an invocation failed with {event.get('error_type')}, not InvalidEventError",
+                )
+            )
         elif what == "crash":
             violations.append(_violation("future_slot_refused", slot, f"an invocation crashed ({event.get('cause')})"))
         elif what == "dynamodb_requests" and event.get("count"):
-            violations.append(_violation("future_slot_refused", slot,
-                                         f"an invocation sent {event.get('count')} DynamoDB request(s)"))
+            violations.append(
+                _violation("future_slot_refused", slot, f"an invocation sent {event.get('count')} DynamoDB request(s)")
+            )
         elif what == "superseded":
             violations.append(_violation("future_slot_refused", slot, "recorded MISSED by an acquisition"))
     for event in history:
         if event.get("what") == "superseded" and str(event.get("by_slot")) in future:
-            violations.append(_violation("future_slot_refused", str(event["by_slot"]),
-                                         f"its acquisition superseded {event.get('slot')}"))
+            violations.append(
+                _violation(
+                    "future_slot_refused", str(event["by_slot"]), f"its acquisition superseded {event.get('slot')}"
+                )
+            )
     for request_id, n in sorted(attempts.items()):
         if n > max_attempts:
-            violations.append(_violation("future_slot_refused", None,
-                                         f"request {request_id} was invoked {n} times (at most {max_attempts})"))
+            violations.append(
+                _violation(
+                    "future_slot_refused", None, f"request {request_id} was invoked {n} times (at most {max_attempts})"
+                )
+            )
     for slot in sorted(future, key=slot_epoch_s):
         if slot in final.slot_items:
-            violations.append(_violation("future_slot_refused", slot,
-                                         f"a slot item is stored ({final.slot_items[slot].get('status')})"))
+            violations.append(
+                _violation(
+                    "future_slot_refused", slot, f"a slot item is stored ({final.slot_items[slot].get('status')})"
+                )
+            )
         if slot in final.results:
             violations.append(_violation("future_slot_refused", slot, "a result is stored"))
     return violations

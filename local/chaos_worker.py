@@ -62,14 +62,15 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from local.lambda_runtime import LAMBDAS_DIR, Runtime, main
 
 if str(LAMBDAS_DIR) not in sys.path:
     sys.path.insert(0, str(LAMBDAS_DIR))
 
-from athena_refresh.engine import DEFAULT_CLIENT_CONFIG  # noqa: E402
+from athena_refresh.engine import DEFAULT_CLIENT_CONFIG
 
 #: botocore ``standard`` retry mode: four attempts in all for DynamoDB (botocore/retries/standard.py,
 #: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html). A storm of that many calls
@@ -86,9 +87,9 @@ UNFENCED_NAME = "#chaos_unfenced"
 #: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
 TRANSIENT_CANCELLATION_MESSAGES = {
     "ThrottlingError": "Throughput exceeds the current capacity for one or more global secondary indexes."
-                       " DynamoDB is automatically scaling your index so please be patient",
+    " DynamoDB is automatically scaling your index so please be patient",
     "ProvisionedThroughputExceeded": "The level of configured provisioned throughput for the table was exceeded."
-                                     " Consider increasing your provisioning level with the UpdateTable API",
+    " Consider increasing your provisioning level with the UpdateTable API",
     "TransactionConflict": "Transaction is ongoing for the item",
 }
 PERMANENT_CANCELLATION = ("ValidationError", "Item size has exceeded the maximum allowed size")
@@ -134,8 +135,12 @@ def classify_write(operation: str, body: Any) -> str | None:
     if operation == "UpdateItem":
         expressions = [str(request.get("UpdateExpression", ""))]
     else:
-        expressions = [str(action.get("UpdateExpression", "")) for entry in request.get("TransactItems", [])
-                       for action in entry.values() if isinstance(action, dict)]
+        expressions = [
+            str(action.get("UpdateExpression", ""))
+            for entry in request.get("TransactItems", [])
+            for action in entry.values()
+            if isinstance(action, dict)
+        ]
     if any("#status = :missed" in e for e in expressions):
         return RECORD_MISSED
     if operation == "TransactWriteItems":
@@ -185,20 +190,37 @@ class FaultPlan:
                 kind = self.rng.choice(list(kinds))
             else:
                 return None
-        self.report({"type": "injected", "kind": kind, "target": target, "operation": operation,
-                     "storm": bool(storm and storm["target"] == target), "mono_ns": time.monotonic_ns()})
+        self.report(
+            {
+                "type": "injected",
+                "kind": kind,
+                "target": target,
+                "operation": operation,
+                "storm": bool(storm and storm["target"] == target),
+                "mono_ns": time.monotonic_ns(),
+            }
+        )
         return kind
 
     def decide_write(self, write: str, operation: str, *, first_attempt: bool, results_items: bool) -> str | None:
         """The fault aimed at this request of the lock's ``write`` (:data:`WRITE_FAULTS`), or ``None``."""
         if not self.aimed_allowed:
             return None
-        eligible = [(kinds, rate) for kinds, rate in WRITE_FAULTS.get(write, ())
-                    if (PERMANENT_CANCELLATION_KIND not in kinds or (results_items and self.permanent_allowed))
-                    and (RESPONSE_LOST not in kinds or first_attempt)]
+        eligible = [
+            (kinds, rate)
+            for kinds, rate in WRITE_FAULTS.get(write, ())
+            if (PERMANENT_CANCELLATION_KIND not in kinds or (results_items and self.permanent_allowed))
+            and (RESPONSE_LOST not in kinds or first_attempt)
+        ]
         with self._lock:
-            forced = next((f for f in self.forced if f.get("write") == write
-                           and any(f.get("kind") in kinds for kinds, _ in eligible)), None)
+            forced = next(
+                (
+                    f
+                    for f in self.forced
+                    if f.get("write") == write and any(f.get("kind") in kinds for kinds, _ in eligible)
+                ),
+                None,
+            )
             if forced is not None:
                 self.forced.remove(forced)
                 kind = forced["kind"]
@@ -210,8 +232,18 @@ class FaultPlan:
                         break
                 if kind is None:
                     return None
-        self.report({"type": "injected", "kind": kind, "target": "dynamodb", "operation": operation, "write": write,
-                     "forced": forced is not None, "storm": False, "mono_ns": time.monotonic_ns()})
+        self.report(
+            {
+                "type": "injected",
+                "kind": kind,
+                "target": "dynamodb",
+                "operation": operation,
+                "write": write,
+                "forced": forced is not None,
+                "storm": False,
+                "mono_ns": time.monotonic_ns(),
+            }
+        )
         return kind
 
     def randrange(self, n: int) -> int:
@@ -268,8 +300,13 @@ class BotocoreFaults:
         if kind == RESPONSE_LOST:
             self._http.send(request)  # the write reaches DynamoDB ...
             raise ConnectionClosedError(endpoint_url=request.url)  # ... and its answer never comes back
-        return _error_response(request, {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
-                                         "message": f"injected by the chaos suite ({operation})"})
+        return _error_response(
+            request,
+            {
+                "__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
+                "message": f"injected by the chaos suite ({operation})",
+            },
+        )
 
     def _aimed(self, request: Any, operation: str, write: str) -> Any:
         """A fault aimed at one of the lock's writes (:data:`WRITE_FAULTS`): a response, a raise, or ``None``."""
@@ -289,9 +326,14 @@ class BotocoreFaults:
             self._http.send(request)  # the MISSED record is written ...
             raise ConnectionClosedError(endpoint_url=request.url)  # ... botocore resends it, unaware
         if kind == TRANSACTION_CONFLICT:
-            return _error_response(request, {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
-                                             "message": "Transaction is ongoing for the item"})
-        reason = kind[len(CANCELLED_PREFIX):]
+            return _error_response(
+                request,
+                {
+                    "__type": f"com.amazonaws.dynamodb.v20120810#{kind}",
+                    "message": "Transaction is ongoing for the item",
+                },
+            )
+        reason = kind[len(CANCELLED_PREFIX) :]
         if reason == PERMANENT_CANCELLATION[0]:
             index = results_items[self.plan.randrange(len(results_items))]
             message = PERMANENT_CANCELLATION[1]
@@ -300,12 +342,15 @@ class BotocoreFaults:
             message = TRANSIENT_CANCELLATION_MESSAGES[reason]
         reasons: list[dict[str, str]] = [{"Code": "None"} for _ in items]
         reasons[index] = {"Code": reason, "Message": message}
-        return _error_response(request, {
-            "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
-            "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons"
-                       f" [{', '.join(r['Code'] for r in reasons)}]",
-            "CancellationReasons": reasons,
-        })
+        return _error_response(
+            request,
+            {
+                "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons"
+                f" [{', '.join(r['Code'] for r in reasons)}]",
+                "CancellationReasons": reasons,
+            },
+        )
 
     @staticmethod
     def unfence(params: dict[str, Any], **_: Any) -> None:
@@ -330,8 +375,11 @@ def _error_response(request: Any, error: dict[str, Any]) -> Any:
     from botocore.awsrequest import AWSResponse
 
     body = json.dumps(error).encode()
-    headers = {"x-amzn-RequestId": uuid.uuid4().hex, "Content-Type": "application/x-amz-json-1.0",
-               "Content-Length": str(len(body))}
+    headers = {
+        "x-amzn-RequestId": uuid.uuid4().hex,
+        "Content-Type": "application/x-amz-json-1.0",
+        "Content-Length": str(len(body)),
+    }
     return AWSResponse(request.url, 400, headers, _Body(body))
 
 
@@ -373,8 +421,12 @@ class ChaosRuntime(Runtime):
     def init(self) -> None:
         import boto3
 
-        self.plan = FaultPlan(seed=self.args.seed, transient_rate=self.args.transient_rate, report=self.channel.send,
-                              write_fault_scale=self.args.write_fault_scale)
+        self.plan = FaultPlan(
+            seed=self.args.seed,
+            transient_rate=self.args.transient_rate,
+            report=self.channel.send,
+            write_fault_scale=self.args.write_fault_scale,
+        )
         # Before the handler builds any client: clients copy the session's handlers when created.
         if boto3.DEFAULT_SESSION is None:
             boto3.setup_default_session()
@@ -398,9 +450,15 @@ class ChaosRuntime(Runtime):
             try:
                 return handler(event, context)
             finally:  # before the result line: the parent still has the invocation in flight
-                self.channel.send({"type": "dynamodb_requests", "request_id": context.aws_request_id,
-                                   "count": self.plan.requests, "writes": dict(self.plan.writes),
-                                   "mono_ns": time.monotonic_ns()})
+                self.channel.send(
+                    {
+                        "type": "dynamodb_requests",
+                        "request_id": context.aws_request_id,
+                        "count": self.plan.requests,
+                        "writes": dict(self.plan.writes),
+                        "mono_ns": time.monotonic_ns(),
+                    }
+                )
 
         self.handler = counted
 
@@ -408,10 +466,17 @@ class ChaosRuntime(Runtime):
         if checkpoint == "acquired" and lease.superseded_slot is not None:
             # This acquisition replaced an unfinished older slot's holder; it recorded that slot MISSED
             # ("superseded") unless someone had already (recorded False). Said before a kill can strike.
-            self.channel.send({"type": "superseded", "request_id": self.current.get("request_id"),
-                               "slot": lease.superseded_slot.iso, "by_slot": lease.slot.iso,
-                               "recorded": bool(lease.superseded_recorded), "fencing_token": lease.fencing_token,
-                               "mono_ns": time.monotonic_ns()})
+            self.channel.send(
+                {
+                    "type": "superseded",
+                    "request_id": self.current.get("request_id"),
+                    "slot": lease.superseded_slot.iso,
+                    "by_slot": lease.slot.iso,
+                    "recorded": bool(lease.superseded_recorded),
+                    "fencing_token": lease.fencing_token,
+                    "mono_ns": time.monotonic_ns(),
+                }
+            )
         super().checkpoint(checkpoint, lease)
 
     def invoke(self, message: dict[str, Any]) -> None:
@@ -436,8 +501,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transient-rate", type=float, default=0.0, help="probability of a fault per call")
     parser.add_argument("--clock-skew-ms", type=int, default=0, help="the lock clock's offset from real time")
     parser.add_argument("--no-fencing", action="store_true", help="negative control: vacuous commit conditions")
-    parser.add_argument("--write-fault-scale", type=float, default=1.0,
-                        help="multiplies the rates of the faults aimed at the lock's writes (0: none)")
+    parser.add_argument(
+        "--write-fault-scale",
+        type=float,
+        default=1.0,
+        help="multiplies the rates of the faults aimed at the lock's writes (0: none)",
+    )
 
 
 if __name__ == "__main__":

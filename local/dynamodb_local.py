@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import boto3
 from botocore.config import Config
@@ -98,7 +98,7 @@ def ensure_dynamodb_local(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
             if hasattr(tarfile, "data_filter"):
                 tar.extractall(staged, filter="data")
             else:  # pragma: no cover - Python without extraction filters
-                tar.extractall(staged)  # noqa: S202
+                tar.extractall(staged)
         if not (staged / "package" / "emulator" / JAR_NAME).is_file():
             raise DynamoDBLocalError(f"{NPM_PACKAGE}@{NPM_VERSION} has no package/emulator/{JAR_NAME}")
         target = emulator.parent.parent
@@ -172,7 +172,7 @@ class DynamoDBLocal:
         for _ in range(1 if fixed_port else 3):  # a picked port can be taken before java binds it
             if not fixed_port:
                 self.port = _free_port()
-            self._log = tempfile.TemporaryFile()
+            self._log = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the java process; closed by stop()
             self.process = subprocess.Popen(
                 [
                     "java",
@@ -206,9 +206,7 @@ class DynamoDBLocal:
 
     def _wait_ready(self) -> None:
         assert self.process is not None
-        probe = self.client(
-            config=Config(connect_timeout=1, read_timeout=5, retries={"total_max_attempts": 1})
-        )
+        probe = self.client(config=Config(connect_timeout=1, read_timeout=5, retries={"total_max_attempts": 1}))
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
             if self.process.poll() is not None:
@@ -218,7 +216,7 @@ class DynamoDBLocal:
             try:
                 probe.list_tables(Limit=1)
                 return
-            except Exception as error:  # noqa: BLE001 - not up yet: connection refused, reset, 5xx
+            except Exception as error:
                 if time.monotonic() >= deadline:
                     raise DynamoDBLocalError(
                         f"DynamoDB Local not ready after {self.startup_timeout_s:.0f} s ({error}): {self._log_tail()}"
@@ -235,7 +233,7 @@ class DynamoDBLocal:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> DynamoDBLocal:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -250,7 +248,9 @@ class DynamoDBLocal:
 def main() -> None:
     """``python -m local.dynamodb_local``: run one instance in the foreground until Ctrl-C."""
     with DynamoDBLocal() as ddb_local:
-        print(f"DynamoDB Local {NPM_PACKAGE}@{NPM_VERSION} at {ddb_local.endpoint_url} (pid {ddb_local.pid}); Ctrl-C stops it")
+        print(
+            f"DynamoDB Local {NPM_PACKAGE}@{NPM_VERSION} at {ddb_local.endpoint_url} (pid {ddb_local.pid}); Ctrl-C stops it"
+        )
         try:
             while ddb_local.process is not None and ddb_local.process.poll() is None:
                 time.sleep(1)

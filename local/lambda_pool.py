@@ -15,8 +15,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,8 +25,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 class Worker:
     """One execution environment: a ``local.lambda_runtime`` child process and its reader thread."""
 
-    def __init__(self, worker_id: str, argv: list[str], env: dict[str, str], log_path: Path,
-                 events: queue.Queue[tuple[str, dict[str, Any] | None]]) -> None:
+    def __init__(
+        self,
+        worker_id: str,
+        argv: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        events: queue.Queue[tuple[str, dict[str, Any] | None]],
+    ) -> None:
         self.id = worker_id
         self.log_path = log_path
         self.state = "starting"  # starting -> idle <-> busy (paused) -> dead
@@ -37,9 +44,16 @@ class Worker:
         self.exit_code: int | None = None
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                argv, cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                text=True, bufsize=1, start_new_session=True,
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=REPO_ROOT,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
             )
         self._events = events
         self._reader = threading.Thread(target=self._read, name=f"reader-{worker_id}", daemon=True)

@@ -52,8 +52,9 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
@@ -96,9 +97,7 @@ class LambdaContext:
         self.memory_limit_in_mb = int(memory_limit_in_mb)
         self.invoked_function_arn = f"arn:aws:lambda:{region}:{account_id}:function:{function_name}"
         self.log_group_name = f"/aws/lambda/{function_name}"
-        self.log_stream_name = log_stream_name or (
-            f"{dt.datetime.now(dt.timezone.utc):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
-        )
+        self.log_stream_name = log_stream_name or (f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}")
         self.identity = None
         self.client_context = None
 
@@ -152,7 +151,7 @@ class Runtime:
         self.handler: Callable[[Any, Any], Any] | None = None
         self.current: dict[str, Any] = {}
         self.invocations = 0
-        self.log_stream_name = f"{dt.datetime.now(dt.timezone.utc):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
+        self.log_stream_name = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
 
     def init(self) -> None:
         """Import the handler and install the local engine and the checkpoint hook."""
@@ -166,7 +165,9 @@ class Runtime:
         state_dir = Path(self.args.state_dir)
         duration_ms = int(self.args.simulated_duration_ms)
         service.use_engine_factory(
-            lambda settings: DuckDBQueryEngine(data_dir=data_dir, state_dir=state_dir, simulated_duration_ms=duration_ms)
+            lambda settings: DuckDBQueryEngine(
+                data_dir=data_dir, state_dir=state_dir, simulated_duration_ms=duration_ms
+            )
         )
         original = service._on_checkpoint
         runtime = self
@@ -223,18 +224,30 @@ class Runtime:
         started = time.monotonic()
         try:
             outcome = self.handler(message["event"], context)
-        except Exception as exc:  # Lambda reports the error (and the async invoke is retried)
+        except Exception as exc:  # noqa: BLE001 - as Lambda: any handler error is reported and the invoke retried
             traceback.print_exc()
-            self.channel.send({
-                "type": "result", "request_id": request_id, "ok": False, "error_type": type(exc).__name__,
-                "error_message": str(exc), "duration_ms": round((time.monotonic() - started) * 1000),
-                "mono_ns": time.monotonic_ns(),
-            })
+            self.channel.send(
+                {
+                    "type": "result",
+                    "request_id": request_id,
+                    "ok": False,
+                    "error_type": type(exc).__name__,
+                    "error_message": str(exc),
+                    "duration_ms": round((time.monotonic() - started) * 1000),
+                    "mono_ns": time.monotonic_ns(),
+                }
+            )
         else:
-            self.channel.send({
-                "type": "result", "request_id": request_id, "ok": True, "outcome": outcome,
-                "duration_ms": round((time.monotonic() - started) * 1000), "mono_ns": time.monotonic_ns(),
-            })
+            self.channel.send(
+                {
+                    "type": "result",
+                    "request_id": request_id,
+                    "ok": True,
+                    "outcome": outcome,
+                    "duration_ms": round((time.monotonic() - started) * 1000),
+                    "mono_ns": time.monotonic_ns(),
+                }
+            )
         finally:
             self.current = {}
 
@@ -285,15 +298,25 @@ def main(
     runtime = runtime_cls(args, channel)
     try:
         runtime.init()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - as Lambda: any init error is reported as an init failure
         traceback.print_exc()
-        channel.send({"type": "init_error", "worker": args.worker_id, "error_type": type(exc).__name__,
-                      "error_message": str(exc)})
+        channel.send(
+            {
+                "type": "init_error",
+                "worker": args.worker_id,
+                "error_type": type(exc).__name__,
+                "error_message": str(exc),
+            }
+        )
         return 1
-    channel.send({
-        "type": "ready", "worker": args.worker_id, "pid": os.getpid(),
-        "init_ms": round((time.monotonic() - started) * 1000),
-    })
+    channel.send(
+        {
+            "type": "ready",
+            "worker": args.worker_id,
+            "pid": os.getpid(),
+            "init_ms": round((time.monotonic() - started) * 1000),
+        }
+    )
     return runtime.serve(sys.stdin)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import queue
 import subprocess
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def gather(procs: Sequence[Any], results: Any, timeout_s: float) -> list[Any]:

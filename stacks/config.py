@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib); stacks/__init__ puts lambdas/ on sys.path
+
 from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
@@ -172,9 +173,7 @@ class _InvalidKeys(Exception):
         super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
 
 
-def _object(
-    checks: Mapping[str, tuple[Callable[[Any], Any], Any]], build: Callable[..., Any]
-) -> Callable[[Any], Any]:
+def _object(checks: Mapping[str, tuple[Callable[[Any], Any], Any]], build: Callable[..., Any]) -> Callable[[Any], Any]:
     """Check an object-valued key: each sub key with its check, ``MISSING`` default = required."""
 
     def check(value: Any) -> Any:
@@ -334,7 +333,9 @@ class JobConfig:
             contract.ENV_JOB_NAME: self.job_name,
             contract.ENV_LOCK_TABLE_NAME: lock_table_name,
             contract.ENV_RESULTS_TABLE_NAME: results_table_name,
-            contract.ENV_LEASE_DURATION_S: str(lease_duration_s if lease_duration_s is not None else self.lease_duration_s),
+            contract.ENV_LEASE_DURATION_S: str(
+                lease_duration_s if lease_duration_s is not None else self.lease_duration_s
+            ),
             contract.ENV_HEARTBEAT_INTERVAL_S: str(
                 heartbeat_interval_s if heartbeat_interval_s is not None else self.heartbeat_interval_s
             ),
@@ -535,7 +536,7 @@ def sql_output_columns(sql: str) -> tuple[str, ...] | None:
     for item in items:
         item = item.strip()
         if re.match(r"(?i)distinct\s", item):
-            item = item[len("distinct"):].strip()
+            item = item[len("distinct") :].strip()
         column = _SELECT_ITEM_COLUMN.fullmatch(item)
         alias = _SELECT_ITEM_ALIAS.fullmatch(item)
         if alias:

@@ -154,8 +154,13 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
             reason + "the role CDK creates for it carries the managed basic execution policy (logs only).",
         )
-        for finding in ("Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*", "Action::s3:Abort*",
-                        "Action::s3:DeleteObject*"):
+        for finding in (
+            "Action::s3:GetBucket*",
+            "Action::s3:GetObject*",
+            "Action::s3:List*",
+            "Action::s3:Abort*",
+            "Action::s3:DeleteObject*",
+        ):
             acknowledge(
                 handler,
                 f"AwsSolutions-IAM5[{finding}]",

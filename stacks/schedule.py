@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -164,7 +165,7 @@ def cron_period(expression: str) -> CronPeriod:
     if firings < 2:
         raise CronError(f"fires {firings} time(s) in {years[0]}..{years[-1]}: not a recurring schedule")
 
-    gaps_min: list[int] = [later - earlier for earlier, later in zip(times_min, times_min[1:])]
-    day_gaps = {later - earlier for earlier, later in zip(firing_days, firing_days[1:])}
+    gaps_min: list[int] = [later - earlier for earlier, later in itertools.pairwise(times_min)]
+    day_gaps = {later - earlier for earlier, later in itertools.pairwise(firing_days)}
     gaps_min += [days * 1440 + times_min[0] - times_min[-1] for days in day_gaps]
     return CronPeriod(shortest_s=min(gaps_min) * 60, longest_s=max(gaps_min) * 60)

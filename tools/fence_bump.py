@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 import boto3
+from athena_refresh.results import LATEST
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
 
 from tools import LAMBDAS_DIR  # noqa: F401  (puts lambdas/ on sys.path)
-
-from athena_refresh.results import LATEST  # noqa: E402
-from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token  # noqa: E402
 
 #: Default headroom above the highest stored token. Tokens only need to be higher, never dense, and
 #: DynamoDB numbers have 38 digits: a wide margin also covers tokens issued after the restore point that
@@ -64,8 +64,12 @@ def stored_tokens(dynamodb: Any, results_table: str, job: str) -> StoredTokens:
         "TableName": results_table,
         "KeyConditionExpression": "#job = :job",
         "ProjectionExpression": "#slot, #token, #latest_slot",
-        "ExpressionAttributeNames": {"#job": "job", "#slot": "slot", "#token": "fencing_token",
-                                     "#latest_slot": "latest_slot"},
+        "ExpressionAttributeNames": {
+            "#job": "job",
+            "#slot": "slot",
+            "#token": "fencing_token",
+            "#latest_slot": "latest_slot",
+        },
         "ExpressionAttributeValues": {":job": {"S": job}},
         "ConsistentRead": True,
     }
@@ -92,11 +96,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--lock-table", required=True, help="the lock table (as restored)")
     parser.add_argument("--results-table", required=True, help="the results table")
     parser.add_argument("--job", required=True, help="the job name (JOB_NAME of the function)")
-    parser.add_argument("--margin", type=int, default=DEFAULT_MARGIN,
-                        help=f"headroom above the highest stored token (default {DEFAULT_MARGIN}, >= 0)")
+    parser.add_argument(
+        "--margin",
+        type=int,
+        default=DEFAULT_MARGIN,
+        help=f"headroom above the highest stored token (default {DEFAULT_MARGIN}, >= 0)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="read and report only; write nothing")
-    parser.add_argument("--force", action="store_true",
-                        help="bump even while a lease is live (fences its holder out)")
+    parser.add_argument("--force", action="store_true", help="bump even while a lease is live (fences its holder out)")
     parser.add_argument("--region", help="AWS region (default: the environment's)")
     parser.add_argument("--endpoint-url", help="DynamoDB endpoint (e.g. DynamoDB Local)")
     args = parser.parse_args(argv)
@@ -105,23 +112,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None, *, dynamodb: Any = None, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, dynamodb: Any = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Run the CLI; ``dynamodb`` (a boto3 client) is injected by tests. Returns the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
     args = parse_args(argv)
     if dynamodb is None:
-        dynamodb = boto3.client("dynamodb", region_name=args.region, endpoint_url=args.endpoint_url,
-                                config=Config(retries={"mode": "standard"}))
+        dynamodb = boto3.client(
+            "dynamodb",
+            region_name=args.region,
+            endpoint_url=args.endpoint_url,
+            config=Config(retries={"mode": "standard"}),
+        )
     try:
         stored = stored_tokens(dynamodb, args.results_table, args.job)
         lock = SlotLock(args.lock_table, args.job, client=dynamodb)
         target = stored.highest + args.margin
-        latest = (f"LATEST pointer token {stored.latest_token} (slot {stored.latest_slot})"
-                  if stored.latest_token is not None else "no LATEST pointer")
-        print(f"job {args.job!r}: highest fencing token stored with results: {stored.highest}"
-              f" ({latest}; {stored.result_items} result items in {args.results_table})", file=out)
+        latest = (
+            f"LATEST pointer token {stored.latest_token} (slot {stored.latest_slot})"
+            if stored.latest_token is not None
+            else "no LATEST pointer"
+        )
+        print(
+            f"job {args.job!r}: highest fencing token stored with results: {stored.highest}"
+            f" ({latest}; {stored.result_items} result items in {args.results_table})",
+            file=out,
+        )
         if target < 1:
             print("nothing stored and no margin: nothing to fence", file=out)
             return 0
@@ -134,14 +152,23 @@ def main(argv: Sequence[str] | None = None, *, dynamodb: Any = None, out: TextIO
         return 1
     before = "none" if bump.before is None else str(bump.before)
     if bump.dry_run and bump.before != bump.after:
-        print(f"dry run: lock {args.lock_table} fencing token {before} -> would be {bump.after}"
-              f" (target {stored.highest} + margin {args.margin}); nothing written", file=out)
+        print(
+            f"dry run: lock {args.lock_table} fencing token {before} -> would be {bump.after}"
+            f" (target {stored.highest} + margin {args.margin}); nothing written",
+            file=out,
+        )
     elif bump.bumped:
-        print(f"bumped: lock {args.lock_table} fencing token {before} -> {bump.after}"
-              f" (target {stored.highest} + margin {args.margin}); next acquisition gets {bump.next_token}", file=out)
+        print(
+            f"bumped: lock {args.lock_table} fencing token {before} -> {bump.after}"
+            f" (target {stored.highest} + margin {args.margin}); next acquisition gets {bump.next_token}",
+            file=out,
+        )
     else:
-        print(f"already above: lock {args.lock_table} fencing token {before} >= target {target};"
-              f" nothing written; next acquisition gets {bump.next_token}", file=out)
+        print(
+            f"already above: lock {args.lock_table} fencing token {before} >= target {target};"
+            f" nothing written; next acquisition gets {bump.next_token}",
+            file=out,
+        )
     return 0
 
 

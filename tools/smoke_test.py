@@ -30,18 +30,18 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, TextIO
 
 import boto3
+from athena_refresh import contract
+from athena_refresh.results import ResultsStore
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from slotlock import Slot, SlotLock, SlotLockError
 
 from tools import LAMBDAS_DIR  # noqa: F401  (puts lambdas/ on sys.path)
-
-from athena_refresh import contract  # noqa: E402
-from athena_refresh.results import ResultsStore  # noqa: E402
-from slotlock import Slot, SlotLock, SlotLockError  # noqa: E402
 
 #: CfnOutputs of ``stacks/refresh_stack.py`` this tool reads, and the logical-id prefix + resource type
 #: it falls back to when an output is missing.
@@ -96,8 +96,10 @@ class SmokeReport:
         out = [
             f"stack function {t.function_name}, job {t.job_name!r}, lock {t.lock_table}, results {t.results_table}",
             f"slot {self.slot}: {self.invocations} invocations, waited {self.elapsed_s:.1f} s",
-            f"slot status {self.slot_status}, fencing token {self.fencing_token},"
-            f" query {self.query_execution_id}, rows {self.row_count}, scanned {self.data_scanned_bytes} bytes",
+            (
+                f"slot status {self.slot_status}, fencing token {self.fencing_token},"
+                f" query {self.query_execution_id}, rows {self.row_count}, scanned {self.data_scanned_bytes} bytes"
+            ),
         ]
         if self.outcomes:
             out.append("racer outcomes: " + ", ".join(self.outcomes))
@@ -127,8 +129,11 @@ def discover(cloudformation: Any, lambda_client: Any, stack_name: str) -> StackT
             continue
         if resources is None:
             resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
-        matches = [r["PhysicalResourceId"] for r in resources
-                   if r["LogicalResourceId"].startswith(prefix) and r["ResourceType"] == kind]
+        matches = [
+            r["PhysicalResourceId"]
+            for r in resources
+            if r["LogicalResourceId"].startswith(prefix) and r["ResourceType"] == kind
+        ]
         if len(matches) != 1:
             raise SmokeTestError(
                 f"stack {stack_name!r} has no output {key} and {len(matches)} {kind} resources with logical id"
@@ -137,7 +142,9 @@ def discover(cloudformation: Any, lambda_client: Any, stack_name: str) -> StackT
         names[key] = matches[0]
     if resources is None:
         resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
-    racers = sum(1 for r in resources if r["LogicalResourceId"].startswith(RACER_PREFIX) and r["ResourceType"] == RACER_TYPE)
+    racers = sum(
+        1 for r in resources if r["LogicalResourceId"].startswith(RACER_PREFIX) and r["ResourceType"] == RACER_TYPE
+    )
     configuration = lambda_client.get_function_configuration(FunctionName=names["FunctionName"])
     job = configuration.get("Environment", {}).get("Variables", {}).get(contract.ENV_JOB_NAME)
     if not job:
@@ -179,18 +186,24 @@ def run_smoke(
         raise SmokeTestError(f"slot {slot.iso} already has a result: pass another --slot or retry in a minute")
     existing = lock.get_slot(slot)
     if existing is not None:
-        raise SmokeTestError(f"slot {slot.iso} already has a history item (status {existing.get('status')}):"
-                             " not a fresh slot; pass another --slot or retry in a minute")
+        raise SmokeTestError(
+            f"slot {slot.iso} already has a history item (status {existing.get('status')}):"
+            " not a fresh slot; pass another --slot or retry in a minute"
+        )
     report = SmokeReport(targets, slot.iso, count)
     execution_id = f"smoke-{uuid.uuid4()}"
     payloads = [json.dumps(scheduler_input(slot, i, targets.job_name, execution_id)).encode() for i in range(count)]
     started = clock_s()
     if sync:
         with concurrent.futures.ThreadPoolExecutor(max_workers=count) as pool:
-            responses = list(pool.map(
-                lambda payload: lambda_client.invoke(
-                    FunctionName=targets.function_name, InvocationType="RequestResponse", Payload=payload),
-                payloads))
+            responses = list(
+                pool.map(
+                    lambda payload: lambda_client.invoke(
+                        FunctionName=targets.function_name, InvocationType="RequestResponse", Payload=payload
+                    ),
+                    payloads,
+                )
+            )
         for response in responses:
             body = json.loads(response["Payload"].read() or b"null")
             if response.get("FunctionError"):
@@ -204,8 +217,9 @@ def run_smoke(
             report.failures.append(f"expected 1 succeeded and {count - 1} lost, got {report.outcomes}")
     else:
         for payload in payloads:
-            status = lambda_client.invoke(
-                FunctionName=targets.function_name, InvocationType="Event", Payload=payload)["StatusCode"]
+            status = lambda_client.invoke(FunctionName=targets.function_name, InvocationType="Event", Payload=payload)[
+                "StatusCode"
+            ]
             if status != 202:
                 report.failures.append(f"asynchronous invoke returned HTTP {status}, expected 202")
     item = _wait_for_final(lock, slot, started, timeout_s, poll_s, clock_s, sleep_s)
@@ -214,8 +228,15 @@ def run_smoke(
     return report
 
 
-def _wait_for_final(lock: SlotLock, slot: Slot, started: float, timeout_s: float, poll_s: float,
-                    clock_s: Callable[[], float], sleep_s: Callable[[float], None]) -> dict[str, Any] | None:
+def _wait_for_final(
+    lock: SlotLock,
+    slot: Slot,
+    started: float,
+    timeout_s: float,
+    poll_s: float,
+    clock_s: Callable[[], float],
+    sleep_s: Callable[[float], None],
+) -> dict[str, Any] | None:
     while True:
         item = lock.get_slot(slot)
         if item is not None and item.get("status") in FINAL_STATUSES:
@@ -226,17 +247,28 @@ def _wait_for_final(lock: SlotLock, slot: Slot, started: float, timeout_s: float
         sleep_s(min(poll_s, remaining))
 
 
-def _check(report: SmokeReport, item: dict[str, Any] | None, lock: SlotLock, store: ResultsStore,
-           targets: StackTargets, slot: Slot, timeout_s: float) -> None:
+def _check(
+    report: SmokeReport,
+    item: dict[str, Any] | None,
+    lock: SlotLock,
+    store: ResultsStore,
+    targets: StackTargets,
+    slot: Slot,
+    timeout_s: float,
+) -> None:
     if item is None:
-        report.failures.append(f"no history item for slot {slot.iso} after {timeout_s:.0f} s: did any racer run?"
-                               " (see the function's logs and the on-failure queue)")
+        report.failures.append(
+            f"no history item for slot {slot.iso} after {timeout_s:.0f} s: did any racer run?"
+            " (see the function's logs and the on-failure queue)"
+        )
         return
     report.slot_status = item.get("status")
     report.fencing_token = item.get("fencing_token")
     if report.slot_status != "SUCCEEDED":
-        report.failures.append(f"slot status {report.slot_status} (reason {item.get('reason')},"
-                               f" error {item.get('error')}), expected SUCCEEDED")
+        report.failures.append(
+            f"slot status {report.slot_status} (reason {item.get('reason')},"
+            f" error {item.get('error')}), expected SUCCEEDED"
+        )
         return
     result = store.get_result(targets.job_name, slot.iso)
     if result is None:
@@ -249,8 +281,9 @@ def _check(report: SmokeReport, item: dict[str, Any] | None, lock: SlotLock, sto
         report.failures.append(f"result token {result.get('fencing_token')} != slot item token {report.fencing_token}")
     summary = item.get("summary") or {}
     if summary.get("query_execution_id") != report.query_execution_id:
-        report.failures.append(f"result query {report.query_execution_id} != slot summary's"
-                               f" {summary.get('query_execution_id')}")
+        report.failures.append(
+            f"result query {report.query_execution_id} != slot summary's {summary.get('query_execution_id')}"
+        )
     if len(result.get("rows") or []) != report.row_count:
         report.failures.append(f"result holds {len(result.get('rows') or [])} rows, row_count says {report.row_count}")
     record = lock.get_lock()
@@ -277,14 +310,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None, *, session: Any = None, out: TextIO | None = None,
-         err: TextIO | None = None, **run_options: Any) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    session: Any = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    **run_options: Any,
+) -> int:
     """The CLI. ``session`` (a boto3 Session) and ``run_options`` (clock, sleep) are injected by tests."""
     out, err = out or sys.stdout, err or sys.stderr
     args = parse_args(argv)
     if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-        print("refusing to run: CI is set. This smoke test uses real AWS credentials and is run by hand only.",
-              file=err)
+        print(
+            "refusing to run: CI is set. This smoke test uses real AWS credentials and is run by hand only.", file=err
+        )
         return 2
     try:
         slot = Slot.parse(args.slot, field="--slot") if args.slot else None
@@ -294,9 +334,15 @@ def main(argv: Sequence[str] | None = None, *, session: Any = None, out: TextIO 
         lambda_client = session.client("lambda", config=Config(retries={"mode": "standard"}, read_timeout=900))
         targets = discover(cloudformation, lambda_client, args.stack_name)
         report = run_smoke(
-            targets, lambda_client=lambda_client, dynamodb=session.client("dynamodb", config=config),
-            s3=session.client("s3", config=config), invocations=args.invocations, slot=slot, sync=args.sync,
-            timeout_s=args.timeout_s, **run_options,
+            targets,
+            lambda_client=lambda_client,
+            dynamodb=session.client("dynamodb", config=config),
+            s3=session.client("s3", config=config),
+            invocations=args.invocations,
+            slot=slot,
+            sync=args.sync,
+            timeout_s=args.timeout_s,
+            **run_options,
         )
     except (SmokeTestError, SlotLockError, ClientError, BotoCoreError) as exc:
         print(f"smoke test could not run: {exc}", file=err)

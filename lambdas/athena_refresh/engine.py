@@ -247,9 +247,7 @@ class QueryEngine(Protocol):
         """Return the current state, statistics and error of one query."""
         ...
 
-    def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
-    ) -> QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None) -> QueryResult:
         """All rows of a SUCCEEDED query, typed. ``on_page(rows_so_far)`` is called after each page (the job
         renews its lease there, so a long read does not hand the slot to a successor); what it raises
         propagates."""
@@ -336,8 +334,9 @@ def check_start_request(client_request_token: str, parameters: Sequence[str]) ->
     Raises
     ------
     ValueError
-        The token is not 32..128 characters (StartQueryExecution's bounds), or `parameters` is a single
-        str (a common slip that would send one parameter per character).
+        The token is not 32..128 characters (StartQueryExecution's bounds).
+    TypeError
+        `parameters` is a single str (a common slip that would send one parameter per character).
     """
     if not TOKEN_MIN_CHARS <= len(client_request_token) <= TOKEN_MAX_CHARS:
         raise ValueError(
@@ -345,7 +344,7 @@ def check_start_request(client_request_token: str, parameters: Sequence[str]) ->
             f" got {len(client_request_token)}"
         )
     if isinstance(parameters, str):
-        raise ValueError("parameters must be a sequence of SQL literal strings, not one str")
+        raise TypeError("parameters must be a sequence of SQL literal strings, not one str")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -558,9 +557,14 @@ class AthenaQueryEngine:
         output_location: str | None = None,
         result_reuse_max_age_min: int = 0,
     ) -> None:
-        if isinstance(result_reuse_max_age_min, bool) or not isinstance(result_reuse_max_age_min, int) \
-                or not 0 <= result_reuse_max_age_min <= 10_080:
-            raise ValueError(f"result_reuse_max_age_min must be an int from 0 to 10080, got {result_reuse_max_age_min!r}")
+        if (
+            isinstance(result_reuse_max_age_min, bool)
+            or not isinstance(result_reuse_max_age_min, int)
+            or not 0 <= result_reuse_max_age_min <= 10_080
+        ):
+            raise ValueError(
+                f"result_reuse_max_age_min must be an int from 0 to 10080, got {result_reuse_max_age_min!r}"
+            )
         self.result_reuse_max_age_min = result_reuse_max_age_min
         self.workgroup = workgroup
         self.database = database
@@ -603,8 +607,8 @@ class AthenaQueryEngine:
 
         Raises
         ------
-        ValueError
-            The token is not 32..128 characters, or `parameters` is a single str.
+        ValueError, TypeError
+            The token is not 32..128 characters; `parameters` is a single str.
         QueryEngineError
             Any botocore error, for example ``InvalidRequestException`` (token reused with another request),
             ``ThrottlingException``/``TooManyRequestsException`` after the retries, ``AccessDeniedException``;
@@ -659,7 +663,9 @@ class AthenaQueryEngine:
         status = execution.get("Status", {})
         state = status.get("State")
         if state not in _ALL_STATES:
-            raise QueryEngineError(operation, f"unexpected query state {state!r}", query_execution_id=query_execution_id)
+            raise QueryEngineError(
+                operation, f"unexpected query state {state!r}", query_execution_id=query_execution_id
+            )
         stats = execution.get("Statistics", {})
         statistics = QueryStatistics(
             data_scanned_bytes=int(stats.get("DataScannedInBytes") or 0),
@@ -685,9 +691,7 @@ class AthenaQueryEngine:
         )
 
     # ---- GetQueryResults --------------------------------------------------------------------------
-    def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
-    ) -> QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None) -> QueryResult:
         """All rows of a SUCCEEDED query, typed (GetQueryResults, every page).
 
         Pages with ``MaxResults=1000`` (the maximum) and ``NextToken`` until no token is returned. Column
@@ -773,10 +777,17 @@ def _columns(result_set: Mapping[str, Any]) -> tuple[Column, ...]:
 #: Athena error codes a retry cannot fix: the request itself is rejected (bad SQL parameters, a reused
 #: ClientRequestToken with another request, a missing workgroup or table, missing permissions).
 #: https://docs.aws.amazon.com/athena/latest/APIReference/CommonErrors.html
-PERMANENT_ERROR_CODES = frozenset({
-    "InvalidRequestException", "AccessDeniedException", "ValidationException", "ResourceNotFoundException",
-    "UnrecognizedClientException", "InvalidSignatureException", "MetadataException",
-})
+PERMANENT_ERROR_CODES = frozenset(
+    {
+        "InvalidRequestException",
+        "AccessDeniedException",
+        "ValidationException",
+        "ResourceNotFoundException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "MetadataException",
+    }
+)
 
 
 def _engine_error(
@@ -785,8 +796,11 @@ def _engine_error(
     """Wrap a botocore error, classifying it as retryable (throttling, connection, internal) or not."""
     code = exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else None
     return QueryEngineError(
-        operation, _describe(exc), query_execution_id=query_execution_id,
-        retryable=code not in PERMANENT_ERROR_CODES, error_code=code,
+        operation,
+        _describe(exc),
+        query_execution_id=query_execution_id,
+        retryable=code not in PERMANENT_ERROR_CODES,
+        error_code=code,
     )
 
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from slotlock import SlotRun
 
@@ -112,7 +113,9 @@ class AthenaRefreshJob:
             self.metrics(contract.METRIC_QUERY_ADOPTED, 1, "Count")
         while True:
             if query_execution_id is None:
-                token = client_request_token(self.settings.job_name, slot.iso, attempt, deployment_id=self.settings.lock_table_name)
+                token = client_request_token(
+                    self.settings.job_name, slot.iso, attempt, deployment_id=self.settings.lock_table_name
+                )
                 query_execution_id = self.engine.start_query(
                     sql=self.settings.query_sql, parameters=parameters, client_request_token=token
                 )

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -118,7 +119,9 @@ class ResultsStore:
         try:
             rows_json = _dumps(result.rows)
         except (TypeError, ValueError) as exc:
-            raise ResultsStoreError(f"rows of slot {slot_iso} are not JSON-serialisable: {exc}", retryable=False) from exc
+            raise ResultsStoreError(
+                f"rows of slot {slot_iso} are not JSON-serialisable: {exc}", retryable=False
+            ) from exc
         columns = [{"name": c.name, "type": c.type} for c in result.columns]
         item: dict[str, Any] = {
             "job": {"S": job_name},
@@ -159,12 +162,18 @@ class ResultsStore:
                 # Fenced pointer: never replaced by a lower token (a stale writer, or an older slot).
                 "ConditionExpression": "attribute_not_exists(#token) OR #token < :token",
                 "ExpressionAttributeNames": {
-                    "#token": "fencing_token", "#latest_slot": "latest_slot", "#qid": "query_execution_id",
-                    "#rows": "row_count", "#at": "committed_at_ms",
+                    "#token": "fencing_token",
+                    "#latest_slot": "latest_slot",
+                    "#qid": "query_execution_id",
+                    "#rows": "row_count",
+                    "#at": "committed_at_ms",
                 },
                 "ExpressionAttributeValues": {
-                    ":token": {"N": str(fencing_token)}, ":slot": {"S": slot_iso}, ":qid": {"S": query_execution_id},
-                    ":rows": {"N": str(len(result.rows))}, ":at": {"N": str(committed_at_ms)},
+                    ":token": {"N": str(fencing_token)},
+                    ":slot": {"S": slot_iso},
+                    ":qid": {"S": query_execution_id},
+                    ":rows": {"N": str(len(result.rows))},
+                    ":at": {"N": str(committed_at_ms)},
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -180,8 +189,14 @@ class ResultsStore:
         return PreparedResult([put_result, update_latest], summary)
 
     def conflict_error(
-        self, index: int, old_item: Mapping[str, Any] | None, *, job_name: str, slot_iso: str,
-        fencing_token: int | None = None, code: str = "ConditionalCheckFailed",
+        self,
+        index: int,
+        old_item: Mapping[str, Any] | None,
+        *,
+        job_name: str,
+        slot_iso: str,
+        fencing_token: int | None = None,
+        code: str = "ConditionalCheckFailed",
     ) -> CorruptResultsItemError:
         """Explain why write ``index`` of :meth:`prepare`'s writes for ``job_name``/``slot_iso`` was refused
         inside a commit whose lock condition passed (``slotlock.CommitConflictError``; ``old_item`` is its
@@ -197,12 +212,14 @@ class ResultsStore:
         item = dict(old_item or {})
         if index == 0 and code != "ConditionalCheckFailed":
             return CorruptResultsItemError(
-                f"{job_name}/{slot_iso}", "slot", f"refused the result write with {code} although the lock holds"
-                f" the committing token {fencing_token}",
+                f"{job_name}/{slot_iso}",
+                "slot",
+                f"refused the result write with {code} although the lock holds the committing token {fencing_token}",
             )
         if index == 0:
             return CorruptResultsItemError(
-                f"{job_name}/{slot_iso}", "slot",
+                f"{job_name}/{slot_iso}",
+                "slot",
                 f"already holds a result (fencing_token {item.get('fencing_token')}, query_execution_id"
                 f" {item.get('query_execution_id')}) although the lock says the slot never finished",
             )
@@ -220,8 +237,11 @@ class ResultsStore:
                 f" update{refused}: the pointer item was edited (its other attributes no longer match)"
             )
         else:
-            held = f"the committing token {fencing_token}, which the lock item holds" if fencing_token is not None else (
-                "the committing holder's current token")
+            held = (
+                f"the committing token {fencing_token}, which the lock item holds"
+                if fencing_token is not None
+                else ("the committing holder's current token")
+            )
             problem = (
                 f"is {token['N']}, not below {held}: the lock's fencing counter went back (a deleted or"
                 " restored lock item: bump the fence above the pointer) or the pointer was edited"
@@ -239,11 +259,16 @@ class ResultsStore:
         digest = hashlib.sha256(body).hexdigest()
         try:
             self.s3.put_object(
-                Bucket=self.bucket_name, Key=key, Body=body, ContentType="application/json",
+                Bucket=self.bucket_name,
+                Key=key,
+                Body=body,
+                ContentType="application/json",
                 ChecksumAlgorithm="SHA256",
             )
         except (ClientError, BotoCoreError) as exc:
-            raise ResultsStoreError(f"could not upload {rows_bytes} bytes of rows to s3://{self.bucket_name}/{key}: {exc}") from exc
+            raise ResultsStoreError(
+                f"could not upload {rows_bytes} bytes of rows to s3://{self.bucket_name}/{key}: {exc}"
+            ) from exc
         return {
             "rows_s3_uri": {"S": f"s3://{self.bucket_name}/{key}"},
             "rows_sha256": {"S": digest},
@@ -307,7 +332,7 @@ class ResultsStore:
 def _plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     plain: dict[str, Any] = {}
     for name, value in item.items():
-        (kind, raw), = value.items()
+        ((kind, raw),) = value.items()
         if kind == "N":
             plain_value: Any = int(raw) if raw.lstrip("-").isdigit() else float(raw)
         else:

@@ -6,13 +6,13 @@ Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-
 from slotlock import CommitConflictError, CorruptLockItemError, Lease, Slot, SlotLock, SlotOutcome, SlotRunner
 from slotlock.runner import CHECKPOINT_ACQUIRED
 
@@ -28,21 +28,23 @@ logger = Logger(service=contract.SERVICE_NAME)
 metrics = Metrics(namespace=contract.METRICS_NAMESPACE, service=contract.SERVICE_NAME)
 tracer = Tracer(service=contract.SERVICE_NAME)
 # Library loggers (stdlib logging) get the same JSON formatter, so they carry job/slot/owner/token keys.
-copy_config_to_registered_loggers(
-    source_logger=logger, include={"slotlock", "athena_refresh"}
-)
+copy_config_to_registered_loggers(source_logger=logger, include={"slotlock", "athena_refresh"})
 
 EngineFactory = Callable[[Settings], QueryEngine]
 
 _UNITS = {
-    "Count": MetricUnit.Count, "Milliseconds": MetricUnit.Milliseconds, "Bytes": MetricUnit.Bytes,
+    "Count": MetricUnit.Count,
+    "Milliseconds": MetricUnit.Milliseconds,
+    "Bytes": MetricUnit.Bytes,
     "Seconds": MetricUnit.Seconds,
 }
 
 
 def _athena_engine(settings: Settings) -> QueryEngine:
     return AthenaQueryEngine(
-        workgroup=settings.athena_workgroup, database=settings.athena_database, catalog=settings.athena_catalog,
+        workgroup=settings.athena_workgroup,
+        database=settings.athena_database,
+        catalog=settings.athena_catalog,
         result_reuse_max_age_min=settings.result_reuse_max_age_min,
     )
 
@@ -88,7 +90,10 @@ def _metric(name: str, value: float, unit: str = "Count") -> None:
 
 def _reason_metric(name: str, reason: str, job_name: str) -> None:
     with single_metric(
-        name=name, unit=MetricUnit.Count, value=1, namespace=contract.METRICS_NAMESPACE,
+        name=name,
+        unit=MetricUnit.Count,
+        value=1,
+        namespace=contract.METRICS_NAMESPACE,
         default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: job_name},
     ) as metric:
         metric.add_dimension(name=contract.DIMENSION_REASON, value=reason)
@@ -103,8 +108,10 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
     if checkpoint == CHECKPOINT_ACQUIRED and lease.superseded_slot is not None and lease.superseded_recorded:
         # Our acquisition recorded an older, unfinished slot (its holder died) as missed: say so once (a
         # racer of that older slot may have written the record first; then it counts it, not us).
-        logger.warning(f"slot {lease.superseded_slot.iso} missed: superseded by {lease.slot.iso}",
-                       superseded_slot=lease.superseded_slot.iso)
+        logger.warning(
+            f"slot {lease.superseded_slot.iso} missed: superseded by {lease.slot.iso}",
+            superseded_slot=lease.superseded_slot.iso,
+        )
         _reason_metric(contract.METRIC_SLOT_MISSED, "superseded", lease.job_name)
 
 
@@ -163,39 +170,71 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
         metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
     logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id)
-    job = AthenaRefreshJob(settings=settings, engine=deps.engine, results=deps.results, metrics=_metric,
-                           values=ValuePublisher.from_settings(settings, metrics=_metric))
+    job = AthenaRefreshJob(
+        settings=settings,
+        engine=deps.engine,
+        results=deps.results,
+        metrics=_metric,
+        values=ValuePublisher.from_settings(settings, metrics=_metric),
+    )
     runner = SlotRunner(deps.lock, listener=_on_checkpoint)
     deadline_ms = deps.lock.clock_ms() + int(context.get_remaining_time_in_millis())
     try:
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
     except (CorruptLockItemError, CommitConflictError) as error:
-        return _corrupt_outcome(error, deps.results, settings.job_name, slot, context.aws_request_id,
-                                job.queries_started)
+        return _corrupt_outcome(
+            error, deps.results, settings.job_name, slot, context.aws_request_id, job.queries_started
+        )
     emit_outcome_metrics(outcome, deps.lock.clock_ms())
     result = outcome.as_dict()
     result["queries_started"] = job.queries_started
-    logger.info(f"slot {slot.iso}: {outcome.status}", outcome=outcome.status, reason=outcome.reason,
-                fencing_token=outcome.fencing_token)
+    logger.info(
+        f"slot {slot.iso}: {outcome.status}",
+        outcome=outcome.status,
+        reason=outcome.reason,
+        fencing_token=outcome.fencing_token,
+    )
     return result
 
 
 def _corrupt_outcome(
-    error: CorruptLockItemError | CommitConflictError, results: ResultsStore, job_name: str, slot: Slot,
-    owner_id: str, queries_started: int,
+    error: CorruptLockItemError | CommitConflictError,
+    results: ResultsStore,
+    job_name: str,
+    slot: Slot,
+    owner_id: str,
+    queries_started: int,
 ) -> dict[str, Any]:
     """Report a tampered stored item: ERROR log, ``CorruptLockItem`` metric, status ``corrupt`` (no raise)."""
     corrupt: CorruptLockItemError | CorruptResultsItemError
     if isinstance(error, CommitConflictError):  # our only commit writes are the results store's
-        corrupt = results.conflict_error(error.index, error.item, job_name=job_name, slot_iso=slot.iso,
-                                         fencing_token=error.fencing_token, code=error.code)
+        corrupt = results.conflict_error(
+            error.index,
+            error.item,
+            job_name=job_name,
+            slot_iso=slot.iso,
+            fencing_token=error.fencing_token,
+            code=error.code,
+        )
         corrupt.__cause__ = error
     else:
         corrupt = error
     _metric(contract.METRIC_CORRUPT_LOCK_ITEM, 1)
-    details = {"item_key": corrupt.key, "attribute": corrupt.attribute, "error": str(corrupt),
-               "error_type": type(corrupt).__name__}
-    logger.error(f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}", extra={"outcome": "corrupt", **details})
-    outcome = SlotOutcome("corrupt", job_name, slot.iso, owner_id, reason="corrupt_item",  # type: ignore[arg-type]
-                          details=details)
+    details = {
+        "item_key": corrupt.key,
+        "attribute": corrupt.attribute,
+        "error": str(corrupt),
+        "error_type": type(corrupt).__name__,
+    }
+    logger.error(
+        f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}", extra={"outcome": "corrupt", **details}
+    )
+    outcome = SlotOutcome(
+        "corrupt",
+        job_name,
+        slot.iso,
+        owner_id,
+        reason="corrupt_item",
+        details=details,
+    )
     return {**outcome.as_dict(), "queries_started": queries_started}

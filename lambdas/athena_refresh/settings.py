@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from . import contract
 from .errors import ConfigurationError
@@ -37,9 +37,7 @@ def _text(bound: float) -> str:
     return str(int(bound)) if float(bound).is_integer() else str(bound)
 
 
-def _number(
-    env: Mapping[str, str], key: str, default: float | None, *, integer: bool, note: str = ""
-) -> float:
+def _number(env: Mapping[str, str], key: str, default: float | None, *, integer: bool, note: str = "") -> float:
     """The variable ``key`` as a number within its bounds from :data:`contract.NUMERIC_BOUNDS`.
 
     Every refusal names the variable and the allowed range, e.g.
@@ -145,8 +143,10 @@ class Settings:
                 f"{heartbeat} s must be below half of {contract.ENV_LEASE_DURATION_S} ({lease} s)",
             )
         max_age_raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
-        max_age = None if max_age_raw.lower() in ("none", "off") else _number(
-            env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False
+        max_age = (
+            None
+            if max_age_raw.lower() in ("none", "off")
+            else _number(env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False)
         )
         sql = _required(env, contract.ENV_QUERY_SQL)
         if sql.count("?") != 2:
@@ -158,11 +158,19 @@ class Settings:
         data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         job_name = _required(env, contract.ENV_JOB_NAME)
         if "#" in job_name or len(job_name) > 200:
-            raise ConfigurationError(contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}")
+            raise ConfigurationError(
+                contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}"
+            )
         value_columns, value_dimensions, max_series = _value_metrics(env)
-        reuse_min = int(_number(
-            env, contract.ENV_RESULT_REUSE_MAX_AGE_MIN, 0, integer=True, note="minutes, 0: off; Athena's maximum is 7 days"
-        ))
+        reuse_min = int(
+            _number(
+                env,
+                contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
+                0,
+                integer=True,
+                note="minutes, 0: off; Athena's maximum is 7 days",
+            )
+        )
         return cls(
             job_name=job_name,
             lock_table_name=_required(env, contract.ENV_LOCK_TABLE_NAME),
@@ -184,7 +192,10 @@ class Settings:
             value_metric_max_series=max_series,
             result_reuse_max_age_min=reuse_min,
             max_slot_lead_s=_number(
-                env, contract.ENV_MAX_SLOT_LEAD_S, float(contract.DEFAULT_MAX_SLOT_LEAD_S), integer=False,
+                env,
+                contract.ENV_MAX_SLOT_LEAD_S,
+                float(contract.DEFAULT_MAX_SLOT_LEAD_S),
+                integer=False,
                 note="seconds a slot may be ahead of the clock",
             ),
         )
@@ -195,7 +206,7 @@ class Settings:
         With ``data_year`` the end is mapped onto that year (same month, day, time of day; 29 February
         becomes 28 February when that year has none).
         """
-        end = scheduled.astimezone(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+        end = scheduled.astimezone(dt.UTC).replace(tzinfo=None, microsecond=0)
         if self.data_year is not None:
             try:
                 end = end.replace(year=self.data_year)
@@ -216,10 +227,15 @@ class Settings:
 def _value_metrics(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
     columns = _column_names(env, contract.ENV_VALUE_METRIC_COLUMNS)
     dimensions = _column_names(env, contract.ENV_VALUE_METRIC_DIMENSIONS)
-    max_series = int(_number(
-        env, contract.ENV_VALUE_METRIC_MAX_SERIES, DEFAULT_VALUE_METRIC_MAX_SERIES, integer=True,
-        note="each dimension combination is a billed custom metric per value column",
-    ))
+    max_series = int(
+        _number(
+            env,
+            contract.ENV_VALUE_METRIC_MAX_SERIES,
+            DEFAULT_VALUE_METRIC_MAX_SERIES,
+            integer=True,
+            note="each dimension combination is a billed custom metric per value column",
+        )
+    )
     if len(columns) > MAX_VALUE_METRIC_COLUMNS:
         raise ConfigurationError(
             contract.ENV_VALUE_METRIC_COLUMNS, f"names {len(columns)} columns; at most {MAX_VALUE_METRIC_COLUMNS}"

@@ -30,7 +30,8 @@ import datetime as dt
 import decimal
 import logging
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
@@ -123,7 +124,9 @@ class ValuePublisher:
             metrics=metrics,
         )
 
-    def publish(self, result: QueryResult, *, slot_epoch_ms: int | None = None, now_ms: int | None = None) -> ValuesReport:
+    def publish(
+        self, result: QueryResult, *, slot_epoch_ms: int | None = None, now_ms: int | None = None
+    ) -> ValuesReport:
         """Publish ``result``'s configured columns; call it only after the slot's commit succeeded.
 
         ``slot_epoch_ms`` (the slot's scheduled time) stamps the datapoints, so each slot's values land
@@ -138,7 +141,9 @@ class ValuePublisher:
             kind = "dimension" if column in self.dimension_columns else "value"
             logger.warning(
                 "value metrics: configured %s column %r is not in the query result (columns: %s)",
-                kind, column, ", ".join(sorted(present)) or "none",
+                kind,
+                column,
+                ", ".join(sorted(present)) or "none",
             )
         if any(c in self.dimension_columns for c in missing):
             # Filling a missing dimension with "null" would put every row into one wrong series.
@@ -188,8 +193,10 @@ class ValuePublisher:
         if dropped:
             logger.warning(
                 "value metrics: %d dimension combination(s) beyond %s=%d not published (first dropped: %s)",
-                len(dropped), contract.ENV_VALUE_METRIC_MAX_SERIES, self.max_series,
-                dict(zip(self.dimension_columns, sorted(dropped)[0])),
+                len(dropped),
+                contract.ENV_VALUE_METRIC_MAX_SERIES,
+                self.max_series,
+                dict(zip(self.dimension_columns, min(dropped))),
             )
         if self.metrics is not None:
             self.metrics(contract.METRIC_VALUE_SERIES_DROPPED, len(dropped), "Count")
@@ -206,7 +213,10 @@ class ValuePublisher:
                 logger.warning(
                     "value metrics: row %d skipped: dimension column %r has a value CloudWatch rejects"
                     " (blank or longer than %d characters): %r",
-                    index, column, MAX_DIMENSION_VALUE_LENGTH, text[:80],
+                    index,
+                    column,
+                    MAX_DIMENSION_VALUE_LENGTH,
+                    text[:80],
                 )
                 return None
             dimensions[column] = text
@@ -238,7 +248,10 @@ def _number(
     if number is None or not math.isfinite(number):
         logger.warning(
             "value metrics: column %r row %d %s: %r is not a finite number; skipped",
-            column, index, dict(dimensions), value,
+            column,
+            index,
+            dict(dimensions),
+            value,
         )
         return _SKIPPED
     return number
@@ -247,7 +260,7 @@ def _number(
 def _timestamp(slot_epoch_ms: int | None, now_ms: int | None) -> int | None:
     if slot_epoch_ms is None:
         return now_ms
-    now = now_ms if now_ms is not None else int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    now = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
     return slot_epoch_ms if now - slot_epoch_ms <= MAX_TIMESTAMP_AGE_MS else now
 
 

@@ -32,9 +32,10 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer
@@ -247,11 +248,15 @@ class SlotLock:
         max_transient_attempts: int = DEFAULT_MAX_TRANSIENT_ATTEMPTS,
     ) -> None:
         if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
-            raise LockConfigurationError("table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}")
+            raise LockConfigurationError(
+                "table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}"
+            )
         if not isinstance(job_name, str) or not 1 <= len(job_name) <= 200 or "#" in job_name:
             raise LockConfigurationError("job_name", f"must be 1..200 characters without '#', got {job_name!r}")
         if not _positive_seconds(lease_duration_s):
-            raise LockConfigurationError("lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}")
+            raise LockConfigurationError(
+                "lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}"
+            )
         if heartbeat_interval_s is None:
             heartbeat_interval_s = lease_duration_s / 3
         if not _positive_seconds(heartbeat_interval_s):
@@ -275,8 +280,10 @@ class SlotLock:
         self.max_slot_age_ms = None if max_slot_age_s is None else int(max_slot_age_s * 1000)
         self.history_ttl_s = history_ttl_s
         self.max_slot_lead_ms = None if max_slot_lead_s is None else int(max_slot_lead_s * 1000)
-        if isinstance(max_transient_attempts, bool) or not isinstance(max_transient_attempts, int) or not (
-            1 <= max_transient_attempts <= 20
+        if (
+            isinstance(max_transient_attempts, bool)
+            or not isinstance(max_transient_attempts, int)
+            or not (1 <= max_transient_attempts <= 20)
         ):
             raise LockConfigurationError(
                 "max_transient_attempts", f"must be an integer from 1 to 20, got {max_transient_attempts!r}"
@@ -316,22 +323,29 @@ class SlotLock:
         if code in PERMANENT_ERROR_CODES:
             return WriteRejectedError(operation, f"{code}: {message}", reason_code=str(code))
         return LockBackendError(
-            operation, message, error_code=code,
+            operation,
+            message,
+            error_code=code,
             retryable=code in TRANSIENT_ERROR_CODES or _http_status(exc) >= 500,
         )
 
     def holder_budget(self, lease: Lease) -> RetryBudget:
         """The retry budget of a holder's write: ends at the lease's expiry or the invocation deadline."""
         ends = [lease.expires_at_ms] + ([lease.deadline_ms] if lease.deadline_ms is not None else [])
-        return RetryBudget(clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends),
-                           max_attempts=self.max_transient_attempts)
+        return RetryBudget(
+            clock_ms=self.clock_ms,
+            sleep_s=self.sleep_s,
+            deadline_ms=min(ends),
+            max_attempts=self.max_transient_attempts,
+        )
 
     def _racer_budget(self, now_ms: int, deadline_ms: int | None) -> RetryBudget:
         ends = [now_ms + int(self.lease_duration_ms * LOSER_RETRY_LEASE_SHARE)]
         if deadline_ms is not None:
             ends.append(deadline_ms)
-        return RetryBudget(clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends),
-                           max_attempts=LOSER_TRANSIENT_ATTEMPTS)
+        return RetryBudget(
+            clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends), max_attempts=LOSER_TRANSIENT_ATTEMPTS
+        )
 
     def _send(self, operation: str, params: Mapping[str, Any], budget: RetryBudget) -> dict[str, Any]:
         """One single-item write, its transient answers retried within ``budget``.
@@ -351,15 +365,19 @@ class SlotLock:
                     raise wrapped from exc
                 if not budget.retry():
                     raise TransientLockError(
-                        operation, f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
-                        attempts=budget.attempts, error_code=wrapped.error_code,
+                        operation,
+                        f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
+                        attempts=budget.attempts,
+                        error_code=wrapped.error_code,
                     ) from exc
             except LockBackendError as exc:
                 if not exc.retryable:
                     raise
                 if not budget.retry():
                     raise TransientLockError(
-                        operation, f"{exc} (after {budget.attempts} request(s))", attempts=budget.attempts,
+                        operation,
+                        f"{exc} (after {budget.attempts} request(s))",
+                        attempts=budget.attempts,
                         error_code=exc.error_code,
                     ) from exc
 
@@ -425,26 +443,43 @@ class SlotLock:
             )
         if self.max_slot_age_ms is not None and now_ms - slot.epoch_ms > self.max_slot_age_ms:
             recorded = self._record_missed(
-                slot, "too_old", {"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id},
-                guard_lock=True, budget=self._racer_budget(now_ms, deadline_ms),
+                slot,
+                "too_old",
+                {"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id},
+                guard_lock=True,
+                budget=self._racer_budget(now_ms, deadline_ms),
             )
             return Loss(self.job_name, slot, owner_id, "too_old", None, recorded)
         expires_ms = self._lease_expiry(now_ms, deadline_ms)
         if expires_ms <= now_ms:
-            raise LockConfigurationError("deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease")
+            raise LockConfigurationError(
+                "deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease"
+            )
         params = {
             "TableName": self.table_name,
             "Key": {PK: {"S": self.lock_key}},
             "UpdateExpression": ACQUIRE_UPDATE,
             "ConditionExpression": ACQUIRE_CONDITION,
             "ExpressionAttributeNames": {
-                "#pk": PK, "#job": JOB, "#token": TOKEN, "#owner": OWNER, "#expires": EXPIRES,
-                "#acquired": ACQUIRED, "#lease_slot": LEASE_SLOT, "#prev_owner": PREV_OWNER,
-                "#prev_slot": PREV_SLOT, "#last_fin_slot": LAST_FIN_SLOT, "#missed": MISSED_SLOTS,
+                "#pk": PK,
+                "#job": JOB,
+                "#token": TOKEN,
+                "#owner": OWNER,
+                "#expires": EXPIRES,
+                "#acquired": ACQUIRED,
+                "#lease_slot": LEASE_SLOT,
+                "#prev_owner": PREV_OWNER,
+                "#prev_slot": PREV_SLOT,
+                "#last_fin_slot": LAST_FIN_SLOT,
+                "#missed": MISSED_SLOTS,
             },
             "ExpressionAttributeValues": {
-                ":owner": {"S": owner_id}, ":expires": {"N": str(expires_ms)}, ":now": {"N": str(now_ms)},
-                ":slot": {"N": str(slot.epoch_s)}, ":job": {"S": self.job_name}, ":one": {"N": "1"},
+                ":owner": {"S": owner_id},
+                ":expires": {"N": str(expires_ms)},
+                ":now": {"N": str(now_ms)},
+                ":slot": {"N": str(slot.epoch_s)},
+                ":job": {"S": self.job_name},
+                ":one": {"N": "1"},
                 ":null": {"NULL": True},
             },
             "ReturnValues": "ALL_NEW",
@@ -475,9 +510,17 @@ class SlotLock:
                     continue
                 if outcome_unknown:
                     raise TransientLockError("UpdateItem", f"acquire: {wrapped}", attempts=budget.attempts) from exc
-                reason: LossReason = "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
-                logger.warning("acquire of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
-                               self.job_name, slot.iso, budget.attempts, wrapped.error_code, reason)
+                reason: LossReason = (
+                    "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
+                )
+                logger.warning(
+                    "acquire of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
+                    self.job_name,
+                    slot.iso,
+                    budget.attempts,
+                    wrapped.error_code,
+                    reason,
+                )
                 return Loss(self.job_name, slot, owner_id, reason)
             except LockBackendError as exc:  # no answer at all: the write may have applied
                 outcome_unknown = True
@@ -498,7 +541,9 @@ class SlotLock:
     ) -> Lease | Loss:
         previous_owner, previous_slot = record.previous_owner_id, record.previous_slot
         same_slot_predecessor = previous_owner is not None and previous_slot == slot
-        superseded = previous_slot if previous_owner is not None and previous_slot is not None and previous_slot < slot else None
+        superseded = (
+            previous_slot if previous_owner is not None and previous_slot is not None and previous_slot < slot else None
+        )
         lease = Lease(
             job_name=self.job_name,
             slot=slot,
@@ -517,8 +562,11 @@ class SlotLock:
             # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy. The
             # older slot can never finish (its holder's token is stale), whatever becomes of this one.
             recorded = self._record_missed(
-                superseded, "superseded", {"superseded_by_slot": slot.iso, "fencing_token": lease.fencing_token},
-                guard_lock=False, budget=self._racer_budget(now_ms, deadline_ms),
+                superseded,
+                "superseded",
+                {"superseded_by_slot": slot.iso, "fencing_token": lease.fencing_token},
+                guard_lock=False,
+                budget=self._racer_budget(now_ms, deadline_ms),
             )
             lease = replace(lease, superseded_recorded=recorded)
         if not same_slot_predecessor:
@@ -551,20 +599,36 @@ class SlotLock:
         update = self._lock_update(
             lease,
             "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now REMOVE #expires, #owner",
-            {"#fin_slot": LAST_FIN_SLOT, "#fin_outcome": LAST_FIN_OUTCOME, "#fin_token": LAST_FIN_TOKEN,
-             "#fin_at": LAST_FIN_AT, "#expires": EXPIRES},
+            {
+                "#fin_slot": LAST_FIN_SLOT,
+                "#fin_outcome": LAST_FIN_OUTCOME,
+                "#fin_token": LAST_FIN_TOKEN,
+                "#fin_at": LAST_FIN_AT,
+                "#expires": EXPIRES,
+            },
             {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}},
         )["Update"]
         try:
             self._send("UpdateItem", update, self.holder_budget(lease))
         except (ClientError, LockBackendError) as exc:
-            logger.warning("slot %s already ended (%s); could not mark it finished on the lock item, the lease"
-                           " expires by itself: %s", lease.slot.iso, status, exc)
-        logger.info("slot %s was already %s when acquired (token %d): not run", lease.slot.iso, status,
-                    lease.fencing_token)
+            logger.warning(
+                "slot %s already ended (%s); could not mark it finished on the lock item, the lease"
+                " expires by itself: %s",
+                lease.slot.iso,
+                status,
+                exc,
+            )
+        logger.info(
+            "slot %s was already %s when acquired (token %d): not run", lease.slot.iso, status, lease.fencing_token
+        )
         current = replace(
-            record, owner_id=None, lease_expires_at_ms=None, last_finished_slot=lease.slot,
-            last_finished_outcome=outcome, last_finished_token=lease.fencing_token, last_finished_at_ms=now_ms,
+            record,
+            owner_id=None,
+            lease_expires_at_ms=None,
+            last_finished_slot=lease.slot,
+            last_finished_outcome=outcome,
+            last_finished_token=lease.fencing_token,
+            last_finished_at_ms=now_ms,
         )
         return Loss(self.job_name, lease.slot, lease.owner_id, "slot_finished", current)
 
@@ -581,16 +645,15 @@ class SlotLock:
             reason = "superseded"
         elif current.owner_id == owner_id and current.lease_slot == slot:
             # Our own write already applied (an SDK retry of it failed the condition): that is our success.
-            return self._lease_from(
-                current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms
-            )
+            return self._lease_from(current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
         elif current.locked(now_ms):
             reason = "held" if current.lease_slot == slot else "overrun"
         elif slot in current.missed_slots:
             reason = "slot_finished"  # recorded MISSED while nobody held it: it never runs
         else:
             raise CorruptLockItemError(
-                self.lock_key, EXPIRES,
+                self.lock_key,
+                EXPIRES,
                 f"made the acquire condition false although no live lease or finished slot explains it: {current}",
             )
         recorded = False
@@ -599,7 +662,8 @@ class SlotLock:
             # superseded slot can never be acquired again (the lock's slots only move forward); an overrun
             # one could be, once the older holder finishes, hence the lock-item check in the same transaction.
             detail = {
-                "owner_id": owner_id, "holder_owner_id": current.owner_id,
+                "owner_id": owner_id,
+                "holder_owner_id": current.owner_id,
                 "holder_slot": current.lease_slot.iso if current.lease_slot else None,
                 "last_finished_slot": current.last_finished_slot.iso if current.last_finished_slot else None,
                 "fencing_token": current.fencing_token,
@@ -672,14 +736,27 @@ class SlotLock:
                     ),
                     "ConditionExpression": SLOT_NOT_ENDED,
                     "ExpressionAttributeNames": {
-                        "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
-                        "#token": TOKEN, "#owner": OWNER, "#state": STATE_JSON, "#ttl": TTL, "#started": STARTED_AT,
+                        "#pk": PK,
+                        "#job": JOB,
+                        "#slot": SLOT,
+                        "#slot_epoch": SLOT_EPOCH,
+                        "#status": STATUS,
+                        "#token": TOKEN,
+                        "#owner": OWNER,
+                        "#state": STATE_JSON,
+                        "#ttl": TTL,
+                        "#started": STARTED_AT,
                     },
                     "ExpressionAttributeValues": {
-                        ":job": {"S": self.job_name}, ":slot_iso": {"S": lease.slot.iso},
-                        ":slot": {"N": str(lease.slot.epoch_s)}, ":running": {"S": STATUS_RUNNING},
-                        ":token": {"N": str(lease.fencing_token)}, ":owner": {"S": lease.owner_id},
-                        ":state": {"S": state_json}, ":ttl": {"N": str(self._ttl(now_ms))}, ":now": {"N": str(now_ms)},
+                        ":job": {"S": self.job_name},
+                        ":slot_iso": {"S": lease.slot.iso},
+                        ":slot": {"N": str(lease.slot.epoch_s)},
+                        ":running": {"S": STATUS_RUNNING},
+                        ":token": {"N": str(lease.fencing_token)},
+                        ":owner": {"S": lease.owner_id},
+                        ":state": {"S": state_json},
+                        ":ttl": {"N": str(self._ttl(now_ms))},
+                        ":now": {"N": str(now_ms)},
                     },
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
@@ -748,13 +825,18 @@ class SlotLock:
             + " REMOVE #expires"
         )
         lock_names = {
-            "#fin_slot": LAST_FIN_SLOT, "#fin_outcome": LAST_FIN_OUTCOME, "#fin_token": LAST_FIN_TOKEN,
-            "#fin_at": LAST_FIN_AT, "#expires": EXPIRES,
+            "#fin_slot": LAST_FIN_SLOT,
+            "#fin_outcome": LAST_FIN_OUTCOME,
+            "#fin_token": LAST_FIN_TOKEN,
+            "#fin_at": LAST_FIN_AT,
+            "#expires": EXPIRES,
         }
         if succeeded:
             lock_names |= {"#ok_slot": LAST_OK_SLOT, "#ok_at": LAST_OK_AT}
         lock_values: dict[str, Any] = {
-            ":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)},
+            ":slot": {"N": str(lease.slot.epoch_s)},
+            ":outcome": {"S": outcome},
+            ":now": {"N": str(now_ms)},
         }
         # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
         lock_set += ", #owner"
@@ -774,18 +856,32 @@ class SlotLock:
                 ),
                 "ConditionExpression": SLOT_NOT_ENDED,
                 "ExpressionAttributeNames": {
-                    "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
-                    "#token": TOKEN, "#owner": OWNER, "#finished": FINISHED_AT, "#ttl": TTL, "#summary": SUMMARY_JSON,
-                    "#error": ERROR_JSON, "#started": STARTED_AT,
+                    "#pk": PK,
+                    "#job": JOB,
+                    "#slot": SLOT,
+                    "#slot_epoch": SLOT_EPOCH,
+                    "#status": STATUS,
+                    "#token": TOKEN,
+                    "#owner": OWNER,
+                    "#finished": FINISHED_AT,
+                    "#ttl": TTL,
+                    "#summary": SUMMARY_JSON,
+                    "#error": ERROR_JSON,
+                    "#started": STARTED_AT,
                 },
                 "ExpressionAttributeValues": {
-                    ":job": {"S": self.job_name}, ":slot_iso": {"S": lease.slot.iso},
+                    ":job": {"S": self.job_name},
+                    ":slot_iso": {"S": lease.slot.iso},
                     ":slot": {"N": str(lease.slot.epoch_s)},
                     ":status": {"S": STATUS_SUCCEEDED if succeeded else STATUS_FAILED},
-                    ":token": {"N": str(lease.fencing_token)}, ":owner": {"S": lease.owner_id},
-                    ":now": {"N": str(now_ms)}, ":ttl": {"N": str(self._ttl(now_ms))},
-                    ":summary": {"S": _json(summary)}, ":error": {"S": _json(error)},
-                    ":acquired": {"N": str(lease.acquired_at_ms)}, ":running": {"S": STATUS_RUNNING},
+                    ":token": {"N": str(lease.fencing_token)},
+                    ":owner": {"S": lease.owner_id},
+                    ":now": {"N": str(now_ms)},
+                    ":ttl": {"N": str(self._ttl(now_ms))},
+                    ":summary": {"S": _json(summary)},
+                    ":error": {"S": _json(error)},
+                    ":acquired": {"N": str(lease.acquired_at_ms)},
+                    ":running": {"S": STATUS_RUNNING},
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -794,7 +890,9 @@ class SlotLock:
         own_offset = len(items)
         items.extend(writes)
         if len(items) > MAX_TRANSACTION_ITEMS:
-            raise LockConfigurationError("writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}")
+            raise LockConfigurationError(
+                "writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}"
+            )
         receipt = CommitReceipt(self.job_name, lease.slot, lease.fencing_token, outcome, now_ms)
         try:
             self._transact(items, operation="commit", budget=self.holder_budget(lease), lease=lease, idempotent=True)
@@ -811,7 +909,10 @@ class SlotLock:
                 raise self._slot_ended_error(lease, cancelled.item(1)) from cancelled.error
             reason = cancelled.reasons[index]
             raise CommitConflictError(
-                index - own_offset, str(judged.code), reason.get("Item"), reason.get("Message"),
+                index - own_offset,
+                str(judged.code),
+                reason.get("Item"),
+                reason.get("Message"),
                 fencing_token=lease.fencing_token,
             ) from cancelled.error
         return receipt
@@ -820,7 +921,8 @@ class SlotLock:
         """A holder's slot-item write met a terminal record although the lock item names it as holder."""
         status = (item or {}).get(STATUS, {}).get("S") if item else None
         return CorruptLockItemError(
-            self.slot_key(lease.slot), STATUS,
+            self.slot_key(lease.slot),
+            STATUS,
             f"is {status or 'not RUNNING'} although the lock item names {lease.owner_id!r} (token"
             f" {lease.fencing_token}) as this slot's holder; a terminal record is never overwritten",
         )
@@ -899,14 +1001,28 @@ class SlotLock:
             ),
             "ConditionExpression": SLOT_NOT_ENDED,
             "ExpressionAttributeNames": {
-                "#pk": PK, "#job": JOB, "#slot": SLOT, "#slot_epoch": SLOT_EPOCH, "#status": STATUS,
-                "#reason": REASON, "#finished": FINISHED_AT, "#ttl": TTL, "#error": ERROR_JSON, "#record": RECORD_ID,
+                "#pk": PK,
+                "#job": JOB,
+                "#slot": SLOT,
+                "#slot_epoch": SLOT_EPOCH,
+                "#status": STATUS,
+                "#reason": REASON,
+                "#finished": FINISHED_AT,
+                "#ttl": TTL,
+                "#error": ERROR_JSON,
+                "#record": RECORD_ID,
             },
             "ExpressionAttributeValues": {
-                ":job": {"S": self.job_name}, ":slot_iso": {"S": slot.iso}, ":slot": {"N": str(slot.epoch_s)},
-                ":missed": {"S": STATUS_MISSED}, ":reason": {"S": reason}, ":now": {"N": str(now_ms)},
-                ":ttl": {"N": str(self._ttl(now_ms))}, ":running": {"S": STATUS_RUNNING},
-                ":detail": {"S": _json(detail)}, ":record": {"S": record_id},
+                ":job": {"S": self.job_name},
+                ":slot_iso": {"S": slot.iso},
+                ":slot": {"N": str(slot.epoch_s)},
+                ":missed": {"S": STATUS_MISSED},
+                ":reason": {"S": reason},
+                ":now": {"N": str(now_ms)},
+                ":ttl": {"N": str(self._ttl(now_ms))},
+                ":running": {"S": STATUS_RUNNING},
+                ":detail": {"S": _json(detail)},
+                ":record": {"S": record_id},
             },
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
@@ -919,10 +1035,14 @@ class SlotLock:
                         "UpdateExpression": MARK_SLOT_MISSED,
                         "ConditionExpression": SLOT_NOT_ACQUIRED,
                         "ExpressionAttributeNames": {
-                            "#pk": PK, "#token": TOKEN, "#lease_slot": LEASE_SLOT, "#missed": MISSED_SLOTS,
+                            "#pk": PK,
+                            "#token": TOKEN,
+                            "#lease_slot": LEASE_SLOT,
+                            "#missed": MISSED_SLOTS,
                         },
                         "ExpressionAttributeValues": {
-                            ":slot": {"N": str(slot.epoch_s)}, ":slots": {"NS": [str(slot.epoch_s)]},
+                            ":slot": {"N": str(slot.epoch_s)},
+                            ":slots": {"NS": [str(slot.epoch_s)]},
                             ":zero": {"N": "0"},
                         },
                     }
@@ -971,7 +1091,9 @@ class SlotLock:
                 decoded[name] = _plain(value)
                 continue
             if set(value) != {"S"}:
-                raise CorruptLockItemError(key, name, f"must be a String holding a JSON object, found {_type_of(value)}")
+                raise CorruptLockItemError(
+                    key, name, f"must be a String holding a JSON object, found {_type_of(value)}"
+                )
             try:
                 parsed = json.loads(value["S"])
             except ValueError as exc:
@@ -1085,7 +1207,9 @@ class SlotLock:
                 "ConditionExpression": OWNER_AND_TOKEN_MATCH,
                 "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
                 "ExpressionAttributeValues": {
-                    ":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)}, **values,
+                    ":owner": {"S": lease.owner_id},
+                    ":token": {"N": str(lease.fencing_token)},
+                    **values,
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -1116,8 +1240,9 @@ class SlotLock:
                 # IdempotentParameterMismatchException when a token is reused with any other parameter, and a
                 # new attempt after a cancellation is a new request. A resend that differs fails its
                 # condition instead, and ``commit`` recognises its own applied commit from ALL_OLD.
-                canonical = json.dumps([params["TransactItems"], budget.attempts], sort_keys=True,
-                                       separators=(",", ":"), default=repr)
+                canonical = json.dumps(
+                    [params["TransactItems"], budget.attempts], sort_keys=True, separators=(",", ":"), default=repr
+                )
                 params["ClientRequestToken"] = hashlib.sha256(canonical.encode()).hexdigest()[:36]
             try:
                 self._call("TransactWriteItems", **params)
@@ -1130,8 +1255,10 @@ class SlotLock:
                     if budget.retry():
                         continue
                     raise TransientLockError(
-                        "TransactWriteItems", f"{operation}: {wrapped} (after {budget.attempts} request(s))",
-                        attempts=budget.attempts, error_code=wrapped.error_code,
+                        "TransactWriteItems",
+                        f"{operation}: {wrapped} (after {budget.attempts} request(s))",
+                        attempts=budget.attempts,
+                        error_code=wrapped.error_code,
                     ) from exc
                 reasons = _cancellation_reasons(exc)
                 judged = Cancellation.judge(reasons)
@@ -1147,14 +1274,17 @@ class SlotLock:
                     raise TransientLockError(
                         "TransactWriteItems",
                         f"{operation}: cancelled with reasons {list(judged.codes)} after {budget.attempts} request(s)",
-                        reasons=judged.codes, attempts=budget.attempts, error_code="TransactionCanceledException",
+                        reasons=judged.codes,
+                        attempts=budget.attempts,
+                        error_code="TransactionCanceledException",
                     ) from exc
                 if judged.verdict == "permanent":
                     reason = reasons[judged.index or 0] if reasons else {}
                     raise WriteRejectedError(
                         "TransactWriteItems",
                         f"{operation}: item #{judged.index} refused for good: {judged.code}: {reason.get('Message') or ''}",
-                        reason_code=str(judged.code), index=judged.index,
+                        reason_code=str(judged.code),
+                        index=judged.index,
                     ) from exc
                 raise _Cancelled(exc, reasons, judged, current) from exc
             except LockBackendError as exc:  # no answer at all (the request may have applied)
@@ -1163,8 +1293,10 @@ class SlotLock:
                 if budget.retry():
                     continue
                 raise TransientLockError(
-                    "TransactWriteItems", f"{operation}: {exc} (after {budget.attempts} request(s))",
-                    attempts=budget.attempts, error_code=exc.error_code,
+                    "TransactWriteItems",
+                    f"{operation}: {exc} (after {budget.attempts} request(s))",
+                    attempts=budget.attempts,
+                    error_code=exc.error_code,
                 ) from exc
 
 
@@ -1245,8 +1377,18 @@ def _old_item(exc: ClientError) -> dict[str, Any] | None:
 
 
 def _type_of(value: Mapping[str, Any]) -> str:
-    names = {"S": "String", "N": "Number", "B": "Binary", "BOOL": "Boolean", "NULL": "Null", "M": "Map", "L": "List",
-             "SS": "String Set", "NS": "Number Set", "BS": "Binary Set"}
+    names = {
+        "S": "String",
+        "N": "Number",
+        "B": "Binary",
+        "BOOL": "Boolean",
+        "NULL": "Null",
+        "M": "Map",
+        "L": "List",
+        "SS": "String Set",
+        "NS": "Number Set",
+        "BS": "Binary Set",
+    }
     return ", ".join(names.get(key, key) for key in value) or "nothing"
 
 

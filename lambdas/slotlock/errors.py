@@ -45,9 +45,7 @@ class LockBackendError(SlotLockError):
     never means the lease was lost: only :class:`LeaseLostError` says that.
     """
 
-    def __init__(
-        self, operation: str, message: str, *, error_code: str | None = None, retryable: bool = True
-    ) -> None:
+    def __init__(self, operation: str, message: str, *, error_code: str | None = None, retryable: bool = True) -> None:
         super().__init__(f"DynamoDB {operation} failed: {message}")
         self.operation = operation
         self.error_code = error_code
@@ -65,8 +63,15 @@ class TransientLockError(LockBackendError):
     reason codes (empty for a plain request), ``attempts`` how many requests were sent.
     """
 
-    def __init__(self, operation: str, message: str, *, reasons: tuple[str, ...] = (), attempts: int = 1,
-                 error_code: str | None = None) -> None:
+    def __init__(
+        self,
+        operation: str,
+        message: str,
+        *,
+        reasons: tuple[str, ...] = (),
+        attempts: int = 1,
+        error_code: str | None = None,
+    ) -> None:
         super().__init__(operation, message, error_code=error_code, retryable=True)
         self.reasons = reasons
         self.attempts = attempts
@@ -91,8 +96,12 @@ class WriteRejectedError(LockBackendError):
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe description, recorded as the failed slot's error."""
         return {
-            "type": type(self).__name__, "operation": self.operation, "reason": self.reason_code,
-            "index": self.index, "retryable": False, "error_message": str(self),
+            "type": type(self).__name__,
+            "operation": self.operation,
+            "reason": self.reason_code,
+            "index": self.index,
+            "retryable": False,
+            "error_message": str(self),
         }
 
 
@@ -157,8 +166,13 @@ class CommitConflictError(SlotLockError):
     """
 
     def __init__(
-        self, index: int, code: str, item: dict[str, Any] | None, message: str | None = None,
-        *, fencing_token: int | None = None,
+        self,
+        index: int,
+        code: str,
+        item: dict[str, Any] | None,
+        message: str | None = None,
+        *,
+        fencing_token: int | None = None,
     ) -> None:
         super().__init__(f"commit write #{index} rejected: {code}{': ' + message if message else ''}")
         self.index = index

@@ -6,9 +6,10 @@ come from the event (:class:`~slotlock.slot.Slot`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal, Mapping
+from typing import Any, ClassVar, Literal
 
 from .slot import Slot
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 from .dynamodb import SlotLock
 from .errors import CorruptLockItemError, LeaseLostError, StaleFencingTokenError, WriteRejectedError
@@ -32,7 +33,8 @@ from .slot import Slot
 
 logger = logging.getLogger(__name__)
 
-OutcomeStatus = Literal["succeeded", "failed", "lost", "missed", "lease_lost", "stale_rejected"]
+#: "corrupt" is reported by callers that catch ``CorruptLockItemError`` (a tampered item: not retried).
+OutcomeStatus = Literal["succeeded", "failed", "lost", "missed", "lease_lost", "stale_rejected", "corrupt"]
 
 #: Checkpoints passed to a listener, in protocol order. Jobs may add their own (e.g. "query_started").
 CHECKPOINT_ACQUIRED = "acquired"
@@ -158,7 +160,9 @@ class SlotRun:
         self._last_renewal_ms = self.now_ms()
         self.checkpoint(CHECKPOINT_STATE_RECORDED)
 
-    def commit(self, *, writes: Sequence[Mapping[str, Any]] = (), summary: Mapping[str, Any] | None = None) -> CommitReceipt:
+    def commit(
+        self, *, writes: Sequence[Mapping[str, Any]] = (), summary: Mapping[str, Any] | None = None
+    ) -> CommitReceipt:
         """Finish the slot as succeeded with ``writes`` in the same fenced transaction.
 
         Raises :class:`StaleFencingTokenError` (nothing written) or :class:`CommitConflictError`.
@@ -205,9 +209,14 @@ class SlotRunner:
         lease = result
         run = SlotRun(self.lock, lease, self.listener)
         base: dict[str, Any] = {
-            "job_name": lease.job_name, "slot": lease.slot.iso, "owner_id": owner_id,
-            "fencing_token": lease.fencing_token, "takeover": lease.takeover, "reentered": lease.reentered,
-            "adopted_state": bool(lease.state), "last_succeeded_at_ms": lease.last_succeeded_at_ms,
+            "job_name": lease.job_name,
+            "slot": lease.slot.iso,
+            "owner_id": owner_id,
+            "fencing_token": lease.fencing_token,
+            "takeover": lease.takeover,
+            "reentered": lease.reentered,
+            "adopted_state": bool(lease.state),
+            "last_succeeded_at_ms": lease.last_succeeded_at_ms,
             "superseded_slot": lease.superseded_slot.iso if lease.superseded_slot else None,
             "superseded_recorded": lease.superseded_recorded,
         }
@@ -218,9 +227,7 @@ class SlotRunner:
                 run.commit(summary=value if isinstance(value, Mapping) else None)
         except StaleFencingTokenError as exc:
             logger.warning("stale commit rejected: %s", exc)
-            return SlotOutcome(
-                "stale_rejected", reason="fencing_token_superseded", details=_holder(exc), **base
-            )
+            return SlotOutcome("stale_rejected", reason="fencing_token_superseded", details=_holder(exc), **base)
         except LeaseLostError as exc:
             logger.warning("lease lost: %s", exc)
             return SlotOutcome("lease_lost", reason=exc.operation, details=_holder(exc), **base)
@@ -234,8 +241,11 @@ class SlotRunner:
             raise
         assert run.receipt is not None
         return SlotOutcome(
-            run.receipt.outcome, value=value, already_applied=run.receipt.already_applied,
-            details=dict(run.summary or {}), **base,
+            run.receipt.outcome,
+            value=value,
+            already_applied=run.receipt.already_applied,
+            details=dict(run.summary or {}),
+            **base,
         )
 
     def run_event(self, fn: Callable[[SlotRun], Any], event: Any, context: Any) -> SlotOutcome:
@@ -289,7 +299,12 @@ class SlotRunner:
             }
         status: OutcomeStatus = "missed" if loss.missed_recorded else "lost"
         return SlotOutcome(
-            status, loss.job_name, loss.slot.iso, loss.owner_id, reason=loss.reason, details=details,
+            status,
+            loss.job_name,
+            loss.slot.iso,
+            loss.owner_id,
+            reason=loss.reason,
+            details=details,
             last_succeeded_at_ms=current.last_succeeded_at_ms if current is not None else None,
         )
 

@@ -11,8 +11,9 @@ racer derives the same :class:`Slot`, whatever its own clock says.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InvalidEventError
 
@@ -55,12 +56,12 @@ class Slot:
     @property
     def iso(self) -> str:
         """Canonical form, e.g. ``2026-11-22T00:30:00Z``."""
-        return dt.datetime.fromtimestamp(self.epoch_s, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return dt.datetime.fromtimestamp(self.epoch_s, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @property
     def datetime(self) -> dt.datetime:
         """Scheduled time as an aware UTC datetime."""
-        return dt.datetime.fromtimestamp(self.epoch_s, dt.timezone.utc)
+        return dt.datetime.fromtimestamp(self.epoch_s, dt.UTC)
 
     def __str__(self) -> str:
         return self.iso

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 #: Cancellation reason codes (``CancellationReasons[i].Code``).
 CONDITION_FAILED = "ConditionalCheckFailed"
@@ -42,17 +43,19 @@ PERMANENT_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceed
 NO_REASONS = frozenset({"None", ""})
 
 #: Top-level error codes worth another request after botocore's own retries gave up.
-TRANSIENT_ERROR_CODES = frozenset({
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-    "TransactionConflictException",
-    "TransactionInProgressException",
-    "InternalServerError",
-    "InternalFailure",
-    "ServiceUnavailable",
-    "LimitExceededException",
-})
+TRANSIENT_ERROR_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "LimitExceededException",
+    }
+)
 #: Top-level error codes that fail the same way on every retry.
 PERMANENT_ERROR_CODES = frozenset({"ValidationException", "ItemCollectionSizeLimitExceededException"})
 
@@ -84,8 +87,10 @@ class Cancellation:
         for index, code in enumerate(codes):
             if code == CONDITION_FAILED:
                 return cls("condition_failed", codes, index, code)
-        if codes and all(code in TRANSIENT_REASONS or code in NO_REASONS for code in codes) and any(
-            code in TRANSIENT_REASONS for code in codes
+        if (
+            codes
+            and all(code in TRANSIENT_REASONS or code in NO_REASONS for code in codes)
+            and any(code in TRANSIENT_REASONS for code in codes)
         ):
             return cls("transient", codes)
         return cls("undecided", codes)

@@ -79,8 +79,10 @@ class RefreshAlarms(Construct):
                         else cloudwatch.TreatMissingData.MISSING
                     ),
                 },
-                f"No successful run of {job} for more than {STALE_AFTER_PERIODS} schedule periods "
-                f"({self.stale_after_s} s), or no invocation at all.",
+                (
+                    f"No successful run of {job} for more than {STALE_AFTER_PERIODS} schedule periods "
+                    f"({self.stale_after_s} s), or no invocation at all."
+                ),
             ),
             "RunFailed": (count(contract.METRIC_RUN_FAILED), at_least_once, f"A run of {job} failed for good."),
             "SlotMissed": (
@@ -122,8 +124,10 @@ class RefreshAlarms(Construct):
                     "threshold": config.alarms.data_scanned_bytes,
                     "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
                 },
-                f"A query of {job} scanned more than {config.alarms.data_scanned_bytes} bytes "
-                f"(the workgroup cancels at {config.bytes_scanned_cutoff_per_query}).",
+                (
+                    f"A query of {job} scanned more than {config.alarms.data_scanned_bytes} bytes "
+                    f"(the workgroup cancels at {config.bytes_scanned_cutoff_per_query})."
+                ),
             ),
             "QueryDurationHigh": (
                 job_metric(job, contract.METRIC_QUERY_DURATION_MS, statistic="Maximum", period=period),

@@ -22,7 +22,13 @@ class AthenaWorkgroup(Construct):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, name: str, output_location: str, bytes_scanned_cutoff_per_query: int
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        output_location: str,
+        bytes_scanned_cutoff_per_query: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.workgroup = athena.CfnWorkGroup(

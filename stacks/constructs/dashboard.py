@@ -91,7 +91,9 @@ class RefreshDashboard(Construct):
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
 
         last_success = [
-            job_metric(job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period, label="age (s)")
+            job_metric(
+                job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period, label="age (s)"
+            )
         ]
         self.dashboard.add_widgets(
             cloudwatch.SingleValueWidget(

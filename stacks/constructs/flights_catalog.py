@@ -77,7 +77,9 @@ class FlightsCatalog(Construct):
                 table_type="EXTERNAL_TABLE",
                 parameters={"classification": "parquet", "EXTERNAL": "TRUE"},
                 storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
-                    columns=[glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_GLUE_COLUMNS],
+                    columns=[
+                        glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_GLUE_COLUMNS
+                    ],
                     location=f"s3://{bucket.bucket_name}/{data_prefix}",
                     input_format=PARQUET_INPUT_FORMAT,
                     output_format=PARQUET_OUTPUT_FORMAT,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_dynamodb as dynamodb
@@ -107,7 +108,9 @@ class SendOnlyQueueDestination:
         self, scope: Construct, fn: lambda_.IFunction, options: lambda_.DestinationOptions | None = None
     ) -> lambda_.DestinationConfig:
         fn.add_to_role_policy(
-            iam.PolicyStatement(sid="OnFailureDestination", actions=["sqs:SendMessage"], resources=[self.queue.queue_arn])
+            iam.PolicyStatement(
+                sid="OnFailureDestination", actions=["sqs:SendMessage"], resources=[self.queue.queue_arn]
+            )
         )
         return lambda_.DestinationConfig(destination=self.queue.queue_arn)
 
@@ -183,12 +186,27 @@ class RefreshFunction(Construct):
         )
         bucket = target.bucket
         for prefix, why in (
-            (target.data_prefix, "s3:GetObject of the queried table's data files, which Athena reads with the "
-             "function's credentials; the file names are the data's, so the prefix is the narrowest scope."),
-            (target.athena_results_prefix, "Athena writes and reads back query output under the workgroup's "
-             "output prefix with the function's credentials; object names are query execution ids."),
-            (target.results_prefix, "s3:PutObject of result rows too large for a DynamoDB item, under "
-             "results/<job>/<slot>/token-<fencing token>.json: names are per slot, so a prefix is needed."),
+            (
+                target.data_prefix,
+                (
+                    "s3:GetObject of the queried table's data files, which Athena reads with the "
+                    "function's credentials; the file names are the data's, so the prefix is the narrowest scope."
+                ),
+            ),
+            (
+                target.athena_results_prefix,
+                (
+                    "Athena writes and reads back query output under the workgroup's "
+                    "output prefix with the function's credentials; object names are query execution ids."
+                ),
+            ),
+            (
+                target.results_prefix,
+                (
+                    "s3:PutObject of result rows too large for a DynamoDB item, under "
+                    "results/<job>/<slot>/token-<fencing token>.json: names are per slot, so a prefix is needed."
+                ),
+            ),
         ):
             acknowledge(self.role, wildcard_finding(self, bucket.arn_for_objects(f"{prefix}*")), why)
 

@@ -24,8 +24,12 @@ EXPECTED = {
     "slotlock": ({"UpdateItem": 1, "TransactWriteItems": 1}, {"UpdateItem": 1}, {"UpdateItem": 1}, False),
     "fenced-lease": ({"UpdateItem": 2}, {"UpdateItem": 1}, {"UpdateItem": 2}, True),
     "powertools": ({"PutItem": 1, "UpdateItem": 1}, {"PutItem": 1}, {"PutItem": 1}, False),
-    "python-dynamodb-lock": ({"GetItem": 1, "PutItem": 1, "DeleteItem": 1}, {"GetItem": 1},
-                             {"GetItem": 1, "PutItem": 1, "DeleteItem": 1}, True),
+    "python-dynamodb-lock": (
+        {"GetItem": 1, "PutItem": 1, "DeleteItem": 1},
+        {"GetItem": 1},
+        {"GetItem": 1, "PutItem": 1, "DeleteItem": 1},
+        True,
+    ),
 }
 
 

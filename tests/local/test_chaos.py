@@ -31,8 +31,9 @@ NEW_CHECKS = ("terminal_records", "slot_missed_metric", "future_slot_refused")
 @pytest.fixture(scope="module")
 def report(dynamodb_local: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workdir = tmp_path_factory.mktemp("chaos")
-    options = ChaosOptions(racers=RACERS, slots=SLOTS, seed=20261122, workdir=workdir,
-                           dynamodb_endpoint=dynamodb_local.endpoint_url)
+    options = ChaosOptions(
+        racers=RACERS, slots=SLOTS, seed=20261122, workdir=workdir, dynamodb_endpoint=dynamodb_local.endpoint_url
+    )
     result = run_suite(options, control_slots=CONTROL_SLOTS, out=print)
     (workdir / "chaos-report.json").write_text(json.dumps(result, indent=2, default=str))
     print("\n".join(summary_lines(result)))

@@ -3,6 +3,7 @@ and the seeded plan's coverage."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -38,18 +39,35 @@ MS = 1_000_000
 
 
 def cp(t_ms: int, rid: str, slot: str, checkpoint: str, token: int) -> dict[str, Any]:
-    return {"what": "checkpoint", "t_ns": t_ms * MS, "request_id": rid, "slot": slot, "checkpoint": checkpoint,
-            "token": token}
+    return {
+        "what": "checkpoint",
+        "t_ns": t_ms * MS,
+        "request_id": rid,
+        "slot": slot,
+        "checkpoint": checkpoint,
+        "token": token,
+    }
 
 
 def result(t_ms: int, rid: str, slot: str, status: str, token: int | None, reason: str | None = None) -> dict[str, Any]:
-    return {"what": "result", "t_ns": t_ms * MS, "request_id": rid, "slot": slot, "status": status, "token": token,
-            "reason": reason}
+    return {
+        "what": "result",
+        "t_ns": t_ms * MS,
+        "request_id": rid,
+        "slot": slot,
+        "status": status,
+        "token": token,
+        "reason": reason,
+    }
 
 
 def clean_run(rid: str, slot: str, token: int, t0: int) -> list[dict[str, Any]]:
-    return [cp(t0, rid, slot, "acquired", token), cp(t0 + 10, rid, slot, "before_commit", token),
-            cp(t0 + 20, rid, slot, "committed", token), result(t0 + 21, rid, slot, "succeeded", token)]
+    return [
+        cp(t0, rid, slot, "acquired", token),
+        cp(t0 + 10, rid, slot, "before_commit", token),
+        cp(t0 + 20, rid, slot, "committed", token),
+        result(t0 + 21, rid, slot, "succeeded", token),
+    ]
 
 
 def checks(violations: list[dict[str, Any]]) -> list[str]:
@@ -64,10 +82,15 @@ def test_a_clean_history_has_no_violation() -> None:
 
 def test_a_stale_holder_rejected_after_a_takeover_is_clean() -> None:
     # a acquires 1 and stops before its commit; b takes over with 2 and commits; a resumes: stale_rejected
-    history = [cp(0, "a", S1, "acquired", 1), cp(10, "a", S1, "before_commit", 1), cp(3000, "b", S1, "acquired", 2),
-               cp(3010, "b", S1, "before_commit", 2), cp(3020, "b", S1, "committed", 2),
-               {"what": "resumed", "t_ns": 3100 * MS, "request_id": "a", "slot": S1},
-               result(3110, "a", S1, "stale_rejected", 1)]
+    history = [
+        cp(0, "a", S1, "acquired", 1),
+        cp(10, "a", S1, "before_commit", 1),
+        cp(3000, "b", S1, "acquired", 2),
+        cp(3010, "b", S1, "before_commit", 2),
+        cp(3020, "b", S1, "committed", 2),
+        {"what": "resumed", "t_ns": 3100 * MS, "request_id": "a", "slot": S1},
+        result(3110, "a", S1, "stale_rejected", 1),
+    ]
     assert check_history(history) == []
 
 
@@ -89,9 +112,14 @@ def test_tokens_must_increase_in_slot_order() -> None:
 
 def test_a_commit_sent_after_a_newer_acquisition_is_a_stale_write() -> None:
     # a stops at before_commit; b acquires 2; a resumes and its commit (token 1) is ACCEPTED: fencing failed
-    history = [cp(0, "a", S1, "acquired", 1), cp(10, "a", S1, "before_commit", 1), cp(3000, "b", S1, "acquired", 2),
-               {"what": "resumed", "t_ns": 3100 * MS, "request_id": "a", "slot": S1},
-               cp(3110, "a", S1, "committed", 1), result(3111, "a", S1, "succeeded", 1)]
+    history = [
+        cp(0, "a", S1, "acquired", 1),
+        cp(10, "a", S1, "before_commit", 1),
+        cp(3000, "b", S1, "acquired", 2),
+        {"what": "resumed", "t_ns": 3100 * MS, "request_id": "a", "slot": S1},
+        cp(3110, "a", S1, "committed", 1),
+        result(3111, "a", S1, "succeeded", 1),
+    ]
     violations = check_history(history)
     assert checks(violations) == ["stale_write_accepted"]
     assert "token 2" in violations[0]["detail"]
@@ -99,14 +127,23 @@ def test_a_commit_sent_after_a_newer_acquisition_is_a_stale_write() -> None:
 
 def test_the_send_time_without_a_resume_is_the_before_commit_checkpoint() -> None:
     # b's acquisition comes after a's commit was sent (a slow reply, not a stale write): no violation
-    history = [cp(0, "a", S1, "acquired", 1), cp(10, "a", S1, "before_commit", 1), cp(20, "b", S2, "acquired", 2),
-               cp(30, "a", S1, "committed", 1), cp(40, "b", S2, "before_commit", 2), cp(50, "b", S2, "committed", 2)]
+    history = [
+        cp(0, "a", S1, "acquired", 1),
+        cp(10, "a", S1, "before_commit", 1),
+        cp(20, "b", S2, "acquired", 2),
+        cp(30, "a", S1, "committed", 1),
+        cp(40, "b", S2, "before_commit", 2),
+        cp(50, "b", S2, "committed", 2),
+    ]
     assert check_history(history) == []
 
 
 def test_an_older_slot_may_not_commit_after_a_newer_one() -> None:
-    history = clean_run("b", S2, 2, 0) + [cp(100, "a", S1, "acquired", 3), cp(110, "a", S1, "before_commit", 3),
-                                           cp(120, "a", S1, "committed", 3)]
+    history = clean_run("b", S2, 2, 0) + [
+        cp(100, "a", S1, "acquired", 3),
+        cp(110, "a", S1, "before_commit", 3),
+        cp(120, "a", S1, "committed", 3),
+    ]
     assert "commit_after_newer_slot" in checks(check_history(history))
 
 
@@ -123,18 +160,23 @@ ROWS = [["EWR", 10], ["JFK", 12]]
 
 def stored(s1_token: int = 1, s2_token: int = 2, rows: Any = ROWS) -> FinalState:
     return FinalState(
-        slot_items={S1: {"status": "SUCCEEDED", "fencing_token": s1_token},
-                    S2: {"status": "SUCCEEDED", "fencing_token": s2_token},
-                    S3: {"status": "MISSED", "reason": "superseded"}},
-        results={S1: {"fencing_token": s1_token, "rows": rows, "row_count": len(rows)},
-                 S2: {"fencing_token": s2_token, "rows": ROWS, "row_count": 2}},
+        slot_items={
+            S1: {"status": "SUCCEEDED", "fencing_token": s1_token},
+            S2: {"status": "SUCCEEDED", "fencing_token": s2_token},
+            S3: {"status": "MISSED", "reason": "superseded"},
+        },
+        results={
+            S1: {"fencing_token": s1_token, "rows": rows, "row_count": len(rows)},
+            S2: {"fencing_token": s2_token, "rows": ROWS, "row_count": 2},
+        },
         latest={"latest_slot": S2, "fencing_token": s2_token},
     )
 
 
 def final(state: FinalState, *, planned: tuple[str, ...] = (S1, S2, S3), dlq: tuple[str, ...] = ()) -> list[str]:
-    return checks(check_final_state(state, planned_slots=planned, dead_lettered=dlq,
-                                    expected_rows={S1: ROWS, S2: ROWS}))
+    return checks(
+        check_final_state(state, planned_slots=planned, dead_lettered=dlq, expected_rows={S1: ROWS, S2: ROWS})
+    )
 
 
 def test_a_clean_final_state_has_no_violation() -> None:
@@ -154,7 +196,9 @@ def test_a_missed_slot_needs_its_reason() -> None:
     assert final(state) == ["slot_unaccounted"]
 
 
-@pytest.mark.parametrize("rows", [ROWS[:1], ROWS + ROWS[:1], list(reversed(ROWS))], ids=["lost", "duplicated", "reordered"])
+@pytest.mark.parametrize(
+    "rows", [ROWS[:1], ROWS + ROWS[:1], list(reversed(ROWS))], ids=["lost", "duplicated", "reordered"]
+)
 def test_rows_lost_duplicated_or_reordered_are_caught(rows: Any) -> None:
     assert "results_mismatch" in final(stored(rows=rows))
 
@@ -192,8 +236,15 @@ def test_every_plan_covers_each_kill_point_each_resume_policy_and_stale_commits(
     faults = [p.fault for p in plans if p.fault]
     assert {f["checkpoint"] for f in faults if f["action"] == "kill"} == set(KILL_POINTS)
     assert {f["policy"] for f in faults if f["action"] == "pause"} == set(RESUME_POLICIES)
-    stale = [p.fault for p in plans if p.fault and p.storm is None and p.fault["action"] == "pause"
-             and p.fault["checkpoint"] in STALE_COMMIT_POINTS and p.fault["policy"] != "next_slot"]
+    stale = [
+        p.fault
+        for p in plans
+        if p.fault
+        and p.storm is None
+        and p.fault["action"] == "pause"
+        and p.fault["checkpoint"] in STALE_COMMIT_POINTS
+        and p.fault["policy"] != "next_slot"
+    ]
     assert len(stale) >= MIN_STALE_COMMIT_SCENARIOS
     assert len({p.iso for p in plans}) == slots and len(set(ancient)) == len(ancient)
 
@@ -216,8 +267,14 @@ def deliver(t_ms: int, rid: str, slot: str, kind: str = "race") -> dict[str, Any
 
 
 def superseded(t_ms: int, rid: str, older: str, by: str, recorded: bool = True) -> dict[str, Any]:
-    return {"what": "superseded", "t_ns": t_ms * MS, "request_id": rid, "slot": older, "by_slot": by,
-            "recorded": recorded}
+    return {
+        "what": "superseded",
+        "t_ns": t_ms * MS,
+        "request_id": rid,
+        "slot": older,
+        "by_slot": by,
+        "recorded": recorded,
+    }
 
 
 def terminal(history: list[dict[str, Any]], state: FinalState, dlq: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -230,8 +287,11 @@ def three_slots() -> tuple[list[dict[str, Any]], FinalState]:
     history += [result(5, "x", S1, "lost", None, "held"), deliver(100, "b", S2), cp(100, "b", S2, "acquired", 2)]
     history += [deliver(200, "c", S3), superseded(201, "c", S2, S3), *clean_run("c", S3, 3, 201)]
     state = FinalState(
-        slot_items={S1: {"status": "SUCCEEDED", "fencing_token": 1}, S2: {"status": "MISSED", "reason": "superseded"},
-                    S3: {"status": "SUCCEEDED", "fencing_token": 3}},
+        slot_items={
+            S1: {"status": "SUCCEEDED", "fencing_token": 1},
+            S2: {"status": "MISSED", "reason": "superseded"},
+            S3: {"status": "SUCCEEDED", "fencing_token": 3},
+        },
     )
     return history, state
 
@@ -252,8 +312,12 @@ def test_a_delivered_slot_without_a_terminal_record_is_caught_unless_dead_letter
 
 
 def test_racers_that_all_lost_undecided_leave_the_slot_without_a_record_and_that_is_caught() -> None:
-    history = [deliver(0, "a", S1), deliver(0, "b", S1), result(5, "a", S1, "lost", None, "conflict"),
-               result(6, "b", S1, "lost", None, "unavailable")]
+    history = [
+        deliver(0, "a", S1),
+        deliver(0, "b", S1),
+        result(5, "a", S1, "lost", None, "conflict"),
+        result(6, "b", S1, "lost", None, "unavailable"),
+    ]
     [violation] = terminal(history, FinalState())
     assert "absent" in violation["detail"] and "lost:conflict x1" in violation["detail"]
 
@@ -298,9 +362,14 @@ def test_a_holder_killed_after_its_commit_matches_either_commit_status() -> None
 
 
 def test_a_commit_refused_for_good_must_end_failed_with_the_write_rejected_error() -> None:
-    history = [deliver(0, "a", S1), cp(0, "a", S1, "acquired", 1), cp(10, "a", S1, "before_commit", 1),
-               cp(20, "a", S1, "before_commit", 1), cp(30, "a", S1, "committed", 1),
-               {**result(31, "a", S1, "failed", 1, "write_rejected"), "error_type": "WriteRejectedError"}]
+    history = [
+        deliver(0, "a", S1),
+        cp(0, "a", S1, "acquired", 1),
+        cp(10, "a", S1, "before_commit", 1),
+        cp(20, "a", S1, "before_commit", 1),
+        cp(30, "a", S1, "committed", 1),
+        {**result(31, "a", S1, "failed", 1, "write_rejected"), "error_type": "WriteRejectedError"},
+    ]
     rejected = {"status": "FAILED", "fencing_token": 1, "error": {"type": "WriteRejectedError"}}
     state = FinalState(slot_items={S1: rejected})
     assert terminal(history, state) == []
@@ -318,16 +387,37 @@ def test_a_racer_reporting_the_slot_corrupt_is_caught() -> None:
 
 # --- the SlotMissed metric ---------------------------------------------------------------------------
 def emf(reason: str, values: Any = (1.0,), name: str = "SlotMissed", namespace: str = "ScheduledAthenaRefresh") -> str:
-    return json.dumps({"_aws": {"Timestamp": 1, "CloudWatchMetrics": [{
-        "Namespace": namespace, "Dimensions": [["service", "job", "reason"]],
-        "Metrics": [{"Name": name, "Unit": "Count"}]}]}, "service": "athena-refresh", "job": "j", "reason": reason,
-        name: list(values) if isinstance(values, tuple) else values})
+    return json.dumps(
+        {
+            "_aws": {
+                "Timestamp": 1,
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": namespace,
+                        "Dimensions": [["service", "job", "reason"]],
+                        "Metrics": [{"Name": name, "Unit": "Count"}],
+                    }
+                ],
+            },
+            "service": "athena-refresh",
+            "job": "j",
+            "reason": reason,
+            name: list(values) if isinstance(values, tuple) else values,
+        }
+    )
 
 
 def test_slot_missed_values_are_read_from_emf_lines_and_nothing_else() -> None:
-    lines = [emf("superseded"), emf("too_old", 1.0), emf("superseded", (1.0, 1.0)), emf("held", name="LostRace"),
-             emf("superseded", namespace="ScheduledAthenaRefresh/Values"), "Traceback (most recent call last):",
-             json.dumps({"level": "INFO", "message": "SlotMissed superseded"}), "{not json SlotMissed \"_aws\""]
+    lines = [
+        emf("superseded"),
+        emf("too_old", 1.0),
+        emf("superseded", (1.0, 1.0)),
+        emf("held", name="LostRace"),
+        emf("superseded", namespace="ScheduledAthenaRefresh/Values"),
+        "Traceback (most recent call last):",
+        json.dumps({"level": "INFO", "message": "SlotMissed superseded"}),
+        '{not json SlotMissed "_aws"',
+    ]
     assert emf_metric_values(lines) == {"superseded": 3, "too_old": 1}
 
 
@@ -346,16 +436,35 @@ FUTURE = "2026-11-22T02:07:00Z"
 
 
 def refused(t_ms: int, rid: str, attempt: int = 1) -> list[dict[str, Any]]:
-    return [deliver(t_ms, rid, FUTURE, "future"),
-            {"what": "dynamodb_requests", "t_ns": (t_ms + 1) * MS, "request_id": rid, "slot": FUTURE, "kind": "future",
-             "count": 0},
-            {"what": "error", "t_ns": (t_ms + 2) * MS, "request_id": rid, "slot": FUTURE, "kind": "future",
-             "attempt": attempt, "error_type": "InvalidEventError"}]
+    return [
+        deliver(t_ms, rid, FUTURE, "future"),
+        {
+            "what": "dynamodb_requests",
+            "t_ns": (t_ms + 1) * MS,
+            "request_id": rid,
+            "slot": FUTURE,
+            "kind": "future",
+            "count": 0,
+        },
+        {
+            "what": "error",
+            "t_ns": (t_ms + 2) * MS,
+            "request_id": rid,
+            "slot": FUTURE,
+            "kind": "future",
+            "attempt": attempt,
+            "error_type": "InvalidEventError",
+        },
+    ]
 
 
 def test_a_refused_future_delivery_retried_by_lambda_is_clean() -> None:
-    history = refused(0, "f") + refused(10, "f", 2) + refused(20, "f", 3) + [{"what": "dlq", "t_ns": 21 * MS,
-                                                                             "slot": FUTURE, "kind": "future"}]
+    history = (
+        refused(0, "f")
+        + refused(10, "f", 2)
+        + refused(20, "f", 3)
+        + [{"what": "dlq", "t_ns": 21 * MS, "slot": FUTURE, "kind": "future"}]
+    )
     assert check_future_refused(history, FinalState(), future_slots=[FUTURE]) == []
     assert delivered_slots(history) == []  # not a delivered slot for terminal_records
 
@@ -382,7 +491,9 @@ def test_a_future_slot_that_was_acted_on_is_caught(breach: str) -> None:
 
 # --- the plan's new faults ---------------------------------------------------------------------------
 @pytest.mark.parametrize(("slots", "seed"), [(12, 12), (30, 2), (30, 20261122), (200, 200)])
-def test_every_plan_forces_each_aimed_write_fault_and_has_a_future_and_an_ancient_delivery(slots: int, seed: int) -> None:
+def test_every_plan_forces_each_aimed_write_fault_and_has_a_future_and_an_ancient_delivery(
+    slots: int, seed: int
+) -> None:
     plans, ancient = make_plan(ChaosOptions(slots=slots, seed=seed))
     forced = [(f["write"], f["kind"]) for p in plans for f in p.forced]
     assert {(w, k) for w, k, _ in FORCED_WRITE_FAULTS} <= set(forced)
@@ -391,9 +502,11 @@ def test_every_plan_forces_each_aimed_write_fault_and_has_a_future_and_an_ancien
             assert plan.fault is None and plan.storm is None
     # the MISSED record's lost answer rides with each ancient delivery (the harness) and the slot after a holder
     # stopped until the next slot; a release's conflict with an Athena storm (its holder releases the lease)
-    assert any(p.storm and p.storm["target"] == "athena" and p.fault is None and FORCED_RELEASE_CONFLICT in p.forced
-               for p in plans)
-    for previous, plan in zip(plans, plans[1:]):
+    assert any(
+        p.storm and p.storm["target"] == "athena" and p.fault is None and FORCED_RELEASE_CONFLICT in p.forced
+        for p in plans
+    )
+    for previous, plan in itertools.pairwise(plans):
         if previous.fault and previous.fault.get("policy") == "next_slot":
             assert FORCED_MISSED_RESEND in plan.forced
     assert any(p.future_lead_s for p in plans) and all(30 <= (p.future_lead_s or 30) <= 540 for p in plans)

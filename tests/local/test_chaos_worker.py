@@ -8,10 +8,11 @@ from typing import Any
 
 import boto3
 import pytest
+from athena_refresh.errors import QueryEngineError
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from slotlock import Slot, SlotLock, WriteRejectedError
 
-from athena_refresh.errors import QueryEngineError
 from local.chaos_worker import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
@@ -31,7 +32,6 @@ from local.chaos_worker import (
     FaultPlan,
     FaultyEngine,
 )
-from slotlock import Slot, SlotLock, WriteRejectedError
 
 pytestmark = pytest.mark.usefixtures("fake_aws_credentials")
 
@@ -52,7 +52,8 @@ def table(dynamodb_local: Any, request: pytest.FixtureRequest) -> str:
     name = f"chaos-worker-{abs(hash(request.node.name)) % 10**8}"
     client = dynamodb_local.client()
     client.create_table(
-        TableName=name, BillingMode="PAY_PER_REQUEST",
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
     )
@@ -67,7 +68,9 @@ def storm(kind: str, calls: int) -> FaultPlan:
 
 
 @pytest.mark.parametrize("kind", ["ProvisionedThroughputExceededException", "ThrottlingException", "connection_error"])
-def test_a_transient_fault_is_retried_by_botocore_and_the_call_succeeds(dynamodb_local: Any, table: str, kind: str) -> None:
+def test_a_transient_fault_is_retried_by_botocore_and_the_call_succeeds(
+    dynamodb_local: Any, table: str, kind: str
+) -> None:
     plan = storm(kind, calls=1)
     client = faulty_client(dynamodb_local.endpoint_url, plan)
     response = client.put_item(TableName=table, Item={"pk": {"S": "a"}})
@@ -99,12 +102,20 @@ def test_no_fencing_makes_transaction_conditions_vacuous(dynamodb_local: Any, ta
     plan = FaultPlan(seed=1, transient_rate=0.0, report=Reports())
     client = faulty_client(dynamodb_local.endpoint_url, plan, fencing=fencing)
     client.put_item(TableName=table, Item={"pk": {"S": "lock"}, "fencing_token": {"N": "5"}})
-    stale_commit = {"TransactItems": [{"Update": {
-        "TableName": table, "Key": {"pk": {"S": "lock"}}, "UpdateExpression": "SET #owner = :owner",
-        "ConditionExpression": "#token = :token",
-        "ExpressionAttributeNames": {"#owner": "owner_id", "#token": "fencing_token"},
-        "ExpressionAttributeValues": {":owner": {"S": "stale"}, ":token": {"N": "4"}},
-    }}]}
+    stale_commit = {
+        "TransactItems": [
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "lock"}},
+                    "UpdateExpression": "SET #owner = :owner",
+                    "ConditionExpression": "#token = :token",
+                    "ExpressionAttributeNames": {"#owner": "owner_id", "#token": "fencing_token"},
+                    "ExpressionAttributeValues": {":owner": {"S": "stale"}, ":token": {"N": "4"}},
+                }
+            }
+        ]
+    }
     if fencing:
         with pytest.raises(ClientError, match="TransactionCanceledException"):
             client.transact_write_items(**stale_commit)
@@ -131,7 +142,9 @@ class CountingEngine:
         return "rows"
 
 
-@pytest.mark.parametrize(("throttled", "raises"), [(0, False), (ATHENA_MAX_ATTEMPTS - 1, False), (ATHENA_MAX_ATTEMPTS, True)])
+@pytest.mark.parametrize(
+    ("throttled", "raises"), [(0, False), (ATHENA_MAX_ATTEMPTS - 1, False), (ATHENA_MAX_ATTEMPTS, True)]
+)
 def test_the_engine_proxy_throttles_like_athena_and_retries_like_botocore(throttled: int, raises: bool) -> None:
     plan = FaultPlan(seed=1, transient_rate=0.0, report=Reports())
     plan.storm = {"target": "athena", "kind": ATHENA_THROTTLE, "calls": throttled}
@@ -176,7 +189,8 @@ def results_put(table: str, slot: Slot) -> dict[str, Any]:
 def results_table(dynamodb_local: Any, table: str) -> str:
     client = dynamodb_local.client()
     client.create_table(
-        TableName=table + "-results", BillingMode="PAY_PER_REQUEST",
+        TableName=table + "-results",
+        BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
     )
@@ -204,9 +218,18 @@ def test_a_fabricated_cancellation_has_one_reason_per_item_and_botocore_does_not
 ) -> None:
     plan = aimed([{"write": COMMIT, "kind": CANCELLED_PREFIX + reason}])
     client = faulty_client(dynamodb_local.endpoint_url, plan)
-    items = [{"Update": {"TableName": table, "Key": {"pk": {"S": f"k{n}"}}, "UpdateExpression": "SET #status = :status",
-                         "ExpressionAttributeNames": {"#status": "status"},
-                         "ExpressionAttributeValues": {":status": {"S": "SUCCEEDED"}}}} for n in range(3)]
+    items = [
+        {
+            "Update": {
+                "TableName": table,
+                "Key": {"pk": {"S": f"k{n}"}},
+                "UpdateExpression": "SET #status = :status",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {":status": {"S": "SUCCEEDED"}},
+            }
+        }
+        for n in range(3)
+    ]
     with pytest.raises(ClientError) as caught:
         client.transact_write_items(TransactItems=items)
     error = caught.value.response
@@ -274,8 +297,10 @@ def test_a_transaction_conflict_on_the_acquire_and_the_heartbeat_is_retried_by_t
     renewed = lock.heartbeat(lease)
     assert renewed.expires_at_ms > lease.expires_at_ms
     assert plan.writes == {ACQUIRE: 2, HEARTBEAT: 2}  # each: the conflict (not resent by botocore), then the retry
-    assert [(r["kind"], r["write"]) for r in plan.report] == [(TRANSACTION_CONFLICT, ACQUIRE),
-                                                               (TRANSACTION_CONFLICT, HEARTBEAT)]
+    assert [(r["kind"], r["write"]) for r in plan.report] == [
+        (TRANSACTION_CONFLICT, ACQUIRE),
+        (TRANSACTION_CONFLICT, HEARTBEAT),
+    ]
 
 
 @pytest.mark.parametrize("path", ["UpdateItem", "TransactWriteItems"])
@@ -301,5 +326,7 @@ def test_the_negative_controls_faulted_invocations_get_no_aimed_fault() -> None:
     plan.aimed_allowed = False  # ChaosRuntime under --no-fencing, for an invocation with a checkpoint fault
     assert plan.decide_write(COMMIT, "TransactWriteItems", first_attempt=True, results_items=True) is None
     plan.aimed_allowed = True
-    assert plan.decide_write(COMMIT, "TransactWriteItems", first_attempt=True, results_items=True) == \
-        TRANSIENT_CANCELLATION_KINDS[0]
+    assert (
+        plan.decide_write(COMMIT, "TransactWriteItems", first_attempt=True, results_items=True)
+        == TRANSIENT_CANCELLATION_KINDS[0]
+    )

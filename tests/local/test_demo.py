@@ -9,6 +9,7 @@ the paused winner's stale commit was rejected after a takeover.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import subprocess
@@ -25,15 +26,15 @@ DEMO_TIMEOUT_S = 150  # normally about 20 s; bounded so a hang fails instead of 
 
 
 def test_slot_times_are_the_last_half_hours_oldest_first() -> None:
-    now = dt.datetime(2026, 11, 22, 0, 47, 13, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 22, 0, 47, 13, tzinfo=dt.UTC)
     times = slot_times(4, now)
     assert [t.strftime("%H:%M") for t in times] == ["23:00", "23:30", "00:00", "00:30"]
-    assert all((b - a).total_seconds() == SLOT_PERIOD_S for a, b in zip(times, times[1:]))
+    assert all((b - a).total_seconds() == SLOT_PERIOD_S for a, b in itertools.pairwise(times))
     assert all(t.tzinfo is not None and t <= now for t in times)
 
 
 def test_slot_times_include_an_exact_boundary() -> None:
-    now = dt.datetime(2026, 11, 22, 1, 0, 0, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 11, 22, 1, 0, 0, tzinfo=dt.UTC)
     assert slot_times(1, now)[0] == now
 
 
@@ -65,8 +66,10 @@ def _flights_per_origin(start: str, end: str) -> dict[str, int]:
 
     from local.data import flights_parquet_path
 
-    sql = ("SELECT origin, count(*) FROM read_parquet(?) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"
-           " AND sched_dep_utc < CAST(? AS TIMESTAMP) GROUP BY origin")
+    sql = (
+        "SELECT origin, count(*) FROM read_parquet(?) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"
+        " AND sched_dep_utc < CAST(? AS TIMESTAMP) GROUP BY origin"
+    )
     with duckdb.connect() as con:
         return dict(con.execute(sql, [str(flights_parquet_path()), start, end]).fetchall())
 
@@ -75,10 +78,29 @@ def _flights_per_origin(start: str, end: str) -> dict[str, int]:
 def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     report_path = tmp_path / "demo-report.json"
     workdir = tmp_path / "demo"
-    argv = [sys.executable, "-m", "local.demo", "--slots", "3", "--racers", "3", "--lease-s", "3",
-            "--report", str(report_path), "--workdir", str(workdir)]
-    proc = subprocess.run(  # noqa: S603 - fixed argv
-        argv, cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=DEMO_TIMEOUT_S,
+    argv = [
+        sys.executable,
+        "-m",
+        "local.demo",
+        "--slots",
+        "3",
+        "--racers",
+        "3",
+        "--lease-s",
+        "3",
+        "--report",
+        str(report_path),
+        "--workdir",
+        str(workdir),
+    ]
+    proc = subprocess.run(
+        argv,
+        check=False,
+        cwd=REPO_ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=DEMO_TIMEOUT_S,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
@@ -97,8 +119,18 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     assert report["engine_query_executions"] == report["slots"]
     # 3 racers x 3 slots + the Lambda retry of the killed winner + the late delivery
     assert report["invocations"] == 3 * 3 + 2
-    for key in ("slots", "racers", "invocations", "slots_completed", "duplicate_commits", "stale_writes_rejected",
-                "takeovers", "queries_started", "kills_injected", "pauses_injected"):
+    for key in (
+        "slots",
+        "racers",
+        "invocations",
+        "slots_completed",
+        "duplicate_commits",
+        "stale_writes_rejected",
+        "takeovers",
+        "queries_started",
+        "kills_injected",
+        "pauses_injected",
+    ):
         assert isinstance(report[key], int), key
 
     per_slot = {s["slot"]: s for s in report["per_slot"]}

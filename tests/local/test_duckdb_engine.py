@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 import pytest
-
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
+
 from local.data import REPO_ROOT, ensure_flights_parquet
 from local.duckdb_engine import DuckDBQueryEngine, prepare_query
 
@@ -391,7 +391,7 @@ def test_wrong_parameter_count_fails(engine: DuckDBQueryEngine, parameters: list
 def test_request_validation_mirrors_the_athena_engine(engine: DuckDBQueryEngine) -> None:
     with pytest.raises(ValueError, match="32..128"):
         engine.start_query(sql=JOB_SQL, parameters=WINDOW_NOV, client_request_token="short")
-    with pytest.raises(ValueError, match="not one str"):
+    with pytest.raises(TypeError, match="not one str"):
         engine.start_query(sql=JOB_SQL, parameters=WINDOW_NOV[0], client_request_token=token("p"))
     with pytest.raises(QueryEngineError, match="non-empty"):
         engine.start_query(sql=JOB_SQL, parameters=["", ""], client_request_token=token("p"))

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import boto3
 import pytest
-
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import lambda_handler
@@ -63,15 +63,18 @@ def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
     client = boto3.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url)
     lock_table, results_table = f"locks-{suffix}", f"results-{suffix}"
     client.create_table(
-        TableName=lock_table, BillingMode="PAY_PER_REQUEST",
+        TableName=lock_table,
+        BillingMode="PAY_PER_REQUEST",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
     )
     client.create_table(
-        TableName=results_table, BillingMode="PAY_PER_REQUEST",
+        TableName=results_table,
+        BillingMode="PAY_PER_REQUEST",
         KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
         AttributeDefinitions=[
-            {"AttributeName": "job", "AttributeType": "S"}, {"AttributeName": "slot", "AttributeType": "S"},
+            {"AttributeName": "job", "AttributeType": "S"},
+            {"AttributeName": "slot", "AttributeType": "S"},
         ],
     )
     env = {
@@ -112,7 +115,10 @@ def test_winner_losers_and_fenced_results_are_valid_on_dynamodb_local(environmen
     latest = store.get_latest("flights")
     assert latest is not None and latest["latest_slot"] == slot.iso and latest["fencing_token"] == 1
     result = store.get_result("flights", slot.iso)
-    assert result is not None and result["rows"] == [{"origin": "EWR", "flights": 358}, {"origin": "JFK", "flights": None}]
+    assert result is not None and result["rows"] == [
+        {"origin": "EWR", "flights": 358},
+        {"origin": "JFK", "flights": None},
+    ]
 
 
 def test_stale_holder_commit_is_rejected_on_dynamodb_local(environment: dict[str, str]) -> None:
@@ -122,7 +128,10 @@ def test_stale_holder_commit_is_rejected_on_dynamodb_local(environment: dict[str
     slot = Slot(now_ms // 1000 // 1800 * 1800)
     clock = {"now": now_ms}
     lock = SlotLock(
-        settings.lock_table_name, settings.job_name, lease_duration_s=30, clock_ms=lambda: clock["now"],
+        settings.lock_table_name,
+        settings.job_name,
+        lease_duration_s=30,
+        clock_ms=lambda: clock["now"],
         client=boto3.client("dynamodb", endpoint_url=environment["AWS_ENDPOINT_URL"]),
     )
     holder = lock.try_acquire(slot, "A")
@@ -133,14 +142,16 @@ def test_stale_holder_commit_is_rejected_on_dynamodb_local(environment: dict[str
     assert successor.acquired and successor.takeover_from == "A" and successor.state["query_execution_id"] == "qe-A"
 
     # WHEN A commits with a results write of its own, then B commits
-    writes = [{
-        "Put": {
-            "TableName": settings.results_table_name,
-            "Item": {"job": {"S": "flights"}, "slot": {"S": slot.iso}, "fencing_token": {"N": "1"}},
-            "ConditionExpression": "attribute_not_exists(#slot)",
-            "ExpressionAttributeNames": {"#slot": "slot"},
+    writes = [
+        {
+            "Put": {
+                "TableName": settings.results_table_name,
+                "Item": {"job": {"S": "flights"}, "slot": {"S": slot.iso}, "fencing_token": {"N": "1"}},
+                "ConditionExpression": "attribute_not_exists(#slot)",
+                "ExpressionAttributeNames": {"#slot": "slot"},
+            }
         }
-    }]
+    ]
     with pytest.raises(StaleFencingTokenError):
         lock.commit(holder, writes=writes)
     receipt = lock.commit(successor, summary={"rows": 0})

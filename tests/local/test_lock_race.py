@@ -11,6 +11,7 @@ Every wait is bounded: barrier waits, queue reads, joins.
 from __future__ import annotations
 
 import collections
+import itertools
 import multiprocessing
 import traceback
 import uuid
@@ -19,8 +20,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-
 from slotlock import Slot, SlotLock
+
 from local.processes import gather
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,7 @@ def racer(endpoint_url: str, table: str, index: int, rounds: int, barrier: Any, 
             else:
                 outcomes.append((round_no, None, result.reason))
         results.put((index, outcomes, None))
-    except BaseException:  # report instead of dying silently; free the others from the barrier
+    except BaseException:  # noqa: BLE001 - report instead of dying silently; free the others from the barrier
         barrier.abort()
         results.put((index, outcomes, traceback.format_exc()))
 
@@ -133,7 +134,7 @@ def test_one_winner_per_slot_and_strictly_increasing_tokens_across_processes(ato
 
     # AND the winners' fencing tokens strictly increase round over round (losers never consume one)
     tokens = [winners[r][0][1] for r in range(ROUNDS)]
-    assert all(earlier < later for earlier, later in zip(tokens, tokens[1:])), tokens
+    assert all(earlier < later for earlier, later in itertools.pairwise(tokens)), tokens
     assert tokens == list(range(1, ROUNDS + 1))
 
     # AND the table agrees: every slot succeeded under its winner's owner id and token

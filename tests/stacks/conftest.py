@@ -65,9 +65,7 @@ def function_statements(template: Template, function_role_id: str) -> list[dict[
     policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": function_role_id}]}})
     assert policies, f"no inline policy on {function_role_id}"
     return [
-        statement
-        for policy in policies.values()
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        statement for policy in policies.values() for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
 
 

@@ -8,10 +8,10 @@ import math
 from typing import Any
 
 import pytest
-
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.settings import Settings
+
 from stacks import REPO_ROOT
 from stacks.config import (
     ASYNC_FIRST_RETRY_DELAY_S,
@@ -67,8 +67,10 @@ def test_cdk_json_sets_the_new_keys(config: JobConfig) -> None:
         (
             {"lease_duration_s": 56, "heartbeat_interval_s": 10},
             "context job.lease_duration_s:",
-            f"must be an integer from 1 to {ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S} (Lambda's first "
-            "async retry",
+            (
+                f"must be an integer from 1 to {ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S} (Lambda's first "
+                "async retry"
+            ),
         ),
         (
             {"schedule_expression": "cron(0/5 * * * ? *)", "max_slot_age_s": 300, "lambda_timeout_s": 250},
@@ -93,8 +95,10 @@ def test_cdk_json_sets_the_new_keys(config: JobConfig) -> None:
         (
             {"value_metrics": {"columns": ["flights", "flihgts"], "dimensions": ["origin"]}},
             "context job.value_metrics.columns:",
-            "must name output columns of job.sql (origin, flights, delayed_departures, cancelled, "
-            "avg_dep_delay_min, p90_arr_delay_min, worst_delay_dest), got unknown flihgts",
+            (
+                "must name output columns of job.sql (origin, flights, delayed_departures, cancelled, "
+                "avg_dep_delay_min, p90_arr_delay_min, worst_delay_dest), got unknown flihgts"
+            ),
         ),
         (
             {"value_metrics": {"columns": ["flights"], "dimensions": ["carrier"]}},
@@ -232,7 +236,8 @@ def test_cron_period(expression: str, shortest_s: int, longest_s: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "expression", ["rate(5 minutes)", "cron(0 0 * *)", "cron(0 25 * * ? *)", "cron(0 0 ? * FOO *)", "cron(5-1 * * * ? *)"]
+    "expression",
+    ["rate(5 minutes)", "cron(0 0 * *)", "cron(0 25 * * ? *)", "cron(0 0 ? * FOO *)", "cron(5-1 * * * ? *)"],
 )
 def test_cron_period_rejects_what_it_cannot_evaluate(expression: str) -> None:
     with pytest.raises(CronError):
@@ -309,8 +314,13 @@ def numeric_key_cases() -> list[Any]:
     for key in [*SHARED, *STACK_ONLY]:
         lo, hi = stack_bounds(key)
         for label, value, accepted in [
-            ("below-min", lo - 1, False), ("min", lo, True), ("max", hi, True), ("above-max", hi + 1, False),
-            ("10e12", 10**12, hi >= 10**12), ("1e308-text", "1e308", False), ("1e308", 1e308, False),
+            ("below-min", lo - 1, False),
+            ("min", lo, True),
+            ("max", hi, True),
+            ("above-max", hi + 1, False),
+            ("10e12", 10**12, hi >= 10**12),
+            ("1e308-text", "1e308", False),
+            ("1e308", 1e308, False),
             ("inf", math.inf, False),
         ]:
             cases.append(pytest.param(key, value, accepted, id=f"{key}-{label}"))
@@ -403,7 +413,10 @@ def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, An
     assert default_env[contract.ENV_MAX_SLOT_LEAD_S] == "5" and configured_env[contract.ENV_MAX_SLOT_LEAD_S] == "2"
     assert Settings.from_env(default_env).max_slot_lead_s == 5.0
     assert Settings.from_env(configured_env).max_slot_lead_s == 2.0
-    assert set(default_env) >= set(contract.ALL_ENV_VARS) - {contract.ENV_ATHENA_CATALOG, contract.ENV_RESULTS_BUCKET_NAME}
+    assert set(default_env) >= set(contract.ALL_ENV_VARS) - {
+        contract.ENV_ATHENA_CATALOG,
+        contract.ENV_RESULTS_BUCKET_NAME,
+    }
 
 
 @pytest.mark.parametrize("value", [-1, 61, 2.5, "5"])

@@ -127,7 +127,11 @@ def test_queue_and_lambda_alarms(
         assert (props["Namespace"], props["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
         assert props["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}]
     dropped = alarms["AsyncEventsDropped"]
-    assert (dropped["Namespace"], dropped["MetricName"], dropped["Statistic"]) == ("AWS/Lambda", "AsyncEventsDropped", "Sum")
+    assert (dropped["Namespace"], dropped["MetricName"], dropped["Statistic"]) == (
+        "AWS/Lambda",
+        "AsyncEventsDropped",
+        "Sum",
+    )
     assert dropped["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function_id}}]
 
 
@@ -200,7 +204,7 @@ def test_dashboard_graphs_the_analytics_values_with_search_expressions(
         assert found[f"{column} by origin"] == expected
     assert (
         found["flights by origin"]
-        == "SEARCH('{ScheduledAthenaRefresh/Values,job,origin} MetricName=\"flights\" job=\"flights-dashboard\"', "
+        == 'SEARCH(\'{ScheduledAthenaRefresh/Values,job,origin} MetricName="flights" job="flights-dashboard"\', '
         "'Maximum', 1800)"
     )
 
@@ -226,7 +230,9 @@ def test_without_value_metrics_the_variables_are_empty_and_no_values_are_graphed
     _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
     (function,) = [
-        f for f in of_type(resources, "AWS::Lambda::Function").values() if "Environment" in f["Properties"]
+        f
+        for f in of_type(resources, "AWS::Lambda::Function").values()
+        if "Environment" in f["Properties"]
         and contract.ENV_VALUE_METRIC_COLUMNS in f["Properties"]["Environment"]["Variables"]
     ]
     env = function["Properties"]["Environment"]["Variables"]
@@ -249,5 +255,8 @@ def test_dashboard_has_a_logs_insights_table_of_the_latest_runs(
 
 def test_dashboard_shows_the_failure_queues_and_dropped_events(resources: dict[str, Any]) -> None:
     rows = metric_rows(dashboard_body(resources))
-    assert sum(1 for namespace, name, _ in rows if (namespace, name) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")) == 2
+    assert (
+        sum(1 for namespace, name, _ in rows if (namespace, name) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible"))
+        == 2
+    )
     assert any((namespace, name) == ("AWS/Lambda", "AsyncEventsDropped") for namespace, name, _ in rows)

@@ -16,8 +16,7 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 import app
-import stacks.nag as nag
-from stacks import LAMBDAS_DIR, REPO_ROOT
+from stacks import LAMBDAS_DIR, REPO_ROOT, nag
 from stacks.config import CONTEXT_KEY, load_context
 from tests.stacks.helpers import as_list, of_type, render, single
 

@@ -117,11 +117,7 @@ def test_bucket_is_encrypted_private_ssl_only_and_expires_athena_output(template
         {
             "PolicyDocument": {
                 "Statement": Match.array_with(
-                    [
-                        Match.object_like(
-                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
-                        )
-                    ]
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
                 )
             }
         },
@@ -341,7 +337,8 @@ def test_dashboard_shows_lambda_health_and_latest_runs(
 ) -> None:
     body = dashboard_body(resources)
     lambda_metrics = {
-        name for namespace, name, dims in metric_rows(body)
+        name
+        for namespace, name, dims in metric_rows(body)
         if namespace == "AWS/Lambda" and dims == {"FunctionName": f"<Ref {function_id}>"}
     }
     assert lambda_metrics >= {"Errors", "Invocations", "Duration", "Throttles"}

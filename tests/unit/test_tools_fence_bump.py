@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 import moto
 import pytest
-
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.results import ResultsStore
 from slotlock import CommitConflictError, Slot, SlotLock
+
 from tools import fence_bump
 
 JOB = "flights-dashboard"
@@ -32,14 +32,20 @@ def ddb() -> Iterator[Any]:
     with moto.mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         client.create_table(
-            TableName=LOCK_TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+            TableName=LOCK_TABLE,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
         client.create_table(
             TableName=RESULTS_TABLE,
             KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "job", "AttributeType": "S"},
-                                  {"AttributeName": "slot", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST")
+            AttributeDefinitions=[
+                {"AttributeName": "job", "AttributeType": "S"},
+                {"AttributeName": "slot", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
         yield client
 
 
@@ -58,14 +64,22 @@ class Job:
         self.now_ms = slot.epoch_ms + 2_000
         lease = self.lock.acquire(slot, f"req-{index}")
         prepared = self.store.prepare(
-            job_name=JOB, slot_iso=slot.iso, fencing_token=lease.fencing_token, query_execution_id=f"q-{index}",
-            statistics=QueryStatistics(), result=QueryResult((Column("n", "bigint"),), [{"n": index}]),
-            committed_at_ms=self.now_ms, window=("a", "b"))
+            job_name=JOB,
+            slot_iso=slot.iso,
+            fencing_token=lease.fencing_token,
+            query_execution_id=f"q-{index}",
+            statistics=QueryStatistics(),
+            result=QueryResult((Column("n", "bigint"),), [{"n": index}]),
+            committed_at_ms=self.now_ms,
+            window=("a", "b"),
+        )
         self.lock.commit(lease, writes=prepared.writes, summary=prepared.summary)
         return lease.fencing_token
 
     def lock_item(self) -> dict[str, Any]:
-        return self.ddb.get_item(TableName=LOCK_TABLE, Key={"pk": {"S": self.lock.lock_key}}, ConsistentRead=True)["Item"]
+        return self.ddb.get_item(TableName=LOCK_TABLE, Key={"pk": {"S": self.lock.lock_key}}, ConsistentRead=True)[
+            "Item"
+        ]
 
     def restore(self, item: dict[str, Any]) -> None:
         self.ddb.put_item(TableName=LOCK_TABLE, Item=item)
@@ -75,7 +89,10 @@ def cli(ddb: Any, *args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = fence_bump.main(
         ["--lock-table", LOCK_TABLE, "--results-table", RESULTS_TABLE, "--job", JOB, *args],
-        dynamodb=ddb, out=out, err=err)
+        dynamodb=ddb,
+        out=out,
+        err=err,
+    )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -124,7 +141,10 @@ def test_a_second_run_changes_nothing(ddb: Any) -> None:
     assert cli(ddb, "--margin", "10")[0] == 0
     code, out, _ = cli(ddb, "--margin", "10")
     assert code == 0
-    assert "already above: lock refresh-locks fencing token 13 >= target 13; nothing written; next acquisition gets 14" in out
+    assert (
+        "already above: lock refresh-locks fencing token 13 >= target 13; nothing written; next acquisition gets 14"
+        in out
+    )
 
 
 def test_dry_run_writes_nothing(ddb: Any) -> None:
@@ -136,7 +156,9 @@ def test_dry_run_writes_nothing(ddb: Any) -> None:
     job.restore(backup)
     code, out, _ = cli(ddb, "--dry-run")
     assert code == 0
-    assert "dry run: lock refresh-locks fencing token 1 -> would be 1003 (target 3 + margin 1000); nothing written" in out
+    assert (
+        "dry run: lock refresh-locks fencing token 1 -> would be 1003 (target 3 + margin 1000); nothing written" in out
+    )
     assert job.lock.get_lock().fencing_token == 1
 
 
@@ -164,8 +186,9 @@ def test_a_live_lease_is_refused_unless_forced(ddb: Any) -> None:
 
 def test_a_missing_table_is_an_error_with_exit_status_1(ddb: Any) -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = fence_bump.main(["--lock-table", LOCK_TABLE, "--results-table", "no-such-table", "--job", JOB],
-                           dynamodb=ddb, out=out, err=err)
+    code = fence_bump.main(
+        ["--lock-table", LOCK_TABLE, "--results-table", "no-such-table", "--job", JOB], dynamodb=ddb, out=out, err=err
+    )
     assert code == 1 and "ResourceNotFoundException" in err.getvalue()
 
 

@@ -20,14 +20,14 @@ from typing import Any
 import boto3
 import moto
 import pytest
-from aws_lambda_powertools.metrics.provider import cold_start
-from botocore.stub import ANY, Stubber
-
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import lambda_handler
 from athena_refresh.results import ResultsStore
+from aws_lambda_powertools.metrics.provider import cold_start
+from botocore.stub import ANY, Stubber
 from slotlock import Slot
+
 from tools import smoke_test
 from tools.smoke_test import SmokeTestError, StackTargets, discover, run_smoke
 
@@ -40,17 +40,31 @@ pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publis
 
 
 def stack_description(outputs: dict[str, str]) -> dict[str, Any]:
-    return {"Stacks": [{
-        "StackName": STACK, "CreationTime": "2026-11-22T00:00:00Z", "StackStatus": "CREATE_COMPLETE",
-        "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in outputs.items()],
-    }]}
+    return {
+        "Stacks": [
+            {
+                "StackName": STACK,
+                "CreationTime": "2026-11-22T00:00:00Z",
+                "StackStatus": "CREATE_COMPLETE",
+                "Outputs": [{"OutputKey": k, "OutputValue": v} for k, v in outputs.items()],
+            }
+        ]
+    }
 
 
 def resources(*rows: tuple[str, str, str]) -> dict[str, Any]:
-    return {"StackResources": [
-        {"LogicalResourceId": logical, "PhysicalResourceId": physical, "ResourceType": kind,
-         "Timestamp": "2026-11-22T00:00:00Z", "ResourceStatus": "CREATE_COMPLETE"}
-        for logical, physical, kind in rows]}
+    return {
+        "StackResources": [
+            {
+                "LogicalResourceId": logical,
+                "PhysicalResourceId": physical,
+                "ResourceType": kind,
+                "Timestamp": "2026-11-22T00:00:00Z",
+                "ResourceStatus": "CREATE_COMPLETE",
+            }
+            for logical, physical, kind in rows
+        ]
+    }
 
 
 RACERS = [(f"FanoutRacer{i}ABCDEF{i}", f"racer-{i}", "AWS::Scheduler::Schedule") for i in range(3)]
@@ -74,7 +88,8 @@ def expect_job_configuration(clients: dict[str, Any], function: str = FUNCTION) 
     clients["lambda_stub"].add_response(
         "get_function_configuration",
         {"FunctionName": function, "Environment": {"Variables": {contract.ENV_JOB_NAME: JOB}}},
-        {"FunctionName": function})
+        {"FunctionName": function},
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -84,9 +99,18 @@ def expect_job_configuration(clients: dict[str, Any], function: str = FUNCTION) 
 
 def test_discovery_reads_the_stack_outputs_and_the_functions_job_name(clients: dict[str, Any]) -> None:
     cfn = clients["cloudformation_stub"]
-    cfn.add_response("describe_stacks", stack_description(
-        {"FunctionName": FUNCTION, "LockTableName": LOCK_TABLE, "ResultsTableName": RESULTS_TABLE,
-         "DashboardName": "d"}), {"StackName": STACK})
+    cfn.add_response(
+        "describe_stacks",
+        stack_description(
+            {
+                "FunctionName": FUNCTION,
+                "LockTableName": LOCK_TABLE,
+                "ResultsTableName": RESULTS_TABLE,
+                "DashboardName": "d",
+            }
+        ),
+        {"StackName": STACK},
+    )
     cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
     expect_job_configuration(clients)
 
@@ -96,16 +120,21 @@ def test_discovery_reads_the_stack_outputs_and_the_functions_job_name(clients: d
 def test_missing_outputs_fall_back_to_logical_id_prefixes_and_resource_types(clients: dict[str, Any]) -> None:
     cfn = clients["cloudformation_stub"]
     cfn.add_response("describe_stacks", stack_description({"LockTableName": LOCK_TABLE}), {"StackName": STACK})
-    cfn.add_response("describe_stack_resources", resources(
-        ("RefreshFunctionServiceRole1234", "role-x", "AWS::IAM::Role"),  # same prefix, other type
-        ("RefreshFunction3D7A10A6", FUNCTION, "AWS::Lambda::Function"),
-        ("ResultsTable7B2FF7F9", RESULTS_TABLE, "AWS::DynamoDB::Table"),
-        *RACERS[:2],
-    ), {"StackName": STACK})
+    cfn.add_response(
+        "describe_stack_resources",
+        resources(
+            ("RefreshFunctionServiceRole1234", "role-x", "AWS::IAM::Role"),  # same prefix, other type
+            ("RefreshFunction3D7A10A6", FUNCTION, "AWS::Lambda::Function"),
+            ("ResultsTable7B2FF7F9", RESULTS_TABLE, "AWS::DynamoDB::Table"),
+            *RACERS[:2],
+        ),
+        {"StackName": STACK},
+    )
     expect_job_configuration(clients)
 
     assert discover(clients["cloudformation"], clients["lambda"], STACK) == StackTargets(
-        FUNCTION, LOCK_TABLE, RESULTS_TABLE, JOB, racers=2)
+        FUNCTION, LOCK_TABLE, RESULTS_TABLE, JOB, racers=2
+    )
 
 
 def test_an_ambiguous_or_absent_resource_is_a_clear_error(clients: dict[str, Any]) -> None:
@@ -118,7 +147,11 @@ def test_an_ambiguous_or_absent_resource_is_a_clear_error(clients: dict[str, Any
 
 def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
     clients["cloudformation_stub"].add_client_error(
-        "describe_stacks", "ValidationError", f"Stack with id {STACK} does not exist", expected_params={"StackName": STACK})
+        "describe_stacks",
+        "ValidationError",
+        f"Stack with id {STACK} does not exist",
+        expected_params={"StackName": STACK},
+    )
     with pytest.raises(SmokeTestError, match="does not exist"):
         discover(clients["cloudformation"], clients["lambda"], STACK)
 
@@ -133,14 +166,20 @@ def tables() -> Iterator[Any]:
     with moto.mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         ddb.create_table(
-            TableName=LOCK_TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+            TableName=LOCK_TABLE,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
         ddb.create_table(
             TableName=RESULTS_TABLE,
             KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "job", "AttributeType": "S"},
-                                  {"AttributeName": "slot", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST")
+            AttributeDefinitions=[
+                {"AttributeName": "job", "AttributeType": "S"},
+                {"AttributeName": "slot", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
         yield ddb
 
 
@@ -164,19 +203,30 @@ def test_no_result_within_the_timeout_fails_after_bounded_waiting(clients: dict[
     # checked by the Lambda Stubber)
     for _ in range(3):
         clients["lambda_stub"].add_response(
-            "invoke", {"StatusCode": 202},
-            {"FunctionName": FUNCTION, "InvocationType": "Event", "Payload": ANY})
+            "invoke", {"StatusCode": 202}, {"FunctionName": FUNCTION, "InvocationType": "Event", "Payload": ANY}
+        )
     fake = FakeTime()
 
     # WHEN the smoke test runs with a 30 s timeout
-    report = run_smoke(TARGETS, lambda_client=clients["lambda"], dynamodb=tables, timeout_s=30, poll_s=4,
-                       clock_s=fake, sleep_s=fake.sleep)
+    report = run_smoke(
+        TARGETS,
+        lambda_client=clients["lambda"],
+        dynamodb=tables,
+        timeout_s=30,
+        poll_s=4,
+        clock_s=fake,
+        sleep_s=fake.sleep,
+    )
 
     # THEN it waited 30 s in bounded steps and failed, saying what it saw
     assert not report.passed
     assert sum(fake.sleeps) == 30 and max(fake.sleeps) == 4
-    assert report.failures == [f"no history item for slot {report.slot} after 30 s: did any racer run?"
-                               " (see the function's logs and the on-failure queue)"]
+    assert report.failures == [
+        (
+            f"no history item for slot {report.slot} after 30 s: did any racer run?"
+            " (see the function's logs and the on-failure queue)"
+        )
+    ]
     assert report.lines()[-1] == "SMOKE TEST FAILED"
 
 
@@ -194,8 +244,10 @@ class InProcessEngine:
         return QueryExecution(query_execution_id, "SUCCEEDED", QueryStatistics(data_scanned_bytes=4096), None)
 
     def get_results(self, query_execution_id: str, *, on_page: Any = None) -> QueryResult:
-        return QueryResult((Column("origin", "varchar"), Column("flights", "bigint")),
-                           [{"origin": "EWR", "flights": 3}, {"origin": "JFK", "flights": 2}])
+        return QueryResult(
+            (Column("origin", "varchar"), Column("flights", "bigint")),
+            [{"origin": "EWR", "flights": 3}, {"origin": "JFK", "flights": 2}],
+        )
 
 
 @dataclass
@@ -222,7 +274,7 @@ class InProcessLambda:
         self.invocations: list[dict[str, Any]] = []
         self._serial = threading.Lock()
 
-    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:
         event = json.loads(Payload)
         with self._serial:
             self.invocations.append({"function": FunctionName, "type": InvocationType, "event": event})
@@ -236,10 +288,14 @@ class InProcessLambda:
 def deployed(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessLambda]:
     """The function's environment as the stack sets it, on the moto tables, with an in-process engine."""
     for key, value in {
-        contract.ENV_JOB_NAME: JOB, contract.ENV_LOCK_TABLE_NAME: LOCK_TABLE,
-        contract.ENV_RESULTS_TABLE_NAME: RESULTS_TABLE, contract.ENV_ATHENA_WORKGROUP: "wg",
-        contract.ENV_ATHENA_DATABASE: "db", contract.ENV_QUERY_SQL: "SELECT 1 FROM t WHERE a >= ? AND a < ?",
-        contract.ENV_LEASE_DURATION_S: "45", contract.ENV_HEARTBEAT_INTERVAL_S: "15",
+        contract.ENV_JOB_NAME: JOB,
+        contract.ENV_LOCK_TABLE_NAME: LOCK_TABLE,
+        contract.ENV_RESULTS_TABLE_NAME: RESULTS_TABLE,
+        contract.ENV_ATHENA_WORKGROUP: "wg",
+        contract.ENV_ATHENA_DATABASE: "db",
+        contract.ENV_QUERY_SQL: "SELECT 1 FROM t WHERE a >= ? AND a < ?",
+        contract.ENV_LEASE_DURATION_S: "45",
+        contract.ENV_HEARTBEAT_INTERVAL_S: "15",
     }.items():
         monkeypatch.setenv(key, value)
     service.use_engine_factory(lambda settings: InProcessEngine())
@@ -269,7 +325,11 @@ def test_racing_the_deployed_function_passes_with_one_committed_result(
     assert report.slot in (slot.iso, Slot(slot.epoch_s - 60).iso)  # the minute may have turned meanwhile
     assert report.failures == []
     assert (report.slot_status, report.fencing_token, report.query_execution_id, report.row_count) == (
-        "SUCCEEDED", 1, "q-1", 2)
+        "SUCCEEDED",
+        1,
+        "q-1",
+        2,
+    )
     assert report.data_scanned_bytes == 4096
     if sync:
         assert report.outcomes == ["succeeded", "lost/slot_finished", "lost/slot_finished"]
@@ -277,8 +337,9 @@ def test_racing_the_deployed_function_passes_with_one_committed_result(
 
 
 def test_a_slot_that_already_ran_is_refused_before_any_invocation(deployed: InProcessLambda, tables: Any) -> None:
-    first = run_smoke(TARGETS, lambda_client=deployed, dynamodb=tables, poll_s=0.01, timeout_s=5,
-                      slot=Slot(int(time.time()) - 120))
+    first = run_smoke(
+        TARGETS, lambda_client=deployed, dynamodb=tables, poll_s=0.01, timeout_s=5, slot=Slot(int(time.time()) - 120)
+    )
     assert first.passed
     deployed.invocations.clear()
     with pytest.raises(SmokeTestError, match="already has a result"):
@@ -291,8 +352,13 @@ def test_a_failed_slot_fails_the_smoke_test(deployed: InProcessLambda, tables: A
         def get_query(self, query_execution_id: str) -> QueryExecution:
             from athena_refresh.engine import QueryError
 
-            error = QueryError(error_category=2, error_type=1006, retryable=False, error_message="COLUMN_NOT_FOUND",
-                               state_change_reason=None)
+            error = QueryError(
+                error_category=2,
+                error_type=1006,
+                retryable=False,
+                error_message="COLUMN_NOT_FOUND",
+                state_change_reason=None,
+            )
             return QueryExecution(query_execution_id, "FAILED", QueryStatistics(), error)
 
     service.use_engine_factory(lambda settings: Failing())
@@ -326,13 +392,17 @@ def test_the_cli_prints_a_summary_and_exits_0_on_success(
     session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
     cloudformation = session.client("cloudformation")
     with Stubber(cloudformation) as cfn:
-        cfn.add_response("describe_stacks", stack_description(
-            {"FunctionName": FUNCTION, "LockTableName": LOCK_TABLE, "ResultsTableName": RESULTS_TABLE}),
-            {"StackName": STACK})
+        cfn.add_response(
+            "describe_stacks",
+            stack_description(
+                {"FunctionName": FUNCTION, "LockTableName": LOCK_TABLE, "ResultsTableName": RESULTS_TABLE}
+            ),
+            {"StackName": STACK},
+        )
         cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
 
         class Lambda(InProcessLambda):
-            def get_function_configuration(self, *, FunctionName: str) -> dict[str, Any]:  # noqa: N803
+            def get_function_configuration(self, *, FunctionName: str) -> dict[str, Any]:
                 return {"Environment": {"Variables": {contract.ENV_JOB_NAME: JOB}}}
 
         fake_lambda = Lambda()
@@ -342,8 +412,9 @@ def test_the_cli_prints_a_summary_and_exits_0_on_success(
                 return {"cloudformation": cloudformation, "lambda": fake_lambda}.get(name) or tables
 
         out = io.StringIO()
-        code = smoke_test.main(["--stack-name", STACK, "--invocations", "2", "--timeout-s", "5"],
-                               session=Session(), out=out, poll_s=0.01)
+        code = smoke_test.main(
+            ["--stack-name", STACK, "--invocations", "2", "--timeout-s", "5"], session=Session(), out=out, poll_s=0.01
+        )
 
     lines = out.getvalue().splitlines()
     assert code == 0, lines

@@ -41,18 +41,17 @@ from typing import Any
 import boto3
 import moto
 import pytest
-
-from aws_lambda_powertools.logging import logger as powertools_logger
-from aws_lambda_powertools.metrics.provider import cold_start
-
-from local.dynamodb_local import DynamoDBLocal
 from athena_refresh import service
 from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.job import AthenaRefreshJob
 from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
+from aws_lambda_powertools.logging import logger as powertools_logger
+from aws_lambda_powertools.metrics.provider import cold_start
 from slotlock import Slot, SlotLock, SlotRunner
+
+from local.dynamodb_local import DynamoDBLocal
 
 REGION = "us-east-1"
 LOCK_TABLE = "refresh-locks"  # prefixes: every test's tables get a unique suffix
@@ -68,7 +67,7 @@ SQL = (
 )
 
 #: The slot every test races for unless it needs several: 2026-11-22T00:30:00Z.
-SLOT_EPOCH_S = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.timezone.utc).timestamp())
+SLOT_EPOCH_S = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.UTC).timestamp())
 
 DEFAULT_COLUMNS = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "double"))
 DEFAULT_ROWS = [
@@ -183,9 +182,7 @@ class FakeEngine:
         statistics = self.statistics if query.state == "SUCCEEDED" else QueryStatistics()
         return QueryExecution(query_execution_id, query.state, statistics, error)  # type: ignore[arg-type]
 
-    def get_results(
-        self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None
-    ) -> QueryResult:
+    def get_results(self, query_execution_id: str, *, on_page: Callable[[int], object] | None = None) -> QueryResult:
         self.calls.append(("get_results", query_execution_id))
         if self.queries[query_execution_id].state != "SUCCEEDED":
             raise QueryEngineError("GetQueryResults", "InvalidRequestException: query has not yet finished")
@@ -362,7 +359,8 @@ def create_results_table(ddb: Any, name: str) -> str:
         TableName=name,
         KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
         AttributeDefinitions=[
-            {"AttributeName": "job", "AttributeType": "S"}, {"AttributeName": "slot", "AttributeType": "S"},
+            {"AttributeName": "job", "AttributeType": "S"},
+            {"AttributeName": "slot", "AttributeType": "S"},
         ],
         BillingMode="PAY_PER_REQUEST",
     )
@@ -445,10 +443,19 @@ def make_settings(table_names: dict[str, str]) -> Callable[..., Settings]:
 
     def make(**overrides: Any) -> Settings:
         params: dict[str, Any] = {
-            "job_name": JOB_NAME, "lock_table_name": table_names["lock"], "results_table_name": table_names["results"],
-            "results_bucket_name": BUCKET, "athena_workgroup": "athena-refresh", "athena_database": "flights_demo",
-            "query_sql": SQL, "lease_duration_s": LEASE_S, "heartbeat_interval_s": HEARTBEAT_S,
-            "max_slot_age_s": 1800.0, "max_query_attempts": 3, "window_s": 86400, "data_year": 2013,
+            "job_name": JOB_NAME,
+            "lock_table_name": table_names["lock"],
+            "results_table_name": table_names["results"],
+            "results_bucket_name": BUCKET,
+            "athena_workgroup": "athena-refresh",
+            "athena_database": "flights_demo",
+            "query_sql": SQL,
+            "lease_duration_s": LEASE_S,
+            "heartbeat_interval_s": HEARTBEAT_S,
+            "max_slot_age_s": 1800.0,
+            "max_query_attempts": 3,
+            "window_s": 86400,
+            "data_year": 2013,
         }
         params.update(overrides)
         return Settings(**params)
@@ -470,8 +477,11 @@ def make_lock(ddb: Any, lock_table: str, clock: FakeClock, settings: Settings) -
 
     def make(**overrides: Any) -> SlotLock:
         params: dict[str, Any] = {
-            "client": ddb, "clock_ms": clock, "lease_duration_s": settings.lease_duration_s,
-            "heartbeat_interval_s": settings.heartbeat_interval_s, "max_slot_age_s": settings.max_slot_age_s,
+            "client": ddb,
+            "clock_ms": clock,
+            "lease_duration_s": settings.lease_duration_s,
+            "heartbeat_interval_s": settings.heartbeat_interval_s,
+            "max_slot_age_s": settings.max_slot_age_s,
             "history_ttl_s": settings.history_ttl_s,
         }
         params.update(overrides)
@@ -521,7 +531,11 @@ def make_job(
 
     def make(engine: Any, **overrides: Any) -> AthenaRefreshJob:
         params: dict[str, Any] = {
-            "settings": settings, "engine": engine, "results": store, "metrics": metric_log, "sleep_s": clock.sleep,
+            "settings": settings,
+            "engine": engine,
+            "results": store,
+            "metrics": metric_log,
+            "sleep_s": clock.sleep,
         }
         params.update(overrides)
         return AthenaRefreshJob(**params)

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from botocore.stub import Stubber
-
 from athena_refresh.engine import AthenaQueryEngine
 from athena_refresh.errors import CorruptResultsItemError
 from athena_refresh.results import LATEST, ResultsStore
 from athena_refresh.settings import Settings
+from botocore.stub import Stubber
 from slotlock import (
     CommitConflictError,
     CorruptLockItemError,
@@ -133,8 +133,17 @@ def crash_after_query_started(runner: Any, monkeypatch: pytest.MonkeyPatch) -> A
     "ahead_s", [6, 60, 301, 24 * 3600, 70 * 365 * 24 * 3600], ids=["6-s", "1-min", "5-min", "1-day", "70-years"]
 )
 def test_future_slot_is_refused_before_any_request(
-    ahead_s: int, history: Slot, lock: SlotLock, clock: Any, snapshot: Any, request_log: Any,
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot,
+    ahead_s: int,
+    history: Slot,
+    lock: SlotLock,
+    clock: Any,
+    snapshot: Any,
+    request_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
 ) -> None:
     # GIVEN a delivery whose scheduled time is ahead of the racer's clock by more than the 5 s clock-skew
     # allowance (the Scheduler never delivers early: a hostile or mistyped event); acquiring it would make
@@ -186,16 +195,32 @@ LOCK_TAMPERING: list[tuple[str, Callable[[int, Slot], dict[str, Any]], str, str 
     # an ADD on a missing counter would silently restart it at 1: the acquire condition requires it
     ("token-removed", lambda now, s: {"fencing_token": REMOVE}, "fencing_token", None),
     ("token-string", lambda now, s: {"fencing_token": {"S": "1"}}, "fencing_token", MOTO_PARTIAL_UPDATE),
-    ("expiry-removed-under-owner", lambda now, s: {**LIVE_OWNER, "lease_expires_at_ms": REMOVE},
-     "lease_expires_at_ms", None),
+    (
+        "expiry-removed-under-owner",
+        lambda now, s: {**LIVE_OWNER, "lease_expires_at_ms": REMOVE},
+        "lease_expires_at_ms",
+        None,
+    ),
     ("owner-number-live-lease", lambda now, s: {**_live(now), "owner_id": {"N": "7"}}, "owner_id", None),
-    ("expiry-string-under-owner", lambda now, s: {**LIVE_OWNER, "lease_expires_at_ms": {"S": str(now - 1)}},
-     "lease_expires_at_ms", MOTO_TYPE_ERROR),
-    ("last-finished-slot-string", lambda now, s: {"last_finished_slot_epoch_s": {"S": s.iso}},
-     "last_finished_slot_epoch_s", MOTO_TYPE_ERROR),
+    (
+        "expiry-string-under-owner",
+        lambda now, s: {**LIVE_OWNER, "lease_expires_at_ms": {"S": str(now - 1)}},
+        "lease_expires_at_ms",
+        MOTO_TYPE_ERROR,
+    ),
+    (
+        "last-finished-slot-string",
+        lambda now, s: {"last_finished_slot_epoch_s": {"S": s.iso}},
+        "last_finished_slot_epoch_s",
+        MOTO_TYPE_ERROR,
+    ),
     ("lease-slot-string", lambda now, s: {"lease_slot_epoch_s": {"S": s.iso}}, "lease_slot_epoch_s", MOTO_TYPE_ERROR),
-    ("expiry-as-list", lambda now, s: {**LIVE_OWNER, "lease_expires_at_ms": {"L": [{"N": "1"}]}},
-     "lease_expires_at_ms", MOTO_TYPE_ERROR),
+    (
+        "expiry-as-list",
+        lambda now, s: {**LIVE_OWNER, "lease_expires_at_ms": {"L": [{"N": "1"}]}},
+        "lease_expires_at_ms",
+        MOTO_TYPE_ERROR,
+    ),
 ]
 
 
@@ -205,9 +230,21 @@ LOCK_TAMPERING: list[tuple[str, Callable[[int, Slot], dict[str, Any]], str, str 
     ids=[case[0] for case in LOCK_TAMPERING],
 )
 def test_tampered_lock_item_is_reported_naming_the_attribute_and_nothing_changes(
-    changes: Callable[[int, Slot], dict[str, Any]], attribute: str, not_on_moto: str | None, backend: str,
-    history: Slot, lock: SlotLock, lock_table: str, tamper: Any, snapshot: Any, make_runner: Any, make_job: Any,
-    make_engine: Any, run: Any, slot: Slot, clock: Any,
+    changes: Callable[[int, Slot], dict[str, Any]],
+    attribute: str,
+    not_on_moto: str | None,
+    backend: str,
+    history: Slot,
+    lock: SlotLock,
+    lock_table: str,
+    tamper: Any,
+    snapshot: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    clock: Any,
 ) -> None:
     if not_on_moto and backend == "moto":
         pytest.skip(not_on_moto)
@@ -244,9 +281,21 @@ def test_tampered_lock_item_is_reported_naming_the_attribute_and_nothing_changes
 )
 @pytest.mark.parametrize("successor", ["takeover", "own-retry"])
 def test_tampered_in_flight_state_is_reported_and_the_lease_given_back(
-    state_json: dict[str, Any], problem: str, successor: str, lock: SlotLock, lock_table: str, slot: Slot,
-    tamper: Any, snapshot: Any, make_runner: Any, make_job: Any, make_engine: Any, run: Any, clock: Any,
-    settings: Settings, monkeypatch: pytest.MonkeyPatch,
+    state_json: dict[str, Any],
+    problem: str,
+    successor: str,
+    lock: SlotLock,
+    lock_table: str,
+    slot: Slot,
+    tamper: Any,
+    snapshot: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    clock: Any,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN A started the query, recorded its id on the slot item and died; then the item was edited
     engine = make_engine([["RUNNING", "SUCCEEDED"]])
@@ -283,14 +332,29 @@ def test_tampered_in_flight_state_is_reported_and_the_lease_given_back(
         ({"attempt": 10**12, "query_execution_id": "qe-1"}, "state_json.attempt", "max_query_attempts"),
         ({"attempt": True, "query_execution_id": "qe-1"}, "state_json.attempt", "found True"),
         ({"attempt": 1, "query_execution_id": 123}, "state_json.query_execution_id", "found 123"),
-        ({"attempt": 1, "query_execution_id": "has a space"}, "state_json.query_execution_id", "Athena query execution id"),
+        (
+            {"attempt": 1, "query_execution_id": "has a space"},
+            "state_json.query_execution_id",
+            "Athena query execution id",
+        ),
         ({"attempt": 1, "query_execution_id": "q" * 129}, "state_json.query_execution_id", "1..128"),
     ],
     ids=["attempt-string", "attempt-zero", "attempt-huge", "attempt-bool", "qid-number", "qid-space", "qid-too-long"],
 )
 def test_ill_typed_adopted_state_is_corrupt_never_a_retried_error(
-    state: dict[str, Any], attribute: str, problem: str, lock: SlotLock, lock_table: str, slot: Slot,
-    tamper: Any, make_runner: Any, make_job: Any, make_engine: Any, run: Any, clock: Any, settings: Settings,
+    state: dict[str, Any],
+    attribute: str,
+    problem: str,
+    lock: SlotLock,
+    lock_table: str,
+    slot: Slot,
+    tamper: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    clock: Any,
+    settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN A started the query and died; then its recorded state was edited into valid JSON of wrong types
@@ -337,10 +401,24 @@ MOTO_TYPE_ERROR = (
     ids=["latest-token-string", "latest-token-above-the-counter", "result-already-there"],
 )
 def test_results_that_contradict_the_lock_refuse_the_commit_as_a_whole(
-    target: str, changes: dict[str, Any], attribute: str, problem: str, backend: str, history: Slot,
+    target: str,
+    changes: dict[str, Any],
+    attribute: str,
+    problem: str,
+    backend: str,
+    history: Slot,
     results_table: str,
-    store: ResultsStore, settings: Settings, tamper: Any, snapshot: Any, make_runner: Any, make_job: Any,
-    make_engine: Any, run: Any, slot: Slot, lock: SlotLock, request: pytest.FixtureRequest,
+    store: ResultsStore,
+    settings: Settings,
+    tamper: Any,
+    snapshot: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    request: pytest.FixtureRequest,
 ) -> None:
     if backend == "moto" and changes == {"fencing_token": {"S": "1"}}:
         request.applymarker(pytest.mark.xfail(raises=pytest.fail.Exception, strict=True, reason=MOTO_TYPE_ERROR))
@@ -355,8 +433,14 @@ def test_results_that_contradict_the_lock_refuse_the_commit_as_a_whole(
 
     # THEN the whole transaction was refused (no result, no completion), and the results store explains
     # which item contradicts the lock
-    explained = store.conflict_error(info.value.index, info.value.item, job_name=settings.job_name, slot_iso=slot.iso,
-                                     fencing_token=info.value.fencing_token, code=info.value.code)
+    explained = store.conflict_error(
+        info.value.index,
+        info.value.item,
+        job_name=settings.job_name,
+        slot_iso=slot.iso,
+        fencing_token=info.value.fencing_token,
+        code=info.value.code,
+    )
     assert isinstance(explained, CorruptResultsItemError)
     assert (explained.key, explained.attribute) == (f"{settings.job_name}/{key_slot}", attribute)
     if backend == "dynamodb-local" or target != "latest" or "99" in problem:
@@ -370,7 +454,12 @@ def test_results_that_contradict_the_lock_refuse_the_commit_as_a_whole(
 @pytest.mark.parametrize(
     ("pointer_token", "code", "blames_the_counter", "says"),
     [
-        ({"N": "99"}, "ConditionalCheckFailed", True, "is 99, not below the committing token 7, which the lock item holds"),
+        (
+            {"N": "99"},
+            "ConditionalCheckFailed",
+            True,
+            "is 99, not below the committing token 7, which the lock item holds",
+        ),
         ({"N": "7"}, "ConditionalCheckFailed", True, "is 7, not below the committing token 7"),
         ({"N": "3"}, "ConditionalCheckFailed", False, "is 3, below the committing token 7"),
         ({"N": "3"}, "TypeError", False, "(TypeError)"),
@@ -382,8 +471,9 @@ def test_a_refused_pointer_blames_the_fencing_counter_only_when_the_tokens_show_
 ) -> None:
     # GIVEN a commit under token 7 (which the lock item holds) refused at the LATEST pointer write
     # WHEN the results store explains it
-    explained = store.conflict_error(1, {"fencing_token": pointer_token}, job_name="job", slot_iso="2026-11-22T00:30:00Z",
-                                     fencing_token=7, code=code)
+    explained = store.conflict_error(
+        1, {"fencing_token": pointer_token}, job_name="job", slot_iso="2026-11-22T00:30:00Z", fencing_token=7, code=code
+    )
 
     # THEN it names the pointer and its token, and says "counter went back" only for a token at or above 7
     assert (explained.key, explained.attribute) == ("job/LATEST", "fencing_token")
@@ -399,10 +489,24 @@ def test_a_refused_pointer_blames_the_fencing_counter_only_when_the_tokens_show_
 @pytest.mark.parametrize(
     ("athena_error", "queries"),
     [
-        ({"error_category": 2, "error_type": 1006, "retryable": False,
-          "error_message": "SYNTAX_ERROR: line 1:8: Column 'orign' cannot be resolved"}, 1),
-        ({"error_category": 2, "error_type": 1001, "retryable": False,
-          "error_message": "Permission denied on S3 path: s3://flights/2013/"}, 1),
+        (
+            {
+                "error_category": 2,
+                "error_type": 1006,
+                "retryable": False,
+                "error_message": "SYNTAX_ERROR: line 1:8: Column 'orign' cannot be resolved",
+            },
+            1,
+        ),
+        (
+            {
+                "error_category": 2,
+                "error_type": 1001,
+                "retryable": False,
+                "error_message": "Permission denied on S3 path: s3://flights/2013/",
+            },
+            1,
+        ),
         ({"error_category": 1, "error_type": 401, "retryable": True, "error_message": "internal error"}, 3),
         ({"error_category": 1, "error_type": 402, "retryable": False, "error_message": "system error"}, 1),
         ({"error_category": 3, "error_type": 9999, "retryable": True, "error_message": "other"}, 3),
@@ -411,8 +515,19 @@ def test_a_refused_pointer_blames_the_fencing_counter_only_when_the_tokens_show_
     ids=["user-syntax", "user-permission", "system-retryable", "system-not-retryable", "other-retryable", "none"],
 )
 def test_failed_query_is_retried_only_when_athena_says_so_and_fails_the_slot_once(
-    athena_error: dict[str, Any], queries: int, history: Slot, make_runner: Any, make_job: Any, make_engine: Any,
-    run: Any, slot: Slot, lock: SlotLock, snapshot: Any, request_log: Any, clock: Any, settings: Settings,
+    athena_error: dict[str, Any],
+    queries: int,
+    history: Slot,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    snapshot: Any,
+    request_log: Any,
+    clock: Any,
+    settings: Settings,
 ) -> None:
     # GIVEN every query of this slot ends FAILED with this AthenaError (max_query_attempts = 3)
     assert settings.max_query_attempts == 3
@@ -458,7 +573,7 @@ TYPED_COLUMNS: list[tuple[str, str, str, Any]] = [
     ("day", "date", "2013-01-01", "2013-01-01"),
     ("at", "timestamp(3)", "2013-01-01 05:00:00.000", "2013-01-01T05:00:00.000"),
     ("at_zone", "timestamp(3) with time zone", "2013-01-01 05:00:00.000 UTC", "2013-01-01T05:00:00.000+00:00"),
-    ("name", "varchar", "Zürich ✈ \"quoted\" \\ back", "Zürich ✈ \"quoted\" \\ back"),
+    ("name", "varchar", 'Zürich ✈ "quoted" \\ back', 'Zürich ✈ "quoted" \\ back'),
     ("empty", "varchar", "", ""),
     ("code", "char", "UA", "UA"),
     ("bytes", "varbinary", "68 65 6c 6c 6f", "68 65 6c 6c 6f"),
@@ -485,20 +600,34 @@ def athena_engine_answering(_session: Any) -> Callable[..., tuple[Any, Stubber]]
 def _stubbed_engine(client: Any, columns: list[tuple[str, str]], rows: list[list[str | None]]) -> tuple[Any, Stubber]:
     stubber = Stubber(client)
     stubber.add_response("start_query_execution", {"QueryExecutionId": QID})
-    stubber.add_response("get_query_execution", {
-        "QueryExecution": {"QueryExecutionId": QID, "Status": {"State": "SUCCEEDED"},
-                           "Statistics": {"DataScannedInBytes": 1024, "TotalExecutionTimeInMillis": 300}},
-    })
+    stubber.add_response(
+        "get_query_execution",
+        {
+            "QueryExecution": {
+                "QueryExecutionId": QID,
+                "Status": {"State": "SUCCEEDED"},
+                "Statistics": {"DataScannedInBytes": 1024, "TotalExecutionTimeInMillis": 300},
+            },
+        },
+    )
     info = [{"Name": n, "Label": n, "Type": t} for n, t in columns]
     header = {"Data": [{"VarCharValue": n} for n, _ in columns]}
     data = [{"Data": [{} if v is None else {"VarCharValue": v} for v in values]} for values in rows]
-    stubber.add_response("get_query_results", {"ResultSet": {"Rows": [header, *data], "ResultSetMetadata": {"ColumnInfo": info}}})
+    stubber.add_response(
+        "get_query_results", {"ResultSet": {"Rows": [header, *data], "ResultSetMetadata": {"ColumnInfo": info}}}
+    )
     stubber.activate()
     return AthenaQueryEngine(workgroup="athena-refresh", database="flights_demo", client=client), stubber
 
 
 def test_every_athena_type_and_null_in_every_type_is_stored_and_read_back(
-    athena_engine_answering: Any, make_runner: Any, make_job: Any, run: Any, store: ResultsStore, settings: Settings, slot: Slot
+    athena_engine_answering: Any,
+    make_runner: Any,
+    make_job: Any,
+    run: Any,
+    store: ResultsStore,
+    settings: Settings,
+    slot: Slot,
 ) -> None:
     # GIVEN Athena answers one row with a value of every type, and one row of NULLs
     columns = [(name, kind) for name, kind, _, _ in TYPED_COLUMNS]
@@ -518,13 +647,26 @@ def test_every_athena_type_and_null_in_every_type_is_stored_and_read_back(
 
 @pytest.mark.parametrize(
     ("column_type", "raw", "shown"),
-    [("bigint", "12abc", "'12abc'"), ("date", "2013-02-30", "'2013-02-30'"),
-     ("timestamp", "x" * 1_000_000, "... (1000000 characters)")],
+    [
+        ("bigint", "12abc", "'12abc'"),
+        ("date", "2013-02-30", "'2013-02-30'"),
+        ("timestamp", "x" * 1_000_000, "... (1000000 characters)"),
+    ],
     ids=["bigint", "impossible-date", "megabyte-value"],
 )
 def test_a_value_that_does_not_fit_its_type_fails_the_slot_before_any_result_is_written(
-    column_type: str, raw: str, shown: str, athena_engine_answering: Any, history: Slot, make_runner: Any, make_job: Any, run: Any,
-    lock: SlotLock, snapshot: Any, slot: Slot, clock: Any,
+    column_type: str,
+    raw: str,
+    shown: str,
+    athena_engine_answering: Any,
+    history: Slot,
+    make_runner: Any,
+    make_job: Any,
+    run: Any,
+    lock: SlotLock,
+    snapshot: Any,
+    slot: Slot,
+    clock: Any,
 ) -> None:
     # GIVEN Athena answers a value that does not parse as its declared type
     engine, _ = athena_engine_answering([("origin", "varchar"), ("v", column_type)], [["EWR", raw]])
@@ -538,7 +680,11 @@ def test_a_value_that_does_not_fit_its_type_fails_the_slot_before_any_result_is_
     assert outcome.status == "failed"
     error = dict(outcome.details)
     assert (error["type"], error["column"], error["column_type"], error["query_execution_id"]) == (
-        "ResultTypeError", "v", column_type, QID)
+        "ResultTypeError",
+        "v",
+        column_type,
+        QID,
+    )
     assert shown in error["error_message"] and len(error["value"]) < 300
     assert lock.get_slot(slot)["error"] == error  # type: ignore[index]
     # AND nothing of the results was written
@@ -556,8 +702,18 @@ def test_a_value_that_does_not_fit_its_type_fails_the_slot_before_any_result_is_
 
 @DYNAMODB_LOCAL_ONLY
 def test_the_lock_does_not_depend_on_history_items_surviving_ttl(
-    ddb: Any, lock_table: str, make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot,
-    lock: SlotLock, store: ResultsStore, settings: Settings, clock: Any, monkeypatch: pytest.MonkeyPatch,
+    ddb: Any,
+    lock_table: str,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    clock: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN the lock table with TTL on ttl_epoch_s, as the stack creates it, and history kept 60 s only:
     # on the fake clock every slot item is already expired in real time, so DynamoDB Local deletes it

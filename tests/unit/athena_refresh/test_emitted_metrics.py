@@ -13,14 +13,14 @@ system clock), one request at a time: in-process moto is not atomic under concur
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from athena_refresh import contract, service
-from athena_refresh.settings import Settings
 from athena_refresh.handler import lambda_handler
+from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock
 
 #: Powertools' own cold-start metric (``capture_cold_start_metric=True`` in the handler). Not a
@@ -47,8 +47,12 @@ class Emitted:
 
     @property
     def names(self) -> set[str]:
-        return {m["Name"] for b in self.of(contract.METRICS_NAMESPACE) for d in b["_aws"]["CloudWatchMetrics"]
-                for m in d["Metrics"]} - POWERTOOLS_METRICS
+        return {
+            m["Name"]
+            for b in self.of(contract.METRICS_NAMESPACE)
+            for d in b["_aws"]["CloudWatchMetrics"]
+            for m in d["Metrics"]
+        } - POWERTOOLS_METRICS
 
     def reasons(self, metric: str) -> set[str]:
         return {b[contract.DIMENSION_REASON] for b in self.of(contract.METRICS_NAMESPACE) if metric in b}
@@ -57,8 +61,9 @@ class Emitted:
 class Harness:
     """One job (its own name, so scenarios never share a lock item) on the moto tables."""
 
-    def __init__(self, job: str, ddb: Any, tables: dict[str, str], make_engine: Any, make_context: Any,
-                 read: Any) -> None:
+    def __init__(
+        self, job: str, ddb: Any, tables: dict[str, str], make_engine: Any, make_context: Any, read: Any
+    ) -> None:
         self.job, self.ddb = job, ddb
         self.lock_table, self.results_table = tables["lock_table"], tables["results_table"]
         self.make_engine, self.make_context, self._read = make_engine, make_context, read
@@ -78,8 +83,15 @@ class Harness:
     def racer(self, *, clock_offset_s: float = 0) -> SlotLock:
         """Another racer's lock, its clock ``clock_offset_s`` away from the system clock (skewed clocks are how
         these scenarios expire a lease without waiting: their slots may lie minutes ahead of such a clock)."""
-        return SlotLock(self.lock_table, self.job, client=self.ddb, lease_duration_s=45, heartbeat_interval_s=15,
-                        clock_ms=lambda: int((time.time() + clock_offset_s) * 1000), max_slot_lead_s=300)
+        return SlotLock(
+            self.lock_table,
+            self.job,
+            client=self.ddb,
+            lease_duration_s=45,
+            heartbeat_interval_s=15,
+            clock_ms=lambda: int((time.time() + clock_offset_s) * 1000),
+            max_slot_lead_s=300,
+        )
 
     def answer_acquisitions_with(self, error_code: str) -> None:
         """From now on, every acquisition the handler's lock sends is answered with ``error_code`` (HTTP 400),
@@ -91,9 +103,13 @@ class Harness:
 
             if "ADD #token :one" not in params["body"].decode():
                 return None
-            return (AWSResponse("https://dynamodb", 400, {}, None),
-                    {"Error": {"Code": error_code, "Message": f"injected {error_code}"},
-                     "ResponseMetadata": {"HTTPStatusCode": 400}})
+            return (
+                AWSResponse("https://dynamodb", 400, {}, None),
+                {
+                    "Error": {"Code": error_code, "Message": f"injected {error_code}"},
+                    "ResponseMetadata": {"HTTPStatusCode": 400},
+                },
+            )
 
         client.meta.events.register("before-call.dynamodb.UpdateItem", answer, unique_id="emitted-metrics-answer")
 
@@ -104,9 +120,16 @@ class Harness:
 # ---------------------------------------------------------------------------------------------------
 # scenarios: each returns the blobs of the invocations under test and the metric names expected
 # ---------------------------------------------------------------------------------------------------
-WIN = {contract.METRIC_LEASE_ACQUIRED, contract.METRIC_RUN_SUCCEEDED, contract.METRIC_LAST_SUCCESS_AGE_S,
-       contract.METRIC_QUERIES_STARTED, contract.METRIC_ROWS_STORED, contract.METRIC_QUERY_DURATION_MS,
-       contract.METRIC_DATA_SCANNED_BYTES, contract.METRIC_VALUE_SERIES_DROPPED}
+WIN = {
+    contract.METRIC_LEASE_ACQUIRED,
+    contract.METRIC_RUN_SUCCEEDED,
+    contract.METRIC_LAST_SUCCESS_AGE_S,
+    contract.METRIC_QUERIES_STARTED,
+    contract.METRIC_ROWS_STORED,
+    contract.METRIC_QUERY_DURATION_MS,
+    contract.METRIC_DATA_SCANNED_BYTES,
+    contract.METRIC_VALUE_SERIES_DROPPED,
+}
 
 
 def win_and_commit(h: Harness) -> tuple[Emitted, set[str]]:
@@ -134,7 +157,11 @@ def overrun(h: Harness) -> tuple[Emitted, set[str]]:
     assert h.racer().try_acquire(Slot(h.slot.epoch_s - 60), "req-old").acquired
     first, second = h.invoke("req-B"), h.invoke("req-C")
     assert (first["status"], first["reason"], second["status"], second["reason"]) == (
-        "missed", "overrun", "lost", "overrun")
+        "missed",
+        "overrun",
+        "lost",
+        "overrun",
+    )
     return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
 
 
@@ -143,7 +170,11 @@ def lost_superseded(h: Harness) -> tuple[Emitted, set[str]]:
     assert h.racer(clock_offset_s=60).try_acquire(Slot(h.slot.epoch_s + 60), "req-newer").acquired
     first, second = h.invoke("req-B"), h.invoke("req-C")
     assert (first["status"], first["reason"], second["status"], second["reason"]) == (
-        "missed", "superseded", "lost", "superseded")
+        "missed",
+        "superseded",
+        "lost",
+        "superseded",
+    )
     return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
 
 
@@ -186,8 +217,10 @@ def takeover_adopts_query(h: Harness) -> tuple[Emitted, set[str]]:
     dead.record_state(lease, {"query_execution_id": qid, "attempt": 1})
     result = h.invoke("req-B")
     assert (result["status"], result["takeover"], result["adopted_state"]) == ("succeeded", True, True)
-    return h.emitted(), WIN - {contract.METRIC_QUERIES_STARTED} | {contract.METRIC_TAKEOVER,
-                                                                   contract.METRIC_QUERY_ADOPTED}
+    return h.emitted(), WIN - {contract.METRIC_QUERIES_STARTED} | {
+        contract.METRIC_TAKEOVER,
+        contract.METRIC_QUERY_ADOPTED,
+    }
 
 
 def stale_rejected(h: Harness) -> tuple[Emitted, set[str]]:
@@ -199,9 +232,13 @@ def stale_rejected(h: Harness) -> tuple[Emitted, set[str]]:
     h.use_engine(h.make_engine([["SUCCEEDED"]], on_get_query=take_over))
     result = h.invoke("req-A")
     assert result["status"] == "stale_rejected"
-    return h.emitted(), {contract.METRIC_LEASE_ACQUIRED, contract.METRIC_QUERIES_STARTED,
-                         contract.METRIC_QUERY_DURATION_MS, contract.METRIC_DATA_SCANNED_BYTES,
-                         contract.METRIC_STALE_WRITE_REJECTED}
+    return h.emitted(), {
+        contract.METRIC_LEASE_ACQUIRED,
+        contract.METRIC_QUERIES_STARTED,
+        contract.METRIC_QUERY_DURATION_MS,
+        contract.METRIC_DATA_SCANNED_BYTES,
+        contract.METRIC_STALE_WRITE_REJECTED,
+    }
 
 
 def lease_lost(h: Harness) -> tuple[Emitted, set[str]]:
@@ -238,13 +275,21 @@ def results_contradict_the_lock(h: Harness) -> tuple[Emitted, set[str]]:
     # point-in-time restore of the lock table, before the fence bump): the commit is refused
     h.invoke("req-A", Slot(h.slot.epoch_s - 60))
     h.emitted()
-    h.ddb.update_item(TableName=h.results_table, Key={"job": {"S": h.job}, "slot": {"S": "LATEST"}},
-                      UpdateExpression="SET fencing_token = :t", ExpressionAttributeValues={":t": {"N": "1000"}})
+    h.ddb.update_item(
+        TableName=h.results_table,
+        Key={"job": {"S": h.job}, "slot": {"S": "LATEST"}},
+        UpdateExpression="SET fencing_token = :t",
+        ExpressionAttributeValues={":t": {"N": "1000"}},
+    )
     result = h.invoke("req-B")
     assert (result["status"], result["details"]["attribute"]) == ("corrupt", "fencing_token")
     # The corrupt path returns before the outcome metrics: no LeaseAcquired although a lease was held.
-    return h.emitted(), {contract.METRIC_QUERIES_STARTED, contract.METRIC_QUERY_DURATION_MS,
-                         contract.METRIC_DATA_SCANNED_BYTES, contract.METRIC_CORRUPT_LOCK_ITEM}
+    return h.emitted(), {
+        contract.METRIC_QUERIES_STARTED,
+        contract.METRIC_QUERY_DURATION_MS,
+        contract.METRIC_DATA_SCANNED_BYTES,
+        contract.METRIC_CORRUPT_LOCK_ITEM,
+    }
 
 
 SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
@@ -271,7 +316,11 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
 # ---------------------------------------------------------------------------------------------------
 @pytest.fixture
 def harness(
-    monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str], ddb: Any, make_engine: Any, make_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    aws_resources: dict[str, str],
+    ddb: Any,
+    make_engine: Any,
+    make_context: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> Callable[[str], Harness]:
     """``harness(job)``: sets the function's environment for ``job`` (values: flights and delay by origin,
@@ -339,8 +388,8 @@ def test_the_scenarios_together_emit_every_contract_metric_and_every_reason(harn
     union: set[str] = set()
     lost_reasons: set[str] = set()
     missed_reasons: set[str] = set()
-    for name in SCENARIOS:
-        emitted, _ = SCENARIOS[name](harness(f"union-{name.replace('_', '-')}"))
+    for name, scenario in SCENARIOS.items():
+        emitted, _ = scenario(harness(f"union-{name.replace('_', '-')}"))
         assert emitted.names <= set(contract.ALL_METRICS), (name, emitted.names - set(contract.ALL_METRICS))
         union |= emitted.names
         lost_reasons |= emitted.reasons(contract.METRIC_LOST_RACE)

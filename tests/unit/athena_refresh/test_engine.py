@@ -17,6 +17,8 @@ import boto3
 import botocore.config
 import botocore.endpoint
 import pytest
+from athena_refresh import engine
+from athena_refresh.errors import QueryEngineError, QueryFailedError, QueryTimeoutError, ResultTypeError
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
@@ -24,9 +26,6 @@ from moto import mock_aws
 from moto.athena.models import QueryResults, athena_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.moto_api import state_manager
-
-from athena_refresh import engine
-from athena_refresh.errors import QueryEngineError, QueryFailedError, QueryTimeoutError, ResultTypeError
 
 REGION = "us-east-1"
 QID = "11111111-2222-3333-4444-555555555555"
@@ -72,8 +71,18 @@ def row(*values: str | None) -> dict[str, Any]:
 
 def column_info(*columns: tuple[str, str]) -> list[dict[str, Any]]:
     return [
-        {"CatalogName": "hive", "SchemaName": "", "TableName": "", "Name": n, "Label": n, "Type": t,
-         "Precision": 0, "Scale": 0, "Nullable": "UNKNOWN", "CaseSensitive": t == "varchar"}
+        {
+            "CatalogName": "hive",
+            "SchemaName": "",
+            "TableName": "",
+            "Name": n,
+            "Label": n,
+            "Type": t,
+            "Precision": 0,
+            "Scale": 0,
+            "Nullable": "UNKNOWN",
+            "CaseSensitive": t == "varchar",
+        }
         for n, t in columns
     ]
 
@@ -124,7 +133,9 @@ def test_moto_start_get_results_happy_path() -> None:
 
     result = eng.get_results(qid)
     assert result.columns == (
-        engine.Column("carrier", "varchar"), engine.Column("n", "bigint"), engine.Column("avg_delay", "double"),
+        engine.Column("carrier", "varchar"),
+        engine.Column("n", "bigint"),
+        engine.Column("avg_delay", "double"),
     )
     assert result.rows == [
         {"carrier": "UA", "n": 58665, "avg_delay": 12.5},
@@ -162,7 +173,11 @@ def test_moto_wait_for_query_steps_through_states(stepped_athena: None) -> None:
 
     # WHEN waiting with a fake clock
     final = engine.wait_for_query(
-        eng, qid, deadline_ms=clock.now_ms + 60_000, clock_ms=clock, sleep_s=clock.sleep,
+        eng,
+        qid,
+        deadline_ms=clock.now_ms + 60_000,
+        clock_ms=clock,
+        sleep_s=clock.sleep,
         on_poll=lambda ex: polled.append(ex.state),
     )
 
@@ -269,7 +284,7 @@ def test_start_rejects_token_length(bad_token: str) -> None:
 
 def test_start_rejects_a_single_string_as_parameters() -> None:
     eng = engine.AthenaQueryEngine(workgroup="w", database="d", client=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="not one str"):
+    with pytest.raises(TypeError, match="not one str"):
         eng.start_query(sql="SELECT ?", parameters="'2013'", client_request_token=TOKEN)
 
 
@@ -286,7 +301,9 @@ def test_failed_query_maps_athena_error_and_raises(stubbed: tuple[engine.AthenaQ
             status_extra={
                 "StateChangeReason": "SYNTAX_ERROR: line 1:8: Column 'x' cannot be resolved",
                 "AthenaError": {
-                    "ErrorCategory": 2, "ErrorType": 1006, "Retryable": False,
+                    "ErrorCategory": 2,
+                    "ErrorType": 1006,
+                    "Retryable": False,
                     "ErrorMessage": "SYNTAX_ERROR: line 1:8: Column 'x' cannot be resolved",
                 },
             },
@@ -301,7 +318,9 @@ def test_failed_query_maps_athena_error_and_raises(stubbed: tuple[engine.AthenaQ
     # THEN the error fields are mapped and raise_for_state raises with them
     assert execution.done and execution.state == "FAILED"
     assert execution.error == engine.QueryError(
-        error_category=2, error_type=1006, retryable=False,
+        error_category=2,
+        error_type=1006,
+        retryable=False,
         error_message="SYNTAX_ERROR: line 1:8: Column 'x' cannot be resolved",
         state_change_reason="SYNTAX_ERROR: line 1:8: Column 'x' cannot be resolved",
     )
@@ -309,7 +328,11 @@ def test_failed_query_maps_athena_error_and_raises(stubbed: tuple[engine.AthenaQ
         execution.raise_for_state()
     err = info.value
     assert (err.query_execution_id, err.state, err.error_category, err.error_type, err.retryable) == (
-        QID, "FAILED", 2, 1006, False,
+        QID,
+        "FAILED",
+        2,
+        1006,
+        False,
     )
     assert err.as_dict()["error_message"].startswith("SYNTAX_ERROR")
 
@@ -318,7 +341,9 @@ def test_failed_system_error_is_retryable(stubbed: tuple[engine.AthenaQueryEngin
     eng, stub = stubbed
     stub.add_response(
         "get_query_execution",
-        execution_response("FAILED", status_extra={"AthenaError": {"ErrorCategory": 1, "ErrorType": 401, "Retryable": True}}),
+        execution_response(
+            "FAILED", status_extra={"AthenaError": {"ErrorCategory": 1, "ErrorType": 401, "Retryable": True}}
+        ),
         {"QueryExecutionId": QID},
     )
     with pytest.raises(QueryFailedError) as info:
@@ -364,9 +389,12 @@ def test_statistics_are_mapped(stubbed: tuple[engine.AthenaQueryEngine, Stubber]
         execution_response(
             "SUCCEEDED",
             statistics={
-                "DataScannedInBytes": 7_340_032, "EngineExecutionTimeInMillis": 1834,
-                "QueryQueueTimeInMillis": 95, "TotalExecutionTimeInMillis": 2011,
-                "QueryPlanningTimeInMillis": 300, "ServiceProcessingTimeInMillis": 40,
+                "DataScannedInBytes": 7_340_032,
+                "EngineExecutionTimeInMillis": 1834,
+                "QueryQueueTimeInMillis": 95,
+                "TotalExecutionTimeInMillis": 2011,
+                "QueryPlanningTimeInMillis": 300,
+                "ServiceProcessingTimeInMillis": 40,
             },
         ),
         {"QueryExecutionId": QID},
@@ -397,8 +425,12 @@ def test_results_page_across_three_pages_with_header_only_on_first(
         results_page(data[1999:], cols),
     ]
     stub.add_response("get_query_results", pages[0], {"QueryExecutionId": QID, "MaxResults": 1000})
-    stub.add_response("get_query_results", pages[1], {"QueryExecutionId": QID, "MaxResults": 1000, "NextToken": "token-1"})
-    stub.add_response("get_query_results", pages[2], {"QueryExecutionId": QID, "MaxResults": 1000, "NextToken": "token-2"})
+    stub.add_response(
+        "get_query_results", pages[1], {"QueryExecutionId": QID, "MaxResults": 1000, "NextToken": "token-1"}
+    )
+    stub.add_response(
+        "get_query_results", pages[2], {"QueryExecutionId": QID, "MaxResults": 1000, "NextToken": "token-2"}
+    )
 
     # WHEN all results are read
     result = eng.get_results(QID)
@@ -416,7 +448,9 @@ def test_missing_varcharvalue_is_null(stubbed: tuple[engine.AthenaQueryEngine, S
     cols = column_info(("carrier", "varchar"), ("dep_delay", "double"), ("n", "bigint"), ("ok", "boolean"))
     stub.add_response(
         "get_query_results",
-        results_page([row("carrier", "dep_delay", "n", "ok"), row(None, None, None, None), row("", "1.5", "3", "true")], cols),
+        results_page(
+            [row("carrier", "dep_delay", "n", "ok"), row(None, None, None, None), row("", "1.5", "3", "true")], cols
+        ),
         {"QueryExecutionId": QID, "MaxResults": 1000},
     )
     assert eng.get_results(QID).rows == [
@@ -428,7 +462,9 @@ def test_missing_varcharvalue_is_null(stubbed: tuple[engine.AthenaQueryEngine, S
 def test_header_only_and_empty_results(stubbed: tuple[engine.AthenaQueryEngine, Stubber]) -> None:
     eng, stub = stubbed
     cols = column_info(("n", "bigint"))
-    stub.add_response("get_query_results", results_page([row("n")], cols), {"QueryExecutionId": QID, "MaxResults": 1000})
+    stub.add_response(
+        "get_query_results", results_page([row("n")], cols), {"QueryExecutionId": QID, "MaxResults": 1000}
+    )
     stub.add_response("get_query_results", results_page([], cols), {"QueryExecutionId": QID, "MaxResults": 1000})
     assert eng.get_results(QID) == engine.QueryResult(columns=(engine.Column("n", "bigint"),), rows=[])
     assert eng.get_results(QID).rows == []
@@ -475,15 +511,22 @@ def test_row_width_mismatch_is_an_engine_error(stubbed: tuple[engine.AthenaQuery
 @pytest.mark.parametrize(
     ("method", "operation", "call"),
     [
-        ("start_query_execution", "StartQueryExecution",
-         lambda e: e.start_query(sql=SQL, parameters=PARAMS, client_request_token=TOKEN)),
+        (
+            "start_query_execution",
+            "StartQueryExecution",
+            lambda e: e.start_query(sql=SQL, parameters=PARAMS, client_request_token=TOKEN),
+        ),
         ("get_query_execution", "GetQueryExecution", lambda e: e.get_query(QID)),
         ("get_query_results", "GetQueryResults", lambda e: e.get_results(QID)),
     ],
 )
 @pytest.mark.parametrize("code", ["AccessDeniedException", "ThrottlingException", "InvalidRequestException"])
 def test_client_errors_are_wrapped_with_cause(
-    stubbed: tuple[engine.AthenaQueryEngine, Stubber], method: str, operation: str, call: Any, code: str,
+    stubbed: tuple[engine.AthenaQueryEngine, Stubber],
+    method: str,
+    operation: str,
+    call: Any,
+    code: str,
 ) -> None:
     eng, stub = stubbed
     stub.add_client_error(method, service_error_code=code, service_message="nope", http_status_code=400)
@@ -641,10 +684,40 @@ def test_convert_value(value: str | None, column_type: str, expected: Any) -> No
 
 
 ATHENA_TYPE_NAMES = [
-    "boolean", "tinyint", "smallint", "integer", "int", "bigint", "real", "float", "double", "decimal",
-    "decimal(38,9)", "varchar", "varchar(10)", "char", "char(2)", "string", "varbinary", "date", "timestamp",
-    "timestamp(3)", "timestamp(6) with time zone", "array", "array(varchar)", "map", "map(varchar,bigint)", "row",
-    "row(x integer,y varchar)", "json", "time", "interval year to month", "uuid", "ipaddress", "geometry", "",
+    "boolean",
+    "tinyint",
+    "smallint",
+    "integer",
+    "int",
+    "bigint",
+    "real",
+    "float",
+    "double",
+    "decimal",
+    "decimal(38,9)",
+    "varchar",
+    "varchar(10)",
+    "char",
+    "char(2)",
+    "string",
+    "varbinary",
+    "date",
+    "timestamp",
+    "timestamp(3)",
+    "timestamp(6) with time zone",
+    "array",
+    "array(varchar)",
+    "map",
+    "map(varchar,bigint)",
+    "row",
+    "row(x integer,y varchar)",
+    "json",
+    "time",
+    "interval year to month",
+    "uuid",
+    "ipaddress",
+    "geometry",
+    "",
 ]
 
 
@@ -672,7 +745,9 @@ def test_null_is_none_in_every_type_including_unknown_ones(column_type: str) -> 
         ("4.9E-324", "double", 4.9e-324),
     ],
 )
-def test_convert_value_accepts_parameterised_and_unknown_type_names(value: str, column_type: str, expected: Any) -> None:
+def test_convert_value_accepts_parameterised_and_unknown_type_names(
+    value: str, column_type: str, expected: Any
+) -> None:
     converted = engine.convert_value(value, column_type)
     assert converted == expected and type(converted) is type(expected)
     json.dumps(converted, allow_nan=False)
@@ -782,7 +857,12 @@ def test_wait_backoff_grows_and_caps() -> None:
 
     # WHEN waiting with a far deadline
     final = engine.wait_for_query(
-        eng, QID, deadline_ms=10**9, clock_ms=clock, sleep_s=clock.sleep, on_poll=polls.append,
+        eng,
+        QID,
+        deadline_ms=10**9,
+        clock_ms=clock,
+        sleep_s=clock.sleep,
+        on_poll=polls.append,
     )
 
     # THEN delays double from 200 ms and stop at max_delay_ms; on_poll saw every poll, terminal included
@@ -796,8 +876,14 @@ def test_wait_custom_backoff_settings() -> None:
     clock = FakeClock(0)
     eng = ScriptedEngine(["RUNNING"] * 5 + ["SUCCEEDED"], clock)
     engine.wait_for_query(
-        eng, QID, deadline_ms=10**9, clock_ms=clock, sleep_s=clock.sleep,
-        initial_delay_ms=100, max_delay_ms=1000, multiplier=3.0,
+        eng,
+        QID,
+        deadline_ms=10**9,
+        clock_ms=clock,
+        sleep_s=clock.sleep,
+        initial_delay_ms=100,
+        max_delay_ms=1000,
+        multiplier=3.0,
     )
     assert clock.sleeps_ms == [100, 300, 900, 1000, 1000]
 
@@ -811,7 +897,12 @@ def test_wait_never_sleeps_past_deadline_and_times_out() -> None:
     # WHEN waiting
     with pytest.raises(QueryTimeoutError) as info:
         engine.wait_for_query(
-            eng, QID, deadline_ms=6_000, clock_ms=clock, sleep_s=clock.sleep, on_poll=lambda e: polls.append(e.state),
+            eng,
+            QID,
+            deadline_ms=6_000,
+            clock_ms=clock,
+            sleep_s=clock.sleep,
+            on_poll=lambda e: polls.append(e.state),
         )
 
     # THEN the third sleep is cut to end at the deadline, a last poll happens there, and nothing sleeps after
@@ -859,7 +950,11 @@ def test_wait_on_poll_exception_stops_the_wait() -> None:
     clock = FakeClock(0)
     with pytest.raises(LeaseLost):
         engine.wait_for_query(
-            ScriptedEngine(["RUNNING"], clock), QID, deadline_ms=60_000, clock_ms=clock, sleep_s=clock.sleep,
+            ScriptedEngine(["RUNNING"], clock),
+            QID,
+            deadline_ms=60_000,
+            clock_ms=clock,
+            sleep_s=clock.sleep,
             on_poll=on_poll,
         )
     assert clock.sleeps_ms == []
@@ -882,7 +977,10 @@ def test_wait_defaults_to_time_sleep() -> None:
     eng = ScriptedEngine(["RUNNING", "SUCCEEDED"])
     start = time.monotonic()
     final = engine.wait_for_query(
-        eng, QID, deadline_ms=int(time.time() * 1000) + 5_000, clock_ms=lambda: int(time.time() * 1000),
+        eng,
+        QID,
+        deadline_ms=int(time.time() * 1000) + 5_000,
+        clock_ms=lambda: int(time.time() * 1000),
         initial_delay_ms=1,
     )
     assert final.state == "SUCCEEDED"
@@ -970,19 +1068,25 @@ def test_token_deployment_identity_is_keyword_only_and_required() -> None:
         engine.client_request_token("flights", "2026-11-02T10:00:00Z", 1, "prod-locks")  # type: ignore[misc]
 
 
-@pytest.mark.parametrize(("code", "retryable"), [
-    ("AccessDeniedException", False),
-    ("InvalidRequestException", False),
-    ("ResourceNotFoundException", False),
-    ("InternalServerException", True),
-    ("TooManyRequestsException", True),
-])
+@pytest.mark.parametrize(
+    ("code", "retryable"),
+    [
+        ("AccessDeniedException", False),
+        ("InvalidRequestException", False),
+        ("ResourceNotFoundException", False),
+        ("InternalServerException", True),
+        ("TooManyRequestsException", True),
+    ],
+)
 def test_engine_errors_say_whether_a_retry_can_help(code: str, retryable: bool) -> None:
-    client = boto3.client("athena", region_name=REGION,
-                          config=botocore.config.Config(retries={"mode": "standard", "max_attempts": 0}))
+    client = boto3.client(
+        "athena", region_name=REGION, config=botocore.config.Config(retries={"mode": "standard", "max_attempts": 0})
+    )
     eng = engine.AthenaQueryEngine(workgroup="refresh", database="flights", client=client)
     with Stubber(client) as stub:
-        stub.add_client_error("start_query_execution", service_error_code=code, service_message="no", http_status_code=400)
+        stub.add_client_error(
+            "start_query_execution", service_error_code=code, service_message="no", http_status_code=400
+        )
         with pytest.raises(QueryEngineError) as info:
             eng.start_query(sql=SQL, parameters=PARAMS, client_request_token=TOKEN)
     assert (info.value.error_code, info.value.retryable) == (code, retryable)

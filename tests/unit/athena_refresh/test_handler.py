@@ -14,12 +14,11 @@ import json
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import boto3
 import pytest
-
 from athena_refresh import contract, service
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
 from athena_refresh.handler import lambda_handler
@@ -260,7 +259,11 @@ def test_each_event_shape_runs_the_slot(shape: Callable[[Slot], dict[str, Any]],
     result = invoke(shape(slot))
     # THEN it ran the slot and stored the result
     assert (result["status"], result["slot"], result["job_name"], result["owner_id"]) == (
-        "succeeded", slot.iso, JOB, "req-1")
+        "succeeded",
+        slot.iso,
+        JOB,
+        "req-1",
+    )
     stored = store.get_result(JOB, slot.iso)
     assert stored is not None and stored["fencing_token"] == 1 and len(stored["rows"]) == 3
     json.dumps(result)  # the Lambda response must be JSON-serialisable
@@ -337,13 +340,37 @@ def test_large_event_with_junk_fields_but_a_valid_time_runs(invoke: Any) -> None
         (42, "<event>"),
     ],
     ids=[
-        "empty", "rule-without-time", "unparseable", "impossible-date", "empty-string", "naive", "number", "null",
-        "list", "too-long", "1970", "rule-time-object", "1mb-time", "1mb-rule-time", "nul-byte", "full-width",
-        "offset-24h", "bool", "list-event", "string-event", "null-event", "number-event",
+        "empty",
+        "rule-without-time",
+        "unparseable",
+        "impossible-date",
+        "empty-string",
+        "naive",
+        "number",
+        "null",
+        "list",
+        "too-long",
+        "1970",
+        "rule-time-object",
+        "1mb-time",
+        "1mb-rule-time",
+        "nul-byte",
+        "full-width",
+        "offset-24h",
+        "bool",
+        "list-event",
+        "string-event",
+        "null-event",
+        "number-event",
     ],
 )
 def test_malformed_event_raises_naming_the_field_before_any_request(
-    event: Any, field: str, invoke: Any, handler_requests: list[str], engines: list[Any], scan: Any,
+    event: Any,
+    field: str,
+    invoke: Any,
+    handler_requests: list[str],
+    engines: list[Any],
+    scan: Any,
     aws_resources: dict[str, str],
 ) -> None:
     # WHEN a malformed event arrives
@@ -379,14 +406,32 @@ def test_malformed_event_raises_naming_the_field_before_any_request(
         ({contract.ENV_JOB_NAME: "flights#dashboard"}, contract.ENV_JOB_NAME),
     ],
     ids=[
-        "no-lock-table", "lease-below-2x-heartbeat", "lease-equal-2x-heartbeat", "empty-sql", "blank-sql", "nan-lease",
-        "no-results-table", "empty-workgroup", "lease-with-unit", "heartbeat-words", "lease-below-heartbeat",
-        "zero-attempts", "fractional-attempts", "one-placeholder", "job-name-with-key-separator",
+        "no-lock-table",
+        "lease-below-2x-heartbeat",
+        "lease-equal-2x-heartbeat",
+        "empty-sql",
+        "blank-sql",
+        "nan-lease",
+        "no-results-table",
+        "empty-workgroup",
+        "lease-with-unit",
+        "heartbeat-words",
+        "lease-below-heartbeat",
+        "zero-attempts",
+        "fractional-attempts",
+        "one-placeholder",
+        "job-name-with-key-separator",
     ],
 )
 def test_bad_configuration_raises_naming_the_variable_before_any_request(
-    changes: dict[str, str | None], key: str, invoke: Any, monkeypatch: pytest.MonkeyPatch,
-    handler_requests: list[str], engines: list[Any], scan: Any, aws_resources: dict[str, str],
+    changes: dict[str, str | None],
+    key: str,
+    invoke: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    handler_requests: list[str],
+    engines: list[Any],
+    scan: Any,
+    aws_resources: dict[str, str],
 ) -> None:
     # GIVEN a deployment with one configuration mistake
     for name, value in changes.items():
@@ -407,7 +452,12 @@ def test_bad_configuration_raises_naming_the_variable_before_any_request(
 
 @pytest.mark.parametrize("ahead", ["one-day", "year-2099"])
 def test_far_future_scheduled_time_is_refused_before_any_request(
-    ahead: str, invoke: Any, handler_requests: list[str], engines: list[Any], scan: Any, aws_resources: dict[str, str],
+    ahead: str,
+    invoke: Any,
+    handler_requests: list[str],
+    engines: list[Any],
+    scan: Any,
+    aws_resources: dict[str, str],
 ) -> None:
     # GIVEN the job has history (the current slot ran)
     assert invoke(scheduler_event(current_slot()), "req-1")["status"] == "succeeded"
@@ -441,7 +491,12 @@ def tamper_item(ddb: Any) -> Callable[[str, dict[str, Any], dict[str, Any]], Non
 
 @pytest.mark.parametrize("tampered", ["lock-token-removed", "latest-token-above-the-counter"])
 def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_retried(
-    tampered: str, invoke: Any, tamper_item: Any, aws_resources: dict[str, str], scan: Any, stdout_json: Any,
+    tampered: str,
+    invoke: Any,
+    tamper_item: Any,
+    aws_resources: dict[str, str],
+    scan: Any,
+    stdout_json: Any,
 ) -> None:
     # GIVEN the previous minute's slot ran, then an item was edited by hand: the lock item lost its fencing
     # token (an ADD would restart the counter at 1), or the results' LATEST pointer holds a token above the lock's counter
@@ -471,9 +526,12 @@ def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_r
     # AND the CorruptLockItem metric is emitted once (EMF, Count, with the job dimension), with an ERROR log
     blob = emitted(records)[contract.METRIC_CORRUPT_LOCK_ITEM]
     assert blob[contract.METRIC_CORRUPT_LOCK_ITEM] in (1, [1])
-    assert {"Name": contract.METRIC_CORRUPT_LOCK_ITEM, "Unit": "Count"} in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+    assert {"Name": contract.METRIC_CORRUPT_LOCK_ITEM, "Unit": "Count"} in blob["_aws"]["CloudWatchMetrics"][0][
+        "Metrics"
+    ]
     assert blob[contract.DIMENSION_JOB] == JOB and [contract.DIMENSION_SERVICE, contract.DIMENSION_JOB] in [
-        sorted(d, reverse=True) for d in dimensions(blob)]
+        sorted(d, reverse=True) for d in dimensions(blob)
+    ]
     [error] = [r for r in log_records(records) if r["level"] == "ERROR" and "corrupt" in r["message"]]
     assert (error["item_key"], error["attribute"], error["slot"]) == (item_key, attribute, current_slot().iso)
     assert contract.METRIC_RUN_SUCCEEDED not in emitted(records)
@@ -496,9 +554,15 @@ def test_winner_emits_emf_metrics(invoke: Any, stdout_json: Any) -> None:
     # THEN one EMF blob (namespace, service and job dimensions) carries the run's metrics
     assert result["status"] == "succeeded"
     metrics = emitted(records)
-    for name in (contract.METRIC_LEASE_ACQUIRED, contract.METRIC_RUN_SUCCEEDED, contract.METRIC_LAST_SUCCESS_AGE_S,
-                 contract.METRIC_QUERIES_STARTED, contract.METRIC_ROWS_STORED, contract.METRIC_QUERY_DURATION_MS,
-                 contract.METRIC_DATA_SCANNED_BYTES):
+    for name in (
+        contract.METRIC_LEASE_ACQUIRED,
+        contract.METRIC_RUN_SUCCEEDED,
+        contract.METRIC_LAST_SUCCESS_AGE_S,
+        contract.METRIC_QUERIES_STARTED,
+        contract.METRIC_ROWS_STORED,
+        contract.METRIC_QUERY_DURATION_MS,
+        contract.METRIC_DATA_SCANNED_BYTES,
+    ):
         assert name in metrics, name
     blob = metrics[contract.METRIC_RUN_SUCCEEDED]
     assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == contract.METRICS_NAMESPACE
@@ -507,8 +571,13 @@ def test_winner_emits_emf_metrics(invoke: Any, stdout_json: Any) -> None:
     assert blob[contract.METRIC_LAST_SUCCESS_AGE_S] in (0, [0])  # Powertools prints values as lists
     assert blob[contract.METRIC_ROWS_STORED] in (3, [3])
     # no loser or failure metric for a winner; the cold start is reported once
-    for name in (contract.METRIC_LOST_RACE, contract.METRIC_RUN_FAILED, contract.METRIC_TAKEOVER,
-                 contract.METRIC_LEASE_LOST, contract.METRIC_STALE_WRITE_REJECTED):
+    for name in (
+        contract.METRIC_LOST_RACE,
+        contract.METRIC_RUN_FAILED,
+        contract.METRIC_TAKEOVER,
+        contract.METRIC_LEASE_LOST,
+        contract.METRIC_STALE_WRITE_REJECTED,
+    ):
         assert name not in metrics, name
     assert "ColdStart" in metrics
 
@@ -561,7 +630,12 @@ def test_logs_carry_job_slot_owner_and_fencing_token(invoke: Any, stdout_json: A
         assert (record["job"], record["slot"], record["owner"]) == (JOB, slot.iso, "req-A"), record
     checkpoints = [r for r in logs if "checkpoint" in r]
     assert [r["checkpoint"] for r in checkpoints] == [
-        "acquired", "state_recorded", "query_started", "query_finished", "before_commit", "committed",
+        "acquired",
+        "state_recorded",
+        "query_started",
+        "query_finished",
+        "before_commit",
+        "committed",
     ]
     assert all(r["fencing_token"] == 1 for r in checkpoints)
     assert checkpoints[-1]["query_execution_id"].startswith("qid-")
@@ -582,16 +656,33 @@ def test_loser_logs_carry_job_slot_and_owner(invoke: Any, stdout_json: Any, take
     # THEN its outcome log record says which job, slot and owner lost, and why
     [final] = [r for r in log_records(stdout_json()) if r["message"].startswith("slot ")]
     assert (final["job"], final["slot"], final["owner"], final["outcome"], final["reason"]) == (
-        JOB, slot.iso, "req-B", "lost", "held")
+        JOB,
+        slot.iso,
+        "req-B",
+        "lost",
+        "held",
+    )
 
 
 def test_permanent_query_failure_returns_failed_and_emits_run_failed(
     invoke: Any, make_engine: Any, stdout_json: Any, store: Any
 ) -> None:
     # GIVEN Athena rejects the query for good
-    service.use_engine_factory(lambda settings: make_engine([[
-        {"state": "FAILED", "retryable": False, "error_category": 2, "error_type": 1006, "error_message": "bad column"},
-    ]]))
+    service.use_engine_factory(
+        lambda settings: make_engine(
+            [
+                [
+                    {
+                        "state": "FAILED",
+                        "retryable": False,
+                        "error_category": 2,
+                        "error_type": 1006,
+                        "error_message": "bad column",
+                    },
+                ]
+            ]
+        )
+    )
 
     # WHEN the winner runs
     slot = current_slot()

@@ -7,11 +7,12 @@ sequenced one request at a time (moto is not atomic under concurrency).
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
 from athena_refresh import contract
 from athena_refresh.engine import client_request_token
 from athena_refresh.errors import QueryEngineError, QueryTimeoutError
@@ -63,8 +64,17 @@ def run(clock: Any, slot: Slot) -> Callable[..., SlotOutcome]:
 
 
 def test_happy_path_stores_one_result_and_the_latest_pointer(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
-    settings: Settings, metric_log: Any, request_log: Any, clock: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    metric_log: Any,
+    request_log: Any,
+    clock: Any,
 ) -> None:
     # GIVEN a query that is queued, then running, then done
     engine = make_engine([["QUEUED", "RUNNING", "SUCCEEDED"]])
@@ -77,8 +87,11 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
     assert (outcome.status, outcome.fencing_token) == ("succeeded", 1)
     assert (outcome.takeover, outcome.reentered, outcome.adopted_state) == (False, False, False)
     assert engine.starts == [
-        {"sql": settings.query_sql, "parameters": WINDOW_PARAMETERS,
-         "token": client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name)}
+        {
+            "sql": settings.query_sql,
+            "parameters": WINDOW_PARAMETERS,
+            "token": client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name),
+        }
     ]
     qid = next(iter(engine.queries))
     assert engine.call_names == ["start_query", "get_query", "get_query", "get_query", "get_results"]
@@ -115,26 +128,50 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
 
 
 def test_two_deployments_of_one_job_in_one_account_start_separate_queries(
-    make_runner: Any, make_job: Any, make_engine: Any, make_settings: Any, make_store: Any, run: Any, slot: Slot,
-    settings: Settings, store: ResultsStore, ddb: Any, clock: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    make_settings: Any,
+    make_store: Any,
+    run: Any,
+    slot: Slot,
+    settings: Settings,
+    store: ResultsStore,
+    ddb: Any,
+    clock: Any,
 ) -> None:
     # GIVEN staging (this test's tables) and prod: same job name, same account, so one Athena that returns
     # the same query for the same ClientRequestToken; prod has its own lock and results tables
     engine = make_engine([["SUCCEEDED"], ["SUCCEEDED"]])
     prod_locks, prod_results = f"{settings.lock_table_name}-prod", f"{settings.results_table_name}-prod"
-    ddb.create_table(TableName=prod_locks, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                     BillingMode="PAY_PER_REQUEST")
-    ddb.create_table(TableName=prod_results, BillingMode="PAY_PER_REQUEST",
-                     KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-                     AttributeDefinitions=[{"AttributeName": "job", "AttributeType": "S"},
-                                           {"AttributeName": "slot", "AttributeType": "S"}])
+    ddb.create_table(
+        TableName=prod_locks,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb.create_table(
+        TableName=prod_results,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "job", "AttributeType": "S"},
+            {"AttributeName": "slot", "AttributeType": "S"},
+        ],
+    )
     try:
         prod = make_settings(lock_table_name=prod_locks, results_table_name=prod_results)
         prod_store = ResultsStore(prod_results, bucket_name=None, dynamodb_client=ddb)
-        prod_runner = SlotRunner(SlotLock(prod_locks, prod.job_name, client=ddb, clock_ms=clock,
-                                          lease_duration_s=prod.lease_duration_s,
-                                          heartbeat_interval_s=prod.heartbeat_interval_s))
+        prod_runner = SlotRunner(
+            SlotLock(
+                prod_locks,
+                prod.job_name,
+                client=ddb,
+                clock_ms=clock,
+                lease_duration_s=prod.lease_duration_s,
+                heartbeat_interval_s=prod.heartbeat_interval_s,
+            )
+        )
 
         # WHEN both run the same slot, staging first
         staging_outcome = run(make_runner(), make_job(engine), "req-staging")
@@ -156,8 +193,16 @@ def test_two_deployments_of_one_job_in_one_account_start_separate_queries(
 
 @pytest.mark.parametrize("reason", ["held", "slot_finished"])
 def test_loser_sends_one_dynamodb_request_and_never_calls_the_engine(
-    reason: str, make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock,
-    metric_log: Any, request_log: Any, clock: Any,
+    reason: str,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    metric_log: Any,
+    request_log: Any,
+    clock: Any,
 ) -> None:
     # GIVEN another racer holds the slot's lease, or already finished the slot
     if reason == "held":
@@ -186,8 +231,16 @@ def test_loser_sends_one_dynamodb_request_and_never_calls_the_engine(
 
 
 def test_takeover_adopts_the_predecessors_query(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, store: ResultsStore,
-    settings: Settings, metric_log: Any, clock: Any, monkeypatch: pytest.MonkeyPatch,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    store: ResultsStore,
+    settings: Settings,
+    metric_log: Any,
+    clock: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN racer A started the query, recorded its id, and was killed
     engine = make_engine([["RUNNING", "RUNNING", "SUCCEEDED"]])
@@ -213,8 +266,16 @@ def test_takeover_adopts_the_predecessors_query(
 
 
 def test_retry_of_a_dead_winner_reenters_and_adopts(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, store: ResultsStore,
-    settings: Settings, metric_log: Any, clock: Any, monkeypatch: pytest.MonkeyPatch,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    store: ResultsStore,
+    settings: Settings,
+    metric_log: Any,
+    clock: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # GIVEN winner A was killed after starting the query; its lease has NOT expired yet
     engine = make_engine([["RUNNING", "SUCCEEDED"]])
@@ -236,7 +297,12 @@ def test_retry_of_a_dead_winner_reenters_and_adopts(
 
 
 def test_a_racer_of_the_same_slot_cannot_take_over_a_live_lease(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, monkeypatch: pytest.MonkeyPatch, clock: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    clock: Any,
     settings: Settings,
 ) -> None:
     # GIVEN A was killed after starting the query, and its lease has one second left
@@ -255,8 +321,16 @@ def test_a_racer_of_the_same_slot_cannot_take_over_a_live_lease(
 
 @pytest.mark.parametrize("successor", ["committed", "still_running"])
 def test_paused_holders_commit_is_rejected_and_its_rows_are_not_stored(
-    successor: str, make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock,
-    store: ResultsStore, settings: Settings, clock: Any,
+    successor: str,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    clock: Any,
 ) -> None:
     # GIVEN holder A, paused (GC, frozen sandbox) after reading its rows and just before its commit,
     # long enough for its lease to expire and for B to take over the slot
@@ -301,22 +375,33 @@ def test_paused_holders_commit_is_rejected_and_its_rows_are_not_stored(
 
 
 def test_retryable_failure_starts_attempt_2_with_a_new_client_request_token(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
-    settings: Settings, metric_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    metric_log: Any,
 ) -> None:
     # GIVEN the first query fails with a retryable (system) error, the second succeeds
-    engine = make_engine([
-        ["RUNNING", failed(retryable=True, error_category=1, error_type=401, error_message="internal error")],
-        ["RUNNING", "SUCCEEDED"],
-    ])
+    engine = make_engine(
+        [
+            ["RUNNING", failed(retryable=True, error_category=1, error_type=401, error_message="internal error")],
+            ["RUNNING", "SUCCEEDED"],
+        ]
+    )
 
     # WHEN the slot runs
     outcome = run(make_runner(), make_job(engine), "req-A")
 
     # THEN a second query was started with attempt 2's token (not a resend of attempt 1's)
     tokens = [start["token"] for start in engine.starts]
-    assert tokens == [client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name),
-                      client_request_token(settings.job_name, slot.iso, 2, deployment_id=settings.lock_table_name)]
+    assert tokens == [
+        client_request_token(settings.job_name, slot.iso, 1, deployment_id=settings.lock_table_name),
+        client_request_token(settings.job_name, slot.iso, 2, deployment_id=settings.lock_table_name),
+    ]
     assert len(set(engine.queries)) == 2
     second_qid = list(engine.queries)[1]
     assert outcome.status == "succeeded" and outcome.value["attempt"] == 2
@@ -327,8 +412,16 @@ def test_retryable_failure_starts_attempt_2_with_a_new_client_request_token(
 
 @pytest.mark.parametrize("max_attempts", [1, 3])
 def test_retryable_failures_are_bounded_by_max_query_attempts(
-    max_attempts: int, make_settings: Any, make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot,
-    lock: SlotLock, store: ResultsStore, clock: Any,
+    max_attempts: int,
+    make_settings: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    clock: Any,
 ) -> None:
     # GIVEN every attempt fails retryably (a further attempt would have succeeded)
     settings = make_settings(max_query_attempts=max_attempts)
@@ -353,16 +446,32 @@ def test_retryable_failures_are_bounded_by_max_query_attempts(
 
 
 def test_permanent_failure_ends_the_slot_failed_with_the_athena_error_recorded(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
-    settings: Settings, clock: Any, request_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    clock: Any,
+    request_log: Any,
 ) -> None:
     # GIVEN the query fails with a user error Athena marks not retryable
-    engine = make_engine([[
-        "RUNNING",
-        failed(retryable=False, error_category=2, error_type=1006,
-               error_message="COLUMN_NOT_FOUND: line 1:8: Column 'orign' cannot be resolved",
-               reason="SYNTAX_ERROR"),
-    ]])
+    engine = make_engine(
+        [
+            [
+                "RUNNING",
+                failed(
+                    retryable=False,
+                    error_category=2,
+                    error_type=1006,
+                    error_message="COLUMN_NOT_FOUND: line 1:8: Column 'orign' cannot be resolved",
+                    reason="SYNTAX_ERROR",
+                ),
+            ]
+        ]
+    )
 
     # WHEN the slot runs
     outcome = run(make_runner(), make_job(engine), "req-A")
@@ -370,9 +479,14 @@ def test_permanent_failure_ends_the_slot_failed_with_the_athena_error_recorded(
     # THEN it returns normally (no Lambda retry storm) with status failed and no second attempt
     [qid] = engine.queries
     expected_error = {
-        "query_execution_id": qid, "state": "FAILED", "reason": "SYNTAX_ERROR", "error_category": 2,
-        "error_type": 1006, "retryable": False,
-        "error_message": "COLUMN_NOT_FOUND: line 1:8: Column 'orign' cannot be resolved", "attempt": 1,
+        "query_execution_id": qid,
+        "state": "FAILED",
+        "reason": "SYNTAX_ERROR",
+        "error_category": 2,
+        "error_type": 1006,
+        "retryable": False,
+        "error_message": "COLUMN_NOT_FOUND: line 1:8: Column 'orign' cannot be resolved",
+        "attempt": 1,
     }
     assert outcome.status == "failed" and outcome.value == expected_error and dict(outcome.details) == expected_error
     assert len(engine.starts) == 1
@@ -396,7 +510,12 @@ def test_permanent_failure_ends_the_slot_failed_with_the_athena_error_recorded(
 
 
 def test_cancelled_query_without_athena_error_is_a_permanent_failure(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
 ) -> None:
     # GIVEN a query someone cancelled (Athena gives no AthenaError, so nothing says it is retryable)
     engine = make_engine([["RUNNING", {"state": "CANCELLED", "reason": "Query was cancelled by user"}]])
@@ -415,8 +534,16 @@ def test_cancelled_query_without_athena_error_is_a_permanent_failure(
 
 
 def test_query_timeout_near_the_deadline_releases_the_lease_and_propagates(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
-    settings: Settings, clock: Any, metric_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    clock: Any,
+    metric_log: Any,
 ) -> None:
     # GIVEN an invocation with 12 s left, 5 s of which are reserved for the commit, and a slow query
     engine = make_engine([["RUNNING"]])
@@ -452,7 +579,11 @@ def test_query_timeout_near_the_deadline_releases_the_lease_and_propagates(
 
 
 def test_a_successor_adopts_a_timed_out_query_at_once(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, clock: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    clock: Any,
 ) -> None:
     # GIVEN A timed out and released its lease (expiry = now)
     engine = make_engine([["RUNNING"]])
@@ -470,7 +601,13 @@ def test_a_successor_adopts_a_timed_out_query_at_once(
 
 
 def test_heartbeats_follow_the_interval_and_never_extend_the_lease_past_the_deadline(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, settings: Settings, clock: Any, request_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    settings: Settings,
+    clock: Any,
+    request_log: Any,
 ) -> None:
     # GIVEN lease 30 s, heartbeat 10 s, an invocation with 60 s left (5 s reserved for the commit),
     # and a query that runs about 51 s: polls at 0, 0.2, 0.6, 1.4, 3.0, 6.2, then every 5 s
@@ -490,10 +627,12 @@ def test_heartbeats_follow_the_interval_and_never_extend_the_lease_past_the_dead
     heartbeats = [(at - start_ms, expires - start_ms) for at, expires in request_log.heartbeats()]
     assert heartbeats == [(11_200, 41_200), (21_200, 51_200), (31_200, 60_000)]
     renewals = [0] + [at for at, _ in heartbeats]  # the acquisition and record_state happened at 0
-    gaps = [later - earlier for earlier, later in zip(renewals, renewals[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(renewals)]
     max_poll_delay_ms = 5_000
-    assert all(settings.heartbeat_interval_s * 1000 <= gap <= settings.heartbeat_interval_s * 1000 + max_poll_delay_ms
-               for gap in gaps)
+    assert all(
+        settings.heartbeat_interval_s * 1000 <= gap <= settings.heartbeat_interval_s * 1000 + max_poll_delay_ms
+        for gap in gaps
+    )
     # every expiry the lock ever held: never past the deadline, and each renewal came before the lease lapsed
     acquire = request_log.requests("UpdateItem")[0]
     expiries = [int(acquire["ExpressionAttributeValues"][":expires"]["N"])] + [e for _, e in request_log.heartbeats()]
@@ -502,8 +641,15 @@ def test_heartbeats_follow_the_interval_and_never_extend_the_lease_past_the_dead
 
 
 def test_a_slow_result_read_renews_the_lease_between_pages_and_before_the_commit(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, settings: Settings,
-    clock: Any, request_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    settings: Settings,
+    clock: Any,
+    request_log: Any,
 ) -> None:
     # GIVEN a query whose results come in 4 pages that take 8 s each (32 s in all: longer than the 30 s
     # lease and than 3 heartbeat intervals of 10 s)
@@ -531,8 +677,16 @@ def test_a_slow_result_read_renews_the_lease_between_pages_and_before_the_commit
 
 
 def test_lease_lost_during_polling_writes_nothing_more_and_leaves_the_query_running(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
-    settings: Settings, clock: Any, request_log: Any,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
+    clock: Any,
+    request_log: Any,
 ) -> None:
     # GIVEN A is polling its query; during the third poll A stalls past its lease and B takes over
     takeovers: list[Any] = []
@@ -581,11 +735,21 @@ class RejectingEngine:
 
 
 def test_a_rejected_start_fails_the_slot_once_instead_of_a_retry_storm(
-    make_runner: Any, make_job: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore, settings: Settings,
+    make_runner: Any,
+    make_job: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
+    settings: Settings,
 ) -> None:
     # GIVEN Athena rejects the request itself (e.g. the role lacks athena:StartQueryExecution)
-    error = QueryEngineError("StartQueryExecution", "AccessDeniedException: not authorized", retryable=False,
-                             error_code="AccessDeniedException")
+    error = QueryEngineError(
+        "StartQueryExecution",
+        "AccessDeniedException: not authorized",
+        retryable=False,
+        error_code="AccessDeniedException",
+    )
     engine = RejectingEngine(error)
 
     # WHEN the slot runs, and again as Lambda would retry it with the same request id
@@ -594,9 +758,14 @@ def test_a_rejected_start_fails_the_slot_once_instead_of_a_retry_storm(
 
     # THEN the first run records the slot FAILED with the error and returns normally; the retry finds it finished
     assert outcome.status == "failed"
-    assert outcome.value == {"type": "QueryEngineError", "operation": "StartQueryExecution",
-                             "error_code": "AccessDeniedException", "retryable": False, "query_execution_id": None,
-                             "error_message": "StartQueryExecution failed: AccessDeniedException: not authorized"}
+    assert outcome.value == {
+        "type": "QueryEngineError",
+        "operation": "StartQueryExecution",
+        "error_code": "AccessDeniedException",
+        "retryable": False,
+        "query_execution_id": None,
+        "error_message": "StartQueryExecution failed: AccessDeniedException: not authorized",
+    }
     assert (again.status, again.reason) == ("lost", "slot_finished")
     assert engine.starts == 1
     item = lock.get_slot(slot)
@@ -605,11 +774,19 @@ def test_a_rejected_start_fails_the_slot_once_instead_of_a_retry_storm(
 
 
 def test_a_retryable_engine_error_propagates_and_the_retry_runs_again(
-    make_runner: Any, make_job: Any, run: Any, slot: Slot, lock: SlotLock, clock: Any,
+    make_runner: Any,
+    make_job: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    clock: Any,
 ) -> None:
     # GIVEN throttling that outlasted botocore's retries
-    engine = RejectingEngine(QueryEngineError("StartQueryExecution", "TooManyRequestsException: Rate exceeded",
-                                              error_code="TooManyRequestsException"))
+    engine = RejectingEngine(
+        QueryEngineError(
+            "StartQueryExecution", "TooManyRequestsException: Rate exceeded", error_code="TooManyRequestsException"
+        )
+    )
 
     # WHEN the slot runs: THEN the error propagates (Lambda retries) and the lease is given back
     with pytest.raises(QueryEngineError):
@@ -623,7 +800,13 @@ def test_a_retryable_engine_error_propagates_and_the_retry_runs_again(
 
 
 def test_rows_too_large_without_an_overflow_bucket_fail_the_slot_without_truncating(
-    make_runner: Any, make_job: Any, make_engine: Any, run: Any, slot: Slot, lock: SlotLock, store: ResultsStore,
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    slot: Slot,
+    lock: SlotLock,
+    store: ResultsStore,
     settings: Settings,
 ) -> None:
     # GIVEN a result bigger than an item can hold and no results bucket

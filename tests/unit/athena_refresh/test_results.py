@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
-
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.errors import ResultsStoreError
 from athena_refresh.results import LATEST, PreparedResult, ResultsStore
+from botocore.exceptions import ClientError
 
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"
@@ -25,12 +25,19 @@ ROWS = [
     {"origin": "JFK", "flights": 301, "avg_dep_delay_min": None},
     {"origin": "LGA", "flights": 277, "avg_dep_delay_min": -3.5},
 ]
-STATS = QueryStatistics(data_scanned_bytes=7_340_032, engine_execution_time_ms=850, query_queue_time_ms=40,
-                        total_execution_time_ms=910)
+STATS = QueryStatistics(
+    data_scanned_bytes=7_340_032, engine_execution_time_ms=850, query_queue_time_ms=40, total_execution_time_ms=910
+)
 
 
-def prepare(store: ResultsStore, *, token: int, slot: str = SLOT, rows: list[dict[str, Any]] | None = None,
-            qid: str | None = None) -> PreparedResult:
+def prepare(
+    store: ResultsStore,
+    *,
+    token: int,
+    slot: str = SLOT,
+    rows: list[dict[str, Any]] | None = None,
+    qid: str | None = None,
+) -> PreparedResult:
     return store.prepare(
         job_name=JOB,
         slot_iso=slot,
@@ -45,8 +52,7 @@ def prepare(store: ResultsStore, *, token: int, slot: str = SLOT, rows: list[dic
 
 def big_rows(count: int = 200) -> list[dict[str, Any]]:
     return [
-        {"origin": f"AP{i:03d}", "flights": i * 7, "avg_dep_delay_min": i / 8, "note": "é✈" * 5}
-        for i in range(count)
+        {"origin": f"AP{i:03d}", "flights": i * 7, "avg_dep_delay_min": i / 8, "note": "é✈" * 5} for i in range(count)
     ]
 
 
@@ -100,8 +106,12 @@ def test_prepare_gives_an_immutable_put_and_a_fenced_latest_update(store: Result
 
     # and the summary says where the rows went
     assert prepared.summary == {
-        "query_execution_id": "qid-token-7", "row_count": 3, "rows_bytes": len(item["rows_json"]["S"].encode()),
-        "rows_location": "inline", "statistics": STATS.as_dict(), "window": list(WINDOW),
+        "query_execution_id": "qid-token-7",
+        "row_count": 3,
+        "rows_bytes": len(item["rows_json"]["S"].encode()),
+        "rows_location": "inline",
+        "statistics": STATS.as_dict(),
+        "window": list(WINDOW),
     }
 
 
@@ -125,8 +135,13 @@ def test_stored_result_reads_back_with_typed_metadata(store: ResultsStore, trans
     assert result["statistics"] == STATS.as_dict()
     assert result["fencing_token"] == 3 and result["row_count"] == 3
     assert latest == {
-        "job": JOB, "slot": LATEST, "latest_slot": SLOT, "fencing_token": 3, "query_execution_id": "qid-token-3",
-        "row_count": 3, "committed_at_ms": 1_795_307_402_003,
+        "job": JOB,
+        "slot": LATEST,
+        "latest_slot": SLOT,
+        "fencing_token": 3,
+        "query_execution_id": "qid-token-3",
+        "row_count": 3,
+        "committed_at_ms": 1_795_307_402_003,
     }
     assert store.get_result(JOB, "2026-11-22T01:00:00Z") is None
 

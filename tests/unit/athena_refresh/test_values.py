@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
 from athena_refresh import contract
 from athena_refresh.engine import Column, QueryResult
 from athena_refresh.errors import ConfigurationError
@@ -66,8 +66,11 @@ def dropped() -> list[tuple[str, float, str]]:
 def publisher(dropped: list[tuple[str, float, str]]) -> Callable[..., ValuePublisher]:
     def make(**overrides: Any) -> ValuePublisher:
         params: dict[str, Any] = {
-            "job_name": JOB, "value_columns": ("flights", "avg_dep_delay_min"), "dimension_columns": ("origin",),
-            "max_series": 10, "metrics": lambda *metric: dropped.append(metric),
+            "job_name": JOB,
+            "value_columns": ("flights", "avg_dep_delay_min"),
+            "dimension_columns": ("origin",),
+            "max_series": 10,
+            "metrics": lambda *metric: dropped.append(metric),
         }
         params.update(overrides)
         return ValuePublisher(**params)
@@ -83,16 +86,21 @@ def publisher(dropped: list[tuple[str, float, str]]) -> Callable[..., ValuePubli
 def test_value_metrics_are_off_by_default() -> None:
     settings = settings_from()
     assert (settings.value_metric_columns, settings.value_metric_dimensions, settings.value_metric_max_series) == (
-        (), (), 10)
+        (),
+        (),
+        10,
+    )
     assert ValuePublisher.from_settings(settings) is None
 
 
 def test_value_metric_variables_are_parsed_as_column_lists() -> None:
-    settings = settings_from(**{
-        contract.ENV_VALUE_METRIC_COLUMNS: " flights , avg_dep_delay_min",
-        contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,carrier",
-        contract.ENV_VALUE_METRIC_MAX_SERIES: "50",
-    })
+    settings = settings_from(
+        **{
+            contract.ENV_VALUE_METRIC_COLUMNS: " flights , avg_dep_delay_min",
+            contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,carrier",
+            contract.ENV_VALUE_METRIC_MAX_SERIES: "50",
+        }
+    )
     assert settings.value_metric_columns == ("flights", "avg_dep_delay_min")
     assert settings.value_metric_dimensions == ("origin", "carrier")
     assert settings.value_metric_max_series == 50
@@ -113,16 +121,39 @@ def test_value_metric_variables_are_parsed_as_column_lists() -> None:
         ({contract.ENV_VALUE_METRIC_COLUMNS: "vols_réels"}, contract.ENV_VALUE_METRIC_COLUMNS, "ASCII"),
         ({contract.ENV_VALUE_METRIC_COLUMNS: ":flights"}, contract.ENV_VALUE_METRIC_COLUMNS, "':'"),
         ({contract.ENV_VALUE_METRIC_COLUMNS: "f" * 256}, contract.ENV_VALUE_METRIC_COLUMNS, "255"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,flights"},
-         contract.ENV_VALUE_METRIC_DIMENSIONS, "either a value or a dimension"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "job"},
-         contract.ENV_VALUE_METRIC_DIMENSIONS, "job dimension"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights",
-          contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(f"d{i}" for i in range(29))},
-         contract.ENV_VALUE_METRIC_DIMENSIONS, "at most 28"),
+        (
+            {contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,flights"},
+            contract.ENV_VALUE_METRIC_DIMENSIONS,
+            "either a value or a dimension",
+        ),
+        (
+            {contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "job"},
+            contract.ENV_VALUE_METRIC_DIMENSIONS,
+            "job dimension",
+        ),
+        (
+            {
+                contract.ENV_VALUE_METRIC_COLUMNS: "flights",
+                contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(f"d{i}" for i in range(29)),
+            },
+            contract.ENV_VALUE_METRIC_DIMENSIONS,
+            "at most 28",
+        ),
     ],
-    ids=["max-0", "max-51", "max-word", "max-float", "empty-name", "duplicate", "non-ascii", "colon", "too-long",
-         "value-and-dimension", "job-as-dimension", "too-many-dimensions"],
+    ids=[
+        "max-0",
+        "max-51",
+        "max-word",
+        "max-float",
+        "empty-name",
+        "duplicate",
+        "non-ascii",
+        "colon",
+        "too-long",
+        "value-and-dimension",
+        "job-as-dimension",
+        "too-many-dimensions",
+    ],
 )
 def test_bad_value_metric_configuration_names_the_variable(values: dict[str, str], key: str, fragment: str) -> None:
     error = config_error(**values)
@@ -136,16 +167,21 @@ def test_bad_value_metric_configuration_names_the_variable(values: dict[str, str
 
 
 def test_each_row_is_one_blob_in_the_values_namespace_with_job_and_dimension_columns(
-    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    publisher: Callable[..., ValuePublisher],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     dropped: list[Any],
 ) -> None:
     # GIVEN the Lambda environment's Powertools service name (which would add a "service" dimension)
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", contract.SERVICE_NAME)
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", contract.METRICS_NAMESPACE)
-    result = QueryResult(COLUMNS, [
-        {"origin": "EWR", "flights": 320, "avg_dep_delay_min": 14.25},
-        {"origin": "JFK", "flights": 301, "avg_dep_delay_min": 11.5},
-    ])
+    result = QueryResult(
+        COLUMNS,
+        [
+            {"origin": "EWR", "flights": 320, "avg_dep_delay_min": 14.25},
+            {"origin": "JFK", "flights": 301, "avg_dep_delay_min": 11.5},
+        ],
+    )
 
     # WHEN the result is published
     report = publisher().publish(result, slot_epoch_ms=SLOT_MS, now_ms=SLOT_MS + 60_000)
@@ -153,10 +189,18 @@ def test_each_row_is_one_blob_in_the_values_namespace_with_job_and_dimension_col
     # THEN one blob per row: values namespace, dimensions exactly [job, origin], one metric per value column
     printed = blobs(capsys)
     assert [shape(b) for b in printed] == [
-        (contract.VALUES_NAMESPACE, [["job", "origin"]], {"job": JOB, "origin": "EWR"},
-         {"flights": [320.0], "avg_dep_delay_min": [14.25]}),
-        (contract.VALUES_NAMESPACE, [["job", "origin"]], {"job": JOB, "origin": "JFK"},
-         {"flights": [301.0], "avg_dep_delay_min": [11.5]}),
+        (
+            contract.VALUES_NAMESPACE,
+            [["job", "origin"]],
+            {"job": JOB, "origin": "EWR"},
+            {"flights": [320.0], "avg_dep_delay_min": [14.25]},
+        ),
+        (
+            contract.VALUES_NAMESPACE,
+            [["job", "origin"]],
+            {"job": JOB, "origin": "JFK"},
+            {"flights": [301.0], "avg_dep_delay_min": [11.5]},
+        ),
     ]
     assert all("service" not in b for b in printed)
     assert all(m["Unit"] == "None" for b in printed for m in b["_aws"]["CloudWatchMetrics"][0]["Metrics"])
@@ -195,12 +239,15 @@ def test_nulls_are_skipped_and_non_numbers_are_skipped_with_a_warning(
 ) -> None:
     # GIVEN rows with a NULL, a string, a boolean, Athena's "NaN" spelling, and a NULL dimension value
     columns = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "varchar"))
-    result = QueryResult(columns, [
-        {"origin": "EWR", "flights": 320, "avg_dep_delay_min": None},
-        {"origin": "JFK", "flights": True, "avg_dep_delay_min": "eleven"},
-        {"origin": "LGA", "flights": 277, "avg_dep_delay_min": "NaN"},
-        {"origin": None, "flights": 5, "avg_dep_delay_min": 1.5},
-    ])
+    result = QueryResult(
+        columns,
+        [
+            {"origin": "EWR", "flights": 320, "avg_dep_delay_min": None},
+            {"origin": "JFK", "flights": True, "avg_dep_delay_min": "eleven"},
+            {"origin": "LGA", "flights": 277, "avg_dep_delay_min": "NaN"},
+            {"origin": None, "flights": 5, "avg_dep_delay_min": 1.5},
+        ],
+    )
 
     with caplog.at_level(logging.WARNING, logger="athena_refresh.values"):
         report = publisher().publish(result)
@@ -245,14 +292,19 @@ def test_rows_beyond_the_series_cap_are_not_published_and_the_drop_is_counted(
     publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], dropped: list[Any]
 ) -> None:
     # GIVEN five origins (one repeated) and a cap of two dimension combinations
-    rows = [{"origin": o, "flights": n, "avg_dep_delay_min": 1.0}
-            for o, n in [("EWR", 1), ("JFK", 2), ("EWR", 3), ("LGA", 4), ("BOS", 5), ("LGA", 6)]]
+    rows = [
+        {"origin": o, "flights": n, "avg_dep_delay_min": 1.0}
+        for o, n in [("EWR", 1), ("JFK", 2), ("EWR", 3), ("LGA", 4), ("BOS", 5), ("LGA", 6)]
+    ]
 
     report = publisher(max_series=2).publish(QueryResult(COLUMNS, rows))
 
     # THEN only EWR and JFK are published (the repeated EWR row too: same series), LGA and BOS are dropped
     assert [(shape(b)[2]["origin"], shape(b)[3]["flights"]) for b in blobs(capsys)] == [
-        ("EWR", [1.0]), ("JFK", [2.0]), ("EWR", [3.0])]
+        ("EWR", [1.0]),
+        ("JFK", [2.0]),
+        ("EWR", [3.0]),
+    ]
     assert (report.series_published, report.series_dropped) == (2, 2)
     assert dropped == [(contract.METRIC_VALUE_SERIES_DROPPED, 2, "Count")]
 
@@ -261,8 +313,11 @@ def test_a_slot_older_than_cloudwatch_accepts_is_stamped_now(
     publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str]
 ) -> None:
     now = int(time.time() * 1000)  # Powertools checks the timestamp against the real clock
-    publisher().publish(QueryResult(COLUMNS, [{"origin": "EWR", "flights": 1, "avg_dep_delay_min": 2.0}]),
-                        slot_epoch_ms=now - MAX_TIMESTAMP_AGE_MS - 1, now_ms=now)
+    publisher().publish(
+        QueryResult(COLUMNS, [{"origin": "EWR", "flights": 1, "avg_dep_delay_min": 2.0}]),
+        slot_epoch_ms=now - MAX_TIMESTAMP_AGE_MS - 1,
+        now_ms=now,
+    )
     assert [b["_aws"]["Timestamp"] for b in blobs(capsys)] == [now]
 
 
@@ -286,8 +341,11 @@ def values_job(make_job: Callable[..., Any], settings: Settings, metric_log: Any
 
     def make(engine: Any, **overrides: Any) -> Any:
         values = ValuePublisher(
-            job_name=settings.job_name, value_columns=("flights", "avg_dep_delay_min"), dimension_columns=("origin",),
-            max_series=2, metrics=metric_log,
+            job_name=settings.job_name,
+            value_columns=("flights", "avg_dep_delay_min"),
+            dimension_columns=("origin",),
+            max_series=2,
+            metrics=metric_log,
         )
         return make_job(engine, values=values, **overrides)
 
@@ -296,8 +354,15 @@ def values_job(make_job: Callable[..., Any], settings: Settings, metric_log: Any
 
 @fixed_slot_time
 def test_winner_publishes_its_values_after_the_commit(
-    values_job: Any, make_engine: Any, make_runner: Any, slot: Slot, clock: Any, store: Any, settings: Settings,
-    metric_log: Any, capsys: pytest.CaptureFixture[str],
+    values_job: Any,
+    make_engine: Any,
+    make_runner: Any,
+    slot: Slot,
+    clock: Any,
+    store: Any,
+    settings: Settings,
+    metric_log: Any,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # GIVEN a listener that records when the commit happened relative to the printed blobs
     seen_at_commit: list[int] = []
@@ -308,7 +373,8 @@ def test_winner_publishes_its_values_after_the_commit(
 
     # WHEN the winner runs the slot (3 origins, cap 2)
     outcome = make_runner(listener=listener).run(
-        values_job(make_engine()), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+        values_job(make_engine()), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000
+    )
 
     # THEN the values were printed after the commit, stamped with the slot time, capped at two origins
     assert outcome.status == "succeeded" and seen_at_commit == [0]
@@ -323,8 +389,16 @@ def test_winner_publishes_its_values_after_the_commit(
 
 
 def test_a_stale_holder_publishes_no_values(
-    values_job: Any, make_engine: Any, make_runner: Any, make_job: Any, slot: Slot, clock: Any, settings: Settings,
-    lock: Any, metric_log: Any, capsys: pytest.CaptureFixture[str],
+    values_job: Any,
+    make_engine: Any,
+    make_runner: Any,
+    make_job: Any,
+    slot: Slot,
+    clock: Any,
+    settings: Settings,
+    lock: Any,
+    metric_log: Any,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # GIVEN holder A pauses before its commit until B took the slot over (B has no value publisher)
     engine = make_engine([["RUNNING", "SUCCEEDED"]])
@@ -336,7 +410,8 @@ def test_a_stale_holder_publishes_no_values(
 
     # WHEN A resumes and commits
     outcome = make_runner(listener=pause_before_commit).run(
-        values_job(engine), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+        values_job(engine), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000
+    )
 
     # THEN its commit was rejected and it published no value (and no drop count)
     assert outcome.status == "stale_rejected"
@@ -355,7 +430,13 @@ def test_a_failed_query_publishes_no_values(
 
 @fixed_slot_time
 def test_a_publishing_error_never_fails_the_committed_slot(
-    make_job: Any, make_engine: Any, make_runner: Any, slot: Slot, clock: Any, store: Any, settings: Settings,
+    make_job: Any,
+    make_engine: Any,
+    make_runner: Any,
+    slot: Slot,
+    clock: Any,
+    store: Any,
+    settings: Settings,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # GIVEN a publisher whose output is broken
@@ -367,7 +448,8 @@ def test_a_publishing_error_never_fails_the_committed_slot(
     # WHEN the winner commits
     with caplog.at_level(logging.ERROR, logger="athena_refresh.job"):
         outcome = make_runner().run(
-            make_job(make_engine(), values=values), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
+            make_job(make_engine(), values=values), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000
+        )
 
     # THEN the slot succeeded and stays committed; the error is logged with its traceback
     assert outcome.status == "succeeded" and not outcome.already_applied

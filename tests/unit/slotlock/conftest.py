@@ -34,9 +34,9 @@ from typing import Any
 import boto3
 import moto
 import pytest
+from slotlock import Slot, SlotLock
 
 from local.dynamodb_local import DynamoDBLocal
-from slotlock import Slot, SlotLock
 
 TABLE_PREFIX = "slotlock-test"
 JOB_NAME = "flights-dashboard"
@@ -46,7 +46,7 @@ HEARTBEAT_S = 10.0
 BACKENDS = ["moto", "dynamodb-local"]
 
 #: The slot every test races for unless it needs several: 2026-11-22T00:30:00Z.
-SLOT_EPOCH_S = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.timezone.utc).timestamp())
+SLOT_EPOCH_S = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.UTC).timestamp())
 
 
 @dataclass

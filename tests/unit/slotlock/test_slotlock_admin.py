@@ -5,10 +5,10 @@ A restore is simulated by writing an older copy of the lock item back (what PITR
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
 from slotlock import (
     CorruptLockItemError,
     FenceBump,
@@ -124,7 +124,10 @@ def test_a_missing_lock_item_is_created_with_the_counter(lock: SlotLock, slot: S
     bump = bump_fencing_token(lock, 77)
     assert (bump.before, bump.after, bump.bumped) == (None, 77, True)
     assert get_item(lock.lock_key) == {
-        "pk": {"S": lock.lock_key}, "job": {"S": lock.job_name}, "fencing_token": {"N": "77"}}
+        "pk": {"S": lock.lock_key},
+        "job": {"S": lock.job_name},
+        "fencing_token": {"N": "77"},
+    }
     # THEN the first acquisition gets 78
     assert lock.acquire(slot, "req-1").fencing_token == 78
 
@@ -175,9 +178,7 @@ def test_invalid_targets_are_rejected_before_any_request(lock: SlotLock, at_leas
     assert request_log.operations == []
 
 
-def test_a_wrong_typed_counter_is_reported_not_overwritten(
-    lock: SlotLock, ddb: Any, table: str, get_item: Any
-) -> None:
+def test_a_wrong_typed_counter_is_reported_not_overwritten(lock: SlotLock, ddb: Any, table: str, get_item: Any) -> None:
     ddb.put_item(TableName=table, Item={"pk": {"S": lock.lock_key}, "fencing_token": {"S": "12"}})
     with pytest.raises(CorruptLockItemError) as info:
         bump_fencing_token(lock, 100)

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
-
 from slotlock import (
     CommitConflictError,
     InvalidEventError,
@@ -46,10 +45,13 @@ Answer = dict[str, Any]
 def cancelled(*codes: str) -> Answer:
     """A TransactionCanceledException answer with one reason per item (``"None"`` where nothing failed)."""
     return {
-        "Error": {"Code": "TransactionCanceledException",
-                  "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]"},
-        "CancellationReasons": [{"Code": code} if code == "None" else {"Code": code, "Message": f"injected {code}"}
-                                for code in codes],
+        "Error": {
+            "Code": "TransactionCanceledException",
+            "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(codes)}]",
+        },
+        "CancellationReasons": [
+            {"Code": code} if code == "None" else {"Code": code, "Message": f"injected {code}"} for code in codes
+        ],
         "ResponseMetadata": {"HTTPStatusCode": 400},
     }
 
@@ -75,13 +77,19 @@ class Injector:
         client.meta.events.register("before-call.dynamodb", self._before)
         client.meta.events.register("after-call.dynamodb", self._after)
 
-    def answer(self, operation: str, *answers: Answer, when: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
+    def answer(
+        self, operation: str, *answers: Answer, when: Callable[[dict[str, Any]], bool] = lambda body: True
+    ) -> None:
         self._plans.append((operation, when, deque(answers)))
 
-    def always(self, operation: str, answer: Answer, *, when: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
+    def always(
+        self, operation: str, answer: Answer, *, when: Callable[[dict[str, Any]], bool] = lambda body: True
+    ) -> None:
         self.answer(operation, *([answer] * 100), when=when)
 
-    def lose_answers(self, operation: str, count: int = 1, *, when: Callable[[dict[str, Any]], bool] = lambda body: True) -> None:
+    def lose_answers(
+        self, operation: str, count: int = 1, *, when: Callable[[dict[str, Any]], bool] = lambda body: True
+    ) -> None:
         self._losses.append((operation, when, [count]))
 
     def stop(self) -> None:
@@ -130,8 +138,13 @@ def lost(result: Lease | Loss) -> Loss:
 
 def results_put(table: str, key: str, **extra: Any) -> dict[str, Any]:
     """A caller write of the commit: a results item conditioned on being new (as the results store does)."""
-    return {"Put": {"TableName": table, "Item": {"pk": {"S": key}, "rows": {"N": "3"}, **extra},
-                    "ConditionExpression": "attribute_not_exists(pk)"}}
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {"pk": {"S": key}, "rows": {"N": "3"}, **extra},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
 
 
 def is_acquisition(body: dict[str, Any]) -> bool:
@@ -189,9 +202,7 @@ def test_a_transient_cancellation_past_the_budget_is_retryable_and_never_lease_l
     assert lock.get_lock().owned_by("A", lease.fencing_token)
 
 
-def test_the_retry_budget_never_outlives_the_lease(
-    lock: SlotLock, slot: Slot, clock: Any, inject: Injector
-) -> None:
+def test_the_retry_budget_never_outlives_the_lease(lock: SlotLock, slot: Slot, clock: Any, inject: Injector) -> None:
     # GIVEN a holder with 300 ms of lease left, and a commit that is throttled on every attempt
     lease = acquired(lock.try_acquire(slot, "A"))
     clock.now = lease.expires_at_ms - 300
@@ -276,7 +287,10 @@ def test_the_runner_records_a_rejected_write_failed_once_and_returns(
     # THEN it returns (no Lambda retry) with status failed, reason write_rejected, and the slot is FAILED once
     assert (outcome.status, outcome.reason) == ("failed", "write_rejected")
     item = lock.get_slot(slot)
-    assert item["status"] == "FAILED" and (item["error"]["type"], item["error"]["reason"]) == ("WriteRejectedError", reason)
+    assert item["status"] == "FAILED" and (item["error"]["type"], item["error"]["reason"]) == (
+        "WriteRejectedError",
+        reason,
+    )
     assert get_item("results#1") is None
     assert lock.get_lock().last_finished_outcome == "failed" and not lock.get_lock().locked(lock.clock_ms())
 
@@ -343,7 +357,11 @@ def test_a_real_failed_condition_on_a_caller_write_is_a_commit_conflict(
     # WHEN it commits / THEN the caller's own condition is named, and the lease is not reported lost
     with pytest.raises(CommitConflictError) as info:
         lock.commit(lease, writes=[results_put(table, "results#1")])
-    assert (info.value.index, info.value.code, info.value.fencing_token) == (0, "ConditionalCheckFailed", lease.fencing_token)
+    assert (info.value.index, info.value.code, info.value.fencing_token) == (
+        0,
+        "ConditionalCheckFailed",
+        lease.fencing_token,
+    )
 
 
 @pytest.mark.parametrize("code", ["TransactionConflictException", "ProvisionedThroughputExceededException"])
@@ -392,8 +410,12 @@ def test_a_heartbeat_conflicting_past_the_budget_is_retryable_not_lease_lost(
 
 @pytest.mark.parametrize(
     ("code", "reason"),
-    [("TransactionConflictException", "conflict"), ("ProvisionedThroughputExceededException", "unavailable"),
-     ("ThrottlingException", "unavailable"), ("InternalServerError", "unavailable")],
+    [
+        ("TransactionConflictException", "conflict"),
+        ("ProvisionedThroughputExceededException", "unavailable"),
+        ("ThrottlingException", "unavailable"),
+        ("InternalServerError", "unavailable"),
+    ],
 )
 def test_an_acquisition_that_stays_undecided_is_a_normal_loss(
     lock: SlotLock, slot: Slot, inject: Injector, request_log: Any, code: str, reason: str
@@ -420,9 +442,7 @@ def test_an_acquisition_decided_on_the_second_answer_wins(
     assert request_log.operations == ["UpdateItem", "UpdateItem"]
 
 
-def test_a_loser_decided_by_the_first_answer_sends_one_request(
-    lock: SlotLock, slot: Slot, request_log: Any
-) -> None:
+def test_a_loser_decided_by_the_first_answer_sends_one_request(lock: SlotLock, slot: Slot, request_log: Any) -> None:
     # GIVEN a holder
     acquired(lock.try_acquire(slot, "A"))
     request_log.clear()
@@ -470,7 +490,10 @@ def test_the_racers_of_a_superseded_slot_leave_exactly_one_missed_record(
 
     # THEN all lose "superseded", exactly one wrote the MISSED record, and the slot is MISSED
     assert [(loss.reason, loss.missed_recorded) for loss in losses] == [
-        ("superseded", True), ("superseded", False), ("superseded", False)]
+        ("superseded", True),
+        ("superseded", False),
+        ("superseded", False),
+    ]
     assert lock.get_slot(slot)["status"] == "MISSED" and lock.get_slot(slot)["reason"] == "superseded"
 
 

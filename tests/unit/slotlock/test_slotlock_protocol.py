@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import EndpointConnectionError
-
 from slotlock import (
     CommitReceipt,
     Lease,
     LeaseLostError,
-    LockBackendError,
     LockConfigurationError,
     LockNotAcquiredError,
     Loss,
@@ -339,7 +337,9 @@ def test_too_old_delivery_is_recorded_missed_by_exactly_one_racer(
     assert request_log.operations == ["TransactWriteItems"] * 4
     # AND on a fresh table the lock item now exists with fencing token 0 and the slot marked missed
     assert get_item(lock.lock_key) == {
-        "pk": {"S": lock.lock_key}, "fencing_token": {"N": "0"}, "missed_slots_epoch_s": {"NS": [str(slot.epoch_s)]}
+        "pk": {"S": lock.lock_key},
+        "fencing_token": {"N": "0"},
+        "missed_slots_epoch_s": {"NS": [str(slot.epoch_s)]},
     }
     record = lock.get_slot(slot)
     assert record["status"] == "MISSED" and record["reason"] == "too_old"

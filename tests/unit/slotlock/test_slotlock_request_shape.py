@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
-
 from slotlock import Lease, Loss, Slot, SlotLock
 from slotlock.dynamodb import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
+    MARK_SLOT_MISSED,
     OWNER_AND_TOKEN_MATCH,
     SLOT_NOT_ACQUIRED,
-    MARK_SLOT_MISSED,
     SLOT_NOT_ENDED,
 )
 
@@ -275,7 +274,9 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
         for kind, r in writes_of(operation, body)
         if kind == "Update" and r.get("UpdateExpression") == MARK_SLOT_MISSED
     ]
-    assert [(operation, r["ConditionExpression"]) for operation, r in marks] == [("TransactWriteItems", SLOT_NOT_ACQUIRED)]
+    assert [(operation, r["ConditionExpression"]) for operation, r in marks] == [
+        ("TransactWriteItems", SLOT_NOT_ACQUIRED)
+    ]
     assert marks[0][1]["ExpressionAttributeValues"][":slots"] == {"NS": [str(slot.epoch_s + 3660)]}
 
 

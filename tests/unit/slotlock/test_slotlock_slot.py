@@ -6,11 +6,10 @@ import datetime as dt
 from typing import Any
 
 import pytest
-
 from slotlock import InvalidEventError, Slot
 from slotlock.slot import MAX_TIME_LENGTH
 
-EPOCH_0030 = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.timezone.utc).timestamp())
+EPOCH_0030 = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.UTC).timestamp())
 
 
 def test_scheduler_input_shape_gives_the_scheduled_time() -> None:
@@ -24,7 +23,7 @@ def test_scheduler_input_shape_gives_the_scheduled_time() -> None:
     assert slot == Slot(EPOCH_0030)
     assert slot.iso == "2026-11-22T00:30:00Z"
     assert slot.epoch_ms == EPOCH_0030 * 1000
-    assert slot.datetime == dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.timezone.utc)
+    assert slot.datetime == dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.UTC)
     assert str(slot) == slot.iso
 
 
