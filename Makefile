@@ -26,7 +26,7 @@ node_modules/.package-lock.json: package.json
 node: node_modules/.package-lock.json
 
 data: venv
-	$(PY) -m local.data
+	$(PY) -m sample_data.flights
 
 test: venv node data
 	$(PY) -m pytest -q

@@ -22,7 +22,7 @@ from stacks.nag import enable_nag
 from stacks.refresh_stack import ScheduledAthenaRefreshStack
 
 CDK_JSON = REPO_ROOT / "cdk.json"
-SAMPLE_DATA_DIR = REPO_ROOT / ".cache" / "data" / "flights"  # written by `python -m local.data`
+SAMPLE_DATA_DIR = REPO_ROOT / ".cache" / "data" / "flights"  # written by `python -m sample_data.flights`
 STACK_NAME = "ScheduledAthenaRefresh"
 
 

@@ -153,7 +153,7 @@ def fanout(
     endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Queries started per slot by ``racers`` processes over ``slots`` slots, with our lease and with none."""
-    from local.data import ensure_flights_parquet
+    from sample_data.flights import ensure_flights_parquet
 
     parquet = ensure_flights_parquet()
     client = make_client(endpoint)

@@ -420,7 +420,7 @@ class Chaos:
             sub.mkdir(parents=True, exist_ok=True)
         self.endpoint = self._start_backend()
         self._create_tables()
-        from local.data import ensure_flights_parquet
+        from sample_data.flights import ensure_flights_parquet
 
         self.data_dir = ensure_flights_parquet().parent.parent
         self.say(

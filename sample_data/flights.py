@@ -10,7 +10,7 @@ time zone (``isAdjustedToUTC=false``), Snappy compression.
 minutes of ``sched_dep_time``, i.e. the exact scheduled departure in UTC, so that windows ending at any
 minute select different flights.
 
-Run ``python -m local.data`` to build it (idempotent) and print the path, row count and size.
+Run ``python -m sample_data.flights`` to build it (idempotent) and print the path, row count and size.
 
 ``duckdb`` is imported lazily: the column lists can be imported without it.
 """
@@ -172,7 +172,7 @@ def _convert(csv_path: Path, parquet_path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m local.data", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sample_data.flights", description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="default: %(default)s")
     args = parser.parse_args(argv)
     path = ensure_flights_parquet(args.cache_dir)

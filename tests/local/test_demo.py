@@ -64,7 +64,7 @@ def test_lambda_context_counts_down_to_a_real_deadline() -> None:
 def _flights_per_origin(start: str, end: str) -> dict[str, int]:
     import duckdb
 
-    from local.data import flights_parquet_path
+    from sample_data.flights import flights_parquet_path
 
     sql = (
         "SELECT origin, count(*) FROM read_parquet(?) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"

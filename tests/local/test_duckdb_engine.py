@@ -13,7 +13,7 @@ import pytest
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
 
-from local.data import REPO_ROOT, ensure_flights_parquet
+from sample_data.flights import REPO_ROOT, ensure_flights_parquet
 from local.duckdb_engine import DuckDBQueryEngine, prepare_query
 
 JOB_SQL: str = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["job"]["sql"]

@@ -166,7 +166,7 @@ def test_glue_table_is_external_parquet_over_the_data_prefix(
 
 
 def test_glue_columns_match_the_parquet_file_local_data_writes() -> None:
-    from local.data import FLIGHTS_GLUE_COLUMNS
+    from sample_data.flights import FLIGHTS_GLUE_COLUMNS
 
     assert list(FLIGHTS_GLUE_COLUMNS) == EXPECTED_FLIGHTS_COLUMNS
 

@@ -1,0 +1,53 @@
+"""The import boundaries of the house, checked on the source (no import is executed).
+
+- ``stacks/`` and ``app.py`` (infrastructure) never import ``local/`` (the local tools): a synth needs
+  nothing that only exists for local runs; the sample data's schema lives in ``sample_data/``.
+- ``lambdas/`` (the runtime, the Lambda asset) never imports ``aws_cdk``, ``local``, ``stacks`` or
+  ``sample_data``: the asset holds ``lambdas/`` only.
+- ``lambdas/slotlock`` depends on boto3/botocore and the standard library only.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def imported_top_levels(path: Path) -> set[str]:
+    """Top-level package names of every absolute import in ``path``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def python_files(*roots: str) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        path = REPO_ROOT / root
+        files.extend([path] if path.is_file() else sorted(path.rglob("*.py")))
+    return files
+
+
+@pytest.mark.parametrize("path", python_files("stacks", "app.py"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_infrastructure_never_imports_the_local_tools(path: Path) -> None:
+    assert "local" not in imported_top_levels(path)
+
+
+@pytest.mark.parametrize("path", python_files("lambdas"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_the_runtime_imports_nothing_outside_the_asset(path: Path) -> None:
+    assert not imported_top_levels(path) & {"aws_cdk", "constructs", "cdk_nag", "local", "stacks", "sample_data"}
+
+
+@pytest.mark.parametrize("path", python_files("lambdas/slotlock"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_the_lock_package_depends_on_boto3_only(path: Path) -> None:
+    allowed = set(sys.stdlib_module_names) | {"boto3", "botocore", "mypy_boto3_dynamodb", "slotlock"}
+    assert imported_top_levels(path) <= allowed, imported_top_levels(path) - allowed
