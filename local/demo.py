@@ -72,8 +72,8 @@ from botocore.config import Config
 from slotlock import Slot, SlotLock
 
 from local.atomic_moto import start_server_process, stop_server_process
-from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from local.lambda_pool import Worker, pump
+from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
 
 DEFAULT_SLOTS = 8

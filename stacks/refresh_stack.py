@@ -18,7 +18,7 @@ from stacks.constructs.fanout_schedule import FanoutSchedule
 from stacks.constructs.flights_catalog import FlightsCatalog
 from stacks.constructs.lock_table import LockTable
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
-from stacks.constructs.results_store import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStore
+from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage
 from stacks.nag import acknowledge, wildcard_finding
 
 
@@ -43,7 +43,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         removal_policy = cdk.RemovalPolicy[config.removal_policy]
 
         lock = LockTable(self, "Lock", removal_policy=removal_policy)
-        results = ResultsStore(self, "Results", removal_policy=removal_policy)
+        results = ResultsStorage(self, "Results", removal_policy=removal_policy)
         catalog = FlightsCatalog(
             self,
             "Catalog",
@@ -127,7 +127,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         for output_id, value in outputs.items():
             cdk.CfnOutput(self, output_id, value=value)
 
-    def _acknowledge_findings(self, results: ResultsStore, refresh: RefreshFunction) -> None:
+    def _acknowledge_findings(self, results: ResultsStorage, refresh: RefreshFunction) -> None:
         """Findings on resources this stack does not shape itself; each with its reason.
 
         The function's own findings are acknowledged in :class:`RefreshFunction`.

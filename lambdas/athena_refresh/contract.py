@@ -11,6 +11,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+# --- Storage layout shared with the stack (its IAM grants depend on it) ----------------------------
+#: Key prefix of result rows too large for a DynamoDB item, in the results bucket: the runtime writes
+#: ``<prefix><job>/<slot>/token-<n>.json``; the stack grants ``s3:PutObject``/``GetObject`` on exactly it.
+RESULTS_S3_PREFIX: Final = "results/"
+#: Results table key schema (partition key, sort key), both strings.
+RESULTS_TABLE_PARTITION_KEY: Final = "job"
+RESULTS_TABLE_SORT_KEY: Final = "slot"
+
 # --- Environment variables read by ``athena_refresh.settings.Settings.from_env`` -------------------
 ENV_JOB_NAME: Final = "JOB_NAME"
 ENV_LOCK_TABLE_NAME: Final = "LOCK_TABLE_NAME"

@@ -26,6 +26,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from . import contract
 from .engine import QueryResult, QueryStatistics
 from .errors import CorruptResultsItemError, ResultsStoreError
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 LATEST = "LATEST"
 #: Rows JSON above this many bytes go to S3 (leaves room under the 400 KB item limit for metadata).
 DEFAULT_MAX_INLINE_BYTES = 300_000
-S3_PREFIX = "results"
 
 
 def _dumps(value: Any) -> str:
@@ -138,7 +138,7 @@ class ResultsStore:
         rows_bytes = len(rows_json.encode())
         location = "inline"
         if rows_bytes > self.max_inline_bytes:
-            key = f"{S3_PREFIX}/{job_name}/{slot_iso}/token-{fencing_token}.json"
+            key = f"{contract.RESULTS_S3_PREFIX}{job_name}/{slot_iso}/token-{fencing_token}.json"
             item |= self._upload(key, rows_json, rows_bytes)
             location = "s3"
         else:

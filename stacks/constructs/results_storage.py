@@ -4,16 +4,17 @@ the bucket holding Athena's output, oversized results and the sample data."""
 from __future__ import annotations
 
 import aws_cdk as cdk
+from athena_refresh import contract
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-PARTITION_KEY = "job"
-SORT_KEY = "slot"
+PARTITION_KEY = contract.RESULTS_TABLE_PARTITION_KEY
+SORT_KEY = contract.RESULTS_TABLE_SORT_KEY
 
 # Key prefixes inside the bucket (each ends with "/").
 ATHENA_RESULTS_PREFIX = "athena-results/"  # Athena query output (the workgroup's result location)
-RESULTS_PREFIX = "results/"  # job results too large for a DynamoDB item
+RESULTS_PREFIX = contract.RESULTS_S3_PREFIX  # job results too large for a DynamoDB item (the runtime's layout)
 DATA_PREFIX = "data/"  # source data read by Athena
 ATHENA_RESULTS_EXPIRATION = cdk.Duration.days(30)
 ACCESS_LOGS_PREFIX = "results-bucket/"  # in the access-log bucket
@@ -21,7 +22,7 @@ ACCESS_LOGS_EXPIRATION = cdk.Duration.days(90)
 INCOMPLETE_UPLOAD_EXPIRATION = cdk.Duration.days(1)
 
 
-class ResultsStore(Construct):
+class ResultsStorage(Construct):
     """Results table (``job`` S / ``slot`` S) and the encrypted, SSL-only, private results bucket.
 
     The table has point-in-time recovery and (unless ``removal_policy`` is DESTROY) deletion

@@ -13,8 +13,8 @@ import pytest
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
 
-from sample_data.flights import REPO_ROOT, ensure_flights_parquet
 from local.duckdb_engine import DuckDBQueryEngine, prepare_query
+from sample_data.flights import REPO_ROOT, ensure_flights_parquet
 
 JOB_SQL: str = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["job"]["sql"]
 WINDOW_NOV = ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]
