@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .backends import CREDENTIALS, REGION, Endpoint, create_table, make_session
+from .backends import CREDENTIALS, REGION, Endpoint, make_session
 from .invoke_once import RESULT_PREFIX
 from .stats import spread
 
@@ -228,8 +228,11 @@ def invocation_memory(endpoint: Endpoint, job: Any, repetitions: int, python: st
     athena = session.client("athena", endpoint_url=endpoint.url)
     suffix = uuid.uuid4().hex[:8]
     lock_table, results_table = f"cold-locks-{suffix}", f"cold-results-{suffix}"
-    create_table(ddb, lock_table, [("pk", "HASH")], ttl_attribute="ttl_epoch_s")
-    create_table(ddb, results_table, [("job", "HASH"), ("slot", "RANGE")])
+    from athena_refresh.results import create_results_table  # the measured import happens in a fresh child
+    from slotlock import create_lock_table
+
+    create_lock_table(ddb, lock_table)
+    create_results_table(ddb, results_table)
     try:
         athena.create_work_group(Name=job.workgroup)
     except athena.exceptions.InvalidRequestException:

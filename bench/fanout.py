@@ -26,7 +26,7 @@ from typing import Any
 
 from local.processes import gather
 
-from .backends import Endpoint, create_table, make_client
+from .backends import Endpoint, make_client
 from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, slot_at
 from .stats import spread
 
@@ -158,8 +158,11 @@ def fanout(
     parquet = ensure_flights_parquet()
     client = make_client(endpoint)
     tables = {"locks": f"bench-{run_id}-fanout-locks", "results": f"bench-{run_id}-fanout-results"}
-    create_table(client, tables["locks"], [("pk", "HASH")], ttl_attribute="ttl_epoch_s")
-    create_table(client, tables["results"], [("job", "HASH"), ("slot", "RANGE")])
+    from athena_refresh.results import create_results_table
+    from slotlock import create_lock_table
+
+    create_lock_table(client, tables["locks"])
+    create_results_table(client, tables["results"])
     ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as state_dir:
         barrier = ctx.Barrier(racers)

@@ -74,10 +74,10 @@ if str(LAMBDAS_DIR) not in sys.path:
 
 import boto3
 from athena_refresh.engine import client_request_token
-from athena_refresh.results import ResultsStore
+from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from botocore.config import Config
-from slotlock import Slot, SlotLock
+from slotlock import Slot, SlotLock, create_lock_table
 
 from local import chaos_checker
 from local.chaos_checker import FinalState, percentile
@@ -468,24 +468,8 @@ class Chaos:
 
     def _create_tables(self) -> None:
         ddb = self.dynamodb()
-        ddb.create_table(
-            TableName=self.lock_table,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        )
-        ddb.update_time_to_live(
-            TableName=self.lock_table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl_epoch_s"}
-        )
-        ddb.create_table(
-            TableName=self.results_table,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[
-                {"AttributeName": "job", "AttributeType": "S"},
-                {"AttributeName": "slot", "AttributeType": "S"},
-            ],
-            KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-        )
+        create_lock_table(ddb, self.lock_table)
+        create_results_table(ddb, self.results_table)
 
     def worker_env(self) -> dict[str, str]:
         job, o = self.job, self.o

@@ -67,9 +67,9 @@ if str(LAMBDAS_DIR) not in sys.path:
     sys.path.insert(0, str(LAMBDAS_DIR))
 
 import boto3
-from athena_refresh.results import ResultsStore
+from athena_refresh.results import ResultsStore, create_results_table
 from botocore.config import Config
-from slotlock import Slot, SlotLock
+from slotlock import Slot, SlotLock, create_lock_table
 
 from local.atomic_moto import start_server_process, stop_server_process
 from local.lambda_pool import Worker, pump
@@ -350,24 +350,8 @@ class Demo:
 
     def _create_resources(self) -> None:
         ddb, s3 = self._clients()
-        ddb.create_table(
-            TableName=LOCK_TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        )
-        ddb.update_time_to_live(
-            TableName=LOCK_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl_epoch_s"}
-        )
-        ddb.create_table(
-            TableName=RESULTS_TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[
-                {"AttributeName": "job", "AttributeType": "S"},
-                {"AttributeName": "slot", "AttributeType": "S"},
-            ],
-            KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-        )
+        create_lock_table(ddb, LOCK_TABLE)
+        create_results_table(ddb, RESULTS_TABLE)
         s3.create_bucket(Bucket=RESULTS_BUCKET)
 
     def _worker_env(self) -> dict[str, str]:

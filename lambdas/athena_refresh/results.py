@@ -342,3 +342,24 @@ def _plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         else:
             plain[name] = plain_value
     return plain
+
+
+def create_results_table(client: DynamoDBClient, table_name: str, *, wait: bool = True) -> str:
+    """Create an on-demand results table (``contract.RESULTS_TABLE_PARTITION_KEY`` /
+    ``RESULTS_TABLE_SORT_KEY``, both strings) as the stack declares it; ``wait`` until ACTIVE.
+
+    For tests and local tools: the stack creates the deployed table. Returns ``table_name``.
+    """
+    partition, sort = contract.RESULTS_TABLE_PARTITION_KEY, contract.RESULTS_TABLE_SORT_KEY
+    client.create_table(
+        TableName=table_name,
+        KeySchema=[{"AttributeName": partition, "KeyType": "HASH"}, {"AttributeName": sort, "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": partition, "AttributeType": "S"},
+            {"AttributeName": sort, "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    if wait:
+        client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    return table_name

@@ -8,6 +8,7 @@ Public API::
     SlotRunner, SlotRun, SlotOutcome, once_per_slot   run a function once per slot
     errors              SlotLockError and its subclasses
     bump_fencing_token, FenceBump, LeaseHeldError   operator fix after a point-in-time restore (admin)
+    create_lock_table   create a lock table with the layout the lock expects (slotlock.table)
 
 Depends on boto3 only.
 """
@@ -30,6 +31,7 @@ from .errors import (
 from .lease import CommitReceipt, Lease, LockRecord, Loss
 from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
 from .slot import Slot
+from .table import create_lock_table
 
 __all__ = [
     "CommitConflictError",
@@ -55,6 +57,7 @@ __all__ = [
     "TransientLockError",
     "WriteRejectedError",
     "bump_fencing_token",
+    "create_lock_table",
     "once_per_slot",
     "system_clock_ms",
 ]

@@ -42,6 +42,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from . import table
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -64,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - stubs are optional
 ClockMs = Callable[[], int]
 
 # --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
-PK = "pk"
+PK = table.PARTITION_KEY
 JOB = "job"
 TOKEN = "fencing_token"
 OWNER = "owner_id"
@@ -90,7 +91,7 @@ SUMMARY_JSON = "summary_json"
 ERROR_JSON = "error_json"
 STARTED_AT = "started_at_ms"
 FINISHED_AT = "finished_at_ms"
-TTL = "ttl_epoch_s"
+TTL = table.TTL_ATTRIBUTE
 RECORD_ID = "record_id"  # a random id per MISSED write: an SDK resend of our own applied write is recognised
 
 STATUS_RUNNING = "RUNNING"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
+from slotlock import table as lock_layout
 
-PARTITION_KEY = "pk"
-TTL_ATTRIBUTE = "ttl_epoch_s"  # epoch seconds, on slot items only: garbage collection, never correctness
+PARTITION_KEY = lock_layout.PARTITION_KEY
+TTL_ATTRIBUTE = lock_layout.TTL_ATTRIBUTE  # epoch seconds, on slot items only: garbage collection, never correctness
 
 
 class LockTable(Construct):

@@ -11,7 +11,7 @@ import pytest
 from athena_refresh.errors import QueryEngineError
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from slotlock import Slot, SlotLock, WriteRejectedError
+from slotlock import Slot, SlotLock, WriteRejectedError, create_lock_table
 
 from local.chaos_worker import (
     ACQUIRE,
@@ -51,12 +51,7 @@ def faulty_client(endpoint: str, plan: FaultPlan, *, fencing: bool = True) -> An
 def table(dynamodb_local: Any, request: pytest.FixtureRequest) -> str:
     name = f"chaos-worker-{abs(hash(request.node.name)) % 10**8}"
     client = dynamodb_local.client()
-    client.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-    )
+    create_lock_table(client, name, enable_ttl=False)
     yield name
     client.delete_table(TableName=name)
 
@@ -188,12 +183,7 @@ def results_put(table: str, slot: Slot) -> dict[str, Any]:
 @pytest.fixture
 def results_table(dynamodb_local: Any, table: str) -> str:
     client = dynamodb_local.client()
-    client.create_table(
-        TableName=table + "-results",
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-    )
+    create_lock_table(client, table + "-results", enable_ttl=False)
     yield table + "-results"
     client.delete_table(TableName=table + "-results")
 

@@ -20,9 +20,9 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import lambda_handler
-from athena_refresh.results import ResultsStore
+from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
-from slotlock import Slot, SlotLock, StaleFencingTokenError
+from slotlock import Slot, SlotLock, StaleFencingTokenError, create_lock_table
 
 SQL = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]["job"]["sql"]
 
@@ -62,21 +62,8 @@ def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
     suffix = uuid.uuid4().hex[:8]
     client = boto3.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url)
     lock_table, results_table = f"locks-{suffix}", f"results-{suffix}"
-    client.create_table(
-        TableName=lock_table,
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-    )
-    client.create_table(
-        TableName=results_table,
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "job", "AttributeType": "S"},
-            {"AttributeName": "slot", "AttributeType": "S"},
-        ],
-    )
+    create_lock_table(client, lock_table, enable_ttl=False)
+    create_results_table(client, results_table)
     env = {
         "AWS_ENDPOINT_URL": dynamodb_local.endpoint_url,
         contract.ENV_JOB_NAME: "flights",

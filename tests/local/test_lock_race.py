@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from slotlock import Slot, SlotLock
+from slotlock import Slot, SlotLock, create_lock_table
 
 from local.processes import gather
 
@@ -104,12 +104,7 @@ def test_one_winner_per_slot_and_strictly_increasing_tokens_across_processes(ato
     # GIVEN a fresh lock table on the serialized moto server
     client = make_client(atomic_moto_endpoint)
     table = f"race-locks-{uuid.uuid4().hex[:12]}"
-    client.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_lock_table(client, table, enable_ttl=False)
 
     # WHEN 8 spawned processes race for 100 consecutive slots, released together each round
     reports = run_race(atomic_moto_endpoint, table)  # about 18 s on a 2-core machine; bounded by RACE_TIMEOUT_S

@@ -15,8 +15,8 @@ import boto3
 import moto
 import pytest
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from athena_refresh.results import ResultsStore
-from slotlock import CommitConflictError, Slot, SlotLock
+from athena_refresh.results import ResultsStore, create_results_table
+from slotlock import CommitConflictError, Slot, SlotLock, create_lock_table
 
 from tools import fence_bump
 
@@ -31,21 +31,8 @@ SLOT0 = Slot((int(time.time()) - 86_400) // PERIOD_S * PERIOD_S)
 def ddb() -> Iterator[Any]:
     with moto.mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName=LOCK_TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        client.create_table(
-            TableName=RESULTS_TABLE,
-            KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "job", "AttributeType": "S"},
-                {"AttributeName": "slot", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_lock_table(client, LOCK_TABLE, enable_ttl=False)
+        create_results_table(client, RESULTS_TABLE)
         yield client
 
 

@@ -23,10 +23,10 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import lambda_handler
-from athena_refresh.results import ResultsStore
+from athena_refresh.results import ResultsStore, create_results_table
 from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.stub import ANY, Stubber
-from slotlock import Slot
+from slotlock import Slot, create_lock_table
 
 from tools import smoke_test
 from tools.smoke_test import SmokeTestError, StackTargets, discover, run_smoke
@@ -165,21 +165,8 @@ def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
 def tables() -> Iterator[Any]:
     with moto.mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(
-            TableName=LOCK_TABLE,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        ddb.create_table(
-            TableName=RESULTS_TABLE,
-            KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "job", "AttributeType": "S"},
-                {"AttributeName": "slot", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_lock_table(ddb, LOCK_TABLE, enable_ttl=False)
+        create_results_table(ddb, RESULTS_TABLE)
         yield ddb
 
 

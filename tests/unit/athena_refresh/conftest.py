@@ -45,11 +45,11 @@ from athena_refresh import service
 from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.job import AthenaRefreshJob
-from athena_refresh.results import ResultsStore
+from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start
-from slotlock import Slot, SlotLock, SlotRunner
+from slotlock import Slot, SlotLock, SlotRunner, create_lock_table
 
 from local.dynamodb_local import DynamoDBLocal
 
@@ -344,29 +344,6 @@ def s3(aws: None, _clients: dict[str, Any]) -> Any:
     return _clients["s3"]
 
 
-def create_lock_table(ddb: Any, name: str) -> str:
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
-
-
-def create_results_table(ddb: Any, name: str) -> str:
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "job", "AttributeType": "S"},
-            {"AttributeName": "slot", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name
-
-
 @pytest.fixture
 def table_names() -> dict[str, str]:
     """Unique table names for this test (DynamoDB Local is shared by the session)."""
@@ -377,7 +354,7 @@ def table_names() -> dict[str, str]:
 @pytest.fixture
 def lock_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
     """A fresh lock table (string partition key ``pk``), as the stack creates it (without TTL, see above)."""
-    yield create_lock_table(ddb, table_names["lock"])
+    yield create_lock_table(ddb, table_names["lock"], enable_ttl=False)
     ddb.delete_table(TableName=table_names["lock"])
 
 

@@ -17,9 +17,9 @@ from athena_refresh import contract
 from athena_refresh.engine import client_request_token
 from athena_refresh.errors import QueryEngineError, QueryTimeoutError
 from athena_refresh.job import CHECKPOINT_QUERY_STARTED
-from athena_refresh.results import ResultsStore
+from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
-from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner
+from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner, create_lock_table
 
 WINDOW_PARAMETERS = ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]  # slot 2026-11-22T00:30Z, data year 2013
 ROWS_B = [{"origin": "EWR", "flights": 999, "avg_dep_delay_min": 1.0}]  # what a successor reads, to tell apart
@@ -144,21 +144,8 @@ def test_two_deployments_of_one_job_in_one_account_start_separate_queries(
     # the same query for the same ClientRequestToken; prod has its own lock and results tables
     engine = make_engine([["SUCCEEDED"], ["SUCCEEDED"]])
     prod_locks, prod_results = f"{settings.lock_table_name}-prod", f"{settings.results_table_name}-prod"
-    ddb.create_table(
-        TableName=prod_locks,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ddb.create_table(
-        TableName=prod_results,
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "job", "KeyType": "HASH"}, {"AttributeName": "slot", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "job", "AttributeType": "S"},
-            {"AttributeName": "slot", "AttributeType": "S"},
-        ],
-    )
+    create_lock_table(ddb, prod_locks, enable_ttl=False)
+    create_results_table(ddb, prod_results)
     try:
         prod = make_settings(lock_table_name=prod_locks, results_table_name=prod_results)
         prod_store = ResultsStore(prod_results, bucket_name=None, dynamodb_client=ddb)

@@ -34,7 +34,7 @@ from typing import Any
 import boto3
 import moto
 import pytest
-from slotlock import Slot, SlotLock
+from slotlock import Slot, SlotLock, create_lock_table
 
 from local.dynamodb_local import DynamoDBLocal
 
@@ -139,12 +139,7 @@ def ddb(backend: str, boto_session: boto3.session.Session, request: pytest.Fixtu
 def table(ddb: Any) -> Iterator[str]:
     """A fresh lock table for this test (string partition key ``pk``), as the stack creates it."""
     name = f"{TABLE_PREFIX}-{uuid.uuid4().hex[:12]}"
-    ddb.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_lock_table(ddb, name, enable_ttl=False)
     yield name
     ddb.delete_table(TableName=name)
 

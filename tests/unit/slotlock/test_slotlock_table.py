@@ -1,0 +1,31 @@
+"""create_lock_table: the layout the lock expects, on both backends."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from slotlock import Slot, SlotLock, create_lock_table
+from slotlock.table import PARTITION_KEY, TTL_ATTRIBUTE
+
+
+def test_create_lock_table_creates_the_layout_the_lock_uses(ddb: Any) -> None:
+    # GIVEN / WHEN a lock table created by the helper, with TTL
+    name = create_lock_table(ddb, f"slotlock-created-{uuid.uuid4().hex[:12]}")
+    try:
+        # THEN it is on-demand with one string partition key, and TTL is on the history items' attribute
+        table = ddb.describe_table(TableName=name)["Table"]
+        assert table["KeySchema"] == [{"AttributeName": PARTITION_KEY, "KeyType": "HASH"}]
+        assert table["AttributeDefinitions"] == [{"AttributeName": PARTITION_KEY, "AttributeType": "S"}]
+        assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+        ttl = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) in {
+            ("ENABLED", TTL_ATTRIBUTE),
+            ("ENABLING", TTL_ATTRIBUTE),
+        }
+        # AND a lock works on it
+        slot = Slot(1_795_307_400)
+        lock = SlotLock(name, "job", client=ddb, clock_ms=lambda: slot.epoch_ms + 1_000)
+        assert lock.try_acquire(slot, "A").acquired
+    finally:
+        ddb.delete_table(TableName=name)
