@@ -11,10 +11,12 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 all: test
 
-$(STAMP): requirements.txt requirements-dev.txt
+# The project itself is installed editable (pyproject.toml): every package imports from anywhere.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -43,10 +45,11 @@ demo: venv data
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_ARGS ?=
-$(BENCH_STAMP): requirements.txt requirements-dev.txt requirements-bench.txt
+$(BENCH_STAMP): requirements.txt requirements-dev.txt requirements-bench.txt pyproject.toml
 	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP) data

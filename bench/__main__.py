@@ -23,9 +23,6 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LAMBDAS_DIR = REPO_ROOT / "lambdas"
-if str(LAMBDAS_DIR) not in sys.path:
-    sys.path.insert(0, str(LAMBDAS_DIR))
 
 from . import coldstart, fanout, report, scenarios
 from .backends import BACKEND_NOTES, BACKENDS, running

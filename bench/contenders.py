@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
+
 from slotlock import Slot, SlotLock, SlotRunner
 
 from .backends import Endpoint, create_table, make_client, make_resource, make_session

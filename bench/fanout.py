@@ -71,9 +71,8 @@ def fanout_racer(
         from athena_refresh.job import AthenaRefreshJob
         from athena_refresh.results import ResultsStore
         from athena_refresh.settings import Settings
-        from slotlock import SlotLock, SlotRunner
-
         from local.duckdb_engine import DuckDBQueryEngine
+        from slotlock import SlotLock, SlotRunner
 
         from .coldstart import job_config
 

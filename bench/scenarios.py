@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slotlock import Slot
-
 from local.processes import gather
+from slotlock import Slot
 
 from .backends import Endpoint, make_client
 from .contenders import BY_NAME, Contender, Outcome, PythonDynamoDBLock, SlotKey, SlotLockContender

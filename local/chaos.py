@@ -69,16 +69,13 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
-if str(LAMBDAS_DIR) not in sys.path:
-    sys.path.insert(0, str(LAMBDAS_DIR))
 
 import boto3
+from botocore.config import Config
+
 from athena_refresh.engine import client_request_token
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
-from botocore.config import Config
-from slotlock import Slot, SlotLock, create_lock_table
-
 from local import chaos_checker
 from local.chaos_checker import FinalState, percentile
 from local.chaos_worker import (
@@ -98,6 +95,7 @@ from local.chaos_worker import (
     WRITE_FAULTS,
 )
 from local.lambda_pool import Worker, pump
+from slotlock import Slot, SlotLock, create_lock_table
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
 
 BACKENDS = ("dynamodb-local", "atomic-moto")

@@ -65,12 +65,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from local.lambda_runtime import LAMBDAS_DIR, Runtime, main
-
-if str(LAMBDAS_DIR) not in sys.path:
-    sys.path.insert(0, str(LAMBDAS_DIR))
-
 from athena_refresh.engine import DEFAULT_CLIENT_CONFIG
+from local.lambda_runtime import Runtime, main
 
 #: botocore ``standard`` retry mode: four attempts in all for DynamoDB (botocore/retries/standard.py,
 #: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html). A storm of that many calls

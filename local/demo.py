@@ -63,17 +63,15 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
-if str(LAMBDAS_DIR) not in sys.path:
-    sys.path.insert(0, str(LAMBDAS_DIR))
 
 import boto3
-from athena_refresh.results import ResultsStore, create_results_table
 from botocore.config import Config
-from slotlock import Slot, SlotLock, create_lock_table
 
+from athena_refresh.results import ResultsStore, create_results_table
 from local.atomic_moto import start_server_process, stop_server_process
 from local.lambda_pool import Worker, pump
 from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
+from slotlock import Slot, SlotLock, create_lock_table
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
 
 DEFAULT_SLOTS = 8

@@ -66,6 +66,12 @@ from typing import Any, ClassVar, Final, Self
 
 import duckdb
 import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.trino import Trino
+from sqlglot.errors import ErrorLevel, SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.tokens import TokenType
+
 from athena_refresh.engine import (
     Column,
     QueryError,
@@ -76,11 +82,6 @@ from athena_refresh.engine import (
     convert_value,
 )
 from athena_refresh.errors import QueryEngineError, ResultTypeError
-from sqlglot import exp
-from sqlglot.dialects.trino import Trino
-from sqlglot.errors import ErrorLevel, SqlglotError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.tokens import TokenType
 
 __all__ = ["DuckDBQueryEngine", "PreparedQuery", "QueryRejected", "prepare_query"]
 

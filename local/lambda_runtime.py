@@ -56,9 +56,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-LAMBDAS_DIR = REPO_ROOT / "lambdas"
-
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"  # moto's account for the "testing" credentials
 
@@ -155,10 +152,7 @@ class Runtime:
 
     def init(self) -> None:
         """Import the handler and install the local engine and the checkpoint hook."""
-        if str(LAMBDAS_DIR) not in sys.path:
-            sys.path.insert(0, str(LAMBDAS_DIR))
         from athena_refresh import handler, service
-
         from local.duckdb_engine import DuckDBQueryEngine
 
         data_dir = Path(self.args.data_dir)

@@ -21,8 +21,7 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from athena_refresh import contract  # constants only (stdlib); stacks/__init__ puts lambdas/ on sys.path
-
+from athena_refresh import contract  # constants only (stdlib), installed with the project
 from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block

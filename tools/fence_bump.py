@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import boto3
-from athena_refresh.results import LATEST
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
 
-from tools import LAMBDAS_DIR  # noqa: F401  (puts lambdas/ on sys.path)
+from athena_refresh.results import LATEST
+from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
 
 #: Default headroom above the highest stored token. Tokens only need to be higher, never dense, and
 #: DynamoDB numbers have 38 digits: a wide margin also covers tokens issued after the restore point that

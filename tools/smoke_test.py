@@ -35,13 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import boto3
-from athena_refresh import contract
-from athena_refresh.results import ResultsStore
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from slotlock import Slot, SlotLock, SlotLockError
 
-from tools import LAMBDAS_DIR  # noqa: F401  (puts lambdas/ on sys.path)
+from athena_refresh import contract
+from athena_refresh.results import ResultsStore
+from slotlock import Slot, SlotLock, SlotLockError
 
 #: CfnOutputs of ``stacks/refresh_stack.py`` this tool reads, and the logical-id prefix + resource type
 #: it falls back to when an output is missing.

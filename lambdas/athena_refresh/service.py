@@ -13,6 +13,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
 from slotlock import CommitConflictError, CorruptLockItemError, Lease, Slot, SlotLock, SlotOutcome, SlotRunner
 from slotlock.runner import CHECKPOINT_ACQUIRED
 

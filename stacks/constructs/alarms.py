@@ -14,7 +14,6 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEma
 from __future__ import annotations
 
 import aws_cdk as cdk
-from athena_refresh import contract
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
@@ -23,6 +22,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from athena_refresh import contract
 from stacks.config import JobConfig
 from stacks.constructs.job_metrics import job_metric, summed_over_reasons
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import aws_cdk as cdk
-from athena_refresh import contract
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from athena_refresh import contract
 from stacks.config import ValueMetricsConfig
 from stacks.constructs.job_metrics import REASONS_BY_METRIC, job_metric, value_search_expression
 

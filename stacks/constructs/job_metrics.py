@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import aws_cdk as cdk
-from athena_refresh import contract
 from aws_cdk import aws_cloudwatch as cloudwatch
+
+from athena_refresh import contract
 
 # Metrics emitted with an extra "reason" dimension, and the values it takes (one line per value).
 REASONS_BY_METRIC: dict[str, Sequence[str]] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
+
 from slotlock import table as lock_layout
 
 PARTITION_KEY = lock_layout.PARTITION_KEY

@@ -4,10 +4,11 @@ the bucket holding Athena's output, oversized results and the sample data."""
 from __future__ import annotations
 
 import aws_cdk as cdk
-from athena_refresh import contract
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from athena_refresh import contract
 
 PARTITION_KEY = contract.RESULTS_TABLE_PARTITION_KEY
 SORT_KEY = contract.RESULTS_TABLE_SORT_KEY

@@ -8,11 +8,10 @@ from typing import Any
 
 import boto3
 import pytest
-from athena_refresh.errors import QueryEngineError
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from slotlock import Slot, SlotLock, WriteRejectedError, create_lock_table
 
+from athena_refresh.errors import QueryEngineError
 from local.chaos_worker import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
@@ -32,6 +31,7 @@ from local.chaos_worker import (
     FaultPlan,
     FaultyEngine,
 )
+from slotlock import Slot, SlotLock, WriteRejectedError, create_lock_table
 
 pytestmark = pytest.mark.usefixtures("fake_aws_credentials")
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 import pytest
+
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
-
 from local.duckdb_engine import DuckDBQueryEngine, prepare_query
 from sample_data.flights import REPO_ROOT, ensure_flights_parquet
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import boto3
 import pytest
+
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import lambda_handler

@@ -20,9 +20,9 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from slotlock import Slot, SlotLock, create_lock_table
 
 from local.processes import gather
+from slotlock import Slot, SlotLock, create_lock_table
 
 pytestmark = pytest.mark.slow
 

@@ -8,10 +8,10 @@ import math
 from typing import Any
 
 import pytest
+
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.settings import Settings
-
 from stacks import REPO_ROOT
 from stacks.config import (
     ASYNC_FIRST_RETRY_DELAY_S,

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from athena_refresh import contract
 from aws_cdk.assertions import Template
 
 import app
+from athena_refresh import contract
 from stacks import REPO_ROOT
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
 from stacks.constructs.job_metrics import value_search_expression

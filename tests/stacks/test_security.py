@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from athena_refresh import contract
 from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 import app
+from athena_refresh import contract
 from stacks import LAMBDAS_DIR, REPO_ROOT, nag
 from stacks.config import CONTEXT_KEY, load_context
 from tests.stacks.helpers import as_list, of_type, render, single

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from athena_refresh import contract
 from aws_cdk.assertions import Capture, Match, Template
 
 import app
+from athena_refresh import contract
 from stacks import REPO_ROOT
 from stacks.config import ConfigError, JobConfig
 from tests.stacks.helpers import as_list, dashboard_body, metric_rows

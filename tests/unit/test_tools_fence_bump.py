@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 import moto
 import pytest
+
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.results import ResultsStore, create_results_table
 from slotlock import CommitConflictError, Slot, SlotLock, create_lock_table
-
 from tools import fence_bump
 
 JOB = "flights-dashboard"

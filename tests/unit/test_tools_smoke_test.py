@@ -20,14 +20,14 @@ from typing import Any
 import boto3
 import moto
 import pytest
+from aws_lambda_powertools.metrics.provider import cold_start
+from botocore.stub import ANY, Stubber
+
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import lambda_handler
 from athena_refresh.results import ResultsStore, create_results_table
-from aws_lambda_powertools.metrics.provider import cold_start
-from botocore.stub import ANY, Stubber
 from slotlock import Slot, create_lock_table
-
 from tools import smoke_test
 from tools.smoke_test import SmokeTestError, StackTargets, discover, run_smoke
 

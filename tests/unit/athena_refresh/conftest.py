@@ -41,17 +41,17 @@ from typing import Any
 import boto3
 import moto
 import pytest
+from aws_lambda_powertools.logging import logger as powertools_logger
+from aws_lambda_powertools.metrics.provider import cold_start
+
 from athena_refresh import service
 from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.job import AthenaRefreshJob
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
-from aws_lambda_powertools.logging import logger as powertools_logger
-from aws_lambda_powertools.metrics.provider import cold_start
-from slotlock import Slot, SlotLock, SlotRunner, create_lock_table
-
 from local.dynamodb_local import DynamoDBLocal
+from slotlock import Slot, SlotLock, SlotRunner, create_lock_table
 
 REGION = "us-east-1"
 LOCK_TABLE = "refresh-locks"  # prefixes: every test's tables get a unique suffix

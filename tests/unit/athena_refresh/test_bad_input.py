@@ -27,11 +27,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.stub import Stubber
+
 from athena_refresh.engine import AthenaQueryEngine
 from athena_refresh.errors import CorruptResultsItemError
 from athena_refresh.results import LATEST, ResultsStore
 from athena_refresh.settings import Settings
-from botocore.stub import Stubber
 from slotlock import (
     CommitConflictError,
     CorruptLockItemError,

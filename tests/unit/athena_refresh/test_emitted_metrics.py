@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
 from athena_refresh import contract, service
 from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings

@@ -17,8 +17,6 @@ import boto3
 import botocore.config
 import botocore.endpoint
 import pytest
-from athena_refresh import engine
-from athena_refresh.errors import QueryEngineError, QueryFailedError, QueryTimeoutError, ResultTypeError
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
@@ -26,6 +24,9 @@ from moto import mock_aws
 from moto.athena.models import QueryResults, athena_backends
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.moto_api import state_manager
+
+from athena_refresh import engine
+from athena_refresh.errors import QueryEngineError, QueryFailedError, QueryTimeoutError, ResultTypeError
 
 REGION = "us-east-1"
 QID = "11111111-2222-3333-4444-555555555555"

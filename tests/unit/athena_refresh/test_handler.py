@@ -19,6 +19,7 @@ from typing import Any
 
 import boto3
 import pytest
+
 from athena_refresh import contract, service
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
 from athena_refresh.handler import lambda_handler

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from athena_refresh import contract
 from athena_refresh.engine import client_request_token
 from athena_refresh.errors import QueryEngineError, QueryTimeoutError

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
+
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.errors import ResultsStoreError
 from athena_refresh.results import LATEST, PreparedResult, ResultsStore
-from botocore.exceptions import ClientError
 
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"

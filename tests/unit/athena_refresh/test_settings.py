@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.settings import DEFAULT_CATALOG, Settings

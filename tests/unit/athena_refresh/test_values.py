@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from athena_refresh import contract
 from athena_refresh.engine import Column, QueryResult
 from athena_refresh.errors import ConfigurationError

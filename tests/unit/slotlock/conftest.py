@@ -34,9 +34,9 @@ from typing import Any
 import boto3
 import moto
 import pytest
-from slotlock import Slot, SlotLock, create_lock_table
 
 from local.dynamodb_local import DynamoDBLocal
+from slotlock import Slot, SlotLock, create_lock_table
 
 TABLE_PREFIX = "slotlock-test"
 JOB_NAME = "flights-dashboard"

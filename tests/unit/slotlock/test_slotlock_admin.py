@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from slotlock import (
     CorruptLockItemError,
     FenceBump,

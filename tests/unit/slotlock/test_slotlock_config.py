@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
+
 from slotlock import CorruptLockItemError, Lease, LockConfigurationError, Slot, SlotLock
 
 NOW_MS = 1_795_307_402_000

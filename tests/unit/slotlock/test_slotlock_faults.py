@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
+
 from slotlock import (
     CommitConflictError,
     InvalidEventError,

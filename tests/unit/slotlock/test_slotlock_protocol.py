@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import EndpointConnectionError
+
 from slotlock import (
     CommitReceipt,
     Lease,

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from botocore.stub import Stubber
+
 from slotlock import Lease, Loss, Slot, SlotLock
 from slotlock.dynamodb import (
     ACQUIRE_CONDITION,

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from slotlock import InvalidEventError, Lease, Slot, SlotLock, SlotOutcome, SlotRun, SlotRunner, once_per_slot
 
 LEASE_MS = 30_000  # conftest LEASE_S

@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+
 from slotlock import InvalidEventError, Slot
 from slotlock.slot import MAX_TIME_LENGTH
 
