@@ -22,9 +22,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .dynamodb import JOB, PK, TOKEN, SlotLock, _is_conditional_failure, _old_item
+from .dynamodb import SlotLock
 from .errors import LockConfigurationError, SlotLockError
+from .expressions import JOB, PK, TOKEN
 from .lease import LockRecord
+from .wire import is_conditional_failure, old_item
 
 #: DynamoDB numbers have at most 38 significant digits.
 MAX_FENCING_TOKEN = 10**38 - 1
@@ -123,10 +125,10 @@ def bump_fencing_token(lock: SlotLock, at_least: int, *, dry_run: bool = False, 
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
     except ClientError as exc:
-        if not _is_conditional_failure(exc):
+        if not is_conditional_failure(exc):
             raise lock._wrap("UpdateItem", exc) from exc
         # The counter moved to >= at_least since our read (acquisitions, or another bump): nothing to do.
-        _, current = _decode(lock, _old_item(exc) or lock._get(lock.lock_key))
+        _, current = _decode(lock, old_item(exc) or lock._get(lock.lock_key))
         return FenceBump(lock.job_name, before, current, at_least, bumped=False)
     _, old = _decode(lock, response.get("Attributes"))
     return FenceBump(lock.job_name, old, at_least, at_least, bumped=True)

@@ -38,11 +38,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import table
+from . import decisions, wire
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -55,6 +54,46 @@ from .errors import (
     TransientLockError,
     WriteRejectedError,
 )
+from .expressions import (
+    ACQUIRE_CONDITION,
+    ACQUIRE_UPDATE,
+    ACQUIRED,
+    ERROR_JSON,
+    EXPIRES,
+    FINISHED_AT,
+    JOB,
+    LAST_FIN_AT,
+    LAST_FIN_OUTCOME,
+    LAST_FIN_SLOT,
+    LAST_FIN_TOKEN,
+    LAST_OK_AT,
+    LAST_OK_SLOT,
+    LEASE_SLOT,
+    MARK_SLOT_MISSED,
+    MISSED_SLOTS,
+    OWNER,
+    OWNER_AND_TOKEN_MATCH,
+    PK,
+    PREV_OWNER,
+    PREV_SLOT,
+    REASON,
+    RECORD_ID,
+    SLOT,
+    SLOT_EPOCH,
+    SLOT_NOT_ACQUIRED,
+    SLOT_NOT_ENDED,
+    STARTED_AT,
+    STATE_JSON,
+    STATUS,
+    STATUS_FAILED,
+    STATUS_MISSED,
+    STATUS_RUNNING,
+    STATUS_SUCCEEDED,
+    SUMMARY_JSON,
+    TERMINAL_STATUSES,
+    TOKEN,
+    TTL,
+)
 from .lease import CommitReceipt, Lease, LockRecord, Loss, LossReason, SlotOutcomeName
 from .slot import Slot
 from .transient import PERMANENT_ERROR_CODES, TRANSIENT_ERROR_CODES, Cancellation, RetryBudget
@@ -63,42 +102,6 @@ if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
 ClockMs = Callable[[], int]
-
-# --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
-PK = table.PARTITION_KEY
-JOB = "job"
-TOKEN = "fencing_token"
-OWNER = "owner_id"
-EXPIRES = "lease_expires_at_ms"
-ACQUIRED = "acquired_at_ms"
-LEASE_SLOT = "lease_slot_epoch_s"
-PREV_OWNER = "previous_owner_id"
-PREV_SLOT = "previous_slot_epoch_s"
-LAST_FIN_SLOT = "last_finished_slot_epoch_s"
-LAST_FIN_OUTCOME = "last_finished_outcome"
-LAST_FIN_TOKEN = "last_finished_token"
-LAST_FIN_AT = "last_finished_at_ms"
-LAST_OK_SLOT = "last_succeeded_slot_epoch_s"
-LAST_OK_AT = "last_succeeded_at_ms"
-MISSED_SLOTS = "missed_slots_epoch_s"  # Number Set: slots recorded MISSED while not acquired (never acquirable)
-# slot items
-SLOT = "slot"
-SLOT_EPOCH = "slot_epoch_s"
-STATUS = "status"
-REASON = "reason"
-STATE_JSON = "state_json"
-SUMMARY_JSON = "summary_json"
-ERROR_JSON = "error_json"
-STARTED_AT = "started_at_ms"
-FINISHED_AT = "finished_at_ms"
-TTL = table.TTL_ATTRIBUTE
-RECORD_ID = "record_id"  # a random id per MISSED write: an SDK resend of our own applied write is recognised
-
-STATUS_RUNNING = "RUNNING"
-STATUS_SUCCEEDED = "SUCCEEDED"
-STATUS_FAILED = "FAILED"
-STATUS_MISSED = "MISSED"
-TERMINAL_STATUSES = (STATUS_SUCCEEDED, STATUS_FAILED, STATUS_MISSED)
 
 DEFAULT_LEASE_DURATION_S = 60.0
 DEFAULT_HISTORY_TTL_S = 30 * 24 * 3600
@@ -117,59 +120,6 @@ LOSER_TRANSIENT_ATTEMPTS = 3
 LOSER_RETRY_LEASE_SHARE = 0.25
 
 logger = logging.getLogger(__name__)
-
-# --- named condition clauses ------------------------------------------------------------------------
-# Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
-#
-#   lock item absent (fresh table)                          -> ACQUIRE, token 1
-#   lock item present without a fencing token (tampered)    -> condition false: CorruptLockItemError (an ADD
-#                                                              would silently restart the counter at 1)
-#   last finished slot  < S, no lease or lease expired      -> ACQUIRE (token + 1); same-slot holder = TAKEOVER
-#   last finished slot  < S, lease held by us for S         -> RE-ENTER (our own Lambda retry), token + 1
-#   last finished slot  < S, lease of another owner valid   -> LOSE "held" (slot S) / "overrun" (older slot)
-#   last finished slot >= S                                 -> LOSE "slot_finished" (= S) / "superseded" (> S)
-#   latest acquired slot > S                                -> LOSE "superseded": an older slot never runs
-#                                                              after a newer one started
-#   S in the missed slots (recorded MISSED, never acquired) -> LOSE "slot_finished": a MISSED slot never runs
-LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
-TOKEN_PRESENT = "attribute_exists(#token)"
-SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
-SLOT_NOT_SUPERSEDED = "(attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
-LEASE_FREE_OR_EXPIRED = "(attribute_not_exists(#owner) OR #expires <= :now)"
-LEASE_OURS_FOR_SLOT = "(#owner = :owner AND #lease_slot = :slot)"
-SLOT_NOT_MISSED = "NOT contains(#missed, :slot)"
-ACQUIRE_CONDITION = (
-    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED}"
-    f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
-)
-# The previous holder is copied before being overwritten: update operands read the item as it was
-# before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request.
-ACQUIRE_UPDATE = (
-    "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
-    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job"
-    " ADD #token :one"
-)
-# Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock).
-OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
-# Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
-#
-#   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
-#   RUNNING                 -> RUNNING (a later holder of the same slot), SUCCEEDED/FAILED (its commit),
-#                              MISSED "superseded" (the slot can never finish: a newer slot holds the lock)
-#   SUCCEEDED/FAILED/MISSED -> never written again: a condition failure, judged by the writer
-SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
-SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
-# A MISSED record of "overrun" or "too_old" is written in one transaction with an update of the lock item
-# that adds the slot to its missed slots, on condition that the slot is not the lock's acquired slot at that
-# instant (and that the item is not tampered: a fresh item gets fencing token 0, a present one keeps its
-# own). SLOT_NOT_MISSED in the acquire condition then refuses the slot for good: a MISSED slot never runs,
-# and a running slot is never recorded MISSED. A commit prunes the entries older than its slot (already
-# refused by SLOT_NOT_FINISHED), so the set holds at most the slots missed since the last finished one.
-SLOT_NOT_ACQUIRED = (
-    "(attribute_not_exists(#pk) OR (attribute_exists(#token)"
-    " AND (attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)))"
-)
-MARK_SLOT_MISSED = "SET #token = if_not_exists(#token, :zero) ADD #missed :slots"
 
 
 def system_clock_ms() -> int:
@@ -327,7 +277,7 @@ class SlotLock:
             operation,
             message,
             error_code=code,
-            retryable=code in TRANSIENT_ERROR_CODES or _http_status(exc) >= 500,
+            retryable=code in TRANSIENT_ERROR_CODES or wire.http_status(exc) >= 500,
         )
 
     def holder_budget(self, lease: Lease) -> RetryBudget:
@@ -359,7 +309,7 @@ class SlotLock:
             try:
                 return self._call(operation, **params)
             except ClientError as exc:
-                if _is_conditional_failure(exc):
+                if wire.is_conditional_failure(exc):
                     raise
                 wrapped = self._wrap(operation, exc)
                 if not wrapped.retryable:
@@ -499,9 +449,9 @@ class SlotLock:
                 response = self._call("UpdateItem", **params)
                 break
             except ClientError as exc:
-                if _is_conditional_failure(exc):
+                if wire.is_conditional_failure(exc):
                     return self._loss(slot, owner_id, now_ms, self._old_lock_record(exc), deadline_ms)
-                if _error_code(exc) == "ValidationException":
+                if wire.error_code(exc) == "ValidationException":
                     # e.g. ADD on a String fencing_token: name the corrupt attribute if that is the cause
                     self._raise_if_corrupt(exc)
                 wrapped = self._wrap("UpdateItem", exc)
@@ -639,26 +589,19 @@ class SlotLock:
         if current is None:
             # The item vanished between the write and the fallback read: only an operator deletes it.
             raise CorruptLockItemError(self.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
-        reason: LossReason
-        if current.last_finished_slot is not None and current.last_finished_slot >= slot:
-            reason = "slot_finished" if current.last_finished_slot == slot else "superseded"
-        elif current.lease_slot is not None and current.lease_slot > slot:
-            reason = "superseded"
-        elif current.owner_id == owner_id and current.lease_slot == slot:
+        verdict = decisions.classify_loss(current, slot, owner_id, now_ms)
+        if verdict == "ours":
             # Our own write already applied (an SDK retry of it failed the condition): that is our success.
             return self._lease_from(current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
-        elif current.locked(now_ms):
-            reason = "held" if current.lease_slot == slot else "overrun"
-        elif slot in current.missed_slots:
-            reason = "slot_finished"  # recorded MISSED while nobody held it: it never runs
-        else:
+        if verdict == "unexplained":
             raise CorruptLockItemError(
                 self.lock_key,
                 EXPIRES,
                 f"made the acquire condition false although no live lease or finished slot explains it: {current}",
             )
+        reason: LossReason = verdict
         recorded = False
-        if reason in ("overrun", "superseded") and slot not in current.missed_slots:
+        if decisions.records_missed(reason, current, slot):
             # The slot will never run: exactly one of its racers records it MISSED (conditional writes). A
             # superseded slot can never be acquired again (the lock's slots only move forward); an overrun
             # one could be, once the older holder finishes, hence the lock-item check in the same transaction.
@@ -1052,7 +995,7 @@ class SlotLock:
             else:
                 self._send("UpdateItem", update, budget)
         except ClientError as exc:  # the slot item's condition failed: someone recorded it (maybe us)
-            return self._own_missed_record(slot, _old_item(exc), record_id)
+            return self._own_missed_record(slot, wire.old_item(exc), record_id)
         except _Cancelled as cancelled:
             if cancelled.judged.index == 0:
                 return self._own_missed_record(slot, cancelled.item(0), record_id)
@@ -1089,11 +1032,11 @@ class SlotLock:
         decoded: dict[str, Any] = {}
         for name, value in item.items():
             if not name.endswith("_json"):
-                decoded[name] = _plain(value)
+                decoded[name] = wire.plain(value)
                 continue
             if set(value) != {"S"}:
                 raise CorruptLockItemError(
-                    key, name, f"must be a String holding a JSON object, found {_type_of(value)}"
+                    key, name, f"must be a String holding a JSON object, found {wire.type_of(value)}"
                 )
             try:
                 parsed = json.loads(value["S"])
@@ -1125,7 +1068,7 @@ class SlotLock:
                 raise corrupt from exc
 
     def _old_lock_record(self, exc: ClientError) -> LockRecord | None:
-        item = _old_item(exc)
+        item = wire.old_item(exc)
         if item is None:  # ALL_OLD not returned (older emulators): fall back to one consistent read
             item = self._get(self.lock_key)
         return self.decode_lock(item) if item else None
@@ -1147,7 +1090,7 @@ class SlotLock:
                     raise CorruptLockItemError(self.lock_key, name, "is missing")
                 return None
             if set(value) != {"N"}:
-                raise CorruptLockItemError(self.lock_key, name, f"must be a Number, found {_type_of(value)}")
+                raise CorruptLockItemError(self.lock_key, name, f"must be a Number, found {wire.type_of(value)}")
             try:
                 return int(value["N"])
             except ValueError as exc:
@@ -1158,7 +1101,7 @@ class SlotLock:
             if value is None or "NULL" in value:
                 return None
             if set(value) != {"S"}:
-                raise CorruptLockItemError(self.lock_key, name, f"must be a String, found {_type_of(value)}")
+                raise CorruptLockItemError(self.lock_key, name, f"must be a String, found {wire.type_of(value)}")
             return str(value["S"])
 
         def slot(name: str) -> Slot | None:
@@ -1175,7 +1118,9 @@ class SlotLock:
             raise CorruptLockItemError(self.lock_key, EXPIRES, "is missing although an owner is set")
         missed = item.get(MISSED_SLOTS)
         if missed is not None and set(missed) != {"NS"}:
-            raise CorruptLockItemError(self.lock_key, MISSED_SLOTS, f"must be a Number Set, found {_type_of(missed)}")
+            raise CorruptLockItemError(
+                self.lock_key, MISSED_SLOTS, f"must be a Number Set, found {wire.type_of(missed)}"
+            )
         try:
             missed_slots = frozenset(Slot(int(epoch)) for epoch in (missed or {}).get("NS", ()))
         except ValueError as exc:
@@ -1249,7 +1194,7 @@ class SlotLock:
                 self._call("TransactWriteItems", **params)
                 return
             except ClientError as exc:
-                if _error_code(exc) != "TransactionCanceledException":
+                if wire.error_code(exc) != "TransactionCanceledException":
                     wrapped = self._wrap("TransactWriteItems", exc)
                     if not wrapped.retryable:
                         raise wrapped from exc
@@ -1261,7 +1206,7 @@ class SlotLock:
                         attempts=budget.attempts,
                         error_code=wrapped.error_code,
                     ) from exc
-                reasons = _cancellation_reasons(exc)
+                reasons = wire.cancellation_reasons(exc)
                 judged = Cancellation.judge(reasons)
                 current: LockRecord | None = None
                 if judged.verdict == "undecided" and lease is not None:
@@ -1327,8 +1272,6 @@ class _Cancelled(Exception):
         return lock.decode_lock(item) if item else None
 
 
-_DESERIALIZER = TypeDeserializer()
-
 _SNAKE = {
     "UpdateItem": "update_item",
     "PutItem": "put_item",
@@ -1339,62 +1282,3 @@ _SNAKE = {
 
 def _positive_seconds(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-
-
-def _is_conditional_failure(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-def _error_code(exc: ClientError) -> str | None:
-    return exc.response.get("Error", {}).get("Code")
-
-
-def _http_status(exc: ClientError) -> int:
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return status if isinstance(status, int) else 0
-
-
-def _cancellation_reasons(exc: ClientError) -> list[dict[str, Any]]:
-    """A TransactionCanceledException's per-item reasons, in request order (``[]`` when unknown)."""
-    reasons = exc.response.get("CancellationReasons")
-    if isinstance(reasons, list) and reasons:
-        return [dict(reason) for reason in reasons]
-    return _reasons_from_message(exc)
-
-
-def _reasons_from_message(exc: ClientError) -> list[dict[str, Any]]:
-    # Some emulators omit CancellationReasons; the message lists them: "... reasons [None, ConditionalCheckFailed]".
-    message = exc.response.get("Error", {}).get("Message", "")
-    start, end = message.find("["), message.rfind("]")
-    if start < 0 or end < start:
-        return []
-    return [{"Code": part.strip()} for part in message[start + 1 : end].split(",")]
-
-
-def _old_item(exc: ClientError) -> dict[str, Any] | None:
-    """The item returned with a failed condition (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), if any."""
-    item = exc.response.get("Item")
-    return item if isinstance(item, dict) else None
-
-
-def _type_of(value: Mapping[str, Any]) -> str:
-    names = {
-        "S": "String",
-        "N": "Number",
-        "B": "Binary",
-        "BOOL": "Boolean",
-        "NULL": "Null",
-        "M": "Map",
-        "L": "List",
-        "SS": "String Set",
-        "NS": "Number Set",
-        "BS": "Binary Set",
-    }
-    return ", ".join(names.get(key, key) for key in value) or "nothing"
-
-
-def _plain(value: Mapping[str, Any]) -> Any:
-    plain = _DESERIALIZER.deserialize(value)  # type: ignore[arg-type]  # a DynamoDB JSON value from the wire
-    if hasattr(plain, "as_integer_ratio") and not isinstance(plain, (int, float)):
-        return int(plain) if plain == int(plain) else float(plain)
-    return plain

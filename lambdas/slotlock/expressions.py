@@ -1,0 +1,100 @@
+"""Key layout, attribute names and the named condition clauses of the lock table (no I/O).
+
+Every expression :class:`slotlock.dynamodb.SlotLock` sends is built from these names and clauses; each
+clause group carries the timeline it decides. Attribute names always go through
+``ExpressionAttributeNames`` (``#name``), values through ``ExpressionAttributeValues`` (``:value``).
+Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html
+"""
+
+from __future__ import annotations
+
+from . import table
+
+# --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
+PK = table.PARTITION_KEY
+JOB = "job"
+TOKEN = "fencing_token"
+OWNER = "owner_id"
+EXPIRES = "lease_expires_at_ms"
+ACQUIRED = "acquired_at_ms"
+LEASE_SLOT = "lease_slot_epoch_s"
+PREV_OWNER = "previous_owner_id"
+PREV_SLOT = "previous_slot_epoch_s"
+LAST_FIN_SLOT = "last_finished_slot_epoch_s"
+LAST_FIN_OUTCOME = "last_finished_outcome"
+LAST_FIN_TOKEN = "last_finished_token"
+LAST_FIN_AT = "last_finished_at_ms"
+LAST_OK_SLOT = "last_succeeded_slot_epoch_s"
+LAST_OK_AT = "last_succeeded_at_ms"
+MISSED_SLOTS = "missed_slots_epoch_s"  # Number Set: slots recorded MISSED while not acquired (never acquirable)
+# slot items
+SLOT = "slot"
+SLOT_EPOCH = "slot_epoch_s"
+STATUS = "status"
+REASON = "reason"
+STATE_JSON = "state_json"
+SUMMARY_JSON = "summary_json"
+ERROR_JSON = "error_json"
+STARTED_AT = "started_at_ms"
+FINISHED_AT = "finished_at_ms"
+TTL = table.TTL_ATTRIBUTE
+RECORD_ID = "record_id"  # a random id per MISSED write: an SDK resend of our own applied write is recognised
+
+STATUS_RUNNING = "RUNNING"
+STATUS_SUCCEEDED = "SUCCEEDED"
+STATUS_FAILED = "FAILED"
+STATUS_MISSED = "MISSED"
+TERMINAL_STATUSES = (STATUS_SUCCEEDED, STATUS_FAILED, STATUS_MISSED)
+
+# --- named condition clauses ------------------------------------------------------------------------
+# Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
+#
+#   lock item absent (fresh table)                          -> ACQUIRE, token 1
+#   lock item present without a fencing token (tampered)    -> condition false: CorruptLockItemError (an ADD
+#                                                              would silently restart the counter at 1)
+#   last finished slot  < S, no lease or lease expired      -> ACQUIRE (token + 1); same-slot holder = TAKEOVER
+#   last finished slot  < S, lease held by us for S         -> RE-ENTER (our own Lambda retry), token + 1
+#   last finished slot  < S, lease of another owner valid   -> LOSE "held" (slot S) / "overrun" (older slot)
+#   last finished slot >= S                                 -> LOSE "slot_finished" (= S) / "superseded" (> S)
+#   latest acquired slot > S                                -> LOSE "superseded": an older slot never runs
+#                                                              after a newer one started
+#   S in the missed slots (recorded MISSED, never acquired) -> LOSE "slot_finished": a MISSED slot never runs
+LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
+TOKEN_PRESENT = "attribute_exists(#token)"
+SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
+SLOT_NOT_SUPERSEDED = "(attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
+LEASE_FREE_OR_EXPIRED = "(attribute_not_exists(#owner) OR #expires <= :now)"
+LEASE_OURS_FOR_SLOT = "(#owner = :owner AND #lease_slot = :slot)"
+SLOT_NOT_MISSED = "NOT contains(#missed, :slot)"
+ACQUIRE_CONDITION = (
+    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED}"
+    f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
+)
+# The previous holder is copied before being overwritten: update operands read the item as it was
+# before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request.
+ACQUIRE_UPDATE = (
+    "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
+    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job"
+    " ADD #token :one"
+)
+# Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock).
+OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
+# Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
+#
+#   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
+#   RUNNING                 -> RUNNING (a later holder of the same slot), SUCCEEDED/FAILED (its commit),
+#                              MISSED "superseded" (the slot can never finish: a newer slot holds the lock)
+#   SUCCEEDED/FAILED/MISSED -> never written again: a condition failure, judged by the writer
+SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
+SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
+# A MISSED record of "overrun" or "too_old" is written in one transaction with an update of the lock item
+# that adds the slot to its missed slots, on condition that the slot is not the lock's acquired slot at that
+# instant (and that the item is not tampered: a fresh item gets fencing token 0, a present one keeps its
+# own). SLOT_NOT_MISSED in the acquire condition then refuses the slot for good: a MISSED slot never runs,
+# and a running slot is never recorded MISSED. A commit prunes the entries older than its slot (already
+# refused by SLOT_NOT_FINISHED), so the set holds at most the slots missed since the last finished one.
+SLOT_NOT_ACQUIRED = (
+    "(attribute_not_exists(#pk) OR (attribute_exists(#token)"
+    " AND (attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)))"
+)
+MARK_SLOT_MISSED = "SET #token = if_not_exists(#token, :zero) ADD #missed :slots"
