@@ -41,7 +41,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import decisions, wire
+from . import codec, decisions, wire
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -1029,23 +1029,7 @@ class SlotLock:
         item = self._get(key)
         if item is None:
             return None
-        decoded: dict[str, Any] = {}
-        for name, value in item.items():
-            if not name.endswith("_json"):
-                decoded[name] = wire.plain(value)
-                continue
-            if set(value) != {"S"}:
-                raise CorruptLockItemError(
-                    key, name, f"must be a String holding a JSON object, found {wire.type_of(value)}"
-                )
-            try:
-                parsed = json.loads(value["S"])
-            except ValueError as exc:
-                raise CorruptLockItemError(key, name, f"is not valid JSON: {value['S'][:80]!r}") from exc
-            if not isinstance(parsed, dict):
-                raise CorruptLockItemError(key, name, f"must hold a JSON object, found {type(parsed).__name__}")
-            decoded[name[: -len("_json")]] = parsed
-        return decoded
+        return codec.decode_slot_item(item, key)
 
     def get_slot_state(self, slot: Slot) -> dict[str, Any]:
         """In-flight state recorded for ``slot`` (empty when none). Raises :class:`CorruptLockItemError`."""
@@ -1075,72 +1059,8 @@ class SlotLock:
 
     # --- wire helpers -------------------------------------------------------------------------------------
     def decode_lock(self, item: Mapping[str, Mapping[str, Any]]) -> LockRecord:
-        """Decode and type-check a lock item in DynamoDB JSON.
-
-        Raises
-        ------
-        CorruptLockItemError
-            An attribute has the wrong DynamoDB type or an impossible value.
-        """
-
-        def number(name: str, *, required: bool = False) -> int | None:
-            value = item.get(name)
-            if value is None or "NULL" in value:
-                if required:
-                    raise CorruptLockItemError(self.lock_key, name, "is missing")
-                return None
-            if set(value) != {"N"}:
-                raise CorruptLockItemError(self.lock_key, name, f"must be a Number, found {wire.type_of(value)}")
-            try:
-                return int(value["N"])
-            except ValueError as exc:
-                raise CorruptLockItemError(self.lock_key, name, f"must be an integer, found {value['N']!r}") from exc
-
-        def text(name: str) -> str | None:
-            value = item.get(name)
-            if value is None or "NULL" in value:
-                return None
-            if set(value) != {"S"}:
-                raise CorruptLockItemError(self.lock_key, name, f"must be a String, found {wire.type_of(value)}")
-            return str(value["S"])
-
-        def slot(name: str) -> Slot | None:
-            epoch = number(name)
-            return None if epoch is None else Slot(epoch)
-
-        token = number(TOKEN, required=True)
-        assert token is not None
-        if token < 0:
-            raise CorruptLockItemError(self.lock_key, TOKEN, f"must not be negative, found {token}")
-        owner = text(OWNER)
-        expires = number(EXPIRES)
-        if owner is not None and expires is None:
-            raise CorruptLockItemError(self.lock_key, EXPIRES, "is missing although an owner is set")
-        missed = item.get(MISSED_SLOTS)
-        if missed is not None and set(missed) != {"NS"}:
-            raise CorruptLockItemError(
-                self.lock_key, MISSED_SLOTS, f"must be a Number Set, found {wire.type_of(missed)}"
-            )
-        try:
-            missed_slots = frozenset(Slot(int(epoch)) for epoch in (missed or {}).get("NS", ()))
-        except ValueError as exc:
-            raise CorruptLockItemError(self.lock_key, MISSED_SLOTS, f"must hold epoch seconds: {exc}") from exc
-        return LockRecord(
-            fencing_token=token,
-            missed_slots=missed_slots,
-            owner_id=owner,
-            lease_expires_at_ms=expires,
-            acquired_at_ms=number(ACQUIRED),
-            lease_slot=slot(LEASE_SLOT),
-            previous_owner_id=text(PREV_OWNER),
-            previous_slot=slot(PREV_SLOT),
-            last_finished_slot=slot(LAST_FIN_SLOT),
-            last_finished_outcome=text(LAST_FIN_OUTCOME),
-            last_finished_token=number(LAST_FIN_TOKEN),
-            last_finished_at_ms=number(LAST_FIN_AT),
-            last_succeeded_slot=slot(LAST_OK_SLOT),
-            last_succeeded_at_ms=number(LAST_OK_AT),
-        )
+        """Decode and type-check this job's lock item (DynamoDB JSON): :func:`slotlock.codec.decode_lock_item`."""
+        return codec.decode_lock_item(item, self.lock_key)
 
     def _lock_update(
         self, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
