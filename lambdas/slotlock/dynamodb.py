@@ -78,11 +78,7 @@ from .expressions import (
     PREV_SLOT,
     REASON,
     RECORD_ID,
-    SLOT,
-    SLOT_EPOCH,
     SLOT_NOT_ACQUIRED,
-    SLOT_NOT_ENDED,
-    STARTED_AT,
     STATE_JSON,
     STATUS,
     STATUS_FAILED,
@@ -92,7 +88,7 @@ from .expressions import (
     SUMMARY_JSON,
     TERMINAL_STATUSES,
     TOKEN,
-    TTL,
+    slot_item_update,
 )
 from .lease import CommitReceipt, Lease, LockRecord, Loss, LossReason, SlotOutcomeName
 from .slot import Slot
@@ -670,40 +666,21 @@ class SlotLock:
                 lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
             ),
             {
-                "Update": {
-                    "TableName": self.table_name,
-                    "Key": {PK: {"S": self.slot_key(lease.slot)}},
-                    "UpdateExpression": (
-                        "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :running,"
-                        " #token = :token, #owner = :owner, #state = :state, #ttl = :ttl,"
-                        " #started = if_not_exists(#started, :now)"
-                    ),
-                    "ConditionExpression": SLOT_NOT_ENDED,
-                    "ExpressionAttributeNames": {
-                        "#pk": PK,
-                        "#job": JOB,
-                        "#slot": SLOT,
-                        "#slot_epoch": SLOT_EPOCH,
-                        "#status": STATUS,
-                        "#token": TOKEN,
-                        "#owner": OWNER,
-                        "#state": STATE_JSON,
-                        "#ttl": TTL,
-                        "#started": STARTED_AT,
+                "Update": slot_item_update(
+                    self.table_name,
+                    self.slot_key(lease.slot),
+                    job=self.job_name,
+                    slot_iso=lease.slot.iso,
+                    slot_epoch_s=lease.slot.epoch_s,
+                    status=STATUS_RUNNING,
+                    ttl_epoch_s=self._ttl(now_ms),
+                    attributes={
+                        TOKEN: {"N": str(lease.fencing_token)},
+                        OWNER: {"S": lease.owner_id},
+                        STATE_JSON: {"S": state_json},
                     },
-                    "ExpressionAttributeValues": {
-                        ":job": {"S": self.job_name},
-                        ":slot_iso": {"S": lease.slot.iso},
-                        ":slot": {"N": str(lease.slot.epoch_s)},
-                        ":running": {"S": STATUS_RUNNING},
-                        ":token": {"N": str(lease.fencing_token)},
-                        ":owner": {"S": lease.owner_id},
-                        ":state": {"S": state_json},
-                        ":ttl": {"N": str(self._ttl(now_ms))},
-                        ":now": {"N": str(now_ms)},
-                    },
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+                    started_at_ms=now_ms,
+                )
             },
         ]
         try:
@@ -790,45 +767,23 @@ class SlotLock:
             lock_values[":stale_missed"] = {"NS": sorted(str(missed.epoch_s) for missed in lease.stale_missed_slots)}
         lock_item = self._lock_update(lease, lock_set, lock_names, lock_values)
         slot_item = {
-            "Update": {
-                "TableName": self.table_name,
-                "Key": {PK: {"S": self.slot_key(lease.slot)}},
-                "UpdateExpression": (
-                    "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :status, #token = :token,"
-                    " #owner = :owner, #finished = :now, #ttl = :ttl, #summary = :summary, #error = :error,"
-                    " #started = if_not_exists(#started, :acquired)"
-                ),
-                "ConditionExpression": SLOT_NOT_ENDED,
-                "ExpressionAttributeNames": {
-                    "#pk": PK,
-                    "#job": JOB,
-                    "#slot": SLOT,
-                    "#slot_epoch": SLOT_EPOCH,
-                    "#status": STATUS,
-                    "#token": TOKEN,
-                    "#owner": OWNER,
-                    "#finished": FINISHED_AT,
-                    "#ttl": TTL,
-                    "#summary": SUMMARY_JSON,
-                    "#error": ERROR_JSON,
-                    "#started": STARTED_AT,
+            "Update": slot_item_update(
+                self.table_name,
+                self.slot_key(lease.slot),
+                job=self.job_name,
+                slot_iso=lease.slot.iso,
+                slot_epoch_s=lease.slot.epoch_s,
+                status=STATUS_SUCCEEDED if succeeded else STATUS_FAILED,
+                ttl_epoch_s=self._ttl(now_ms),
+                attributes={
+                    TOKEN: {"N": str(lease.fencing_token)},
+                    OWNER: {"S": lease.owner_id},
+                    FINISHED_AT: {"N": str(now_ms)},
+                    SUMMARY_JSON: {"S": _json(summary)},
+                    ERROR_JSON: {"S": _json(error)},
                 },
-                "ExpressionAttributeValues": {
-                    ":job": {"S": self.job_name},
-                    ":slot_iso": {"S": lease.slot.iso},
-                    ":slot": {"N": str(lease.slot.epoch_s)},
-                    ":status": {"S": STATUS_SUCCEEDED if succeeded else STATUS_FAILED},
-                    ":token": {"N": str(lease.fencing_token)},
-                    ":owner": {"S": lease.owner_id},
-                    ":now": {"N": str(now_ms)},
-                    ":ttl": {"N": str(self._ttl(now_ms))},
-                    ":summary": {"S": _json(summary)},
-                    ":error": {"S": _json(error)},
-                    ":acquired": {"N": str(lease.acquired_at_ms)},
-                    ":running": {"S": STATUS_RUNNING},
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+                started_at_ms=lease.acquired_at_ms,
+            )
         }
         items: list[Mapping[str, Any]] = [lock_item, slot_item]
         own_offset = len(items)
@@ -936,40 +891,21 @@ class SlotLock:
     ) -> bool:
         now_ms = self.clock_ms()
         record_id = uuid.uuid4().hex
-        update: dict[str, Any] = {
-            "TableName": self.table_name,
-            "Key": {PK: {"S": self.slot_key(slot)}},
-            "UpdateExpression": (
-                "SET #job = :job, #slot = :slot_iso, #slot_epoch = :slot, #status = :missed, #reason = :reason,"
-                " #finished = :now, #ttl = :ttl, #error = :detail, #record = :record"
-            ),
-            "ConditionExpression": SLOT_NOT_ENDED,
-            "ExpressionAttributeNames": {
-                "#pk": PK,
-                "#job": JOB,
-                "#slot": SLOT,
-                "#slot_epoch": SLOT_EPOCH,
-                "#status": STATUS,
-                "#reason": REASON,
-                "#finished": FINISHED_AT,
-                "#ttl": TTL,
-                "#error": ERROR_JSON,
-                "#record": RECORD_ID,
+        update = slot_item_update(
+            self.table_name,
+            self.slot_key(slot),
+            job=self.job_name,
+            slot_iso=slot.iso,
+            slot_epoch_s=slot.epoch_s,
+            status=STATUS_MISSED,
+            ttl_epoch_s=self._ttl(now_ms),
+            attributes={
+                REASON: {"S": reason},
+                FINISHED_AT: {"N": str(now_ms)},
+                ERROR_JSON: {"S": _json(detail)},
+                RECORD_ID: {"S": record_id},
             },
-            "ExpressionAttributeValues": {
-                ":job": {"S": self.job_name},
-                ":slot_iso": {"S": slot.iso},
-                ":slot": {"N": str(slot.epoch_s)},
-                ":missed": {"S": STATUS_MISSED},
-                ":reason": {"S": reason},
-                ":now": {"N": str(now_ms)},
-                ":ttl": {"N": str(self._ttl(now_ms))},
-                ":running": {"S": STATUS_RUNNING},
-                ":detail": {"S": _json(detail)},
-                ":record": {"S": record_id},
-            },
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        )
         try:
             if guard_lock:
                 mark_missed = {

@@ -8,6 +8,9 @@ Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/develop
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from . import table
 
 # --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
@@ -98,3 +101,50 @@ SLOT_NOT_ACQUIRED = (
     " AND (attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)))"
 )
 MARK_SLOT_MISSED = "SET #token = if_not_exists(#token, :zero) ADD #missed :slots"
+
+
+def slot_item_update(
+    table_name: str,
+    key: str,
+    *,
+    job: str,
+    slot_iso: str,
+    slot_epoch_s: int,
+    status: str,
+    ttl_epoch_s: int,
+    attributes: Mapping[str, Mapping[str, Any]],
+    started_at_ms: int | None = None,
+) -> dict[str, Any]:
+    """The one builder of slot-item writes: an ``Update`` (for UpdateItem or a TransactWriteItems entry).
+
+    Sets the slot's identity (job, slot, epoch), ``status``, the TTL attribute and ``attributes`` (name ->
+    DynamoDB JSON value), and ``started_at_ms`` only if the item has none yet. Conditioned on
+    :data:`SLOT_NOT_ENDED` (a terminal record is never overwritten), ``ALL_OLD`` on failure. Placeholders
+    are ``#<attribute>`` / ``:<attribute>``.
+    """
+    values: dict[str, Mapping[str, Any]] = {
+        JOB: {"S": job},
+        SLOT: {"S": slot_iso},
+        SLOT_EPOCH: {"N": str(slot_epoch_s)},
+        STATUS: {"S": status},
+        TTL: {"N": str(ttl_epoch_s)},
+        **attributes,
+    }
+    assignments = [f"#{name} = :{name}" for name in values]
+    names = {f"#{name}": name for name in values}
+    placeholders: dict[str, Mapping[str, Any]] = {f":{name}": value for name, value in values.items()}
+    if started_at_ms is not None:
+        assignments.append(f"#{STARTED_AT} = if_not_exists(#{STARTED_AT}, :{STARTED_AT})")
+        names[f"#{STARTED_AT}"] = STARTED_AT
+        placeholders[f":{STARTED_AT}"] = {"N": str(started_at_ms)}
+    names["#pk"] = PK
+    placeholders[":running"] = {"S": STATUS_RUNNING}
+    return {
+        "TableName": table_name,
+        "Key": {PK: {"S": key}},
+        "UpdateExpression": "SET " + ", ".join(assignments),
+        "ConditionExpression": SLOT_NOT_ENDED,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": placeholders,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }

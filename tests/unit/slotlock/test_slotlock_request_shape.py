@@ -265,8 +265,15 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
     for request in slot_writes:
         assert request["ConditionExpression"] == SLOT_NOT_ENDED
         assert request["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
-    missed = [r for r in slot_writes if r["ExpressionAttributeValues"].get(":missed") == {"S": "MISSED"}]
-    assert len(missed) == 3 and all(len(r["ExpressionAttributeValues"][":record"]["S"]) == 32 for r in missed)
+    # (all built by the one builder: the slot's identity, status and TTL, then the write's own attributes)
+    assert all(
+        request["UpdateExpression"].startswith(
+            "SET #job = :job, #slot = :slot, #slot_epoch_s = :slot_epoch_s, #status = :status, #ttl_epoch_s = :ttl_epoch_s"
+        )
+        for request in slot_writes
+    )
+    missed = [r for r in slot_writes if r["ExpressionAttributeValues"][":status"] == {"S": "MISSED"}]
+    assert len(missed) == 3 and all(len(r["ExpressionAttributeValues"][":record_id"]["S"]) == 32 for r in missed)
     # AND the overrun record marks its slot missed on the lock item, on condition that it is not acquired
     # right now, in the same transaction
     marks = [
