@@ -429,7 +429,8 @@ class ChaosRuntime(Runtime):
         BotocoreFaults(self.plan, fencing=not self.args.no_fencing).install(boto3.DEFAULT_SESSION.events)
         super().init()
         from athena_refresh import service
-        from slotlock import SlotLock, system_clock_ms
+        from slotlock import SlotLock
+        from slotlock.dynamodb import system_clock_ms
 
         local_engine = service._engine_factory
         service.use_engine_factory(lambda settings: FaultyEngine(local_engine(settings), self.plan))

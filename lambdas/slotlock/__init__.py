@@ -14,7 +14,7 @@ Depends on boto3 only.
 """
 
 from .admin import FenceBump, LeaseHeldError, bump_fencing_token
-from .dynamodb import SlotLock, system_clock_ms
+from .dynamodb import SlotLock
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -59,5 +59,4 @@ __all__ = [
     "bump_fencing_token",
     "create_lock_table",
     "once_per_slot",
-    "system_clock_ms",
 ]
