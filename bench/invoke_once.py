@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     imported = time.perf_counter()
     rss_after_import = _status_kb("VmRSS")
-    from local.lambda_runtime import LambdaContext
+    from local.emulators.lambda_runtime import LambdaContext
 
     context = LambdaContext(
         aws_request_id=str(uuid.uuid4()),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from local.processes import gather
+from local.emulators.processes import gather
 from slotlock import Slot
 
 from .backends import Endpoint, make_client

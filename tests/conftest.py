@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from local.atomic_moto import AtomicMotoServer
-from local.dynamodb_local import DynamoDBLocal, DynamoDBLocalError, ensure_dynamodb_local, java_available
+from local.emulators.atomic_moto import AtomicMotoServer
+from local.emulators.dynamodb_local import DynamoDBLocal, DynamoDBLocalError, ensure_dynamodb_local, java_available
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",

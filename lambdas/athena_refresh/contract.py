@@ -93,7 +93,7 @@ MIN_HEARTBEAT_INTERVAL_S: Final = 0.1
 MAX_HEARTBEAT_INTERVAL_S: Final = MAX_LEASE_DURATION_S // 2  # 27
 #: Maximum slot age, seconds. At least Lambda's minimum MaximumEventAgeInSeconds (60 s), which the stack
 #: sets from it; the stack also caps it at Lambda's maximum (21,600 s, ``stacks.config``). The runtime
-#: allows up to 366 days because the local harnesses (``local/demo.py``, ``local/chaos.py``) widen it to
+#: allows up to 366 days because the local harnesses (``local/demo/runner.py``, ``local/chaos/harness.py``) widen it to
 #: cover a replayed backlog (chaos: 200 half-hour slots + 1 h = 363,600 s); a delivery a year late is no
 #: schedule slot anyone waits for.
 MIN_MAX_SLOT_AGE_S: Final = 60

@@ -1,9 +1,9 @@
 """``make chaos``: real racer processes, seeded faults, a recorded history and a checker; no AWS account.
 
-Per schedule slot, ``--racers`` (default 16) execution environments (``local.chaos_worker`` processes, each
+Per schedule slot, ``--racers`` (default 16) execution environments (``local.chaos.worker`` processes, each
 calling the REAL handler ``athena_refresh.handler.lambda_handler``) receive the slot's Scheduler-shaped
 event at once and race for the fenced lease on **AWS DynamoDB Local** (or the atomic moto server); the
-winner runs the job's query on DuckDB (the Athena stand-in, ``local.duckdb_engine``) and commits. A seeded
+winner runs the job's query on DuckDB (the Athena stand-in, ``local.emulators.duckdb_engine``) and commits. A seeded
 random plan adds, per run:
 
 - **SIGKILL of the holder** at each protocol point (``acquired``; ``query_started``; ``query_finished``,
@@ -18,8 +18,8 @@ random plan adds, per run:
 - **throttling and connection errors** at random calls of the real boto3 clients
   (``ProvisionedThroughputExceededException``, ``ThrottlingException``, a dropped connection, a response
   lost after the write applied) and Athena ``TooManyRequestsException`` at the engine, plus *storms* that
-  outlast botocore's retries (see :mod:`local.chaos_worker`);
-- **faults aimed at the lock's writes** (rates in :data:`local.chaos_worker.WRITE_FAULTS`): the
+  outlast botocore's retries (see :mod:`local.chaos.worker`);
+- **faults aimed at the lock's writes** (rates in :data:`local.chaos.worker.WRITE_FAULTS`): the
   ``record_state`` and ``commit`` transactions cancelled (``TransactionCanceledException``) with a transient
   reason (``ThrottlingError``, ``ProvisionedThroughputExceeded``, ``TransactionConflict``) on one random item,
   a commit rarely refused for good (``ValidationError`` on a results item: the slot must end FAILED,
@@ -31,7 +31,7 @@ random plan adds, per run:
   (Lambda's two async retries included), and its slot never acquired nor recorded.
 
 Every observation (who, what, slot, fencing token, outcome, machine-wide monotonic time) is recorded; at
-the end :mod:`local.chaos_checker` checks the history, the stored state (every slot item of the lock table)
+the end :mod:`local.chaos.checker` checks the history, the stored state (every slot item of the lock table)
 and the ``SlotMissed`` metric values the environments emitted (the Powertools EMF lines of their logs), and
 the run writes ``chaos-report.json``. The **negative control** repeats the run with fencing switched off by
 a test-only knob (the commit transaction's conditions made vacuous, ``--no-fencing`` in the worker) and must
@@ -67,7 +67,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 
 import boto3
@@ -76,9 +76,9 @@ from botocore.config import Config
 from athena_refresh.engine import client_request_token
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
-from local import chaos_checker
-from local.chaos_checker import FinalState, percentile
-from local.chaos_worker import (
+from local.chaos import checker as chaos_checker
+from local.chaos.checker import FinalState, percentile
+from local.chaos.worker import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
     ATHENA_THROTTLE,
@@ -94,7 +94,7 @@ from local.chaos_worker import (
     TRANSIENT_CANCELLATION_KINDS,
     WRITE_FAULTS,
 )
-from local.lambda_pool import Worker, pump
+from local.emulators.lambda_pool import Worker, pump
 from slotlock import Slot, SlotLock, create_lock_table
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
 
@@ -163,7 +163,7 @@ class ChaosOptions:
     storm_fraction: float = 0.05
     transient_rate: float = 0.01
     future_fraction: float = 0.1  # slots that also get a near-future delivery (at least one per run)
-    write_fault_scale: float = 1.0  # multiplies local.chaos_worker.WRITE_FAULTS (0: no aimed write faults)
+    write_fault_scale: float = 1.0  # multiplies local.chaos.worker.WRITE_FAULTS (0: no aimed write faults)
     fencing: bool = True
     workdir: Path = REPO_ROOT / ".chaos"
     max_run_s: float = 3600.0
@@ -353,7 +353,7 @@ class Delivery:
     attempt: int = 1
     fault: dict[str, str] | None = None
     storm: dict[str, Any] | None = None
-    forced: list[dict[str, Any]] = field(default_factory=list)  # aimed write faults (local.chaos_worker)
+    forced: list[dict[str, Any]] = field(default_factory=list)  # aimed write faults (local.chaos.worker)
     due: float = 0.0
     worker_id: str | None = None
     done: bool = False
@@ -393,7 +393,7 @@ class Chaos:
         self.history: list[dict[str, Any]] = []
         self.faults: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
-        self.requests_by_write: Counter[str] = Counter()  # the lock's writes sent (local.chaos_worker.classify_write)
+        self.requests_by_write: Counter[str] = Counter()  # the lock's writes sent (local.chaos.worker.classify_write)
         self.dead_lettered: list[str] = []
         self.future_slots: dict[str, int] = {}  # near-future slot iso -> its lead (s) when first delivered
         self.future_dead_lettered: list[str] = []
@@ -437,12 +437,12 @@ class Chaos:
         if self.o.backend == "dynamodb-local":
             if self.o.dynamodb_endpoint:
                 return self.o.dynamodb_endpoint
-            from local.dynamodb_local import DynamoDBLocal, ensure_dynamodb_local
+            from local.emulators.dynamodb_local import DynamoDBLocal, ensure_dynamodb_local
 
             self._ddb_local = DynamoDBLocal(ensure_dynamodb_local()).start()
             return str(self._ddb_local.endpoint_url)
         if self.o.backend == "atomic-moto":
-            from local.atomic_moto import start_server_process
+            from local.emulators.atomic_moto import start_server_process
 
             self._moto_proc, endpoint = start_server_process(log_path=self.workdir / "moto.log", env=self._aws_env())
             return str(endpoint)
@@ -503,7 +503,7 @@ class Chaos:
         argv = [
             sys.executable,
             "-m",
-            "local.chaos_worker",
+            "local.chaos.worker",
             "--worker-id",
             worker_id,
             "--log-file",
@@ -1007,7 +1007,7 @@ class Chaos:
 
     def expected_rows(self, slots: list[str]) -> dict[str, Any]:
         """The rows the job's query gives for each slot, computed afresh (DuckDB, no simulated duration)."""
-        from local.duckdb_engine import DuckDBQueryEngine
+        from local.emulators.duckdb_engine import DuckDBQueryEngine
 
         settings = Settings.from_env(self.worker_env())
         expected: dict[str, Any] = {}
@@ -1153,7 +1153,7 @@ class Chaos:
             with contextlib.suppress(Exception):
                 self._ddb_local.stop()
         if self._moto_proc is not None:
-            from local.atomic_moto import stop_server_process
+            from local.emulators.atomic_moto import stop_server_process
 
             with contextlib.suppress(Exception):
                 stop_server_process(self._moto_proc)

@@ -1,8 +1,8 @@
-"""A ``local.lambda_runtime`` execution environment with the chaos suite's fault seams.
+"""A ``local.emulators.lambda_runtime`` execution environment with the chaos suite's fault seams.
 
-``python -m local.chaos_worker --worker-id w1 ... --seed 7 --clock-skew-ms -300 --transient-rate 0.01``
+``python -m local.chaos.worker --worker-id w1 ... --seed 7 --clock-skew-ms -300 --transient-rate 0.01``
 
-Everything of :mod:`local.lambda_runtime` (the REAL handler, the DuckDB engine, checkpoint faults: SIGKILL
+Everything of :mod:`local.emulators.lambda_runtime` (the REAL handler, the DuckDB engine, checkpoint faults: SIGKILL
 or SIGSTOP of this very process at a named protocol checkpoint) plus, installed once at the cold start and
 never by editing the runtime's code paths:
 
@@ -66,7 +66,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from athena_refresh.engine import DEFAULT_CLIENT_CONFIG
-from local.lambda_runtime import Runtime, main
+from local.emulators.lambda_runtime import Runtime, main
 
 #: botocore ``standard`` retry mode: four attempts in all for DynamoDB (botocore/retries/standard.py,
 #: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html). A storm of that many calls
@@ -116,11 +116,12 @@ WRITE_FAULTS: dict[str, tuple[tuple[tuple[str, ...], float], ...]] = {
 def classify_write(operation: str, body: Any) -> str | None:
     """Which of the lock's writes a DynamoDB request is (one of the names above), from its JSON body.
 
-    ``record_missed``: the slot item's update sets ``#status = :missed`` (UpdateItem, or TransactWriteItems
-    with the lock item's missed-slot check); ``commit``/``record_state``: a TransactWriteItems whose slot item
-    sets ``#status = :status``/``:running``; ``acquire``: the UpdateItem with ``ADD #token :one``;
-    ``heartbeat``: the UpdateItem ``SET #expires = :expires`` (a release has the same shape). ``None``
-    for anything else (reads, the results store's own requests, the lock's other updates).
+    Slot-item writes all come from one builder (``slotlock.expressions.slot_item_update``) and differ by
+    the ``:status`` they set: ``MISSED`` is ``record_missed`` (UpdateItem, or TransactWriteItems with the
+    lock item's missed-slot mark), ``RUNNING`` in a TransactWriteItems is ``record_state``, ``SUCCEEDED`` /
+    ``FAILED`` is ``commit``; ``acquire``: the UpdateItem with ``ADD #token :one``; ``heartbeat``: the
+    UpdateItem ``SET #expires = :expires`` (a release has the same shape). ``None`` for anything else
+    (reads, the results store's own requests, the lock's other updates).
     """
     if operation not in ("UpdateItem", "TransactWriteItems"):
         return None
@@ -129,20 +130,26 @@ def classify_write(operation: str, body: Any) -> str | None:
     except (ValueError, UnicodeDecodeError):
         return None
     if operation == "UpdateItem":
-        expressions = [str(request.get("UpdateExpression", ""))]
+        actions = [request]
     else:
-        expressions = [
-            str(action.get("UpdateExpression", ""))
+        actions = [
+            action
             for entry in request.get("TransactItems", [])
             for action in entry.values()
             if isinstance(action, dict)
         ]
-    if any("#status = :missed" in e for e in expressions):
+    expressions = [str(action.get("UpdateExpression", "")) for action in actions]
+    statuses = {
+        str(action.get("ExpressionAttributeValues", {}).get(":status", {}).get("S"))
+        for action in actions
+        if "#status = :status" in str(action.get("UpdateExpression", ""))
+    }
+    if "MISSED" in statuses:
         return RECORD_MISSED
     if operation == "TransactWriteItems":
-        if any("#status = :status" in e for e in expressions):
+        if statuses & {"SUCCEEDED", "FAILED"}:
             return COMMIT
-        if any("#status = :running" in e for e in expressions):
+        if "RUNNING" in statuses:
             return RECORD_STATE
         return None
     if "ADD #token :one" in expressions[0]:
@@ -410,7 +417,7 @@ class FaultyEngine:
 
 
 class ChaosRuntime(Runtime):
-    """:class:`local.lambda_runtime.Runtime` plus the seams above (installed once, at the cold start)."""
+    """:class:`local.emulators.lambda_runtime.Runtime` plus the seams above (installed once, at the cold start)."""
 
     plan: FaultPlan
 
@@ -507,4 +514,4 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(runtime_cls=ChaosRuntime, add_arguments=_add_arguments, prog="python -m local.chaos_worker"))
+    sys.exit(main(runtime_cls=ChaosRuntime, add_arguments=_add_arguments, prog="python -m local.chaos.worker"))

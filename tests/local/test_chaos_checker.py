@@ -9,18 +9,7 @@ from typing import Any
 
 import pytest
 
-from local.chaos import (
-    FORCED_MISSED_RESEND,
-    FORCED_RELEASE_CONFLICT,
-    FORCED_WRITE_FAULTS,
-    KILL_POINTS,
-    MIN_STALE_COMMIT_SCENARIOS,
-    RESUME_POLICIES,
-    STALE_COMMIT_POINTS,
-    ChaosOptions,
-    make_plan,
-)
-from local.chaos_checker import (
+from local.chaos.checker import (
     FinalState,
     accepted_commits,
     check_final_state,
@@ -32,6 +21,17 @@ from local.chaos_checker import (
     emf_metric_values,
     percentile,
     terminal_writes,
+)
+from local.chaos.harness import (
+    FORCED_MISSED_RESEND,
+    FORCED_RELEASE_CONFLICT,
+    FORCED_WRITE_FAULTS,
+    KILL_POINTS,
+    MIN_STALE_COMMIT_SCENARIOS,
+    RESUME_POLICIES,
+    STALE_COMMIT_POINTS,
+    ChaosOptions,
+    make_plan,
 )
 
 S1, S2, S3 = "2026-11-22T00:00:00Z", "2026-11-22T00:30:00Z", "2026-11-22T01:00:00Z"

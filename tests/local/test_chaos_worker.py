@@ -12,7 +12,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from athena_refresh.errors import QueryEngineError
-from local.chaos_worker import (
+from local.chaos.worker import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
     ATHENA_THROTTLE,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from local.demo import KILL, PAUSE, SLOT_PERIOD_S, fault_plan, slot_times
-from local.lambda_runtime import LambdaContext
+from local.demo.runner import KILL, PAUSE, SLOT_PERIOD_S, fault_plan, slot_times
+from local.emulators.lambda_runtime import LambdaContext
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TIMEOUT_S = 150  # normally about 20 s; bounded so a hang fails instead of blocking the suite

@@ -1,4 +1,4 @@
-"""local.duckdb_engine: the job's real Trino SQL on the real flights data, with Athena's observable behaviour."""
+"""local.emulators.duckdb_engine: the job's real Trino SQL on the real flights data, with Athena's observable behaviour."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
-from local.duckdb_engine import DuckDBQueryEngine, prepare_query
+from local.emulators.duckdb_engine import DuckDBQueryEngine, prepare_query
 from sample_data.flights import REPO_ROOT, ensure_flights_parquet
 
 JOB_SQL: str = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["job"]["sql"]

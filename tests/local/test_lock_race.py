@@ -2,7 +2,7 @@
 
 Every round is a new schedule slot. All racer processes are released together by a
 ``multiprocessing.Barrier``; each calls ``try_acquire(slot, owner_id=f"p{i}-r{round}")`` and the one
-that wins commits at once. moto is made atomic by ``local.atomic_moto`` (stock moto lets several racers
+that wins commits at once. moto is made atomic by ``local.emulators.atomic_moto`` (stock moto lets several racers
 win: see ../shared/notes/platform-facts.md), so this proves the lock's conditions, not moto's.
 
 Every wait is bounded: barrier waits, queue reads, joins.
@@ -21,7 +21,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from local.processes import gather
+from local.emulators.processes import gather
 from slotlock import Slot, SlotLock, create_lock_table
 
 pytestmark = pytest.mark.slow

@@ -393,7 +393,7 @@ def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[s
     assert not runtime_accepts(runtime_lo - 1) and not runtime_accepts(runtime_hi + 1)
     assert lo == math.ceil(runtime_lo)  # equal, or a fractional runtime minimum (heartbeat 0.1 s) rounded up
     # ... except the maximum slot age: Lambda caps the deployed value at 6 h, while the runtime also serves
-    # the local harnesses, which replay a backlog of days (README, local/chaos.py)
+    # the local harnesses, which replay a backlog of days (docs/reliability.md, local/chaos/harness.py)
     if key == "max_slot_age_s":
         assert hi == MAX_LAMBDA_EVENT_AGE_S < runtime_hi
     else:

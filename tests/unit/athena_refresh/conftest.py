@@ -50,7 +50,7 @@ from athena_refresh.errors import QueryEngineError
 from athena_refresh.job import AthenaRefreshJob
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
-from local.dynamodb_local import DynamoDBLocal
+from local.emulators.dynamodb_local import DynamoDBLocal
 from slotlock import Slot, SlotLock, SlotRunner, create_lock_table
 
 REGION = "us-east-1"

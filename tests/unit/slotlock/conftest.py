@@ -3,7 +3,7 @@
 Every test that uses a table runs twice, through the ``backend`` fixture:
 
 * ``moto``: in-process moto, one per test module;
-* ``dynamodb-local``: AWS's own DynamoDB Local (``local.dynamodb_local``), one java process per test
+* ``dynamodb-local``: AWS's own DynamoDB Local (``local.emulators.dynamodb_local``), one java process per test
   session. moto is lenient (it accepts unused expression values, raises a Python TypeError for
   wrong-typed comparisons); DynamoDB Local validates requests as AWS does, so every request the lock
   sends is proven valid there. Without Java or the npm package these params are skipped with the
@@ -35,7 +35,7 @@ import boto3
 import moto
 import pytest
 
-from local.dynamodb_local import DynamoDBLocal
+from local.emulators.dynamodb_local import DynamoDBLocal
 from slotlock import Slot, SlotLock, create_lock_table
 
 TABLE_PREFIX = "slotlock-test"

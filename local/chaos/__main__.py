@@ -1,0 +1,7 @@
+"""``python -m local.chaos``: the full chaos suite (see :mod:`local.chaos.harness`)."""
+
+import sys
+
+from local.chaos.harness import main
+
+sys.exit(main())
