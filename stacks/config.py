@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
+from slotlock import table as lock_table
 from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
@@ -69,7 +70,7 @@ def _shared(variable: str, why: str = "") -> Callable[[Any], int]:
 
 
 _CRON_FIELDS = "minutes hours day-of-month month day-of-week year"
-_JOB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # no "#": it separates the parts of the lock keys
+_JOB_NAME = lock_table.JOB_NAME_PATTERN  # the one job-name rule, shared with the lock and the runtime
 _GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
 _WORKGROUP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
@@ -549,7 +550,7 @@ def sql_output_columns(sql: str) -> tuple[str, ...] | None:
 
 # One check per field, in field order (the dataclass and this table must name the same keys).
 _CHECKS: dict[str, Callable[[Any], Any]] = {
-    "job_name": _name(_JOB_NAME, "1 to 64 letters, digits, '-' or '_'"),
+    "job_name": _name(_JOB_NAME, lock_table.JOB_NAME_RULE),
     "schedule_expression": _cron_expression,
     "racers": _integer(1, MAX_RACERS),
     "lease_duration_s": _shared(

@@ -12,6 +12,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from slotlock import table as lock_table
+
 from . import contract
 from .errors import ConfigurationError
 
@@ -157,10 +159,8 @@ class Settings:
         data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
         data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         job_name = _required(env, contract.ENV_JOB_NAME)
-        if "#" in job_name or len(job_name) > 200:
-            raise ConfigurationError(
-                contract.ENV_JOB_NAME, f"must be at most 200 characters without '#', got {job_name!r}"
-            )
+        if not lock_table.is_valid_job_name(job_name):
+            raise ConfigurationError(contract.ENV_JOB_NAME, f"must be {lock_table.JOB_NAME_RULE}, got {job_name!r:.80}")
         value_columns, value_dimensions, max_series = _value_metrics(env)
         reuse_min = int(
             _number(

@@ -41,7 +41,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import codec, decisions, wire
+from . import codec, decisions, table, wire
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -137,7 +137,7 @@ class SlotLock:
     table_name:
         Table with a string partition key ``pk``. TTL, if enabled, must be on ``ttl_epoch_s``.
     job_name:
-        Job this lock serves (part of every key); 1..200 characters, no ``#``.
+        Job this lock serves (part of every key): :data:`slotlock.table.JOB_NAME_PATTERN`.
     client:
         A boto3 DynamoDB client; default ``boto3.client("dynamodb")`` with botocore's ``standard`` retry
         mode (retries throttling with backoff: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html).
@@ -198,8 +198,8 @@ class SlotLock:
             raise LockConfigurationError(
                 "table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}"
             )
-        if not isinstance(job_name, str) or not 1 <= len(job_name) <= 200 or "#" in job_name:
-            raise LockConfigurationError("job_name", f"must be 1..200 characters without '#', got {job_name!r}")
+        if not table.is_valid_job_name(job_name):
+            raise LockConfigurationError("job_name", f"must be {table.JOB_NAME_RULE}, got {job_name!r:.80}")
         if not _positive_seconds(lease_duration_s):
             raise LockConfigurationError(
                 "lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}"

@@ -12,10 +12,21 @@ the demo, the chaos suite and the benchmarks create their tables with :func:`cre
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 PARTITION_KEY = "pk"
 TTL_ATTRIBUTE = "ttl_epoch_s"
+#: The one job-name rule (the lock, the function's settings and the stack's configuration all use it):
+#: 1..64 letters, digits, '-' or '_'. No '#', which separates the parts of the keys (``slot#<job>#<slot>``);
+#: short enough for every key, metric dimension and resource name built from it.
+JOB_NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+JOB_NAME_RULE = "1 to 64 letters, digits, '-' or '_'"
+
+
+def is_valid_job_name(value: object) -> bool:
+    """Whether ``value`` is a job name by :data:`JOB_NAME_PATTERN`."""
+    return isinstance(value, str) and JOB_NAME_PATTERN.fullmatch(value) is not None
 
 
 def create_lock_table(client: Any, table_name: str, *, enable_ttl: bool = True, wait: bool = True) -> str:
