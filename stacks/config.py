@@ -47,9 +47,8 @@ MAX_RESULT_REUSE_AGE_MIN = contract.MAX_RESULT_REUSE_MAX_AGE_MIN  # Athena MaxAg
 # contract because MAX_LEASE_DURATION_S derives from them).
 CLOCK_SKEW_ALLOWANCE_S = contract.CLOCK_SKEW_ALLOWANCE_S
 ASYNC_FIRST_RETRY_DELAY_S = contract.ASYNC_FIRST_RETRY_DELAY_S
-#: Seconds the runtime keeps back from the invocation deadline for reading results and the commit
-#: (``athena_refresh.job.DEFAULT_COMMIT_RESERVE_MS``; the stack cannot import the runtime's modules).
-COMMIT_RESERVE_S = 5
+#: Seconds the runtime keeps back from the invocation deadline for reading results and the commit.
+COMMIT_RESERVE_S = contract.COMMIT_RESERVE_S
 # Result values published as metrics (mirrors athena_refresh.settings' limits).
 MAX_VALUE_SERIES = contract.MAX_VALUE_METRIC_MAX_SERIES  # each combination is a billed custom metric per column
 MAX_VALUE_COLUMNS = 100  # EMF carries at most 100 metrics per log event

@@ -81,6 +81,9 @@ ALL_ENV_VARS: Final = (
 ASYNC_FIRST_RETRY_DELAY_S: Final = 60
 #: Allowance for the difference between two racers' clocks (Lambda hosts use the Amazon Time Sync
 #: Service, which keeps them far closer; the allowance also absorbs request latency).
+#: Seconds the winner keeps back from its invocation deadline for reading results and the commit: it stops
+#: polling this long before the deadline (the job), and the stack requires timeout > heartbeat + this.
+COMMIT_RESERVE_S: Final = 5
 CLOCK_SKEW_ALLOWANCE_S: Final = 5
 
 #: Lease, seconds. Above 0 (a lease must outlast one DynamoDB round trip: 1 s); at most the first async

@@ -45,8 +45,8 @@ MetricSink = Callable[[str, float, str], None]  # (metric name, value, unit)
 
 CHECKPOINT_QUERY_STARTED = "query_started"
 CHECKPOINT_QUERY_FINISHED = "query_finished"
-#: Time kept back from the invocation deadline for reading results and the commit.
-DEFAULT_COMMIT_RESERVE_MS = 5_000
+#: Time kept back from the invocation deadline for reading results and the commit (shared with the stack).
+DEFAULT_COMMIT_RESERVE_MS = contract.COMMIT_RESERVE_S * 1000
 
 
 def _no_metrics(name: str, value: float, unit: str) -> None:
