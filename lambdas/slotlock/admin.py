@@ -24,9 +24,9 @@ from botocore.exceptions import ClientError
 
 from .dynamodb import SlotLock
 from .errors import LockConfigurationError, SlotLockError
-from .expressions import JOB, PK, TOKEN
+from .expressions import JOB, TOKEN
 from .lease import LockRecord
-from .wire import is_conditional_failure, old_item
+from .wire import old_item
 
 #: DynamoDB numbers have at most 38 significant digits.
 MAX_FENCING_TOKEN = 10**38 - 1
@@ -105,7 +105,7 @@ def bump_fencing_token(lock: SlotLock, at_least: int, *, dry_run: bool = False, 
     """
     if not isinstance(at_least, int) or isinstance(at_least, bool) or not 1 <= at_least <= MAX_FENCING_TOKEN:
         raise LockConfigurationError("at_least", f"must be an integer from 1 to 10**38 - 1, got {at_least!r}")
-    record, before = _decode(lock, lock._get(lock.lock_key))
+    record, before = _decode(lock, lock.get_lock_item())
     if record is not None and record.locked(lock.clock_ms()) and not force and (before or 0) < at_least:
         raise LeaseHeldError(lock.job_name, record)
     if before is not None and before >= at_least:
@@ -113,24 +113,17 @@ def bump_fencing_token(lock: SlotLock, at_least: int, *, dry_run: bool = False, 
     if dry_run:
         return FenceBump(lock.job_name, before, at_least, at_least, bumped=False, dry_run=True)
     try:
-        response = lock._call(
-            "UpdateItem",
-            TableName=lock.table_name,
-            Key={PK: {"S": lock.lock_key}},
-            UpdateExpression="SET #token = :target, #job = if_not_exists(#job, :job)",
-            ConditionExpression=BUMP_CONDITION,
-            ExpressionAttributeNames={"#token": TOKEN, "#job": JOB},
-            ExpressionAttributeValues={":target": {"N": str(at_least)}, ":job": {"S": lock.job_name}},
-            ReturnValues="ALL_OLD",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        previous = lock.update_lock_item(
+            "SET #token = :target, #job = if_not_exists(#job, :job)",
+            BUMP_CONDITION,
+            {"#token": TOKEN, "#job": JOB},
+            {":target": {"N": str(at_least)}, ":job": {"S": lock.job_name}},
         )
-    except ClientError as exc:
-        if not is_conditional_failure(exc):
-            raise lock._wrap("UpdateItem", exc) from exc
+    except ClientError as exc:  # only a failed condition reaches here (update_lock_item wraps the rest)
         # The counter moved to >= at_least since our read (acquisitions, or another bump): nothing to do.
-        _, current = _decode(lock, old_item(exc) or lock._get(lock.lock_key))
+        _, current = _decode(lock, old_item(exc) or lock.get_lock_item())
         return FenceBump(lock.job_name, before, current, at_least, bumped=False)
-    _, old = _decode(lock, response.get("Attributes"))
+    _, old = _decode(lock, previous)
     return FenceBump(lock.job_name, old, at_least, at_least, bumped=True)
 
 

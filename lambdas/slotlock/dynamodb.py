@@ -953,6 +953,47 @@ class SlotLock:
         item = self._get(self.lock_key)
         return self.decode_lock(item) if item else LockRecord()
 
+    # --- operator surface (slotlock.admin) --------------------------------------------------------------
+    def get_lock_item(self) -> dict[str, Any] | None:
+        """The job's lock item as stored (DynamoDB JSON, strongly consistent read), ``None`` when absent.
+
+        For operator tools that must see an item :meth:`decode_lock` would refuse (e.g. one that lost its
+        fencing counter). Raises :class:`LockBackendError` when DynamoDB fails.
+        """
+        return self._get(self.lock_key)
+
+    def update_lock_item(
+        self, update_expression: str, condition_expression: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """One conditional UpdateItem of the job's lock item (operator tools); returns the item as it was
+        (ALL_OLD), ``None`` if it did not exist.
+
+        Raises
+        ------
+        botocore.exceptions.ClientError
+            The condition failed (``ConditionalCheckFailedException``; ALL_OLD in ``response["Item"]``).
+        LockBackendError
+            DynamoDB failed otherwise.
+        """
+        try:
+            response = self._call(
+                "UpdateItem",
+                TableName=self.table_name,
+                Key={PK: {"S": self.lock_key}},
+                UpdateExpression=update_expression,
+                ConditionExpression=condition_expression,
+                ExpressionAttributeNames=dict(names),
+                ExpressionAttributeValues=dict(values),
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if wire.is_conditional_failure(exc):
+                raise
+            raise self._wrap("UpdateItem", exc) from exc
+        attributes = response.get("Attributes")
+        return attributes if isinstance(attributes, dict) else None
+
     def get_slot(self, slot: Slot) -> dict[str, Any] | None:
         """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
 
