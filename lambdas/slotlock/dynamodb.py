@@ -26,7 +26,6 @@ Transactions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -37,11 +36,11 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from . import codec, decisions, table, wire
+from .client import Cancelled as _Cancelled
+from .client import LockTableClient
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -52,7 +51,6 @@ from .errors import (
     LockNotAcquiredError,
     StaleFencingTokenError,
     TransientLockError,
-    WriteRejectedError,
 )
 from .expressions import (
     ACQUIRE_CONDITION,
@@ -92,7 +90,7 @@ from .expressions import (
 )
 from .lease import CommitReceipt, Lease, LockRecord, Loss, LossReason, SlotOutcomeName
 from .slot import Slot
-from .transient import PERMANENT_ERROR_CODES, TRANSIENT_ERROR_CODES, Cancellation, RetryBudget
+from .transient import RetryBudget
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -238,43 +236,18 @@ class SlotLock:
         self.clock_ms = clock_ms
         self.sleep_s = sleep_s
         self.max_transient_attempts = max_transient_attempts
-        self._client = client
+        self._io = LockTableClient(table_name, client)
         self.lock_key = f"lock#{job_name}"
 
     # --- plumbing -------------------------------------------------------------------------------------
     @property
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (created lazily with the ``standard`` retry mode)."""
-        if self._client is None:
-            self._client = boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 5}))
-        return self._client
+        return self._io.client
 
     def slot_key(self, slot: Slot) -> str:
         """Partition key of a slot's history item."""
         return f"slot#{self.job_name}#{slot.iso}"
-
-    def _call(self, operation: str, **params: Any) -> dict[str, Any]:
-        method = getattr(self.client, _SNAKE[operation])
-        try:
-            response: dict[str, Any] = method(**params)
-            return response
-        except ClientError:
-            raise  # callers inspect conditional failures; everything else is wrapped by _wrap
-        except BotoCoreError as exc:  # connection dropped, read timeout... after botocore's own retries
-            raise LockBackendError(operation, str(exc), error_code=type(exc).__name__, retryable=True) from exc
-
-    @staticmethod
-    def _wrap(operation: str, exc: ClientError) -> LockBackendError:
-        error = exc.response.get("Error", {})
-        code, message = error.get("Code"), error.get("Message") or str(exc)
-        if code in PERMANENT_ERROR_CODES:
-            return WriteRejectedError(operation, f"{code}: {message}", reason_code=str(code))
-        return LockBackendError(
-            operation,
-            message,
-            error_code=code,
-            retryable=code in TRANSIENT_ERROR_CODES or wire.http_status(exc) >= 500,
-        )
 
     def holder_budget(self, lease: Lease) -> RetryBudget:
         """The retry budget of a holder's write: ends at the lease's expiry or the invocation deadline."""
@@ -293,40 +266,6 @@ class SlotLock:
         return RetryBudget(
             clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends), max_attempts=LOSER_TRANSIENT_ATTEMPTS
         )
-
-    def _send(self, operation: str, params: Mapping[str, Any], budget: RetryBudget) -> dict[str, Any]:
-        """One single-item write, its transient answers retried within ``budget``.
-
-        Raises the ``ClientError`` of a failed condition (the caller judges it with ALL_OLD), the
-        retryable :class:`TransientLockError` when the budget is spent, :class:`WriteRejectedError` for
-        a request DynamoDB will never accept, and :class:`LockBackendError` otherwise.
-        """
-        while True:
-            try:
-                return self._call(operation, **params)
-            except ClientError as exc:
-                if wire.is_conditional_failure(exc):
-                    raise
-                wrapped = self._wrap(operation, exc)
-                if not wrapped.retryable:
-                    raise wrapped from exc
-                if not budget.retry():
-                    raise TransientLockError(
-                        operation,
-                        f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
-                        attempts=budget.attempts,
-                        error_code=wrapped.error_code,
-                    ) from exc
-            except LockBackendError as exc:
-                if not exc.retryable:
-                    raise
-                if not budget.retry():
-                    raise TransientLockError(
-                        operation,
-                        f"{exc} (after {budget.attempts} request(s))",
-                        attempts=budget.attempts,
-                        error_code=exc.error_code,
-                    ) from exc
 
     def _ttl(self, now_ms: int) -> int:
         return now_ms // 1000 + self.history_ttl_s
@@ -442,7 +381,7 @@ class SlotLock:
         outcome_unknown = False
         while True:
             try:
-                response = self._call("UpdateItem", **params)
+                response = self._io.call("UpdateItem", **params)
                 break
             except ClientError as exc:
                 if wire.is_conditional_failure(exc):
@@ -450,7 +389,7 @@ class SlotLock:
                 if wire.error_code(exc) == "ValidationException":
                     # e.g. ADD on a String fencing_token: name the corrupt attribute if that is the cause
                     self._raise_if_corrupt(exc)
-                wrapped = self._wrap("UpdateItem", exc)
+                wrapped = self._io.wrap("UpdateItem", exc)
                 if not wrapped.retryable:
                     raise wrapped from exc
                 if budget.retry():
@@ -556,7 +495,7 @@ class SlotLock:
             {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}},
         )["Update"]
         try:
-            self._send("UpdateItem", update, self.holder_budget(lease))
+            self._io.send("UpdateItem", update, self.holder_budget(lease))
         except (ClientError, LockBackendError) as exc:
             logger.warning(
                 "slot %s already ended (%s); could not mark it finished on the lock item, the lease"
@@ -869,7 +808,7 @@ class SlotLock:
             lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
         )["Update"]
         try:
-            self._send("UpdateItem", update, self.holder_budget(lease))
+            self._io.send("UpdateItem", update, self.holder_budget(lease))
         except ClientError as exc:  # _send re-raises only a failed condition: ALL_OLD names the new holder
             raise LeaseLostError(lease, self._old_lock_record(exc), operation=operation) from exc
 
@@ -929,7 +868,7 @@ class SlotLock:
                 }
                 self._transact([{"Update": update}, mark_missed], operation="record_missed", budget=budget)
             else:
-                self._send("UpdateItem", update, budget)
+                self._io.send("UpdateItem", update, budget)
         except ClientError as exc:  # the slot item's condition failed: someone recorded it (maybe us)
             return self._own_missed_record(slot, wire.old_item(exc), record_id)
         except _Cancelled as cancelled:
@@ -944,14 +883,36 @@ class SlotLock:
     def _own_missed_record(self, slot: Slot, old_item: Mapping[str, Any] | None, record_id: str) -> bool:
         """Whether the record that failed our condition is our own earlier write (an SDK resend)."""
         if old_item is None:  # no ALL_OLD (older emulators): one consistent read
-            old_item = self._get(self.slot_key(slot))
+            old_item = self._io.get(self.slot_key(slot))
         return old_item is not None and old_item.get(RECORD_ID, {}).get("S") == record_id
 
     # --- reads ------------------------------------------------------------------------------------------
     def get_lock(self) -> LockRecord:
         """The job's lock item (strongly consistent read); a default record on a fresh table."""
-        item = self._get(self.lock_key)
+        item = self._io.get(self.lock_key)
         return self.decode_lock(item) if item else LockRecord()
+
+    def _transact(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        operation: str,
+        budget: RetryBudget,
+        lease: Lease | None = None,
+        idempotent: bool = False,
+    ) -> None:
+        """:meth:`LockTableClient.transact`; an undecided cancellation of a holder's write (``lease``) is
+        decided by one consistent read of the lock item: still our owner and token, or not."""
+
+        def decide() -> tuple[bool, LockRecord | None]:
+            assert lease is not None
+            item = self._io.get(self.lock_key)
+            current = self.decode_lock(item) if item else None
+            return current is not None and current.owned_by(lease.owner_id, lease.fencing_token), current
+
+        self._io.transact(
+            items, operation=operation, budget=budget, decide_undecided=decide if lease else None, idempotent=idempotent
+        )
 
     # --- operator surface (slotlock.admin) --------------------------------------------------------------
     def get_lock_item(self) -> dict[str, Any] | None:
@@ -960,7 +921,7 @@ class SlotLock:
         For operator tools that must see an item :meth:`decode_lock` would refuse (e.g. one that lost its
         fencing counter). Raises :class:`LockBackendError` when DynamoDB fails.
         """
-        return self._get(self.lock_key)
+        return self._io.get(self.lock_key)
 
     def update_lock_item(
         self, update_expression: str, condition_expression: str, names: Mapping[str, str], values: Mapping[str, Any]
@@ -976,7 +937,7 @@ class SlotLock:
             DynamoDB failed otherwise.
         """
         try:
-            response = self._call(
+            response = self._io.call(
                 "UpdateItem",
                 TableName=self.table_name,
                 Key={PK: {"S": self.lock_key}},
@@ -990,7 +951,7 @@ class SlotLock:
         except ClientError as exc:
             if wire.is_conditional_failure(exc):
                 raise
-            raise self._wrap("UpdateItem", exc) from exc
+            raise self._io.wrap("UpdateItem", exc) from exc
         attributes = response.get("Attributes")
         return attributes if isinstance(attributes, dict) else None
 
@@ -1003,7 +964,7 @@ class SlotLock:
             A ``*_json`` attribute is not a String holding a JSON object (``key`` is the slot item's).
         """
         key = self.slot_key(slot)
-        item = self._get(key)
+        item = self._io.get(key)
         if item is None:
             return None
         return codec.decode_slot_item(item, key)
@@ -1013,15 +974,8 @@ class SlotLock:
         record = self.get_slot(slot)
         return dict(record.get("state") or {}) if record else {}
 
-    def _get(self, key: str) -> dict[str, Any] | None:
-        try:
-            response = self._call("GetItem", TableName=self.table_name, Key={PK: {"S": key}}, ConsistentRead=True)
-        except ClientError as exc:
-            raise self._wrap("GetItem", exc) from exc
-        return response.get("Item")
-
     def _raise_if_corrupt(self, exc: ClientError) -> None:
-        item = self._get(self.lock_key)
+        item = self._io.get(self.lock_key)
         if item:
             try:
                 self.decode_lock(item)
@@ -1031,7 +985,7 @@ class SlotLock:
     def _old_lock_record(self, exc: ClientError) -> LockRecord | None:
         item = wire.old_item(exc)
         if item is None:  # ALL_OLD not returned (older emulators): fall back to one consistent read
-            item = self._get(self.lock_key)
+            item = self._io.get(self.lock_key)
         return self.decode_lock(item) if item else None
 
     # --- wire helpers -------------------------------------------------------------------------------------
@@ -1057,124 +1011,6 @@ class SlotLock:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
-
-    def _transact(
-        self,
-        items: Sequence[Mapping[str, Any]],
-        *,
-        operation: str,
-        budget: RetryBudget,
-        lease: Lease | None = None,
-        idempotent: bool = False,
-    ) -> None:
-        """One TransactWriteItems, its cancellation judged item by item (:class:`Cancellation`).
-
-        Transient verdicts and top-level transient errors are retried within ``budget``, then raise the
-        retryable :class:`TransientLockError`; permanent ones raise :class:`WriteRejectedError`. An
-        undecided cancellation is decided by one consistent read of the lock item
-        (:meth:`Cancellation.decided_by_lock`). ``lease_gone`` and
-        ``condition_failed`` verdicts raise :class:`_Cancelled` for the caller to judge.
-        """
-        while True:
-            params: dict[str, Any] = {"TransactItems": list(items)}
-            if idempotent:
-                # Idempotency token for botocore's resends of this very request (DynamoDB keeps it 10 minutes;
-                # 36 chars max). A digest of the whole request and our attempt number: DynamoDB answers
-                # IdempotentParameterMismatchException when a token is reused with any other parameter, and a
-                # new attempt after a cancellation is a new request. A resend that differs fails its
-                # condition instead, and ``commit`` recognises its own applied commit from ALL_OLD.
-                canonical = json.dumps(
-                    [params["TransactItems"], budget.attempts], sort_keys=True, separators=(",", ":"), default=repr
-                )
-                params["ClientRequestToken"] = hashlib.sha256(canonical.encode()).hexdigest()[:36]
-            try:
-                self._call("TransactWriteItems", **params)
-                return
-            except ClientError as exc:
-                if wire.error_code(exc) != "TransactionCanceledException":
-                    wrapped = self._wrap("TransactWriteItems", exc)
-                    if not wrapped.retryable:
-                        raise wrapped from exc
-                    if budget.retry():
-                        continue
-                    raise TransientLockError(
-                        "TransactWriteItems",
-                        f"{operation}: {wrapped} (after {budget.attempts} request(s))",
-                        attempts=budget.attempts,
-                        error_code=wrapped.error_code,
-                    ) from exc
-                reasons = wire.cancellation_reasons(exc)
-                judged = Cancellation.judge(reasons)
-                current: LockRecord | None = None
-                if judged.verdict == "undecided" and lease is not None:
-                    item = self._get(self.lock_key)
-                    current = self.decode_lock(item) if item else None
-                    owned = current is not None and current.owned_by(lease.owner_id, lease.fencing_token)
-                    judged = judged.decided_by_lock(owned)
-                if judged.verdict in ("transient", "undecided"):
-                    if budget.retry():
-                        continue
-                    raise TransientLockError(
-                        "TransactWriteItems",
-                        f"{operation}: cancelled with reasons {list(judged.codes)} after {budget.attempts} request(s)",
-                        reasons=judged.codes,
-                        attempts=budget.attempts,
-                        error_code="TransactionCanceledException",
-                    ) from exc
-                if judged.verdict == "permanent":
-                    reason = reasons[judged.index or 0] if reasons else {}
-                    raise WriteRejectedError(
-                        "TransactWriteItems",
-                        f"{operation}: item #{judged.index} refused for good: {judged.code}: {reason.get('Message') or ''}",
-                        reason_code=str(judged.code),
-                        index=judged.index,
-                    ) from exc
-                raise _Cancelled(exc, reasons, judged, current) from exc
-            except LockBackendError as exc:  # no answer at all (the request may have applied)
-                if not exc.retryable:
-                    raise
-                if budget.retry():
-                    continue
-                raise TransientLockError(
-                    "TransactWriteItems",
-                    f"{operation}: {exc} (after {budget.attempts} request(s))",
-                    attempts=budget.attempts,
-                    error_code=exc.error_code,
-                ) from exc
-
-
-class _Cancelled(Exception):
-    """Internal: a cancelled transaction that failed a condition: its reasons and verdict (index 0 is the
-    lock item for holder writes, the slot item for a missed-slot record)."""
-
-    def __init__(
-        self, error: ClientError, reasons: list[dict[str, Any]], judged: Cancellation, current: LockRecord | None
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.reasons = reasons
-        self.judged = judged
-        self._current = current
-
-    def item(self, index: int) -> dict[str, Any] | None:
-        """The ALL_OLD item DynamoDB returned with reason ``index`` (``None`` when it returned none)."""
-        return self.reasons[index].get("Item") if index < len(self.reasons) else None
-
-    def lock_record(self, lock: SlotLock) -> LockRecord | None:
-        if self._current is not None:
-            return self._current
-        item = self.item(0)
-        if item is None:
-            item = lock._get(lock.lock_key)
-        return lock.decode_lock(item) if item else None
-
-
-_SNAKE = {
-    "UpdateItem": "update_item",
-    "PutItem": "put_item",
-    "GetItem": "get_item",
-    "TransactWriteItems": "transact_write_items",
-}
 
 
 def _positive_seconds(value: Any) -> bool:

@@ -93,14 +93,14 @@ def test_a_concurrent_raise_between_read_and_write_is_not_undone(
     # GIVEN the counter at 1, and another operator's bump to 500 landing right after our read
     run_slot(lock, slot, "req-1")
     other = make_lock()
-    read = lock._get
+    read = lock.get_lock_item
 
-    def read_then_other_bumps(key: str) -> Any:
-        item = read(key)
+    def read_then_other_bumps() -> Any:
+        item = read()
         bump_fencing_token(other, 500)
         return item
 
-    monkeypatch.setattr(lock, "_get", read_then_other_bumps)
+    monkeypatch.setattr(lock, "get_lock_item", read_then_other_bumps)
 
     # WHEN our bump to 100 is sent
     bump = bump_fencing_token(lock, 100)
