@@ -286,7 +286,8 @@ class SlotLock:
           the predecessor's in-flight state;
         - a slot that will never run is recorded MISSED by exactly one of its racers with one more
           conditional write: ``too_old`` (instead of an acquisition), ``overrun`` and ``superseded``;
-          ``too_old`` and ``overrun`` in a transaction with a check that the slot is not acquired;
+          ``too_old`` and ``overrun`` in a transaction that also adds the slot to the lock item's missed
+          slots (on condition that it is not acquired), so the acquire condition refuses it from then on;
         - an answer that decides nothing (a transaction in flight on the lock item, throttling past
           botocore's retries) is retried a few times within a quarter lease, then lost as ``conflict`` or
           ``unavailable`` (a normal return, never an exception).
@@ -474,7 +475,10 @@ class SlotLock:
         return lease
 
     def _abandon_ended_slot(self, lease: Lease, record: LockRecord, status: str) -> Loss:
-        """We acquired a slot whose history already ended (recorded MISSED before our acquisition): run nothing.
+        """We took over a slot whose history item is already terminal: run nothing.
+
+        Only an edited table gets here (the acquire condition refuses finished and missed slots); it is
+        checked on takeovers, which read the slot item anyway.
 
         One fenced UpdateItem finishes the slot on the lock item (last finished slot = this slot, with the
         recorded outcome) and releases the lease, so later deliveries of the slot lose as ``slot_finished``

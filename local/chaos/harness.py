@@ -204,6 +204,10 @@ class SlotPlan:
     def iso(self) -> str:
         return iso(self.scheduled)
 
+    def forced_for(self, racer: int) -> list[dict[str, Any]]:
+        """The aimed write faults this racer's delivery carries (those for any racer, or for this one)."""
+        return [f for f in self.forced if f.get("racer", racer) == racer]
+
 
 def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[SlotPlan], list[str]]:
     """The seeded plan: slots (the last ``o.slots`` half-hours, oldest first) and the ancient slots.
@@ -572,7 +576,7 @@ class Chaos:
                 if plan.storm and (plan.storm["target"] == "athena" or plan.storm["racer"] == racer)
                 else None
             )
-            forced = [f for f in plan.forced if f.get("racer", racer) == racer]
+            forced = plan.forced_for(racer)
             self._enqueue(
                 Delivery(
                     str(uuid.uuid4()),
@@ -590,7 +594,7 @@ class Chaos:
         for n in range(plan.duplicates):
             self.faults["duplicate_delivery"] += 1
             racer = self.rng.randrange(self.o.racers)
-            forced = [f for f in plan.forced if f.get("racer", racer) == racer]  # a duplicate may win the race
+            forced = plan.forced_for(racer)  # a duplicate may win the race
             self._enqueue(
                 Delivery(
                     str(uuid.uuid4()),
