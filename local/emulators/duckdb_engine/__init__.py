@@ -1,5 +1,23 @@
-"""The Athena stand-in: the job's Trino SQL on DuckDB behind the ``QueryEngine`` interface (see :mod:`.engine`)."""
+"""A local stand-in for Athena: the job's Trino SQL, run by DuckDB on Parquet files, behind ``QueryEngine``.
 
-from .engine import DuckDBQueryEngine, prepare_query
+``DuckDBQueryEngine`` implements the protocol of ``athena_refresh.engine`` (see ``docs/engine-interface.md``)
+with Athena's observable behaviour, so the job cannot tell it from ``AthenaQueryEngine``.
 
-__all__ = ["DuckDBQueryEngine", "prepare_query"]
+Modules:
+
+- :mod:`.sql`: Trino text + ExecutionParameters -> DuckDB SQL (``prepare_query``, ``PreparedQuery``,
+  ``QueryRejected``): parsed with sqlglot, parameters bound as parsed literals, never formatted in.
+- :mod:`.values`: DuckDB values -> Athena ``VarCharValue`` text, DuckDB types -> Trino type names.
+- :mod:`.engine`: ``DuckDBQueryEngine``: execution on DuckDB, ClientRequestToken idempotency across
+  processes, and the execution state (outcome, results, statistics) shared through ``state_dir``.
+
+Known differences from Athena (inherent to DuckDB/sqlglot, not hidden): integer division (Trino
+``10/3 = 3``, DuckDB ``3.33``), approximate aggregates (``approx_percentile`` differs slightly; its weighted
+form loses the weight), ``x/0`` (DuckDB: NULL/inf, Trino: error), and functions sqlglot does not
+translate (``url_extract_*``, ``map_agg``, ``format_datetime``, ...) fail.
+"""
+
+from .engine import DuckDBQueryEngine
+from .sql import PreparedQuery, QueryRejected, prepare_query
+
+__all__ = ["DuckDBQueryEngine", "PreparedQuery", "QueryRejected", "prepare_query"]

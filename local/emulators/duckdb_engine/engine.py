@@ -1,19 +1,12 @@
-"""A local stand-in for Athena: the job's Trino SQL, run by DuckDB on Parquet files, behind ``QueryEngine``.
+"""``DuckDBQueryEngine``: the ``QueryEngine`` protocol on DuckDB, with Athena's observable behaviour.
 
 ``DuckDBQueryEngine`` implements the protocol of ``athena_refresh.engine`` (see ``docs/engine-interface.md``)
-with Athena's observable behaviour, so the job cannot tell it from ``AthenaQueryEngine``:
+with Athena's observable behaviour, so the job cannot tell it from ``AthenaQueryEngine``. SQL preparation is
+in :mod:`.sql`, the rendering of values and types as Athena text in :mod:`.values`.
 
-- **SQL**: Trino (Athena engine v3) is parsed with sqlglot and generated as DuckDB SQL. Tables are the
-  directories of ``data_dir`` (``flights`` -> ``data_dir/flights/*.parquet``) exposed as DuckDB views;
-  catalog and database qualifiers are dropped (Athena's ``QueryExecutionContext`` plays that role). The
-  session time zone is UTC. Only one SELECT (or other query) statement per execution, as in Athena.
-  DuckDB may read files under ``data_dir`` only (``allowed_directories`` + ``enable_external_access=false``).
-- **ExecutionParameters** (Athena semantics: SQL literal text, strings with their quotes) are never
-  formatted into the SQL string. The query is parsed; every ``?`` placeholder is replaced, in source
-  order, by the parsed literal; then DuckDB SQL is generated from the tree. A value that is not a literal
-  (a literal, ``NULL``, ``true``/``false``, a negative number, ``TIMESTAMP '...'``/``DATE '...'``/``CAST``
-  of a literal, ``INTERVAL '1' DAY``, ``X'AB'``), or a placeholder count that differs from the parameter
-  count, makes the query FAILED (user error), as Athena does.
+- **Tables** are the directories of ``data_dir`` (``flights`` -> ``data_dir/flights/*.parquet``) exposed as
+  DuckDB views. The session time zone is UTC. DuckDB may read files under ``data_dir`` only
+  (``allowed_directories`` + ``enable_external_access=false``).
 - **Idempotency across processes**: ``client_request_token`` maps to one query execution id through a
   token file created exclusively (``os.link`` of a complete temporary file: like ``O_CREAT|O_EXCL`` but
   never visible half-written). The same token with the same SQL and parameters returns the same id; with
@@ -24,53 +17,31 @@ with Athena's observable behaviour, so the job cannot tell it from ``AthenaQuery
   ``get_results``. ``get_query`` reports QUEUED during the first tenth of ``simulated_duration_ms`` and
   RUNNING until ``submitted_at_ms + simulated_duration_ms`` by ``clock_ms``, then SUCCEEDED or FAILED.
   The duration is stored with the execution: every engine instance sees the same timeline.
-- **Values**: DuckDB values are rendered as the text Athena would put in ``VarCharValue`` (timestamps
-  ``2013-01-01 05:00:00.000``, decimals exact, ``true``/``false``) and converted by
-  ``athena_refresh.engine.convert_value``: both engines share one conversion. Column types are Trino names
-  (``bigint``, ``double``, ``varchar``, ``timestamp``, ``decimal``, ...). DuckDB's HUGEINT (``count_if``,
-  ``sum`` of integers) is reported as ``bigint``; a value outside bigint fails the query, as Trino does.
 
 State layout (all JSON, written to a temporary file and renamed)::
 
     state_dir/queries/<query execution id>.json   request, outcome, statistics, error
     state_dir/results/<query execution id>.json   columns and rows as Athena text (None for NULL)
     state_dir/tokens/<sha256 of the token>.json   token -> query execution id + request hash
-
-Known differences from Athena (inherent to DuckDB/sqlglot, not hidden): integer division (Trino
-``10/3 = 3``, DuckDB ``3.33``), approximate aggregates (``approx_percentile`` differs slightly; its weighted
-form loses the weight), ``x/0`` (DuckDB: NULL/inf, Trino: error), and functions sqlglot does not
-translate (``url_extract_*``, ``map_agg``, ``format_datetime``, ...) fail.
 """
 
 from __future__ import annotations
 
 import contextlib
-import decimal
 import hashlib
 import json
 import logging
-import math
 import os
 import re
-import struct
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as dt_time
 from pathlib import Path
-from typing import Any, ClassVar, Final, Self
+from typing import Any, Final, Self
 
 import duckdb
-import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.trino import Trino
-from sqlglot.errors import ErrorLevel, SqlglotError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.tokens import TokenType
 
 from athena_refresh.engine import (
     Column,
@@ -83,7 +54,10 @@ from athena_refresh.engine import (
 )
 from athena_refresh.errors import QueryEngineError, ResultTypeError
 
-__all__ = ["DuckDBQueryEngine", "PreparedQuery", "QueryRejected", "prepare_query"]
+from .sql import QueryRejected, prepare_query
+from .values import _render
+
+__all__ = ["DuckDBQueryEngine"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,281 +74,13 @@ QUEUED_SHARE: Final = 0.1
 
 _QUERY_ID_RE: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TABLE_NAME_RE: Final = re.compile(r"[a-z_][a-z0-9_]*")
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 _STATE_VERSION: Final = 1
-_ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-# --------------------------------------------------------------------------------------------------
-# SQL preparation: Trino text + ExecutionParameters -> DuckDB SQL (no string formatting of values)
-# --------------------------------------------------------------------------------------------------
-class QueryRejected(Exception):
-    """The query cannot run (user error): it ends FAILED with ``error_code: message`` as its reason."""
-
-    def __init__(self, error_code: str, message: str) -> None:
-        super().__init__(f"{error_code}: {message}")
-        self.error_code = error_code
-
-
-class _PositionalTrinoParser(Trino.Parser):  # type: ignore[misc, name-defined]
-    """Trino's parser, except that each ``?`` placeholder keeps its source position (``meta["start"]``).
-
-    The tree's own order is not the text's order (``WITH`` is visited after the main query), and
-    ExecutionParameters bind in text order.
-    """
-
-    PLACEHOLDER_PARSERS: ClassVar[dict[Any, Any]] = {
-        **Trino.Parser.PLACEHOLDER_PARSERS,
-        TokenType.PLACEHOLDER: lambda self: self.expression(exp.Placeholder(), token=self._prev),
-    }
-
-
-@dataclass(frozen=True)
-class PreparedQuery:
-    """DuckDB SQL generated from the bound tree, and the data tables it reads (lowercase, CTEs excluded)."""
-
-    duckdb_sql: str
-    tables: tuple[str, ...]
-
-
-def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
-    """Parse Trino `sql`, bind `parameters` to its ``?`` placeholders in source order, generate DuckDB SQL.
-
-    Raises
-    ------
-    QueryRejected
-        Syntax error, not exactly one query statement, a named placeholder, a parameter count that differs
-        from the placeholder count, a parameter that is not a literal, or SQL sqlglot cannot translate.
-    """
-    dialect = Trino()
-    try:
-        parsed = _PositionalTrinoParser(dialect=dialect).parse(dialect.tokenize(sql), sql)
-        statements = [statement for statement in parsed if statement is not None]
-    except SqlglotError as exc:
-        raise QueryRejected("SYNTAX_ERROR", _sqlglot_message(exc)) from exc
-    if len(statements) != 1:
-        raise QueryRejected("SYNTAX_ERROR", f"expected exactly one SQL statement, found {len(statements)}")
-    tree = statements[0]
-    if not isinstance(tree, exp.Query):
-        raise QueryRejected(
-            "NOT_SUPPORTED", f"the local DuckDB engine runs queries (SELECT) only, not {type(tree).__name__}"
-        )
-
-    placeholders = list(tree.find_all(exp.Placeholder))
-    if any(p.this is not None or "start" not in p.meta for p in placeholders):
-        raise QueryRejected("INVALID_PARAMETER_USAGE", "only positional '?' parameters are supported")
-    placeholders.sort(key=lambda p: p.meta["start"])
-    if len(placeholders) != len(parameters):
-        raise QueryRejected(
-            "INVALID_PARAMETER_USAGE",
-            f"Incorrect number of parameters: expected {len(placeholders)} but found {len(parameters)}",
-        )
-    for position, (placeholder, text) in enumerate(zip(placeholders, parameters, strict=True), start=1):
-        placeholder.replace(_parse_parameter(position, text))
-
-    tree = normalize_identifiers(tree, dialect="trino")  # unquoted names are lowercase (Athena's column names)
-    _name_unnamed_columns(tree)
-    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    tables: list[str] = []
-    for table in tree.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier):
-            continue  # table functions, UNNEST, ...: DuckDB decides (and cannot read outside data_dir)
-        table.set("catalog", None)  # Athena resolves them from QueryExecutionContext
-        table.set("db", None)
-        name = table.name.lower()
-        if name not in cte_names and name not in tables:
-            tables.append(name)
-
-    try:
-        duckdb_sql = tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
-    except SqlglotError as exc:
-        raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
-    return PreparedQuery(duckdb_sql=duckdb_sql, tables=tuple(tables))
-
-
-def _parse_parameter(position: int, text: str) -> exp.Expr:
-    """One ExecutionParameter as a literal expression; anything else is rejected."""
-    try:
-        node = sqlglot.parse_one(text, read="trino")
-    except SqlglotError as exc:
-        raise QueryRejected(
-            "INVALID_PARAMETER_USAGE",
-            f"execution parameter {position} ({text!r}) is not a SQL literal: {_sqlglot_message(exc)}",
-        ) from exc
-    if not _is_literal(node):
-        raise QueryRejected(
-            "INVALID_PARAMETER_USAGE",
-            f"execution parameter {position} ({text!r}) is not a SQL literal (got {type(node).__name__});"
-            " pass literal text such as '2013-01-01 00:00:00' (with quotes), 42, -1.5, TIMESTAMP '...', NULL",
-        )
-    for sub in node.walk():
-        sub.comments = None
-    return node
-
-
-def _name_unnamed_columns(tree: exp.Query) -> None:
-    """Trino names an unaliased output expression ``_col<position>`` (DuckDB would use its text)."""
-    if not isinstance(tree, exp.Select) or any(isinstance(e, exp.Star) or e.is_star for e in tree.expressions):
-        return
-    for position, projection in enumerate(tree.expressions):
-        if not isinstance(projection, (exp.Alias, exp.Column)):
-            projection.replace(exp.alias_(projection.copy(), f"_col{position}"))
-
-
-def _sqlglot_message(exc: SqlglotError) -> str:
-    """sqlglot's error text without its ANSI underline codes, on one line (``line 1:8: ...`` as Trino)."""
-    errors = getattr(exc, "errors", None)
-    if errors:
-        first = errors[0]
-        text = f"line {first.get('line')}:{first.get('col')}: {first.get('description')}"
-    else:
-        text = str(exc)
-    return " ".join(_ANSI_RE.sub("", text).split())
-
-
-def _is_literal(node: exp.Expr | None) -> bool:
-    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
-        return True
-    if isinstance(node, exp.Neg):
-        return isinstance(node.this, exp.Literal) and not node.this.is_string
-    if isinstance(node, exp.Cast):  # CAST(literal AS type), TIMESTAMP '...', DATE '...', DECIMAL '...'
-        return isinstance(node.args.get("to"), exp.DataType) and _is_literal(node.this)
-    if isinstance(node, exp.Interval):
-        unit = node.args.get("unit")
-        return isinstance(node.this, exp.Literal) and (unit is None or isinstance(unit, exp.Var))
-    return False
-
-
-# --------------------------------------------------------------------------------------------------
-# DuckDB values -> Athena VarCharValue text, DuckDB types -> Trino type names
-# --------------------------------------------------------------------------------------------------
-_TRINO_TYPE_OF: Final = {
-    "boolean": "boolean",
-    "tinyint": "tinyint",
-    "smallint": "smallint",
-    "integer": "integer",
-    "bigint": "bigint",
-    "utinyint": "smallint",
-    "usmallint": "integer",
-    "uinteger": "bigint",
-    "ubigint": "bigint",  # checked to fit
-    "hugeint": "bigint",  # checked to fit: count_if / sum of integers are HUGEINT in DuckDB, bigint in Trino
-    "uhugeint": "bigint",  # checked to fit
-    "float": "real",
-    "double": "double",
-    "decimal": "decimal",
-    "varchar": "varchar",
-    "enum": "varchar",
-    "blob": "varbinary",
-    "uuid": "uuid",
-    "date": "date",
-    "time": "time",
-    "time with time zone": "time with time zone",
-    "timestamp": "timestamp",
-    "timestamp_s": "timestamp",
-    "timestamp_ms": "timestamp",
-    "timestamp_ns": "timestamp",
-    "timestamp with time zone": "timestamp with time zone",
-    "interval": "interval day to second",
-    "list": "array",
-    "array": "array",
-    "map": "map",
-    "struct": "row",
-    "null": "unknown",
-}
-_CHECKED_BIGINT_IDS: Final = frozenset({"ubigint", "hugeint", "uhugeint"})
-
-
-def _trino_type(duck_type: Any) -> str:
-    if str(duck_type).upper() == "JSON":  # DuckDB's JSON is a VARCHAR alias
-        return "json"
-    return _TRINO_TYPE_OF.get(duck_type.id, str(duck_type).lower())
-
-
-def _millis_text(value: datetime | dt_time) -> str:
-    """Athena prints timestamp(3)/time(3): whole seconds plus exactly three fraction digits (rounded)."""
-    micros = value.microsecond
-    millis = (micros + 500) // 1000
-    if isinstance(value, datetime):
-        base = value.replace(microsecond=0) + timedelta(milliseconds=millis)
-        return f"{base:%Y-%m-%d %H:%M:%S}.{base.microsecond // 1000:03d}"
-    if millis == 1000:  # time: round down instead of wrapping past midnight
-        millis = 999
-    return f"{value:%H:%M:%S}.{millis:03d}"
-
-
-def _double_text(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return repr(value)
-
-
-def _real_text(value: float) -> str:
-    """Shortest text that reads back as the same float32 (Trino prints reals that way, not as doubles)."""
-    if not math.isfinite(value):
-        return _double_text(value)
-    packed = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == packed:
-            return repr(float(text))
-    return repr(value)
-
-
-def _athena_text(value: Any, type_id: str = "") -> str | None:
-    """One DuckDB value as Athena's ``VarCharValue`` text (None for SQL NULL)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _real_text(value) if type_id == "float" else _double_text(value)
-    if isinstance(value, decimal.Decimal):
-        return format(value, "f")
-    if isinstance(value, str):
-        return value
-    if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            return _millis_text(value.astimezone(UTC).replace(tzinfo=None)) + " UTC"
-        return _millis_text(value)
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, dt_time):
-        return _millis_text(value)
-    if isinstance(value, timedelta):  # interval day to second: "1 02:03:04.000"
-        total_ms = round(value.total_seconds() * 1000)
-        sign = "-" if total_ms < 0 else ""
-        days, rest_ms = divmod(abs(total_ms), 86_400_000)
-        hours, rest_ms = divmod(rest_ms, 3_600_000)
-        minutes, rest_ms = divmod(rest_ms, 60_000)
-        seconds, millis = divmod(rest_ms, 1000)
-        return f"{sign}{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return " ".join(f"{b:02x}" for b in bytes(value))
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_nested_text(v) for v in value) + "]"
-    if isinstance(value, dict):  # row and map both print as {k=v, ...}
-        return "{" + ", ".join(f"{_nested_text(k)}={_nested_text(v)}" for k, v in value.items()) + "}"
-    return str(value)  # uuid.UUID and anything else
-
-
-def _nested_text(value: Any) -> str:
-    text = _athena_text(value)
-    return "null" if text is None else text
-
-
-# --------------------------------------------------------------------------------------------------
-# Engine
-# --------------------------------------------------------------------------------------------------
 class DuckDBQueryEngine:
     """``QueryEngine`` on DuckDB over the Parquet tables of `data_dir`, with state shared through `state_dir`.
 
@@ -757,24 +463,6 @@ class DuckDBQueryEngine:
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def _render(
-    names: list[str], duck_types: list[Any], raw_rows: list[tuple[Any, ...]]
-) -> tuple[list[dict[str, str]], list[list[str | None]]]:
-    """Columns (Trino types) and rows as Athena text; bigint overflow of HUGEINT-like columns -> rejected."""
-    columns = [{"name": name, "type": _trino_type(t)} for name, t in zip(names, duck_types, strict=True)]
-    type_ids = [t.id for t in duck_types]
-    checked = [i for i, type_id in enumerate(type_ids) if type_id in _CHECKED_BIGINT_IDS]
-    for row in raw_rows:
-        for i in checked:
-            value = row[i]
-            if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
-                raise QueryRejected(
-                    "NUMERIC_VALUE_OUT_OF_RANGE", f"column {names[i]!r}: {value} does not fit in bigint"
-                )
-    rows = [[_athena_text(v, type_id) for v, type_id in zip(row, type_ids, strict=True)] for row in raw_rows]
-    return columns, rows
-
-
 def _convert(text: str | None, col: Column) -> Any:
     try:
         return convert_value(text, col.type)

@@ -1,0 +1,168 @@
+"""SQL preparation: Trino text + ExecutionParameters -> DuckDB SQL (no string formatting of values).
+
+- **SQL**: Trino (Athena engine v3) is parsed with sqlglot and generated as DuckDB SQL. Catalog and database
+  qualifiers are dropped (Athena's ``QueryExecutionContext`` plays that role); the data tables the query
+  reads are returned with the SQL (the engine exposes them as DuckDB views). Only one SELECT (or other
+  query) statement per execution, as in Athena.
+- **ExecutionParameters** (Athena semantics: SQL literal text, strings with their quotes) are never
+  formatted into the SQL string. The query is parsed; every ``?`` placeholder is replaced, in source
+  order, by the parsed literal; then DuckDB SQL is generated from the tree. A value that is not a literal
+  (a literal, ``NULL``, ``true``/``false``, a negative number, ``TIMESTAMP '...'``/``DATE '...'``/``CAST``
+  of a literal, ``INTERVAL '1' DAY``, ``X'AB'``), or a placeholder count that differs from the parameter
+  count, makes the query FAILED (user error), as Athena does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.trino import Trino
+from sqlglot.errors import ErrorLevel, SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.tokens import TokenType
+
+__all__ = ["PreparedQuery", "QueryRejected", "prepare_query"]
+
+_ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class QueryRejected(Exception):
+    """The query cannot run (user error): it ends FAILED with ``error_code: message`` as its reason."""
+
+    def __init__(self, error_code: str, message: str) -> None:
+        super().__init__(f"{error_code}: {message}")
+        self.error_code = error_code
+
+
+class _PositionalTrinoParser(Trino.Parser):  # type: ignore[misc, name-defined]
+    """Trino's parser, except that each ``?`` placeholder keeps its source position (``meta["start"]``).
+
+    The tree's own order is not the text's order (``WITH`` is visited after the main query), and
+    ExecutionParameters bind in text order.
+    """
+
+    PLACEHOLDER_PARSERS: ClassVar[dict[Any, Any]] = {
+        **Trino.Parser.PLACEHOLDER_PARSERS,
+        TokenType.PLACEHOLDER: lambda self: self.expression(exp.Placeholder(), token=self._prev),
+    }
+
+
+@dataclass(frozen=True)
+class PreparedQuery:
+    """DuckDB SQL generated from the bound tree, and the data tables it reads (lowercase, CTEs excluded)."""
+
+    duckdb_sql: str
+    tables: tuple[str, ...]
+
+
+def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
+    """Parse Trino `sql`, bind `parameters` to its ``?`` placeholders in source order, generate DuckDB SQL.
+
+    Raises
+    ------
+    QueryRejected
+        Syntax error, not exactly one query statement, a named placeholder, a parameter count that differs
+        from the placeholder count, a parameter that is not a literal, or SQL sqlglot cannot translate.
+    """
+    dialect = Trino()
+    try:
+        parsed = _PositionalTrinoParser(dialect=dialect).parse(dialect.tokenize(sql), sql)
+        statements = [statement for statement in parsed if statement is not None]
+    except SqlglotError as exc:
+        raise QueryRejected("SYNTAX_ERROR", _sqlglot_message(exc)) from exc
+    if len(statements) != 1:
+        raise QueryRejected("SYNTAX_ERROR", f"expected exactly one SQL statement, found {len(statements)}")
+    tree = statements[0]
+    if not isinstance(tree, exp.Query):
+        raise QueryRejected(
+            "NOT_SUPPORTED", f"the local DuckDB engine runs queries (SELECT) only, not {type(tree).__name__}"
+        )
+
+    placeholders = list(tree.find_all(exp.Placeholder))
+    if any(p.this is not None or "start" not in p.meta for p in placeholders):
+        raise QueryRejected("INVALID_PARAMETER_USAGE", "only positional '?' parameters are supported")
+    placeholders.sort(key=lambda p: p.meta["start"])
+    if len(placeholders) != len(parameters):
+        raise QueryRejected(
+            "INVALID_PARAMETER_USAGE",
+            f"Incorrect number of parameters: expected {len(placeholders)} but found {len(parameters)}",
+        )
+    for position, (placeholder, text) in enumerate(zip(placeholders, parameters, strict=True), start=1):
+        placeholder.replace(_parse_parameter(position, text))
+
+    tree = normalize_identifiers(tree, dialect="trino")  # unquoted names are lowercase (Athena's column names)
+    _name_unnamed_columns(tree)
+    cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    tables: list[str] = []
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            continue  # table functions, UNNEST, ...: DuckDB decides (and cannot read outside data_dir)
+        table.set("catalog", None)  # Athena resolves them from QueryExecutionContext
+        table.set("db", None)
+        name = table.name.lower()
+        if name not in cte_names and name not in tables:
+            tables.append(name)
+
+    try:
+        duckdb_sql = tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except SqlglotError as exc:
+        raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
+    return PreparedQuery(duckdb_sql=duckdb_sql, tables=tuple(tables))
+
+
+def _parse_parameter(position: int, text: str) -> exp.Expr:
+    """One ExecutionParameter as a literal expression; anything else is rejected."""
+    try:
+        node = sqlglot.parse_one(text, read="trino")
+    except SqlglotError as exc:
+        raise QueryRejected(
+            "INVALID_PARAMETER_USAGE",
+            f"execution parameter {position} ({text!r}) is not a SQL literal: {_sqlglot_message(exc)}",
+        ) from exc
+    if not _is_literal(node):
+        raise QueryRejected(
+            "INVALID_PARAMETER_USAGE",
+            f"execution parameter {position} ({text!r}) is not a SQL literal (got {type(node).__name__});"
+            " pass literal text such as '2013-01-01 00:00:00' (with quotes), 42, -1.5, TIMESTAMP '...', NULL",
+        )
+    for sub in node.walk():
+        sub.comments = None
+    return node
+
+
+def _name_unnamed_columns(tree: exp.Query) -> None:
+    """Trino names an unaliased output expression ``_col<position>`` (DuckDB would use its text)."""
+    if not isinstance(tree, exp.Select) or any(isinstance(e, exp.Star) or e.is_star for e in tree.expressions):
+        return
+    for position, projection in enumerate(tree.expressions):
+        if not isinstance(projection, (exp.Alias, exp.Column)):
+            projection.replace(exp.alias_(projection.copy(), f"_col{position}"))
+
+
+def _sqlglot_message(exc: SqlglotError) -> str:
+    """sqlglot's error text without its ANSI underline codes, on one line (``line 1:8: ...`` as Trino)."""
+    errors = getattr(exc, "errors", None)
+    if errors:
+        first = errors[0]
+        text = f"line {first.get('line')}:{first.get('col')}: {first.get('description')}"
+    else:
+        text = str(exc)
+    return " ".join(_ANSI_RE.sub("", text).split())
+
+
+def _is_literal(node: exp.Expr | None) -> bool:
+    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
+        return True
+    if isinstance(node, exp.Neg):
+        return isinstance(node.this, exp.Literal) and not node.this.is_string
+    if isinstance(node, exp.Cast):  # CAST(literal AS type), TIMESTAMP '...', DATE '...', DECIMAL '...'
+        return isinstance(node.args.get("to"), exp.DataType) and _is_literal(node.this)
+    if isinstance(node, exp.Interval):
+        unit = node.args.get("unit")
+        return isinstance(node.this, exp.Literal) and (unit is None or isinstance(unit, exp.Var))
+    return False

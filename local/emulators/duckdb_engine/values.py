@@ -1,0 +1,158 @@
+"""DuckDB values -> Athena ``VarCharValue`` text, DuckDB types -> Trino type names.
+
+- **Values**: DuckDB values are rendered as the text Athena would put in ``VarCharValue`` (timestamps
+  ``2013-01-01 05:00:00.000``, decimals exact, ``true``/``false``) and converted by
+  ``athena_refresh.engine.convert_value``: both engines share one conversion. Column types are Trino names
+  (``bigint``, ``double``, ``varchar``, ``timestamp``, ``decimal``, ...). DuckDB's HUGEINT (``count_if``,
+  ``sum`` of integers) is reported as ``bigint``; a value outside bigint fails the query, as Trino does.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import struct
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dt_time
+from typing import Any, Final
+
+from .sql import QueryRejected
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+_TRINO_TYPE_OF: Final = {
+    "boolean": "boolean",
+    "tinyint": "tinyint",
+    "smallint": "smallint",
+    "integer": "integer",
+    "bigint": "bigint",
+    "utinyint": "smallint",
+    "usmallint": "integer",
+    "uinteger": "bigint",
+    "ubigint": "bigint",  # checked to fit
+    "hugeint": "bigint",  # checked to fit: count_if / sum of integers are HUGEINT in DuckDB, bigint in Trino
+    "uhugeint": "bigint",  # checked to fit
+    "float": "real",
+    "double": "double",
+    "decimal": "decimal",
+    "varchar": "varchar",
+    "enum": "varchar",
+    "blob": "varbinary",
+    "uuid": "uuid",
+    "date": "date",
+    "time": "time",
+    "time with time zone": "time with time zone",
+    "timestamp": "timestamp",
+    "timestamp_s": "timestamp",
+    "timestamp_ms": "timestamp",
+    "timestamp_ns": "timestamp",
+    "timestamp with time zone": "timestamp with time zone",
+    "interval": "interval day to second",
+    "list": "array",
+    "array": "array",
+    "map": "map",
+    "struct": "row",
+    "null": "unknown",
+}
+_CHECKED_BIGINT_IDS: Final = frozenset({"ubigint", "hugeint", "uhugeint"})
+
+
+def _trino_type(duck_type: Any) -> str:
+    if str(duck_type).upper() == "JSON":  # DuckDB's JSON is a VARCHAR alias
+        return "json"
+    return _TRINO_TYPE_OF.get(duck_type.id, str(duck_type).lower())
+
+
+def _millis_text(value: datetime | dt_time) -> str:
+    """Athena prints timestamp(3)/time(3): whole seconds plus exactly three fraction digits (rounded)."""
+    micros = value.microsecond
+    millis = (micros + 500) // 1000
+    if isinstance(value, datetime):
+        base = value.replace(microsecond=0) + timedelta(milliseconds=millis)
+        return f"{base:%Y-%m-%d %H:%M:%S}.{base.microsecond // 1000:03d}"
+    if millis == 1000:  # time: round down instead of wrapping past midnight
+        millis = 999
+    return f"{value:%H:%M:%S}.{millis:03d}"
+
+
+def _double_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(value)
+
+
+def _real_text(value: float) -> str:
+    """Shortest text that reads back as the same float32 (Trino prints reals that way, not as doubles)."""
+    if not math.isfinite(value):
+        return _double_text(value)
+    packed = struct.pack("<f", value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == packed:
+            return repr(float(text))
+    return repr(value)
+
+
+def _athena_text(value: Any, type_id: str = "") -> str | None:
+    """One DuckDB value as Athena's ``VarCharValue`` text (None for SQL NULL)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _real_text(value) if type_id == "float" else _double_text(value)
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            return _millis_text(value.astimezone(UTC).replace(tzinfo=None)) + " UTC"
+        return _millis_text(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, dt_time):
+        return _millis_text(value)
+    if isinstance(value, timedelta):  # interval day to second: "1 02:03:04.000"
+        total_ms = round(value.total_seconds() * 1000)
+        sign = "-" if total_ms < 0 else ""
+        days, rest_ms = divmod(abs(total_ms), 86_400_000)
+        hours, rest_ms = divmod(rest_ms, 3_600_000)
+        minutes, rest_ms = divmod(rest_ms, 60_000)
+        seconds, millis = divmod(rest_ms, 1000)
+        return f"{sign}{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return " ".join(f"{b:02x}" for b in bytes(value))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_nested_text(v) for v in value) + "]"
+    if isinstance(value, dict):  # row and map both print as {k=v, ...}
+        return "{" + ", ".join(f"{_nested_text(k)}={_nested_text(v)}" for k, v in value.items()) + "}"
+    return str(value)  # uuid.UUID and anything else
+
+
+def _nested_text(value: Any) -> str:
+    text = _athena_text(value)
+    return "null" if text is None else text
+
+
+def _render(
+    names: list[str], duck_types: list[Any], raw_rows: list[tuple[Any, ...]]
+) -> tuple[list[dict[str, str]], list[list[str | None]]]:
+    """Columns (Trino types) and rows as Athena text; bigint overflow of HUGEINT-like columns -> rejected."""
+    columns = [{"name": name, "type": _trino_type(t)} for name, t in zip(names, duck_types, strict=True)]
+    type_ids = [t.id for t in duck_types]
+    checked = [i for i, type_id in enumerate(type_ids) if type_id in _CHECKED_BIGINT_IDS]
+    for row in raw_rows:
+        for i in checked:
+            value = row[i]
+            if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
+                raise QueryRejected(
+                    "NUMERIC_VALUE_OUT_OF_RANGE", f"column {names[i]!r}: {value} does not fit in bigint"
+                )
+    rows = [[_athena_text(v, type_id) for v, type_id in zip(row, type_ids, strict=True)] for row in raw_rows]
+    return columns, rows
