@@ -2,6 +2,6 @@
 
 import sys
 
-from local.chaos.harness import main
+from local.chaos.cli import main
 
 sys.exit(main())

@@ -50,6 +50,9 @@ Every injected fault is reported to the parent as ``{"type": "injected", "kind":
 reports ``{"type": "dynamodb_requests", "count": n}`` (every request it sent, resends included) just before
 its result, and an acquisition that recorded an older slot MISSED (``superseded``) reports
 ``{"type": "superseded", "slot": ..., "recorded": ...}`` before its ``acquired`` checkpoint.
+
+Size (about 520 lines): the fault seams and the rates they draw from are one specification; the plan that
+forces them (:mod:`local.chaos.plan`) and the checker that judges the outcome import from here.
 """
 
 from __future__ import annotations

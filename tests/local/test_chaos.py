@@ -12,15 +12,10 @@ from typing import Any
 import pytest
 
 from local.chaos.checker import CHECKS
-from local.chaos.harness import (
-    FORCED_WRITE_FAULTS,
-    KILL_POINTS,
-    MAX_ASYNC_RETRIES,
-    ChaosOptions,
-    run_suite,
-    summary_lines,
-    verdict,
-)
+from local.chaos.cli import summary_lines, verdict
+from local.chaos.harness import run_suite
+from local.chaos.plan import FORCED_WRITE_FAULTS, KILL_POINTS, ChaosOptions
+from local.emulators.lambda_service import MAX_ASYNC_RETRIES
 
 RACERS = 16
 SLOTS = 30

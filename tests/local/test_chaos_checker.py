@@ -22,7 +22,7 @@ from local.chaos.checker import (
     percentile,
     terminal_writes,
 )
-from local.chaos.harness import (
+from local.chaos.plan import (
     FORCED_MISSED_RESEND,
     FORCED_RELEASE_CONFLICT,
     FORCED_WRITE_FAULTS,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from local.demo.runner import KILL, PAUSE, SLOT_PERIOD_S, fault_plan, slot_times
+from local.demo.plan import KILL, PAUSE, SLOT_PERIOD_S, fault_plan, slot_times
 from local.emulators.lambda_runtime import LambdaContext
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,133 @@
+"""``python -m local.chaos``: the command line of the chaos suite (:mod:`local.chaos.harness`), its summary
+and its verdict.
+
+    python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
+                          [--write-fault-scale 1.0] [--future-fraction 0.1]
+                          [--control-slots N | --no-control] [--report chaos-report.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from local.chaos import harness
+from local.chaos.harness import ChaosHarnessError, run_suite
+from local.chaos.plan import REPO_ROOT, ChaosOptions
+from local.emulators.deployment import BACKENDS
+from local.emulators.lambda_service import LambdaServiceError
+
+
+def verdict(report: dict[str, Any]) -> list[str]:
+    """Why the suite failed (empty when it passed)."""
+    problems = [f"violation: {v['check']} {v['slot']}: {v['detail']}" for v in report["violations"]]
+    problems += [f"harness: {e}" for e in report["harness_errors"]]
+    control = report.get("negative_control")
+    if control is not None and control["violations"] == 0:
+        problems.append("the negative control (fencing off) found no violation: the checker proved nothing")
+    return problems
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    lat = report["takeover_latency_s"]
+    fut = report["future_deliveries"]
+    lines = [
+        (
+            f"racers {report['racers']} x slots {report['slots']} on {report['backend']} (seed {report['seed']},"
+            f" lease {report['lease_duration_s']} s, skew up to {report['max_clock_skew_s']} s): {report['duration_s']} s"
+        ),
+        (
+            f"invocations {report['invocations']}, environments started {report['environments_started']},"
+            f" faults injected {report['faults_injected_total']}"
+        ),
+        "faults: " + ", ".join(f"{k} {v}" for k, v in report["faults_injected"].items()),
+        (
+            f"slots committed {report['slots_committed']}, failed {report['slots_failed']}, missed"
+            f" {report['slots_missed']}, dead-lettered {report['slots_dead_lettered']}"
+        ),
+        (
+            f"takeover latency p50 {lat['p50']} s, p95 {lat['p95']} s ({lat['samples']} takeovers);"
+            f" queries started per committed slot {report['queries_started_per_committed_slot']}"
+        ),
+        (
+            f"near-future deliveries {fut['invocations']} ({fut['slots']} slots,"
+            f" {fut['lead_s']['min']}-{fut['lead_s']['max']} s ahead): refused {fut['refused']}, dead-lettered {fut['dead_lettered']}, DynamoDB requests"
+            f" {fut['dynamodb_requests']}"
+        ),
+        (
+            f"SlotMissed values emitted {report['slot_missed_metric']['emitted']}, MISSED items"
+            f" {report['slot_missed_metric']['stored']}"
+        ),
+        (
+            f"violations {len(report['violations'])} {report['violations_by_check']};"
+            f" harness errors {len(report['harness_errors'])}"
+        ),
+    ]
+    control = report.get("negative_control")
+    if control is not None:
+        lines.append(
+            f"negative control (fencing off, {control['slots']} slots): {control['violations']} violations"
+            f" {control['violations_by_check']}"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.chaos", description=(harness.__doc__ or "").splitlines()[0])
+    parser.add_argument("--racers", type=int, default=16)
+    parser.add_argument("--slots", type=int, default=200)
+    parser.add_argument("--backend", choices=BACKENDS, default="dynamodb-local")
+    parser.add_argument("--seed", type=int, default=ChaosOptions.seed)
+    parser.add_argument("--lease-s", type=float, default=ChaosOptions.lease_s)
+    parser.add_argument("--transient-rate", type=float, default=ChaosOptions.transient_rate)
+    parser.add_argument(
+        "--write-fault-scale",
+        type=float,
+        default=ChaosOptions.write_fault_scale,
+        help="multiplies the rates of the faults aimed at the lock's writes (0: none)",
+    )
+    parser.add_argument(
+        "--future-fraction",
+        type=float,
+        default=ChaosOptions.future_fraction,
+        help="slots that also get a near-future delivery",
+    )
+    parser.add_argument("--control-slots", type=int, help="slots of the negative control (default: --slots)")
+    parser.add_argument("--no-control", action="store_true", help="skip the negative control")
+    parser.add_argument("--report", type=Path, default=REPO_ROOT / "chaos-report.json")
+    parser.add_argument("--workdir", type=Path, default=REPO_ROOT / ".chaos")
+    args = parser.parse_args(argv)
+    if args.racers < 2 or args.slots < 3:
+        parser.error("need at least 2 racers and 3 slots")
+    options = ChaosOptions(
+        racers=args.racers,
+        slots=args.slots,
+        backend=args.backend,
+        seed=args.seed,
+        lease_s=args.lease_s,
+        transient_rate=args.transient_rate,
+        workdir=args.workdir,
+        write_fault_scale=args.write_fault_scale,
+        future_fraction=args.future_fraction,
+    )
+    control_slots = None if args.no_control else (args.control_slots or args.slots)
+    try:
+        report = run_suite(options, control_slots=control_slots)
+    except (ChaosHarnessError, LambdaServiceError) as exc:
+        print(f"chaos harness failed: {exc}", file=sys.stderr)
+        return 2
+    args.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    for line in summary_lines(report):
+        print(line)
+    problems = verdict(report)
+    for problem in problems[:20]:
+        print(f"FAIL {problem}", file=sys.stderr)
+    print(f"report: {args.report}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""The chaos suite's seeded plan: per slot, which holder is killed or stopped where, duplicate, late,
+ancient and near-future deliveries, throttling storms and the faults aimed at the lock's writes.
+
+:func:`make_plan` is pure (a seed and a clock in, :class:`SlotPlan` list out); :mod:`local.chaos.harness`
+carries it out on the fake Lambda service. The module docstring of :mod:`local.chaos.harness` says what each
+fault stands for; the rules that make even a short plan cover every kind are in :func:`_ensure_coverage` and
+:func:`_plan_writes_and_future`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from local.chaos.worker import (
+    ACQUIRE,
+    ATHENA_MAX_ATTEMPTS,
+    ATHENA_THROTTLE,
+    COMMIT,
+    DYNAMODB_FAULT_KINDS,
+    DYNAMODB_STANDARD_MAX_ATTEMPTS,
+    HEARTBEAT,
+    PERMANENT_CANCELLATION_KIND,
+    RECORD_MISSED,
+    RECORD_STATE,
+    RESPONSE_LOST,
+    TRANSACTION_CONFLICT,
+    TRANSIENT_CANCELLATION_KINDS,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SLOT_PERIOD_S = 1800  # cdk.json: cron(0/30 * * * ? *)
+KILL_POINTS = ("acquired", "query_started", "query_finished", "committed")
+PAUSE_POINTS = ("query_started", "query_finished", "before_commit")
+# A holder stopped here resumes straight into its commit. Not "query_finished": the job renews the lease (when
+# a heartbeat is due, as it is after a stop past the lease) while reading the results and again right before
+# its commit, so a holder resumed there learns it lost the lease (lease_lost) before it could commit stale.
+STALE_COMMIT_POINTS = ("before_commit",)
+# When a stopped holder is resumed (SIGCONT): ...
+RESUME_ON_TAKEOVER_ACQUIRED = "takeover_acquired"  # ... as soon as a late delivery has taken the lease over
+RESUME_ON_TAKEOVER_DONE = "takeover_done"  # ... once that delivery has finished (committed)
+RESUME_AFTER_NEXT_SLOT = "next_slot"  # ... after the next slot ran (and superseded it); no late delivery
+RESUME_POLICIES = (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE, RESUME_AFTER_NEXT_SLOT)
+MIN_STALE_COMMIT_SCENARIOS = 2  # every plan has at least this many stopped-before-commit holders
+#: Near-future deliveries: scheduled at least this far ahead of now (seconds), rounded up to the minute as slots
+#: are: 30 to 599 s ahead, far beyond the runtime's lead allowance (MAX_SLOT_LEAD_S, 5 s by default).
+FUTURE_LEAD_S = (30, 540)
+#: Faults aimed at the lock's writes that every plan forces once (on fault-free, storm-free slots), so
+#: that a short run covers each kind whatever the random draws: (write, kind, racers) where racers ``all``
+#: means every racer of the slot carries it (only the holder reaches the write) and ``one`` one racer.
+#: The MISSED record's lost answer is forced on the ancient deliveries (too_old) and on the slot after a
+#: holder stopped until the next slot (its winner records the stopped slot superseded).
+FORCED_WRITE_FAULTS: tuple[tuple[str, str, str], ...] = (
+    *((RECORD_STATE, kind, "all") for kind in TRANSIENT_CANCELLATION_KINDS),
+    *((COMMIT, kind, "all") for kind in TRANSIENT_CANCELLATION_KINDS),
+    (COMMIT, PERMANENT_CANCELLATION_KIND, "all"),
+    (ACQUIRE, TRANSACTION_CONFLICT, "one"),
+)
+FORCED_MISSED_RESEND = {"write": RECORD_MISSED, "kind": RESPONSE_LOST}
+#: Heartbeat-shaped writes are rare (a 100 ms query needs no renewal): the sure one is the release of a holder
+#: whose query engine stayed throttled (an Athena storm), so each plan has one and its release meets a conflict.
+FORCED_RELEASE_CONFLICT = {"write": HEARTBEAT, "kind": TRANSACTION_CONFLICT}
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    """One chaos run. Durations in seconds; fractions are per slot; ``transient_rate`` is per AWS call."""
+
+    racers: int = 16
+    slots: int = 200
+    backend: str = "dynamodb-local"
+    seed: int = 20261122
+    lease_s: float = 2.0
+    query_ms: int = 100
+    timeout_s: int = 30
+    fault_fraction: float = 0.25  # slots whose holder is killed or stopped
+    duplicate_fraction: float = 0.1
+    late_fraction: float = 0.1
+    storm_fraction: float = 0.05
+    transient_rate: float = 0.01
+    future_fraction: float = 0.1  # slots that also get a near-future delivery (at least one per run)
+    write_fault_scale: float = 1.0  # multiplies local.chaos.worker.WRITE_FAULTS (0: no aimed write faults)
+    fencing: bool = True
+    workdir: Path = REPO_ROOT / ".chaos"
+    max_run_s: float = 3600.0
+    dynamodb_endpoint: str | None = None  # reuse a running DynamoDB Local (tests); else one is started
+
+    @property
+    def heartbeat_s(self) -> float:
+        return round(self.lease_s / 4, 3)
+
+    @property
+    def max_skew_ms(self) -> int:
+        return int(self.lease_s * 1000 / 4)
+
+    @property
+    def max_slot_age_s(self) -> int:
+        return self.slots * SLOT_PERIOD_S + 3600
+
+
+def iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --------------------------------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class SlotPlan:
+    index: int
+    scheduled: dt.datetime
+    fault: dict[str, str] | None = None  # {"action": "kill"|"pause", "checkpoint": ..., "policy": ...}
+    duplicates: int = 0
+    late: str | None = None  # iso of an older slot delivered again with this one
+    storm: dict[str, Any] | None = None  # {"target", "kind", "calls", "racer"}
+    future_lead_s: int | None = None  # one more delivery scheduled this far ahead of now
+    forced: list[dict[str, Any]] = field(default_factory=list)  # [{"write", "kind", "racer"?}]
+
+    @property
+    def iso(self) -> str:
+        return iso(self.scheduled)
+
+    def forced_for(self, racer: int) -> list[dict[str, Any]]:
+        """The aimed write faults this racer's delivery carries (those for any racer, or for this one)."""
+        return [f for f in self.forced if f.get("racer", racer) == racer]
+
+
+def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[SlotPlan], list[str]]:
+    """The seeded plan: slots (the last ``o.slots`` half-hours, oldest first) and the ancient slots.
+
+    Ancient slots are older than the maximum slot age: they are only ever delivered late, and must end as
+    missed (``too_old``).
+    """
+    rng = random.Random(o.seed)
+    now = now or dt.datetime.now(dt.UTC)
+    last = int(now.timestamp()) // SLOT_PERIOD_S * SLOT_PERIOD_S
+    first = last - (o.slots - 1) * SLOT_PERIOD_S
+    plans = [SlotPlan(i, dt.datetime.fromtimestamp(first + i * SLOT_PERIOD_S, dt.UTC)) for i in range(o.slots)]
+    ancient: list[str] = []
+    for plan in plans:
+        if rng.random() < o.fault_fraction:
+            if rng.random() < 0.6:
+                plan.fault = {"action": "kill", "checkpoint": rng.choice(KILL_POINTS)}
+            else:
+                plan.fault = {
+                    "action": "pause",
+                    "checkpoint": rng.choice(PAUSE_POINTS),
+                    "policy": rng.choice(RESUME_POLICIES),
+                }
+        if rng.random() < o.duplicate_fraction:
+            plan.duplicates = rng.randint(1, 3)
+        if plan.index > 0 and rng.random() < o.late_fraction:
+            if rng.random() < 0.25:
+                moment = first - o.max_slot_age_s - (len(ancient) + 1) * SLOT_PERIOD_S
+                plan.late = iso(dt.datetime.fromtimestamp(moment, dt.UTC))
+                ancient.append(plan.late)
+            else:
+                plan.late = plans[rng.randint(max(0, plan.index - 10), plan.index - 1)].iso
+        if rng.random() < o.storm_fraction:
+            target = rng.choice(("dynamodb", "athena"))
+            kind = rng.choice(DYNAMODB_FAULT_KINDS) if target == "dynamodb" else ATHENA_THROTTLE
+            calls = DYNAMODB_STANDARD_MAX_ATTEMPTS if target == "dynamodb" else ATHENA_MAX_ATTEMPTS
+            plan.storm = {"target": target, "kind": kind, "calls": calls, "racer": rng.randrange(o.racers)}
+    _ensure_coverage(plans, rng)
+    _plan_writes_and_future(o, plans, ancient)
+    return plans, ancient
+
+
+def _plan_writes_and_future(o: ChaosOptions, plans: list[SlotPlan], ancient: list[str]) -> None:
+    """Near-future deliveries and forced write faults, from their own seeded RNG (the rest of the plan for a
+    seed stays as it was before they existed).
+
+    At least one slot gets a near-future delivery (when ``future_fraction`` > 0); each of
+    :data:`FORCED_WRITE_FAULTS` goes to a fault-free, storm-free slot (its own one while there are enough); an
+    ancient slot is ensured (a late delivery older than the maximum slot age, recorded MISSED too_old), and the
+    slot after each holder stopped until the next slot carries the forced lost MISSED answer; an Athena storm
+    is ensured, and the release of its holder (a heartbeat-shaped write) meets a forced conflict.
+    """
+    rng = random.Random(f"{o.seed}/writes-and-future")
+    for plan in plans:
+        if rng.random() < o.future_fraction:
+            plan.future_lead_s = rng.randint(*FUTURE_LEAD_S)
+    if o.future_fraction > 0 and not any(p.future_lead_s for p in plans):
+        rng.choice(plans).future_lead_s = rng.randint(*FUTURE_LEAD_S)
+    if o.write_fault_scale <= 0:
+        return
+    if not ancient and len(plans) > 1:
+        plan = rng.choice([p for p in plans[1:] if p.late is None] or plans[1:])
+        moment = int(plans[0].scheduled.timestamp()) - o.max_slot_age_s - SLOT_PERIOD_S
+        plan.late = iso(dt.datetime.fromtimestamp(moment, dt.UTC))
+        ancient.append(plan.late)
+    # A holder killed or stopped at a checkpoint may never query (its retry carries no storm): a plain slot.
+    athena_storms = [p for p in plans if p.storm and p.storm["target"] == "athena" and p.fault is None]
+    if not athena_storms:
+        quiet = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
+        storm_plan = rng.choice(quiet)
+        storm_plan.storm = {
+            "target": "athena",
+            "kind": ATHENA_THROTTLE,
+            "calls": ATHENA_MAX_ATTEMPTS,
+            "racer": rng.randrange(o.racers),
+        }
+        athena_storms.append(storm_plan)
+    athena_storms[0].forced.append(dict(FORCED_RELEASE_CONFLICT))
+    free = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
+    rng.shuffle(free)
+    for n, (write, kind, racers) in enumerate(FORCED_WRITE_FAULTS):
+        plan = free[n % len(free)]  # a short plan stacks them: each one hits its own write of the slot
+        forced: dict[str, Any] = {"write": write, "kind": kind}
+        if racers == "one":
+            forced["racer"] = rng.randrange(o.racers)
+        plan.forced.append(forced)
+    for previous, plan in itertools.pairwise(plans):
+        if previous.fault and previous.fault.get("policy") == RESUME_AFTER_NEXT_SLOT:
+            plan.forced.append(dict(FORCED_MISSED_RESEND))
+
+
+def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
+    """Even a short run covers every kill point, every resume policy, and the scenario fencing exists for.
+
+    That scenario: a holder stopped right before its commit and resumed after a takeover, at least
+    ``MIN_STALE_COMMIT_SCENARIOS`` times (without fencing its commit is accepted: the negative control
+    depends on it). Faults are moved onto fault-free slots (never the first: it has no predecessor), storm-free
+    ones first: a stale-commit scenario on a slot with a storm does not count (an Athena storm fails the
+    holder's query before it reaches its commit, and Lambda's retry carries no fault).
+    """
+    faults = [p.fault for p in plans if p.fault]
+    stale = [
+        p.fault
+        for p in plans
+        if p.fault
+        and p.storm is None
+        and p.fault["action"] == "pause"
+        and p.fault["checkpoint"] in STALE_COMMIT_POINTS
+        and p.fault.get("policy") != RESUME_AFTER_NEXT_SLOT
+    ]
+    # In priority order (a very short run may not have room for all): stale commits, kill points, policies.
+    wanted: list[dict[str, str]] = [
+        {
+            "action": "pause",
+            "checkpoint": rng.choice(STALE_COMMIT_POINTS),
+            "policy": (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE)[n % 2],
+        }
+        for n in range(MIN_STALE_COMMIT_SCENARIOS - len(stale))
+    ]
+    for point in KILL_POINTS:
+        if not any(f["action"] == "kill" and f["checkpoint"] == point for f in faults):
+            wanted.append({"action": "kill", "checkpoint": point})
+    for policy in RESUME_POLICIES:
+        if not any(f.get("policy") == policy for f in faults + wanted):
+            wanted.append({"action": "pause", "checkpoint": rng.choice(PAUSE_POINTS), "policy": policy})
+    calm = [p for p in plans[1:] if p.fault is None and p.storm is None]
+    stormy = [p for p in plans[1:] if p.fault is None and p.storm is not None]
+    rng.shuffle(calm)
+    rng.shuffle(stormy)
+    for plan, fault in zip(calm + stormy, wanted):
+        plan.fault = fault

@@ -1,0 +1,131 @@
+"""``python -m local.demo``: the command line of the demo (:mod:`local.demo.runner`).
+
+python -m local.demo [--slots K] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from local.demo import runner
+from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, DEFAULT_SLOTS, REPO_ROOT, DemoOptions
+from local.demo.runner import Demo
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError("must be at least 2 seconds")
+    return value
+
+
+def _count(limit: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"must be from 1 to {limit}")
+        return value
+
+    return parse
+
+
+def parse_args(argv: list[str] | None) -> DemoOptions:
+    parser = argparse.ArgumentParser(prog="python -m local.demo", description=(runner.__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--slots", type=_count(48), default=DEFAULT_SLOTS, help="schedule slots K (default %(default)s)"
+    )
+    parser.add_argument(
+        "--racers", type=_count(20), default=DEFAULT_RACERS, help="racers N per slot (default %(default)s)"
+    )
+    parser.add_argument(
+        "--lease-s",
+        type=_positive_float,
+        default=DEFAULT_LEASE_S,
+        help="lease duration in seconds; heartbeat is a quarter of it (default %(default)s)",
+    )
+    parser.add_argument("--no-faults", action="store_true", help="no kill, no pause")
+    parser.add_argument("--report", type=Path, default=REPO_ROOT / "demo-report.json", help="default: %(default)s")
+    parser.add_argument(
+        "--workdir", type=Path, default=REPO_ROOT / ".demo", help="engine state and logs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--query-ms",
+        type=int,
+        default=DEFAULT_QUERY_MS,
+        help="how long each query appears running (default %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=13, help="racer-to-environment shuffling (default %(default)s)")
+    args = parser.parse_args(argv)
+    return DemoOptions(
+        slots=args.slots,
+        racers=args.racers,
+        lease_s=args.lease_s,
+        faults=not args.no_faults,
+        report=args.report.resolve(),
+        workdir=args.workdir.resolve(),
+        query_ms=max(0, args.query_ms),
+        seed=args.seed,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_args(argv)
+    demo = Demo(options)
+    atexit.register(demo.close)
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, demo.request_stop)
+    try:
+        demo.setup()
+        demo.say(f"set-up done in {demo.setup_s:.1f} s")
+        demo.run()
+        totals = demo.verify()
+        demo.print_tables(totals)
+        report = demo.report(totals)
+        demo.out("")
+        demo.out(
+            f"run {demo.run_s:.1f} s after {demo.setup_s:.1f} s of set-up; report: {demo.rel(options.report)};"
+            f" environment logs: {demo.rel(demo.logs_dir)}/"
+        )
+        if report["ok"]:
+            demo.out(
+                f"OK: {totals['slots_completed']}/{totals['slots']} slots committed exactly once, no duplicate"
+                f" commit, {totals['stale_writes_rejected']} stale write(s) rejected, one query per slot."
+            )
+            return 0
+        demo.out("FAILED:")
+        for failure in demo.failures:
+            demo.out(f"  - {failure}")
+        return 1
+    except KeyboardInterrupt:
+        demo.out("\ninterrupted: stopping the execution environments and the moto server ...")
+        return 130
+    finally:
+        demo.close()
+        with contextlib.suppress(Exception):
+            atexit.unregister(demo.close)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def runner_doc_first_line() -> str:
+    from local.demo import runner
+
+    return (runner.__doc__ or "").splitlines()[0]

@@ -1,0 +1,227 @@
+"""One local "deployment" of the stack for a run of ``local.demo`` or ``local.chaos``: no AWS account.
+
+What ``cdk deploy`` creates, stood up on this machine: a DynamoDB endpoint (AWS DynamoDB Local, or the
+atomic moto server of :mod:`local.emulators.atomic_moto`, which also serves S3), the lock table
+(:func:`slotlock.create_lock_table`), the results table (:func:`athena_refresh.results.create_results_table`),
+optionally the results bucket (moto only), and the function's environment: what the stack sets
+(:meth:`stacks.config.JobConfig.runtime_environment`) plus what the Lambda service sets, pointed at the
+local endpoint. At the end, :meth:`LocalDeployment.final_state` reads the stores back through the runtime's
+own readers (``slotlock.SlotLock``, ``athena_refresh.results.ResultsStore``) for the checker
+(:class:`local.chaos.checker.FinalState`), and :meth:`LocalDeployment.expected_rows` recomputes what the job's query gives
+for each slot on DuckDB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from athena_refresh.engine import client_request_token
+from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.settings import Settings
+from local.chaos.checker import FinalState
+from slotlock import Slot, SlotLock, create_lock_table
+from stacks.config import JobConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BACKENDS = ("dynamodb-local", "atomic-moto")
+REGION = "us-east-1"
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
+
+
+class LocalDeploymentError(RuntimeError):
+    """The local deployment could not be stood up (a bucket without moto, an unknown backend)."""
+
+
+def aws_env() -> dict[str, str]:
+    """This process's environment without any real AWS setting, with fake credentials and the region."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(FAKE_CREDENTIALS, AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION)
+    return env
+
+
+class LocalDeployment:
+    """The tables (and bucket) of one run on a local endpoint; :meth:`close` is idempotent.
+
+    ``backend``: one of :data:`BACKENDS`; ``dynamodb_endpoint`` reuses a running DynamoDB Local instead of
+    starting one. ``results_bucket``: also create the results bucket (needs ``atomic-moto``).
+    """
+
+    def __init__(
+        self,
+        job: JobConfig,
+        *,
+        backend: str,
+        workdir: Path,
+        lock_table: str,
+        results_table: str,
+        results_bucket: str | None = None,
+        dynamodb_endpoint: str | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise LocalDeploymentError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if results_bucket is not None and backend != "atomic-moto":
+            raise LocalDeploymentError("a results bucket needs the atomic-moto backend (it serves S3)")
+        self.job = job
+        self.backend = backend
+        self.workdir = workdir
+        self.lock_table = lock_table
+        self.results_table = results_table
+        self.results_bucket = results_bucket
+        self.endpoint: str | None = dynamodb_endpoint if backend == "dynamodb-local" else None
+        self._reused = self.endpoint is not None
+        self._ddb_local: Any = None
+        self._moto_proc: Any = None
+
+    # ---- set-up ------------------------------------------------------------------------------------
+    def start(self) -> str:
+        """Start the backend (unless reused), create the tables and bucket; returns the endpoint URL."""
+        if self.endpoint is None:
+            if self.backend == "dynamodb-local":
+                from local.emulators.dynamodb_local import DynamoDBLocal, ensure_dynamodb_local
+
+                self._ddb_local = DynamoDBLocal(ensure_dynamodb_local()).start()
+                self.endpoint = str(self._ddb_local.endpoint_url)
+            else:
+                from local.emulators.atomic_moto import start_server_process
+
+                log_path = self.workdir / "moto.log"
+                log_path.unlink(missing_ok=True)
+                self._moto_proc, endpoint = start_server_process(log_path=log_path, env=aws_env(), timeout_s=60)
+                self.endpoint = str(endpoint)
+        ddb = self.client("dynamodb")
+        create_lock_table(ddb, self.lock_table)
+        create_results_table(ddb, self.results_table)
+        if self.results_bucket is not None:
+            self.client("s3").create_bucket(Bucket=self.results_bucket)
+        return self.endpoint
+
+    @property
+    def server_pid(self) -> int | None:
+        """The moto server's or DynamoDB Local's process id (``None`` when reused or not started)."""
+        if self._moto_proc is not None:
+            return int(self._moto_proc.pid)
+        pid = getattr(self._ddb_local, "pid", None)
+        return None if pid is None else int(pid)
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of ``service`` on the local endpoint (standard retry mode, 5 attempts)."""
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+            config=Config(retries={"mode": "standard", "max_attempts": 5}),
+        )
+
+    def function_env(
+        self,
+        *,
+        function_name: str,
+        lease_duration_s: float,
+        heartbeat_interval_s: float,
+        max_slot_age_s: float,
+        log_level: str | None = None,
+    ) -> dict[str, str]:
+        """The environment of one execution environment of the function.
+
+        What the Lambda service sets (function name, memory, version, log group), what the stack sets
+        (``JobConfig.runtime_environment``) with this run's tables and its short lease and widened slot age,
+        and the endpoint: every client on the moto server (it serves S3 too), or DynamoDB's alone on
+        DynamoDB Local.
+        """
+        env = aws_env()
+        endpoint_variable = "AWS_ENDPOINT_URL" if self.backend == "atomic-moto" else "AWS_ENDPOINT_URL_DYNAMODB"
+        env.update(
+            {
+                endpoint_variable: str(self.endpoint),
+                "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "lambdas")]),
+                "PYTHONUNBUFFERED": "1",
+                "AWS_LAMBDA_FUNCTION_NAME": function_name,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.job.lambda_memory_mb),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function_name}",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+            }
+        )
+        if log_level is not None:
+            env["POWERTOOLS_LOG_LEVEL"] = log_level
+        env.update(
+            self.job.runtime_environment(
+                lock_table_name=self.lock_table,
+                results_table_name=self.results_table,
+                results_bucket_name=self.results_bucket,
+                lease_duration_s=lease_duration_s,
+                heartbeat_interval_s=heartbeat_interval_s,
+                max_slot_age_s=max_slot_age_s,
+            )
+        )
+        return env
+
+    # ---- read back ---------------------------------------------------------------------------------
+    def final_state(self) -> FinalState:
+        """Every slot item of the job (planned or not: a near-future slot shows too), every result, LATEST."""
+        ddb = self.client("dynamodb")
+        s3 = self.client("s3") if self.results_bucket is not None else None
+        lock = SlotLock(self.lock_table, self.job.job_name, client=ddb)
+        store = ResultsStore(self.results_table, bucket_name=self.results_bucket, dynamodb_client=ddb, s3_client=s3)
+        state = FinalState()
+        prefix = lock.slot_key(Slot(0)).rsplit("#", 1)[0] + "#"
+        pages = ddb.get_paginator("scan").paginate(
+            TableName=self.lock_table, ConsistentRead=True, ProjectionExpression="pk"
+        )
+        for page in pages:
+            for key in page["Items"]:
+                if key["pk"]["S"].startswith(prefix):
+                    slot_iso = key["pk"]["S"][len(prefix) :]
+                    item = lock.get_slot(Slot.parse(slot_iso))
+                    if item is not None:
+                        state.slot_items[slot_iso] = item
+        for item in store.list_results(self.job.job_name):  # rows come inline unless offloaded to S3
+            offloaded = "rows_s3_uri" in item
+            state.results[item["slot"]] = store.get_result(self.job.job_name, item["slot"]) if offloaded else item
+        state.latest = store.get_latest(self.job.job_name)
+        return state
+
+    def expected_rows(self, env: dict[str, str], slots: list[str], *, data_dir: Path) -> dict[str, Any]:
+        """The rows the job's query gives for each slot, computed afresh (DuckDB, no simulated duration).
+
+        ``env``: the function's environment (:meth:`function_env`), read as the runtime reads it.
+        """
+        from local.emulators.duckdb_engine import DuckDBQueryEngine
+
+        settings = Settings.from_env(env)
+        expected: dict[str, Any] = {}
+        with DuckDBQueryEngine(data_dir=data_dir, state_dir=self.workdir / "expected") as engine:
+            for slot_iso in slots:
+                parameters = settings.execution_parameters(Slot.parse(slot_iso).datetime)
+                qid = engine.start_query(
+                    sql=settings.query_sql,
+                    parameters=parameters,
+                    client_request_token=client_request_token(
+                        "local-expected", slot_iso, 1, deployment_id=self.lock_table
+                    ),
+                )
+                expected[slot_iso] = json.loads(json.dumps(engine.get_results(qid).rows))
+        return expected
+
+    # ---- teardown ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._ddb_local is not None:
+            with contextlib.suppress(Exception):
+                self._ddb_local.stop()
+            self._ddb_local = None
+        if self._moto_proc is not None:
+            from local.emulators.atomic_moto import stop_server_process
+
+            with contextlib.suppress(Exception):
+                stop_server_process(self._moto_proc)
+            self._moto_proc = None
