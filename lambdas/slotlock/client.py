@@ -1,9 +1,10 @@
 """The I/O layer of the lock: one DynamoDB table through botocore, and slotlock's retry loops.
 
-No protocol here: :class:`slotlock.dynamodb.SlotLock` decides what to write and how to judge a failed
-condition; this layer sends it, wraps botocore's errors (``LockBackendError``, ``WriteRejectedError``),
-retries transient answers within a :class:`~slotlock.transient.RetryBudget`, and judges a cancelled
-transaction item by item (:mod:`slotlock.transient`).
+No protocol here: the operations behind :class:`slotlock.dynamodb.SlotLock` (:mod:`slotlock.acquire`,
+:mod:`slotlock.holder`, :mod:`slotlock.commit`, :mod:`slotlock.missed`) decide what to write and how to
+judge a failed condition; this layer sends it, wraps botocore's errors (``LockBackendError``,
+``WriteRejectedError``), retries transient answers within a :class:`~slotlock.transient.RetryBudget`, and
+judges a cancelled transaction item by item (:mod:`slotlock.transient`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ _SNAKE = {
 
 
 class LockReader(Protocol):
-    """What :meth:`Cancelled.lock_record` needs of the lock: its raw lock item and its decoder."""
+    """What :meth:`Cancelled.lock_record` needs of the lock (:class:`slotlock.context.LockContext`): its raw
+    lock item and its decoder."""
 
     def get_lock_item(self) -> dict[str, Any] | None: ...
 

@@ -2,14 +2,17 @@
 
 The acquire condition (:data:`slotlock.expressions.ACQUIRE_CONDITION`) decides *that* a racer lost;
 these functions say *why*, from the lock item DynamoDB returned with the failure (ALL_OLD), in the
-order of the condition's timeline. :class:`slotlock.dynamodb.SlotLock` acts on the answers.
+order of the condition's timeline. A commit's retry that fails its condition asks whether its own
+earlier commit applied. :mod:`slotlock.acquire` and :mod:`slotlock.commit` act on the answers.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from .lease import LockRecord, LossReason
+from .expressions import STATUS, STATUS_FAILED, STATUS_SUCCEEDED, TOKEN
+from .lease import LockRecord, LossReason, SlotOutcomeName
 from .slot import Slot
 
 #: ``ours``: our own acquisition already applied (a resend failed the condition): that is our success.
@@ -42,3 +45,21 @@ def records_missed(reason: LossReason, current: LockRecord, slot: Slot) -> bool:
     """Whether a loser for ``reason`` must try to record ``slot`` MISSED: the slot will never run
     (``overrun``, ``superseded``) and is not already among the lock item's missed slots."""
     return reason in ("overrun", "superseded") and slot not in current.missed_slots
+
+
+def outcome_applied_on_lock(current: LockRecord, slot: Slot, fencing_token: int) -> SlotOutcomeName | None:
+    """The outcome our commit of ``slot`` under ``fencing_token`` wrote, if the lock item shows it: the
+    last finished slot is ours, under our token (tokens are unique per acquisition, whoever holds the
+    lease now). ``None`` if it does not show it."""
+    if current.last_finished_slot == slot and current.last_finished_token == fencing_token:
+        outcome = current.last_finished_outcome
+        return outcome if outcome in ("succeeded", "failed") else None  # type: ignore[return-value]
+    return None
+
+
+def outcome_applied_on_slot_item(slot_item: Mapping[str, Any], fencing_token: int) -> SlotOutcomeName | None:
+    """The outcome our commit under ``fencing_token`` wrote, from the decoded slot item (written in the
+    same transaction; it still shows the commit once a newer slot finished). ``None`` if it does not."""
+    if slot_item.get(TOKEN) == fencing_token and slot_item.get(STATUS) in (STATUS_SUCCEEDED, STATUS_FAILED):
+        return "succeeded" if slot_item[STATUS] == STATUS_SUCCEEDED else "failed"
+    return None

@@ -1,4 +1,4 @@
-"""The DynamoDB slot lock: the only module that knows DynamoDB's wire format.
+"""The DynamoDB slot lock: :class:`SlotLock`, the public facade of every protocol operation.
 
 One table serves many jobs. Per job it holds:
 
@@ -19,6 +19,10 @@ NTP/chrony-synchronised, typically to well under a second). Fencing makes an ear
 the superseded holder's commit is conditioned on its token and rejected. Commits check the token,
 never a clock.
 
+Each method delegates to plain functions over one frozen :class:`~slotlock.context.LockContext`:
+:mod:`slotlock.acquire`, :mod:`slotlock.holder` (heartbeat, state, release), :mod:`slotlock.commit`,
+:mod:`slotlock.missed`, :mod:`slotlock.reads` (reads, operator surface).
+
 Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html
 ALL_OLD on failure: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html#DDB-UpdateItem-request-ReturnValuesOnConditionCheckFailure
 Transactions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html
@@ -26,105 +30,47 @@ Transactions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/t
 
 from __future__ import annotations
 
-import json
-import logging
-import math
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from . import codec, decisions, table, wire
-from .client import Cancelled as _Cancelled
-from .client import LockTableClient
-from .errors import (
-    CommitConflictError,
-    CorruptLockItemError,
-    InvalidEventError,
-    LeaseLostError,
-    LockBackendError,
-    LockConfigurationError,
-    LockNotAcquiredError,
-    StaleFencingTokenError,
-    TransientLockError,
+from . import acquire, commit, holder, missed, reads
+from .context import (
+    DEFAULT_HISTORY_TTL_S,
+    DEFAULT_LEASE_DURATION_S,
+    DEFAULT_MAX_SLOT_LEAD_S,
+    DEFAULT_MAX_TRANSIENT_ATTEMPTS,
+    LOSER_RETRY_LEASE_SHARE,
+    LOSER_TRANSIENT_ATTEMPTS,
+    MAX_STATE_BYTES,
+    MAX_TRANSACTION_ITEMS,
+    ClockMs,
+    LockContext,
+    system_clock_ms,
 )
-from .expressions import (
-    ACQUIRE_CONDITION,
-    ACQUIRE_UPDATE,
-    ACQUIRED,
-    ERROR_JSON,
-    EXPIRES,
-    FINISHED_AT,
-    JOB,
-    LAST_FIN_AT,
-    LAST_FIN_OUTCOME,
-    LAST_FIN_SLOT,
-    LAST_FIN_TOKEN,
-    LAST_OK_AT,
-    LAST_OK_SLOT,
-    LEASE_SLOT,
-    MARK_SLOT_MISSED,
-    MISSED_SLOTS,
-    OWNER,
-    OWNER_AND_TOKEN_MATCH,
-    PK,
-    PREV_OWNER,
-    PREV_SLOT,
-    REASON,
-    RECORD_ID,
-    SLOT_NOT_ACQUIRED,
-    STATE_JSON,
-    STATUS,
-    STATUS_FAILED,
-    STATUS_MISSED,
-    STATUS_RUNNING,
-    STATUS_SUCCEEDED,
-    SUMMARY_JSON,
-    TERMINAL_STATUSES,
-    TOKEN,
-    slot_item_update,
-)
-from .lease import CommitReceipt, Lease, LockRecord, Loss, LossReason, SlotOutcomeName
+from .errors import LockNotAcquiredError
+from .lease import CommitReceipt, Lease, LockRecord, Loss, SlotOutcomeName
 from .slot import Slot
 from .transient import RetryBudget
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-ClockMs = Callable[[], int]
-
-DEFAULT_LEASE_DURATION_S = 60.0
-DEFAULT_HISTORY_TTL_S = 30 * 24 * 3600
-#: Deliveries whose scheduled time is further ahead of the caller's clock than this are refused: acquiring a
-#: future slot would make every earlier slot lose as "superseded" until real time caught up with it. The
-#: Scheduler never delivers early (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-flexible-time-windows.html:
-#: a window only delays), so the allowance only covers clock skew between the Scheduler and the caller.
-DEFAULT_MAX_SLOT_LEAD_S = 5.0
-MAX_TRANSACTION_ITEMS = 100  # DynamoDB TransactWriteItems limit
-MAX_STATE_BYTES = 64 * 1024  # in-flight state is small by design (ids, counters)
-#: Requests in all (the first included) that a holder spends on transient answers (throttling, a conflicting
-#: transaction, a server error) of one write, within the lease and the invocation deadline.
-DEFAULT_MAX_TRANSIENT_ATTEMPTS = 6
-#: A racer's acquisition or missed-slot record: fewer attempts, within this share of the lease.
-LOSER_TRANSIENT_ATTEMPTS = 3
-LOSER_RETRY_LEASE_SHARE = 0.25
-
-logger = logging.getLogger(__name__)
-
-
-def system_clock_ms() -> int:
-    """Wall clock, epoch milliseconds (the default ``clock_ms``)."""
-    return time.time_ns() // 1_000_000
-
-
-def _json(value: Mapping[str, Any] | None) -> str:
-    # dict(): json only encodes dicts as objects; any other Mapping (e.g. a Lease's read-only state)
-    # would go through default=str and be stored as its repr.
-    return json.dumps(dict(value) if value is not None else {}, sort_keys=True, separators=(",", ":"), default=str)
+# Re-exported from slotlock.context (callers import the defaults and the clock from here).
+__all__ = [
+    "DEFAULT_HISTORY_TTL_S",
+    "DEFAULT_LEASE_DURATION_S",
+    "DEFAULT_MAX_SLOT_LEAD_S",
+    "DEFAULT_MAX_TRANSIENT_ATTEMPTS",
+    "LOSER_RETRY_LEASE_SHARE",
+    "LOSER_TRANSIENT_ATTEMPTS",
+    "MAX_STATE_BYTES",
+    "MAX_TRANSACTION_ITEMS",
+    "ClockMs",
+    "SlotLock",
+    "system_clock_ms",
+]
 
 
 class SlotLock:
@@ -192,87 +138,86 @@ class SlotLock:
         sleep_s: Callable[[float], None] = time.sleep,
         max_transient_attempts: int = DEFAULT_MAX_TRANSIENT_ATTEMPTS,
     ) -> None:
-        if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
-            raise LockConfigurationError(
-                "table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}"
-            )
-        if not table.is_valid_job_name(job_name):
-            raise LockConfigurationError("job_name", f"must be {table.JOB_NAME_RULE}, got {job_name!r:.80}")
-        if not _positive_seconds(lease_duration_s):
-            raise LockConfigurationError(
-                "lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}"
-            )
-        if heartbeat_interval_s is None:
-            heartbeat_interval_s = lease_duration_s / 3
-        if not _positive_seconds(heartbeat_interval_s):
-            raise LockConfigurationError("heartbeat_interval_s", f"must be positive, got {heartbeat_interval_s!r}")
-        if heartbeat_interval_s * 2 >= lease_duration_s:
-            raise LockConfigurationError(
-                "heartbeat_interval_s",
-                f"{heartbeat_interval_s} s must be below half of lease_duration_s ({lease_duration_s} s)"
-                " so that one late heartbeat does not lose the lease",
-            )
-        if max_slot_age_s is not None and not _positive_seconds(max_slot_age_s):
-            raise LockConfigurationError("max_slot_age_s", f"must be positive or None, got {max_slot_age_s!r}")
-        if not isinstance(history_ttl_s, int) or history_ttl_s <= 0:
-            raise LockConfigurationError("history_ttl_s", f"must be a positive integer, got {history_ttl_s!r}")
-        if max_slot_lead_s is not None and not (_positive_seconds(max_slot_lead_s) or max_slot_lead_s == 0):
-            raise LockConfigurationError("max_slot_lead_s", f"must be >= 0 seconds or None, got {max_slot_lead_s!r}")
-        self.table_name = table_name
-        self.job_name = job_name
-        self.lease_duration_ms = int(lease_duration_s * 1000)
-        self.heartbeat_interval_ms = int(heartbeat_interval_s * 1000)
-        self.max_slot_age_ms = None if max_slot_age_s is None else int(max_slot_age_s * 1000)
-        self.history_ttl_s = history_ttl_s
-        self.max_slot_lead_ms = None if max_slot_lead_s is None else int(max_slot_lead_s * 1000)
-        if (
-            isinstance(max_transient_attempts, bool)
-            or not isinstance(max_transient_attempts, int)
-            or not (1 <= max_transient_attempts <= 20)
-        ):
-            raise LockConfigurationError(
-                "max_transient_attempts", f"must be an integer from 1 to 20, got {max_transient_attempts!r}"
-            )
-        self.clock_ms = clock_ms
-        self.sleep_s = sleep_s
-        self.max_transient_attempts = max_transient_attempts
-        self._io = LockTableClient(table_name, client)
-        self.lock_key = f"lock#{job_name}"
+        self._ctx = LockContext.create(
+            table_name,
+            job_name,
+            client=client,
+            lease_duration_s=lease_duration_s,
+            heartbeat_interval_s=heartbeat_interval_s,
+            max_slot_age_s=max_slot_age_s,
+            history_ttl_s=history_ttl_s,
+            max_slot_lead_s=max_slot_lead_s,
+            clock_ms=clock_ms,
+            sleep_s=sleep_s,
+            max_transient_attempts=max_transient_attempts,
+        )
+
+    # --- settings (read from the context; the clock and sleep can be swapped, e.g. by tests) ------------
+    @property
+    def table_name(self) -> str:
+        return self._ctx.table_name
+
+    @property
+    def job_name(self) -> str:
+        return self._ctx.job_name
+
+    @property
+    def lock_key(self) -> str:
+        return self._ctx.lock_key
+
+    @property
+    def lease_duration_ms(self) -> int:
+        return self._ctx.lease_duration_ms
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return self._ctx.heartbeat_interval_ms
+
+    @property
+    def max_slot_age_ms(self) -> int | None:
+        return self._ctx.max_slot_age_ms
+
+    @property
+    def history_ttl_s(self) -> int:
+        return self._ctx.history_ttl_s
+
+    @property
+    def max_slot_lead_ms(self) -> int | None:
+        return self._ctx.max_slot_lead_ms
+
+    @property
+    def max_transient_attempts(self) -> int:
+        return self._ctx.max_transient_attempts
+
+    @property
+    def clock_ms(self) -> ClockMs:
+        return self._ctx.clock_ms
+
+    @clock_ms.setter
+    def clock_ms(self, clock_ms: ClockMs) -> None:
+        self._ctx = replace(self._ctx, clock_ms=clock_ms)
+
+    @property
+    def sleep_s(self) -> Callable[[float], None]:
+        return self._ctx.sleep_s
+
+    @sleep_s.setter
+    def sleep_s(self, sleep_s: Callable[[float], None]) -> None:
+        self._ctx = replace(self._ctx, sleep_s=sleep_s)
 
     # --- plumbing -------------------------------------------------------------------------------------
     @property
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (created lazily with the ``standard`` retry mode)."""
-        return self._io.client
+        return self._ctx.io.client
 
     def slot_key(self, slot: Slot) -> str:
         """Partition key of a slot's history item."""
-        return f"slot#{self.job_name}#{slot.iso}"
+        return self._ctx.slot_key(slot)
 
     def holder_budget(self, lease: Lease) -> RetryBudget:
         """The retry budget of a holder's write: ends at the lease's expiry or the invocation deadline."""
-        ends = [lease.expires_at_ms] + ([lease.deadline_ms] if lease.deadline_ms is not None else [])
-        return RetryBudget(
-            clock_ms=self.clock_ms,
-            sleep_s=self.sleep_s,
-            deadline_ms=min(ends),
-            max_attempts=self.max_transient_attempts,
-        )
-
-    def _racer_budget(self, now_ms: int, deadline_ms: int | None) -> RetryBudget:
-        ends = [now_ms + int(self.lease_duration_ms * LOSER_RETRY_LEASE_SHARE)]
-        if deadline_ms is not None:
-            ends.append(deadline_ms)
-        return RetryBudget(
-            clock_ms=self.clock_ms, sleep_s=self.sleep_s, deadline_ms=min(ends), max_attempts=LOSER_TRANSIENT_ATTEMPTS
-        )
-
-    def _ttl(self, now_ms: int) -> int:
-        return now_ms // 1000 + self.history_ttl_s
-
-    def _lease_expiry(self, now_ms: int, deadline_ms: int | None) -> int:
-        expires = now_ms + self.lease_duration_ms
-        return expires if deadline_ms is None else min(expires, deadline_ms)
+        return self._ctx.holder_budget(lease)
 
     # --- acquire --------------------------------------------------------------------------------------
     def try_acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease | Loss:
@@ -319,102 +264,7 @@ class SlotLock:
         LockBackendError
             DynamoDB refused the request for good (a missing table, access denied).
         """
-        if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
-            raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
-        now_ms = self.clock_ms()
-        if self.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > self.max_slot_lead_ms:
-            raise InvalidEventError(
-                "scheduled_time",
-                f"{slot.iso} is {(slot.epoch_ms - now_ms) / 1000:.0f} s ahead of this caller's clock; at most"
-                f" {self.max_slot_lead_ms / 1000:.0f} s is accepted (a future slot would supersede every earlier one)",
-            )
-        if self.max_slot_age_ms is not None and now_ms - slot.epoch_ms > self.max_slot_age_ms:
-            recorded = self._record_missed(
-                slot,
-                "too_old",
-                {"age_ms": now_ms - slot.epoch_ms, "owner_id": owner_id},
-                guard_lock=True,
-                budget=self._racer_budget(now_ms, deadline_ms),
-            )
-            return Loss(self.job_name, slot, owner_id, "too_old", None, recorded)
-        expires_ms = self._lease_expiry(now_ms, deadline_ms)
-        if expires_ms <= now_ms:
-            raise LockConfigurationError(
-                "deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease"
-            )
-        params = {
-            "TableName": self.table_name,
-            "Key": {PK: {"S": self.lock_key}},
-            "UpdateExpression": ACQUIRE_UPDATE,
-            "ConditionExpression": ACQUIRE_CONDITION,
-            "ExpressionAttributeNames": {
-                "#pk": PK,
-                "#job": JOB,
-                "#token": TOKEN,
-                "#owner": OWNER,
-                "#expires": EXPIRES,
-                "#acquired": ACQUIRED,
-                "#lease_slot": LEASE_SLOT,
-                "#prev_owner": PREV_OWNER,
-                "#prev_slot": PREV_SLOT,
-                "#last_fin_slot": LAST_FIN_SLOT,
-                "#missed": MISSED_SLOTS,
-            },
-            "ExpressionAttributeValues": {
-                ":owner": {"S": owner_id},
-                ":expires": {"N": str(expires_ms)},
-                ":now": {"N": str(now_ms)},
-                ":slot": {"N": str(slot.epoch_s)},
-                ":job": {"S": self.job_name},
-                ":one": {"N": "1"},
-                ":null": {"NULL": True},
-            },
-            "ReturnValues": "ALL_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        # The first answer decides (won, or lost with ALL_OLD saying why). Only an answer that decides
-        # nothing is retried, a few times within a quarter lease: a transaction in flight on the lock item
-        # (TransactionConflictException: the holder's commit) or throttling past botocore's retries. A racer
-        # that stays undecided returns a normal loss ("conflict"/"unavailable"); but if a request may have
-        # applied without us hearing of it (a dropped connection), we may hold the lease: then the retryable
-        # TransientLockError goes to Lambda, whose retry (same request id) re-enters it.
-        budget = self._racer_budget(now_ms, deadline_ms)
-        outcome_unknown = False
-        while True:
-            try:
-                response = self._io.call("UpdateItem", **params)
-                break
-            except ClientError as exc:
-                if wire.is_conditional_failure(exc):
-                    return self._loss(slot, owner_id, now_ms, self._old_lock_record(exc), deadline_ms)
-                if wire.error_code(exc) == "ValidationException":
-                    # e.g. ADD on a String fencing_token: name the corrupt attribute if that is the cause
-                    self._raise_if_corrupt(exc)
-                wrapped = self._io.wrap("UpdateItem", exc)
-                if not wrapped.retryable:
-                    raise wrapped from exc
-                if budget.retry():
-                    continue
-                if outcome_unknown:
-                    raise TransientLockError("UpdateItem", f"acquire: {wrapped}", attempts=budget.attempts) from exc
-                reason: LossReason = (
-                    "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
-                )
-                logger.warning(
-                    "acquire of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
-                    self.job_name,
-                    slot.iso,
-                    budget.attempts,
-                    wrapped.error_code,
-                    reason,
-                )
-                return Loss(self.job_name, slot, owner_id, reason)
-            except LockBackendError as exc:  # no answer at all: the write may have applied
-                outcome_unknown = True
-                if not budget.retry():
-                    raise TransientLockError("UpdateItem", f"acquire: {exc}", attempts=budget.attempts) from exc
-        record = self.decode_lock(response["Attributes"])
-        return self._lease_from(record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+        return acquire.try_acquire(self._ctx, slot, owner_id, deadline_ms)
 
     def acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease:
         """Like :meth:`try_acquire` but raises :class:`LockNotAcquiredError` (carrying the ``Loss``) on loss."""
@@ -422,139 +272,6 @@ class SlotLock:
         if isinstance(result, Loss):
             raise LockNotAcquiredError(result)
         return result
-
-    def _lease_from(
-        self, record: LockRecord, slot: Slot, owner_id: str, now_ms: int, expires_ms: int, deadline_ms: int | None
-    ) -> Lease | Loss:
-        previous_owner, previous_slot = record.previous_owner_id, record.previous_slot
-        same_slot_predecessor = previous_owner is not None and previous_slot == slot
-        superseded = (
-            previous_slot if previous_owner is not None and previous_slot is not None and previous_slot < slot else None
-        )
-        lease = Lease(
-            job_name=self.job_name,
-            slot=slot,
-            owner_id=owner_id,
-            fencing_token=record.fencing_token,
-            acquired_at_ms=now_ms,
-            expires_at_ms=expires_ms,
-            deadline_ms=deadline_ms,
-            takeover_from=previous_owner if same_slot_predecessor and previous_owner != owner_id else None,
-            reentered=same_slot_predecessor and previous_owner == owner_id,
-            superseded_slot=superseded,
-            last_succeeded_at_ms=record.last_succeeded_at_ms,
-            stale_missed_slots=frozenset(missed for missed in record.missed_slots if missed < slot),
-        )
-        if superseded is not None:
-            # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy. The
-            # older slot can never finish (its holder's token is stale), whatever becomes of this one.
-            recorded = self._record_missed(
-                superseded,
-                "superseded",
-                {"superseded_by_slot": slot.iso, "fencing_token": lease.fencing_token},
-                guard_lock=False,
-                budget=self._racer_budget(now_ms, deadline_ms),
-            )
-            lease = replace(lease, superseded_recorded=recorded)
-        if not same_slot_predecessor:
-            return lease
-        # A takeover or re-entry: one consistent read of the slot item, for the predecessor's in-flight state
-        # to adopt (a query id). A terminal record there (impossible unless the table was edited: the acquire
-        # condition refuses finished and missed slots) forbids running the slot all the same.
-        try:
-            item = self.get_slot(slot)
-        except CorruptLockItemError:
-            # Nothing can be adopted from a tampered slot item: give the lease back (kept owner, token
-            # and slot, expiry now) so the error, not a stuck lease, is what the next racer meets too.
-            self._set_expiry(lease, now_ms, operation="release")
-            raise
-        if item is not None and item.get(STATUS) in TERMINAL_STATUSES:
-            return self._abandon_ended_slot(lease, record, str(item[STATUS]))
-        if item is not None:
-            lease = replace(lease, state=MappingProxyType(dict(item.get("state") or {})))
-        return lease
-
-    def _abandon_ended_slot(self, lease: Lease, record: LockRecord, status: str) -> Loss:
-        """We took over a slot whose history item is already terminal: run nothing.
-
-        Only an edited table gets here (the acquire condition refuses finished and missed slots); it is
-        checked on takeovers, which read the slot item anyway.
-
-        One fenced UpdateItem finishes the slot on the lock item (last finished slot = this slot, with the
-        recorded outcome) and releases the lease, so later deliveries of the slot lose as ``slot_finished``
-        and never run it either. If that write fails, the lease simply expires.
-        """
-        now_ms = self.clock_ms()
-        outcome = status.lower()
-        update = self._lock_update(
-            lease,
-            "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now REMOVE #expires, #owner",
-            {
-                "#fin_slot": LAST_FIN_SLOT,
-                "#fin_outcome": LAST_FIN_OUTCOME,
-                "#fin_token": LAST_FIN_TOKEN,
-                "#fin_at": LAST_FIN_AT,
-                "#expires": EXPIRES,
-            },
-            {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}},
-        )["Update"]
-        try:
-            self._io.send("UpdateItem", update, self.holder_budget(lease))
-        except (ClientError, LockBackendError) as exc:
-            logger.warning(
-                "slot %s already ended (%s); could not mark it finished on the lock item, the lease"
-                " expires by itself: %s",
-                lease.slot.iso,
-                status,
-                exc,
-            )
-        logger.info(
-            "slot %s was already %s when acquired (token %d): not run", lease.slot.iso, status, lease.fencing_token
-        )
-        current = replace(
-            record,
-            owner_id=None,
-            lease_expires_at_ms=None,
-            last_finished_slot=lease.slot,
-            last_finished_outcome=outcome,
-            last_finished_token=lease.fencing_token,
-            last_finished_at_ms=now_ms,
-        )
-        return Loss(self.job_name, lease.slot, lease.owner_id, "slot_finished", current)
-
-    def _loss(
-        self, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
-    ) -> Lease | Loss:
-        if current is None:
-            # The item vanished between the write and the fallback read: only an operator deletes it.
-            raise CorruptLockItemError(self.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
-        verdict = decisions.classify_loss(current, slot, owner_id, now_ms)
-        if verdict == "ours":
-            # Our own write already applied (an SDK retry of it failed the condition): that is our success.
-            return self._lease_from(current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
-        if verdict == "unexplained":
-            raise CorruptLockItemError(
-                self.lock_key,
-                EXPIRES,
-                f"made the acquire condition false although no live lease or finished slot explains it: {current}",
-            )
-        reason: LossReason = verdict
-        recorded = False
-        if decisions.records_missed(reason, current, slot):
-            # The slot will never run: exactly one of its racers records it MISSED (conditional writes). A
-            # superseded slot can never be acquired again (the lock's slots only move forward); an overrun
-            # one could be, once the older holder finishes, hence the lock-item check in the same transaction.
-            detail = {
-                "owner_id": owner_id,
-                "holder_owner_id": current.owner_id,
-                "holder_slot": current.lease_slot.iso if current.lease_slot else None,
-                "last_finished_slot": current.last_finished_slot.iso if current.last_finished_slot else None,
-                "fencing_token": current.fencing_token,
-            }
-            recorded = self._record_missed(
-                slot, reason, detail, guard_lock=reason == "overrun", budget=self._racer_budget(now_ms, deadline_ms)
-            )
-        return Loss(self.job_name, slot, owner_id, reason, current, recorded)
 
     # --- renew / state ----------------------------------------------------------------------------------
     def heartbeat(self, lease: Lease) -> Lease:
@@ -571,12 +288,7 @@ class SlotLock:
             Throttled or conflicting past the retry budget (which ends at the lease's expiry): retryable,
             the lease is not known to be lost.
         """
-        now_ms = self.clock_ms()
-        expires_ms = self._lease_expiry(now_ms, lease.deadline_ms)
-        if expires_ms <= lease.expires_at_ms:
-            return lease
-        self._set_expiry(lease, expires_ms, operation="heartbeat")
-        return replace(lease, expires_at_ms=expires_ms)
+        return holder.heartbeat(self._ctx, lease)
 
     def record_state(self, lease: Lease, changes: Mapping[str, Any]) -> Lease:
         """Record in-flight state on the slot item for a successor, and renew the lease, atomically.
@@ -598,41 +310,7 @@ class SlotLock:
         TransientLockError, WriteRejectedError
             Transient past the budget (retryable) / refused for good (record the slot FAILED).
         """
-        state = {**lease.state, **changes}
-        state_json = _json(state)
-        if len(state_json.encode()) > MAX_STATE_BYTES:
-            raise LockConfigurationError("changes", f"state is {len(state_json)} bytes; at most {MAX_STATE_BYTES}")
-        now_ms = self.clock_ms()
-        expires_ms = max(self._lease_expiry(now_ms, lease.deadline_ms), lease.expires_at_ms)
-        items = [
-            self._lock_update(
-                lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
-            ),
-            {
-                "Update": slot_item_update(
-                    self.table_name,
-                    self.slot_key(lease.slot),
-                    job=self.job_name,
-                    slot_iso=lease.slot.iso,
-                    slot_epoch_s=lease.slot.epoch_s,
-                    status=STATUS_RUNNING,
-                    ttl_epoch_s=self._ttl(now_ms),
-                    attributes={
-                        TOKEN: {"N": str(lease.fencing_token)},
-                        OWNER: {"S": lease.owner_id},
-                        STATE_JSON: {"S": state_json},
-                    },
-                    started_at_ms=now_ms,
-                )
-            },
-        ]
-        try:
-            self._transact(items, operation="record_state", budget=self.holder_budget(lease), lease=lease)
-        except _Cancelled as cancelled:
-            if cancelled.judged.verdict == "lease_gone":
-                raise LeaseLostError(lease, cancelled.lock_record(self), operation="record_state") from cancelled.error
-            raise self._slot_ended_error(lease, cancelled.item(1)) from cancelled.error
-        return replace(lease, state=MappingProxyType(state), expires_at_ms=expires_ms)
+        return holder.record_state(self._ctx, lease, changes)
 
     # --- finish -----------------------------------------------------------------------------------------
     def commit(
@@ -679,113 +357,7 @@ class SlotLock:
         LockBackendError
             DynamoDB failed otherwise.
         """
-        if outcome not in ("succeeded", "failed"):
-            raise LockConfigurationError("outcome", f"must be 'succeeded' or 'failed', got {outcome!r}")
-        now_ms = self.clock_ms()
-        succeeded = outcome == "succeeded"
-        lock_set = (
-            "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now"
-            + (", #ok_slot = :slot, #ok_at = :now" if succeeded else "")
-            + " REMOVE #expires"
-        )
-        lock_names = {
-            "#fin_slot": LAST_FIN_SLOT,
-            "#fin_outcome": LAST_FIN_OUTCOME,
-            "#fin_token": LAST_FIN_TOKEN,
-            "#fin_at": LAST_FIN_AT,
-            "#expires": EXPIRES,
-        }
-        if succeeded:
-            lock_names |= {"#ok_slot": LAST_OK_SLOT, "#ok_at": LAST_OK_AT}
-        lock_values: dict[str, Any] = {
-            ":slot": {"N": str(lease.slot.epoch_s)},
-            ":outcome": {"S": outcome},
-            ":now": {"N": str(now_ms)},
-        }
-        # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
-        lock_set += ", #owner"
-        if lease.stale_missed_slots:  # now refused by the finished slot itself: keep the set small
-            lock_set += " DELETE #missed :stale_missed"
-            lock_names["#missed"] = MISSED_SLOTS
-            lock_values[":stale_missed"] = {"NS": sorted(str(missed.epoch_s) for missed in lease.stale_missed_slots)}
-        lock_item = self._lock_update(lease, lock_set, lock_names, lock_values)
-        slot_item = {
-            "Update": slot_item_update(
-                self.table_name,
-                self.slot_key(lease.slot),
-                job=self.job_name,
-                slot_iso=lease.slot.iso,
-                slot_epoch_s=lease.slot.epoch_s,
-                status=STATUS_SUCCEEDED if succeeded else STATUS_FAILED,
-                ttl_epoch_s=self._ttl(now_ms),
-                attributes={
-                    TOKEN: {"N": str(lease.fencing_token)},
-                    OWNER: {"S": lease.owner_id},
-                    FINISHED_AT: {"N": str(now_ms)},
-                    SUMMARY_JSON: {"S": _json(summary)},
-                    ERROR_JSON: {"S": _json(error)},
-                },
-                started_at_ms=lease.acquired_at_ms,
-            )
-        }
-        items: list[Mapping[str, Any]] = [lock_item, slot_item]
-        own_offset = len(items)
-        items.extend(writes)
-        if len(items) > MAX_TRANSACTION_ITEMS:
-            raise LockConfigurationError(
-                "writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}"
-            )
-        receipt = CommitReceipt(self.job_name, lease.slot, lease.fencing_token, outcome, now_ms)
-        try:
-            self._transact(items, operation="commit", budget=self.holder_budget(lease), lease=lease, idempotent=True)
-        except _Cancelled as cancelled:
-            judged = cancelled.judged
-            if judged.verdict == "lease_gone":
-                current = cancelled.lock_record(self)
-                applied = self._applied_outcome(lease, current)
-                if applied is not None:
-                    return replace(receipt, outcome=applied, already_applied=True)
-                raise StaleFencingTokenError(lease, current, operation="commit") from cancelled.error
-            index = judged.index if judged.index is not None else 0
-            if index < own_offset:
-                raise self._slot_ended_error(lease, cancelled.item(1)) from cancelled.error
-            reason = cancelled.reasons[index]
-            raise CommitConflictError(
-                index - own_offset,
-                str(judged.code),
-                reason.get("Item"),
-                reason.get("Message"),
-                fencing_token=lease.fencing_token,
-            ) from cancelled.error
-        return receipt
-
-    def _slot_ended_error(self, lease: Lease, item: Mapping[str, Any] | None) -> CorruptLockItemError:
-        """A holder's slot-item write met a terminal record although the lock item names it as holder."""
-        status = (item or {}).get(STATUS, {}).get("S") if item else None
-        return CorruptLockItemError(
-            self.slot_key(lease.slot),
-            STATUS,
-            f"is {status or 'not RUNNING'} although the lock item names {lease.owner_id!r} (token"
-            f" {lease.fencing_token}) as this slot's holder; a terminal record is never overwritten",
-        )
-
-    def _applied_outcome(self, lease: Lease, current: LockRecord | None) -> SlotOutcomeName | None:
-        """The outcome that our own earlier commit of ``lease`` wrote, or ``None`` if it never applied.
-
-        Tokens are unique per acquisition, so "finished under our token" identifies our commit, whoever
-        holds the lease now. The lock item shows it until a newer slot finishes; after that the slot
-        item (written in the same transaction) still does, at the cost of one read.
-        """
-        if current is None:
-            return None
-        if current.last_finished_slot == lease.slot and current.last_finished_token == lease.fencing_token:
-            outcome = current.last_finished_outcome
-            return outcome if outcome in ("succeeded", "failed") else None  # type: ignore[return-value]
-        if current.last_finished_slot is not None and current.last_finished_slot > lease.slot:
-            item = self.get_slot(lease.slot) or {}
-            if item.get(TOKEN) == lease.fencing_token and item.get(STATUS) in (STATUS_SUCCEEDED, STATUS_FAILED):
-                return "succeeded" if item[STATUS] == STATUS_SUCCEEDED else "failed"
-        return None
+        return commit.commit(self._ctx, lease, writes=writes, summary=summary, outcome=outcome, error=error)
 
     def release(self, lease: Lease) -> None:
         """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).
@@ -800,21 +372,7 @@ class SlotLock:
         TransientLockError
             Throttled past the budget (the lease then simply expires).
         """
-        self._set_expiry(lease, self.clock_ms(), operation="release")
-
-    def _set_expiry(self, lease: Lease, expires_ms: int, *, operation: str) -> None:
-        """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release).
-
-        Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
-        transaction touches the lock item) are retried within :meth:`holder_budget`.
-        """
-        update = self._lock_update(
-            lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
-        )["Update"]
-        try:
-            self._io.send("UpdateItem", update, self.holder_budget(lease))
-        except ClientError as exc:  # _send re-raises only a failed condition: ALL_OLD names the new holder
-            raise LeaseLostError(lease, self._old_lock_record(exc), operation=operation) from exc
+        holder.release(self._ctx, lease)
 
     def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
         """Record ``slot`` as MISSED with ``reason``, unless its history item already holds a record.
@@ -825,98 +383,29 @@ class SlotLock:
         lost) is recognised by the write's random ``record_id`` and also returns ``True``. Transient
         failures past a short budget return ``False`` (logged): a racer never raises for them.
         """
-        return self._record_missed(
-            slot, reason, dict(detail or {}), guard_lock=False, budget=self._racer_budget(self.clock_ms(), None)
-        )
-
-    def _record_missed(
-        self, slot: Slot, reason: str, detail: Mapping[str, Any], *, guard_lock: bool, budget: RetryBudget
-    ) -> bool:
-        now_ms = self.clock_ms()
-        record_id = uuid.uuid4().hex
-        update = slot_item_update(
-            self.table_name,
-            self.slot_key(slot),
-            job=self.job_name,
-            slot_iso=slot.iso,
-            slot_epoch_s=slot.epoch_s,
-            status=STATUS_MISSED,
-            ttl_epoch_s=self._ttl(now_ms),
-            attributes={
-                REASON: {"S": reason},
-                FINISHED_AT: {"N": str(now_ms)},
-                ERROR_JSON: {"S": _json(detail)},
-                RECORD_ID: {"S": record_id},
-            },
-        )
-        try:
-            if guard_lock:
-                mark_missed = {
-                    "Update": {
-                        "TableName": self.table_name,
-                        "Key": {PK: {"S": self.lock_key}},
-                        "UpdateExpression": MARK_SLOT_MISSED,
-                        "ConditionExpression": SLOT_NOT_ACQUIRED,
-                        "ExpressionAttributeNames": {
-                            "#pk": PK,
-                            "#token": TOKEN,
-                            "#lease_slot": LEASE_SLOT,
-                            "#missed": MISSED_SLOTS,
-                        },
-                        "ExpressionAttributeValues": {
-                            ":slot": {"N": str(slot.epoch_s)},
-                            ":slots": {"NS": [str(slot.epoch_s)]},
-                            ":zero": {"N": "0"},
-                        },
-                    }
-                }
-                self._transact([{"Update": update}, mark_missed], operation="record_missed", budget=budget)
-            else:
-                self._io.send("UpdateItem", update, budget)
-        except ClientError as exc:  # the slot item's condition failed: someone recorded it (maybe us)
-            return self._own_missed_record(slot, wire.old_item(exc), record_id)
-        except _Cancelled as cancelled:
-            if cancelled.judged.index == 0:
-                return self._own_missed_record(slot, cancelled.item(0), record_id)
-            return False  # the lock item says the slot is acquired right now (or is tampered): not missed
-        except TransientLockError as exc:
-            logger.warning("could not record slot %s as missed (%s): %s", slot.iso, reason, exc)
-            return False
-        return True
-
-    def _own_missed_record(self, slot: Slot, old_item: Mapping[str, Any] | None, record_id: str) -> bool:
-        """Whether the record that failed our condition is our own earlier write (an SDK resend)."""
-        if old_item is None:  # no ALL_OLD (older emulators): one consistent read
-            old_item = self._io.get(self.slot_key(slot))
-        return old_item is not None and old_item.get(RECORD_ID, {}).get("S") == record_id
+        ctx = self._ctx
+        budget = ctx.racer_budget(ctx.clock_ms(), None)
+        return missed.record_missed(ctx, slot, reason, dict(detail or {}), guard_lock=False, budget=budget)
 
     # --- reads ------------------------------------------------------------------------------------------
     def get_lock(self) -> LockRecord:
         """The job's lock item (strongly consistent read); a default record on a fresh table."""
-        item = self._io.get(self.lock_key)
-        return self.decode_lock(item) if item else LockRecord()
+        return reads.get_lock(self._ctx)
 
-    def _transact(
-        self,
-        items: Sequence[Mapping[str, Any]],
-        *,
-        operation: str,
-        budget: RetryBudget,
-        lease: Lease | None = None,
-        idempotent: bool = False,
-    ) -> None:
-        """:meth:`LockTableClient.transact`; an undecided cancellation of a holder's write (``lease``) is
-        decided by one consistent read of the lock item: still our owner and token, or not."""
+    def get_slot(self, slot: Slot) -> dict[str, Any] | None:
+        """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
 
-        def decide() -> tuple[bool, LockRecord | None]:
-            assert lease is not None
-            item = self._io.get(self.lock_key)
-            current = self.decode_lock(item) if item else None
-            return current is not None and current.owned_by(lease.owner_id, lease.fencing_token), current
+        Raises
+        ------
+        CorruptLockItemError
+            A ``*_json`` attribute is not a String holding a JSON object (``key`` is the slot item's).
+        """
+        return reads.get_slot(self._ctx, slot)
 
-        self._io.transact(
-            items, operation=operation, budget=budget, decide_undecided=decide if lease else None, idempotent=idempotent
-        )
+    def get_slot_state(self, slot: Slot) -> dict[str, Any]:
+        """In-flight state recorded for ``slot`` (empty when none). Raises :class:`CorruptLockItemError`."""
+        record = self.get_slot(slot)
+        return dict(record.get("state") or {}) if record else {}
 
     # --- operator surface (slotlock.admin) --------------------------------------------------------------
     def get_lock_item(self) -> dict[str, Any] | None:
@@ -925,7 +414,7 @@ class SlotLock:
         For operator tools that must see an item :meth:`decode_lock` would refuse (e.g. one that lost its
         fencing counter). Raises :class:`LockBackendError` when DynamoDB fails.
         """
-        return self._io.get(self.lock_key)
+        return self._ctx.get_lock_item()
 
     def update_lock_item(
         self, update_expression: str, condition_expression: str, names: Mapping[str, str], values: Mapping[str, Any]
@@ -940,82 +429,9 @@ class SlotLock:
         LockBackendError
             DynamoDB failed otherwise.
         """
-        try:
-            response = self._io.call(
-                "UpdateItem",
-                TableName=self.table_name,
-                Key={PK: {"S": self.lock_key}},
-                UpdateExpression=update_expression,
-                ConditionExpression=condition_expression,
-                ExpressionAttributeNames=dict(names),
-                ExpressionAttributeValues=dict(values),
-                ReturnValues="ALL_OLD",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if wire.is_conditional_failure(exc):
-                raise
-            raise self._io.wrap("UpdateItem", exc) from exc
-        attributes = response.get("Attributes")
-        return attributes if isinstance(attributes, dict) else None
-
-    def get_slot(self, slot: Slot) -> dict[str, Any] | None:
-        """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
-
-        Raises
-        ------
-        CorruptLockItemError
-            A ``*_json`` attribute is not a String holding a JSON object (``key`` is the slot item's).
-        """
-        key = self.slot_key(slot)
-        item = self._io.get(key)
-        if item is None:
-            return None
-        return codec.decode_slot_item(item, key)
-
-    def get_slot_state(self, slot: Slot) -> dict[str, Any]:
-        """In-flight state recorded for ``slot`` (empty when none). Raises :class:`CorruptLockItemError`."""
-        record = self.get_slot(slot)
-        return dict(record.get("state") or {}) if record else {}
-
-    def _raise_if_corrupt(self, exc: ClientError) -> None:
-        item = self._io.get(self.lock_key)
-        if item:
-            try:
-                self.decode_lock(item)
-            except CorruptLockItemError as corrupt:
-                raise corrupt from exc
-
-    def _old_lock_record(self, exc: ClientError) -> LockRecord | None:
-        item = wire.old_item(exc)
-        if item is None:  # ALL_OLD not returned (older emulators): fall back to one consistent read
-            item = self._io.get(self.lock_key)
-        return self.decode_lock(item) if item else None
+        return reads.update_lock_item(self._ctx, update_expression, condition_expression, names, values)
 
     # --- wire helpers -------------------------------------------------------------------------------------
     def decode_lock(self, item: Mapping[str, Mapping[str, Any]]) -> LockRecord:
         """Decode and type-check this job's lock item (DynamoDB JSON): :func:`slotlock.codec.decode_lock_item`."""
-        return codec.decode_lock_item(item, self.lock_key)
-
-    def _lock_update(
-        self, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            "Update": {
-                "TableName": self.table_name,
-                "Key": {PK: {"S": self.lock_key}},
-                "UpdateExpression": expression,
-                "ConditionExpression": OWNER_AND_TOKEN_MATCH,
-                "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
-                "ExpressionAttributeValues": {
-                    ":owner": {"S": lease.owner_id},
-                    ":token": {"N": str(lease.fencing_token)},
-                    **values,
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
-
-
-def _positive_seconds(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+        return self._ctx.decode_lock(item)
