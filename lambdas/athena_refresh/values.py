@@ -170,10 +170,10 @@ class ValuePublisher:
             values: dict[str, float] = {}
             for column in value_columns:
                 number = _number(row.get(column), column, index, dimensions, decimal_columns)
-                if number is _SKIPPED:
+                if isinstance(number, _Skipped):
                     skipped += 1
                 elif number is not None:
-                    values[column] = number  # type: ignore[assignment]
+                    values[column] = number
             if not values:
                 continue
             provider = AmazonCloudWatchEMFProvider(

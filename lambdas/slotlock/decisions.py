@@ -52,8 +52,10 @@ def outcome_applied_on_lock(current: LockRecord, slot: Slot, fencing_token: int)
     last finished slot is ours, under our token (tokens are unique per acquisition, whoever holds the
     lease now). ``None`` if it does not show it."""
     if current.last_finished_slot == slot and current.last_finished_token == fencing_token:
-        outcome = current.last_finished_outcome
-        return outcome if outcome in ("succeeded", "failed") else None  # type: ignore[return-value]
+        if current.last_finished_outcome == "succeeded":
+            return "succeeded"
+        if current.last_finished_outcome == "failed":
+            return "failed"
     return None
 
 

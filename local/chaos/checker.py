@@ -55,11 +55,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from athena_refresh import contract
+
 FINAL_COMMIT_STATUSES = ("succeeded", "failed")
 TERMINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")
-SLOT_MISSED_METRIC = "SlotMissed"  # athena_refresh.contract.METRIC_SLOT_MISSED
-METRICS_NAMESPACE = "ScheduledAthenaRefresh"  # athena_refresh.contract.METRICS_NAMESPACE
-REASON_DIMENSION = "reason"  # athena_refresh.contract.DIMENSION_REASON
+SLOT_MISSED_METRIC = contract.METRIC_SLOT_MISSED
+METRICS_NAMESPACE = contract.METRICS_NAMESPACE
+REASON_DIMENSION = contract.DIMENSION_REASON
 #: Every check, as named in the violations' ``check`` (the module docstring says what each one means).
 CHECKS = (
     "one_commit_per_slot",
