@@ -41,7 +41,6 @@ MAX_LAMBDA_TIMEOUT_S = 900
 MIN_LAMBDA_MEMORY_MB = 128
 MAX_LAMBDA_MEMORY_MB = 10_240
 MAX_QUERY_ATTEMPTS = contract.MAX_MAX_QUERY_ATTEMPTS
-SQL_PLACEHOLDERS = 2
 REMOVAL_POLICIES = ("RETAIN", "DESTROY")
 # Athena's minimum BytesScannedCutoffPerQuery (the CloudFormation schema's "minimum": 10000000).
 MIN_BYTES_SCANNED_CUTOFF = 10_000_000
@@ -89,6 +88,26 @@ class ConfigError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+@dataclass(frozen=True)
+class Labels:
+    """How problems name a key: ``at(key)`` starts a message, ``ref(key)`` names another key inside one.
+
+    cdk.json's job block reads ``context job.racers: ...``; a job file ``jobs/<job>/job.toml: racers: ...``.
+    """
+
+    prefix: str
+    ref_prefix: str = ""
+
+    def at(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def ref(self, key: str) -> str:
+        return f"{self.ref_prefix}{key}"
+
+
+CONTEXT_LABELS = Labels(f"context {CONTEXT_KEY}.", f"{CONTEXT_KEY}.")
+
+
 class _Invalid(Exception):
     """Internal: one value failed its check; the message says what is allowed."""
 
@@ -132,11 +151,9 @@ def _one_of(choices: Sequence[str]) -> Callable[[Any], str]:
 
 
 def _query_sql(value: Any) -> str:
-    """The runtime binds the window's start and end to the query's two ``?`` placeholders."""
+    """The prepared SQL (``stacks.query_sql``: its placeholders and their order are checked there)."""
     if not isinstance(value, str) or not value.strip():
         raise _Invalid("a non-empty SQL statement")
-    if value.count("?") != SQL_PLACEHOLDERS:
-        raise _Invalid(f"a SQL statement with exactly {SQL_PLACEHOLDERS} ? placeholders (window start, window end)")
     return value
 
 
@@ -293,7 +310,7 @@ class JobConfig:
     history_ttl_s: int
     max_query_attempts: int
     window_s: int
-    data_year: int
+    data_year: int | None  # the sample's year the window is mapped onto; None: the slot's own window
     lambda_timeout_s: int
     lambda_memory_mb: int
     database: str
@@ -346,7 +363,7 @@ class JobConfig:
             contract.ENV_HISTORY_TTL_S: str(self.history_ttl_s),
             contract.ENV_MAX_QUERY_ATTEMPTS: str(self.max_query_attempts),
             contract.ENV_WINDOW_S: str(self.window_s),
-            contract.ENV_DATA_YEAR: str(self.data_year),
+            contract.ENV_DATA_YEAR: "" if self.data_year is None else str(self.data_year),
             contract.ENV_ATHENA_WORKGROUP: workgroup or self.workgroup,
             contract.ENV_ATHENA_DATABASE: database or self.database,
             contract.ENV_QUERY_SQL: self.sql,
@@ -363,7 +380,9 @@ class JobConfig:
         return env
 
     @classmethod
-    def from_context(cls, job: Any) -> JobConfig:
+    def from_context(
+        cls, job: Any, *, labels: Labels = CONTEXT_LABELS, output_columns: tuple[str, ...] | None = None
+    ) -> JobConfig:
         """Parse the ``"job"`` context value (a mapping, or its JSON text as ``cdk -c job=...`` gives).
 
         :raises ConfigError: listing every missing, unknown or invalid key, and every broken relationship.
@@ -380,29 +399,27 @@ class JobConfig:
         values: dict[str, Any] = {}
         known = {field.name: field for field in fields(cls)}
         for key in sorted(set(job) - set(known)):
-            problems.append(f"context {CONTEXT_KEY}.{key}: unknown key; allowed keys: {', '.join(known)}")
+            problems.append(f"{labels.at(key)}: unknown key; allowed keys: {', '.join(known)}")
         for key, check in _CHECKS.items():
             if key not in job:
                 if known[key].default is MISSING:
-                    problems.append(f"context {CONTEXT_KEY}.{key}: missing; required")
+                    problems.append(f"{labels.at(key)}: missing; required")
                 continue
             try:
                 values[key] = check(job[key])
             except _Invalid as exc:
-                problems.append(f"context {CONTEXT_KEY}.{key}: must be {exc}, got {job[key]!r}")
+                problems.append(f"{labels.at(key)}: must be {exc}, got {job[key]!r}")
             except _InvalidKeys as exc:
-                problems.extend(f"context {CONTEXT_KEY}.{key}.{sub}: {message}" for sub, message in exc.problems)
-        problems.extend(_relationship_problems(values))
+                problems.extend(f"{labels.at(key)}.{sub}: {message}" for sub, message in exc.problems)
+        problems.extend(_relationship_problems(values, labels, output_columns))
         if problems:
             raise ConfigError(problems)
         return cls(**values)
 
 
-def _key(name: str) -> str:
-    return f"{CONTEXT_KEY}.{name}"
-
-
-def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
+def _relationship_problems(
+    values: Mapping[str, Any], labels: Labels = CONTEXT_LABELS, output_columns: tuple[str, ...] | None = None
+) -> list[str]:
     """Problems between keys that each passed their own check (a missing/invalid key skips its rules).
 
     The rules, and why each configuration would not work:
@@ -432,19 +449,19 @@ def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
         bound = (lease - CLOCK_SKEW_ALLOWANCE_S) / 2
         if not heartbeat < bound:
             problems.append(
-                f"context {_key('heartbeat_interval_s')}: must be below ({_key('lease_duration_s')} - "
+                f"{labels.at('heartbeat_interval_s')}: must be below ({labels.ref('lease_duration_s')} - "
                 f"{CLOCK_SKEW_ALLOWANCE_S} s clock skew allowance) / 2 = {bound:g} s, so that a renewal lands "
                 f"before other racers may see the lease as expired, got {heartbeat}"
             )
     if timeout is not None and heartbeat is not None and not timeout > heartbeat + COMMIT_RESERVE_S:
         problems.append(
-            f"context {_key('lambda_timeout_s')}: must be longer than {_key('heartbeat_interval_s')} + "
+            f"{labels.at('lambda_timeout_s')}: must be longer than {labels.ref('heartbeat_interval_s')} + "
             f"{COMMIT_RESERVE_S} s commit reserve = {heartbeat + COMMIT_RESERVE_S} s, so that a run can renew "
             f"its lease, got {timeout}"
         )
     if timeout is not None and max_age is not None and max_age < timeout + ASYNC_FIRST_RETRY_DELAY_S:
         problems.append(
-            f"context {_key('max_slot_age_s')}: must be at least {_key('lambda_timeout_s')} + "
+            f"{labels.at('max_slot_age_s')}: must be at least {labels.ref('lambda_timeout_s')} + "
             f"{ASYNC_FIRST_RETRY_DELAY_S} s = {timeout + ASYNC_FIRST_RETRY_DELAY_S} s, or Lambda drops the first "
             f"async retry of a timed-out invocation as too old, got {max_age}"
         )
@@ -453,25 +470,25 @@ def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
         try:
             period = cron_period(schedule)
         except CronError as exc:
-            problems.append(f"context {_key('schedule_expression')}: {exc}, got {schedule!r}")
+            problems.append(f"{labels.at('schedule_expression')}: {exc}, got {schedule!r}")
         else:
             if timeout is not None and period.shortest_s < timeout:
                 problems.append(
-                    f"context {_key('lambda_timeout_s')}: must not exceed the schedule's period "
-                    f"({_key('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart), "
+                    f"{labels.at('lambda_timeout_s')}: must not exceed the schedule's period "
+                    f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart), "
                     f"or a slot can still run when the next one starts, got {timeout}"
                 )
             if max_age is not None and max_age > period.shortest_s:
                 problems.append(
-                    f"context {_key('max_slot_age_s')}: must not exceed the schedule's period "
-                    f"({_key('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart): an older "
+                    f"{labels.at('max_slot_age_s')}: must not exceed the schedule's period "
+                    f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart): an older "
                     f"delivery is superseded by the next slot, got {max_age}"
                 )
     cutoff, alarms = values.get("bytes_scanned_cutoff_per_query"), values.get("alarms")
     if cutoff is not None and alarms is not None and alarms.data_scanned_bytes >= cutoff:
         problems.append(
-            f"context {_key('alarms.data_scanned_bytes')}: must be below "
-            f"{_key('bytes_scanned_cutoff_per_query')} ({cutoff}): Athena cancels a query at the cutoff, so "
+            f"{labels.at('alarms.data_scanned_bytes')}: must be below "
+            f"{labels.ref('bytes_scanned_cutoff_per_query')} ({cutoff}): Athena cancels a query at the cutoff, so "
             f"the alarm could never fire, got {alarms.data_scanned_bytes}"
         )
     value_metrics, sql = values.get("value_metrics"), values.get("sql")
@@ -479,15 +496,17 @@ def _relationship_problems(values: Mapping[str, Any]) -> list[str]:
         overlap = sorted(set(value_metrics.columns) & set(value_metrics.dimensions))
         if overlap:
             problems.append(
-                f"context {_key('value_metrics.dimensions')}: must not repeat a value column, got {', '.join(overlap)}"
+                f"{labels.at('value_metrics.dimensions')}: must not repeat a value column, got {', '.join(overlap)}"
             )
-        output = sql_output_columns(sql) if sql is not None else None
+        output = (
+            output_columns if output_columns is not None else (sql_output_columns(sql) if sql is not None else None)
+        )
         if output is not None:
             for sub in ("columns", "dimensions"):
                 unknown = [name for name in getattr(value_metrics, sub) if name not in output]
                 if unknown:
                     problems.append(
-                        f"context {_key('value_metrics.' + sub)}: must name output columns of {_key('sql')} "
+                        f"{labels.at('value_metrics.' + sub)}: must name output columns of {labels.ref('sql')} "
                         f"({', '.join(output)}), got unknown {', '.join(unknown)}"
                     )
     return problems
@@ -569,7 +588,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "history_ttl_s": _shared(contract.ENV_HISTORY_TTL_S),
     "max_query_attempts": _shared(contract.ENV_MAX_QUERY_ATTEMPTS),
     "window_s": _shared(contract.ENV_WINDOW_S),
-    "data_year": _shared(contract.ENV_DATA_YEAR),
+    "data_year": _optional(_shared(contract.ENV_DATA_YEAR)),
     "lambda_timeout_s": _integer(1, MAX_LAMBDA_TIMEOUT_S),
     "lambda_memory_mb": _integer(MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
     "database": _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),

@@ -34,7 +34,8 @@ ENV_DATA_YEAR: Final = "DATA_YEAR"  # the slot is mapped onto this year of the d
 ENV_ATHENA_WORKGROUP: Final = "ATHENA_WORKGROUP"
 ENV_ATHENA_DATABASE: Final = "ATHENA_DATABASE"
 ENV_ATHENA_CATALOG: Final = "ATHENA_CATALOG"
-ENV_QUERY_SQL: Final = "QUERY_SQL"
+ENV_QUERY_SQL: Final = "QUERY_SQL"  # tests and local tools only: the stack bundles the job catalog instead
+ENV_JOB_CATALOG_PATH: Final = "JOB_CATALOG_PATH"  # a job catalog other than the bundled one (local tools)
 # Athena query result reuse, minutes (0 or unset: off). Per query, on StartQueryExecution:
 # https://docs.aws.amazon.com/athena/latest/ug/reusing-query-results.html
 ENV_RESULT_REUSE_MAX_AGE_MIN: Final = "RESULT_REUSE_MAX_AGE_MIN"

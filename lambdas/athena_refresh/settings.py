@@ -11,10 +11,11 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from slotlock import table as lock_table
 
-from . import contract
+from . import catalog, contract
 from .errors import ConfigurationError
 
 DEFAULT_CATALOG = "AwsDataCatalog"
@@ -126,15 +127,23 @@ class Settings:
     value_metric_max_series: int = DEFAULT_VALUE_METRIC_MAX_SERIES
     result_reuse_max_age_min: int = 0  # Athena query result reuse (0: off), at most MAX_RESULT_REUSE_AGE_MIN
     max_slot_lead_s: float = float(contract.DEFAULT_MAX_SLOT_LEAD_S)
+    query_parameters: tuple[str, ...] = ("window_start", "window_end")  # the name bound to each ``?``
+    query_constants: tuple[tuple[str, str], ...] = ()  # (name, SQL literal text): the job's own constants
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read and validate the settings from ``env`` (default ``os.environ``).
+    def from_env(cls, env: Mapping[str, str] | None = None, *, catalog_path: Path | str | None = None) -> Settings:
+        """Read and validate the settings from ``env`` (default ``os.environ``) and the job catalog.
+
+        The query comes from the job catalog (:mod:`athena_refresh.catalog`): ``catalog_path``, else
+        ``JOB_CATALOG_PATH``, else the catalog bundled in the asset when there is one. Without a catalog
+        (tests, local tools) it comes from ``QUERY_SQL`` with its two ``?`` bound to the window's start and
+        end; setting both is refused.
 
         Raises
         ------
         ConfigurationError
-            Naming the first invalid or missing variable.
+            Naming the first invalid or missing variable; :class:`~athena_refresh.catalog.CatalogError`
+            for a broken catalog.
         """
         env = os.environ if env is None else env
         lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False)
@@ -150,17 +159,12 @@ class Settings:
             if max_age_raw.lower() in ("none", "off")
             else _number(env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False)
         )
-        sql = _required(env, contract.ENV_QUERY_SQL)
-        if sql.count("?") != 2:
-            raise ConfigurationError(
-                contract.ENV_QUERY_SQL,
-                f"must contain exactly two ? placeholders (window start, window end); found {sql.count('?')}",
-            )
-        data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
-        data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         job_name = _required(env, contract.ENV_JOB_NAME)
         if not lock_table.is_valid_job_name(job_name):
             raise ConfigurationError(contract.ENV_JOB_NAME, f"must be {lock_table.JOB_NAME_RULE}, got {job_name!r:.80}")
+        query = _query(env, job_name, catalog_path)
+        data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
+        data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         value_columns, value_dimensions, max_series = _value_metrics(env)
         reuse_min = int(
             _number(
@@ -179,7 +183,9 @@ class Settings:
             athena_workgroup=_required(env, contract.ENV_ATHENA_WORKGROUP),
             athena_database=_required(env, contract.ENV_ATHENA_DATABASE),
             athena_catalog=env.get(contract.ENV_ATHENA_CATALOG, "").strip() or DEFAULT_CATALOG,
-            query_sql=sql,
+            query_sql=query.sql,
+            query_parameters=query.parameters,
+            query_constants=tuple(sorted(query.constants.items())),
             lease_duration_s=lease,
             heartbeat_interval_s=heartbeat,
             max_slot_age_s=max_age,
@@ -215,13 +221,42 @@ class Settings:
         return end - dt.timedelta(seconds=self.window_s), end
 
     def execution_parameters(self, scheduled: dt.datetime) -> list[str]:
-        """Athena ExecutionParameters for the window: SQL timestamp literal text, start then end.
+        """Athena ExecutionParameters: the value of each name of ``query_parameters``, in order.
 
+        ``window_start`` and ``window_end`` are the window's bounds (:meth:`window`), ``slot_time`` the
+        slot's time (the window's end), as SQL timestamp literal text; a constant is its text as written.
         Athena substitutes each value as SQL literal text, so strings carry their quotes:
         https://docs.aws.amazon.com/athena/latest/ug/querying-with-prepared-statements-querying-using-execution-parameters.html
         """
         start, end = self.window(scheduled)
-        return [f"'{start:%Y-%m-%d %H:%M:%S}'", f"'{end:%Y-%m-%d %H:%M:%S}'"]
+        values = {
+            "window_start": f"'{start:%Y-%m-%d %H:%M:%S}'",
+            "window_end": f"'{end:%Y-%m-%d %H:%M:%S}'",
+            "slot_time": f"'{end:%Y-%m-%d %H:%M:%S}'",
+            **dict(self.query_constants),
+        }
+        return [values[name] for name in self.query_parameters]
+
+
+def _query(env: Mapping[str, str], job_name: str, catalog_path: Path | str | None) -> catalog.CatalogQuery:
+    """The job's query: from the catalog when there is one, else ``QUERY_SQL`` (window start, end)."""
+    inline = env.get(contract.ENV_QUERY_SQL, "").strip()
+    path = catalog_path or env.get(contract.ENV_JOB_CATALOG_PATH, "").strip() or None
+    if path is None and catalog.BUNDLED_CATALOG_PATH.is_file():
+        path = catalog.BUNDLED_CATALOG_PATH
+    if path is not None:
+        if inline:
+            raise ConfigurationError(
+                contract.ENV_QUERY_SQL, f"must not be set: the query comes from the job catalog {path}"
+            )
+        return catalog.load_query(job_name, path)
+    sql = _required(env, contract.ENV_QUERY_SQL)
+    if sql.count("?") != 2:
+        raise ConfigurationError(
+            contract.ENV_QUERY_SQL,
+            f"must contain exactly two ? placeholders (window start, window end); found {sql.count('?')}",
+        )
+    return catalog.CatalogQuery(sql=sql, parameters=("window_start", "window_end"))
 
 
 def _value_metrics(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...], int]:

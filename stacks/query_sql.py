@@ -1,0 +1,151 @@
+"""A job's ``query.sql`` at synth: named parameters to Athena's positional ``ExecutionParameters``, and its shape.
+
+A job's SQL names its parameters (``:window_start``, ``:window_end``, ``:slot_time`` and the job's own
+constants, ``[parameters]`` in ``job.toml``). Athena only knows positional ``?`` placeholders, bound by
+``StartQueryExecution``'s ``ExecutionParameters`` in order
+(https://docs.aws.amazon.com/athena/latest/ug/querying-with-prepared-statements.html), so at synth:
+
+- the placeholders are found with sqlglot's Trino **tokenizer**, so ``:x`` or ``?`` inside a string literal
+  or a comment is never counted (Trino has no other use for ``:`` outside them);
+- each ``:name`` is replaced by ``?`` **in the user's own text** (offsets from the tokens), never by SQL
+  regenerated from an AST, which could rewrite their Trino SQL; a name used twice gets two ``?`` and its
+  value is repeated in :attr:`PreparedSql.parameter_order`;
+- the result is parsed (Trino dialect) to report syntax errors at synth, and to read the output column
+  names that value metrics may refer to.
+
+sqlglot runs here only: the Lambda asset receives the prepared text and the parameter order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError, TokenError
+from sqlglot.tokens import TokenType
+
+#: The parameters every job may use: the slot's window ``[window_start, window_end)`` and the slot's own
+#: scheduled time, each bound as ``YYYY-MM-DD HH:MM:SS.fff`` text (UTC) for ``CAST(:name AS timestamp)``.
+BUILTIN_PARAMETERS = ("window_start", "window_end", "slot_time")
+PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+DIALECT = "trino"
+
+
+class QuerySqlError(ValueError):
+    """The SQL cannot be prepared; ``problems`` lists every reason (each a complete sentence)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class PreparedSql:
+    """The SQL as Athena receives it and what the runtime binds to it.
+
+    ``text``: the user's text with each ``:name`` replaced by ``?``; ``parameter_order``: the name bound to
+    each ``?``, in order (repeated names repeated); ``output_columns``: the names of the result columns as
+    Athena reports them (an unnamed expression is ``_col<i>``), ``None`` when a ``*`` makes them unknown.
+    """
+
+    text: str
+    parameter_order: tuple[str, ...]
+    output_columns: tuple[str, ...] | None
+
+    @property
+    def used_parameters(self) -> frozenset[str]:
+        return frozenset(self.parameter_order)
+
+
+def prepare_sql(sql: str, *, defined: Iterable[str] = BUILTIN_PARAMETERS) -> PreparedSql:
+    """Translate ``sql``'s named parameters to ``?`` and check it parses.
+
+    ``defined``: the parameter names the job defines (the built-ins and its constants).
+
+    Raises
+    ------
+    QuerySqlError
+        With every problem found: an unterminated string or comment, a positional ``?`` (use names), a
+        ``:`` not followed by a parameter name, a name the job does not define, SQL that does not parse
+        as Trino, a statement that is not a single query.
+    """
+    if not sql.strip():
+        raise QuerySqlError(["the query is empty"])
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql)
+    except TokenError as exc:
+        raise QuerySqlError([f"the SQL cannot be tokenized: {_first_line(exc)}"]) from exc
+    problems: list[str] = []
+    known = set(defined)
+    pieces: list[str] = []
+    order: list[str] = []
+    position = 0
+    skip_next = False
+    for index, token in enumerate(tokens):
+        if skip_next:
+            skip_next = False
+            continue
+        if token.token_type == TokenType.PLACEHOLDER:
+            problems.append(
+                f"line {token.line}: a positional '?' placeholder; name the parameter instead"
+                f" (:{', :'.join(BUILTIN_PARAMETERS)} or a [parameters] constant)"
+            )
+            continue
+        if token.token_type != TokenType.COLON:
+            continue
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        name = sql[following.start : following.end + 1] if following is not None else ""
+        if following is None or following.start != token.end + 1 or not PARAMETER_NAME.match(name):
+            problems.append(f"line {token.line}: ':' is not followed by a parameter name (e.g. :window_start)")
+            continue
+        if name not in known:
+            problems.append(
+                f"line {token.line}: parameter :{name} is not defined (defined: {', '.join(sorted(known))})"
+            )
+        pieces.append(sql[position : token.start])
+        pieces.append("?")
+        position = following.end + 1
+        order.append(name)
+        skip_next = True
+    pieces.append(sql[position:])
+    text = "".join(pieces)
+    columns: tuple[str, ...] | None = None
+    if not problems:
+        columns, parse_problems = _shape(text)
+        problems.extend(parse_problems)
+    if problems:
+        raise QuerySqlError(problems)
+    return PreparedSql(text=text, parameter_order=tuple(order), output_columns=columns)
+
+
+def _shape(text: str) -> tuple[tuple[str, ...] | None, list[str]]:
+    """The output column names of the single query in ``text`` (``None`` with a ``*``), or the problems."""
+    try:
+        statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
+    except SqlglotError as exc:
+        return None, [f"the SQL does not parse as Trino: {_first_line(exc)}"]
+    if len(statements) != 1:
+        return None, [f"the file must hold exactly one statement, found {len(statements)}"]
+    (statement,) = statements
+    if not isinstance(statement, exp.Query):
+        found = " ".join(text.split())[:60]
+        return None, [f"the statement must be a query (SELECT or WITH ...), found: {found}"]
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in statement.selects):
+        return None, []
+    return tuple(_output_name(i, e) for i, e in enumerate(statement.selects)), []
+
+
+def _output_name(index: int, expression: exp.Expr) -> str:
+    """The result column's name as Athena reports it: the alias, the column's name, else ``_col<index>``."""
+    if isinstance(expression, exp.Alias):
+        return expression.alias
+    if isinstance(expression, exp.Column):
+        return expression.name
+    return f"_col{index}"
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,129 @@
+"""athena_refresh.catalog and its use by Settings: the job's query from the bundled catalog, validated at
+cold start; named parameters bound in order, constants as written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from athena_refresh import contract
+from athena_refresh.catalog import (
+    MAX_PARAMETERS,
+    CatalogError,
+    CatalogQuery,
+    catalog_document,
+    load_query,
+    parse_entry,
+)
+from athena_refresh.errors import ConfigurationError
+from athena_refresh.settings import Settings
+
+JOB = "carrier-on-time"
+SQL = "SELECT carrier FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp) AND d <= ? OR s = ?"
+ENTRY = {
+    "sql": SQL,
+    "parameters": ["window_start", "window_end", "delay_min", "window_start"],
+    "constants": {"delay_min": "15"},
+}
+ENV = {
+    contract.ENV_JOB_NAME: JOB,
+    contract.ENV_LOCK_TABLE_NAME: "locks",
+    contract.ENV_RESULTS_TABLE_NAME: "results",
+    contract.ENV_ATHENA_WORKGROUP: "wg",
+    contract.ENV_ATHENA_DATABASE: "db",
+    contract.ENV_WINDOW_S: "3600",
+}
+
+
+def write(tmp_path: Path, document: Any) -> Path:
+    path = tmp_path / "job_catalog.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_a_written_catalog_reads_back_as_the_same_query(tmp_path: Path) -> None:
+    query = CatalogQuery(sql=SQL, parameters=tuple(ENTRY["parameters"]), constants={"delay_min": "15"})
+    path = write(tmp_path, catalog_document({JOB: query, "other": CatalogQuery("SELECT 1 AS a", ())}))
+    loaded = load_query(JOB, path)
+    assert (loaded.sql, loaded.parameters, dict(loaded.constants)) == (SQL, query.parameters, {"delay_min": "15"})
+
+
+def test_settings_bind_each_named_parameter_in_order_with_constants_as_written(tmp_path: Path) -> None:
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
+    settings = Settings.from_env(ENV, catalog_path=path)
+    assert settings.query_sql == SQL
+    scheduled = dt.datetime(2026, 11, 24, 6, 15, tzinfo=dt.UTC)
+    assert settings.execution_parameters(scheduled) == [
+        "'2026-11-24 05:15:00'",
+        "'2026-11-24 06:15:00'",
+        "15",
+        "'2026-11-24 05:15:00'",
+    ]
+
+
+def test_slot_time_is_the_windows_end_on_the_datas_timeline(tmp_path: Path) -> None:
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: {"sql": "SELECT ? AS t", "parameters": ["slot_time"]}}})
+    settings = Settings.from_env({**ENV, contract.ENV_DATA_YEAR: "2013"}, catalog_path=path)
+    assert settings.execution_parameters(dt.datetime(2026, 11, 24, 6, 15, tzinfo=dt.UTC)) == ["'2013-11-24 06:15:00'"]
+
+
+def test_the_catalog_path_may_come_from_the_environment(tmp_path: Path) -> None:
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
+    settings = Settings.from_env({**ENV, contract.ENV_JOB_CATALOG_PATH: str(path)})
+    assert settings.query_parameters == tuple(ENTRY["parameters"])
+
+
+def test_a_catalog_and_an_inline_query_together_are_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
+    with pytest.raises(ConfigurationError, match="QUERY_SQL: must not be set"):
+        Settings.from_env({**ENV, contract.ENV_QUERY_SQL: SQL}, catalog_path=path)
+
+
+def test_without_a_catalog_the_inline_query_binds_the_window() -> None:
+    inline = "SELECT 1 AS a FROM t WHERE x >= ? AND x < ?"
+    settings = Settings.from_env({**ENV, contract.ENV_QUERY_SQL: inline})
+    assert settings.query_parameters == ("window_start", "window_end")
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ("{not json", "cannot be read as JSON"),
+        ({"format": 2, "jobs": {}}, "format 1"),
+        ({"format": 1}, "must hold a 'jobs' object"),
+        ({"format": 1, "jobs": {"other": ENTRY}}, "holds no job 'carrier-on-time' \\(jobs: other\\)"),
+        ({"format": 1, "jobs": {JOB: "SELECT 1"}}, "must be an object"),
+        ({"format": 1, "jobs": {JOB: {**ENTRY, "sql": " "}}}, r"jobs.carrier-on-time.sql: must be a non-empty"),
+        ({"format": 1, "jobs": {JOB: {**ENTRY, "parameters": "window_start"}}}, "must be a list"),
+        ({"format": 1, "jobs": {JOB: {**ENTRY, "constants": {"delay_min": 15}}}}, "SQL literal text"),
+        (
+            {"format": 1, "jobs": {JOB: {**ENTRY, "parameters": ["window_start", "carrier"]}}},
+            "carrier neither built in nor among the constants",
+        ),
+        (
+            {"format": 1, "jobs": {JOB: {**ENTRY, "parameters": ["window_start"] * (MAX_PARAMETERS + 1)}}},
+            "at most 25",
+        ),
+    ],
+)
+def test_a_broken_catalog_fails_the_cold_start_naming_what_is_wrong(
+    tmp_path: Path, document: Any, expected: str
+) -> None:
+    path = write(tmp_path, document)
+    with pytest.raises(CatalogError, match=expected) as caught:
+        Settings.from_env(ENV, catalog_path=path)
+    assert caught.value.path == str(path)
+
+
+def test_a_missing_catalog_is_named(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="not found"):
+        load_query(JOB, tmp_path / "absent.json")
+
+
+def test_an_entry_under_an_invalid_job_name_is_refused() -> None:
+    with pytest.raises(CatalogError, match="job name must be"):
+        parse_entry("bad name!", ENTRY)
