@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Composition root: read cdk.json's context once, validate it, build the one stack, synthesize.
+"""Composition root: read cdk.json's context and the job folders once, validate them, build the stack, synthesize.
 
 ``CDK_OUTDIR=cdk.out python app.py`` (no CLI, so no context is passed in) and ``npx cdk synth`` (the
 CLI passes cdk.json's context) produce the same template: this file reads cdk.json itself and gives its
 context to ``cdk.App``; context from the CLI then overrides it with equal values. No environment
 lookups and no AWS calls at synth time: the stack is environment-agnostic. Every synth runs cdk-nag
-(``stacks.nag``).
+(``stacks.nag``). The jobs are the folders under ``jobs/`` (:mod:`stacks.jobs`): every problem of every job
+is reported before any construct exists.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from stacks import REPO_ROOT
-from stacks.config import CONTEXT_KEY, JobConfig, load_app_options, load_context
+from stacks import JOBS_DIR, REPO_ROOT
+from stacks.config import STACK_KEY, StackSettings, load_app_options, load_context
+from stacks.jobs import load_jobs
 from stacks.nag import enable_nag
 from stacks.refresh_stack import ScheduledAthenaRefreshStack
 
@@ -27,9 +29,16 @@ STACK_NAME = "ScheduledAthenaRefresh"
 
 
 def build_app(
-    *, context: Mapping[str, Any] | None = None, sample_data_dir: Path = SAMPLE_DATA_DIR, outdir: Path | None = None
+    *,
+    context: Mapping[str, Any] | None = None,
+    sample_data_dir: Path = SAMPLE_DATA_DIR,
+    outdir: Path | None = None,
+    jobs_dir: Path = JOBS_DIR,
 ) -> tuple[cdk.App, ScheduledAthenaRefreshStack]:
-    """Build the app and its stack (not yet synthesized). ``context`` defaults to cdk.json's.
+    """Build the app and its stack (not yet synthesized). ``context`` defaults to cdk.json's; ``jobs_dir``
+    holds the job folders.
+
+    :raises stacks.config.ConfigError: every problem of the stack settings or of any job.
 
     cdk-nag's AwsSolutions checks run on every synthesis of the app: an unacknowledged finding makes
     ``app.synth()`` raise and writes ``validation-report.json`` into the cloud assembly (``outdir``;
@@ -41,13 +50,15 @@ def build_app(
         **load_app_options(CDK_JSON),
     )
     enable_nag(app)
-    config = JobConfig.from_context(app.node.try_get_context(CONTEXT_KEY))
+    settings = StackSettings.from_context(app.node.try_get_context(STACK_KEY))
+    jobs = load_jobs(jobs_dir, settings, root=jobs_dir.parent)
     stack = ScheduledAthenaRefreshStack(
         app,
         STACK_NAME,
-        config=config,
+        settings=settings,
+        jobs=jobs,
         sample_data_dir=sample_data_dir,
-        description="Scheduled Athena refresh: N racers, one fenced DynamoDB lease per schedule slot",
+        description="Scheduled Athena refresh: per job, N racers and one fenced DynamoDB lease per schedule slot",
     )
     return app, stack
 

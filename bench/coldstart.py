@@ -60,10 +60,11 @@ RESULT_ROWS = (
 
 
 def job_config() -> Any:
-    """cdk.json's validated job block (``stacks.config`` reads JSON only; it does not import aws_cdk)."""
-    from stacks.config import CONTEXT_KEY, JobConfig, load_context
+    """The validated settings of the sample job the bench runs (``jobs/flights-dashboard``; ``stacks.jobs``
+    reads TOML and SQL only, it does not import aws_cdk)."""
+    from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
-    return JobConfig.from_context(load_context(REPO_ROOT / "cdk.json")[CONTEXT_KEY])
+    return job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).config
 
 
 def asset_excludes() -> tuple[str, ...]:
@@ -134,6 +135,9 @@ def lambda_environment(
     )
     # What the stack sets (stacks/constructs/refresh_function.py), from the same builder
     env.update(job.runtime_environment(lock_table_name=lock_table, results_table_name=results_table))
+    # The stack bundles the query in the job catalog; the bench passes the flights job's prepared SQL inline
+    # (its two ? are the window's start and end, the inline form's binding).
+    env[contract.ENV_QUERY_SQL] = job.sql
     if job_name:
         env[contract.ENV_JOB_NAME] = job_name
     if endpoint_url:

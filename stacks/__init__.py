@@ -11,4 +11,5 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LAMBDAS_DIR = REPO_ROOT / "lambdas"  # the Lambda asset root: Code.from_asset(LAMBDAS_DIR)
+LAMBDAS_DIR = REPO_ROOT / "lambdas"  # the runtime packages, staged with the job catalog (stacks.runtime_asset)
+JOBS_DIR = REPO_ROOT / "jobs"  # one folder per job: job.toml + query.sql (stacks.jobs)

@@ -27,6 +27,7 @@ from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
 from slotlock import table as lock_table
+from stacks.query_sql import output_columns as query_output_columns
 from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
@@ -366,7 +367,6 @@ class JobConfig:
             contract.ENV_DATA_YEAR: "" if self.data_year is None else str(self.data_year),
             contract.ENV_ATHENA_WORKGROUP: workgroup or self.workgroup,
             contract.ENV_ATHENA_DATABASE: database or self.database,
-            contract.ENV_QUERY_SQL: self.sql,
             contract.ENV_RESULT_REUSE_MAX_AGE_MIN: str(self.result_reuse_max_age_min),
             contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
             contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
@@ -440,7 +440,7 @@ def _relationship_problems(
       a shorter timeout than one heartbeat plus that reserve, no run ever renews its lease.
     - data scanned alarm: Athena cancels a query at ``bytes_scanned_cutoff_per_query``, so a threshold
       at or above it can never fire.
-    - value metrics: the columns must be output columns of ``sql`` (see :func:`sql_output_columns`).
+    - value metrics: the columns must be output columns of ``sql`` (:func:`stacks.query_sql.output_columns`).
     """
     problems: list[str] = []
     lease, heartbeat = values.get("lease_duration_s"), values.get("heartbeat_interval_s")
@@ -499,7 +499,7 @@ def _relationship_problems(
                 f"{labels.at('value_metrics.dimensions')}: must not repeat a value column, got {', '.join(overlap)}"
             )
         output = (
-            output_columns if output_columns is not None else (sql_output_columns(sql) if sql is not None else None)
+            output_columns if output_columns is not None else (query_output_columns(sql) if sql is not None else None)
         )
         if output is not None:
             for sub in ("columns", "dimensions"):
@@ -510,64 +510,6 @@ def _relationship_problems(
                         f"({', '.join(output)}), got unknown {', '.join(unknown)}"
                     )
     return problems
-
-
-_SELECT_ITEM_ALIAS = re.compile(r'(?is).*\bas\s+"?([a-z_][a-z0-9_]*)"?\s*')
-_SELECT_ITEM_COLUMN = re.compile(r'(?is)(?:[a-z_][a-z0-9_]*\.)*"?([a-z_][a-z0-9_]*)"?')
-
-
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def sql_output_columns(sql: str) -> tuple[str, ...] | None:
-    """The output column names of the outermost ``SELECT`` of ``sql`` (lowercase, as Athena names them).
-
-    A simple syntactic reading, enough to catch a typo in ``value_metrics``: each select item's
-    ``AS alias``, or the column name of a bare (possibly qualified) column. Returns ``None`` when it
-    cannot tell (``*``, an expression without an alias, no top-level SELECT ... FROM).
-    """
-    text = sql.strip()
-    lowered = text.lower()
-    depth, start, items, item_start = 0, None, [], 0
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char in "'\"":  # skip quoted text
-            end = text.find(char, i + 1)
-            i = len(text) if end < 0 else end + 1
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif depth == 0 and re.match(r"(select|from)\b", lowered[i:]) and (i == 0 or not _is_word_char(lowered[i - 1])):
-            word = "select" if lowered.startswith("select", i) else "from"
-            if word == "select" and start is None:
-                start = item_start = i + len(word)
-            elif word == "from" and start is not None:
-                items.append(text[item_start:i])
-                break
-        elif char == "," and depth == 0 and start is not None:
-            items.append(text[item_start:i])
-            item_start = i + 1
-        i += 1
-    else:
-        return None
-    names: list[str] = []
-    for item in items:
-        item = item.strip()
-        if re.match(r"(?i)distinct\s", item):
-            item = item[len("distinct") :].strip()
-        column = _SELECT_ITEM_COLUMN.fullmatch(item)
-        alias = _SELECT_ITEM_ALIAS.fullmatch(item)
-        if alias:
-            names.append(alias.group(1).lower())
-        elif column:
-            names.append(column.group(1).lower())
-        else:
-            return None
-    return tuple(names)
 
 
 # One check per field, in field order (the dataclass and this table must name the same keys).
@@ -604,6 +546,42 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
 
 if list(_CHECKS) != [field.name for field in fields(JobConfig)]:  # pragma: no cover - a programming error
     raise RuntimeError("JobConfig's fields and _CHECKS must name the same keys in the same order")
+
+
+STACK_KEY = "stack"  # the context key holding the stack-wide settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackSettings:
+    """What every job of the stack shares (cdk.json context ``stack``): names, removal policy, alarm email."""
+
+    workgroup: str = "athena-refresh"
+    sample_database: str = "flights_demo"
+    removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
+    alarm_email: str | None = None  # subscribed to the alarm topic every job's alarms notify
+
+    @classmethod
+    def from_context(cls, value: Any) -> StackSettings:
+        """Parse the ``"stack"`` context value. :raises ConfigError: naming every invalid or unknown key."""
+        check = _object(
+            {
+                "workgroup": (_name(_WORKGROUP_NAME, "1 to 128 letters, digits, '.', '-' or '_'"), cls.workgroup),
+                "sample_database": (
+                    _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
+                    cls.sample_database,
+                ),
+                "removal_policy": (_one_of(REMOVAL_POLICIES), cls.removal_policy),
+                "alarm_email": (_optional(_email), None),
+            },
+            cls,
+        )
+        try:
+            settings: StackSettings = check({} if value is None else value)
+        except _Invalid as exc:
+            raise ConfigError([f"context {STACK_KEY}: must be {exc}, got {value!r}"]) from None
+        except _InvalidKeys as exc:
+            raise ConfigError([f"context {STACK_KEY}.{key}: {message}" for key, message in exc.problems]) from None
+        return settings
 
 
 def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:

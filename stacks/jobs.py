@@ -18,7 +18,8 @@ window, attempts, Lambda memory and timeout, alarms, value metrics, bytes-scanne
     the job's own constants (text), usable in the SQL as ``:name`` like the built-in ``:window_start``,
     ``:window_end`` and ``:slot_time`` (:mod:`stacks.query_sql`).
 
-Stack-wide settings (removal policy, workgroup, the sample's database, alarm email) stay in cdk.json.
+Stack-wide settings (removal policy, workgroup, the sample's database, alarm email) stay in cdk.json
+(:class:`stacks.config.StackSettings`).
 
 :func:`load_jobs` reports every problem of every job at once, each naming its file and key, and raises
 :class:`~stacks.config.ConfigError` before any construct exists: a mistyped job file never yields a
@@ -31,12 +32,12 @@ import re
 import tomllib
 import zoneinfo
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from slotlock import table as lock_table
-from stacks.config import ConfigError, JobConfig, Labels
+from stacks.config import STACK_KEY, ConfigError, JobConfig, Labels, StackSettings, load_context
 from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
 
 JOB_FILE = "job.toml"
@@ -99,15 +100,6 @@ class JobDefinition:
         return self.config.job_name
 
 
-@dataclass(frozen=True)
-class StackSettings:
-    """What every job of the stack shares (cdk.json): names and the removal policy."""
-
-    workgroup: str
-    sample_database: str
-    removal_policy: str = "RETAIN"
-
-
 def discover(jobs_dir: Path) -> list[Path]:
     """The job folders under ``jobs_dir`` (those holding a ``job.toml``), sorted by name."""
     if not jobs_dir.is_dir():
@@ -130,14 +122,15 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
     seen: dict[str, Path] = {}
     jobs: list[JobDefinition] = []
     for folder in folders:
-        twin = seen.get(folder.name.lower())
+        key = re.sub(r"[-_]", "", folder.name.lower())  # outputs and construct ids drop case, '-' and '_'
+        twin = seen.get(key)
         if twin is not None:
             problems.append(
                 f"{_rel(folder, root)}: duplicate job name {folder.name!r} (also {_rel(twin, root)}): job names"
-                " must differ in more than letter case (they name functions, schedules and alarms)"
+                " must differ in more than letter case, '-' and '_' (they name functions, outputs and alarms)"
             )
             continue
-        seen[folder.name.lower()] = folder
+        seen[key] = folder
         try:
             jobs.append(load_job(folder, stack, root=root))
         except ConfigError as exc:
@@ -169,6 +162,11 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
         sql = None
 
     settings = {k: v for k, v in document.items() if k not in JOB_KEYS}
+    alarms = settings.get("alarms")
+    if isinstance(alarms, Mapping):
+        if "email" in alarms:
+            problems.append(f"{labels.at('alarms.email')}: not a job setting here (stack-wide, in cdk.json)")
+        settings["alarms"] = {**{k: v for k, v in alarms.items() if k != "email"}, "email": stack.alarm_email}
     for key in sorted(set(settings) & set(DERIVED_KEYS)):
         problems.append(f"{labels.at(key)}: not a job setting here ({_derived_why(key)})")
         settings.pop(key)
@@ -327,10 +325,32 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def with_overrides(job: JobDefinition, **changes: Any) -> JobDefinition:
-    """``job`` with some of its settings replaced (local harnesses shorten the lease), unvalidated."""
-    return replace(job, config=replace(job.config, **changes))
+def output_suffix(job_name: str) -> str:
+    """The job's part of the stack's output ids: ``flights-dashboard`` -> ``FlightsDashboard``."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]+", job_name) if part)
 
 
-def job_names(jobs: Sequence[JobDefinition]) -> list[str]:
-    return [job.job_name for job in jobs]
+def logical_id_prefix(job_name: str) -> str:
+    """The logical-id prefix of a job's resources (its ``Job-<job>`` construct, non-alphanumerics dropped)."""
+    return "Job" + re.sub(r"[^A-Za-z0-9]", "", job_name)
+
+
+#: The sample job the local harnesses (demo, chaos suite, bench) run by default.
+DEFAULT_LOCAL_JOB = "flights-dashboard"
+
+
+def load_repo_jobs(repo_root: Path) -> tuple[StackSettings, tuple[JobDefinition, ...]]:
+    """The stack settings of ``repo_root/cdk.json`` and the jobs under ``repo_root/jobs``, validated.
+
+    :raises ConfigError: as :func:`load_jobs` and :meth:`StackSettings.from_context`.
+    """
+    settings = StackSettings.from_context(load_context(repo_root / "cdk.json").get(STACK_KEY))
+    return settings, load_jobs(repo_root / "jobs", settings, root=repo_root)
+
+
+def job_named(jobs: Sequence[JobDefinition], name: str) -> JobDefinition:
+    """The job called ``name``. :raises KeyError: naming the jobs there are."""
+    for job in jobs:
+        if job.job_name == name:
+            return job
+    raise KeyError(f"no job {name!r}; jobs: {', '.join(j.job_name for j in jobs) or 'none'}")

@@ -121,6 +121,13 @@ def prepare_sql(sql: str, *, defined: Iterable[str] = BUILTIN_PARAMETERS) -> Pre
     return PreparedSql(text=text, parameter_order=tuple(order), output_columns=columns)
 
 
+def output_columns(text: str) -> tuple[str, ...] | None:
+    """The output column names of the single query in ``text`` as Athena reports them; ``None`` when they
+    cannot be known at synth (a ``*``) or ``text`` is not one query."""
+    columns, problems = _shape(text)
+    return None if problems else columns
+
+
 def _shape(text: str) -> tuple[tuple[str, ...] | None, list[str]]:
     """The output column names of the single query in ``text`` (``None`` with a ``*``), or the problems."""
     try:

@@ -1,7 +1,10 @@
-"""The stack: wires the constructs together, and exports the names an operator needs."""
+"""The stack: the resources the jobs share, one :class:`AthenaJob` per job folder, and the names an operator
+needs as outputs (per job: ``FunctionName<Job>``, ``DashboardName<Job>``, ``FailureQueueUrl<Job>``, where
+``<Job>`` is :func:`stacks.jobs.output_suffix` of the job's name)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -9,25 +12,28 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from stacks.config import JobConfig
-from stacks.constructs.alarms import RefreshAlarms
+from stacks.config import StackSettings
+from stacks.constructs.alarms import alarm_topic
+from stacks.constructs.athena_job import AthenaJob, SharedResources
 from stacks.constructs.athena_workgroup import AthenaWorkgroup
-from stacks.constructs.dashboard import RefreshDashboard
-from stacks.constructs.failure_queue import FailureQueue
-from stacks.constructs.fanout_schedule import FanoutSchedule
 from stacks.constructs.flights_catalog import FlightsCatalog
 from stacks.constructs.lock_table import LockTable
-from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
 from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage
+from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource, output_suffix
 from stacks.nag import acknowledge, wildcard_finding
+from stacks.runtime_asset import stage_runtime_asset
 
 
 class ScheduledAthenaRefreshStack(cdk.Stack):
-    """EventBridge Scheduler fans out to ``config.racers`` invocations of one Lambda; they race for a
-    fenced DynamoDB lease per schedule slot, and the winner runs the Athena query and stores the result.
+    """Every job folder, deployed: per job, EventBridge Scheduler fans out to ``racers`` invocations of the
+    job's Lambda; they race for a fenced DynamoDB lease per schedule slot, and the winner runs the job's
+    Athena query and stores the result. The jobs share the lock and results tables, the bucket, the
+    workgroup and the alarm topic; each has its own function, role, schedules, queue, alarms and dashboard.
 
-    :param config: the validated job configuration (cdk.json context ``job``).
-    :param sample_data_dir: local directory uploaded to ``s3://<bucket>/data/<table>/`` and cataloged.
+    :param settings: the stack-wide settings (cdk.json context ``stack``).
+    :param jobs: the validated job folders (:func:`stacks.jobs.load_jobs`), at least one.
+    :param sample_data_dir: local directory uploaded to ``s3://<bucket>/data/<table>/`` and cataloged
+        (only when a job reads a sample).
     """
 
     def __init__(
@@ -35,113 +41,85 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         scope: Construct,
         construct_id: str,
         *,
-        config: JobConfig,
+        settings: StackSettings,
+        jobs: Sequence[JobDefinition],
         sample_data_dir: Path,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        removal_policy = cdk.RemovalPolicy[config.removal_policy]
+        if not jobs:
+            raise ValueError("a stack needs at least one job")
+        removal_policy = cdk.RemovalPolicy[settings.removal_policy]
 
         lock = LockTable(self, "Lock", removal_policy=removal_policy)
         results = ResultsStorage(self, "Results", removal_policy=removal_policy)
-        catalog = FlightsCatalog(
-            self,
-            "Catalog",
-            bucket=results.bucket,
-            data_prefix=f"{DATA_PREFIX}{config.table}/",
-            sample_data_dir=sample_data_dir,
-            database_name=config.database,
-            table_name=config.table,
-            removal_policy=removal_policy,
-        )
+        catalog: FlightsCatalog | None = None
+        if any(isinstance(job.source, SampleSource) for job in jobs):
+            catalog = FlightsCatalog(
+                self,
+                "Catalog",
+                bucket=results.bucket,
+                data_prefix=f"{DATA_PREFIX}{SAMPLE_TABLES['flights']}/",
+                sample_data_dir=sample_data_dir,
+                database_name=settings.sample_database,
+                table_name=SAMPLE_TABLES["flights"],
+                removal_policy=removal_policy,
+            )
+        # Athena enforces the scan cutoff per workgroup: the shared one takes the largest job's (each job's
+        # DataScannedHigh alarm watches its own threshold below it).
         workgroup = AthenaWorkgroup(
             self,
             "Athena",
-            name=config.workgroup,
+            name=settings.workgroup,
             output_location=results.s3_url(ATHENA_RESULTS_PREFIX),
-            bytes_scanned_cutoff_per_query=config.bytes_scanned_cutoff_per_query,
+            bytes_scanned_cutoff_per_query=max(job.config.bytes_scanned_cutoff_per_query for job in jobs),
         )
-        failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
-        refresh = RefreshFunction(
-            self,
-            "Refresh",
-            config=config,
+        topic = alarm_topic(self, "AlarmTopic", email=settings.alarm_email, label=construct_id)
+        shared = SharedResources(
             lock_table=lock.table,
             results_table=results.table,
-            query_target=QueryTarget(
-                workgroup_name=workgroup.name,
-                workgroup_arn=workgroup.arn,
-                database_name=catalog.database.ref,  # Ref of AWS::Glue::Database is its name
-                table_name=config.table,
-                bucket=results.bucket,
-                data_prefix=catalog.data_prefix,
-                athena_results_prefix=ATHENA_RESULTS_PREFIX,
-                results_prefix=RESULTS_PREFIX,
-            ),
-            failure_queue=failures.queue,
-            removal_policy=removal_policy,
+            bucket=results.bucket,
+            athena_results_prefix=ATHENA_RESULTS_PREFIX,
+            results_prefix=RESULTS_PREFIX,
+            workgroup_name=workgroup.name,
+            workgroup_arn=workgroup.arn,
+            alarm_topic=topic,
+            code_dir=stage_runtime_asset(jobs),
+            # Ref of the Glue database (its name): the functions then deploy after the catalog.
+            sample_database=catalog.database.ref if catalog is not None else settings.sample_database,
+            sample_data_prefix=DATA_PREFIX,
         )
-        FanoutSchedule(
-            self,
-            "Fanout",
-            function=refresh.function,
-            schedule_expression=config.schedule_expression,
-            racers=config.racers,
-            job_name=config.job_name,
-            max_event_age=cdk.Duration.seconds(config.max_slot_age_s),
-        )
-        alarms = RefreshAlarms(
-            self,
-            "Alarms",
-            config=config,
-            function=refresh.function,
-            failure_queue=failures.queue,
-            failure_dead_letter_queue=failures.dead_letter_queue,
-        )
-        dashboard = RefreshDashboard(
-            self,
-            "Dashboard",
-            job_name=config.job_name,
-            function=refresh.function,
-            log_group=refresh.log_group,
-            failure_queue=failures.queue,
-            failure_dead_letter_queue=failures.dead_letter_queue,
-            schedule_period=cdk.Duration.seconds(config.period.shortest_s),
-            stale_after_s=alarms.stale_after_s,
-            value_metrics=config.value_metrics,
-            alarms=list(alarms.alarms.values()),
-        )
-        self._acknowledge_findings(results, refresh)
+        self.jobs: dict[str, AthenaJob] = {
+            job.job_name: AthenaJob(self, f"Job-{job.job_name}", job=job, shared=shared, removal_policy=removal_policy)
+            for job in jobs
+        }
+        self._acknowledge_findings(results)
 
         outputs = {
             "LockTableName": lock.table.table_name,
             "ResultsTableName": results.table.table_name,
             "ResultsBucketName": results.bucket.bucket_name,
-            "FunctionName": refresh.function.function_name,
-            "DashboardName": dashboard.dashboard.dashboard_name,
             "AthenaWorkgroupName": workgroup.name,
-            "GlueDatabaseName": catalog.database.ref,
-            "AlarmTopicArn": alarms.topic.topic_arn,
-            "FailureQueueUrl": failures.queue.queue_url,
+            "AlarmTopicArn": topic.topic_arn,
+            "JobNames": ",".join(self.jobs),
         }
+        if catalog is not None:
+            outputs["GlueDatabaseName"] = catalog.database.ref
+        for name, athena_job in self.jobs.items():
+            suffix = output_suffix(name)
+            outputs[f"FunctionName{suffix}"] = athena_job.function.function_name
+            outputs[f"DashboardName{suffix}"] = athena_job.dashboard.dashboard.dashboard_name
+            outputs[f"FailureQueueUrl{suffix}"] = athena_job.failures.queue.queue_url
         for output_id, value in outputs.items():
             cdk.CfnOutput(self, output_id, value=value)
 
-    def _acknowledge_findings(self, results: ResultsStorage, refresh: RefreshFunction) -> None:
+    def _acknowledge_findings(self, results: ResultsStorage) -> None:
         """Findings on resources this stack does not shape itself; each with its reason.
 
-        The function's own findings are acknowledged in :class:`RefreshFunction`.
+        The function's own findings are acknowledged in :class:`RefreshFunction`, the schedules' role's in
+        :class:`FanoutSchedule`.
         """
-        function_id = self.get_logical_id(refresh.function.node.default_child)
         for child in self.node.children:
-            # aws_scheduler_targets creates one role per target account/region at stack level.
-            if child.node.id.startswith("SchedulerRoleForTarget-"):
-                acknowledge(
-                    child,
-                    f"AwsSolutions-IAM5[Resource::<{function_id}.Arn>:*]",
-                    "lambda:InvokeFunction on the function's versions and aliases (ARN:*), as granted by "
-                    "aws_scheduler_targets.LambdaInvoke; the role is assumable by EventBridge Scheduler only.",
-                )
             # BucketDeployment's singleton handler (CDK-owned code uploading the sample data).
             if child.node.id.startswith("Custom::CDKBucketDeployment"):
                 self._acknowledge_bucket_deployment(child, results.bucket)

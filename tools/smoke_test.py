@@ -1,15 +1,17 @@
 """Opt-in smoke test of a DEPLOYED stack: race the function for one slot, check exactly one committed result.
 
-    python -m tools.smoke_test --stack-name ScheduledAthenaRefresh [--region R] [--invocations N] [--slot ISO]
+    python -m tools.smoke_test --stack-name ScheduledAthenaRefresh [--job NAME] [--region R] [--invocations N]
+                               [--slot ISO]
 
 Uses real AWS credentials from the environment, costs one Athena query, and refuses to run when the
 environment variable ``CI`` is set (it is never part of ``make test`` or CI). Steps:
 
-1. find the function, the lock table and the results table: the stack's CfnOutputs ``FunctionName``,
+1. find the job's function, the lock table and the results table: the stack's CfnOutputs ``JobNames``
+   (``--job`` picks one; a stack with one job needs none), ``FunctionName<Job>`` (``stacks.jobs.output_suffix``),
    ``LockTableName``, ``ResultsTableName``; for any missing output, ``DescribeStackResources`` by the
-   logical-id prefixes ``RefreshFunction`` / ``LockTable`` / ``ResultsTable`` and resource type. The
-   job name is the function's ``JOB_NAME`` variable; the default number of racers is the number of
-   ``FanoutRacer*`` schedules;
+   logical-id prefixes ``Job<job>RefreshFunction`` / ``LockTable`` / ``ResultsTable`` and resource type.
+   The job name is the function's ``JOB_NAME`` variable; the default number of racers is the number of the
+   job's ``Job<job>FanoutRacer*`` schedules;
 2. pick a fresh slot: ``--slot``, or the current minute (a real slot newer than it would make it lose
    as superseded, so it is the newest possible); refuse a slot that already has a result;
 3. invoke the function N times asynchronously (``InvocationType=Event``, what Scheduler does) with the
@@ -41,15 +43,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock, SlotLockError
+from stacks.jobs import logical_id_prefix, output_suffix
 
-#: CfnOutputs of ``stacks/refresh_stack.py`` this tool reads, and the logical-id prefix + resource type
-#: it falls back to when an output is missing.
+#: CfnOutputs of ``stacks/refresh_stack.py`` this tool reads (``FunctionName`` is suffixed with the job's
+#: ``output_suffix``), and the logical-id prefix + resource type it falls back to when an output is missing
+#: (``{job}`` is the job's ``logical_id_prefix``).
 OUTPUTS = {
-    "FunctionName": ("RefreshFunction", "AWS::Lambda::Function"),
+    "FunctionName": ("{job}RefreshFunction", "AWS::Lambda::Function"),
     "LockTableName": ("LockTable", "AWS::DynamoDB::Table"),
     "ResultsTableName": ("ResultsTable", "AWS::DynamoDB::Table"),
 }
-RACER_PREFIX, RACER_TYPE = "FanoutRacer", "AWS::Scheduler::Schedule"
+JOB_NAMES_OUTPUT = "JobNames"
+RACER_PREFIX, RACER_TYPE = "{job}FanoutRacer", "AWS::Scheduler::Schedule"
 FINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")
 DEFAULT_TIMEOUT_S = 360.0  # above the default Lambda timeout (300 s): the winner's whole run fits
 DEFAULT_POLL_S = 3.0
@@ -107,27 +112,39 @@ class SmokeReport:
         return out
 
 
-def discover(cloudformation: Any, lambda_client: Any, stack_name: str) -> StackTargets:
-    """Read the stack's outputs (falling back to its resources) and the function's job name.
+def discover(cloudformation: Any, lambda_client: Any, stack_name: str, job: str | None = None) -> StackTargets:
+    """Read the stack's outputs (falling back to its resources) for ``job`` and the function's job name.
+
+    ``job``: one of the stack's jobs (its ``JobNames`` output); ``None`` when the stack has exactly one.
 
     Raises
     ------
     SmokeTestError
-        The stack does not exist, or a resource cannot be found unambiguously.
+        The stack does not exist, the job is not one of its jobs (or several exist and none was named), or a
+        resource cannot be found unambiguously.
     """
     try:
         [stack] = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     except ClientError as exc:
         raise SmokeTestError(f"stack {stack_name!r}: {exc}") from exc
     found = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    jobs = [name for name in found.get(JOB_NAMES_OUTPUT, "").split(",") if name]
+    if job is None:
+        if len(jobs) != 1:
+            raise SmokeTestError(f"stack {stack_name!r} has jobs {', '.join(jobs) or '(none listed)'}: pass --job")
+        job = jobs[0]
+    elif jobs and job not in jobs:
+        raise SmokeTestError(f"stack {stack_name!r} has no job {job!r}; its jobs: {', '.join(jobs)}")
     resources: list[dict[str, Any]] | None = None
     names: dict[str, str] = {}
-    for key, (prefix, kind) in OUTPUTS.items():
-        if key in found:
-            names[key] = found[key]
+    for key, (prefix_pattern, kind) in OUTPUTS.items():
+        output = f"{key}{output_suffix(job)}" if key == "FunctionName" else key
+        if output in found:
+            names[key] = found[output]
             continue
         if resources is None:
             resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
+        prefix = prefix_pattern.format(job=logical_id_prefix(job))
         matches = [
             r["PhysicalResourceId"]
             for r in resources
@@ -135,20 +152,21 @@ def discover(cloudformation: Any, lambda_client: Any, stack_name: str) -> StackT
         ]
         if len(matches) != 1:
             raise SmokeTestError(
-                f"stack {stack_name!r} has no output {key} and {len(matches)} {kind} resources with logical id"
+                f"stack {stack_name!r} has no output {output} and {len(matches)} {kind} resources with logical id"
                 f" prefix {prefix!r} (expected exactly one)"
             )
         names[key] = matches[0]
     if resources is None:
         resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
+    racer_prefix = RACER_PREFIX.format(job=logical_id_prefix(job))
     racers = sum(
-        1 for r in resources if r["LogicalResourceId"].startswith(RACER_PREFIX) and r["ResourceType"] == RACER_TYPE
+        1 for r in resources if r["LogicalResourceId"].startswith(racer_prefix) and r["ResourceType"] == RACER_TYPE
     )
     configuration = lambda_client.get_function_configuration(FunctionName=names["FunctionName"])
-    job = configuration.get("Environment", {}).get("Variables", {}).get(contract.ENV_JOB_NAME)
-    if not job:
+    job_name = configuration.get("Environment", {}).get("Variables", {}).get(contract.ENV_JOB_NAME)
+    if not job_name:
         raise SmokeTestError(f"function {names['FunctionName']} has no {contract.ENV_JOB_NAME} variable")
-    return StackTargets(names["FunctionName"], names["LockTableName"], names["ResultsTableName"], job, racers or 3)
+    return StackTargets(names["FunctionName"], names["LockTableName"], names["ResultsTableName"], job_name, racers or 3)
 
 
 def scheduler_input(slot: Slot, racer: int, job: str, execution_id: str) -> dict[str, Any]:
@@ -296,6 +314,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Smoke-test a DEPLOYED stack with real credentials (one Athena query). Never run in CI.",
     )
     parser.add_argument("--stack-name", required=True)
+    parser.add_argument("--job", help="the job to race (one of the stack's JobNames; optional with one job)")
     parser.add_argument("--region")
     parser.add_argument("--invocations", type=int, help="racers to invoke (default: the stack's schedule count)")
     parser.add_argument("--slot", help="scheduled time to race for, e.g. 2026-11-22T10:07:00Z (default: this minute)")
@@ -331,7 +350,7 @@ def main(
         config = Config(retries={"mode": "standard"})
         cloudformation = session.client("cloudformation", config=config)
         lambda_client = session.client("lambda", config=Config(retries={"mode": "standard"}, read_timeout=900))
-        targets = discover(cloudformation, lambda_client, args.stack_name)
+        targets = discover(cloudformation, lambda_client, args.stack_name, args.job)
         report = run_smoke(
             targets,
             lambda_client=lambda_client,

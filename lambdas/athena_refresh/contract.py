@@ -47,6 +47,9 @@ ENV_VALUE_METRIC_MAX_SERIES: Final = "VALUE_METRIC_MAX_SERIES"  # cap on dimensi
 # request (clock-skew allowance; the Scheduler never delivers early). Seconds, passed to SlotLock.
 ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
 
+#: The variables the stack sets (``JobConfig.runtime_environment``). The query is not among them: it comes
+#: from the job catalog bundled in the asset (``athena_refresh.catalog``); QUERY_SQL and JOB_CATALOG_PATH are
+#: for tests and local tools.
 ALL_ENV_VARS: Final = (
     ENV_JOB_NAME,
     ENV_LOCK_TABLE_NAME,
@@ -62,7 +65,6 @@ ALL_ENV_VARS: Final = (
     ENV_ATHENA_WORKGROUP,
     ENV_ATHENA_DATABASE,
     ENV_ATHENA_CATALOG,
-    ENV_QUERY_SQL,
     ENV_RESULT_REUSE_MAX_AGE_MIN,
     ENV_VALUE_METRIC_COLUMNS,
     ENV_VALUE_METRIC_DIMENSIONS,

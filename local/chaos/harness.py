@@ -94,7 +94,7 @@ from local.emulators.lambda_service import (
     LambdaServiceError,
     ServiceHooks,
 )
-from stacks.config import CONTEXT_KEY, JobConfig, load_context
+from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
 MAX_REDELIVERIES = 4  # late deliveries of a stopped holder's slot that arrive while the lease still holds
 EXTRA_ENVIRONMENTS = 8  # Lambda scales out beyond the racers for retries and late deliveries
@@ -121,13 +121,14 @@ class Chaos(ServiceHooks):
         self.out = out or (lambda text: print(text, flush=True))
         self.rng = random.Random(options.seed + 1)
         self.t0 = time.monotonic()
-        self.job = JobConfig.from_context(load_context(REPO_ROOT / "cdk.json")[CONTEXT_KEY])
+        self.definition = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB)
+        self.job = self.definition.config
         self.run_id = uuid.uuid4().hex[:8]
         self.workdir = options.workdir.resolve() / ("fenced" if options.fencing else "unfenced")
         self.state_dir = self.workdir / "engine"
         self.logs_dir = self.workdir / "logs"
         self.deployment = LocalDeployment(
-            self.job,
+            self.definition,
             backend=options.backend,
             workdir=self.workdir,
             lock_table=f"chaos-locks-{self.run_id}",

@@ -82,7 +82,7 @@ from local.emulators.lambda_service import (
 )
 from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from slotlock import Slot
-from stacks.config import CONTEXT_KEY, JobConfig, load_context
+from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0
@@ -125,12 +125,13 @@ class Demo(ServiceHooks):
         self.out = out or (lambda text: print(text, flush=True))
         self.t0 = time.monotonic()
         self.rng = random.Random(options.seed)
-        self.job = JobConfig.from_context(load_context(REPO_ROOT / "cdk.json")[CONTEXT_KEY])
+        self.definition = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB)
+        self.job = self.definition.config
         self.workdir = options.workdir.resolve()
         self.state_dir = self.workdir / "engine"
         self.logs_dir = self.workdir / "logs"
         self.deployment = LocalDeployment(
-            self.job,
+            self.definition,
             backend="atomic-moto",
             workdir=self.workdir,
             lock_table=LOCK_TABLE,

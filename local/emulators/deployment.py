@@ -16,18 +16,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
+from athena_refresh import contract
+from athena_refresh.catalog import CATALOG_FILE, catalog_document
 from athena_refresh.engine import client_request_token
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from local.chaos.checker import FinalState
 from slotlock import Slot, SlotLock, create_lock_table
-from stacks.config import JobConfig
+from stacks.jobs import JobDefinition
+from stacks.runtime_asset import catalog_queries
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("dynamodb-local", "atomic-moto")
@@ -55,7 +59,7 @@ class LocalDeployment:
 
     def __init__(
         self,
-        job: JobConfig,
+        definition: JobDefinition,
         *,
         backend: str,
         workdir: Path,
@@ -68,7 +72,9 @@ class LocalDeployment:
             raise LocalDeploymentError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if results_bucket is not None and backend != "atomic-moto":
             raise LocalDeploymentError("a results bucket needs the atomic-moto backend (it serves S3)")
-        self.job = job
+        self.definition = definition
+        self.job = definition.config
+        self.catalog_path = workdir / CATALOG_FILE
         self.backend = backend
         self.workdir = workdir
         self.lock_table = lock_table
@@ -95,6 +101,10 @@ class LocalDeployment:
                 log_path.unlink(missing_ok=True)
                 self._moto_proc, endpoint = start_server_process(log_path=log_path, env=aws_env(), timeout_s=60)
                 self.endpoint = str(endpoint)
+        # The job catalog the stack bundles in the asset (athena_refresh.catalog), for this job.
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        document = catalog_document(catalog_queries([self.definition]))
+        self.catalog_path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         ddb = self.client("dynamodb")
         create_lock_table(ddb, self.lock_table)
         create_results_table(ddb, self.results_table)
@@ -154,6 +164,7 @@ class LocalDeployment:
         )
         if log_level is not None:
             env["POWERTOOLS_LOG_LEVEL"] = log_level
+        env[contract.ENV_JOB_CATALOG_PATH] = str(self.catalog_path)
         env.update(
             self.job.runtime_environment(
                 lock_table_name=self.lock_table,
@@ -200,7 +211,9 @@ class LocalDeployment:
 
         settings = Settings.from_env(env)
         expected: dict[str, Any] = {}
-        with DuckDBQueryEngine(data_dir=data_dir, state_dir=self.workdir / "expected") as engine:
+        state_dir = self.workdir / "expected"
+        shutil.rmtree(state_dir, ignore_errors=True)  # a previous run's executions (same tokens, other SQL)
+        with DuckDBQueryEngine(data_dir=data_dir, state_dir=state_dir) as engine:
             for slot_iso in slots:
                 parameters = settings.execution_parameters(Slot.parse(slot_iso).datetime)
                 qid = engine.start_query(

@@ -35,8 +35,17 @@ def alarm_period_s(longest_gap_s: int) -> int:
     return min(longest_gap_s, MAX_ALARM_PERIOD_S)
 
 
+def alarm_topic(scope: Construct, construct_id: str, *, email: str | None, label: str) -> sns.Topic:
+    """An SNS topic (TLS-only publishing) for alarm notifications, with an optional email subscription."""
+    topic = sns.Topic(scope, construct_id, display_name=f"Scheduled Athena refresh alarms ({label})", enforce_ssl=True)
+    if email:
+        topic.add_subscription(subscriptions.EmailSubscription(email))
+    return topic
+
+
 class RefreshAlarms(Construct):
-    """``topic``: the SNS topic (TLS-only publishing) every alarm notifies on ALARM and OK;
+    """``topic``: the SNS topic (TLS-only publishing) every alarm notifies on ALARM and OK (the stack's
+    shared one when given, else its own);
     ``alarms``: name -> alarm, each named after what it watches."""
 
     def __init__(
@@ -48,6 +57,7 @@ class RefreshAlarms(Construct):
         function: lambda_.IFunction,
         failure_queue: sqs.IQueue,
         failure_dead_letter_queue: sqs.IQueue,
+        topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         job = config.job_name
@@ -55,9 +65,7 @@ class RefreshAlarms(Construct):
         period = cdk.Duration.seconds(alarm_period_s(longest_gap_s))
         self.stale_after_s = STALE_AFTER_PERIODS * longest_gap_s
 
-        self.topic = sns.Topic(self, "Topic", display_name=f"Scheduled Athena refresh alarms ({job})", enforce_ssl=True)
-        if config.alarms.email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarms.email))
+        self.topic = topic if topic is not None else alarm_topic(self, "Topic", email=config.alarms.email, label=job)
 
         def count(metric_name: str) -> cloudwatch.IMetric:
             return job_metric(job, metric_name, statistic="Sum", period=period)

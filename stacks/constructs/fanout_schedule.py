@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as targets
 from constructs import Construct
 
+from stacks.nag import acknowledge
+
 SCHEDULER_RETRY_ATTEMPTS = 0  # redelivery is Lambda's async retries' job (and the lock dedupes)
 
 
 class FanoutSchedule(Construct):
-    """``racers`` schedules sharing one cron expression, flexible time window off.
+    """``racers`` schedules sharing one cron expression and time zone (IANA; ``ScheduleExpressionTimezone``),
+    flexible time window off.
 
     A Scheduler schedule has exactly one target, hence one schedule per racer. Every invocation gets
     ``{"scheduled_time": <aws.scheduler.scheduled-time>, "execution_id": ..., "racer": i, "job": ...}``:
@@ -27,10 +31,21 @@ class FanoutSchedule(Construct):
         function: lambda_.IFunction,
         schedule_expression: str,
         racers: int,
+        time_zone: str = "UTC",
         job_name: str,
         max_event_age: cdk.Duration,
     ) -> None:
         super().__init__(scope, construct_id)
+        # One role per job, assumable by EventBridge Scheduler for this account only, allowed to invoke this
+        # job's function alone (the target's grant). https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role
+        self.role = iam.Role(
+            self,
+            "SchedulerRole",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}
+            ),
+            description=f"EventBridge Scheduler: invoke the racers of job {job_name}",
+        )
         self.schedules: list[scheduler.Schedule] = []
         for racer in range(racers):
             target = targets.LambdaInvoke(
@@ -43,6 +58,7 @@ class FanoutSchedule(Construct):
                         "job": job_name,
                     }
                 ),
+                role=self.role,
                 retry_attempts=SCHEDULER_RETRY_ATTEMPTS,
                 max_event_age=max_event_age,
             )
@@ -51,8 +67,15 @@ class FanoutSchedule(Construct):
                     self,
                     f"Racer{racer}",
                     description=f"{job_name}: racer {racer} of {racers}",
-                    schedule=scheduler.ScheduleExpression.expression(schedule_expression),
+                    schedule=scheduler.ScheduleExpression.expression(schedule_expression, cdk.TimeZone.of(time_zone)),
                     time_window=scheduler.TimeWindow.off(),
                     target=target,
                 )
             )
+        function_id = cdk.Stack.of(self).get_logical_id(function.node.default_child)
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{function_id}.Arn>:*]",
+            "lambda:InvokeFunction on the function's versions and aliases (ARN:*), as granted by "
+            "aws_scheduler_targets.LambdaInvoke; the role is assumable by EventBridge Scheduler only.",
+        )

@@ -80,13 +80,19 @@ XRAY_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
 
 @dataclass(frozen=True, kw_only=True)
 class QueryTarget:
-    """What the function queries and where Athena reads and writes (prefixes end with "/")."""
+    """What the function queries and where Athena reads and writes (prefixes end with "/").
+
+    ``data_bucket``/``data_prefix``: where the job's source table lives (the stack's bucket for the sample,
+    the Glue table's own location otherwise); ``bucket``: the stack's bucket, holding the workgroup's query
+    output (``athena_results_prefix``) and oversized results (``results_prefix``).
+    """
 
     workgroup_name: str
     workgroup_arn: str
     database_name: str
     table_name: str
     bucket: s3.IBucket
+    data_bucket: s3.IBucket
     data_prefix: str
     athena_results_prefix: str
     results_prefix: str
@@ -130,7 +136,7 @@ class RefreshFunction(Construct):
         query_target: QueryTarget,
         failure_queue: sqs.IQueue,
         removal_policy: cdk.RemovalPolicy,
-        code_dir: Path = LAMBDAS_DIR,
+        code_dir: Path = LAMBDAS_DIR,  # the staged asset (stacks.runtime_asset): runtime packages + job catalog
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION, removal_policy=removal_policy)
@@ -185,14 +191,13 @@ class RefreshFunction(Construct):
             "supports no resource-level permissions for them (service authorization reference for X-Ray).",
         )
         bucket = target.bucket
+        acknowledge(
+            self.role,
+            wildcard_finding(self, target.data_bucket.arn_for_objects(f"{target.data_prefix}*")),
+            "s3:GetObject of the queried table's data files, which Athena reads with the function's "
+            "credentials; the file names are the data's, so the table's prefix is the narrowest scope.",
+        )
         for prefix, why in (
-            (
-                target.data_prefix,
-                (
-                    "s3:GetObject of the queried table's data files, which Athena reads with the "
-                    "function's credentials; the file names are the data's, so the prefix is the narrowest scope."
-                ),
-            ),
             (
                 target.athena_results_prefix,
                 (
@@ -247,17 +252,21 @@ def policy_statements(
         iam.PolicyStatement(sid="AthenaQueries", actions=list(ATHENA_ACTIONS), resources=[target.workgroup_arn]),
         iam.PolicyStatement(sid="GlueCatalogRead", actions=list(GLUE_ACTIONS), resources=glue_arns),
         iam.PolicyStatement(
-            sid="ReadSourceData", actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{target.data_prefix}*")]
+            sid="ReadSourceData",
+            actions=["s3:GetObject"],
+            resources=[target.data_bucket.arn_for_objects(f"{target.data_prefix}*")],
         ),
         iam.PolicyStatement(
-            sid="ListSourceDataAndQueryOutput",
+            sid="ListSourceData",
+            actions=["s3:ListBucket"],
+            resources=[target.data_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{target.data_prefix}*"]}},
+        ),
+        iam.PolicyStatement(
+            sid="ListQueryOutput",
             actions=["s3:ListBucket"],
             resources=[bucket.bucket_arn],
-            conditions={
-                "StringLike": {
-                    "s3:prefix": [f"{prefix}*" for prefix in (target.data_prefix, target.athena_results_prefix)]
-                }
-            },
+            conditions={"StringLike": {"s3:prefix": [f"{target.athena_results_prefix}*"]}},
         ),
         iam.PolicyStatement(sid="BucketForAthena", actions=list(S3_BUCKET_ACTIONS), resources=[bucket.bucket_arn]),
         iam.PolicyStatement(

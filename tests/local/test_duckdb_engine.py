@@ -15,8 +15,9 @@ from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResu
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
 from local.emulators.duckdb_engine import DuckDBQueryEngine, prepare_query
 from sample_data.flights import REPO_ROOT, ensure_flights_parquet
+from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
-JOB_SQL: str = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["job"]["sql"]
+JOB_SQL: str = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).query.text  # window start, end
 WINDOW_NOV = ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]
 WINDOW_JUL = ["'2013-07-04 12:00:00'", "'2013-07-05 12:00:00'"]
 EXPECTED_COLUMNS = (

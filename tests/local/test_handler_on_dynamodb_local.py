@@ -7,7 +7,6 @@ store's fenced writes through the production code path (``AWS_ENDPOINT_URL`` poi
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,8 +23,10 @@ from athena_refresh.handler import lambda_handler
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock, StaleFencingTokenError, create_lock_table
+from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
-SQL = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]["job"]["sql"]
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SQL = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).query.text  # window start, end
 
 
 class ScriptedEngine:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any
 
 import pytest
@@ -9,18 +10,45 @@ from aws_cdk.assertions import Template
 
 import app
 from stacks import REPO_ROOT
-from stacks.config import CONTEXT_KEY, JobConfig, load_context
+from stacks.config import JobConfig
+from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named, load_repo_jobs
 from tests.stacks.helpers import HANDLER
 
-
-@pytest.fixture(scope="session")
-def job_context() -> dict[str, Any]:
-    return load_context(REPO_ROOT / "cdk.json")[CONTEXT_KEY]
+JOB = DEFAULT_LOCAL_JOB  # the job whose resources the single-job fixtures below pick
 
 
 @pytest.fixture(scope="session")
-def config(job_context: dict[str, Any]) -> JobConfig:
-    return JobConfig.from_context(job_context)
+def jobs() -> tuple[JobDefinition, ...]:
+    return load_repo_jobs(REPO_ROOT)[1]
+
+
+@pytest.fixture(scope="session")
+def job(jobs: tuple[JobDefinition, ...]) -> JobDefinition:
+    return job_named(jobs, JOB)
+
+
+@pytest.fixture(scope="session")
+def job_context(job: JobDefinition) -> dict[str, Any]:
+    """The flights job's settings as the flat mapping ``JobConfig.from_context`` validates (what the job
+    loader passes it: job.toml's keys plus the ones the folder, source and stack settings give)."""
+    document = tomllib.loads((job.folder / "job.toml").read_text(encoding="utf-8"))
+    values = {k: v for k, v in document.items() if k not in ("source", "schedule_timezone", "sample", "parameters")}
+    config = job.config
+    return {
+        **values,
+        "job_name": config.job_name,
+        "sql": config.sql,
+        "database": config.database,
+        "table": config.table,
+        "data_year": config.data_year,
+        "workgroup": config.workgroup,
+        "removal_policy": config.removal_policy,
+    }
+
+
+@pytest.fixture(scope="session")
+def config(job: JobDefinition) -> JobConfig:
+    return job.config
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +72,13 @@ def resources(template: Template) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def function_id(template: Template) -> str:
-    functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}})
+    """The flights job's function (one function per job; each job's resources are alike)."""
+    from athena_refresh import contract
+
+    functions = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": HANDLER, "Environment": {"Variables": {contract.ENV_JOB_NAME: JOB}}}},
+    )
     assert len(functions) == 1, functions.keys()
     return next(iter(functions))
 

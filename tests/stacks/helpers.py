@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 HANDLER = "athena_refresh.handler.lambda_handler"
+DEFAULT_JOB = "flights-dashboard"  # stacks.jobs.DEFAULT_LOCAL_JOB: the job whose resources tests read
+
+
+def job_prefix(job: str = DEFAULT_JOB) -> str:
+    """The logical-id prefix of a job's resources (the stack's ``Job-<job>`` construct, non-alphanumerics dropped)."""
+    return "Job" + re.sub(r"[^A-Za-z0-9]", "", job)
+
+
+def of_job(resources: dict[str, Any], job: str = DEFAULT_JOB) -> dict[str, dict[str, Any]]:
+    """The resources of one job's construct (function, role, schedules, queues, alarms, dashboard)."""
+    return {logical_id: res for logical_id, res in resources.items() if logical_id.startswith(job_prefix(job))}
 
 
 def single(resources: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
@@ -48,10 +60,10 @@ def render(value: Any) -> str:
     raise AssertionError(f"cannot render {value!r}")
 
 
-def dashboard_body(resources: dict[str, Any]) -> dict[str, Any]:
-    """The dashboard JSON, each ``{"Ref": id}`` of its Fn::Join replaced by the text ``<Ref id>`` and each
+def dashboard_body(resources: dict[str, Any], job: str = DEFAULT_JOB) -> dict[str, Any]:
+    """The job's dashboard JSON, each ``{"Ref": id}`` of its Fn::Join replaced by the text ``<Ref id>`` and each
     ``{"Fn::GetAtt": [id, attr]}`` by ``<GetAtt id.attr>``."""
-    _, dashboard = single(resources, "AWS::CloudWatch::Dashboard")
+    _, dashboard = single(of_job(resources, job), "AWS::CloudWatch::Dashboard")
     body = dashboard["Properties"]["DashboardBody"]
     parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
 

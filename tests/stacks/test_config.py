@@ -29,8 +29,8 @@ from stacks.config import (
     ConfigError,
     JobConfig,
     ValueMetricsConfig,
-    sql_output_columns,
 )
+from stacks.query_sql import output_columns
 from stacks.schedule import CronError, CronPeriod, cron_period
 
 
@@ -206,11 +206,13 @@ def test_alarm_email_is_accepted(job_context: dict[str, Any]) -> None:
         ("SELECT f(a, b) AS s, 'from' AS w FROM t", ("s", "w")),
         ("WITH s AS (SELECT 1 AS one FROM t) SELECT x FROM s", ("x",)),  # the outer SELECT
         ("SELECT * FROM t", None),
-        ("SELECT a + 1 FROM t", None),
+        ("SELECT a + 1 FROM t", ("_col0",)),  # Athena's name for an unnamed expression
+        ("-- a comment first\nSELECT a FROM t", ("a",)),
+        ("SELECT FROM WHERE", None),  # not a query: no columns known
     ],
 )
 def test_sql_output_columns(sql: str, columns: tuple[str, ...] | None) -> None:
-    assert sql_output_columns(sql) == columns
+    assert output_columns(sql) == columns
 
 
 @pytest.mark.parametrize(
@@ -370,6 +372,7 @@ def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[s
     runtime_lo, runtime_hi = contract.NUMERIC_BOUNDS[variable]
     lo, hi = stack_bounds(key)
     env = JobConfig.from_context(job_context).runtime_environment(lock_table_name="locks", results_table_name="results")
+    env[contract.ENV_QUERY_SQL] = job_context["sql"]  # the stack bundles it in the job catalog instead
     partner = {contract.ENV_LEASE_DURATION_S: str(contract.MAX_LEASE_DURATION_S)}  # heartbeat < lease / 2
     if key == "lease_duration_s":
         partner = {contract.ENV_HEARTBEAT_INTERVAL_S: "0.3"}  # below half the shortest lease
@@ -411,8 +414,9 @@ def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, An
     # THEN MAX_SLOT_LEAD_S carries the key, and the runtime reads it as seconds
     assert config.max_slot_lead_s == contract.DEFAULT_MAX_SLOT_LEAD_S == 5
     assert default_env[contract.ENV_MAX_SLOT_LEAD_S] == "5" and configured_env[contract.ENV_MAX_SLOT_LEAD_S] == "2"
-    assert Settings.from_env(default_env).max_slot_lead_s == 5.0
-    assert Settings.from_env(configured_env).max_slot_lead_s == 2.0
+    query = {contract.ENV_QUERY_SQL: config.sql}  # the stack bundles it in the job catalog instead
+    assert Settings.from_env({**default_env, **query}).max_slot_lead_s == 5.0
+    assert Settings.from_env({**configured_env, **query}).max_slot_lead_s == 2.0
     assert set(default_env) >= set(contract.ALL_ENV_VARS) - {
         contract.ENV_ATHENA_CATALOG,
         contract.ENV_RESULTS_BUCKET_NAME,
@@ -429,7 +433,7 @@ def test_max_slot_lead_is_whole_seconds_from_0_to_60(job_context: dict[str, Any]
 def test_the_readme_configuration_table_lists_each_numbers_range(key: str) -> None:
     # GIVEN the README's configuration table
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Configuration (`cdk.json` → `context.job`)", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("## Configuration (`jobs/<job>/job.toml`", 1)[1].split("\n## ", 1)[0]
     top = key.split(".")[0]
 
     # WHEN the key's row is looked up

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,20 +12,21 @@ from aws_cdk.assertions import Template
 import app
 from athena_refresh import contract
 from stacks import REPO_ROOT
-from stacks.config import CONTEXT_KEY, JobConfig, load_context
+from stacks.config import STACK_KEY, JobConfig, load_context
 from stacks.constructs.job_metrics import value_search_expression
-from tests.stacks.helpers import dashboard_body, expressions, metric_rows, of_type
+from tests.stacks.helpers import dashboard_body, expressions, job_prefix, metric_rows, of_job, of_type
 
 JOB_DIMENSIONS_SORTED = [{"Name": "job", "Value": "flights-dashboard"}, {"Name": "service", "Value": "athena-refresh"}]
 
 
 @pytest.fixture(scope="module")
 def alarms(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Alarm properties by the construct id prefix of their logical id (``AlarmsNoRecentSuccess...``)."""
+    """The flights job's alarm properties by their construct id (``Job<job>AlarmsNoRecentSuccess...``)."""
     found = {}
-    for logical_id, resource in of_type(resources, "AWS::CloudWatch::Alarm").items():
-        assert logical_id.startswith("Alarms"), logical_id
-        found[logical_id[len("Alarms") : -8]] = resource["Properties"]
+    prefix = job_prefix() + "Alarms"
+    for logical_id, resource in of_type(of_job(resources), "AWS::CloudWatch::Alarm").items():
+        assert logical_id.startswith(prefix), logical_id
+        found[logical_id[len(prefix) : -8]] = resource["Properties"]
     return found
 
 
@@ -119,7 +121,7 @@ def test_threshold_alarms_use_the_configured_thresholds(alarms: dict[str, dict[s
 def test_queue_and_lambda_alarms(
     alarms: dict[str, dict[str, Any]], resources: dict[str, Any], function_id: str
 ) -> None:
-    queues = of_type(resources, "AWS::SQS::Queue")
+    queues = of_type(of_job(resources), "AWS::SQS::Queue")
     (failure_queue,) = [logical_id for logical_id, q in queues.items() if "RedrivePolicy" in q["Properties"]]
     (dead_letter,) = set(queues) - {failure_queue}
     for name, queue_id in (("FailedInvocationsQueued", failure_queue), ("FailureRecordsDeadLettered", dead_letter)):
@@ -139,14 +141,13 @@ def test_no_email_subscription_unless_configured(template: Template) -> None:
     template.resource_count_is("AWS::SNS::Subscription", 0)
 
 
-def test_email_subscription_from_context(sample_data_dir: Path) -> None:
+def test_email_subscription_from_the_stack_settings(sample_data_dir: Path) -> None:
     context = load_context(REPO_ROOT / "cdk.json")
-    job = context[CONTEXT_KEY]
-    context[CONTEXT_KEY] = {**job, "alarms": {**job["alarms"], "email": "oncall@example.com"}}
+    context[STACK_KEY] = {**context[STACK_KEY], "alarm_email": "oncall@example.com"}
     _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
-    Template.from_stack(stack).has_resource_properties(
-        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"}
-    )
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::SNS::Topic", 1)  # one topic for every job's alarms
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"})
 
 
 # --- the dashboard ----------------------------------------------------------------------------------
@@ -224,20 +225,26 @@ def test_function_gets_the_value_metric_settings(function_props: dict[str, Any])
     assert env[contract.ENV_VALUE_METRIC_MAX_SERIES] == "10"
 
 
-def test_without_value_metrics_the_variables_are_empty_and_no_values_are_graphed(sample_data_dir: Path) -> None:
-    context = load_context(REPO_ROOT / "cdk.json")
-    context[CONTEXT_KEY] = {key: value for key, value in context[CONTEXT_KEY].items() if key != "value_metrics"}
-    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
+def test_without_value_metrics_the_variables_are_empty_and_no_values_are_graphed(
+    sample_data_dir: Path, tmp_path: Path
+) -> None:
+    jobs_dir = tmp_path / "jobs"
+    shutil.copytree(REPO_ROOT / "jobs", jobs_dir)
+    job_file = jobs_dir / "flights-dashboard" / "job.toml"
+    text = job_file.read_text(encoding="utf-8")
+    job_file.write_text(text[: text.index("[value_metrics]")], encoding="utf-8")
+    _, stack = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
     (function,) = [
         f
-        for f in of_type(resources, "AWS::Lambda::Function").values()
+        for f in of_type(of_job(resources), "AWS::Lambda::Function").values()
         if "Environment" in f["Properties"]
         and contract.ENV_VALUE_METRIC_COLUMNS in f["Properties"]["Environment"]["Variables"]
     ]
     env = function["Properties"]["Environment"]["Variables"]
     assert [env[name] for name in contract.ALL_ENV_VARS if name.startswith("VALUE_METRIC_")] == ["", "", ""]
     assert not any("SEARCH(" in expression for _, expression in expressions(dashboard_body(resources)))
+    assert any("SEARCH(" in e for _, e in expressions(dashboard_body(resources, "carrier-on-time")))  # untouched
 
 
 def test_dashboard_has_a_logs_insights_table_of_the_latest_runs(

@@ -17,8 +17,8 @@ from cdk_nag import AwsSolutionsChecks
 import app
 from athena_refresh import contract
 from stacks import LAMBDAS_DIR, REPO_ROOT, nag
-from stacks.config import CONTEXT_KEY, load_context
-from tests.stacks.helpers import as_list, of_type, render, single
+from stacks.config import STACK_KEY, load_context
+from tests.stacks.helpers import as_list, of_job, of_type, render, single
 
 # The acknowledged findings, reviewed: a new acknowledgment (or a new finding) fails
 # test_acknowledgments_cover_exactly_the_raw_findings until it is added here.
@@ -30,7 +30,9 @@ EXPECTED_ACKNOWLEDGED_RULES = {
     "AwsSolutions-IAM5[Resource::<ResultsBucket46167C27.Arn>/athena-results/*]",
     "AwsSolutions-IAM5[Resource::<ResultsBucket46167C27.Arn>/results/*]",
     "AwsSolutions-IAM5[Resource::<ResultsBucket46167C27.Arn>/*]",
-    "AwsSolutions-IAM5[Resource::<RefreshFunction3D7A10A6.Arn>:*]",
+    # one per job: its schedules' role invokes its function's versions and aliases
+    "AwsSolutions-IAM5[Resource::<JobcarrierontimeRefreshFunction09A88B39.Arn>:*]",
+    "AwsSolutions-IAM5[Resource::<JobflightsdashboardRefreshFunction436853C5.Arn>:*]",
     "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]",
     "AwsSolutions-IAM5[Action::s3:GetBucket*]",
     "AwsSolutions-IAM5[Action::s3:GetObject*]",
@@ -164,7 +166,7 @@ def test_function_role_statements_are_exactly_the_needed_ones(
     log_group = function_props["LoggingConfig"]["LogGroup"]["Ref"]
     (queue,) = [
         logical_id
-        for logical_id, resource in of_type(resources, "AWS::SQS::Queue").items()
+        for logical_id, resource in of_type(of_job(resources), "AWS::SQS::Queue").items()
         if "RedrivePolicy" in resource["Properties"]
     ]
     bucket = f"<{results_bucket_id}.Arn>"
@@ -188,11 +190,8 @@ def test_function_role_statements_are_exactly_the_needed_ones(
             None,
         ),
         "ReadSourceData": ({"s3:GetObject"}, [f"{bucket}/data/flights/*"], None),
-        "ListSourceDataAndQueryOutput": (
-            {"s3:ListBucket"},
-            [bucket],
-            {"StringLike": {"s3:prefix": ["data/flights/*", "athena-results/*"]}},
-        ),
+        "ListSourceData": ({"s3:ListBucket"}, [bucket], {"StringLike": {"s3:prefix": ["data/flights/*"]}}),
+        "ListQueryOutput": ({"s3:ListBucket"}, [bucket], {"StringLike": {"s3:prefix": ["athena-results/*"]}}),
         "BucketForAthena": ({"s3:GetBucketLocation", "s3:ListBucketMultipartUploads"}, [bucket], None),
         "QueryOutput": (
             {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"},
@@ -308,8 +307,8 @@ def test_tables_have_pitr_and_deletion_protection_and_ttl_only_on_history(resour
 def test_queues_are_encrypted_ssl_only_and_the_failure_queue_has_a_dlq(
     template: Template, resources: dict[str, Any]
 ) -> None:
-    queues = of_type(resources, "AWS::SQS::Queue")
-    assert len(queues) == 2
+    queues = of_type(of_job(resources), "AWS::SQS::Queue")
+    assert len(queues) == 2  # per job: the on-failure queue and its dead-letter queue
     for queue_id, queue in queues.items():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
         assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
@@ -344,7 +343,7 @@ def test_alarm_topic_only_accepts_tls_publishing(template: Template) -> None:
 
 def test_removal_policy_destroy_makes_the_stack_disposable(sample_data_dir: Path) -> None:
     context = load_context(REPO_ROOT / "cdk.json")
-    context[CONTEXT_KEY] = {**context[CONTEXT_KEY], "removal_policy": "DESTROY"}
+    context[STACK_KEY] = {**context[STACK_KEY], "removal_policy": "DESTROY"}
     _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
     for type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::Logs::LogGroup"):

@@ -33,7 +33,14 @@ from tools.smoke_test import SmokeTestError, StackTargets, discover, run_smoke
 
 STACK = "ScheduledAthenaRefresh"
 JOB = "flights-dashboard"
-FUNCTION, LOCK_TABLE, RESULTS_TABLE = "ScheduledAthenaRefresh-RefreshFunction3D7A10A6-abc", "locks-x", "results-x"
+FUNCTION, LOCK_TABLE, RESULTS_TABLE = "ScheduledAthenaRefresh-JobflightsdashboardRefresh-abc", "locks-x", "results-x"
+OUTPUTS = {
+    "JobNames": f"carrier-on-time,{JOB}",
+    "FunctionNameFlightsDashboard": FUNCTION,
+    "FunctionNameCarrierOnTime": "other-function",
+    "LockTableName": LOCK_TABLE,
+    "ResultsTableName": RESULTS_TABLE,
+}
 TARGETS = StackTargets(FUNCTION, LOCK_TABLE, RESULTS_TABLE, JOB, racers=3)
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
@@ -67,7 +74,9 @@ def resources(*rows: tuple[str, str, str]) -> dict[str, Any]:
     }
 
 
-RACERS = [(f"FanoutRacer{i}ABCDEF{i}", f"racer-{i}", "AWS::Scheduler::Schedule") for i in range(3)]
+RACERS = [
+    (f"JobflightsdashboardFanoutRacer{i}ABCDEF{i}", f"racer-{i}", "AWS::Scheduler::Schedule") for i in range(3)
+] + [(f"JobcarrierontimeFanoutRacer{i}ABCDEF{i}", f"other-{i}", "AWS::Scheduler::Schedule") for i in range(2)]
 
 
 @pytest.fixture
@@ -97,34 +106,25 @@ def expect_job_configuration(clients: dict[str, Any], function: str = FUNCTION) 
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_discovery_reads_the_stack_outputs_and_the_functions_job_name(clients: dict[str, Any]) -> None:
+def test_discovery_reads_the_named_jobs_outputs_and_the_functions_job_name(clients: dict[str, Any]) -> None:
     cfn = clients["cloudformation_stub"]
-    cfn.add_response(
-        "describe_stacks",
-        stack_description(
-            {
-                "FunctionName": FUNCTION,
-                "LockTableName": LOCK_TABLE,
-                "ResultsTableName": RESULTS_TABLE,
-                "DashboardName": "d",
-            }
-        ),
-        {"StackName": STACK},
-    )
+    cfn.add_response("describe_stacks", stack_description({**OUTPUTS, "DashboardName": "d"}), {"StackName": STACK})
     cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
     expect_job_configuration(clients)
 
-    assert discover(clients["cloudformation"], clients["lambda"], STACK) == TARGETS
+    assert discover(clients["cloudformation"], clients["lambda"], STACK, JOB) == TARGETS  # its 3 racers, not 5
 
 
 def test_missing_outputs_fall_back_to_logical_id_prefixes_and_resource_types(clients: dict[str, Any]) -> None:
     cfn = clients["cloudformation_stub"]
-    cfn.add_response("describe_stacks", stack_description({"LockTableName": LOCK_TABLE}), {"StackName": STACK})
+    outputs = {"LockTableName": LOCK_TABLE, "JobNames": JOB}  # one job: --job may be left out
+    cfn.add_response("describe_stacks", stack_description(outputs), {"StackName": STACK})
     cfn.add_response(
         "describe_stack_resources",
         resources(
-            ("RefreshFunctionServiceRole1234", "role-x", "AWS::IAM::Role"),  # same prefix, other type
-            ("RefreshFunction3D7A10A6", FUNCTION, "AWS::Lambda::Function"),
+            ("JobflightsdashboardRefreshFunctionServiceRole1234", "role-x", "AWS::IAM::Role"),  # other type
+            ("JobflightsdashboardRefreshFunction436853C5", FUNCTION, "AWS::Lambda::Function"),
+            ("JobcarrierontimeRefreshFunction09A88B39", "other-function", "AWS::Lambda::Function"),  # other job
             ("ResultsTable7B2FF7F9", RESULTS_TABLE, "AWS::DynamoDB::Table"),
             *RACERS[:2],
         ),
@@ -141,8 +141,22 @@ def test_an_ambiguous_or_absent_resource_is_a_clear_error(clients: dict[str, Any
     cfn = clients["cloudformation_stub"]
     cfn.add_response("describe_stacks", stack_description({}), {"StackName": STACK})
     cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
-    with pytest.raises(SmokeTestError, match="no output FunctionName and 0 AWS::Lambda::Function resources"):
-        discover(clients["cloudformation"], clients["lambda"], STACK)
+    with pytest.raises(
+        SmokeTestError, match="no output FunctionNameFlightsDashboard and 0 AWS::Lambda::Function resources"
+    ):
+        discover(clients["cloudformation"], clients["lambda"], STACK, JOB)
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [(None, "has jobs carrier-on-time, flights-dashboard: pass --job"), ("nightly", "has no job 'nightly'")],
+)
+def test_a_job_must_be_named_among_several_and_must_exist(
+    clients: dict[str, Any], job: str | None, expected: str
+) -> None:
+    clients["cloudformation_stub"].add_response("describe_stacks", stack_description(OUTPUTS), {"StackName": STACK})
+    with pytest.raises(SmokeTestError, match=expected):
+        discover(clients["cloudformation"], clients["lambda"], STACK, job)
 
 
 def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
@@ -153,7 +167,7 @@ def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
         expected_params={"StackName": STACK},
     )
     with pytest.raises(SmokeTestError, match="does not exist"):
-        discover(clients["cloudformation"], clients["lambda"], STACK)
+        discover(clients["cloudformation"], clients["lambda"], STACK, JOB)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -381,9 +395,7 @@ def test_the_cli_prints_a_summary_and_exits_0_on_success(
     with Stubber(cloudformation) as cfn:
         cfn.add_response(
             "describe_stacks",
-            stack_description(
-                {"FunctionName": FUNCTION, "LockTableName": LOCK_TABLE, "ResultsTableName": RESULTS_TABLE}
-            ),
+            stack_description(OUTPUTS),
             {"StackName": STACK},
         )
         cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
@@ -400,7 +412,10 @@ def test_the_cli_prints_a_summary_and_exits_0_on_success(
 
         out = io.StringIO()
         code = smoke_test.main(
-            ["--stack-name", STACK, "--invocations", "2", "--timeout-s", "5"], session=Session(), out=out, poll_s=0.01
+            ["--stack-name", STACK, "--job", JOB, "--invocations", "2", "--timeout-s", "5"],
+            session=Session(),
+            out=out,
+            poll_s=0.01,
         )
 
     lines = out.getvalue().splitlines()

@@ -1,0 +1,124 @@
+"""One scheduled Athena job: its function and role, fan-out schedules, on-failure queue, alarms and dashboard.
+
+Everything a job folder (``jobs/<job>/``) deploys, against the resources the stack's jobs share (lock table,
+results table and bucket, workgroup, alarm topic). Removing the folder removes this construct and only it:
+the job's history and results stay in the shared tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from stacks.constructs.alarms import RefreshAlarms
+from stacks.constructs.dashboard import RefreshDashboard
+from stacks.constructs.failure_queue import FailureQueue
+from stacks.constructs.fanout_schedule import FanoutSchedule
+from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
+from stacks.jobs import GlueSource, JobDefinition
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharedResources:
+    """What every job of the stack uses: tables, bucket and its prefixes, workgroup, alarm topic, asset."""
+
+    lock_table: dynamodb.ITable
+    results_table: dynamodb.ITable
+    bucket: s3.IBucket
+    athena_results_prefix: str
+    results_prefix: str
+    workgroup_name: str
+    workgroup_arn: str
+    alarm_topic: sns.ITopic
+    code_dir: Path
+    sample_database: str  # the Glue database the sample tables are cataloged in
+    sample_data_prefix: str  # where the sample's files live in ``bucket`` (per table: <prefix><table>/)
+
+
+class AthenaJob(Construct):
+    """``function`` (the racer Lambda), ``schedules``, ``failures``, ``alarms``, ``dashboard`` of one job.
+
+    The function's role reads the job's own source only: the sample's table and prefix, or the Glue table
+    and S3 location the job names.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        job: JobDefinition,
+        shared: SharedResources,
+        removal_policy: cdk.RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        config = job.config
+        source = job.source
+        if isinstance(source, GlueSource):
+            data_bucket = s3.Bucket.from_bucket_name(self, "SourceBucket", source.bucket_name)
+            database, table, data_prefix = source.database, source.table, source.key_prefix
+        else:
+            data_bucket = shared.bucket
+            database, table = shared.sample_database, source.table
+            data_prefix = f"{shared.sample_data_prefix}{source.table}/"
+        self.failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
+        self.refresh = RefreshFunction(
+            self,
+            "Refresh",
+            config=config,
+            lock_table=shared.lock_table,
+            results_table=shared.results_table,
+            query_target=QueryTarget(
+                workgroup_name=shared.workgroup_name,
+                workgroup_arn=shared.workgroup_arn,
+                database_name=database,
+                table_name=table,
+                bucket=shared.bucket,
+                data_bucket=data_bucket,
+                data_prefix=data_prefix,
+                athena_results_prefix=shared.athena_results_prefix,
+                results_prefix=shared.results_prefix,
+            ),
+            failure_queue=self.failures.queue,
+            removal_policy=removal_policy,
+            code_dir=shared.code_dir,
+        )
+        self.function = self.refresh.function
+        self.schedules = FanoutSchedule(
+            self,
+            "Fanout",
+            function=self.function,
+            schedule_expression=config.schedule_expression,
+            time_zone=job.schedule_timezone,
+            racers=config.racers,
+            job_name=config.job_name,
+            max_event_age=cdk.Duration.seconds(config.max_slot_age_s),
+        )
+        self.alarms = RefreshAlarms(
+            self,
+            "Alarms",
+            config=config,
+            function=self.function,
+            failure_queue=self.failures.queue,
+            failure_dead_letter_queue=self.failures.dead_letter_queue,
+            topic=shared.alarm_topic,
+        )
+        self.dashboard = RefreshDashboard(
+            self,
+            "Dashboard",
+            job_name=config.job_name,
+            function=self.function,
+            log_group=self.refresh.log_group,
+            failure_queue=self.failures.queue,
+            failure_dead_letter_queue=self.failures.dead_letter_queue,
+            schedule_period=cdk.Duration.seconds(config.period.shortest_s),
+            stale_after_s=self.alarms.stale_after_s,
+            value_metrics=config.value_metrics,
+            alarms=list(self.alarms.alarms.values()),
+        )
