@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -156,6 +157,17 @@ def _query_sql(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _Invalid("a non-empty SQL statement")
     return value
+
+
+def _timezone(value: Any) -> str:
+    """An IANA time zone name known to this machine's zoneinfo database (or the ``tzdata`` package)."""
+    if not isinstance(value, str) or value not in _timezones():
+        raise _Invalid("an IANA time zone name such as UTC, Europe/Berlin or America/New_York")
+    return value
+
+
+def _timezones() -> set[str]:
+    return zoneinfo.available_timezones() | {"UTC"}
 
 
 def _cron_expression(value: Any) -> str:
@@ -302,7 +314,7 @@ class JobConfig:
     """
 
     job_name: str
-    schedule_expression: str  # cron(...) in UTC, shared by every racer
+    schedule_expression: str  # cron(...) in schedule_timezone, shared by every racer
     racers: int  # number of schedules (one Lambda invocation each) racing for a slot
     lease_duration_s: int
     heartbeat_interval_s: int
@@ -323,11 +335,12 @@ class JobConfig:
     result_reuse_max_age_min: int = 0  # Athena query result reuse per query, minutes (0: off)
     value_metrics: ValueMetricsConfig | None = None  # None: no result values as metrics
     removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
+    schedule_timezone: str = "UTC"  # IANA name: the cron's wall clock (Scheduler's ScheduleExpressionTimezone)
 
     @property
     def period(self) -> CronPeriod:
-        """Gaps between consecutive slots of ``schedule_expression`` (validated to parse)."""
-        return cron_period(self.schedule_expression)
+        """Gaps between consecutive slots of ``schedule_expression`` in ``schedule_timezone`` (validated)."""
+        return cron_period(self.schedule_expression, self.schedule_timezone)
 
     def runtime_environment(
         self,
@@ -468,7 +481,7 @@ def _relationship_problems(
     schedule = values.get("schedule_expression")
     if schedule is not None:
         try:
-            period = cron_period(schedule)
+            period = cron_period(schedule, values.get("schedule_timezone", "UTC"))
         except CronError as exc:
             problems.append(f"{labels.at('schedule_expression')}: {exc}, got {schedule!r}")
         else:
@@ -542,6 +555,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "result_reuse_max_age_min": _shared(contract.ENV_RESULT_REUSE_MAX_AGE_MIN),
     "value_metrics": _value_metrics,
     "removal_policy": _one_of(REMOVAL_POLICIES),
+    "schedule_timezone": _timezone,
 }
 
 if list(_CHECKS) != [field.name for field in fields(JobConfig)]:  # pragma: no cover - a programming error

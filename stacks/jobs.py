@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +51,7 @@ MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution paramete
 #: JobConfig keys a job file does not set: the folder names the job, query.sql holds the SQL, the source
 #: gives database and table, [sample] the data year; the workgroup and removal policy are stack-wide.
 DERIVED_KEYS = ("job_name", "sql", "database", "table", "data_year", "workgroup", "removal_policy")
-JOB_KEYS = ("schedule_timezone", "source", "sample", "parameters")
+JOB_KEYS = ("source", "sample", "parameters")
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,6 @@ class JobDefinition:
 
     config: JobConfig
     folder: Path
-    schedule_timezone: str
     source: Source
     parameters: Mapping[str, str]
     query: PreparedSql
@@ -98,6 +96,10 @@ class JobDefinition:
     @property
     def job_name(self) -> str:
         return self.config.job_name
+
+    @property
+    def schedule_timezone(self) -> str:
+        return self.config.schedule_timezone
 
 
 def discover(jobs_dir: Path) -> list[Path]:
@@ -170,7 +172,6 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
     for key in sorted(set(settings) & set(DERIVED_KEYS)):
         problems.append(f"{labels.at(key)}: not a job setting here ({_derived_why(key)})")
         settings.pop(key)
-    timezone = _timezone(document.get("schedule_timezone", "UTC"), labels, problems)
     source = _source(document.get("source"), labels, problems)
     data_year = _sample(document.get("sample"), source, labels, problems)
     parameters = _parameters(document.get("parameters", {}), labels, problems)
@@ -201,7 +202,6 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
     return JobDefinition(
         config=config,
         folder=folder,
-        schedule_timezone=timezone,
         source=source,
         parameters=parameters,
         query=query,
@@ -222,15 +222,6 @@ def _derived_why(key: str) -> str:
         "workgroup": "stack-wide, in cdk.json",
         "removal_policy": "stack-wide, in cdk.json",
     }[key]
-
-
-def _timezone(value: Any, labels: Labels, problems: list[str]) -> str:
-    if isinstance(value, str) and value in zoneinfo.available_timezones() | {"UTC"}:
-        return value
-    problems.append(
-        f"{labels.at('schedule_timezone')}: must be an IANA time zone name such as UTC or Europe/Berlin, got {value!r}"
-    )
-    return "UTC"
 
 
 def _source(value: Any, labels: Labels, problems: list[str]) -> Source | None:

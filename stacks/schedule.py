@@ -1,7 +1,8 @@
 """The period of an EventBridge Scheduler ``cron(...)`` expression: the shortest and longest gap between
 two consecutive firings, computed at synth time (standard library only, no AWS call).
 
-The syntax is EventBridge's six fields ``minutes hours day-of-month month day-of-week year`` (UTC), with
+The syntax is EventBridge's six fields ``minutes hours day-of-month month day-of-week year``, matched on the
+wall-clock time of the schedule's time zone (``ScheduleExpressionTimezone``, default UTC), with
 ``*``, ``,``, ``-``, ``/``, ``?``, month and weekday names, ``L`` (last day of the month; ``nL`` in
 day-of-week: the last such weekday), ``W`` (nearest weekday to a day of the month; ``LW``: the last
 weekday of the month) and ``#`` (``n#k``: the k-th such weekday). Day-of-week numbers run from 1 (SUN)
@@ -10,6 +11,13 @@ https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#cron-
 
 The stack needs the period to check the configuration (a Lambda timeout longer than the period, a
 maximum event age older than a period) and to size alarms ("no success for two periods").
+
+Daylight saving (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html, "Daylight
+savings time on EventBridge Scheduler"): a local time that does not exist (the clock springs forward) is
+skipped; a local time that exists twice (the clock falls back) fires once, at its first instant. So a daily
+06:00 schedule in America/New_York is 23 h or 25 h apart around the changes, and a daily 02:30 one in
+Europe/Berlin skips a day (47 h). Gaps are computed on UTC instants: exactly (every firing of the day) on
+the days around an offset change, by wall-clock arithmetic on the others, where it is exact.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import calendar
 import datetime as dt
 import itertools
 import re
+import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -134,10 +143,11 @@ def _nearest_weekday(year: int, month: int, target: int) -> dt.date | None:
     return day
 
 
-def cron_period(expression: str) -> CronPeriod:
-    """Shortest and longest gap (seconds) between consecutive firings of ``expression``.
+def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
+    """Shortest and longest gap (seconds) between consecutive firings of ``expression`` in ``timezone``.
 
-    :raises CronError: the expression cannot be parsed, or it fires fewer than twice in the years scanned.
+    :raises CronError: the expression cannot be parsed, the time zone is unknown, or it fires fewer than
+        twice in the years scanned.
     """
     match = _CRON.fullmatch(expression.strip())
     if not match:
@@ -145,6 +155,10 @@ def cron_period(expression: str) -> CronPeriod:
     fields = match["body"].split()
     if len(fields) != 6:
         raise CronError(f"{len(fields)} fields instead of 6")
+    try:
+        zone = zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise CronError(f"unknown time zone {timezone!r}") from exc
     minutes_f, hours_f, dom_f, month_f, dow_f, year_f = fields
     minutes = _values(minutes_f, 0, 59)
     hours = _values(hours_f, 0, 23)
@@ -154,18 +168,59 @@ def cron_period(expression: str) -> CronPeriod:
     in_dom, in_dow = _day_of_month_matcher(dom_f.upper()), _day_of_week_matcher(dow_f.upper())
 
     times_min = sorted(hour * 60 + minute for hour in hours for minute in minutes)  # minutes of the day
-    firing_days: list[int] = []  # as date ordinals
+    firing_days: list[dt.date] = []
     for year in years:
         day, end = dt.date(year, 1, 1), dt.date(year, 12, 31)
         while day <= end:
             if day.month in months and in_dom(day) and in_dow(day):
-                firing_days.append(day.toordinal())
+                firing_days.append(day)
             day += dt.timedelta(days=1)
-    firings = len(firing_days) * len(times_min)
+
+    # Per firing day: its first and last instant (UTC epoch seconds) and the gaps inside it.
+    local_gaps_s = {(later - earlier) * 60 for earlier, later in itertools.pairwise(times_min)}
+    gaps_s: set[int] = set()
+    bounds: list[tuple[int, int]] = []
+    for day in firing_days:
+        if _offset_changes_near(day, zone):
+            instants = _instants(day, times_min, zone)
+            if not instants:
+                continue
+            gaps_s.update(later - earlier for earlier, later in itertools.pairwise(instants))
+            bounds.append((instants[0], instants[-1]))
+        else:
+            gaps_s.update(local_gaps_s)
+            first, last = _instant(day, times_min[0], zone), _instant(day, times_min[-1], zone)
+            bounds.append((first, last))  # both exist: no offset change on or next to this day
+    firings = len(bounds) * len(times_min)
     if firings < 2:
         raise CronError(f"fires {firings} time(s) in {years[0]}..{years[-1]}: not a recurring schedule")
+    gaps_s.update(later[0] - earlier[1] for earlier, later in itertools.pairwise(bounds))
+    return CronPeriod(shortest_s=min(gaps_s), longest_s=max(gaps_s))
 
-    gaps_min: list[int] = [later - earlier for earlier, later in itertools.pairwise(times_min)]
-    day_gaps = {later - earlier for earlier, later in itertools.pairwise(firing_days)}
-    gaps_min += [days * 1440 + times_min[0] - times_min[-1] for days in day_gaps]
-    return CronPeriod(shortest_s=min(gaps_min) * 60, longest_s=max(gaps_min) * 60)
+
+def _offset_changes_near(day: dt.date, zone: zoneinfo.ZoneInfo) -> bool:
+    """Whether the zone's UTC offset differs anywhere from the day before ``day`` to the day after."""
+    probes = [
+        dt.datetime.combine(day + dt.timedelta(days=shift), dt.time(hour), tzinfo=zone).utcoffset()
+        for shift in (-1, 0, 1, 2)
+        for hour in (0, 12)
+    ]
+    return len(set(probes)) > 1
+
+
+def _instant(day: dt.date, minute_of_day: int, zone: zoneinfo.ZoneInfo) -> int:
+    local = dt.datetime.combine(day, dt.time(minute_of_day // 60, minute_of_day % 60), tzinfo=zone)
+    return int(local.timestamp())
+
+
+def _instants(day: dt.date, times_min: list[int], zone: zoneinfo.ZoneInfo) -> list[int]:
+    """The firings of ``day`` as UTC epoch seconds, by EventBridge Scheduler's daylight-saving rules: a local
+    time that does not exist is skipped, a repeated one fires once (its first instant, ``fold=0``)."""
+    instants = []
+    for minute_of_day in times_min:
+        local = dt.datetime.combine(day, dt.time(minute_of_day // 60, minute_of_day % 60), tzinfo=zone)
+        back = local.astimezone(dt.UTC).astimezone(zone)
+        if back.replace(tzinfo=None) != local.replace(tzinfo=None):
+            continue  # in the gap of a spring-forward change
+        instants.append(int(local.timestamp()))
+    return sorted(set(instants))

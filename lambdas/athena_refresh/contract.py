@@ -48,9 +48,8 @@ ENV_VALUE_METRIC_MAX_SERIES: Final = "VALUE_METRIC_MAX_SERIES"  # cap on dimensi
 ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
 
 #: The variables the stack sets (``JobConfig.runtime_environment``). The query is not among them: it comes
-#: from the job catalog bundled in the asset (``athena_refresh.catalog``); QUERY_SQL and JOB_CATALOG_PATH are
-#: for tests and local tools.
-ALL_ENV_VARS: Final = (
+#: from the job catalog bundled in the asset (``athena_refresh.catalog``).
+STACK_ENV_VARS: Final = (
     ENV_JOB_NAME,
     ENV_LOCK_TABLE_NAME,
     ENV_RESULTS_TABLE_NAME,
@@ -71,6 +70,10 @@ ALL_ENV_VARS: Final = (
     ENV_VALUE_METRIC_MAX_SERIES,
     ENV_MAX_SLOT_LEAD_S,
 )
+#: Read by the runtime besides: the inline query and another catalog, for tests and local tools.
+LOCAL_ENV_VARS: Final = (ENV_QUERY_SQL, ENV_JOB_CATALOG_PATH)
+#: Every variable ``Settings.from_env`` reads.
+ALL_ENV_VARS: Final = STACK_ENV_VARS + LOCAL_ENV_VARS
 
 # --- Bounds of the numeric settings ----------------------------------------------------------------
 # Inclusive [MIN_<VARIABLE>, MAX_<VARIABLE>] of each numeric environment variable above, in its unit.

@@ -417,7 +417,7 @@ def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, An
     query = {contract.ENV_QUERY_SQL: config.sql}  # the stack bundles it in the job catalog instead
     assert Settings.from_env({**default_env, **query}).max_slot_lead_s == 5.0
     assert Settings.from_env({**configured_env, **query}).max_slot_lead_s == 2.0
-    assert set(default_env) >= set(contract.ALL_ENV_VARS) - {
+    assert set(default_env) >= set(contract.STACK_ENV_VARS) - {
         contract.ENV_ATHENA_CATALOG,
         contract.ENV_RESULTS_BUCKET_NAME,
     }
@@ -442,3 +442,41 @@ def test_the_readme_configuration_table_lists_each_numbers_range(key: str) -> No
     # THEN it shows the range the stack checks
     lo, hi = stack_bounds(key)
     assert f"{lo}..{hi}" in row, row
+
+
+@pytest.mark.parametrize(
+    ("expression", "timezone", "shortest_s", "longest_s"),
+    [
+        # Daily at 06:00 local: 23 h on the spring-forward day, 25 h on the fall-back day.
+        ("cron(0 6 * * ? *)", "America/New_York", 23 * 3600, 25 * 3600),
+        ("cron(15 6 * * ? *)", "America/New_York", 23 * 3600, 25 * 3600),  # the carrier-on-time sample
+        # 02:30 does not exist on the spring-forward day in Berlin: that firing is skipped (47 h).
+        ("cron(30 2 * * ? *)", "Europe/Berlin", 24 * 3600, 47 * 3600),
+        # Every 30 minutes: the repeated hour fires once, so one gap is 90 minutes; none gets shorter.
+        ("cron(0/30 * * * ? *)", "America/New_York", 1800, 5400),
+        ("cron(15 0/6 * * ? *)", "Europe/Berlin", 5 * 3600, 7 * 3600),
+        ("cron(0 6 * * ? *)", "Asia/Tokyo", 86400, 86400),  # no daylight saving: no change
+        ("cron(0 6 * * ? *)", "UTC", 86400, 86400),
+    ],
+)
+def test_cron_period_in_a_time_zone_follows_the_schedulers_daylight_saving_rules(
+    expression: str, timezone: str, shortest_s: int, longest_s: int
+) -> None:
+    # GIVEN a cron expression in a time zone / WHEN its period is computed on UTC instants
+    # THEN the gaps around the changes are the ones EventBridge Scheduler produces
+    assert cron_period(expression, timezone) == CronPeriod(shortest_s, longest_s)
+
+
+def test_an_unknown_time_zone_is_a_cron_error() -> None:
+    with pytest.raises(CronError, match="unknown time zone 'Mars/Olympus'"):
+        cron_period("cron(0 6 * * ? *)", "Mars/Olympus")
+
+
+def test_a_daylight_saving_period_sizes_the_jobs_alarms(job_context: dict[str, Any]) -> None:
+    # GIVEN a daily job in New York time / WHEN validated / THEN its period is 23 h to 25 h, not 24 h
+    config = JobConfig.from_context(
+        {**job_context, "schedule_expression": "cron(0 6 * * ? *)", "schedule_timezone": "America/New_York"}
+    )
+    assert config.period == CronPeriod(23 * 3600, 25 * 3600)
+    message = _only_problem(job_context, schedule_timezone="Moon/Base")
+    assert message.startswith("context job.schedule_timezone: must be an IANA time zone name")

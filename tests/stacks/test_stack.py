@@ -223,7 +223,7 @@ def test_function_environment_covers_every_runtime_variable(
     function_props: dict[str, Any], resources: dict[str, Any], config: JobConfig
 ) -> None:
     env = function_props["Environment"]["Variables"]
-    expected = (set(contract.ALL_ENV_VARS) - {contract.ENV_ATHENA_CATALOG}) | {
+    expected = (set(contract.STACK_ENV_VARS) - {contract.ENV_ATHENA_CATALOG}) | {
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
     }
