@@ -13,18 +13,18 @@ https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from athena_refresh import contract
 from stacks.config import JobConfig
-from stacks.constructs.job_metrics import job_metric, summed_over_reasons
+from stacks.constructs.job_metrics import job_metric
 
 MAX_ALARM_PERIOD_S = 86_400
 STALE_AFTER_PERIODS = 2
@@ -44,9 +44,10 @@ def alarm_topic(scope: Construct, construct_id: str, *, email: str | None, label
 
 
 class RefreshAlarms(Construct):
-    """``topic``: the SNS topic (TLS-only publishing) every alarm notifies on ALARM and OK (the stack's
-    shared one when given, else its own);
-    ``alarms``: name -> alarm, each named after what it watches."""
+    """The Athena job's own alarms, beside :class:`~stacks.constructs.once_per_slot_schedule.OncePerSlotSchedule`'s
+    (failed, missed, no recent success, queued failures, dropped events): a stale writer fenced off, a corrupt
+    lock item, a query scanning or running past its threshold. ``alarms``: name -> alarm; all notify ``topic``
+    on ALARM and OK, each evaluating one slot (``period``)."""
 
     def __init__(
         self,
@@ -54,18 +55,11 @@ class RefreshAlarms(Construct):
         construct_id: str,
         *,
         config: JobConfig,
-        function: lambda_.IFunction,
-        failure_queue: sqs.IQueue,
-        failure_dead_letter_queue: sqs.IQueue,
-        topic: sns.ITopic | None = None,
+        topic: sns.ITopic,
+        period: cdk.Duration,
     ) -> None:
         super().__init__(scope, construct_id)
         job = config.job_name
-        longest_gap_s = config.period.longest_s
-        period = cdk.Duration.seconds(alarm_period_s(longest_gap_s))
-        self.stale_after_s = STALE_AFTER_PERIODS * longest_gap_s
-
-        self.topic = topic if topic is not None else alarm_topic(self, "Topic", email=config.alarms.email, label=job)
 
         def count(metric_name: str) -> cloudwatch.IMetric:
             return job_metric(job, metric_name, statistic="Sum", period=period)
@@ -76,28 +70,6 @@ class RefreshAlarms(Construct):
             "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
         }
         definitions: dict[str, tuple[cloudwatch.IMetric, dict[str, object], str]] = {
-            "NoRecentSuccess": (
-                job_metric(job, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period),
-                {
-                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                    "threshold": self.stale_after_s,
-                    "treat_missing_data": (
-                        cloudwatch.TreatMissingData.BREACHING
-                        if longest_gap_s <= MAX_ALARM_PERIOD_S
-                        else cloudwatch.TreatMissingData.MISSING
-                    ),
-                },
-                (
-                    f"No successful run of {job} for more than {STALE_AFTER_PERIODS} schedule periods "
-                    f"({self.stale_after_s} s), or no invocation at all."
-                ),
-            ),
-            "RunFailed": (count(contract.METRIC_RUN_FAILED), at_least_once, f"A run of {job} failed for good."),
-            "SlotMissed": (
-                summed_over_reasons(job, contract.METRIC_SLOT_MISSED, period=period, label="slots missed"),
-                at_least_once,
-                f"A slot of {job} never ran (too old, overrun or superseded).",
-            ),
             "StaleWriteRejected": (
                 count(contract.METRIC_STALE_WRITE_REJECTED),
                 at_least_once,
@@ -107,23 +79,6 @@ class RefreshAlarms(Construct):
                 count(contract.METRIC_CORRUPT_LOCK_ITEM),
                 at_least_once,
                 f"The lock item of {job} is invalid (edited or restored by hand?): runs are blocked.",
-            ),
-            "FailedInvocationsQueued": (
-                failure_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period),
-                at_least_once,
-                f"Invocations of {job} exhausted Lambda's retries: their events wait in the on-failure queue.",
-            ),
-            "FailureRecordsDeadLettered": (
-                failure_dead_letter_queue.metric_approximate_number_of_messages_visible(
-                    statistic="Maximum", period=period
-                ),
-                at_least_once,
-                f"Failure records of {job} could not be processed and moved to the dead-letter queue.",
-            ),
-            "AsyncEventsDropped": (
-                function.metric("AsyncEventsDropped", statistic="Sum", period=period),
-                at_least_once,
-                f"Lambda dropped asynchronous events of {job} (too old or throttled) without running them.",
             ),
             "DataScannedHigh": (
                 job_metric(job, contract.METRIC_DATA_SCANNED_BYTES, statistic="Maximum", period=period),
@@ -147,17 +102,28 @@ class RefreshAlarms(Construct):
                 f"A query of {job} ran longer than {config.alarms.query_duration_ms} ms.",
             ),
         }
-        action = cloudwatch_actions.SnsAction(self.topic)
-        self.alarms: dict[str, cloudwatch.Alarm] = {}
-        for name, (metric, settings, description) in definitions.items():
-            alarm = cloudwatch.Alarm(
-                self,
-                name,
-                metric=metric,
-                evaluation_periods=1,
-                alarm_description=description,
-                **settings,  # type: ignore[arg-type]
-            )
-            alarm.add_alarm_action(action)
-            alarm.add_ok_action(action)
-            self.alarms[name] = alarm
+        self.alarms = add_alarms(self, definitions, topic)
+
+
+def add_alarms(
+    scope: Construct,
+    definitions: Mapping[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]],
+    topic: sns.ITopic,
+) -> dict[str, cloudwatch.Alarm]:
+    """One alarm per definition (name -> metric, threshold settings, description), each evaluating one
+    period and notifying ``topic`` on ALARM and OK."""
+    action = cloudwatch_actions.SnsAction(topic)
+    alarms: dict[str, cloudwatch.Alarm] = {}
+    for name, (metric, settings, description) in definitions.items():
+        alarm = cloudwatch.Alarm(
+            scope,
+            name,
+            metric=metric,
+            evaluation_periods=1,
+            alarm_description=description,
+            **settings,  # type: ignore[arg-type]  # the settings are the keyword arguments of cloudwatch.Alarm
+        )
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        alarms[name] = alarm
+    return alarms

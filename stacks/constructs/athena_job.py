@@ -16,10 +16,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from athena_refresh import contract
 from stacks.constructs.alarms import RefreshAlarms
 from stacks.constructs.dashboard import RefreshDashboard
-from stacks.constructs.failure_queue import FailureQueue
-from stacks.constructs.fanout_schedule import FanoutSchedule
+from stacks.constructs.job_metrics import job_metric, summed_over_reasons
+from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule, schedule_alarm_period
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
 from stacks.jobs import GlueSource, JobDefinition
 
@@ -42,7 +43,8 @@ class SharedResources:
 
 
 class AthenaJob(Construct):
-    """``function`` (the racer Lambda), ``schedules``, ``failures``, ``alarms``, ``dashboard`` of one job.
+    """``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
+    async retries, ``failures`` queue, the generic alarms), ``alarms`` (the Athena ones), ``dashboard``.
 
     The function's role reads the job's own source only: the sample's table and prefix, or the Glue table
     and S3 location the job names.
@@ -67,7 +69,6 @@ class AthenaJob(Construct):
             data_bucket = shared.bucket
             database, table = shared.sample_database, source.table
             data_prefix = f"{shared.sample_data_prefix}{source.table}/"
-        self.failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
         self.refresh = RefreshFunction(
             self,
             "Refresh",
@@ -85,40 +86,44 @@ class AthenaJob(Construct):
                 athena_results_prefix=shared.athena_results_prefix,
                 results_prefix=shared.results_prefix,
             ),
-            failure_queue=self.failures.queue,
             removal_policy=removal_policy,
             code_dir=shared.code_dir,
         )
         self.function = self.refresh.function
-        self.schedules = FanoutSchedule(
+        job_name = config.job_name
+        period = schedule_alarm_period(config.schedule_expression, config.schedule_timezone)
+        self.schedule = OncePerSlotSchedule(
             self,
-            "Fanout",
+            "Schedule",
             function=self.function,
+            lock_table=shared.lock_table,
+            job_name=job_name,
             schedule_expression=config.schedule_expression,
-            time_zone=job.schedule_timezone,
+            time_zone=config.schedule_timezone,
             racers=config.racers,
-            job_name=config.job_name,
-            max_event_age=cdk.Duration.seconds(config.max_slot_age_s),
+            max_slot_age_s=config.max_slot_age_s,
+            alarm_topic=shared.alarm_topic,
+            removal_policy=removal_policy,
+            success_age_metric=job_metric(
+                job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period
+            ),
+            missed_metric=summed_over_reasons(
+                job_name, contract.METRIC_SLOT_MISSED, period=period, label="slots missed"
+            ),
+            failed_metric=job_metric(job_name, contract.METRIC_RUN_FAILED, statistic="Sum", period=period),
         )
-        self.alarms = RefreshAlarms(
-            self,
-            "Alarms",
-            config=config,
-            function=self.function,
-            failure_queue=self.failures.queue,
-            failure_dead_letter_queue=self.failures.dead_letter_queue,
-            topic=shared.alarm_topic,
-        )
+        self.failures = self.schedule.failures
+        self.alarms = RefreshAlarms(self, "Alarms", config=config, topic=shared.alarm_topic, period=period)
         self.dashboard = RefreshDashboard(
             self,
             "Dashboard",
-            job_name=config.job_name,
+            job_name=job_name,
             function=self.function,
             log_group=self.refresh.log_group,
             failure_queue=self.failures.queue,
             failure_dead_letter_queue=self.failures.dead_letter_queue,
             schedule_period=cdk.Duration.seconds(config.period.shortest_s),
-            stale_after_s=self.alarms.stale_after_s,
+            stale_after_s=self.schedule.stale_after_s,
             value_metrics=config.value_metrics,
-            alarms=list(self.alarms.alarms.values()),
+            alarms=[*self.schedule.alarms.values(), *self.alarms.alarms.values()],
         )

@@ -1,6 +1,7 @@
-"""The refresh Lambda: asset ``lambdas/``, Powertools public layer, environment from the contract,
-JSON logs with retention, X-Ray, async retries bounded by the slot age with an on-failure queue, and a
-role of its own that allows exactly the calls the runtime makes (plus what Athena does with them).
+"""The refresh Lambda: the staged asset (runtime + job catalog), Powertools public layer, environment from
+the contract, JSON logs with retention, X-Ray, and a role of its own that allows exactly the calls the
+runtime makes (plus what Athena does with them). Its async retries, on-failure queue and lock table grant
+come from :class:`~stacks.constructs.once_per_slot_schedule.OncePerSlotSchedule`, as for any such function.
 
 Least privilege, from the runtime's calls (``lambdas/``):
 
@@ -51,9 +52,6 @@ ARCHITECTURE = lambda_.Architecture.ARM_64
 # Public SSM parameter holding the ARN of the latest Powertools layer; resolved at deploy time.
 POWERTOOLS_LAYER_PARAMETER = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/latest"
 ASSET_EXCLUDES = ("**/__pycache__", "**/*.pyc")
-#: Lambda redelivers a failed async invocation (about 1 min, then 2 min later); the lock makes a
-#: redelivery safe, and the config validates that the lease has expired by the first one.
-ASYNC_RETRY_ATTEMPTS = 2
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 # Service authorization reference of each service (actions, resource types, condition keys):
@@ -134,7 +132,6 @@ class RefreshFunction(Construct):
         lock_table: dynamodb.ITable,
         results_table: dynamodb.ITable,
         query_target: QueryTarget,
-        failure_queue: sqs.IQueue,
         removal_policy: cdk.RemovalPolicy,
         code_dir: Path = LAMBDAS_DIR,  # the staged asset (stacks.runtime_asset): runtime packages + job catalog
     ) -> None:
@@ -168,10 +165,7 @@ class RefreshFunction(Construct):
             environment=function_environment(config, lock_table, results_table, query_target),
             log_group=self.log_group,
             logging_format=lambda_.LoggingFormat.JSON,
-            retry_attempts=ASYNC_RETRY_ATTEMPTS,
-            max_event_age=cdk.Duration.seconds(config.max_slot_age_s),
-            on_failure=SendOnlyQueueDestination(failure_queue),
-        )
+        )  # async retries, the on-failure queue and the lock table grant: OncePerSlotSchedule
         stack = cdk.Stack.of(self)
         for statement in policy_statements(stack, lock_table, results_table, query_target, self.log_group):
             self.role.add_to_principal_policy(statement)
@@ -245,7 +239,6 @@ def policy_statements(
     ]
     return [
         iam.PolicyStatement(sid="WriteOwnLogs", actions=list(LOG_ACTIONS), resources=[log_group.log_group_arn]),
-        iam.PolicyStatement(sid="LockTableItems", actions=list(LOCK_TABLE_ACTIONS), resources=[lock_table.table_arn]),
         iam.PolicyStatement(
             sid="ResultsTableCommit", actions=list(RESULTS_TABLE_ACTIONS), resources=[results_table.table_arn]
         ),

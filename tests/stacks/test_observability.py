@@ -21,11 +21,11 @@ JOB_DIMENSIONS_SORTED = [{"Name": "job", "Value": "flights-dashboard"}, {"Name":
 
 @pytest.fixture(scope="module")
 def alarms(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The flights job's alarm properties by their construct id (``Job<job>AlarmsNoRecentSuccess...``)."""
+    """The flights job's alarm properties by their construct id (``Job<job>ScheduleNoRecentSuccess...``)."""
     found = {}
-    prefix = job_prefix() + "Alarms"
+    prefixes = (job_prefix() + "Schedule", job_prefix() + "Alarms")  # OncePerSlotSchedule's and the Athena ones
     for logical_id, resource in of_type(of_job(resources), "AWS::CloudWatch::Alarm").items():
-        assert logical_id.startswith(prefix), logical_id
+        (prefix,) = [p for p in prefixes if logical_id.startswith(p)]
         found[logical_id[len(prefix) : -8]] = resource["Properties"]
     return found
 

@@ -1,0 +1,160 @@
+"""Run any Lambda function once per schedule slot: the construct around ``slotlock.once_per_slot``.
+
+Give it a function whose handler is wrapped with :func:`slotlock.once_per_slot` (or the Athena job's
+handler) and it adds what makes "N racers, one winner per slot" work on AWS:
+
+- the **fan-out**: ``racers`` EventBridge Scheduler schedules with one cron expression and time zone, each
+  sending ``{"scheduled_time": <aws.scheduler.scheduled-time>, "execution_id", "racer", "job"}``
+  (:class:`~stacks.constructs.fanout_schedule.FanoutSchedule`), so every racer names the same slot;
+- the **lock table grant**: ``GetItem``, ``PutItem`` and ``UpdateItem`` on the lock table (the fenced
+  transactions are authorized per item action), with the table's name in ``LOCK_TABLE_NAME``;
+- **Lambda's asynchronous retries** (two, within ``max_slot_age_s``) and the **on-failure queue** with its
+  dead-letter queue (:class:`~stacks.constructs.failure_queue.FailureQueue`): a slot whose invocations all
+  failed is never lost silently;
+- the **alarms** every such job needs, notifying ``alarm_topic``: failed invocations queued, failure
+  records dead-lettered, events dropped by Lambda, and, when the handler publishes them
+  (``success_age_metric``, ``missed_metric``, ``failed_metric``), no success for two periods, a missed
+  slot, a failed run.
+
+Example (a plain function; ``lock`` is a :class:`~stacks.constructs.lock_table.LockTable`)::
+
+    OncePerSlotSchedule(self, "NightlyReport", function=report_fn, lock_table=lock.table,
+                        job_name="nightly-report", schedule_expression="cron(0 2 * * ? *)",
+                        time_zone="Europe/Berlin", racers=3, max_slot_age_s=3600,
+                        alarm_topic=topic, removal_policy=cdk.RemovalPolicy.RETAIN)
+
+https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from stacks.constructs.alarms import MAX_ALARM_PERIOD_S, STALE_AFTER_PERIODS, add_alarms
+from stacks.constructs.failure_queue import FailureQueue
+from stacks.constructs.fanout_schedule import FanoutSchedule
+from stacks.constructs.refresh_function import LOCK_TABLE_ACTIONS, SendOnlyQueueDestination
+from stacks.schedule import cron_period
+
+ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum: the lock makes every redelivery safe
+
+
+class OncePerSlotSchedule(Construct):
+    """Fan-out schedules, lock grant, async retries with an on-failure queue, and alarms for ``function``.
+
+    ``schedules`` (:class:`FanoutSchedule`), ``failures`` (:class:`FailureQueue`), ``alarms`` (name ->
+    alarm), ``period_s`` (shortest, longest gap between slots, in ``time_zone``), ``stale_after_s``,
+    ``alarm_period`` (:func:`schedule_alarm_period`: what the optional metrics should use).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function: lambda_.IFunction,
+        lock_table: dynamodb.ITable,
+        job_name: str,
+        schedule_expression: str,
+        racers: int,
+        max_slot_age_s: int,
+        alarm_topic: sns.ITopic,
+        removal_policy: cdk.RemovalPolicy,
+        time_zone: str = "UTC",
+        success_age_metric: cloudwatch.IMetric | None = None,
+        missed_metric: cloudwatch.IMetric | None = None,
+        failed_metric: cloudwatch.IMetric | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        period = cron_period(schedule_expression, time_zone)
+        self.period_s = (period.shortest_s, period.longest_s)
+        self.stale_after_s = STALE_AFTER_PERIODS * period.longest_s
+        max_event_age = cdk.Duration.seconds(max_slot_age_s)
+
+        self.failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
+        function.configure_async_invoke(
+            retry_attempts=ASYNC_RETRY_ATTEMPTS,
+            max_event_age=max_event_age,
+            on_failure=SendOnlyQueueDestination(self.failures.queue),
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="LockTableItems", actions=list(LOCK_TABLE_ACTIONS), resources=[lock_table.table_arn]
+            )
+        )
+        self.schedules = FanoutSchedule(
+            self,
+            "Fanout",
+            function=function,
+            schedule_expression=schedule_expression,
+            time_zone=time_zone,
+            racers=racers,
+            job_name=job_name,
+            max_event_age=max_event_age,
+        )
+
+        alarm_period = self.alarm_period = schedule_alarm_period(schedule_expression, time_zone)
+        at_least_once = {
+            "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            "threshold": 1,
+            "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
+        }
+        definitions: dict[str, tuple[cloudwatch.IMetric, dict[str, object], str]] = {
+            "FailedInvocationsQueued": (
+                self.failures.queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=alarm_period
+                ),
+                at_least_once,
+                f"Invocations of {job_name} exhausted Lambda's retries: their events wait in the on-failure queue.",
+            ),
+            "FailureRecordsDeadLettered": (
+                self.failures.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=alarm_period
+                ),
+                at_least_once,
+                f"Failure records of {job_name} could not be processed and moved to the dead-letter queue.",
+            ),
+            "AsyncEventsDropped": (
+                function.metric("AsyncEventsDropped", statistic="Sum", period=alarm_period),
+                at_least_once,
+                f"Lambda dropped asynchronous events of {job_name} (too old or throttled) without running them.",
+            ),
+        }
+        # The handler's own metrics (give them with this construct's ``alarm_period``: one slot, capped at a day).
+        if success_age_metric is not None:
+            definitions["NoRecentSuccess"] = (
+                success_age_metric,
+                {
+                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    "threshold": self.stale_after_s,
+                    "treat_missing_data": (
+                        cloudwatch.TreatMissingData.BREACHING
+                        if period.longest_s <= MAX_ALARM_PERIOD_S
+                        else cloudwatch.TreatMissingData.MISSING
+                    ),
+                },
+                (
+                    f"No successful run of {job_name} for more than {STALE_AFTER_PERIODS} schedule periods "
+                    f"({self.stale_after_s} s), or no invocation at all."
+                ),
+            )
+        if failed_metric is not None:
+            definitions["RunFailed"] = (failed_metric, at_least_once, f"A run of {job_name} failed for good.")
+        if missed_metric is not None:
+            definitions["SlotMissed"] = (
+                missed_metric,
+                at_least_once,
+                f"A slot of {job_name} never ran (too old, overrun or superseded).",
+            )
+        self.alarms = add_alarms(self, definitions, alarm_topic)
+
+
+def schedule_alarm_period(schedule_expression: str, time_zone: str = "UTC") -> cdk.Duration:
+    """One slot (the schedule's longest gap), capped at one day (CloudWatch's longest alarm period)."""
+    return cdk.Duration.seconds(min(cron_period(schedule_expression, time_zone).longest_s, MAX_ALARM_PERIOD_S))
