@@ -224,3 +224,38 @@ def _instants(day: dt.date, times_min: list[int], zone: zoneinfo.ZoneInfo) -> li
             continue  # in the gap of a spring-forward change
         instants.append(int(local.timestamp()))
     return sorted(set(instants))
+
+
+def latest_firings(expression: str, timezone: str, until: dt.datetime, count: int) -> list[dt.datetime]:
+    """The last ``count`` firings of ``expression`` in ``timezone`` at or before ``until``, oldest first (UTC).
+
+    Daylight-saving rules as :func:`cron_period`'s. Scans back at most ten years.
+
+    :raises CronError: the expression cannot be parsed or the zone is unknown, or fewer than ``count``
+        firings exist in the scanned years.
+    """
+    match = _CRON.fullmatch(expression.strip())
+    if not match or len(match["body"].split()) != 6:
+        raise CronError("not a cron(...) expression with 6 fields")
+    try:
+        zone = zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise CronError(f"unknown time zone {timezone!r}") from exc
+    minutes_f, hours_f, dom_f, month_f, dow_f, year_f = match["body"].split()
+    minutes, hours = _values(minutes_f, 0, 59), _values(hours_f, 0, 23)
+    months = _values(month_f, 1, 12, MONTH_NAMES)
+    years = _values(year_f, MIN_YEAR, MAX_YEAR) if year_f != "*" else None
+    in_dom, in_dow = _day_of_month_matcher(dom_f.upper()), _day_of_week_matcher(dow_f.upper())
+    times_min = sorted((hour * 60 + minute for hour in hours for minute in minutes), reverse=True)
+    limit = int(until.timestamp())
+    found: list[int] = []
+    day = until.astimezone(zone).date() + dt.timedelta(days=1)
+    for _ in range(3660):
+        if (years is None or day.year in years) and day.month in months and in_dom(day) and in_dow(day):
+            for instant in reversed(_instants(day, sorted(times_min), zone)):
+                if instant <= limit:
+                    found.append(instant)
+                    if len(found) == count:
+                        return [dt.datetime.fromtimestamp(t, dt.UTC) for t in reversed(found)]
+        day -= dt.timedelta(days=1)
+    raise CronError(f"fires {len(found)} time(s) in the ten years before {until:%Y-%m-%d}, not {count}")

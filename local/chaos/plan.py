@@ -33,7 +33,7 @@ from local.chaos.worker import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SLOT_PERIOD_S = 1800  # cdk.json: cron(0/30 * * * ? *)
+SLOT_PERIOD_S = 1800  # jobs/flights-dashboard/job.toml: cron(0/30 * * * ? *)
 KILL_POINTS = ("acquired", "query_started", "query_finished", "committed")
 PAUSE_POINTS = ("query_started", "query_finished", "before_commit")
 # A holder stopped here resumes straight into its commit. Not "query_finished": the job renews the lease (when

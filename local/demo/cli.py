@@ -40,7 +40,7 @@ def _count(limit: int) -> Callable[[str], int]:
 def parse_args(argv: list[str] | None) -> DemoOptions:
     parser = argparse.ArgumentParser(prog="python -m local.demo", description=(runner.__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "--slots", type=_count(48), default=DEFAULT_SLOTS, help="schedule slots K (default %(default)s)"
+        "--slots", type=_count(48), default=DEFAULT_SLOTS, help="schedule slots K of each job (default %(default)s)"
     )
     parser.add_argument(
         "--racers", type=_count(20), default=DEFAULT_RACERS, help="racers N per slot (default %(default)s)"

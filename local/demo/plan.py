@@ -1,4 +1,4 @@
-"""The demo's fixed plan: K schedule slots (the last K half-hours), N racers, a kill and a pause.
+"""The demo's fixed plan: the last K slots of each sample job, interleaved, N racers, a kill and a pause.
 
 :func:`fault_plan` puts a SIGKILL of the winner right after it started its query a third of the way in, and a
 SIGSTOP of the winner just before its commit two thirds in (:data:`FAULT_CHECKPOINT`); the module docstring of
@@ -14,10 +14,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = 8
 DEFAULT_RACERS = 6  # the six instances of the original problem
-DEFAULT_LEASE_S = 4.0  # short, so takeovers happen within seconds (the stack uses cdk.json's 45 s)
+DEFAULT_LEASE_S = 4.0  # short, so takeovers happen within seconds (the sample jobs use 45 s and 50 s)
 DEFAULT_QUERY_MS = 1500  # how long each query appears QUEUED/RUNNING, like an Athena query
-DEFAULT_TIMEOUT_S = 60  # the demo's Lambda timeout (the stack uses cdk.json's lambda_timeout_s)
-SLOT_PERIOD_S = 1800  # cdk.json: cron(0/30 * * * ? *)
+DEFAULT_TIMEOUT_S = 60  # the demo's Lambda timeout (the jobs use their lambda_timeout_s)
 
 
 KILL, PAUSE = "kill", "pause"
@@ -41,22 +40,10 @@ class DemoOptions:
         """A quarter of the lease (1 s for the default 4 s lease): well below half, as the lock requires."""
         return round(self.lease_s / 4, 3)
 
-    @property
-    def max_slot_age_s(self) -> int:
-        """Covers the replayed backlog: the oldest slot is up to K periods old, plus the demo's own run time."""
-        return self.slots * SLOT_PERIOD_S + 900
-
-
-def slot_times(count: int, now: dt.datetime | None = None) -> list[dt.datetime]:
-    """The last ``count`` half-hour boundaries at or before ``now`` (UTC), oldest first."""
-    now = now or dt.datetime.now(dt.UTC)
-    epoch = int(now.timestamp())
-    last = epoch - epoch % SLOT_PERIOD_S
-    return [dt.datetime.fromtimestamp(last - (count - 1 - i) * SLOT_PERIOD_S, dt.UTC) for i in range(count)]
-
 
 def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
-    """Slot index -> fault: a kill a third of the way in, a pause two thirds in (one slot: kill only)."""
+    """Slot index (within a job) -> fault: a kill a third of the way in, a pause two thirds in (one slot: kill
+    only). The demo gives the kill to its first job and the pause to its last."""
     if not enabled or slots < 1:
         return {}
     plan = {slots // 3: KILL}

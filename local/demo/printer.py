@@ -1,4 +1,4 @@
-"""The demo's terminal output: the per-slot table, the stored numbers per slot and the totals.
+"""The demo's terminal output: the per-slot table (every job), each job's stored numbers, and the totals.
 
 Pure formatting over the report's per-slot summaries (:meth:`local.demo.runner.Demo.summarise`) and totals;
 ``out`` receives one line at a time.
@@ -7,8 +7,10 @@ Pure formatting over the report's per-slot summaries (:meth:`local.demo.runner.D
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from stacks.config import JobConfig
 
 #: The totals the last line shows, in this order (every key of ``Demo.verify``'s totals is in the report).
 TOTALS_SHOWN = (
@@ -38,7 +40,7 @@ def short(text: str | None, n: int = 8) -> str:
 def slot_line(number: int, total: int, s: dict[str, Any], elapsed_s: float) -> str:
     """The progress line printed when a slot has resolved."""
     return (
-        f"slot {number}/{total} {s['slot']}  winner racer {s['winner_racer']}"
+        f"slot {number}/{total} {s['job']} {s['slot']}  winner racer {s['winner_racer']}"
         f" ({s['winner_worker']}) token {s['fencing_token']}  {s['outcome']}  rows {s['rows']}"
         f"  takeovers {s['takeovers']}  re-entries {s['reentries']}  lost races {s['lost']}"
         f"  {elapsed_s:.1f} s"
@@ -51,14 +53,15 @@ def print_tables(
     totals: dict[str, Any],
     *,
     results_table: str,
-    window_s: int,
-    data_year: int,
+    jobs: Mapping[str, JobConfig],
 ) -> None:
-    """The per-slot table (winner, token, takeovers, rows, outcome), the stored numbers, then the totals."""
+    """The per-slot table (job, winner, token, takeovers, rows, outcome), each job's stored numbers, then the
+    totals (all jobs, then per job)."""
     out("")
+    width = max(len(name) for name in jobs)
     header = (
-        f"{'#':>2}  {'slot (UTC)':<20}  {'2013 window end':<16}  {'winner':<8}  {'owner':<8}  {'token':>5}"
-        f"  {'takeovers':>9}  {'rows':>4}  outcome"
+        f"{'#':>2}  {'job':<{width}}  {'slot (UTC)':<20}  {'2013 window end':<16}  {'winner':<8}  {'owner':<8}"
+        f"  {'token':>5}  {'takeovers':>9}  {'rows':>4}  outcome"
     )
     out(header)
     out("-" * (len(header) + 30))
@@ -67,16 +70,49 @@ def print_tables(
         window_end = window_end.replace("T", " ")[:16] if window_end else "-"
         racer = f"racer {s['winner_racer']}" if s["winner_racer"] is not None else "-"
         out(
-            f"{number:>2}  {s['slot']:<20}  {window_end:<16}  {racer:<8}  {short(s['winner_owner_id']):<8}"
-            f"  {s['fencing_token'] if s['fencing_token'] is not None else '-':>5}  {s['takeovers']:>9}"
-            f"  {s['rows'] if s['rows'] is not None else '-':>4}  {s['outcome']}"
+            f"{number:>2}  {s['job']:<{width}}  {s['slot']:<20}  {window_end:<16}  {racer:<8}"
+            f"  {short(s['winner_owner_id']):<8}  {s['fencing_token'] if s['fencing_token'] is not None else '-':>5}"
+            f"  {s['takeovers']:>9}  {s['rows'] if s['rows'] is not None else '-':>4}  {s['outcome']}"
             f"{'  PROBLEM: ' + '; '.join(s.get('problems') or []) if s.get('problems') else ''}"
         )
+    for name, config in jobs.items():
+        mine = [s for s in summaries if s["job"] == name]
+        out("")
+        out(
+            f"{name}: results read back from {results_table} (the {config.window_s // 3600} h before the slot's"
+            f" time, {config.data_year}):"
+        )
+        if name == "flights-dashboard":
+            _flights_table(out, mine)
+        else:
+            _generic_table(out, mine, config)
     out("")
-    out(
-        f"Results read back from {results_table} (flights departing in the {window_s // 3600} h"
-        f" before the slot's time, {data_year}):"
-    )
+    out("Totals: " + ", ".join(f"{k} {totals[k]}" for k in TOTALS_SHOWN))
+    for name, job_totals in (totals.get("per_job") or {}).items():
+        shown = ("slots", "invocations", "slots_completed", "takeovers", "reentries", "stale_writes_rejected")
+        out(f"  {name}: " + ", ".join(f"{k} {job_totals[k]}" for k in shown))
+
+
+def _generic_table(out: Callable[[str], None], summaries: Sequence[dict[str, Any]], config: JobConfig) -> None:
+    """Per slot: the row count, and the first value-metric column's lowest and highest row (its dimension)."""
+    column = config.value_metrics.columns[0] if config.value_metrics else None
+    label = config.value_metrics.dimensions[0] if config.value_metrics and config.value_metrics.dimensions else None
+    for number, s in enumerate(summaries, 1):
+        rows = s.get("results") or []
+        if not rows:
+            out(f"{number:>2}  {s['slot']:<20}  (no result)")
+            continue
+        text = f"{number:>2}  {s['slot']:<20}  {len(rows):>3} rows"
+        valued = [r for r in rows if column and isinstance(r.get(column), (int, float))]
+        if valued:
+            low, high = min(valued, key=lambda r: r[column]), max(valued, key=lambda r: r[column])
+            name = (lambda r: f" ({r.get(label)})") if label else (lambda r: "")
+            text += f"  {column} {low[column]}{name(low)} .. {high[column]}{name(high)}"
+        out(text)
+
+
+def _flights_table(out: Callable[[str], None], summaries: Sequence[dict[str, Any]]) -> None:
+    """The flights dashboard's numbers: flights per origin, delays, cancellations, average delay."""
     origins = sorted({row.get("origin") for s in summaries for row in (s.get("results") or []) if row.get("origin")})
     out(
         f"{'#':>2}  {'slot (UTC)':<20}  "
@@ -113,5 +149,3 @@ def print_tables(
             f"note: slots {', '.join(same)} hold identical numbers: their windows differ only by half-hours"
             " without scheduled departures in the data (NYC nights, about 05:00-09:00 UTC)"
         )
-    out("")
-    out("Totals: " + ", ".join(f"{k} {totals[k]}" for k in TOTALS_SHOWN))

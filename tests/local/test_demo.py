@@ -2,8 +2,8 @@
 
 The end-to-end test runs ``python -m local.demo`` as a child process (the demo starts its own moto server
 and execution environments and installs signal handlers), bounded by a timeout, and checks the invariants
-of the report it writes: every slot committed exactly once, the killed winner's retry adopted its query,
-the paused winner's stale commit was rejected after a takeover.
+of the report it writes for both sample jobs: every slot committed exactly once, the killed winner's retry
+adopted its query, the paused winner's stale commit was rejected after a takeover, per-job totals.
 """
 
 from __future__ import annotations
@@ -18,24 +18,25 @@ from pathlib import Path
 
 import pytest
 
-from local.demo.plan import KILL, PAUSE, SLOT_PERIOD_S, fault_plan, slot_times
+from local.demo.plan import KILL, PAUSE, fault_plan
 from local.emulators.lambda_runtime import LambdaContext
+from stacks.schedule import latest_firings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TIMEOUT_S = 150  # normally about 20 s; bounded so a hang fails instead of blocking the suite
 
 
-def test_slot_times_are_the_last_half_hours_oldest_first() -> None:
+def test_the_demos_slots_are_each_jobs_latest_firings_oldest_first() -> None:
     now = dt.datetime(2026, 11, 22, 0, 47, 13, tzinfo=dt.UTC)
-    times = slot_times(4, now)
+    times = latest_firings("cron(0/30 * * * ? *)", "UTC", now, 4)
     assert [t.strftime("%H:%M") for t in times] == ["23:00", "23:30", "00:00", "00:30"]
-    assert all((b - a).total_seconds() == SLOT_PERIOD_S for a, b in itertools.pairwise(times))
-    assert all(t.tzinfo is not None and t <= now for t in times)
-
-
-def test_slot_times_include_an_exact_boundary() -> None:
-    now = dt.datetime(2026, 11, 22, 1, 0, 0, tzinfo=dt.UTC)
-    assert slot_times(1, now)[0] == now
+    assert all((b - a).total_seconds() == 1800 for a, b in itertools.pairwise(times))
+    assert latest_firings("cron(0/30 * * * ? *)", "UTC", dt.datetime(2026, 11, 22, 1, 0, tzinfo=dt.UTC), 1)[0].hour == 1
+    # The carrier job: 06:15 New York time, across the end of daylight saving time (1 November 2026).
+    mornings = latest_firings("cron(15 6 * * ? *)", "America/New_York", dt.datetime(2026, 11, 3, 12, tzinfo=dt.UTC), 3)
+    assert [t.strftime("%m-%d %H:%M") for t in mornings] == ["11-01 11:15", "11-02 11:15", "11-03 11:15"]
+    earlier = latest_firings("cron(15 6 * * ? *)", "America/New_York", dt.datetime(2026, 11, 1, 0, tzinfo=dt.UTC), 1)
+    assert earlier[0].strftime("%m-%d %H:%M") == "10-31 10:15"  # EDT: UTC-4
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,8 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     report = json.loads(report_path.read_text(encoding="utf-8"))
 
     assert report["ok"] is True and report["failures"] == [], output
-    assert report["slots"] == 3 and report["racers"] == 3
+    assert report["jobs"] == ["flights-dashboard", "carrier-on-time"] and report["slots_per_job"] == 3
+    assert report["slots"] == 6 and report["racers"] == 3
     assert report["slots_completed"] == report["slots"]
     assert report["duplicate_commits"] == 0
     assert report["stale_writes_rejected"] >= 1
@@ -117,8 +119,8 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     assert report["pauses_injected"] == 1
     assert report["queries_started"] == report["slots"]  # the retry and the takeover adopted the queries
     assert report["engine_query_executions"] == report["slots"]
-    # 3 racers x 3 slots + the Lambda retry of the killed winner + the late delivery
-    assert report["invocations"] == 3 * 3 + 2
+    # 2 jobs x 3 racers x 3 slots + the Lambda retry of the killed winner + the late delivery
+    assert report["invocations"] == 2 * 3 * 3 + 2
     for key in (
         "slots",
         "racers",
@@ -132,36 +134,46 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
         "pauses_injected",
     ):
         assert isinstance(report[key], int), key
+    per_job = report["per_job"]
+    assert per_job["flights-dashboard"]["kills_injected"] == 1 and per_job["carrier-on-time"]["pauses_injected"] == 1
+    assert all(totals["slots_completed"] == 3 and totals["violations"] == [] for totals in per_job.values())
 
-    per_slot = {s["slot"]: s for s in report["per_slot"]}
-    assert len(per_slot) == 3
-    tokens = [s["fencing_token"] for s in report["per_slot"]]
-    assert tokens == sorted(tokens) and len(set(tokens)) == 3  # fencing tokens only grow
+    by_job = {job: [s for s in report["per_slot"] if s["job"] == job] for job in report["jobs"]}
+    assert [s["job"] for s in report["per_slot"]] == ["flights-dashboard", "carrier-on-time"] * 3  # interleaved
+    for slots in by_job.values():
+        tokens = [s["fencing_token"] for s in slots]
+        assert tokens == sorted(tokens) and len(set(tokens)) == 3  # each job's fencing tokens only grow
     for slot in report["per_slot"]:
         assert slot["status"] == "succeeded" and slot["commits"] == 1 and slot["queries_started"] == 1
         assert slot["store"]["slot_status"] == "SUCCEEDED"
         assert slot["store"]["result_items"] == 1
         assert slot["store"]["result_token"] == slot["fencing_token"]
         assert slot["rows"] == slot["store"]["result_rows"] == len(slot["results"]) >= 1
-        assert {row["origin"] for row in slot["results"]} <= {"EWR", "JFK", "LGA"}
     killed = next(s for s in report["per_slot"] if s["fault"] == KILL)
+    assert killed["job"] == "flights-dashboard"
     assert killed["winner_kind"] == "retry" and killed["reentries"] == 1 and killed["takeovers"] == 0
     assert len(killed["tokens_acquired"]) == 2  # the killed winner's token, then its retry's
     paused = next(s for s in report["per_slot"] if s["fault"] == PAUSE)
+    assert paused["job"] == "carrier-on-time"
     assert paused["winner_kind"] == "late" and paused["takeovers"] == 1 and paused["stale_rejected"] == 1
     stale = [i for i in paused["invocation_log"] if i["status"] == "stale_rejected"]
     assert len(stale) == 1 and stale[0]["fencing_token"] < paused["fencing_token"]
-    # The stored numbers are the real ones: recount each slot's 2013 window directly on the Parquet file.
-    expected = {slot["slot"]: _flights_per_origin(*slot["window"]) for slot in report["per_slot"]}
-    for slot in report["per_slot"]:
+    # The stored numbers are the real ones: recount each flights slot's 2013 window directly on the Parquet file.
+    flights = by_job["flights-dashboard"]
+    expected = {slot["slot"]: _flights_per_origin(*slot["window"]) for slot in flights}
+    for slot in flights:
         assert slot["window"][1].startswith("2013-")
+        assert {row["origin"] for row in slot["results"]} <= {"EWR", "JFK", "LGA"}
         assert {row["origin"]: row["flights"] for row in slot["results"]} == expected[slot["slot"]]
-    # Windows ending at different times differ (unless their edges both fall in the data's night gap).
+    # The carrier job's rows: one per carrier, with its constant (on time: at most 15 min late) applied.
+    for slot in by_job["carrier-on-time"]:
+        assert all(0 <= row["on_time_arrivals"] <= row["flights"] for row in slot["results"])
+        assert len({row["carrier"] for row in slot["results"]}) == len(slot["results"]) > 5
     distinct_expected = len({json.dumps(v, sort_keys=True) for v in expected.values()})
-    assert report["distinct_results"] >= distinct_expected
+    assert per_job["flights-dashboard"]["distinct_results"] >= distinct_expected
 
     assert "OK:" in proc.stdout and "takeovers" in proc.stdout
     # The handler's Powertools JSON logs went to the per-environment log files, not to the terminal.
-    logs = list((workdir / "logs").glob("w*.log"))
+    logs = list((workdir / "logs").glob("*/w*.log"))
     assert logs and any('"function_request_id"' in p.read_text(encoding="utf-8") for p in logs)
     assert '"function_request_id"' not in proc.stdout
