@@ -6,7 +6,7 @@ Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,7 +14,16 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from slotlock import CommitConflictError, CorruptLockItemError, Lease, Slot, SlotLock, SlotOutcome, SlotRunner
+from slotlock import (
+    CommitConflictError,
+    CorruptLockItemError,
+    InvalidEventError,
+    Lease,
+    Slot,
+    SlotLock,
+    SlotOutcome,
+    SlotRunner,
+)
 from slotlock.dynamodb import system_clock_ms
 from slotlock.runner import CHECKPOINT_ACQUIRED, Listener
 
@@ -120,6 +129,17 @@ def _metric(name: str, value: float, unit: str = "Count") -> None:
     metrics.add_metric(name=name, unit=_UNITS[unit], value=value)
 
 
+def _check_event_job(event: Any, job_name: str) -> None:
+    """A Scheduler input names its job (``"job"``): an event for another job's function (a misrouted target)
+    is refused before any request. A scheduled rule's event names none and is accepted.
+
+    :raises InvalidEventError: ``field`` ``job``.
+    """
+    named = event.get("job") if isinstance(event, Mapping) else None
+    if named is not None and named != job_name:
+        raise InvalidEventError("job", f"names job {str(named)[:80]!r}, but this function runs job {job_name!r}")
+
+
 def _reason_metric(name: str, reason: str, job_name: str) -> None:
     with single_metric(
         name=name,
@@ -195,7 +215,8 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     ConfigurationError
         Invalid environment (names the variable); raised before any AWS request.
     InvalidEventError
-        The event has no usable scheduled time (names the field); raised before any AWS request.
+        The event has no usable scheduled time, or its ``job`` names another job (names the field); raised
+        before any AWS request.
     QueryTimeoutError, LockBackendError, QueryEngineError, ResultsStoreError
         Transient trouble: the lease was released and Lambda's retry (same request id) re-enters. (A
         permanent engine or store error, ``retryable`` False, is not raised: the job records the slot
@@ -210,6 +231,7 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     """
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
+    _check_event_job(event, settings.job_name)
     deps = dependencies(settings)
     if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
         metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})

@@ -16,12 +16,14 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
 from athena_refresh import contract, service
+from athena_refresh.catalog import CatalogError
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
 from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings
@@ -759,3 +761,64 @@ def test_runtime_seams_reach_the_lock_and_the_runner_explicitly(invoke: Any) -> 
     assert seen[0][0] == "acquired" and "query_started" in dict(seen)
     assert {token for _, token in seen} == {result["fencing_token"]}
     assert clock_calls and service.dependencies(Settings.from_env()).lock.clock_ms is behind_clock_ms
+
+
+# ---------------------------------------------------------------------------------------------------
+# the job catalog (jobs as folders: the stack bundles each job's prepared query in the asset)
+# ---------------------------------------------------------------------------------------------------
+
+CATALOG_SQL = "SELECT carrier, count(*) AS n FROM flights WHERE t >= ? AND t < ? AND d <= ? OR s = ? GROUP BY 1"
+
+
+@pytest.fixture
+def catalog_env(handler_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The deployed shape: no QUERY_SQL; the query (named parameters, a constant) comes from a catalog."""
+    path = tmp_path / "job_catalog.json"
+    entry = {
+        "sql": CATALOG_SQL,
+        "parameters": ["window_start", "window_end", "delay_min", "window_start"],
+        "constants": {"delay_min": "15"},
+    }
+    path.write_text(json.dumps({"format": 1, "jobs": {JOB: entry, "other-job": {"sql": "SELECT 1 AS a"}}}))
+    monkeypatch.delenv(contract.ENV_QUERY_SQL)
+    monkeypatch.setenv(contract.ENV_JOB_CATALOG_PATH, str(path))
+    return path
+
+
+def test_the_query_and_its_named_parameters_come_from_the_job_catalog(
+    catalog_env: Path, invoke: Any, engines: list[Any], store: Any
+) -> None:
+    # GIVEN a catalog entry whose parameters are named, one of them a constant and one used twice
+    slot = current_slot()
+
+    # WHEN the handler runs the slot
+    outcome = invoke({"scheduled_time": slot.iso, "job": JOB, "racer": 0, "execution_id": "x"})
+
+    # THEN the engine got the catalog's SQL and each ? bound in order, and the result was committed
+    assert outcome["status"] == "succeeded"
+    (call,) = [args for name, args in engines[0].calls if name == "start_query"]
+    assert call["sql"] == CATALOG_SQL
+    start, end = call["parameters"][0], call["parameters"][1]
+    assert call["parameters"] == [start, end, "15", start] and start.startswith("'2013-")
+    assert [r["slot"] for r in store.list_results(JOB)] == [slot.iso]
+
+
+def test_an_event_for_another_job_is_refused_before_any_request(
+    catalog_env: Path, invoke: Any, handler_requests: list[str], engines: list[Any]
+) -> None:
+    # GIVEN an event whose job is not this function's (a misrouted target) / WHEN it arrives
+    with pytest.raises(InvalidEventError) as info:
+        invoke({"scheduled_time": current_slot().iso, "job": "other-job", "racer": 0})
+
+    # THEN the job field is named and nothing was sent or built
+    assert info.value.field == "job" and "flights" in str(info.value)
+    assert handler_requests == [] and engines == []
+
+
+def test_a_catalog_without_this_functions_job_fails_the_cold_start(
+    catalog_env: Path, invoke: Any, monkeypatch: pytest.MonkeyPatch, handler_requests: list[str]
+) -> None:
+    catalog_env.write_text(json.dumps({"format": 1, "jobs": {"other-job": {"sql": "SELECT 1 AS a"}}}))
+    with pytest.raises(CatalogError, match="holds no job") as info:
+        invoke(scheduler_event(current_slot()))
+    assert info.value.key.startswith("job catalog") and handler_requests == []
