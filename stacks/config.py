@@ -392,6 +392,12 @@ class JobConfig:
             env[contract.ENV_RESULTS_BUCKET_NAME] = results_bucket_name
         return env
 
+    def job_settings(self) -> dict[str, str]:
+        """The job's own settings as the runtime reads them (``contract.JOB_SETTING_ENV_VARS``, text): what the
+        stack writes into the job catalog's ``settings`` (:mod:`athena_refresh.catalog`)."""
+        env = self.runtime_environment(lock_table_name="-", results_table_name="-")
+        return {name: env[name] for name in contract.JOB_SETTING_ENV_VARS}
+
     @classmethod
     def from_context(
         cls, job: Any, *, labels: Labels = CONTEXT_LABELS, output_columns: tuple[str, ...] | None = None

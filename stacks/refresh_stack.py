@@ -75,6 +75,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             bytes_scanned_cutoff_per_query=max(job.config.bytes_scanned_cutoff_per_query for job in jobs),
         )
         topic = alarm_topic(self, "AlarmTopic", email=settings.alarm_email, label=construct_id)
+        #: The functions' asset: the runtime packages and the job catalog (every job's query and settings).
+        self.runtime_asset_dir = stage_runtime_asset(jobs)
         shared = SharedResources(
             lock_table=lock.table,
             results_table=results.table,
@@ -84,7 +86,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             workgroup_name=workgroup.name,
             workgroup_arn=workgroup.arn,
             alarm_topic=topic,
-            code_dir=stage_runtime_asset(jobs),
+            code_dir=self.runtime_asset_dir,
             # Ref of the Glue database (its name): the functions then deploy after the catalog.
             sample_database=catalog.database.ref if catalog is not None else settings.sample_database,
             sample_data_prefix=DATA_PREFIX,

@@ -1,4 +1,5 @@
-"""The Lambda asset of every job: the runtime packages of ``lambdas/`` plus the job catalog, staged at synth.
+"""The Lambda asset of every job: the runtime packages of ``lambdas/`` plus the job catalog (each job's query
+and settings), staged at synth.
 
 ``lambdas/`` holds the runtime (``slotlock``, ``athena_refresh``); the job catalog
 (:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders' prepared
@@ -24,9 +25,14 @@ IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def catalog_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
-    """Each job's prepared query, as the runtime reads it from the catalog."""
+    """Each job's prepared query and settings, as the runtime reads them from the catalog."""
     return {
-        job.job_name: CatalogQuery(sql=job.query.text, parameters=job.query.parameter_order, constants=job.parameters)
+        job.job_name: CatalogQuery(
+            sql=job.query.text,
+            parameters=job.query.parameter_order,
+            constants=job.parameters,
+            settings=job.config.job_settings(),
+        )
         for job in jobs
     }
 

@@ -1,4 +1,5 @@
-"""The job catalog: every job's query as the stack prepared it at synth, bundled in the function's asset.
+"""The job catalog: every job's definition (query and settings) as the stack prepared it at synth, bundled in
+the function's asset.
 
 The stack (``stacks/jobs.py``) reads ``jobs/<job>/query.sql``, translates its named parameters to Athena's
 positional ``?`` and writes ``job_catalog.json`` at the root of the Lambda asset. An environment variable
@@ -8,7 +9,13 @@ https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html). Shape,
     {"format": 1,
      "jobs": {"<job>": {"sql": "SELECT ... WHERE t >= CAST(? AS timestamp) ...",
                         "parameters": ["window_start", "window_end", "carrier"],
-                        "constants": {"carrier": "'AA'"}}}}
+                        "constants": {"carrier": "'AA'"},
+                        "settings": {"LEASE_DURATION_S": "45", "WINDOW_S": "86400", ...}}}}
+
+``settings`` holds the job's own settings under the names of :data:`~athena_refresh.contract.JOB_SETTING_ENV_VARS`
+(text, as environment variables would carry them); ``Settings.from_env`` reads them with the same checks, an
+environment variable of the same name taking precedence. The function's environment carries only the
+deployment's wiring (job name, table, bucket, workgroup and database names).
 
 ``parameters`` names the value bound to each ``?`` in order (a name may repeat); a name is a built-in
 (:data:`BUILTIN_PARAMETERS`, bound per slot by :meth:`athena_refresh.settings.Settings.execution_parameters`)
@@ -27,6 +34,7 @@ from typing import Any, Final
 
 from slotlock import table as lock_table
 
+from . import contract
 from .errors import ConfigurationError
 
 CATALOG_FORMAT: Final = 1
@@ -49,11 +57,13 @@ class CatalogError(ConfigurationError):
 
 @dataclass(frozen=True)
 class CatalogQuery:
-    """One job's query: ``sql`` with ``?`` placeholders, the name bound to each, and the job's constants."""
+    """One job's definition: ``sql`` with ``?`` placeholders, the name bound to each, the job's constants, and
+    its settings (contract variable name -> text)."""
 
     sql: str
     parameters: tuple[str, ...]
     constants: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    settings: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> CatalogQuery:
@@ -103,7 +113,19 @@ def parse_entry(job_name: str, entry: Any, path: Path | str = "<catalog>") -> Ca
     unknown = sorted({n for n in names if n not in BUILTIN_PARAMETERS and n not in constants})
     if unknown:
         raise CatalogError(path, f"{where}.parameters: {', '.join(unknown)} neither built in nor among the constants")
-    return CatalogQuery(sql=sql, parameters=tuple(names), constants=MappingProxyType(dict(constants)))
+    settings = entry.get("settings", {})
+    if not isinstance(settings, Mapping) or not all(isinstance(v, str) for v in settings.values()):
+        raise CatalogError(path, f"{where}.settings: must map setting names to text")
+    foreign = sorted(set(settings) - set(contract.JOB_SETTING_ENV_VARS))
+    if foreign:
+        allowed = ", ".join(contract.JOB_SETTING_ENV_VARS)
+        raise CatalogError(path, f"{where}.settings: unknown {', '.join(map(str, foreign))}; allowed: {allowed}")
+    return CatalogQuery(
+        sql=sql,
+        parameters=tuple(names),
+        constants=MappingProxyType(dict(constants)),
+        settings=MappingProxyType(dict(settings)),
+    )
 
 
 def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
@@ -111,7 +133,12 @@ def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
     return {
         "format": CATALOG_FORMAT,
         "jobs": {
-            name: {"sql": q.sql, "parameters": list(q.parameters), "constants": dict(q.constants)}
+            name: {
+                "sql": q.sql,
+                "parameters": list(q.parameters),
+                "constants": dict(q.constants),
+                "settings": dict(q.settings),
+            }
             for name, q in sorted(queries.items())
         },
     }

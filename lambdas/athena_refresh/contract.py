@@ -47,13 +47,21 @@ ENV_VALUE_METRIC_MAX_SERIES: Final = "VALUE_METRIC_MAX_SERIES"  # cap on dimensi
 # request (clock-skew allowance; the Scheduler never delivers early). Seconds, passed to SlotLock.
 ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
 
-#: The variables the stack sets (``JobConfig.runtime_environment``). The query is not among them: it comes
-#: from the job catalog bundled in the asset (``athena_refresh.catalog``).
-STACK_ENV_VARS: Final = (
+#: The deployment's wiring, which the stack sets in the function's environment: the job's name and the
+#: names of the shared resources (CDK tokens, known at deploy time only).
+WIRING_ENV_VARS: Final = (
     ENV_JOB_NAME,
     ENV_LOCK_TABLE_NAME,
     ENV_RESULTS_TABLE_NAME,
     ENV_RESULTS_BUCKET_NAME,
+    ENV_ATHENA_WORKGROUP,
+    ENV_ATHENA_DATABASE,
+    ENV_ATHENA_CATALOG,
+)
+#: The job's own settings, from its folder: the stack writes them into the job catalog bundled in the asset
+#: (``athena_refresh.catalog``, entry ``settings``) with the query; an environment variable of the same
+#: name overrides one (local tools shorten the lease that way).
+JOB_SETTING_ENV_VARS: Final = (
     ENV_LEASE_DURATION_S,
     ENV_HEARTBEAT_INTERVAL_S,
     ENV_MAX_SLOT_AGE_S,
@@ -61,15 +69,14 @@ STACK_ENV_VARS: Final = (
     ENV_MAX_QUERY_ATTEMPTS,
     ENV_WINDOW_S,
     ENV_DATA_YEAR,
-    ENV_ATHENA_WORKGROUP,
-    ENV_ATHENA_DATABASE,
-    ENV_ATHENA_CATALOG,
     ENV_RESULT_REUSE_MAX_AGE_MIN,
     ENV_VALUE_METRIC_COLUMNS,
     ENV_VALUE_METRIC_DIMENSIONS,
     ENV_VALUE_METRIC_MAX_SERIES,
     ENV_MAX_SLOT_LEAD_S,
 )
+#: Everything a job's function is configured with (wiring in its environment, settings in the catalog).
+STACK_ENV_VARS: Final = WIRING_ENV_VARS + JOB_SETTING_ENV_VARS
 #: Read by the runtime besides: the inline query and another catalog, for tests and local tools.
 LOCAL_ENV_VARS: Final = (ENV_QUERY_SQL, ENV_JOB_CATALOG_PATH)
 #: Every variable ``Settings.from_env`` reads.

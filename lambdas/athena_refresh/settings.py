@@ -134,10 +134,11 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, *, catalog_path: Path | str | None = None) -> Settings:
         """Read and validate the settings from ``env`` (default ``os.environ``) and the job catalog.
 
-        The query comes from the job catalog (:mod:`athena_refresh.catalog`): ``catalog_path``, else
-        ``JOB_CATALOG_PATH``, else the catalog bundled in the asset when there is one. Without a catalog
-        (tests, local tools) it comes from ``QUERY_SQL`` with its two ``?`` bound to the window's start and
-        end; setting both is refused.
+        The query and the job's settings come from the job catalog (:mod:`athena_refresh.catalog`):
+        ``catalog_path``, else ``JOB_CATALOG_PATH``, else the catalog bundled in the asset when there is one;
+        an environment variable of a setting's name takes precedence. Without a catalog (tests, local tools)
+        every setting comes from ``env`` and the query from ``QUERY_SQL``, its two ``?`` bound to the
+        window's start and end; setting both is refused.
 
         Raises
         ------
@@ -146,6 +147,11 @@ class Settings:
             for a broken catalog.
         """
         env = os.environ if env is None else env
+        job_name = _required(env, contract.ENV_JOB_NAME)
+        if not lock_table.is_valid_job_name(job_name):
+            raise ConfigurationError(contract.ENV_JOB_NAME, f"must be {lock_table.JOB_NAME_RULE}, got {job_name!r:.80}")
+        query = _query(env, job_name, catalog_path)
+        env = {**query.settings, **env}  # the catalog's settings, an environment variable of the same name first
         lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False)
         heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False)
         if heartbeat * 2 >= lease:  # the same rule as SlotLock and the stack's config: strictly below half
@@ -159,10 +165,6 @@ class Settings:
             if max_age_raw.lower() in ("none", "off")
             else _number(env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False)
         )
-        job_name = _required(env, contract.ENV_JOB_NAME)
-        if not lock_table.is_valid_job_name(job_name):
-            raise ConfigurationError(contract.ENV_JOB_NAME, f"must be {lock_table.JOB_NAME_RULE}, got {job_name!r:.80}")
-        query = _query(env, job_name, catalog_path)
         data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
         data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         value_columns, value_dimensions, max_series = _value_metrics(env)

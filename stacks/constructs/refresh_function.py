@@ -42,6 +42,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from athena_refresh import contract
 from stacks import LAMBDAS_DIR
 from stacks.config import JobConfig
 from stacks.nag import acknowledge, wildcard_finding
@@ -213,14 +214,16 @@ class RefreshFunction(Construct):
 def function_environment(
     config: JobConfig, lock_table: dynamodb.ITable, results_table: dynamodb.ITable, target: QueryTarget
 ) -> dict[str, str]:
-    """Every variable ``Settings.from_env`` reads, from :meth:`JobConfig.runtime_environment`."""
-    return config.runtime_environment(
+    """The deployment's wiring (``contract.WIRING_ENV_VARS``: job name, resource names) and Powertools'
+    settings, from :meth:`JobConfig.runtime_environment`; the job's own settings travel in the job catalog."""
+    env = config.runtime_environment(
         lock_table_name=lock_table.table_name,
         results_table_name=results_table.table_name,
         results_bucket_name=target.bucket.bucket_name,
         workgroup=target.workgroup_name,
         database=target.database_name,
     )
+    return {name: value for name, value in env.items() if name not in contract.JOB_SETTING_ENV_VARS}
 
 
 def policy_statements(

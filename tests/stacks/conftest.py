@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from typing import Any
 
@@ -59,10 +60,23 @@ def sample_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="session")
-def template(sample_data_dir: Any) -> Template:
-    """The stack as ``app.py`` builds it (cdk.json context and feature flags), with a stand-in data dir."""
-    _, stack = app.build_app(sample_data_dir=sample_data_dir)
+def stack(sample_data_dir: Any) -> Any:
+    """The stack as ``app.py`` builds it (cdk.json context and feature flags, jobs/), with a stand-in data dir."""
+    _, built = app.build_app(sample_data_dir=sample_data_dir)
+    return built
+
+
+@pytest.fixture(scope="session")
+def template(stack: Any) -> Template:
     return Template.from_stack(stack)
+
+
+@pytest.fixture(scope="session")
+def catalog(stack: Any) -> dict[str, Any]:
+    """The job catalog bundled in the functions' asset: job -> {sql, parameters, constants, settings}."""
+    from athena_refresh.catalog import CATALOG_FILE
+
+    return dict(json.loads((stack.runtime_asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["jobs"])
 
 
 @pytest.fixture(scope="session")

@@ -105,7 +105,7 @@ def test_a_glue_job_reads_its_own_table_and_location_only(three_jobs: dict[str, 
     resources = three_jobs["Resources"]
     _, function = _function(resources, GLUE_JOB)
     env = function["Properties"]["Environment"]["Variables"]
-    assert env[contract.ENV_ATHENA_DATABASE] == "sales" and env[contract.ENV_DATA_YEAR] == ""
+    assert env[contract.ENV_ATHENA_DATABASE] == "sales"
     statements = _statements(resources, function["Properties"]["Role"]["Fn::GetAtt"][0])
     glue = json.dumps(statements["GlueCatalogRead"]["Resource"])
     assert "database/sales" in glue and "table/sales/orders" in glue and "flights" not in glue
@@ -149,6 +149,7 @@ def test_the_staged_asset_bundles_every_jobs_prepared_query() -> None:
         query = load_query(job.job_name, staged / CATALOG_FILE)
         assert query.sql == job.query.text and query.parameters == job.query.parameter_order
         assert dict(query.constants) == dict(job.parameters)
+        assert dict(query.settings) == job.config.job_settings()
     carrier = load_query("carrier-on-time", staged / CATALOG_FILE)
     assert carrier.parameters == job_named(jobs, "carrier-on-time").query.parameter_order
     assert ":on_time_delay_min" not in carrier.sql and carrier.sql.count("?") == 4

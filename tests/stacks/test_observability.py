@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from aws_cdk.assertions import Template
 
 import app
 from athena_refresh import contract
+from athena_refresh.catalog import CATALOG_FILE
 from stacks import REPO_ROOT
 from stacks.config import STACK_KEY, JobConfig, load_context
 from stacks.constructs.job_metrics import value_search_expression
@@ -218,11 +220,11 @@ def test_value_search_expression_without_dimensions() -> None:
     )
 
 
-def test_function_gets_the_value_metric_settings(function_props: dict[str, Any]) -> None:
-    env = function_props["Environment"]["Variables"]
-    assert env[contract.ENV_VALUE_METRIC_COLUMNS] == "flights,delayed_departures,avg_dep_delay_min"
-    assert env[contract.ENV_VALUE_METRIC_DIMENSIONS] == "origin"
-    assert env[contract.ENV_VALUE_METRIC_MAX_SERIES] == "10"
+def test_function_gets_the_value_metric_settings(catalog: dict[str, Any]) -> None:
+    settings = catalog["flights-dashboard"]["settings"]  # the job's settings travel in the bundled catalog
+    assert settings[contract.ENV_VALUE_METRIC_COLUMNS] == "flights,delayed_departures,avg_dep_delay_min"
+    assert settings[contract.ENV_VALUE_METRIC_DIMENSIONS] == "origin"
+    assert settings[contract.ENV_VALUE_METRIC_MAX_SERIES] == "10"
 
 
 def test_without_value_metrics_the_variables_are_empty_and_no_values_are_graphed(
@@ -235,14 +237,13 @@ def test_without_value_metrics_the_variables_are_empty_and_no_values_are_graphed
     job_file.write_text(text[: text.index("[value_metrics]")], encoding="utf-8")
     _, stack = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
-    (function,) = [
-        f
-        for f in of_type(of_job(resources), "AWS::Lambda::Function").values()
-        if "Environment" in f["Properties"]
-        and contract.ENV_VALUE_METRIC_COLUMNS in f["Properties"]["Environment"]["Variables"]
+    catalog = json.loads((stack.runtime_asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["jobs"]
+    settings = catalog["flights-dashboard"]["settings"]
+    assert [settings[name] for name in contract.JOB_SETTING_ENV_VARS if name.startswith("VALUE_METRIC_")] == [
+        "",
+        "",
+        "",
     ]
-    env = function["Properties"]["Environment"]["Variables"]
-    assert [env[name] for name in contract.ALL_ENV_VARS if name.startswith("VALUE_METRIC_")] == ["", "", ""]
     assert not any("SEARCH(" in expression for _, expression in expressions(dashboard_body(resources)))
     assert any("SEARCH(" in e for _, e in expressions(dashboard_body(resources, "carrier-on-time")))  # untouched
 

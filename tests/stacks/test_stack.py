@@ -219,27 +219,29 @@ def test_function_logs_json_to_a_log_group_kept_one_month(
     assert resources[log_group_id]["Properties"]["RetentionInDays"] == 30
 
 
-def test_function_environment_covers_every_runtime_variable(
-    function_props: dict[str, Any], resources: dict[str, Any], config: JobConfig
+def test_the_environment_wires_the_function_and_the_catalog_carries_the_job(
+    function_props: dict[str, Any], resources: dict[str, Any], config: JobConfig, catalog: dict[str, Any]
 ) -> None:
     env = function_props["Environment"]["Variables"]
-    expected = (set(contract.STACK_ENV_VARS) - {contract.ENV_ATHENA_CATALOG}) | {
+    expected = (set(contract.WIRING_ENV_VARS) - {contract.ENV_ATHENA_CATALOG}) | {
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
     }
-    assert set(env) == expected
+    assert set(env) == expected  # the wiring only: no query, no job setting (the catalog has them)
     assert env["POWERTOOLS_SERVICE_NAME"] == contract.SERVICE_NAME
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == contract.METRICS_NAMESPACE
     assert env[contract.ENV_JOB_NAME] == config.job_name
-    assert contract.ENV_QUERY_SQL not in env  # the query is in the job catalog bundled in the asset
-    assert env[contract.ENV_LEASE_DURATION_S] == str(config.lease_duration_s)
-    assert env[contract.ENV_HEARTBEAT_INTERVAL_S] == str(config.heartbeat_interval_s)
-    assert env[contract.ENV_MAX_SLOT_AGE_S] == str(config.max_slot_age_s)
-    assert env[contract.ENV_HISTORY_TTL_S] == str(config.history_ttl_s)
-    assert env[contract.ENV_MAX_QUERY_ATTEMPTS] == str(config.max_query_attempts)
-    assert env[contract.ENV_WINDOW_S] == str(config.window_s)
-    assert env[contract.ENV_DATA_YEAR] == str(config.data_year)
-    assert env[contract.ENV_MAX_SLOT_LEAD_S] == str(config.max_slot_lead_s)
+    settings = catalog[config.job_name]["settings"]
+    assert set(settings) == set(contract.JOB_SETTING_ENV_VARS)
+    assert settings[contract.ENV_LEASE_DURATION_S] == str(config.lease_duration_s)
+    assert settings[contract.ENV_HEARTBEAT_INTERVAL_S] == str(config.heartbeat_interval_s)
+    assert settings[contract.ENV_MAX_SLOT_AGE_S] == str(config.max_slot_age_s)
+    assert settings[contract.ENV_HISTORY_TTL_S] == str(config.history_ttl_s)
+    assert settings[contract.ENV_MAX_QUERY_ATTEMPTS] == str(config.max_query_attempts)
+    assert settings[contract.ENV_WINDOW_S] == str(config.window_s)
+    assert settings[contract.ENV_DATA_YEAR] == str(config.data_year)
+    assert settings[contract.ENV_MAX_SLOT_LEAD_S] == str(config.max_slot_lead_s)
+    assert catalog[config.job_name]["sql"] == config.sql
     # Names of deployed resources are references, never hard-coded physical names.
     referenced_types = {
         contract.ENV_LOCK_TABLE_NAME: "AWS::DynamoDB::Table",

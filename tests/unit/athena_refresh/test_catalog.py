@@ -127,3 +127,37 @@ def test_a_missing_catalog_is_named(tmp_path: Path) -> None:
 def test_an_entry_under_an_invalid_job_name_is_refused() -> None:
     with pytest.raises(CatalogError, match="job name must be"):
         parse_entry("bad name!", ENTRY)
+
+
+def test_the_jobs_settings_come_from_the_catalog_and_the_environment_overrides_them(tmp_path: Path) -> None:
+    # GIVEN the deployed shape: the environment wires the function, the catalog carries the job's settings
+    entry = {**ENTRY, "settings": {contract.ENV_LEASE_DURATION_S: "50", contract.ENV_WINDOW_S: "7200"}}
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: entry}})
+    settings = Settings.from_env(ENV_WIRING, catalog_path=path)
+    assert (settings.lease_duration_s, settings.window_s) == (50.0, 7200)
+    # a local tool shortens the lease with an environment variable of the same name
+    assert (
+        Settings.from_env({**ENV_WIRING, contract.ENV_LEASE_DURATION_S: "4"}, catalog_path=path).lease_duration_s == 4.0
+    )
+
+
+def test_a_catalog_setting_out_of_range_is_refused_like_a_variable(tmp_path: Path) -> None:
+    entry = {**ENTRY, "settings": {contract.ENV_WINDOW_S: "10"}}
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: entry}}))
+    assert caught.value.key == contract.ENV_WINDOW_S
+
+
+def test_a_catalog_setting_the_runtime_does_not_know_is_refused(tmp_path: Path) -> None:
+    entry = {**ENTRY, "settings": {"LOCK_TABLE_NAME": "elsewhere"}}  # wiring belongs in the environment
+    with pytest.raises(CatalogError, match="settings: unknown LOCK_TABLE_NAME"):
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: entry}}))
+
+
+ENV_WIRING = {
+    contract.ENV_JOB_NAME: JOB,
+    contract.ENV_LOCK_TABLE_NAME: "locks",
+    contract.ENV_RESULTS_TABLE_NAME: "results",
+    contract.ENV_ATHENA_WORKGROUP: "wg",
+    contract.ENV_ATHENA_DATABASE: "db",
+}
