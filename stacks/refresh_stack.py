@@ -1,5 +1,6 @@
 """The stack: the resources the jobs share, one :class:`AthenaJob` per job folder, and the names an operator
-needs as outputs (per job: ``FunctionName<Job>``, ``DashboardName<Job>``, ``FailureQueueUrl<Job>``, where
+needs as outputs (one ``DashboardName`` with a section per job; per job: ``FunctionName<Job>``,
+``FailureQueueUrl<Job>``, where
 ``<Job>`` is :func:`stacks.jobs.output_suffix` of the job's name)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
@@ -28,7 +30,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
     """Every job folder, deployed: per job, EventBridge Scheduler fans out to ``racers`` invocations of the
     job's Lambda; they race for a fenced DynamoDB lease per schedule slot, and the winner runs the job's
     Athena query and stores the result. The jobs share the lock and results tables, the bucket, the
-    workgroup and the alarm topic; each has its own function, role, schedules, queue, alarms and dashboard.
+    workgroup, the alarm topic and the dashboard; each has its own function, role, schedules, queue, alarms and
+    dashboard section.
 
     :param settings: the stack-wide settings (cdk.json context ``stack``).
     :param jobs: the validated job folders (:func:`stacks.jobs.load_jobs`), at least one.
@@ -75,6 +78,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             bytes_scanned_cutoff_per_query=max(job.config.bytes_scanned_cutoff_per_query for job in jobs),
         )
         topic = alarm_topic(self, "AlarmTopic", email=settings.alarm_email, label=construct_id)
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
         #: The functions' asset: the runtime packages and the job catalog (every job's query and settings).
         self.runtime_asset_dir = stage_runtime_asset(jobs)
         shared = SharedResources(
@@ -87,6 +91,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             workgroup_arn=workgroup.arn,
             alarm_topic=topic,
             code_dir=self.runtime_asset_dir,
+            dashboard=dashboard,
             # Ref of the Glue database (its name): the functions then deploy after the catalog.
             sample_database=catalog.database.ref if catalog is not None else settings.sample_database,
             sample_data_prefix=DATA_PREFIX,
@@ -103,6 +108,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             "ResultsBucketName": results.bucket.bucket_name,
             "AthenaWorkgroupName": workgroup.name,
             "AlarmTopicArn": topic.topic_arn,
+            "DashboardName": dashboard.dashboard_name,
             "JobNames": ",".join(self.jobs),
         }
         if catalog is not None:
@@ -110,7 +116,6 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         for name, athena_job in self.jobs.items():
             suffix = output_suffix(name)
             outputs[f"FunctionName{suffix}"] = athena_job.function.function_name
-            outputs[f"DashboardName{suffix}"] = athena_job.dashboard.dashboard.dashboard_name
             outputs[f"FailureQueueUrl{suffix}"] = athena_job.failures.queue.queue_url
         for output_id, value in outputs.items():
             cdk.CfnOutput(self, output_id, value=value)

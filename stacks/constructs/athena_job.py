@@ -1,7 +1,8 @@
-"""One scheduled Athena job: its function and role, fan-out schedules, on-failure queue, alarms and dashboard.
+"""One scheduled Athena job: its function and role, fan-out schedules, on-failure queue, alarms and its
+section of the dashboard.
 
 Everything a job folder (``jobs/<job>/``) deploys, against the resources the stack's jobs share (lock table,
-results table and bucket, workgroup, alarm topic). Removing the folder removes this construct and only it:
+results table and bucket, workgroup, alarm topic, dashboard). Removing the folder removes this construct and only it:
 the job's history and results stay in the shared tables.
 """
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
@@ -22,7 +24,7 @@ from stacks.constructs.dashboard import RefreshDashboard
 from stacks.constructs.job_metrics import job_metric, summed_over_reasons
 from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule, schedule_alarm_period
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
-from stacks.jobs import GlueSource, JobDefinition
+from stacks.jobs import GlueSource, JobDefinition, SampleSource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,13 +40,15 @@ class SharedResources:
     workgroup_arn: str
     alarm_topic: sns.ITopic
     code_dir: Path
+    dashboard: cloudwatch.Dashboard  # one section per job
     sample_database: str  # the Glue database the sample tables are cataloged in
     sample_data_prefix: str  # where the sample's files live in ``bucket`` (per table: <prefix><table>/)
 
 
 class AthenaJob(Construct):
     """``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
-    async retries, ``failures`` queue, the generic alarms), ``alarms`` (the Athena ones), ``dashboard``.
+    async retries, ``failures`` queue, the generic alarms), ``alarms`` (the Athena ones), ``dashboard`` (its
+    section of the stack's dashboard).
 
     The function's role reads the job's own source only: the sample's table and prefix, or the Glue table
     and S3 location the job names.
@@ -126,4 +130,9 @@ class AthenaJob(Construct):
             stale_after_s=self.schedule.stale_after_s,
             value_metrics=config.value_metrics,
             alarms=[*self.schedule.alarms.values(), *self.alarms.alarms.values()],
+            dashboard=shared.dashboard,
+            heading=(
+                f"`{config.schedule_expression}` in {config.schedule_timezone}, {config.racers} racers, source"
+                f" `{source.table if isinstance(source, SampleSource) else f'{database}.{table}'}`"
+            ),
         )

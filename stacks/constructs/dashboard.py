@@ -59,8 +59,12 @@ def statistics_for(metric_name: str) -> Sequence[str]:
     return SUM_STATISTICS
 
 
+SECTION_HEADING = "# Job "  # each job's section of the shared dashboard starts with this markdown heading
+
+
 class RefreshDashboard(Construct):
-    """The job's dashboard.
+    """The job's section of a dashboard: ``dashboard`` when given (the stack's, shared by every job, one
+    section per job under a ``# Job `<name>``` heading), else a dashboard of its own.
 
     :param schedule_period: the shortest gap between slots; the value graphs use it as their period
         (one data point per slot), capped at one day.
@@ -84,11 +88,20 @@ class RefreshDashboard(Construct):
         value_metrics: ValueMetricsConfig | None,
         alarms: Sequence[cloudwatch.IAlarm] = (),
         period: cdk.Duration = METRIC_PERIOD,
+        dashboard: cloudwatch.Dashboard | None = None,
+        heading: str = "",
     ) -> None:
         super().__init__(scope, construct_id)
         self._job_name = job_name
         self._period = period
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
+        self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"{SECTION_HEADING}`{job_name}`" + (f"\n{heading}" if heading else ""),
+                width=FULL_WIDTH,
+                height=2,
+            )
+        )
 
         last_success = [
             job_metric(

@@ -60,10 +60,11 @@ def render(value: Any) -> str:
     raise AssertionError(f"cannot render {value!r}")
 
 
-def dashboard_body(resources: dict[str, Any], job: str = DEFAULT_JOB) -> dict[str, Any]:
-    """The job's dashboard JSON, each ``{"Ref": id}`` of its Fn::Join replaced by the text ``<Ref id>`` and each
-    ``{"Fn::GetAtt": [id, attr]}`` by ``<GetAtt id.attr>``."""
-    _, dashboard = single(of_job(resources, job), "AWS::CloudWatch::Dashboard")
+def dashboard_body(resources: dict[str, Any], job: str | None = DEFAULT_JOB) -> dict[str, Any]:
+    """The dashboard JSON, each ``{"Ref": id}`` of its Fn::Join replaced by the text ``<Ref id>`` and each
+    ``{"Fn::GetAtt": [id, attr]}`` by ``<GetAtt id.attr>``: only the widgets of ``job``'s section (from its
+    ``# Job `<job>``` heading to the next job's), or the whole dashboard with ``job=None``."""
+    _, dashboard = single(resources, "AWS::CloudWatch::Dashboard")
     body = dashboard["Properties"]["DashboardBody"]
     parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
 
@@ -74,7 +75,19 @@ def dashboard_body(resources: dict[str, Any], job: str = DEFAULT_JOB) -> dict[st
             return f"<Ref {part['Ref']}>"
         return "<GetAtt {}.{}>".format(*part["Fn::GetAtt"])
 
-    return json.loads("".join(text(part) for part in parts))
+    whole = json.loads("".join(text(part) for part in parts))
+    if job is None:
+        return whole
+    sections: dict[str, list[dict[str, Any]]] = {}
+    current: list[dict[str, Any]] | None = None
+    for widget in whole["widgets"]:
+        markdown = widget["properties"].get("markdown", "") if widget["type"] == "text" else ""
+        if markdown.startswith("# Job `"):
+            current = sections.setdefault(markdown.split("`")[1], [])
+        if current is not None:
+            current.append(widget)
+    assert job in sections, list(sections)
+    return {**whole, "widgets": sections[job]}
 
 
 def metric_rows(body: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:

@@ -17,7 +17,7 @@ from athena_refresh.catalog import CATALOG_FILE, load_query
 from stacks import REPO_ROOT
 from stacks.jobs import job_named, load_repo_jobs
 from stacks.runtime_asset import stage_runtime_asset
-from tests.stacks.helpers import HANDLER, as_list, of_job, of_type
+from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_job, of_type
 
 GLUE_JOB = "orders-hourly"
 GLUE_TOML = """
@@ -86,10 +86,11 @@ def test_each_job_has_its_own_function_schedules_queues_alarms_and_dashboard(thr
         assert all(s["Properties"]["Target"]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]} for s in schedules.values())
         assert len(of_type(mine, "AWS::SQS::Queue")) == 2
         assert len(of_type(mine, "AWS::CloudWatch::Alarm")) == 10
-        assert len(of_type(mine, "AWS::CloudWatch::Dashboard")) == 1
+        assert dashboard_body(resources, job)["widgets"][0]["properties"]["markdown"].startswith(f"# Job `{job}`")
     # Shared: one lock table and one results table, one bucket for results, one workgroup, one alarm topic.
     assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2
     assert len(of_type(resources, "AWS::SNS::Topic")) == 1
+    assert len(of_type(resources, "AWS::CloudWatch::Dashboard")) == 1  # one section per job
     (workgroup,) = of_type(resources, "AWS::Athena::WorkGroup").values()
     # Athena enforces the cutoff per workgroup: the shared one takes the largest job's.
     assert workgroup["Properties"]["WorkGroupConfiguration"]["BytesScannedCutoffPerQuery"] == 5_000_000_000
@@ -98,7 +99,7 @@ def test_each_job_has_its_own_function_schedules_queues_alarms_and_dashboard(thr
     assert glue_schedule["Properties"]["ScheduleExpressionTimezone"] == "Europe/Berlin"
     outputs = three_jobs["Outputs"]
     assert outputs["JobNames"]["Value"] == f"carrier-on-time,flights-dashboard,{GLUE_JOB}"
-    assert {"FunctionNameOrdersHourly", "DashboardNameOrdersHourly", "FailureQueueUrlOrdersHourly"} <= set(outputs)
+    assert {"FunctionNameOrdersHourly", "FailureQueueUrlOrdersHourly", "DashboardName"} <= set(outputs)
 
 
 def test_a_glue_job_reads_its_own_table_and_location_only(three_jobs: dict[str, Any]) -> None:
@@ -136,6 +137,8 @@ def test_removing_a_job_folder_removes_its_resources_and_keeps_the_shared_ones(
     _, stack = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
     assert of_job(resources, "carrier-on-time") == {}
+    headings = [w["properties"]["markdown"] for w in dashboard_body(resources, None)["widgets"] if w["type"] == "text"]
+    assert not any("carrier-on-time" in heading for heading in headings)  # its dashboard section is gone
     assert len(of_type(resources, "AWS::Scheduler::Schedule")) == 3
     assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2  # history and results stay
 

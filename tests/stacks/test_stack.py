@@ -365,10 +365,9 @@ def test_outputs_name_what_an_operator_needs(template: Template) -> None:
         "ResultsTableName",
         "ResultsBucketName",
         "AthenaWorkgroupName",
+        "DashboardName",
         "FunctionNameFlightsDashboard",
-        "DashboardNameFlightsDashboard",
         "FunctionNameCarrierOnTime",
-        "DashboardNameCarrierOnTime",
     ):
         assert "Ref" in outputs[output_id]["Value"], output_id
     assert outputs["JobNames"]["Value"] == "carrier-on-time,flights-dashboard"
