@@ -1,8 +1,10 @@
-"""The job's configuration: the ``"job"`` block of the CDK context (cdk.json), validated up front.
+"""A job's settings (:class:`JobConfig`) and the stack-wide settings (:class:`StackSettings`), validated up front.
 
-Every problem names its context key and the allowed values, for example
-``context job.racers: must be an integer from 1 to 20, got 0``. All problems are collected and raised
-together in one :class:`ConfigError`, so a broken cdk.json is fixed in one round.
+:mod:`stacks.jobs` reads each ``jobs/<job>/job.toml`` and hands its keys to :meth:`JobConfig.from_context`;
+``cdk.json`` → ``context.stack`` gives :meth:`StackSettings.from_context`. Every problem names its file (or
+context key) and the allowed values, for example ``jobs/flights-dashboard/job.toml: racers: must be an
+integer from 1 to 20, got 0`` (:class:`Labels`). All problems are collected and raised together in one
+:class:`ConfigError`, so a broken job folder is fixed in one round.
 
 Two passes: each key is checked on its own (type, range, syntax), then the relationships between keys
 that make the schedule, the lease and Lambda's retries work together (:func:`_relationship_problems`);
@@ -10,9 +12,8 @@ a relationship is only checked when every key it involves passed its own check.
 
 This module reads no environment variable and calls no AWS API: ``app.py`` passes the parsed context in.
 
-Size (about 600 lines): one schema read in one place, the per-key checks and the relationship checks side by
+Size (about 620 lines): one schema read in one place, the per-key checks and the relationship checks side by
 side so a rule and its message stay together; the bounds themselves live in ``athena_refresh.contract``.
-Jobs as folders (``jobs/<name>/job.toml``) will move the per-job part to its own loader.
 """
 
 from __future__ import annotations

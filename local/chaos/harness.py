@@ -42,7 +42,7 @@ Where the parts live: the seeded plan in :mod:`local.chaos.plan`; the deliveries
 uses too (:mod:`local.emulators.lambda_service`); the tables and the read-back in
 :mod:`local.emulators.deployment`; the command line in :mod:`local.chaos.cli`. This module is the driver
 (what the plan adds on top of the service: duplicate, late, ancient and near-future deliveries, when a
-stopped holder resumes) and the report; at about 580 lines, the report's figures stay next to the run
+stopped holder resumes) and the report; at about 590 lines, the report's figures stay next to the run
 state they are computed from.
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]

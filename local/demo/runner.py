@@ -44,7 +44,7 @@ injected, the stale commit rejected), prints a per-slot table and totals (:mod:`
 them to ``demo-report.json`` and exits non-zero if anything failed.
 
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
-command line in :mod:`local.demo.cli`; this module (about 640 lines) is the driver, its narration of each
+command line in :mod:`local.demo.cli`; this module (about 650 lines) is the driver, its narration of each
 fault, the per-slot summary and the verification, kept together because each reads the same slot records.
 
     python -m local.demo [--slots K (per job)] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
