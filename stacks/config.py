@@ -76,7 +76,7 @@ def _shared(variable: str, why: str = "") -> Callable[[Any], int]:
 
 _CRON_FIELDS = "minutes hours day-of-month month day-of-week year"
 _JOB_NAME = lock_table.JOB_NAME_PATTERN  # the one job-name rule, shared with the lock and the runtime
-_GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
+GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
 _WORKGROUP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
 _COLUMN_NAME = re.compile(r"[a-z_][a-z0-9_]{0,254}")  # an Athena result column (lowercase)
@@ -553,8 +553,8 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "data_year": _optional(_shared(contract.ENV_DATA_YEAR)),
     "lambda_timeout_s": _integer(1, MAX_LAMBDA_TIMEOUT_S),
     "lambda_memory_mb": _integer(MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
-    "database": _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
-    "table": _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
+    "database": _name(GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
+    "table": _name(GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
     "workgroup": _name(_WORKGROUP_NAME, "1 to 128 letters, digits, '.', '-' or '_'"),
     "sql": _query_sql,
     "bytes_scanned_cutoff_per_query": _integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
@@ -588,7 +588,7 @@ class StackSettings:
             {
                 "workgroup": (_name(_WORKGROUP_NAME, "1 to 128 letters, digits, '.', '-' or '_'"), cls.workgroup),
                 "sample_database": (
-                    _name(_GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
+                    _name(GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
                     cls.sample_database,
                 ),
                 "removal_policy": (_one_of(REMOVAL_POLICIES), cls.removal_policy),

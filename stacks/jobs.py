@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from slotlock import table as lock_table
-from stacks.config import STACK_KEY, ConfigError, JobConfig, Labels, StackSettings, load_context
+from stacks.config import GLUE_NAME, STACK_KEY, ConfigError, JobConfig, Labels, StackSettings, load_context
 from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
 
 JOB_FILE = "job.toml"
@@ -44,7 +44,6 @@ QUERY_FILE = "query.sql"
 SAMPLE_PREFIX = "sample:"
 #: The bundled samples: source name -> the Glue table the stack catalogs for it.
 SAMPLE_TABLES = {"flights": "flights"}
-GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
 #: s3://<bucket>/<prefix>/: a bucket name (3-63 lowercase letters, digits, '.', '-'), then a prefix ending in '/'.
 S3_LOCATION = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/(?:[^\s]*/)?")
 MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution parameter is at most 1024 characters)

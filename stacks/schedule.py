@@ -143,12 +143,24 @@ def _nearest_weekday(year: int, month: int, target: int) -> dt.date | None:
     return day
 
 
-def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
-    """Shortest and longest gap (seconds) between consecutive firings of ``expression`` in ``timezone``.
+@dataclass(frozen=True)
+class _Cron:
+    """A parsed expression: its time zone, firing minutes of the day (sorted), listed years (``None``: any)
+    and the day predicates."""
 
-    :raises CronError: the expression cannot be parsed, the time zone is unknown, or it fires fewer than
-        twice in the years scanned.
-    """
+    zone: zoneinfo.ZoneInfo
+    times_min: list[int]
+    months: set[int]
+    years: set[int] | None
+    in_dom: Callable[[dt.date], bool]
+    in_dow: Callable[[dt.date], bool]
+
+    def fires_on(self, day: dt.date) -> bool:
+        """Whether the day fields (month, day of month, day of week) match ``day`` (the year aside)."""
+        return day.month in self.months and self.in_dom(day) and self.in_dow(day)
+
+
+def _parse(expression: str, timezone: str) -> _Cron:
     match = _CRON.fullmatch(expression.strip())
     if not match:
         raise CronError("not a cron(...) expression")
@@ -160,19 +172,31 @@ def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
         raise CronError(f"unknown time zone {timezone!r}") from exc
     minutes_f, hours_f, dom_f, month_f, dow_f, year_f = fields
-    minutes = _values(minutes_f, 0, 59)
-    hours = _values(hours_f, 0, 23)
-    months = _values(month_f, 1, 12, MONTH_NAMES)
-    years = sorted(_values(year_f, MIN_YEAR, MAX_YEAR)) if year_f != "*" else list(DEFAULT_YEARS)
-    years = years[:MAX_SCANNED_YEARS]
-    in_dom, in_dow = _day_of_month_matcher(dom_f.upper()), _day_of_week_matcher(dow_f.upper())
+    minutes, hours = _values(minutes_f, 0, 59), _values(hours_f, 0, 23)
+    return _Cron(
+        zone=zone,
+        times_min=sorted(hour * 60 + minute for hour in hours for minute in minutes),
+        months=_values(month_f, 1, 12, MONTH_NAMES),
+        years=_values(year_f, MIN_YEAR, MAX_YEAR) if year_f != "*" else None,
+        in_dom=_day_of_month_matcher(dom_f.upper()),
+        in_dow=_day_of_week_matcher(dow_f.upper()),
+    )
 
-    times_min = sorted(hour * 60 + minute for hour in hours for minute in minutes)  # minutes of the day
+
+def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
+    """Shortest and longest gap (seconds) between consecutive firings of ``expression`` in ``timezone``.
+
+    :raises CronError: the expression cannot be parsed, the time zone is unknown, or it fires fewer than
+        twice in the years scanned.
+    """
+    cron = _parse(expression, timezone)
+    zone, times_min = cron.zone, cron.times_min
+    years = sorted(cron.years)[:MAX_SCANNED_YEARS] if cron.years is not None else list(DEFAULT_YEARS)
     firing_days: list[dt.date] = []
     for year in years:
         day, end = dt.date(year, 1, 1), dt.date(year, 12, 31)
         while day <= end:
-            if day.month in months and in_dom(day) and in_dow(day):
+            if cron.fires_on(day):
                 firing_days.append(day)
             day += dt.timedelta(days=1)
 
@@ -234,25 +258,13 @@ def latest_firings(expression: str, timezone: str, until: dt.datetime, count: in
     :raises CronError: the expression cannot be parsed or the zone is unknown, or fewer than ``count``
         firings exist in the scanned years.
     """
-    match = _CRON.fullmatch(expression.strip())
-    if not match or len(match["body"].split()) != 6:
-        raise CronError("not a cron(...) expression with 6 fields")
-    try:
-        zone = zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-        raise CronError(f"unknown time zone {timezone!r}") from exc
-    minutes_f, hours_f, dom_f, month_f, dow_f, year_f = match["body"].split()
-    minutes, hours = _values(minutes_f, 0, 59), _values(hours_f, 0, 23)
-    months = _values(month_f, 1, 12, MONTH_NAMES)
-    years = _values(year_f, MIN_YEAR, MAX_YEAR) if year_f != "*" else None
-    in_dom, in_dow = _day_of_month_matcher(dom_f.upper()), _day_of_week_matcher(dow_f.upper())
-    times_min = sorted((hour * 60 + minute for hour in hours for minute in minutes), reverse=True)
+    cron = _parse(expression, timezone)
     limit = int(until.timestamp())
     found: list[int] = []
-    day = until.astimezone(zone).date() + dt.timedelta(days=1)
+    day = until.astimezone(cron.zone).date() + dt.timedelta(days=1)
     for _ in range(3660):
-        if (years is None or day.year in years) and day.month in months and in_dom(day) and in_dow(day):
-            for instant in reversed(_instants(day, sorted(times_min), zone)):
+        if (cron.years is None or day.year in cron.years) and cron.fires_on(day):
+            for instant in reversed(_instants(day, cron.times_min, cron.zone)):
                 if instant <= limit:
                     found.append(instant)
                     if len(found) == count:

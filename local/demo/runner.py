@@ -151,7 +151,6 @@ class Demo(ServiceHooks):
         self.envs: dict[str, dict[str, str]] = {}
         self.data_dir: Path | None = None
         self.slots: list[SlotRecord] = []
-        self.counters: Counter[str] = Counter()
         self.failures: list[str] = []
         self.setup_s = 0.0
         self.run_s = 0.0
@@ -288,14 +287,12 @@ class Demo(ServiceHooks):
         token = message.get("fencing_token")
         qid = short(message.get("query_execution_id"))
         if action == KILL:
-            self.counters["kills_injected"] += 1
             rec.notes.append(f"winner racer {delivery.racer} killed mid-query (token {token})")
             self.say(
                 f"  ! {rec.job} slot {rec.number}: winner racer {delivery.racer} ({worker.id}, token {token}) started"
                 f" query {qid}... -> SIGKILL (crash mid-query, lease still held)"
             )
         elif action == PAUSE:
-            self.counters["pauses_injected"] += 1
             rec.paused = delivery
             rec.notes.append(f"winner racer {delivery.racer} paused before commit (token {token})")
             expires_ms = int(message.get("lease_expires_at_ms") or 0)
@@ -571,8 +568,8 @@ class Demo(ServiceHooks):
             "reentries": sum(1 for o in outcomes if o.get("reentered")),
             "lost_races": sum(1 for o in outcomes if o.get("status") == "lost"),
             "queries_started": sum(rec.summary["queries_started"] for rec in records),
-            "kills_injected": sum(1 for rec in records for n in rec.notes if "killed" in n),
-            "pauses_injected": sum(1 for rec in records for n in rec.notes if "paused" in n),
+            "kills_injected": sum(1 for d in deliveries if d.fault_fired == KILL),
+            "pauses_injected": sum(1 for d in deliveries if d.fault_fired == PAUSE),
             "lambda_retries": sum(1 for d in deliveries if d.kind == "retry"),
             "late_deliveries": sum(1 for d in deliveries if d.kind == "late"),
             "handler_errors": sum(1 for d in deliveries if d.error is not None),

@@ -30,6 +30,14 @@ MAX_ALARM_PERIOD_S = 86_400
 STALE_AFTER_PERIODS = 2
 
 
+#: Threshold settings of a count alarm: fires on any occurrence in a period; no data is no occurrence.
+AT_LEAST_ONCE: Mapping[str, object] = {
+    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    "threshold": 1,
+    "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
+}
+
+
 def alarm_period_s(longest_gap_s: int) -> int:
     """One slot, capped at one day (CloudWatch alarm periods are multiples of 60 s up to one day)."""
     return min(longest_gap_s, MAX_ALARM_PERIOD_S)
@@ -64,20 +72,15 @@ class RefreshAlarms(Construct):
         def count(metric_name: str) -> cloudwatch.IMetric:
             return job_metric(job, metric_name, statistic="Sum", period=period)
 
-        at_least_once = {
-            "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            "threshold": 1,
-            "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
-        }
-        definitions: dict[str, tuple[cloudwatch.IMetric, dict[str, object], str]] = {
+        definitions: dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]] = {
             "StaleWriteRejected": (
                 count(contract.METRIC_STALE_WRITE_REJECTED),
-                at_least_once,
+                AT_LEAST_ONCE,
                 f"A stale holder of {job}'s lease tried to commit and was fenced off: check for pauses/timeouts.",
             ),
             "CorruptLockItem": (
                 count(contract.METRIC_CORRUPT_LOCK_ITEM),
-                at_least_once,
+                AT_LEAST_ONCE,
                 f"The lock item of {job} is invalid (edited or restored by hand?): runs are blocked.",
             ),
             "DataScannedHigh": (

@@ -19,10 +19,10 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from athena_refresh import contract
-from stacks.constructs.alarms import RefreshAlarms
+from stacks.constructs.alarms import RefreshAlarms, alarm_period_s
 from stacks.constructs.dashboard import RefreshDashboard
 from stacks.constructs.job_metrics import job_metric, summed_over_reasons
-from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule, schedule_alarm_period
+from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
 from stacks.jobs import GlueSource, JobDefinition, SampleSource
 
@@ -95,7 +95,7 @@ class AthenaJob(Construct):
         )
         self.function = self.refresh.function
         job_name = config.job_name
-        period = schedule_alarm_period(config.schedule_expression, config.schedule_timezone)
+        period = cdk.Duration.seconds(alarm_period_s(config.period.longest_s))  # one slot, capped at a day
         self.schedule = OncePerSlotSchedule(
             self,
             "Schedule",

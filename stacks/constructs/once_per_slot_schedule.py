@@ -28,6 +28,8 @@ https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.htm
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -36,7 +38,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from stacks.constructs.alarms import MAX_ALARM_PERIOD_S, STALE_AFTER_PERIODS, add_alarms
+from stacks.constructs.alarms import AT_LEAST_ONCE, MAX_ALARM_PERIOD_S, STALE_AFTER_PERIODS, add_alarms, alarm_period_s
 from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.fanout_schedule import FanoutSchedule
 from stacks.constructs.refresh_function import LOCK_TABLE_ACTIONS, SendOnlyQueueDestination
@@ -50,7 +52,7 @@ class OncePerSlotSchedule(Construct):
 
     ``schedules`` (:class:`FanoutSchedule`), ``failures`` (:class:`FailureQueue`), ``alarms`` (name ->
     alarm), ``period_s`` (shortest, longest gap between slots, in ``time_zone``), ``stale_after_s``,
-    ``alarm_period`` (:func:`schedule_alarm_period`: what the optional metrics should use).
+    ``alarm_period`` (one slot, capped at a day: what the optional metrics should use).
     """
 
     def __init__(
@@ -99,30 +101,25 @@ class OncePerSlotSchedule(Construct):
             max_event_age=max_event_age,
         )
 
-        alarm_period = self.alarm_period = schedule_alarm_period(schedule_expression, time_zone)
-        at_least_once = {
-            "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            "threshold": 1,
-            "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
-        }
-        definitions: dict[str, tuple[cloudwatch.IMetric, dict[str, object], str]] = {
+        alarm_period = self.alarm_period = cdk.Duration.seconds(alarm_period_s(period.longest_s))
+        definitions: dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]] = {
             "FailedInvocationsQueued": (
                 self.failures.queue.metric_approximate_number_of_messages_visible(
                     statistic="Maximum", period=alarm_period
                 ),
-                at_least_once,
+                AT_LEAST_ONCE,
                 f"Invocations of {job_name} exhausted Lambda's retries: their events wait in the on-failure queue.",
             ),
             "FailureRecordsDeadLettered": (
                 self.failures.dead_letter_queue.metric_approximate_number_of_messages_visible(
                     statistic="Maximum", period=alarm_period
                 ),
-                at_least_once,
+                AT_LEAST_ONCE,
                 f"Failure records of {job_name} could not be processed and moved to the dead-letter queue.",
             ),
             "AsyncEventsDropped": (
                 function.metric("AsyncEventsDropped", statistic="Sum", period=alarm_period),
-                at_least_once,
+                AT_LEAST_ONCE,
                 f"Lambda dropped asynchronous events of {job_name} (too old or throttled) without running them.",
             ),
         }
@@ -145,16 +142,11 @@ class OncePerSlotSchedule(Construct):
                 ),
             )
         if failed_metric is not None:
-            definitions["RunFailed"] = (failed_metric, at_least_once, f"A run of {job_name} failed for good.")
+            definitions["RunFailed"] = (failed_metric, AT_LEAST_ONCE, f"A run of {job_name} failed for good.")
         if missed_metric is not None:
             definitions["SlotMissed"] = (
                 missed_metric,
-                at_least_once,
+                AT_LEAST_ONCE,
                 f"A slot of {job_name} never ran (too old, overrun or superseded).",
             )
         self.alarms = add_alarms(self, definitions, alarm_topic)
-
-
-def schedule_alarm_period(schedule_expression: str, time_zone: str = "UTC") -> cdk.Duration:
-    """One slot (the schedule's longest gap), capped at one day (CloudWatch's longest alarm period)."""
-    return cdk.Duration.seconds(min(cron_period(schedule_expression, time_zone).longest_s, MAX_ALARM_PERIOD_S))

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
+
+from stacks.jobs import logical_id_prefix
 
 HANDLER = "athena_refresh.handler.lambda_handler"
 DEFAULT_JOB = "flights-dashboard"  # stacks.jobs.DEFAULT_LOCAL_JOB: the job whose resources tests read
 
 
 def job_prefix(job: str = DEFAULT_JOB) -> str:
-    """The logical-id prefix of a job's resources (the stack's ``Job-<job>`` construct, non-alphanumerics dropped)."""
-    return "Job" + re.sub(r"[^A-Za-z0-9]", "", job)
+    """The logical-id prefix of a job's resources (``stacks.jobs.logical_id_prefix``)."""
+    return logical_id_prefix(job)
 
 
 def of_job(resources: dict[str, Any], job: str = DEFAULT_JOB) -> dict[str, dict[str, Any]]:
