@@ -8,12 +8,24 @@ Public API::
     SlotRunner, SlotRun, SlotOutcome, once_per_slot   run a function once per slot
     errors              SlotLockError and its subclasses
     bump_fencing_token, FenceBump, LeaseHeldError   operator fix after a point-in-time restore (admin)
+    pause, resume, release, OperatorAction, LockChangedError   operator actions on the lock items (admin)
+    request_generation, GenerationRequest   request a manual generation of a slot (manual)
+    SlotHistory, HistoryRecord, HistoryPage   a job's history, every generation, by Query (history)
     create_lock_table   create a lock table with the layout the lock expects (slotlock.table)
 
 Depends on boto3 only.
 """
 
-from .admin import FenceBump, LeaseHeldError, bump_fencing_token
+from .admin import (
+    FenceBump,
+    LeaseHeldError,
+    LockChangedError,
+    OperatorAction,
+    bump_fencing_token,
+    pause,
+    release,
+    resume,
+)
 from .dynamodb import SlotLock
 from .errors import (
     CommitConflictError,
@@ -28,7 +40,9 @@ from .errors import (
     TransientLockError,
     WriteRejectedError,
 )
+from .history import HistoryPage, HistoryRecord, SlotHistory
 from .lease import CommitReceipt, Lease, LockRecord, Loss
+from .manual import GenerationRequest, GenerationRequestError, request_generation
 from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
 from .slot import Slot
 from .table import create_lock_table
@@ -38,16 +52,23 @@ __all__ = [
     "CommitReceipt",
     "CorruptLockItemError",
     "FenceBump",
+    "GenerationRequest",
+    "GenerationRequestError",
+    "HistoryPage",
+    "HistoryRecord",
     "InvalidEventError",
     "Lease",
     "LeaseHeldError",
     "LeaseLostError",
     "LockBackendError",
+    "LockChangedError",
     "LockConfigurationError",
     "LockNotAcquiredError",
     "LockRecord",
     "Loss",
+    "OperatorAction",
     "Slot",
+    "SlotHistory",
     "SlotLock",
     "SlotLockError",
     "SlotOutcome",
@@ -59,4 +80,8 @@ __all__ = [
     "bump_fencing_token",
     "create_lock_table",
     "once_per_slot",
+    "pause",
+    "release",
+    "request_generation",
+    "resume",
 ]

@@ -39,6 +39,7 @@ from .expressions import (
     LEASE_SLOT,
     MISSED_SLOTS,
     OWNER,
+    PAUSED_THROUGH,
     PK,
     PREV_OWNER,
     PREV_SLOT,
@@ -96,6 +97,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             "#prev_slot": PREV_SLOT,
             "#last_fin_slot": LAST_FIN_SLOT,
             "#missed": MISSED_SLOTS,
+            "#paused_through": PAUSED_THROUGH,
         },
         "ExpressionAttributeValues": {
             ":owner": {"S": owner_id},
@@ -280,7 +282,16 @@ def loss(
         )
     reason: LossReason = verdict
     recorded = False
-    if decisions.records_missed(reason, current, slot):
+    if reason == "paused":
+        # Every racer of a paused slot returns; one of them records it MISSED "paused" (a conditional
+        # PutItem of the absent slot item: exactly one writes).
+        detail = {
+            "owner_id": owner_id,
+            "paused_through_slot": current.paused_through_slot.iso if current.paused_through_slot else None,
+            "fencing_token": current.fencing_token,
+        }
+        recorded = missed.record_paused(ctx, slot, detail, budget=ctx.racer_budget(now_ms, deadline_ms))
+    elif decisions.records_missed(reason, current, slot):
         # The slot will never run: exactly one of its racers records it MISSED (conditional writes). A
         # superseded slot can never be acquired again (the lock's slots only move forward); an overrun
         # one could be, once the older holder finishes, hence the lock-item check in the same transaction.

@@ -33,6 +33,7 @@ _SNAKE = {
     "PutItem": "put_item",
     "GetItem": "get_item",
     "TransactWriteItems": "transact_write_items",
+    "Query": "query",
 }
 
 

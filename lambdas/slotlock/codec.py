@@ -16,14 +16,19 @@ from .expressions import (
     ACQUIRED,
     EXPIRES,
     LAST_FIN_AT,
+    LAST_FIN_GENERATION,
     LAST_FIN_OUTCOME,
     LAST_FIN_SLOT,
     LAST_FIN_TOKEN,
     LAST_OK_AT,
     LAST_OK_SLOT,
+    LEASE_GENERATION,
     LEASE_SLOT,
     MISSED_SLOTS,
     OWNER,
+    PAUSED,
+    PAUSED_THROUGH,
+    PREV_GENERATION,
     PREV_OWNER,
     PREV_SLOT,
     TOKEN,
@@ -66,6 +71,14 @@ def decode_lock_item(item: Mapping[str, Mapping[str, Any]], key: str) -> LockRec
         epoch = number(name)
         return None if epoch is None else Slot(epoch)
 
+    def flag(name: str) -> bool:
+        value = item.get(name)
+        if value is None or "NULL" in value:
+            return False
+        if set(value) != {"BOOL"}:
+            raise CorruptLockItemError(key, name, f"must be a Boolean, found {wire.type_of(value)}")
+        return bool(value["BOOL"])
+
     token = number(TOKEN, required=True)
     assert token is not None
     if token < 0:
@@ -96,6 +109,11 @@ def decode_lock_item(item: Mapping[str, Mapping[str, Any]], key: str) -> LockRec
         last_finished_at_ms=number(LAST_FIN_AT),
         last_succeeded_slot=slot(LAST_OK_SLOT),
         last_succeeded_at_ms=number(LAST_OK_AT),
+        paused=flag(PAUSED),
+        paused_through_slot=slot(PAUSED_THROUGH),
+        lease_generation=number(LEASE_GENERATION),
+        previous_generation=number(PREV_GENERATION),
+        last_finished_generation=number(LAST_FIN_GENERATION),
     )
 
 

@@ -23,6 +23,7 @@ from .expressions import (
     EXPIRES,
     FINISHED_AT,
     LAST_FIN_AT,
+    LAST_FIN_GENERATION,
     LAST_FIN_OUTCOME,
     LAST_FIN_SLOT,
     LAST_FIN_TOKEN,
@@ -74,6 +75,10 @@ def commit(
         ":outcome": {"S": outcome},
         ":now": {"N": str(now_ms)},
     }
+    if ctx.manual:  # the manual lock item: which generation it finished last (for status)
+        lock_set = lock_set.replace(", #fin_at = :now", ", #fin_at = :now, #fin_gen = :gen")
+        lock_names["#fin_gen"] = LAST_FIN_GENERATION
+        lock_values[":gen"] = {"N": str(ctx.generation)}
     # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
     lock_set += ", #owner"
     if lease.stale_missed_slots:  # now refused by the finished slot itself: keep the set small
@@ -98,6 +103,7 @@ def commit(
                 ERROR_JSON: {"S": json_text(error)},
             },
             started_at_ms=lease.acquired_at_ms,
+            generation=ctx.generation,
         )
     }
     items: list[Mapping[str, Any]] = [lock_item, slot_item]
@@ -107,7 +113,7 @@ def commit(
         raise LockConfigurationError(
             "writes", f"{len(writes)} writes exceed the transaction limit of {MAX_TRANSACTION_ITEMS}"
         )
-    receipt = CommitReceipt(ctx.job_name, lease.slot, lease.fencing_token, outcome, now_ms)
+    receipt = CommitReceipt(ctx.job_name, lease.slot, lease.fencing_token, outcome, now_ms, generation=ctx.generation)
     try:
         transact(ctx, items, operation="commit", budget=ctx.holder_budget(lease), lease=lease, idempotent=True)
     except Cancelled as cancelled:
@@ -141,6 +147,8 @@ def applied_outcome(ctx: LockContext, lease: Lease, current: LockRecord | None) 
     """
     if current is None:
         return None
+    if ctx.manual:  # the manual lock item finishes other slots' generations in any order: ask the slot item
+        return decisions.outcome_applied_on_slot_item(reads.get_slot(ctx, lease.slot) or {}, lease.fencing_token)
     if current.last_finished_slot is not None and current.last_finished_slot > lease.slot:
         return decisions.outcome_applied_on_slot_item(reads.get_slot(ctx, lease.slot) or {}, lease.fencing_token)
     return decisions.outcome_applied_on_lock(current, lease.slot, lease.fencing_token)

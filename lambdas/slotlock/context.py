@@ -16,7 +16,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import codec, table
@@ -79,6 +79,7 @@ class LockContext:
     clock_ms: ClockMs
     sleep_s: Callable[[float], None]
     max_transient_attempts: int
+    generation: int = table.LIVE_GENERATION
 
     @classmethod
     def create(
@@ -146,15 +147,29 @@ class LockContext:
             max_transient_attempts=max_transient_attempts,
         )
 
+    def for_generation(self, generation: int) -> LockContext:
+        """This lock's context for ``generation`` (1: the live schedule; 2..: a manual run, on the manual
+        lock item). Raises :class:`LockConfigurationError` outside 1..``table.MAX_GENERATION``."""
+        if isinstance(generation, bool) or not isinstance(generation, int):
+            raise LockConfigurationError("generation", f"must be an integer, got {generation!r:.40}")
+        if not table.LIVE_GENERATION <= generation <= table.MAX_GENERATION:
+            raise LockConfigurationError("generation", f"must be 1..{table.MAX_GENERATION}, got {generation}")
+        return replace(self, generation=generation)
+
     # --- keys -------------------------------------------------------------------------------------------
     @property
+    def manual(self) -> bool:
+        """Whether this context runs a manual generation (2+): the manual lock item, no pause, no misses."""
+        return self.generation != table.LIVE_GENERATION
+
+    @property
     def lock_key(self) -> str:
-        """Partition key of the job's lock item."""
-        return f"lock#{self.job_name}"
+        """Partition key of the lock item this context's leases live on (live, or manual for generation 2+)."""
+        return table.manual_lock_key(self.job_name) if self.manual else table.lock_key(self.job_name)
 
     def slot_key(self, slot: Slot) -> str:
-        """Partition key of a slot's history item."""
-        return f"slot#{self.job_name}#{slot.iso}"
+        """Partition key of the slot's history item of this context's generation."""
+        return table.slot_key(self.job_name, slot.iso, self.generation)
 
     # --- times ------------------------------------------------------------------------------------------
     def ttl_epoch_s(self, now_ms: int) -> int:

@@ -24,9 +24,10 @@ def classify_loss(current: LockRecord, slot: Slot, owner_id: str, now_ms: int) -
     """Why ``owner_id`` could not acquire ``slot`` at ``now_ms`` (caller clock, epoch ms), given ``current``.
 
     In order: a finished slot at or after ``slot`` (``slot_finished`` for the same slot, ``superseded``
-    for a newer one); a newer acquired slot (``superseded``); our own lease for the slot (``ours``); a
-    live lease of another owner (``held`` for this slot, ``overrun`` for an older one); the slot among
-    the missed slots (``slot_finished``: recorded MISSED, it never runs); otherwise ``unexplained``.
+    for a newer one); a newer acquired slot (``superseded``); our own lease for the slot (``ours``); the
+    job paused for this slot (``paused``); a live lease of another owner (``held`` for this slot,
+    ``overrun`` for an older one); the slot among the missed slots (``slot_finished``: recorded MISSED, it
+    never runs); otherwise ``unexplained``.
     """
     if current.last_finished_slot is not None and current.last_finished_slot >= slot:
         return "slot_finished" if current.last_finished_slot == slot else "superseded"
@@ -34,6 +35,8 @@ def classify_loss(current: LockRecord, slot: Slot, owner_id: str, now_ms: int) -
         return "superseded"
     if current.owner_id == owner_id and current.lease_slot == slot:
         return "ours"
+    if current.pauses(slot):
+        return "paused"
     if current.locked(now_ms):
         return "held" if current.lease_slot == slot else "overrun"
     if slot in current.missed_slots:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from . import acquire, commit, holder, missed, reads
+from . import acquire, commit, holder, manual, missed, reads
 from .context import (
     DEFAULT_HISTORY_TTL_S,
     DEFAULT_LEASE_DURATION_S,
@@ -152,6 +152,28 @@ class SlotLock:
             max_transient_attempts=max_transient_attempts,
         )
 
+    def for_generation(self, generation: int) -> SlotLock:
+        """This lock for ``generation`` of each slot: 1 is the live schedule's run (this lock); 2, 3, ... are
+        manual runs (a re-run, a backfill), whose leases live on the job's manual lock item with its own
+        fencing counter and whose history items are ``slot#<job>#<slot>#g<n>`` (:mod:`slotlock.manual`).
+
+        The returned lock shares the client, clock and settings. Raises :class:`LockConfigurationError`
+        outside 1..1,000,000.
+        """
+        clone = object.__new__(SlotLock)
+        clone._ctx = self._ctx.for_generation(generation)
+        return clone
+
+    @property
+    def generation(self) -> int:
+        """The generation this lock runs (1: the live schedule)."""
+        return self._ctx.generation
+
+    @property
+    def context(self) -> LockContext:
+        """The validated context every operation runs on (operator tools and :mod:`slotlock.manual`)."""
+        return self._ctx
+
     # --- settings (read from the context; the clock and sleep can be swapped, e.g. by tests) ------------
     @property
     def table_name(self) -> str:
@@ -264,6 +286,8 @@ class SlotLock:
         LockBackendError
             DynamoDB refused the request for good (a missing table, access denied).
         """
+        if self._ctx.manual:
+            return manual.try_acquire(self._ctx, slot, owner_id, deadline_ms)
         return acquire.try_acquire(self._ctx, slot, owner_id, deadline_ms)
 
     def acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease:

@@ -30,6 +30,30 @@ LAST_FIN_AT = "last_finished_at_ms"
 LAST_OK_SLOT = "last_succeeded_slot_epoch_s"
 LAST_OK_AT = "last_succeeded_at_ms"
 MISSED_SLOTS = "missed_slots_epoch_s"  # Number Set: slots recorded MISSED while not acquired (never acquirable)
+# pause (live lock item): the acquire condition reads PAUSED_THROUGH; PAUSED and the audit are for people
+PAUSED = "paused"  # BOOL
+PAUSED_THROUGH = "paused_through_slot_epoch_s"  # slots at or before this epoch are not acquired (but a running one)
+PAUSE_REASON = "pause_reason"
+PAUSED_BY = "paused_by"
+PAUSED_AT = "paused_at_ms"
+RESUMED_BY = "resumed_by"
+RESUMED_AT = "resumed_at_ms"
+# an operator's release of a lease (live or manual lock item): who, when, why, which token was fenced out
+RELEASED_BY = "released_by"
+RELEASED_AT = "released_at_ms"
+RELEASE_REASON = "release_reason"
+RELEASED_TOKEN = "released_fencing_token"
+# generations: the manual lock item's lease names its generation; slot items carry theirs
+LEASE_GENERATION = "lease_generation"
+PREV_GENERATION = "previous_generation"
+LAST_FIN_GENERATION = "last_finished_generation"
+LAST_GENERATION = "last_generation"  # a slot's generation counter
+GENERATION = "generation"
+RUN_ID = "run_id"  # the operator command that requested a generation (a backfill resumes by it)
+RUN_KIND = "run_kind"  # run | rerun | backfill
+REQUESTED_BY = "requested_by"
+REQUESTED_AT = "requested_at_ms"
+REQUEST_REASON = "request_reason"
 # slot items
 SLOT = "slot"
 SLOT_EPOCH = "slot_epoch_s"
@@ -43,6 +67,7 @@ FINISHED_AT = "finished_at_ms"
 TTL = table.TTL_ATTRIBUTE
 RECORD_ID = "record_id"  # a random id per MISSED write: an SDK resend of our own applied write is recognised
 
+STATUS_REQUESTED = "REQUESTED"  # a manual generation requested by an operator, not started yet
 STATUS_RUNNING = "RUNNING"
 STATUS_SUCCEEDED = "SUCCEEDED"
 STATUS_FAILED = "FAILED"
@@ -62,6 +87,8 @@ TERMINAL_STATUSES = (STATUS_SUCCEEDED, STATUS_FAILED, STATUS_MISSED)
 #   latest acquired slot > S                                -> LOSE "superseded": an older slot never runs
 #                                                              after a newer one started
 #   S in the missed slots (recorded MISSED, never acquired) -> LOSE "slot_finished": a MISSED slot never runs
+#   S <= paused through (an operator paused the job), and S  -> LOSE "paused" (one racer records it MISSED
+#     is not the slot already acquired (that one may finish)     "paused" with one conditional PutItem)
 LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
 TOKEN_PRESENT = "attribute_exists(#token)"
 SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
@@ -69,9 +96,12 @@ SLOT_NOT_SUPERSEDED = "(attribute_not_exists(#lease_slot) OR #lease_slot <= :slo
 LEASE_FREE_OR_EXPIRED = "(attribute_not_exists(#owner) OR #expires <= :now)"
 LEASE_OURS_FOR_SLOT = "(#owner = :owner AND #lease_slot = :slot)"
 SLOT_NOT_MISSED = "NOT contains(#missed, :slot)"
+# While paused, PAUSED_THROUGH is far in the future; resuming sets it to the resume minute, so a paused
+# slot's late delivery never runs after the resume either (its MISSED "paused" record is final).
+SLOT_NOT_PAUSED = "(attribute_not_exists(#paused_through) OR #paused_through < :slot OR #lease_slot = :slot)"
 ACQUIRE_CONDITION = (
     f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED}"
-    f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
+    f" AND {SLOT_NOT_PAUSED} AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
 )
 # The previous holder is copied before being overwritten: update operands read the item as it was
 # before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request.
@@ -80,16 +110,36 @@ ACQUIRE_UPDATE = (
     " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job"
     " ADD #token :one"
 )
+# Timeline of one job's manual lock item, as seen by a manual run of slot S, generation G (":gen" = G):
+#
+#   absent (no manual run yet)                              -> ACQUIRE, manual token 1
+#   present without a fencing token (tampered)              -> condition false: CorruptLockItemError
+#   no lease, or lease expired                              -> ACQUIRE (token + 1); same (S, G) = TAKEOVER
+#   lease held by us for (S, G)                             -> RE-ENTER (our own Lambda retry), token + 1
+#   lease of another owner valid                            -> LOSE "held" (same S, G) / "busy" (another run)
+# The live lock item is never read nor written: a manual run never delays, nor is delayed by, a live racer.
+MANUAL_LEASE_OURS = "(#owner = :owner AND #lease_slot = :slot AND #lease_gen = :gen)"
+MANUAL_ACQUIRE_CONDITION = (
+    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND ({LEASE_FREE_OR_EXPIRED} OR {MANUAL_LEASE_OURS}))"
+)
+MANUAL_ACQUIRE_UPDATE = (
+    "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
+    " #prev_gen = if_not_exists(#lease_gen, :null),"
+    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #lease_gen = :gen, #job = :job"
+    " ADD #token :one"
+)
 # Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock).
 OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
 # Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
 #
 #   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
+#   REQUESTED (generation 2+, written by the operator's request) -> RUNNING, SUCCEEDED/FAILED (its holder)
 #   RUNNING                 -> RUNNING (a later holder of the same slot), SUCCEEDED/FAILED (its commit),
 #                              MISSED "superseded" (the slot can never finish: a newer slot holds the lock)
 #   SUCCEEDED/FAILED/MISSED -> never written again: a condition failure, judged by the writer
 SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
 SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
+GENERATION_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status IN (:running, :requested))"
 # A MISSED record of "overrun" or "too_old" is written in one transaction with an update of the lock item
 # that adds the slot to its missed slots, on condition that the slot is not the lock's acquired slot at that
 # instant (and that the item is not tampered: a fresh item gets fencing token 0, a present one keeps its
@@ -114,18 +164,21 @@ def slot_item_update(
     ttl_epoch_s: int,
     attributes: Mapping[str, Mapping[str, Any]],
     started_at_ms: int | None = None,
+    generation: int = table.LIVE_GENERATION,
 ) -> dict[str, Any]:
     """The one builder of slot-item writes: an ``Update`` (for UpdateItem or a TransactWriteItems entry).
 
-    Sets the slot's identity (job, slot, epoch), ``status``, the TTL attribute and ``attributes`` (name ->
-    DynamoDB JSON value), and ``started_at_ms`` only if the item has none yet. Conditioned on
-    :data:`SLOT_NOT_ENDED` (a terminal record is never overwritten), ``ALL_OLD`` on failure. Placeholders
-    are ``#<attribute>`` / ``:<attribute>``.
+    Sets the slot's identity (job, slot, epoch, ``generation``), ``status``, the TTL attribute and
+    ``attributes`` (name -> DynamoDB JSON value), and ``started_at_ms`` only if the item has none yet.
+    Conditioned on :data:`SLOT_NOT_ENDED` (a terminal record is never overwritten; for a generation >= 2,
+    :data:`GENERATION_NOT_ENDED`, which also accepts the operator's REQUESTED record), ``ALL_OLD`` on
+    failure. Placeholders are ``#<attribute>`` / ``:<attribute>``.
     """
     values: dict[str, Mapping[str, Any]] = {
         JOB: {"S": job},
         SLOT: {"S": slot_iso},
         SLOT_EPOCH: {"N": str(slot_epoch_s)},
+        GENERATION: {"N": str(generation)},
         STATUS: {"S": status},
         TTL: {"N": str(ttl_epoch_s)},
         **attributes,
@@ -139,11 +192,15 @@ def slot_item_update(
         placeholders[f":{STARTED_AT}"] = {"N": str(started_at_ms)}
     names["#pk"] = PK
     placeholders[":running"] = {"S": STATUS_RUNNING}
+    condition = SLOT_NOT_ENDED
+    if generation != table.LIVE_GENERATION:
+        placeholders[":requested"] = {"S": STATUS_REQUESTED}
+        condition = GENERATION_NOT_ENDED
     return {
         "TableName": table_name,
         "Key": {PK: {"S": key}},
         "UpdateExpression": "SET " + ", ".join(assignments),
-        "ConditionExpression": SLOT_NOT_ENDED,
+        "ConditionExpression": condition,
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": placeholders,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

@@ -72,6 +72,7 @@ def record_state(ctx: LockContext, lease: Lease, changes: Mapping[str, Any]) -> 
                     STATE_JSON: {"S": state_json},
                 },
                 started_at_ms=now_ms,
+                generation=ctx.generation,
             )
         },
     ]

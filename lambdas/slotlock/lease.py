@@ -13,7 +13,9 @@ from typing import Any, ClassVar, Literal
 
 from .slot import Slot
 
-LossReason = Literal["held", "overrun", "slot_finished", "superseded", "too_old", "conflict", "unavailable"]
+LossReason = Literal[
+    "held", "overrun", "slot_finished", "superseded", "too_old", "conflict", "unavailable", "paused", "busy"
+]
 SlotOutcomeName = Literal["succeeded", "failed"]
 
 
@@ -25,6 +27,10 @@ class LockRecord:
     table. ``lease_slot`` is the slot of the latest acquisition (kept after release).
     ``missed_slots`` are slots recorded MISSED while nobody held them ("overrun", "too_old"): never
     acquirable; a commit prunes those older than its slot.
+    ``paused``: an operator paused the job; ``paused_through_slot``: slots at or before it are not acquired
+    (far in the future while paused; the resume minute after a resume), except the one already acquired.
+    ``lease_generation``/``last_finished_generation``: on the manual lock item, the generation of the
+    latest manual run (``None`` on the live lock item, whose runs are all generation 1).
     """
 
     fencing_token: int = 0
@@ -41,6 +47,16 @@ class LockRecord:
     last_succeeded_slot: Slot | None = None
     last_succeeded_at_ms: int | None = None
     missed_slots: frozenset[Slot] = frozenset()
+    paused: bool = False
+    paused_through_slot: Slot | None = None
+    lease_generation: int | None = None
+    previous_generation: int | None = None
+    last_finished_generation: int | None = None
+
+    def pauses(self, slot: Slot) -> bool:
+        """Whether the pause refuses ``slot``: at or before the paused-through slot, and not the slot
+        already acquired (which may finish)."""
+        return self.paused_through_slot is not None and slot <= self.paused_through_slot and self.lease_slot != slot
 
     def locked(self, now_ms: int) -> bool:
         """Whether *anyone* holds an unexpired lease at ``now_ms`` (redis-py's ``locked()``)."""
@@ -83,6 +99,9 @@ class Lease:
     state:
         In-flight state recorded for this slot by previous holders (e.g. a query execution id), which a
         successor adopts. Read-only mapping.
+    generation:
+        1 for the live schedule's run of the slot; 2, 3, ... for manual runs (a re-run, a backfill), whose
+        lease is on the job's manual lock item with its own fencing counter.
     """
 
     acquired: ClassVar[bool] = True
@@ -101,6 +120,7 @@ class Lease:
     last_succeeded_at_ms: int | None = None
     stale_missed_slots: frozenset[Slot] = frozenset()
     state: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    generation: int = 1
 
     @property
     def takeover(self) -> bool:
@@ -127,10 +147,12 @@ class Loss:
     - ``too_old``: the delivery is older than the lock's maximum slot age (a misfire);
     - ``conflict``: the acquisition kept meeting a transaction in flight on the lock item (the holder's
       commit) within its short retry budget;
-    - ``unavailable``: DynamoDB kept throttling (or failing) the acquisition within its short retry budget.
+    - ``unavailable``: DynamoDB kept throttling (or failing) the acquisition within its short retry budget;
+    - ``paused``: an operator paused the job (one racer records the slot MISSED ``paused``);
+    - ``busy``: (manual runs) another manual run of the job holds the manual lease.
 
     ``missed_recorded`` is ``True`` for the one racer whose write recorded the slot as MISSED (reasons
-    ``overrun``, ``superseded`` and ``too_old``). ``current`` is the lock item as DynamoDB returned it with
+    ``overrun``, ``superseded``, ``too_old`` and ``paused``). ``current`` is the lock item as DynamoDB returned it with
     ALL_OLD (``None`` for ``too_old``, ``conflict`` and ``unavailable``).
     """
 
@@ -142,6 +164,7 @@ class Loss:
     reason: LossReason
     current: LockRecord | None = None
     missed_recorded: bool = False
+    generation: int = 1
 
     @property
     def holder_owner_id(self) -> str | None:
@@ -164,3 +187,4 @@ class CommitReceipt:
     outcome: SlotOutcomeName
     committed_at_ms: int
     already_applied: bool = False  # an SDK retry found our own earlier commit in place
+    generation: int = 1

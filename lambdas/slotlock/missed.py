@@ -24,15 +24,22 @@ from .errors import TransientLockError
 from .expressions import (
     ERROR_JSON,
     FINISHED_AT,
+    GENERATION,
+    JOB,
     LEASE_SLOT,
     MARK_SLOT_MISSED,
     MISSED_SLOTS,
     PK,
     REASON,
     RECORD_ID,
+    SLOT,
+    SLOT_EPOCH,
+    SLOT_ITEM_ABSENT,
     SLOT_NOT_ACQUIRED,
+    STATUS,
     STATUS_MISSED,
     TOKEN,
+    TTL,
     slot_item_update,
 )
 from .slot import Slot
@@ -98,6 +105,43 @@ def record_missed(
         return False  # the lock item says the slot is acquired right now (or is tampered): not missed
     except TransientLockError as exc:
         logger.warning("could not record slot %s as missed (%s): %s", slot.iso, reason, exc)
+        return False
+    return True
+
+
+def record_paused(ctx: LockContext, slot: Slot, detail: Mapping[str, Any], *, budget: RetryBudget) -> bool:
+    """Record the paused ``slot`` MISSED (reason ``paused``) with one conditional PutItem of its absent slot
+    item; whether we wrote (our own resend included). Of the slot's racers exactly one writes; the others'
+    condition fails. A paused slot is never acquired (the resume keeps the slots up to its minute paused),
+    so the record stays final. Transient failures past ``budget`` return ``False`` (logged).
+    """
+    now_ms = ctx.clock_ms()
+    record_id = uuid.uuid4().hex
+    params = {
+        "TableName": ctx.table_name,
+        "Item": {
+            PK: {"S": ctx.slot_key(slot)},
+            JOB: {"S": ctx.job_name},
+            SLOT: {"S": slot.iso},
+            SLOT_EPOCH: {"N": str(slot.epoch_s)},
+            GENERATION: {"N": str(ctx.generation)},
+            STATUS: {"S": STATUS_MISSED},
+            REASON: {"S": "paused"},
+            FINISHED_AT: {"N": str(now_ms)},
+            ERROR_JSON: {"S": json_text(detail)},
+            RECORD_ID: {"S": record_id},
+            TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+        },
+        "ConditionExpression": SLOT_ITEM_ABSENT,
+        "ExpressionAttributeNames": {"#pk": PK},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    try:
+        ctx.io.send("PutItem", params, budget)
+    except ClientError as exc:  # the slot item exists: another racer recorded it (or our resend)
+        return own_missed_record(ctx, slot, wire.old_item(exc), record_id)
+    except TransientLockError as exc:
+        logger.warning("could not record slot %s as missed (paused): %s", slot.iso, exc)
         return False
     return True
 

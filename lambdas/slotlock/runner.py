@@ -61,6 +61,8 @@ class SlotOutcome:
 
     ``superseded_slot``/``superseded_recorded``: our acquisition replaced the expired holder of that
     older slot, and (``superseded_recorded``) we are the one that recorded it MISSED.
+
+    ``generation``: 1 for the live schedule's run of the slot, 2+ for a manual run (:mod:`slotlock.manual`).
     """
 
     status: OutcomeStatus
@@ -76,6 +78,7 @@ class SlotOutcome:
     last_succeeded_at_ms: int | None = None  # job's last success before this run, from the lock item
     superseded_slot: str | None = None
     superseded_recorded: bool = False
+    generation: int = 1
     value: Any = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
@@ -219,6 +222,7 @@ class SlotRunner:
             "last_succeeded_at_ms": lease.last_succeeded_at_ms,
             "superseded_slot": lease.superseded_slot.iso if lease.superseded_slot else None,
             "superseded_recorded": lease.superseded_recorded,
+            "generation": lease.generation,
         }
         try:
             run.checkpoint(CHECKPOINT_ACQUIRED)
@@ -306,6 +310,7 @@ class SlotRunner:
             reason=loss.reason,
             details=details,
             last_succeeded_at_ms=current.last_succeeded_at_ms if current is not None else None,
+            generation=loss.generation,
         )
 
 

@@ -1,10 +1,23 @@
 """The lock table's layout, and one way to create it (as the Java lock client's ``createLockTable``).
 
-One table serves many jobs: the lock item ``lock#<job>`` and the slot (history) items
-``slot#<job>#<slot>`` share one string partition key, :data:`PARTITION_KEY`. Slot items carry
-:data:`TTL_ATTRIBUTE` (epoch seconds) so DynamoDB's TTL garbage-collects history; the lock item never
-does, so its fencing counter is never reset by TTL
+One table serves many jobs. Its items share one string partition key, :data:`PARTITION_KEY`:
+
+- ``lock#<job>``: the live schedule's lock item (its lease and fencing counter, the pause flag);
+- ``manual#<job>``: the lock item of manual runs (run, re-run, backfill): its own lease and fencing
+  counter, so a manual run never touches the live lease;
+- ``slot#<job>#<slot>``: a slot's history item, generation 1 (the live schedule's run);
+- ``slot#<job>#<slot>#g<n>``: generation ``n`` >= 2 of the slot (a deliberate re-run);
+- ``generations#<job>#<slot>``: the slot's generation counter (the last generation requested).
+
+Slot items carry :data:`TTL_ATTRIBUTE` (epoch seconds) so DynamoDB's TTL garbage-collects history; the
+lock items and the generation counters never do, so no counter is ever reset by TTL
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html).
+
+History is listed by ``Query`` on the sparse global secondary index :data:`HISTORY_INDEX`: partition key
+``job``, sort key ``slot_epoch_s``, attributes that only slot items carry together (the lock items have
+``job`` but no ``slot_epoch_s``), so the index holds history items only. Adding an index never changes the
+table's key schema (a new key schema would replace the table and reset every fencing counter).
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.sparse
 
 The CDK stack (``stacks/constructs/lock_table.py``) declares the same layout from these constants; tests,
 the demo, the chaos suite and the benchmarks create their tables with :func:`create_lock_table`.
@@ -17,6 +30,13 @@ from typing import Any
 
 PARTITION_KEY = "pk"
 TTL_ATTRIBUTE = "ttl_epoch_s"
+#: The history index: sparse (slot items only), eventually consistent, projecting every attribute.
+HISTORY_INDEX = "history"
+HISTORY_PARTITION_KEY = "job"
+HISTORY_SORT_KEY = "slot_epoch_s"
+#: Generation 1 is the live schedule's run of a slot; manual runs are generations 2, 3, ...
+LIVE_GENERATION = 1
+MAX_GENERATION = 1_000_000
 #: The one job-name rule (the lock, the function's settings and the stack's configuration all use it):
 #: 1..64 letters, digits, '-' or '_'. No '#', which separates the parts of the keys (``slot#<job>#<slot>``);
 #: short enough for every key, metric dimension and resource name built from it.
@@ -29,8 +49,30 @@ def is_valid_job_name(value: object) -> bool:
     return isinstance(value, str) and JOB_NAME_PATTERN.fullmatch(value) is not None
 
 
+def lock_key(job: str) -> str:
+    """Partition key of the live schedule's lock item of ``job``."""
+    return f"lock#{job}"
+
+
+def manual_lock_key(job: str) -> str:
+    """Partition key of the lock item of ``job``'s manual runs (its own lease and fencing counter)."""
+    return f"manual#{job}"
+
+
+def slot_key(job: str, slot_iso: str, generation: int = LIVE_GENERATION) -> str:
+    """Partition key of generation ``generation`` of a slot's history item (``slot_iso``: canonical form)."""
+    base = f"slot#{job}#{slot_iso}"
+    return base if generation == LIVE_GENERATION else f"{base}#g{generation}"
+
+
+def generation_counter_key(job: str, slot_iso: str) -> str:
+    """Partition key of a slot's generation counter (the last generation requested for it)."""
+    return f"generations#{job}#{slot_iso}"
+
+
 def create_lock_table(client: Any, table_name: str, *, enable_ttl: bool = True, wait: bool = True) -> str:
-    """Create an on-demand lock table named ``table_name`` with ``client`` (a boto3 DynamoDB client).
+    """Create an on-demand lock table named ``table_name`` with ``client`` (a boto3 DynamoDB client), with
+    the history index :data:`HISTORY_INDEX`.
 
     ``enable_ttl`` turns DynamoDB's TTL on for :data:`TTL_ATTRIBUTE` (history items only); turn it off
     where items are written under a fake clock, which TTL would expire for real. ``wait`` waits until the
@@ -44,7 +86,21 @@ def create_lock_table(client: Any, table_name: str, *, enable_ttl: bool = True, 
     client.create_table(
         TableName=table_name,
         KeySchema=[{"AttributeName": PARTITION_KEY, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": PARTITION_KEY, "AttributeType": "S"}],
+        AttributeDefinitions=[
+            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": HISTORY_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": HISTORY_SORT_KEY, "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": HISTORY_INDEX,
+                "KeySchema": [
+                    {"AttributeName": HISTORY_PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": HISTORY_SORT_KEY, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
         BillingMode="PAY_PER_REQUEST",
     )
     if wait:

@@ -73,6 +73,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
             "#prev_slot": "previous_slot_epoch_s",
             "#last_fin_slot": "last_finished_slot_epoch_s",
             "#missed": "missed_slots_epoch_s",
+            "#paused_through": "paused_through_slot_epoch_s",
         },
         "ExpressionAttributeValues": {
             ":owner": {"S": owner},
@@ -135,6 +136,7 @@ def test_acquire_condition_is_built_from_the_named_clauses() -> None:
         " AND (attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
         " AND (attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
         " AND NOT contains(#missed, :slot)"
+        " AND (attribute_not_exists(#paused_through) OR #paused_through < :slot OR #lease_slot = :slot)"
         " AND ((attribute_not_exists(#owner) OR #expires <= :now) OR (#owner = :owner AND #lease_slot = :slot)))"
     )
     assert ACQUIRE_UPDATE.endswith(" ADD #token :one")
@@ -268,7 +270,8 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
     # (all built by the one builder: the slot's identity, status and TTL, then the write's own attributes)
     assert all(
         request["UpdateExpression"].startswith(
-            "SET #job = :job, #slot = :slot, #slot_epoch_s = :slot_epoch_s, #status = :status, #ttl_epoch_s = :ttl_epoch_s"
+            "SET #job = :job, #slot = :slot, #slot_epoch_s = :slot_epoch_s, #generation = :generation,"
+            " #status = :status, #ttl_epoch_s = :ttl_epoch_s"
         )
         for request in slot_writes
     )

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from slotlock import Slot, SlotLock, create_lock_table
-from slotlock.table import PARTITION_KEY, TTL_ATTRIBUTE
+from slotlock.table import HISTORY_INDEX, PARTITION_KEY, TTL_ATTRIBUTE
 
 
 def test_create_lock_table_creates_the_layout_the_lock_uses(ddb: Any) -> None:
@@ -16,7 +16,19 @@ def test_create_lock_table_creates_the_layout_the_lock_uses(ddb: Any) -> None:
         # THEN it is on-demand with one string partition key, and TTL is on the history items' attribute
         table = ddb.describe_table(TableName=name)["Table"]
         assert table["KeySchema"] == [{"AttributeName": PARTITION_KEY, "KeyType": "HASH"}]
-        assert table["AttributeDefinitions"] == [{"AttributeName": PARTITION_KEY, "AttributeType": "S"}]
+        assert sorted((a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]) == [
+            ("job", "S"),
+            (PARTITION_KEY, "S"),
+            ("slot_epoch_s", "N"),
+        ]
+        # AND the sparse history index: job / slot epoch, every attribute projected
+        (index,) = table["GlobalSecondaryIndexes"]
+        assert index["IndexName"] == HISTORY_INDEX
+        assert index["KeySchema"] == [
+            {"AttributeName": "job", "KeyType": "HASH"},
+            {"AttributeName": "slot_epoch_s", "KeyType": "RANGE"},
+        ]
+        assert index["Projection"]["ProjectionType"] == "ALL"
         assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
         ttl = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
         assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) in {
