@@ -218,10 +218,13 @@ LOSS_REASONS: Final = (
     "superseded",  # a newer slot already acquired or finished
     "conflict",  # every answer was a transaction in flight on the lock item (the holder's commit)
     "unavailable",  # DynamoDB throttled or failed the acquisition past the loser's short retry budget
+    "paused",  # an operator paused the job (one racer records the slot MISSED "paused")
+    "busy",  # (manual runs) another manual run of the job holds the manual lease
 )
 # Why a slot did not run at all (values of the "reason" dimension of SlotMissed).
 MISSED_REASONS: Final = (
     "too_old",  # the delivery arrived later than the maximum slot age
     "overrun",  # every racer lost to an older slot's holder
     "superseded",  # a newer slot took the lock while this slot was unfinished
+    "paused",  # an operator paused the job
 )

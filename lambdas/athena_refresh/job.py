@@ -10,10 +10,16 @@ Per slot (all under one :class:`slotlock.SlotRun`):
 3. a FAILED query with a retryable error starts a new attempt (bounded by ``max_query_attempts``); a
    permanent failure ends the slot as failed with the AthenaError recorded (normal return: no retry storm),
    and so do results that cannot be typed (``ResultTypeError``: the same rows would fail every retry);
-4. read the typed results and commit them with the slot's completion in one fenced transaction;
+4. read the typed results and commit them with the slot's completion in one fenced transaction; the LATEST
+   pointer's write is left out when a newer (slot, generation) is already there (a re-run of an older slot,
+   or a live commit after a re-run of its own slot), and the commit is retried without it when the pointer
+   moved ahead in between (``CommitConflictError`` on the pointer);
 5. only after that commit succeeded, publish the configured result columns as metrics (optional
    :class:`~athena_refresh.values.ValuePublisher`): a stale or lost holder never publishes values, and a
    publishing failure is logged, never raised (the slot is already committed).
+
+A manual generation (2+: a re-run, a backfill) runs the same steps under the manual lease; its query attempts
+have their own ClientRequestTokens (the token's slot part is ``<slot>#g<n>``) and its result its own item.
 
 If the lease is lost, nothing more is written and the query is left running for the successor to adopt.
 If the time budget runs out, the lease is released (keeping the state) and QueryTimeoutError propagates,
@@ -28,12 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from slotlock import SlotRun
+from slotlock import CommitConflictError, SlotRun
 
 from . import contract
 from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
-from .results import ResultsStore
+from .results import ResultsStore, result_sort_key
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,6 +112,7 @@ class AthenaRefreshJob:
     def _refresh(self, run: SlotRun) -> dict[str, Any]:
         lease = run.lease
         slot = lease.slot
+        generation = lease.generation
         parameters = self.settings.execution_parameters(slot.datetime)
         attempt, query_execution_id = self._adopted_state(run)
         if query_execution_id:
@@ -114,7 +121,10 @@ class AthenaRefreshJob:
         while True:
             if query_execution_id is None:
                 token = client_request_token(
-                    self.settings.job_name, slot.iso, attempt, deployment_id=self.settings.lock_table_name
+                    self.settings.job_name,
+                    result_sort_key(slot.iso, generation),
+                    attempt,
+                    deployment_id=self.settings.lock_table_name,
                 )
                 query_execution_id = self.engine.start_query(
                     sql=self.settings.query_sql, parameters=parameters, client_request_token=token
@@ -151,8 +161,11 @@ class AthenaRefreshJob:
             run.fail(error)  # nothing of the results is written; normal return: no Lambda retry
             return error
         start, end = self.settings.window(slot.datetime)
+        job_name = self.settings.job_name
+        # The live schedule's commit nearly always moves the pointer (no read); a manual one rarely does.
+        move_latest = generation == 1 or self.results.latest_order(job_name, slot.iso, generation) <= 0
         prepared = self.results.prepare(
-            job_name=self.settings.job_name,
+            job_name=job_name,
             slot_iso=slot.iso,
             fencing_token=lease.fencing_token,
             query_execution_id=query_execution_id,
@@ -160,10 +173,25 @@ class AthenaRefreshJob:
             result=result,
             committed_at_ms=run.now_ms(),
             window=(start.isoformat(), end.isoformat()),
+            generation=generation,
+            move_latest=move_latest,
         )
-        summary = {**prepared.summary, "attempt": attempt}
+        summary = {**prepared.summary, "attempt": attempt, "generation": generation}
         run.heartbeat()  # an S3 offload may have taken a while: no lease gap before the commit
-        run.commit(writes=prepared.writes, summary=summary)
+        try:
+            run.commit(writes=prepared.writes, summary=summary)
+        except CommitConflictError as conflict:
+            # The pointer refused: if it is now at a newer (slot, generation) (a re-run committed in between),
+            # the result is still ours to store, without moving the pointer. Anything else is a tampered item.
+            if (
+                conflict.index != prepared.latest_index
+                or self.results.latest_order(job_name, slot.iso, generation) <= 0
+            ):
+                raise
+            logger.info("LATEST already names a newer result than slot %s generation %d", slot.iso, generation)
+            prepared = prepared.without_latest()
+            summary = {**prepared.summary, "attempt": attempt, "generation": generation}
+            run.commit(writes=prepared.writes, summary=summary)
         self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
         if self.values is not None:
             try:

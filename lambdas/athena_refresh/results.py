@@ -2,16 +2,22 @@
 
 Results table (partition key ``job``, sort key ``slot``):
 
-- one **immutable result item per slot** (``slot`` = canonical ISO time): fencing token, query execution
-  id, statistics, columns, and the rows as compact JSON, or, when they would not fit a DynamoDB item
-  (400 KB, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html), a pointer
-  to an S3 object holding them (with its size and SHA-256), never a silent truncation;
-- a **"LATEST" pointer item** naming the newest committed slot. Its write is conditioned on holding a
-  lower fencing token, so it never moves backwards (Kleppmann's fencing applied at the resource).
+- one **immutable result item per slot and generation** (``slot`` = canonical ISO time for generation 1,
+  the live schedule's run; ``<slot>#g<n>`` for a manual generation ``n``): fencing token, generation, query
+  execution id, statistics, columns, and the rows as compact JSON, or, when they would not fit a DynamoDB
+  item (400 KB, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html), a
+  pointer to an S3 object holding them (with its size and SHA-256), never a silent truncation;
+- a **"LATEST" pointer item** naming the newest committed (slot, generation). It moves forward by slot, then
+  by generation: its condition compares the slot (canonical ISO text orders as time) and, for the same slot,
+  the generation, and only for the same slot and generation the fencing token (:func:`latest_condition`).
+  A re-run or backfill of an older slot can never move it backwards, whatever its token.
 
 Both writes are returned as TransactWriteItems entries that :meth:`slotlock.SlotLock.commit` puts in the
 same transaction as the lock's fenced release, so results appear if and only if the slot completes
-under the current token. (A transaction carries at most 4 MB and 100 items.)
+under the current token. (A transaction carries at most 4 MB and 100 items.) A commit whose (slot,
+generation) is not ahead of the pointer leaves the pointer out (:meth:`ResultsStore.latest_moves` decides
+before the commit; the job retries without it when the pointer moved ahead in between): the result is stored,
+and LATEST keeps naming the newer one.
 """
 
 from __future__ import annotations
@@ -35,6 +41,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_s3.client import S3Client
 
 LATEST = "LATEST"
+LIVE_GENERATION = 1
+
+
+def result_sort_key(slot_iso: str, generation: int = LIVE_GENERATION) -> str:
+    """The results table's sort key of one slot's result of ``generation`` (1: the slot's own ISO text)."""
+    return slot_iso if generation == LIVE_GENERATION else f"{slot_iso}#g{generation}"
+
+
+def latest_condition(generation: int) -> str:
+    """The LATEST pointer's condition for a commit of ``generation`` (placeholders ``#latest_slot``,
+    ``#gen``, ``#token``, ``:slot``, ``:gen``, ``:token``): a newer slot; the same slot and a newer generation
+    (a pointer from before generations has none: generation 1); the same slot and generation and a higher
+    token (the fence: a reset counter is refused)."""
+    same_generation = "(attribute_not_exists(#gen) OR #gen = :gen)" if generation == LIVE_GENERATION else None
+    if same_generation is not None:
+        same_slot = f"{same_generation} AND #token < :token"
+    else:
+        same_slot = "(attribute_not_exists(#gen) OR #gen < :gen OR (#gen = :gen AND #token < :token))"
+    return f"attribute_not_exists(#latest_slot) OR #latest_slot < :slot OR (#latest_slot = :slot AND {same_slot})"
+
+
 #: Rows JSON above this many bytes go to S3 (leaves room under the 400 KB item limit for metadata).
 DEFAULT_MAX_INLINE_BYTES = 300_000
 
@@ -45,10 +72,21 @@ def _dumps(value: Any) -> str:
 
 @dataclass(frozen=True)
 class PreparedResult:
-    """The transaction writes for one slot's result, and a summary for logs and the slot item."""
+    """The transaction writes for one slot's result, and a summary for logs and the slot item.
+
+    ``writes``: the result Put, then (when ``latest_index`` is not ``None``) the LATEST pointer's Update.
+    """
 
     writes: list[dict[str, Any]]
     summary: dict[str, Any]
+    latest_index: int | None = 1
+
+    def without_latest(self) -> PreparedResult:
+        """The same commit without the pointer's write (the pointer is already at a newer result)."""
+        if self.latest_index is None:
+            return self
+        writes = [write for index, write in enumerate(self.writes) if index != self.latest_index]
+        return PreparedResult(writes, {**self.summary, "latest_moved": False}, None)
 
 
 class ResultsStore:
@@ -104,12 +142,15 @@ class ResultsStore:
         result: QueryResult,
         committed_at_ms: int,
         window: tuple[str, str],
+        generation: int = LIVE_GENERATION,
+        move_latest: bool = True,
     ) -> PreparedResult:
-        """Build the result-item Put and the fenced LATEST-pointer Update for a commit transaction.
+        """Build the result-item Put and (``move_latest``) the LATEST-pointer Update for a commit transaction.
 
         Rows larger than ``max_inline_bytes`` are uploaded first to
-        ``s3://<bucket>/results/<job>/<slot>/token-<fencing token>.json`` (a stale holder's upload lands
-        under its own token and is never referenced).
+        ``s3://<bucket>/results/<job>/<slot>/token-<fencing token>.json`` (generation 2+:
+        ``.../<slot>/g<generation>-token-<fencing token>.json``; a stale holder's upload lands under its own
+        token and is never referenced).
 
         Raises
         ------
@@ -125,7 +166,9 @@ class ResultsStore:
         columns = [{"name": c.name, "type": c.type} for c in result.columns]
         item: dict[str, Any] = {
             "job": {"S": job_name},
-            "slot": {"S": slot_iso},
+            "slot": {"S": result_sort_key(slot_iso, generation)},
+            "slot_time": {"S": slot_iso},
+            "generation": {"N": str(generation)},
             "fencing_token": {"N": str(fencing_token)},
             "query_execution_id": {"S": query_execution_id},
             "statistics_json": {"S": _dumps(statistics.as_dict())},
@@ -138,7 +181,8 @@ class ResultsStore:
         rows_bytes = len(rows_json.encode())
         location = "inline"
         if rows_bytes > self.max_inline_bytes:
-            key = f"{contract.RESULTS_S3_PREFIX}{job_name}/{slot_iso}/token-{fencing_token}.json"
+            name = f"token-{fencing_token}" if generation == LIVE_GENERATION else f"g{generation}-token-{fencing_token}"
+            key = f"{contract.RESULTS_S3_PREFIX}{job_name}/{slot_iso}/{name}.json"
             item |= self._upload(key, rows_json, rows_bytes)
             location = "s3"
         else:
@@ -157,13 +201,14 @@ class ResultsStore:
                 "TableName": self.table_name,
                 "Key": {"job": {"S": job_name}, "slot": {"S": LATEST}},
                 "UpdateExpression": (
-                    "SET #token = :token, #latest_slot = :slot, #qid = :qid, #rows = :rows, #at = :at"
+                    "SET #token = :token, #latest_slot = :slot, #gen = :gen, #qid = :qid, #rows = :rows, #at = :at"
                 ),
-                # Fenced pointer: never replaced by a lower token (a stale writer, or an older slot).
-                "ConditionExpression": "attribute_not_exists(#token) OR #token < :token",
+                # Forward only: by slot, then generation, then (same slot and generation) token.
+                "ConditionExpression": latest_condition(generation),
                 "ExpressionAttributeNames": {
                     "#token": "fencing_token",
                     "#latest_slot": "latest_slot",
+                    "#gen": "latest_generation",
                     "#qid": "query_execution_id",
                     "#rows": "row_count",
                     "#at": "committed_at_ms",
@@ -171,6 +216,7 @@ class ResultsStore:
                 "ExpressionAttributeValues": {
                     ":token": {"N": str(fencing_token)},
                     ":slot": {"S": slot_iso},
+                    ":gen": {"N": str(generation)},
                     ":qid": {"S": query_execution_id},
                     ":rows": {"N": str(len(result.rows))},
                     ":at": {"N": str(committed_at_ms)},
@@ -185,8 +231,31 @@ class ResultsStore:
             "rows_location": location,
             "statistics": statistics.as_dict(),
             "window": list(window),
+            "latest_moved": move_latest,
         }
-        return PreparedResult([put_result, update_latest], summary)
+        if not move_latest:
+            return PreparedResult([put_result], summary, None)
+        return PreparedResult([put_result, update_latest], summary, 1)
+
+    def latest_order(self, job_name: str, slot_iso: str, generation: int) -> int:
+        """Where ``job_name``'s LATEST pointer stands against (``slot_iso``, ``generation``), one consistent read:
+        -1 behind it (or no pointer: a commit moves it), 0 at it, 1 ahead of it (a commit leaves it alone).
+        A pointer whose fields are not of their types counts as behind, so the fenced write's condition refuses
+        it and :meth:`conflict_error` names the attribute.
+
+        Raises :class:`ResultsStoreError` (retryable) when DynamoDB fails.
+        """
+        pointer = self.get_latest(job_name)
+        if pointer is None:
+            return -1
+        latest_slot = pointer.get("latest_slot")
+        latest_generation = pointer.get("latest_generation", LIVE_GENERATION)
+        if not isinstance(latest_slot, str) or not isinstance(latest_generation, int):
+            return -1
+        pointer_at, ours = (latest_slot, latest_generation), (slot_iso, generation)
+        if pointer_at > ours:
+            return 1
+        return 0 if pointer_at == ours else -1
 
     def conflict_error(
         self,
@@ -204,9 +273,11 @@ class ResultsStore:
         committing token, which the lock item holds; ``code`` the cancellation reason).
 
         The holder of the current fencing token can only be refused by results that contradict the lock:
-        write 0 (the slot's result) finds a result already stored; write 1 (LATEST) finds a pointer whose
-        ``fencing_token`` is not a Number, or not below the committing token. Only a pointer token at or
-        above the committing one (which the lock item holds) is blamed on a reset fencing counter.
+        write 0 (the slot's result) finds a result already stored; write 1 (LATEST) refuses although the job
+        read it behind this commit's (slot, generation) and, on the refusal, read it again and found it still
+        behind (it retries without the pointer otherwise). So the pointer was edited (a ``latest_slot`` that
+        is not a String, a ``fencing_token`` that is not a Number), or, for the same slot and generation, holds
+        a token at or above the committing one, which is blamed on a reset fencing counter.
         Throttling and transaction conflicts never get here: slotlock retries them.
         """
         item = dict(old_item or {})
@@ -224,9 +295,14 @@ class ResultsStore:
                 f" {item.get('query_execution_id')}) although the lock says the slot never finished",
             )
         token = item.get("fencing_token")
+        latest = item.get("latest_slot")
         refused = "" if code == "ConditionalCheckFailed" else f" ({code})"
+        attribute = "fencing_token"
         if token is None and not item:
             problem = f"refused the fenced pointer update{refused} (the backend returned no old item to say why)"
+        elif latest is not None and set(latest) != {"S"}:
+            attribute = "latest_slot"
+            problem = f"must be a String, found {latest}: no commit can pass the pointer's condition"
         elif token is not None and set(token) != {"N"}:
             problem = f"must be a Number, found {token}: no commit can pass the pointer's fencing condition"
         elif token is None:
@@ -246,7 +322,7 @@ class ResultsStore:
                 f"is {token['N']}, not below {held}: the lock's fencing counter went back (a deleted or"
                 " restored lock item: bump the fence above the pointer) or the pointer was edited"
             )
-        return CorruptResultsItemError(f"{job_name}/{LATEST}", "fencing_token", problem)
+        return CorruptResultsItemError(f"{job_name}/{LATEST}", attribute, problem)
 
     def _upload(self, key: str, rows_json: str, rows_bytes: int) -> dict[str, Any]:
         if not self.bucket_name:
@@ -281,9 +357,17 @@ class ResultsStore:
         item = self._get(job_name, LATEST)
         return None if item is None else _plain_item(item)
 
-    def get_result(self, job_name: str, slot_iso: str) -> dict[str, Any] | None:
-        """One slot's stored result with ``rows`` loaded (from S3 when offloaded, checksum verified)."""
-        item = self._get(job_name, slot_iso)
+    def get_result(
+        self, job_name: str, slot_iso: str, generation: int | None = LIVE_GENERATION
+    ) -> dict[str, Any] | None:
+        """One slot's stored result of ``generation`` with ``rows`` loaded (from S3 when offloaded, checksum
+        verified); ``generation=None``: the newest committed generation of the slot (one Query)."""
+        if generation is None:
+            generations = self.list_generations(job_name, slot_iso)
+            if not generations:
+                return None
+            generation = max(generations)
+        item = self._get(job_name, result_sort_key(slot_iso, generation))
         if item is None:
             return None
         plain = _plain_item(item)
@@ -317,6 +401,32 @@ class ResultsStore:
             items.extend(_plain_item(i) for i in page.get("Items", []) if i["slot"]["S"] != LATEST)
             if "LastEvaluatedKey" not in page:
                 return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def list_generations(self, job_name: str, slot_iso: str) -> list[int]:
+        """The generations of ``slot_iso`` with a stored result, ascending (one consistent Query)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "#job = :job AND begins_with(#slot, :slot)",
+            "ExpressionAttributeNames": {"#job": "job", "#slot": "slot"},
+            "ExpressionAttributeValues": {":job": {"S": job_name}, ":slot": {"S": slot_iso}},
+            "ProjectionExpression": "#slot",
+            "ConsistentRead": True,
+        }
+        found: list[int] = []
+        while True:
+            try:
+                page = self.dynamodb.query(**kwargs)
+            except (ClientError, BotoCoreError) as exc:
+                raise ResultsStoreError(f"could not list the results of {job_name}/{slot_iso}: {exc}") from exc
+            for item in page.get("Items", []):
+                key = item["slot"]["S"]
+                if key == slot_iso:
+                    found.append(LIVE_GENERATION)
+                elif key.startswith(f"{slot_iso}#g") and key[len(slot_iso) + 2 :].isdigit():
+                    found.append(int(key[len(slot_iso) + 2 :]))
+            if "LastEvaluatedKey" not in page:
+                return sorted(found)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _get(self, job_name: str, slot: str) -> dict[str, Any] | None:

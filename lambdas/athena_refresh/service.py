@@ -25,6 +25,7 @@ from slotlock import (
     SlotRunner,
 )
 from slotlock.dynamodb import system_clock_ms
+from slotlock.manual import ManualMarker
 from slotlock.runner import CHECKPOINT_ACQUIRED, Listener
 
 from . import contract
@@ -182,11 +183,12 @@ def _listener(extra: Listener | None) -> Listener:
 def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
     """One EMF metric per fact of the outcome (names and reasons from :mod:`contract`).
 
-    Every invocation also reports the age of the last successful run (seconds): the winner just
-    succeeded (0) or read it from the lock item; a loser got it from ALL_OLD at no extra request.
+    Every invocation of the live schedule also reports the age of the last successful run (seconds): the
+    winner just succeeded (0) or read it from the lock item; a loser got it from ALL_OLD at no extra request.
+    A manual generation (2+) does not: a backfill must not hide that the live schedule stopped succeeding.
     """
     last_success_ms = now_ms if outcome.status == "succeeded" else outcome.last_succeeded_at_ms
-    if isinstance(last_success_ms, int):
+    if isinstance(last_success_ms, int) and outcome.generation == 1:
         _metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
     if outcome.fencing_token is not None and outcome.status not in ("lost", "missed"):
         _metric(contract.METRIC_LEASE_ACQUIRED, 1)
@@ -215,8 +217,9 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     ConfigurationError
         Invalid environment (names the variable); raised before any AWS request.
     InvalidEventError
-        The event has no usable scheduled time, or its ``job`` names another job (names the field); raised
-        before any AWS request.
+        The event has no usable scheduled time, its ``job`` names another job, or its ``manual`` marker is
+        malformed (names the field, e.g. ``manual.generation``); raised before any AWS request. (A manual
+        generation that was never requested is refused after the manual acquisition, which it gives back.)
     QueryTimeoutError, LockBackendError, QueryEngineError, ResultsStoreError
         Transient trouble: the lease was released and Lambda's retry (same request id) re-enters. (A
         permanent engine or store error, ``retryable`` False, is not raised: the job records the slot
@@ -232,10 +235,17 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
     _check_event_job(event, settings.job_name)
+    marker = ManualMarker.from_event(event)
     deps = dependencies(settings)
     if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
         metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
-    logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id)
+    lock = deps.lock
+    if marker is not None and marker.generation is not None:
+        lock = lock.for_generation(marker.generation)  # a manual generation: the manual lease
+    logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id, generation=lock.generation)
+    if marker is not None:  # an operator's run: the audit goes to the log with the outcome
+        logger.append_keys(run_kind=marker.kind, run_id=marker.run_id, requested_by=marker.requested_by)
+        logger.info(f"operator {marker.kind} of slot {slot.iso}: {marker.reason}", request_reason=marker.reason)
     job = AthenaRefreshJob(
         settings=settings,
         engine=deps.engine,
@@ -243,15 +253,15 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         metrics=_metric,
         values=ValuePublisher.from_settings(settings, metrics=_metric),
     )
-    runner = SlotRunner(deps.lock, listener=_listener(_seams.listener))
-    deadline_ms = deps.lock.clock_ms() + int(context.get_remaining_time_in_millis())
+    runner = SlotRunner(lock, listener=_listener(_seams.listener))
+    deadline_ms = lock.clock_ms() + int(context.get_remaining_time_in_millis())
     try:
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
     except (CorruptLockItemError, CommitConflictError) as error:
         return _corrupt_outcome(
             error, deps.results, settings.job_name, slot, context.aws_request_id, job.queries_started
         )
-    emit_outcome_metrics(outcome, deps.lock.clock_ms())
+    emit_outcome_metrics(outcome, lock.clock_ms())
     result = outcome.as_dict()
     result["queries_started"] = job.queries_started
     logger.info(

@@ -29,7 +29,7 @@ import logging
 import re
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, cast
 
 from botocore.exceptions import ClientError
 
@@ -259,7 +259,7 @@ class GenerationRequest:
     created: bool
 
 
-def validate_request(run_id: str, kind: str, requested_by: str, reason: str) -> None:
+def validate_request(run_id: object, kind: object, requested_by: object, reason: object) -> None:
     """Check a generation request's audit fields; raises :class:`LockConfigurationError` naming the first bad one."""
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
         raise LockConfigurationError("run_id", f"must be 1..128 of [A-Za-z0-9._:-], got {run_id!r:.80}")
@@ -395,3 +395,70 @@ def _last_generation(ctx: LockContext, slot: Slot, counter: dict[str, object] | 
     if last < table.LIVE_GENERATION:
         raise CorruptLockItemError(key, LAST_GENERATION, f"must be >= 1, found {last}")
     return last
+
+
+#: The field of an invocation event that marks an operator's run (``tools.ops run/rerun/backfill``).
+MANUAL_EVENT_FIELD = "manual"
+
+
+@dataclass(frozen=True)
+class ManualMarker:
+    """The explicit manual marker of an operator's invocation::
+
+        {"job": "...", "scheduled_time": "...", "manual": {"generation": 2, "run_id": "...", "kind": "rerun",
+         "requested_by": "arn:aws:sts::...", "reason": "..."}}
+
+    ``generation`` ``None`` (absent): run the slot through the live path like any racer (``run`` of the
+    current slot: once per slot holds); 2 or more: run that requested generation through the manual path.
+    """
+
+    generation: int | None
+    run_id: str
+    kind: RunKind
+    requested_by: str
+    reason: str
+
+    @classmethod
+    def from_event(cls, event: object) -> ManualMarker | None:
+        """The event's marker, or ``None`` for a scheduled invocation (no ``manual`` field).
+
+        Raises :class:`InvalidEventError` naming the bad field (``manual.generation``, ``manual.run_id``, ...).
+        """
+        if not isinstance(event, dict) or MANUAL_EVENT_FIELD not in event:
+            return None
+        marker = event[MANUAL_EVENT_FIELD]
+        if not isinstance(marker, dict):
+            raise InvalidEventError("manual", f"must be an object, got {type(marker).__name__}")
+        generation = marker.get("generation")
+        if generation is not None and (
+            isinstance(generation, bool)
+            or not isinstance(generation, int)
+            or not table.LIVE_GENERATION < generation <= table.MAX_GENERATION
+        ):
+            raise InvalidEventError(
+                "manual.generation", f"must be an integer from 2 to {table.MAX_GENERATION}, got {generation!r:.40}"
+            )
+        fields = {name: marker.get(name) for name in ("run_id", "kind", "requested_by", "reason")}
+        try:
+            validate_request(**fields)
+        except LockConfigurationError as exc:
+            raise InvalidEventError(f"manual.{exc.parameter}", str(exc)) from exc
+        return cls(
+            generation=generation,
+            run_id=str(fields["run_id"]),
+            kind=cast(RunKind, fields["kind"]),
+            requested_by=str(fields["requested_by"]),
+            reason=str(fields["reason"]).strip(),
+        )
+
+    def as_event_field(self) -> dict[str, object]:
+        """The marker as the event carries it."""
+        marker: dict[str, object] = {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "requested_by": self.requested_by,
+            "reason": self.reason,
+        }
+        if self.generation is not None:
+            marker["generation"] = self.generation
+        return marker

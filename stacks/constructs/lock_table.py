@@ -13,7 +13,8 @@ TTL_ATTRIBUTE = lock_layout.TTL_ATTRIBUTE  # epoch seconds, on slot items only: 
 
 
 class LockTable(Construct):
-    """DynamoDB table holding the fenced lease (``lock#<job>``) and the slot items (``slot#<job>#<slot>``).
+    """DynamoDB table holding the fenced leases (``lock#<job>``, ``manual#<job>``), the slot items
+    (``slot#<job>#<slot>[#g<n>]``) and the generation counters, with the sparse history index.
 
     On-demand capacity (a few requests per schedule period), point-in-time recovery on, deletion
     protection on unless the stack is disposable (``removal_policy`` DESTROY). TTL deletes old slot items
@@ -36,4 +37,16 @@ class LockTable(Construct):
             ),
             deletion_protection=removal_policy == cdk.RemovalPolicy.RETAIN,
             removal_policy=removal_policy,
+        )
+        # The history index: sparse (only slot items carry both keys), so `tools.ops history` and the read API
+        # list a job's history with Query, never Scan. Adding an index updates the table in place; the key
+        # schema above must never change (a replacement would reset every fencing counter, and with RETAIN and
+        # a fixed name it fails). CloudFormation adds one index per update.
+        self.table.add_global_secondary_index(
+            index_name=lock_layout.HISTORY_INDEX,
+            partition_key=dynamodb.Attribute(
+                name=lock_layout.HISTORY_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(name=lock_layout.HISTORY_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+            projection_type=dynamodb.ProjectionType.ALL,
         )

@@ -53,14 +53,32 @@ EXPECTED_FLIGHTS_COLUMNS = [
 # --- tables, bucket, data ---------------------------------------------------------------------------
 
 
-def test_lock_table_has_pk_ttl_and_pitr(template: Template) -> None:
+def test_lock_table_has_pk_ttl_pitr_and_the_sparse_history_index(template: Template) -> None:
+    # The key schema is the table's identity: it must never change (a replacement resets every fencing
+    # counter); the history index is added beside it.
     template.has_resource(
         "AWS::DynamoDB::Table",
         {
             "Properties": Match.object_like(
                 {
                     "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-                    "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                    "AttributeDefinitions": Match.array_equals(
+                        [
+                            {"AttributeName": "pk", "AttributeType": "S"},
+                            {"AttributeName": "job", "AttributeType": "S"},
+                            {"AttributeName": "slot_epoch_s", "AttributeType": "N"},
+                        ]
+                    ),
+                    "GlobalSecondaryIndexes": [
+                        {
+                            "IndexName": "history",
+                            "KeySchema": [
+                                {"AttributeName": "job", "KeyType": "HASH"},
+                                {"AttributeName": "slot_epoch_s", "KeyType": "RANGE"},
+                            ],
+                            "Projection": {"ProjectionType": "ALL"},
+                        }
+                    ],
                     "BillingMode": "PAY_PER_REQUEST",
                     "TimeToLiveSpecification": {"AttributeName": "ttl_epoch_s", "Enabled": True},
                     "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
