@@ -271,3 +271,30 @@ def latest_firings(expression: str, timezone: str, until: dt.datetime, count: in
                         return [dt.datetime.fromtimestamp(t, dt.UTC) for t in reversed(found)]
         day -= dt.timedelta(days=1)
     raise CronError(f"fires {len(found)} time(s) in the ten years before {until:%Y-%m-%d}, not {count}")
+
+
+def firings_between(
+    expression: str, timezone: str, start: dt.datetime, end: dt.datetime, *, limit: int = 10_000
+) -> list[dt.datetime]:
+    """Every firing of ``expression`` in ``timezone`` with ``start <= firing <= end``, oldest first (UTC), by
+    :func:`cron_period`'s daylight-saving rules (a backfill's slots).
+
+    :raises CronError: the expression cannot be parsed, the zone is unknown, ``start`` is after ``end``, or
+        more than ``limit`` firings fall in the range (split a longer backfill).
+    """
+    if start > end:
+        raise CronError(f"the range starts ({start:%Y-%m-%dT%H:%MZ}) after it ends ({end:%Y-%m-%dT%H:%MZ})")
+    cron = _parse(expression, timezone)
+    low, high = int(start.timestamp()), int(end.timestamp())
+    found: list[int] = []
+    day = start.astimezone(cron.zone).date() - dt.timedelta(days=1)
+    last_day = end.astimezone(cron.zone).date() + dt.timedelta(days=1)
+    while day <= last_day:
+        if (cron.years is None or day.year in cron.years) and cron.fires_on(day):
+            for instant in _instants(day, cron.times_min, cron.zone):
+                if low <= instant <= high:
+                    found.append(instant)
+                    if len(found) > limit:
+                        raise CronError(f"more than {limit} firings between {start:%Y-%m-%d} and {end:%Y-%m-%d}")
+        day += dt.timedelta(days=1)
+    return [dt.datetime.fromtimestamp(t, dt.UTC) for t in sorted(set(found))]

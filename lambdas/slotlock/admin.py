@@ -77,10 +77,10 @@ class LeaseHeldError(SlotLockError):
     with ``force=True`` to fence the holder out on purpose (its commit is then rejected as stale).
     """
 
-    def __init__(self, job_name: str, current: LockRecord) -> None:
+    def __init__(self, job_name: str, current: LockRecord, action: str = "bump the fencing token") -> None:
         super().__init__(
             f"lock of {job_name!r} is held by {current.owner_id!r} (token {current.fencing_token}) until"
-            f" {current.lease_expires_at_ms} ms: refusing to bump the fencing token under a live lease"
+            f" {current.lease_expires_at_ms} ms: refusing to {action} under a live lease"
         )
         self.current = current
 
@@ -358,7 +358,7 @@ def release(
         return OperatorAction(ctx.job_name, action, False, dry_run, "no lease to release", before, before)
     now_ms = ctx.clock_ms()
     if before.locked(now_ms) and not force:
-        raise LeaseHeldError(ctx.job_name, before)
+        raise LeaseHeldError(ctx.job_name, before, "release it")
     after = replace(before, fencing_token=before.fencing_token + 1, lease_expires_at_ms=now_ms)
     if dry_run:
         message = f"would release {before.owner_id!r} and fence out token {before.fencing_token}"

@@ -528,3 +528,28 @@ class FakeLambda:
         for worker in workers:
             with contextlib.suppress(Exception):
                 worker.stop(timeout_s=2.0)
+
+
+class ServiceInvoker:
+    """``tools.ops``'s :class:`~tools.ops.operator.Invoker` over one :class:`FakeLambda`: an asynchronous
+    invocation is a delivery due now with a fresh request id (kept by its retries, as Lambda does), and the
+    operator's waits between polls drive the service (its environments' messages, retries, timeouts)."""
+
+    def __init__(self, service: FakeLambda) -> None:
+        self.service = service
+        self._seq = itertools.count(1)
+
+    def invoke_async(self, function_name: str, event: dict[str, Any]) -> str:
+        if function_name != self.service.function.name:
+            raise LambdaServiceError(
+                f"no function {function_name!r} here (this service runs {self.service.function.name!r})"
+            )
+        request_id = f"ops-{next(self._seq)}-{time.monotonic_ns() % 10**9:09d}"
+        slot = str(event.get("scheduled_time", ""))
+        self.service.invoke(Delivery(request_id, slot, 0, 0, dict(event), "operator", due=time.monotonic()))
+        return request_id
+
+    def pause_s(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.service.step(min(0.05, max(0.0, deadline - time.monotonic())))

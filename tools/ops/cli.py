@@ -1,0 +1,410 @@
+"""``python -m tools.ops``: status, history, pause, resume, release, run, rerun and backfill of a deployed stack.
+
+    python -m tools.ops [--stack ScheduledAthenaRefresh] [--region R] <command> [options]   (--help on each)
+
+The deployment comes from the stack's CloudFormation outputs (tables, ``JobNames``, ``FunctionName<Job>``) and
+each job's schedule from its folder under ``jobs/``; ``--lock-table``/``--results-table``/``--function JOB=NAME``
+name them directly instead (and ``--endpoint-url`` points DynamoDB at DynamoDB Local). Every change is audited
+with the caller's identity from STS ``GetCallerIdentity``.
+
+Commands that change anything (pause, resume, release, run, rerun, backfill) take ``--dry-run`` (read, say what
+would happen, write and invoke nothing) and ask for confirmation unless ``--yes`` (without a terminal they refuse
+rather than guess). Exit status: 0 done, 1 refused or failed (nothing written unless it says so), 2 bad
+arguments, 130 interrupted (a backfill resumes when the same command runs again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.prompt import Confirm
+from rich.table import Table
+
+from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
+from slotlock.history import STATUSES
+from tools.ops.operator import (
+    BackfillSelection,
+    Deployment,
+    JobTarget,
+    LambdaInvoker,
+    Operator,
+    OpsError,
+    RunResult,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STACK = "ScheduledAthenaRefresh"
+DEFAULT_WAIT_S = 900.0
+
+
+def _slot(text: str) -> Slot:
+    try:
+        return Slot.parse(text if ("Z" in text or "+" in text[10:]) else f"{text}Z", field="time")
+    except InvalidEventError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an ISO 8601 time such as 2026-11-22T00:30:00Z") from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.ops", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed stack (default {DEFAULT_STACK})")
+    parser.add_argument("--region", help="AWS region (default: the environment's)")
+    parser.add_argument("--lock-table", help="the lock table (instead of the stack's output)")
+    parser.add_argument("--results-table", help="the results table (instead of the stack's output)")
+    parser.add_argument(
+        "--function", action="append", default=[], metavar="JOB=NAME", help="a job's function (instead of the stack's)"
+    )
+    parser.add_argument("--endpoint-url", help="DynamoDB endpoint (e.g. DynamoDB Local)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text)
+
+    def changes(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--dry-run", action="store_true", help="say what would happen; write and invoke nothing")
+        p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+
+    def waits(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--wait-s", type=float, default=DEFAULT_WAIT_S, help="how long to wait for each outcome")
+
+    p = command("status", "per job: the holder, the manual run in progress, last finished slot, last success, pause")
+    p.add_argument("--job", help="one job (default: every job)")
+    p.add_argument("--json", action="store_true", help="JSON instead of a table")
+
+    p = command("history", "every generation of the job's slots, newest first (Query on the history index)")
+    p.add_argument("--job", required=True)
+    p.add_argument("--since", type=_slot, help="only slots at or after this time")
+    p.add_argument("--limit", type=int, default=50, help="at most this many records (default 50)")
+    p.add_argument("--status", choices=STATUSES, help="only records of this status")
+    p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+
+    p = command("pause", "pause the live schedule: its racers return after one request; one records MISSED paused")
+    p.add_argument("--job", required=True)
+    p.add_argument("--reason", required=True, help="why (audited on the lock item)")
+    changes(p)
+
+    p = command("resume", "resume the live schedule from the next slot after now")
+    p.add_argument("--job", required=True)
+    changes(p)
+
+    p = command("release", "release the lease; --force: even a live one (bumps the fencing token)")
+    p.add_argument("--job", required=True)
+    p.add_argument("--reason", required=True, help="why (audited on the lock item)")
+    p.add_argument("--force", action="store_true", help="release a live lease: its holder's writes are all rejected")
+    p.add_argument("--manual", action="store_true", help="the manual runs' lease instead of the live schedule's")
+    changes(p)
+
+    p = command("run", "run the current slot like any racer, or (--slot) a new generation of a past slot")
+    p.add_argument("--job", required=True)
+    p.add_argument("--slot", type=_slot, help="a past slot: a new generation through the manual path")
+    p.add_argument("--reason", default="operator run", help="why (audited)")
+    changes(p)
+    waits(p)
+
+    p = command("rerun", "a new generation of a finished, failed or missed slot")
+    p.add_argument("--job", required=True)
+    p.add_argument("--slot", type=_slot, required=True)
+    p.add_argument("--reason", required=True, help="why (audited on the generation's history item)")
+    changes(p)
+    waits(p)
+
+    p = command("backfill", "the range's slots, one at a time, through the manual path (resumable)")
+    p.add_argument("--job", required=True)
+    p.add_argument("--from", dest="start", type=_slot, required=True, help="first slot time")
+    p.add_argument("--to", dest="end", type=_slot, required=True, help="last slot time")
+    p.add_argument("--only", choices=("missed", "failed", "all"), default="missed", help="which slots (default missed)")
+    p.add_argument("--reason", default="backfill", help="why (audited on each generation)")
+    p.add_argument("--run-id", help="this backfill's id (default: derived from its arguments, so reruns resume)")
+    changes(p)
+    waits(p)
+    return parser
+
+
+# --- the deployment ----------------------------------------------------------------------------------------
+
+
+def resolve_deployment(args: argparse.Namespace, cloudformation: Callable[[], Any] | None = None) -> Deployment:
+    """The deployment from the flags, completed from the stack's outputs when a flag is missing."""
+    from stacks.jobs import load_repo_jobs, output_suffix
+
+    _, jobs = load_repo_jobs(REPO_ROOT)
+    functions: dict[str, str] = {}
+    for spec in args.function:
+        name, sep, function = spec.partition("=")
+        if not sep or not name or not function:
+            raise OpsError(f"--function {spec!r}: expected JOB=FUNCTION_NAME")
+        functions[name] = function
+    lock_table, results_table = args.lock_table, args.results_table
+    deployed_jobs: list[str] = list(functions)
+    if not (lock_table and results_table and functions):
+        if cloudformation is None:
+            raise OpsError("name --lock-table, --results-table and --function, or let --stack be read")
+        outputs = _stack_outputs(cloudformation(), args.stack)
+        lock_table = lock_table or outputs.get("LockTableName")
+        results_table = results_table or outputs.get("ResultsTableName")
+        deployed_jobs = [j for j in outputs.get("JobNames", "").split(",") if j]
+        for name in deployed_jobs:
+            functions.setdefault(name, outputs.get(f"FunctionName{output_suffix(name)}", ""))
+    if not lock_table or not results_table:
+        raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
+    by_name = {job.job_name: job for job in jobs}
+    targets = {}
+    for name in deployed_jobs:
+        if name not in by_name:
+            raise OpsError(f"job {name} is deployed but has no folder under jobs/ (its schedule is unknown here)")
+        config = by_name[name].config
+        targets[name] = JobTarget(
+            name=name,
+            function_name=functions[name],
+            schedule_expression=config.schedule_expression,
+            schedule_timezone=config.schedule_timezone,
+            lease_duration_s=float(config.lease_duration_s),
+        )
+    return Deployment(lock_table, results_table, targets)
+
+
+def _stack_outputs(client: Any, stack: str) -> dict[str, str]:
+    try:
+        (description,) = client.describe_stacks(StackName=stack)["Stacks"]
+    except Exception as exc:
+        raise OpsError(f"cannot read stack {stack}: {exc}") from exc
+    return {o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])}
+
+
+# --- rendering ---------------------------------------------------------------------------------------------
+
+
+def _ms(value: int | None) -> str:
+    if value is None:
+        return "-"
+    return dt.datetime.fromtimestamp(value / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def render_status(console: Console, operator: Operator, job: str | None, as_json: bool) -> None:
+    statuses = operator.status(job)
+    if as_json:
+        console.print_json(json.dumps([s.as_dict() for s in statuses]))
+        return
+    table = Table(title="status", show_lines=True)
+    for column in ("job", "holder", "token", "lease", "manual run", "last finished", "last success", "paused"):
+        table.add_column(column)
+    for status in statuses:
+        d = status.as_dict()
+        holder = d["holder"]
+        lease = "-"
+        if holder["locked"]:
+            lease = f"{_ms(holder['lease_expires_at_ms'])} ({holder['lease_remaining_ms'] / 1000:.0f} s left)"
+        elif holder["lease_expires_at_ms"] is not None:
+            lease = f"expired {_ms(holder['lease_expires_at_ms'])}"
+        manual = d["manual_run"]
+        manual_text = (
+            f"slot {manual['slot']} g{manual['generation']} by {manual['owner_id']}" if manual["in_progress"] else "-"
+        )
+        finished = d["last_finished"]
+        success = d["last_success"]
+        paused = "no"
+        if d["paused"]:
+            audit = d["pause_audit"]
+            paused = (
+                f"yes, by {audit.get('paused_by')} at {_ms(audit.get('paused_at_ms'))}: {audit.get('pause_reason')}"
+            )
+        table.add_row(
+            status.job,
+            f"{holder['owner_id'] or '-'}" + (f" (slot {holder['slot']})" if holder["locked"] else ""),
+            str(holder["fencing_token"]),
+            lease,
+            manual_text,
+            f"{finished['slot'] or '-'} {finished['outcome'] or ''}",
+            f"{success['slot'] or '-'} ({_age(success['age_s'])} ago)" if success["slot"] else "-",
+            paused,
+        )
+    console.print(table)
+
+
+def render_history(console: Console, operator: Operator, args: argparse.Namespace) -> None:
+    records = operator.history(args.job, since=args.since, limit=args.limit, status=args.status)
+    if args.json:
+        for record in records:
+            console.print_json(json.dumps(record.as_dict()))
+        return
+    table = Table(title=f"history of {args.job} (newest first)")
+    for column in ("slot", "gen", "status", "reason", "token", "owner / requested by", "query", "duration", "rows"):
+        table.add_column(column)
+    for record in records:
+        summary, state = record.summary, record.state
+        query = summary.get("query_execution_id") or state.get("query_execution_id") or "-"
+        table.add_row(
+            record.slot.iso,
+            str(record.generation),
+            record.status,
+            record.reason or ("-" if not record.corrupt else "corrupt"),
+            "-" if record.fencing_token is None else str(record.fencing_token),
+            record.requested_by or record.owner_id or "-",
+            str(query),
+            "-" if record.duration_ms is None else f"{record.duration_ms / 1000:.1f} s",
+            str(summary.get("row_count", "-")),
+        )
+    console.print(table)
+
+
+def render_results(console: Console, title: str, results: Sequence[RunResult]) -> None:
+    table = Table(title=title)
+    for column in ("slot", "gen", "status", "token", "query", "note"):
+        table.add_column(column)
+    for result in results:
+        record = result.record
+        query = (record.summary.get("query_execution_id") if record else None) or "-"
+        note = "done before (skipped)" if result.skipped else ("resumed" if result.resumed else "")
+        if result.timed_out:
+            note = f"still {result.status} after {result.elapsed_s:.0f} s"
+        if record is not None and record.reason:
+            note = f"{note} {record.reason}".strip()
+        table.add_row(
+            result.slot.iso,
+            str(result.generation),
+            result.status,
+            "-" if record is None or record.fencing_token is None else str(record.fencing_token),
+            str(query),
+            note,
+        )
+    console.print(table)
+
+
+# --- main --------------------------------------------------------------------------------------------------
+
+
+def confirm(console: Console, args: argparse.Namespace, question: str, stdin: TextIO) -> bool:
+    if getattr(args, "yes", False):
+        return True
+    if not stdin.isatty():
+        raise OpsError(f"{question} -- refusing without a terminal; pass --yes (or --dry-run first)")
+    return Confirm.ask(question, console=console)
+
+
+def execute(args: argparse.Namespace, operator: Operator, console: Console, stdin: TextIO = sys.stdin) -> int:
+    """Run the parsed command; returns the exit status (raises :class:`OpsError` for a refusal)."""
+    if args.command == "status":
+        render_status(console, operator, args.job, args.json)
+        return 0
+    if args.command == "history":
+        render_history(console, operator, args)
+        return 0
+    if args.command in ("pause", "resume", "release"):
+        kwargs: dict[str, Any] = {"dry_run": True}
+        if args.command != "resume":
+            kwargs["reason"] = args.reason
+        if args.command == "release":
+            kwargs |= {"force": args.force, "manual": args.manual}
+        action = getattr(operator, args.command)
+        planned = action(args.job, **kwargs)
+        console.print(f"{args.job}: {planned.message}")
+        if args.dry_run or planned.message.startswith(("already", "not paused", "no lease")):
+            return 0
+        if not confirm(console, args, f"{args.command} {args.job}?", stdin):
+            return 1
+        kwargs["dry_run"] = False
+        done = action(args.job, **kwargs)
+        console.print(f"{args.job}: {done.message} (audited as {operator.who})")
+        return 0
+    if args.command in ("run", "rerun"):
+        if args.command == "run" and args.slot is None:
+            slot = operator.current_slot(args.job)
+            console.print(f"{args.job}: the current slot is {slot.iso} (live path: once per slot holds)")
+            if args.dry_run or not confirm(console, args, f"run {args.job} slot {slot.iso} now?", stdin):
+                return 0 if args.dry_run else 1
+            result = operator.run_current(args.job, reason=args.reason, wait_s=args.wait_s)
+        else:
+            operator.run_slot(args.job, args.slot, kind=args.command, reason=args.reason, wait_s=0, dry_run=True)
+            console.print(f"{args.job}: a new generation of slot {args.slot.iso} through the manual path")
+            if args.dry_run or not confirm(console, args, f"{args.command} {args.job} slot {args.slot.iso}?", stdin):
+                return 0 if args.dry_run else 1
+            result = operator.run_slot(args.job, args.slot, kind=args.command, reason=args.reason, wait_s=args.wait_s)
+        render_results(console, f"{args.command} of {args.job}", [result])
+        return 0 if result.status == "SUCCEEDED" else 1
+    if args.command == "backfill":
+        only: BackfillSelection = args.only
+        plan = operator.plan_backfill(args.job, args.start, args.end, only=only, run_id=args.run_id)
+        console.print(
+            f"{args.job}: backfill {plan.run_id}: {len(plan.selected)} slot(s) to run, {len(plan.done)} done"
+            f" before, {len(plan.excluded)} not {only}"
+        )
+        if args.dry_run:
+            for slot in plan.selected:
+                console.print(f"  would run {slot.iso}")
+            return 0
+        if not plan.selected or not confirm(console, args, f"backfill {len(plan.selected)} slot(s)?", stdin):
+            return 0 if not plan.selected else 1
+        results: list[RunResult] = []
+        progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        )
+        try:
+            with progress:
+                task = progress.add_task(f"backfill {args.job}", total=len(plan.selected))
+
+                def advance(result: RunResult) -> None:
+                    results.append(result)
+                    progress.update(task, advance=1, description=f"{args.job} {result.slot.iso} {result.status}")
+
+                operator.backfill(plan, reason=args.reason, wait_s=args.wait_s, on_result=advance)
+        except KeyboardInterrupt:
+            render_results(console, f"backfill {plan.run_id} (interrupted)", results)
+            console.print("interrupted: run the same command again to resume")
+            return 130
+        render_results(console, f"backfill {plan.run_id}", results)
+        return 0 if all(r.status == "SUCCEEDED" for r in results) else 1
+    raise OpsError(f"unknown command {args.command}")  # pragma: no cover - argparse refuses it first
+
+
+def run_command(args: argparse.Namespace, operator: Operator, console: Console, stdin: TextIO = sys.stdin) -> int:
+    """:func:`execute`, a refusal or a lock error printed as one line with exit status 1."""
+    try:
+        return execute(args, operator, console, stdin)
+    except LeaseHeldError as exc:
+        console.print(f"refused: {exc} (pass --force to release it anyway)")
+        return 1
+    except (OpsError, SlotLockError) as exc:
+        console.print(f"refused: {exc}")
+        return 1
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    import boto3
+    from botocore.config import Config
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console(file=out or sys.stdout)
+    config = Config(retries={"mode": "standard"})
+    session = boto3.session.Session(region_name=args.region)
+    try:
+        deployment = resolve_deployment(args, lambda: session.client("cloudformation", config=config))
+        operator = Operator(
+            deployment,
+            dynamodb=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),
+            invoker=LambdaInvoker(session.client("lambda", config=config)),
+            identity=lambda: str(session.client("sts", config=config).get_caller_identity()["Arn"]),
+        )
+    except OpsError as exc:
+        console.print(f"refused: {exc}")
+        return 1
+    return run_command(args, operator, console)
