@@ -361,7 +361,7 @@ class ResultsStore:
         self, job_name: str, slot_iso: str, generation: int | None = LIVE_GENERATION
     ) -> dict[str, Any] | None:
         """One slot's stored result of ``generation`` with ``rows`` loaded (from S3 when offloaded, checksum
-        verified); ``generation=None``: the newest committed generation of the slot (one Query)."""
+        verified); ``generation=None``: the newest committed generation of the slot (one Query, then the GetItem)."""
         if generation is None:
             generations = self.list_generations(job_name, slot_iso)
             if not generations:

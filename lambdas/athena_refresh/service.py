@@ -32,7 +32,7 @@ from . import contract
 from .engine import AthenaQueryEngine, QueryEngine
 from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
-from .results import ResultsStore
+from .results import ResultsStore, result_sort_key
 from .settings import Settings
 from .values import ValuePublisher
 
@@ -259,7 +259,7 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
     except (CorruptLockItemError, CommitConflictError) as error:
         return _corrupt_outcome(
-            error, deps.results, settings.job_name, slot, context.aws_request_id, job.queries_started
+            error, deps.results, settings.job_name, slot, context.aws_request_id, job.queries_started, lock.generation
         )
     emit_outcome_metrics(outcome, lock.clock_ms())
     result = outcome.as_dict()
@@ -280,6 +280,7 @@ def _corrupt_outcome(
     slot: Slot,
     owner_id: str,
     queries_started: int,
+    generation: int = 1,
 ) -> dict[str, Any]:
     """Report a tampered stored item: ERROR log, ``CorruptLockItem`` metric, status ``corrupt`` (no raise)."""
     corrupt: CorruptLockItemError | CorruptResultsItemError
@@ -288,7 +289,7 @@ def _corrupt_outcome(
             error.index,
             error.item,
             job_name=job_name,
-            slot_iso=slot.iso,
+            slot_iso=result_sort_key(slot.iso, generation),
             fencing_token=error.fencing_token,
             code=error.code,
         )
@@ -312,5 +313,6 @@ def _corrupt_outcome(
         owner_id,
         reason="corrupt_item",
         details=details,
+        generation=generation,
     )
     return {**outcome.as_dict(), "queries_started": queries_started}

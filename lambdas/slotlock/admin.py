@@ -19,10 +19,12 @@ it refuses while the lease is live (it then only fences out an expired holder th
 Why: a DynamoDB point-in-time restore (or a restore from backup, or an import) of the lock table
 brings the lock item back as it was at the restore point, so its fencing counter can be *below*
 tokens that were issued after that point and are already stored with results. Every new winner would
-then get a token its results store has seen before: the fenced writes (the results table's LATEST
-pointer accepts only a higher token) reject its commit, slot after slot, or, with a store that
-checks less, a stale writer could look current again. Raising the counter above every stored token
-restores the invariant "a new lease's token is higher than any token ever used".
+then get a token its results store has seen before: a store that fences by token (the results table's
+LATEST pointer compares tokens within one slot and generation) can refuse its commit, or, with a store
+that checks less, a stale writer could look current again. Raising the counter above every stored token
+restores the invariant "a new lease's token is higher than any token ever used". (The bump raises the
+live lock item's counter; the manual lock item ``manual#<job>`` and the per-slot generation counters are
+restored too, and are not bumped: see docs/operations.md.)
 
 https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/PointInTimeRecovery.html
 

@@ -395,8 +395,8 @@ MOTO_TYPE_ERROR = (
 @pytest.mark.parametrize(
     ("target", "changes", "attribute", "problem"),
     [
-        ("latest", {"fencing_token": {"S": "1"}}, "fencing_token", "must be a Number"),
-        ("latest", {"fencing_token": {"N": "99"}}, "fencing_token", "is 99, not below"),
+        ("latest", {"fencing_token": {"S": "1"}, "latest_slot": "<slot>"}, "fencing_token", "must be a Number"),
+        ("latest", {"fencing_token": {"N": "99"}, "latest_slot": "<slot>"}, "fencing_token", "is 99, not below"),
         ("slot", {"fencing_token": {"N": "1"}, "rows_json": {"S": "[]"}}, "slot", "already holds a result"),
     ],
     ids=["latest-token-string", "latest-token-above-the-counter", "result-already-there"],
@@ -421,9 +421,12 @@ def test_results_that_contradict_the_lock_refuse_the_commit_as_a_whole(
     lock: SlotLock,
     request: pytest.FixtureRequest,
 ) -> None:
-    if backend == "moto" and changes == {"fencing_token": {"S": "1"}}:
+    if backend == "moto" and changes.get("fencing_token") == {"S": "1"}:
         request.applymarker(pytest.mark.xfail(raises=pytest.fail.Exception, strict=True, reason=MOTO_TYPE_ERROR))
-    # GIVEN the results table was edited: the LATEST pointer, or a result planted for the coming slot
+    # GIVEN the results table was edited: the LATEST pointer (naming the coming slot: only the same slot and
+    # generation compare tokens), or a result planted for the coming slot
+    if "latest_slot" in changes:
+        changes = {**changes, "latest_slot": {"S": slot.iso}}
     key_slot = LATEST if target == "latest" else slot.iso
     tamper(results_table, {"job": {"S": settings.job_name}, "slot": {"S": key_slot}}, changes)
     before = snapshot()

@@ -22,12 +22,13 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings
-from slotlock import Slot, SlotLock
+from slotlock import Slot, SlotLock, pause, request_generation
 
 #: Powertools' own cold-start metric (``capture_cold_start_metric=True`` in the handler). Not a
 #: metric of the job: its dimensions are ``function_name`` and ``service``, not ``job``.
 POWERTOOLS_METRICS = frozenset({"ColdStart"})
 SQL = "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1"
+OPERATOR = "arn:aws:iam::123456789012:user/op"
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
@@ -77,8 +78,17 @@ class Harness:
         service.use_engine_factory(lambda settings: engine)
         return engine
 
-    def invoke(self, request_id: str, slot: Slot | None = None) -> dict[str, Any]:
-        event = {"scheduled_time": (slot or self.slot).iso, "racer": 0, "job": self.job}
+    def invoke(self, request_id: str, slot: Slot | None = None, *, generation: int | None = None) -> dict[str, Any]:
+        """One invocation for ``slot``; ``generation`` (2+): an operator's re-run of it (the manual marker)."""
+        event: dict[str, Any] = {"scheduled_time": (slot or self.slot).iso, "racer": 0, "job": self.job}
+        if generation is not None:
+            event["manual"] = {
+                "generation": generation,
+                "run_id": "r1",
+                "kind": "rerun",
+                "requested_by": OPERATOR,
+                "reason": "test",
+            }
         return lambda_handler(event, self.make_context(request_id, on_fake_clock=False))
 
     def racer(self, *, clock_offset_s: float = 0) -> SlotLock:
@@ -272,15 +282,16 @@ def corrupt_lock_item(h: Harness) -> tuple[Emitted, set[str]]:
 
 
 def results_contradict_the_lock(h: Harness) -> tuple[Emitted, set[str]]:
-    # the results' LATEST pointer holds a higher token than the lock ever issued (e.g. after a
-    # point-in-time restore of the lock table, before the fence bump): the commit is refused
+    # the results' LATEST pointer names the coming slot with a higher token than the lock ever issued (e.g.
+    # after a point-in-time restore of the lock table, before the fence bump; only the same slot and
+    # generation compare tokens): the commit is refused
     h.invoke("req-A", Slot(h.slot.epoch_s - 60))
     h.emitted()
     h.ddb.update_item(
         TableName=h.results_table,
         Key={"job": {"S": h.job}, "slot": {"S": "LATEST"}},
-        UpdateExpression="SET fencing_token = :t",
-        ExpressionAttributeValues={":t": {"N": "1000"}},
+        UpdateExpression="SET fencing_token = :t, latest_slot = :slot",
+        ExpressionAttributeValues={":t": {"N": "1000"}, ":slot": {"S": h.slot.iso}},
     )
     result = h.invoke("req-B")
     assert (result["status"], result["details"]["attribute"]) == ("corrupt", "fencing_token")
@@ -291,6 +302,46 @@ def results_contradict_the_lock(h: Harness) -> tuple[Emitted, set[str]]:
         contract.METRIC_DATA_SCANNED_BYTES,
         contract.METRIC_CORRUPT_LOCK_ITEM,
     }
+
+
+def paused(h: Harness) -> tuple[Emitted, set[str]]:
+    # an operator paused the job: the first racer records the slot MISSED (paused), the next loses
+    assert pause(h.racer(), reason="maintenance", requested_by=OPERATOR).changed
+    first, second = h.invoke("req-B"), h.invoke("req-C")
+    assert (first["status"], first["reason"], second["status"], second["reason"]) == (
+        "missed",
+        "paused",
+        "lost",
+        "paused",
+    )
+    return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
+
+
+def lost_busy(h: Harness) -> tuple[Emitted, set[str]]:
+    # two re-runs of a past slot were requested; the first holds the manual lease, so the second loses as busy
+    # (no LastSuccessAgeS: a manual generation does not report the live schedule's last success)
+    past = Slot(h.slot.epoch_s - 600)
+    racer = h.racer()
+    second, third = [
+        request_generation(racer.context, past, run_id=run_id, kind="rerun", requested_by=OPERATOR, reason="test")
+        for run_id in ("r1", "r2")
+    ]
+    assert (second.generation, third.generation) == (2, 3)
+    assert racer.for_generation(2).try_acquire(past, "req-rerun-2").acquired
+    result = h.invoke("req-B", past, generation=3)
+    assert (result["status"], result["reason"], result["generation"]) == ("lost", "busy", 3)
+    return h.emitted(), {contract.METRIC_LOST_RACE}
+
+
+def rerun_commits(h: Harness) -> tuple[Emitted, set[str]]:
+    # an operator re-runs a past slot (generation 2): a winner's metrics, but no LastSuccessAgeS (a re-run's
+    # success must not hide that the live schedule stopped succeeding)
+    past = Slot(h.slot.epoch_s - 600)
+    racer = h.racer()
+    request_generation(racer.context, past, run_id="r1", kind="rerun", requested_by=OPERATOR, reason="test")
+    result = h.invoke("req-A", past, generation=2)
+    assert (result["status"], result["generation"]) == ("succeeded", 2)
+    return h.emitted(), WIN - {contract.METRIC_LAST_SUCCESS_AGE_S}
 
 
 SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
@@ -309,6 +360,9 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
     "query_failed": query_failed,
     "corrupt_lock_item": corrupt_lock_item,
     "results_contradict_the_lock": results_contradict_the_lock,
+    "paused": paused,
+    "lost_busy": lost_busy,
+    "rerun_commits": rerun_commits,
 }
 
 

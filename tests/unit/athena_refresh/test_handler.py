@@ -504,8 +504,9 @@ def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_r
     stdout_json: Any,
 ) -> None:
     # GIVEN the previous minute's slot ran, then an item was edited by hand: the lock item lost its fencing
-    # token (an ADD would restart the counter at 1), or the results' LATEST pointer holds a token above the lock's counter
-    # (a String token is covered on DynamoDB Local by test_bad_input: moto judges that comparison differently)
+    # token (an ADD would restart the counter at 1), or the results' LATEST pointer names the coming slot with a
+    # token above the lock's counter (only the same slot and generation compare tokens; a String token is
+    # covered on DynamoDB Local by test_bad_input: moto judges that comparison differently)
     previous = Slot(current_slot().epoch_s - 60)
     assert invoke(scheduler_event(previous), "req-previous")["status"] == "succeeded"
     if tampered == "lock-token-removed":
@@ -514,7 +515,7 @@ def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_r
         item_key, attribute = f"lock#{JOB}", "fencing_token"
     else:
         table, key = aws_resources["results_table"], {"job": {"S": JOB}, "slot": {"S": "LATEST"}}
-        tamper_item(table, key, {"fencing_token": {"N": "99"}})
+        tamper_item(table, key, {"fencing_token": {"N": "99"}, "latest_slot": {"S": current_slot().iso}})
         item_key, attribute = f"{JOB}/LATEST", "fencing_token"
     results_before = scan(aws_resources["results_table"])
     lock_before = scan(aws_resources["lock_table"])

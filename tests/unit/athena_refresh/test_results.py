@@ -15,10 +15,12 @@ from botocore.exceptions import ClientError
 
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.errors import ResultsStoreError
-from athena_refresh.results import LATEST, PreparedResult, ResultsStore
+from athena_refresh.results import LATEST, PreparedResult, ResultsStore, latest_condition, result_sort_key
 
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"
+EARLIER = "2026-11-22T00:00:00Z"
+LATER = "2026-11-22T01:00:00Z"
 WINDOW = ("2013-11-21T00:30:00", "2013-11-22T00:30:00")
 COLUMNS = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "double"))
 ROWS = [
@@ -38,6 +40,8 @@ def prepare(
     slot: str = SLOT,
     rows: list[dict[str, Any]] | None = None,
     qid: str | None = None,
+    generation: int = 1,
+    move_latest: bool = True,
 ) -> PreparedResult:
     return store.prepare(
         job_name=JOB,
@@ -48,6 +52,8 @@ def prepare(
         result=QueryResult(columns=COLUMNS, rows=ROWS if rows is None else rows),
         committed_at_ms=1_795_307_402_000 + token,
         window=WINDOW,
+        generation=generation,
+        move_latest=move_latest,
     )
 
 
@@ -71,6 +77,45 @@ def cancellation_codes(error: ClientError) -> list[str]:
     return [reason.get("Code", "None") for reason in error.response.get("CancellationReasons", [])]
 
 
+@pytest.fixture
+def move_pointer(ddb: Any) -> Callable[[PreparedResult], None]:
+    """Execute only the prepared LATEST write (its own transaction): the pointer's condition, apart from the
+    result Put's (which refuses a second result of one slot and generation before the pointer is asked)."""
+
+    def run(prepared: PreparedResult) -> None:
+        assert prepared.latest_index is not None
+        ddb.transact_write_items(TransactItems=[prepared.writes[prepared.latest_index]])
+
+    return run
+
+
+@pytest.fixture
+def plant_pointer(ddb: Any, results_table: str) -> Callable[..., None]:
+    """``plant_pointer(slot, token, generation=None)``: write the LATEST item by hand (``generation`` ``None``:
+    a pointer from before generations, without ``latest_generation``)."""
+
+    def plant(slot: str, token: int, generation: int | None = None) -> None:
+        item = {
+            "job": {"S": JOB},
+            "slot": {"S": LATEST},
+            "latest_slot": {"S": slot},
+            "fencing_token": {"N": str(token)},
+            "query_execution_id": {"S": f"qid-token-{token}"},
+        }
+        if generation is not None:
+            item["latest_generation"] = {"N": str(generation)}
+        ddb.put_item(TableName=results_table, Item=item)
+
+    return plant
+
+
+def pointer(store: ResultsStore) -> tuple[str, int | None, int]:
+    """(latest_slot, latest_generation, fencing_token) of the LATEST pointer."""
+    latest = store.get_latest(JOB)
+    assert latest is not None
+    return latest["latest_slot"], latest.get("latest_generation"), latest["fencing_token"]
+
+
 # ---------------------------------------------------------------------------------------------------
 # request shape
 # ---------------------------------------------------------------------------------------------------
@@ -88,6 +133,7 @@ def test_prepare_gives_an_immutable_put_and_a_fenced_latest_update(store: Result
     assert put["Put"]["ExpressionAttributeNames"] == {"#slot": "slot"}
     item = put["Put"]["Item"]
     assert item["job"] == {"S": JOB} and item["slot"] == {"S": SLOT}
+    assert item["slot_time"] == {"S": SLOT} and item["generation"] == {"N": "1"}  # the live schedule's run
     assert item["fencing_token"] == {"N": "7"}
     assert item["query_execution_id"] == {"S": "qid-token-7"}
     assert json.loads(item["rows_json"]["S"]) == ROWS
@@ -97,15 +143,19 @@ def test_prepare_gives_an_immutable_put_and_a_fenced_latest_update(store: Result
     assert (item["window_start"], item["window_end"]) == ({"S": WINDOW[0]}, {"S": WINDOW[1]})
     assert "rows_s3_uri" not in item
 
-    # ... and the LATEST pointer, moved only by a higher fencing token
+    # ... and the LATEST pointer (write 1), moved forward only: by slot, then generation, then token
+    assert prepared.latest_index == 1
     body = update["Update"]
     assert body["Key"] == {"job": {"S": JOB}, "slot": {"S": LATEST}}
-    assert body["ConditionExpression"] == "attribute_not_exists(#token) OR #token < :token"
+    assert body["ConditionExpression"] == latest_condition(1)
     assert body["ExpressionAttributeNames"]["#token"] == "fencing_token"
+    assert body["ExpressionAttributeNames"]["#latest_slot"] == "latest_slot"
+    assert body["ExpressionAttributeNames"]["#gen"] == "latest_generation"
     assert body["ExpressionAttributeValues"][":token"] == {"N": "7"}
     assert body["ExpressionAttributeValues"][":slot"] == {"S": SLOT}
+    assert body["ExpressionAttributeValues"][":gen"] == {"N": "1"}
 
-    # and the summary says where the rows went
+    # and the summary says where the rows went, and that the pointer moves
     assert prepared.summary == {
         "query_execution_id": "qid-token-7",
         "row_count": 3,
@@ -113,7 +163,34 @@ def test_prepare_gives_an_immutable_put_and_a_fenced_latest_update(store: Result
         "rows_location": "inline",
         "statistics": STATS.as_dict(),
         "window": list(WINDOW),
+        "latest_moved": True,
     }
+
+
+def test_prepare_without_moving_latest_gives_the_put_alone(store: ResultsStore) -> None:
+    # WHEN a result is prepared for a commit that must leave the pointer alone (a newer result is there)
+    prepared = prepare(store, token=7, generation=2, move_latest=False)
+
+    # THEN there is only the result's Put, under the generation's sort key, and the summary says so
+    [put] = prepared.writes
+    assert put["Put"]["Item"]["slot"] == {"S": f"{SLOT}#g2"}
+    assert prepared.latest_index is None and prepared.summary["latest_moved"] is False
+
+    # AND dropping the pointer from a full preparation gives the same shape
+    full = prepare(store, token=7, generation=2)
+    dropped = full.without_latest()
+    assert dropped.writes == [full.writes[0]] and dropped.latest_index is None
+    assert dropped.summary == {**full.summary, "latest_moved": False}
+    assert dropped.without_latest() is dropped
+
+
+def test_result_sort_key_is_the_slot_for_generation_1_and_suffixed_after() -> None:
+    # GIVEN / WHEN / THEN generation 1 (the live schedule) keeps the slot's ISO text; a manual one is suffixed
+    assert result_sort_key(SLOT) == result_sort_key(SLOT, 1) == SLOT
+    assert result_sort_key(SLOT, 2) == f"{SLOT}#g2"
+    assert result_sort_key(SLOT, 10) == f"{SLOT}#g10"
+    # every generation's key starts with the slot (one begins_with Query finds them), and LATEST is none of them
+    assert all(result_sort_key(SLOT, g).startswith(SLOT) and result_sort_key(SLOT, g) != LATEST for g in (1, 2, 99))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -135,10 +212,12 @@ def test_stored_result_reads_back_with_typed_metadata(store: ResultsStore, trans
     assert result["columns"] == [{"name": c.name, "type": c.type} for c in COLUMNS]
     assert result["statistics"] == STATS.as_dict()
     assert result["fencing_token"] == 3 and result["row_count"] == 3
+    assert (result["slot"], result["slot_time"], result["generation"]) == (SLOT, SLOT, 1)
     assert latest == {
         "job": JOB,
         "slot": LATEST,
         "latest_slot": SLOT,
+        "latest_generation": 1,
         "fencing_token": 3,
         "query_execution_id": "qid-token-3",
         "row_count": 3,
@@ -147,31 +226,115 @@ def test_stored_result_reads_back_with_typed_metadata(store: ResultsStore, trans
     assert store.get_result(JOB, "2026-11-22T01:00:00Z") is None
 
 
-def test_latest_pointer_refuses_a_lower_token_and_accepts_a_higher_one(store: ResultsStore, transact: Any) -> None:
+def test_latest_pointer_refuses_an_older_slot_whatever_its_token_and_accepts_a_newer_one(
+    store: ResultsStore, transact: Any
+) -> None:
     # GIVEN slot 00:30 committed under token 5
     transact(prepare(store, token=5))
 
-    # WHEN a stale writer (token 4) tries to commit the next slot
+    # WHEN an older slot commits with the pointer's write, even under a higher token (a late holder)
     with pytest.raises(ClientError) as info:
-        transact(prepare(store, token=4, slot="2026-11-22T01:00:00Z"))
+        transact(prepare(store, token=9, slot=EARLIER))
 
     # THEN the whole transaction is cancelled by the pointer's condition: nothing of it is stored
     assert info.value.response["Error"]["Code"] == "TransactionCanceledException"
     assert cancellation_codes(info.value) == ["None", "ConditionalCheckFailed"]
-    assert store.get_latest(JOB)["fencing_token"] == 5  # type: ignore[index]
-    assert store.get_result(JOB, "2026-11-22T01:00:00Z") is None
+    assert pointer(store) == (SLOT, 1, 5)
+    assert store.get_result(JOB, EARLIER) is None
 
-    # WHEN the same token comes again (never happens: tokens are unique per acquisition), also refused
+    # WHEN a newer slot commits, even under a lower token (tokens of different slots and generations come from
+    # different counters: the live lock item's, the manual lock item's)
+    transact(prepare(store, token=2, slot=LATER))
+
+    # THEN the pointer moves forward to it
+    assert pointer(store) == (LATER, 1, 2)
+    assert store.get_latest(JOB)["query_execution_id"] == "qid-token-2"  # type: ignore[index]
+    assert [r["slot"] for r in store.list_results(JOB)] == [SLOT, LATER]
+
+
+def test_latest_pointer_moves_to_a_newer_generation_of_its_slot_and_never_back(
+    store: ResultsStore, transact: Any
+) -> None:
+    # GIVEN slot 00:30 committed by the live schedule (generation 1, token 5)
+    transact(prepare(store, token=5))
+
+    # WHEN generation 3 of the same slot commits (a re-run, under the manual lease's own counter: token 1)
+    transact(prepare(store, token=1, generation=3))
+
+    # THEN the pointer names (00:30, generation 3), and both results are stored
+    assert pointer(store) == (SLOT, 3, 1)
+    assert store.list_generations(JOB, SLOT) == [1, 3]
+
+    # WHEN generation 2 of the same slot commits afterwards with the pointer's write, whatever its token
+    with pytest.raises(ClientError) as info:
+        transact(prepare(store, token=2, generation=2))
+
+    # THEN the pointer's condition cancels it: an older generation never moves the pointer back
+    assert cancellation_codes(info.value) == ["None", "ConditionalCheckFailed"]
+    assert pointer(store) == (SLOT, 3, 1)
+    assert store.get_result(JOB, SLOT, 2) is None
+    assert [r["slot"] for r in store.list_results(JOB)] == [SLOT, f"{SLOT}#g3"]
+
+    # AND the next slot's live run (generation 1) moves it on: slot first, then generation
+    transact(prepare(store, token=6, slot=LATER))
+    assert pointer(store) == (LATER, 1, 6)
+
+
+@pytest.mark.parametrize("generation", [1, 2])
+def test_latest_pointer_compares_tokens_only_for_the_same_slot_and_generation(
+    generation: int, store: ResultsStore, transact: Any, move_pointer: Any
+) -> None:
+    # GIVEN (00:30, generation) committed under token 5
+    transact(prepare(store, token=5, generation=generation))
+
+    # WHEN the pointer's write of the same slot and generation comes with a lower token, or the same one
+    # (never happens: tokens are unique per acquisition; a fencing counter that went back does it)
+    for stale in (4, 5):
+        with pytest.raises(ClientError) as info:
+            move_pointer(prepare(store, token=stale, generation=generation))
+        # THEN it is refused
+        assert cancellation_codes(info.value) == ["ConditionalCheckFailed"]
+    assert pointer(store) == (SLOT, generation, 5)
+
+    # WHEN it comes with a higher token
+    move_pointer(prepare(store, token=6, generation=generation, qid="qid-newer"))
+
+    # THEN the pointer takes it
+    assert pointer(store) == (SLOT, generation, 6)
+    assert store.get_latest(JOB)["query_execution_id"] == "qid-newer"  # type: ignore[index]
+
+
+def test_a_pointer_from_before_generations_counts_as_generation_1(
+    store: ResultsStore, plant_pointer: Any, move_pointer: Any
+) -> None:
+    # GIVEN a LATEST pointer written before generations existed: (00:30, token 5), no latest_generation
+    plant_pointer(SLOT, 5)
+
+    # WHEN generation 1 of that slot writes it with a token at or below 5: THEN it is refused (tokens compared)
+    for stale in (4, 5):
+        with pytest.raises(ClientError):
+            move_pointer(prepare(store, token=stale))
+    # AND an older slot is refused whatever its token
     with pytest.raises(ClientError):
-        transact(prepare(store, token=5, slot="2026-11-22T01:00:00Z"))
+        move_pointer(prepare(store, token=9, slot=EARLIER))
+    assert pointer(store) == (SLOT, None, 5)
 
-    # WHEN a newer holder (token 6) commits
-    transact(prepare(store, token=6, slot="2026-11-22T01:00:00Z"))
+    # WHEN generation 2 of that slot writes it, under a lower token
+    move_pointer(prepare(store, token=1, generation=2))
 
-    # THEN the pointer moves forward
-    latest = store.get_latest(JOB)
-    assert latest is not None and (latest["fencing_token"], latest["latest_slot"]) == (6, "2026-11-22T01:00:00Z")
-    assert [r["slot"] for r in store.list_results(JOB)] == [SLOT, "2026-11-22T01:00:00Z"]
+    # THEN it moves (generation 2 is newer than the legacy pointer's generation 1), and now carries its generation
+    assert pointer(store) == (SLOT, 2, 1)
+
+
+def test_a_higher_token_of_generation_1_moves_a_pointer_from_before_generations(
+    store: ResultsStore, plant_pointer: Any, move_pointer: Any
+) -> None:
+    # GIVEN a legacy pointer (00:30, token 5), no latest_generation
+    plant_pointer(SLOT, 5)
+    # WHEN generation 1 of the same slot comes with token 6
+    move_pointer(prepare(store, token=6))
+    # THEN it moves, as for a pointer of generation 1
+    assert pointer(store) == (SLOT, 1, 6)
 
 
 def test_a_slot_result_is_never_overwritten(store: ResultsStore, transact: Any) -> None:
@@ -186,6 +349,135 @@ def test_a_slot_result_is_never_overwritten(store: ResultsStore, transact: Any) 
     assert cancellation_codes(info.value) == ["ConditionalCheckFailed", "None"]
     assert store.get_result(JOB, SLOT)["rows"] == ROWS  # type: ignore[index]
     assert store.get_latest(JOB)["fencing_token"] == 5  # type: ignore[index]
+
+
+# ---------------------------------------------------------------------------------------------------
+# generations
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_a_generation_2_result_is_stored_beside_generation_1(store: ResultsStore, transact: Any) -> None:
+    # GIVEN slot 00:30 committed by the live schedule (token 5)
+    transact(prepare(store, token=5))
+
+    # WHEN its re-run (generation 2, token 1 of the manual counter) commits other rows
+    rows = [{"origin": "EWR", "flights": 321, "avg_dep_delay_min": 14.0}]
+    transact(prepare(store, token=1, generation=2, rows=rows, qid="qid-rerun"))
+
+    # THEN both results are stored, the re-run under "<slot>#g2", each with its slot time and generation
+    assert [(r["slot"], r["slot_time"], r["generation"]) for r in store.list_results(JOB)] == [
+        (SLOT, SLOT, 1),
+        (f"{SLOT}#g2", SLOT, 2),
+    ]
+    live, rerun = store.get_result(JOB, SLOT), store.get_result(JOB, SLOT, 2)
+    assert live is not None and rerun is not None
+    assert (live["rows"], live["fencing_token"], live["query_execution_id"]) == (ROWS, 5, "qid-token-5")
+    assert (rerun["rows"], rerun["fencing_token"], rerun["query_execution_id"]) == (rows, 1, "qid-rerun")
+    assert store.get_result(JOB, SLOT, 3) is None
+    # AND the pointer names the re-run
+    assert pointer(store) == (SLOT, 2, 1)
+
+
+def test_a_generation_result_is_never_overwritten_either(store: ResultsStore, transact: Any) -> None:
+    # GIVEN generation 2 of slot 00:30 stored
+    transact(prepare(store, token=1, generation=2))
+
+    # WHEN another write of generation 2 comes (a stale manual holder), even under a higher token
+    with pytest.raises(ClientError) as info:
+        transact(prepare(store, token=7, generation=2, rows=[]))
+
+    # THEN its Put is refused: the first result of the generation stands
+    assert cancellation_codes(info.value)[0] == "ConditionalCheckFailed"
+    assert store.get_result(JOB, SLOT, 2)["rows"] == ROWS  # type: ignore[index]
+
+
+def test_an_oversized_generation_goes_to_s3_under_a_key_of_its_own(
+    make_store: Any, bucket: str, s3: Any, transact: Any
+) -> None:
+    # GIVEN a tiny item budget, and generation 1 and 2 of one slot offloaded under the same token number
+    store = make_store(max_inline_bytes=1024)
+    live, rerun = big_rows(), big_rows(150)
+    transact(prepare(store, token=4, rows=live))
+    transact(prepare(store, token=4, rows=rerun, generation=2))
+
+    # THEN each has its own object (generation 2: g2-token-<token>) and reads back its own rows
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    assert keys == [f"results/{JOB}/{SLOT}/g2-token-4.json", f"results/{JOB}/{SLOT}/token-4.json"]
+    assert store.get_result(JOB, SLOT)["rows"] == live  # type: ignore[index]
+    assert store.get_result(JOB, SLOT, 2)["rows"] == rerun  # type: ignore[index]
+
+
+def test_get_result_without_a_generation_reads_the_newest_one(store: ResultsStore, transact: Any) -> None:
+    # GIVEN nothing stored for the slot: THEN there is no newest generation either
+    assert store.get_result(JOB, SLOT, None) is None
+
+    # GIVEN generations 1, 2 and 10 of slot 00:30 (10 sorts before 2 as text), and generation 3 of a later slot
+    for generation in (1, 2, 10):
+        transact(prepare(store, token=generation, generation=generation, qid=f"qid-g{generation}"))
+    transact(prepare(store, token=3, generation=3, slot=LATER))
+
+    # WHEN the slot's result is read without a generation
+    newest = store.get_result(JOB, SLOT, generation=None)
+
+    # THEN it is generation 10's, with its rows
+    assert newest is not None
+    assert (newest["generation"], newest["slot"], newest["query_execution_id"]) == (10, f"{SLOT}#g10", "qid-g10")
+    assert newest["rows"] == ROWS
+    assert store.get_result(JOB, LATER, None)["generation"] == 3  # type: ignore[index]
+    # AND the default is still generation 1
+    assert store.get_result(JOB, SLOT)["generation"] == 1  # type: ignore[index]
+
+
+def test_list_generations_names_the_stored_generations_of_one_slot_in_order(store: ResultsStore, transact: Any) -> None:
+    # GIVEN nothing stored: THEN no generations
+    assert store.list_generations(JOB, SLOT) == []
+
+    # GIVEN generations 10, 2 and 1 of slot 00:30 committed in that order (no pointer moves for the older
+    # ones), one of the next slot, and the LATEST pointer
+    transact(prepare(store, token=10, generation=10))
+    transact(prepare(store, token=2, generation=2, move_latest=False))
+    transact(prepare(store, token=1, move_latest=False))
+    transact(prepare(store, token=1, slot=LATER))
+
+    # WHEN / THEN the slot's generations come back as numbers, ascending; other slots and LATEST are not among them
+    assert store.list_generations(JOB, SLOT) == [1, 2, 10]
+    assert store.list_generations(JOB, LATER) == [1]
+    assert store.list_generations(JOB, EARLIER) == []
+    assert store.list_generations("another-job", SLOT) == []
+
+
+def test_latest_order_says_where_the_pointer_stands(store: ResultsStore, transact: Any) -> None:
+    # GIVEN no pointer: THEN every (slot, generation) is ahead of it (a commit moves it)
+    assert store.latest_order(JOB, SLOT, 1) == -1
+
+    # GIVEN the pointer at (00:30, generation 2)
+    transact(prepare(store, token=1, generation=2))
+
+    # WHEN / THEN -1: it is behind; 0: it is there; 1: it is ahead (a commit leaves it alone)
+    assert store.latest_order(JOB, SLOT, 3) == -1
+    assert store.latest_order(JOB, LATER, 1) == -1
+    assert store.latest_order(JOB, SLOT, 2) == 0
+    assert store.latest_order(JOB, SLOT, 1) == 1
+    assert store.latest_order(JOB, EARLIER, 5) == 1
+    # AND another job's pointer is its own
+    assert store.latest_order("another-job", EARLIER, 1) == -1
+
+
+def test_latest_order_of_a_legacy_or_tampered_pointer(store: ResultsStore, plant_pointer: Any, ddb: Any) -> None:
+    # GIVEN a pointer from before generations (no latest_generation): it counts as generation 1
+    plant_pointer(SLOT, 5)
+    assert store.latest_order(JOB, SLOT, 1) == 0
+    assert store.latest_order(JOB, SLOT, 2) == -1
+    assert store.latest_order(JOB, EARLIER, 4) == 1
+
+    # GIVEN a pointer whose latest_slot is not a String: it counts as behind, so the fenced write decides
+    ddb.update_item(
+        TableName=store.table_name,
+        Key={"job": {"S": JOB}, "slot": {"S": LATEST}},
+        UpdateExpression="SET latest_slot = :n",
+        ExpressionAttributeValues={":n": {"N": "1"}},
+    )
+    assert store.latest_order(JOB, EARLIER, 1) == -1
 
 
 # ---------------------------------------------------------------------------------------------------
