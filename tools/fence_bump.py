@@ -1,8 +1,10 @@
 """Fence bump: raise a job's fencing counter above every token stored with its results.
 
 Run it after a DynamoDB point-in-time restore (or any restore or import) of the **lock table**: the
-restored lock item's counter can be below tokens already stored with results, and every new winner's
-commit would then be rejected (the results' LATEST pointer only accepts a higher token). See
+restored lock item's counter can be below tokens already stored with results: new winners would get tokens
+that earlier acquisitions already used, and a commit of the (slot, generation) that LATEST names is refused
+(the pointer compares tokens within one slot and generation). The manual lock item (``manual#<job>``) keeps
+its own counter and is not bumped by this tool. See
 docs/operations.md, "Operations: fence bump after a point-in-time restore".
 
     python -m tools.fence_bump --lock-table T --results-table R --job J [--dry-run] [--margin N]

@@ -6,8 +6,8 @@ identity, e.g. the ARN from STS ``GetCallerIdentity``), when (the caller's clock
 
 **Pause** sets the live lock item's ``paused`` flag and moves ``paused_through_slot_epoch_s`` far ahead; the
 acquire condition refuses every slot at or before it except the slot already acquired (a running slot may
-finish). Every racer of a paused slot still returns after its one acquisition request, and one of them
-records the slot MISSED ``paused``. **Resume** clears the flag and sets ``paused_through_slot_epoch_s`` to the
+finish). Every racer of a paused slot loses on its one acquisition request (no Athena request), then tries
+one conditional PutItem of the slot's MISSED ``paused`` record, which exactly one of them writes. **Resume** clears the flag and sets ``paused_through_slot_epoch_s`` to the
 resume minute, so a paused slot's late delivery (a Lambda retry) never runs it after the resume either.
 
 **Release** ends a lease on the operator's word: it sets the expiry to now and bumps the fencing token
@@ -239,8 +239,8 @@ def _record(ctx: LockContext, item: dict[str, Any] | None) -> LockRecord | None:
 
 def pause(lock: SlotLock, *, reason: str, requested_by: str, dry_run: bool = False) -> OperatorAction:
     """Pause the live schedule of ``lock``'s job: no slot at or before the pause is acquired any more, except
-    the slot already acquired (it may finish); its racers lose as ``paused`` after one request and one of them
-    records the slot MISSED ``paused``. Manual runs are not paused (they are the operator's own).
+    the slot already acquired (it may finish); its racers lose as ``paused`` on their acquisition request, and
+    exactly one of their conditional PutItems records the slot MISSED ``paused``. Manual runs are not paused (they are the operator's own).
 
     Idempotent: an already paused job is left as it is (``changed=False``, its audit kept). On a fresh table
     the lock item is created (fencing token 0). Audit: ``paused_by``, ``paused_at_ms``, ``pause_reason``.

@@ -87,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", choices=STATUSES, help="only records of this status")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
 
-    p = command("pause", "pause the live schedule: its racers return after one request; one records MISSED paused")
+    p = command(
+        "pause",
+        "pause the live schedule: each racer loses after its one acquisition request; one of them records MISSED paused",
+    )
     p.add_argument("--job", required=True)
     p.add_argument("--reason", required=True, help="why (audited on the lock item)")
     changes(p)
