@@ -354,11 +354,17 @@ def release(
     ctx = lock.context.for_generation(2 if manual else 1)
     reason = _audit_text("reason", reason, MAX_REASON_CHARS)
     requested_by = _audit_text("requested_by", requested_by, MAX_REQUESTED_BY_CHARS)
-    before = _record(ctx, ctx.get_lock_item())
+    item = ctx.get_lock_item()
+    before = _record(ctx, item)
     action = "release --force" if force else "release"
     if before is None or before.owner_id is None:
         return OperatorAction(ctx.job_name, action, False, dry_run, "no lease to release", before, before)
     now_ms = ctx.clock_ms()
+    released = (item or {}).get(RELEASED_TOKEN, {}).get("N")
+    if not before.locked(now_ms) and released == str(before.fencing_token - 1):
+        # Released already (an operator's release keeps the owner and bumped the token past it): say so and keep
+        # that release's audit, instead of bumping again for a token nobody ever held.
+        return OperatorAction(ctx.job_name, action, False, dry_run, "already released", before, before)
     if before.locked(now_ms) and not force:
         raise LeaseHeldError(ctx.job_name, before, "release it")
     after = replace(before, fencing_token=before.fencing_token + 1, lease_expires_at_ms=now_ms)

@@ -211,7 +211,8 @@ class SlotHistory:
         Raises
         ------
         LockConfigurationError
-            A bad job name, status, limit or range (named).
+            A bad job name, status, limit or range (named), or a ``start_key`` DynamoDB refuses as not one of
+            this query's (``start_key``).
         LockBackendError
             DynamoDB failed (e.g. ``ValidationException`` for a ``start_key`` that is not one of this query's).
         """
@@ -256,6 +257,8 @@ class SlotHistory:
         try:
             response = self._io.call("Query", **params)
         except ClientError as exc:
+            if start_key is not None and wire.error_code(exc) == "ValidationException":
+                raise LockConfigurationError("start_key", f"is not a key of this query: {exc}") from exc
             raise self._io.wrap("Query", exc) from exc
         records = [decode_record(item) for item in response.get("Items", [])]
         records.sort(key=lambda record: (record.slot, record.generation), reverse=True)
