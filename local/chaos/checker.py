@@ -31,7 +31,29 @@ the end, and reports every violation of:
 ``future_slot_refused``
     a delivery scheduled ahead of now (beyond the lead allowance) is refused with ``InvalidEventError`` on
     every attempt before any DynamoDB request, and its slot is never acquired nor recorded
-    (:func:`check_future_refused`).
+    (:func:`check_future_refused`);
+``paused_slot``
+    a slot the operator paused is never acquired: every racer of it loses as ``paused`` after one acquisition
+    request, exactly one records it MISSED ``paused`` (and that is its stored record), no query is started for
+    it; after the resume no later slot is refused as paused (:func:`check_paused_slots`);
+``force_release``
+    the holder whose live lease the operator released never has a commit accepted (its token is fenced out),
+    and its slot is completed by a takeover under a higher token that adopted the recorded query
+    (:func:`check_force_release`);
+``generation_commits``
+    the once-per-slot rules per (slot, generation) for every manual generation (a re-run): exactly one commit
+    accepted (SUCCEEDED or FAILED), none stale on the manual lease, the stored generation item is that commit,
+    and a SUCCEEDED generation has its own result item (under its token, with the slot's rows), a FAILED one
+    none; no generation item nor result nobody requested (:func:`check_generations`);
+``manual_isolated``
+    manual runs never touch the live schedule: no live racer loses to the manual lease (``busy``), no manual run
+    records a slot MISSED, the live slot raced beside a re-run still ends committed, and the re-run slot's live
+    record (generation 1) stays as it was (:func:`check_manual_isolation`).
+
+Generations: the live schedule runs generation 1 of each slot, and the first eight checks apply to it as they
+always did (the manual invocations' events are left out of them: :func:`live_history`); each manual generation
+(2, 3, ...) is judged on its own by ``generation_commits``; the LATEST pointer must end at the newest (slot,
+generation) stored (``results_mismatch``).
 
 History events are dicts with ``what`` and ``t_ns`` plus, by kind: ``deliver`` (``request_id``, ``slot``,
 ``kind``), ``checkpoint`` (``request_id``, ``slot``, ``checkpoint``, ``token``), ``resumed``
@@ -39,9 +61,10 @@ History events are dicts with ``what`` and ``t_ns`` plus, by kind: ``deliver`` (
 ``error`` (``request_id``, ``slot``, ``error_type``), ``superseded`` (``request_id``, ``slot``: the older
 slot an acquisition replaced, ``recorded``: whether it wrote that slot's MISSED record),
 ``dynamodb_requests`` (``request_id``, ``count``), ``dlq`` (``slot``). :mod:`local.emulators.lambda_service`
-records them (for the chaos suite and the demo alike).
+records them (for the chaos suite and the demo alike). The chaos harness adds ``operator`` events (``action``
+``pause``, ``resume``, ``release`` or ``rerun``, ``slot``; :data:`OPERATOR` describes their fields).
 
-Size (about 600 lines): nine checks, each a pure function with its helpers next to it; splitting them would
+Size (about 1,030 lines): thirteen checks, each a pure function with its helpers next to it; splitting them would
 scatter one specification (the list above) over several files.
 """
 
@@ -73,7 +96,21 @@ CHECKS = (
     "terminal_records",
     "slot_missed_metric",
     "future_slot_refused",
+    "paused_slot",
+    "force_release",
+    "generation_commits",
+    "manual_isolated",
 )
+#: History events of the operator's actions, recorded by the chaos harness when it acts (``t_ns``: once the
+#: action returned): ``pause`` (``slot``: the slot about to be delivered); ``resume`` (``slot``, ``through``: the
+#: paused-through slot the resume left, later slots run); ``release`` (``slot``, ``request_id``: the holder
+#: released, ``token``: its fencing token, fenced out, ``checkpoint``: where it stopped); ``rerun`` (``slot``,
+#: ``generation``, ``request_id``: the manual invocation, ``beside``: the live slot delivered with it or
+#: ``None``, ``live_status``/``live_token``: the slot's generation-1 record when the re-run was requested).
+OPERATOR = "operator"
+#: Why a loser lost to the manual lease: never a live racer's reason.
+MANUAL_LEASE_REASON = "busy"
+PAUSED_REASON = "paused"
 
 
 @dataclass(frozen=True)
@@ -105,14 +142,18 @@ class FinalState:
     """What the tables hold at the end.
 
     ``slot_items``: slot iso -> the lock table's slot item (``status``, ``fencing_token``, ``reason``,
-    ``summary``, ``error``), every slot item the table holds for the job; ``results``: slot iso -> the
-    results item (``fencing_token``, ``rows``, ``row_count``); ``latest``: the LATEST pointer
-    (``latest_slot``, ``fencing_token``) or ``None``.
+    ``summary``, ``error``), every generation-1 slot item the table holds for the job; ``results``: slot iso
+    -> the generation-1 results item (``fencing_token``, ``rows``, ``row_count``); ``latest``: the LATEST
+    pointer (``latest_slot``, ``latest_generation``, absent for 1, ``fencing_token``) or ``None``.
+    ``generation_items`` and ``generation_results``: the same for the manual generations, keyed by (slot iso,
+    generation >= 2).
     """
 
     slot_items: dict[str, dict[str, Any]] = field(default_factory=dict)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     latest: dict[str, Any] | None = None
+    generation_items: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    generation_results: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
 
 def slot_epoch_s(iso: str) -> int:
@@ -121,6 +162,32 @@ def slot_epoch_s(iso: str) -> int:
 
 def _violation(check: str, slot: str | None, detail: str) -> dict[str, Any]:
     return {"check": check, "slot": slot, "detail": detail}
+
+
+def operator_events(history: Iterable[Mapping[str, Any]], action: str | None = None) -> list[Mapping[str, Any]]:
+    """The operator's actions in the history (:data:`OPERATOR`), in order; ``action``: only those."""
+    return [e for e in history if e.get("what") == OPERATOR and (action is None or e.get("action") == action)]
+
+
+def manual_requests(history: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, int]]:
+    """Request id -> (slot, generation) of every manual invocation (the operator's ``rerun`` events); Lambda's
+    retries of one keep its request id."""
+    return {
+        str(e["request_id"]): (str(e["slot"]), int(e["generation"]))
+        for e in operator_events(history, "rerun")
+        if e.get("request_id") is not None and e.get("generation") is not None
+    }
+
+
+def live_history(history: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The live schedule's events (generation 1): all but the operator's own and its manual invocations'."""
+    history = list(history)
+    manual = manual_requests(history)
+    return [
+        e
+        for e in history
+        if e.get("what") != OPERATOR and (e.get("request_id") is None or e["request_id"] not in manual)
+    ]
 
 
 def accepted_commits(history: Iterable[Mapping[str, Any]]) -> list[Commit]:
@@ -167,7 +234,9 @@ def acquisitions(history: Iterable[Mapping[str, Any]]) -> list[Acquisition]:
 
 
 def check_history(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Violations visible in the history alone (the first four checks of the module docstring)."""
+    """Violations visible in the history alone (the first four checks of the module docstring), of the live
+    schedule (generation 1: :func:`live_history`)."""
+    history = live_history(history)
     violations: list[dict[str, Any]] = []
     commits = accepted_commits(history)
     by_slot: dict[str, list[Commit]] = defaultdict(list)
@@ -286,16 +355,22 @@ def check_final_state(
                     f"stored token {current.get('fencing_token')} is not above {prev.get('fencing_token')} of {prev_slot}",
                 )
             )
-    if ordered:
-        newest_slot, newest = ordered[-1]
+    # LATEST: the newest (slot, generation) stored, whichever generation (a re-run of the newest slot moves it)
+    stored_results = [((slot, 1), item) for slot, item in final.results.items()]
+    stored_results += list(final.generation_results.items())
+    if stored_results:
+        (newest_slot, newest_generation), newest = max(
+            stored_results, key=lambda kv: (slot_epoch_s(kv[0][0]), kv[0][1])
+        )
         latest = final.latest or {}
-        if latest.get("latest_slot") != newest_slot or latest.get("fencing_token") != newest.get("fencing_token"):
+        at = (latest.get("latest_slot"), int(latest.get("latest_generation") or 1), latest.get("fencing_token"))
+        if at != (newest_slot, newest_generation, newest.get("fencing_token")):
             violations.append(
                 _violation(
                     "results_mismatch",
                     newest_slot,
-                    f"LATEST points at {latest.get('latest_slot')} (token {latest.get('fencing_token')}), the newest"
-                    f" stored result is {newest_slot} (token {newest.get('fencing_token')})",
+                    f"LATEST points at {at[0]} generation {at[1]} (token {at[2]}), the newest stored result is"
+                    f" {newest_slot} generation {newest_generation} (token {newest.get('fencing_token')})",
                 )
             )
     return violations
@@ -402,6 +477,7 @@ def check_terminal_records(
     A terminal item no racer reported writing is not attributed here (a MISSED write whose answer never
     arrived shows in ``slot_missed_metric``).
     """
+    history = live_history(history)
     violations: list[dict[str, Any]] = []
     dlq = set(dead_lettered)
     writes: dict[str, list[TerminalWrite]] = defaultdict(list)
@@ -605,6 +681,347 @@ def check_future_refused(
             )
         if slot in final.results:
             violations.append(_violation("future_slot_refused", slot, "a result is stored"))
+    return violations
+
+
+def _results_by_request(history: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    by_request: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for event in history:
+        if event.get("what") == "result":
+            by_request[str(event.get("request_id"))].append(event)
+    return by_request
+
+
+def check_paused_slots(
+    history: Sequence[Mapping[str, Any]], final: FinalState, *, queries_started: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """``paused_slot``: what the operator's pause and resume promise, per paused slot (``pause`` events).
+
+    - no racer of the slot acquired it (no checkpoint at all), none started a query (``queries_started`` in
+      its result, and ``queries_started``: slot -> queries the query engine holds for the slot's generation 1,
+      when the harness counted them);
+    - every racer delivered while the job was paused returned ``lost`` or ``missed`` with reason ``paused``,
+      after one acquisition request (more only for a request the fault injector answered with an error, or a
+      Lambda retry);
+    - exactly one racer reported writing the MISSED record (status ``missed``), and the stored slot item is
+      MISSED with reason ``paused``;
+    - a racer refused as ``paused`` met a pause: the job was paused then, or its slot is within what the last
+      ``resume`` left paused (at or before its paused-through slot); no slot that was never paused is stored
+      MISSED ``paused``.
+    """
+    history = list(history)
+    live = live_history(history)
+    violations: list[dict[str, Any]] = []
+    pauses = operator_events(history, "pause")
+    resumes = operator_events(history, "resume")
+    paused = {str(e["slot"]) for e in pauses}
+    results = _results_by_request(live)
+    delivered: dict[str, set[str]] = defaultdict(set)
+    attempts: Counter[str] = Counter()
+    acquires: Counter[str] = Counter()
+    excused: Counter[str] = Counter()  # acquisition resends the injector caused
+    for event in live:
+        rid = str(event.get("request_id"))
+        if event.get("what") == "deliver":
+            delivered[str(event.get("slot"))].add(rid)
+            attempts[rid] += 1
+        elif event.get("what") == "dynamodb_requests":
+            acquires[rid] += int((event.get("writes") or {}).get("acquire") or 0)
+        elif event.get("what") == "injected" and event.get("operation") == "UpdateItem":
+            excused[rid] += 1
+    for pause in pauses:
+        slot = str(pause["slot"])
+        resumed_ns = min((int(r["t_ns"]) for r in resumes if r.get("slot") == slot), default=None)
+        reached = sorted(
+            {str(e.get("checkpoint")) for e in live if e.get("what") == "checkpoint" and e.get("slot") == slot}
+        )
+        if reached:
+            violations.append(_violation("paused_slot", slot, f"a racer of the paused slot reached {reached}"))
+        engine = (queries_started or {}).get(slot, 0)
+        reported = sum(int(r.get("queries_started") or 0) for rid in delivered[slot] for r in results.get(rid, ()))
+        if engine or reported:
+            violations.append(
+                _violation(
+                    "paused_slot",
+                    slot,
+                    f"queries started for the paused slot: {engine} in the engine, {reported} reported",
+                )
+            )
+        writers = 0
+        for rid in sorted(delivered[slot]):
+            for result in results.get(rid, ()):
+                during = resumed_ns is None or int(result["t_ns"]) < resumed_ns
+                if result.get("status") == "missed" and result.get("reason") == PAUSED_REASON:
+                    writers += 1
+                elif during and (result.get("status"), result.get("reason")) != ("lost", PAUSED_REASON):
+                    violations.append(
+                        _violation(
+                            "paused_slot",
+                            slot,
+                            f"racer {rid} returned {result.get('status')}/{result.get('reason')} while the job was paused",
+                        )
+                    )
+            if acquires[rid] > attempts[rid] + excused[rid]:
+                violations.append(
+                    _violation(
+                        "paused_slot",
+                        slot,
+                        f"racer {rid} sent {acquires[rid]} acquisition requests in {attempts[rid]} attempt(s)"
+                        f" ({excused[rid]} answered by the fault injector)",
+                    )
+                )
+        item = final.slot_items.get(slot) or {}
+        if writers != 1 or (item.get("status"), item.get("reason")) != ("MISSED", PAUSED_REASON):
+            violations.append(
+                _violation(
+                    "paused_slot",
+                    slot,
+                    f"{writers} racer(s) recorded the paused slot MISSED; stored {item.get('status') or 'nothing'}"
+                    f"/{item.get('reason')}",
+                )
+            )
+    # A racer refused as paused must have met a pause: the job paused then, or the slot within what the last
+    # resume left paused (its paused-through slot).
+    switches = sorted(pauses + resumes, key=lambda e: int(e["t_ns"]))
+    for event in live:
+        if event.get("what") != "result" or event.get("reason") != PAUSED_REASON:
+            continue
+        last = next((e for e in reversed(switches) if int(e["t_ns"]) < int(event["t_ns"])), None)
+        if last is not None and last.get("action") == "pause":
+            continue
+        through = None if last is None else last.get("through")
+        if through is None or slot_epoch_s(str(event["slot"])) > slot_epoch_s(str(through)):
+            violations.append(
+                _violation(
+                    "paused_slot",
+                    str(event["slot"]),
+                    f"racer {event.get('request_id')} refused as paused, but the job was not paused for it"
+                    + (f" (resumed, paused through {through})" if last is not None else ""),
+                )
+            )
+    for slot, item in sorted(final.slot_items.items(), key=lambda kv: slot_epoch_s(kv[0])):
+        if item.get("reason") == PAUSED_REASON and slot not in paused:
+            violations.append(
+                _violation("paused_slot", slot, "stored MISSED paused, but the job was not paused for it")
+            )
+    return violations
+
+
+def check_force_release(history: Sequence[Mapping[str, Any]], final: FinalState) -> list[dict[str, Any]]:
+    """``force_release``: per ``release`` event (the operator released holder R of slot S, fencing out token T):
+
+    - no commit of S under a token at or below T is accepted once the release applied, R's above all (the
+      release bumped the lock's token: R's commit must be rejected as stale, never applied);
+    - no result of R says ``succeeded`` or ``failed`` under T;
+    - S ends committed (SUCCEEDED or FAILED) under a token above T, by another request that took the slot over
+      (``takeover``, or the re-entry of its own Lambda retry) and adopted R's query (it started none itself).
+    """
+    history = list(history)
+    live = live_history(history)
+    violations: list[dict[str, Any]] = []
+    commits = accepted_commits(live)
+    results = _results_by_request(live)
+    for release in operator_events(history, "release"):
+        slot, rid, token = str(release["slot"]), str(release.get("request_id")), int(release["token"])
+        for commit in commits:
+            if (
+                commit.slot == slot
+                and commit.token <= token
+                and (commit.request_id == rid or commit.sent_ns > int(release["t_ns"]))
+            ):
+                violations.append(
+                    _violation(
+                        "force_release",
+                        slot,
+                        f"commit with token {commit.token} (request {commit.request_id}) accepted although the operator"
+                        f" had released token {token}",
+                    )
+                )
+        for result in results.get(rid, ()):
+            if result.get("status") in FINAL_COMMIT_STATUSES and result.get("token") == token:
+                violations.append(
+                    _violation("force_release", slot, f"the released holder {rid} reported {result.get('status')}")
+                )
+        item = final.slot_items.get(slot) or {}
+        final_token = item.get("fencing_token")
+        if (
+            item.get("status") not in ("SUCCEEDED", "FAILED")
+            or not isinstance(final_token, int)
+            or final_token <= token
+        ):
+            violations.append(
+                _violation(
+                    "force_release",
+                    slot,
+                    f"not completed after the release of token {token} (stored {item.get('status') or 'nothing'},"
+                    f" token {final_token})",
+                )
+            )
+            continue
+        successor = next((c for c in commits if c.slot == slot and c.token == final_token), None)
+        if successor is None or successor.request_id == rid:
+            violations.append(
+                _violation("force_release", slot, f"no other request's commit under the stored token {final_token}")
+            )
+            continue
+        reported = [r for r in results.get(successor.request_id, ()) if r.get("status") in FINAL_COMMIT_STATUSES]
+        took_over = any(r.get("takeover") or r.get("reentered") for r in reported)
+        queries = sum(int(r.get("queries_started") or 0) for r in results.get(successor.request_id, ()))
+        if not reported or not took_over or queries:
+            violations.append(
+                _violation(
+                    "force_release",
+                    slot,
+                    f"the successor {successor.request_id} did not take over adopting the query (results"
+                    f" {len(reported)}, takeover {took_over}, queries started {queries})",
+                )
+            )
+    return violations
+
+
+def check_generations(
+    history: Sequence[Mapping[str, Any]], final: FinalState, *, expected_rows: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """``generation_commits``: every manual generation (the ``rerun`` events) ends exactly once, on its own.
+
+    Per requested (slot, generation): exactly one commit accepted among its invocations (one token; a retry
+    re-reporting its commit is one); none sent after a higher token of the manual lease had been acquired (by
+    any manual invocation: the manual lock item has one fencing counter per job); the stored generation item is
+    SUCCEEDED or FAILED under that token, with the reported status; a SUCCEEDED one has its own result item under
+    that token whose rows equal the slot's rows (``expected_rows``: slot -> rows) and ``row_count``, a FAILED one
+    none. A generation item or a generation result that no ``rerun`` requested is reported too.
+    """
+    history = list(history)
+    violations: list[dict[str, Any]] = []
+    manual = manual_requests(history)
+    events: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for event in history:
+        rid = event.get("request_id")
+        if event.get("what") != OPERATOR and rid is not None and str(rid) in manual:
+            events[manual[str(rid)]].append(event)
+    manual_acquired = acquisitions(e for es in events.values() for e in es)
+    requested = sorted(set(manual.values()), key=lambda k: (slot_epoch_s(k[0]), k[1]))
+    for key in requested:
+        slot, generation = key
+        where = f"{slot} generation {generation}"
+        commits = accepted_commits(events[key])
+        tokens = sorted({c.token for c in commits})
+        if len(tokens) != 1:
+            violations.append(
+                _violation("generation_commits", slot, f"{where}: {len(tokens)} commits accepted (tokens {tokens})")
+            )
+        for commit in commits:
+            newer = next((a for a in manual_acquired if a.token > commit.token and a.t_ns < commit.sent_ns), None)
+            if newer is not None:
+                violations.append(
+                    _violation(
+                        "generation_commits",
+                        slot,
+                        f"{where}: commit with token {commit.token} accepted although manual token {newer.token}"
+                        f" ({newer.slot}) had been acquired before it was sent",
+                    )
+                )
+        item = final.generation_items.get(key) or {}
+        status = item.get("status")
+        stored = final.generation_results.get(key)
+        problems = []
+        if status not in ("SUCCEEDED", "FAILED"):
+            problems.append(f"stored {status or 'nothing'}")
+        elif len(tokens) == 1:
+            commit = next(c for c in commits if c.token == tokens[0])
+            if item.get("fencing_token") != commit.token:
+                problems.append(f"stored under token {item.get('fencing_token')}, committed {commit.token}")
+            if commit.status in FINAL_COMMIT_STATUSES and status != commit.status.upper():
+                problems.append(f"stored {status}, reported {commit.status}")
+        if status == "SUCCEEDED":
+            if stored is None:
+                problems.append("SUCCEEDED but no result item of its own")
+            else:
+                if stored.get("fencing_token") != item.get("fencing_token"):
+                    problems.append(
+                        f"result under token {stored.get('fencing_token')}, item under {item.get('fencing_token')}"
+                    )
+                rows = stored.get("rows")
+                if expected_rows is not None and slot in expected_rows and rows != expected_rows[slot]:
+                    problems.append(
+                        f"stored rows differ from the query's ({len(rows or [])} stored,"
+                        f" {len(expected_rows[slot] or [])} expected)"
+                    )
+                if stored.get("row_count") is not None and rows is not None and stored["row_count"] != len(rows):
+                    problems.append(f"row_count {stored['row_count']} but {len(rows)} rows stored")
+        elif stored is not None:
+            problems.append(f"a result is stored although the generation is {status or 'not stored'}")
+        if problems:
+            violations.append(_violation("generation_commits", slot, f"{where}: {'; '.join(problems)}"))
+    for slot, generation in sorted(
+        (set(final.generation_items) | set(final.generation_results)) - set(requested),
+        key=lambda k: (slot_epoch_s(k[0]), k[1]),
+    ):
+        violations.append(
+            _violation("generation_commits", slot, f"generation {generation} is stored but was never requested")
+        )
+    return violations
+
+
+def check_manual_isolation(history: Sequence[Mapping[str, Any]], final: FinalState) -> list[dict[str, Any]]:
+    """``manual_isolated``: manual runs leave the live schedule alone.
+
+    - no live racer lost as ``busy`` (the manual lease's reason: a live racer never races for it);
+    - no manual invocation recorded a slot MISSED (a ``missed`` result, or a ``superseded`` record);
+    - the live slot delivered beside a re-run (``beside``) ends committed (SUCCEEDED or FAILED), not MISSED;
+    - the re-run slot's generation-1 record is what it was when the re-run was requested (``live_status``,
+      ``live_token``).
+    """
+    history = list(history)
+    violations: list[dict[str, Any]] = []
+    manual = manual_requests(history)
+    for event in live_history(history):
+        if event.get("what") == "result" and event.get("reason") == MANUAL_LEASE_REASON:
+            violations.append(
+                _violation(
+                    "manual_isolated",
+                    str(event.get("slot")),
+                    f"live racer {event.get('request_id')} lost to the manual lease ({MANUAL_LEASE_REASON})",
+                )
+            )
+    for event in history:
+        rid = event.get("request_id")
+        if rid is None or str(rid) not in manual or event.get("what") == OPERATOR:
+            continue
+        if (event.get("what") == "result" and event.get("status") == "missed") or (
+            event.get("what") == "superseded" and event.get("recorded")
+        ):
+            violations.append(
+                _violation(
+                    "manual_isolated",
+                    str(event.get("slot")),
+                    f"manual invocation {rid} recorded a slot MISSED ({event.get('what')}: {event.get('reason')})",
+                )
+            )
+    for rerun in operator_events(history, "rerun"):
+        beside = rerun.get("beside")
+        if beside is not None:
+            status = (final.slot_items.get(str(beside)) or {}).get("status")
+            if status not in ("SUCCEEDED", "FAILED"):
+                violations.append(
+                    _violation(
+                        "manual_isolated",
+                        str(beside),
+                        f"the live slot raced beside the re-run of {rerun.get('slot')} ended {status or 'without a record'}",
+                    )
+                )
+        if "live_status" in rerun:
+            item = final.slot_items.get(str(rerun["slot"])) or {}
+            now = (item.get("status"), item.get("fencing_token"))
+            if now != (rerun.get("live_status"), rerun.get("live_token")):
+                violations.append(
+                    _violation(
+                        "manual_isolated",
+                        str(rerun["slot"]),
+                        f"generation 1 changed under the re-run: {rerun.get('live_status')}/token"
+                        f" {rerun.get('live_token')} when requested, {now[0]}/token {now[1]} at the end",
+                    )
+                )
     return violations
 
 

@@ -2,7 +2,7 @@
 and its verdict.
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
-                          [--write-fault-scale 1.0] [--future-fraction 0.1]
+                          [--write-fault-scale 1.0] [--future-fraction 0.1] [--operator-fraction 0.03]
                           [--control-slots N | --no-control] [--report chaos-report.json]
 """
 
@@ -61,6 +61,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"SlotMissed values emitted {report['slot_missed_metric']['emitted']}, MISSED items"
             f" {report['slot_missed_metric']['stored']}"
         ),
+        operator_line(report["operator"]),
         (
             f"violations {len(report['violations'])} {report['violations_by_check']};"
             f" harness errors {len(report['harness_errors'])}"
@@ -73,6 +74,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f" {control['violations_by_check']}"
         )
     return lines
+
+
+def operator_line(operator: dict[str, Any]) -> str:
+    """One line on the operator's actions: pauses, forced releases, re-runs and where LATEST ended."""
+    actions = operator["actions"]
+    latest = operator["latest"]
+    return (
+        f"operator: {actions.get('pause', 0)} pause(s) (racers {operator['paused_outcomes']}, queries"
+        f" {operator['paused_queries_started']}), {actions.get('release', 0)} forced release(s) (holders"
+        f" {operator['released_holders']}), {actions.get('rerun', 0)} re-run(s) ({actions.get('manual_invoke', 0)}"
+        f" invocations; generations {operator['generations']}, up to {operator['max_generation']};"
+        f" {operator['manual_queries_started']} queries); LATEST {latest['slot']} generation {latest['generation']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         default=ChaosOptions.future_fraction,
         help="slots that also get a near-future delivery",
     )
+    parser.add_argument(
+        "--operator-fraction",
+        type=float,
+        default=ChaosOptions.operator_fraction,
+        help="slots paused, force-released and re-run beside (each; at least one of each; 0: no operator actions)",
+    )
     parser.add_argument("--control-slots", type=int, help="slots of the negative control (default: --slots)")
     parser.add_argument("--no-control", action="store_true", help="skip the negative control")
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "chaos-report.json")
@@ -112,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir=args.workdir,
         write_fault_scale=args.write_fault_scale,
         future_fraction=args.future_fraction,
+        operator_fraction=args.operator_fraction,
     )
     control_slots = None if args.no_control else (args.control_slots or args.slots)
     try:

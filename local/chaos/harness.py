@@ -28,7 +28,15 @@ random plan adds, per run:
   once on some slot (:data:`FORCED_WRITE_FAULTS`), so even a short run covers them all;
 - **near-future deliveries**: some slots come with one more delivery whose scheduled time is 30-599 s
   ahead of now (a hostile or mistyped event). It must be refused before any request, on every attempt
-  (Lambda's two async retries included), and its slot never acquired nor recorded.
+  (Lambda's two async retries included), and its slot never acquired nor recorded;
+- **the operator's actions** (:mod:`local.chaos.operator`, ``slotlock``'s operator API, as ``tools.ops``):
+  a **pause** of the job before a slot's deliveries (every racer must lose as ``paused`` after one request,
+  exactly one record the slot MISSED, no query start) and the **resume** once they settled (the next slot
+  runs; the paused slot's late delivery stays refused); a **forced release** of a live holder stopped mid-run
+  (its later commit must be rejected, the slot completed by a takeover that adopts its query); **re-runs**:
+  a new generation of a finished slot, requested and then invoked with the manual marker through the same
+  fake service, beside the next slot's racers or on its own, which must commit exactly once, store its own
+  result and never disturb the live schedule (see :func:`local.chaos.plan._plan_operator_actions`).
 
 Every observation (who, what, slot, fencing token, outcome, machine-wide monotonic time) is recorded; at
 the end :mod:`local.chaos.checker` checks the history, the stored state (every slot item of the lock table)
@@ -39,14 +47,15 @@ be reported as violating: it proves the checker can fail.
 
 Where the parts live: the seeded plan in :mod:`local.chaos.plan`; the deliveries, Lambda's async retries
 (same request id), timeouts, environments and the recorded history in the fake Lambda service that the demo
-uses too (:mod:`local.emulators.lambda_service`); the tables and the read-back in
-:mod:`local.emulators.deployment`; the command line in :mod:`local.chaos.cli`. This module is the driver
+uses too (:mod:`local.emulators.lambda_service`); the tables in :mod:`local.emulators.deployment`; the
+operator's actions and the read-back of every generation in :mod:`local.chaos.operator`; the command line in
+:mod:`local.chaos.cli`. This module is the driver
 (what the plan adds on top of the service: duplicate, late, ancient and near-future deliveries, when a
-stopped holder resumes) and the report; at about 590 lines, the report's figures stay next to the run
-state they are computed from.
+stopped holder resumes, when the operator acts) and the report; at about 780 lines, the report's figures
+stay next to the run state they are computed from.
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
-                          [--write-fault-scale 1.0] [--future-fraction 0.1]
+                          [--write-fault-scale 1.0] [--future-fraction 0.1] [--operator-fraction 0.03]
                           [--control-slots N | --no-control] [--report chaos-report.json]
 
 Every wait is bounded (per slot, per run, per process); the exit status is non-zero when the fenced run has
@@ -68,10 +77,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from athena_refresh.engine import client_request_token
+from athena_refresh.results import result_sort_key
+from athena_refresh.settings import Settings
 from local.chaos import checker as chaos_checker
 from local.chaos.checker import FinalState, percentile
+from local.chaos.operator import ChaosOperator
 from local.chaos.plan import (
     FORCED_MISSED_RESEND,
+    OPERATOR_RELEASE,
     REPO_ROOT,
     RESUME_AFTER_NEXT_SLOT,
     RESUME_ON_TAKEOVER_ACQUIRED,
@@ -94,6 +108,7 @@ from local.emulators.lambda_service import (
     LambdaServiceError,
     ServiceHooks,
 )
+from slotlock import SlotLockError
 from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
 MAX_REDELIVERIES = 4  # late deliveries of a stopped holder's slot that arrive while the lease still holds
@@ -101,6 +116,9 @@ EXTRA_ENVIRONMENTS = 8  # Lambda scales out beyond the racers for retries and la
 WORKER_START_TIMEOUT_S = 180.0
 TAKEOVER_MARGIN_S = 0.3
 FUNCTION_NAME = "athena-refresh-chaos"
+#: A manual invocation that returned without running its generation for one of these reasons (the manual lease
+#: was busy or held, DynamoDB stayed unavailable) is invoked again, as the operator's tool would, a few times.
+MANUAL_AGAIN_REASONS = ("busy", "held", "conflict", "unavailable")
 
 
 class ChaosHarnessError(RuntimeError):
@@ -140,6 +158,9 @@ class Chaos(ServiceHooks):
         self.deferred: list[tuple[int, Delivery]] = []  # stopped holders resumed after a later slot
         self.faults: Counter[str] = Counter()  # what the plan added (deliveries, storms); the service counts the rest
         self.future_slots: dict[str, int] = {}  # near-future slot iso -> its lead (s) when first delivered
+        self.operator: ChaosOperator | None = None
+        self.operator_actions: Counter[str] = Counter()  # pause, resume, release, rerun (requests), manual_invoke
+        self.manual: dict[str, tuple[str, int, dict[str, Any]]] = {}  # request id -> (slot, generation, event)
         self.harness_errors: list[str] = []
         self.not_before = 0.0
         self.plans: list[SlotPlan] = []
@@ -163,6 +184,7 @@ class Chaos(ServiceHooks):
         for sub in (self.state_dir, self.logs_dir):
             sub.mkdir(parents=True, exist_ok=True)
         endpoint = self.deployment.start()
+        self.operator = ChaosOperator(self.deployment, self.job.job_name, lease_s=self.o.lease_s, run_id=self.run_id)
         from sample_data.flights import ensure_flights_parquet
 
         self.data_dir = ensure_flights_parquet().parent.parent
@@ -239,8 +261,15 @@ class Chaos(ServiceHooks):
         for plan in self.plans:
             while time.monotonic() < self.not_before:
                 service.step(min(0.05, self.not_before - time.monotonic()))
+            if plan.pause:
+                self._pause(plan)
             self._fire(plan)
             self._settle(plan, run_deadline)
+            if plan.pause:
+                self._resume(plan)
+            if plan.rerun_after:
+                self._rerun(plan.iso, plan, beside=None)
+                self._settle(plan, run_deadline)
             if (plan.index + 1) % 25 == 0 or plan.index + 1 == len(self.plans):
                 commits = sum(1 for d in service.deliveries if d.status == "succeeded")
                 faults = sum(self.faults_injected().values())
@@ -288,6 +317,8 @@ class Chaos(ServiceHooks):
             service.invoke(self._delivery(future, plan, racer, "future", due=now + self.rng.uniform(0, 0.2)))
         if plan.storm:
             self.faults[f"storm_{plan.storm['target']}"] += 1
+        if plan.rerun:
+            self._rerun(plan.rerun, plan, beside=plan.iso)
 
     def _event(self, slot_iso: str, racer: int) -> dict[str, Any]:
         # The stack's Scheduler input (stacks/constructs/fanout_schedule.py): same for every racer but the index.
@@ -310,6 +341,92 @@ class Chaos(ServiceHooks):
             if plan.index > round_:
                 self.deferred.remove(entry)
                 service.resume(delivery, "the next slot has run")
+
+    # ---- the operator (local.chaos.operator) -------------------------------------------------------
+    @property
+    def ops(self) -> ChaosOperator:
+        if self.operator is None:
+            raise ChaosHarnessError("the run has not been set up")
+        return self.operator
+
+    def _pause(self, plan: SlotPlan) -> None:
+        try:
+            action = self.ops.pause(plan.iso)
+        except SlotLockError as exc:
+            self.harness_errors.append(f"pause before {plan.iso}: {exc}")
+            return
+        self.operator_actions["pause"] += 1
+        self.lambda_service.record("operator", action="pause", slot=plan.iso, changed=action.changed)
+        self.say(f"operator: paused the job before slot {plan.iso}")
+
+    def _resume(self, plan: SlotPlan) -> None:
+        try:
+            action = self.ops.resume(plan.iso)
+        except SlotLockError as exc:
+            self.harness_errors.append(f"resume after {plan.iso}: {exc}")
+            return
+        through = action.after.paused_through_slot if action.after is not None else None
+        self.operator_actions["resume"] += 1
+        self.lambda_service.record(
+            "operator", action="resume", slot=plan.iso, through=through.iso if through else None, changed=action.changed
+        )
+
+    def _force_release(self, stopped: Delivery, message: dict[str, Any]) -> None:
+        """The operator releases the stopped holder's live lease (``force``): its token is fenced out."""
+        now_ms = time.time_ns() // 1_000_000
+        try:
+            action = self.ops.force_release(stopped.slot)
+        except SlotLockError as exc:
+            self.harness_errors.append(f"force release of {stopped.slot}: {exc}")
+            return
+        before = action.before
+        if before is None or before.owner_id != stopped.request_id or not action.changed:
+            self.harness_errors.append(f"force release of {stopped.slot} did not release its holder: {action.message}")
+            return
+        self.operator_actions["release"] += 1
+        self.lambda_service.record(
+            "operator",
+            action="release",
+            slot=stopped.slot,
+            request_id=stopped.request_id,
+            token=before.fencing_token,
+            checkpoint=message.get("checkpoint"),
+            lease_live=before.locked(now_ms),
+        )
+
+    def _rerun(self, slot: str, plan: SlotPlan, *, beside: str | None) -> None:
+        """The operator re-runs ``slot``: requests its next generation, then invokes it with the manual marker."""
+        try:
+            live = self.ops.live_record(slot)
+            rerun = self.ops.request_rerun(slot)
+        except SlotLockError as exc:
+            self.harness_errors.append(f"re-run of {slot}: {exc}")
+            return
+        self.operator_actions["rerun"] += 1
+        self._invoke_manual(slot, plan.index, rerun.generation, rerun.event, beside=beside, live=live)
+
+    def _invoke_manual(
+        self,
+        slot: str,
+        round_: int,
+        generation: int,
+        event: dict[str, Any],
+        *,
+        beside: str | None = None,
+        live: tuple[str | None, int | None] | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        request_id = str(uuid.uuid4())
+        self.manual[request_id] = (slot, generation, event)
+        self.operator_actions["manual_invoke"] += 1
+        fields: dict[str, Any] = {"beside": beside}
+        if live is not None:
+            fields.update(live_status=live[0], live_token=live[1])
+        self.lambda_service.record(
+            "operator", action="rerun", slot=slot, generation=generation, request_id=request_id, **fields
+        )
+        delivery = Delivery(request_id, slot, round_, 0, dict(event), "manual", due=time.monotonic() + delay_s)
+        self.lambda_service.invoke(delivery)
 
     def _drain(self, run_deadline: float) -> None:
         service = self.lambda_service
@@ -343,6 +460,11 @@ class Chaos(ServiceHooks):
         policy = (delivery.fault or {}).get("policy", RESUME_ON_TAKEOVER_DONE)
         delivery.resume_policy = policy
         wait_s = self.o.lease_s + 2 * self.o.max_skew_ms / 1000 + TAKEOVER_MARGIN_S
+        if (delivery.fault or {}).get("operator") == OPERATOR_RELEASE:
+            # The operator releases the live lease now: the late delivery need not wait for it to run out,
+            # only for the racers' clocks (skewed either way) to agree that it ended.
+            self._force_release(delivery, message)
+            wait_s = 2 * self.o.max_skew_ms / 1000 + TAKEOVER_MARGIN_S
         if policy == RESUME_AFTER_NEXT_SLOT:
             self.deferred.append((delivery.round, delivery))
             self.not_before = max(self.not_before, time.monotonic() + wait_s)
@@ -350,6 +472,13 @@ class Chaos(ServiceHooks):
             self._redeliver(delivery, wait_s)
 
     def on_finished(self, delivery: Delivery) -> None:
+        manual = self.manual.get(delivery.request_id)
+        if manual is not None:
+            slot, generation, event = manual
+            invoked = sum(1 for m in self.manual.values() if m[:2] == (slot, generation))
+            if delivery.status == "lost" and delivery.reason in MANUAL_AGAIN_REASONS and invoked <= MAX_REDELIVERIES:
+                self._invoke_manual(slot, delivery.round, generation, event, delay_s=self.o.lease_s / 2)
+            return
         if delivery.kind != "redelivery" or str(delivery.status).startswith("crashed:"):
             return
         stopped = delivery.retry_of
@@ -397,7 +526,24 @@ class Chaos(ServiceHooks):
         return counts
 
     def final_state(self) -> FinalState:
-        return self.deployment.final_state()
+        return self.deployment.final_state(self.job.job_name)
+
+    def query_tokens(self) -> list[str]:
+        """The ``ClientRequestToken`` of every query the engine started (one file per query execution)."""
+        tokens = []
+        for path in sorted((self.state_dir / "queries").glob("*.json")):
+            with contextlib.suppress(OSError, ValueError):
+                tokens.append(str(json.loads(path.read_text(encoding="utf-8")).get("client_request_token")))
+        return tokens
+
+    def _tokens_of(self, slot: str, generation: int) -> set[str]:
+        """Every token a query of (``slot``, ``generation``) can carry (one per attempt)."""
+        attempts = Settings.from_env(self.env).max_query_attempts
+        key = result_sort_key(slot, generation)
+        return {
+            client_request_token(self.job.job_name, key, attempt, deployment_id=self.deployment.lock_table)
+            for attempt in range(attempts + 2)
+        }
 
     def expected_rows(self, slots: list[str]) -> dict[str, Any]:
         """The rows the job's query gives for each slot, computed afresh (DuckDB, no simulated duration)."""
@@ -437,10 +583,16 @@ class Chaos(ServiceHooks):
         final = self.final_state()
         faults = self.faults_injected()
         succeeded = sorted(s for s, item in final.slot_items.items() if item.get("status") == "SUCCEEDED")
-        expected = self.expected_rows(succeeded)
+        rerun_ok = {s for (s, _), item in final.generation_items.items() if item.get("status") == "SUCCEEDED"}
+        expected = self.expected_rows(sorted(set(succeeded) | rerun_ok))
         planned = [p.iso for p in self.plans] + self.ancient
         emitted = self.emitted_slot_missed()
         history = self.lambda_service.history
+        tokens = self.query_tokens()
+        paused = [p.iso for p in self.plans if p.pause]
+        paused_queries = {slot: len(self._tokens_of(slot, 1).intersection(tokens)) for slot in paused}
+        manual_tokens = set().union(*(self._tokens_of(s, g) for s, g, _ in self.manual.values()))
+        manual_queries = sum(t in manual_tokens for t in tokens)
         violations = chaos_checker.check_history(history) + chaos_checker.check_final_state(
             final,
             planned_slots=planned,
@@ -452,6 +604,10 @@ class Chaos(ServiceHooks):
         violations += chaos_checker.check_future_refused(
             history, final, future_slots=self.future_slots, max_attempts=1 + MAX_ASYNC_RETRIES
         )
+        violations += chaos_checker.check_paused_slots(history, final, queries_started=paused_queries)
+        violations += chaos_checker.check_force_release(history, final)
+        violations += chaos_checker.check_generations(history, final, expected_rows=expected)
+        violations += chaos_checker.check_manual_isolation(history, final)
         future_runs = [e for e in history if e["what"] == "deliver" and e.get("kind") == "future"]
         future_requests = sum(
             int(e.get("count") or 0) for e in history if e["what"] == "dynamodb_requests" and e.get("kind") == "future"
@@ -465,7 +621,7 @@ class Chaos(ServiceHooks):
             for item in final.slot_items.values()
             if item.get("status") == "FAILED"
         )
-        queries = len(list((self.state_dir / "queries").glob("*.json")))
+        queries = len(tokens) - manual_queries  # the live schedule's
         latencies = self.takeover_latencies_s()
         committed = len(succeeded)
         return {
@@ -525,11 +681,42 @@ class Chaos(ServiceHooks):
             },
             "queries_started": queries,
             "queries_started_per_committed_slot": round(queries / committed, 3) if committed else None,
+            "operator": self.operator_report(final, paused_queries, manual_queries),
+        }
+
+    def operator_report(self, final: FinalState, paused_queries: dict[str, int], manual_queries: int) -> dict[str, Any]:
+        """What the operator did and what came of it (the checks judge it; these are the figures)."""
+        deliveries = self.lambda_service.deliveries
+        paused = {p.iso for p in self.plans if p.pause}
+        released = {e["request_id"] for e in chaos_checker.operator_events(self.lambda_service.history, "release")}
+        paused_outcomes = Counter(
+            f"{d.status}:{d.reason}" for d in deliveries if d.slot in paused and d.request_id not in self.manual
+        )
+        generations = Counter(str(item.get("status")) for item in final.generation_items.values())
+        latest = final.latest or {}
+        return {
+            "actions": dict(sorted(self.operator_actions.items())),
+            "paused_slots": len(paused),
+            "paused_outcomes": dict(sorted(paused_outcomes.items())),
+            "paused_queries_started": sum(paused_queries.values()),
+            "released_holders": dict(
+                sorted(Counter(str(d.status) for d in deliveries if d.request_id in released and d.done).items())
+            ),
+            "generations_requested": len({(s, g) for s, g, _ in self.manual.values()}),
+            "generations": dict(sorted(generations.items())),
+            "generation_results": len(final.generation_results),
+            "max_generation": max((g for _, g in final.generation_items), default=1),
+            "manual_queries_started": manual_queries,
+            "latest": {
+                "slot": latest.get("latest_slot"),
+                "generation": latest.get("latest_generation", 1) if latest else None,
+                "fencing_token": latest.get("fencing_token"),
+            },
         }
 
     def takeover_latencies_s(self) -> list[float]:
         """From each kill/stop of a holder (not after its commit) to the next commit of that slot by anyone."""
-        history = self.lambda_service.history
+        history = chaos_checker.live_history(self.lambda_service.history)
         commits = [e for e in history if e["what"] == "checkpoint" and e.get("checkpoint") == "committed"]
         samples = []
         for fault in (e for e in history if e["what"] == "fault" and e.get("checkpoint") != "committed"):

@@ -1,10 +1,11 @@
 """The chaos suite's seeded plan: per slot, which holder is killed or stopped where, duplicate, late,
-ancient and near-future deliveries, throttling storms and the faults aimed at the lock's writes.
+ancient and near-future deliveries, throttling storms, the faults aimed at the lock's writes and the
+operator's actions (pause and resume, a forced release of a live holder, re-runs as new generations).
 
 :func:`make_plan` is pure (a seed and a clock in, :class:`SlotPlan` list out); :mod:`local.chaos.harness`
 carries it out on the fake Lambda service. The module docstring of :mod:`local.chaos.harness` says what each
-fault stands for; the rules that make even a short plan cover every kind are in :func:`_ensure_coverage` and
-:func:`_plan_writes_and_future`.
+fault stands for; the rules that make even a short plan cover every kind are in :func:`_ensure_coverage`,
+:func:`_plan_operator_actions` and :func:`_plan_writes_and_future`.
 """
 
 from __future__ import annotations
@@ -64,6 +65,16 @@ FORCED_MISSED_RESEND = {"write": RECORD_MISSED, "kind": RESPONSE_LOST}
 #: Heartbeat-shaped writes are rare (a 100 ms query needs no renewal): the sure one is the release of a holder
 #: whose query engine stayed throttled (an Athena storm), so each plan has one and its release meets a conflict.
 FORCED_RELEASE_CONFLICT = {"write": HEARTBEAT, "kind": TRANSACTION_CONFLICT}
+#: The operator's forced release of a live holder rides on a stop fault (``"operator": "release"``): the holder
+#: stops at one of these checkpoints, the operator releases its live lease (``slotlock.admin.release(force=True)``)
+#: and a late delivery takes the slot over at once, adopting the recorded query. Resumed at ``before_commit`` the
+#: old holder sends its commit (rejected: stale); at ``query_started`` it learns at its next renewal that it lost
+#: the lease. Every plan with operator actions has one at ``before_commit``.
+OPERATOR_RELEASE = "release"
+RELEASE_POINTS = ("query_started", "before_commit")
+RELEASE_POLICIES = (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE)
+#: How far back (slots) a re-run beside the live racers reaches for the slot it runs again.
+RERUN_WINDOW = 10
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,7 @@ class ChaosOptions:
     transient_rate: float = 0.01
     future_fraction: float = 0.1  # slots that also get a near-future delivery (at least one per run)
     write_fault_scale: float = 1.0  # multiplies local.chaos.worker.WRITE_FAULTS (0: no aimed write faults)
+    operator_fraction: float = 0.03  # slots paused / force-released / re-run beside (each); 0: no operator actions
     fencing: bool = True
     workdir: Path = REPO_ROOT / ".chaos"
     max_run_s: float = 3600.0
@@ -119,6 +131,9 @@ class SlotPlan:
     storm: dict[str, Any] | None = None  # {"target", "kind", "calls", "racer"}
     future_lead_s: int | None = None  # one more delivery scheduled this far ahead of now
     forced: list[dict[str, Any]] = field(default_factory=list)  # [{"write", "kind", "racer"?}]
+    pause: bool = False  # the operator pauses the job before this slot's deliveries and resumes once it settled
+    rerun: str | None = None  # iso of an earlier slot re-run (a new generation) beside this slot's racers
+    rerun_after: bool = False  # this very slot is re-run (a new generation) once it has settled
 
     @property
     def iso(self) -> str:
@@ -166,6 +181,7 @@ def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[Slo
             calls = DYNAMODB_STANDARD_MAX_ATTEMPTS if target == "dynamodb" else ATHENA_MAX_ATTEMPTS
             plan.storm = {"target": target, "kind": kind, "calls": calls, "racer": rng.randrange(o.racers)}
     _ensure_coverage(plans, rng)
+    _plan_operator_actions(o, plans)
     _plan_writes_and_future(o, plans, ancient)
     return plans, ancient
 
@@ -194,9 +210,12 @@ def _plan_writes_and_future(o: ChaosOptions, plans: list[SlotPlan], ancient: lis
         plan.late = iso(dt.datetime.fromtimestamp(moment, dt.UTC))
         ancient.append(plan.late)
     # A holder killed or stopped at a checkpoint may never query (its retry carries no storm): a plain slot.
+    # A paused slot never runs (its racers lose at once): no storm nor forced write fault would fire there.
     athena_storms = [p for p in plans if p.storm and p.storm["target"] == "athena" and p.fault is None]
     if not athena_storms:
-        quiet = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
+        quiet = [p for p in plans if p.fault is None and p.storm is None and not p.pause] or [
+            p for p in plans if not p.pause
+        ]
         storm_plan = rng.choice(quiet)
         storm_plan.storm = {
             "target": "athena",
@@ -206,7 +225,9 @@ def _plan_writes_and_future(o: ChaosOptions, plans: list[SlotPlan], ancient: lis
         }
         athena_storms.append(storm_plan)
     athena_storms[0].forced.append(dict(FORCED_RELEASE_CONFLICT))
-    free = [p for p in plans if p.fault is None and p.storm is None] or list(plans)
+    free = [p for p in plans if p.fault is None and p.storm is None and not p.pause] or [
+        p for p in plans if not p.pause
+    ]
     rng.shuffle(free)
     for n, (write, kind, racers) in enumerate(FORCED_WRITE_FAULTS):
         plan = free[n % len(free)]  # a short plan stacks them: each one hits its own write of the slot
@@ -259,3 +280,92 @@ def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
     rng.shuffle(stormy)
     for plan, fault in zip(calm + stormy, wanted):
         plan.fault = fault
+
+
+def _plan_operator_actions(o: ChaosOptions, plans: list[SlotPlan]) -> None:
+    """The operator's actions, from their own seeded RNG (the faults drawn before them stay as they were).
+
+    About ``operator_fraction`` of the slots each get: a **pause** (the operator pauses the job before the
+    slot's deliveries and resumes once they settled: every racer loses as ``paused``, one records the slot
+    MISSED); a **forced release** of the holder mid-run (a stop fault at :data:`RELEASE_POINTS` marked
+    ``"operator": "release"``); a **re-run** of an earlier slot (a new generation, with the manual marker) beside
+    the slot's racers. At least one of each when ``operator_fraction`` > 0 and the plan has room: the release
+    first (at ``before_commit``), then a pause, whose slot is re-run once resumed (generation 2), delivered late
+    again with the next slot (refused: it stays paused after the resume) and re-run once more beside a later
+    slot (generation 3); the newest slot that can be is re-run last, so LATEST must end at its generation 2.
+
+    Where: a pause or a release only on a slot without a fault, a storm or another action, never the first (as
+    :func:`_ensure_coverage`), whose predecessor's holder is not stopped until the next slot (that holder would
+    still hold the lease the slot needs), and only while plain slots remain for the forced write faults and,
+    unless the plan has one already, the Athena storm of :func:`_plan_writes_and_future`; a re-run beside any slot but a
+    paused one or one whose holder stops until the next slot, of a finished earlier slot (not one whose holder
+    is still stopped).
+    """
+    if o.operator_fraction <= 0 or len(plans) < 2:
+        return
+    rng = random.Random(f"{o.seed}/operator")
+
+    def deferred(plan: SlotPlan) -> bool:  # its holder stays stopped until the next slot ran
+        return bool(plan.fault and plan.fault.get("policy") == RESUME_AFTER_NEXT_SLOT)
+
+    def plain(plan: SlotPlan) -> bool:
+        return plan.fault is None and plan.storm is None and not plan.pause
+
+    # one plain slot for the forced write faults, one more for the Athena storm unless a plain slot has one
+    spare = 1 + (not any(p.storm and p.storm["target"] == "athena" and p.fault is None for p in plans))
+
+    def open_slot(i: int) -> bool:
+        plan = plans[i]
+        return (
+            i > 0
+            and plain(plan)
+            and plan.rerun is None
+            and not deferred(plans[i - 1])
+            and sum(plain(p) for p in plans) > spare
+        )
+
+    def release(plan: SlotPlan, checkpoint: str) -> None:
+        policy = rng.choice(RELEASE_POLICIES)
+        plan.fault = {"action": "pause", "checkpoint": checkpoint, "policy": policy, "operator": OPERATOR_RELEASE}
+
+    def targets(i: int) -> list[SlotPlan]:
+        return [p for p in plans[max(0, i - RERUN_WINDOW) : i] if not deferred(p)]
+
+    for i, plan in enumerate(plans):
+        draw = rng.random()
+        if draw < o.operator_fraction and open_slot(i):
+            plan.pause = True
+        elif draw < 2 * o.operator_fraction and open_slot(i):
+            release(plan, rng.choice(RELEASE_POINTS))
+    for i, plan in enumerate(plans):
+        if rng.random() < o.operator_fraction and i > 0 and not plan.pause and not deferred(plan) and targets(i):
+            plan.rerun = rng.choice(targets(i)).iso
+    released = [p for p in plans if p.fault and p.fault.get("operator") == OPERATOR_RELEASE]
+    if not any(p.fault["checkpoint"] == "before_commit" for p in released):
+        candidates = [i for i in range(len(plans)) if open_slot(i)]
+        if candidates:
+            release(plans[rng.choice(candidates)], "before_commit")
+    if not any(p.pause for p in plans):
+        # Not the last slot when there is a choice: a later slot delivers it late and re-runs it.
+        candidates = [i for i in range(len(plans)) if open_slot(i)]
+        if candidates:
+            plans[rng.choice([i for i in candidates if i < len(plans) - 1] or candidates)].pause = True
+    for i, plan in enumerate(plans):
+        if not plan.pause:
+            continue
+        plan.rerun_after = True
+        if i + 1 < len(plans) and plans[i + 1].late is None:
+            plans[i + 1].late = plan.iso
+    first_pause = next((i for i, p in enumerate(plans) if p.pause), None)
+    if first_pause is not None and not any(p.rerun == plans[first_pause].iso for p in plans):
+        later = [p for p in plans[first_pause + 1 : first_pause + 1 + RERUN_WINDOW] if not p.pause and not deferred(p)]
+        if later:
+            rng.choice(later).rerun = plans[first_pause].iso
+    if not any(p.rerun for p in plans):
+        beside = [i for i, p in enumerate(plans) if i > 0 and not p.pause and not deferred(p) and targets(i)]
+        if beside:
+            i = rng.choice(beside)
+            plans[i].rerun = rng.choice(targets(i)).iso
+    newest = next((p for p in reversed(plans) if not deferred(p)), None)
+    if newest is not None:
+        newest.rerun_after = True

@@ -27,7 +27,7 @@ from botocore.config import Config
 from athena_refresh import contract
 from athena_refresh.catalog import CATALOG_FILE, catalog_document
 from athena_refresh.engine import client_request_token
-from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.results import LIVE_GENERATION, ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from local.chaos.checker import FinalState
 from slotlock import Slot, SlotLock, create_lock_table
@@ -183,7 +183,9 @@ class LocalDeployment:
 
     # ---- read back ---------------------------------------------------------------------------------
     def final_state(self, job_name: str | None = None) -> FinalState:
-        """Every slot item of the job (planned or not: a near-future slot shows too), every result, LATEST.
+        """Every slot item of the job (planned or not: a near-future slot shows too) and of every manual
+        generation (``slot#<job>#<slot>#g<n>``), every result (generation 1 by slot, the others by (slot,
+        generation)), LATEST. Strongly consistent reads.
 
         ``job_name``: one of the deployment's jobs (default: the first).
         """
@@ -199,14 +201,27 @@ class LocalDeployment:
         )
         for page in pages:
             for key in page["Items"]:
-                if key["pk"]["S"].startswith(prefix):
-                    slot_iso = key["pk"]["S"][len(prefix) :]
-                    item = lock.get_slot(Slot.parse(slot_iso))
-                    if item is not None:
-                        state.slot_items[slot_iso] = item
+                pk = key["pk"]["S"]
+                if not pk.startswith(prefix):
+                    continue
+                slot_iso, _, suffix = pk[len(prefix) :].partition("#g")
+                generation = int(suffix) if suffix.isdigit() else LIVE_GENERATION
+                item = lock.for_generation(generation).get_slot(Slot.parse(slot_iso))
+                if item is None:
+                    continue
+                if generation == LIVE_GENERATION:
+                    state.slot_items[slot_iso] = item
+                else:
+                    state.generation_items[(slot_iso, generation)] = item
         for item in store.list_results(job_name):  # rows come inline unless offloaded to S3
-            offloaded = "rows_s3_uri" in item
-            state.results[item["slot"]] = store.get_result(job_name, item["slot"]) if offloaded else item
+            slot_iso = str(item.get("slot_time") or item["slot"])
+            generation = int(item.get("generation") or LIVE_GENERATION)
+            if "rows_s3_uri" in item:
+                item = store.get_result(job_name, slot_iso, generation) or item
+            if generation == LIVE_GENERATION:
+                state.results[slot_iso] = item
+            else:
+                state.generation_results[(slot_iso, generation)] = item
         state.latest = store.get_latest(job_name)
         return state
 

@@ -1,6 +1,6 @@
 """The chaos suite, bounded for ``make test``: 16 racer processes on AWS DynamoDB Local, seeded faults (the
-faults aimed at the lock's writes and the near-future deliveries included), every check of
-:mod:`local.chaos.checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
+faults aimed at the lock's writes, the near-future deliveries and the operator's actions included), every
+check of :mod:`local.chaos.checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
 chaos-report.json."""
 
 from __future__ import annotations
@@ -75,6 +75,29 @@ def test_near_future_deliveries_were_refused_without_a_request(report: dict[str,
     # each refused on every attempt: the first and Lambda's two retries, then the on-failure destination
     assert future["invocations"] == future["refused"] == (1 + MAX_ASYNC_RETRIES) * future["dead_lettered"]
     assert future["dynamodb_requests"] == 0
+
+
+def test_the_operator_actions_ran_and_held(report: dict[str, Any]) -> None:
+    operator = report["operator"]
+    actions = operator["actions"]
+    assert actions["pause"] == actions["resume"] == operator["paused_slots"] >= 1
+    assert not {"paused_slot", "force_release", "generation_commits", "manual_isolated"} & set(
+        report["violations_by_check"]
+    )
+    # every racer of a paused slot lost as paused, exactly one recorded it MISSED, no query started
+    outcomes = operator["paused_outcomes"]
+    assert outcomes.get("missed:paused") == operator["paused_slots"] and outcomes.get("lost:paused", 0) >= RACERS - 1
+    assert operator["paused_queries_started"] == 0 and report["slots_missed"].get("paused") == operator["paused_slots"]
+    # the force-released holder's commit was rejected (stale), its slot completed by a takeover
+    assert actions["release"] >= 1 and operator["released_holders"].get("stale_rejected", 0) >= 1
+    # re-runs: the paused slot (generation 2, then 3 beside a later slot) and the newest slot, each committed once
+    assert actions["rerun"] >= 3 and operator["max_generation"] >= 3
+    assert sum(operator["generations"].values()) == operator["generations_requested"] == actions["rerun"]
+    assert set(operator["generations"]) <= {"SUCCEEDED", "FAILED"}
+    assert operator["generation_results"] == operator["generations"].get("SUCCEEDED", 0)
+    assert operator["manual_queries_started"] >= operator["generation_results"]
+    control = report["negative_control"]
+    assert control["violations"] > 0
 
 
 def test_the_run_was_real_size_and_faulty(report: dict[str, Any]) -> None:

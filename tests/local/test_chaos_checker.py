@@ -1,5 +1,5 @@
-"""The chaos history checker on hand-made histories: each check passes a clean history and catches its violation;
-and the seeded plan's coverage."""
+"""The chaos history checker on hand-made histories: each check passes a clean history and catches its violation
+(the operator's actions and the manual generations included); and the seeded plan's coverage."""
 
 from __future__ import annotations
 
@@ -13,12 +13,18 @@ from local.chaos.checker import (
     FinalState,
     accepted_commits,
     check_final_state,
+    check_force_release,
     check_future_refused,
+    check_generations,
     check_history,
+    check_manual_isolation,
+    check_paused_slots,
     check_slot_missed_metric,
     check_terminal_records,
     delivered_slots,
     emf_metric_values,
+    live_history,
+    manual_requests,
     percentile,
     terminal_writes,
 )
@@ -28,6 +34,9 @@ from local.chaos.plan import (
     FORCED_WRITE_FAULTS,
     KILL_POINTS,
     MIN_STALE_COMMIT_SCENARIOS,
+    OPERATOR_RELEASE,
+    RERUN_WINDOW,
+    RESUME_AFTER_NEXT_SLOT,
     RESUME_POLICIES,
     STALE_COMMIT_POINTS,
     ChaosOptions,
@@ -258,7 +267,11 @@ def test_a_very_short_plan_still_has_the_stale_commit_scenarios_first() -> None:
 def test_the_plan_is_reproducible_from_its_seed() -> None:
     first, _ = make_plan(ChaosOptions(slots=50, seed=3))
     second, _ = make_plan(ChaosOptions(slots=50, seed=3))
-    assert [(p.fault, p.duplicates, p.storm) for p in first] == [(p.fault, p.duplicates, p.storm) for p in second]
+
+    def drawn(plans: list[Any]) -> list[Any]:
+        return [(p.fault, p.duplicates, p.storm, p.late, p.forced, p.pause, p.rerun, p.rerun_after) for p in plans]
+
+    assert drawn(first) == drawn(second)
 
 
 # --- terminal records --------------------------------------------------------------------------------
@@ -521,3 +534,327 @@ def test_the_new_faults_leave_the_rest_of_a_seeded_plan_as_it_was() -> None:
         assert new.late == old.late or old.late is None
         assert new.storm == old.storm or (old.storm is None and new.storm["target"] == "athena")
     assert not any(p.forced or p.future_lead_s for p in without)
+
+
+# --- the operator's actions: pause and resume -----------------------------------------------------------
+S4 = "2026-11-22T01:30:00Z"
+
+
+def op(t_ms: int, action: str, slot: str, **fields: Any) -> dict[str, Any]:
+    return {"what": "operator", "t_ns": t_ms * MS, "action": action, "slot": slot, **fields}
+
+
+def requests(t_ms: int, rid: str, slot: str, acquires: int = 1) -> dict[str, Any]:
+    return {
+        "what": "dynamodb_requests",
+        "t_ns": t_ms * MS,
+        "request_id": rid,
+        "slot": slot,
+        "count": acquires + 1,
+        "writes": {"acquire": acquires},
+    }
+
+
+def of(history: list[dict[str, Any]], rid: str, what: str = "result") -> dict[str, Any]:
+    return next(e for e in history if e["what"] == what and e.get("request_id") == rid)
+
+
+def paused_run() -> tuple[list[dict[str, Any]], FinalState]:
+    """S1 committed; the operator pauses before S2 (three racers lose as paused, p1 records it MISSED) and
+    resumes through a minute after S2; S3 commits; a late delivery of S2 after the resume loses superseded."""
+    history = [deliver(0, "a", S1), *clean_run("a", S1, 1, 0), op(90, "pause", S2)]
+    for n, rid in enumerate(("p1", "p2", "p3")):
+        history += [deliver(100, rid, S2), requests(101 + n, rid, S2)]
+    history += [
+        result(110, "p1", S2, "missed", None, "paused"),
+        result(111, "p2", S2, "lost", None, "paused"),
+        result(112, "p3", S2, "lost", None, "paused"),
+        op(150, "resume", S2, through="2026-11-22T00:31:00Z"),
+        deliver(200, "c", S3),
+        deliver(200, "l", S2, "late"),
+        *clean_run("c", S3, 2, 200),
+        result(205, "l", S2, "lost", None, "superseded"),
+    ]
+    state = FinalState(
+        slot_items={
+            S1: {"status": "SUCCEEDED", "fencing_token": 1},
+            S2: {"status": "MISSED", "reason": "paused"},
+            S3: {"status": "SUCCEEDED", "fencing_token": 2},
+        }
+    )
+    return history, state
+
+
+def test_a_paused_slot_whose_racers_all_lost_with_one_missed_record_is_clean() -> None:
+    history, state = paused_run()
+    assert check_paused_slots(history, state, queries_started={S2: 0}) == []
+    # the live checks still hold on it (the operator's events are not racers')
+    assert check_history(history) == [] and check_terminal_records(history, state) == []
+
+
+@pytest.mark.parametrize(
+    "breach",
+    [
+        "acquired",
+        "query",
+        "engine_query",
+        "won",
+        "two_writers",
+        "no_writer",
+        "stored",
+        "requests",
+        "after_resume",
+        "unpaused",
+    ],
+)
+def test_a_paused_slot_that_ran_or_was_not_recorded_once_is_caught(breach: str) -> None:
+    history, state = paused_run()
+    queries = {S2: 0}
+    if breach == "acquired":
+        history.append(cp(105, "p2", S2, "acquired", 2))
+    elif breach == "query":
+        of(history, "p2")["queries_started"] = 1
+    elif breach == "engine_query":
+        queries[S2] = 1
+    elif breach == "won":
+        of(history, "p2").update(status="lost", reason="held")
+    elif breach == "two_writers":
+        of(history, "p3").update(status="missed")  # p3 wrote a second MISSED record
+    elif breach == "no_writer":
+        of(history, "p1").update(status="lost")
+    elif breach == "stored":
+        state.slot_items[S2]["reason"] = "superseded"
+    elif breach == "requests":
+        history.append(requests(113, "p3", S2, acquires=1))  # a second acquisition request, no fault injected
+    elif breach == "after_resume":
+        history.append(result(210, "z", S4, "lost", None, "paused"))
+    elif breach == "unpaused":
+        state.slot_items[S4] = {"status": "MISSED", "reason": "paused"}
+    violations = check_paused_slots(history, state, queries_started=queries)
+    assert violations and {v["check"] for v in violations} == {"paused_slot"}, violations
+
+
+def test_a_second_pause_after_a_resume_is_clean_and_a_refusal_outside_any_pause_is_caught() -> None:
+    history, state = paused_run()
+    history += [op(300, "pause", S4), deliver(310, "q1", S4), requests(311, "q1", S4)]
+    history += [result(320, "q1", S4, "missed", None, "paused"), op(350, "resume", S4, through="2026-11-22T01:31:00Z")]
+    state.slot_items[S4] = {"status": "MISSED", "reason": "paused"}
+    assert check_paused_slots(history, state) == []
+    history.append(result(40, "early", S1, "lost", None, "paused"))  # before any pause
+    [violation] = check_paused_slots(history, state)
+    assert violation["slot"] == S1 and "not paused" in violation["detail"]
+
+
+def test_an_acquisition_resent_after_an_injected_fault_is_still_one_request() -> None:
+    history, state = paused_run()
+    history += [
+        requests(113, "p3", S2, acquires=1),
+        {
+            "what": "injected",
+            "t_ns": 101 * MS,
+            "request_id": "p3",
+            "operation": "UpdateItem",
+            "kind": "connection_error",
+        },
+    ]
+    assert check_paused_slots(history, state) == []
+
+
+# --- the operator's actions: a forced release of a live holder ---------------------------------------------
+def released_run() -> tuple[list[dict[str, Any]], FinalState]:
+    """a holds S1 (token 1), stops before its commit; the operator releases it (token 1 fenced out, counter 2);
+    b takes over (token 3), adopts a's query and commits; a resumes and its commit is rejected as stale."""
+    history = [
+        deliver(0, "a", S1),
+        cp(0, "a", S1, "acquired", 1),
+        cp(5, "a", S1, "query_started", 1),
+        cp(10, "a", S1, "before_commit", 1),
+        op(20, "release", S1, request_id="a", token=1, checkpoint="before_commit", lease_live=True),
+        deliver(1000, "b", S1, "redelivery"),
+        cp(1001, "b", S1, "acquired", 3),
+        cp(1010, "b", S1, "before_commit", 3),
+        cp(1020, "b", S1, "committed", 3),
+        {**result(1021, "b", S1, "succeeded", 3), "takeover": True, "queries_started": 0},
+        {"what": "resumed", "t_ns": 1100 * MS, "request_id": "a", "slot": S1},
+        result(1110, "a", S1, "stale_rejected", 1),
+    ]
+    return history, FinalState(slot_items={S1: {"status": "SUCCEEDED", "fencing_token": 3}})
+
+
+def test_a_released_holder_rejected_and_a_takeover_that_adopted_its_query_is_clean() -> None:
+    history, state = released_run()
+    assert check_force_release(history, state) == []
+    assert check_history(history) == []
+
+
+@pytest.mark.parametrize("breach", ["accepted", "unfinished", "own_token", "query_again", "no_takeover"])
+def test_a_released_holder_that_committed_or_a_slot_not_taken_over_is_caught(breach: str) -> None:
+    history, state = released_run()
+    if breach == "accepted":  # fencing failed: a's stale commit went through after the release
+        history[-1] = cp(1105, "a", S1, "committed", 1)
+    elif breach == "unfinished":
+        state.slot_items[S1] = {"status": "RUNNING", "fencing_token": 3}
+    elif breach == "own_token":
+        state.slot_items[S1]["fencing_token"] = 1
+    elif breach == "query_again":
+        of(history, "b")["queries_started"] = 1
+    elif breach == "no_takeover":
+        of(history, "b")["takeover"] = False
+    violations = check_force_release(history, state)
+    assert violations and {v["check"] for v in violations} == {"force_release"}, violations
+
+
+# --- manual generations ---------------------------------------------------------------------------------
+def rerun(t_ms: int, rid: str, slot: str, generation: int, **fields: Any) -> dict[str, Any]:
+    return op(t_ms, "rerun", slot, generation=generation, request_id=rid, **fields)
+
+
+def generations_run() -> tuple[list[dict[str, Any]], FinalState]:
+    """The live S1 (token 5) and S2 (token 6) commit; S1 is re-run as generation 2 (m1, manual token 1) beside S2's
+    racers, and S2 as generation 2 (m2, manual token 2) after it, which fails for good (no result)."""
+    history = [deliver(0, "a", S1), *clean_run("a", S1, 5, 0)]
+    history += [deliver(100, "b", S2), rerun(100, "m1", S1, 2, beside=S2, live_status="SUCCEEDED", live_token=5)]
+    history += [deliver(101, "m1", S1, "manual"), *clean_run("m1", S1, 1, 101), *clean_run("b", S2, 6, 102)]
+    history += [result(103, "x", S2, "lost", None, "held")]
+    history += [rerun(200, "m2", S2, 2, beside=None, live_status="SUCCEEDED", live_token=6), deliver(201, "m2", S2)]
+    history += [
+        cp(201, "m2", S2, "acquired", 2),
+        cp(210, "m2", S2, "before_commit", 2),
+        cp(220, "m2", S2, "committed", 2),
+        {**result(221, "m2", S2, "failed", 2, "write_rejected"), "error_type": "WriteRejectedError"},
+    ]
+    state = FinalState(
+        slot_items={S1: {"status": "SUCCEEDED", "fencing_token": 5}, S2: {"status": "SUCCEEDED", "fencing_token": 6}},
+        results={
+            S1: {"fencing_token": 5, "rows": ROWS, "row_count": 2},
+            S2: {"fencing_token": 6, "rows": ROWS, "row_count": 2},
+        },
+        latest={"latest_slot": S2, "latest_generation": 1, "fencing_token": 6},
+        generation_items={
+            (S1, 2): {"status": "SUCCEEDED", "fencing_token": 1},
+            (S2, 2): {"status": "FAILED", "fencing_token": 2, "error": {"type": "WriteRejectedError"}},
+        },
+        generation_results={(S1, 2): {"fencing_token": 1, "rows": ROWS, "row_count": 2}},
+    )
+    return history, state
+
+
+def test_manual_generations_committed_once_each_beside_the_live_schedule_are_clean() -> None:
+    history, state = generations_run()
+    assert manual_requests(history) == {"m1": (S1, 2), "m2": (S2, 2)}
+    assert check_generations(history, state, expected_rows={S1: ROWS, S2: ROWS}) == []
+    assert check_manual_isolation(history, state) == []
+    # generation 1 keeps every existing check: the manual commits (low tokens of their own counter, a second
+    # commit of S1 and S2) are not the live schedule's
+    assert {e.get("request_id") for e in live_history(history)} >= {"a", "b", "x"}
+    assert not {"m1", "m2"} & {e.get("request_id") for e in live_history(history)}
+    assert check_history(history) == []
+    assert check_terminal_records(history, state) == []
+    assert final(state, planned=(S1, S2)) == []
+
+
+def test_without_the_generation_filter_the_manual_commits_would_break_the_live_rules() -> None:
+    history, _ = generations_run()
+    unlabelled = [e for e in history if e["what"] != "operator"]
+    assert {"one_commit_per_slot", "stale_write_accepted"} <= set(checks(check_history(unlabelled)))
+
+
+@pytest.mark.parametrize(
+    "breach",
+    ["no_commit", "two_commits", "stale", "item", "token", "no_result", "rows", "failed_result", "unrequested"],
+)
+def test_a_manual_generation_that_did_not_end_exactly_once_on_its_own_is_caught(breach: str) -> None:
+    history, state = generations_run()
+    if breach == "no_commit":  # m1 lost the manual lease and nobody ran generation 2 again
+        history = [e for e in history if e.get("request_id") != "m1" or e["what"] in ("operator", "deliver")]
+        history.append(result(110, "m1", S1, "lost", None, "busy"))
+    elif breach == "two_commits":
+        history += [rerun(300, "m3", S1, 2), *clean_run("m3", S1, 3, 300)]
+    elif breach == "stale":  # m2's token 2 was acquired before m1 (token 1) sent its commit
+        history.append(cp(104, "m9", S2, "acquired", 9))
+        history.append(rerun(103, "m9", S2, 2))
+        history = sorted(history, key=lambda e: e["t_ns"])
+    elif breach == "item":
+        state.generation_items[(S1, 2)]["status"] = "RUNNING"
+    elif breach == "token":
+        state.generation_items[(S1, 2)]["fencing_token"] = 7
+    elif breach == "no_result":
+        del state.generation_results[(S1, 2)]
+    elif breach == "rows":
+        state.generation_results[(S1, 2)]["rows"] = ROWS[:1]
+    elif breach == "failed_result":
+        state.generation_results[(S2, 2)] = {"fencing_token": 2, "rows": ROWS, "row_count": 2}
+    elif breach == "unrequested":
+        state.generation_items[(S3, 2)] = {"status": "SUCCEEDED", "fencing_token": 4}
+    violations = check_generations(history, state, expected_rows={S1: ROWS, S2: ROWS})
+    assert violations and {v["check"] for v in violations} == {"generation_commits"}, violations
+
+
+def test_latest_must_end_at_the_newest_slot_and_generation() -> None:
+    _, state = generations_run()
+    state.generation_results[(S2, 3)] = {"fencing_token": 3, "rows": ROWS, "row_count": 2}
+    assert final(state, planned=(S1, S2)) == ["results_mismatch"]  # LATEST still names (S2, 1)
+    state.latest = {"latest_slot": S2, "latest_generation": 3, "fencing_token": 3}
+    assert final(state, planned=(S1, S2)) == []
+    state.latest = {"latest_slot": S1, "latest_generation": 2, "fencing_token": 1}  # an older slot's re-run
+    assert final(state, planned=(S1, S2)) == ["results_mismatch"]
+
+
+@pytest.mark.parametrize("breach", ["busy", "manual_missed", "manual_superseded", "beside_missed", "live_changed"])
+def test_a_manual_run_that_disturbed_the_live_schedule_is_caught(breach: str) -> None:
+    history, state = generations_run()
+    if breach == "busy":
+        history.append(result(104, "y", S2, "lost", None, "busy"))
+    elif breach == "manual_missed":
+        history.append(result(230, "m2", S3, "missed", None, "superseded"))
+    elif breach == "manual_superseded":
+        history.append(superseded(230, "m1", S1, S3))
+    elif breach == "beside_missed":
+        state.slot_items[S2] = {"status": "MISSED", "reason": "superseded"}
+    elif breach == "live_changed":
+        state.slot_items[S1]["fencing_token"] = 8
+    violations = check_manual_isolation(history, state)
+    assert violations and {v["check"] for v in violations} == {"manual_isolated"}, violations
+
+
+# --- the plan's operator actions -------------------------------------------------------------------------
+@pytest.mark.parametrize(("slots", "seed"), [(12, 12), (12, 20261122), (30, 2), (30, 20261122), (200, 200)])
+def test_every_plan_has_a_pause_a_forced_release_and_reruns_where_they_can_run(slots: int, seed: int) -> None:
+    plans, _ = make_plan(ChaosOptions(slots=slots, seed=seed))
+    isos = [p.iso for p in plans]
+
+    def deferred(i: int) -> bool:
+        return i >= 0 and bool(plans[i].fault and plans[i].fault.get("policy") == RESUME_AFTER_NEXT_SLOT)
+
+    released = [p for p in plans if p.fault and p.fault.get("operator") == OPERATOR_RELEASE]
+    assert any(p.fault["checkpoint"] == "before_commit" for p in released)
+    for p in released:  # a plain slot otherwise: no storm, no forced write fault, no deferred predecessor
+        assert p.storm is None and not p.forced and not p.pause and not deferred(p.index - 1)
+        assert p.fault["policy"] != RESUME_AFTER_NEXT_SLOT
+    paused = [p for p in plans if p.pause]
+    assert paused
+    for p in paused:  # nothing that would need the slot to run; re-run once resumed
+        assert p.fault is None and p.storm is None and not p.forced and p.rerun is None
+        assert not deferred(p.index - 1) and p.rerun_after
+    first = paused[0]
+    assert any(p.rerun == first.iso for p in plans[first.index + 1 :])  # re-run again beside a later slot: g3
+    for p in plans:
+        if p.rerun:  # an earlier, finished slot, within the window, beside a slot that runs
+            target = isos.index(p.rerun)
+            assert p.index - RERUN_WINDOW <= target < p.index and not deferred(target)
+            assert not p.pause and not deferred(p.index)
+    newest = next(p for p in reversed(plans) if not deferred(p.index))
+    assert newest.rerun_after
+
+
+def test_the_operator_actions_leave_the_rest_of_a_seeded_plan_as_it_was() -> None:
+    with_ops, _ = make_plan(ChaosOptions(slots=50, seed=3))
+    without, _ = make_plan(ChaosOptions(slots=50, seed=3, operator_fraction=0))
+    assert not any(p.pause or p.rerun or p.rerun_after for p in without)
+    assert not any(p.fault and p.fault.get("operator") for p in without)
+    for new, old in zip(with_ops, without):  # a forced release only replaces "no fault"
+        if new.fault and new.fault.get("operator") == OPERATOR_RELEASE:
+            assert old.fault is None
+        else:
+            assert new.fault == old.fault
+        assert new.duplicates == old.duplicates
