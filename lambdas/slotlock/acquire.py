@@ -12,8 +12,10 @@ ALL_OLD on failure: https://docs.aws.amazon.com/amazondynamodb/latest/APIReferen
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -50,14 +52,14 @@ from .expressions import (
 from .holder import lock_update, set_expiry
 from .lease import Lease, LockRecord, Loss, LossReason
 from .slot import Slot
+from .transient import RetryBudget
 
 logger = logging.getLogger(__name__)
 
 
 def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | None) -> Lease | Loss:
     """Race for the lease of ``slot`` (documented on :meth:`slotlock.dynamodb.SlotLock.try_acquire`)."""
-    if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
-        raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
+    check_owner_id(owner_id)
     now_ms = ctx.clock_ms()
     if ctx.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > ctx.max_slot_lead_ms:
         raise InvalidEventError(
@@ -75,11 +77,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             budget=ctx.racer_budget(now_ms, deadline_ms),
         )
         return Loss(ctx.job_name, slot, owner_id, "too_old", None, recorded)
-    expires_ms = ctx.lease_expiry_ms(now_ms, deadline_ms)
-    if expires_ms <= now_ms:
-        raise LockConfigurationError(
-            "deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease"
-        )
+    expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
     params = {
         "TableName": ctx.table_name,
         "Key": {PK: {"S": ctx.lock_key}},
@@ -111,23 +109,67 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
-    # The first answer decides (won, or lost with ALL_OLD saying why). Only an answer that decides
-    # nothing is retried, a few times within a quarter lease: a transaction in flight on the lock item
-    # (TransactionConflictException: the holder's commit) or throttling past botocore's retries. A racer
-    # that stays undecided returns a normal loss ("conflict"/"unavailable"); but if a request may have
-    # applied without us hearing of it (a dropped connection), we may hold the lease: then the retryable
-    # TransientLockError goes to Lambda, whose retry (same request id) re-enters it.
-    budget = ctx.racer_budget(now_ms, deadline_ms)
+    answer = send_acquisition(
+        ctx,
+        slot,
+        owner_id,
+        params,
+        ctx.racer_budget(now_ms, deadline_ms),
+        operation="acquire",
+        lost=lambda current: loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
+    )
+    if isinstance(answer, (Lease, Loss)):
+        return answer
+    record = ctx.decode_lock(answer["Attributes"])
+    return lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+
+
+def check_owner_id(owner_id: object) -> None:
+    """A racer's owner id is 1..512 characters; raises :class:`LockConfigurationError` otherwise."""
+    if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
+        raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
+
+
+def racer_expiry_ms(ctx: LockContext, now_ms: int, deadline_ms: int | None) -> int:
+    """The expiry of a lease taken at ``now_ms``; raises :class:`LockConfigurationError` when the deadline
+    leaves no time to hold one."""
+    expires_ms = ctx.lease_expiry_ms(now_ms, deadline_ms)
+    if expires_ms <= now_ms:
+        raise LockConfigurationError(
+            "deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease"
+        )
+    return expires_ms
+
+
+def send_acquisition(
+    ctx: LockContext,
+    slot: Slot,
+    owner_id: str,
+    params: Mapping[str, Any],
+    budget: RetryBudget,
+    *,
+    operation: str,
+    lost: Callable[[LockRecord | None], Lease | Loss],
+) -> dict[str, Any] | Lease | Loss:
+    """Send one acquisition UpdateItem (live or manual) until an answer decides: the response (won), or
+    ``lost(ALL_OLD record)`` when the condition failed, or a ``conflict``/``unavailable`` :class:`Loss`.
+
+    The first answer decides (won, or lost with ALL_OLD saying why). Only an answer that decides nothing is
+    retried, within ``budget`` (a quarter lease): a transaction in flight on the lock item
+    (TransactionConflictException: the holder's commit) or throttling past botocore's retries. A racer that
+    stays undecided returns a normal loss; but if a request may have applied without us hearing of it (a
+    dropped connection), we may hold the lease: then the retryable TransientLockError goes to Lambda, whose
+    retry (same request id) re-enters it. A ValidationException that a tampered lock item explains (e.g.
+    ``ADD`` on a String fencing token) raises :class:`CorruptLockItemError` naming the attribute.
+    """
     outcome_unknown = False
     while True:
         try:
-            response = ctx.io.call("UpdateItem", **params)
-            break
+            return ctx.io.call("UpdateItem", **params)
         except ClientError as exc:
             if wire.is_conditional_failure(exc):
-                return loss(ctx, slot, owner_id, now_ms, reads.old_lock_record(ctx, exc), deadline_ms)
+                return lost(reads.old_lock_record(ctx, exc))
             if wire.error_code(exc) == "ValidationException":
-                # e.g. ADD on a String fencing_token: name the corrupt attribute if that is the cause
                 raise_if_corrupt(ctx, exc)
             wrapped = ctx.io.wrap("UpdateItem", exc)
             if not wrapped.retryable:
@@ -135,23 +177,22 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             if budget.retry():
                 continue
             if outcome_unknown:
-                raise TransientLockError("UpdateItem", f"acquire: {wrapped}", attempts=budget.attempts) from exc
+                raise TransientLockError("UpdateItem", f"{operation}: {wrapped}", attempts=budget.attempts) from exc
             reason: LossReason = "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
             logger.warning(
-                "acquire of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
+                "%s of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
+                operation,
                 ctx.job_name,
                 slot.iso,
                 budget.attempts,
                 wrapped.error_code,
                 reason,
             )
-            return Loss(ctx.job_name, slot, owner_id, reason)
+            return Loss(ctx.job_name, slot, owner_id, reason, generation=ctx.generation)
         except LockBackendError as exc:  # no answer at all: the write may have applied
             outcome_unknown = True
             if not budget.retry():
-                raise TransientLockError("UpdateItem", f"acquire: {exc}", attempts=budget.attempts) from exc
-    record = ctx.decode_lock(response["Attributes"])
-    return lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+                raise TransientLockError("UpdateItem", f"{operation}: {exc}", attempts=budget.attempts) from exc
 
 
 def lease_from(

@@ -31,18 +31,15 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Literal, cast
 
-from botocore.exceptions import ClientError
-
-from . import reads, table, wire
+from . import reads, table
+from .acquire import check_owner_id, racer_expiry_ms, send_acquisition
 from .client import Cancelled
 from .context import LockContext
 from .errors import (
     CorruptLockItemError,
     InvalidEventError,
-    LockBackendError,
     LockConfigurationError,
     SlotLockError,
-    TransientLockError,
 )
 from .expressions import (
     ACQUIRED,
@@ -73,7 +70,7 @@ from .expressions import (
     TTL,
 )
 from .holder import set_expiry
-from .lease import Lease, LockRecord, Loss, LossReason
+from .lease import Lease, LockRecord, Loss
 from .slot import Slot
 
 logger = logging.getLogger(__name__)
@@ -109,18 +106,13 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
     CorruptLockItemError, TransientLockError, LockBackendError
         As :func:`slotlock.acquire.try_acquire`.
     """
-    if not isinstance(owner_id, str) or not 1 <= len(owner_id) <= 512:
-        raise LockConfigurationError("owner_id", f"must be 1..512 characters, got {owner_id!r}")
+    check_owner_id(owner_id)
     now_ms = ctx.clock_ms()
     if ctx.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > ctx.max_slot_lead_ms:
         raise InvalidEventError(
             "scheduled_time", f"{slot.iso} is in the future: a manual run is for a past or current slot"
         )
-    expires_ms = ctx.lease_expiry_ms(now_ms, deadline_ms)
-    if expires_ms <= now_ms:
-        raise LockConfigurationError(
-            "deadline_ms", f"{deadline_ms} is not after now ({now_ms}): no time to hold a lease"
-        )
+    expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
     params = {
         "TableName": ctx.table_name,
         "Key": {PK: {"S": ctx.lock_key}},
@@ -152,29 +144,18 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
-    budget = ctx.racer_budget(now_ms, deadline_ms)
-    outcome_unknown = False
-    while True:
-        try:
-            response = ctx.io.call("UpdateItem", **params)
-            break
-        except ClientError as exc:
-            if wire.is_conditional_failure(exc):
-                return _loss(ctx, slot, owner_id, now_ms, reads.old_lock_record(ctx, exc), deadline_ms)
-            wrapped = ctx.io.wrap("UpdateItem", exc)
-            if not wrapped.retryable:
-                raise wrapped from exc
-            if budget.retry():
-                continue
-            if outcome_unknown:
-                raise TransientLockError("UpdateItem", f"manual acquire: {wrapped}", attempts=budget.attempts) from exc
-            reason: LossReason = "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
-            return Loss(ctx.job_name, slot, owner_id, reason, generation=ctx.generation)
-        except LockBackendError as exc:  # no answer at all: the write may have applied
-            outcome_unknown = True
-            if not budget.retry():
-                raise TransientLockError("UpdateItem", f"manual acquire: {exc}", attempts=budget.attempts) from exc
-    record = ctx.decode_lock(response["Attributes"])
+    answer = send_acquisition(
+        ctx,
+        slot,
+        owner_id,
+        params,
+        ctx.racer_budget(now_ms, deadline_ms),
+        operation="manual acquire",
+        lost=lambda current: _loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
+    )
+    if isinstance(answer, (Lease, Loss)):
+        return answer
+    record = ctx.decode_lock(answer["Attributes"])
     return _lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
 
 
