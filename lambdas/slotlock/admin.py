@@ -40,6 +40,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from . import reads
 from .context import LockContext
 from .dynamodb import SlotLock
 from .errors import LockConfigurationError, SlotLockError
@@ -52,7 +53,6 @@ from .expressions import (
     PAUSED_AT,
     PAUSED_BY,
     PAUSED_THROUGH,
-    PK,
     RELEASE_REASON,
     RELEASED_AT,
     RELEASED_BY,
@@ -64,7 +64,7 @@ from .expressions import (
 from .lease import LockRecord
 from .manual import MAX_REASON_CHARS, MAX_REQUESTED_BY_CHARS
 from .slot import MAX_EPOCH_S, Slot
-from .wire import is_conditional_failure, old_item
+from .wire import old_item
 
 #: DynamoDB numbers have at most 38 significant digits.
 MAX_FENCING_TOKEN = 10**38 - 1
@@ -211,26 +211,13 @@ def _audit_text(name: str, value: str, limit: int) -> str:
 def _update(
     ctx: LockContext, expression: str, condition: str, names: dict[str, str], values: dict[str, Any]
 ) -> tuple[bool, dict[str, Any] | None]:
-    """One conditional UpdateItem of ``ctx``'s lock item returning ALL_NEW; a failed condition returns
-    ``(False, ALL_OLD item)``, anything else is wrapped (:class:`LockBackendError`)."""
+    """One conditional UpdateItem of ``ctx``'s lock item (:func:`slotlock.reads.update_lock_item`): ``(True,
+    ALL_NEW item)``, or ``(False, ALL_OLD item)`` when the condition failed; anything else is wrapped
+    (:class:`LockBackendError`)."""
     try:
-        response = ctx.io.call(
-            "UpdateItem",
-            TableName=ctx.table_name,
-            Key={PK: {"S": ctx.lock_key}},
-            UpdateExpression=expression,
-            ConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as exc:
-        if is_conditional_failure(exc):
-            return False, old_item(exc) or ctx.io.get(ctx.lock_key)
-        raise ctx.io.wrap("UpdateItem", exc) from exc
-    attributes = response.get("Attributes")
-    return True, attributes if isinstance(attributes, dict) else None
+        return True, reads.update_lock_item(ctx, expression, condition, names, values, return_values="ALL_NEW")
+    except ClientError as exc:  # update_lock_item re-raises only a failed condition
+        return False, old_item(exc) or ctx.io.get(ctx.lock_key)
 
 
 def _record(ctx: LockContext, item: dict[str, Any] | None) -> LockRecord | None:

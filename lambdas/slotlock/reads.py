@@ -52,8 +52,11 @@ def update_lock_item(
     condition_expression: str,
     names: Mapping[str, str],
     values: Mapping[str, Any],
+    *,
+    return_values: str = "ALL_OLD",
 ) -> dict[str, Any] | None:
-    """One conditional UpdateItem of the job's lock item (operator tools), returning ALL_OLD.
+    """One conditional UpdateItem of ``ctx``'s lock item (operator tools), returning the item as
+    ``return_values`` asks (``ALL_OLD`` by default, ``ALL_NEW``); ALL_OLD with a failed condition.
 
     Re-raises the ``ClientError`` of a failed condition; wraps any other (:class:`LockBackendError`).
     """
@@ -66,7 +69,7 @@ def update_lock_item(
             ConditionExpression=condition_expression,
             ExpressionAttributeNames=dict(names),
             ExpressionAttributeValues=dict(values),
-            ReturnValues="ALL_OLD",
+            ReturnValues=return_values,
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
     except ClientError as exc:

@@ -36,6 +36,7 @@ from slotlock import (
     release,
     request_generation,
     resume,
+    wire,
 )
 from slotlock.expressions import STATUS_FAILED, STATUS_RUNNING, STATUS_SUCCEEDED, TERMINAL_STATUSES
 from slotlock.history import decode_record
@@ -135,7 +136,7 @@ class JobStatus:
 
     def as_dict(self) -> dict[str, Any]:
         def audit(item: Mapping[str, Any], *names: str) -> dict[str, Any]:
-            return {name: _plain(item.get(name)) for name in names if name in item}
+            return {name: wire.plain(item[name]) for name in names if name in item}
 
         live, manual = self.live, self.manual
         return {
@@ -519,15 +520,6 @@ class Operator:
                     job, slot, generation, status, record, request_id, time.monotonic() - started, timed_out=True
                 )
             self.invoker.pause_s(self.poll_s)
-
-
-def _plain(value: Any) -> Any:
-    if not isinstance(value, Mapping) or len(value) != 1:
-        return value
-    ((kind, raw),) = value.items()
-    if kind == "N":
-        return int(raw) if str(raw).lstrip("-").isdigit() else float(raw)
-    return raw
 
 
 __all__ = [
