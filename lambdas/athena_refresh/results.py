@@ -385,48 +385,44 @@ class ResultsStore:
 
     def list_results(self, job_name: str) -> list[dict[str, Any]]:
         """All stored result items of ``job_name`` (without loading S3 rows), oldest slot first."""
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self.table_name,
-            "KeyConditionExpression": "#job = :job",
-            "ExpressionAttributeNames": {"#job": "job"},
-            "ExpressionAttributeValues": {":job": {"S": job_name}},
-            "ConsistentRead": True,
-        }
-        while True:
-            try:
-                page = self.dynamodb.query(**kwargs)
-            except (ClientError, BotoCoreError) as exc:
-                raise ResultsStoreError(f"could not list results of {job_name}: {exc}") from exc
-            items.extend(_plain_item(i) for i in page.get("Items", []) if i["slot"]["S"] != LATEST)
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        items = self._query(
+            f"results of {job_name}",
+            KeyConditionExpression="#job = :job",
+            ExpressionAttributeNames={"#job": "job"},
+            ExpressionAttributeValues={":job": {"S": job_name}},
+        )
+        return [_plain_item(item) for item in items if item["slot"]["S"] != LATEST]
 
     def list_generations(self, job_name: str, slot_iso: str) -> list[int]:
         """The generations of ``slot_iso`` with a stored result, ascending (one consistent Query)."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.table_name,
-            "KeyConditionExpression": "#job = :job AND begins_with(#slot, :slot)",
-            "ExpressionAttributeNames": {"#job": "job", "#slot": "slot"},
-            "ExpressionAttributeValues": {":job": {"S": job_name}, ":slot": {"S": slot_iso}},
-            "ProjectionExpression": "#slot",
-            "ConsistentRead": True,
-        }
+        items = self._query(
+            f"the results of {job_name}/{slot_iso}",
+            KeyConditionExpression="#job = :job AND begins_with(#slot, :slot)",
+            ExpressionAttributeNames={"#job": "job", "#slot": "slot"},
+            ExpressionAttributeValues={":job": {"S": job_name}, ":slot": {"S": slot_iso}},
+            ProjectionExpression="#slot",
+        )
         found: list[int] = []
+        for item in items:
+            key = item["slot"]["S"]
+            if key == slot_iso:
+                found.append(LIVE_GENERATION)
+            elif key.startswith(f"{slot_iso}#g") and key[len(slot_iso) + 2 :].isdigit():
+                found.append(int(key[len(slot_iso) + 2 :]))
+        return sorted(found)
+
+    def _query(self, what: str, **params: Any) -> list[dict[str, Any]]:
+        """Every item of one strongly consistent Query of the results table, page after page."""
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"TableName": self.table_name, "ConsistentRead": True, **params}
         while True:
             try:
                 page = self.dynamodb.query(**kwargs)
             except (ClientError, BotoCoreError) as exc:
-                raise ResultsStoreError(f"could not list the results of {job_name}/{slot_iso}: {exc}") from exc
-            for item in page.get("Items", []):
-                key = item["slot"]["S"]
-                if key == slot_iso:
-                    found.append(LIVE_GENERATION)
-                elif key.startswith(f"{slot_iso}#g") and key[len(slot_iso) + 2 :].isdigit():
-                    found.append(int(key[len(slot_iso) + 2 :]))
+                raise ResultsStoreError(f"could not list {what}: {exc}") from exc
+            items.extend(page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                return sorted(found)
+                return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _get(self, job_name: str, slot: str) -> dict[str, Any] | None:
