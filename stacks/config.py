@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
+from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from slotlock import table as lock_table
 from stacks.query_sql import output_columns as query_output_columns
-from stacks.schedule import CronError, CronPeriod, cron_period
 
 CONTEXT_KEY = "job"  # the context key holding the job block
 

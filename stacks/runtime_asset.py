@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, catalog_document
+from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, catalog_document
 from stacks import LAMBDAS_DIR
 from stacks.jobs import JobDefinition
 
@@ -32,6 +32,11 @@ def catalog_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
             parameters=job.query.parameter_order,
             constants=job.parameters,
             settings=job.config.job_settings(),
+            schedule=CatalogSchedule(
+                expression=job.config.schedule_expression,
+                timezone=job.config.schedule_timezone,
+                racers=job.config.racers,
+            ),
         )
         for job in jobs
     }

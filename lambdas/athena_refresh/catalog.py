@@ -10,7 +10,8 @@ https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html). Shape,
      "jobs": {"<job>": {"sql": "SELECT ... WHERE t >= CAST(? AS timestamp) ...",
                         "parameters": ["window_start", "window_end", "carrier"],
                         "constants": {"carrier": "'AA'"},
-                        "settings": {"LEASE_DURATION_S": "45", "WINDOW_S": "86400", ...}}}}
+                        "settings": {"LEASE_DURATION_S": "45", "WINDOW_S": "86400", ...},
+                        "schedule": {"expression": "cron(0/30 * * * ? *)", "timezone": "UTC", "racers": 3}}}}
 
 ``settings`` holds the job's own settings under the names of :data:`~athena_refresh.contract.JOB_SETTING_ENV_VARS`
 (text, as environment variables would carry them); ``Settings.from_env`` reads them with the same checks, an
@@ -21,6 +22,9 @@ deployment's wiring (job name, table, bucket, workgroup and database names).
 (:data:`BUILTIN_PARAMETERS`, bound per slot by :meth:`athena_refresh.settings.Settings.execution_parameters`)
 or one of the job's ``constants`` (SQL literal text, bound as written). The file is read and validated once,
 at cold start; a broken catalog fails the cold start with :class:`CatalogError` naming what is wrong.
+
+``schedule`` (optional: catalogs written before it have none) is the job's EventBridge Scheduler schedule as
+deployed: the read API reports it and answers ``Cache-Control: max-age`` up to the next slot from it.
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ class CatalogError(ConfigurationError):
 
 
 @dataclass(frozen=True)
+class CatalogSchedule:
+    """A job's deployed schedule: ``expression`` (``cron(...)``) in ``timezone`` (IANA), fanned out to ``racers``."""
+
+    expression: str
+    timezone: str = "UTC"
+    racers: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"expression": self.expression, "timezone": self.timezone, "racers": self.racers}
+
+
+@dataclass(frozen=True)
 class CatalogQuery:
     """One job's definition: ``sql`` with ``?`` placeholders, the name bound to each, the job's constants, and
     its settings (contract variable name -> text)."""
@@ -64,17 +80,19 @@ class CatalogQuery:
     parameters: tuple[str, ...]
     constants: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     settings: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    schedule: CatalogSchedule | None = None
 
 
-def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> CatalogQuery:
-    """Read the catalog at ``path`` and return ``job_name``'s query, validated.
+def load_catalog(path: Path | str = BUNDLED_CATALOG_PATH) -> dict[str, CatalogQuery]:
+    """Every job of the catalog at ``path``, validated, by name (sorted).
 
-    Raises
-    ------
-    CatalogError
-        The file is missing or not JSON, its format is unknown, the job is absent, or an entry is malformed
-        (empty SQL, a parameter that is neither built in nor a constant, more than 25 parameters).
+    :raises CatalogError: as :func:`load_query`, naming the first bad entry.
     """
+    jobs = _read_jobs(path)
+    return {str(name): parse_entry(str(name), jobs[name], path) for name in sorted(jobs)}
+
+
+def _read_jobs(path: Path | str) -> Mapping[str, Any]:
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -86,6 +104,19 @@ def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> Catalo
     jobs = document.get("jobs")
     if not isinstance(jobs, Mapping):
         raise CatalogError(path, "must hold a 'jobs' object")
+    return jobs
+
+
+def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> CatalogQuery:
+    """Read the catalog at ``path`` and return ``job_name``'s query, validated.
+
+    Raises
+    ------
+    CatalogError
+        The file is missing or not JSON, its format is unknown, the job is absent, or an entry is malformed
+        (empty SQL, a parameter that is neither built in nor a constant, more than 25 parameters).
+    """
+    jobs = _read_jobs(path)
     if job_name not in jobs:
         known = ", ".join(sorted(str(name) for name in jobs)) or "none"
         raise CatalogError(path, f"holds no job {job_name!r} (jobs: {known})")
@@ -125,7 +156,23 @@ def parse_entry(job_name: str, entry: Any, path: Path | str = "<catalog>") -> Ca
         parameters=tuple(names),
         constants=MappingProxyType(dict(constants)),
         settings=MappingProxyType(dict(settings)),
+        schedule=_parse_schedule(entry.get("schedule"), f"{where}.schedule", path),
     )
+
+
+def _parse_schedule(raw: Any, where: str, path: Path | str) -> CatalogSchedule | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise CatalogError(path, f"{where}: must be an object with expression, timezone and racers")
+    expression, timezone, racers = raw.get("expression"), raw.get("timezone", "UTC"), raw.get("racers", 1)
+    if not isinstance(expression, str) or not expression.startswith("cron("):
+        raise CatalogError(path, f"{where}.expression: must be a cron(...) expression, got {expression!r:.80}")
+    if not isinstance(timezone, str) or not timezone:
+        raise CatalogError(path, f"{where}.timezone: must be an IANA time zone name, got {timezone!r:.80}")
+    if isinstance(racers, bool) or not isinstance(racers, int) or racers < 1:
+        raise CatalogError(path, f"{where}.racers: must be a positive integer, got {racers!r:.40}")
+    return CatalogSchedule(expression, timezone, racers)
 
 
 def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
@@ -138,6 +185,7 @@ def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
                 "parameters": list(q.parameters),
                 "constants": dict(q.constants),
                 "settings": dict(q.settings),
+                **({"schedule": q.schedule.as_dict()} if q.schedule is not None else {}),
             }
             for name, q in sorted(queries.items())
         },

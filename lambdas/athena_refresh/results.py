@@ -7,10 +7,13 @@ Results table (partition key ``job``, sort key ``slot``):
   execution id, statistics, columns, and the rows as compact JSON, or, when they would not fit a DynamoDB
   item (400 KB, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html), a
   pointer to an S3 object holding them (with its size and SHA-256), never a silent truncation;
-- a **"LATEST" pointer item** naming the newest committed (slot, generation). It moves forward by slot, then
-  by generation: its condition compares the slot (canonical ISO text orders as time) and, for the same slot,
-  the generation, and only for the same slot and generation the fencing token (:func:`latest_condition`).
-  A re-run or backfill of an older slot can never move it backwards, whatever its token.
+- a **"LATEST" item** naming the newest committed (slot, generation) and carrying a copy of its result
+  (columns, statistics, window, and the rows inline or the same S3 pointer), so reading the latest result
+  costs one ``GetItem`` (:meth:`ResultsStore.latest`). It moves forward by slot, then by generation: its
+  condition compares the slot (canonical ISO text orders as time) and, for the same slot, the generation, and
+  only for the same slot and generation the fencing token (:func:`latest_condition`). A re-run or backfill of
+  an older slot can never move it backwards, whatever its token. Rows go inline on both items below
+  ``max_inline_bytes`` (300 KB: each item stays under 400 KB, the transaction far under its 4 MB).
 
 Both writes are returned as TransactWriteItems entries that :meth:`slotlock.SlotLock.commit` puts in the
 same transaction as the lock's fenced release, so results appear if and only if the slot completes
@@ -64,6 +67,31 @@ def latest_condition(generation: int) -> str:
 
 #: Rows JSON above this many bytes go to S3 (leaves room under the 400 KB item limit for metadata).
 DEFAULT_MAX_INLINE_BYTES = 300_000
+#: The result item's attributes the LATEST item copies (all but the keys and ``generation``, which it holds as
+#: ``latest_slot``/``latest_generation``); of the rows, either ``rows_json`` or the S3 pointer's three.
+_LATEST_COPIED = (
+    "query_execution_id",
+    "statistics_json",
+    "columns_json",
+    "row_count",
+    "committed_at_ms",
+    "window_start",
+    "window_end",
+    "rows_json",
+    "rows_s3_uri",
+    "rows_sha256",
+    "rows_bytes",
+)
+_ROWS_FIELDS = ("rows_json", "rows_s3_uri", "rows_sha256", "rows_bytes")
+
+
+def _latest_update_expression(item: Mapping[str, Any]) -> str:
+    """SET the pointer and the copy of ``item`` (a result item); REMOVE the other rows location's attributes
+    (a result stored inline replaces an offloaded one and the reverse)."""
+    sets = ["#token = :token", "#latest_slot = :slot", "#gen = :gen"]
+    sets += [f"#{name} = :{name}" for name in _LATEST_COPIED if name in item]
+    removed = [f"#{name}" for name in _ROWS_FIELDS if name not in item]
+    return "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
 
 
 def _dumps(value: Any) -> str:
@@ -200,26 +228,21 @@ class ResultsStore:
             "Update": {
                 "TableName": self.table_name,
                 "Key": {"job": {"S": job_name}, "slot": {"S": LATEST}},
-                "UpdateExpression": (
-                    "SET #token = :token, #latest_slot = :slot, #gen = :gen, #qid = :qid, #rows = :rows, #at = :at"
-                ),
+                "UpdateExpression": _latest_update_expression(item),
                 # Forward only: by slot, then generation, then (same slot and generation) token.
                 "ConditionExpression": latest_condition(generation),
                 "ExpressionAttributeNames": {
                     "#token": "fencing_token",
                     "#latest_slot": "latest_slot",
                     "#gen": "latest_generation",
-                    "#qid": "query_execution_id",
-                    "#rows": "row_count",
-                    "#at": "committed_at_ms",
+                    **{f"#{name}": name for name in _LATEST_COPIED if name in item},
+                    **{f"#{name}": name for name in _ROWS_FIELDS if name not in item},
                 },
                 "ExpressionAttributeValues": {
                     ":token": {"N": str(fencing_token)},
                     ":slot": {"S": slot_iso},
                     ":gen": {"N": str(generation)},
-                    ":qid": {"S": query_execution_id},
-                    ":rows": {"N": str(len(result.rows))},
-                    ":at": {"N": str(committed_at_ms)},
+                    **{f":{name}": item[name] for name in _LATEST_COPIED if name in item},
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -245,9 +268,10 @@ class ResultsStore:
 
         Raises :class:`ResultsStoreError` (retryable) when DynamoDB fails.
         """
-        pointer = self.get_latest(job_name)
-        if pointer is None:
+        item = self._get(job_name, LATEST, projection=("latest_slot", "latest_generation"))
+        if item is None:
             return -1
+        pointer = _plain_item(item)
         latest_slot = pointer.get("latest_slot")
         latest_generation = pointer.get("latest_generation", LIVE_GENERATION)
         if not isinstance(latest_slot, str) or not isinstance(latest_generation, int):
@@ -383,6 +407,61 @@ class ResultsStore:
             plain["rows"] = json.loads(body)
         return plain
 
+    def latest(self, job_name: str, *, consistent: bool = True) -> StoredResult | None:
+        """``job_name``'s newest committed result from its LATEST item: one ``GetItem`` (``None``: nothing
+        committed yet). Rows are not fetched from S3 when offloaded (:meth:`load_rows`). A pointer written before
+        LATEST carried its result (no ``columns_json``) costs a second read, of the result item it names.
+
+        :raises ResultsStoreError: DynamoDB failed. :raises CorruptResultsItemError: the item is not a result.
+        """
+        item = self._get(job_name, LATEST, consistent=consistent)
+        if item is None:
+            return None
+        plain = _plain_item(item)
+        slot, generation = plain.get("latest_slot"), plain.get("latest_generation", LIVE_GENERATION)
+        if not isinstance(slot, str) or not isinstance(generation, int):
+            raise CorruptResultsItemError(f"{job_name}/{LATEST}", "latest_slot", "is not a (slot, generation) pointer")
+        if "columns" not in plain:
+            return self.result(job_name, slot, generation, consistent=consistent)
+        return StoredResult.from_item(job_name, slot, generation, plain)
+
+    def result(
+        self, job_name: str, slot_iso: str, generation: int | None = LIVE_GENERATION, *, consistent: bool = True
+    ) -> StoredResult | None:
+        """One slot's stored result of ``generation`` (``None``: the newest committed generation, one Query
+        first), rows not fetched from S3 (:meth:`load_rows`); ``None`` when there is none.
+
+        :raises ResultsStoreError: DynamoDB failed. :raises CorruptResultsItemError: the item is not a result.
+        """
+        if generation is None:
+            generations = self.list_generations(job_name, slot_iso)
+            if not generations:
+                return None
+            generation = max(generations)
+        item = self._get(job_name, result_sort_key(slot_iso, generation), consistent=consistent)
+        if item is None:
+            return None
+        return StoredResult.from_item(job_name, slot_iso, generation, _plain_item(item))
+
+    def load_rows(self, stored: StoredResult) -> list[dict[str, Any]]:
+        """``stored``'s rows: inline, or read from S3 and checked against the recorded SHA-256.
+
+        :raises ResultsStoreError: S3 failed or the object does not match its checksum.
+        """
+        if stored.rows is not None:
+            return stored.rows
+        assert stored.rows_s3_uri is not None
+        uri = stored.rows_s3_uri
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        try:
+            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            raise ResultsStoreError(f"could not read {uri}: {exc}") from exc
+        if hashlib.sha256(body).hexdigest() != stored.rows_sha256:
+            raise ResultsStoreError(f"{uri} does not match its recorded SHA-256")
+        rows: list[dict[str, Any]] = json.loads(body)
+        return rows
+
     def list_results(self, job_name: str) -> list[dict[str, Any]]:
         """All stored result items of ``job_name`` (without loading S3 rows), oldest slot first."""
         items = self._query(
@@ -425,14 +504,98 @@ class ResultsStore:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _get(self, job_name: str, slot: str) -> dict[str, Any] | None:
+    def _get(
+        self, job_name: str, slot: str, *, projection: tuple[str, ...] = (), consistent: bool = True
+    ) -> dict[str, Any] | None:
+        params: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": {"job": {"S": job_name}, "slot": {"S": slot}},
+            "ConsistentRead": consistent,
+        }
+        if projection:
+            params["ProjectionExpression"] = ", ".join(f"#p{index}" for index in range(len(projection)))
+            params["ExpressionAttributeNames"] = {f"#p{index}": name for index, name in enumerate(projection)}
         try:
-            response = self.dynamodb.get_item(
-                TableName=self.table_name, Key={"job": {"S": job_name}, "slot": {"S": slot}}, ConsistentRead=True
-            )
+            response = self.dynamodb.get_item(**params)
         except (ClientError, BotoCoreError) as exc:
             raise ResultsStoreError(f"could not read result {job_name}/{slot}: {exc}") from exc
         return response.get("Item")
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One committed result as the read paths serve it (JSON-safe fields; times in epoch milliseconds).
+
+    ``rows``: the row objects (column name -> value typed as :mod:`athena_refresh.engine.conversion` returns
+    them: integers, floats, decimals as exact text, dates and timestamps as ISO text), or ``None`` when they are
+    offloaded to ``rows_s3_uri`` (``rows_sha256``/``rows_bytes`` describe that object, a JSON array of rows).
+    ``columns``: ``[{"name", "type"}]`` with Athena's type names, in result order.
+    """
+
+    job_name: str
+    slot_iso: str
+    generation: int
+    fencing_token: int
+    query_execution_id: str
+    committed_at_ms: int
+    columns: list[dict[str, str]]
+    statistics: dict[str, Any]
+    row_count: int
+    window_start: str | None = None
+    window_end: str | None = None
+    rows: list[dict[str, Any]] | None = None
+    rows_s3_uri: str | None = None
+    rows_sha256: str | None = None
+    rows_bytes: int | None = None
+
+    @property
+    def offloaded(self) -> bool:
+        """Whether the rows live in S3 (``rows_s3_uri``) rather than on the item."""
+        return self.rows is None
+
+    @classmethod
+    def from_item(cls, job_name: str, slot_iso: str, generation: int, plain: Mapping[str, Any]) -> StoredResult:
+        """From a result item or a LATEST item (plain values, ``*_json`` decoded).
+
+        :raises CorruptResultsItemError: a field is missing or not of its type (named).
+        """
+        where = f"{job_name}/{result_sort_key(slot_iso, generation)}"
+
+        def field_of(name: str, kind: type | tuple[type, ...]) -> Any:
+            value = plain.get(name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise CorruptResultsItemError(
+                    where, name, f"must be a {getattr(kind, '__name__', kind)}, got {value!r:.80}"
+                )
+            return value
+
+        rows = plain.get("rows")
+        uri = plain.get("rows_s3_uri")
+        if rows is None and not isinstance(uri, str):
+            raise CorruptResultsItemError(where, "rows_json", "holds neither rows nor an S3 pointer (rows_s3_uri)")
+        if rows is not None and not isinstance(rows, list):
+            raise CorruptResultsItemError(where, "rows_json", "must be a JSON array of rows")
+        columns = field_of("columns", list)
+        statistics = plain.get("statistics", {})
+        start, end = plain.get("window_start"), plain.get("window_end")
+        sha, size = plain.get("rows_sha256"), plain.get("rows_bytes")
+        return cls(
+            job_name=job_name,
+            slot_iso=slot_iso,
+            generation=generation,
+            fencing_token=field_of("fencing_token", int),
+            query_execution_id=field_of("query_execution_id", str),
+            committed_at_ms=field_of("committed_at_ms", int),
+            columns=[{"name": str(c.get("name")), "type": str(c.get("type"))} for c in columns if isinstance(c, dict)],
+            statistics=dict(statistics) if isinstance(statistics, dict) else {},
+            row_count=field_of("row_count", int),
+            window_start=start if isinstance(start, str) else None,
+            window_end=end if isinstance(end, str) else None,
+            rows=rows,
+            rows_s3_uri=uri if rows is None else None,
+            rows_sha256=sha if isinstance(sha, str) else None,
+            rows_bytes=size if isinstance(size, int) else None,
+        )
 
 
 def _plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ the query and commits. Faults (disable with ``--no-faults``):
   finished query and commits. Then the paused environment is resumed with SIGCONT: its commit carries the
   superseded token and must be rejected (outcome ``stale_rejected``).
 
-Slots are each job's last K firings of its cron in its time zone (``stacks.schedule.latest_firings``: the last
+Slots are each job's last K firings of its cron in its time zone (``athena_refresh.schedule.latest_firings``: the last
 K half-hours of the flights dashboard, the last K 06:15 New York mornings of the carrier job), interleaved
 (flights 1, carrier 1, flights 2, ...) and replayed one after the other; the lock measures slot age against
 the wall clock, so ``MAX_SLOT_AGE_S`` is widened to cover that backlog. The query's window is mapped onto the data's 2013 timeline (same month, day and time of day), so
@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from athena_refresh.schedule import latest_firings
 from local.chaos import checker
 from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso
 from local.demo.printer import print_tables, short, slot_line
@@ -86,7 +87,6 @@ from local.emulators.lambda_service import (
 from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from slotlock import Slot
 from stacks.jobs import JobDefinition, load_repo_jobs
-from stacks.schedule import latest_firings
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0

@@ -38,11 +38,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from athena_refresh.schedule import cron_period
 from stacks.constructs.alarms import AT_LEAST_ONCE, MAX_ALARM_PERIOD_S, STALE_AFTER_PERIODS, add_alarms, alarm_period_s
 from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.fanout_schedule import FanoutSchedule
 from stacks.constructs.refresh_function import LOCK_TABLE_ACTIONS, SendOnlyQueueDestination
-from stacks.schedule import cron_period
 
 ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum: the lock makes every redelivery safe
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from athena_refresh.schedule import latest_firings
 from local.demo.plan import KILL, PAUSE, fault_plan
 from local.emulators.lambda_runtime import LambdaContext
-from stacks.schedule import latest_firings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TIMEOUT_S = 150  # normally about 20 s; bounded so a hang fails instead of blocking the suite

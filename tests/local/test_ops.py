@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from athena_refresh.results import ResultsStore
+from athena_refresh.schedule import latest_firings
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, ServiceInvoker
 from sample_data.flights import ensure_flights_parquet
 from slotlock import Slot, SlotLock
 from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
-from stacks.schedule import latest_firings
 from tools.ops.cli import build_parser, run_command
 from tools.ops.operator import Deployment, JobTarget, Operator
 

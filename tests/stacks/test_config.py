@@ -11,6 +11,7 @@ import pytest
 
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
+from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from athena_refresh.settings import Settings
 from stacks import REPO_ROOT
 from stacks.config import (
@@ -31,7 +32,6 @@ from stacks.config import (
     ValueMetricsConfig,
 )
 from stacks.query_sql import output_columns
-from stacks.schedule import CronError, CronPeriod, cron_period
 
 
 def _problems(job_context: dict[str, Any], **override: Any) -> list[str]:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from athena_refresh.schedule import CronError, firings_between, latest_firings
 from slotlock import (
     HistoryRecord,
     LockRecord,
@@ -41,7 +42,6 @@ from slotlock import (
 from slotlock.expressions import STATUS_FAILED, STATUS_RUNNING, STATUS_SUCCEEDED, TERMINAL_STATUSES
 from slotlock.history import decode_record
 from slotlock.manual import GenerationRequest, find_requested
-from stacks.schedule import CronError, firings_between, latest_firings
 
 BackfillSelection = Literal["missed", "failed", "all"]
 #: Between two reads of a run's history item while waiting for its outcome.

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from athena_refresh.errors import ResultsStoreError
-from athena_refresh.results import LATEST, PreparedResult, ResultsStore, latest_condition, result_sort_key
+from athena_refresh.errors import CorruptResultsItemError, ResultsStoreError
+from athena_refresh.results import (
+    LATEST,
+    PreparedResult,
+    ResultsStore,
+    StoredResult,
+    latest_condition,
+    result_sort_key,
+)
 
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"
@@ -213,6 +220,7 @@ def test_stored_result_reads_back_with_typed_metadata(store: ResultsStore, trans
     assert result["statistics"] == STATS.as_dict()
     assert result["fencing_token"] == 3 and result["row_count"] == 3
     assert (result["slot"], result["slot_time"], result["generation"]) == (SLOT, SLOT, 1)
+    # AND the LATEST item is the pointer plus a copy of the result (one read serves the latest result)
     assert latest == {
         "job": JOB,
         "slot": LATEST,
@@ -222,6 +230,11 @@ def test_stored_result_reads_back_with_typed_metadata(store: ResultsStore, trans
         "query_execution_id": "qid-token-3",
         "row_count": 3,
         "committed_at_ms": 1_795_307_402_003,
+        "columns": result["columns"],
+        "statistics": result["statistics"],
+        "rows": ROWS,
+        "window_start": WINDOW[0],
+        "window_end": WINDOW[1],
     }
     assert store.get_result(JOB, "2026-11-22T01:00:00Z") is None
 
@@ -584,3 +597,123 @@ def test_rows_that_are_not_json_are_refused(store: ResultsStore, bad: Any) -> No
     # GIVEN / WHEN a row holds a value JSON cannot carry faithfully / THEN it is refused, not mangled
     with pytest.raises(ResultsStoreError, match="not JSON-serialisable"):
         prepare(store, token=1, rows=[{"origin": "EWR", "flights": 1, "avg_dep_delay_min": bad}])
+
+
+# ---------------------------------------------------------------------------------------------------
+# LATEST carries the result: the read API's one-read latest
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def counting(ddb: Any) -> Iterator[Callable[[ResultsStore], list[str]]]:
+    """``counting(store)``: the operation names of the DynamoDB requests ``store`` sends from then on."""
+    registered: list[tuple[Any, Callable[..., None]]] = []
+
+    def start(store: ResultsStore) -> list[str]:
+        calls: list[str] = []
+
+        def record(model: Any, **_: Any) -> None:
+            calls.append(model.name)
+
+        store.dynamodb.meta.events.register("before-call.dynamodb.*", record)
+        registered.append((store.dynamodb, record))
+        return calls
+
+    yield start
+    for client, handler in registered:
+        client.meta.events.unregister("before-call.dynamodb.*", handler)
+
+
+def test_latest_is_one_get_item_and_equals_the_stored_result(store: ResultsStore, transact: Any, counting: Any) -> None:
+    # GIVEN a committed result
+    transact(prepare(store, token=3))
+    calls = counting(store)
+
+    # WHEN the latest result is read
+    latest = store.latest(JOB)
+
+    # THEN one GetItem answers it, and it is the result item's content
+    assert calls == ["GetItem"]
+    assert latest is not None and latest == store.result(JOB, SLOT)
+    assert (latest.slot_iso, latest.generation, latest.fencing_token, latest.rows) == (SLOT, 1, 3, ROWS)
+    assert latest.columns == [{"name": c.name, "type": c.type} for c in COLUMNS]
+    assert (latest.window_start, latest.window_end, latest.offloaded) == (*WINDOW, False)
+
+
+def test_latest_of_a_job_without_results_is_none(store: ResultsStore) -> None:
+    assert store.latest(JOB) is None
+    assert store.result(JOB, SLOT) is None and store.result(JOB, SLOT, None) is None
+
+
+def test_latest_follows_a_newer_generation_and_never_an_older_slot(store: ResultsStore, transact: Any) -> None:
+    # GIVEN slot LATER committed, then a re-run of the older SLOT (pointer stays), then LATER's generation 2
+    transact(prepare(store, token=4, slot=LATER, rows=ROWS[:1]))
+    transact(prepare(store, token=1, slot=SLOT, generation=2, move_latest=False))
+    transact(prepare(store, token=1, slot=LATER, generation=2, rows=ROWS[:2]))
+
+    # THEN LATEST serves LATER's generation 2 with its own rows
+    latest = store.latest(JOB)
+    assert latest is not None
+    assert (latest.slot_iso, latest.generation, latest.rows) == (LATER, 2, ROWS[:2])
+
+
+def test_an_offloaded_latest_carries_the_s3_pointer_and_an_inline_one_replaces_it(
+    make_store: Any, bucket: str, transact: Any, ddb: Any, results_table: str
+) -> None:
+    # GIVEN a small inline budget: the first result goes to S3
+    store = make_store(max_inline_bytes=2_000)
+    transact(prepare(store, token=1, slot=EARLIER, rows=big_rows()))
+    latest = store.latest(JOB)
+    assert latest is not None and latest.offloaded and latest.rows is None
+    assert latest.rows_s3_uri is not None and latest.rows_s3_uri.startswith(f"s3://{bucket}/results/{JOB}/{EARLIER}/")
+    assert store.load_rows(latest) == big_rows()
+
+    # WHEN a newer slot's small result commits
+    transact(prepare(store, token=2, slot=SLOT))
+
+    # THEN the LATEST item holds its rows inline and no stale S3 pointer
+    raw = ddb.get_item(TableName=results_table, Key={"job": {"S": JOB}, "slot": {"S": LATEST}})["Item"]
+    assert "rows_json" in raw and not {"rows_s3_uri", "rows_sha256", "rows_bytes"} & set(raw)
+    newer = store.latest(JOB)
+    assert newer is not None and newer.rows == ROWS
+
+    # AND an offloaded one after it drops the inline rows again
+    transact(prepare(store, token=3, slot=LATER, rows=big_rows(300)))
+    raw = ddb.get_item(TableName=results_table, Key={"job": {"S": JOB}, "slot": {"S": LATEST}})["Item"]
+    assert "rows_json" not in raw and {"rows_s3_uri", "rows_sha256", "rows_bytes"} <= set(raw)
+
+
+def test_a_pointer_from_before_latest_carried_rows_costs_a_second_read(
+    store: ResultsStore, transact: Any, plant_pointer: Any, counting: Any
+) -> None:
+    # GIVEN a stored result and a LATEST item of the older shape (the pointer only)
+    transact(prepare(store, token=3, move_latest=False))
+    plant_pointer(SLOT, 3, 1)
+    calls = counting(store)
+
+    # WHEN the latest result is read THEN the result item it names answers it
+    latest = store.latest(JOB)
+    assert calls == ["GetItem", "GetItem"]
+    assert latest is not None and latest.rows == ROWS and latest.fencing_token == 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("fencing_token", "3"), ("columns", None), ("rows", None), ("rows", {"a": 1}), ("query_execution_id", 7)],
+)
+def test_a_stored_result_with_a_bad_field_names_it(field: str, value: Any) -> None:
+    plain: dict[str, Any] = {
+        "fencing_token": 3,
+        "query_execution_id": "q",
+        "committed_at_ms": 1,
+        "columns": [],
+        "row_count": 0,
+        "rows": [],
+    }
+    if value is None:
+        del plain[field]
+    else:
+        plain[field] = value
+    with pytest.raises(CorruptResultsItemError) as caught:
+        StoredResult.from_item(JOB, SLOT, 1, plain)
+    assert (field if field != "rows" else "rows_json") in str(caught.value)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import itertools
 import re
 import zoneinfo
@@ -160,6 +161,7 @@ class _Cron:
         return day.month in self.months and self.in_dom(day) and self.in_dow(day)
 
 
+@functools.lru_cache(maxsize=64)
 def _parse(expression: str, timezone: str) -> _Cron:
     match = _CRON.fullmatch(expression.strip())
     if not match:
@@ -298,3 +300,23 @@ def firings_between(
                         raise CronError(f"more than {limit} firings between {start:%Y-%m-%d} and {end:%Y-%m-%d}")
         day += dt.timedelta(days=1)
     return [dt.datetime.fromtimestamp(t, dt.UTC) for t in sorted(set(found))]
+
+
+def next_firing(expression: str, timezone: str, after: dt.datetime, *, max_days: int = 3660) -> dt.datetime | None:
+    """The first firing of ``expression`` in ``timezone`` strictly after ``after`` (UTC), by :func:`cron_period`'s
+    daylight-saving rules; ``None`` when it never fires again within ``max_days`` (a year list in the past).
+
+    The read API uses it for ``Cache-Control: max-age`` (a result is fresh until the next slot).
+
+    :raises CronError: the expression cannot be parsed or the zone is unknown.
+    """
+    cron = _parse(expression, timezone)
+    low = int(after.timestamp())
+    day = after.astimezone(cron.zone).date() - dt.timedelta(days=1)
+    for _ in range(max_days + 2):
+        if (cron.years is None or day.year in cron.years) and cron.fires_on(day):
+            for instant in _instants(day, cron.times_min, cron.zone):
+                if instant > low:
+                    return dt.datetime.fromtimestamp(instant, dt.UTC)
+        day += dt.timedelta(days=1)
+    return None
