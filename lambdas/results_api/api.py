@@ -1,0 +1,319 @@
+"""The read API: Powertools' ``APIGatewayHttpResolver`` (routing, parameter validation, the OpenAPI document)
+over :class:`results_api.reader.ResultsReader`.
+
+Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every route: the stack's ``ReadApi``):
+
+- ``GET /jobs``: every job with schedule, live lease (held or free), pause, last success and latest slot;
+- ``GET /jobs/{job}/results/latest``: the newest committed result: **one** DynamoDB ``GetItem``;
+- ``GET /jobs/{job}/results/{slot}[?generation=N]``: one slot's result (default: its newest committed generation);
+- ``GET /jobs/{job}/slots?from=&to=&status=&limit=&next_token=``: the history, every generation, newest first,
+  one ``Query`` per page (a ``status`` filter may give short pages: DynamoDB applies ``Limit`` before it);
+- ``GET /openapi.json``: this API's OpenAPI document (committed as ``docs/openapi.json``).
+
+HTTP semantics (:mod:`results_api.responses`): JSON or CSV by ``Accept``; ``ETag`` from (job, slot, generation,
+fencing token) and ``304`` on ``If-None-Match``; ``Cache-Control: max-age`` until the next slot; offloaded rows
+answered ``302`` to a presigned S3 URL (``no-store``) whose object is the rows as a JSON array (whatever the
+``Accept``: the metadata rides on ``X-*`` headers); errors as RFC 9457 problems: 400 naming the parameter,
+404 naming the job or slot, 406, 503 for DynamoDB/S3 failures. Bad input is never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from athena_refresh.results import StoredResult
+from slotlock.history import MAX_PAGE_LIMIT, STATUSES
+
+from . import models
+from .errors import BadParameterError, ResultsApiError
+from .reader import DEFAULT_PAGE_LIMIT, ResultsReader
+from .responses import (
+    CSV,
+    IMMUTABLE,
+    JSON,
+    NO_CACHE,
+    NO_STORE,
+    PROBLEM_JSON,
+    if_none_match,
+    max_age_until,
+    negotiate,
+    problem,
+    result_document,
+    result_etag,
+    result_headers,
+    to_csv,
+)
+
+TITLE = "Scheduled Athena refresh: read API"
+API_VERSION = "1"
+DESCRIPTION = (
+    "Each job's committed results and slot history. Every route requires IAM (AWS Signature Version 4, service"
+    " `execute-api`). JSON by default, CSV with `Accept: text/csv`."
+)
+SIGV4 = "sigv4"
+MAX_SLOT_TEXT = 64
+JOB_COLUMNS = (
+    "job",
+    "lease_state",
+    "paused",
+    "latest_slot",
+    "latest_generation",
+    "latest_fencing_token",
+    "last_success_slot",
+    "last_success_at_ms",
+    "schedule",
+)
+SLOT_COLUMNS = tuple(models.SlotEntry.model_fields)
+_PROBLEMS: dict[int, Any] = {
+    status: {"description": text, "content": {PROBLEM_JSON: {"model": models.Problem}}}
+    for status, text in (
+        (400, "a parameter is malformed (named in `parameter`)"),
+        (404, "unknown job, or no committed result for the slot"),
+        (406, "the Accept header allows neither JSON nor CSV"),
+        (503, "DynamoDB or S3 failed; retry later"),
+    )
+}
+_CSV_CONTENT: dict[str, Any] = {CSV: {"schema": {"type": "string", "description": "RFC 4180, header row first"}}}
+_RESULT_RESPONSES: dict[int, Any] = {
+    200: {
+        "description": "the result (ETag, Cache-Control until the next slot)",
+        "content": {JSON: {"model": models.Result}, **_CSV_CONTENT},
+    },
+    302: {"description": "rows offloaded to S3: Location is a presigned URL (60 s) of the rows as a JSON array"},
+    304: {"description": "If-None-Match matched the ETag"},
+    **_PROBLEMS,
+}
+
+
+def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.time) -> APIGatewayHttpResolver:
+    """The resolver serving ``reader``; ``app.resolve(event, context)`` answers one payload-2.0 event."""
+    app = APIGatewayHttpResolver(enable_validation=True)
+
+    def accept() -> str:
+        return negotiate(app.current_event.headers.get("accept"))
+
+    def json_response(status: int, body: Any, *, cache: str, content_type: str = JSON) -> Response[Any]:
+        return Response(
+            status_code=status,
+            content_type=content_type,
+            body=json.dumps(body, separators=(",", ":"), allow_nan=False),
+            headers={"Cache-Control": cache, "Vary": "Accept"},
+        )
+
+    def serve_result(stored: StoredResult, *, cache: str) -> Response[Any]:
+        media = accept()
+        etag = result_etag(stored, "redirect" if stored.offloaded else media)
+        headers = {"ETag": etag, "Vary": "Accept", **result_headers(stored)}
+        if if_none_match(app.current_event.headers.get("if-none-match"), etag):
+            return Response(status_code=304, body="", headers={**headers, "Cache-Control": cache})
+        if stored.offloaded:
+            location = reader.presigned_rows_url(stored)
+            return Response(
+                status_code=302, body="", headers={**headers, "Location": location, "Cache-Control": NO_STORE}
+            )
+        rows = stored.rows or []
+        if media == CSV:
+            body = to_csv([column["name"] for column in stored.columns], rows)
+            content_type = "text/csv; charset=utf-8; header=present"
+        else:
+            body = json.dumps(result_document(stored, rows), separators=(",", ":"), allow_nan=False)
+            content_type = JSON
+        return Response(
+            status_code=200, content_type=content_type, body=body, headers={**headers, "Cache-Control": cache}
+        )
+
+    def fresh_until_next_slot(job: str) -> str:
+        now = clock_s()
+        next_slot = reader.next_slot(job, int(now * 1000))
+        return max_age_until(next_slot.timestamp() if next_slot else None, now)
+
+    @app.get(
+        "/jobs",
+        summary="Every job: schedule, lease, pause, last success, latest slot",
+        responses={
+            200: {"description": "the jobs", "content": {JSON: {"model": models.Jobs}, **_CSV_CONTENT}},
+            **_PROBLEMS,
+        },
+        tags=["jobs"],
+    )
+    def list_jobs() -> Response[Any]:
+        media = accept()
+        summaries = reader.jobs()
+        if media == CSV:
+            rows = []
+            for summary in summaries:
+                flat = summary.as_dict()
+                rows.append(
+                    {
+                        "job": summary.job,
+                        "lease_state": summary.lease_state,
+                        "paused": summary.paused,
+                        "latest_slot": summary.latest_slot,
+                        "latest_generation": summary.latest_generation,
+                        "latest_fencing_token": summary.latest_fencing_token,
+                        "last_success_slot": summary.last_success_slot,
+                        "last_success_at_ms": summary.last_success_at_ms,
+                        "schedule": flat["schedule"],
+                    }
+                )
+            return Response(
+                200,
+                "text/csv; charset=utf-8; header=present",
+                to_csv(JOB_COLUMNS, rows),
+                {"Cache-Control": NO_CACHE, "Vary": "Accept"},
+            )
+        return json_response(200, {"jobs": [summary.as_dict() for summary in summaries]}, cache=NO_CACHE)
+
+    @app.get(
+        "/jobs/<job>/results/latest",
+        summary="The job's newest committed result (one DynamoDB read)",
+        responses=_RESULT_RESPONSES,
+        tags=["results"],
+    )
+    def latest_result(job: str) -> Response[Any]:
+        job = _path(job, "job")
+        stored = reader.latest(job)
+        return serve_result(stored, cache=fresh_until_next_slot(job))
+
+    @app.get(
+        "/jobs/<job>/results/<slot>",
+        summary="One slot's result (default: its newest committed generation)",
+        responses=_RESULT_RESPONSES,
+        tags=["results"],
+    )
+    def slot_result(
+        job: str,
+        slot: str,
+        generation: Annotated[
+            int | None,
+            Query(ge=1, le=1_000_000, description="the generation (1: the live run); default: the newest committed"),
+        ] = None,
+    ) -> Response[Any]:
+        job, slot = _path(job, "job"), _path(slot, "slot")
+        stored = reader.result(job, slot, generation)
+        cache = IMMUTABLE if generation is not None else fresh_until_next_slot(job)
+        return serve_result(stored, cache=cache)
+
+    @app.get(
+        "/jobs/<job>/slots",
+        summary="The slot history, every generation, newest first (one Query per page)",
+        description=(
+            "A `status` filter is applied by DynamoDB after `limit` items are read, so a filtered page may hold"
+            " fewer entries than `limit`, even none, while `next_token` says more may follow."
+        ),
+        responses={
+            200: {"description": "one page", "content": {JSON: {"model": models.SlotsPage}, **_CSV_CONTENT}},
+            **_PROBLEMS,
+        },
+        tags=["history"],
+    )
+    def list_slots(
+        job: str,
+        from_: Annotated[
+            str | None, Query(alias="from", max_length=MAX_SLOT_TEXT, description="earliest slot, ISO 8601")
+        ] = None,
+        to: Annotated[str | None, Query(max_length=MAX_SLOT_TEXT, description="latest slot, ISO 8601")] = None,
+        status: Annotated[str | None, Query(max_length=16, description=f"one of {', '.join(STATUSES)}")] = None,
+        limit: Annotated[
+            int, Query(ge=1, le=MAX_PAGE_LIMIT, description="history items read for this page")
+        ] = DEFAULT_PAGE_LIMIT,
+        next_token: Annotated[
+            str | None, Query(max_length=512, description="the previous page's next_token, as given")
+        ] = None,
+    ) -> Response[Any]:
+        job = _path(job, "job")
+        media = accept()
+        view = reader.history(job, since=from_, until=to, status=status, limit=limit, next_token=next_token)
+        if media == CSV:
+            headers = {"Cache-Control": NO_CACHE, "Vary": "Accept"}
+            if view.next_token:
+                headers["X-Next-Token"] = view.next_token
+            return Response(200, "text/csv; charset=utf-8; header=present", to_csv(SLOT_COLUMNS, view.entries), headers)
+        body = {
+            "job": job,
+            "slots": view.entries,
+            "next_token": view.next_token,
+            "limit": view.limit,
+            "filters": view.filters,
+        }
+        return json_response(200, body, cache=NO_CACHE)
+
+    @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["meta"], include_in_schema=False)
+    def openapi() -> Response[Any]:
+        return Response(200, JSON, openapi_json(app), {"Cache-Control": NO_CACHE})
+
+    @app.exception_handler(ResultsApiError)  # type: ignore[untyped-decorator]  # Powertools' decorator is untyped
+    def api_error(error: ResultsApiError) -> Response[Any]:
+        return json_response(error.status, problem(error), cache=NO_STORE, content_type=PROBLEM_JSON)
+
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
+    def invalid_request(error: RequestValidationError) -> Response[Any]:
+        first = error.errors()[0] if error.errors() else {}
+        location = first.get("loc", ())
+        parameter = str(location[-1]) if location else "request"
+        parameter = "from" if parameter == "from_" else parameter
+        response: Response[Any] = api_error(BadParameterError(parameter, str(first.get("msg", "is invalid"))))
+        return response
+
+    @app.not_found
+    def no_route(_: Exception) -> Response[Any]:
+        path = app.current_event.path
+        response: Response[Any] = api_error(_NoRoute(f"no route GET {path[:120]}; see /openapi.json"))
+        return response
+
+    return app
+
+
+class _NoRoute(ResultsApiError):
+    status = 404
+    code = "no_route"
+
+
+def _path(value: str, parameter: str) -> str:
+    """A path parameter, percent-decoded (API Gateway passes the raw path), bounded.
+
+    :raises BadParameterError: longer than 1024 characters.
+    """
+    if len(value) > 1024:
+        raise BadParameterError(parameter, f"is {len(value)} characters long")
+    return urllib.parse.unquote(value)
+
+
+def openapi_json(app: APIGatewayHttpResolver) -> str:
+    """The OpenAPI document of ``app`` (JSON text, stable key order): served at ``/openapi.json`` and committed as
+    ``docs/openapi.json`` (a test keeps the two equal)."""
+    document = app.get_openapi_schema(
+        title=TITLE,
+        version=API_VERSION,
+        description=DESCRIPTION,
+        security_schemes={
+            SIGV4: APIKey.model_validate(
+                {
+                    "type": "apiKey",
+                    "name": "Authorization",
+                    "in": APIKeyIn.header,
+                    "description": "AWS Signature Version 4 (service execute-api): API Gateway's IAM authorization",
+                    "x-amazon-apigateway-authtype": "awsSigv4",
+                }
+            )
+        },
+        security=[{SIGV4: []}],
+    )
+    plain = document.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # Powertools documents its own 422 validation answer; this API answers 400 with a Problem instead.
+    for operations in plain.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    for schema in ("HTTPValidationError", "ValidationError"):
+        plain.get("components", {}).get("schemas", {}).pop(schema, None)
+    plain.pop("servers", None)
+    return json.dumps(plain, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,121 @@
+"""The read API's response shapes as pydantic models: they document the API (its OpenAPI document) and the tests
+validate real responses against them. Routes build plain dicts (``results_api.reader``, ``results_api.responses``)
+and never pass through these at run time, so a CSV body or a redirect is never "validated" as JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Schedule(_Model):
+    expression: str = Field(description="EventBridge Scheduler cron(...) expression")
+    timezone: str = Field(description="IANA time zone of the cron's wall clock")
+    racers: int = Field(description="invocations fanned out per slot")
+
+
+class Lease(_Model):
+    state: str = Field(description="held (an unexpired live lease), free, or unknown (lock item unreadable)")
+    owner_id: str | None = None
+    slot: str | None = Field(None, description="the slot the holder runs (ISO 8601, UTC)")
+    fencing_token: int | None = Field(None, description="the live lock's current fencing token")
+    expires_at_ms: int | None = Field(None, description="lease expiry, epoch milliseconds")
+
+
+class LastSuccess(_Model):
+    slot: str | None = None
+    at_ms: int | None = Field(None, description="when the live schedule last committed, epoch milliseconds")
+
+
+class LatestPointer(_Model):
+    slot: str | None = None
+    generation: int | None = None
+    fencing_token: int | None = None
+    committed_at_ms: int | None = None
+
+
+class Job(_Model):
+    job: str
+    schedule: Schedule | None
+    lease: Lease
+    paused: bool
+    paused_through_slot: str | None
+    last_success: LastSuccess
+    latest: LatestPointer
+    problem: str | None = Field(None, description="why the lock item could not be read, if it could not")
+
+
+class Jobs(_Model):
+    jobs: list[Job]
+
+
+class Column(_Model):
+    name: str
+    type: str = Field(description="Athena (Trino) type name, e.g. varchar, bigint, double, decimal(10,2)")
+
+
+class Window(_Model):
+    start: str | None
+    end: str | None
+
+
+class Result(_Model):
+    job: str
+    slot: str = Field(description="the schedule slot, ISO 8601 UTC (2026-11-22T00:30:00Z)")
+    generation: int = Field(description="1: the live schedule's run; 2+: a deliberate re-run or backfill")
+    fencing_token: int = Field(description="the token the result was committed under")
+    query_execution_id: str
+    committed_at_ms: int
+    window: Window
+    statistics: dict[str, Any] = Field(description="Athena's statistics (bytes scanned, execution times in ms)")
+    row_count: int
+    columns: list[Column]
+    rows: list[dict[str, Any]] = Field(
+        description="one object per row, values typed by column: integers, floats, decimals as exact text, "
+        "dates and timestamps as ISO text, NULL as null"
+    )
+
+
+class SlotEntry(_Model):
+    slot: str
+    generation: int
+    status: str = Field(description="REQUESTED, RUNNING, SUCCEEDED, FAILED or MISSED")
+    reason: str | None = Field(None, description="why a slot was MISSED (too_old, overrun, superseded, paused)")
+    fencing_token: int | None = None
+    owner_id: str | None = None
+    query_execution_id: str | None = None
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    duration_ms: int | None = None
+    data_scanned_bytes: int | None = None
+    row_count: int | None = None
+    run_kind: str | None = None
+    run_id: str | None = None
+    requested_by: str | None = None
+    requested_at_ms: int | None = None
+    request_reason: str | None = None
+    error: dict[str, Any] | None = None
+    corrupt: str | None = None
+
+
+class SlotsPage(_Model):
+    job: str
+    slots: list[SlotEntry] = Field(description="newest first; a status filter may leave a page short, even empty")
+    next_token: str | None = Field(None, description="pass as next_token for the next page; absent on the last")
+    limit: int
+    filters: dict[str, str | None]
+
+
+class Problem(_Model):
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    parameter: str | None = Field(None, description="the request parameter to blame, when one is")

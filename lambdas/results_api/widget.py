@@ -1,0 +1,100 @@
+"""The dashboard's custom widget: a job's latest result as an HTML table, text columns included, with its slot,
+generation, age and fencing token, so the dashboard shows what the job computed.
+
+CloudWatch calls the widget's Lambda with the widget's ``params`` merged into the event (``{"job": ...}``) plus
+``widgetContext``; the function returns HTML, which CloudWatch renders sanitised. With ``describe`` set it returns
+the widget's documentation (Markdown). https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/add_custom_widget_dashboard_about.html
+
+Every value is HTML-escaped (a result value of ``<script>`` shows as text). At most :data:`MAX_ROWS` rows are
+drawn; offloaded rows are read from S3 (the same read-only role as the API).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from athena_refresh.results import StoredResult
+
+from .errors import ResultsApiError
+from .reader import ResultsReader
+
+MAX_ROWS = 100
+DOCUMENTATION = """## Latest results
+Renders a job's newest committed result (one DynamoDB read) as a table: slot, generation, age, fencing token,
+query execution id, then every column, text included.
+
+```
+params:
+  job: flights-dashboard   # the job's name (required)
+```
+"""
+
+
+def render_widget(reader: ResultsReader, job: Any, *, now_ms: int) -> str:
+    """The widget's HTML for ``job`` at ``now_ms``: the latest result, or a message naming what is missing."""
+    if not isinstance(job, str):
+        return _message("This widget needs the param <code>job</code> (the job's name).")
+    try:
+        stored = reader.latest(job)
+        rows = reader.rows(stored)
+    except ResultsApiError as exc:
+        return _message(html.escape(exc.message))
+    return _table(stored, rows, now_ms)
+
+
+def widget_response(event: Mapping[str, Any], reader: ResultsReader, *, now_ms: int) -> str:
+    """The custom widget Lambda's answer to ``event`` (documentation when ``describe`` is set)."""
+    if event.get("describe"):
+        return DOCUMENTATION
+    return render_widget(reader, event.get("job"), now_ms=now_ms)
+
+
+def _table(stored: StoredResult, rows: list[dict[str, Any]], now_ms: int) -> str:
+    names = [column["name"] for column in stored.columns]
+    facts = [
+        ("slot", stored.slot_iso),
+        ("generation", str(stored.generation)),
+        ("age", _age(now_ms - stored.committed_at_ms)),
+        ("fencing token", str(stored.fencing_token)),
+        ("rows", str(stored.row_count)),
+        ("query", stored.query_execution_id),
+    ]
+    header = " &middot; ".join(f"{html.escape(k)} <b>{html.escape(v)}</b>" for k, v in facts)
+    head = "".join(
+        f'<th title="{html.escape(column["type"], quote=True)}">{html.escape(column["name"])}</th>'
+        for column in stored.columns
+    )
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_cell(row.get(name))}</td>" for name in names) + "</tr>" for row in rows[:MAX_ROWS]
+    )
+    more = (
+        f"<p>{len(rows) - MAX_ROWS} more rows not shown (the read API serves them all).</p>"
+        if len(rows) > MAX_ROWS
+        else ""
+    )
+    return f"<p>{header}</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "<i>null</i>"
+    if isinstance(value, (dict, list)):
+        return html.escape(json.dumps(value, separators=(",", ":")))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return html.escape(str(value))
+
+
+def _age(age_ms: int) -> str:
+    seconds = max(0, age_ms) // 1000
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def _message(text_html: str) -> str:
+    return f"<p>{text_html}</p>"
