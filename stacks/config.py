@@ -62,6 +62,12 @@ MAX_VALUE_DIMENSIONS = 28  # Powertools allows 29 dimensions per metric; "job" i
 MAX_ALARM_QUERY_DURATION_MS = 24 * 3600 * 1000
 #: alarms.data_scanned_bytes must be below bytes_scanned_cutoff_per_query (a relationship), so below int64.
 MAX_ALARM_DATA_SCANNED_BYTES = MAX_BYTES_SCANNED_CUTOFF - 1
+# The read API's stage throttling (requests per second, steady rate and burst). API Gateway's account-level
+# throttling quota per Region is 10,000 requests per second with a burst of 5,000 (default quota); a stage
+# limit above it never applies.
+# https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-throttling.html
+MAX_API_THROTTLE_RATE_LIMIT = 10_000
+MAX_API_THROTTLE_BURST_LIMIT = 5_000
 
 
 def _shared(variable: str, why: str = "") -> Callable[[Any], int]:
@@ -574,12 +580,16 @@ STACK_KEY = "stack"  # the context key holding the stack-wide settings
 
 @dataclass(frozen=True, kw_only=True)
 class StackSettings:
-    """What every job of the stack shares (cdk.json context ``stack``): names, removal policy, alarm email."""
+    """What every job of the stack shares (cdk.json context ``stack``): names, removal policy, alarm email, and
+    the read API's throttling."""
 
     workgroup: str = "athena-refresh"
     sample_database: str = "flights_demo"
     removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
     alarm_email: str | None = None  # subscribed to the alarm topic every job's alarms notify
+    # The read API's $default stage (every route): steady requests per second and burst (token bucket size).
+    api_throttle_rate_limit: int = 20
+    api_throttle_burst_limit: int = 40
 
     @classmethod
     def from_context(cls, value: Any) -> StackSettings:
@@ -593,6 +603,14 @@ class StackSettings:
                 ),
                 "removal_policy": (_one_of(REMOVAL_POLICIES), cls.removal_policy),
                 "alarm_email": (_optional(_email), None),
+                "api_throttle_rate_limit": (
+                    _integer(1, MAX_API_THROTTLE_RATE_LIMIT, "requests per second; API Gateway's account quota"),
+                    cls.api_throttle_rate_limit,
+                ),
+                "api_throttle_burst_limit": (
+                    _integer(1, MAX_API_THROTTLE_BURST_LIMIT, "requests; API Gateway's account burst quota"),
+                    cls.api_throttle_burst_limit,
+                ),
             },
             cls,
         )

@@ -1,7 +1,8 @@
-"""The stack: the resources the jobs share, one :class:`AthenaJob` per job folder, and the names an operator
-needs as outputs (one ``DashboardName`` with a section per job; per job: ``FunctionName<Job>``,
-``FailureQueueUrl<Job>``, where
-``<Job>`` is :func:`stacks.jobs.output_suffix` of the job's name)."""
+"""The stack: the resources the jobs share, the read side (:class:`ReadApi`), one :class:`AthenaJob` per job
+folder, and the names an operator needs as outputs (one ``DashboardName`` with a section per job; the read API's
+``ReadApiUrl``, ``ReadApiId``, ``ReadApiFunctionName``, ``ResultsWidgetFunctionName``; per job:
+``FunctionName<Job>``, ``FailureQueueUrl<Job>``, where ``<Job>`` is :func:`stacks.jobs.output_suffix` of the job's
+name)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from stacks.constructs.athena_job import AthenaJob, SharedResources
 from stacks.constructs.athena_workgroup import AthenaWorkgroup
 from stacks.constructs.flights_catalog import FlightsCatalog
 from stacks.constructs.lock_table import LockTable
+from stacks.constructs.read_api import ReadApi
 from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage
 from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource, output_suffix
 from stacks.nag import acknowledge, wildcard_finding
@@ -30,7 +32,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
     """Every job folder, deployed: per job, EventBridge Scheduler fans out to ``racers`` invocations of the
     job's Lambda; they race for a fenced DynamoDB lease per schedule slot, and the winner runs the job's
     Athena query and stores the result. The jobs share the lock and results tables, the bucket, the
-    workgroup, the alarm topic and the dashboard; each has its own function, role, schedules, queue, alarms and
+    workgroup, the alarm topic, the dashboard and the read side (an IAM-authorized HTTP API and the dashboard's
+    latest-results widget, one read-only role); each has its own function, role, schedules, queue, alarms and
     dashboard section.
 
     :param settings: the stack-wide settings (cdk.json context ``stack``).
@@ -81,6 +84,19 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
         #: The functions' asset: the runtime packages and the job catalog (every job's query and settings).
         self.runtime_asset_dir = stage_runtime_asset(jobs)
+        # Before the jobs: each job's dashboard section embeds the read side's widget.
+        self.read_api = ReadApi(
+            self,
+            "ReadApi",
+            lock_table=lock.table,
+            results_table=results.table,
+            bucket=results.bucket,
+            results_prefix=RESULTS_PREFIX,
+            code_dir=self.runtime_asset_dir,
+            throttle_rate_limit=settings.api_throttle_rate_limit,
+            throttle_burst_limit=settings.api_throttle_burst_limit,
+            removal_policy=removal_policy,
+        )
         shared = SharedResources(
             lock_table=lock.table,
             results_table=results.table,
@@ -95,6 +111,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             # Ref of the Glue database (its name): the functions then deploy after the catalog.
             sample_database=catalog.database.ref if catalog is not None else settings.sample_database,
             sample_data_prefix=DATA_PREFIX,
+            results_widget_function=self.read_api.widget_function,
         )
         self.jobs: dict[str, AthenaJob] = {
             job.job_name: AthenaJob(self, f"Job-{job.job_name}", job=job, shared=shared, removal_policy=removal_policy)
@@ -110,6 +127,10 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             "AlarmTopicArn": topic.topic_arn,
             "DashboardName": dashboard.dashboard_name,
             "JobNames": ",".join(self.jobs),
+            "ReadApiUrl": self.read_api.url,
+            "ReadApiId": self.read_api.http_api.api_id,
+            "ReadApiFunctionName": self.read_api.api_function.function_name,
+            "ResultsWidgetFunctionName": self.read_api.widget_function.function_name,
         }
         if catalog is not None:
             outputs["GlueDatabaseName"] = catalog.database.ref
@@ -124,7 +145,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         """Findings on resources this stack does not shape itself; each with its reason.
 
         The function's own findings are acknowledged in :class:`RefreshFunction`, the schedules' role's in
-        :class:`FanoutSchedule`.
+        :class:`FanoutSchedule`, the read side's in :class:`ReadApi`.
         """
         for child in self.node.children:
             # BucketDeployment's singleton handler (CDK-owned code uploading the sample data).

@@ -1,9 +1,9 @@
 """The Lambda asset of every job: the runtime packages of ``lambdas/`` plus the job catalog (each job's query
 and settings), staged at synth.
 
-``lambdas/`` holds the runtime (``slotlock``, ``athena_refresh``); the job catalog
-(:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders' prepared
-queries. The staged directory's content depends only on those files, so its asset hash (and the template)
+``lambdas/`` holds the runtime (``slotlock``, ``athena_refresh``, and ``results_api``, the read side); the job
+catalog (:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders'
+prepared queries. The staged directory's content depends only on those files, so its asset hash (and the template)
 is the same on every synth; all the functions share the one asset.
 """
 
@@ -20,7 +20,7 @@ from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, 
 from stacks import LAMBDAS_DIR
 from stacks.jobs import JobDefinition
 
-RUNTIME_PACKAGES = ("slotlock", "athena_refresh")
+RUNTIME_PACKAGES = ("slotlock", "athena_refresh", "results_api")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 

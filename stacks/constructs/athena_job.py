@@ -14,6 +14,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -29,7 +30,8 @@ from stacks.jobs import GlueSource, JobDefinition, SampleSource
 
 @dataclass(frozen=True, kw_only=True)
 class SharedResources:
-    """What every job of the stack uses: tables, bucket and its prefixes, workgroup, alarm topic, asset."""
+    """What every job of the stack uses: tables, bucket and its prefixes, workgroup, alarm topic, asset, and the
+    read side's widget function (each job's dashboard section embeds its latest results)."""
 
     lock_table: dynamodb.ITable
     results_table: dynamodb.ITable
@@ -43,6 +45,7 @@ class SharedResources:
     dashboard: cloudwatch.Dashboard  # one section per job
     sample_database: str  # the Glue database the sample tables are cataloged in
     sample_data_prefix: str  # where the sample's files live in ``bucket`` (per table: <prefix><table>/)
+    results_widget_function: lambda_.IFunction  # the dashboard's custom widget (stacks.constructs.read_api)
 
 
 class AthenaJob(Construct):
@@ -131,6 +134,7 @@ class AthenaJob(Construct):
             value_metrics=config.value_metrics,
             alarms=[*self.schedule.alarms.values(), *self.alarms.alarms.values()],
             dashboard=shared.dashboard,
+            results_widget_function=shared.results_widget_function,
             heading=(
                 f"`{config.schedule_expression}` in {config.schedule_timezone}, {config.racers} racers, source"
                 f" `{source.table if isinstance(source, SampleSource) else f'{database}.{table}'}`"

@@ -1,5 +1,6 @@
-"""CloudWatch dashboard: the analytics values the job computes, the age of the last successful run,
-every job metric of the contract, the Lambda's health, the on-failure queue, and the latest runs.
+"""CloudWatch dashboard: the analytics values the job computes, the age of the last successful run, the latest
+results (a custom widget backed by the read side's widget function), every job metric of the contract, the
+Lambda's health, the on-failure queue, and the latest runs.
 
 The metric names come from ``athena_refresh.contract`` only (``ALL_METRICS``): a renamed or added metric
 changes the dashboard with no edit here, and the template tests prove dashboard metrics == ALL_METRICS.
@@ -45,6 +46,7 @@ LATEST_RUNS_QUERY = (
     "sort @timestamp desc",
     "limit 50",
 )
+RESULTS_WIDGET_HEIGHT = 8
 GRAPHS_PER_ROW = 3
 FULL_WIDTH = 24
 METRIC_PERIOD = cdk.Duration.minutes(5)
@@ -71,6 +73,8 @@ class RefreshDashboard(Construct):
     :param stale_after_s: the "no successful run" alarm threshold, drawn on the last-success graph.
     :param value_metrics: the result columns published as metrics (``None``: no values section).
     :param alarms: shown in an alarm status widget at the top.
+    :param results_widget_function: renders the job's latest results (slot, age, fencing token) in a custom
+        widget below the status row, called with ``{"job": <job_name>}`` (``None``: no such widget).
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class RefreshDashboard(Construct):
         alarms: Sequence[cloudwatch.IAlarm] = (),
         period: cdk.Duration = METRIC_PERIOD,
         dashboard: cloudwatch.Dashboard | None = None,
+        results_widget_function: lambda_.IFunction | None = None,
         heading: str = "",
     ) -> None:
         super().__init__(scope, construct_id)
@@ -121,6 +126,21 @@ class RefreshDashboard(Construct):
             ),
             cloudwatch.AlarmStatusWidget(title="Alarms", width=8, height=6, alarms=list(alarms)),
         )
+        if results_widget_function is not None:
+            # CloudWatch calls the function with the viewer's credentials on load and refresh; the widget shows
+            # the latest committed slot, which the dashboard's time range does not change.
+            self.dashboard.add_widgets(
+                cloudwatch.CustomWidget(
+                    function_arn=results_widget_function.function_arn,
+                    title=f"Latest results: {job_name} (slot, age, fencing token)",
+                    params={"job": job_name},
+                    width=FULL_WIDTH,
+                    height=RESULTS_WIDGET_HEIGHT,
+                    update_on_refresh=True,
+                    update_on_resize=False,
+                    update_on_time_range_change=False,
+                )
+            )
 
         if value_metrics is not None:
             value_period = cdk.Duration.seconds(min(int(schedule_period.to_seconds()), 86_400))

@@ -138,11 +138,6 @@ class RefreshFunction(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION, removal_policy=removal_policy)
-        powertools_layer = lambda_.LayerVersion.from_layer_version_arn(
-            self,
-            "PowertoolsLayer",
-            ssm.StringParameter.value_for_string_parameter(self, POWERTOOLS_LAYER_PARAMETER),
-        )
         # Our own role: the default one carries the managed AWSLambdaBasicExecutionRole (logs:* on any group).
         self.role = iam.Role(
             self,
@@ -157,12 +152,12 @@ class RefreshFunction(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=HANDLER,
-            code=lambda_.Code.from_asset(str(code_dir), exclude=list(ASSET_EXCLUDES)),
+            code=runtime_code(code_dir),
             role=self.role,
             timeout=cdk.Duration.seconds(config.lambda_timeout_s),
             memory_size=config.lambda_memory_mb,
             tracing=lambda_.Tracing.ACTIVE,
-            layers=[powertools_layer],
+            layers=[powertools_layer(self)],
             environment=function_environment(config, lock_table, results_table, query_target),
             log_group=self.log_group,
             logging_format=lambda_.LoggingFormat.JSON,
@@ -173,12 +168,7 @@ class RefreshFunction(Construct):
         self._acknowledge_findings(stack, query_target)
 
     def _acknowledge_findings(self, stack: cdk.Stack, target: QueryTarget) -> None:
-        acknowledge(
-            self.function,
-            "AwsSolutions-L1",
-            f"The runtime is pinned to {RUNTIME.name} together with the Powertools public layer parameter "
-            f"{POWERTOOLS_LAYER_PARAMETER}; both move to a newer Python in one reviewed change.",
-        )
+        acknowledge_runtime_pin(self.function)
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -209,6 +199,30 @@ class RefreshFunction(Construct):
             ),
         ):
             acknowledge(self.role, wildcard_finding(self, bucket.arn_for_objects(f"{prefix}*")), why)
+
+
+def powertools_layer(scope: Construct, construct_id: str = "PowertoolsLayer") -> lambda_.ILayerVersion:
+    """The Powertools public layer for :data:`RUNTIME` and :data:`ARCHITECTURE`: its ARN is the value of the
+    public SSM parameter :data:`POWERTOOLS_LAYER_PARAMETER`, resolved at deploy time (one stack parameter,
+    shared by every function)."""
+    return lambda_.LayerVersion.from_layer_version_arn(
+        scope, construct_id, ssm.StringParameter.value_for_string_parameter(scope, POWERTOOLS_LAYER_PARAMETER)
+    )
+
+
+def runtime_code(code_dir: Path) -> lambda_.Code:
+    """The staged asset (:mod:`stacks.runtime_asset`) as Lambda code; every function shares its one hash."""
+    return lambda_.Code.from_asset(str(code_dir), exclude=list(ASSET_EXCLUDES))
+
+
+def acknowledge_runtime_pin(function: lambda_.IFunction) -> None:
+    """AwsSolutions-L1 (not the latest runtime) on a function built with :data:`RUNTIME` and the layer."""
+    acknowledge(
+        function,
+        "AwsSolutions-L1",
+        f"The runtime is pinned to {RUNTIME.name} together with the Powertools public layer parameter "
+        f"{POWERTOOLS_LAYER_PARAMETER}; both move to a newer Python in one reviewed change.",
+    )
 
 
 def function_environment(

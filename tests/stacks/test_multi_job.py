@@ -146,7 +146,7 @@ def test_removing_a_job_folder_removes_its_resources_and_keeps_the_shared_ones(
 def test_the_staged_asset_bundles_every_jobs_prepared_query() -> None:
     _, jobs = load_repo_jobs(REPO_ROOT)
     staged = stage_runtime_asset(jobs)
-    assert {p.name for p in staged.iterdir()} == {"slotlock", "athena_refresh", CATALOG_FILE}
+    assert {p.name for p in staged.iterdir()} == {"slotlock", "athena_refresh", "results_api", CATALOG_FILE}
     assert not list(staged.rglob("__pycache__"))
     for job in jobs:
         query = load_query(job.job_name, staged / CATALOG_FILE)
