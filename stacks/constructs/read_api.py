@@ -4,10 +4,10 @@ Lambda behind the dashboard's "latest results" custom widget; both functions sha
 Least privilege, from the reads the runtime makes (``results_api``, through ``athena_refresh.results`` and
 the lock table's history index):
 
-- results table: ``GetItem`` (a slot's result, the LATEST pointer), ``BatchGetItem`` (several slots at
-  once) and ``Query`` (a job's results by slot), on the table only (it has no index);
-- lock table: ``GetItem``/``BatchGetItem`` (lock and slot items) on the table, and ``Query`` on the sparse
-  history index only (``<table>/index/history``: a job's slot history), never on the table itself;
+- results table: ``GetItem`` (a slot's result, the LATEST item), ``BatchGetItem`` (every job's LATEST item for
+  ``GET /jobs``) and ``Query`` (a slot's generations), on the table only (it has no index);
+- lock table: ``BatchGetItem`` (every job's live lock item for ``GET /jobs``) on the table, and ``Query`` on the
+  sparse history index only (``<table>/index/history``: a job's slot history), never on the table itself;
 - S3 ``GetObject`` of ``results/*`` only: rows too large for an item live there; the API presigns GET URLs
   with this role's credentials, so a URL can read nothing else;
 - CloudWatch Logs: ``CreateLogStream``/``PutLogEvents`` on the two functions' own log groups.
@@ -67,7 +67,7 @@ ROUTE_PATHS = ("/jobs", "/jobs/{job}/results/{slot}", "/jobs/{job}/slots", "/ope
 
 # DynamoDB https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html
 RESULTS_TABLE_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")
-LOCK_TABLE_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
+LOCK_TABLE_READ_ACTIONS = ("dynamodb:BatchGetItem",)
 HISTORY_INDEX_ACTIONS = ("dynamodb:Query",)
 
 #: The access log line (JSON): request metadata only, every value a ``$context`` variable.

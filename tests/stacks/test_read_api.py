@@ -304,7 +304,7 @@ def test_the_read_role_statements_are_exactly_the_reads(
     assert by_sid == {
         "WriteOwnLogs": (LOG_WRITES, log_groups),
         "ReadResults": ({"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, [f"<{results}.Arn>"]),
-        "ReadLockItems": ({"dynamodb:GetItem", "dynamodb:BatchGetItem"}, [f"<{lock}.Arn>"]),
+        "ReadLockItems": ({"dynamodb:BatchGetItem"}, [f"<{lock}.Arn>"]),
         # The slot history: Query on the lock table's history index only, never on the table.
         "QuerySlotHistory": ({"dynamodb:Query"}, [f"<{lock}.Arn>/index/history"]),
         "ReadOffloadedResults": ({"s3:GetObject"}, [f"<{results_bucket_id}.Arn>/{contract.RESULTS_S3_PREFIX}*"]),
