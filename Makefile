@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo chaos bench synth lint static cdk-synth deploy clean ddb-local
+.PHONY: all venv node data test demo serve chaos bench synth lint static cdk-synth deploy clean ddb-local
 
 all: test
 
@@ -39,6 +39,11 @@ ddb-local: venv
 
 demo: venv data
 	$(PY) -m local.demo
+
+# The read API (results_api) over HTTP on what the last `make demo` stored in .demo/store, on
+# http://127.0.0.1:$PORT (default 8080; `make serve PORT=8081`). Loopback only, no SigV4.
+serve: venv
+	$(PY) -m local.serve
 
 # Benchmarks against the peers (docs/performance.md): bench-report.json. Its own venv: the peers
 # (requirements-bench.txt) never enter .venv, so the tests cannot come to depend on them.

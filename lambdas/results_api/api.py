@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.parse
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -267,7 +266,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
     @app.not_found
     def no_route(_: Exception) -> Response[Any]:
         path = app.current_event.path
-        response: Response[Any] = api_error(_NoRoute(f"no route GET {path[:120]}; see /openapi.json"))
+        response: Response[Any] = api_error(_unmatched(path))
         return response
 
     return app
@@ -279,13 +278,28 @@ class _NoRoute(ResultsApiError):
 
 
 def _path(value: str, parameter: str) -> str:
-    """A path parameter, percent-decoded (API Gateway passes the raw path), bounded.
+    """A path parameter as the route matched it, bounded. API Gateway HTTP APIs deliver ``rawPath`` already
+    percent-decoded (REST APIs and function URLs do not), so it is not decoded again.
 
     :raises BadParameterError: longer than 1024 characters.
     """
     if len(value) > 1024:
         raise BadParameterError(parameter, f"is {len(value)} characters long")
-    return urllib.parse.unquote(value)
+    return value
+
+
+def _unmatched(path: str) -> ResultsApiError:
+    """Why no route matched ``path``: a job or slot segment with characters no route accepts (a NUL byte, a
+    control character) is that parameter's fault (400); anything else is an unknown route (404)."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "jobs" and len(parts) in (2, 3, 4):
+        named = {1: "job", 3: "slot" if len(parts) == 4 and parts[2] == "results" else ""}
+        for index, parameter in named.items():
+            if parameter and index < len(parts) and not (parts[index].isascii() and parts[index].isprintable()):
+                return BadParameterError(
+                    parameter, f"{parts[index][:40]!r} contains characters outside printable ASCII"
+                )
+    return _NoRoute(f"no route GET {path[:120]!r}; see /openapi.json")
 
 
 def openapi_json(app: APIGatewayHttpResolver) -> str:

@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         demo.say(f"set-up done in {demo.setup_s:.1f} s")
         demo.run()
         totals = demo.verify()
+        demo.save_store()  # whatever the verdict: the run got as far as its commits
         demo.print_tables(totals)
         report = demo.report(totals)
         demo.out("")
@@ -101,11 +102,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"OK: {totals['slots_completed']}/{totals['slots']} slots committed exactly once, no duplicate"
                 f" commit, {totals['stale_writes_rejected']} stale write(s) rejected, one query per slot."
             )
-            return 0
-        demo.out("FAILED:")
-        for failure in demo.failures:
-            demo.out(f"  - {failure}")
-        return 1
+        else:
+            demo.out("FAILED:")
+            for failure in demo.failures:
+                demo.out(f"  - {failure}")
+        demo.print_read_api()
+        return 0 if report["ok"] else 1
     except KeyboardInterrupt:
         demo.out("\ninterrupted: stopping the execution environments and the moto server ...")
         return 130

@@ -7,6 +7,7 @@ Pure formatting over the report's per-slot summaries (:meth:`local.demo.runner.D
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,64 @@ TOTALS_SHOWN = (
     "late_deliveries",
     "cold_starts",
 )
+
+
+#: ``make serve``'s port unless ``PORT`` says otherwise (local.serve.cli).
+DEFAULT_SERVE_PORT = 8080
+#: The stack (app.py) and its output naming the deployed read API's base URL.
+STACK_NAME = "ScheduledAthenaRefresh"
+READ_API_OUTPUT = "ReadApiUrl"
+
+
+def serve_base_url(env: Mapping[str, str] | None = None) -> str:
+    """Where ``make serve`` listens: http://127.0.0.1:$PORT (default 8080)."""
+    port = ((os.environ if env is None else env).get("PORT") or "").strip() or str(DEFAULT_SERVE_PORT)
+    return f"http://127.0.0.1:{port}"
+
+
+def read_api_lines(
+    base_url: str,
+    *,
+    job: str,
+    slot: str | None,
+    history_job: str | None = None,
+    serve_command: str | None = "make serve",
+    store: str = ".demo/store",
+) -> list[str]:
+    """Working curl lines for the read API: ``make serve``'s (``base_url``, no signing), then the deployed one's
+    (SigV4-signed, IAM authorization; the URL is the stack's ``ReadApiUrl`` output). ``slot``: a slot of
+    ``job`` with a committed result; ``history_job``: the job whose slots to list (default ``job``);
+    ``serve_command``: how to start the local server (``None``: it is running, say nothing of it)."""
+    history_job = history_job or job
+    lines = []
+    if serve_command:
+        lines.append(f"Read these results over HTTP: run `{serve_command}` in another terminal (it serves {store}")
+        lines.append("through the read API; no SigV4 locally; PORT=... for another port), then:")
+    lines += [
+        f"  curl -s {base_url}/jobs",
+        f"  curl -s {base_url}/jobs/{job}/results/latest",
+        f"  curl -s -H 'Accept: text/csv' {base_url}/jobs/{job}/results/latest",
+    ]
+    if slot:
+        lines.append(f"  curl -s {base_url}/jobs/{job}/results/{slot}")
+    lines += [
+        f"  curl -s '{base_url}/jobs/{history_job}/slots?limit=5'",
+        f"  curl -s {base_url}/jobs/{job}/widget   # the dashboard widget's HTML (or open it in a browser)",
+        f"  curl -s {base_url}/openapi.json",
+        (
+            f"Deployed: the same routes at the stack's output {READ_API_OUTPUT}, IAM-authorized (SigV4, service"
+            " execute-api; AWS_REGION: the stack's region):"
+        ),
+        (
+            f"  READ_API_URL=$(aws cloudformation describe-stacks --stack-name {STACK_NAME} --query"
+            f" \"Stacks[0].Outputs[?OutputKey=='{READ_API_OUTPUT}'].OutputValue\" --output text)"
+        ),
+        (
+            '  curl -s --aws-sigv4 "aws:amz:$AWS_REGION:execute-api" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"'
+            ' -H "x-amz-security-token: $AWS_SESSION_TOKEN" "$READ_API_URL/jobs"'
+        ),
+    ]
+    return lines
 
 
 def short(text: str | None, n: int = 8) -> str:

@@ -41,7 +41,10 @@ lock table's slot items through ``slotlock.SlotLock``, the results table through
 commit per slot, increasing tokens, no stale write accepted, every slot accounted for, stored rows equal to
 the query's, one terminal record per slot) plus the demo's own expectations (one query per slot, both faults
 injected, the stale commit rejected), prints a per-slot table and totals (:mod:`local.demo.printer`), writes
-them to ``demo-report.json`` and exits non-zero if anything failed.
+them to ``demo-report.json`` and exits non-zero if anything failed. Whatever the verdict, a run that got as far
+as its commits leaves its tables and bucket in ``<workdir>/store`` (:mod:`local.serve.store`; the moto server
+goes away with the demo) and ends with curl lines for ``make serve``, which serves that store through the read
+API (:mod:`local.serve`).
 
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
 command line in :mod:`local.demo.cli`; this module (about 650 lines) is the driver, its narration of each
@@ -71,8 +74,8 @@ from typing import Any
 from athena_refresh.schedule import latest_firings
 from local.chaos import checker
 from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso
-from local.demo.printer import print_tables, short, slot_line
-from local.emulators.deployment import LocalDeployment
+from local.demo.printer import print_tables, read_api_lines, serve_base_url, short, slot_line
+from local.emulators.deployment import REGION, LocalDeployment
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import (
     DIED,
@@ -84,6 +87,7 @@ from local.emulators.lambda_service import (
     LambdaServiceError,
     ServiceHooks,
 )
+from local.serve.store import STORE_DIR, StoreError, export_store
 from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
 from slotlock import Slot
 from stacks.jobs import JobDefinition, load_repo_jobs
@@ -152,6 +156,7 @@ class Demo(ServiceHooks):
         self.data_dir: Path | None = None
         self.slots: list[SlotRecord] = []
         self.failures: list[str] = []
+        self.store: dict[str, Any] | None = None  # the manifest of <workdir>/store once written (save_store)
         self.setup_s = 0.0
         self.run_s = 0.0
         self.interrupted: int | None = None  # set by the signal handler; checked between waits
@@ -589,6 +594,60 @@ class Demo(ServiceHooks):
             ),
         }
 
+    # ---- the store, for `make serve` ---------------------------------------------------------------
+    def save_store(self) -> dict[str, Any] | None:
+        """Snapshot the tables and the bucket into ``<workdir>/store`` (:func:`local.serve.store.export_store`,
+        replacing the previous demo's atomically); returns its manifest, or ``None`` (and a failure) if it could
+        not be written."""
+        store = self.workdir / STORE_DIR
+        try:
+            catalog = json.loads(self.deployment.catalog_path.read_text(encoding="utf-8"))
+            self.store = export_store(
+                self.deployment.client("dynamodb"),
+                self.deployment.client("s3"),
+                store,
+                lock_table=LOCK_TABLE,
+                results_table=RESULTS_TABLE,
+                bucket=RESULTS_BUCKET,
+                catalog=catalog,
+                region=REGION,
+            )
+        except (StoreError, OSError, ValueError) as exc:
+            self.failures.append(f"could not write the store for `make serve` to {self.rel(store)}: {exc}")
+            return None
+        counts = self.store["counts"]
+        self.say(
+            f"wrote {self.rel(store)} for `make serve`: {counts['lock_items']} lock items, {counts['result_items']}"
+            f" result items, {counts['objects']} S3 objects"
+        )
+        return self.store
+
+    def print_read_api(self) -> None:
+        """The curl lines that read this run's results over HTTP (``make serve``, then the deployed API)."""
+        if self.store is None:
+            return
+        first = self.jobs[0].job_name
+        committed = [
+            rec for rec in self.slots if rec.job == first and (rec.summary.get("store") or {}).get("result_items")
+        ]
+        featured = next((rec for rec in committed if rec.fault == KILL), committed[0] if committed else None)
+        default_workdir = (REPO_ROOT / ".demo").resolve()
+        command = (
+            "make serve"
+            if self.workdir == default_workdir
+            else f"python -m local.serve --workdir {self.rel(self.workdir)}"
+        )
+        self.out("")
+        for line in read_api_lines(
+            serve_base_url(),
+            job=first,
+            slot=featured.iso if featured else None,
+            history_job=self.jobs[-1].job_name,
+            serve_command=command,
+            store=self.rel(self.workdir / STORE_DIR),
+        ):
+            self.out(line)
+
     def print_tables(self, totals: dict[str, Any]) -> None:
         print_tables(
             self.out,
@@ -628,6 +687,13 @@ class Demo(ServiceHooks):
                 },
             },
             "per_slot": [rec.summary for rec in self.slots],
+            "store": None
+            if self.store is None
+            else {
+                "path": str(self.workdir / STORE_DIR),
+                "created_at": self.store["created_at"],
+                **self.store["counts"],
+            },
         }
         self.o.report.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.o.report.with_name(self.o.report.name + ".tmp")

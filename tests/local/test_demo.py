@@ -98,7 +98,7 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
         argv,
         check=False,
         cwd=REPO_ROOT,
-        env=dict(os.environ),
+        env={k: v for k, v in os.environ.items() if k != "PORT"},  # the curl lines then name port 8080
         capture_output=True,
         text=True,
         timeout=DEMO_TIMEOUT_S,
@@ -173,6 +173,21 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     assert per_job["flights-dashboard"]["distinct_results"] >= distinct_expected
 
     assert "OK:" in proc.stdout and "takeovers" in proc.stdout
+    # The stores outlive the demo's moto server: <workdir>/store for `make serve` (local.serve.store).
+    manifest = json.loads((workdir / "store" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["counts"]["result_items"] == report["slots"] + len(report["jobs"])  # + each job's LATEST
+    assert manifest["counts"]["lock_items"] >= report["slots"] + len(report["jobs"])  # slot items + lock items
+    assert sorted(manifest["catalog"]["jobs"]) == sorted(report["jobs"])
+    assert report["store"]["result_items"] == manifest["counts"]["result_items"]
+    assert all((workdir / "store" / table["file"]).is_file() for table in manifest["tables"])
+    # ... and the run ends with curl lines that read it over HTTP, with a real slot of the run.
+    tail = proc.stdout[proc.stdout.index("OK:") :]
+    assert f"python -m local.serve --workdir {workdir}" in tail
+    assert "curl -s http://127.0.0.1:8080/jobs\n" in tail
+    assert f"curl -s http://127.0.0.1:8080/jobs/flights-dashboard/results/{killed['slot']}" in tail
+    assert "curl -s -H 'Accept: text/csv' http://127.0.0.1:8080/jobs/flights-dashboard/results/latest" in tail
+    assert "curl -s 'http://127.0.0.1:8080/jobs/carrier-on-time/slots?limit=5'" in tail
+    assert '--aws-sigv4 "aws:amz:$AWS_REGION:execute-api"' in tail and '"$READ_API_URL/jobs"' in tail
     # The handler's Powertools JSON logs went to the per-environment log files, not to the terminal.
     logs = list((workdir / "logs").glob("*/w*.log"))
     assert logs and any('"function_request_id"' in p.read_text(encoding="utf-8") for p in logs)

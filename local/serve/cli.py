@@ -1,0 +1,250 @@
+"""``make serve`` (``python -m local.serve``): the read API over real HTTP on the demo's stored results.
+
+Loads the snapshot the last ``make demo`` wrote (``.demo/store``, :mod:`local.serve.store`) into a moto server
+of its own (a child process on a free loopback port, :mod:`local.emulators.atomic_moto`), builds the read
+side as the stack deploys it (``results_api.reader.ResultsReader`` over those tables and bucket, the
+resolver of ``results_api.api.create_app``) and serves it on http://127.0.0.1:PORT (default 8080) through
+:mod:`local.serve.server`: each request becomes an API Gateway HTTP API payload-2.0 event. S3 is addressed
+path-style, so the presigned URL of a ``302`` for offloaded rows points at the moto server and any client can
+follow it.
+
+**No SigV4 locally**: the deployed API requires IAM authorization on every route; this server checks no
+signature and binds the loopback interface only. Ctrl-C (or SIGTERM) stops both servers.
+
+    python -m local.serve [--port PORT] [--workdir .demo]
+
+Exit status: 0 after a clean stop, 2 when there is nothing to serve (no demo ran, or its store is corrupt or
+of another format), 1 when a server cannot start (the port is taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, Self
+
+from local.serve.store import STORE_DIR, StoreError, StoreMissingError, import_store, read_manifest, store_catalog
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PORT = 8080
+MOTO_START_TIMEOUT_S = 60.0
+
+
+def _rel(path: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
+
+
+class LocalReadApi:
+    """The moto server holding the imported store, the reader and resolver over it, and the HTTP server.
+
+    :meth:`start` raises :class:`StoreMissingError`/:class:`StoreError` (nothing to serve) or ``OSError`` (the
+    port), having released whatever it had started; :meth:`close` is idempotent.
+    """
+
+    def __init__(self, workdir: Path, *, port: int = DEFAULT_PORT, log: Callable[[str], None] | None = None) -> None:
+        self.workdir = workdir
+        self.store_dir = workdir / STORE_DIR
+        self.port = port
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.manifest: dict[str, Any] = {}
+        self.moto_endpoint: str | None = None
+        self.server: Any = None
+        self._moto: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return str(self.server.base_url)
+
+    def start(self) -> Self:
+        self.manifest = read_manifest(self.store_dir)  # before anything starts: a missing store costs nothing
+        catalog = store_catalog(self.manifest)
+        from local.serve.server import ReadApiServer, ReadApiService
+
+        service = ReadApiService(app=None, jobs=sorted(catalog), widget=lambda job, now_ms: "", log=self.log)
+        self.server = ReadApiServer(service, self.port)  # bind now: a taken port fails before moto starts
+        try:
+            self._start_moto()
+            dynamodb, s3 = self._client("dynamodb"), self._client("s3")
+            manifest = self.manifest = import_store(self.store_dir, dynamodb, s3)
+            from results_api.api import create_app
+            from results_api.reader import ResultsReader
+            from results_api.widget import render_widget
+
+            reader = ResultsReader(
+                manifest["lock_table"], manifest["results_table"], catalog, dynamodb_client=dynamodb, s3_client=s3
+            )
+            service.app = create_app(reader)
+            service.widget = lambda job, now_ms: render_widget(reader, job, now_ms=now_ms)
+            self.server.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start_moto(self) -> None:
+        from local.emulators.atomic_moto import start_server_process
+        from local.emulators.deployment import aws_env
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log_path = self.workdir / "serve-moto.log"
+        log_path.unlink(missing_ok=True)
+        self._moto, self.moto_endpoint = start_server_process(
+            log_path=log_path, env=aws_env(), timeout_s=MOTO_START_TIMEOUT_S
+        )
+
+    def _client(self, service: str) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        from local.emulators.deployment import FAKE_CREDENTIALS
+
+        options: dict[str, Any] = {"retries": {"mode": "standard", "max_attempts": 3}}
+        if service == "s3":  # presigned URLs on http://127.0.0.1:<moto>/<bucket>/<key>, followable by any client
+            options.update(s3={"addressing_style": "path"}, signature_version="s3v4")
+        return boto3.client(
+            service,
+            endpoint_url=self.moto_endpoint,
+            region_name=str(self.manifest["region"]),
+            aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+            config=Config(**options),
+        )
+
+    def close(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+        moto, self._moto = self._moto, None
+        if moto is not None:
+            from local.emulators.atomic_moto import stop_server_process
+
+            with contextlib.suppress(Exception):
+                stop_server_process(moto)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def banner(api: LocalReadApi) -> list[str]:
+    """What ``make serve`` prints once it listens: the store, the base URL, curl lines, the SigV4 caveat."""
+    from local.demo.printer import read_api_lines
+
+    manifest = api.manifest
+    counts = manifest.get("counts", {})
+    results = manifest.get("results", {})
+    jobs = sorted(manifest["catalog"]["jobs"])
+    job = "flights-dashboard" if "flights-dashboard" in jobs else jobs[0]
+    other = next((name for name in jobs if name != job), job)
+    slots = (results.get(job) or {}).get("slots") or [None]
+    lines = [
+        (
+            f"serving the demo's results from {_rel(api.store_dir)} (written {manifest['created_at']}:"
+            f" {counts.get('result_items', '?')} result items, {counts.get('lock_items', '?')} lock items,"
+            f" {counts.get('objects', '?')} S3 objects; jobs {', '.join(jobs)})"
+        ),
+        (
+            f"  the read API (results_api, API Gateway HTTP API payload 2.0) at {api.base_url}; S3 (moto) at"
+            f" {api.moto_endpoint}"
+        ),
+        "  local only: no SigV4 and no IAM authorization here (the deployed API requires both); loopback only",
+        "",
+        *read_api_lines(api.base_url, job=job, slot=slots[0], history_job=other, serve_command=None),
+        "",
+        f"  index: {api.base_url}/   Ctrl-C stops.",
+    ]
+    return lines
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m local.serve", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"TCP port on 127.0.0.1 (default: $PORT, else {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=REPO_ROOT / ".demo", help="the demo's workdir (default: %(default)s)"
+    )
+    return parser.parse_args(argv)
+
+
+def _port(args: argparse.Namespace) -> int:
+    port: int
+    if args.port is not None:
+        port = int(args.port)
+    else:
+        text = os.environ.get("PORT", "").strip() or str(DEFAULT_PORT)
+        try:
+            port = int(text)
+        except ValueError:
+            raise ValueError(f"PORT must be a TCP port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"the port must be from 0 to 65535, got {port}")
+    return port
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    workdir = args.workdir.resolve()
+    store = workdir / STORE_DIR
+
+    def err(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        port = _port(args)
+    except ValueError as exc:
+        err(str(exc))
+        return 2
+    stop = threading.Event()
+    previous: dict[signal.Signals, Any] = {}
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    api = LocalReadApi(workdir, port=port, log=err)
+    try:
+        try:
+            api.start()
+        except StoreMissingError:
+            err(f"no demo results in {_rel(store)}: run `make demo` first, then `make serve`")
+            return 2
+        except StoreError as exc:
+            err(f"cannot serve the demo's store in {_rel(store)}: {exc}")
+            err("run `make demo` again to rewrite it, then `make serve`")
+            return 2
+        except OSError as exc:
+            err(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another port: PORT=8081 make serve")
+            return 1
+        except (RuntimeError, TimeoutError) as exc:
+            err(f"the local moto server did not start: {exc} (see {_rel(workdir / 'serve-moto.log')})")
+            return 1
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, request_stop)
+        for line in banner(api):
+            print(line, flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("\nstopping the read API and the moto server ...", flush=True)
+        return 0
+    except KeyboardInterrupt:  # a Ctrl-C before the handlers were installed
+        return 130
+    finally:
+        api.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
