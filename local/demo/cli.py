@@ -121,13 +121,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
-def runner_doc_first_line() -> str:
-    from local.demo import runner
-
-    return (runner.__doc__ or "").splitlines()[0]
