@@ -21,7 +21,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,6 +40,9 @@ from tools.ops.operator import (
     RunResult,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from stacks.jobs import JobDefinition
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STACK = "ScheduledAthenaRefresh"
 DEFAULT_WAIT_S = 900.0
@@ -52,18 +55,37 @@ def _slot(text: str) -> Slot:
         raise argparse.ArgumentTypeError(f"{text!r}: expected an ISO 8601 time such as 2026-11-22T00:30:00Z") from exc
 
 
+def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool = True, defaults: bool = True) -> None:
+    """The options that name a deployment: ``--stack``, ``--region``, ``--lock-table``, ``--results-table``,
+    (``functions``) ``--function`` and ``--endpoint-url``. Shared with ``python -m tools.results``;
+    ``defaults=False`` leaves an option out of the namespace unless given (for a subcommand's copy of options
+    that the main parser also takes)."""
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--stack", default=default(DEFAULT_STACK), help=f"the deployed stack (default {DEFAULT_STACK})")
+    parser.add_argument("--region", default=default(None), help="AWS region (default: the environment's)")
+    parser.add_argument("--lock-table", default=default(None), help="the lock table (instead of the stack's output)")
+    parser.add_argument(
+        "--results-table", default=default(None), help="the results table (instead of the stack's output)"
+    )
+    if functions:
+        parser.add_argument(
+            "--function",
+            action="append",
+            default=default([]),
+            metavar="JOB=NAME",
+            help="a job's function (instead of the stack's)",
+        )
+    parser.add_argument("--endpoint-url", default=default(None), help="DynamoDB endpoint (e.g. DynamoDB Local)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.ops", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed stack (default {DEFAULT_STACK})")
-    parser.add_argument("--region", help="AWS region (default: the environment's)")
-    parser.add_argument("--lock-table", help="the lock table (instead of the stack's output)")
-    parser.add_argument("--results-table", help="the results table (instead of the stack's output)")
-    parser.add_argument(
-        "--function", action="append", default=[], metavar="JOB=NAME", help="a job's function (instead of the stack's)"
-    )
-    parser.add_argument("--endpoint-url", help="DynamoDB endpoint (e.g. DynamoDB Local)")
+    add_deployment_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
@@ -137,9 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve_deployment(args: argparse.Namespace, cloudformation: Callable[[], Any] | None = None) -> Deployment:
     """The deployment from the flags, completed from the stack's outputs when a flag is missing."""
-    from stacks.jobs import load_repo_jobs, output_suffix
+    from stacks.jobs import output_suffix
 
-    _, jobs = load_repo_jobs(REPO_ROOT)
     functions: dict[str, str] = {}
     for spec in args.function:
         name, sep, function = spec.partition("=")
@@ -149,22 +170,19 @@ def resolve_deployment(args: argparse.Namespace, cloudformation: Callable[[], An
     lock_table, results_table = args.lock_table, args.results_table
     deployed_jobs: list[str] = list(functions)
     if not (lock_table and results_table and functions):
-        if cloudformation is None:
-            raise OpsError("name --lock-table, --results-table and --function, or let --stack be read")
-        outputs = _stack_outputs(cloudformation(), args.stack)
+        outputs = read_stack_outputs(
+            args, cloudformation, missing="name --lock-table, --results-table and --function, or let --stack be read"
+        )
         lock_table = lock_table or outputs.get("LockTableName")
         results_table = results_table or outputs.get("ResultsTableName")
-        deployed_jobs = [j for j in outputs.get("JobNames", "").split(",") if j]
+        deployed_jobs = deployed_job_names(outputs)
         for name in deployed_jobs:
             functions.setdefault(name, outputs.get(f"FunctionName{output_suffix(name)}", ""))
     if not lock_table or not results_table:
         raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
-    by_name = {job.job_name: job for job in jobs}
     targets = {}
-    for name in deployed_jobs:
-        if name not in by_name:
-            raise OpsError(f"job {name} is deployed but has no folder under jobs/ (its schedule is unknown here)")
-        config = by_name[name].config
+    for name, definition in job_definitions(deployed_jobs).items():
+        config = definition.config
         targets[name] = JobTarget(
             name=name,
             function_name=functions[name],
@@ -173,6 +191,37 @@ def resolve_deployment(args: argparse.Namespace, cloudformation: Callable[[], An
             lease_duration_s=float(config.lease_duration_s),
         )
     return Deployment(lock_table, results_table, targets)
+
+
+def read_stack_outputs(
+    args: argparse.Namespace, cloudformation: Callable[[], Any] | None, *, missing: str
+) -> dict[str, str]:
+    """The outputs of stack ``args.stack`` (``DescribeStacks``); ``missing``: the refusal when there is no
+    CloudFormation client to read it with. :raises OpsError: the stack cannot be read."""
+    if cloudformation is None:
+        raise OpsError(missing)
+    return _stack_outputs(cloudformation(), args.stack)
+
+
+def deployed_job_names(outputs: dict[str, str]) -> list[str]:
+    """The jobs a stack deploys (its ``JobNames`` output, comma-separated)."""
+    return [j for j in outputs.get("JobNames", "").split(",") if j]
+
+
+def job_definitions(names: Sequence[str] | None = None) -> dict[str, JobDefinition]:
+    """The ``jobs/`` folders' definitions of ``names`` in that order (``None``: every folder's job).
+
+    :raises OpsError: a named job has no folder (its schedule is unknown here)."""
+    from stacks.jobs import load_repo_jobs
+
+    _, jobs = load_repo_jobs(REPO_ROOT)
+    by_name = {job.job_name: job for job in jobs}
+    if names is None:
+        return by_name
+    for name in names:
+        if name not in by_name:
+            raise OpsError(f"job {name} is deployed but has no folder under jobs/ (its schedule is unknown here)")
+    return {name: by_name[name] for name in names}
 
 
 def _stack_outputs(client: Any, stack: str) -> dict[str, str]:

@@ -1,0 +1,618 @@
+"""``python -m tools.results``: a deployment's committed results and slot history, from the terminal.
+
+    python -m tools.results jobs|latest|slot|history [--job J] [--format table|json|csv] [--api [URL]] ...
+
+Two ways to read, one model:
+
+- **direct** (default): the tables, through :class:`results_api.reader.ResultsReader` (the read model the API
+  serves); the deployment is resolved as ``python -m tools.ops`` resolves it (the stack's outputs, or
+  ``--lock-table``/``--results-table``), the jobs' schedules from the repository's ``jobs/`` folders. Rows
+  offloaded to S3 are read from S3 (checksum verified).
+- **``--api [URL]``**: the deployed read API (the stack's ``ReadApiUrl`` when no URL is given), every request
+  signed with SigV4 (:mod:`tools.results.client`); a redirect to offloaded rows is followed without the
+  signature.
+
+Output: ``table`` (rich, default), ``json`` (the API's documents), ``csv`` (RFC 4180, as the API serves it): only
+the data goes to stdout, every message to stderr. Exit status: 0 read; 1 refused (bad parameter, unknown job,
+no such result: one ``error:`` line); 2 bad usage; 3 the service failed or could not be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+import unicodedata
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from results_api.api import JOB_COLUMNS, SLOT_COLUMNS
+from results_api.errors import ResultsApiError
+from results_api.reader import DEFAULT_PAGE_LIMIT, JobSummary, ResultsReader
+from results_api.responses import result_document, to_csv
+from slotlock.history import MAX_PAGE_LIMIT, STATUSES
+from tools.ops.cli import add_deployment_arguments, deployed_job_names, job_definitions, read_stack_outputs
+from tools.ops.operator import OpsError
+from tools.results.client import (
+    DEFAULT_TIMEOUT_S,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    ApiClient,
+    ReadError,
+    problem_line,
+    region_from_url,
+)
+
+FORMATS = ("table", "json", "csv")
+#: ``--api`` without a URL: the stack's ``ReadApiUrl`` output.
+FROM_STACK = "stack"
+#: ``history --all`` reads at most this many pages, then says how to continue.
+MAX_PAGES = 100
+_NUMERIC_TYPES = ("tinyint", "smallint", "integer", "int", "bigint", "real", "double", "float", "decimal")
+_BIDI_CONTROLS = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
+
+DESCRIPTION = (
+    "A deployment's committed results and slot history: read from the tables (default; the deployment from the"
+    " stack's outputs or --lock-table/--results-table), or through the deployed read API with --api (SigV4)."
+    " The deployment options go before or after the command; <command> --help has each command's."
+)
+EXIT_STATUSES = """exit status: 0 read; 1 refused (bad parameter, unknown job, no such result, forbidden): one "error:"
+line on stderr; 2 bad usage; 3 the service failed or could not be reached (5xx, throttled, timeout)."""
+EXAMPLES = {
+    "jobs": """examples:
+  python -m tools.results jobs
+  python -m tools.results jobs --format json --stack ScheduledAthenaRefresh
+  python -m tools.results jobs --api https://abc123.execute-api.eu-west-1.amazonaws.com/""",
+    "latest": """examples:
+  python -m tools.results latest --job flights-dashboard
+  python -m tools.results latest --job flights-dashboard --format csv > latest.csv
+  python -m tools.results latest --job flights-dashboard --api --format json | jq .rows""",
+    "slot": """examples:
+  python -m tools.results slot --job flights-dashboard --slot 2026-11-22T00:30:00Z
+  python -m tools.results slot --job flights-dashboard --slot 2026-11-22T00:30:00Z --generation 2 --format json
+  python -m tools.results slot --job carrier-on-time --slot 2026-11-22T05:00:00Z --api --profile ops""",
+    "history": """examples:
+  python -m tools.results history --job flights-dashboard
+  python -m tools.results history --job flights-dashboard --status FAILED --from 2026-11-01T00:00:00Z --all
+  python -m tools.results history --job flights-dashboard --limit 100 --pages 3 --format csv > history.csv
+  python -m tools.results history --job flights-dashboard --next-token <the token a previous page printed>""",
+}
+
+
+# --- arguments ---------------------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _page_limit(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_PAGE_LIMIT:
+        raise argparse.ArgumentTypeError(f"{value} is above {MAX_PAGE_LIMIT}")
+    return value
+
+
+def _session_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    add_deployment_arguments(parser, functions=False, defaults=defaults)
+    parser.add_argument(
+        "--profile",
+        default=None if defaults else argparse.SUPPRESS,
+        help="AWS profile of the credentials (default: the environment's)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser; the deployment options are taken before or after the command."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.results",
+        description=DESCRIPTION,
+        epilog="examples:\n"
+        + "\n".join(line for text in EXAMPLES.values() for line in text.splitlines()[1:])
+        + "\n\n"
+        + EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _session_arguments(parser, defaults=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _session_arguments(common, defaults=False)
+    common.add_argument(
+        "--api",
+        nargs="?",
+        const=FROM_STACK,
+        metavar="URL",
+        help="read through the deployed read API (SigV4-signed) instead of the tables; without URL: the"
+        " stack's ReadApiUrl output",
+    )
+    common.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    common.add_argument(
+        "--timeout-s",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"HTTP timeout (--api; default {DEFAULT_TIMEOUT_S:g})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=text,
+            description=text,
+            parents=[common],
+            epilog=f"{EXAMPLES[name]}\n\n{EXIT_STATUSES}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    command("jobs", "every job: schedule, lease (held or free), pause, latest result, last success")
+    command("latest", "the job's newest committed result").add_argument("--job", required=True, help="the job")
+    p = command("slot", "one slot's result (default: its newest committed generation)")
+    p.add_argument("--job", required=True, help="the job")
+    p.add_argument("--slot", required=True, help="the slot, ISO 8601 (2026-11-22T00:30:00Z)")
+    p.add_argument("--generation", type=_positive, help="the generation (1: the live run; default: the newest)")
+    p = command("history", "every generation of the job's slots, newest first, page by page")
+    p.add_argument("--job", required=True, help="the job")
+    p.add_argument("--from", dest="since", metavar="ISO", help="earliest slot, ISO 8601")
+    p.add_argument("--to", dest="until", metavar="ISO", help="latest slot, ISO 8601")
+    p.add_argument("--status", choices=STATUSES, help="only generations of this status")
+    p.add_argument(
+        "--limit",
+        type=_page_limit,
+        default=DEFAULT_PAGE_LIMIT,
+        help=f"history items read per page, 1..{MAX_PAGE_LIMIT} (default {DEFAULT_PAGE_LIMIT}; a --status filter"
+        " applies after it, so a page may be short)",
+    )
+    pages = p.add_mutually_exclusive_group()
+    pages.add_argument("--pages", type=_positive, default=1, help="read this many pages (default 1)")
+    pages.add_argument("--all", action="store_true", help=f"read every page (at most {MAX_PAGES})")
+    p.add_argument("--next-token", help="continue after the page that gave this token")
+    return parser
+
+
+# --- where the results come from ---------------------------------------------------------------------------
+
+
+class Source(Protocol):
+    """The reads, from the tables (:class:`DirectSource`) or the API (:class:`tools.results.client.ApiClient`):
+    JSON documents as the API answers them, or CSV text where the API answers ``Accept: text/csv`` with it."""
+
+    def jobs(self, *, csv: bool = False) -> Any: ...
+
+    def result(self, job: str, slot: str | None = None, generation: int | None = None, *, csv: bool = False) -> Any: ...
+
+    def slots(
+        self,
+        job: str,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+        csv: bool = False,
+    ) -> tuple[Any, str | None]: ...
+
+
+def job_row(summary: JobSummary) -> dict[str, Any]:
+    """One ``jobs`` CSV row (the API's ``GET /jobs`` CSV columns)."""
+    return {
+        "job": summary.job,
+        "lease_state": summary.lease_state,
+        "paused": summary.paused,
+        "latest_slot": summary.latest_slot,
+        "latest_generation": summary.latest_generation,
+        "latest_fencing_token": summary.latest_fencing_token,
+        "last_success_slot": summary.last_success_slot,
+        "last_success_at_ms": summary.last_success_at_ms,
+        "schedule": summary.schedule.as_dict() if summary.schedule else None,
+    }
+
+
+class DirectSource:
+    """The reads straight from the tables through ``reader``; always JSON documents except ``jobs`` CSV."""
+
+    def __init__(self, reader: ResultsReader) -> None:
+        self.reader = reader
+
+    def _call(self, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except ResultsApiError as exc:
+            parameter = getattr(exc, "parameter", None)
+            status = EXIT_UNAVAILABLE if exc.status >= 500 else EXIT_REFUSED
+            raise ReadError(problem_line(None, exc.message, parameter), status) from exc
+
+    def jobs(self, *, csv: bool = False) -> Any:
+        summaries: list[JobSummary] = self._call(self.reader.jobs)
+        if csv:
+            return to_csv(JOB_COLUMNS, [job_row(summary) for summary in summaries])
+        return {"jobs": [summary.as_dict() for summary in summaries]}
+
+    def result(self, job: str, slot: str | None = None, generation: int | None = None, *, csv: bool = False) -> Any:
+        def read() -> dict[str, Any]:
+            stored = self.reader.latest(job) if slot is None else self.reader.result(job, slot, generation)
+            return result_document(stored, self.reader.rows(stored))
+
+        return self._call(read)
+
+    def slots(
+        self,
+        job: str,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+        csv: bool = False,
+    ) -> tuple[Any, str | None]:
+        view = self._call(
+            lambda: self.reader.history(
+                job,
+                since=since,
+                until=until,
+                status=status,
+                limit=DEFAULT_PAGE_LIMIT if limit is None else limit,
+                next_token=next_token,
+            )
+        )
+        page = {
+            "job": job,
+            "slots": view.entries,
+            "next_token": view.next_token,
+            "limit": view.limit,
+            "filters": view.filters,
+        }
+        return page, view.next_token
+
+
+def open_source(args: argparse.Namespace, session: Any) -> Source:
+    """The API client (``--api``) or the direct reader, with the deployment resolved as ``tools.ops`` does."""
+    from botocore.config import Config
+
+    def cloudformation() -> Any:
+        return session.client("cloudformation", config=Config(retries={"mode": "standard"}))
+
+    if args.api is not None:
+        url = args.api
+        if url == FROM_STACK:
+            url = read_stack_outputs(args, cloudformation, missing="pass --api URL").get("ReadApiUrl", "")
+            if not url:
+                raise ReadError(f"stack {args.stack} has no ReadApiUrl output; pass --api URL", EXIT_REFUSED)
+        region = args.region or region_from_url(url) or session.region_name
+        if not region:
+            raise ReadError("no AWS region for signing: pass --region", EXIT_USAGE)
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise ReadError("no AWS credentials to sign with (set AWS_PROFILE or pass --profile)", EXIT_USAGE)
+        return ApiClient(url, credentials=credentials, region=region, timeout_s=args.timeout_s)
+
+    outputs: dict[str, str] = {}
+    if not (args.lock_table and args.results_table):
+        outputs = read_stack_outputs(
+            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
+        )
+    lock_table = args.lock_table or outputs.get("LockTableName")
+    results_table = args.results_table or outputs.get("ResultsTableName")
+    if not lock_table or not results_table:
+        raise ReadError(f"stack {args.stack} has no LockTableName/ResultsTableName output", EXIT_REFUSED)
+    from stacks.runtime_asset import catalog_queries
+
+    names = deployed_job_names(outputs) if outputs else None
+    catalog = catalog_queries(list(job_definitions(names).values()))
+    config = Config(retries={"mode": "standard"})
+    reader = ResultsReader(
+        lock_table,
+        results_table,
+        catalog,
+        dynamodb_client=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),
+        s3_client=session.client("s3", config=Config(retries={"mode": "standard"}, signature_version="s3v4")),
+    )
+    return DirectSource(reader)
+
+
+# --- rendering ---------------------------------------------------------------------------------------------
+
+
+def printable(value: str) -> str:
+    """``value`` with control characters (ANSI escapes among them) and bidi overrides made visible, so data
+    never drives the terminal."""
+    if value.isprintable():
+        return value
+    out = []
+    for char in value:
+        if unicodedata.category(char) == "Cc" or ord(char) in _BIDI_CONTROLS:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def cell(value: Any) -> Text:
+    """A table cell: NULL dimmed, booleans and nested values as JSON text, never markup."""
+    if value is None:
+        return Text("NULL", style="dim")
+    if isinstance(value, bool):
+        return Text("true" if value else "false")
+    if isinstance(value, (dict, list)):
+        return Text(printable(json.dumps(value, separators=(",", ":"), ensure_ascii=False)))
+    return Text(printable(str(value)))
+
+
+def meta(value: Any) -> Text:
+    """A cell of the jobs and history tables: ``-`` for nothing."""
+    return Text("-") if value is None or value == "" else cell(value)
+
+
+def is_numeric(column: dict[str, Any], rows: Sequence[dict[str, Any]]) -> bool:
+    """Whether a column is right-aligned: an Athena numeric type, or (type unknown) only numbers in it."""
+    kind = column.get("type")
+    if isinstance(kind, str):
+        return kind.lower().split("(")[0].strip() in _NUMERIC_TYPES
+    values = [row.get(column["name"]) for row in rows if row.get(column["name"]) is not None]
+    return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def when(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def age(ms: Any, now_s: float) -> str:
+    """How long ago epoch-milliseconds ``ms`` was (``-`` unknown)."""
+    if not isinstance(ms, int):
+        return "-"
+    seconds = max(0.0, now_s - ms / 1000)
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.1f} d ago"
+
+
+def render_result(console: Console, document: dict[str, Any], now_s: float) -> None:
+    committed = document.get("committed_at_ms")
+    fields = [
+        ("job", document.get("job")),
+        ("slot", document.get("slot")),
+        ("generation", document.get("generation")),
+        ("fencing token", document.get("fencing_token")),
+        ("query", document.get("query_execution_id")),
+        ("committed", f"{when(committed)} ({age(committed, now_s)})" if isinstance(committed, int) else "-"),
+    ]
+    header = Text()
+    for index, (name, value) in enumerate(fields):
+        header.append(("   " if index else "") + f"{name} ", style="bold")
+        header.append(printable("-" if value is None else str(value)))
+    console.print(header)
+    rows: list[dict[str, Any]] = document.get("rows") or []
+    columns: list[dict[str, Any]] = document.get("columns") or []
+    table = Table(caption=f"{len(rows)} row(s)", caption_justify="left")
+    for column in columns:
+        name = printable(str(column.get("name")))
+        table.add_column(name, justify="right" if is_numeric(column, rows) else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*(cell(row.get(column["name"])) for column in columns))
+    console.print(table)
+
+
+def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> None:
+    table = Table(title="jobs")
+    for name, justify in (
+        ("job", "left"),
+        ("schedule", "left"),
+        ("lease", "left"),
+        ("paused", "left"),
+        ("latest slot", "left"),
+        ("gen", "right"),
+        ("token", "right"),
+        ("committed", "left"),
+        ("last success", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for job in document.get("jobs", []):
+        schedule = job.get("schedule") or {}
+        lease, latest, success = job.get("lease") or {}, job.get("latest") or {}, job.get("last_success") or {}
+        lease_text = str(lease.get("state") or "-")
+        if lease.get("state") == "held":
+            lease_text += (
+                f" by {lease.get('owner_id')} (slot {lease.get('slot')}, expires {when(lease.get('expires_at_ms'))})"
+            )
+        elif lease.get("state") == "unknown" and job.get("problem"):
+            lease_text += f": {job['problem']}"
+        paused = "no"
+        if job.get("paused"):
+            paused = f"yes, through {job.get('paused_through_slot') or '-'}"
+        table.add_row(
+            meta(job.get("job")),
+            meta(
+                f"{schedule.get('expression')} {schedule.get('timezone')} x{schedule.get('racers')}"
+                if schedule
+                else "-"
+            ),
+            meta(lease_text),
+            meta(paused),
+            meta(latest.get("slot") or "-"),
+            meta(latest.get("generation")),
+            meta(latest.get("fencing_token")),
+            meta(f"{when(latest.get('committed_at_ms'))} ({age(latest.get('committed_at_ms'), now_s)})")
+            if isinstance(latest.get("committed_at_ms"), int)
+            else meta("-"),
+            meta(f"{success.get('slot')} ({age(success.get('at_ms'), now_s)})" if success.get("slot") else "-"),
+        )
+    console.print(table)
+
+
+def render_history(console: Console, job: str, entries: list[dict[str, Any]]) -> None:
+    table = Table(title=f"history of {printable(job)} (newest first)", caption=f"{len(entries)} generation(s)")
+    for name, justify in (
+        ("slot", "left"),
+        ("gen", "right"),
+        ("status", "left"),
+        ("reason / error", "left"),
+        ("token", "right"),
+        ("owner / requested by", "left"),
+        ("query", "left"),
+        ("started", "left"),
+        ("duration s", "right"),
+        ("scanned bytes", "right"),
+        ("rows", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for entry in entries:
+        duration = entry.get("duration_ms")
+        error: dict[str, Any] = entry["error"] if isinstance(entry.get("error"), dict) else {}
+        reason = entry.get("reason") or error.get("type") or ("corrupt" if entry.get("corrupt") else None)
+        table.add_row(
+            meta(entry.get("slot")),
+            meta(entry.get("generation")),
+            meta(entry.get("status")),
+            meta(reason),
+            meta(entry.get("fencing_token")),
+            meta(entry.get("requested_by") or entry.get("owner_id") or "-"),
+            meta(entry.get("query_execution_id") or "-"),
+            meta(when(entry.get("started_at_ms"))),
+            meta(f"{duration / 1000:.1f}" if isinstance(duration, int) else None),
+            meta(entry.get("data_scanned_bytes")),
+            meta(entry.get("row_count")),
+        )
+    console.print(table)
+
+
+# --- the commands ------------------------------------------------------------------------------------------
+
+
+def _json(out: TextIO, document: Any) -> None:
+    out.write(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def _console(out: TextIO) -> Console:
+    terminal = out.isatty()
+    # Off a terminal nothing wraps or truncates (a pager, a file): the table is as wide as its data.
+    return Console(file=out, width=None if terminal else 100_000, highlight=False, soft_wrap=not terminal)
+
+
+def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_s: float | None = None) -> int:
+    """Read and print what ``args`` asks for; returns the exit status (raises :class:`ReadError`)."""
+    now_s = time.time() if now_s is None else now_s
+    csv = args.format == "csv"
+    if args.command == "jobs":
+        document = source.jobs(csv=csv)
+        if isinstance(document, str):
+            out.write(document)
+        elif args.format == "json":
+            _json(out, document)
+        else:
+            render_jobs(_console(out), document, now_s)
+        return 0
+    if args.command in ("latest", "slot"):
+        slot = args.slot if args.command == "slot" else None
+        generation = args.generation if args.command == "slot" else None
+        result = source.result(args.job, slot, generation, csv=csv)
+        if isinstance(result, str):
+            out.write(result)
+        elif csv:
+            out.write(to_csv([str(c["name"]) for c in result.get("columns", [])], result.get("rows", [])))
+        elif args.format == "json":
+            _json(out, result)
+        else:
+            render_result(_console(out), result, now_s)
+        return 0
+    return _history(args, source, out, err)
+
+
+def _history(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO) -> int:
+    csv = args.format == "csv"
+    wanted = MAX_PAGES if args.all else args.pages
+    token: str | None = args.next_token
+    entries: list[dict[str, Any]] = []
+    texts: list[str] = []
+    first: dict[str, Any] | None = None
+    read = 0
+    while read < wanted:
+        page, token = source.slots(
+            args.job,
+            since=args.since,
+            until=args.until,
+            status=args.status,
+            limit=args.limit,
+            next_token=token,
+            csv=csv,
+        )
+        read += 1
+        if isinstance(page, str):  # the API's CSV: the header row once
+            texts.append(page if not texts else page.split("\r\n", 1)[1] if "\r\n" in page else "")
+        else:
+            first = first or page
+            entries.extend(page.get("slots", []))
+        if token is None:
+            break
+    if texts:
+        out.write("".join(texts))
+    elif csv:
+        out.write(to_csv(SLOT_COLUMNS, entries))
+    elif args.format == "json":
+        document = dict(first or {"job": args.job, "limit": args.limit, "filters": {}})
+        document["slots"], document["next_token"] = entries, token
+        _json(out, document)
+    else:
+        render_history(_console(out), args.job, entries)
+    if token is not None:
+        if args.all:
+            err.write(f"stopped after {MAX_PAGES} pages (the --all cap); continue with --next-token {token}\n")
+        else:
+            err.write(f"more history: continue with --next-token {token} (or --pages N, --all)\n")
+    return 0
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    session: Any = None,
+) -> int:
+    """The command line; returns the exit status (argparse's usage errors included: 2)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError, NoRegionError, ProfileNotFound
+
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2, argparse printed it)
+        return exc.code if isinstance(exc.code, int) else 0
+    try:
+        if session is None:
+            session = boto3.session.Session(profile_name=args.profile, region_name=args.region)
+        source = open_source(args, session)
+        return run(args, source, out, err)
+    except ReadError as exc:
+        err.write(f"error: {exc.message}\n")
+        return exc.exit_status
+    except OpsError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_REFUSED
+    except (ProfileNotFound, NoRegionError) as exc:
+        err.write(f"error: {exc} (pass --profile/--region)\n")
+        return EXIT_USAGE
+    except (BotoCoreError, ClientError) as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_UNAVAILABLE
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return 130
