@@ -287,7 +287,8 @@ class ResultsReader:
             request = dict(response.get("UnprocessedKeys") or {})
             if not request:
                 return locks, pointers
-            time.sleep(min(0.05 * 2**attempt, 1.0))
+            if attempt + 1 < MAX_BATCH_ATTEMPTS:  # no back-off after the last attempt: it only delays the 503
+                time.sleep(min(0.05 * 2**attempt, 1.0))
         raise BackendUnavailableError(f"DynamoDB left keys unprocessed {MAX_BATCH_ATTEMPTS} times (throttled)")
 
     def _summary(self, name: str, lock_item: Any, pointer: Any, now_ms: int) -> JobSummary:
@@ -335,7 +336,7 @@ class ResultsReader:
         self.check_job(job)
         try:
             stored = self.store.latest(job)
-        except AthenaRefreshError as exc:
+        except (AthenaRefreshError, ValueError) as exc:  # ValueError: an edited *_json attribute is not JSON
             raise BackendUnavailableError(f"could not read the latest result of {job}: {exc}") from exc
         if stored is None:
             raise ResultNotFoundError(job, None)
@@ -354,7 +355,7 @@ class ResultsReader:
             raise BadParameterError("generation", f"must be an integer from 1 to {table.MAX_GENERATION}")
         try:
             stored = self.store.result(job, slot.iso, generation)
-        except AthenaRefreshError as exc:
+        except (AthenaRefreshError, ValueError) as exc:  # ValueError: an edited *_json attribute is not JSON
             raise BackendUnavailableError(f"could not read the result of {job} at {slot.iso}: {exc}") from exc
         if stored is None:
             raise ResultNotFoundError(job, slot.iso, generation)

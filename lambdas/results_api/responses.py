@@ -52,9 +52,12 @@ def negotiate(accept: str | None) -> str:
         raise BadParameterError("Accept", f"is longer than {MAX_HEADER_LENGTH} characters")
     quality: dict[str, float] = {}
     specificity: dict[str, int] = {}
+    readable = False
     for part in accept.split(","):
         media, _, params = part.strip().partition(";")
         media = media.strip().lower()
+        kind, slash, subtype = media.partition("/")
+        readable = readable or bool(kind and slash and subtype)
         q = 1.0
         for param in params.split(";"):
             name, _, value = param.strip().partition("=")
@@ -68,6 +71,8 @@ def negotiate(accept: str | None) -> str:
             # the most specific matching range decides (RFC 9110: "text/csv;q=0, */*" excludes CSV)
             if media in ranges and ranges[media] >= specificity.get(candidate, -1):
                 quality[candidate], specificity[candidate] = q, ranges[media]
+    if not readable:  # not one media range (e.g. "garbage"): as if there were no header
+        return JSON
     ranked = sorted(
         (c for c in REPRESENTATIONS if quality.get(c, 0.0) > 0), key=lambda c: (-quality[c], REPRESENTATIONS.index(c))
     )

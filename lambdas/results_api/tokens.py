@@ -63,7 +63,7 @@ def decode(token: str, *, job: str, digest: str) -> dict[str, Any]:
         document = json.loads(raw)
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise BadParameterError(PARAMETER, "is not a token this API issued (use the previous page's as is)") from exc
-    if not isinstance(document, dict) or set(document) != {"v", "k", "e", "q"} or document["v"] != TOKEN_VERSION:
+    if not isinstance(document, dict) or set(document) != {"v", "k", "e", "q"} or not _is_version(document["v"]):
         raise BadParameterError(PARAMETER, "is not a token this API issued (use the previous page's as is)")
     key, epoch, token_digest = document["k"], document["e"], document["q"]
     if token_digest != digest:
@@ -83,9 +83,17 @@ def decode(token: str, *, job: str, digest: str) -> dict[str, Any]:
     }
 
 
+def _is_version(value: Any) -> bool:
+    # exactly the integer 1: JSON true and 1.0 compare equal to 1 in Python
+    return type(value) is int and value == TOKEN_VERSION
+
+
 def _is_generation_key(key: str, live: str) -> bool:
     prefix = f"{live}#g"
     if not key.startswith(prefix):
         return False
     number = key[len(prefix) :]
-    return number.isdigit() and number == str(int(number)) and 2 <= int(number) <= table.MAX_GENERATION
+    # ASCII digits only: str.isdigit() accepts e.g. "²", which int() then refuses with a ValueError
+    if not (number.isascii() and number.isdigit()):
+        return False
+    return number == str(int(number)) and 2 <= int(number) <= table.MAX_GENERATION

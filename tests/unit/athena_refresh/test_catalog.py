@@ -15,7 +15,9 @@ from athena_refresh.catalog import (
     MAX_PARAMETERS,
     CatalogError,
     CatalogQuery,
+    CatalogSchedule,
     catalog_document,
+    load_catalog,
     load_query,
     parse_entry,
 )
@@ -161,3 +163,109 @@ ENV_WIRING = {
     contract.ENV_ATHENA_WORKGROUP: "wg",
     contract.ENV_ATHENA_DATABASE: "db",
 }
+
+
+# ---------------------------------------------------------------------------------------------------
+# load_catalog: every job, with its deployed schedule (the read side's catalog)
+# ---------------------------------------------------------------------------------------------------
+def test_load_catalog_reads_back_every_job_with_its_schedule(tmp_path: Path) -> None:
+    # GIVEN a catalog written as the stack writes it: jobs with and without a schedule
+    queries = {
+        "zz-last": CatalogQuery("SELECT 1 AS a", (), schedule=CatalogSchedule("cron(0/30 * * * ? *)")),
+        JOB: CatalogQuery(
+            sql=SQL,
+            parameters=tuple(ENTRY["parameters"]),
+            constants={"delay_min": "15"},
+            settings={contract.ENV_WINDOW_S: "7200"},
+            schedule=CatalogSchedule("cron(0 6 * * ? *)", "America/New_York", 3),
+        ),
+        "no-schedule": CatalogQuery("SELECT 2 AS b", ()),
+    }
+    document = catalog_document(queries)
+    assert document["jobs"][JOB]["schedule"] == {
+        "expression": "cron(0 6 * * ? *)",
+        "timezone": "America/New_York",
+        "racers": 3,
+    }
+    assert "schedule" not in document["jobs"]["no-schedule"]  # as catalogs written before schedules
+
+    # WHEN it is loaded
+    loaded = load_catalog(write(tmp_path, document))
+
+    # THEN every job comes back equal, by name, schedules included (defaults: UTC, one racer)
+    assert list(loaded) == sorted(queries)
+    assert loaded == queries
+    assert loaded["zz-last"].schedule == CatalogSchedule("cron(0/30 * * * ? *)", "UTC", 1)
+    assert loaded["no-schedule"].schedule is None
+    assert loaded[JOB].schedule is not None and loaded[JOB].schedule.as_dict() == document["jobs"][JOB]["schedule"]
+    # AND written again, it is the same document
+    assert catalog_document(loaded) == document
+
+
+def test_a_schedule_entry_takes_its_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: {**ENTRY, "schedule": {"expression": "cron(0 * * * ? *)"}}}})
+    assert load_catalog(path)[JOB].schedule == CatalogSchedule("cron(0 * * * ? *)", "UTC", 1)
+    assert load_query(JOB, path).schedule == CatalogSchedule("cron(0 * * * ? *)", "UTC", 1)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "expected"),
+    [
+        ("cron(0 6 * * ? *)", r"jobs.carrier-on-time.schedule: must be an object"),
+        ([], r"jobs.carrier-on-time.schedule: must be an object"),
+        ({}, r"jobs.carrier-on-time.schedule.expression: must be a cron\(...\) expression, got None"),
+        ({"expression": 5}, r"schedule.expression: must be a cron\(...\) expression, got 5"),
+        ({"expression": "rate(5 minutes)"}, r"schedule.expression: must be a cron\(...\) expression, got 'rate"),
+        ({"expression": "cron(0 6 * * ? *)", "timezone": ""}, r"schedule.timezone: must be an IANA time zone name"),
+        (
+            {"expression": "cron(0 6 * * ? *)", "timezone": 5},
+            r"schedule.timezone: must be an IANA time zone name, got 5",
+        ),
+        ({"expression": "cron(0 6 * * ? *)", "racers": 0}, r"schedule.racers: must be a positive integer, got 0"),
+        ({"expression": "cron(0 6 * * ? *)", "racers": -1}, r"schedule.racers: must be a positive integer"),
+        ({"expression": "cron(0 6 * * ? *)", "racers": True}, r"schedule.racers: must be a positive integer, got True"),
+        ({"expression": "cron(0 6 * * ? *)", "racers": "3"}, r"schedule.racers: must be a positive integer, got '3'"),
+        ({"expression": "cron(0 6 * * ? *)", "racers": 1.5}, r"schedule.racers: must be a positive integer, got 1.5"),
+        ({"expression": "x" * 10_000}, r"got 'x{70}"),  # the value is quoted, bounded
+    ],
+)
+def test_a_bad_schedule_entry_is_named(tmp_path: Path, schedule: Any, expected: str) -> None:
+    path = write(
+        tmp_path, {"format": 1, "jobs": {"a-good-one": {"sql": "SELECT 1"}, JOB: {**ENTRY, "schedule": schedule}}}
+    )
+    with pytest.raises(CatalogError, match=expected) as caught:
+        load_catalog(path)
+    assert caught.value.path == str(path) and len(str(caught.value)) < 400
+
+
+def test_the_catalog_checks_a_schedules_shape_not_its_meaning(tmp_path: Path) -> None:
+    # The stack validated the expression and the zone at synth; the catalog only checks the shape. A schedule that
+    # cannot be evaluated loads (the read API then treats its next slot as unknown: Cache-Control no-cache).
+    schedule = {"expression": "cron(not a cron)", "timezone": "Mars/Olympus", "racers": 2}
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: {**ENTRY, "schedule": schedule}}})
+    assert load_catalog(path)[JOB].schedule == CatalogSchedule("cron(not a cron)", "Mars/Olympus", 2)
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ("{not json", "cannot be read as JSON"),
+        ("[]", "must be an object with format 1"),
+        ({"format": 1, "jobs": []}, "must hold a 'jobs' object"),
+        (
+            {"format": 1, "jobs": {"ok": {"sql": "SELECT 1"}, "bad name": {"sql": "SELECT 1"}}},
+            "jobs.bad name: the job name",
+        ),
+        ({"format": 1, "jobs": {"ok": {"sql": "SELECT 1"}, "b": {"sql": ""}}}, r"jobs.b.sql: must be a non-empty"),
+    ],
+)
+def test_load_catalog_names_what_is_wrong(tmp_path: Path, document: Any, expected: str) -> None:
+    path = write(tmp_path, document)
+    with pytest.raises(CatalogError, match=expected):
+        load_catalog(path)
+
+
+def test_load_catalog_of_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="not found"):
+        load_catalog(tmp_path / "absent.json")
+    assert load_catalog(write(tmp_path, {"format": 1, "jobs": {}})) == {}
