@@ -599,6 +599,10 @@ class StoredResult:
 
 
 def _plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``item`` (DynamoDB JSON) as plain values, each ``<name>_json`` decoded as ``<name>``.
+
+    :raises CorruptResultsItemError: a ``*_json`` attribute is not JSON (an edited item).
+    """
     plain: dict[str, Any] = {}
     for name, value in item.items():
         ((kind, raw),) = value.items()
@@ -607,7 +611,11 @@ def _plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         else:
             plain_value = raw
         if name.endswith("_json") and isinstance(plain_value, str):
-            plain[name[: -len("_json")]] = json.loads(plain_value)
+            try:
+                plain[name[: -len("_json")]] = json.loads(plain_value)
+            except ValueError as exc:
+                key = f"{item.get('job', {}).get('S', '?')}/{item.get('slot', {}).get('S', '?')}"
+                raise CorruptResultsItemError(key, name, f"is not JSON: {exc}") from exc
         else:
             plain[name] = plain_value
     return plain

@@ -108,8 +108,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
             headers={"Cache-Control": cache, "Vary": "Accept"},
         )
 
-    def serve_result(stored: StoredResult, *, cache: str) -> Response[Any]:
-        media = accept()
+    def serve_result(stored: StoredResult, media: str, *, cache: str) -> Response[Any]:
         etag = result_etag(stored, "redirect" if stored.offloaded else media)
         headers = {"ETag": etag, "Vary": "Accept", **result_headers(stored)}
         if if_none_match(app.current_event.headers.get("if-none-match"), etag):
@@ -179,9 +178,9 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
         tags=["results"],
     )
     def latest_result(job: str) -> Response[Any]:
-        job = _path(job, "job")
+        job, media = _path(job, "job"), accept()  # a 406 costs no read
         stored = reader.latest(job)
-        return serve_result(stored, cache=fresh_until_next_slot(job))
+        return serve_result(stored, media, cache=fresh_until_next_slot(job))
 
     @app.get(
         "/jobs/<job>/results/<slot>",
@@ -197,10 +196,10 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
             Query(ge=1, le=1_000_000, description="the generation (1: the live run); default: the newest committed"),
         ] = None,
     ) -> Response[Any]:
-        job, slot = _path(job, "job"), _path(slot, "slot")
+        job, slot, media = _path(job, "job"), _path(slot, "slot"), accept()
         stored = reader.result(job, slot, generation)
         cache = IMMUTABLE if generation is not None else fresh_until_next_slot(job)
-        return serve_result(stored, cache=cache)
+        return serve_result(stored, media, cache=cache)
 
     @app.get(
         "/jobs/<job>/slots",

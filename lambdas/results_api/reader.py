@@ -336,7 +336,7 @@ class ResultsReader:
         self.check_job(job)
         try:
             stored = self.store.latest(job)
-        except (AthenaRefreshError, ValueError) as exc:  # ValueError: an edited *_json attribute is not JSON
+        except AthenaRefreshError as exc:  # DynamoDB failed, or an edited item (CorruptResultsItemError)
             raise BackendUnavailableError(f"could not read the latest result of {job}: {exc}") from exc
         if stored is None:
             raise ResultNotFoundError(job, None)
@@ -355,7 +355,7 @@ class ResultsReader:
             raise BadParameterError("generation", f"must be an integer from 1 to {table.MAX_GENERATION}")
         try:
             stored = self.store.result(job, slot.iso, generation)
-        except (AthenaRefreshError, ValueError) as exc:  # ValueError: an edited *_json attribute is not JSON
+        except AthenaRefreshError as exc:  # DynamoDB failed, or an edited item (CorruptResultsItemError)
             raise BackendUnavailableError(f"could not read the result of {job} at {slot.iso}: {exc}") from exc
         if stored is None:
             raise ResultNotFoundError(job, slot.iso, generation)
