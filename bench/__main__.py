@@ -1,7 +1,8 @@
 """``python -m bench``: run every benchmark, print the tables, write ``bench-report.json``.
 
     python -m bench [--size full|quick|smoke] [--backends dynamodb-local,moto-atomic]
-                    [--contenders floor,slotlock,...] [--no-coldstart] [--no-fanout] [--report PATH]
+                    [--contenders floor,slotlock,...] [--no-coldstart] [--no-fanout]
+                    [--no-read-path | --read-path-only] [--report PATH]
 
 ``make bench`` runs the full size (sized for at most about 10 minutes on a 2-core machine) in
 ``.venv-bench``, which holds the peers. Figures are noisy on a busy machine: the report records the load average at start and end.
@@ -24,9 +25,10 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-from . import coldstart, fanout, report, scenarios
+from . import coldstart, fanout, read_path, report, scenarios
 from .backends import BACKEND_NOTES, BACKENDS, running
 from .contenders import BY_NAME, select
+from .read_path import ReadSize
 from .scenarios import CycleSize
 
 
@@ -42,12 +44,49 @@ class Size:
     cold_reps: int
     fanout_racers: int
     fanout_slots: int
+    read: ReadSize
 
 
 SIZES = {
-    "full": Size(3, CycleSize(warmup=10, repetitions=5, cycles=60, loser_calls=30), (2, 8, 32), 12, 2, 1.0, 3, 5, 6, 3),
-    "quick": Size(2, CycleSize(warmup=5, repetitions=3, cycles=30, loser_calls=15), (2, 8, 32), 5, 1, 1.0, 2, 3, 4, 2),
-    "smoke": Size(2, CycleSize(warmup=2, repetitions=1, cycles=5, loser_calls=3), (2,), 2, 1, 0.5, 1, 1, 2, 1),
+    "full": Size(
+        3,
+        CycleSize(warmup=10, repetitions=5, cycles=60, loser_calls=30),
+        (2, 8, 32),
+        12,
+        2,
+        1.0,
+        3,
+        5,
+        6,
+        3,
+        read=ReadSize(latest_samples=1000, history_samples=300, warmup=50, stub_samples=1000),
+    ),
+    "quick": Size(
+        2,
+        CycleSize(warmup=5, repetitions=3, cycles=30, loser_calls=15),
+        (2, 8, 32),
+        5,
+        1,
+        1.0,
+        2,
+        3,
+        4,
+        2,
+        read=ReadSize(latest_samples=500, history_samples=150, warmup=30, stub_samples=500),
+    ),
+    "smoke": Size(
+        2,
+        CycleSize(warmup=2, repetitions=1, cycles=5, loser_calls=3),
+        (2,),
+        2,
+        1,
+        0.5,
+        1,
+        1,
+        2,
+        1,
+        read=ReadSize(latest_samples=200, history_samples=50, warmup=20, stub_samples=300),
+    ),
 }
 
 
@@ -85,6 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--racers", default="", help="racer process counts, e.g. 2,8,32 (default: the size's)")
     parser.add_argument("--no-coldstart", action="store_true")
     parser.add_argument("--no-fanout", action="store_true")
+    reads = parser.add_mutually_exclusive_group()
+    reads.add_argument("--no-read-path", action="store_true", help="skip the read API scenario")
+    reads.add_argument(
+        "--read-path-only",
+        action="store_true",
+        help="only the read API scenario (GET latest, history page) on each backend: no lock scenarios, "
+        "fan-out or cold start",
+    )
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "bench-report.json")
     args = parser.parse_args(argv)
 
@@ -117,32 +164,43 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, reason in skipped.items():
         say(f"skipping {name}: {reason}")
+    lock_scenarios = not args.read_path_only
     for backend in backends:
         say(f"[{backend}] starting ...")
         with running(backend) as endpoint:
-            figures = scenarios.run_all(
-                endpoint,
-                contenders,
-                accounting_slots=size.accounting_slots,
-                cycle=size.cycle,
-                racer_counts=racer_counts,
-                rounds=size.rounds,
-                warmup_rounds=size.warmup_rounds,
-                takeover_lease_s=size.takeover_lease_s,
-                takeover_reps=size.takeover_reps,
-                say=say,
-            )
+            if not lock_scenarios:
+                figures = {"endpoint": backend, "run_id": scenarios.new_run_id()}
+            else:
+                figures = scenarios.run_all(
+                    endpoint,
+                    contenders,
+                    accounting_slots=size.accounting_slots,
+                    cycle=size.cycle,
+                    racer_counts=racer_counts,
+                    rounds=size.rounds,
+                    warmup_rounds=size.warmup_rounds,
+                    takeover_lease_s=size.takeover_lease_s,
+                    takeover_reps=size.takeover_reps,
+                    say=say,
+                )
+            if not args.no_read_path:
+                figures["read_path"] = read_path.read_path(endpoint, figures["run_id"], size.read, say=say)
             figures.update(note=BACKEND_NOTES[backend], reports_capacity=endpoint.reports_capacity)
             result["backends"][backend] = figures
-            if not args.no_fanout and "fanout" not in result and any(c.name == "slotlock" for c in contenders):
+            if (
+                lock_scenarios
+                and not args.no_fanout
+                and "fanout" not in result
+                and any(c.name == "slotlock" for c in contenders)
+            ):
                 fan = fanout.fanout(
                     endpoint, figures["run_id"], racers=size.fanout_racers, slots=size.fanout_slots, say=say
                 )
                 result["fanout"] = {**fan, "endpoint": backend}
-            if not args.no_coldstart and backend == "moto-atomic":
+            if lock_scenarios and not args.no_coldstart and backend == "moto-atomic":
                 say("[cold start]")
                 result["coldstart"] = coldstart.cold_start(endpoint, size.cold_reps, say=say)
-    if not args.no_coldstart and "coldstart" not in result:
+    if lock_scenarios and not args.no_coldstart and "coldstart" not in result:
         say("[cold start] (needs the moto server for Athena)")
         with running("moto-atomic") as endpoint:
             result["coldstart"] = coldstart.cold_start(endpoint, size.cold_reps, say=say)

@@ -17,6 +17,13 @@ TARGETS = (
     ("contended32_vs_floor_p95", "32 contended racers all return within 2x the floor's contended p95", 2.0),
     ("runs_not_once", "contended slots not run exactly once", 0.0),
 )
+#: The read API's goals (issue 13), judged on each endpoint's ``read_path`` figures (:mod:`bench.read_path`).
+READ_TARGETS = {
+    "latest_requests": "GET latest sends exactly 1 DynamoDB request (GetItem)",
+    "latest_vs_getitem_p50": "GET latest (full resolver) p50 within 1.3x a bare GetItem's p50",
+    "history_requests": "a history page of 50 is exactly 1 Query (0 Scan)",
+    "history_page": "the history page holds 50 entries and a next_token",
+}
 CONTENDED_NOTE = (
     "32 racer processes on 2 cores: the contended figures measure the OS scheduler and process "
     "wake-up as much as DynamoDB."
@@ -250,6 +257,8 @@ def check_targets(
         )
         if contended:
             add(endpoint, "runs_not_once", float(not_once))
+        if result.get("read_path"):
+            checks.extend(read_checks(endpoint, result["read_path"]))
     if fan:
         measured = fan["slotlock"]["start_query_execution_per_slot"]["max"]
         checks.append(
@@ -284,6 +293,122 @@ def check_targets(
             entry["missed_by"] = f"{peak - 128:.1f} MB"
         checks.append(entry)
     return checks
+
+
+def read_checks(endpoint: str, read: dict[str, Any]) -> list[dict[str, Any]]:
+    """The read API's goals on one endpoint: request counts exactly as promised, GET latest's p50 ratio."""
+    checks: list[dict[str, Any]] = []
+
+    def check(key: str, measured: float | None, limit: float, met: bool, missed_by: str | None = None) -> None:
+        entry = {"endpoint": endpoint, "target": READ_TARGETS[key], "limit": limit, "measured": measured, "met": met}
+        if not met:
+            entry["missed_by"] = missed_by or "?"
+        checks.append(entry)
+
+    latest = read["latest"]
+    calls = latest["requests"]
+    exact = calls["requests_min"] == calls["requests_max"] == 1 and calls["by_operation"] == {"GetItem": 1}
+    check(
+        "latest_requests",
+        float(calls["requests_max"]) if calls["requests_max"] is not None else None,
+        1.0,
+        exact,
+        f"sent {calls['by_operation_variants']}",
+    )
+    measured, limit = latest["p50_ratio"], latest["limit"]
+    met = measured is not None and measured <= limit + 1e-9
+    check(
+        "latest_vs_getitem_p50",
+        measured,
+        limit,
+        met,
+        f"{measured - limit:.2f} ({(measured / limit - 1) * 100:.0f}% over)" if measured is not None else None,
+    )
+    history = read["history"]
+    pages = [history["first_page"]["requests"], history["timed_pages_requests"]]
+    one_query = all(
+        p["requests_min"] == p["requests_max"] == 1 and p["by_operation"] == {"Query": 1} for p in pages if p["calls"]
+    )
+    check(
+        "history_requests",
+        float(max(p["requests_max"] or 0 for p in pages)),
+        1.0,
+        one_query,
+        f"sent {[p['by_operation_variants'] for p in pages]}",
+    )
+    first = history["first_page"]
+    check(
+        "history_page",
+        float(first["entries"]),
+        float(history["limit"]),
+        first["entries"] == history["limit"] and first["next_token"],
+        f"{first['entries']} entries, next_token {'present' if first['next_token'] else 'absent'}",
+    )
+    return checks
+
+
+def read_path_table(read: dict[str, Any]) -> str:
+    """GET latest against the bare GetItem, and the history page against the bare Query."""
+    latest, history = read["latest"], read["history"]
+    ratio_value, limit = latest["p50_ratio"], latest["limit"]
+    verdict = "n/a" if ratio_value is None else ("PASS" if ratio_value <= limit + 1e-9 else "FAIL")
+
+    def ops(requests: dict[str, Any]) -> str:
+        shape = requests["by_operation"]
+        if shape is None:
+            return "VARIES: " + "; ".join(requests["by_operation_variants"])
+        return f"{sum(shape.values())}: " + "+".join(f"{n}x{op}" if n > 1 else op for op, n in sorted(shape.items()))
+
+    def times(summary: dict[str, Any]) -> list[str]:
+        return [_fmt(summary["p50_ms"], 2), _fmt(summary["p90_ms"], 2), str(summary["n"])]
+
+    first, following = history["first_page"], history["next_page"]
+    rows = [
+        [
+            f"GET latest (resolver, {read['rows']} rows x {read['columns']} columns, {latest['body_bytes']} B JSON)",
+            *times(latest["resolver"]),
+            ops(latest["requests"]) + " per request",
+            f"p50 {_fmt(ratio_value, 2)}x the bare GetItem (limit {limit}x): {verdict}",
+        ],
+        ["bare GetItem of the same LATEST item", *times(latest["bare_getitem"]), "1: GetItem", "same client"],
+        [
+            f"GET slots: a history page of {history['limit']} (resolver)",
+            *times(history["resolver"]),
+            ops(history["timed_pages_requests"]) + " per page",
+            (
+                f"{first['entries']} entries, next_token {'yes' if first['next_token'] else 'NO'};"
+                f" next page {following['entries']} entries, {ops(following['requests'])},"
+                f" next_token {'yes' if following['next_token'] else 'no'}"
+            ),
+        ],
+        [
+            f"bare Query of the history index (Limit {history['limit']})",
+            *times(history["bare_query"]),
+            "1: Query",
+            f"page p50 {_fmt(history['p50_ratio'], 2)}x the bare Query",
+        ],
+    ]
+    return table(["read", "p50 ms", "p90 ms", "n", "DynamoDB requests", "notes"], rows)
+
+
+def read_breakdown_table(read: dict[str, Any]) -> str:
+    """Where GET latest's time goes: the real path cut at each layer, the resolver's pieces (after a real
+    GetItem, and in a hot loop), and the profile's self time by package."""
+    breakdown = read["breakdown"]
+    layers = breakdown["layers_p50_us"]
+    base = next(iter(layers.values()))
+    layer_rows = [[name, f"{us:.0f}", _fmt(us / base, 2) + "x" if base else "n/a"] for name, us in layers.items()]
+    hot = breakdown["hot_loop_us"]
+    piece_rows = [[name, f"{us:.0f}", f"{hot[name]:.0f}"] for name, us in breakdown["pieces_p50_us"].items()]
+    profile = breakdown["profile"]
+    shares = ", ".join(f"{name} {share * 100:.0f}%" for name, share in profile["self_time_share"][:6])
+    return "\n".join(
+        [
+            table(["GET latest cut at each layer (round-robin)", "p50 us", "vs GetItem"], layer_rows),
+            table(["piece on a stub client", "p50 us after a real GetItem", "p50 us hot loop"], piece_rows),
+            f"cProfile of the stub path ({profile['calls']} calls), self time by package: {shares}",
+        ]
+    )
 
 
 def targets_table(checks: list[dict[str, Any]]) -> str:
@@ -337,6 +462,16 @@ def render(report: dict[str, Any], say: Callable[[str], None] = print) -> None:
                 f"{next(iter(result['takeover'].values()))['poll_s']} s"
             )
             say(takeover_table(result["takeover"]))
+        if result.get("read_path"):
+            read = result["read_path"]
+            seeded = read["seeded"]
+            say(
+                f"\n(7) Read API: GET latest and a history page through the resolver (payload-2.0 event in, response"
+                f" out), interleaved with the bare request on the same client; {seeded['records']} history records"
+                f" seeded through slotlock ({', '.join(f'{n} {s}' for s, n in seeded['by_status'].items())})"
+            )
+            say(read_path_table(read))
+            say(read_breakdown_table(read))
     if report.get("coldstart"):
         say("\n(5) Cold start of the real handler")
         say(coldstart_table(report["coldstart"]))
