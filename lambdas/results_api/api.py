@@ -97,8 +97,17 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
     """The resolver serving ``reader``; ``app.resolve(event, context)`` answers one payload-2.0 event."""
     app = APIGatewayHttpResolver(enable_validation=True)
 
+    def header(name: str) -> str | None:
+        """A request header (``name`` in lower case, as payload 2.0 delivers header names), read from the raw event:
+        Powertools' ``headers`` property rebuilds a case-insensitive copy on every access."""
+        headers = app.current_event.raw_event.get("headers") or {}
+        value = headers.get(name)
+        if value is None:  # an event built by hand may keep the client's capitalisation
+            value = next((v for k, v in headers.items() if isinstance(k, str) and k.lower() == name), None)
+        return value if isinstance(value, str) else None
+
     def accept() -> str:
-        return negotiate(app.current_event.headers.get("accept"))
+        return negotiate(header("accept"))
 
     def json_response(status: int, body: Any, *, cache: str, content_type: str = JSON) -> Response[Any]:
         return Response(
@@ -111,7 +120,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
     def serve_result(stored: StoredResult, media: str, *, cache: str) -> Response[Any]:
         etag = result_etag(stored, "redirect" if stored.offloaded else media)
         headers = {"ETag": etag, "Vary": "Accept", **result_headers(stored)}
-        if if_none_match(app.current_event.headers.get("if-none-match"), etag):
+        if if_none_match(header("if-none-match"), etag):
             return Response(status_code=304, body="", headers={**headers, "Cache-Control": cache})
         if stored.offloaded:
             location = reader.presigned_rows_url(stored)

@@ -198,6 +198,7 @@ class ResultsReader:
         self.store = ResultsStore(results_table, dynamodb_client=self._dynamodb, s3_client=s3_client)
         self.history_reader = SlotHistory(lock_table, client=self._dynamodb)
         self.clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._next_slots: dict[str, tuple[float, dt.datetime]] = {}  # job -> (computed at s, next firing)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ResultsReader:
@@ -393,11 +394,19 @@ class ResultsReader:
         schedule = self.check_job(job).schedule
         if schedule is None:
             return None
-        now = dt.datetime.fromtimestamp((self.clock_ms() if now_ms is None else now_ms) / 1000, dt.UTC)
+        now_s = (self.clock_ms() if now_ms is None else now_ms) / 1000
+        cached = self._next_slots.get(job)
+        # A cached firing answers every request until it passes (and only requests after the one that computed
+        # it: the clock of tests may go backwards).
+        if cached is not None and cached[0] <= now_s < cached[1].timestamp():
+            return cached[1]
         try:
-            return next_firing(schedule.expression, schedule.timezone, now)
+            firing = next_firing(schedule.expression, schedule.timezone, dt.datetime.fromtimestamp(now_s, dt.UTC))
         except CronError:
             return None
+        if firing is not None:
+            self._next_slots[job] = (now_s, firing)
+        return firing
 
     # --- history ---------------------------------------------------------------------------------------
     def history(
