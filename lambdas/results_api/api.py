@@ -34,9 +34,10 @@ from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 
 from . import models
 from .errors import BadParameterError, ResultsApiError
-from .reader import DEFAULT_PAGE_LIMIT, ResultsReader
+from .reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, ResultsReader
 from .responses import (
     CSV,
+    CSV_CONTENT_TYPE,
     IMMUTABLE,
     JSON,
     NO_CACHE,
@@ -60,17 +61,6 @@ DESCRIPTION = (
 )
 SIGV4 = "sigv4"
 MAX_SLOT_TEXT = 64
-JOB_COLUMNS = (
-    "job",
-    "lease_state",
-    "paused",
-    "latest_slot",
-    "latest_generation",
-    "latest_fencing_token",
-    "last_success_slot",
-    "last_success_at_ms",
-    "schedule",
-)
 SLOT_COLUMNS = tuple(models.SlotEntry.model_fields)
 _PROBLEMS: dict[int, Any] = {
     status: {"description": text, "content": {PROBLEM_JSON: {"model": models.Problem}}}
@@ -130,7 +120,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
         rows = stored.rows or []
         if media == CSV:
             body = to_csv([column["name"] for column in stored.columns], rows)
-            content_type = "text/csv; charset=utf-8; header=present"
+            content_type = CSV_CONTENT_TYPE
         else:
             body = json.dumps(result_document(stored, rows), separators=(",", ":"), allow_nan=False)
             content_type = JSON
@@ -156,28 +146,8 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
         media = accept()
         summaries = reader.jobs()
         if media == CSV:
-            rows = []
-            for summary in summaries:
-                flat = summary.as_dict()
-                rows.append(
-                    {
-                        "job": summary.job,
-                        "lease_state": summary.lease_state,
-                        "paused": summary.paused,
-                        "latest_slot": summary.latest_slot,
-                        "latest_generation": summary.latest_generation,
-                        "latest_fencing_token": summary.latest_fencing_token,
-                        "last_success_slot": summary.last_success_slot,
-                        "last_success_at_ms": summary.last_success_at_ms,
-                        "schedule": flat["schedule"],
-                    }
-                )
-            return Response(
-                200,
-                "text/csv; charset=utf-8; header=present",
-                to_csv(JOB_COLUMNS, rows),
-                {"Cache-Control": NO_CACHE, "Vary": "Accept"},
-            )
+            body = to_csv(JOB_COLUMNS, [summary.csv_row() for summary in summaries])
+            return Response(200, CSV_CONTENT_TYPE, body, {"Cache-Control": NO_CACHE, "Vary": "Accept"})
         return json_response(200, {"jobs": [summary.as_dict() for summary in summaries]}, cache=NO_CACHE)
 
     @app.get(
@@ -244,7 +214,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
             headers = {"Cache-Control": NO_CACHE, "Vary": "Accept"}
             if view.next_token:
                 headers["X-Next-Token"] = view.next_token
-            return Response(200, "text/csv; charset=utf-8; header=present", to_csv(SLOT_COLUMNS, view.entries), headers)
+            return Response(200, CSV_CONTENT_TYPE, to_csv(SLOT_COLUMNS, view.entries), headers)
         body = {
             "job": job,
             "slots": view.entries,

@@ -55,6 +55,18 @@ PRESIGN_EXPIRES_S = 60
 MAX_BATCH_ATTEMPTS = 5
 #: BatchGetItem reads at most 100 keys; each job needs two (lock item, LATEST pointer).
 JOBS_PER_BATCH = 50
+#: The columns of ``GET /jobs`` as CSV (:meth:`JobSummary.csv_row`).
+JOB_COLUMNS = (
+    "job",
+    "lease_state",
+    "paused",
+    "latest_slot",
+    "latest_generation",
+    "latest_fencing_token",
+    "last_success_slot",
+    "last_success_at_ms",
+    "schedule",
+)
 _POINTER_FIELDS = ("latest_slot", "latest_generation", "fencing_token", "committed_at_ms", "query_execution_id")
 
 
@@ -82,6 +94,20 @@ class JobSummary:
     latest_fencing_token: int | None = None
     latest_committed_at_ms: int | None = None
     problem: str | None = None
+
+    def csv_row(self) -> dict[str, Any]:
+        """The flat row of ``GET /jobs`` as CSV (:data:`JOB_COLUMNS`; the schedule as JSON text)."""
+        return {
+            "job": self.job,
+            "lease_state": self.lease_state,
+            "paused": self.paused,
+            "latest_slot": self.latest_slot,
+            "latest_generation": self.latest_generation,
+            "latest_fencing_token": self.latest_fencing_token,
+            "last_success_slot": self.last_success_slot,
+            "last_success_at_ms": self.last_success_at_ms,
+            "schedule": self.schedule.as_dict() if self.schedule else None,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of the API (nested: ``schedule``, ``lease``, ``last_success``, ``latest``)."""

@@ -30,6 +30,8 @@ from .errors import BadParameterError, NotAcceptableError, ResultsApiError
 
 JSON = "application/json"
 CSV = "text/csv"
+#: The Content-Type of every CSV answer (RFC 4180's optional ``header`` parameter: the first line names the columns).
+CSV_CONTENT_TYPE = "text/csv; charset=utf-8; header=present"
 PROBLEM_JSON = "application/problem+json"
 REPRESENTATIONS = (JSON, CSV)
 IMMUTABLE = "public, max-age=31536000, immutable"

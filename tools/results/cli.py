@@ -32,9 +32,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from results_api.api import JOB_COLUMNS, SLOT_COLUMNS
+from results_api.api import SLOT_COLUMNS
 from results_api.errors import ResultsApiError
-from results_api.reader import DEFAULT_PAGE_LIMIT, JobSummary, ResultsReader
+from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 from tools.ops.cli import add_deployment_arguments, deployed_job_names, job_definitions, read_stack_outputs
@@ -205,21 +205,6 @@ class Source(Protocol):
     ) -> tuple[Any, str | None]: ...
 
 
-def job_row(summary: JobSummary) -> dict[str, Any]:
-    """One ``jobs`` CSV row (the API's ``GET /jobs`` CSV columns)."""
-    return {
-        "job": summary.job,
-        "lease_state": summary.lease_state,
-        "paused": summary.paused,
-        "latest_slot": summary.latest_slot,
-        "latest_generation": summary.latest_generation,
-        "latest_fencing_token": summary.latest_fencing_token,
-        "last_success_slot": summary.last_success_slot,
-        "last_success_at_ms": summary.last_success_at_ms,
-        "schedule": summary.schedule.as_dict() if summary.schedule else None,
-    }
-
-
 class DirectSource:
     """The reads straight from the tables through ``reader``; always JSON documents except ``jobs`` CSV."""
 
@@ -237,7 +222,7 @@ class DirectSource:
     def jobs(self, *, csv: bool = False) -> Any:
         summaries: list[JobSummary] = self._call(self.reader.jobs)
         if csv:
-            return to_csv(JOB_COLUMNS, [job_row(summary) for summary in summaries])
+            return to_csv(JOB_COLUMNS, [summary.csv_row() for summary in summaries])
         return {"jobs": [summary.as_dict() for summary in summaries]}
 
     def result(self, job: str, slot: str | None = None, generation: int | None = None, *, csv: bool = False) -> Any:

@@ -27,6 +27,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -34,10 +35,12 @@ import moto
 import pytest
 from botocore.config import Config
 
-from athena_refresh.catalog import CatalogQuery, CatalogSchedule
+from athena_refresh import contract
+from athena_refresh.catalog import CatalogQuery, CatalogSchedule, catalog_document
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.results import ResultsStore, StoredResult, create_results_table
 from local.emulators.dynamodb_local import DynamoDBLocal
+from results_api import handler
 from results_api.api import create_app
 from results_api.reader import ResultsReader
 from slotlock import Lease, Loss, Slot, SlotLock, create_lock_table, pause, request_generation
@@ -603,3 +606,18 @@ def stored_of() -> Callable[..., StoredResult]:
         return StoredResult(**params)
 
     return make
+
+
+@pytest.fixture
+def deployed(
+    world: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog: dict[str, CatalogQuery]
+) -> Iterator[None]:
+    """The read functions' environment (table names, a catalog file) and a fresh execution environment."""
+    path = tmp_path / "job_catalog.json"
+    path.write_text(json.dumps(catalog_document(catalog)), encoding="utf-8")
+    monkeypatch.setenv(contract.ENV_LOCK_TABLE_NAME, world.lock_table)
+    monkeypatch.setenv(contract.ENV_RESULTS_TABLE_NAME, world.results_table)
+    monkeypatch.setenv(contract.ENV_JOB_CATALOG_PATH, str(path))
+    monkeypatch.setattr(handler, "_reader", None)
+    monkeypatch.setattr(handler, "_app", None)
+    yield

@@ -22,10 +22,10 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from pydantic import BaseModel
 
-from athena_refresh import contract
-from athena_refresh.catalog import CatalogQuery, CatalogSchedule, catalog_document
+from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from results_api import handler, models
-from results_api.api import JOB_COLUMNS, SLOT_COLUMNS, openapi_json
+from results_api.api import SLOT_COLUMNS, openapi_json
+from results_api.reader import JOB_COLUMNS
 from results_api.responses import IMMUTABLE
 from slotlock import Slot
 
@@ -567,21 +567,6 @@ def test_every_documented_path_is_a_real_route(get: Callable[..., dict[str, Any]
 # ---------------------------------------------------------------------------------------------------
 # the Lambda handlers, end to end (the reader built from the environment)
 # ---------------------------------------------------------------------------------------------------
-@pytest.fixture
-def deployed(
-    world: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog: dict[str, CatalogQuery]
-) -> Iterator[None]:
-    """The read functions' environment (table names, a catalog file) and a fresh execution environment."""
-    path = tmp_path / "job_catalog.json"
-    path.write_text(json.dumps(catalog_document(catalog)), encoding="utf-8")
-    monkeypatch.setenv(contract.ENV_LOCK_TABLE_NAME, world.lock_table)
-    monkeypatch.setenv(contract.ENV_RESULTS_TABLE_NAME, world.results_table)
-    monkeypatch.setenv(contract.ENV_JOB_CATALOG_PATH, str(path))
-    monkeypatch.setattr(handler, "_reader", None)
-    monkeypatch.setattr(handler, "_app", None)
-    yield
-
-
 def test_the_api_handler_serves_events_end_to_end(
     deployed: None, event: Callable[..., Any], lambda_context: Any, world: Any, s3: Any
 ) -> None:

@@ -7,16 +7,12 @@ module runs on moto only.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from athena_refresh import contract
-from athena_refresh.catalog import CatalogQuery, catalog_document
 from results_api import handler
 from results_api.reader import ResultsReader
 from results_api.widget import DOCUMENTATION, MAX_ROWS, render_widget, widget_response
@@ -212,20 +208,6 @@ def test_describe_returns_the_documentation(offline_reader: ResultsReader, offli
     assert widget_response({"describe": True}, offline_reader, now_ms=0) == DOCUMENTATION
     assert "params:" in DOCUMENTATION and "job:" in DOCUMENTATION
     assert offline_requests.operations == []
-
-
-@pytest.fixture
-def deployed(
-    world: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog: dict[str, CatalogQuery]
-) -> Iterator[None]:
-    path = tmp_path / "job_catalog.json"
-    path.write_text(json.dumps(catalog_document(catalog)), encoding="utf-8")
-    monkeypatch.setenv(contract.ENV_LOCK_TABLE_NAME, world.lock_table)
-    monkeypatch.setenv(contract.ENV_RESULTS_TABLE_NAME, world.results_table)
-    monkeypatch.setenv(contract.ENV_JOB_CATALOG_PATH, str(path))
-    monkeypatch.setattr(handler, "_reader", None)
-    monkeypatch.setattr(handler, "_app", None)
-    yield
 
 
 def test_the_widget_handler_answers_cloudwatchs_event(deployed: None, lambda_context: Any, world: Any) -> None:
