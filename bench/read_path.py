@@ -43,7 +43,8 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from athena_refresh.results import LATEST, ResultsStore, StoredResult, create_results_table
+from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.stored import LATEST, StoredResult
 from results_api.api import create_app
 from results_api.reader import ResultsReader
 from results_api.responses import result_document, result_etag

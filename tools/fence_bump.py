@@ -29,7 +29,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from athena_refresh.results import LATEST
+from athena_refresh.stored import LATEST
 from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
 
 #: Default headroom above the highest stored token. Tokens only need to be higher, never dense, and

@@ -39,8 +39,9 @@ from slotlock import CommitConflictError, SlotRun
 from . import contract
 from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
-from .results import ResultsStore, result_sort_key
+from .results import ResultsStore
 from .settings import Settings
+from .stored import result_sort_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .values import ValuePublisher

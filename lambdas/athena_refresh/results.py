@@ -38,18 +38,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from . import contract
 from .engine import QueryResult, QueryStatistics
 from .errors import CorruptResultsItemError, ResultsStoreError
+from .stored import LATEST, LIVE_GENERATION, StoredResult, plain_item, result_sort_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_s3.client import S3Client
-
-LATEST = "LATEST"
-LIVE_GENERATION = 1
-
-
-def result_sort_key(slot_iso: str, generation: int = LIVE_GENERATION) -> str:
-    """The results table's sort key of one slot's result of ``generation`` (1: the slot's own ISO text)."""
-    return slot_iso if generation == LIVE_GENERATION else f"{slot_iso}#g{generation}"
 
 
 def latest_condition(generation: int) -> str:
@@ -271,7 +264,7 @@ class ResultsStore:
         item = self._get(job_name, LATEST, projection=("latest_slot", "latest_generation"))
         if item is None:
             return -1
-        pointer = _plain_item(item)
+        pointer = plain_item(item)
         latest_slot = pointer.get("latest_slot")
         latest_generation = pointer.get("latest_generation", LIVE_GENERATION)
         if not isinstance(latest_slot, str) or not isinstance(latest_generation, int):
@@ -379,7 +372,7 @@ class ResultsStore:
     def get_latest(self, job_name: str) -> dict[str, Any] | None:
         """The LATEST pointer of ``job_name`` (``latest_slot``, ``fencing_token``, ...) or ``None``."""
         item = self._get(job_name, LATEST)
-        return None if item is None else _plain_item(item)
+        return None if item is None else plain_item(item)
 
     def get_result(
         self, job_name: str, slot_iso: str, generation: int | None = LIVE_GENERATION
@@ -394,7 +387,7 @@ class ResultsStore:
         item = self._get(job_name, result_sort_key(slot_iso, generation))
         if item is None:
             return None
-        plain = _plain_item(item)
+        plain = plain_item(item)
         uri = plain.pop("rows_s3_uri", None)
         if uri is not None:
             bucket, _, key = uri.removeprefix("s3://").partition("/")
@@ -417,7 +410,7 @@ class ResultsStore:
         item = self._get(job_name, LATEST, consistent=consistent)
         if item is None:
             return None
-        plain = _plain_item(item)
+        plain = plain_item(item)
         slot, generation = plain.get("latest_slot"), plain.get("latest_generation", LIVE_GENERATION)
         if not isinstance(slot, str) or not isinstance(generation, int):
             raise CorruptResultsItemError(f"{job_name}/{LATEST}", "latest_slot", "is not a (slot, generation) pointer")
@@ -441,7 +434,7 @@ class ResultsStore:
         item = self._get(job_name, result_sort_key(slot_iso, generation), consistent=consistent)
         if item is None:
             return None
-        return StoredResult.from_item(job_name, slot_iso, generation, _plain_item(item))
+        return StoredResult.from_item(job_name, slot_iso, generation, plain_item(item))
 
     def load_rows(self, stored: StoredResult) -> list[dict[str, Any]]:
         """``stored``'s rows: inline, or read from S3 and checked against the recorded SHA-256.
@@ -470,7 +463,7 @@ class ResultsStore:
             ExpressionAttributeNames={"#job": "job"},
             ExpressionAttributeValues={":job": {"S": job_name}},
         )
-        return [_plain_item(item) for item in items if item["slot"]["S"] != LATEST]
+        return [plain_item(item) for item in items if item["slot"]["S"] != LATEST]
 
     def list_generations(self, job_name: str, slot_iso: str) -> list[int]:
         """The generations of ``slot_iso`` with a stored result, ascending (one consistent Query)."""
@@ -520,105 +513,6 @@ class ResultsStore:
         except (ClientError, BotoCoreError) as exc:
             raise ResultsStoreError(f"could not read result {job_name}/{slot}: {exc}") from exc
         return response.get("Item")
-
-
-@dataclass(frozen=True)
-class StoredResult:
-    """One committed result as the read paths serve it (JSON-safe fields; times in epoch milliseconds).
-
-    ``rows``: the row objects (column name -> value typed as :mod:`athena_refresh.engine.conversion` returns
-    them: integers, floats, decimals as exact text, dates and timestamps as ISO text), or ``None`` when they are
-    offloaded to ``rows_s3_uri`` (``rows_sha256``/``rows_bytes`` describe that object, a JSON array of rows).
-    ``columns``: ``[{"name", "type"}]`` with Athena's type names, in result order.
-    """
-
-    job_name: str
-    slot_iso: str
-    generation: int
-    fencing_token: int
-    query_execution_id: str
-    committed_at_ms: int
-    columns: list[dict[str, str]]
-    statistics: dict[str, Any]
-    row_count: int
-    window_start: str | None = None
-    window_end: str | None = None
-    rows: list[dict[str, Any]] | None = None
-    rows_s3_uri: str | None = None
-    rows_sha256: str | None = None
-    rows_bytes: int | None = None
-
-    @property
-    def offloaded(self) -> bool:
-        """Whether the rows live in S3 (``rows_s3_uri``) rather than on the item."""
-        return self.rows is None
-
-    @classmethod
-    def from_item(cls, job_name: str, slot_iso: str, generation: int, plain: Mapping[str, Any]) -> StoredResult:
-        """From a result item or a LATEST item (plain values, ``*_json`` decoded).
-
-        :raises CorruptResultsItemError: a field is missing or not of its type (named).
-        """
-        where = f"{job_name}/{result_sort_key(slot_iso, generation)}"
-
-        def field_of(name: str, kind: type | tuple[type, ...]) -> Any:
-            value = plain.get(name)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise CorruptResultsItemError(
-                    where, name, f"must be a {getattr(kind, '__name__', kind)}, got {value!r:.80}"
-                )
-            return value
-
-        rows = plain.get("rows")
-        uri = plain.get("rows_s3_uri")
-        if rows is None and not isinstance(uri, str):
-            raise CorruptResultsItemError(where, "rows_json", "holds neither rows nor an S3 pointer (rows_s3_uri)")
-        if rows is not None and not isinstance(rows, list):
-            raise CorruptResultsItemError(where, "rows_json", "must be a JSON array of rows")
-        columns = field_of("columns", list)
-        statistics = plain.get("statistics", {})
-        start, end = plain.get("window_start"), plain.get("window_end")
-        sha, size = plain.get("rows_sha256"), plain.get("rows_bytes")
-        return cls(
-            job_name=job_name,
-            slot_iso=slot_iso,
-            generation=generation,
-            fencing_token=field_of("fencing_token", int),
-            query_execution_id=field_of("query_execution_id", str),
-            committed_at_ms=field_of("committed_at_ms", int),
-            columns=[{"name": str(c.get("name")), "type": str(c.get("type"))} for c in columns if isinstance(c, dict)],
-            statistics=dict(statistics) if isinstance(statistics, dict) else {},
-            row_count=field_of("row_count", int),
-            window_start=start if isinstance(start, str) else None,
-            window_end=end if isinstance(end, str) else None,
-            rows=rows,
-            rows_s3_uri=uri if rows is None else None,
-            rows_sha256=sha if isinstance(sha, str) else None,
-            rows_bytes=size if isinstance(size, int) else None,
-        )
-
-
-def _plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``item`` (DynamoDB JSON) as plain values, each ``<name>_json`` decoded as ``<name>``.
-
-    :raises CorruptResultsItemError: a ``*_json`` attribute is not JSON (an edited item).
-    """
-    plain: dict[str, Any] = {}
-    for name, value in item.items():
-        ((kind, raw),) = value.items()
-        if kind == "N":
-            plain_value: Any = int(raw) if raw.lstrip("-").isdigit() else float(raw)
-        else:
-            plain_value = raw
-        if name.endswith("_json") and isinstance(plain_value, str):
-            try:
-                plain[name[: -len("_json")]] = json.loads(plain_value)
-            except ValueError as exc:
-                key = f"{item.get('job', {}).get('S', '?')}/{item.get('slot', {}).get('S', '?')}"
-                raise CorruptResultsItemError(key, name, f"is not JSON: {exc}") from exc
-        else:
-            plain[name] = plain_value
-    return plain
 
 
 def create_results_table(client: DynamoDBClient, table_name: str, *, wait: bool = True) -> str:

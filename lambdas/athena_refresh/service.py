@@ -32,8 +32,9 @@ from . import contract
 from .engine import AthenaQueryEngine, QueryEngine
 from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
-from .results import ResultsStore, result_sort_key
+from .results import ResultsStore
 from .settings import Settings
+from .stored import result_sort_key
 from .values import ValuePublisher
 
 logger = Logger(service=contract.SERVICE_NAME)

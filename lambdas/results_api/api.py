@@ -29,7 +29,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from athena_refresh.results import StoredResult
+from athena_refresh.stored import StoredResult
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 
 from . import models

@@ -34,8 +34,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from athena_refresh import contract
 from athena_refresh.catalog import BUNDLED_CATALOG_PATH, CatalogQuery, CatalogSchedule, load_catalog
 from athena_refresh.errors import AthenaRefreshError
-from athena_refresh.results import LATEST, ResultsStore, StoredResult
+from athena_refresh.results import ResultsStore
 from athena_refresh.schedule import CronError, next_firing
+from athena_refresh.stored import LATEST, StoredResult
 from slotlock import SlotHistory, table
 from slotlock.codec import decode_lock_item
 from slotlock.errors import InvalidEventError, LockConfigurationError, SlotLockError

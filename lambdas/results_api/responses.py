@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from athena_refresh.results import StoredResult
+from athena_refresh.stored import StoredResult
 
 from .errors import BadParameterError, NotAcceptableError, ResultsApiError
 

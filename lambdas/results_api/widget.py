@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from athena_refresh.results import StoredResult
+from athena_refresh.stored import StoredResult
 
 from .errors import ResultsApiError
 from .reader import ResultsReader

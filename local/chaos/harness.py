@@ -78,8 +78,8 @@ from dataclasses import replace
 from typing import Any
 
 from athena_refresh.engine import client_request_token
-from athena_refresh.results import result_sort_key
 from athena_refresh.settings import Settings
+from athena_refresh.stored import result_sort_key
 from local.chaos import checker as chaos_checker
 from local.chaos.checker import FinalState, percentile
 from local.chaos.operator import ChaosOperator

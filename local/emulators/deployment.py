@@ -27,8 +27,9 @@ from botocore.config import Config
 from athena_refresh import contract
 from athena_refresh.catalog import CATALOG_FILE, catalog_document
 from athena_refresh.engine import client_request_token
-from athena_refresh.results import LIVE_GENERATION, ResultsStore, create_results_table
+from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
+from athena_refresh.stored import LIVE_GENERATION
 from local.chaos.checker import FinalState
 from slotlock import Slot, SlotLock, create_lock_table
 from stacks.jobs import JobDefinition

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh.catalog import CATALOG_FORMAT, CatalogError, CatalogQuery, parse_entry
-from athena_refresh.results import LATEST, create_results_table
+from athena_refresh.results import create_results_table
+from athena_refresh.stored import LATEST
 from slotlock.table import create_lock_table
 
 STORE_KIND = "athena-refresh-demo-store"

@@ -31,8 +31,9 @@ from botocore.stub import Stubber
 
 from athena_refresh.engine import AthenaQueryEngine
 from athena_refresh.errors import CorruptResultsItemError
-from athena_refresh.results import LATEST, ResultsStore
+from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
+from athena_refresh.stored import LATEST
 from slotlock import (
     CommitConflictError,
     CorruptLockItemError,

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from athena_refresh.engine import client_request_token
-from athena_refresh.results import ResultsStore, result_sort_key
+from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
+from athena_refresh.stored import result_sort_key
 from slotlock import Slot, SlotLock, SlotOutcome, SlotRunner, request_generation
 
 OPERATOR = "arn:aws:iam::123456789012:user/op"

@@ -15,14 +15,8 @@ from botocore.exceptions import ClientError
 
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.errors import CorruptResultsItemError, ResultsStoreError
-from athena_refresh.results import (
-    LATEST,
-    PreparedResult,
-    ResultsStore,
-    StoredResult,
-    latest_condition,
-    result_sort_key,
-)
+from athena_refresh.results import PreparedResult, ResultsStore, latest_condition
+from athena_refresh.stored import LATEST, StoredResult, result_sort_key
 
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"

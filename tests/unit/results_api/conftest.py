@@ -38,7 +38,8 @@ from botocore.config import Config
 from athena_refresh import contract
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule, catalog_document
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from athena_refresh.results import ResultsStore, StoredResult, create_results_table
+from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.stored import StoredResult
 from local.emulators.dynamodb_local import DynamoDBLocal
 from results_api import handler
 from results_api.api import create_app
