@@ -20,17 +20,10 @@ no such result: one ``error:`` line); 2 bad usage; 3 the service failed or could
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TextIO
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from results_api.api import SLOT_COLUMNS
 from results_api.errors import ResultsApiError
@@ -49,14 +42,19 @@ from tools.results.client import (
     problem_line,
     region_from_url,
 )
+from tools.results.render import (
+    console_for,
+    print_json,
+    render_history,
+    render_jobs,
+    render_result,
+)
 
 FORMATS = ("table", "json", "csv")
 #: ``--api`` without a URL: the stack's ``ReadApiUrl`` output.
 FROM_STACK = "stack"
 #: ``history --all`` reads at most this many pages, then says how to continue.
 MAX_PAGES = 100
-_NUMERIC_TYPES = ("tinyint", "smallint", "integer", "int", "bigint", "real", "double", "float", "decimal")
-_BIDI_CONTROLS = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
 
 DESCRIPTION = (
     "A deployment's committed results and slot history: read from the tables (default; the deployment from the"
@@ -308,190 +306,6 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
     return DirectSource(reader)
 
 
-# --- rendering ---------------------------------------------------------------------------------------------
-
-
-def printable(value: str) -> str:
-    """``value`` with control characters (ANSI escapes among them) and bidi overrides made visible, so data
-    never drives the terminal."""
-    if value.isprintable():
-        return value
-    out = []
-    for char in value:
-        if unicodedata.category(char) == "Cc" or ord(char) in _BIDI_CONTROLS:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def cell(value: Any) -> Text:
-    """A table cell: NULL dimmed, booleans and nested values as JSON text, never markup."""
-    if value is None:
-        return Text("NULL", style="dim")
-    if isinstance(value, bool):
-        return Text("true" if value else "false")
-    if isinstance(value, (dict, list)):
-        return Text(printable(json.dumps(value, separators=(",", ":"), ensure_ascii=False)))
-    return Text(printable(str(value)))
-
-
-def meta(value: Any) -> Text:
-    """A cell of the jobs and history tables: ``-`` for nothing."""
-    return Text("-") if value is None or value == "" else cell(value)
-
-
-def is_numeric(column: dict[str, Any], rows: Sequence[dict[str, Any]]) -> bool:
-    """Whether a column is right-aligned: an Athena numeric type, or (type unknown) only numbers in it."""
-    kind = column.get("type")
-    if isinstance(kind, str):
-        return kind.lower().split("(")[0].strip() in _NUMERIC_TYPES
-    values = [row.get(column["name"]) for row in rows if row.get(column["name"]) is not None]
-    return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-
-
-def when(ms: Any) -> str:
-    if not isinstance(ms, int):
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def age(ms: Any, now_s: float) -> str:
-    """How long ago epoch-milliseconds ``ms`` was (``-`` unknown)."""
-    if not isinstance(ms, int):
-        return "-"
-    seconds = max(0.0, now_s - ms / 1000)
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h ago"
-    return f"{seconds / 86400:.1f} d ago"
-
-
-def render_result(console: Console, document: dict[str, Any], now_s: float) -> None:
-    committed = document.get("committed_at_ms")
-    fields = [
-        ("job", document.get("job")),
-        ("slot", document.get("slot")),
-        ("generation", document.get("generation")),
-        ("fencing token", document.get("fencing_token")),
-        ("query", document.get("query_execution_id")),
-        ("committed", f"{when(committed)} ({age(committed, now_s)})" if isinstance(committed, int) else "-"),
-    ]
-    header = Text()
-    for index, (name, value) in enumerate(fields):
-        header.append(("   " if index else "") + f"{name} ", style="bold")
-        header.append(printable("-" if value is None else str(value)))
-    console.print(header)
-    rows: list[dict[str, Any]] = document.get("rows") or []
-    columns: list[dict[str, Any]] = document.get("columns") or []
-    table = Table(caption=f"{len(rows)} row(s)", caption_justify="left")
-    for column in columns:
-        name = printable(str(column.get("name")))
-        table.add_column(name, justify="right" if is_numeric(column, rows) else "left", overflow="fold")
-    for row in rows:
-        table.add_row(*(cell(row.get(column["name"])) for column in columns))
-    console.print(table)
-
-
-def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> None:
-    table = Table(title="jobs")
-    for name, justify in (
-        ("job", "left"),
-        ("schedule", "left"),
-        ("lease", "left"),
-        ("paused", "left"),
-        ("latest slot", "left"),
-        ("gen", "right"),
-        ("token", "right"),
-        ("committed", "left"),
-        ("last success", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for job in document.get("jobs", []):
-        schedule = job.get("schedule") or {}
-        lease, latest, success = job.get("lease") or {}, job.get("latest") or {}, job.get("last_success") or {}
-        lease_text = str(lease.get("state") or "-")
-        if lease.get("state") == "held":
-            lease_text += (
-                f" by {lease.get('owner_id')} (slot {lease.get('slot')}, expires {when(lease.get('expires_at_ms'))})"
-            )
-        elif lease.get("state") == "unknown" and job.get("problem"):
-            lease_text += f": {job['problem']}"
-        paused = "no"
-        if job.get("paused"):
-            paused = f"yes, through {job.get('paused_through_slot') or '-'}"
-        table.add_row(
-            meta(job.get("job")),
-            meta(
-                f"{schedule.get('expression')} {schedule.get('timezone')} x{schedule.get('racers')}"
-                if schedule
-                else "-"
-            ),
-            meta(lease_text),
-            meta(paused),
-            meta(latest.get("slot") or "-"),
-            meta(latest.get("generation")),
-            meta(latest.get("fencing_token")),
-            meta(f"{when(latest.get('committed_at_ms'))} ({age(latest.get('committed_at_ms'), now_s)})")
-            if isinstance(latest.get("committed_at_ms"), int)
-            else meta("-"),
-            meta(f"{success.get('slot')} ({age(success.get('at_ms'), now_s)})" if success.get("slot") else "-"),
-        )
-    console.print(table)
-
-
-def render_history(console: Console, job: str, entries: list[dict[str, Any]]) -> None:
-    table = Table(title=f"history of {printable(job)} (newest first)", caption=f"{len(entries)} generation(s)")
-    for name, justify in (
-        ("slot", "left"),
-        ("gen", "right"),
-        ("status", "left"),
-        ("reason / error", "left"),
-        ("token", "right"),
-        ("owner / requested by", "left"),
-        ("query", "left"),
-        ("started", "left"),
-        ("duration s", "right"),
-        ("scanned bytes", "right"),
-        ("rows", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for entry in entries:
-        duration = entry.get("duration_ms")
-        error: dict[str, Any] = entry["error"] if isinstance(entry.get("error"), dict) else {}
-        reason = entry.get("reason") or error.get("type") or ("corrupt" if entry.get("corrupt") else None)
-        table.add_row(
-            meta(entry.get("slot")),
-            meta(entry.get("generation")),
-            meta(entry.get("status")),
-            meta(reason),
-            meta(entry.get("fencing_token")),
-            meta(entry.get("requested_by") or entry.get("owner_id") or "-"),
-            meta(entry.get("query_execution_id") or "-"),
-            meta(when(entry.get("started_at_ms"))),
-            meta(f"{duration / 1000:.1f}" if isinstance(duration, int) else None),
-            meta(entry.get("data_scanned_bytes")),
-            meta(entry.get("row_count")),
-        )
-    console.print(table)
-
-
-# --- the commands ------------------------------------------------------------------------------------------
-
-
-def _json(out: TextIO, document: Any) -> None:
-    out.write(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-
-
-def _console(out: TextIO) -> Console:
-    terminal = out.isatty()
-    # Off a terminal nothing wraps or truncates (a pager, a file): the table is as wide as its data.
-    return Console(file=out, width=None if terminal else 100_000, highlight=False, soft_wrap=not terminal)
-
-
 def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_s: float | None = None) -> int:
     """Read and print what ``args`` asks for; returns the exit status (raises :class:`ReadError`)."""
     now_s = time.time() if now_s is None else now_s
@@ -501,9 +315,9 @@ def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_
         if isinstance(document, str):
             out.write(document)
         elif args.format == "json":
-            _json(out, document)
+            print_json(out, document)
         else:
-            render_jobs(_console(out), document, now_s)
+            render_jobs(console_for(out), document, now_s)
         return 0
     if args.command in ("latest", "slot"):
         slot = args.slot if args.command == "slot" else None
@@ -514,9 +328,9 @@ def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_
         elif csv:
             out.write(to_csv([str(c["name"]) for c in result.get("columns", [])], result.get("rows", [])))
         elif args.format == "json":
-            _json(out, result)
+            print_json(out, result)
         else:
-            render_result(_console(out), result, now_s)
+            render_result(console_for(out), result, now_s)
         return 0
     return _history(args, source, out, err)
 
@@ -554,9 +368,9 @@ def _history(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO)
     elif args.format == "json":
         document = dict(first or {"job": args.job, "limit": args.limit, "filters": {}})
         document["slots"], document["next_token"] = entries, token
-        _json(out, document)
+        print_json(out, document)
     else:
-        render_history(_console(out), args.job, entries)
+        render_history(console_for(out), args.job, entries)
     if token is not None:
         if args.all:
             err.write(f"stopped after {MAX_PAGES} pages (the --all cap); continue with --next-token {token}\n")
