@@ -47,8 +47,9 @@ goes away with the demo) and ends with curl lines for ``make serve``, which serv
 API (:mod:`local.serve`).
 
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
-command line in :mod:`local.demo.cli`; this module (about 650 lines) is the driver, its narration of each
-fault, the per-slot summary and the verification, kept together because each reads the same slot records.
+command line in :mod:`local.demo.cli`; this module (about 710 lines) is the driver, its narration of each
+fault, the per-slot summary, the verification and the store with its curl lines, kept together because each
+reads the same slot records and deployment.
 
     python -m local.demo [--slots K (per job)] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
 """
