@@ -379,25 +379,13 @@ class ResultsStore:
     ) -> dict[str, Any] | None:
         """One slot's stored result of ``generation`` with ``rows`` loaded (from S3 when offloaded, checksum
         verified); ``generation=None``: the newest committed generation of the slot (one Query, then the GetItem)."""
-        if generation is None:
-            generations = self.list_generations(job_name, slot_iso)
-            if not generations:
-                return None
-            generation = max(generations)
-        item = self._get(job_name, result_sort_key(slot_iso, generation))
-        if item is None:
+        found = self._result_item(job_name, slot_iso, generation)
+        if found is None:
             return None
-        plain = plain_item(item)
+        plain = found[1]
         uri = plain.pop("rows_s3_uri", None)
         if uri is not None:
-            bucket, _, key = uri.removeprefix("s3://").partition("/")
-            try:
-                body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            except (ClientError, BotoCoreError) as exc:
-                raise ResultsStoreError(f"could not read {uri}: {exc}") from exc
-            if hashlib.sha256(body).hexdigest() != plain.get("rows_sha256"):
-                raise ResultsStoreError(f"{uri} does not match its recorded SHA-256")
-            plain["rows"] = json.loads(body)
+            plain["rows"] = self._read_offloaded(uri, plain.get("rows_sha256"))
         return plain
 
     def latest(self, job_name: str, *, consistent: bool = True) -> StoredResult | None:
@@ -426,15 +414,20 @@ class ResultsStore:
 
         :raises ResultsStoreError: DynamoDB failed. :raises CorruptResultsItemError: the item is not a result.
         """
+        found = self._result_item(job_name, slot_iso, generation, consistent=consistent)
+        return None if found is None else StoredResult.from_item(job_name, slot_iso, found[0], found[1])
+
+    def _result_item(
+        self, job_name: str, slot_iso: str, generation: int | None, *, consistent: bool = True
+    ) -> tuple[int, dict[str, Any]] | None:
+        """(generation, plain item) of one slot's result (``generation`` ``None``: the newest committed one)."""
         if generation is None:
             generations = self.list_generations(job_name, slot_iso)
             if not generations:
                 return None
             generation = max(generations)
         item = self._get(job_name, result_sort_key(slot_iso, generation), consistent=consistent)
-        if item is None:
-            return None
-        return StoredResult.from_item(job_name, slot_iso, generation, plain_item(item))
+        return None if item is None else (generation, plain_item(item))
 
     def load_rows(self, stored: StoredResult) -> list[dict[str, Any]]:
         """``stored``'s rows: inline, or read from S3 and checked against the recorded SHA-256.
@@ -444,13 +437,16 @@ class ResultsStore:
         if stored.rows is not None:
             return stored.rows
         assert stored.rows_s3_uri is not None
-        uri = stored.rows_s3_uri
+        return self._read_offloaded(stored.rows_s3_uri, stored.rows_sha256)
+
+    def _read_offloaded(self, uri: str, sha256: Any) -> list[dict[str, Any]]:
+        """The rows stored at ``uri`` (``s3://bucket/key``), checked against their recorded ``sha256``."""
         bucket, _, key = uri.removeprefix("s3://").partition("/")
         try:
             body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except (ClientError, BotoCoreError) as exc:
             raise ResultsStoreError(f"could not read {uri}: {exc}") from exc
-        if hashlib.sha256(body).hexdigest() != stored.rows_sha256:
+        if hashlib.sha256(body).hexdigest() != sha256:
             raise ResultsStoreError(f"{uri} does not match its recorded SHA-256")
         rows: list[dict[str, Any]] = json.loads(body)
         return rows

@@ -33,10 +33,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from athena_refresh import contract
 from athena_refresh.catalog import BUNDLED_CATALOG_PATH, CatalogQuery, CatalogSchedule, load_catalog
-from athena_refresh.errors import AthenaRefreshError
+from athena_refresh.errors import AthenaRefreshError, ConfigurationError
 from athena_refresh.results import ResultsStore
 from athena_refresh.schedule import CronError, next_firing
-from athena_refresh.stored import LATEST, StoredResult
+from athena_refresh.stored import LATEST, StoredResult, plain_item
 from slotlock import SlotHistory, table
 from slotlock.codec import decode_lock_item
 from slotlock.errors import InvalidEventError, LockConfigurationError, SlotLockError
@@ -234,8 +234,6 @@ class ResultsReader:
 
         :raises athena_refresh.errors.ConfigurationError: a variable is missing or the catalog is broken.
         """
-        from athena_refresh.errors import ConfigurationError
-
         env = os.environ if env is None else env
         names = {}
         for variable in (contract.ENV_LOCK_TABLE_NAME, contract.ENV_RESULTS_TABLE_NAME):
@@ -323,7 +321,7 @@ class ResultsReader:
         schedule = self.catalog[name].schedule
         latest: dict[str, Any] = {}
         if pointer:
-            values = {key: _plain(value) for key, value in pointer.items()}
+            values = plain_item(pointer)
             latest = {
                 "latest_slot": values.get("latest_slot") if isinstance(values.get("latest_slot"), str) else None,
                 "latest_generation": _int_or_none(values.get("latest_generation", table.LIVE_GENERATION)),
@@ -475,13 +473,6 @@ class ResultsReader:
         token = tokens.encode(page.next_key, digest) if page.next_key is not None else None
         filters = {"from": low.iso if low else None, "to": high.iso if high else None, "status": status}
         return HistoryView(job, [history_entry(r) for r in page.records], token, limit, filters)
-
-
-def _plain(value: Mapping[str, Any]) -> Any:
-    ((kind, raw),) = value.items()
-    if kind == "N":
-        return int(raw) if raw.lstrip("-").isdigit() else float(raw)
-    return raw
 
 
 def _int_or_none(value: Any) -> int | None:
