@@ -97,6 +97,10 @@ ASYNC_FIRST_RETRY_DELAY_S: Final = 60
 #: Seconds the winner keeps back from its invocation deadline for reading results and the commit: it stops
 #: polling this long before the deadline (the job), and the stack requires timeout > heartbeat + this.
 COMMIT_RESERVE_S: Final = 5
+#: Lambda's default memory (MB), assumed when an invocation's context does not say.
+DEFAULT_LAMBDA_MEMORY_MB: Final = 128
+#: The functions' instruction set (the stack deploys them so; the cost estimate prices GB-seconds by it).
+LAMBDA_ARCHITECTURE: Final = "arm64"
 CLOCK_SKEW_ALLOWANCE_S: Final = 5
 
 #: Lease, seconds. Above 0 (a lease must outlast one DynamoDB round trip: 1 s); at most the first async
@@ -186,6 +190,8 @@ METRIC_VALUE_SERIES_DROPPED: Final = "ValueSeriesDropped"  # result rows beyond 
 # Measurements
 METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds
 METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes
+# unit None (USD): the committed slot's cost estimate (athena_refresh.cost), emitted once per committed slot
+METRIC_ESTIMATED_COST_USD: Final = "EstimatedCostUSD"
 # Age of the last successful run, emitted by every invocation (losers read it from the lock item they
 # already touched), so "no success for two periods" is alarmable: CloudWatch has no time-since metric.
 METRIC_LAST_SUCCESS_AGE_S: Final = "LastSuccessAgeS"  # unit Seconds
@@ -207,6 +213,7 @@ ALL_METRICS: Final = (
     METRIC_VALUE_SERIES_DROPPED,
     METRIC_QUERY_DURATION_MS,
     METRIC_DATA_SCANNED_BYTES,
+    METRIC_ESTIMATED_COST_USD,
     METRIC_LAST_SUCCESS_AGE_S,
 )
 

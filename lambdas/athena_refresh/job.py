@@ -28,6 +28,7 @@ so Lambda's async retry (same request id) re-enters at once and adopts the query
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from .settings import Settings
 from .stored import result_sort_key
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .cost import InvocationCost
     from .values import ValuePublisher
 
 logger = logging.getLogger(__name__)
@@ -81,6 +83,9 @@ class AthenaRefreshJob:
     values:
         Publishes result columns as metrics after a successful commit (``None``: off). Each distinct
         combination of dimension values is a billed custom metric; the publisher caps them.
+    cost:
+        Measures this invocation for the slot's cost estimate (:mod:`athena_refresh.cost`; ``None``: no
+        estimate). The estimate is committed with the result and emitted as ``EstimatedCostUSD`` after it.
     """
 
     settings: Settings
@@ -92,6 +97,7 @@ class AthenaRefreshJob:
     poll_max_delay_ms: int = 5_000
     commit_reserve_ms: int = DEFAULT_COMMIT_RESERVE_MS
     values: ValuePublisher | None = None
+    cost: InvocationCost | None = None
     queries_started: int = field(default=0, init=False)
 
     def __call__(self, run: SlotRun) -> dict[str, Any]:
@@ -176,6 +182,7 @@ class AthenaRefreshJob:
             window=(start.isoformat(), end.isoformat()),
             generation=generation,
             move_latest=move_latest,
+            cost=self._cost_hook(statistics.data_scanned_bytes),
         )
         summary = {**prepared.summary, "attempt": attempt, "generation": generation}
         run.heartbeat()  # an S3 offload may have taken a while: no lease gap before the commit
@@ -194,12 +201,31 @@ class AthenaRefreshJob:
             summary = {**prepared.summary, "attempt": attempt, "generation": generation}
             run.commit(writes=prepared.writes, summary=summary)
         self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
+        estimate = summary.get("cost")
+        if isinstance(estimate, dict):
+            self.metrics(contract.METRIC_ESTIMATED_COST_USD, estimate["estimated_cost_usd"], "None")
         if self.values is not None:
             try:
                 self.values.publish(result, slot_epoch_ms=slot.epoch_ms, now_ms=run.now_ms())
             except Exception:  # the slot is committed: a metrics problem must not turn it into a retry
                 logger.exception("could not publish the result values of slot %s as metrics", slot.iso)
         return summary
+
+    def _cost_hook(self, data_scanned_bytes: int) -> Callable[[Any, Any], dict[str, Any]] | None:
+        """The results store's cost hook: this invocation's estimate with the commit's writes (None: off)."""
+        tracker = self.cost
+        if tracker is None:
+            return None
+
+        def estimate(writes: Any, summary: Any) -> dict[str, Any]:
+            return tracker.estimate(
+                data_scanned_bytes=[data_scanned_bytes],
+                commit_writes=writes,
+                summary_bytes=len(json.dumps(summary, default=str)),
+                s3_put_requests=1 if summary.get("rows_location") == "s3" else 0,
+            ).as_dict()
+
+        return estimate
 
     def _adopted_state(self, run: SlotRun) -> tuple[int, str | None]:
         """The attempt number and query execution id recorded by a predecessor, validated before any use.

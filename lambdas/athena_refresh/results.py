@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,8 +74,13 @@ _LATEST_COPIED = (
     "rows_s3_uri",
     "rows_sha256",
     "rows_bytes",
+    "cost_json",
 )
 _ROWS_FIELDS = ("rows_json", "rows_s3_uri", "rows_sha256", "rows_bytes")
+#: Copied attributes that a newer result without them must not inherit (REMOVEd from LATEST).
+_REPLACED_FIELDS = (*_ROWS_FIELDS, "cost_json")
+#: ``cost(writes, summary) -> estimate`` (see :meth:`ResultsStore.prepare`).
+CostHook = Callable[[Sequence[Mapping[str, Any]], Mapping[str, Any]], Mapping[str, Any]]
 
 
 def _latest_update_expression(item: Mapping[str, Any]) -> str:
@@ -83,7 +88,7 @@ def _latest_update_expression(item: Mapping[str, Any]) -> str:
     (a result stored inline replaces an offloaded one and the reverse)."""
     sets = ["#token = :token", "#latest_slot = :slot", "#gen = :gen"]
     sets += [f"#{name} = :{name}" for name in _LATEST_COPIED if name in item]
-    removed = [f"#{name}" for name in _ROWS_FIELDS if name not in item]
+    removed = [f"#{name}" for name in _REPLACED_FIELDS if name not in item]
     return "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
 
 
@@ -165,6 +170,7 @@ class ResultsStore:
         window: tuple[str, str],
         generation: int = LIVE_GENERATION,
         move_latest: bool = True,
+        cost: CostHook | None = None,
     ) -> PreparedResult:
         """Build the result-item Put and (``move_latest``) the LATEST-pointer Update for a commit transaction.
 
@@ -172,6 +178,10 @@ class ResultsStore:
         ``s3://<bucket>/results/<job>/<slot>/token-<fencing token>.json`` (generation 2+:
         ``.../<slot>/g<generation>-token-<fencing token>.json``; a stale holder's upload lands under its own
         token and is never referenced).
+
+        ``cost(writes, summary)``, when given, returns the slot's cost estimate (:mod:`athena_refresh.cost`) from
+        the writes and summary as they stand; it is stored as ``cost_json`` on the result item and its LATEST
+        copy, and as ``cost`` in the summary.
 
         Raises
         ------
@@ -208,6 +218,28 @@ class ResultsStore:
             location = "s3"
         else:
             item["rows_json"] = {"S": rows_json}
+        summary = {
+            "query_execution_id": query_execution_id,
+            "row_count": len(result.rows),
+            "rows_bytes": rows_bytes,
+            "rows_location": location,
+            "statistics": statistics.as_dict(),
+            "window": list(window),
+            "latest_moved": move_latest,
+        }
+        if cost is not None:  # measured with the writes as they stand, then carried by the result and LATEST
+            estimate = dict(
+                cost(self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest), summary)
+            )
+            item["cost_json"] = {"S": _dumps(estimate)}
+            summary["cost"] = estimate
+        writes = self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest)
+        return PreparedResult(writes, summary, 1 if move_latest else None)
+
+    def _writes(
+        self, item: dict[str, Any], job_name: str, slot_iso: str, fencing_token: int, generation: int, move_latest: bool
+    ) -> list[dict[str, Any]]:
+        """The result item's Put and (``move_latest``) the LATEST pointer's Update copying it."""
         put_result = {
             "Put": {
                 "TableName": self.table_name,
@@ -229,7 +261,7 @@ class ResultsStore:
                     "#latest_slot": "latest_slot",
                     "#gen": "latest_generation",
                     **{f"#{name}": name for name in _LATEST_COPIED if name in item},
-                    **{f"#{name}": name for name in _ROWS_FIELDS if name not in item},
+                    **{f"#{name}": name for name in _REPLACED_FIELDS if name not in item},
                 },
                 "ExpressionAttributeValues": {
                     ":token": {"N": str(fencing_token)},
@@ -240,18 +272,7 @@ class ResultsStore:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
-        summary = {
-            "query_execution_id": query_execution_id,
-            "row_count": len(result.rows),
-            "rows_bytes": rows_bytes,
-            "rows_location": location,
-            "statistics": statistics.as_dict(),
-            "window": list(window),
-            "latest_moved": move_latest,
-        }
-        if not move_latest:
-            return PreparedResult([put_result], summary, None)
-        return PreparedResult([put_result, update_latest], summary, 1)
+        return [put_result, update_latest] if move_latest else [put_result]
 
     def latest_order(self, job_name: str, slot_iso: str, generation: int) -> int:
         """Where ``job_name``'s LATEST pointer stands against (``slot_iso``, ``generation``), one consistent read:

@@ -6,6 +6,7 @@ Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -29,6 +30,7 @@ from slotlock.manual import ManualMarker
 from slotlock.runner import CHECKPOINT_ACQUIRED, Listener
 
 from . import contract
+from .cost import InvocationCost, PriceTableError, load_prices
 from .engine import AthenaQueryEngine, QueryEngine
 from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
@@ -50,6 +52,7 @@ _UNITS = {
     "Milliseconds": MetricUnit.Milliseconds,
     "Bytes": MetricUnit.Bytes,
     "Seconds": MetricUnit.Seconds,
+    "None": MetricUnit.NoUnit,
 }
 
 
@@ -169,16 +172,61 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
         _reason_metric(contract.METRIC_SLOT_MISSED, "superseded", lease.job_name)
 
 
-def _listener(extra: Listener | None) -> Listener:
-    """The service's checkpoint handling, then ``extra`` (a seam), for one invocation."""
-    if extra is None:
+def _listener(extra: Listener | None, cost: InvocationCost | None = None) -> Listener:
+    """The service's checkpoint handling (and the cost tracker's lock decision), then ``extra`` (a seam), for
+    one invocation."""
+    if extra is None and cost is None:
         return _on_checkpoint
 
     def both(checkpoint: str, lease: Lease) -> None:
+        if cost is not None and checkpoint == CHECKPOINT_ACQUIRED:
+            cost.lock_decided()
         _on_checkpoint(checkpoint, lease)
-        extra(checkpoint, lease)
+        if extra is not None:
+            extra(checkpoint, lease)
 
     return both
+
+
+_pending_init_ms = 0.0
+
+
+def record_init_ms(init_ms: float) -> None:
+    """The INIT phase's duration (ms), measured by the handler module around its imports: the first invocation
+    of this environment pays for it (billed since 1 August 2025:
+    https://aws.amazon.com/blogs/compute/aws-lambda-standardizes-billing-for-init-phase/)."""
+    global _pending_init_ms
+    _pending_init_ms = max(0.0, float(init_ms))
+
+
+def _init_ms() -> float:
+    """The INIT duration for the first invocation of this environment, then 0."""
+    global _pending_init_ms
+    init_ms, _pending_init_ms = _pending_init_ms, 0.0
+    return init_ms
+
+
+def _invocation_cost(settings: Settings, lock: SlotLock, context: Any) -> InvocationCost | None:
+    """This invocation's cost tracker (:mod:`athena_refresh.cost`), or ``None`` when the price table is broken
+    (logged: the estimate is informative and never fails a slot)."""
+    init_ms = _init_ms()
+    try:
+        prices = load_prices(os.environ.get("AWS_REGION"))
+    except PriceTableError:
+        logger.exception("no cost estimate: the bundled price table is broken")
+        return None
+    try:
+        memory_mb = int(getattr(context, "memory_limit_in_mb", 0)) or contract.DEFAULT_LAMBDA_MEMORY_MB
+    except (TypeError, ValueError):
+        memory_mb = contract.DEFAULT_LAMBDA_MEMORY_MB
+    return InvocationCost(
+        prices=prices,
+        racers=settings.racers,
+        memory_mb=memory_mb,
+        capacity=lock.capacity,
+        architecture=contract.LAMBDA_ARCHITECTURE,
+        init_ms=init_ms,
+    )
 
 
 def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
@@ -247,14 +295,16 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     if marker is not None:  # an operator's run: the audit goes to the log with the outcome
         logger.append_keys(run_kind=marker.kind, run_id=marker.run_id, requested_by=marker.requested_by)
         logger.info(f"operator {marker.kind} of slot {slot.iso}: {marker.reason}", request_reason=marker.reason)
+    cost = _invocation_cost(settings, lock, context)
     job = AthenaRefreshJob(
         settings=settings,
         engine=deps.engine,
         results=deps.results,
         metrics=_metric,
         values=ValuePublisher.from_settings(settings, metrics=_metric),
+        cost=cost,
     )
-    runner = SlotRunner(lock, listener=_listener(_seams.listener))
+    runner = SlotRunner(lock, listener=_listener(_seams.listener, cost))
     deadline_ms = lock.clock_ms() + int(context.get_remaining_time_in_millis())
     try:
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)

@@ -129,6 +129,7 @@ class Settings:
     max_slot_lead_s: float = float(contract.DEFAULT_MAX_SLOT_LEAD_S)
     query_parameters: tuple[str, ...] = ("window_start", "window_end")  # the name bound to each ``?``
     query_constants: tuple[tuple[str, str], ...] = ()  # (name, SQL literal text): the job's own constants
+    racers: int = 1  # invocations fanned out per slot (the catalog's schedule): the cost estimate's losers
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, catalog_path: Path | str | None = None) -> Settings:
@@ -188,6 +189,7 @@ class Settings:
             query_sql=query.sql,
             query_parameters=query.parameters,
             query_constants=tuple(sorted(query.constants.items())),
+            racers=query.schedule.racers if query.schedule is not None else 1,
             lease_duration_s=lease,
             heartbeat_interval_s=heartbeat,
             max_slot_age_s=max_age,

@@ -47,6 +47,7 @@ class StoredResult:
     rows_s3_uri: str | None = None
     rows_sha256: str | None = None
     rows_bytes: int | None = None
+    cost: dict[str, Any] | None = None  # the slot's cost estimate (athena_refresh.cost), None before it existed
 
     @property
     def offloaded(self) -> bool:
@@ -95,7 +96,15 @@ class StoredResult:
             rows_s3_uri=uri if rows is None else None,
             rows_sha256=sha if isinstance(sha, str) else None,
             rows_bytes=size if isinstance(size, int) else None,
+            cost=_cost(plain.get("cost")),
         )
+
+
+def _cost(value: Any) -> dict[str, Any] | None:
+    """A stored cost estimate, or ``None`` when absent or not of its shape (it is informative, never fatal)."""
+    if isinstance(value, dict) and isinstance(value.get("estimated_cost_usd"), (int, float)):
+        return dict(value)
+    return None
 
 
 def plain_item(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

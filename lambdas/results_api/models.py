@@ -65,6 +65,17 @@ class Window(_Model):
     end: str | None
 
 
+class CostEstimate(_Model):
+    estimated_cost_usd: float = Field(description="the total, USD: an estimate, not a bill")
+    estimate: bool = Field(True, description="always true: computed from list prices and measured usage")
+    by_service_usd: dict[str, float] = Field(description="athena, lambda, dynamodb, scheduler, s3 (USD)")
+    usage: dict[str, float] = Field(
+        description="the billed quantities: athena_billed_bytes (10 MB minimum per query, rounded up to the MB), "
+        "lambda_gb_s, lambda_requests, read_units, write_units"
+    )
+    prices: dict[str, str] = Field(description="region, requested_region and retrieved (date) of the price table")
+
+
 class Result(_Model):
     job: str
     slot: str = Field(description="the schedule slot, ISO 8601 UTC (2026-11-22T00:30:00Z)")
@@ -75,6 +86,12 @@ class Result(_Model):
     window: Window
     statistics: dict[str, Any] = Field(description="Athena's statistics (bytes scanned, execution times in ms)")
     row_count: int
+    estimated_cost_usd: float | None = Field(
+        None,
+        description="an ESTIMATE of what the slot cost in USD (Athena, Lambda, DynamoDB, Scheduler, S3) from the "
+        "bundled price table; null for slots committed before estimates existed",
+    )
+    cost: CostEstimate | None = Field(None, description="the estimate's breakdown: null when there is none")
     columns: list[Column]
     rows: list[dict[str, Any]] = Field(
         description="one object per row, values typed by column: integers, floats, decimals as exact text, "
@@ -95,6 +112,12 @@ class SlotEntry(_Model):
     duration_ms: int | None = None
     data_scanned_bytes: int | None = None
     row_count: int | None = None
+    estimated_cost_usd: float | None = Field(
+        None,
+        description="an ESTIMATE of what the slot cost in USD (Athena, Lambda, DynamoDB, Scheduler, S3) from the "
+        "bundled price table; null for slots committed before estimates existed",
+    )
+    cost: CostEstimate | None = Field(None, description="the estimate's breakdown: null when there is none")
     run_kind: str | None = None
     run_id: str | None = None
     requested_by: str | None = None

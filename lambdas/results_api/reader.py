@@ -137,10 +137,13 @@ class JobSummary:
 
 def history_entry(record: HistoryRecord) -> dict[str, Any]:
     """One generation of one slot as the API lists it: outcome, reason, token, owner, query execution id,
-    times and duration (ms), bytes scanned, rows, and the operator's request of a manual generation."""
+    times and duration (ms), bytes scanned, rows, the cost estimate (USD, committed slots since it exists), and
+    the operator's request of a manual generation."""
     summary, state, error = dict(record.summary), dict(record.state), dict(record.error)
     statistics = summary.get("statistics")
     scanned = statistics.get("data_scanned_bytes") if isinstance(statistics, dict) else None
+    cost: dict[str, Any] = summary["cost"] if isinstance(summary.get("cost"), dict) else {}
+    cost_usd = cost.get("estimated_cost_usd")
     query_id = summary.get("query_execution_id") or state.get("query_execution_id")
     return {
         "slot": record.slot.iso,
@@ -155,6 +158,8 @@ def history_entry(record: HistoryRecord) -> dict[str, Any]:
         "duration_ms": record.duration_ms,
         "data_scanned_bytes": scanned if isinstance(scanned, int) else None,
         "row_count": summary.get("row_count") if isinstance(summary.get("row_count"), int) else None,
+        "estimated_cost_usd": float(cost_usd) if isinstance(cost_usd, (int, float)) and cost_usd >= 0 else None,
+        "cost": cost or None,
         "run_kind": record.run_kind,
         "run_id": record.run_id,
         "requested_by": record.requested_by,

@@ -120,6 +120,8 @@ def result_document(stored: StoredResult, rows: list[dict[str, Any]]) -> dict[st
         "window": {"start": stored.window_start, "end": stored.window_end},
         "statistics": stored.statistics,
         "row_count": stored.row_count,
+        "estimated_cost_usd": stored.cost["estimated_cost_usd"] if stored.cost else None,
+        "cost": stored.cost,
         "columns": stored.columns,
         "rows": rows,
     }

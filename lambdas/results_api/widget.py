@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from athena_refresh.cost import format_usd
 from athena_refresh.stored import StoredResult
 
 from .errors import ResultsApiError
@@ -62,6 +63,8 @@ def _table(stored: StoredResult, rows: list[dict[str, Any]], now_ms: int) -> str
         ("rows", str(stored.row_count)),
         ("query", stored.query_execution_id),
     ]
+    if stored.cost is not None:
+        facts.append(("est. cost (estimate)", format_usd(stored.cost.get("estimated_cost_usd"))))
     header = " &middot; ".join(f"{html.escape(k)} <b>{html.escape(v)}</b>" for k, v in facts)
     head = "".join(
         f'<th title="{html.escape(column["type"], quote=True)}">{html.escape(column["name"])}</th>'

@@ -19,6 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from . import wire
+from .capacity import CapacityMeter
 from .errors import LockBackendError, TransientLockError, WriteRejectedError
 from .expressions import PK
 from .lease import LockRecord
@@ -47,11 +48,16 @@ class LockReader(Protocol):
 
 
 class LockTableClient:
-    """One lock table through a botocore DynamoDB client (created lazily, ``standard`` retry mode)."""
+    """One lock table through a botocore DynamoDB client (created lazily, ``standard`` retry mode).
+
+    Every request asks for ``ReturnConsumedCapacity=TOTAL``; ``capacity`` adds up what DynamoDB reports
+    (:class:`~slotlock.capacity.CapacityMeter`).
+    """
 
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
         self.table_name = table_name
         self._client = client
+        self.capacity = CapacityMeter()
 
     @property
     def client(self) -> DynamoDBClient:
@@ -63,12 +69,15 @@ class LockTableClient:
     def call(self, operation: str, **params: Any) -> dict[str, Any]:
         method = getattr(self.client, _SNAKE[operation])
         try:
-            response: dict[str, Any] = method(**params)
-            return response
+            response: dict[str, Any] = method(**params, ReturnConsumedCapacity="TOTAL")
         except ClientError:
+            self.capacity.record_unmetered(operation)
             raise  # callers inspect conditional failures; everything else is wrapped by _wrap
         except BotoCoreError as exc:  # connection dropped, read timeout... after botocore's own retries
+            self.capacity.record_unmetered(operation)
             raise LockBackendError(operation, str(exc), error_code=type(exc).__name__, retryable=True) from exc
+        self.capacity.record(operation, response)
+        return response
 
     @staticmethod
     def wrap(operation: str, exc: ClientError) -> LockBackendError:

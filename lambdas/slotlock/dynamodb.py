@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import acquire, commit, holder, manual, missed, reads
+from .capacity import CapacityMeter
 from .context import (
     DEFAULT_HISTORY_TTL_S,
     DEFAULT_LEASE_DURATION_S,
@@ -228,6 +229,11 @@ class SlotLock:
         self._ctx = replace(self._ctx, sleep_s=sleep_s)
 
     # --- plumbing -------------------------------------------------------------------------------------
+    @property
+    def capacity(self) -> CapacityMeter:
+        """What this lock's requests consumed so far, as DynamoDB reported it (:mod:`slotlock.capacity`)."""
+        return self._ctx.io.capacity
+
     @property
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (created lazily with the ``standard`` retry mode)."""

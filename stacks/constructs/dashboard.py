@@ -25,6 +25,8 @@ from stacks.constructs.job_metrics import REASONS_BY_METRIC, job_metric, value_s
 # and maximized; byte totals are summed and maximized (the largest query); counts are summed.
 TIME_STATISTICS = ("Average", "Maximum")
 BYTES_STATISTICS = ("Sum", "Maximum")
+# Money ("...USD"): the period's total and the dearest slot.
+USD_STATISTICS = ("Sum", "Maximum")
 SUM_STATISTICS = ("Sum",)
 # What each graph shows, for the operator reading the dashboard (title suffixes).
 TITLES = {
@@ -33,6 +35,7 @@ TITLES = {
     contract.METRIC_SLOT_MISSED: "SlotMissed: slots that never ran, by reason",
     contract.METRIC_QUERY_DURATION_MS: "QueryDurationMs: Athena total execution time",
     contract.METRIC_DATA_SCANNED_BYTES: "DataScannedBytes: Athena bytes scanned (billed)",
+    contract.METRIC_ESTIMATED_COST_USD: "EstimatedCostUSD: cost per committed slot, USD (an ESTIMATE)",
     contract.METRIC_LAST_SUCCESS_AGE_S: "LastSuccessAgeS: seconds since the last successful run",
     contract.METRIC_STALE_WRITE_REJECTED: "StaleWriteRejected: fenced writes of a stale holder",
     contract.METRIC_CORRUPT_LOCK_ITEM: "CorruptLockItem: invalid lock items found",
@@ -58,6 +61,8 @@ def statistics_for(metric_name: str) -> Sequence[str]:
         return TIME_STATISTICS
     if metric_name.endswith("Bytes"):
         return BYTES_STATISTICS
+    if metric_name.endswith("USD"):
+        return USD_STATISTICS
     return SUM_STATISTICS
 
 

@@ -49,7 +49,9 @@ from stacks.nag import acknowledge, wildcard_finding
 
 HANDLER = "athena_refresh.handler.lambda_handler"
 RUNTIME = lambda_.Runtime.PYTHON_3_13
-ARCHITECTURE = lambda_.Architecture.ARM_64
+ARCHITECTURE = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}[
+    contract.LAMBDA_ARCHITECTURE
+]
 # Public SSM parameter holding the ARN of the latest Powertools layer; resolved at deploy time.
 POWERTOOLS_LAYER_PARAMETER = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/latest"
 ASSET_EXCLUDES = ("**/__pycache__", "**/*.pyc")

@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.prompt import Confirm
 from rich.table import Table
 
+from athena_refresh.cost import format_usd
 from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
 from slotlock.history import STATUSES
 from tools.ops.operator import (
@@ -299,7 +300,8 @@ def render_history(console: Console, operator: Operator, args: argparse.Namespac
             console.print_json(json.dumps(record.as_dict()))
         return
     table = Table(title=f"history of {args.job} (newest first)")
-    for column in ("slot", "gen", "status", "reason", "token", "owner / requested by", "query", "duration", "rows"):
+    columns = ("slot", "gen", "status", "reason", "token", "owner / requested by", "query", "duration", "rows")
+    for column in (*columns, "est. cost"):
         table.add_column(column)
     for record in records:
         summary, state = record.summary, record.state
@@ -314,6 +316,7 @@ def render_history(console: Console, operator: Operator, args: argparse.Namespac
             str(query),
             "-" if record.duration_ms is None else f"{record.duration_ms / 1000:.1f} s",
             str(summary.get("row_count", "-")),
+            format_usd(cost.get("estimated_cost_usd")) if isinstance(cost := summary.get("cost"), dict) else "-",
         )
     console.print(table)
 

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from athena_refresh.cost import format_usd
+
 _NUMERIC_TYPES = ("tinyint", "smallint", "integer", "int", "bigint", "real", "double", "float", "decimal")
 _BIDI_CONTROLS = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
 
@@ -164,6 +166,7 @@ def render_history(console: Console, job: str, entries: list[dict[str, Any]]) ->
         ("duration s", "right"),
         ("scanned bytes", "right"),
         ("rows", "right"),
+        ("est. cost USD", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for entry in entries:
@@ -182,6 +185,7 @@ def render_history(console: Console, job: str, entries: list[dict[str, Any]]) ->
             meta(f"{duration / 1000:.1f}" if isinstance(duration, int) else None),
             meta(entry.get("data_scanned_bytes")),
             meta(entry.get("row_count")),
+            meta(format_usd(entry.get("estimated_cost_usd")) if entry.get("estimated_cost_usd") is not None else None),
         )
     console.print(table)
 

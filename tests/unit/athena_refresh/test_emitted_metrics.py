@@ -139,6 +139,7 @@ WIN = {
     contract.METRIC_ROWS_STORED,
     contract.METRIC_QUERY_DURATION_MS,
     contract.METRIC_DATA_SCANNED_BYTES,
+    contract.METRIC_ESTIMATED_COST_USD,
     contract.METRIC_VALUE_SERIES_DROPPED,
 }
 

@@ -588,6 +588,31 @@ def test_winner_emits_emf_metrics(invoke: Any, stdout_json: Any) -> None:
     assert "ColdStart" in metrics
 
 
+def test_the_committed_slot_records_and_emits_its_cost_estimate(
+    invoke: Any, stdout_json: Any, store: Any, lock: SlotLock
+) -> None:
+    # WHEN a winner runs the slot (no catalog: one racer; the context says 256 MB)
+    slot = current_slot()
+    assert invoke(scheduler_event(slot))["status"] == "succeeded"
+    blob = emitted(stdout_json())[contract.METRIC_ESTIMATED_COST_USD]
+    value = blob[contract.METRIC_ESTIMATED_COST_USD]
+    emitted_usd = value[0] if isinstance(value, list) else value
+
+    # THEN the result item, its LATEST copy and the slot's history carry the same estimate as the metric
+    stored, latest = store.result(JOB, slot.iso), store.latest(JOB)
+    cost = stored.cost
+    assert cost == latest.cost and cost["estimated_cost_usd"] == emitted_usd > 0
+    assert cost["estimate"] is True and cost["prices"]["region"] == "us-east-1"
+    assert lock.get_slot(slot)["summary"]["cost"] == cost
+    # AND it counts what the slot used: the 7 MB query billed at the 10 MB minimum, one request of 256 MB,
+    # the lock's metered writes plus the commit's model, one scheduler invocation
+    usage = cost["usage"]
+    assert usage["athena_billed_bytes"] == 10 * 2**20 and usage["lambda_requests"] == 1
+    assert usage["write_units"] >= 2 * 3  # at least the commit's three items
+    assert cost["by_service_usd"]["athena"] == pytest.approx(10 * 2**20 / 2**40 * 5.0, abs=1e-10)
+    assert cost["by_service_usd"]["scheduler"] == pytest.approx(1e-6)
+
+
 def test_loser_emits_lost_race_with_the_reason_dimension(invoke: Any, stdout_json: Any) -> None:
     # GIVEN the slot already ran (so the loser also learns when the last success was)
     slot = current_slot()

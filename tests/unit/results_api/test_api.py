@@ -154,9 +154,12 @@ def test_the_latest_result_as_json_is_one_dynamodb_read(
             "total_execution_time_ms": 910,
         },
         "row_count": 3,
+        "estimated_cost_usd": world.latest_cost["estimated_cost_usd"],
+        "cost": world.latest_cost,
         "columns": world.latest_columns,
         "rows": world.latest_rows,
     }
+    assert result["cost"]["estimate"] is True and result["cost"]["usage"]["athena_billed_bytes"] == 10 * 2**20
     # typed: integers stay integers, NULL is null, nested values stay nested
     assert result["rows"][0]["flights"] == 3 and isinstance(result["rows"][0]["flights"], int)
     assert result["rows"][1]["avg_delay"] is None and result["rows"][0]["detail"] == {"a": [1, 2], "b": []}

@@ -440,6 +440,10 @@ def test_history_is_one_query_on_the_index_newest_first_with_what_each_run_recor
     assert (done["fencing_token"], done["owner_id"], done["query_execution_id"]) == (3, "racer-3", "qe-s3")
     assert (done["data_scanned_bytes"], done["row_count"], done["run_kind"]) == (7_340_032, 3, None)
     assert done["duration_ms"] == done["finished_at_ms"] - done["started_at_ms"] == 4_000
+    # the cost estimate its commit recorded (labelled an estimate); results committed without one show none
+    assert done["estimated_cost_usd"] == world.latest_cost["estimated_cost_usd"] > 0
+    assert done["cost"] == world.latest_cost and done["cost"]["estimate"] is True
+    assert entries[(s0.iso, 2)]["estimated_cost_usd"] is None and entries[(s0.iso, 2)]["cost"] is None
     running = entries[(s4.iso, 1)]
     assert (running["owner_id"], running["fencing_token"], running["query_execution_id"]) == ("racer-4", 4, "qe-s4")
     assert (running["finished_at_ms"], running["duration_ms"], running["row_count"]) == (None, None, None)

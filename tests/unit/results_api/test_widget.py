@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from athena_refresh.cost import format_usd
 from results_api import handler
 from results_api.reader import ResultsReader
 from results_api.widget import DOCUMENTATION, MAX_ROWS, render_widget, widget_response
@@ -89,8 +90,8 @@ def parse(document: str) -> Page:
 
 def fact_map(page: Page) -> dict[str, str]:
     """The first paragraph's facts (``slot <b>...</b> · generation <b>...</b> ...``) by name."""
-    names = ["slot", "generation", "age", "fencing token", "rows", "query"]
-    return dict(zip(names, page.facts[0], strict=True))
+    names = ["slot", "generation", "age", "fencing token", "rows", "query", "est. cost (estimate)"]
+    return dict(zip(names, page.facts[0], strict=False))
 
 
 def test_the_latest_result_is_a_table_of_its_columns_and_values(reader: ResultsReader, world: Any) -> None:
@@ -118,6 +119,7 @@ def test_the_latest_result_is_a_table_of_its_columns_and_values(reader: ResultsR
         "fencing token": str(world.tokens[(S3, 1)]),
         "rows": "3",
         "query": "qe-s3",
+        "est. cost (estimate)": format_usd(world.latest_cost["estimated_cost_usd"]),
     }
     assert len(page.paragraphs) == 1  # no "more rows" note
 

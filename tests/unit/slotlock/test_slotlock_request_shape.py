@@ -86,6 +86,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
         },
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",  # slotlock.capacity: the slot's cost estimate counts what it consumed
     }
 
 
