@@ -52,6 +52,11 @@ RESULT_COLUMNS = (
     ("p90_arr_delay_min", "double"),
     ("worst_delay_dest", "varchar"),
 )
+#: The query the bench passes inline (the inline form binds exactly two ?: the window's start and end).
+INLINE_SQL = (
+    "SELECT origin, count(*) AS flights FROM flights WHERE sched_dep_utc >= CAST(? AS timestamp)"
+    " AND sched_dep_utc < CAST(? AS timestamp) GROUP BY origin ORDER BY origin"
+)
 RESULT_ROWS = (
     ("EWR", "358", "87", "4", "14.12", "52.0", "ORD"),
     ("JFK", "304", "61", "2", "11.56", "44.0", "LAX"),
@@ -135,9 +140,10 @@ def lambda_environment(
     )
     # What the stack sets (stacks/constructs/refresh_function.py), from the same builder
     env.update(job.runtime_environment(lock_table_name=lock_table, results_table_name=results_table))
-    # The stack bundles the query in the job catalog; the bench passes the flights job's prepared SQL inline
-    # (its two ? are the window's start and end, the inline form's binding).
-    env[contract.ENV_QUERY_SQL] = job.sql
+    # The stack bundles the query in the job catalog; the bench passes an inline query instead, whose two ? are
+    # the inline form's binding (the window's start and end; the job's own SQL also binds its partition dates).
+    # moto's Athena ignores the SQL and returns RESULT_ROWS.
+    env[contract.ENV_QUERY_SQL] = INLINE_SQL
     if job_name:
         env[contract.ENV_JOB_NAME] = job_name
     if endpoint_url:

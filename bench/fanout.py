@@ -152,9 +152,9 @@ def fanout(
     endpoint: Endpoint, run_id: str, *, racers: int, slots: int, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Queries started per slot by ``racers`` processes over ``slots`` slots, with our lease and with none."""
-    from sample_data.flights import ensure_flights_parquet
+    from sample_data.flights import ensure_flights_table
 
-    parquet = ensure_flights_parquet()
+    table_dir = ensure_flights_table()
     client = make_client(endpoint)
     tables = {"locks": f"bench-{run_id}-fanout-locks", "results": f"bench-{run_id}-fanout-results"}
     from athena_refresh.results import create_results_table
@@ -170,7 +170,7 @@ def fanout(
             ctx.Process(
                 target=fanout_racer,
                 name=f"fanout-{i}",
-                args=(endpoint, tables, str(parquet.parent.parent), state_dir, i, slots, barrier, queue),
+                args=(endpoint, tables, str(table_dir.parent), state_dir, i, slots, barrier, queue),
             )
             for i in range(racers)
         ]

@@ -1,7 +1,7 @@
 """A job's ``query.sql`` at synth: named parameters to Athena's positional ``ExecutionParameters``, and its shape.
 
-A job's SQL names its parameters (``:window_start``, ``:window_end``, ``:slot_time`` and the job's own
-constants, ``[parameters]`` in ``job.toml``). Athena only knows positional ``?`` placeholders, bound by
+A job's SQL names its parameters (``:window_start``, ``:window_end``, ``:slot_time``, ``:window_first_date``,
+``:window_last_date`` and the job's own constants, ``[parameters]`` in ``job.toml``). Athena only knows positional ``?`` placeholders, bound by
 ``StartQueryExecution``'s ``ExecutionParameters`` in order
 (https://docs.aws.amazon.com/athena/latest/ug/querying-with-prepared-statements.html), so at synth:
 
@@ -28,8 +28,11 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
 
 #: The parameters every job may use: the slot's window ``[window_start, window_end)`` and the slot's own
-#: scheduled time, each bound as ``YYYY-MM-DD HH:MM:SS.fff`` text (UTC) for ``CAST(:name AS timestamp)``.
-BUILTIN_PARAMETERS = ("window_start", "window_end", "slot_time")
+#: scheduled time, each bound as ``'YYYY-MM-DD HH:MM:SS'`` text (UTC) for ``CAST(:name AS timestamp)``; and the
+#: UTC dates of the window's first and last instant (``window_end`` - 1 s), as ``'YYYY-MM-DD'`` text, for a
+#: partition filter ``dt BETWEEN :window_first_date AND :window_last_date`` (docs/partitioning.md). The runtime's
+#: list (``athena_refresh.catalog.BUILTIN_PARAMETERS``) is the same (tests/stacks/test_query_sql.py checks it).
+BUILTIN_PARAMETERS = ("window_start", "window_end", "slot_time", "window_first_date", "window_last_date")
 PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 DIALECT = "trino"
 

@@ -8,5 +8,7 @@ SELECT carrier,
 FROM flights
 WHERE sched_dep_utc >= CAST(:window_start AS timestamp)
   AND sched_dep_utc < CAST(:window_end AS timestamp)
+  -- Partition pruning: only the window's UTC days are read (whole days, so the timestamp filter above stays).
+  AND dt BETWEEN :window_first_date AND :window_last_date
 GROUP BY carrier
 ORDER BY carrier

@@ -45,8 +45,9 @@ CATALOG_FORMAT: Final = 1
 CATALOG_FILE: Final = "job_catalog.json"
 #: The bundled catalog: at the root of the asset (``lambdas/`` in the repository, where none is committed).
 BUNDLED_CATALOG_PATH: Final = Path(__file__).resolve().parent.parent / CATALOG_FILE
-#: Bound per slot: the window ``[window_start, window_end)`` and the slot's own scheduled time.
-BUILTIN_PARAMETERS: Final = ("window_start", "window_end", "slot_time")
+#: Bound per slot: the window ``[window_start, window_end)``, the slot's own scheduled time, and the UTC dates of
+#: the window's first and last instant (for a partition filter); the same names as ``stacks.query_sql``'s.
+BUILTIN_PARAMETERS: Final = ("window_start", "window_end", "slot_time", "window_first_date", "window_last_date")
 MAX_PARAMETERS: Final = 25  # Athena: at most 25 ExecutionParameters per query
 
 

@@ -228,15 +228,23 @@ class Settings:
         """Athena ExecutionParameters: the value of each name of ``query_parameters``, in order.
 
         ``window_start`` and ``window_end`` are the window's bounds (:meth:`window`), ``slot_time`` the
-        slot's time (the window's end), as SQL timestamp literal text; a constant is its text as written.
-        Athena substitutes each value as SQL literal text, so strings carry their quotes:
+        slot's time (the window's end), as SQL timestamp literal text ``'YYYY-MM-DD HH:MM:SS'``;
+        ``window_first_date`` and ``window_last_date`` the UTC dates ``'YYYY-MM-DD'`` of the window's first
+        instant and of its last (``window_end`` - 1 s: the window is ``[start, end)`` at second precision, so a
+        window ending at midnight does not touch the next day), both inclusive, for
+        ``dt BETWEEN :window_first_date AND :window_last_date``; all on the data's timeline (``data_year``).
+        A constant is its text as written. Athena substitutes each value as SQL literal text, so strings carry
+        their quotes:
         https://docs.aws.amazon.com/athena/latest/ug/querying-with-prepared-statements-querying-using-execution-parameters.html
         """
         start, end = self.window(scheduled)
+        last = end - dt.timedelta(seconds=1)
         values = {
             "window_start": f"'{start:%Y-%m-%d %H:%M:%S}'",
             "window_end": f"'{end:%Y-%m-%d %H:%M:%S}'",
             "slot_time": f"'{end:%Y-%m-%d %H:%M:%S}'",
+            "window_first_date": f"'{start:%Y-%m-%d}'",
+            "window_last_date": f"'{last:%Y-%m-%d}'",
             **dict(self.query_constants),
         }
         return [values[name] for name in self.query_parameters]

@@ -185,9 +185,9 @@ class Chaos(ServiceHooks):
             sub.mkdir(parents=True, exist_ok=True)
         endpoint = self.deployment.start()
         self.operator = ChaosOperator(self.deployment, self.job.job_name, lease_s=self.o.lease_s, run_id=self.run_id)
-        from sample_data.flights import ensure_flights_parquet
+        from sample_data.flights import ensure_flights_table
 
-        self.data_dir = ensure_flights_parquet().parent.parent
+        self.data_dir = ensure_flights_table().parent
         # What the stack sets, with the short chaos lease and a slot age covering the replayed backlog
         self.env = self.deployment.function_env(
             function_name=FUNCTION_NAME,

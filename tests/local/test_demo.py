@@ -65,14 +65,14 @@ def test_lambda_context_counts_down_to_a_real_deadline() -> None:
 def _flights_per_origin(start: str, end: str) -> dict[str, int]:
     import duckdb
 
-    from sample_data.flights import flights_parquet_path
+    from sample_data.flights import flights_table_dir
 
     sql = (
-        "SELECT origin, count(*) FROM read_parquet(?) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"
+        "SELECT origin, count(*) FROM read_parquet(?, hive_partitioning = true) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"
         " AND sched_dep_utc < CAST(? AS TIMESTAMP) GROUP BY origin"
     )
     with duckdb.connect() as con:
-        return dict(con.execute(sql, [str(flights_parquet_path()), start, end]).fetchall())
+        return dict(con.execute(sql, [str(flights_table_dir() / "**" / "*.parquet"), start, end]).fetchall())
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import multiprocessing
 import uuid
@@ -14,12 +15,27 @@ import pytest
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
 from local.emulators.duckdb_engine import DuckDBQueryEngine, prepare_query
-from sample_data.flights import REPO_ROOT, ensure_flights_parquet
+from sample_data.flights import REPO_ROOT, ensure_flights_table
 from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
-JOB_SQL: str = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).query.text  # window start, end
-WINDOW_NOV = ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]
-WINDOW_JUL = ["'2013-07-04 12:00:00'", "'2013-07-05 12:00:00'"]
+JOB_QUERY = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).query
+JOB_SQL: str = JOB_QUERY.text  # window start, end, then its first and last UTC date (the partition filter)
+
+
+def window(start: str, end: str) -> list[str]:
+    """The job's parameters for the window ``[start, end)`` ('YYYY-MM-DD HH:MM:SS'), as Settings binds them."""
+    last = dt.datetime.fromisoformat(end) - dt.timedelta(seconds=1)
+    values = {
+        "window_start": f"'{start}'",
+        "window_end": f"'{end}'",
+        "window_first_date": f"'{start[:10]}'",
+        "window_last_date": f"'{last:%Y-%m-%d}'",
+    }
+    return [values[name] for name in JOB_QUERY.parameter_order]
+
+
+WINDOW_NOV = window("2013-11-21 00:30:00", "2013-11-22 00:30:00")
+WINDOW_JUL = window("2013-07-04 12:00:00", "2013-07-05 12:00:00")
 EXPECTED_COLUMNS = (
     Column("origin", "varchar"),
     Column("flights", "bigint"),
@@ -32,14 +48,14 @@ EXPECTED_COLUMNS = (
 
 
 @pytest.fixture(scope="session")
-def flights_parquet() -> Path:
-    """The repository's cached Parquet file, built once per session (and once ever)."""
-    return ensure_flights_parquet()
+def flights_table() -> Path:
+    """The repository's cached table directory (dt=YYYY-MM-DD/data.parquet), built once per session (and once ever)."""
+    return ensure_flights_table()
 
 
 @pytest.fixture(scope="session")
-def data_dir(flights_parquet: Path) -> Path:
-    return flights_parquet.parent.parent
+def data_dir(flights_table: Path) -> Path:
+    return flights_table.parent
 
 
 @pytest.fixture()
@@ -70,13 +86,13 @@ def succeeded_result(engine: DuckDBQueryEngine, sql: str, parameters: list[str] 
     return engine.get_results(query_execution_id)
 
 
-def direct_counts(flights_parquet: Path, window: list[str]) -> dict[str, int]:
+def direct_counts(flights_table: Path, window: list[str]) -> dict[str, int]:
     """Flights per origin in the window, computed by hand (independent of sqlglot and the engine)."""
     with duckdb.connect() as con:
         rows = con.execute(
-            "SELECT origin, count(*) FROM read_parquet(?) WHERE sched_dep_utc >= CAST(? AS TIMESTAMP)"
-            " AND sched_dep_utc < CAST(? AS TIMESTAMP) GROUP BY origin",
-            [str(flights_parquet), window[0].strip("'"), window[1].strip("'")],
+            "SELECT origin, count(*) FROM read_parquet(?, hive_partitioning = true)"
+            " WHERE sched_dep_utc >= CAST(? AS TIMESTAMP) AND sched_dep_utc < CAST(? AS TIMESTAMP) GROUP BY origin",
+            [str(flights_table / "**" / "*.parquet"), window[0].strip("'"), window[1].strip("'")],
         ).fetchall()
     return dict(rows)
 
@@ -88,7 +104,7 @@ def test_is_a_query_engine(engine: DuckDBQueryEngine) -> None:
     assert isinstance(engine, QueryEngine)
 
 
-def test_real_job_sql_returns_one_row_per_origin(engine: DuckDBQueryEngine, flights_parquet: Path) -> None:
+def test_real_job_sql_returns_one_row_per_origin(engine: DuckDBQueryEngine, flights_table: Path) -> None:
     # WHEN the job's SQL from cdk.json runs with a one-day window
     query_execution_id, execution = run(engine, JOB_SQL, WINDOW_NOV)
     result = engine.get_results(query_execution_id)
@@ -97,7 +113,7 @@ def test_real_job_sql_returns_one_row_per_origin(engine: DuckDBQueryEngine, flig
     assert execution.state == "SUCCEEDED" and execution.error is None
     assert result.columns == EXPECTED_COLUMNS
     assert [row["origin"] for row in result.rows] == ["EWR", "JFK", "LGA"]
-    assert {row["origin"]: row["flights"] for row in result.rows} == direct_counts(flights_parquet, WINDOW_NOV)
+    assert {row["origin"]: row["flights"] for row in result.rows} == direct_counts(flights_table, WINDOW_NOV)
     for row in result.rows:
         assert type(row["flights"]) is int and 200 < row["flights"] < 500
         assert 0 <= row["cancelled"] <= row["flights"] and 0 <= row["delayed_departures"] <= row["flights"]
@@ -108,28 +124,38 @@ def test_real_job_sql_returns_one_row_per_origin(engine: DuckDBQueryEngine, flig
     json.dumps(result.rows, allow_nan=False)  # JSON-safe as stored by the job
 
 
-def test_statistics_report_the_parquet_bytes(engine: DuckDBQueryEngine, flights_parquet: Path) -> None:
+def test_statistics_report_the_bytes_athena_would_scan(engine: DuckDBQueryEngine, data_dir: Path) -> None:
+    # The accounting itself is checked by hand in test_scan_accounting.py.
+    from local.emulators.duckdb_engine.scan import scanned_bytes
+
     _, execution = run(engine, JOB_SQL, WINDOW_NOV)
 
+    with duckdb.connect() as con:
+        expected = scanned_bytes(con, data_dir / "flights", JOB_SQL, parameters=WINDOW_NOV)
+    table_files = [p for p in (data_dir / "flights").rglob("*.parquet") if not p.name.startswith(("_", "."))]
     stats = execution.statistics
-    assert stats.data_scanned_bytes == flights_parquet.stat().st_size
+    # The job's columns in the row groups (and partitions) its window can touch: a fraction of the table.
+    assert stats.data_scanned_bytes == expected.bytes
+    assert 0 < stats.data_scanned_bytes < sum(p.stat().st_size for p in table_files)
+    assert set(expected.columns) == {"origin", "dep_delay", "dep_time", "arr_delay", "dest", "sched_dep_utc"}
+    assert 0 < expected.row_groups_read < expected.row_groups_total
     assert stats.total_execution_time_ms == stats.query_queue_time_ms + stats.engine_execution_time_ms
     assert 0 <= stats.engine_execution_time_ms < 5000
 
 
-def test_two_windows_give_different_numbers(engine: DuckDBQueryEngine, flights_parquet: Path) -> None:
+def test_two_windows_give_different_numbers(engine: DuckDBQueryEngine, flights_table: Path) -> None:
     november = succeeded_result(engine, JOB_SQL, WINDOW_NOV).rows
     july = succeeded_result(engine, JOB_SQL, WINDOW_JUL).rows
 
     assert [r["origin"] for r in july] == ["EWR", "JFK", "LGA"]
-    assert {r["origin"]: r["flights"] for r in july} == direct_counts(flights_parquet, WINDOW_JUL)
+    assert {r["origin"]: r["flights"] for r in july} == direct_counts(flights_table, WINDOW_JUL)
     assert [(r["flights"], r["delayed_departures"]) for r in november] != [
         (r["flights"], r["delayed_departures"]) for r in july
     ]
 
 
 def test_rerunning_a_query_gives_identical_numbers(engine: DuckDBQueryEngine, data_dir: Path, state_dir: Path) -> None:
-    whole_year = ["'2013-01-01 00:00:00'", "'2014-01-02 00:00:00'"]  # in UTC the year ends on 2014-01-01
+    whole_year = window("2013-01-01 00:00:00", "2014-01-02 00:00:00")  # in UTC the year ends on 2014-01-01
     first = succeeded_result(engine, JOB_SQL, whole_year).rows
     with DuckDBQueryEngine(data_dir=data_dir, state_dir=state_dir) as other:
         second = succeeded_result(other, JOB_SQL, whole_year).rows
@@ -141,14 +167,14 @@ def test_rerunning_a_query_gives_identical_numbers(engine: DuckDBQueryEngine, da
 def test_window_bounds_are_minute_exact(engine: DuckDBQueryEngine) -> None:
     # The first flight of the year is scheduled at 2013-01-01 10:15 UTC (05:15 in New York).
     def total(start: str, end: str) -> int:
-        return sum(r["flights"] for r in succeeded_result(engine, JOB_SQL, [start, end]).rows)
+        return sum(r["flights"] for r in succeeded_result(engine, JOB_SQL, window(start, end)).rows)
 
-    assert total("'2013-01-01 10:00:00'", "'2013-01-01 10:15:00'") == 0
-    assert total("'2013-01-01 10:00:00'", "'2013-01-01 10:16:00'") > 0
+    assert total("2013-01-01 10:00:00", "2013-01-01 10:15:00") == 0
+    assert total("2013-01-01 10:00:00", "2013-01-01 10:16:00") > 0
 
 
 def test_empty_window_returns_no_rows(engine: DuckDBQueryEngine) -> None:
-    result = succeeded_result(engine, JOB_SQL, ["'2012-01-01 00:00:00'", "'2012-01-02 00:00:00'"])
+    result = succeeded_result(engine, JOB_SQL, window("2012-01-01 00:00:00", "2012-01-02 00:00:00"))
 
     assert result.columns == EXPECTED_COLUMNS and result.rows == []
 
@@ -327,7 +353,7 @@ def test_wait_for_query_polls_the_simulated_query_to_success(data_dir: Path, sta
     ],
 )
 def test_non_literal_parameter_fails_the_query_as_a_user_error(engine: DuckDBQueryEngine, hostile: str) -> None:
-    query_execution_id, execution = run(engine, JOB_SQL, [hostile, WINDOW_NOV[1]])
+    query_execution_id, execution = run(engine, JOB_SQL, [hostile, *WINDOW_NOV[1:]])
 
     assert execution.state == "FAILED"
     assert execution.error is not None
@@ -386,7 +412,10 @@ def test_wrong_parameter_count_fails(engine: DuckDBQueryEngine, parameters: list
 
     assert execution.state == "FAILED"
     assert execution.error.error_category == 2
-    assert f"Incorrect number of parameters: expected 2 but found {len(parameters)}" in execution.error.error_message
+    assert (
+        f"Incorrect number of parameters: expected {len(WINDOW_NOV)} but found {len(parameters)}"
+        in execution.error.error_message
+    )
 
 
 def test_request_validation_mirrors_the_athena_engine(engine: DuckDBQueryEngine) -> None:

@@ -11,7 +11,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -23,10 +22,9 @@ from athena_refresh.handler import lambda_handler
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock, StaleFencingTokenError, create_lock_table
-from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SQL = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).query.text  # window start, end
+# The inline query form binds exactly two ?: the window's start and end (the engine below is scripted).
+SQL = "SELECT origin, count(*) AS flights FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
 
 
 class ScriptedEngine:

@@ -24,7 +24,7 @@ from athena_refresh.results import ResultsStore
 from athena_refresh.schedule import latest_firings
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, ServiceInvoker
-from sample_data.flights import ensure_flights_parquet
+from sample_data.flights import ensure_flights_table
 from slotlock import Slot, SlotLock
 from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
 from tools.ops.cli import build_parser, run_command
@@ -97,7 +97,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpsWorld]:
         else None,
     )
     deployment.start()
-    data_dir = ensure_flights_parquet().parent.parent
+    data_dir = ensure_flights_table().parent
     env = deployment.function_env(
         function_name=FUNCTION, lease_duration_s=LEASE_S, heartbeat_interval_s=HEARTBEAT_S, max_slot_age_s=3 * 3600
     )

@@ -258,6 +258,8 @@ def test_result_reuse_is_off_unless_configured(config: JobConfig) -> None:
 
 # --- bounds of every number (issue rule 6) ------------------------------------------------------------
 
+#: A query for the runtime's inline form (exactly two ?: the window's start and end).
+INLINE_SQL = "SELECT 1 AS a FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
 #: Context keys whose runtime variable has bounds in contract.NUMERIC_BOUNDS, with that variable.
 SHARED = {
     "lease_duration_s": contract.ENV_LEASE_DURATION_S,
@@ -372,7 +374,7 @@ def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[s
     runtime_lo, runtime_hi = contract.NUMERIC_BOUNDS[variable]
     lo, hi = stack_bounds(key)
     env = JobConfig.from_context(job_context).runtime_environment(lock_table_name="locks", results_table_name="results")
-    env[contract.ENV_QUERY_SQL] = job_context["sql"]  # the stack bundles it in the job catalog instead
+    env[contract.ENV_QUERY_SQL] = INLINE_SQL  # the stack bundles the job's query in the job catalog instead
     partner = {contract.ENV_LEASE_DURATION_S: str(contract.MAX_LEASE_DURATION_S)}  # heartbeat < lease / 2
     if key == "lease_duration_s":
         partner = {contract.ENV_HEARTBEAT_INTERVAL_S: "0.3"}  # below half the shortest lease
@@ -414,7 +416,7 @@ def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, An
     # THEN MAX_SLOT_LEAD_S carries the key, and the runtime reads it as seconds
     assert config.max_slot_lead_s == contract.DEFAULT_MAX_SLOT_LEAD_S == 5
     assert default_env[contract.ENV_MAX_SLOT_LEAD_S] == "5" and configured_env[contract.ENV_MAX_SLOT_LEAD_S] == "2"
-    query = {contract.ENV_QUERY_SQL: config.sql}  # the stack bundles it in the job catalog instead
+    query = {contract.ENV_QUERY_SQL: INLINE_SQL}  # the stack bundles the job's query in the job catalog instead
     assert Settings.from_env({**default_env, **query}).max_slot_lead_s == 5.0
     assert Settings.from_env({**configured_env, **query}).max_slot_lead_s == 2.0
     assert set(default_env) >= set(contract.STACK_ENV_VARS) - {

@@ -62,8 +62,9 @@ def test_the_shipped_sample_jobs_load() -> None:
     assert carrier.schedule_timezone == "America/New_York" and flights.schedule_timezone == "UTC"
     assert carrier.source == flights.source == SampleSource(name="flights", table="flights")
     assert carrier.parameters == {"on_time_delay_min": "15"}
-    assert carrier.query.parameter_order == ("on_time_delay_min", "on_time_delay_min", "window_start", "window_end")
-    assert flights.query.parameter_order == ("window_start", "window_end")
+    window = ("window_start", "window_end", "window_first_date", "window_last_date")  # the partition filter's dates
+    assert carrier.query.parameter_order == ("on_time_delay_min", "on_time_delay_min", *window)
+    assert flights.query.parameter_order == window
     assert flights.config.value_metrics is not None
     assert set(flights.config.value_metrics.columns) <= set(flights.query.output_columns or ())
     assert flights.config.database == "flights_demo" and flights.config.data_year == 2013

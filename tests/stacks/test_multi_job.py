@@ -155,7 +155,7 @@ def test_the_staged_asset_bundles_every_jobs_prepared_query() -> None:
         assert dict(query.settings) == job.config.job_settings()
     carrier = load_query("carrier-on-time", staged / CATALOG_FILE)
     assert carrier.parameters == job_named(jobs, "carrier-on-time").query.parameter_order
-    assert ":on_time_delay_min" not in carrier.sql and carrier.sql.count("?") == 4
+    assert ":on_time_delay_min" not in carrier.sql and carrier.sql.count("?") == 6
 
 
 def test_a_broken_job_folder_stops_the_synth_before_any_construct(tmp_path: Path, sample_data_dir: Path) -> None:

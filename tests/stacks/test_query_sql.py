@@ -46,6 +46,28 @@ def test_colons_and_question_marks_in_literals_and_comments_are_not_parameters()
     assert prepared.output_columns == ("literal", "quoted")
 
 
+def test_the_window_dates_are_built_in_for_a_partition_filter() -> None:
+    prepared = prepare_sql(
+        "SELECT count(*) AS n FROM t WHERE ts >= CAST(:window_start AS timestamp)"
+        " AND ts < CAST(:window_end AS timestamp) AND dt BETWEEN :window_first_date AND :window_last_date"
+    )
+    assert prepared.parameter_order == ("window_start", "window_end", "window_first_date", "window_last_date")
+
+
+def test_synth_and_runtime_know_the_same_built_in_parameters() -> None:
+    # The synth prepares the SQL with these names; the function binds exactly these at run time.
+    from athena_refresh.catalog import BUILTIN_PARAMETERS as RUNTIME_BUILTIN_PARAMETERS
+
+    assert BUILTIN_PARAMETERS == RUNTIME_BUILTIN_PARAMETERS
+    assert set(BUILTIN_PARAMETERS) == {
+        "window_start",
+        "window_end",
+        "slot_time",
+        "window_first_date",
+        "window_last_date",
+    }
+
+
 def test_user_constants_are_parameters_too() -> None:
     prepared = prepare_sql(
         "SELECT carrier FROM t WHERE carrier = :carrier AND ts < :window_end",

@@ -73,6 +73,17 @@ def test_slot_time_is_the_windows_end_on_the_datas_timeline(tmp_path: Path) -> N
     assert settings.execution_parameters(dt.datetime(2026, 11, 24, 6, 15, tzinfo=dt.UTC)) == ["'2013-11-24 06:15:00'"]
 
 
+def test_the_window_dates_are_built_in_and_bound_on_the_datas_timeline(tmp_path: Path) -> None:
+    entry = {
+        "sql": "SELECT 1 AS a FROM t WHERE dt BETWEEN ? AND ?",
+        "parameters": ["window_first_date", "window_last_date"],
+    }
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: entry}})
+    settings = Settings.from_env({**ENV, contract.ENV_DATA_YEAR: "2013"}, catalog_path=path)
+    # the one-hour window [2013-11-24 00:00, 01:00) ends within its day
+    assert settings.execution_parameters(dt.datetime(2026, 11, 24, 1, 0, tzinfo=dt.UTC)) == ["'2013-11-24'"] * 2
+
+
 def test_the_catalog_path_may_come_from_the_environment(tmp_path: Path) -> None:
     path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
     settings = Settings.from_env({**ENV, contract.ENV_JOB_CATALOG_PATH: str(path)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import re
@@ -370,6 +371,61 @@ def test_without_data_year_the_window_ends_at_the_slot_in_utc() -> None:
 
     # THEN the window is the same instant in naive UTC, whole seconds
     assert (start, end) == (dt.datetime(2026, 11, 22, 0, 0), dt.datetime(2026, 11, 22, 0, 30))
+
+
+# the window's dates, for a partition filter ``dt BETWEEN :window_first_date AND :window_last_date``
+# ---------------------------------------------------------------------------------------------------
+def window_dates(slot: str, *, window_s: int, data_year: str | None = None) -> list[str]:
+    """``window_first_date`` and ``window_last_date`` of the slot, as Athena receives them."""
+    settings = Settings.from_env(env(**{contract.ENV_WINDOW_S: str(window_s), contract.ENV_DATA_YEAR: data_year}))
+    settings = dataclasses.replace(settings, query_parameters=("window_first_date", "window_last_date"))
+    return settings.execution_parameters(at(slot))
+
+
+def test_a_window_ending_at_midnight_does_not_touch_the_next_day() -> None:
+    # GIVEN a one-day window ending exactly at midnight: [2026-11-21 00:00, 2026-11-22 00:00)
+    # THEN its last instant (23:59:59) is on the 21st: one partition, not two
+    assert window_dates("2026-11-22T00:00:00Z", window_s=86400) == ["'2026-11-21'", "'2026-11-21'"]
+
+
+def test_a_window_crossing_midnight_spans_both_days() -> None:
+    # GIVEN a one-day window ending at 00:30: [2026-11-21 00:30, 2026-11-22 00:30)
+    assert window_dates("2026-11-22T00:30:00Z", window_s=86400) == ["'2026-11-21'", "'2026-11-22'"]
+    # and a 30-minute window crossing midnight: [23:45, 00:15)
+    assert window_dates("2026-11-22T00:15:00Z", window_s=1800) == ["'2026-11-21'", "'2026-11-22'"]
+
+
+def test_a_window_inside_one_day_is_that_day_in_utc() -> None:
+    # GIVEN a 30-minute window at 01:30+01:00 = 00:30 UTC: the dates are UTC dates
+    settings = dataclasses.replace(
+        Settings.from_env(env(**{contract.ENV_WINDOW_S: "1800", contract.ENV_DATA_YEAR: None})),
+        query_parameters=("window_first_date", "window_last_date"),
+    )
+    slot = dt.datetime(2026, 11, 22, 1, 30, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert settings.execution_parameters(slot) == ["'2026-11-22'", "'2026-11-22'"]
+
+
+def test_the_window_dates_follow_the_data_year() -> None:
+    # GIVEN the demo's mapping onto 2013 (the sample's partitions are 2013-01-01..2014-01-01)
+    assert window_dates("2026-11-22T00:30:00Z", window_s=86400, data_year="2013") == ["'2013-11-21'", "'2013-11-22'"]
+    # and the leap day mapped onto 28 February 2013, a one-hour window
+    assert window_dates("2028-02-29T12:00:00Z", window_s=3600, data_year="2013") == ["'2013-02-28'", "'2013-02-28'"]
+    # and New Year's first half hour: the window starts in the previous year
+    assert window_dates("2027-01-01T00:15:00Z", window_s=1800, data_year="2013") == ["'2012-12-31'", "'2013-01-01'"]
+
+
+def test_every_built_in_parameter_is_bound_in_the_querys_order() -> None:
+    settings = dataclasses.replace(
+        Settings.from_env(env(**{contract.ENV_WINDOW_S: "86400", contract.ENV_DATA_YEAR: "2013"})),
+        query_parameters=("window_last_date", "slot_time", "window_first_date", "window_start", "window_end"),
+    )
+    assert settings.execution_parameters(at("2026-11-22T00:00:00Z")) == [
+        "'2013-11-21'",
+        "'2013-11-22 00:00:00'",
+        "'2013-11-21'",
+        "'2013-11-21 00:00:00'",
+        "'2013-11-22 00:00:00'",
+    ]
 
 
 @pytest.mark.parametrize(
