@@ -8,6 +8,9 @@ Modules:
 - :mod:`.sql`: Trino text + ExecutionParameters -> DuckDB SQL (``prepare_query``, ``PreparedQuery``,
   ``QueryRejected``): parsed with sqlglot, parameters bound as parsed literals, never formatted in.
 - :mod:`.values`: DuckDB values -> Athena ``VarCharValue`` text, DuckDB types -> Trino type names.
+- :mod:`.scan`: the tables' files (Hive partitions, hidden files) and ``DataScannedInBytes`` as Athena would
+  bill it: the referenced columns' chunks in the row groups left by partition and min/max pruning
+  (``scanned_bytes`` for a benchmark's breakdown).
 - :mod:`.engine`: ``DuckDBQueryEngine``: execution on DuckDB, ClientRequestToken idempotency across
   processes, and the execution state (outcome, results, statistics) shared through ``state_dir``.
 

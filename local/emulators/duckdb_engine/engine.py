@@ -4,9 +4,13 @@
 with Athena's observable behaviour, so the job cannot tell it from ``AthenaQueryEngine``. SQL preparation is
 in :mod:`.sql`, the rendering of values and types as Athena text in :mod:`.values`.
 
-- **Tables** are the directories of ``data_dir`` (``flights`` -> ``data_dir/flights/*.parquet``) exposed as
-  DuckDB views. The session time zone is UTC. DuckDB may read files under ``data_dir`` only
-  (``allowed_directories`` + ``enable_external_access=false``).
+- **Tables** are the directories of ``data_dir`` exposed as DuckDB views over their visible Parquet files
+  (``flights`` -> ``data_dir/flights/**/*.parquet``, Hive partitions ``dt=2013-11-21/`` as VARCHAR columns,
+  names starting with ``_`` or ``.`` ignored: :func:`.layout.list_table`). The session time zone is UTC.
+  DuckDB may read files under ``data_dir`` only (``allowed_directories`` + ``enable_external_access=false``).
+- **DataScannedInBytes** is what Athena would bill: the column chunks of the referenced columns in the row
+  groups left by partition and min/max pruning (:mod:`.scan`, Parquet metadata cached per file); the
+  breakdown is stored with the query (``scan``).
 - **Idempotency across processes**: ``client_request_token`` maps to one query execution id through a
   token file created exclusively (``os.link`` of a complete temporary file: like ``O_CREAT|O_EXCL`` but
   never visible half-written). The same token with the same SQL and parameters returns the same id; with
@@ -54,7 +58,9 @@ from athena_refresh.engine import (
 )
 from athena_refresh.errors import QueryEngineError, ResultTypeError
 
-from .sql import QueryRejected, prepare_query
+from .layout import MetadataCache, TableLayout, list_table
+from .scan import account
+from .sql import PreparedQuery, QueryRejected, prepare_query
 from .values import _render
 
 __all__ = ["DuckDBQueryEngine"]
@@ -75,6 +81,8 @@ QUEUED_SHARE: Final = 0.1
 _QUERY_ID_RE: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TABLE_NAME_RE: Final = re.compile(r"[a-z_][a-z0-9_]*")
 _STATE_VERSION: Final = 1
+#: Shared by the engines of a process (tests and tools create many): entries are keyed by path, mtime and size.
+_METADATA: Final = MetadataCache()
 
 
 def _wall_clock_ms() -> int:
@@ -87,7 +95,8 @@ class DuckDBQueryEngine:
     Parameters
     ----------
     data_dir : Path
-        One subdirectory per table holding ``*.parquet`` files (``data_dir/flights/flights.parquet``).
+        One subdirectory per table holding ``*.parquet`` files, directly or in Hive partition directories
+        (``data_dir/flights/dt=2013-11-21/data.parquet``).
     state_dir : Path
         Query executions, results and tokens; share it between processes to share queries.
     simulated_duration_ms : int, optional
@@ -122,7 +131,8 @@ class DuckDBQueryEngine:
         self._tokens_dir = self.state_dir / "tokens"
         self._con: duckdb.DuckDBPyConnection | None = None
         self._con_lock = threading.Lock()
-        self._views: set[str] = set()  # tables with a view on the current connection
+        self._views: dict[str, tuple[str, ...]] = {}  # table -> the files of its view on the current connection
+        self._metadata = _METADATA  # Parquet metadata per file (path, mtime, size), for the bytes scanned
         self._records: dict[str, dict[str, Any]] = {}  # published records never change: cache them
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -268,14 +278,15 @@ class DuckDBQueryEngine:
         try:
             prepared = prepare_query(sql, params)
             duckdb_sql = prepared.duckdb_sql
-            scanned_bytes = self._check_tables(prepared.tables)
+            layouts = self._check_tables(prepared.tables)
             with self._con_lock:
                 con = self._connection()
-                self._register_views(con, prepared.tables)
+                self._register_views(con, layouts)
                 relation = con.sql(prepared.duckdb_sql)
                 names = list(relation.columns)
                 duck_types = list(relation.types)
                 raw_rows = relation.fetchall()
+                scan = self._account(con, prepared, layouts)
             columns, rows = _render(names, duck_types, raw_rows)
         except QueryRejected as exc:
             return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, str(exc)), None
@@ -293,7 +304,8 @@ class DuckDBQueryEngine:
             "outcome": "SUCCEEDED",
             "duckdb_sql": duckdb_sql,
             "measured_ms": measured_ms,
-            "data_scanned_bytes": scanned_bytes,
+            "data_scanned_bytes": sum(int(report["bytes"]) for report in scan.values()),
+            "scan": scan,
             "row_count": len(rows),
             "error": None,
         }
@@ -306,6 +318,7 @@ class DuckDBQueryEngine:
             "duckdb_sql": duckdb_sql,
             "measured_ms": _elapsed_ms(started),
             "data_scanned_bytes": 0,
+            "scan": {},
             "row_count": 0,
             "error": {
                 "error_category": category,
@@ -316,22 +329,33 @@ class DuckDBQueryEngine:
             },
         }
 
-    def _table_files(self, table: str) -> list[Path]:
-        if not _TABLE_NAME_RE.fullmatch(table):
-            return []
-        return sorted((self.data_dir / table).glob("*.parquet"))
-
-    def _check_tables(self, tables: Sequence[str]) -> int:
-        """Bytes of the Parquet files the query reads (Athena: DataScannedInBytes); missing table -> rejected."""
-        total = 0
+    def _check_tables(self, tables: Sequence[str]) -> dict[str, TableLayout]:
+        """The files of each table the query reads; a table without a visible Parquet file -> rejected."""
+        layouts = {}
         for table in tables:
-            files = self._table_files(table)
-            if not files:
+            layout = list_table(self.data_dir / table, table) if _TABLE_NAME_RE.fullmatch(table) else None
+            if layout is None or not layout.files:
                 raise QueryRejected(
                     "TABLE_NOT_FOUND", f"Table '{table}' does not exist (no *.parquet in {self.data_dir / table})"
                 )
-            total += sum(f.stat().st_size for f in files)
-        return total
+            layouts[table] = layout
+        return layouts
+
+    def _account(
+        self, con: duckdb.DuckDBPyConnection, prepared: PreparedQuery, layouts: dict[str, TableLayout]
+    ) -> dict[str, dict[str, Any]]:
+        """Per table, what the query reads (:class:`.scan.ScanReport` as a dict); never fails the query."""
+        try:
+            if prepared.tree is None:
+                raise ValueError("the prepared query carries no tree")
+            reports = account(con, prepared.tree, layouts, self._metadata)
+            return {name: report.as_dict() for name, report in reports.items()}
+        except Exception as exc:  # an accounting bug must not fail the query: bill every byte of every file
+            logger.exception("scan accounting failed; reporting the tables' file sizes")
+            return {
+                name: {"bytes": _size(layout), "error": f"{type(exc).__name__}: {exc}"}
+                for name, layout in layouts.items()
+            }
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
@@ -348,7 +372,7 @@ class DuckDBQueryEngine:
                 con.close()
                 raise
             self._con = con
-            self._views = set()
+            self._views = {}
         return self._con
 
     def _reset_connection(self) -> None:
@@ -357,13 +381,19 @@ class DuckDBQueryEngine:
                 self._con.close()
         self._con = None
 
-    def _register_views(self, con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> None:
-        for table in tables:
-            if table in self._views:
+    def _register_views(self, con: duckdb.DuckDBPyConnection, layouts: dict[str, TableLayout]) -> None:
+        """One view per table over its files (re-created when they change); partition columns are VARCHAR."""
+        for table, layout in layouts.items():
+            paths = tuple(str(f.path) for f in layout.files)
+            if self._views.get(table) == paths:
                 continue
-            glob = str(self.data_dir / table / "*.parquet").replace("'", "''")
-            con.execute(f"CREATE OR REPLACE VIEW \"{table}\" AS SELECT * FROM read_parquet('{glob}')")
-            self._views.add(table)
+            listing = ", ".join("'" + path.replace("'", "''") + "'" for path in paths)
+            hive = "true" if layout.partition_keys else "false"
+            con.execute(
+                f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet([{listing}],'
+                f" hive_partitioning = {hive}, hive_types_autocast = false)"
+            )
+            self._views[table] = paths
 
     # ---- state ---------------------------------------------------------------------------------------
     def _execution(self, record: dict[str, Any]) -> QueryExecution:
@@ -487,6 +517,14 @@ def _duckdb_error_code(exc: duckdb.Error) -> str:
     if isinstance(exc, duckdb.BinderException) and "Referenced column" in message:
         return "COLUMN_NOT_FOUND"
     return "GENERIC_USER_ERROR"
+
+
+def _size(layout: TableLayout) -> int:
+    total = 0
+    for file in layout.files:
+        with contextlib.suppress(OSError):
+            total += file.path.stat().st_size
+    return total
 
 
 def _elapsed_ms(started: float) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 import sqlglot
@@ -54,10 +54,13 @@ class _PositionalTrinoParser(Trino.Parser):  # type: ignore[misc, name-defined]
 
 @dataclass(frozen=True)
 class PreparedQuery:
-    """DuckDB SQL generated from the bound tree, and the data tables it reads (lowercase, CTEs excluded)."""
+    """DuckDB SQL generated from the bound tree, the data tables it reads (lowercase, CTEs excluded), and the
+    bound tree itself (Trino, parameters as literals, identifiers normalized, no catalog/database qualifiers):
+    :mod:`.scan` reads it to account the bytes scanned. Do not modify the tree."""
 
     duckdb_sql: str
     tables: tuple[str, ...]
+    tree: exp.Query | None = field(default=None, repr=False, compare=False)
 
 
 def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
@@ -112,7 +115,7 @@ def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
         duckdb_sql = tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
         raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
-    return PreparedQuery(duckdb_sql=duckdb_sql, tables=tuple(tables))
+    return PreparedQuery(duckdb_sql=duckdb_sql, tables=tuple(tables), tree=tree)
 
 
 def _parse_parameter(position: int, text: str) -> exp.Expr:
