@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo serve chaos bench synth lint static cdk-synth deploy clean ddb-local
+.PHONY: all venv node data test demo serve chaos bench cost synth lint static cdk-synth deploy clean ddb-local
 
 all: test
 
@@ -59,6 +59,12 @@ $(BENCH_STAMP): requirements.txt requirements-dev.txt requirements-bench.txt pyp
 
 bench: $(BENCH_STAMP) data
 	$(BENCH_VENV)/bin/python -m bench $(BENCH_ARGS)
+
+# Each job's estimated monthly cost by service, before deploying (docs/cost.md): measures the sample jobs' queries
+# on the local engine and synthesizes the stack once (its alarms). `make cost COST_ARGS="--format json"`.
+COST_ARGS ?=
+cost: venv data
+	$(PY) -m tools.cost $(COST_ARGS)
 
 # The full chaos suite (16 racers x 200 slots on DynamoDB Local, then the negative control): chaos-report.json.
 chaos: venv data

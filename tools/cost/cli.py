@@ -1,0 +1,230 @@
+"""``python -m tools.cost`` (``make cost``): each job's estimated monthly cost by service, before deploying.
+
+    python -m tools.cost [--jobs-dir jobs] [--region R] [--scan-bytes JOB=BYTES ...] [--winner-duration-s 3.0]
+                         [--loser-duration-ms 100] [--cold-start-ms 700] [--format table|json]
+
+Per job: slots per month from its schedule; one slot's Athena scan (a sample job's query measured on the sample
+data with the local engine, else ``--scan-bytes`` or Athena's 10 MB minimum), Lambda, DynamoDB and Scheduler
+usage priced by :mod:`athena_refresh.cost`; CloudWatch metrics, alarms (counted in the synthesized template)
+and logs per month. Then the stack's shared dashboard, the grand total, the read API's price per 1,000 reads,
+every assumption, and what moves each job's cost. The model: :mod:`tools.cost.usage` (a slot) and
+:mod:`tools.cost.monthly` (a month); docs/cost.md.
+
+Exit status: 0 estimated; 2 bad input (a malformed flag, an unknown job, a broken job folder, a query failing on
+the sample): one ``error:`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
+from athena_refresh.schedule import CronError
+from stacks.jobs import JobDefinition
+from tools.cost import inputs, monthly, usage
+from tools.cost.inputs import CostInputError, SampleRun, Synthesis
+from tools.cost.render import Report, console_for, render, report_json
+from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
+
+FORMATS = ("table", "json")
+DEFAULT_JOBS_DIR = inputs.REPO_ROOT / "jobs"
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {message} (python -m tools.cost --help)\n")
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m tools.cost",
+        description=__doc__.split("\n\n")[0],
+        epilog="Every figure is an ESTIMATE (docs/cost.md). Exit status: 0 estimated; 2 bad input.",
+    )
+    parser.add_argument("--jobs-dir", type=Path, default=DEFAULT_JOBS_DIR, help="the job folders (default jobs/)")
+    parser.add_argument(
+        "--region",
+        default=None,
+        help="whose prices (default: AWS_REGION, AWS_DEFAULT_REGION, else the price table's default region)",
+    )
+    parser.add_argument(
+        "--scan-bytes",
+        action="append",
+        default=[],
+        metavar="JOB=BYTES",
+        help="bytes one slot's query scans (repeatable; default: measured on the sample for a sample job, else"
+        " Athena's 10 MB minimum, flagged as assumed)",
+    )
+    parser.add_argument(
+        "--winner-duration-s",
+        type=_non_negative,
+        default=usage.DEFAULT_WINNER_DURATION_S,
+        help=f"the winner's duration (default {usage.DEFAULT_WINNER_DURATION_S:g}: a query of a few seconds"
+        " and its polling)",
+    )
+    parser.add_argument(
+        "--loser-duration-ms",
+        type=_non_negative,
+        default=usage.DEFAULT_LOSER_DURATION_MS,
+        help=f"a loser's duration (default {usage.DEFAULT_LOSER_DURATION_MS:g}: one DynamoDB request and the"
+        " handler's own work)",
+    )
+    parser.add_argument(
+        "--cold-start-ms",
+        type=_non_negative,
+        default=usage.DEFAULT_COLD_START_MS,
+        help=f"INIT added to every invocation that follows an idle gap over"
+        f" {usage.COLD_AFTER_IDLE_S // 60} min (default {usage.DEFAULT_COLD_START_MS:g})",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    return parser
+
+
+def parse_scan_bytes(specs: Sequence[str], job_names: Sequence[str]) -> dict[str, int]:
+    """``JOB=BYTES`` flags -> {job: bytes}. :raises CostInputError: malformed, unknown job, or a job twice."""
+    scans: dict[str, int] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        name, text = name.strip(), text.strip().replace("_", "")
+        if not sep or not name or not text.isdigit():
+            raise CostInputError(f"--scan-bytes {spec!r}: expected JOB=BYTES, BYTES a whole number >= 0")
+        if name not in job_names:
+            raise CostInputError(f"--scan-bytes {spec!r}: no job {name!r}; jobs: {', '.join(job_names) or 'none'}")
+        if name in scans:
+            raise CostInputError(f"--scan-bytes {spec!r}: job {name!r} given twice")
+        scans[name] = int(text)
+    return scans
+
+
+def default_region(env: Mapping[str, str]) -> str | None:
+    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+
+
+# --- the report -------------------------------------------------------------------------------------------------
+def job_inputs(
+    job: JobDefinition, alarms: AlarmCount, prices: Prices, *, scan_flag: int | None, run: SampleRun | None
+) -> JobInputs:
+    config = job.config
+    try:
+        rate = usage.schedule_rate(config.schedule_expression, config.schedule_timezone)
+    except CronError as exc:
+        raise CostInputError(
+            f"{job.folder.parent.name}/{job.folder.name}/job.toml: schedule_expression: {exc}"
+        ) from exc
+    if run is not None:
+        commit = run.commit
+    else:
+        commit = inputs.assumed_commit(job, inputs.representative_slot(job), scan_flag or 0)
+    if scan_flag is not None:
+        scan = Scan(scan_flag, "flag", "--scan-bytes")
+    elif run is not None:
+        slot = run.slot.strftime("%Y-%m-%dT%H:%MZ")
+        scan = Scan(run.data_scanned_bytes, "measured", f"sample:{job.source.table} on DuckDB, slot {slot}")
+    else:
+        scan = Scan(prices.athena_min_mb_per_query * MB, "assumed", "Athena's minimum; give --scan-bytes JOB=BYTES")
+    values = config.value_metrics
+    return JobInputs(
+        name=job.job_name,
+        racers=config.racers,
+        memory_mb=config.lambda_memory_mb,
+        heartbeat_interval_s=float(config.heartbeat_interval_s),
+        schedule=rate,
+        scan=scan,
+        result_writes=commit.writes,
+        summary_bytes=commit.summary_bytes,
+        alarms=alarms,
+        value_columns=len(values.columns) if values else 0,
+        value_max_series=values.max_series if values else 0,
+        rows_offloaded=commit.rows_offloaded,
+    )
+
+
+def build_report(
+    args: argparse.Namespace,
+    *,
+    env: Mapping[str, str],
+    synthesize: Callable[[Path], Synthesis] = inputs.synthesize,
+    data_dir: Callable[[], Path] = inputs.sample_data_dir,
+) -> Report:
+    """Everything :func:`main` prints. :raises CostInputError: bad input, named."""
+    try:
+        prices = load_prices(args.region or default_region(env))
+    except PriceTableError as exc:
+        raise CostInputError(str(exc)) from exc
+    jobs_dir = Path(args.jobs_dir)
+    definitions = inputs.load_definitions(jobs_dir)
+    names = [job.job_name for job in definitions]
+    scans = parse_scan_bytes(args.scan_bytes, names)
+    synthesis = synthesize(jobs_dir)
+    try:
+        alarms = inputs.count_alarms(synthesis.resources, synthesis.job_alarm_ids)
+    except ValueError as exc:
+        raise CostInputError(f"the synthesized template: {exc}") from exc
+    durations = Durations(args.winner_duration_s, args.loser_duration_ms, args.cold_start_ms)
+    runs: dict[str, SampleRun] = {}
+    observed: dict[str, tuple[int, float]] = {}
+    estimates = []
+    sample_dir: Path | None = None
+    for job in definitions:
+        if inputs.is_measurable(job):
+            sample_dir = sample_dir or data_dir()
+            runs[job.job_name] = inputs.measure_sample(job, data_dir=sample_dir, slot=inputs.representative_slot(job))
+        job_alarms = alarms.per_job.get(job.job_name, AlarmCount())
+        made = job_inputs(job, job_alarms, prices, scan_flag=scans.get(job.job_name), run=runs.get(job.job_name))
+        estimates.append(monthly.estimate_job(made, durations, prices))
+        run = runs.get(job.job_name)
+        if run is not None and made.value_columns:  # the series the sample's rows give, below the cap
+            seen = min(run.series_observed, made.value_max_series)
+            observed[job.job_name] = (
+                seen,
+                monthly.estimate_job(replace(made, value_max_series=seen), durations, prices).value_metrics_usd,
+            )
+    stack = monthly.estimate_stack(
+        alarms.dashboards, alarms.stack, prices, read_api_memory_mb=synthesis.read_api_memory_mb
+    )
+    definitions_by_name = {j.job_name: j for j in definitions}
+    return Report(prices, durations, tuple(estimates), runs, definitions_by_name, stack, observed)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    env: Mapping[str, str] | None = None,
+    synthesize: Callable[[Path], Synthesis] = inputs.synthesize,
+    data_dir: Callable[[], Path] = inputs.sample_data_dir,
+) -> int:
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        report = build_report(args, env=os.environ if env is None else env, synthesize=synthesize, data_dir=data_dir)
+    except CostInputError as exc:
+        err.write(f"error: {' '.join(str(exc).split())}\n")
+        return EXIT_USAGE
+    if args.format == "json":
+        out.write(json.dumps(report_json(report), indent=2, allow_nan=False) + "\n")
+    else:
+        render(report, console_for(out))
+    return 0

@@ -1,0 +1,321 @@
+"""The inputs of ``make cost`` that need the repository: the job folders, one representative slot's query on the
+sample data (DuckDB, bytes billed as Athena would), the commit's writes built by the runtime's own results store,
+and the alarms and dashboards of the synthesized template.
+
+Every problem a user can cause (a broken job folder, a query that fails on the sample) is a :class:`CostInputError`
+naming the file; the CLI prints it on one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.util
+import json
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from athena_refresh.catalog import CATALOG_FILE, catalog_document
+from athena_refresh.engine import QueryResult, QueryStatistics, client_request_token
+from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultsStoreError, ResultTypeError
+from athena_refresh.results import ResultsStore
+from athena_refresh.schedule import CronError, next_firing
+from athena_refresh.settings import Settings
+from slotlock import Slot
+from stacks.config import STACK_KEY, ConfigError, StackSettings, load_context
+from stacks.jobs import JobDefinition, SampleSource, load_jobs
+from tools.cost.usage import AlarmCount
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+CDK_JSON: Final = REPO_ROOT / "cdk.json"
+#: The slot whose query is measured: the job's first firing on this day (a summer day: daylight saving time
+#: in effect in the northern hemisphere, mapped by ``data_year`` onto the sample's year like any slot).
+REPRESENTATIVE_DAY: Final = dt.date(2026, 7, 15)
+#: Names of the stand-in tables, bucket and deployment the measured commit is built for (nothing is created).
+STAND_IN: Final = "cost-estimate"
+ALARM_TYPE: Final = "AWS::CloudWatch::Alarm"
+DASHBOARD_TYPE: Final = "AWS::CloudWatch::Dashboard"
+#: CloudWatch's standard resolution: an alarm period below this is a high-resolution alarm.
+STANDARD_PERIOD_S: Final = 60
+
+
+class CostInputError(Exception):
+    """Bad input for the estimate; the message names the file or flag and fits on one line."""
+
+
+def load_definitions(jobs_dir: Path, *, cdk_json: Path = CDK_JSON) -> tuple[JobDefinition, ...]:
+    """The job folders under ``jobs_dir``, validated as the stack validates them (``cdk.json``'s stack settings)."""
+    try:
+        settings = StackSettings.from_context(load_context(cdk_json).get(STACK_KEY))
+        return load_jobs(jobs_dir, settings, root=jobs_dir.parent)
+    except ConfigError as exc:
+        raise CostInputError(one_line(exc.problems)) from exc
+    except (OSError, ValueError) as exc:
+        raise CostInputError(f"{cdk_json}: {exc}") from exc
+
+
+def one_line(problems: Iterable[str]) -> str:
+    items = [" ".join(str(p).split()) for p in problems]
+    more = f" (and {len(items) - 1} more problem(s))" if len(items) > 1 else ""
+    return (items[0] if items else "invalid configuration") + more
+
+
+def representative_slot(job: JobDefinition) -> dt.datetime:
+    """The job's first firing at or after :data:`REPRESENTATIVE_DAY` 00:00 UTC."""
+    config = job.config
+    midnight = dt.datetime.combine(REPRESENTATIVE_DAY, dt.time(), tzinfo=dt.UTC)
+    try:
+        slot = next_firing(config.schedule_expression, config.schedule_timezone, midnight - dt.timedelta(seconds=1))
+    except CronError as exc:
+        raise CostInputError(f"{_job_file(job)}: schedule_expression: {exc}") from exc
+    if slot is None:
+        raise CostInputError(f"{_job_file(job)}: schedule_expression: never fires after {REPRESENTATIVE_DAY}")
+    return slot
+
+
+def _job_file(job: JobDefinition) -> str:
+    return f"{job.folder.parent.name}/{job.folder.name}/job.toml"
+
+
+# --- the commit ---------------------------------------------------------------------------------------------------
+class _NoUpload:
+    """An S3 client that uploads nothing: offloaded rows still get their pointer attributes (the item's size)."""
+
+    def put_object(self, **_: Any) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The results store's writes for one slot (result item, LATEST) and the summary's size, as the runtime
+    builds them (:meth:`athena_refresh.results.ResultsStore.prepare`)."""
+
+    writes: tuple[Mapping[str, Any], ...]
+    summary_bytes: int
+    rows_offloaded: bool
+    rows: int
+
+
+def commit_of(
+    job: JobDefinition, slot: dt.datetime, statistics: QueryStatistics, result: QueryResult, window: tuple[str, str]
+) -> Commit:
+    store = ResultsStore(STAND_IN, bucket_name=STAND_IN, s3_client=_NoUpload())  # type: ignore[arg-type]
+    prepared = store.prepare(
+        job_name=job.job_name,
+        slot_iso=Slot(int(slot.timestamp())).iso,
+        fencing_token=1,
+        query_execution_id="00000000-0000-0000-0000-000000000000",
+        statistics=statistics,
+        result=result,
+        committed_at_ms=int(slot.timestamp() * 1000) + 3000,
+        window=window,
+    )
+    return Commit(
+        writes=tuple(prepared.writes),
+        summary_bytes=len(json.dumps(prepared.summary, default=str)),  # what the runtime's cost hook measures
+        rows_offloaded=prepared.summary["rows_location"] == "s3",
+        rows=len(result.rows),
+    )
+
+
+def assumed_commit(job: JobDefinition, slot: dt.datetime, scan_bytes: int) -> Commit:
+    """The commit of a job whose rows are unknown: no rows (items under 1 KB but for their metadata)."""
+    end = slot.astimezone(dt.UTC).replace(tzinfo=None)
+    window = ((end - dt.timedelta(seconds=job.config.window_s)).isoformat(), end.isoformat())
+    return commit_of(
+        job, slot, QueryStatistics(data_scanned_bytes=scan_bytes), QueryResult(columns=(), rows=[]), window
+    )
+
+
+# --- the sample -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SampleRun:
+    """One slot's query on the sample: bytes billed as Athena would (the DuckDB engine's ``DataScannedInBytes``),
+    its rows, the commit it gives, and the distinct value-metric series in its rows."""
+
+    slot: dt.datetime
+    parameters: tuple[str, ...]
+    data_scanned_bytes: int
+    commit: Commit
+    series_observed: int
+
+
+def sample_data_dir() -> Path:
+    """The sample's data directory (tables as folders), built if missing (``make data`` does the same)."""
+    from sample_data.flights import ensure_flights_table
+
+    return ensure_flights_table().parent
+
+
+def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> SampleRun:
+    """Run the job's prepared query for ``slot`` on the sample with the local engine, with the parameters the
+    runtime would pass (its settings read from a job catalog like the bundled one)."""
+    from local.emulators.duckdb_engine import DuckDBQueryEngine
+
+    query_file = f"{job.folder.parent.name}/{job.folder.name}/query.sql"
+    with tempfile.TemporaryDirectory(prefix="cost-") as tmp:
+        work = Path(tmp)
+        from stacks.runtime_asset import catalog_queries
+
+        (work / CATALOG_FILE).write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
+        env = job.config.runtime_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
+        try:
+            settings = Settings.from_env(env, catalog_path=work / CATALOG_FILE)
+        except ConfigurationError as exc:
+            raise CostInputError(f"{_job_file(job)}: {exc}") from exc
+        parameters = settings.execution_parameters(slot)
+        slot_iso = Slot(int(slot.timestamp())).iso
+        token = client_request_token(job.job_name, slot_iso, 1, deployment_id=STAND_IN)
+        try:
+            with DuckDBQueryEngine(data_dir=data_dir, state_dir=work / "engine") as engine:
+                query_id = engine.start_query(sql=settings.query_sql, parameters=parameters, client_request_token=token)
+                execution = engine.get_query(query_id)
+                if execution.state != "SUCCEEDED":
+                    reason = execution.error.error_message if execution.error else execution.state
+                    raise CostInputError(f"{query_file}: fails on the sample data for slot {slot_iso}: {reason}")
+                result = engine.get_results(query_id)
+        except (QueryEngineError, ResultTypeError) as exc:
+            raise CostInputError(f"{query_file}: fails on the sample data for slot {slot_iso}: {exc}") from exc
+    start, end = settings.window(slot)
+    try:
+        commit = commit_of(job, slot, execution.statistics, result, (start.isoformat(), end.isoformat()))
+    except ResultsStoreError as exc:
+        raise CostInputError(f"{query_file}: its rows cannot be stored: {exc}") from exc
+    dimensions = job.config.value_metrics.dimensions if job.config.value_metrics else ()
+    series = {tuple(str(row.get(d)) for d in dimensions) for row in result.rows}
+    return SampleRun(
+        slot=slot,
+        parameters=tuple(parameters),
+        data_scanned_bytes=execution.statistics.data_scanned_bytes,
+        commit=commit,
+        series_observed=len(series),
+    )
+
+
+def is_measurable(job: JobDefinition) -> bool:
+    """Whether the job reads a bundled sample the local engine can run its query on."""
+    return isinstance(job.source, SampleSource) and job.source.name == "flights"
+
+
+# --- the synthesized template --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Synthesis:
+    """The synthesized template's resources and, per job, the logical ids of the alarms its construct holds."""
+
+    resources: Mapping[str, Any]
+    job_alarm_ids: Mapping[str, frozenset[str]]
+    read_api_memory_mb: int
+
+
+@dataclass(frozen=True)
+class TemplateAlarms:
+    per_job: Mapping[str, AlarmCount]
+    stack: AlarmCount
+    dashboards: int
+
+
+def _load_app() -> Any:
+    """``app.py`` (the CDK app at the repository root), also when the root is not on ``sys.path``."""
+    try:
+        return importlib.import_module("app")
+    except ModuleNotFoundError:
+        spec = importlib.util.spec_from_file_location("app", REPO_ROOT / "app.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+
+def synthesize(jobs_dir: Path) -> Synthesis:
+    """Build the app as ``app.py`` does (cdk.json, ``jobs_dir``; a stand-in sample data dir: the alarms do not
+    depend on it) and synthesize it once (cdk-nag runs, as in every synth)."""
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    from stacks.constructs import read_api
+
+    app_module = _load_app()
+    with tempfile.TemporaryDirectory(prefix="cost-synth-") as tmp:
+        data_dir = Path(tmp) / "data"
+        data_dir.mkdir()
+        (data_dir / "placeholder.txt").write_text("stand-in for the sample data\n", encoding="utf-8")
+        try:
+            cdk_app, stack = app_module.build_app(
+                sample_data_dir=data_dir, outdir=Path(tmp) / "cdk.out", jobs_dir=jobs_dir
+            )
+        except ConfigError as exc:
+            raise CostInputError(one_line(exc.problems)) from exc
+        assembly = cdk_app.synth()
+        template = assembly.get_stack_by_name(stack.stack_name).template
+        job_alarm_ids = {
+            name: frozenset(
+                str(stack.resolve(node.logical_id))
+                for node in job.node.find_all()
+                if isinstance(node, cloudwatch.CfnAlarm)
+            )
+            for name, job in stack.jobs.items()
+        }
+    return Synthesis(template["Resources"], job_alarm_ids, int(read_api.MEMORY_MB))
+
+
+def alarm_metrics(properties: Mapping[str, Any]) -> tuple[int, bool]:
+    """The metrics one alarm evaluates (a metric math alarm: each ``MetricStat`` of ``Metrics``) and whether
+    it is high resolution (a period below 60 s)."""
+    stats = [m["MetricStat"] for m in properties.get("Metrics", []) if "MetricStat" in m]
+    periods = [int(s.get("Period", STANDARD_PERIOD_S)) for s in stats] or [
+        int(properties.get("Period", STANDARD_PERIOD_S))
+    ]
+    return max(1, len(stats)), min(periods) < STANDARD_PERIOD_S
+
+
+def count_alarms(resources: Mapping[str, Any], job_alarm_ids: Mapping[str, frozenset[str]]) -> TemplateAlarms:
+    """Attribute every ``AWS::CloudWatch::Alarm`` of the template to the job whose construct holds it (the rest
+    are the stack's), and count the dashboards.
+
+    :raises ValueError: a job's alarm is not in the template, or an alarm belongs to two jobs.
+    """
+    alarms = {k: v.get("Properties", {}) for k, v in resources.items() if v.get("Type") == ALARM_TYPE}
+    owner: dict[str, str] = {}
+    for job, ids in job_alarm_ids.items():
+        missing = sorted(ids - alarms.keys())
+        if missing:
+            raise ValueError(f"alarms of job {job} missing from the template: {', '.join(missing)}")
+        for logical_id in ids:
+            if logical_id in owner:
+                raise ValueError(f"alarm {logical_id} belongs to both {owner[logical_id]} and {job}")
+            owner[logical_id] = job
+
+    def tally(ids: Iterable[str]) -> AlarmCount:
+        counted = [alarm_metrics(alarms[i]) for i in ids]
+        return AlarmCount(
+            alarms=len(counted),
+            alarm_metrics=sum(n for n, _ in counted),
+            high_resolution=sum(1 for _, high in counted if high),
+        )
+
+    per_job = {job: tally(ids) for job, ids in job_alarm_ids.items()}
+    shared = tally(i for i in alarms if i not in owner)
+    dashboards = sum(1 for v in resources.values() if v.get("Type") == DASHBOARD_TYPE)
+    return TemplateAlarms(per_job=per_job, stack=shared, dashboards=dashboards)
+
+
+__all__ = [
+    "REPRESENTATIVE_DAY",
+    "Commit",
+    "CostInputError",
+    "SampleRun",
+    "Synthesis",
+    "TemplateAlarms",
+    "alarm_metrics",
+    "assumed_commit",
+    "commit_of",
+    "count_alarms",
+    "is_measurable",
+    "load_definitions",
+    "measure_sample",
+    "representative_slot",
+    "sample_data_dir",
+    "synthesize",
+]

@@ -1,0 +1,311 @@
+"""How ``python -m tools.cost`` prints its :class:`Report`: a rich table per job by service (per slot, per month, the
+basis of each figure), the stack's lines and the grand total, the read API's price per 1,000 reads, what moves each
+job's cost, and every assumption; or the same as one JSON document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from athena_refresh.cost import Prices, athena_billed_bytes, format_usd
+from stacks.jobs import JobDefinition
+from tools.cost import monthly, usage
+from tools.cost.inputs import REPRESENTATIVE_DAY, SampleRun
+from tools.cost.monthly import JobEstimate, StackEstimate
+from tools.cost.usage import Durations
+
+SERVICE_LABELS = {
+    "athena": "Athena",
+    "lambda": "Lambda",
+    "dynamodb": "DynamoDB",
+    "scheduler": "EventBridge Scheduler",
+    "s3": "S3 (offloaded rows)",
+    "cloudwatch_metrics": "CloudWatch metrics",
+    "cloudwatch_alarms": "CloudWatch alarms",
+    "cloudwatch_logs": "CloudWatch logs",
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    prices: Prices
+    durations: Durations
+    jobs: tuple[JobEstimate, ...]
+    runs: Mapping[str, SampleRun]
+    definitions: Mapping[str, JobDefinition]
+    stack: StackEstimate
+    #: job -> (value series its sample rows give, below max_series; the value metrics' cost at that count)
+    observed_values: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+
+    @property
+    def total_usd(self) -> float:
+        return monthly.grand_total(self.jobs, self.stack)
+
+
+def assumptions(report: Report) -> list[str]:
+    p, d = report.prices, report.durations
+    where = f"{p.region}" + (f" (no prices for {p.requested_region}: {p.region}'s stand in)" if p.fallback else "")
+    year = report.jobs[0].inputs.schedule.year if report.jobs else usage.REFERENCE_YEAR
+    lines: list[str] = []
+    lines.append(
+        f"ESTIMATE at AWS list prices of {where}, read {p.retrieved} (lambdas/athena_refresh/prices.toml):"
+        " on-demand, no free tier; not counted: data transfer, table and bucket storage, KMS, X-Ray, SNS."
+    )
+    lines.append(
+        f"A month is 30.4375 days; slots are the schedule's firings in {year} (UTC, EventBridge Scheduler's"
+        " daylight-saving rules) scaled to 365.25 days / 12."
+    )
+    lines.append(
+        f"Winner {d.winner_s:g} s (--winner-duration-s: an Athena query of a few seconds, seen done by the poll"
+        f" loop's 200/400/800/1600 ms backoff, and its DynamoDB requests); each loser {d.loser_ms:g} ms"
+        " (--loser-duration-ms: one conditional write and the handler's own work)."
+    )
+    lines.append(
+        f"Cold start: +{d.cold_start_ms:g} ms INIT (--cold-start-ms) on every invocation whose previous firing is"
+        f" over {usage.COLD_AFTER_IDLE_S // 60} min earlier (idle environments are reclaimed), none otherwise."
+    )
+    lines.append(
+        "Athena: a sample job's query is measured on the sample (local engine, bytes as Athena bills them) for its"
+        f" first slot on {REPRESENTATIVE_DAY}; other sources assume Athena's {p.athena_min_mb_per_query} MB"
+        " minimum unless --scan-bytes; billed per query rounded up to the MB, at least the minimum."
+    )
+    lines.append(
+        "DynamoDB (on-demand): the winner's acquisition (1 conditional UpdateItem), record_state (a transaction"
+        " of 2 items), one renewal per heartbeat interval of its duration and the commit (lock, slot, result and"
+        " LATEST items, as the runtime models it); each loser's failed conditional write: 1 WRU."
+    )
+    lines.append(
+        "CloudWatch metrics: every metric x dimension combination that can occur (rare ones such as Takeover or"
+        " LostRace/paused included; value series at max_series), prorated by the hours in which the job runs."
+    )
+    lines.append(
+        "CloudWatch alarms: standard resolution, per alarm metric (a metric math alarm counts each metric);"
+        f" dashboards: {p.cloudwatch_usd_per_dashboard_month:g} USD each (the account's first 3 free: not deducted)."
+    )
+    lines.append(
+        f"CloudWatch logs per invocation (measured in make demo's logs): winner {usage.WINNER_LOG_BYTES} B +"
+        f" {usage.VALUE_BLOB_BYTES} B + {usage.VALUE_COLUMN_BYTES} B per value column per series, loser"
+        f" {usage.LOSER_LOG_BYTES} B, + {usage.PLATFORM_LOG_BYTES} B of Lambda's own records (assumed),"
+        f" + {usage.COLD_START_LOG_BYTES} B when cold; ingested, and stored for the one-month retention"
+        " uncompressed (an upper bound)."
+    )
+    lines.append(
+        f"Read API: per 1,000 reads, one warm {monthly.READ_API_DURATION_MS:g} ms invocation and a"
+        f" {monthly.READ_API_READ_UNITS:g} RRU read each; usage unknown, so not in the totals."
+    )
+    return lines
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    jobs = []
+    for job in report.jobs:
+        i, run = job.inputs, report.runs.get(job.inputs.name)
+        config = report.definitions[i.name].config
+        jobs.append(
+            {
+                "job": i.name,
+                "schedule": {"expression": config.schedule_expression, "timezone": config.schedule_timezone},
+                "racers": i.racers,
+                "slots_per_month": round(i.schedule.slots_per_month, 4),
+                "firings_in_reference_year": i.schedule.firings,
+                "cold_share": round(i.schedule.cold_fraction, 6),
+                "metric_month_share": round(i.schedule.metric_month_fraction, 6),
+                "scan": {
+                    "bytes": i.scan.bytes,
+                    "billed_bytes": athena_billed_bytes(i.scan.bytes, min_mb=report.prices.athena_min_mb_per_query),
+                    "origin": i.scan.origin,
+                    "detail": i.scan.detail,
+                },
+                "sample": None
+                if run is None
+                else {
+                    "slot": run.slot.isoformat().replace("+00:00", "Z"),
+                    "parameters": list(run.parameters),
+                    "rows": run.commit.rows,
+                    "value_series_observed": run.series_observed,
+                },
+                "per_slot": job.per_slot.as_dict(),
+                "dynamodb_winner_write_units": {
+                    "acquire": job.writes.acquire,
+                    "record_state": job.writes.record_state,
+                    "heartbeats": job.writes.heartbeats,
+                    "commit": job.writes.commit,
+                    "total": job.writes.total,
+                },
+                "metrics": {
+                    "operational": job.metrics.operational,
+                    "lost_race_reasons": job.metrics.lost_race_reasons,
+                    "slot_missed_reasons": job.metrics.slot_missed_reasons,
+                    "cold_start": job.metrics.cold_start,
+                    "value_series": job.metrics.value_series,
+                    "value_series_dropped": job.metrics.value_series_dropped,
+                    "total": job.metrics.total,
+                },
+                "alarms": {
+                    "alarms": i.alarms.alarms,
+                    "alarm_metrics": i.alarms.alarm_metrics,
+                    "high_resolution": i.alarms.high_resolution,
+                },
+                "log_bytes": {"winner": round(job.logs.winner), "loser": round(job.logs.loser)},
+                "monthly_usd": dict(job.monthly),
+                "total_usd": job.total_usd,
+                "what_moves_it": {
+                    "one_more_racer_usd": job.one_more_racer_usd,
+                    "value_metrics_usd": job.value_metrics_usd,
+                    "value_metrics_at_sample_series_usd": report.observed_values[i.name][1]
+                    if i.name in report.observed_values
+                    else None,
+                },
+            }
+        )
+    stack = report.stack
+    return {
+        "estimate": True,
+        "currency": "USD",
+        "prices": report.prices.label(),
+        "days_per_month": usage.DAYS_PER_MONTH,
+        "reference_year": usage.REFERENCE_YEAR,
+        "durations": {
+            "winner_s": report.durations.winner_s,
+            "loser_ms": report.durations.loser_ms,
+            "cold_start_ms": report.durations.cold_start_ms,
+        },
+        "jobs": jobs,
+        "stack": {
+            "dashboards": stack.dashboards,
+            "dashboard_usd": stack.dashboard_usd,
+            "shared_alarms": stack.alarms.alarms,
+            "shared_alarms_usd": stack.alarms_usd,
+            "total_usd": stack.total_usd,
+        },
+        "read_api_per_1000_reads_usd": dict(stack.read_api_per_thousand),
+        "total_usd": report.total_usd,
+        "assumptions": assumptions(report),
+    }
+
+
+# --- the table ---------------------------------------------------------------------------------------------------
+def _bytes(n: float) -> str:
+    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _basis(job: JobEstimate, durations: Durations) -> dict[str, str]:
+    i, e, u = job.inputs, job.per_slot, job.usage
+    losers = i.racers - 1
+    cold = i.schedule.cold_fraction
+    cold_text = f", +{durations.cold_start_ms:g} ms INIT on {cold:.0%} of slots" if cold else ", warm"
+    scan_flag = " (ASSUMED)" if i.scan.origin == "assumed" else ""
+    return {
+        "athena": f"{_bytes(e.athena_billed_bytes)} billed per slot; scans {_bytes(i.scan.bytes)}{scan_flag}:"
+        f" {i.scan.detail}",
+        "lambda": f"winner {durations.winner_s * 1000:,.0f} ms + {losers} loser(s) x {durations.loser_ms:g} ms"
+        f"{cold_text}; {u.memory_mb} MB {u.architecture}: {e.lambda_gb_s:.4f} GB-s, {e.lambda_requests} requests",
+        "dynamodb": f"winner {job.writes.total} WRU (acquire {job.writes.acquire}, state {job.writes.record_state},"
+        f" {job.writes.heartbeats} heartbeat(s), commit {job.writes.commit}) + {losers} loser(s) x"
+        f" {u.loser_write_units:g} WRU",
+        "scheduler": f"{i.racers} invocations per slot",
+        "s3": "1 PUT of offloaded rows per slot",
+        "cloudwatch_metrics": f"{job.metrics.total} metrics ({job.metrics.value_metrics} of them value metrics)"
+        f" x {i.schedule.metric_month_fraction:.1%} of the month's hours",
+        "cloudwatch_alarms": f"{i.alarms.alarms} alarms, {i.alarms.alarm_metrics} alarm metrics"
+        + (
+            f" ({i.alarms.high_resolution} high-resolution, priced as standard: the price table has no other price)"
+            if i.alarms.high_resolution
+            else ""
+        ),
+        "cloudwatch_logs": f"{_bytes(job.logs.winner)} winner + {losers} x {_bytes(job.logs.loser)} per slot:"
+        f" {_bytes(job.log_gb_per_month * 2**30)}/month ingested and stored",
+    }
+
+
+def render(report: Report, console: Console) -> None:
+    for job in report.jobs:
+        i = job.inputs
+        config = report.definitions[i.name].config
+        per_slot = job.per_slot.as_dict()["by_service_usd"]
+        table = Table(
+            title=f"{i.name}: `{config.schedule_expression}` in {config.schedule_timezone}, {i.racers} racers,"
+            f" {i.schedule.slots_per_month:,.2f} slots/month (ESTIMATE)",
+            title_justify="left",
+        )
+        table.add_column("service")
+        table.add_column("per slot", justify="right")
+        table.add_column("per month", justify="right")
+        table.add_column("basis", overflow="fold")
+        basis = _basis(job, report.durations)
+        for service in monthly.SERVICES:
+            if service == "s3" and not job.monthly[service]:
+                continue
+            slot_usd = per_slot.get(service)
+            table.add_row(
+                SERVICE_LABELS[service],
+                "-" if slot_usd is None else format_usd(slot_usd),
+                format_usd(job.monthly[service]),
+                basis[service],
+            )
+        table.add_row("total", format_usd(job.per_slot.total_usd), format_usd(job.total_usd), "", style="bold")
+        console.print(table)
+        console.print()
+    stack = report.stack
+    table = Table(title="stack (shared by every job)", title_justify="left")
+    table.add_column("line")
+    table.add_column("per month", justify="right")
+    table.add_column("basis", overflow="fold")
+    table.add_row(
+        "CloudWatch dashboard",
+        format_usd(stack.dashboard_usd),
+        f"{stack.dashboards} dashboard(s), one section per job",
+    )
+    if stack.alarms.alarms:
+        table.add_row(
+            "CloudWatch alarms (no job's)",
+            format_usd(stack.alarms_usd),
+            f"{stack.alarms.alarms} alarms, {stack.alarms.alarm_metrics} alarm metrics",
+        )
+    for job in report.jobs:
+        table.add_row(f"job {job.inputs.name}", format_usd(job.total_usd), "")
+    table.add_row("grand total", format_usd(report.total_usd), "per month, ESTIMATE", style="bold")
+    console.print(table)
+    api = stack.read_api_per_thousand
+    console.print(
+        f"Read API, per 1,000 reads (not in the total, usage unknown): {format_usd(api['total'])}"
+        f" (HTTP API {format_usd(api['apigateway'])}, Lambda {format_usd(api['lambda'])},"
+        f" DynamoDB {format_usd(api['dynamodb'])})",
+        soft_wrap=True,
+    )
+    console.print()
+    console.print("What moves it", style="bold")
+    for job in report.jobs:
+        i = job.inputs
+        values = (
+            f"its value metrics ({job.metrics.value_metrics} metrics at max_series={i.value_max_series}, and their"
+            f" log lines): {format_usd(job.value_metrics_usd)}/month"
+            if i.value_columns
+            else "no value metrics"
+        )
+        if i.name in report.observed_values:
+            seen, seen_usd = report.observed_values[i.name]
+            values += f" ({format_usd(seen_usd)} at the {seen} series the sample's rows give)"
+        console.print(
+            f"  {i.name}: one more racer {format_usd(job.one_more_racer_usd)}/month; {values};"
+            f" of {format_usd(job.total_usd)}",
+            soft_wrap=True,
+        )
+    console.print()
+    console.print("Assumptions", style="bold")
+    for line in assumptions(report):
+        console.print(f"  - {line}", soft_wrap=True)
+
+
+def console_for(out: TextIO) -> Console:
+    terminal = out.isatty()
+    # Off a terminal (a pipe, a file) the tables are 160 columns wide; no markup: the text is data.
+    return Console(file=out, width=None if terminal else 160, highlight=False, markup=False, soft_wrap=False)

@@ -1,0 +1,255 @@
+"""What one job uses per slot, the model behind ``make cost``: the schedule's firings in a reference year (slots,
+the hours they fall in, cold starts), the winner's and losers' DynamoDB write units modelled from the protocol, the
+bytes each invocation logs, and the :class:`athena_refresh.cost.SlotUsage` they make with the assumed durations.
+No I/O: the inputs come from :mod:`tools.cost.inputs`; :mod:`tools.cost.monthly` prices a month of it.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from athena_refresh import contract
+from athena_refresh.cost import COST_ATTRIBUTE_BYTES, LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage
+from athena_refresh.schedule import firings_between
+from slotlock.capacity import estimate_write_units
+
+DAYS_PER_MONTH: Final = 365.25 / 12  # 30.4375
+HOURS_PER_MONTH: Final = DAYS_PER_MONTH * 24  # 730.5
+#: The year whose firings are counted (scaled to 365.25 days, so a leap year and a common one agree).
+REFERENCE_YEAR: Final = 2026
+MAX_FIRINGS_PER_YEAR: Final = 366 * 24 * 60  # a cron fires at most once a minute
+
+# --- assumptions (docs/cost.md says why each is what it is) ------------------------------------------------
+#: The winner's duration: an Athena query of a few seconds, seen done by the poll loop (200, 400, 800, 1600 ms
+#: backoff: a 2 s query is seen at 3.0 s), plus its few DynamoDB requests.
+DEFAULT_WINNER_DURATION_S: Final = 3.0
+#: A loser's duration: one conditional UpdateItem (about 10 ms in-region; 6.5 ms p50 on DynamoDB Local in
+#: bench-report.json's contended fan-out), settings, logging and the EMF flush; in a fresh environment also
+#: building the boto3 clients, the larger part. 100 ms covers that.
+DEFAULT_LOSER_DURATION_MS: Final = 100.0
+#: The INIT phase of a cold environment (imports: 281 ms median on a 2-core machine in bench-report.json's
+#: coldstart, slower at 256 MB's CPU share); billed since 1 August 2025 (prices.toml).
+DEFAULT_COLD_START_MS: Final = 700.0
+#: An invocation whose previous firing is longer ago than this is assumed cold (Lambda reclaims idle
+#: environments after minutes; not documented), every other one warm.
+COLD_AFTER_IDLE_S: Final = 15 * 60
+#: The in-flight state record_state writes on the slot item (query execution id, attempt), JSON.
+STATE_BYTES: Final = 120
+#: Log bytes per invocation, measured in make demo's worker logs (medians of 8 winners and 40 losers per
+#: job, 2026-11-25): a winner's 8 JSON log lines and its 2 metric blobs 6,380 B; a loser's 1,110 B; each
+#: value series one EMF blob of about 120 B plus 90 B per value column (384 B with 3 columns, 297 B with 2);
+#: Powertools' ColdStart blob 288 B. Lambda's own records (platform start and report, JSON) are not in those
+#: logs: 500 B per invocation assumed.
+WINNER_LOG_BYTES: Final = 6_400
+LOSER_LOG_BYTES: Final = 1_100
+VALUE_BLOB_BYTES: Final = 120
+VALUE_COLUMN_BYTES: Final = 90
+COLD_START_LOG_BYTES: Final = 290
+PLATFORM_LOG_BYTES: Final = 500
+
+
+# --- the schedule ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScheduleRate:
+    """The firings of one schedule in :attr:`year` (UTC): how many, in how many distinct clock hours, and how
+    many come after an idle gap longer than :data:`COLD_AFTER_IDLE_S` (cold)."""
+
+    year: int
+    firings: int
+    active_hours: int
+    cold_firings: int
+
+    @property
+    def days(self) -> int:
+        return 366 if calendar.isleap(self.year) else 365
+
+    @property
+    def slots_per_month(self) -> float:
+        return self.firings * DAYS_PER_MONTH / self.days
+
+    @property
+    def active_hours_per_month(self) -> float:
+        return self.active_hours * DAYS_PER_MONTH / self.days
+
+    @property
+    def metric_month_fraction(self) -> float:
+        """The share of a month's hours in which the job emits metrics (custom metrics are prorated by the hour
+        and metered only when sent: https://aws.amazon.com/cloudwatch/pricing/)."""
+        return min(1.0, self.active_hours_per_month / HOURS_PER_MONTH)
+
+    @property
+    def cold_fraction(self) -> float:
+        return self.cold_firings / self.firings if self.firings else 0.0
+
+
+def schedule_rate(
+    expression: str, timezone: str, *, year: int = REFERENCE_YEAR, cold_after_idle_s: float = COLD_AFTER_IDLE_S
+) -> ScheduleRate:
+    """Count the firings of ``expression`` in ``timezone`` during ``year`` (EventBridge Scheduler's rules,
+    :func:`athena_refresh.schedule.firings_between`). The first firing's idle gap is measured from the year's
+    last one (a year repeats). :raises athena_refresh.schedule.CronError: as ``firings_between``."""
+    start = dt.datetime(year, 1, 1, tzinfo=dt.UTC)
+    end = dt.datetime(year + 1, 1, 1, tzinfo=dt.UTC) - dt.timedelta(seconds=1)
+    epochs = [int(f.timestamp()) for f in firings_between(expression, timezone, start, end, limit=MAX_FIRINGS_PER_YEAR)]
+    cold = 0
+    if epochs:
+        previous = epochs[-1] - (366 if calendar.isleap(year) else 365) * 86_400
+        for epoch in epochs:
+            if epoch - previous > cold_after_idle_s:
+                cold += 1
+            previous = epoch
+    return ScheduleRate(
+        year=year, firings=len(epochs), active_hours=len({e // 3600 for e in epochs}), cold_firings=cold
+    )
+
+
+# --- DynamoDB request units of one slot -----------------------------------------------------------------------
+def sized_put(size_bytes: int) -> dict[str, Any]:
+    """A TransactWriteItems ``Put`` of an item of ``size_bytes`` (one attribute ``pk``), for
+    :func:`slotlock.capacity.estimate_write_units`."""
+    return {"Put": {"Item": {"pk": {"S": "x" * max(0, size_bytes - 2)}}}}
+
+
+def single_write_units(size_bytes: int) -> int:
+    """WRU of a plain (non-transactional) write of an item of ``size_bytes``: half a transaction's."""
+    return estimate_write_units([sized_put(size_bytes)]) // 2
+
+
+def commit_write_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:
+    """The commit's WRU as the runtime models it (:meth:`athena_refresh.cost.InvocationCost.estimate`): the
+    results store's writes (result item, LATEST) carrying the cost attribute, the slot item (summary, cost and
+    its own attributes) and the lock item, in one transaction."""
+    return estimate_write_units(result_writes, extra_bytes=COST_ATTRIBUTE_BYTES) + estimate_write_units(
+        [sized_put(summary_bytes + COST_ATTRIBUTE_BYTES + SLOT_ITEM_BYTES), sized_put(LOCK_ITEM_BYTES)]
+    )
+
+
+@dataclass(frozen=True)
+class WinnerWrites:
+    """The winner's write request units: the acquisition (one conditional UpdateItem), record_state (a
+    transaction of the lock and slot items), ``heartbeats`` renewals (one UpdateItem each) and the commit."""
+
+    acquire: int
+    record_state: int
+    heartbeats: int
+    heartbeat_units: int
+    commit: int
+
+    @property
+    def total(self) -> int:
+        return self.acquire + self.record_state + self.heartbeats * self.heartbeat_units + self.commit
+
+
+def winner_writes(
+    *, duration_s: float, heartbeat_interval_s: float, result_writes: Sequence[Mapping[str, Any]], summary_bytes: int
+) -> WinnerWrites:
+    """One renewal per whole heartbeat interval of the winner's duration (none for a short query)."""
+    lock = single_write_units(LOCK_ITEM_BYTES)
+    return WinnerWrites(
+        acquire=lock,
+        record_state=estimate_write_units([sized_put(LOCK_ITEM_BYTES), sized_put(SLOT_ITEM_BYTES + STATE_BYTES)]),
+        heartbeats=math.floor(duration_s / heartbeat_interval_s) if heartbeat_interval_s > 0 else 0,
+        heartbeat_units=lock,
+        commit=commit_write_units(result_writes, summary_bytes),
+    )
+
+
+#: A loser's failed conditional write: billed by the existing lock item's size (under 1 KB): 1 WRU.
+LOSER_WRITE_UNITS: Final = single_write_units(LOCK_ITEM_BYTES)
+
+
+# --- inputs and the estimate ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Durations:
+    """The Lambda durations assumed (see the defaults above)."""
+
+    winner_s: float = DEFAULT_WINNER_DURATION_S
+    loser_ms: float = DEFAULT_LOSER_DURATION_MS
+    cold_start_ms: float = DEFAULT_COLD_START_MS
+
+
+@dataclass(frozen=True)
+class Scan:
+    """Bytes one slot's query scans and where the number comes from: ``measured`` (the sample on DuckDB),
+    ``flag`` (``--scan-bytes``) or ``assumed`` (Athena's minimum)."""
+
+    bytes: int
+    origin: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class AlarmCount:
+    """Alarms and the metrics they evaluate (a metric math alarm evaluates each of its metrics)."""
+
+    alarms: int = 0
+    alarm_metrics: int = 0
+    high_resolution: int = 0  # period below 60 s (priced as standard: the price table has no other price)
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What the estimate of one job needs, from its folder, the sample and the synthesized template."""
+
+    name: str
+    racers: int
+    memory_mb: int
+    heartbeat_interval_s: float
+    schedule: ScheduleRate
+    scan: Scan
+    result_writes: tuple[Mapping[str, Any], ...]
+    summary_bytes: int
+    alarms: AlarmCount
+    value_columns: int = 0
+    value_max_series: int = 0
+    rows_offloaded: bool = False
+    architecture: str = contract.LAMBDA_ARCHITECTURE
+
+
+@dataclass(frozen=True)
+class LogBytes:
+    winner: float
+    loser: float
+
+    def per_slot(self, racers: int) -> float:
+        return self.winner + (racers - 1) * self.loser
+
+
+def log_bytes(job: JobInputs) -> LogBytes:
+    """Bytes each invocation logs (JSON lines, EMF blobs, Lambda's records; ColdStart when cold)."""
+    cold = job.schedule.cold_fraction * COLD_START_LOG_BYTES
+    series = job.value_max_series if job.value_columns else 0
+    values = series * (VALUE_BLOB_BYTES + VALUE_COLUMN_BYTES * job.value_columns)
+    return LogBytes(
+        winner=WINNER_LOG_BYTES + values + PLATFORM_LOG_BYTES + cold,
+        loser=LOSER_LOG_BYTES + PLATFORM_LOG_BYTES + cold,
+    )
+
+
+def slot_usage(job: JobInputs, durations: Durations) -> tuple[SlotUsage, WinnerWrites]:
+    """One slot's usage (the expected value: cold starts weighted by the schedule's cold share)."""
+    init_ms = job.schedule.cold_fraction * durations.cold_start_ms
+    writes = winner_writes(
+        duration_s=durations.winner_s,
+        heartbeat_interval_s=job.heartbeat_interval_s,
+        result_writes=job.result_writes,
+        summary_bytes=job.summary_bytes,
+    )
+    usage = SlotUsage(
+        data_scanned_bytes=(job.scan.bytes,),
+        winner_billed_ms=durations.winner_s * 1000 + init_ms,
+        loser_billed_ms=durations.loser_ms + init_ms,
+        racers=job.racers,
+        memory_mb=job.memory_mb,
+        architecture=job.architecture,
+        read_units=0.0,
+        write_units=float(writes.total),
+        loser_write_units=float(LOSER_WRITE_UNITS),
+        s3_put_requests=1 if job.rows_offloaded else 0,
+    )
+    return usage, writes
