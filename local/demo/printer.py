@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from athena_refresh.cost import format_usd
 from stacks.config import JobConfig
 
 #: The totals the last line shows, in this order (every key of ``Demo.verify``'s totals is in the report).
@@ -101,6 +102,7 @@ def slot_line(number: int, total: int, s: dict[str, Any], elapsed_s: float) -> s
     return (
         f"slot {number}/{total} {s['job']} {s['slot']}  winner racer {s['winner_racer']}"
         f" ({s['winner_worker']}) token {s['fencing_token']}  {s['outcome']}  rows {s['rows']}"
+        f"  scanned {s.get('data_scanned_bytes')} B  est. cost {format_usd(s.get('estimated_cost_usd'))}"
         f"  takeovers {s['takeovers']}  re-entries {s['reentries']}  lost races {s['lost']}"
         f"  {elapsed_s:.1f} s"
     )
@@ -120,7 +122,7 @@ def print_tables(
     width = max(len(name) for name in jobs)
     header = (
         f"{'#':>2}  {'job':<{width}}  {'slot (UTC)':<20}  {'2013 window end':<16}  {'winner':<8}  {'owner':<8}"
-        f"  {'token':>5}  {'takeovers':>9}  {'rows':>4}  outcome"
+        f"  {'token':>5}  {'takeovers':>9}  {'rows':>4}  {'scanned B':>9}  {'est. USD':>9}  outcome"
     )
     out(header)
     out("-" * (len(header) + 30))
@@ -131,7 +133,9 @@ def print_tables(
         out(
             f"{number:>2}  {s['job']:<{width}}  {s['slot']:<20}  {window_end:<16}  {racer:<8}"
             f"  {short(s['winner_owner_id']):<8}  {s['fencing_token'] if s['fencing_token'] is not None else '-':>5}"
-            f"  {s['takeovers']:>9}  {s['rows'] if s['rows'] is not None else '-':>4}  {s['outcome']}"
+            f"  {s['takeovers']:>9}  {s['rows'] if s['rows'] is not None else '-':>4}"
+            f"  {s.get('data_scanned_bytes') if s.get('data_scanned_bytes') is not None else '-':>9}"
+            f"  {format_usd(s.get('estimated_cost_usd')):>9}  {s['outcome']}"
             f"{'  PROBLEM: ' + '; '.join(s.get('problems') or []) if s.get('problems') else ''}"
         )
     for name, config in jobs.items():

