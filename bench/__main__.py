@@ -2,10 +2,12 @@
 
     python -m bench [--size full|quick|smoke] [--backends dynamodb-local,moto-atomic]
                     [--contenders floor,slotlock,...] [--no-coldstart] [--no-fanout]
-                    [--no-read-path | --read-path-only] [--report PATH]
+                    [--no-read-path | --read-path-only] [--no-cost | --cost-only] [--report PATH]
 
 ``make bench`` runs the full size (sized for at most about 10 minutes on a 2-core machine) in
 ``.venv-bench``, which holds the peers. Figures are noisy on a busy machine: the report records the load average at start and end.
+``--cost-only`` runs the cost scenarios alone (:mod:`bench.cost`: scan bytes versus history, cost per slot), on the
+first selected backend that reports capacity (DynamoDB Local), else the first one.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-from . import coldstart, fanout, read_path, report, scenarios
-from .backends import BACKEND_NOTES, BACKENDS, running
+from . import coldstart, cost, cost_measure, fanout, read_path, report, scenarios
+from .backends import BACKEND_NOTES, BACKENDS, Endpoint, running
 from .contenders import BY_NAME, select
 from .read_path import ReadSize
 from .scenarios import CycleSize
@@ -45,6 +47,8 @@ class Size:
     fanout_racers: int
     fanout_slots: int
     read: ReadSize
+    cost_histories: tuple[int, ...] = cost.HISTORIES["full"]  # copies of the sample's year (scan bytes)
+    cost_slots: int = 5  # real slots measured for the cost per slot (after one warm-up slot)
 
 
 SIZES = {
@@ -86,6 +90,8 @@ SIZES = {
         2,
         1,
         read=ReadSize(latest_samples=200, history_samples=50, warmup=20, stub_samples=300),
+        cost_histories=cost.HISTORIES["smoke"],
+        cost_slots=2,
     ),
 }
 
@@ -132,8 +138,18 @@ def main(argv: list[str] | None = None) -> int:
         help="only the read API scenario (GET latest, history page) on each backend: no lock scenarios, "
         "fan-out or cold start",
     )
+    costs = parser.add_mutually_exclusive_group()
+    costs.add_argument("--no-cost", action="store_true", help="skip the cost scenarios")
+    costs.add_argument(
+        "--cost-only",
+        action="store_true",
+        help="only the cost scenarios (scan bytes versus history, one real slot measured and priced against the "
+        "alternatives) on one backend: no lock scenarios, read path, fan-out or cold start",
+    )
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "bench-report.json")
     args = parser.parse_args(argv)
+    if args.cost_only and args.read_path_only:
+        parser.error("--cost-only and --read-path-only exclude each other")
 
     logging.getLogger("python_dynamodb_lock").setLevel(logging.ERROR)  # it warns on every expired lease
     size = SIZES[args.size]
@@ -164,7 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, reason in skipped.items():
         say(f"skipping {name}: {reason}")
-    lock_scenarios = not args.read_path_only
+    lock_scenarios = not (args.read_path_only or args.cost_only)
+    cost_wanted = not (args.no_cost or args.read_path_only)
+    metered = [b for b in backends if Endpoint(b, "").reports_capacity]
+    if args.cost_only:
+        backends = (metered or backends)[:1]
+    slot_measurement: dict[str, Any] | None = None
     for backend in backends:
         say(f"[{backend}] starting ...")
         with running(backend) as endpoint:
@@ -183,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                     takeover_reps=size.takeover_reps,
                     say=say,
                 )
-            if not args.no_read_path:
+            if not (args.no_read_path or args.cost_only):
                 figures["read_path"] = read_path.read_path(endpoint, figures["run_id"], size.read, say=say)
             figures.update(note=BACKEND_NOTES[backend], reports_capacity=endpoint.reports_capacity)
             result["backends"][backend] = figures
@@ -197,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
                     endpoint, figures["run_id"], racers=size.fanout_racers, slots=size.fanout_slots, say=say
                 )
                 result["fanout"] = {**fan, "endpoint": backend}
+            if cost_wanted and slot_measurement is None and (endpoint.reports_capacity or not metered):
+                slot_measurement = cost_measure.measure_slot(
+                    endpoint, figures["run_id"], repetitions=size.cost_slots, say=say
+                )
             if lock_scenarios and not args.no_coldstart and backend == "moto-atomic":
                 say("[cold start]")
                 result["coldstart"] = coldstart.cold_start(endpoint, size.cold_reps, say=say)
@@ -204,7 +229,17 @@ def main(argv: list[str] | None = None) -> int:
         say("[cold start] (needs the moto server for Athena)")
         with running("moto-atomic") as endpoint:
             result["coldstart"] = coldstart.cold_start(endpoint, size.cold_reps, say=say)
-    result["targets"] = report.check_targets(result["backends"], result.get("fanout"), result.get("coldstart"))
+    if cost_wanted:
+        measured_on = result["backends"].get(slot_measurement["endpoint"], {}) if slot_measurement else {}
+        result["cost"] = cost.cost(
+            size.cost_histories,
+            slot_measurement,
+            accounting=measured_on.get("accounting", {}).get("slotlock"),
+            say=say,
+        )
+    result["targets"] = report.check_targets(
+        result["backends"], result.get("fanout"), result.get("coldstart"), result.get("cost")
+    )
     result["meta"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     result["meta"]["duration_s"] = round(time.monotonic() - started, 1)
     args.report.parent.mkdir(parents=True, exist_ok=True)

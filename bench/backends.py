@@ -1,7 +1,8 @@
 """The DynamoDB endpoints a benchmark runs on, each a separate local process, one at a time.
 
 - ``dynamodb-local``: AWS's own DynamoDB Local (Java, in memory), :class:`local.emulators.dynamodb_local.DynamoDBLocal`.
-  It validates requests like AWS and reports consumed capacity like AWS.
+  It validates requests like AWS and reports consumed capacity like AWS for single-item requests (its transaction
+  figures run above AWS's documented rule: docs/cost.md).
 - ``moto-atomic``: moto served one request at a time (:mod:`local.emulators.atomic_moto`), in a child process, so
   conditional writes are atomic. It orders EVERY request after the previous one (AWS only serialises writes
   to one item), and its ConsumedCapacity figures are placeholders, not AWS's.
@@ -36,7 +37,8 @@ CLIENT_CONFIG = Config(
 BACKENDS = ("dynamodb-local", "moto-atomic")
 #: What the report says about each endpoint.
 BACKEND_NOTES = {
-    "dynamodb-local": "AWS DynamoDB Local 1.25.1 (Java, in memory); validates and reports capacity like AWS",
+    "dynamodb-local": "AWS DynamoDB Local 1.25.1 (Java, in memory); validates like AWS; capacity like AWS for single-item"
+    " requests, above AWS's rule for transactions",
     "moto-atomic": "moto 5.2.5 serving one request at a time (local.emulators.atomic_moto); capacity figures are placeholders",
 }
 

@@ -67,6 +67,8 @@ def fanout_racer(
     """One racer process: per slot, one race under the lease, then one race without a lock."""
     records: list[tuple[str, int, int, list[str], bool]] = []
     try:
+        from dataclasses import replace
+
         from athena_refresh.engine import client_request_token, wait_for_query
         from athena_refresh.job import AthenaRefreshJob
         from athena_refresh.results import ResultsStore
@@ -74,26 +76,19 @@ def fanout_racer(
         from local.emulators.duckdb_engine import DuckDBQueryEngine
         from slotlock import SlotLock, SlotRunner
 
-        from .coldstart import job_config
+        from .cost import job_query
 
-        job = job_config()
+        job_settings = job_query().settings  # the job's prepared SQL with its parameter order and constants
         client = make_client(endpoint)
         engine = CountingEngine(DuckDBQueryEngine(data_dir=Path(data_dir), state_dir=Path(state_dir)))
         results_store = ResultsStore(tables["results"], dynamodb_client=client)
 
         def settings(mode: str) -> Settings:
-            return Settings(
+            return replace(
+                job_settings,
                 job_name=f"fanout-{mode.replace(' ', '-')}",
                 lock_table_name=tables["locks"],
                 results_table_name=tables["results"],
-                athena_workgroup=job.workgroup,
-                athena_database=job.database,
-                query_sql=job.sql,
-                lease_duration_s=float(job.lease_duration_s),
-                heartbeat_interval_s=float(job.heartbeat_interval_s),
-                max_slot_age_s=None,
-                window_s=job.window_s,
-                data_year=job.data_year,
             )
 
         leased = settings("slotlock")

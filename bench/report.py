@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .contenders import BY_NAME
+from .cost_report import cost_checks, render_cost
 
 #: The issue's targets for our lock (slotlock). ``limit`` is the largest value that meets the target.
 TARGETS = (
@@ -214,7 +215,10 @@ def fanout_table(fan: dict[str, Any]) -> str:
 
 
 def check_targets(
-    backend_results: dict[str, Any], fan: dict[str, Any] | None, cold: dict[str, Any] | None
+    backend_results: dict[str, Any],
+    fan: dict[str, Any] | None,
+    cold: dict[str, Any] | None,
+    cost: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Compare our figures with the issue's targets, per endpoint; a miss says by how much."""
     checks: list[dict[str, Any]] = []
@@ -292,6 +296,8 @@ def check_targets(
         if not mem["fits_128_mb"]:
             entry["missed_by"] = f"{peak - 128:.1f} MB"
         checks.append(entry)
+    if cost:
+        checks.extend(cost_checks(cost))
     return checks
 
 
@@ -478,6 +484,8 @@ def render(report: dict[str, Any], say: Callable[[str], None] = print) -> None:
     if report.get("fanout"):
         say(f"\n(6) Fan-out on {report['fanout'].get('endpoint')}: Athena queries per slot, real job (DuckDB engine)")
         say(fanout_table(report["fanout"]))
+    if report.get("cost"):
+        render_cost(report["cost"], say)
     if report.get("targets"):
         say("\nTargets")
         say(targets_table(report["targets"]))

@@ -45,6 +45,7 @@ __all__ = [
     "Prices",
     "SlotUsage",
     "athena_billed_bytes",
+    "commit_write_units",
     "estimate_slot_cost",
     "format_usd",
     "load_prices",
@@ -340,6 +341,20 @@ def format_usd(value: float | None) -> str:
     return f"${value:.6f}" if abs(value) < 0.01 else f"${value:,.4f}"
 
 
+def commit_write_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:
+    """The fenced commit's write request units, modelled: one transaction of the results store's writes (result
+    item, LATEST) each carrying the cost attribute, the slot item (``summary_bytes`` of summary, the cost and its
+    own attributes) and the lock item, 2 WRU per started KB of each; plus the slot item's copy in the history
+    index (projecting every attribute: 1 WRU per started KB, a plain write).
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations.Writes
+    """
+    slot_item_bytes = summary_bytes + COST_ATTRIBUTE_BYTES + SLOT_ITEM_BYTES
+    units = estimate_write_units(result_writes, extra_bytes=COST_ATTRIBUTE_BYTES)
+    units += 2 * math.ceil(slot_item_bytes / 1024) + 2 * math.ceil(LOCK_ITEM_BYTES / 1024)
+    return units + math.ceil(slot_item_bytes / 1024)
+
+
 class CapacitySource(Protocol):
     """What :class:`InvocationCost` reads DynamoDB consumption from (:class:`slotlock.capacity.CapacityMeter`)."""
 
@@ -396,13 +411,11 @@ class InvocationCost:
         summary_bytes: int,
         s3_put_requests: int = 0,
     ) -> CostEstimate:
-        """The slot's estimate now, the commit included by its model: ``commit_writes`` (the caller's own
-        transaction items, each about to carry the cost attribute), the slot item (``summary_bytes`` of summary
-        plus the cost) and the lock item."""
+        """The slot's estimate now, the commit included by its model (:func:`commit_write_units`: ``commit_writes``
+        are the caller's own transaction items, each about to carry the cost attribute; ``summary_bytes`` the
+        slot item's summary)."""
         used = self._capacity.snapshot() - self._start_capacity
-        commit_units = estimate_write_units(commit_writes, extra_bytes=COST_ATTRIBUTE_BYTES)
-        commit_units += 2 * math.ceil((summary_bytes + COST_ATTRIBUTE_BYTES + SLOT_ITEM_BYTES) / 1024)
-        commit_units += 2 * math.ceil(LOCK_ITEM_BYTES / 1024)
+        commit_units = commit_write_units(commit_writes, summary_bytes)
         decision_ms = self._decision_ms if self._decision_ms is not None else self.elapsed_ms()
         usage = SlotUsage(
             data_scanned_bytes=tuple(data_scanned_bytes),

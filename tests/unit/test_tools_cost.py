@@ -130,10 +130,11 @@ def test_frequent_schedules_are_warm() -> None:
 def test_slot_usage_is_the_protocols_requests_and_the_assumed_durations(prices: Prices) -> None:
     job = job_inputs()
     usage_, writes = usage.slot_usage(job, Durations())
-    # Winner: acquire 1 WRU (lock item < 1 KB), record_state 2 x (1 + 1), no heartbeat in 3 s, the commit:
-    # result and LATEST (500 B + 768 B cost: 2 KB -> 2 x 2 each), slot item (300 + 768 + 400 B: 2 x 2), lock (2 x 1).
-    assert (writes.acquire, writes.record_state, writes.heartbeats, writes.commit) == (1, 4, 0, 4 + 4 + 4 + 2)
-    assert usage_.write_units == 1 + 4 + 14 and usage_.loser_write_units == 1 and usage_.read_units == 0
+    # Winner: acquire 1 WRU (lock item < 1 KB), record_state 2 x (1 + 1) + the history index's copy of the slot
+    # item (1), no heartbeat in 3 s, the commit: result and LATEST (500 B + 768 B cost: 2 KB -> 2 x 2 each), slot
+    # item (300 + 768 + 400 B: 2 x 2) and its history index copy (2), lock (2 x 1).
+    assert (writes.acquire, writes.record_state, writes.heartbeats, writes.commit) == (1, 5, 0, 4 + 4 + 4 + 2 + 2)
+    assert usage_.write_units == 1 + 5 + 16 and usage_.loser_write_units == 1 and usage_.read_units == 0
     assert usage_.winner_billed_ms == 3000 + 700 and usage_.loser_billed_ms == 100 + 700  # every slot cold
     assert (usage_.racers, usage_.memory_mb, usage_.architecture) == (3, 256, contract.LAMBDA_ARCHITECTURE)
     assert usage_.data_scanned_bytes == (10 * MB,) and usage_.s3_put_requests == 0
@@ -148,7 +149,7 @@ def test_slot_usage_is_the_protocols_requests_and_the_assumed_durations(prices: 
 
 def test_heartbeats_count_whole_intervals_of_the_winners_duration() -> None:
     writes = usage.winner_writes(duration_s=40.0, heartbeat_interval_s=15.0, result_writes=(), summary_bytes=0)
-    assert writes.heartbeats == 2 and writes.total == 1 + 4 + 2 * 1 + writes.commit
+    assert writes.heartbeats == 2 and writes.total == 1 + 5 + 2 * 1 + writes.commit
 
 
 def test_the_commit_is_modelled_as_the_runtime_models_it(prices: Prices) -> None:

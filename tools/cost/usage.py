@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from athena_refresh import contract
-from athena_refresh.cost import COST_ATTRIBUTE_BYTES, LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage
+from athena_refresh.cost import LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
 from athena_refresh.schedule import firings_between
 from slotlock.capacity import estimate_write_units
 
@@ -120,15 +120,6 @@ def single_write_units(size_bytes: int) -> int:
     return estimate_write_units([sized_put(size_bytes)]) // 2
 
 
-def commit_write_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:
-    """The commit's WRU as the runtime models it (:meth:`athena_refresh.cost.InvocationCost.estimate`): the
-    results store's writes (result item, LATEST) carrying the cost attribute, the slot item (summary, cost and
-    its own attributes) and the lock item, in one transaction."""
-    return estimate_write_units(result_writes, extra_bytes=COST_ATTRIBUTE_BYTES) + estimate_write_units(
-        [sized_put(summary_bytes + COST_ATTRIBUTE_BYTES + SLOT_ITEM_BYTES), sized_put(LOCK_ITEM_BYTES)]
-    )
-
-
 @dataclass(frozen=True)
 class WinnerWrites:
     """The winner's write request units: the acquisition (one conditional UpdateItem), record_state (a
@@ -152,7 +143,9 @@ def winner_writes(
     lock = single_write_units(LOCK_ITEM_BYTES)
     return WinnerWrites(
         acquire=lock,
-        record_state=estimate_write_units([sized_put(LOCK_ITEM_BYTES), sized_put(SLOT_ITEM_BYTES + STATE_BYTES)]),
+        # the transaction of the lock and slot items, and the slot item's copy in the history index
+        record_state=estimate_write_units([sized_put(LOCK_ITEM_BYTES), sized_put(SLOT_ITEM_BYTES + STATE_BYTES)])
+        + single_write_units(SLOT_ITEM_BYTES + STATE_BYTES),
         heartbeats=math.floor(duration_s / heartbeat_interval_s) if heartbeat_interval_s > 0 else 0,
         heartbeat_units=lock,
         commit=commit_write_units(result_writes, summary_bytes),

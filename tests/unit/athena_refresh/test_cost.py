@@ -193,6 +193,7 @@ def test_invocation_cost_models_losers_on_the_winners_time_to_its_lock_decision(
     # Lambda: winner 500 + 2000 ms, each loser 500 + 30 ms: 0.25 GB x (2.5 + 2 x 0.53) s
     assert estimate.lambda_gb_s == pytest.approx(0.25 * (2.5 + 2 * 0.53))
     # DynamoDB: 4 WRU metered since the start + the commit's model (result item 1.5 KB + cost attribute: 2 KB
-    # -> 2 x 3; slot item 300 + 768 + 400 bytes -> 2 x 2; lock item -> 2 x 1) + 2 losers x 1 WRU
-    assert estimate.write_units == 4 + (6 + 4 + 2) + 2
+    # -> 2 x 3; slot item 300 + 768 + 400 bytes -> 2 x 2, and its history index copy 1 x 2; lock item -> 2 x 1)
+    # + 2 losers x 1 WRU
+    assert estimate.write_units == 4 + (6 + 4 + 2 + 2) + 2
     assert estimate.read_units == 1

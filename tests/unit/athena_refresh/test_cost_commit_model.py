@@ -64,14 +64,21 @@ def test_the_commits_model_matches_the_documented_rule_on_the_items_it_wrote(
     reported = (lock.capacity.snapshot() - before).write_units
 
     # THEN the acquisition was measured (DynamoDB Local reports single-item writes), and the commit's model equals
-    # the documented rule on the four items as stored (lock, slot, result, LATEST; none existed larger before),
-    # give or take one item's KB boundary
+    # the documented rule on the four items as stored (lock, slot, result, LATEST; none existed larger before)
+    # plus the history index's copy of the slot item: never below it, and over by at most two KB boundaries (the
+    # cost attribute and the slot item's own attributes are allowances, not measured)
     stored = [
         *ddb.scan(TableName=lock_table)["Items"],
         *ddb.scan(TableName=results_table)["Items"],
     ]
     assert len(stored) == 4
     documented = sum(2 * math.ceil(item_size_bytes(item) / 1024) for item in stored)
+    # and the slot item's copy in the history index (a plain write: 1 WRU per started KB)
+    documented += sum(
+        math.ceil(item_size_bytes(item) / 1024)
+        for item in stored
+        if item.get("pk", {}).get("S", "").startswith("slot#")
+    )
     assert measured_before_commit >= 1
-    assert abs(modelled["commit"] - documented) <= 2, (modelled["commit"], documented, reported)
+    assert 0 <= modelled["commit"] - documented <= 4, (modelled["commit"], documented, reported)
     assert prepared.summary["cost"]["usage"]["write_units"] == modelled["total"]
