@@ -34,6 +34,7 @@ from athena_refresh.cost import InvocationCost, load_prices
 from slotlock.capacity import item_size_bytes
 
 from .cost_slot import modelled_units
+from .fanout import run_unlocked
 from .stats import median
 
 WRITE_UNIT_BYTES = 1024
@@ -124,7 +125,7 @@ def measure_slot(
     endpoint: Any, run_id: str, *, repetitions: int = 5, warmup: int = 5, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Measure ``warmup + repetitions`` slots (see the module docstring); the warm-up ones are discarded."""
-    from athena_refresh.engine import client_request_token, wait_for_query
+    from athena_refresh.engine import client_request_token
     from athena_refresh.job import AthenaRefreshJob
     from athena_refresh.results import ResultsStore, create_results_table
     from local.emulators.duckdb_engine import DuckDBQueryEngine
@@ -148,7 +149,6 @@ def measure_slot(
     slot = Slot(int(query.slot.timestamp()))
     lease_s = float(job.config.lease_duration_s)
     no_sleep: Callable[[float], None] = lambda _s: None
-    clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
     samples: list[dict[str, Any]] = []
     say(f"  cost: one real slot of {query.job} x {warmup + repetitions} (winner, a loser while held, unlocked) ...")
     with tempfile.TemporaryDirectory(prefix="bench-cost-engine-") as state_dir:
@@ -208,23 +208,8 @@ def measure_slot(
             store = ResultsStore(results_table, dynamodb_client=clients["runner"])
             before, started = counters["runner"].snapshot(), time.perf_counter()
             token = client_request_token(f"{name}-unlocked", slot.iso, 1, deployment_id=results_table)
-            parameters = settings.execution_parameters(slot.datetime)
-            qid = engine.start_query(sql=settings.query_sql, parameters=parameters, client_request_token=token)
-            wait_for_query(engine, qid, deadline_ms=clock_ms() + 60_000, clock_ms=clock_ms, sleep_s=no_sleep)
-            result = engine.get_results(qid)
-            start, end = settings.window(slot.datetime)
-            prepared = store.prepare(
-                job_name=name,
-                slot_iso=slot.iso,
-                fencing_token=0,
-                query_execution_id=qid,
-                statistics=engine.get_query(qid).statistics,
-                result=result,
-                committed_at_ms=clock_ms(),
-                window=(start.isoformat(), end.isoformat()),
-            )
+            prepared = run_unlocked(engine, store, clients["runner"], settings, slot, token=token, sleep_s=no_sleep)
             item = prepared.writes[0]["Put"]["Item"]
-            clients["runner"].put_item(TableName=results_table, Item=item)
             runner_s = time.perf_counter() - started - engine.seconds
             samples.append(
                 {

@@ -54,6 +54,51 @@ class CountingEngine:
         return self.engine.get_results(query_execution_id, **kwargs)
 
 
+def run_unlocked(
+    engine: Any,
+    store: Any,
+    client: Any,
+    settings: Any,
+    slot: Any,
+    *,
+    token: str,
+    sleep_s: Callable[[float], None] = time.sleep,
+    initial_delay_ms: int = 200,
+) -> Any:
+    """What a runner with no lock does for ``slot``: start the job's query with ``token``, wait for it, read its
+    results and write the result item with one plain ``PutItem`` to ``settings.results_table_name`` (the last
+    writer wins). Returns the results store's prepared result (its writes and summary)."""
+    from athena_refresh.engine import wait_for_query
+
+    clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
+    query_execution_id = engine.start_query(
+        sql=settings.query_sql,
+        parameters=settings.execution_parameters(slot.datetime),
+        client_request_token=token,
+    )
+    wait_for_query(
+        engine,
+        query_execution_id,
+        deadline_ms=clock_ms() + 60_000,
+        clock_ms=clock_ms,
+        sleep_s=sleep_s,
+        initial_delay_ms=initial_delay_ms,
+    )
+    start, end = settings.window(slot.datetime)
+    prepared = store.prepare(
+        job_name=settings.job_name,
+        slot_iso=slot.iso,
+        fencing_token=0,
+        query_execution_id=query_execution_id,
+        statistics=engine.get_query(query_execution_id).statistics,
+        result=engine.get_results(query_execution_id),
+        committed_at_ms=clock_ms(),
+        window=(start.isoformat(), end.isoformat()),
+    )
+    client.put_item(TableName=settings.results_table_name, Item=prepared.writes[0]["Put"]["Item"])
+    return prepared
+
+
 def fanout_racer(
     endpoint: Endpoint,
     tables: dict[str, str],
@@ -69,7 +114,7 @@ def fanout_racer(
     try:
         from dataclasses import replace
 
-        from athena_refresh.engine import client_request_token, wait_for_query
+        from athena_refresh.engine import client_request_token
         from athena_refresh.job import AthenaRefreshJob
         from athena_refresh.results import ResultsStore
         from athena_refresh.settings import Settings
@@ -98,28 +143,9 @@ def fanout_racer(
         unlocked = settings("no lock")
         client.describe_table(TableName=tables["locks"])  # open the connection outside the races
 
-        def run_unlocked(slot: Any) -> bool:
+        def race_unlocked(slot: Any) -> bool:
             token = client_request_token(unlocked.job_name, slot.iso, 1, deployment_id=unlocked.lock_table_name)
-            qid = engine.start_query(
-                sql=unlocked.query_sql,
-                parameters=unlocked.execution_parameters(slot.datetime),
-                client_request_token=token,
-            )
-            clock_ms = lambda: time.time_ns() // 1_000_000
-            wait_for_query(engine, qid, deadline_ms=clock_ms() + 60_000, clock_ms=clock_ms, initial_delay_ms=20)
-            result = engine.get_results(qid)
-            start, end = unlocked.window(slot.datetime)
-            prepared = results_store.prepare(
-                job_name=unlocked.job_name,
-                slot_iso=slot.iso,
-                fencing_token=0,
-                query_execution_id=qid,
-                statistics=engine.get_query(qid).statistics,
-                result=result,
-                committed_at_ms=clock_ms(),
-                window=(start.isoformat(), end.isoformat()),
-            )
-            client.put_item(TableName=tables["results"], Item=prepared.writes[0]["Put"]["Item"])  # last writer wins
+            run_unlocked(engine, results_store, client, unlocked, slot, token=token, initial_delay_ms=20)
             return True
 
         for number in range(slots):
@@ -134,7 +160,7 @@ def fanout_racer(
                     outcome = runner.run(job_run, slot=slot, owner_id=f"p{index}-s{number}")
                     committed = outcome.status == "succeeded"
                 else:
-                    committed = run_unlocked(slot)
+                    committed = race_unlocked(slot)
                 started = engine.started[before:]
                 records.append((mode, number, len(started), started, committed))
         results.put((index, records, None))
