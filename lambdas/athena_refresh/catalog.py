@@ -24,7 +24,7 @@ or one of the job's ``constants`` (SQL literal text, bound as written). The file
 at cold start; a broken catalog fails the cold start with :class:`CatalogError` naming what is wrong.
 
 ``schedule`` (optional: catalogs written before it have none) is the job's EventBridge Scheduler schedule as
-deployed: the read API reports it and answers ``Cache-Control: max-age`` up to the next slot from it.
+deployed: the read API reports it.
 """
 
 from __future__ import annotations

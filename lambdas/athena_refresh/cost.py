@@ -67,7 +67,8 @@ SLOT_ITEM_BYTES: Final = 400
 
 
 class PriceTableError(ConfigurationError):
-    """The price table is missing, malformed, or lacks a price (``key`` names it, e.g. ``regions.us-east-1.athena``)."""
+    """The price table is missing, malformed, lacks a price or holds one that is not a finite number >= 0 (``key``
+    names it, e.g. ``regions.us-east-1.athena.usd_per_tb_scanned``; ``path``: the table's file)."""
 
     def __init__(self, path: Path | str, key: str, problem: str) -> None:
         super().__init__(f"price table {path} [{key}]", problem)
@@ -114,7 +115,7 @@ class Prices:
         return {"region": self.region, "requested_region": self.requested_region, "retrieved": self.retrieved}
 
 
-# (service table, key) -> Prices field; every one must be a number >= 0.
+# (service table, key) -> Prices field; every one must be a finite number >= 0 (not a boolean).
 _PRICE_FIELDS: Final = {
     ("athena", "usd_per_tb_scanned"): "athena_usd_per_tb_scanned",
     ("athena", "min_mb_per_query"): "athena_min_mb_per_query",
@@ -131,6 +132,8 @@ _PRICE_FIELDS: Final = {
     ("s3", "usd_per_thousand_get"): "s3_usd_per_thousand_get",
     ("apigateway", "usd_per_million_http_requests"): "apigateway_usd_per_million_http_requests",
 }
+#: Keys that count something whole (the billed bytes stay integers): integers only.
+_INTEGER_KEYS: Final = frozenset({"min_mb_per_query"})
 
 
 def load_prices(region: str | None = None, path: Path | str = PRICES_PATH) -> Prices:
@@ -140,7 +143,8 @@ def load_prices(region: str | None = None, path: Path | str = PRICES_PATH) -> Pr
     Read once per (region, path) per process.
 
     :raises PriceTableError: the file is missing or not TOML, its ``format`` is unknown, a ``same_as`` chain
-        does not end in a region with prices, or a price is missing or not a number >= 0 (named).
+        does not end in a region with prices, or a price is missing or not a finite number >= 0 (``nan``,
+        ``inf``, a negative number or a boolean; ``min_mb_per_query`` must be an integer), its key named.
     """
     return _load_prices(region, str(path))
 
@@ -162,7 +166,7 @@ def _load_prices(region: str | None, path: str) -> Prices:
     entry, seen = regions[name], [name]
     while isinstance(entry, dict) and "same_as" in entry:
         target = entry["same_as"]
-        if target in seen or target not in regions:
+        if not isinstance(target, str) or target in seen or target not in regions:
             raise PriceTableError(
                 path, f"regions.{seen[-1]}.same_as", f"must name another listed region, got {target!r}"
             )
@@ -192,19 +196,32 @@ def _load_prices(region: str | None, path: str) -> Prices:
 
 
 def _price(entry: Mapping[str, Any], service: str, key: str, path: str, region: str) -> Any:
+    """``entry[service][key]``: a finite number >= 0 (an integer for ``min_mb_per_query``). TOML reads ``nan``
+    and ``inf`` as floats, and a boolean is an ``int`` to Python: all refused, with the key named."""
     table = entry.get(service)
     value = table.get(key) if isinstance(table, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise PriceTableError(path, f"regions.{region}.{service}.{key}", f"must be a number >= 0, found {value!r}")
+    integer = key in _INTEGER_KEYS
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and (integer or not math.isfinite(value)))
+        or value < 0
+    ):
+        wanted = "an integer" if integer else "a finite number"
+        raise PriceTableError(path, f"regions.{region}.{service}.{key}", f"must be {wanted} >= 0, found {value!r}")
     return value
 
 
 def athena_billed_bytes(data_scanned_bytes: int, *, min_mb: int = 10) -> int:
     """Bytes Athena bills for one query that scanned ``data_scanned_bytes``: rounded up to the MB (2^20 bytes),
-    at least ``min_mb`` MB. ``athena_billed_bytes(1) == athena_billed_bytes(10 * MB) == 10 * MB``."""
+    at least ``min_mb`` MB. ``athena_billed_bytes(1) == athena_billed_bytes(10 * MB) == 10 * MB``.
+
+    Integer arithmetic: exact for any size (a float division would round past 2^53 bytes, billing less than
+    was scanned). :raises ValueError: ``data_scanned_bytes`` is negative.
+    """
     if data_scanned_bytes < 0:
         raise ValueError(f"data_scanned_bytes must be >= 0, got {data_scanned_bytes}")
-    return max(min_mb, math.ceil(data_scanned_bytes / MB)) * MB
+    return max(min_mb, -(-data_scanned_bytes // MB)) * MB
 
 
 @dataclass(frozen=True)

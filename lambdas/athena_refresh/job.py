@@ -201,9 +201,10 @@ class AthenaRefreshJob:
             summary = {**prepared.summary, "attempt": attempt, "generation": generation}
             run.commit(writes=prepared.writes, summary=summary)
         self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
-        estimate = summary.get("cost")
-        if isinstance(estimate, dict):
-            self.metrics(contract.METRIC_ESTIMATED_COST_USD, estimate["estimated_cost_usd"], "None")
+        estimate = summary.get("cost")  # absent when it could not be computed: the slot committed without it
+        estimated_usd = estimate.get("estimated_cost_usd") if isinstance(estimate, dict) else None
+        if isinstance(estimated_usd, (int, float)):
+            self.metrics(contract.METRIC_ESTIMATED_COST_USD, estimated_usd, "None")
         if self.values is not None:
             try:
                 self.values.publish(result, slot_epoch_ms=slot.epoch_ms, now_ms=run.now_ms())

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ from .stored import LATEST, LIVE_GENERATION, StoredResult, plain_item, result_so
 if TYPE_CHECKING:  # pragma: no cover
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_s3.client import S3Client
+
+logger = logging.getLogger(__name__)
 
 
 def latest_condition(generation: int) -> str:
@@ -94,6 +97,20 @@ def _latest_update_expression(item: Mapping[str, Any]) -> str:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=False, allow_nan=False)
+
+
+def _estimate(
+    cost: CostHook, writes: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], slot_iso: str
+) -> tuple[dict[str, Any], str] | None:
+    """The hook's estimate as plain JSON data and as its text, or ``None`` (logged) when the hook raised or its
+    estimate holds what JSON cannot carry (``nan``, ``inf``, a non-JSON value): the estimate is informative, so
+    nothing it computes may fail the commit (the slot commits without one)."""
+    try:
+        text = _dumps(dict(cost(writes, summary)))
+    except Exception:  # any failure of an informative figure: commit without it rather than retry forever
+        logger.exception("slot %s commits without a cost estimate: it could not be computed or encoded", slot_iso)
+        return None
+    return json.loads(text), text  # round-tripped: what the slot item's summary encodes is plain JSON data
 
 
 @dataclass(frozen=True)
@@ -181,7 +198,8 @@ class ResultsStore:
 
         ``cost(writes, summary)``, when given, returns the slot's cost estimate (:mod:`athena_refresh.cost`) from
         the writes and summary as they stand; it is stored as ``cost_json`` on the result item and its LATEST
-        copy, and as ``cost`` in the summary.
+        copy, and as ``cost`` in the summary. A hook that raises, or an estimate with a non-finite figure, is
+        logged and left out: the result is prepared without it (never an error).
 
         Raises
         ------
@@ -228,11 +246,11 @@ class ResultsStore:
             "latest_moved": move_latest,
         }
         if cost is not None:  # measured with the writes as they stand, then carried by the result and LATEST
-            estimate = dict(
-                cost(self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest), summary)
-            )
-            item["cost_json"] = {"S": _dumps(estimate)}
-            summary["cost"] = estimate
+            writes = self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest)
+            estimate = _estimate(cost, writes, summary, slot_iso)
+            if estimate is not None:
+                summary["cost"], text = estimate
+                item["cost_json"] = {"S": text}
         writes = self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest)
         return PreparedResult(writes, summary, 1 if move_latest else None)
 

@@ -306,7 +306,7 @@ def next_firing(expression: str, timezone: str, after: dt.datetime, *, max_days:
     """The first firing of ``expression`` in ``timezone`` strictly after ``after`` (UTC), by :func:`cron_period`'s
     daylight-saving rules; ``None`` when it never fires again within ``max_days`` (a year list in the past).
 
-    The read API uses it for ``Cache-Control: max-age`` (a result is fresh until the next slot).
+    The read side uses it for a job's next slot (``results_api.reader.ResultsReader.next_slot``).
 
     :raises CronError: the expression cannot be parsed or the zone is unknown.
     """

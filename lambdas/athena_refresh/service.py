@@ -208,25 +208,28 @@ def _init_ms() -> float:
 
 def _invocation_cost(settings: Settings, lock: SlotLock, context: Any) -> InvocationCost | None:
     """This invocation's cost tracker (:mod:`athena_refresh.cost`), or ``None`` when the price table is broken
-    (logged: the estimate is informative and never fails a slot)."""
+    (a price missing, or not a finite number >= 0) or the tracker cannot be built (logged: the estimate is
+    informative and never fails a slot; the results store likewise commits without an estimate it cannot encode).
+    """
     init_ms = _init_ms()
-    try:
-        prices = load_prices(os.environ.get("AWS_REGION"))
-    except PriceTableError:
-        logger.exception("no cost estimate: the bundled price table is broken")
-        return None
     try:
         memory_mb = int(getattr(context, "memory_limit_in_mb", 0)) or contract.DEFAULT_LAMBDA_MEMORY_MB
     except (TypeError, ValueError):
         memory_mb = contract.DEFAULT_LAMBDA_MEMORY_MB
-    return InvocationCost(
-        prices=prices,
-        racers=settings.racers,
-        memory_mb=memory_mb,
-        capacity=lock.capacity,
-        architecture=contract.LAMBDA_ARCHITECTURE,
-        init_ms=init_ms,
-    )
+    try:
+        return InvocationCost(
+            prices=load_prices(os.environ.get("AWS_REGION")),
+            racers=settings.racers,
+            memory_mb=memory_mb,
+            capacity=lock.capacity,
+            architecture=contract.LAMBDA_ARCHITECTURE,
+            init_ms=init_ms,
+        )
+    except PriceTableError:
+        logger.exception("no cost estimate: the bundled price table is broken")
+    except Exception:  # informative only: whatever fails here leaves the slot without an estimate, never fails it
+        logger.exception("no cost estimate: the invocation's cost tracker could not start")
+    return None
 
 
 def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:

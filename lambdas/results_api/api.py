@@ -11,17 +11,16 @@ Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every rou
 - ``GET /openapi.json``: this API's OpenAPI document (committed as ``docs/openapi.json``).
 
 HTTP semantics (:mod:`results_api.responses`): JSON or CSV by ``Accept``; ``ETag`` from (job, slot, generation,
-fencing token) and ``304`` on ``If-None-Match``; ``Cache-Control: max-age`` until the next slot; offloaded rows
-answered ``302`` to a presigned S3 URL (``no-store``) whose object is the rows as a JSON array (whatever the
-``Accept``: the metadata rides on ``X-*`` headers); errors as RFC 9457 problems: 400 naming the parameter,
-404 naming the job or slot, 406, 503 for DynamoDB/S3 failures. Bad input is never a 500.
+fencing token) and ``304`` on ``If-None-Match``; ``Cache-Control: no-cache`` on what a commit can change (an
+operator's run commits a new generation at any time: every reuse is revalidated), ``immutable`` with
+``?generation``; offloaded rows answered ``302`` to a presigned S3 URL (``no-store``) whose object is the rows as
+a JSON array (whatever the ``Accept``: the metadata rides on ``X-*`` headers); errors as RFC 9457 problems: 400
+naming the parameter, 404 naming the job or slot, 406, 503 for DynamoDB/S3 failures. Bad input is never a 500.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -44,7 +43,6 @@ from .responses import (
     NO_STORE,
     PROBLEM_JSON,
     if_none_match,
-    max_age_until,
     negotiate,
     problem,
     result_document,
@@ -74,7 +72,10 @@ _PROBLEMS: dict[int, Any] = {
 _CSV_CONTENT: dict[str, Any] = {CSV: {"schema": {"type": "string", "description": "RFC 4180, header row first"}}}
 _RESULT_RESPONSES: dict[int, Any] = {
     200: {
-        "description": "the result (ETag, Cache-Control until the next slot)",
+        "description": (
+            "the result (ETag; Cache-Control: no-cache, revalidate with If-None-Match, since an operator's run can"
+            " commit a new generation at any time; immutable when `generation` is given)"
+        ),
         "content": {JSON: {"model": models.Result}, **_CSV_CONTENT},
     },
     302: {"description": "rows offloaded to S3: Location is a presigned URL (60 s) of the rows as a JSON array"},
@@ -83,7 +84,7 @@ _RESULT_RESPONSES: dict[int, Any] = {
 }
 
 
-def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.time) -> APIGatewayHttpResolver:
+def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
     """The resolver serving ``reader``; ``app.resolve(event, context)`` answers one payload-2.0 event."""
     app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -128,11 +129,6 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
             status_code=200, content_type=content_type, body=body, headers={**headers, "Cache-Control": cache}
         )
 
-    def fresh_until_next_slot(job: str) -> str:
-        now = clock_s()
-        next_slot = reader.next_slot(job, int(now * 1000))
-        return max_age_until(next_slot.timestamp() if next_slot else None, now)
-
     @app.get(
         "/jobs",
         summary="Every job: schedule, lease, pause, last success, latest slot",
@@ -159,7 +155,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
     def latest_result(job: str) -> Response[Any]:
         job, media = _path(job, "job"), accept()  # a 406 costs no read
         stored = reader.latest(job)
-        return serve_result(stored, media, cache=fresh_until_next_slot(job))
+        return serve_result(stored, media, cache=NO_CACHE)  # a manual generation may replace it at any time
 
     @app.get(
         "/jobs/<job>/results/<slot>",
@@ -177,7 +173,7 @@ def create_app(reader: ResultsReader, *, clock_s: Callable[[], float] = time.tim
     ) -> Response[Any]:
         job, slot, media = _path(job, "job"), _path(slot, "slot"), accept()
         stored = reader.result(job, slot, generation)
-        cache = IMMUTABLE if generation is not None else fresh_until_next_slot(job)
+        cache = IMMUTABLE if generation is not None else NO_CACHE  # the newest generation: may change any time
         return serve_result(stored, media, cache=cache)
 
     @app.get(

@@ -208,7 +208,7 @@ class ResultsReader:
     dynamodb_client, s3_client:
         Injected boto3 clients; defaults use botocore's ``standard`` retry mode.
     clock_ms:
-        Epoch-milliseconds clock (``held``/``free``, ages, ``Cache-Control``).
+        Epoch-milliseconds clock (``held``/``free``, ages, the next slot).
     """
 
     def __init__(

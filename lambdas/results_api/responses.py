@@ -6,9 +6,12 @@ CSV, problem documents.
 - **ETag** of a result: a strong tag derived from (job, slot, generation, fencing token) and the representation.
   A committed result never changes, so this identity is its version. ``If-None-Match`` is compared weakly
   (RFC 9110 §13.1.2) and answered ``304 Not Modified``.
-- **Cache-Control**: a result is fresh until the job's next slot (``max-age`` = seconds to the next firing);
-  a result named by slot *and* generation is immutable; lists (``/jobs``, ``/slots``) are ``no-cache``; a
-  redirect to a presigned URL is ``no-store``; errors are ``no-store``.
+- **Cache-Control**: ``latest`` and a slot without ``generation`` are ``no-cache``: a cache may keep them but
+  revalidates every reuse (``If-None-Match`` with the ETag: a ``304`` while the result is the same), because an
+  operator's run (``tools.ops run/rerun/backfill``) commits a new generation at any time, not only at the next
+  firing; a cached copy is therefore never reused unchecked (the bound is 0 s). A result named by slot *and*
+  generation is immutable; lists (``/jobs``, ``/slots``) are ``no-cache``; a redirect to a presigned URL is
+  ``no-store``; errors are ``no-store``. (RFC 9111 §5.2.2.4, https://www.rfc-editor.org/rfc/rfc9111#section-5.2.2.4)
 - **CSV**: RFC 4180 (``\\r\\n`` line ends, quoted as needed), a header row of column names; SQL NULL is an
   empty field; nested values are JSON text.
 - **Problems**: RFC 9457 ``application/problem+json`` (``type``, ``title``, ``status``, ``detail``, plus
@@ -34,7 +37,10 @@ CSV = "text/csv"
 CSV_CONTENT_TYPE = "text/csv; charset=utf-8; header=present"
 PROBLEM_JSON = "application/problem+json"
 REPRESENTATIONS = (JSON, CSV)
+#: A result named by slot and generation: it can never change.
 IMMUTABLE = "public, max-age=31536000, immutable"
+#: Anything a commit can change at any time (``latest``, a slot's newest generation, lists): stored, but revalidated
+#: before every reuse.
 NO_CACHE = "no-cache"
 NO_STORE = "no-store"
 MAX_HEADER_LENGTH = 4096
@@ -99,13 +105,6 @@ def if_none_match(header: str | None, etag: str) -> bool:
         return True
     opaque = etag.removeprefix("W/")
     return any(tag.strip().removeprefix("W/") == opaque for tag in header[:MAX_HEADER_LENGTH].split(","))
-
-
-def max_age_until(next_slot_epoch_s: float | None, now_epoch_s: float) -> str:
-    """``Cache-Control`` of a result that the next slot replaces: fresh until then (``no-cache`` if unknown)."""
-    if next_slot_epoch_s is None:
-        return NO_CACHE
-    return f"max-age={max(0, int(next_slot_epoch_s - now_epoch_s))}"
 
 
 def result_document(stored: StoredResult, rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from athena_refresh import contract
+from athena_refresh import cost as cost_module
 from athena_refresh.cost import (
     MB,
     TB,
@@ -17,6 +24,8 @@ from athena_refresh.cost import (
     format_usd,
     load_prices,
 )
+from athena_refresh.results import ResultsStore
+from slotlock import Slot, SlotLock
 from slotlock.capacity import CapacitySnapshot
 
 
@@ -34,6 +43,16 @@ from slotlock.capacity import CapacitySnapshot
 )
 def test_athena_bills_whole_megabytes_with_a_ten_megabyte_minimum(scanned: int, billed_mb: int) -> None:
     assert athena_billed_bytes(scanned) == billed_mb * MB
+
+
+@pytest.mark.parametrize("scanned", [2**53 + 1, 2**60 + 1, 2**60 + 127, 2**62 + 3 * MB + 1])
+def test_athena_billed_bytes_are_exact_past_two_to_the_53(scanned: int) -> None:
+    # a float division rounds these to a whole MB below: it would bill less than was scanned
+    assert math.ceil(scanned / MB) * MB < scanned
+    billed = athena_billed_bytes(scanned)
+    assert isinstance(billed, int) and billed % MB == 0
+    assert scanned <= billed < scanned + MB  # the next whole MB, exactly
+    assert athena_billed_bytes(2**60 + 1) == 2**60 + MB and athena_billed_bytes(2**60) == 2**60
 
 
 def test_athena_billed_bytes_refuses_a_negative_count() -> None:
@@ -78,12 +97,44 @@ def test_a_missing_price_is_named(tmp_path: Path) -> None:
         load_prices("us-east-1", _table(tmp_path, broken))
 
 
+def _bundled() -> str:
+    return (Path(load_prices.__code__.co_filename).parent / "prices.toml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+inf", "-nan", "-0.5", "-1", "true", "false", "'5'"])
+def test_a_price_that_is_not_a_finite_number_at_least_zero_is_refused_naming_its_key(
+    tmp_path: Path, value: str
+) -> None:
+    # GIVEN the bundled table with Athena's price per TB replaced by a valid TOML value that is no price
+    broken = _bundled().replace("usd_per_tb_scanned = 5.00\n", f"usd_per_tb_scanned = {value}\n", 1)
+    assert broken != _bundled()
+    # WHEN it is loaded THEN it is refused, naming the key (nan compares false with 0: it used to pass)
+    with pytest.raises(PriceTableError, match=r"must be a finite number >= 0") as raised:
+        load_prices("us-east-1", _table(tmp_path, broken))
+    assert raised.value.key == "regions.us-east-1.athena.usd_per_tb_scanned"
+    assert "regions.us-east-1.athena.usd_per_tb_scanned" in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "true", "10.0", "10.5"])
+def test_the_athena_minimum_must_be_a_whole_number_of_megabytes(tmp_path: Path, value: str) -> None:
+    broken = _bundled().replace("min_mb_per_query = 10\n", f"min_mb_per_query = {value}\n", 1)
+    with pytest.raises(PriceTableError, match=r"must be an integer >= 0") as raised:
+        load_prices("us-east-1", _table(tmp_path, broken))
+    assert raised.value.key == "regions.us-east-1.athena.min_mb_per_query"
+
+
+def test_a_huge_but_finite_price_is_a_price(tmp_path: Path) -> None:
+    huge = _bundled().replace("usd_per_gb_s_arm64 = 0.0000133334\n", "usd_per_gb_s_arm64 = 1e308\n", 1)
+    assert load_prices("us-east-1", _table(tmp_path, huge)).lambda_usd_per_gb_s["arm64"] == 1e308
+
+
 @pytest.mark.parametrize(
     ("text", "key"),
     [
         ("format = 2\n", "format"),
         ("format = 1\ndefault_region = 'x'\n[regions.y]\n", "default_region"),
         ("format = 1\ndefault_region = 'a'\n[regions.a]\nsame_as = 'b'\n[regions.b]\nsame_as = 'a'\n", "same_as"),
+        ("format = 1\ndefault_region = 'a'\n[regions.a]\nsame_as = ['b']\n[regions.b]\n", "same_as"),
         ("not toml = [\n", "file"),
     ],
 )
@@ -197,3 +248,97 @@ def test_invocation_cost_models_losers_on_the_winners_time_to_its_lock_decision(
     # + 2 losers x 1 WRU
     assert estimate.write_units == 4 + (6 + 4 + 2 + 2) + 2
     assert estimate.read_units == 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# the estimate never fails a slot: whatever it computes, the slot commits (without it when it is no number)
+# ---------------------------------------------------------------------------------------------------
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def results_log() -> Iterator[list[logging.LogRecord]]:
+    """What the results store logs during the test (its logger does not propagate: Powertools' configuration)."""
+    handler = _Records()
+    store_logger = logging.getLogger("athena_refresh.results")
+    store_logger.addHandler(handler)
+    yield handler.records
+    store_logger.removeHandler(handler)
+
+
+def _tracker(failure: str, tmp_path: Path, lock: SlotLock, monkeypatch: pytest.MonkeyPatch) -> InvocationCost:
+    """A winner's cost tracker whose estimate overflows to ``inf`` (a huge but valid price), holds a ``nan``
+    (a figure patched), or raises."""
+    prices = load_prices("us-east-1")
+    if failure == "overflow":
+        huge = _bundled().replace("usd_per_gb_s_arm64 = 0.0000133334\n", "usd_per_gb_s_arm64 = 1e308\n", 1)
+        prices = load_prices("us-east-1", _table(tmp_path, huge))
+    elif failure == "nan":
+        real = cost_module.estimate_slot_cost
+        monkeypatch.setattr(
+            cost_module,
+            "estimate_slot_cost",
+            lambda usage, prices: dataclasses.replace(real(usage, prices), dynamodb_usd=math.nan),
+        )
+    else:
+
+        def broken(*_: Any, **__: Any) -> int:
+            raise RuntimeError("the commit's model broke")
+
+        monkeypatch.setattr(cost_module, "commit_write_units", broken)
+    seconds = [0.0]
+    tracker = InvocationCost(
+        prices=prices, racers=1, memory_mb=10240, capacity=lock.capacity, clock_s=lambda: seconds[0]
+    )
+    seconds[0] = 10.0  # the winner runs 10 s at 10 GB: 100 GB-s (x 1e308 USD: inf)
+    return tracker
+
+
+@pytest.mark.parametrize("failure", ["overflow", "nan", "raises"])
+def test_an_estimate_that_is_not_finite_or_fails_is_logged_and_the_slot_commits_without_it(
+    failure: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make_job: Callable[..., Any],
+    make_engine: Callable[..., Any],
+    make_runner: Callable[..., Any],
+    lock: SlotLock,
+    store: ResultsStore,
+    slot: Slot,
+    clock: Any,
+    metric_log: Any,
+    results_log: list[logging.LogRecord],
+    scan: Callable[[str], list[dict[str, Any]]],
+    results_table: str,
+) -> None:
+    # GIVEN a winner whose estimate is inf (finite prices, overflowing product), nan, or an exception
+    tracker = _tracker(failure, tmp_path, lock, monkeypatch)
+    if failure == "overflow":  # no patch: the arithmetic itself gives inf
+        probe = tracker.estimate(data_scanned_bytes=[MB], commit_writes=[], summary_bytes=0)
+        assert math.isinf(probe.lambda_usd) and math.isinf(probe.total_usd)
+    job = make_job(make_engine(), cost=tracker)
+
+    # WHEN it runs the slot
+    outcome = make_runner().run(job, slot=slot, owner_id="winner", deadline_ms=clock.now + 300_000)
+
+    # THEN the slot committed, once: result, LATEST and history, none of them with an estimate
+    assert outcome.status == "succeeded", outcome
+    stored, latest = store.result(job.settings.job_name, slot.iso), store.latest(job.settings.job_name)
+    assert stored is not None and latest is not None
+    assert (stored.row_count, stored.cost, latest.slot_iso, latest.cost) == (3, None, slot.iso, None)
+    items = scan(results_table)
+    assert len(items) == 2 and not any("cost_json" in item for item in items)
+    history = lock.get_slot(slot)
+    assert history is not None and history["status"] == "SUCCEEDED"
+    assert history["summary"]["row_count"] == 3 and "cost" not in history["summary"]
+    # AND no EstimatedCostUSD metric, the other metrics as usual; the store logged why, with the traceback
+    assert metric_log.count(contract.METRIC_ESTIMATED_COST_USD) == 0
+    assert metric_log.count(contract.METRIC_ROWS_STORED) == 1
+    assert [record.levelno for record in results_log] == [logging.ERROR]
+    assert "commits without a cost estimate" in results_log[0].getMessage() and results_log[0].exc_info

@@ -128,10 +128,6 @@ class FakeClock:
         self.now += ms + int(s * 1000)
         return self.now
 
-    def seconds(self) -> float:
-        """The same clock in epoch seconds (``create_app``'s ``clock_s``)."""
-        return self.now / 1000
-
 
 @dataclass
 class RequestLog:
@@ -561,11 +557,11 @@ def offline_reader(
 
 
 @pytest.fixture
-def make_app(reader: ResultsReader, clock: FakeClock) -> Callable[..., Any]:
-    """``make_app(clock_s=...)``: the API's resolver over the reader (default clock: the fake one)."""
+def make_app(reader: ResultsReader) -> Callable[..., Any]:
+    """``make_app(over=...)``: the API's resolver over the reader (default: this test's)."""
 
-    def make(*, clock_s: Callable[[], float] | None = None, over: ResultsReader | None = None) -> Any:
-        return create_app(over or reader, clock_s=clock_s or clock.seconds)
+    def make(*, over: ResultsReader | None = None) -> Any:
+        return create_app(over or reader)
 
     return make
 
@@ -583,9 +579,9 @@ def get(make_app: Callable[..., Any]) -> Callable[..., dict[str, Any]]:
 
 
 @pytest.fixture
-def offline_get(offline_reader: ResultsReader, clock: FakeClock) -> Callable[..., dict[str, Any]]:
+def offline_get(offline_reader: ResultsReader) -> Callable[..., dict[str, Any]]:
     """Like ``get``, over the reader whose clients reach nothing: for answers given before any request."""
-    app = create_app(offline_reader, clock_s=clock.seconds)
+    app = create_app(offline_reader)
 
     def call(path: str, query: str = "", headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         response: dict[str, Any] = app.resolve(api_event(path, query, headers), LambdaContext())

@@ -23,11 +23,12 @@ from botocore.exceptions import EndpointConnectionError
 from pydantic import BaseModel
 
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
+from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from results_api import handler, models
 from results_api.api import SLOT_COLUMNS, openapi_json
 from results_api.reader import JOB_COLUMNS
 from results_api.responses import IMMUTABLE
-from slotlock import Slot
+from slotlock import Lease, Slot, SlotLock, request_generation
 
 JOB = "flights-dashboard"
 PAUSED_JOB = "carrier-on-time"
@@ -45,6 +46,7 @@ S0, S1, S2, S3, S4 = (
 LATEST = f"/jobs/{JOB}/results/latest"
 OPENAPI_DOCUMENT = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
 CSV_TYPE = "text/csv; charset=utf-8; header=present"
+OPERATOR = "arn:aws:iam::123456789012:user/operator"
 MB = 1_000_000
 
 
@@ -167,14 +169,14 @@ def test_the_latest_result_as_json_is_one_dynamodb_read(
     assert (headers["X-Job"], headers["X-Slot"], headers["X-Generation"]) == (JOB, S3.iso, "1")
     assert (headers["X-Fencing-Token"], headers["X-Query-Execution-Id"]) == ("3", "qe-s3")
     assert headers["Vary"] == "Accept" and headers["ETag"].startswith('"')
-    # fresh until the next half-hourly slot: the clock is S4 + 7 s, the next firing S4 + 30 min
-    assert headers["Cache-Control"] == "max-age=1793"
+    # revalidated before every reuse: an operator's run may commit a new generation at any time
+    assert headers["Cache-Control"] == "no-cache"
 
 
 def test_the_latest_result_as_csv(get: Callable[..., dict[str, Any]], world: Any) -> None:
     response = get(LATEST, headers={"accept": "text/csv;q=0.9, application/json;q=0.1"})
     assert response["statusCode"] == 200 and response["headers"]["Content-Type"] == CSV_TYPE
-    assert response["headers"]["Cache-Control"] == "max-age=1793"
+    assert response["headers"]["Cache-Control"] == "no-cache"
     assert response["headers"]["X-Slot"] == S3.iso
     assert parse_csv(response["body"]) == [
         ["origin", "flights", "avg_delay", "note", "on_time", "detail"],
@@ -194,7 +196,7 @@ def test_an_etag_that_matches_is_answered_304_with_no_body(get: Callable[..., di
     for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
         response = get(LATEST, headers={"If-None-Match": header})
         assert response["statusCode"] == 304 and response["body"] == ""
-        assert response["headers"]["ETag"] == etag and response["headers"]["Cache-Control"] == "max-age=1793"
+        assert response["headers"]["ETag"] == etag and response["headers"]["Cache-Control"] == "no-cache"
         assert response["headers"]["X-Slot"] == S3.iso and response["headers"]["Vary"] == "Accept"
     # WHEN another tag is sent, or the JSON tag with a CSV request THEN the whole answer
     assert get(LATEST, headers={"If-None-Match": '"other"'})["statusCode"] == 200
@@ -204,36 +206,95 @@ def test_an_etag_that_matches_is_answered_304_with_no_body(get: Callable[..., di
     assert slot_response["statusCode"] == 304
 
 
-def test_the_next_firing_sets_max_age_and_a_named_generation_is_immutable(
+def reusable_unchecked_s(cache_control: str) -> float:
+    """How long a cache may reuse an answer with ``cache_control`` without asking the origin (RFC 9111 §4.2,
+    §5.2.2): 0 with ``no-cache``/``no-store``, else the ``max-age`` (``s-maxage`` for shared caches), plus any
+    ``stale-while-revalidate``/``stale-if-error`` allowance; unbounded with ``immutable`` and no max-age."""
+    directives = {}
+    for part in cache_control.split(","):
+        name, _, value = part.strip().partition("=")
+        directives[name.strip().lower()] = value.strip().strip('"')
+    if "no-cache" in directives or "no-store" in directives:
+        return 0.0
+    ages = [float(directives[name]) for name in ("max-age", "s-maxage") if directives.get(name)]
+    if not ages:
+        return 0.0 if "immutable" not in directives else float("inf")
+    stale = [float(directives[name]) for name in ("stale-while-revalidate", "stale-if-error") if directives.get(name)]
+    return max(ages) + max(stale, default=0.0)
+
+
+def test_what_a_commit_can_change_is_revalidated_and_a_named_generation_is_immutable(
     make_app: Callable[..., Any], make_reader: Callable[..., Any], event: Callable[..., Any], world: Any, catalog: Any
 ) -> None:
-    # GIVEN a fixed clock 7.25 s after S4 (the next half-hourly slot is S4 + 1800 s)
-    app = make_app(clock_s=lambda: S4.epoch_s + 7.25)
-    # WHEN the latest result, or a slot's without a generation, is read THEN it is fresh until the next slot
-    assert app.resolve(event(LATEST), None)["headers"]["Cache-Control"] == "max-age=1792"
-    assert app.resolve(event(f"/jobs/{JOB}/results/{S3.iso}"), None)["headers"]["Cache-Control"] == "max-age=1792"
-    # (half a second before the next slot; exactly at it, the one after)
-    late = make_app(clock_s=lambda: S4.epoch_s + 1799.5)
-    assert late.resolve(event(LATEST), None)["headers"]["Cache-Control"] == "max-age=0"
-    on_time = make_app(clock_s=lambda: float(S4.epoch_s + 1800))
-    assert on_time.resolve(event(LATEST), None)["headers"]["Cache-Control"] == "max-age=1800"
+    # WHEN the latest result, or a slot's without a generation, is read THEN every reuse is revalidated: no-cache,
+    # whatever the schedule (half-hourly, daily in New York, none): an operator's run is not on the schedule
+    daily = {
+        **catalog,
+        JOB: CatalogQuery("SELECT 1 AS a", (), schedule=CatalogSchedule("cron(0 6 * * ? *)", "America/New_York")),
+    }
+    unscheduled = {**catalog, JOB: CatalogQuery("SELECT 1 AS a", ())}
+    for app in (make_app(), make_app(over=make_reader(catalog=daily)), make_app(over=make_reader(catalog=unscheduled))):
+        for path in (LATEST, f"/jobs/{JOB}/results/{S3.iso}"):
+            response = app.resolve(event(path), None)
+            assert response["statusCode"] == 200 and response["headers"]["Cache-Control"] == "no-cache", path
+            assert reusable_unchecked_s(response["headers"]["Cache-Control"]) == 0
     # WHEN a generation is named THEN the answer never changes: immutable
+    app = make_app()
     for generation in (1, 2):
         slot = S3 if generation == 1 else S0
         response = app.resolve(event(f"/jobs/{JOB}/results/{slot.iso}", f"generation={generation}"), None)
         assert response["statusCode"] == 200 and response["headers"]["Cache-Control"] == IMMUTABLE
     assert IMMUTABLE == "public, max-age=31536000, immutable"
 
-    # GIVEN the job scheduled daily at 06:00 New York time instead (EST: 11:00Z), then with no schedule
-    daily = {
-        **catalog,
-        JOB: CatalogQuery("SELECT 1 AS a", (), schedule=CatalogSchedule("cron(0 6 * * ? *)", "America/New_York")),
-    }
-    daily_app = make_app(clock_s=lambda: S4.epoch_s + 7.0, over=make_reader(catalog=daily))
-    assert daily_app.resolve(event(LATEST), None)["headers"]["Cache-Control"] == f"max-age={9 * 3600 - 7}"
-    unscheduled = {**catalog, JOB: CatalogQuery("SELECT 1 AS a", ())}
-    unscheduled_app = make_app(over=make_reader(catalog=unscheduled))
-    assert unscheduled_app.resolve(event(LATEST), None)["headers"]["Cache-Control"] == "no-cache"
+
+def test_a_manual_generation_committed_after_a_response_is_never_hidden_by_its_caching(
+    get: Callable[..., dict[str, Any]],
+    world: Any,
+    make_lock: Callable[[str], SlotLock],
+    make_store: Callable[..., Any],
+    clock: Any,
+) -> None:
+    # GIVEN a client (or proxy) holding the latest result (S3, generation 1) and the slot's, with their ETags
+    path_of_slot = f"/jobs/{JOB}/results/{S3.iso}"
+    held = {path: get(path) for path in (LATEST, path_of_slot)}
+    for response in held.values():
+        assert response["statusCode"] == 200 and response["headers"]["X-Generation"] == "1"
+
+    # WHEN an operator re-runs S3 a minute later (tools.ops rerun: requested, then run under the manual lease)
+    # and its generation 2 commits, well before the next scheduled firing
+    clock.advance(s=60)
+    live = make_lock(JOB)
+    request_generation(live.context, S3, run_id="op-9", kind="rerun", requested_by=OPERATOR, reason="late data")
+    manual = live.for_generation(2)
+    lease = manual.try_acquire(S3, "manual-9")
+    assert isinstance(lease, Lease), lease
+    store = make_store()
+    prepared = store.prepare(
+        job_name=JOB,
+        slot_iso=S3.iso,
+        fencing_token=lease.fencing_token,
+        query_execution_id="qe-s3-g2",
+        statistics=QueryStatistics(data_scanned_bytes=1),
+        result=QueryResult(columns=(Column("origin", "varchar"),), rows=[{"origin": "re-run"}]),
+        committed_at_ms=clock.now,
+        window=("2013-11-21T00:00:00", "2013-11-22T00:00:00"),
+        generation=2,
+        move_latest=store.latest_order(JOB, S3.iso, 2) < 0,
+    )
+    manual.commit(lease, writes=prepared.writes, summary=prepared.summary)
+
+    for path, first in held.items():
+        # THEN the first answer allowed no reuse without revalidation (the documented bound: 0 s) ...
+        assert reusable_unchecked_s(first["headers"]["Cache-Control"]) == 0, first["headers"]["Cache-Control"]
+        # ... and revalidating with its ETag is a 200 with generation 2, never a 304
+        again = get(path, headers={"If-None-Match": first["headers"]["ETag"]})
+        assert again["statusCode"] == 200, path
+        assert again["headers"]["X-Generation"] == "2" and again["headers"]["ETag"] != first["headers"]["ETag"]
+        document = body_of(again, models.Result)
+        assert (document["slot"], document["generation"], document["rows"]) == (S3.iso, 2, [{"origin": "re-run"}])
+    # AND generation 1, named, is still the same answer: its ETag still matches (it never changes)
+    named = get(path_of_slot, "generation=1", headers={"If-None-Match": held[LATEST]["headers"]["ETag"]})
+    assert named["statusCode"] == 304 and named["headers"]["Cache-Control"] == IMMUTABLE
 
 
 def test_a_slot_in_the_path_may_be_percent_encoded_or_in_another_offset(

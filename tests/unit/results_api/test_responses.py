@@ -21,10 +21,10 @@ from results_api.errors import (
 )
 from results_api.responses import (
     CSV,
+    IMMUTABLE,
     JSON,
     NO_CACHE,
     if_none_match,
-    max_age_until,
     negotiate,
     problem,
     result_document,
@@ -207,13 +207,10 @@ def test_csv_of_no_rows_is_the_header_alone() -> None:
 # ---------------------------------------------------------------------------------------------------
 # Cache-Control, documents, headers, problems
 # ---------------------------------------------------------------------------------------------------
-def test_max_age_is_the_whole_seconds_to_the_next_slot() -> None:
-    assert max_age_until(1_800.0, 0.0) == "max-age=1800"
-    assert max_age_until(1_800.0, 7.25) == "max-age=1792"
-    assert max_age_until(1_800.0, 1_799.9) == "max-age=0"
-    assert max_age_until(1_800.0, 1_800.0) == "max-age=0"
-    assert max_age_until(1_800.0, 2_000.0) == "max-age=0"  # never negative
-    assert max_age_until(None, 5.0) == NO_CACHE == "no-cache"
+def test_what_can_change_is_revalidated_and_only_a_named_generation_is_immutable() -> None:
+    # no-cache: a cache may store the answer but must revalidate it before every reuse (RFC 9111 5.2.2.4)
+    assert NO_CACHE == "no-cache"
+    assert IMMUTABLE == "public, max-age=31536000, immutable"
 
 
 def test_the_result_document_validates_against_the_result_model(stored_of: Callable[..., Any]) -> None:
