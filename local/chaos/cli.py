@@ -4,6 +4,11 @@ and its verdict.
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
                           [--write-fault-scale 1.0] [--future-fraction 0.1] [--operator-fraction 0.03]
                           [--control-slots N | --no-control] [--report chaos-report.json]
+
+Exit status: 0 every check passed; 1 a check failed (``FAIL`` lines on stderr); 2 bad arguments, or the suite could
+not run: a harness failure, or an environment problem such as DynamoDB Local missing (no ``java``, the npm
+package not fetched) or a work directory that cannot be written, one ``chaos harness failed:`` line on stderr
+(:mod:`local.emulators.environment`); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from local.chaos import harness
 from local.chaos.harness import ChaosHarnessError, run_suite
 from local.chaos.plan import REPO_ROOT, ChaosOptions
 from local.emulators.deployment import BACKENDS
-from local.emulators.lambda_service import LambdaServiceError
+from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
 
 
 def verdict(report: dict[str, Any]) -> list[str]:
@@ -137,10 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     control_slots = None if args.no_control else (args.control_slots or args.slots)
     try:
         report = run_suite(options, control_slots=control_slots)
-    except (ChaosHarnessError, LambdaServiceError) as exc:
-        print(f"chaos harness failed: {exc}", file=sys.stderr)
+        args.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    except ChaosHarnessError as exc:
+        print(f"chaos harness failed: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    args.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    except LOCAL_RUN_ERRORS as exc:  # DynamoDB Local, moto, the Lambda emulator, files (never a bug's class)
+        print(f"chaos harness failed: {describe(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # run_chaos has stopped its processes on the way out
+        print("interrupted", file=sys.stderr)
+        return 130
     for line in summary_lines(report):
         print(line)
     problems = verdict(report)

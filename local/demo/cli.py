@@ -1,6 +1,11 @@
 """``python -m local.demo``: the command line of the demo (:mod:`local.demo.runner`).
 
 python -m local.demo [--slots K] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
+
+Exit status: 0 every check passed; 1 a check failed (listed after ``FAILED:``); 2 bad arguments, or the demo could
+not run: an environment problem (the moto server or the execution environments did not start, a work directory
+that cannot be written, the sample data that cannot be built), one ``the demo could not run:`` line on stderr
+(:mod:`local.emulators.environment`); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from local.demo import runner
 from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, DEFAULT_SLOTS, REPO_ROOT, DemoOptions
 from local.demo.runner import Demo
+from local.emulators.environment import LOCAL_RUN_ERRORS, describe
 
 
 def _positive_float(text: str) -> float:
@@ -76,9 +82,17 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
     )
 
 
+def _cannot_run(exc: BaseException) -> int:
+    print(f"the demo could not run: {describe(exc)}", file=sys.stderr, flush=True)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
-    demo = Demo(options)
+    try:
+        demo = Demo(options)  # reads the job folders
+    except LOCAL_RUN_ERRORS as exc:
+        return _cannot_run(exc)
     atexit.register(demo.close)
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
@@ -111,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         demo.out("\ninterrupted: stopping the execution environments and the moto server ...")
         return 130
+    except LOCAL_RUN_ERRORS as exc:  # moto, the Lambda emulator, files (never a bug's class): one line, no traceback
+        return _cannot_run(exc)
     finally:
         demo.close()
         with contextlib.suppress(Exception):

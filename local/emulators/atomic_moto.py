@@ -273,6 +273,10 @@ class AtomicMotoServer:
 # --------------------------------------------------------------------------------------------------
 
 
+class AtomicMotoError(RuntimeError):
+    """The moto server child could not be started (it exited before it was ready)."""
+
+
 def wait_until_ready(endpoint_url: str, timeout_s: float = 30.0, *, interval_s: float = 0.05) -> None:
     """Poll ``GET {endpoint_url}/moto-api/config`` until it answers; raise TimeoutError after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
@@ -307,8 +311,8 @@ def start_server_process(
 
     The child writes its endpoint to a ready file in a private temporary directory; this waits for that
     file (at most `timeout_s`), then probes the endpoint. The child's stdout and stderr go to `log_path`
-    when given, else they are discarded. On failure the child is stopped and RuntimeError or TimeoutError
-    is raised. Stop it with ``stop_server_process(process)``.
+    when given, else they are discarded. On failure the child is stopped and :class:`AtomicMotoError` (a
+    RuntimeError) or TimeoutError is raised. Stop it with ``stop_server_process(process)``.
     """
     deadline = time.monotonic() + timeout_s
     with tempfile.TemporaryDirectory(prefix="atomic-moto-") as tmp:
@@ -352,7 +356,7 @@ def _wait_for_ready_file(proc: subprocess.Popen[bytes], ready_file: Path, deadli
                 return text
         code = proc.poll()
         if code is not None:
-            raise RuntimeError(f"atomic moto server exited with code {code} before it was ready")
+            raise AtomicMotoError(f"atomic moto server exited with code {code} before it was ready")
         if time.monotonic() >= deadline:
             raise TimeoutError(f"atomic moto server (pid {proc.pid}) wrote no ready file in time")
         time.sleep(0.05)

@@ -13,8 +13,10 @@ signature and binds the loopback interface only. Ctrl-C (or SIGTERM) stops both 
 
     python -m local.serve [--port PORT] [--workdir .demo]
 
-Exit status: 0 after a clean stop, 2 when there is nothing to serve (no demo ran, or its store is corrupt or
-of another format), 1 when a server cannot start (the port is taken).
+Exit status: 0 after a clean stop; 1 when a server cannot start (the port is taken, the moto server does not
+start or fails while the store is loaded); 2 when there is nothing to serve (no demo ran, or its store is corrupt
+or of another format) or the arguments are bad (``--port``, ``$PORT``); 130 interrupted before it listened. Each
+failure is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -43,11 +45,32 @@ def _rel(path: Path) -> str:
     return str(path)
 
 
+class ServeError(RuntimeError):
+    """A server of ``make serve`` cannot start; the message says which and why (one line)."""
+
+
+class PortUnavailableError(ServeError):
+    """The read API cannot listen on 127.0.0.1:``port`` (taken, or not allowed)."""
+
+    def __init__(self, port: int, reason: OSError) -> None:
+        super().__init__(f"cannot listen on 127.0.0.1:{port}: {reason.strerror or reason}")
+        self.port = port
+
+
+class MotoStartError(ServeError):
+    """The moto server holding the store did not start, or failed while the store was loaded into it."""
+
+    def __init__(self, reason: BaseException, log_path: Path) -> None:
+        super().__init__(f"the local moto server failed: {reason} (see {_rel(log_path)})")
+        self.log_path = log_path
+
+
 class LocalReadApi:
     """The moto server holding the imported store, the reader and resolver over it, and the HTTP server.
 
-    :meth:`start` raises :class:`StoreMissingError`/:class:`StoreError` (nothing to serve) or ``OSError`` (the
-    port), having released whatever it had started; :meth:`close` is idempotent.
+    :meth:`start` raises :class:`StoreMissingError`/:class:`StoreError` (nothing to serve),
+    :class:`PortUnavailableError` (the port) or :class:`MotoStartError`, having released whatever it had started;
+    :meth:`close` is idempotent.
     """
 
     def __init__(self, workdir: Path, *, port: int = DEFAULT_PORT, log: Callable[[str], None] | None = None) -> None:
@@ -70,7 +93,10 @@ class LocalReadApi:
         from local.serve.server import ReadApiServer, ReadApiService
 
         service = ReadApiService(app=None, jobs=sorted(catalog), widget=lambda job, now_ms: "", log=self.log)
-        self.server = ReadApiServer(service, self.port)  # bind now: a taken port fails before moto starts
+        try:
+            self.server = ReadApiServer(service, self.port)  # bind now: a taken port fails before moto starts
+        except OSError as exc:
+            raise PortUnavailableError(self.port, exc) from exc
         try:
             self._start_moto()
             dynamodb, s3 = self._client("dynamodb"), self._client("s3")
@@ -91,15 +117,18 @@ class LocalReadApi:
         return self
 
     def _start_moto(self) -> None:
-        from local.emulators.atomic_moto import start_server_process
+        from local.emulators.atomic_moto import AtomicMotoError, start_server_process
         from local.emulators.deployment import aws_env
 
-        self.workdir.mkdir(parents=True, exist_ok=True)
         log_path = self.workdir / "serve-moto.log"
-        log_path.unlink(missing_ok=True)
-        self._moto, self.moto_endpoint = start_server_process(
-            log_path=log_path, env=aws_env(), timeout_s=MOTO_START_TIMEOUT_S
-        )
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            log_path.unlink(missing_ok=True)
+            self._moto, self.moto_endpoint = start_server_process(
+                log_path=log_path, env=aws_env(), timeout_s=MOTO_START_TIMEOUT_S
+            )
+        except (AtomicMotoError, OSError) as exc:  # OSError: TimeoutError, an unwritable workdir
+            raise MotoStartError(exc, log_path) from exc
 
     def _client(self, service: str) -> Any:
         import boto3
@@ -202,14 +231,17 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir.resolve()
     store = workdir / STORE_DIR
 
-    def err(text: str) -> None:
+    def err(text: str) -> None:  # the servers' log (a 500's traceback included)
         print(text, file=sys.stderr, flush=True)
+
+    def fail(text: str, status: int) -> int:  # why it cannot serve: one line, whatever the message holds
+        print(" ".join(text.split()), file=sys.stderr, flush=True)
+        return status
 
     try:
         port = _port(args)
     except ValueError as exc:
-        err(str(exc))
-        return 2
+        return fail(str(exc), 2)
     stop = threading.Event()
     previous: dict[signal.Signals, Any] = {}
 
@@ -221,18 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             api.start()
         except StoreMissingError:
-            err(f"no demo results in {_rel(store)}: run `make demo` first, then `make serve`")
-            return 2
+            return fail(f"no demo results in {_rel(store)}: run `make demo` first, then `make serve`", 2)
         except StoreError as exc:
-            err(f"cannot serve the demo's store in {_rel(store)}: {exc}")
-            err("run `make demo` again to rewrite it, then `make serve`")
-            return 2
-        except OSError as exc:
-            err(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another port: PORT=8081 make serve")
-            return 1
-        except (RuntimeError, TimeoutError) as exc:
-            err(f"the local moto server did not start: {exc} (see {_rel(workdir / 'serve-moto.log')})")
-            return 1
+            return fail(
+                f"cannot serve the demo's store in {_rel(store)}: {exc}; run `make demo` again to rewrite it", 2
+            )
+        except PortUnavailableError as exc:
+            return fail(f"{exc}; choose another port: PORT=8081 make serve", 1)
+        except ServeError as exc:
+            return fail(str(exc), 1)
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 previous[signum] = signal.signal(signum, request_stop)

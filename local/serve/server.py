@@ -9,15 +9,23 @@ wrapped in a page).
 
 What differs from the deployed API: **no SigV4 and no IAM authorization** (anyone who can reach the loopback
 port can read; it binds 127.0.0.1 only), no throttling, no 30 s integration timeout, no custom domain. Only
-GET and HEAD are served (405 otherwise; HEAD answers as GET without the body); a request line or a header
-too long is refused by :mod:`http.server` itself (414, 431); an exception inside the resolver becomes API
-Gateway's own 500 ``{"message": "Internal Server Error"}``, logged with its traceback. One line per request
-on stderr: method, target, status, milliseconds.
+GET and HEAD are served (HEAD answers as GET without the body): every other method, standard or not (``POST``,
+``QUERY``, ``FOO``), gets a 405 RFC 9457 problem document (``application/problem+json``, the read API's own
+shape, ``code`` ``method_not_allowed``) with ``Allow: GET, HEAD``, never :mod:`http.server`'s 501 page; a
+request line or a header too long is refused by :mod:`http.server` itself (414, 431); an exception inside the
+resolver becomes API Gateway's own 500 ``{"message": "Internal Server Error"}``, logged with its traceback. One
+line per request on stderr: method, target, status, milliseconds.
+
+Nothing of the request goes back raw: text taken from it (the method in a 405, the job in the widget's 404
+page, :mod:`http.server`'s own error messages) has its control characters (C0, DEL, C1: NUL, CR, LF, ESC...)
+escaped as ``\\xNN`` (:func:`printable`) before it is HTML-escaped or JSON-encoded, and header values never
+carry one.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 import threading
@@ -37,6 +45,8 @@ from local.serve.adapter import (
     new_request_id,
     parse_proxy_response,
 )
+from results_api.errors import ResultsApiError
+from results_api.responses import NO_STORE, PROBLEM_JSON, problem
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 1 << 20  # a GET carries no body worth reading; refuse big ones instead of buffering them
@@ -44,6 +54,32 @@ IDLE_TIMEOUT_S = 30.0  # an idle keep-alive connection is closed after this long
 _WIDGET_PATH = re.compile(r"/jobs/([^/]+)/widget/?")
 _HOP_BY_HOP = {"connection", "content-length", "keep-alive", "transfer-encoding", "upgrade"}
 ALLOWED = "GET, HEAD"
+_ALLOWED_METHODS = frozenset(ALLOWED.split(", "))
+#: C0 controls, DEL and C1 controls: never sent back as they came (a NUL in a title, a CR/LF in a header).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+class MethodNotAllowedError(ResultsApiError):
+    """A method other than GET and HEAD: the local server's 405, as a problem document of the read API's shape."""
+
+    status = 405
+    code = "method_not_allowed"
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"{printable(method, 40)} is not allowed: the read API serves {ALLOWED} only")
+        self.method = method
+
+
+def method_not_allowed(method: str, request_id: str) -> ProxyResponse:
+    """The 405 of ``method``: an RFC 9457 problem document with ``Allow`` (``method`` escaped, never echoed raw)."""
+    body = json.dumps(problem(MethodNotAllowedError(method))).encode("utf-8")
+    headers = [
+        ("Content-Type", PROBLEM_JSON),
+        ("Cache-Control", NO_STORE),
+        ("Allow", ALLOWED),
+        ("apigw-requestid", request_id),
+    ]
+    return ProxyResponse(405, headers, body)
 
 
 @dataclass
@@ -104,8 +140,9 @@ class ReadApiService:
     def _widget(self, job: str) -> ProxyResponse:
         if job not in self.jobs:
             known = ", ".join(self.jobs) or "none"
-            text = f"<p>No job named <code>{html.escape(job)}</code>. Jobs: {html.escape(known)}.</p>"
-            return _html(404, page(f"{job}: no such job", text))
+            shown = printable(job, 120)  # taken from the request's path: its control characters escaped
+            text = f"<p>No job named <code>{html.escape(shown)}</code>. Jobs: {html.escape(known)}.</p>"
+            return _html(404, page(f"{shown}: no such job", text))
         fragment = self.widget(job, time.time_ns() // 1_000_000)
         intro = (
             f"<p>The CloudWatch custom widget of <code>{html.escape(job)}</code>, as the dashboard shows it"
@@ -136,14 +173,16 @@ class ReadApiService:
 
 
 def page(title: str, body_html: str) -> str:
-    """A complete small HTML page around ``body_html`` (trusted markup), titled ``title`` (escaped)."""
+    """A complete small HTML page around ``body_html`` (trusted markup), titled ``title`` (control characters
+    escaped, then HTML-escaped)."""
+    title = html.escape(printable(title, 1000))
     return (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>"
+        f"<title>{title}</title><style>"
         "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
         "code{font-size:.9em}</style></head>\n"
-        f"<body><h1>{html.escape(title)}</h1>\n{body_html}\n</body></html>\n"
+        f"<body><h1>{title}</h1>\n{body_html}\n</body></html>\n"
     )
 
 
@@ -152,13 +191,19 @@ def _html(status: int, text: str) -> ProxyResponse:
 
 
 def printable(text: str, limit: int = 300) -> str:
-    """``text`` for a log line: control characters escaped, cut at ``limit``."""
+    """``text`` for a log line or a response: non-printable characters (every control character among them: C0,
+    DEL, C1) escaped as Python escapes them (``\\x00``, ``\\n``), cut at ``limit``."""
     cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return cleaned if len(cleaned) <= limit else cleaned[:limit] + "..."
 
 
+def _header_value(value: str) -> str:
+    """A header name or value without control characters (each one escaped): nothing raw reaches the wire."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], value)
+
+
 class ReadApiHandler(BaseHTTPRequestHandler):
-    """One connection: GET/HEAD through :meth:`ReadApiService.handle`, everything else 405."""
+    """One connection: GET/HEAD through :meth:`ReadApiService.handle`, every other method (any token) 405."""
 
     server: ReadApiServer
     protocol_version = "HTTP/1.1"  # keep-alive; every response carries its Content-Length
@@ -174,14 +219,28 @@ class ReadApiHandler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._serve(head=True)
 
-    def _not_allowed(self) -> None:
+    def parse_request(self) -> bool:
+        """:mod:`http.server`'s parsing, then the 405 of any method but GET and HEAD. ``http.server`` dispatches to
+        ``do_<METHOD>`` and answers 501 with its HTML page when there is none (``QUERY``, ``FOO``): answered here
+        instead, before that look-up, so every method gets the same problem document."""
+        if not super().parse_request():
+            return False  # http.server has answered (400, 414, 431...)
+        if self.command in _ALLOWED_METHODS:
+            return True
         started = time.monotonic()
         self.close_connection = True  # its body (if any) is not read
-        response = error_response(405, "Method Not Allowed", new_request_id())
-        self._write(ProxyResponse(405, [*response.headers, ("Allow", ALLOWED)], response.body), head=False)
-        self._log_line(405, started)
+        self._log_line(405, started)  # before the answer: once a client has its 405, the log has the line
+        self._write(method_not_allowed(self.command, new_request_id()), head=False)
+        return False
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = _not_allowed
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """:mod:`http.server`'s own error page (400, 414, 431...) with its texts' control characters escaped: a
+        message can quote the request line, and it goes into the status line and the page."""
+        super().send_error(
+            code,
+            None if message is None else printable(message, 200),
+            None if explain is None else printable(explain, 500),
+        )
 
     def _serve(self, *, head: bool) -> None:
         started = time.monotonic()
@@ -220,7 +279,7 @@ class ReadApiHandler(BaseHTTPRequestHandler):
             self.send_response(response.status)
             for name, value in response.headers:
                 if name.lower() not in _HOP_BY_HOP:
-                    self.send_header(name, value)
+                    self.send_header(_header_value(name), _header_value(value))
             if response.status not in (204, 304):
                 self.send_header("Content-Length", str(len(response.body)))
             if self.close_connection:
@@ -234,7 +293,7 @@ class ReadApiHandler(BaseHTTPRequestHandler):
 
     def _log_line(self, status: int, started: float) -> None:
         ms = (time.monotonic() - started) * 1000
-        self.server.service.log(f"{self.command} {printable(self.path)} {status} {ms:.1f} ms")
+        self.server.service.log(f"{printable(self.command, 40)} {printable(self.path)} {status} {ms:.1f} ms")
 
     # http.server's own messages (its 400/414/431 refusals) go to the same log; send_response logs nothing.
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:

@@ -22,6 +22,8 @@ import datetime as dt
 import http.client
 import io
 import json
+import re
+import socket
 import urllib.parse
 import urllib.request
 import uuid
@@ -413,6 +415,96 @@ def test_requests_reach_the_resolver_as_events_and_its_answers_reach_the_client(
     assert any(line.startswith("POST /jobs 405 ") for line in log)
 
 
+#: Control characters (C0, DEL, C1) as they would appear on the wire: raw, or UTF-8 for C1 in a decoded path.
+CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+def raw_exchange(base_url: str, data: bytes) -> tuple[list[bytes], bytes]:
+    """Send ``data`` (a whole request, possibly not one http.client would send) on a fresh connection; the
+    response's status and header lines, and its body (read to Content-Length, or until the server closes)."""
+    url = urllib.parse.urlsplit(base_url)
+    with socket.create_connection((url.hostname, url.port), timeout=HTTP_TIMEOUT_S) as conn:
+        conn.sendall(data)
+        received = b""
+        for _ in range(1000):  # bounded: a response of a few KB
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+            head, sep, body = received.partition(b"\r\n\r\n")
+            length = re.search(rb"(?im)^content-length: *(\d+)", head)
+            if sep and length and len(body) >= int(length.group(1)):
+                break
+    head, _, body = received.partition(b"\r\n\r\n")
+    return head.split(b"\r\n"), body
+
+
+def assert_no_control_characters(lines: list[bytes], body: bytes) -> None:
+    """Status and header lines: printable ASCII only; the body (UTF-8): no control character but its own LF/tab."""
+    for line in lines:
+        assert all(0x20 <= byte < 0x7F for byte in line), line
+    assert not CONTROL_BYTES.search(body) and b"\r" not in body, body
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "QUERY", "FOO", "PROPFIND"])
+def test_every_method_but_get_and_head_gets_the_405_problem_document(
+    stub_server: tuple[ReadApiServer, StubApp, list[str]], method: str
+) -> None:
+    server, app, log = stub_server
+    answer = request(server.base_url, "/jobs", method=method)
+    assert answer.status == 405 and answer.headers["Allow"] == "GET, HEAD"
+    assert answer.headers["Content-Type"] == "application/problem+json"
+    assert answer.headers["Cache-Control"] == "no-store" and answer.headers["apigw-requestid"]
+    assert answer.json() == {
+        "type": "about:blank#method_not_allowed",
+        "title": "method not allowed",
+        "status": 405,
+        "detail": f"{method} is not allowed: the read API serves GET, HEAD only",
+        "code": "method_not_allowed",
+    }
+    assert app.events == []  # never reaches the function
+    assert any(line.startswith(f"{method} /jobs 405 ") for line in log)
+
+
+def test_a_method_with_control_characters_gets_the_405_without_them(
+    stub_server: tuple[ReadApiServer, StubApp, list[str]],
+) -> None:
+    server, _, log = stub_server
+    lines, body = raw_exchange(server.base_url, b"FO\x00\x1bO /jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert lines[0] == b"HTTP/1.1 405 Method Not Allowed"
+    assert_no_control_characters(lines, body)
+    assert json.loads(body)["detail"] == "FO\\x00\\x1bO is not allowed: the read API serves GET, HEAD only"
+    assert any(line.startswith("FO\\x00\\x1bO /jobs 405 ") for line in log)  # the log line escapes it too
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        b"/jobs/%00/widget",  # percent-encoded NUL, decoded into the job name
+        b"/jobs/a%0d%0aX-Injected:%201%1b%7f%c2%85/widget",  # CR LF, ESC, DEL and C1 NEL
+        b"/jobs/\x00\x01/widget",  # raw bytes in the request line
+    ],
+)
+def test_control_characters_in_the_path_never_come_back_raw(
+    stub_server: tuple[ReadApiServer, StubApp, list[str]], target: bytes
+) -> None:
+    server, _, _ = stub_server
+    lines, body = raw_exchange(server.base_url, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert lines[0] == b"HTTP/1.1 404 Not Found"
+    assert_no_control_characters(lines, body)
+    assert not any(line.lower().startswith(b"x-injected") for line in lines)
+    assert b"\\x00" in body or b"\\r\\n" in body  # shown escaped in the title and the page
+
+
+def test_http_servers_own_refusals_carry_no_control_characters(
+    stub_server: tuple[ReadApiServer, StubApp, list[str]],
+) -> None:
+    server, _, _ = stub_server
+    lines, body = raw_exchange(server.base_url, b"GET /\x00 \x00 HTTP/1.1\r\nHost: x\r\n\r\n")  # 400 syntax
+    assert lines[0].startswith(b"HTTP/1.1 400 ")
+    assert_no_control_characters(lines, body)
+
+
 # ---- the command line -------------------------------------------------------------------------------------
 def test_serving_without_a_demo_says_so_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--workdir", str(tmp_path), "--port", "0"]) == 2
@@ -423,6 +515,7 @@ def test_serving_without_a_demo_says_so_and_exits_2(tmp_path: Path, capsys: pyte
     assert cli.main(["--workdir", str(tmp_path), "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "format 99" in err and "Traceback" not in err and "run `make demo` again" in err
+    assert err.count("\n") == 1  # one line
 
 
 # ---- end to end over HTTP ---------------------------------------------------------------------------------
@@ -555,6 +648,25 @@ def test_errors_name_the_job_or_the_parameter(served: Seeded) -> None:
         assert bad_limit.status == 400 and bad_limit.json()["parameter"] == "limit", bad_limit.body
     failed = request(served.base_url, f"/jobs/{FLIGHTS}/results/{served.slots[FAILED].iso}")
     assert failed.status == 404 and served.slots[FAILED].iso in failed.json()["detail"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("target", "status"),
+    [
+        (b"/jobs/%00/results/latest", 400),
+        (b"/jobs/flights-dashboard/results/%00%1b%7f%c2%85", 400),
+        (b"/%0d%0aX-Injected:%201", 404),
+        (b"/jobs/\x00/results/latest", 400),
+        (b"/jobs/flights-dashboard/slots?limit=%00", 400),
+        (b"/jobs/flights-dashboard/slots?next_token=%1b%00", 400),
+        (b"/jobs/%00/widget", 404),
+    ],
+)
+def test_the_read_apis_errors_never_echo_control_characters(served: Seeded, target: bytes, status: int) -> None:
+    lines, body = raw_exchange(served.base_url, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert lines[0].startswith(b"HTTP/1.1 %d " % status), lines[0]
+    assert_no_control_characters(lines, body)
 
 
 @pytest.mark.slow

@@ -10,8 +10,9 @@ and logs per month. Then the stack's shared dashboard, the grand total, the read
 every assumption, and what moves each job's cost. The model: :mod:`tools.cost.usage` (a slot) and
 :mod:`tools.cost.monthly` (a month); docs/cost.md.
 
-Exit status: 0 estimated; 2 bad input (a malformed flag, an unknown job, a broken job folder, a query failing on
-the sample): one ``error:`` line on stderr.
+Exit status: 0 estimated; 1 the machine lacks something (no ``node`` for the synth, sample data that cannot be
+built); 2 bad input (a malformed flag, an unknown job, a broken job folder, a query failing on the sample);
+130 interrupted. Each failure is one ``error:`` line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
 from athena_refresh.schedule import CronError
 from stacks.jobs import JobDefinition
 from tools.cost import inputs, monthly, usage
-from tools.cost.inputs import CostInputError, SampleRun, Synthesis
+from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
 from tools.cost.render import Report, console_for, render, report_json
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
 
 FORMATS = ("table", "json")
 DEFAULT_JOBS_DIR = inputs.REPO_ROOT / "jobs"
+EXIT_ENVIRONMENT = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m tools.cost",
         description=__doc__.split("\n\n")[0],
-        epilog="Every figure is an ESTIMATE (docs/cost.md). Exit status: 0 estimated; 2 bad input.",
+        epilog="Every figure is an ESTIMATE (docs/cost.md). Exit status: 0 estimated; 1 the machine lacks"
+        " something (node, the sample data); 2 bad input.",
     )
     parser.add_argument("--jobs-dir", type=Path, default=DEFAULT_JOBS_DIR, help="the job folders (default jobs/)")
     parser.add_argument(
@@ -220,9 +224,15 @@ def main(
     args = build_parser().parse_args(argv)
     try:
         report = build_report(args, env=os.environ if env is None else env, synthesize=synthesize, data_dir=data_dir)
+    except CostEnvironmentError as exc:
+        err.write(f"error: {' '.join(str(exc).split())}\n")
+        return EXIT_ENVIRONMENT
     except CostInputError as exc:
         err.write(f"error: {' '.join(str(exc).split())}\n")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return EXIT_INTERRUPTED
     if args.format == "json":
         out.write(json.dumps(report_json(report), indent=2, allow_nan=False) + "\n")
     else:

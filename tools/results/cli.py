@@ -14,7 +14,8 @@ Two ways to read, one model:
 
 Output: ``table`` (rich, default), ``json`` (the API's documents), ``csv`` (RFC 4180, as the API serves it): only
 the data goes to stdout, every message to stderr. Exit status: 0 read; 1 refused (bad parameter, unknown job,
-no such result: one ``error:`` line); 2 bad usage; 3 the service failed or could not be reached.
+no such result: one ``error:`` line); 2 bad usage, or no AWS region or credentials, an unknown profile; 3 the
+service failed or could not be reached. Every failure is one ``error:`` line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from results_api.errors import ResultsApiError
 from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe
 from tools.ops.cli import add_deployment_arguments, deployed_job_names, job_definitions, read_stack_outputs
 from tools.ops.operator import OpsError
 from tools.results.client import (
@@ -62,7 +64,8 @@ DESCRIPTION = (
     " The deployment options go before or after the command; <command> --help has each command's."
 )
 EXIT_STATUSES = """exit status: 0 read; 1 refused (bad parameter, unknown job, no such result, forbidden): one "error:"
-line on stderr; 2 bad usage; 3 the service failed or could not be reached (5xx, throttled, timeout)."""
+line on stderr; 2 bad usage, no AWS region or credentials, an unknown profile; 3 the service failed or could not
+be reached (5xx, throttled, timeout, connection refused)."""
 EXAMPLES = {
     "jobs": """examples:
   python -m tools.results jobs
@@ -287,6 +290,10 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
         outputs = read_stack_outputs(
             args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
         )
+    if session.get_credentials() is None:  # else every table read fails later as "could not read" (exit 3)
+        from botocore.exceptions import NoCredentialsError
+
+        raise NoCredentialsError()
     lock_table = args.lock_table or outputs.get("LockTableName")
     results_table = args.results_table or outputs.get("ResultsTableName")
     if not lock_table or not results_table:
@@ -388,7 +395,6 @@ def main(
 ) -> int:
     """The command line; returns the exit status (argparse's usage errors included: 2)."""
     import boto3
-    from botocore.exceptions import BotoCoreError, ClientError, NoRegionError, ProfileNotFound
 
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
@@ -406,11 +412,11 @@ def main(
     except OpsError as exc:
         err.write(f"error: {exc}\n")
         return EXIT_REFUSED
-    except (ProfileNotFound, NoRegionError) as exc:
-        err.write(f"error: {exc} (pass --profile/--region)\n")
+    except CONFIGURATION_ERRORS as exc:  # no region, no credentials, an unknown profile (tools.aws_errors)
+        err.write(f"error: {describe(exc, profile_option='--profile')}\n")
         return EXIT_USAGE
-    except (BotoCoreError, ClientError) as exc:
-        err.write(f"error: {exc}\n")
+    except AWS_ERRORS as exc:  # the endpoint, the network, an AWS refusal
+        err.write(f"error: {describe(exc)}\n")
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         err.write("interrupted\n")
