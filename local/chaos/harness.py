@@ -688,7 +688,9 @@ class Chaos(ServiceHooks):
         """What the operator did and what came of it (the checks judge it; these are the figures)."""
         deliveries = self.lambda_service.deliveries
         paused = {p.iso for p in self.plans if p.pause}
-        released = {e["request_id"] for e in chaos_checker.operator_events(self.lambda_service.history, "release")}
+        releases = chaos_checker.operator_events(self.lambda_service.history, "release")
+        released = {e["request_id"] for e in releases}
+        stopped_at = {str(e["request_id"]): str(e.get("checkpoint")) for e in releases}
         paused_outcomes = Counter(
             f"{d.status}:{d.reason}" for d in deliveries if d.slot in paused and d.request_id not in self.manual
         )
@@ -702,6 +704,17 @@ class Chaos(ServiceHooks):
             "released_holders": dict(
                 sorted(Counter(str(d.status) for d in deliveries if d.request_id in released and d.done).items())
             ),
+            # the same by the checkpoint the holder was stopped at: {"before_commit": {"stale_rejected": 1}}
+            "released_holders_by_checkpoint": {
+                checkpoint: dict(
+                    sorted(
+                        Counter(
+                            str(d.status) for d in deliveries if d.done and stopped_at.get(d.request_id) == checkpoint
+                        ).items()
+                    )
+                )
+                for checkpoint in sorted(set(stopped_at.values()))
+            },
             "generations_requested": len({(s, g) for s, g, _ in self.manual.values()}),
             "generations": dict(sorted(generations.items())),
             "generation_results": len(final.generation_results),

@@ -25,6 +25,7 @@ from local.chaos.worker import (
     DYNAMODB_FAULT_KINDS,
     DYNAMODB_STANDARD_MAX_ATTEMPTS,
     HEARTBEAT,
+    OPERATOR_RELEASE,
     PERMANENT_CANCELLATION_KIND,
     RECORD_MISSED,
     RECORD_STATE,
@@ -69,8 +70,9 @@ FORCED_RELEASE_CONFLICT = {"write": HEARTBEAT, "kind": TRANSACTION_CONFLICT}
 #: stops at one of these checkpoints, the operator releases its live lease (``slotlock.admin.release(force=True)``)
 #: and a late delivery takes the slot over at once, adopting the recorded query. Resumed at ``before_commit`` the
 #: old holder sends its commit (rejected: stale); at ``query_started`` it learns at its next renewal that it lost
-#: the lease. Every plan with operator actions has one at ``before_commit``.
-OPERATOR_RELEASE = "release"
+#: the lease. Once resumed it carries no aimed write fault (:mod:`local.chaos.worker`), so that stale write always
+#: reaches the fence. Every plan with operator actions has one at ``before_commit``. (``OPERATOR_RELEASE``, the
+#: fault's marker, is defined in the worker, which reads it.)
 RELEASE_POINTS = ("query_started", "before_commit")
 RELEASE_POLICIES = (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE)
 #: How far back (slots) a re-run beside the live racers reaches for the slot it runs again.

@@ -32,7 +32,11 @@ never by editing the runtime's code paths:
 
   and the harness may force one of these faults on an invocation's next such write (``forced``), so a short
   run covers every kind. Under ``--no-fencing`` an invocation with a checkpoint fault gets none of them (the
-  negative control's stale commits must reach DynamoDB);
+  negative control's stale commits must reach DynamoDB), and a holder resumed after the operator's forced
+  release (a stop fault marked ``"operator": "release"``) gets none once resumed: its commit (or renewal) is
+  the stale write that scenario sends to the fence, and one cancelled attempt would end it
+  ``TransientLockError`` before it reached DynamoDB whenever its lease had run out by its own clock (a
+  matter of scheduling: :meth:`ChaosRuntime.checkpoint`);
 - **faults on the query engine** (:class:`FaultyEngine`): Athena's ``TooManyRequestsException`` at random
   ``StartQueryExecution``/``GetQueryExecution``/``GetQueryResults`` calls, retried as often as
   :class:`athena_refresh.engine.AthenaQueryEngine`'s client would (its ``DEFAULT_CLIENT_CONFIG``), then
@@ -81,6 +85,9 @@ DYNAMODB_THROTTLES = ("ProvisionedThroughputExceededException", "ThrottlingExcep
 DYNAMODB_FAULT_KINDS = DYNAMODB_THROTTLES + ("connection_error", "response_lost")
 ATHENA_THROTTLE = "TooManyRequestsException"
 UNFENCED_NAME = "#chaos_unfenced"
+#: A stop fault marked ``"operator": OPERATOR_RELEASE``: the operator force-releases the stopped holder's lease
+#: (:mod:`local.chaos.plan`, :mod:`local.chaos.harness`).
+OPERATOR_RELEASE = "release"
 
 #: Transient per-item reasons of a cancelled transaction, with DynamoDB's messages for them (the Errors section of
 #: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
@@ -169,7 +176,8 @@ class FaultPlan:
     invocation's next write of a kind (``[{"write": "commit", "kind": "cancelled_ThrottlingError"}]``);
     ``permanent_allowed`` (no permanent ValidationError in an invocation with a checkpoint fault);
     ``aimed_allowed`` (none of these aimed faults at all: the negative control's invocations with a checkpoint
-    fault, so that its stale commits reach DynamoDB); and ``requests``, the DynamoDB requests it sent.
+    fault, so that its stale commits reach DynamoDB, and a force-released holder once resumed, so that its
+    stale write does); and ``requests``, the DynamoDB requests it sent.
     """
 
     def __init__(self, *, seed: int, transient_rate: float, report: Any, write_fault_scale: float = 1.0) -> None:
@@ -489,7 +497,17 @@ class ChaosRuntime(Runtime):
                     "mono_ns": time.monotonic_ns(),
                 }
             )
-        super().checkpoint(checkpoint, lease)
+        super().checkpoint(checkpoint, lease)  # returns after the fault's SIGSTOP once the harness sent SIGCONT
+        fault = self.current.get("fault") or {}
+        if fault.get("operator") == OPERATOR_RELEASE and fault.get("checkpoint") == checkpoint:
+            # Resumed after the operator force-released our lease: the next lock write (the commit, or the
+            # renewal) is the stale write the scenario is about, and it must reach the fence. Its retry budget
+            # ends at our lease's expiry, which may or may not have passed by our (skewed) clock depending on
+            # how long the takeover took under load: whether an aimed cancellation would end the invocation
+            # TransientLockError (no budget left, nothing sent to the fence) or be retried into the fence would
+            # be decided by scheduling, not by the seed. The per-call throttles stay (botocore retries them);
+            # the aimed faults before the stop (fresh lease, retried) are kept.
+            self.plan.aimed_allowed = False
 
     def invoke(self, message: dict[str, Any]) -> None:
         storm = message.get("storm")

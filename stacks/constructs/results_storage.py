@@ -21,6 +21,12 @@ ATHENA_RESULTS_EXPIRATION = cdk.Duration.days(30)
 ACCESS_LOGS_PREFIX = "results-bucket/"  # in the access-log bucket
 ACCESS_LOGS_EXPIRATION = cdk.Duration.days(90)
 INCOMPLETE_UPLOAD_EXPIRATION = cdk.Duration.days(1)
+#: How long an overwritten or deleted object of the (versioned) results bucket stays recoverable: the tables'
+#: point-in-time recovery window (35 days, DynamoDB's default and maximum), so a results table restored to any
+#: moment it can be restored to still finds the offloaded rows its items pointed at then.
+NONCURRENT_VERSION_EXPIRATION = cdk.Duration.days(35)
+#: Athena's expired query output is disposable: its noncurrent version goes a day after the expiry made it one.
+ATHENA_RESULTS_NONCURRENT_EXPIRATION = cdk.Duration.days(1)
 
 
 class ResultsStorage(Construct):
@@ -31,6 +37,18 @@ class ResultsStorage(Construct):
     ``access_logs_bucket``, a second private bucket whose logs expire after 90 days. Athena's query
     output expires after 30 days; ``results/`` (rows too large for an item) is referenced by result
     items and never expires.
+
+    The results bucket is versioned, as the tables have point-in-time recovery: an offloaded object
+    overwritten or deleted (by hand, by a tool) stays recoverable for 35 days, the tables' recovery window.
+    On a versioned bucket an expiration only turns the current version noncurrent behind a delete
+    marker, so every rule that deletes has its counterpart: noncurrent versions expire (35 days; Athena's
+    output after 1), and a delete marker left with no version behind it is removed
+    (``ExpiredObjectDeleteMarker``): storage does not grow with every expiry.
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-expire-general-considerations.html
+
+    The access-log bucket is not versioned: it is a log sink, its objects are written once under unique
+    keys by the logging service and never rewritten, they are no recovery source for anything (delivery is
+    best effort), and versioning would only keep each expired log another lifetime as a noncurrent version.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy) -> None:
@@ -71,14 +89,23 @@ class ResultsStorage(Construct):
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="ExpireAthenaResults",
                     prefix=ATHENA_RESULTS_PREFIX,
                     expiration=ATHENA_RESULTS_EXPIRATION,
+                    # Overlapping expirations: S3 honours the shorter (1 day here, 35 days bucket-wide).
+                    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-conflicts.html
+                    noncurrent_version_expiration=ATHENA_RESULTS_NONCURRENT_EXPIRATION,
                 ),
                 s3.LifecycleRule(
                     id="AbortIncompleteUploads", abort_incomplete_multipart_upload_after=INCOMPLETE_UPLOAD_EXPIRATION
+                ),
+                s3.LifecycleRule(
+                    id="ExpireNoncurrentVersions",
+                    noncurrent_version_expiration=NONCURRENT_VERSION_EXPIRATION,
+                    expired_object_delete_marker=True,
                 ),
             ],
             server_access_logs_bucket=self.access_logs_bucket,

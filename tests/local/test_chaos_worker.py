@@ -3,7 +3,9 @@ faults aimed at the lock's writes met by the real :class:`slotlock.SlotLock`."""
 
 from __future__ import annotations
 
+import signal
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -20,6 +22,7 @@ from local.chaos.worker import (
     COMMIT,
     DYNAMODB_STANDARD_MAX_ATTEMPTS,
     HEARTBEAT,
+    OPERATOR_RELEASE,
     PERMANENT_CANCELLATION_KIND,
     RECORD_MISSED,
     RECORD_STATE,
@@ -28,9 +31,11 @@ from local.chaos.worker import (
     TRANSIENT_CANCELLATION_KINDS,
     TRANSIENT_CANCELLATION_MESSAGES,
     BotocoreFaults,
+    ChaosRuntime,
     FaultPlan,
     FaultyEngine,
 )
+from local.emulators import lambda_runtime
 from slotlock import Slot, SlotLock, WriteRejectedError, create_lock_table
 
 pytestmark = pytest.mark.usefixtures("fake_aws_credentials")
@@ -320,3 +325,37 @@ def test_the_negative_controls_faulted_invocations_get_no_aimed_fault() -> None:
         plan.decide_write(COMMIT, "TransactWriteItems", first_attempt=True, results_items=True)
         == TRANSIENT_CANCELLATION_KINDS[0]
     )
+
+
+RELEASED_BEFORE_COMMIT = {"action": "pause", "checkpoint": "before_commit", "operator": OPERATOR_RELEASE}
+
+
+@pytest.mark.parametrize(
+    ("fault", "checkpoint", "aimed_after"),
+    [
+        (RELEASED_BEFORE_COMMIT, "before_commit", False),  # resumed after the forced release: its commit is fenced
+        ({**RELEASED_BEFORE_COMMIT, "checkpoint": "query_started"}, "query_started", False),  # ... its renewal is
+        (RELEASED_BEFORE_COMMIT, "query_finished", True),  # not stopped yet
+        ({"action": "pause", "checkpoint": "before_commit", "policy": "takeover_done"}, "before_commit", True),
+        (None, "before_commit", True),
+    ],
+)
+def test_a_force_released_holder_gets_no_aimed_fault_once_resumed(
+    monkeypatch: pytest.MonkeyPatch, fault: dict[str, str] | None, checkpoint: str, aimed_after: bool
+) -> None:
+    # Whether its stale write would be retried after a cancellation depends on the time left on its lease when
+    # the harness resumes it (scheduling): that write must reach the fence every time. A plain stop keeps them.
+    signals: list[int] = []
+    monkeypatch.setattr(lambda_runtime.os, "kill", lambda _pid, sig: signals.append(sig))  # SIGSTOP, then "SIGCONT"
+    runtime = ChaosRuntime.__new__(ChaosRuntime)  # no cold start: only the checkpoint seam is exercised
+    runtime.plan = aimed(scale=1000.0)  # every aimed write fault drawn, were it allowed
+    runtime.channel = SimpleNamespace(send=Reports())
+    runtime.current = {"request_id": "req-a", "fault": fault}
+    lease = SimpleNamespace(
+        fencing_token=7, takeover=False, reentered=False, state={}, expires_at_ms=0, superseded_slot=None
+    )
+    runtime.checkpoint(checkpoint, lease)
+    assert signals == ([signal.SIGSTOP] if fault and fault["checkpoint"] == checkpoint else [])
+    assert runtime.plan.aimed_allowed is aimed_after
+    commit = runtime.plan.decide_write(COMMIT, "TransactWriteItems", first_attempt=True, results_items=False)
+    assert (commit is not None) is aimed_after
