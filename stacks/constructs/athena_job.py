@@ -92,6 +92,7 @@ class AthenaJob(Construct):
                 data_prefix=data_prefix,
                 athena_results_prefix=shared.athena_results_prefix,
                 results_prefix=shared.results_prefix,
+                lists_partitions=isinstance(source, GlueSource),  # the sample table projects its partitions
             ),
             removal_policy=removal_policy,
             code_dir=shared.code_dir,

@@ -53,6 +53,9 @@ from stacks.constructs.refresh_function import (
     powertools_layer,
     runtime_code,
 )
+from stacks.constructs.refresh_function import (
+    PLATFORM_GRANTS as REFRESH_PLATFORM_GRANTS,
+)
 from stacks.nag import acknowledge, wildcard_finding
 
 API_HANDLER = "results_api.handler.api_handler"
@@ -69,6 +72,10 @@ ROUTE_PATHS = ("/jobs", "/jobs/{job}/results/{slot}", "/jobs/{job}/slots", "/ope
 RESULTS_TABLE_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query")
 LOCK_TABLE_READ_ACTIONS = ("dynamodb:BatchGetItem",)
 HISTORY_INDEX_ACTIONS = ("dynamodb:Query",)
+#: Granted actions no call of the read functions' code makes (the IAM conformance test's exemptions).
+PLATFORM_GRANTS: dict[str, str] = {
+    action: reason for action, reason in REFRESH_PLATFORM_GRANTS.items() if action.startswith("logs:")
+}
 
 #: The access log line (JSON): request metadata only, every value a ``$context`` variable.
 #: https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-logging-variables.html

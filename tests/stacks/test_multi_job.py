@@ -110,6 +110,8 @@ def test_a_glue_job_reads_its_own_table_and_location_only(three_jobs: dict[str, 
     statements = _statements(resources, function["Properties"]["Role"]["Fn::GetAtt"][0])
     glue = json.dumps(statements["GlueCatalogRead"]["Resource"])
     assert "database/sales" in glue and "table/sales/orders" in glue and "flights" not in glue
+    # A user's table may be partitioned without projection: Athena then lists its partitions as the caller.
+    assert "glue:GetPartitions" in statements["GlueCatalogRead"]["Action"]
     read = json.dumps(statements["ReadSourceData"]["Resource"])
     assert "arn:" in read and "s3:::acme-data-lake/sales/orders/*" in read
     listed = statements["ListSourceData"]

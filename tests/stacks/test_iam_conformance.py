@@ -1,0 +1,379 @@
+"""IAM conformance: every AWS call the deployed code makes is allowed by the synthesized policies, and every
+grant is used (least privilege both ways).
+
+The real handlers run on in-process moto with the names of a deployment of the synthesized template
+(:mod:`tests.stacks.iam.scenarios`) while :class:`~tests.stacks.iam.recorder.CallRecorder` records every
+botocore call and presigned URL, per principal: each job's refresh function, the read API and the widget (one
+read role), and the operator (``tools.ops`` and ``tools.results``, whose policy is ``docs/operator-policy.json``).
+Each call becomes the permissions AWS checks for it (:mod:`tests.stacks.iam.permissions`, with what Athena does
+with the caller's credentials), evaluated against that principal's identity policies with moto's IAM policy
+evaluator (:func:`tests.stacks.iam.template.evaluate`; conditions checked beside it).
+
+No emulator here enforces IAM: this test is the gate for every grant. A new call or function extends the
+scenarios; a denied call fails with the principal, the call and what is missing; a grant no call used fails
+unless the stack names it with a reason (``PLATFORM_GRANTS`` of the construct that grants it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import moto
+import pytest
+
+from slotlock import Slot
+from stacks import REPO_ROOT
+from stacks.constructs import read_api, refresh_function
+from tests.stacks.iam.permissions import Permission, permissions_for
+from tests.stacks.iam.recorder import CallRecorder
+from tests.stacks.iam.scenarios import (
+    OFFLOAD_ROWS,
+    OPERATOR,
+    READ_API,
+    WIDGET,
+    ConformanceWorld,
+    describe_stacks_answer,
+    invoke_answer,
+    refresh_principal,
+    run_cli,
+)
+from tests.stacks.iam.template import ResolvedTemplate, evaluate, grant_used, grants
+
+OPERATOR_POLICY = REPO_ROOT / "docs" / "operator-policy.json"
+
+
+# ---------------------------------------------------------------------------------------------------
+# the recorded world: every scenario once per session
+# ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def resolved(template: Any, stack: Any) -> ResolvedTemplate:
+    return ResolvedTemplate(template.to_json(), stack.stack_name)
+
+
+@pytest.fixture(scope="module")
+def recorded(resolved: ResolvedTemplate, stack: Any) -> Iterator[tuple[ConformanceWorld, CallRecorder]]:
+    recorder = CallRecorder()
+    with pytest.MonkeyPatch.context() as patch, moto.mock_aws(), recorder.installed():
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
+            patch.setenv(name, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        # One boto3 session for every CLI run (each `main` builds its own; a fresh one reloads every service
+        # model, about 1 s a run): the same clients, sent through the same recorder.
+        shared = boto3.session.Session(region_name="us-east-1")
+        patch.setattr(boto3.session, "Session", lambda **_: shared)
+        world = ConformanceWorld(resolved, Path(stack.runtime_asset_dir), recorder)
+        world.create()
+        recorder.answer("lambda", "Invoke", invoke_answer(world))
+        recorder.answer("cloudformation", "DescribeStacks", describe_stacks_answer(world))
+        for job in sorted(world.refresh_functions):
+            _refresh_scenarios(world, job)
+            _operator_scenarios(world, job, resolved.stack_name)
+        _read_scenarios(world)
+        yield world, recorder
+
+
+def _refresh_scenarios(world: ConformanceWorld, job: str) -> None:
+    """Live slot with heartbeats; oversized rows offloaded to S3; a crashed winner taken over and adopted; a
+    delivery while paused."""
+    from tools.ops.cli import main as ops_main
+
+    live, offload, takeover, paused = world.job_slots(job, 4)
+    # A live slot whose query stays RUNNING for 2 polls (real polling sleeps of 200 ms and more), with a
+    # 0.1 s heartbeat interval: the lease is renewed while it runs.
+    world.lock_clock.set(Slot.parse(live).epoch_ms + 2_000)
+    world.keep_queries_running(2)
+    outcome = world.invoke_refresh(job, {"scheduled_time": live, "job": job}, "live", heartbeat_s="0.1")
+    world.finish_queries_at_once()
+    assert outcome["status"] == "succeeded", outcome
+    # Rows too large for an item: the result goes to S3.
+    world.lock_clock.set(Slot.parse(offload).epoch_ms + 2_000)
+    world.queue_results(
+        [[f"row-{i:04d}", "x" * 1000] for i in range(OFFLOAD_ROWS)], [("k", "varchar"), ("v", "varchar")]
+    )
+    outcome = world.invoke_refresh(job, {"scheduled_time": offload, "job": job}, "offload")
+    assert outcome["status"] == "succeeded", outcome
+    # The winner dies right after starting its query (its lease still held); a successor takes over after the
+    # lease and adopts the query instead of starting a second one.
+    start = Slot.parse(takeover).epoch_ms + 2_000
+    world.lock_clock.set(start)
+    world.keep_queries_running(2)
+    crashed = world.invoke_refresh(job, {"scheduled_time": takeover, "job": job}, "crash", crash_at="query_started")
+    assert crashed == {"outcome": "crashed"}
+    world.finish_queries_at_once()
+    world.lock_clock.set(start + 120_000)
+    outcome = world.invoke_refresh(job, {"scheduled_time": takeover, "job": job}, "takeover")
+    assert outcome["status"] == "succeeded", outcome
+    successor = [c.operation for c in world.recorder.of(refresh_principal(job)) if c.scenario == "takeover"]
+    assert "GetQueryExecution" in successor and "StartQueryExecution" not in successor, successor
+    # A delivery while the job is paused (paused by the test's own set-up, not recorded): its racer records the
+    # slot MISSED "paused" with one conditional PutItem.
+    own = ["--lock-table", world.lock_table, "--results-table", world.results_table, "--function", f"{job}=x"]
+    assert run_cli(ops_main, [*own, "pause", "--job", job, "--reason", "set-up", "--yes"])[0] == 0
+    world.lock_clock.set(Slot.parse(paused).epoch_ms + 2_000)
+    outcome = world.invoke_refresh(job, {"scheduled_time": paused, "job": job}, "paused")
+    assert (outcome["status"], outcome["reason"]) == ("missed", "paused"), outcome
+    assert run_cli(ops_main, [*own, "resume", "--job", job, "--yes"])[0] == 0
+
+
+def _operator_scenarios(world: ConformanceWorld, job: str, stack_name: str) -> None:
+    """``tools.ops`` and ``tools.results`` as an operator runs them against the stack (outputs read from it)."""
+    from tools.ops.cli import main as ops_main
+    from tools.results.cli import main as results_main
+
+    slots = world.job_slots(job, 6)
+    stack = ["--stack", stack_name, "--region", "us-east-1"]
+    commands: list[list[str]] = [
+        ["status"],
+        ["history", "--job", job],
+        ["pause", "--job", job, "--reason", "conformance", "--yes"],
+        ["resume", "--job", job, "--yes"],
+        ["release", "--job", job, "--reason", "conformance", "--yes"],
+        # The current slot through the live path, like any racer: MISSED (exit 1) when it is older than the
+        # job's max slot age (a daily job), SUCCEEDED otherwise; either way the function ran.
+        ["run", "--job", job, "--reason", "conformance", "--yes", "--wait-s", "30"],
+        ["run", "--job", job, "--slot", slots[2], "--reason", "conformance", "--yes", "--wait-s", "30"],
+        ["rerun", "--job", job, "--slot", slots[-2], "--reason", "conformance", "--yes", "--wait-s", "30"],
+        ["backfill", "--job", job, "--from", slots[0], "--to", slots[1], "--only", "all", "--yes", "--wait-s", "30"],
+        ["release", "--job", job, "--reason", "conformance", "--force", "--yes"],
+        ["release", "--job", job, "--reason", "conformance", "--manual", "--force", "--yes"],
+    ]
+    with world.recorder.acting_as(OPERATOR, "tools.ops"):
+        for command in commands:
+            code, output = run_cli(ops_main, [*stack, *command])
+            assert code == 0 or (code == 1 and command[0] == "run" and "MISSED" in output), (command, output)
+    with world.recorder.acting_as(OPERATOR, "tools.results"):
+        offloaded = world.job_slots(job, 4)[1]
+        for command in (
+            ["jobs"],
+            ["latest", "--job", job],
+            ["slot", "--job", job, "--slot", offloaded],
+            ["slot", "--job", job, "--slot", offloaded, "--generation", "1"],
+            ["history", "--job", job],
+        ):
+            code, output = _results(results_main, [*stack, *command, "--format", "json"])
+            assert code == 0, (command, output)
+
+
+def _results(main: Any, argv: list[str]) -> tuple[int, str]:
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdout=out, stderr=err)
+    return code, out.getvalue() + err.getvalue()
+
+
+def _read_scenarios(world: ConformanceWorld) -> None:
+    """Every route of the read API (an offloaded result: a presigned GetObject) and the widget."""
+    for job in sorted(world.refresh_functions):
+        _, offload, _, _ = world.job_slots(job, 4)
+        for path, query in (
+            ("/jobs", ""),
+            (f"/jobs/{job}/results/latest", ""),
+            (f"/jobs/{job}/results/{offload}", ""),
+            (f"/jobs/{job}/results/{offload}", "generation=1"),
+            (f"/jobs/{job}/slots", "limit=5"),
+            ("/openapi.json", ""),
+        ):
+            response = world.invoke_read(READ_API, _api_event(path, query))
+            assert response["statusCode"] in (200, 302), (path, response)
+        html = world.invoke_read(WIDGET, {"job": job, "widgetContext": {"width": 600, "height": 400}})
+        assert "slot <b>" in html, html[:300]
+
+
+def _api_event(path: str, query: str) -> dict[str, Any]:
+    """A payload 2.0 ``GET`` event as API Gateway's HTTP API sends it."""
+    parameters = dict(part.split("=", 1) for part in query.split("&") if part)
+    http = {"method": "GET", "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"}
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": {},
+        "queryStringParameters": parameters or None,
+        "requestContext": {"http": http, "requestId": "r", "routeKey": "$default", "stage": "$default"},
+        "isBase64Encoded": False,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# the principals and their policies
+# ---------------------------------------------------------------------------------------------------
+def _principal_policies(world: ConformanceWorld, principal: str) -> list[dict[str, Any]]:
+    resolved = world.resolved
+    if principal == OPERATOR:
+        return [json.loads(resolved.substitute(OPERATOR_POLICY.read_text(encoding="utf-8"), resolved.outputs()))]
+    if principal in (READ_API, WIDGET):
+        return resolved.role_policies(resolved.function_role(world.read_functions[principal]))
+    job = principal.split(":", 1)[1]
+    return resolved.role_policies(resolved.function_role(world.refresh_functions[job]))
+
+
+def _needed(world: ConformanceWorld, recorder: CallRecorder, principals: set[str]) -> list[tuple[str, Permission]]:
+    return [
+        (call.principal, permission)
+        for call in recorder.calls
+        if call.principal in principals
+        for permission in permissions_for(call, world.athena)
+    ]
+
+
+def _principals(world: ConformanceWorld) -> list[str]:
+    return [*(refresh_principal(job) for job in sorted(world.refresh_functions)), READ_API, WIDGET, OPERATOR]
+
+
+#: What each principal's scenarios must have called (so a scenario that silently stopped running fails).
+EXPECTED_OPERATIONS = {
+    "refresh": {
+        ("dynamodb", "UpdateItem"),
+        ("dynamodb", "GetItem"),
+        ("dynamodb", "TransactWriteItems"),
+        ("athena", "StartQueryExecution"),
+        ("athena", "GetQueryExecution"),
+        ("athena", "GetQueryResults"),
+        ("s3", "PutObject"),
+    },
+    READ_API: {("dynamodb", "BatchGetItem"), ("dynamodb", "GetItem"), ("dynamodb", "Query"), ("s3", "GetObject")},
+    WIDGET: {("dynamodb", "GetItem")},
+    OPERATOR: {
+        ("dynamodb", "UpdateItem"),
+        ("dynamodb", "GetItem"),
+        ("lambda", "Invoke"),
+        ("cloudformation", "DescribeStacks"),
+    },
+}
+
+
+def test_every_scenario_made_its_calls(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    world, recorder = recorded
+    for principal in _principals(world):
+        made = {(call.service, call.operation) for call in recorder.of(principal)}
+        expected = EXPECTED_OPERATIONS[principal.split(":", 1)[0] if principal.startswith("refresh:") else principal]
+        assert expected <= made, f"{principal} never made {sorted(expected - made)}; it made {sorted(made)}"
+    for job in world.refresh_functions:
+        renewals = [
+            call
+            for call in recorder.of(refresh_principal(job))
+            if call.scenario == "live" and call.params.get("UpdateExpression") == "SET #expires = :expires"
+        ]
+        assert renewals, f"{job}: the live scenario renewed no lease (heartbeat)"
+
+
+def test_every_recorded_call_is_allowed(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    world, recorder = recorded
+    denied: list[str] = []
+    for principal in _principals(world):
+        documents = _principal_policies(world, principal)
+        seen: set[Permission] = set()
+        for _, permission in _needed(world, recorder, {principal}):
+            if permission in seen:
+                continue
+            seen.add(permission)
+            verdict = evaluate(permission, documents)
+            if not verdict.allowed:
+                denied.append(f"{principal}: {permission.describe()}: {verdict.detail}")
+    assert not denied, "denied on AWS (add the grant, or stop making the call):\n" + "\n".join(sorted(denied))
+
+
+#: Operator grants no recorded call exercises, each with its reason.
+UNRECORDED_OPERATOR_GRANTS = {
+    "execute-api:Invoke": "`tools.results --api` reads through the deployed read API with SigV4-signed HTTP requests"
+    " (botocore's SigV4Auth over urllib, not a botocore API call the recorder sees); the routes are GET only.",
+}
+
+
+def _exempt_grants(principal: str) -> dict[str, str]:
+    if principal == OPERATOR:
+        return dict(UNRECORDED_OPERATOR_GRANTS)
+    if principal in (READ_API, WIDGET):
+        return dict(read_api.PLATFORM_GRANTS)
+    return dict(refresh_function.PLATFORM_GRANTS)
+
+
+def test_every_grant_is_used(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    """Least privilege the other way: a granted action no recorded call needed fails, unless the construct
+    that grants it names it with a reason (the Lambda service or Athena uses it, not our code)."""
+    world, recorder = recorded
+    groups = {OPERATOR: {OPERATOR}, READ_API: {READ_API, WIDGET}}
+    groups.update({p: {p} for p in _principals(world) if p.startswith("refresh:")})
+    unused: list[str] = []
+    for principal, members in groups.items():
+        used = [permission for _, permission in _needed(world, recorder, members)]
+        exempt = _exempt_grants(principal)
+        for sid, action, resource in grants(_principal_policies(world, principal)):
+            if action in exempt:
+                continue
+            if not grant_used((sid, action, resource), used):
+                unused.append(f"{principal}: {sid or '(no Sid)'} grants {action} on {resource}, which no call used")
+    assert not unused, "granted but never used (remove it, or name it with a reason):\n" + "\n".join(unused)
+
+
+def test_exemptions_have_reasons() -> None:
+    for grants_ in (refresh_function.PLATFORM_GRANTS, read_api.PLATFORM_GRANTS, UNRECORDED_OPERATOR_GRANTS):
+        for action, reason in grants_.items():
+            assert ":" in action and len(reason) > 30, (action, reason)
+
+
+def test_the_offloaded_result_was_read_through_a_presigned_url(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    _, recorder = recorded
+    presigned = [call for call in recorder.of(READ_API) if call.presigned]
+    assert presigned and all(call.params["Key"].startswith("results/") for call in presigned), presigned
+
+
+def test_operations_md_shows_the_policy_the_test_reads() -> None:
+    """docs/operations.md shows the operator's policy verbatim: the file this test evaluates."""
+    shown = (REPO_ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert f"```json\n{OPERATOR_POLICY.read_text(encoding='utf-8').rstrip()}\n```" in shown
+
+
+# ---------------------------------------------------------------------------------------------------
+# the checker itself: a negative control
+# ---------------------------------------------------------------------------------------------------
+def _document(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+def test_the_checker_reports_todays_missing_results_table_read() -> None:
+    """The grant of issue 21 (PutItem/UpdateItem only on the results table) denies the manual path's GetItem."""
+    table = "arn:aws:dynamodb:us-east-1:123456789012:table/results"
+    before = _document({"Effect": "Allow", "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem"], "Resource": table})
+    needed = Permission("dynamodb:GetItem", table, "dynamodb.GetItem (manual run)")
+    verdict = evaluate(needed, [before])
+    assert not verdict.allowed and "dynamodb:GetItem" in verdict.detail and table in verdict.detail
+    after = _document({"Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:PutItem"], "Resource": table})
+    assert evaluate(needed, [after]).allowed
+
+
+def test_the_checker_evaluates_the_list_prefix_condition_itself() -> None:
+    bucket = "arn:aws:s3:::b"
+    listing = _document(
+        {
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": bucket,
+            "Condition": {"StringLike": {"s3:prefix": ["data/flights/*"]}},
+        }
+    )
+    inside = Permission("s3:ListBucket", bucket, "list", (("s3:prefix", "data/flights/dt=2013-01-01/"),))
+    outside = Permission("s3:ListBucket", bucket, "list", (("s3:prefix", "results/"),))
+    assert evaluate(inside, [listing]).allowed
+    assert not evaluate(outside, [listing]).allowed
+    denied = _document(listing["Statement"][0], {"Effect": "Deny", "Action": "s3:*", "Resource": "*"})
+    assert not evaluate(inside, [denied]).allowed
+
+
+def test_the_checker_reports_an_unused_grant() -> None:
+    used = [Permission("dynamodb:GetItem", "arn:aws:dynamodb:us-east-1:123456789012:table/t", "get")]
+    table = "arn:aws:dynamodb:us-east-1:123456789012:table/t"
+    assert grant_used(("S", "dynamodb:GetItem", table), used)
+    assert not grant_used(("S", "dynamodb:DeleteItem", table), used)
+    assert not grant_used(("S", "dynamodb:GetItem", f"{table}/index/history"), used)
