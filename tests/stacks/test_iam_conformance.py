@@ -74,19 +74,21 @@ def recorded(resolved: ResolvedTemplate, stack: Any) -> Iterator[tuple[Conforman
         world.create()
         recorder.answer("lambda", "Invoke", invoke_answer(world))
         recorder.answer("cloudformation", "DescribeStacks", describe_stacks_answer(world))
+        # Each job's six latest schedule firings, taken once: a firing passing during the run must not shift them.
+        slots = {job: world.job_slots(job, 6) for job in world.refresh_functions}
         for job in sorted(world.refresh_functions):
-            _refresh_scenarios(world, job)
-            _operator_scenarios(world, job, resolved.stack_name)
-        _read_scenarios(world)
+            _refresh_scenarios(world, job, slots[job])
+            _operator_scenarios(world, job, resolved.stack_name, slots[job])
+        _read_scenarios(world, slots)
         yield world, recorder
 
 
-def _refresh_scenarios(world: ConformanceWorld, job: str) -> None:
+def _refresh_scenarios(world: ConformanceWorld, job: str, slots: list[str]) -> None:
     """Live slot with heartbeats; oversized rows offloaded to S3; a crashed winner taken over and adopted; a
     delivery while paused."""
     from tools.ops.cli import main as ops_main
 
-    live, offload, takeover, paused = world.job_slots(job, 4)
+    live, offload, takeover, paused = slots[-4:]
     # A live slot whose query stays RUNNING for 2 polls (real polling sleeps of 200 ms and more), with a
     # 0.1 s heartbeat interval: the lease is renewed while it runs.
     world.lock_clock.set(Slot.parse(live).epoch_ms + 2_000)
@@ -124,12 +126,11 @@ def _refresh_scenarios(world: ConformanceWorld, job: str) -> None:
     assert run_cli(ops_main, [*own, "resume", "--job", job, "--yes"])[0] == 0
 
 
-def _operator_scenarios(world: ConformanceWorld, job: str, stack_name: str) -> None:
+def _operator_scenarios(world: ConformanceWorld, job: str, stack_name: str, slots: list[str]) -> None:
     """``tools.ops`` and ``tools.results`` as an operator runs them against the stack (outputs read from it)."""
     from tools.ops.cli import main as ops_main
     from tools.results.cli import main as results_main
 
-    slots = world.job_slots(job, 6)
     stack = ["--stack", stack_name, "--region", "us-east-1"]
     commands: list[list[str]] = [
         ["status"],
@@ -151,7 +152,7 @@ def _operator_scenarios(world: ConformanceWorld, job: str, stack_name: str) -> N
             code, output = run_cli(ops_main, [*stack, *command])
             assert code == 0 or (code == 1 and command[0] == "run" and "MISSED" in output), (command, output)
     with world.recorder.acting_as(OPERATOR, "tools.results"):
-        offloaded = world.job_slots(job, 4)[1]
+        offloaded = slots[-3]
         for command in (
             ["jobs"],
             ["latest", "--job", job],
@@ -171,10 +172,10 @@ def _results(main: Any, argv: list[str]) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
-def _read_scenarios(world: ConformanceWorld) -> None:
+def _read_scenarios(world: ConformanceWorld, slots: dict[str, list[str]]) -> None:
     """Every route of the read API (an offloaded result: a presigned GetObject) and the widget."""
     for job in sorted(world.refresh_functions):
-        _, offload, _, _ = world.job_slots(job, 4)
+        offload = slots[job][-3]
         for path, query in (
             ("/jobs", ""),
             (f"/jobs/{job}/results/latest", ""),
