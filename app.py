@@ -6,23 +6,27 @@ CLI passes cdk.json's context) produce the same template: this file reads cdk.js
 context to ``cdk.App``; context from the CLI then overrides it with equal values. No environment
 lookups and no AWS calls at synth time: the stack is environment-agnostic. Every synth runs cdk-nag
 (``stacks.nag``). The jobs are the folders under ``jobs/`` (:mod:`stacks.jobs`): every problem of every job
-is reported before any construct exists.
+is reported before any construct exists: ``main`` prints them one per line to stderr (no traceback) and exits
+with status 2.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import aws_cdk as cdk
 
 from stacks import JOBS_DIR, REPO_ROOT
-from stacks.config import STACK_KEY, StackSettings, load_app_options, load_context
+from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_app_options, load_context
 from stacks.jobs import load_jobs
 from stacks.nag import enable_nag
 from stacks.refresh_stack import ScheduledAthenaRefreshStack
+from stacks.value_metrics_cost import value_metrics_warnings
 
+EXIT_INVALID_CONFIG = 2  # a configuration problem: the list is on stderr
 CDK_JSON = REPO_ROOT / "cdk.json"
 SAMPLE_DATA_DIR = REPO_ROOT / ".cache" / "data" / "flights"  # written by `python -m sample_data.flights`
 STACK_NAME = "ScheduledAthenaRefresh"
@@ -63,10 +67,20 @@ def build_app(
     return app, stack
 
 
-def main() -> None:
-    app, _ = build_app()
+def main(*, jobs_dir: Path = JOBS_DIR, err: TextIO | None = None) -> int:
+    """Synthesize; every configuration problem goes to ``err`` (stderr), one per line, and the status is 2. A job
+    whose value metrics would cost far more than its work is named in a ``warning:`` line (the synth goes on)."""
+    err = err or sys.stderr
+    try:
+        app, stack = build_app(jobs_dir=jobs_dir)
+    except ConfigError as exc:
+        err.write(format_problems(exc.problems) + "\n")
+        return EXIT_INVALID_CONFIG
+    for warning in value_metrics_warnings(stack.definitions):  # a warning, never a failure
+        err.write(f"warning: {warning}\n")
     app.synth()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

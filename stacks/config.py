@@ -22,8 +22,8 @@ import json
 import math
 import re
 import zoneinfo
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,10 @@ MAX_ALARM_DATA_SCANNED_BYTES = MAX_BYTES_SCANNED_CUTOFF - 1
 # https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-throttling.html
 MAX_API_THROTTLE_RATE_LIMIT = 10_000
 MAX_API_THROTTLE_BURST_LIMIT = 5_000
+#: The shortest schedule period a job can have: a slot needs lambda_timeout_s > heartbeat + commit reserve and
+#: max_slot_age_s >= lambda_timeout_s + Lambda's first async retry (60 s), both within one period. 120 s leaves
+#: the default 15 s heartbeat a 60 s timeout (stacks.defaults derives every schedule-bound default from it).
+MIN_SCHEDULE_PERIOD_S = 120
 
 
 def _shared(variable: str, why: str = "") -> Callable[[Any], int]:
@@ -96,6 +100,17 @@ class ConfigError(ValueError):
         self.problems = tuple(problems)
         super().__init__("\n".join(self.problems))
 
+    def lines(self) -> str:
+        """The problems as entry points print them (:func:`format_problems`)."""
+        return format_problems(self.problems)
+
+
+def format_problems(problems: Iterable[str]) -> str:
+    """One problem per line, in order, without repeats (a team default broken for several jobs is one line),
+    ``jobs/<job>/job.toml:<line>: key: problem``: what ``app.py``, ``python -m tools.jobs`` and the other
+    entry points print to stderr (no traceback) before exiting with status 2."""
+    return "\n".join(dict.fromkeys(problems))
+
 
 @dataclass(frozen=True)
 class Labels:
@@ -106,8 +121,15 @@ class Labels:
 
     prefix: str
     ref_prefix: str = ""
+    #: Where a (dotted) key's value came from, when not from ``prefix``'s file: key -> (location, note), e.g.
+    #: ``("jobs/x/job.toml:7", "")`` or ``("jobs/x/job.toml", " (not set; derived: one period)")``.
+    where: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def at(self, key: str) -> str:
+        for name in (key, key.split(".")[0]):
+            if name in self.where:
+                location, note = self.where[name]
+                return f"{location}: {key}{note}"
         return f"{self.prefix}{key}"
 
     def ref(self, key: str) -> str:
@@ -293,24 +315,20 @@ class ValueMetricsConfig:
     max_series: int = 10
 
 
-_alarms = _object(
-    {
-        "data_scanned_bytes": (_integer(1, MAX_ALARM_DATA_SCANNED_BYTES), MISSING),
-        "query_duration_ms": (_integer(1, MAX_ALARM_QUERY_DURATION_MS), MISSING),
-        "email": (_optional(_email), None),
-    },
-    AlarmsConfig,
-)
-_value_metrics = _optional(
-    _object(
-        {
-            "columns": (_column_names(lo=1, hi=MAX_VALUE_COLUMNS), MISSING),
-            "dimensions": (_column_names(lo=0, hi=MAX_VALUE_DIMENSIONS), ()),
-            "max_series": (_shared(contract.ENV_VALUE_METRIC_MAX_SERIES), 10),
-        },
-        ValueMetricsConfig,
-    )
-)
+_ALARM_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "data_scanned_bytes": (_integer(1, MAX_ALARM_DATA_SCANNED_BYTES), MISSING),
+    "query_duration_ms": (_integer(1, MAX_ALARM_QUERY_DURATION_MS), MISSING),
+    "email": (_optional(_email), None),
+}
+_VALUE_METRIC_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "columns": (_column_names(lo=1, hi=MAX_VALUE_COLUMNS), MISSING),
+    "dimensions": (_column_names(lo=0, hi=MAX_VALUE_DIMENSIONS), ()),
+    "max_series": (_shared(contract.ENV_VALUE_METRIC_MAX_SERIES), 10),
+}
+#: The sub keys of the object-valued keys, each with its check and default (``MISSING``: required).
+_SUB_CHECKS = {"alarms": _ALARM_CHECKS, "value_metrics": _VALUE_METRIC_CHECKS}
+_alarms = _object(_ALARM_CHECKS, AlarmsConfig)
+_value_metrics = _optional(_object(_VALUE_METRIC_CHECKS, ValueMetricsConfig))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -407,9 +425,17 @@ class JobConfig:
 
     @classmethod
     def from_context(
-        cls, job: Any, *, labels: Labels = CONTEXT_LABELS, output_columns: tuple[str, ...] | None = None
+        cls,
+        job: Any,
+        *,
+        labels: Labels = CONTEXT_LABELS,
+        output_columns: tuple[str, ...] | None = None,
+        check_output_columns: bool = True,
     ) -> JobConfig:
         """Parse the ``"job"`` context value (a mapping, or its JSON text as ``cdk -c job=...`` gives).
+
+        ``check_output_columns=False``: the query did not prepare (its problems are reported already), so the
+        value metrics are not checked against its output columns.
 
         :raises ConfigError: listing every missing, unknown or invalid key, and every broken relationship.
         """
@@ -426,25 +452,41 @@ class JobConfig:
         known = {field.name: field for field in fields(cls)}
         for key in sorted(set(job) - set(known)):
             problems.append(f"{labels.at(key)}: unknown key; allowed keys: {', '.join(known)}")
-        for key, check in _CHECKS.items():
+        for key in _CHECKS:
             if key not in job:
                 if known[key].default is MISSING:
                     problems.append(f"{labels.at(key)}: missing; required")
                 continue
-            try:
-                values[key] = check(job[key])
-            except _Invalid as exc:
-                problems.append(f"{labels.at(key)}: must be {exc}, got {job[key]!r}")
-            except _InvalidKeys as exc:
-                problems.extend(f"{labels.at(key)}.{sub}: {message}" for sub, message in exc.problems)
-        problems.extend(_relationship_problems(values, labels, output_columns))
+            value, key_problems = check_key(key, job[key], labels)
+            problems.extend(key_problems)
+            if not key_problems:
+                values[key] = value
+        problems.extend(_relationship_problems(values, labels, output_columns, check_output_columns))
         if problems:
             raise ConfigError(problems)
         return cls(**values)
 
 
+def check_key(key: str, value: Any, labels: Labels = CONTEXT_LABELS) -> tuple[Any, list[str]]:
+    """One key's check on its own (type, range, syntax): ``(normalized value, [])`` or ``(None, problems)``.
+
+    ``key`` is a :class:`JobConfig` field, or ``alarms.<sub>`` / ``value_metrics.<sub>`` for one sub key.
+    """
+    top, _, sub = key.partition(".")
+    check = _SUB_CHECKS[top][sub][0] if sub else _CHECKS[key]
+    try:
+        return check(value), []
+    except _Invalid as exc:
+        return None, [f"{labels.at(key)}: must be {exc}, got {value!r}"]
+    except _InvalidKeys as exc:
+        return None, [f"{labels.at(f'{key}.{name}')}: {message}" for name, message in exc.problems]
+
+
 def _relationship_problems(
-    values: Mapping[str, Any], labels: Labels = CONTEXT_LABELS, output_columns: tuple[str, ...] | None = None
+    values: Mapping[str, Any],
+    labels: Labels = CONTEXT_LABELS,
+    output_columns: tuple[str, ...] | None = None,
+    check_output_columns: bool = True,
 ) -> list[str]:
     """Problems between keys that each passed their own check (a missing/invalid key skips its rules).
 
@@ -467,10 +509,29 @@ def _relationship_problems(
     - data scanned alarm: Athena cancels a query at ``bytes_scanned_cutoff_per_query``, so a threshold
       at or above it can never fire.
     - value metrics: the columns must be output columns of ``sql`` (:func:`stacks.query_sql.output_columns`).
+    - period: at least ``MIN_SCHEDULE_PERIOD_S``; a shorter one is one problem, and the rules that involve
+      the period (timeout, slot age) are not checked against it.
     """
     problems: list[str] = []
     lease, heartbeat = values.get("lease_duration_s"), values.get("heartbeat_interval_s")
     timeout, max_age = values.get("lambda_timeout_s"), values.get("max_slot_age_s")
+    schedule = values.get("schedule_expression")
+    period: CronPeriod | None = None
+    if schedule is not None:
+        try:
+            period = cron_period(schedule, values.get("schedule_timezone", "UTC"))
+        except CronError as exc:
+            problems.append(f"{labels.at('schedule_expression')}: {exc}, got {schedule!r}")
+        else:
+            if period.shortest_s < MIN_SCHEDULE_PERIOD_S:
+                every = "every" if period.shortest_s == period.longest_s else "as little as"
+                problems.append(
+                    f"{labels.at('schedule_expression')}: fires {every} {period.shortest_s} s"
+                    f"{'' if every == 'every' else ' apart'}; the shortest period a job can have is "
+                    f"{MIN_SCHEDULE_PERIOD_S} s ({MIN_SCHEDULE_PERIOD_S // 60} minutes): a slot's Lambda timeout "
+                    f"plus Lambda's {ASYNC_FIRST_RETRY_DELAY_S} s first retry must fit in one period, got {schedule!r}"
+                )
+                timeout = max_age = period = None  # their rules involve the period: one problem, not three
     if lease is not None and heartbeat is not None:
         bound = (lease - CLOCK_SKEW_ALLOWANCE_S) / 2
         if not heartbeat < bound:
@@ -491,25 +552,19 @@ def _relationship_problems(
             f"{ASYNC_FIRST_RETRY_DELAY_S} s = {timeout + ASYNC_FIRST_RETRY_DELAY_S} s, or Lambda drops the first "
             f"async retry of a timed-out invocation as too old, got {max_age}"
         )
-    schedule = values.get("schedule_expression")
-    if schedule is not None:
-        try:
-            period = cron_period(schedule, values.get("schedule_timezone", "UTC"))
-        except CronError as exc:
-            problems.append(f"{labels.at('schedule_expression')}: {exc}, got {schedule!r}")
-        else:
-            if timeout is not None and period.shortest_s < timeout:
-                problems.append(
-                    f"{labels.at('lambda_timeout_s')}: must not exceed the schedule's period "
-                    f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart), "
-                    f"or a slot can still run when the next one starts, got {timeout}"
-                )
-            if max_age is not None and max_age > period.shortest_s:
-                problems.append(
-                    f"{labels.at('max_slot_age_s')}: must not exceed the schedule's period "
-                    f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart): an older "
-                    f"delivery is superseded by the next slot, got {max_age}"
-                )
+    if period is not None:
+        if timeout is not None and period.shortest_s < timeout:
+            problems.append(
+                f"{labels.at('lambda_timeout_s')}: must not exceed the schedule's period "
+                f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart), "
+                f"or a slot can still run when the next one starts, got {timeout}"
+            )
+        if max_age is not None and max_age > period.shortest_s:
+            problems.append(
+                f"{labels.at('max_slot_age_s')}: must not exceed the schedule's period "
+                f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart): an older "
+                f"delivery is superseded by the next slot, got {max_age}"
+            )
     cutoff, alarms = values.get("bytes_scanned_cutoff_per_query"), values.get("alarms")
     if cutoff is not None and alarms is not None and alarms.data_scanned_bytes >= cutoff:
         problems.append(
@@ -527,7 +582,7 @@ def _relationship_problems(
         output = (
             output_columns if output_columns is not None else (query_output_columns(sql) if sql is not None else None)
         )
-        if output is not None:
+        if output is not None and check_output_columns:
             for sub in ("columns", "dimensions"):
                 unknown = [name for name in getattr(value_metrics, sub) if name not in output]
                 if unknown:

@@ -21,6 +21,10 @@ window, attempts, Lambda memory and timeout, alarms, value metrics, bytes-scanne
 Stack-wide settings (removal policy, workgroup, the sample's database, alarm email) stay in cdk.json
 (:class:`stacks.config.StackSettings`).
 
+Only ``source`` and ``schedule_expression`` are required: every other key defaults (``jobs/defaults.toml``, a
+rule on the schedule's period, or a built-in value: :mod:`stacks.defaults`), and each job keeps where each
+value came from (:attr:`JobDefinition.settings`). Problems name the file and line, ``jobs/x/job.toml:7: key: ...``.
+
 :func:`load_jobs` reports every problem of every job at once, each naming its file and key, and raises
 :class:`~stacks.config.ConfigError` before any construct exists: a mistyped job file never yields a
 half-built stack.
@@ -36,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from slotlock import table as lock_table
+from stacks import defaults
 from stacks.config import GLUE_NAME, STACK_KEY, ConfigError, JobConfig, Labels, StackSettings, load_context
+from stacks.defaults import Setting, TeamDefaults
 from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
 
 JOB_FILE = "job.toml"
@@ -68,6 +74,9 @@ class GlueSource:
     database: str
     table: str
     location: str
+    #: ``source.columns`` (optional): the table's columns as (name, Glue type) pairs, for ``make check``'s
+    #: column resolution; empty when the job declares none.
+    columns: tuple[tuple[str, str], ...] = ()
 
     @property
     def bucket_name(self) -> str:
@@ -91,10 +100,18 @@ class JobDefinition:
     source: Source
     parameters: Mapping[str, str]
     query: PreparedSql
+    #: Every effective setting with its origin (job.toml, jobs/defaults.toml, derived, built-in): see
+    #: :mod:`stacks.defaults`; ``python -m tools.jobs settings`` prints them.
+    settings: tuple[Setting, ...] = ()
 
     @property
     def job_name(self) -> str:
         return self.config.job_name
+
+    @property
+    def settings_origin(self) -> Mapping[str, str]:
+        """Key -> where its value came from: ``job.toml``, ``jobs/defaults.toml``, ``derived`` or ``built-in``."""
+        return {setting.key: setting.origin for setting in self.settings}
 
     @property
     def schedule_timezone(self) -> str:
@@ -117,7 +134,8 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
     """
     root = root if root is not None else jobs_dir.parent
     folders = discover(jobs_dir)
-    problems: list[str] = []
+    team = defaults.load_team_defaults(jobs_dir, _rel(jobs_dir / defaults.TEAM_FILE, root))
+    problems: list[str] = list(team.problems)
     if not folders:
         problems.append(f"{_rel(jobs_dir, root)}: no job folder (a folder with a {JOB_FILE}) found")
     seen: dict[str, Path] = {}
@@ -133,26 +151,37 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
             continue
         seen[key] = folder
         try:
-            jobs.append(load_job(folder, stack, root=root))
+            jobs.append(load_job(folder, stack, root=root, team=team))
         except ConfigError as exc:
             problems.extend(exc.problems)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(list(dict.fromkeys(problems)))  # a team default broken for several jobs: once
     return tuple(jobs)
 
 
-def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) -> JobDefinition:
-    """Read and validate one job folder. :raises ConfigError: every problem, naming the file and key."""
+def load_job(
+    folder: Path, stack: StackSettings, *, root: Path | None = None, team: TeamDefaults | None = None
+) -> JobDefinition:
+    """Read and validate one job folder. :raises ConfigError: every problem, naming the file, line and key.
+
+    ``team``: the checked team defaults (:func:`stacks.defaults.load_team_defaults`); default: read
+    ``jobs/defaults.toml`` next to the folder, its problems reported with the job's.
+    """
     root = root if root is not None else folder.parent.parent
     job_file, query_file = _rel(folder / JOB_FILE, root), _rel(folder / QUERY_FILE, root)
-    labels = Labels(f"{job_file}: ", "")
     problems: list[str] = []
+    if team is None:
+        team = defaults.load_team_defaults(folder.parent, _rel(folder.parent / defaults.TEAM_FILE, root))
+        problems.extend(team.problems)
     if not lock_table.is_valid_job_name(folder.name):
         problems.append(f"{_rel(folder, root)}: the folder name is the job name: {lock_table.JOB_NAME_RULE}")
     try:
-        document = tomllib.loads((folder / JOB_FILE).read_text(encoding="utf-8"))
+        text = (folder / JOB_FILE).read_text(encoding="utf-8")
+        document = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError([*problems, f"{job_file}: not a valid TOML file: {exc}"]) from exc
+    lines = defaults.key_lines(text)
+    labels = Labels(f"{job_file}: ", "", {key: (defaults.located(job_file, lines, key), "") for key in lines})
     try:
         sql = (folder / QUERY_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -162,18 +191,29 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
         problems.append(f"{query_file}: cannot be read: {exc}")
         sql = None
 
-    settings = {k: v for k, v in document.items() if k not in JOB_KEYS}
-    alarms = settings.get("alarms")
-    if isinstance(alarms, Mapping):
-        if "email" in alarms:
-            problems.append(f"{labels.at('alarms.email')}: not a job setting here (stack-wide, in cdk.json)")
-        settings["alarms"] = {**{k: v for k, v in alarms.items() if k != "email"}, "email": stack.alarm_email}
-    for key in sorted(set(settings) & set(DERIVED_KEYS)):
-        problems.append(f"{labels.at(key)}: not a job setting here ({_derived_why(key)})")
-        settings.pop(key)
+    flat = _job_settings(document, labels, problems)
+    settings = defaults.resolve(flat, team, job_label=job_file, job_lines=lines)
+    labels = _labels_with_origins(labels, settings, job_file, team)
     source = _source(document.get("source"), labels, problems)
     data_year = _sample(document.get("sample"), source, labels, problems)
     parameters = _parameters(document.get("parameters", {}), labels, problems)
+    if isinstance(source, SampleSource):
+        origin = defaults.ORIGIN_JOB if "sample.data_year" in lines else defaults.ORIGIN_BUILT_IN
+        why = (
+            defaults.located(job_file, lines, "sample.data_year")
+            if lines.get("sample.data_year")
+            else "the sample's year"
+        )
+        settings.append(Setting("sample.data_year", data_year, origin, why))
+    settings.insert(
+        0, Setting("source", document.get("source"), defaults.ORIGIN_JOB, defaults.located(job_file, lines, "source"))
+    )
+    settings.extend(
+        Setting(
+            f"parameters.{name}", text, defaults.ORIGIN_JOB, defaults.located(job_file, lines, f"parameters.{name}")
+        )
+        for name, text in parameters.items()
+    )
 
     query: PreparedSql | None = None
     if sql is not None:
@@ -181,8 +221,15 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
             query = prepare_sql(sql, defined=(*BUILTIN_PARAMETERS, *parameters))
         except QuerySqlError as exc:
             problems.extend(f"{query_file}: {problem}" for problem in exc.problems)
+    effective = {setting.key: setting.value for setting in settings}
     values: dict[str, Any] = {
-        **settings,
+        key: effective[key] for key in defaults.SETTING_KEYS if key in effective and "." not in key
+    }
+    values["alarms"] = {
+        **{key: effective[f"alarms.{key}"] for key in defaults.ALARM_KEYS},
+        "email": stack.alarm_email,
+    }
+    values |= {
         "job_name": folder.name,
         "sql": query.text if query is not None else "SELECT 1",
         "database": _database(source, stack),
@@ -193,7 +240,9 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
     }
     config: JobConfig | None = None
     try:
-        config = JobConfig.from_context(values, labels=labels, output_columns=_columns(query))
+        config = JobConfig.from_context(
+            values, labels=labels, output_columns=_columns(query), check_output_columns=query is not None
+        )
     except ConfigError as exc:
         problems.extend(exc.problems)
     if problems or config is None or query is None or source is None:
@@ -204,7 +253,47 @@ def load_job(folder: Path, stack: StackSettings, *, root: Path | None = None) ->
         source=source,
         parameters=parameters,
         query=query,
+        settings=tuple(settings),
     )
+
+
+def _job_settings(document: Mapping[str, Any], labels: Labels, problems: list[str]) -> dict[str, Any]:
+    """The job file's settings, flat (``alarms.data_scanned_bytes``): unknown and misplaced keys are reported
+    (with a suggestion and exactly the keys a job.toml accepts) and left out."""
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        if key in DERIVED_KEYS:
+            problems.append(f"{labels.at(key)}: not a job setting here ({_derived_why(key)})")
+        elif key not in defaults.JOB_TOML_KEYS:
+            problems.append(f"{labels.at(key)}: {defaults.unknown_key(key, defaults.JOB_TOML_KEYS)}")
+        elif key == "alarms":
+            if not isinstance(value, Mapping):
+                allowed = ", ".join(defaults.ALARM_KEYS)
+                problems.append(f"{labels.at(key)}: must be a table with {allowed}, got {value!r}")
+                continue
+            for sub, sub_value in value.items():
+                if sub == "email":
+                    problems.append(f"{labels.at('alarms.email')}: not a job setting here (stack-wide, in cdk.json)")
+                elif sub not in defaults.ALARM_KEYS:
+                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_key(sub, defaults.ALARM_KEYS)}")
+                else:
+                    flat[f"alarms.{sub}"] = sub_value
+        elif key not in JOB_KEYS and key != "source":
+            flat[key] = value
+    return flat
+
+
+def _labels_with_origins(labels: Labels, settings: Sequence[Setting], job_file: str, team: TeamDefaults) -> Labels:
+    """Problems about a key the job file does not set name where its value came from: the team file and line,
+    or the job file with the default and its rule (``max_slot_age_s (not set; derived 1800: one period)``)."""
+    where = dict(labels.where)
+    for setting in settings:
+        if setting.origin == defaults.ORIGIN_TEAM:
+            where[setting.key] = (setting.why, f" (team default, for {job_file})")
+        elif setting.origin in (defaults.ORIGIN_DERIVED, defaults.ORIGIN_BUILT_IN):
+            rule = f": {setting.why}" if setting.why else ""
+            where[setting.key] = (job_file, f" (not set; {setting.origin} default {setting.value!r}{rule})")
+    return Labels(labels.prefix, labels.ref_prefix, where)
 
 
 def _columns(query: PreparedSql | None) -> tuple[str, ...] | None:
@@ -236,8 +325,8 @@ def _source(value: Any, labels: Labels, problems: list[str]) -> Source | None:
         problems.append(f"{labels.at('source')}: {'missing; required, ' if value is None else 'must be '}{allowed}")
         return None
     before = len(problems)
-    for key in sorted(set(value) - {"database", "table", "location"}):
-        problems.append(f"{labels.at('source.' + key)}: unknown key; allowed keys: database, table, location")
+    for key in sorted(set(value) - {"database", "table", "location", "columns"}):
+        problems.append(f"{labels.at('source.' + key)}: unknown key; allowed keys: database, table, location, columns")
     names = {}
     for key in ("database", "table"):
         text = value.get(key)
@@ -253,17 +342,55 @@ def _source(value: Any, labels: Labels, problems: list[str]) -> Source | None:
             f"{labels.at('source.location')}: must be the table's S3 location, s3://<bucket>/<prefix>/ (ending in"
             f" '/'), got {location!r}"
         )
+    columns = _source_columns(value.get("columns", {}), labels, problems)
     if len(problems) > before:
         return None
-    return GlueSource(database=str(names["database"]), table=str(names["table"]), location=str(location))
+    return GlueSource(
+        database=str(names["database"]), table=str(names["table"]), location=str(location), columns=columns
+    )
+
+
+def _source_columns(value: Any, labels: Labels, problems: list[str]) -> tuple[tuple[str, str], ...]:
+    """``source.columns``: column name -> Glue (Hive DDL) type, e.g. ``{ carrier = "string", dep_delay = "double" }``
+    (https://docs.aws.amazon.com/athena/latest/ug/data-types.html)."""
+    if not isinstance(value, Mapping):
+        problems.append(
+            f'{labels.at("source.columns")}: must be a table of column name = "Glue type", e.g.'
+            f' {{ carrier = "string" }}, got {value!r}'
+        )
+        return ()
+    columns = []
+    for name, glue_type in value.items():
+        where = labels.at(f"source.columns.{name}")
+        if not GLUE_NAME.fullmatch(name):
+            problems.append(f"{where}: a column name is 1 to 255 lowercase letters, digits or '_'")
+        elif not isinstance(glue_type, str) or not is_glue_type(glue_type):
+            problems.append(
+                f'{where}: must be a Glue (Hive) type such as "string", "bigint", "double",'
+                f' "timestamp", "decimal(10,2)", got {glue_type!r}'
+            )
+        else:
+            columns.append((name, glue_type.strip()))
+    return tuple(columns)
+
+
+def is_glue_type(text: str) -> bool:
+    """Whether ``text`` is a Glue (Hive DDL) column type, as sqlglot's Hive dialect parses one."""
+    import sqlglot
+
+    if not text.strip():
+        return False
+    try:
+        sqlglot.exp.DataType.build(text, dialect="hive")
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return False
+    return True
 
 
 def _sample(value: Any, source: Source | None, labels: Labels, problems: list[str]) -> int | None:
     """The sample's data year (``None`` for a Glue source: the window is the slot's own)."""
     if value is None:
-        if isinstance(source, SampleSource):
-            problems.append(f"{labels.at('sample.data_year')}: missing; a sample source maps its window onto a year")
-        return None
+        return defaults.SAMPLE_DATA_YEARS[source.name] if isinstance(source, SampleSource) else None
     if not isinstance(source, SampleSource):
         if source is not None:
             problems.append(f"{labels.at('sample')}: only for a sample source; a Glue table's window is the slot's own")
@@ -272,7 +399,9 @@ def _sample(value: Any, source: Source | None, labels: Labels, problems: list[st
         problems.append(f"{labels.at('sample')}: must be a table with data_year, got {value!r}")
         return None
     for key in sorted(set(value) - {"data_year"}):
-        problems.append(f"{labels.at('sample.' + key)}: unknown key; allowed keys: data_year")
+        problems.append(f"{labels.at('sample.' + key)}: {defaults.unknown_key(key, ('data_year',))}")
+    if "data_year" not in value:
+        return defaults.SAMPLE_DATA_YEARS[source.name]
     year = value.get("data_year")
     if isinstance(year, bool) or not isinstance(year, int):
         problems.append(f"{labels.at('sample.data_year')}: must be an integer year, got {year!r}")

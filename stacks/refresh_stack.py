@@ -55,6 +55,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         super().__init__(scope, construct_id, **kwargs)
         if not jobs:
             raise ValueError("a stack needs at least one job")
+        #: The validated job folders this stack deploys.
+        self.definitions: tuple[JobDefinition, ...] = tuple(jobs)
         removal_policy = cdk.RemovalPolicy[settings.removal_policy]
 
         lock = LockTable(self, "Lock", removal_policy=removal_policy)

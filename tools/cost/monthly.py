@@ -14,6 +14,7 @@ from typing import Final
 
 from athena_refresh import contract
 from athena_refresh.cost import CostEstimate, Prices, SlotUsage, estimate_slot_cost
+from stacks.value_metrics_cost import MetricSeries, metric_series  # shared with the stack's warning
 from tools.cost.usage import (
     AlarmCount,
     Durations,
@@ -45,49 +46,6 @@ SERVICES: Final = (
 
 def usd(value: float) -> float:
     return round(value, USD_DIGITS)
-
-
-# --- CloudWatch custom metrics --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MetricSeries:
-    """The metric name x dimension combinations the runtime can emit for one job (each a custom metric)."""
-
-    operational: int  # contract.ALL_METRICS with (service, job), but for the reason ones and ValueSeriesDropped
-    lost_race_reasons: int  # LostRace x contract.LOSS_REASONS
-    slot_missed_reasons: int  # SlotMissed x contract.MISSED_REASONS
-    cold_start: int  # Powertools' ColdStart (function_name, service)
-    value_series: int  # value columns x max_series (ScheduledAthenaRefresh/Values)
-    value_series_dropped: int  # ValueSeriesDropped: emitted only when value metrics are on
-
-    @property
-    def total(self) -> int:
-        return (
-            self.operational
-            + self.lost_race_reasons
-            + self.slot_missed_reasons
-            + self.cold_start
-            + self.value_series
-            + self.value_series_dropped
-        )
-
-    @property
-    def value_metrics(self) -> int:
-        return self.value_series + self.value_series_dropped
-
-
-def metric_series(value_columns: int, max_series: int) -> MetricSeries:
-    """Every combination that can occur: all reasons (``busy`` and ``paused`` with operator runs), whether or
-    not a month sees it; the value series at their cap (``max_series``)."""
-    counted_apart = {contract.METRIC_LOST_RACE, contract.METRIC_SLOT_MISSED, contract.METRIC_VALUE_SERIES_DROPPED}
-    values_on = value_columns > 0
-    return MetricSeries(
-        operational=sum(1 for m in contract.ALL_METRICS if m not in counted_apart),
-        lost_race_reasons=len(contract.LOSS_REASONS),
-        slot_missed_reasons=len(contract.MISSED_REASONS),
-        cold_start=1,
-        value_series=value_columns * max_series if values_on else 0,
-        value_series_dropped=1 if values_on else 0,
-    )
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,6 @@ No I/O: the inputs come from :mod:`tools.cost.inputs`; :mod:`tools.cost.monthly`
 
 from __future__ import annotations
 
-import calendar
-import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,14 +13,21 @@ from typing import Any, Final
 
 from athena_refresh import contract
 from athena_refresh.cost import LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
-from athena_refresh.schedule import firings_between
 from slotlock.capacity import estimate_write_units
 
-DAYS_PER_MONTH: Final = 365.25 / 12  # 30.4375
-HOURS_PER_MONTH: Final = DAYS_PER_MONTH * 24  # 730.5
-#: The year whose firings are counted (scaled to 365.25 days, so a leap year and a common one agree).
-REFERENCE_YEAR: Final = 2026
-MAX_FIRINGS_PER_YEAR: Final = 366 * 24 * 60  # a cron fires at most once a minute
+# The arithmetic the stack's value-metrics warning shares (stacks may not import tools/), re-exported here.
+from stacks.value_metrics_cost import (  # noqa: F401
+    COLD_AFTER_IDLE_S,
+    DAYS_PER_MONTH,
+    HOURS_PER_MONTH,
+    MAX_FIRINGS_PER_YEAR,
+    REFERENCE_YEAR,
+    VALUE_BLOB_BYTES,
+    VALUE_COLUMN_BYTES,
+    ScheduleRate,
+    schedule_rate,
+    value_log_bytes,
+)
 
 # --- assumptions (docs/cost.md says why each is what it is) ------------------------------------------------
 #: The winner's duration: an Athena query of a few seconds, seen done by the poll loop (200, 400, 800, 1600 ms
@@ -35,9 +40,6 @@ DEFAULT_LOSER_DURATION_MS: Final = 100.0
 #: The INIT phase of a cold environment (imports: 281 ms median on a 2-core machine in bench-report.json's
 #: coldstart, slower at 256 MB's CPU share); billed since 1 August 2025 (prices.toml).
 DEFAULT_COLD_START_MS: Final = 700.0
-#: An invocation whose previous firing is longer ago than this is assumed cold (Lambda reclaims idle
-#: environments after minutes; not documented), every other one warm.
-COLD_AFTER_IDLE_S: Final = 15 * 60
 #: The in-flight state record_state writes on the slot item (query execution id, attempt), JSON.
 STATE_BYTES: Final = 120
 #: Log bytes per invocation, measured in make demo's worker logs (medians of 8 winners and 40 losers per
@@ -47,65 +49,8 @@ STATE_BYTES: Final = 120
 #: logs: 500 B per invocation assumed.
 WINNER_LOG_BYTES: Final = 6_400
 LOSER_LOG_BYTES: Final = 1_100
-VALUE_BLOB_BYTES: Final = 120
-VALUE_COLUMN_BYTES: Final = 90
 COLD_START_LOG_BYTES: Final = 290
 PLATFORM_LOG_BYTES: Final = 500
-
-
-# --- the schedule ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ScheduleRate:
-    """The firings of one schedule in :attr:`year` (UTC): how many, in how many distinct clock hours, and how
-    many come after an idle gap longer than :data:`COLD_AFTER_IDLE_S` (cold)."""
-
-    year: int
-    firings: int
-    active_hours: int
-    cold_firings: int
-
-    @property
-    def days(self) -> int:
-        return 366 if calendar.isleap(self.year) else 365
-
-    @property
-    def slots_per_month(self) -> float:
-        return self.firings * DAYS_PER_MONTH / self.days
-
-    @property
-    def active_hours_per_month(self) -> float:
-        return self.active_hours * DAYS_PER_MONTH / self.days
-
-    @property
-    def metric_month_fraction(self) -> float:
-        """The share of a month's hours in which the job emits metrics (custom metrics are prorated by the hour
-        and metered only when sent: https://aws.amazon.com/cloudwatch/pricing/)."""
-        return min(1.0, self.active_hours_per_month / HOURS_PER_MONTH)
-
-    @property
-    def cold_fraction(self) -> float:
-        return self.cold_firings / self.firings if self.firings else 0.0
-
-
-def schedule_rate(
-    expression: str, timezone: str, *, year: int = REFERENCE_YEAR, cold_after_idle_s: float = COLD_AFTER_IDLE_S
-) -> ScheduleRate:
-    """Count the firings of ``expression`` in ``timezone`` during ``year`` (EventBridge Scheduler's rules,
-    :func:`athena_refresh.schedule.firings_between`). The first firing's idle gap is measured from the year's
-    last one (a year repeats). :raises athena_refresh.schedule.CronError: as ``firings_between``."""
-    start = dt.datetime(year, 1, 1, tzinfo=dt.UTC)
-    end = dt.datetime(year + 1, 1, 1, tzinfo=dt.UTC) - dt.timedelta(seconds=1)
-    epochs = [int(f.timestamp()) for f in firings_between(expression, timezone, start, end, limit=MAX_FIRINGS_PER_YEAR)]
-    cold = 0
-    if epochs:
-        previous = epochs[-1] - (366 if calendar.isleap(year) else 365) * 86_400
-        for epoch in epochs:
-            if epoch - previous > cold_after_idle_s:
-                cold += 1
-            previous = epoch
-    return ScheduleRate(
-        year=year, firings=len(epochs), active_hours=len({e // 3600 for e in epochs}), cold_firings=cold
-    )
 
 
 # --- DynamoDB request units of one slot -----------------------------------------------------------------------
@@ -216,8 +161,7 @@ class LogBytes:
 def log_bytes(job: JobInputs) -> LogBytes:
     """Bytes each invocation logs (JSON lines, EMF blobs, Lambda's records; ColdStart when cold)."""
     cold = job.schedule.cold_fraction * COLD_START_LOG_BYTES
-    series = job.value_max_series if job.value_columns else 0
-    values = series * (VALUE_BLOB_BYTES + VALUE_COLUMN_BYTES * job.value_columns)
+    values = value_log_bytes(job.value_columns, job.value_max_series)
     return LogBytes(
         winner=WINNER_LOG_BYTES + values + PLATFORM_LOG_BYTES + cold,
         loser=LOSER_LOG_BYTES + PLATFORM_LOG_BYTES + cold,

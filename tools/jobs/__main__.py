@@ -1,0 +1,5 @@
+import sys
+
+from tools.jobs.cli import main
+
+sys.exit(main())

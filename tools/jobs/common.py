@@ -1,0 +1,174 @@
+"""What ``run`` and ``check`` share: the job folders loaded as synth loads them, where a job's local data lives,
+a table's schema (``source.columns``, the sample's declared columns, a Parquet file's), and where an identifier
+stands in ``query.sql``.
+
+``source.columns`` (``{ carrier = "string", dep_delay = "double" }``: column name -> Glue type) is an optional
+key of a Glue ``source``, validated by :mod:`stacks.jobs` (:attr:`stacks.jobs.GlueSource.columns`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final, TextIO
+
+import sqlglot
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
+from stacks.jobs import QUERY_FILE, GlueSource, JobDefinition, SampleSource, load_jobs
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+CDK_JSON: Final = REPO_ROOT / "cdk.json"
+JOBS_DIR: Final = REPO_ROOT / "jobs"
+#: Where the local engine reads tables: ``<DATA_DIR>/<table>/**/*.parquet`` (the sample's too: ``make data``).
+DATA_DIR: Final = REPO_ROOT / ".cache" / "data"
+DIALECT: Final = "trino"
+
+
+class JobsError(Exception):
+    """A problem the user must fix before the command can run: each line of ``problems`` is printed alone."""
+
+    def __init__(self, problems: Sequence[str], status: int = 2) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = tuple(problems)
+        self.status = status
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedJobs:
+    """The validated jobs and, per job name, its ``source.columns`` (name -> Glue type) when it declares them."""
+
+    jobs: tuple[JobDefinition, ...]
+    declared_columns: Mapping[str, Mapping[str, str]]
+    root: Path
+
+    def named(self, name: str) -> JobDefinition:
+        for job in self.jobs:
+            if job.job_name == name:
+                return job
+        raise JobsError([f"no job {name!r}; jobs: {', '.join(j.job_name for j in self.jobs) or 'none'}"])
+
+
+def print_problems(problems: Sequence[str], err: TextIO) -> None:
+    """Each problem on its own line, as synth prints them (:func:`stacks.config.format_problems`)."""
+    err.write(format_problems(problems) + "\n")
+
+
+def stack_settings(cdk_json: Path = CDK_JSON) -> StackSettings:
+    """cdk.json's ``context.stack`` as app.py reads it. :raises ConfigError: as ``StackSettings.from_context``."""
+    return StackSettings.from_context(load_context(cdk_json).get(STACK_KEY))
+
+
+def load(jobs_dir: Path = JOBS_DIR, *, cdk_json: Path = CDK_JSON) -> LoadedJobs:
+    """Every job under ``jobs_dir``, validated as synth validates them (:func:`stacks.jobs.load_jobs` with cdk.json's
+    stack settings). :raises JobsError: every problem (status 2)."""
+    jobs_dir = Path(jobs_dir).resolve()
+    root = jobs_dir.parent
+    try:
+        jobs = load_jobs(jobs_dir, stack_settings(cdk_json), root=root)
+    except ConfigError as exc:
+        raise JobsError(exc.problems) from exc
+    columns = {
+        job.job_name: dict(job.source.columns)
+        for job in jobs
+        if isinstance(job.source, GlueSource) and job.source.columns
+    }
+    return LoadedJobs(jobs=jobs, declared_columns=columns, root=root)
+
+
+# --- where things are ----------------------------------------------------------------------------------------
+def job_file(job: JobDefinition, name: str = QUERY_FILE) -> str:
+    """``jobs/<job>/query.sql`` (the folder's parent named as load_jobs names it)."""
+    return f"{job.folder.parent.name}/{job.folder.name}/{name}"
+
+
+def identifier_line(sql: str, name: str) -> int | None:
+    """The line of the first identifier ``name`` (any case, quoted or not) in ``sql``, from sqlglot's Trino
+    tokens: never a word inside a string or a comment. ``None`` when it is not there."""
+    for token in tokens(sql):
+        if token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and token.text.lower() == name.lower():
+            return int(token.line)
+    for token in tokens(sql):  # a keyword used as a name (e.g. ``year``, ``hour``)
+        if token.token_type != TokenType.STRING and token.text.lower() == name.lower():
+            return int(token.line)
+    return None
+
+
+def tokens(sql: str) -> list[Token]:
+    try:
+        return list(sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql))
+    except TokenError:
+        return []
+
+
+def located(job: JobDefinition, line: int | None) -> str:
+    """``jobs/<job>/query.sql:<line>`` (no line when unknown)."""
+    return job_file(job) + (f":{line}" if line is not None else "")
+
+
+def query_text(job: JobDefinition) -> str:
+    return (job.folder / QUERY_FILE).read_text(encoding="utf-8")
+
+
+# --- data and schemas ----------------------------------------------------------------------------------------
+def has_parquet(table_dir: Path) -> bool:
+    """Whether ``table_dir`` holds a Parquet file the local engine reads (names starting ``_`` or ``.`` are not)."""
+    if not table_dir.is_dir():
+        return False
+    return any(
+        not any(part.startswith(("_", ".")) for part in p.relative_to(table_dir).parts)
+        for p in table_dir.rglob("*.parquet")
+    )
+
+
+def data_dir_for(job: JobDefinition, data: Path | None) -> Path:
+    """The directory holding ``<table>/`` for ``job``: ``data`` (``--data``) when given, else ``.cache/data``.
+
+    :raises JobsError: (status 2) no Parquet file there, one line saying how to get it.
+    """
+    table = job.source.table
+    base = Path(data) if data is not None else DATA_DIR
+    if has_parquet(base / table):
+        return base
+    if isinstance(job.source, SampleSource) and data is None:
+        raise JobsError(
+            [f"no sample data in {_shown(base / table)}/: build it with `make data` (python -m sample_data.flights)"]
+        )
+    where = (
+        f"{_shown(base / table)}/" if data is not None else f".cache/data/{table}/ (or DIR/{table}/ with --data DIR)"
+    )
+    raise JobsError(
+        [
+            f"no Parquet files for table {table}: put them under {where}, Hive-partitioned like dt=2024-01-31/part-0.parquet"
+        ]
+    )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def sample_schema(source: SampleSource) -> dict[str, str]:
+    """The sample table's columns as the stack's Glue table declares them (name -> Glue type), partition key too."""
+    from sample_data.flights import FLIGHTS_GLUE_COLUMNS, FLIGHTS_GLUE_PARTITION_KEYS
+
+    return {name: glue_type for name, glue_type in (*FLIGHTS_GLUE_COLUMNS, *FLIGHTS_GLUE_PARTITION_KEYS)}
+
+
+def parquet_schema(table_dir: Path) -> dict[str, str]:
+    """The columns of the Parquet files under ``table_dir`` (Hive partition keys as ``varchar``), DuckDB types."""
+    import duckdb
+
+    pattern = str(table_dir / "**" / "*.parquet")
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning = true, hive_types_autocast = false, union_by_name = true)",
+            [pattern],
+        ).fetchall()
+    return {str(row[0]): str(row[1]) for row in rows}

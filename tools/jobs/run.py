@@ -1,0 +1,242 @@
+"""Run one job's query now, for one slot, on the local engine (DuckDB): its rows, bytes scanned and estimated cost.
+
+    python -m tools.jobs run --job flights-dashboard                       the latest slot at or before now
+    python -m tools.jobs run --job flights-dashboard --slot 2026-11-24T20:30Z --format json
+    make run JOB=flights-dashboard SLOT=2026-11-24T20:30Z
+
+The job's prepared query (``query.sql`` with its ``:name`` parameters as ``?``, exactly as synth prepares it) is
+bound as the deployed function binds it: its settings come from a job catalog built like the bundled one
+(:func:`stacks.runtime_asset.catalog_queries`), read by :meth:`athena_refresh.settings.Settings.from_env`, and the
+parameters are :meth:`Settings.execution_parameters` of the slot (window, ``data_year`` mapping, constants). The
+slot defaults to the job's latest schedule firing at or before now (its cron in its time zone). No lock, no racers,
+no DynamoDB: one query on :class:`local.emulators.duckdb_engine.DuckDBQueryEngine` with a temporary state directory.
+
+Data: ``<DIR>/<table>/**/*.parquet`` (Hive partitions such as ``dt=2024-01-31/`` are columns), ``DIR`` being
+``.cache/data`` by default or ``--data DIR``. The sample (``source = "sample:flights"``) is built there by
+``make data``; for your own table (a Glue ``source``), put a copy of (part of) its Parquet files under
+``.cache/data/<table>/``.
+
+Output: the rows as a table (``--format table``, the default), CSV (``csv``: the rows on stdout, the summary line on
+stderr) or JSON (``json``: one object with the job, slot, parameters, columns, rows, bytes scanned and cost). The
+bytes scanned are the local engine's measure of what Athena would read (docs/local.md); the cost is an ESTIMATE:
+those bytes as Athena bills them (rounded up to the MB, 10 MB minimum) at ``prices.toml``'s price per TB.
+
+Exit status: 0 the query succeeded; 1 it failed (the engine's error, mapped to ``query.sql``'s line and column,
+on stderr); 2 bad arguments, an invalid job folder (each problem on its own line) or no data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import math
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from athena_refresh.catalog import CATALOG_FILE, catalog_document
+from athena_refresh.cost import TB, PriceTableError, athena_billed_bytes, load_prices
+from athena_refresh.engine import QueryResult, client_request_token
+from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
+from athena_refresh.schedule import CronError, latest_firings
+from athena_refresh.settings import Settings
+from slotlock import Slot
+from stacks.jobs import JobDefinition
+from tools.jobs import common
+
+FORMATS = ("table", "csv", "json")
+STAND_IN = "local-run"  # the table and deployment names the settings need (nothing is created)
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--job", required=True, metavar="NAME", help="the job (its folder's name under jobs/)")
+    parser.add_argument(
+        "--slot",
+        metavar="ISO",
+        help="the slot's scheduled time, ISO 8601 (UTC unless it has an offset), e.g. 2026-11-24T20:30Z;"
+        " default: the job's latest schedule firing at or before now",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        type=Path,
+        help="the directory holding <table>/...parquet (default: .cache/data, where `make data` builds the sample)",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="table", help="how to print the rows (default: table)")
+    parser.add_argument("--jobs-dir", type=Path, default=common.JOBS_DIR, help=argparse.SUPPRESS)
+
+
+def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        loaded = common.load(args.jobs_dir)
+        job = loaded.named(args.job)
+        slot = parse_slot(args.slot) if args.slot else latest_slot(job, dt.datetime.now(dt.UTC))
+        data_dir = common.data_dir_for(job, args.data)
+        settings = job_settings(job)
+        prices = load_prices()
+    except common.JobsError as exc:
+        common.print_problems(exc.problems, err)
+        return exc.status
+    except PriceTableError as exc:
+        err.write(f"{exc}\n")
+        return EXIT_USAGE
+    parameters = settings.execution_parameters(slot)
+    slot_iso = Slot(int(slot.timestamp())).iso
+    token = client_request_token(job.job_name, slot_iso, 1, deployment_id=STAND_IN)
+    from local.emulators.duckdb_engine import DuckDBQueryEngine
+
+    with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
+        try:
+            with DuckDBQueryEngine(data_dir=data_dir, state_dir=Path(tmp)) as engine:
+                query_id = engine.start_query(sql=settings.query_sql, parameters=parameters, client_request_token=token)
+                execution = engine.get_query(query_id)
+                if execution.state != "SUCCEEDED":
+                    message = execution.error.error_message if execution.error else execution.state
+                    err.write(failure_line(job, message or execution.state) + "\n")
+                    return EXIT_FAILED
+                result = engine.get_results(query_id)
+        except (QueryEngineError, ResultTypeError) as exc:
+            err.write(failure_line(job, str(exc)) + "\n")
+            return EXIT_FAILED
+    scanned = execution.statistics.data_scanned_bytes
+    billed = athena_billed_bytes(scanned, min_mb=prices.athena_min_mb_per_query)
+    cost = billed / TB * prices.athena_usd_per_tb_scanned
+    start, end = settings.window(slot)
+    summary = (
+        f"{job.job_name}, slot {slot_iso} (window {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} UTC):"
+        f" {len(result.rows)} row(s), {scanned:,} bytes scanned, estimated Athena cost ${cost:.6f}"
+        f" ({billed / 2**20:,.0f} MB billed at ${prices.athena_usd_per_tb_scanned:g}/TB, {prices.region}; estimate)"
+    )
+    if args.format == "json":
+        document = {
+            "job": job.job_name,
+            "slot": slot_iso,
+            "window": [f"{start:%Y-%m-%d %H:%M:%S}", f"{end:%Y-%m-%d %H:%M:%S}"],
+            "parameters": dict(zip(settings.query_parameters, parameters, strict=True)),
+            "columns": [{"name": c.name, "type": c.type} for c in result.columns],
+            "rows": [{c.name: _json_value(row[c.name]) for c in result.columns} for row in result.rows],
+            "data_scanned_bytes": scanned,
+            "estimated_cost_usd": round(cost, 10),
+            "estimate": f"Athena: {billed} bytes billed (rounded up to the MB, 10 MB minimum) at"
+            f" ${prices.athena_usd_per_tb_scanned:g} per TB ({prices.region}, prices of {prices.retrieved})",
+        }
+        out.write(json.dumps(document, indent=2) + "\n")
+    elif args.format == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([c.name for c in result.columns])
+        writer.writerows([[_csv_value(row[c.name]) for c in result.columns] for row in result.rows])
+        err.write(summary + "\n")
+    else:
+        print_table(result, out)
+        out.write(summary + "\n")
+    return EXIT_OK
+
+
+def parse_slot(text: str) -> dt.datetime:
+    """``--slot`` as an aware UTC time (no offset: UTC). :raises JobsError: not ISO 8601."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise common.JobsError([f"--slot: not an ISO 8601 time, e.g. 2026-11-24T20:30Z, got {text!r}"]) from None
+    return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC).replace(second=0, microsecond=0)
+
+
+def latest_slot(job: JobDefinition, now: dt.datetime) -> dt.datetime:
+    """The job's latest schedule firing at or before ``now`` (its cron, in its time zone)."""
+    try:
+        return latest_firings(job.config.schedule_expression, job.config.schedule_timezone, now, 1)[0]
+    except CronError as exc:
+        raise common.JobsError([f"{common.job_file(job, 'job.toml')}: schedule_expression: {exc}"]) from exc
+
+
+def job_settings(job: JobDefinition) -> Settings:
+    """The runtime's settings of ``job``, from a job catalog as the stack writes it (window, data year, parameter
+    order, constants)."""
+    from stacks.runtime_asset import catalog_queries
+
+    with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
+        path = Path(tmp) / CATALOG_FILE
+        path.write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
+        env = job.config.runtime_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
+        try:
+            return Settings.from_env(env, catalog_path=path)
+        except ConfigurationError as exc:
+            raise common.JobsError([f"{common.job_file(job, 'job.toml')}: {exc}"]) from exc
+
+
+# --- the engine's error, mapped onto query.sql ---------------------------------------------------------------------
+_COLUMN = re.compile(r'Referenced column "(?P<name>[^"]+)" not found')
+_CANDIDATES = re.compile(r"Candidate bindings: (?P<names>.+?)(?: \[DuckDB|\n|$)")
+_QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
+_DUCKDB_SUFFIX = re.compile(r"\s*\[DuckDB \w+\]\s*$")
+_CODE = re.compile(r"^[A-Z_]+: ")
+
+
+def failure_line(job: JobDefinition, message: str) -> str:
+    """One line: ``jobs/<job>/query.sql:<line>: <what>``, the line found by searching the named identifier in the
+    file's text (tokens: never inside a string or comment)."""
+    sql = _read(job)
+    column = _COLUMN.search(message)
+    if column:
+        name = column.group("name")
+        candidates = _CANDIDATES.search(message)
+        hint = ""
+        if candidates:
+            first = _QUOTED.search(candidates.group("names"))
+            if first:
+                suggestion = (first.group(1) or first.group(2)).rsplit(".", 1)[-1]
+                hint = f'; did you mean "{suggestion}"?'
+        return f'{common.located(job, common.identifier_line(sql, name))}: column "{name}" not found{hint}'
+    text = _DUCKDB_SUFFIX.sub("", _CODE.sub("", message.strip()))
+    text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    line = None
+    for match in _QUOTED.finditer(text):
+        line = common.identifier_line(sql, match.group(1) or match.group(2))
+        if line is not None:
+            break
+    return f"{common.located(job, line)}: {text} (job {job.job_name}, local engine)"
+
+
+def _read(job: JobDefinition) -> str:
+    try:
+        return common.query_text(job)
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+# --- output ----------------------------------------------------------------------------------------------------
+def print_table(result: QueryResult, out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for column in result.columns:
+        numeric = column.type in (
+            "tinyint",
+            "smallint",
+            "integer",
+            "bigint",
+            "double",
+            "real",
+        ) or column.type.startswith("decimal")
+        table.add_column(f"{column.name}\n{column.type}", justify="right" if numeric else "left")
+    for row in result.rows:
+        table.add_row(*(_csv_value(row[c.name]) for c in result.columns))
+    Console(file=out, width=200, highlight=False, soft_wrap=False).print(table)
+
+
+def _csv_value(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    return str(value)

@@ -1,0 +1,111 @@
+"""Each job's effective settings: every key's value and where it came from (job.toml, jobs/defaults.toml, derived, built-in).
+
+    python -m tools.jobs settings                      every job under jobs/, one table each
+    python -m tools.jobs settings --job flights-dashboard --format json
+
+Only ``source`` and ``schedule_expression`` are required in a ``job.toml``; every other key comes from the
+team defaults ``jobs/defaults.toml``, a rule on the schedule's period, or a built-in value
+(:mod:`stacks.defaults`, docs/configuration.md). Offline: reads cdk.json and the job folders, nothing else.
+
+Exit status: 0 printed; 2 an unknown job or an invalid job folder (each problem on its own line,
+``jobs/<job>/job.toml:<line>: key: problem``, on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from stacks import JOBS_DIR, REPO_ROOT
+from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
+from stacks.jobs import JobDefinition, load_job, load_jobs
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--job",
+        action="append",
+        metavar="NAME",
+        help="a job (a folder under jobs/); repeat for several; default: every job",
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    parser.add_argument("--jobs-dir", type=Path, default=JOBS_DIR, help=argparse.SUPPRESS)  # tests: a tmp jobs/
+
+
+def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    jobs_dir: Path = getattr(args, "jobs_dir", None) or JOBS_DIR
+    try:
+        jobs = _load(jobs_dir, list(getattr(args, "job", None) or ()))
+    except ConfigError as exc:
+        err.write(format_problems(exc.problems) + "\n")
+        return EXIT_USAGE
+    if getattr(args, "format", "table") == "json":
+        out.write(json.dumps({"jobs": [_job_document(job) for job in jobs]}, indent=2) + "\n")
+    else:
+        _print_tables(jobs, out)
+    return EXIT_OK
+
+
+def _load(jobs_dir: Path, names: list[str]) -> tuple[JobDefinition, ...]:
+    """The named jobs (default: all), validated like synth does. :raises ConfigError: naming every problem."""
+    root = jobs_dir.parent
+    stack = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
+    if not names:
+        return load_jobs(jobs_dir, stack, root=root)
+    unknown = [name for name in names if not (jobs_dir / name / "job.toml").is_file()]
+    if unknown:
+        known = sorted(p.name for p in jobs_dir.iterdir() if (p / "job.toml").is_file()) if jobs_dir.is_dir() else []
+        raise ConfigError([f"no job {name!r}; jobs: {', '.join(known) or 'none'}" for name in unknown])
+    jobs: list[JobDefinition] = []
+    problems: list[str] = []
+    for name in dict.fromkeys(names):
+        try:
+            jobs.append(load_job(jobs_dir / name, stack, root=root))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return tuple(jobs)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly: tuples (value metrics' columns) as lists, a config dataclass as its fields."""
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    return value
+
+
+def _job_document(job: JobDefinition) -> dict[str, Any]:
+    return {
+        "job": job.job_name,
+        "settings": [{"key": s.key, "value": _plain(s.value), "origin": s.origin, "why": s.why} for s in job.settings],
+    }
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "off"
+    if isinstance(value, str):
+        return value
+    return json.dumps(_plain(value))
+
+
+def _print_tables(jobs: tuple[JobDefinition, ...], out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out, width=160, highlight=False, soft_wrap=False)
+    for job in jobs:
+        table = Table(title=f"{job.job_name} ({job.folder.name}/job.toml)", title_justify="left")
+        for column in ("key", "value", "origin", "why"):
+            table.add_column(column, overflow="fold")
+        for setting in job.settings:
+            table.add_row(setting.key, _text(setting.value), setting.origin, setting.why)
+        console.print(table)
