@@ -67,9 +67,9 @@ RESULT_ROWS = (
 def job_config() -> Any:
     """The validated settings of the sample job the bench runs (``jobs/flights-dashboard``; ``stacks.jobs``
     reads TOML and SQL only, it does not import aws_cdk)."""
-    from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
+    from stacks.jobs import default_local_job, load_repo_jobs
 
-    return job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).config
+    return default_local_job(load_repo_jobs(REPO_ROOT)[1]).config
 
 
 def asset_excludes() -> tuple[str, ...]:

@@ -35,7 +35,7 @@ import sqlglot
 from sqlglot import exp
 
 from athena_refresh.settings import Settings
-from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named, load_repo_jobs
+from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, default_local_job, job_named, load_repo_jobs
 from stacks.query_sql import BUILTIN_PARAMETERS, DIALECT, PreparedSql, prepare_sql
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -105,8 +105,10 @@ def _settings(base: Settings, order: Sequence[str]) -> Settings:
     return replace(base, query_parameters=tuple(order))
 
 
-def job_definition(name: str = JOB) -> JobDefinition:
-    return job_named(load_repo_jobs(REPO_ROOT)[1], name)
+def job_definition(name: str | None = None) -> JobDefinition:
+    """The job ``name`` (default: :func:`stacks.jobs.default_local_job`, the sample while it is there)."""
+    jobs = load_repo_jobs(REPO_ROOT)[1]
+    return default_local_job(jobs) if name is None else job_named(jobs, name)
 
 
 def job_query(job: JobDefinition | None = None, slot: dt.datetime = SLOT) -> JobQuery:

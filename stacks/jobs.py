@@ -467,6 +467,19 @@ def load_repo_jobs(repo_root: Path) -> tuple[StackSettings, tuple[JobDefinition,
     return settings, load_jobs(repo_root / "jobs", settings, root=repo_root)
 
 
+def default_local_job(jobs: Sequence[JobDefinition]) -> JobDefinition:
+    """The job local runs (chaos suite, benchmarks) use when none is named: :data:`DEFAULT_LOCAL_JOB` while the
+    sample is there, else the first job by name (a fork may have deleted the samples).
+
+    :raises KeyError: there is no job at all."""
+    if not jobs:
+        raise KeyError("no job folder under jobs/")
+    for job in jobs:
+        if job.job_name == DEFAULT_LOCAL_JOB:
+            return job
+    return min(jobs, key=lambda job: job.job_name)
+
+
 def job_named(jobs: Sequence[JobDefinition], name: str) -> JobDefinition:
     """The job called ``name``. :raises KeyError: naming the jobs there are."""
     for job in jobs:

@@ -109,7 +109,7 @@ from local.emulators.lambda_service import (
     ServiceHooks,
 )
 from slotlock import SlotLockError
-from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
+from stacks.jobs import default_local_job, load_repo_jobs
 
 MAX_REDELIVERIES = 4  # late deliveries of a stopped holder's slot that arrive while the lease still holds
 EXTRA_ENVIRONMENTS = 8  # Lambda scales out beyond the racers for retries and late deliveries
@@ -139,7 +139,7 @@ class Chaos(ServiceHooks):
         self.out = out or (lambda text: print(text, flush=True))
         self.rng = random.Random(options.seed + 1)
         self.t0 = time.monotonic()
-        self.definition = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB)
+        self.definition = default_local_job(load_repo_jobs(REPO_ROOT)[1])
         self.job = self.definition.config
         self.run_id = uuid.uuid4().hex[:8]
         self.workdir = options.workdir.resolve() / ("fenced" if options.fencing else "unfenced")

@@ -1,8 +1,10 @@
 """``python -m local.demo``: the command line of the demo (:mod:`local.demo.runner`).
 
-python -m local.demo [--slots K] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
+python -m local.demo [--job NAME ...] [--slots K] [--racers N] [--lease-s S] [--no-faults] [--report PATH]
+                     [--workdir .demo] [--jobs-dir jobs]
 
-Exit status: 0 every check passed; 1 a check failed (listed after ``FAILED:``); 2 bad arguments, or the demo could
+Exit status: 0 every check passed; 1 a check failed (listed after ``FAILED:``); 2 bad arguments (a ``--job`` with no
+folder: one ``error:`` line listing the jobs there are), or the demo could
 not run: an environment problem (the moto server or the execution environments did not start, a work directory
 that cannot be written, the sample data that cannot be built), one ``the demo could not run:`` line on stderr
 (:mod:`local.emulators.environment`); 130 interrupted.
@@ -22,8 +24,9 @@ from typing import Any
 
 from local.demo import runner
 from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, DEFAULT_SLOTS, REPO_ROOT, DemoOptions
-from local.demo.runner import Demo
+from local.demo.runner import Demo, UnknownJobError
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe
+from stacks.config import ConfigError, format_problems
 
 
 def _positive_float(text: str) -> float:
@@ -57,6 +60,13 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
         default=DEFAULT_LEASE_S,
         help="lease duration in seconds; heartbeat is a quarter of it (default %(default)s)",
     )
+    parser.add_argument(
+        "--job",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this job (its folder's name; repeatable; default: every folder under --jobs-dir)",
+    )
     parser.add_argument("--no-faults", action="store_true", help="no kill, no pause")
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "demo-report.json", help="default: %(default)s")
     parser.add_argument(
@@ -69,6 +79,9 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
         help="how long each query appears running (default %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=13, help="racer-to-environment shuffling (default %(default)s)")
+    parser.add_argument(
+        "--jobs-dir", type=Path, default=REPO_ROOT / "jobs", help="the job folders (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     return DemoOptions(
         slots=args.slots,
@@ -79,6 +92,8 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
         workdir=args.workdir.resolve(),
         query_ms=max(0, args.query_ms),
         seed=args.seed,
+        jobs=tuple(args.job),
+        jobs_dir=args.jobs_dir.resolve(),
     )
 
 
@@ -91,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     options = parse_args(argv)
     try:
         demo = Demo(options)  # reads the job folders
+    except UnknownJobError as exc:
+        print(f"error: --job: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except ConfigError as exc:  # the job folders: every problem on its own line, as synth prints them
+        print(format_problems(exc.problems), file=sys.stderr, flush=True)
+        return 2
     except LOCAL_RUN_ERRORS as exc:
         return _cannot_run(exc)
     atexit.register(demo.close)

@@ -1,4 +1,5 @@
-"""The demo's fixed plan: the last K slots of each sample job, interleaved, N racers, a kill and a pause.
+"""The demo's fixed plan: the last K slots of each job (every folder under jobs/, or the ``--job`` ones),
+interleaved, N racers, a kill and a pause.
 
 :func:`fault_plan` puts a SIGKILL of the winner right after it started its query a third of the way in, and a
 SIGSTOP of the winner just before its commit two thirds in (:data:`FAULT_CHECKPOINT`); the module docstring of
@@ -34,6 +35,8 @@ class DemoOptions:
     query_ms: int = DEFAULT_QUERY_MS
     timeout_s: int = DEFAULT_TIMEOUT_S
     seed: int = 13
+    jobs: tuple[str, ...] = ()  # the jobs to run (--job, repeatable); empty: every job folder
+    jobs_dir: Path = REPO_ROOT / "jobs"
 
     @property
     def heartbeat_s(self) -> float:

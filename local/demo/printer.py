@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -97,12 +98,42 @@ def short(text: str | None, n: int = 8) -> str:
     return "-" if not text else str(text)[:n]
 
 
-def slot_line(number: int, total: int, s: dict[str, Any], elapsed_s: float) -> str:
-    """The progress line printed when a slot has resolved."""
+#: A leading error code, as Athena (and the local engine) begin their messages: ``COLUMN_NOT_FOUND: line 1:8: ...``.
+_ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{2,}(?=: )")
+MAX_REASON_CHARS = 200
+
+
+def failure_reason(error: Any) -> str | None:
+    """A failed slot's reason in one line: its error code and the first line of its error message (the error the
+    winner recorded: an engine failure, a result that cannot be stored, a write refused for good)."""
+    if not isinstance(error, Mapping):
+        return None
+    text = str(error.get("error_message") or error.get("reason") or error.get("message") or "").strip()
+    first = text.splitlines()[0].strip() if text else ""
+    code = str(error.get("error_code") or error.get("code") or "")
+    if _ERROR_CODE.match(first) or (code and first.startswith(f"{code}:")):
+        code = ""  # the message begins with its code already
+    elif not code:
+        code = str(error.get("type") or "")
+    reason = ": ".join(part for part in (code, first) if part)
+    if not reason:
+        return None
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 3] + "..."
+
+
+def slot_line(total: int, s: dict[str, Any], elapsed_s: float) -> str:
+    """The progress line printed when a slot has resolved: its number within its job (of ``total``), and for a
+    slot that did not succeed, why (:func:`failure_reason`) instead of rows, bytes and cost."""
+    if s.get("status") == "succeeded":
+        what = (
+            f"rows {s['rows']}  scanned {s.get('data_scanned_bytes')} B"
+            f"  est. cost {format_usd(s.get('estimated_cost_usd'))}"
+        )
+    else:
+        what = f"reason: {s.get('error_reason') or 'none recorded'}"
     return (
-        f"slot {number}/{total} {s['job']} {s['slot']}  winner racer {s['winner_racer']}"
-        f" ({s['winner_worker']}) token {s['fencing_token']}  {s['outcome']}  rows {s['rows']}"
-        f"  scanned {s.get('data_scanned_bytes')} B  est. cost {format_usd(s.get('estimated_cost_usd'))}"
+        f"slot {s['number']}/{total} {s['job']} {s['slot']}  winner racer {s['winner_racer']}"
+        f" ({s['winner_worker']}) token {s['fencing_token']}  {s['outcome']}  {what}"
         f"  takeovers {s['takeovers']}  re-entries {s['reentries']}  lost races {s['lost']}"
         f"  {elapsed_s:.1f} s"
     )
@@ -126,7 +157,8 @@ def print_tables(
     )
     out(header)
     out("-" * (len(header) + 30))
-    for number, s in enumerate(summaries, 1):
+    for s in summaries:
+        number = s.get("number", "")
         window_end = (s.get("window") or [None, None])[1]
         window_end = window_end.replace("T", " ")[:16] if window_end else "-"
         racer = f"racer {s['winner_racer']}" if s["winner_racer"] is not None else "-"
@@ -136,6 +168,7 @@ def print_tables(
             f"  {s['takeovers']:>9}  {s['rows'] if s['rows'] is not None else '-':>4}"
             f"  {s.get('data_scanned_bytes') if s.get('data_scanned_bytes') is not None else '-':>9}"
             f"  {format_usd(s.get('estimated_cost_usd')):>9}  {s['outcome']}"
+            f"{': ' + s['error_reason'] if s.get('error_reason') and s.get('status') != 'succeeded' else ''}"
             f"{'  PROBLEM: ' + '; '.join(s.get('problems') or []) if s.get('problems') else ''}"
         )
     for name, config in jobs.items():

@@ -1,4 +1,5 @@
-"""``make demo``: both sample jobs, K slots each x N racing Lambda invocations, one commit per slot, with faults.
+"""``make demo``: every job under jobs/ (the two samples as shipped; ``--job NAME`` picks), K slots each x N racing
+Lambda invocations, one commit per slot, with faults.
 
 No AWS account and no Java. What runs, all on this machine:
 
@@ -75,7 +76,7 @@ from typing import Any
 from athena_refresh.schedule import latest_firings
 from local.chaos import checker
 from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso
-from local.demo.printer import print_tables, read_api_lines, serve_base_url, short, slot_line
+from local.demo.printer import failure_reason, print_tables, read_api_lines, serve_base_url, short, slot_line
 from local.emulators.deployment import REGION, LocalDeployment
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import (
@@ -91,7 +92,8 @@ from local.emulators.lambda_service import (
 from local.serve.store import STORE_DIR, StoreError, export_store
 from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT, ensure_flights_table
 from slotlock import Slot
-from stacks.jobs import JobDefinition, load_repo_jobs
+from stacks.config import STACK_KEY, StackSettings, load_context
+from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0
@@ -100,6 +102,31 @@ LOCK_TABLE = "athena-refresh-demo-locks"
 RESULTS_TABLE = "athena-refresh-demo-results"
 RESULTS_BUCKET = "athena-refresh-demo-results"
 FUNCTION_NAME = "athena-refresh-demo"
+
+
+class UnknownJobError(LookupError):
+    """``--job`` names a job that has no folder: the message lists the jobs there are (one line, exit 2)."""
+
+
+def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefinition]:
+    """The jobs the demo runs: every folder under ``jobs_dir`` (``names`` empty), or only those named, read and
+    validated as synth reads them (``stacks.jobs.load_jobs``), ``stacks.jobs.DEFAULT_LOCAL_JOB`` first if present (it
+    takes the kill), then by name.
+
+    :raises UnknownJobError: a name has no folder (before any folder is read). :raises stacks.config.ConfigError: a
+    job folder is invalid.
+    """
+    wanted = tuple(dict.fromkeys(names))
+    folders = [folder.name for folder in discover(jobs_dir)]
+    unknown = [name for name in wanted if name not in folders]
+    if unknown:
+        where = jobs_dir.relative_to(REPO_ROOT) if jobs_dir.is_relative_to(REPO_ROOT) else jobs_dir
+        raise UnknownJobError(
+            f"no job {', '.join(repr(n) for n in unknown)} in {where}/; jobs: {', '.join(folders) or 'none'}"
+        )
+    settings = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
+    jobs = [job for job in load_jobs(jobs_dir, settings, root=jobs_dir.parent) if not wanted or job.job_name in wanted]
+    return sorted(jobs, key=lambda job: (job.job_name != DEFAULT_LOCAL_JOB, job.job_name))
 
 
 @dataclass
@@ -136,10 +163,9 @@ class Demo(ServiceHooks):
         self.out = out or (lambda text: print(text, flush=True))
         self.t0 = time.monotonic()
         self.rng = random.Random(options.seed)
-        # Both sample jobs (jobs/), the flights dashboard first: it takes the kill, the last job the pause.
-        self.jobs: list[JobDefinition] = sorted(
-            load_repo_jobs(REPO_ROOT)[1], key=lambda job: (job.job_name != "flights-dashboard", job.job_name)
-        )
+        # Every job under jobs/ (or the --job ones), the flights dashboard first: it takes the kill, the last job
+        # the pause.
+        self.jobs: list[JobDefinition] = select_jobs(options.jobs_dir, options.jobs)
         self.job = self.jobs[0].config
         self.workdir = options.workdir.resolve()
         self.state_dir = self.workdir / "engine"
@@ -433,7 +459,7 @@ class Demo(ServiceHooks):
             self._maybe_resume(rec)
         rec.finished_at = time.monotonic()
         rec.summary = self.summarise(rec)
-        self.say(slot_line(rec.index + 1, len(self.slots), rec.summary, rec.finished_at - rec.started_at))
+        self.say(slot_line(self.o.slots, rec.summary, rec.finished_at - rec.started_at))
 
     def summarise(self, rec: SlotRecord) -> dict[str, Any]:
         """The slot as the report shows it: winner, tokens, takeovers, queries, every invocation."""
@@ -455,6 +481,7 @@ class Demo(ServiceHooks):
         checkpoints = [c for d in deliveries for c in d.checkpoints]
         return {
             "job": rec.job,
+            "number": rec.number,
             "slot": rec.iso,
             "window": details.get("window"),
             "fault": rec.fault,
@@ -469,6 +496,7 @@ class Demo(ServiceHooks):
             "data_scanned_bytes": (details.get("statistics") or {}).get("data_scanned_bytes"),
             "estimated_cost_usd": (details.get("cost") or {}).get("estimated_cost_usd"),
             "status": status,
+            "error_reason": failure_reason(details) if status == "failed" else None,
             "outcome": label,
             "commits": sum(1 for _, o in commits if o.get("status") == "succeeded"),
             "takeovers": sum(1 for _, o in outcomes if o.get("takeover")),
@@ -553,7 +581,8 @@ class Demo(ServiceHooks):
             s["results"] = result.get("rows") if result else None
             problems = [f"{v['check']}: {v['detail']}" for v in violations if v["slot"] == rec.iso]
             if slot_item.get("status") != "SUCCEEDED":
-                problems.append(f"slot item status {slot_item.get('status')}")
+                why = s.get("error_reason") or failure_reason(slot_item.get("error"))
+                problems.append(f"slot item status {slot_item.get('status')}{f' ({why})' if why else ''}")
             elif result is not None and result.get("query_execution_id") != s["query_execution_id"]:
                 problems.append("stored query execution id differs from the winner's")
             if s["queries_started"] != 1:

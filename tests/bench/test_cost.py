@@ -16,6 +16,11 @@ from athena_refresh.cost import MB, TB, Prices
 from bench import cost, cost_measure, cost_report, cost_slot, scenarios
 from bench.backends import Endpoint
 from bench.cost_slot import SlotFigures
+from tests.sample_jobs import sample_repo_fixture
+
+# ``bench.cost`` measures the flights-dashboard sample job of the repository's folders: here its canonical copy (tests/fixtures/jobs), whatever jobs/ holds.
+sample_repo = sample_repo_fixture("bench.cost.REPO_ROOT")
+
 
 #: Round prices for hand computation: $5 per TB, 10 MB minimum; $1e-5 per GB-s and $0.2 per million requests;
 #: $1 per million WRU; $1 per million Scheduler invocations.

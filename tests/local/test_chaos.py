@@ -16,11 +16,18 @@ from local.chaos.cli import summary_lines, verdict
 from local.chaos.harness import run_suite
 from local.chaos.plan import FORCED_WRITE_FAULTS, KILL_POINTS, ChaosOptions
 from local.emulators.lambda_service import MAX_ASYNC_RETRIES
+from tests.sample_jobs import sample_repo_fixture
+
+pytestmark = pytest.mark.slow  # 16 racer processes on DynamoDB Local, then the atomic moto server: not in test-fast
 
 RACERS = 16
 SLOTS = 30
 CONTROL_SLOTS = 12
 NEW_CHECKS = ("terminal_records", "slot_missed_metric", "future_slot_refused")
+
+
+# The harness runs the flights-dashboard sample job from the repository's folders: here from its canonical copy (tests/fixtures/jobs), whatever jobs/ holds.
+sample_repo = sample_repo_fixture("local.chaos.harness.REPO_ROOT")
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,10 @@
 
 The end-to-end test runs ``python -m local.demo`` as a child process (the demo starts its own moto server
 and execution environments and installs signal handlers), bounded by a timeout, and checks the invariants
-of the report it writes for both sample jobs: every slot committed exactly once, the killed winner's retry
-adopted its query, the paused winner's stale commit was rejected after a takeover, per-job totals.
+of the report it writes for the two sample jobs (their canonical copies in tests/fixtures/jobs, picked with
+``--jobs-dir`` and ``--job``: the test holds whatever jobs/ holds): every slot committed exactly once, the killed
+winner's retry adopted its query, the paused winner's stale commit was rejected after a takeover, per-job totals.
+A job whose query fails shows the reason in its slot line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import datetime as dt
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +22,13 @@ from pathlib import Path
 import pytest
 
 from athena_refresh.schedule import latest_firings
-from local.demo.plan import KILL, PAUSE, fault_plan
+from local.demo import cli
+from local.demo.plan import KILL, PAUSE, DemoOptions, fault_plan
+from local.demo.printer import failure_reason, slot_line
+from local.demo.runner import Demo, select_jobs
 from local.emulators.lambda_runtime import LambdaContext
+from stacks.jobs import DEFAULT_LOCAL_JOB
+from tests.sample_jobs import CARRIERS, FIXTURE_JOBS_DIR, FLIGHTS, REPO_JOBS_DIR, TOP_ROUTES, repo_job_names
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TIMEOUT_S = 150  # normally about 20 s; bounded so a hang fails instead of blocking the suite
@@ -75,25 +83,94 @@ def _flights_per_origin(start: str, end: str) -> dict[str, int]:
         return dict(con.execute(sql, [str(flights_table_dir() / "**" / "*.parquet"), start, end]).fetchall())
 
 
-@pytest.mark.slow
-def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
+def test_the_demo_runs_every_job_folder_by_default_the_flights_dashboard_first() -> None:
+    names = [job.job_name for job in select_jobs(REPO_JOBS_DIR)]
+    assert sorted(names) == repo_job_names()  # whatever jobs/ holds
+    assert names == sorted(names, key=lambda name: (name != DEFAULT_LOCAL_JOB, name))
+    both = select_jobs(FIXTURE_JOBS_DIR, (CARRIERS, FLIGHTS))
+    assert [job.job_name for job in both] == [FLIGHTS, CARRIERS]  # the kill goes to the first, the pause to the last
+    assert [job.job_name for job in select_jobs(FIXTURE_JOBS_DIR, (TOP_ROUTES,))] == [TOP_ROUTES]
+
+
+def test_an_unknown_job_is_one_line_listing_the_jobs_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--job", FLIGHTS, "--job", "no-such-job", "--jobs-dir", str(FIXTURE_JOBS_DIR)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: --job: no job 'no-such-job' in tests/fixtures/jobs/; jobs: ")
+    assert captured.err.rstrip().endswith(f"jobs: {CARRIERS}, {FLIGHTS}, {TOP_ROUTES}")
+    assert cli.main(["--job", "no-such-job"]) == 2  # jobs/ as it is: its folders listed
+    assert capsys.readouterr().err.rstrip().endswith(f"jobs: {', '.join(repo_job_names())}")
+
+
+def test_the_options_carry_the_picked_jobs(tmp_path: Path) -> None:
+    argv = ["--job", TOP_ROUTES, "--job", FLIGHTS, "--jobs-dir", str(FIXTURE_JOBS_DIR), "--workdir", str(tmp_path)]
+    options = cli.parse_args(argv)
+    assert options.jobs == (TOP_ROUTES, FLIGHTS) and options.jobs_dir == FIXTURE_JOBS_DIR
+    assert cli.parse_args([]).jobs == () and DemoOptions().jobs_dir == REPO_ROOT / "jobs"
+    assert [job.job_name for job in Demo(options).jobs] == [FLIGHTS, TOP_ROUTES]  # reads the folders, starts nothing
+
+
+SUCCEEDED_SLOT = {
+    "job": FLIGHTS,
+    "number": 2,
+    "slot": "2026-11-22T00:30:00Z",
+    "winner_racer": 1,
+    "winner_worker": "w1",
+    "fencing_token": 4,
+    "status": "succeeded",
+    "outcome": "succeeded",
+    "rows": 3,
+    "data_scanned_bytes": 1234,
+    "estimated_cost_usd": 0.0001,
+    "takeovers": 0,
+    "reentries": 0,
+    "lost": 2,
+}
+
+
+def test_a_slot_line_numbers_the_slot_within_its_job_and_a_failed_one_says_why() -> None:
+    line = slot_line(3, SUCCEEDED_SLOT, 1.25)
+    assert line.startswith(f"slot 2/3 {FLIGHTS} 2026-11-22T00:30:00Z  winner racer 1 (w1) token 4  succeeded")
+    assert "rows 3  scanned 1234 B" in line and line.endswith("lost races 2  1.2 s")
+    message = "COLUMN_NOT_FOUND: line 2:8: Column 'nope' cannot be resolved\nat line 2\n..."
+    failed = {**SUCCEEDED_SLOT, "status": "failed", "outcome": "failed", "rows": None}
+    failed["error_reason"] = failure_reason({"state": "FAILED", "error_type": 1000, "error_message": message})
+    line = slot_line(3, failed, 1.25)
+    assert "failed  reason: COLUMN_NOT_FOUND: line 2:8: Column 'nope' cannot be resolved  takeovers" in line
+    assert "rows" not in line and "at line 2" not in line
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            {"error_message": "SYNTAX_ERROR: line 1:1: mismatched input\nmore"},
+            "SYNTAX_ERROR: line 1:1: mismatched input",
+        ),
+        (
+            {"type": "QueryEngineError", "error_code": "InvalidRequestException", "error_message": "start failed: no"},
+            "InvalidRequestException: start failed: no",
+        ),
+        (
+            {"type": "ResultTypeError", "error_message": "column 'a' (bigint): cannot convert 'x': bad"},
+            "ResultTypeError: column 'a' (bigint): cannot convert 'x': bad",
+        ),
+        ({"reason": "TABLE_NOT_FOUND: no table"}, "TABLE_NOT_FOUND: no table"),
+        ({"error_code": "X_Y", "error_message": "X_Y: already coded"}, "X_Y: already coded"),
+        ({}, None),
+        (None, None),
+        ({"error_message": "E" * 500}, "E" * 197 + "..."),
+    ],
+)
+def test_failure_reason_is_the_code_and_the_first_line(error: object, reason: str | None) -> None:
+    assert failure_reason(error) == reason
+
+
+def run_demo(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """``python -m local.demo`` as a child (bounded), its report and work directory under ``tmp_path``."""
     report_path = tmp_path / "demo-report.json"
     workdir = tmp_path / "demo"
-    argv = [
-        sys.executable,
-        "-m",
-        "local.demo",
-        "--slots",
-        "3",
-        "--racers",
-        "3",
-        "--lease-s",
-        "3",
-        "--report",
-        str(report_path),
-        "--workdir",
-        str(workdir),
-    ]
+    argv = [sys.executable, "-m", "local.demo", *options, "--report", str(report_path), "--workdir", str(workdir)]
     proc = subprocess.run(
         argv,
         check=False,
@@ -102,6 +179,53 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=DEMO_TIMEOUT_S,
+    )
+    return proc, report_path, workdir
+
+
+@pytest.mark.slow
+def test_a_failed_slot_shows_its_reason_in_its_slot_line(tmp_path: Path) -> None:
+    jobs_dir = tmp_path / "jobs"
+    shutil.copytree(FIXTURE_JOBS_DIR / TOP_ROUTES, jobs_dir / "broken-routes")
+    query = jobs_dir / "broken-routes" / "query.sql"  # valid at synth (its parameters), fails when it runs
+    query.write_text(
+        query.read_text(encoding="utf-8").replace("count(*) AS flights", "count(no_such_column) AS flights")
+    )
+    proc, report_path, _ = run_demo(
+        tmp_path, "--jobs-dir", str(jobs_dir), "--slots", "2", "--racers", "2", "--lease-s", "3", "--no-faults"
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output  # a check failed: the slots did not succeed
+    lines = [line for line in proc.stdout.splitlines() if " slot " in line and "broken-routes 20" in line]
+    assert [line.split("] ", 1)[1].split(" broken-routes")[0] for line in lines] == ["slot 1/2", "slot 2/2"], output
+    for line in lines:
+        assert "  failed  reason: COLUMN_NOT_FOUND: " in line and "no_such_column" in line, line
+        assert "rows None" not in line
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert [s["number"] for s in report["per_slot"]] == [1, 2]
+    assert all(
+        s["status"] == "failed" and s["error_reason"].startswith("COLUMN_NOT_FOUND: ") for s in report["per_slot"]
+    )
+    assert all("slot item status FAILED (COLUMN_NOT_FOUND: " in f for f in report["failures"]), report["failures"]
+    assert "FAILED:" in proc.stdout
+
+
+@pytest.mark.slow
+def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
+    proc, report_path, workdir = run_demo(
+        tmp_path,
+        "--jobs-dir",
+        str(FIXTURE_JOBS_DIR),  # the two samples as shipped, whatever jobs/ holds
+        "--job",
+        FLIGHTS,
+        "--job",
+        CARRIERS,
+        "--slots",
+        "3",
+        "--racers",
+        "3",
+        "--lease-s",
+        "3",
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
@@ -140,6 +264,8 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
 
     by_job = {job: [s for s in report["per_slot"] if s["job"] == job] for job in report["jobs"]}
     assert [s["job"] for s in report["per_slot"]] == ["flights-dashboard", "carrier-on-time"] * 3  # interleaved
+    assert [s["number"] for s in report["per_slot"]] == [1, 1, 2, 2, 3, 3]  # numbered within each job
+    assert "slot 3/3 carrier-on-time " in proc.stdout and "slot 6/6" not in proc.stdout
     for slots in by_job.values():
         tokens = [s["fencing_token"] for s in slots]
         assert tokens == sorted(tokens) and len(set(tokens)) == 3  # each job's fencing tokens only grow
@@ -192,3 +318,19 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     logs = list((workdir / "logs").glob("*/w*.log"))
     assert logs and any('"function_request_id"' in p.read_text(encoding="utf-8") for p in logs)
     assert '"function_request_id"' not in proc.stdout
+
+
+def test_an_invalid_job_folder_is_listed_problem_by_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As synth prints them: one line per problem, file and line named, exit 2, nothing started."""
+    from local.demo.cli import main
+
+    folder = tmp_path / "jobs" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "job.toml").write_text(
+        'source = "sample:flights"\nschedule_expression = "cron(0 * * * ? *)"\nracer = 3\n'
+    )
+    (folder / "query.sql").write_text("SELECT origin FROM flights WHERE t >= :window_start AND t < :window_end,\n")
+    assert main(["--jobs-dir", str(tmp_path / "jobs"), "--workdir", str(tmp_path / "work")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("jobs/broken/job.toml:3: racer: unknown key; did you mean racers?"), lines
+    assert len(lines) >= 1 and not any("Traceback" in line for line in lines)

@@ -15,10 +15,10 @@ import pytest
 from athena_refresh.engine import Column, QueryEngine, QueryExecution, QueryResult, wait_for_query
 from athena_refresh.errors import QueryEngineError, QueryFailedError, ResultTypeError
 from local.emulators.duckdb_engine import DuckDBQueryEngine, prepare_query
-from sample_data.flights import REPO_ROOT, ensure_flights_table
-from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
+from sample_data.flights import ensure_flights_table
+from tests.sample_jobs import FLIGHTS, fixture_job
 
-JOB_QUERY = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB).query
+JOB_QUERY = fixture_job(FLIGHTS).query  # the flights-dashboard sample's (tests/fixtures/jobs), whatever jobs/ holds
 JOB_SQL: str = JOB_QUERY.text  # window start, end, then its first and last UTC date (the partition filter)
 
 

@@ -17,7 +17,7 @@ from local.emulators.lambda_service import (
     FunctionConfig,
     ServiceHooks,
 )
-from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
+from tests.sample_jobs import FLIGHTS, fixture_job
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ def test_the_invoke_message_carries_the_event_and_the_instructions() -> None:
 
 
 def test_the_local_deployment_refuses_what_its_backend_cannot_serve(tmp_path: Path) -> None:
-    job = job_named(load_repo_jobs(REPO_ROOT)[1], DEFAULT_LOCAL_JOB)
+    job = fixture_job(FLIGHTS)
     with pytest.raises(LocalDeploymentError, match="backend must be one of"):
         LocalDeployment(job, backend="localstack", workdir=tmp_path, lock_table="l", results_table="r")
     with pytest.raises(LocalDeploymentError, match="needs the atomic-moto backend"):

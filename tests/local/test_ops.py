@@ -26,7 +26,8 @@ from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, ServiceInvoker
 from sample_data.flights import ensure_flights_table
 from slotlock import Slot, SlotLock
-from stacks.jobs import DEFAULT_LOCAL_JOB, job_named, load_repo_jobs
+from stacks.jobs import DEFAULT_LOCAL_JOB
+from tests.sample_jobs import fixture_job, stack_settings
 from tools.ops.cli import build_parser, run_command
 from tools.ops.operator import Deployment, JobTarget, Operator
 
@@ -82,8 +83,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpsWorld]:
     backend = request.param
     if backend == "dynamodb-local":
         request.getfixturevalue("dynamodb_local")  # skips (or fails under CI=true) without Java
-    settings, jobs = load_repo_jobs(REPO_ROOT)
-    job = job_named(jobs, JOB)
+    settings, job = stack_settings(), fixture_job(JOB)  # the sample's canonical copy (tests/fixtures/jobs)
     suffix = uuid.uuid4().hex[:8]
     (tmp_path / "deploy").mkdir()
     deployment = LocalDeployment(

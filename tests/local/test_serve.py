@@ -24,6 +24,7 @@ import io
 import json
 import re
 import socket
+import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -53,8 +54,8 @@ from local.serve.store import (
 )
 from slotlock import Lease, Slot, SlotLock, create_lock_table
 from slotlock.table import HISTORY_INDEX
-from stacks.jobs import load_repo_jobs
 from stacks.runtime_asset import catalog_queries
+from tests.sample_jobs import load_fixture_jobs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
@@ -72,7 +73,8 @@ def names(prefix: str) -> tuple[str, str, str]:
 
 
 def repo_catalog() -> dict[str, Any]:
-    return catalog_document(catalog_queries(load_repo_jobs(REPO_ROOT)[1]))
+    """The catalog of the two sample jobs (tests/fixtures/jobs), whatever jobs/ holds."""
+    return catalog_document(catalog_queries(load_fixture_jobs()))
 
 
 # ---- the store ------------------------------------------------------------------------------------------
@@ -411,8 +413,18 @@ def test_requests_reach_the_resolver_as_events_and_its_answers_reach_the_client(
     assert unknown.status == 404 and b"nope" in unknown.body
     index = request(server.base_url, "/")
     assert index.status == 200 and b"/jobs/job-a/results/latest" in index.body and b"/openapi.json" in index.body
-    assert "GET /jobs/job-a/results/2026-11-22T00%3A30%3A00Z?x=1&x=2 200" in log[0] and log[0].endswith(" ms")
-    assert any(line.startswith("POST /jobs 405 ") for line in log)
+    # A request's line is logged once its answer is written: the client may be further on by then (a loaded
+    # machine), so wait for the line (bounded) instead of expecting it first.
+    first = "GET /jobs/job-a/results/2026-11-22T00%3A30%3A00Z?x=1&x=2 200 "
+    deadline = time.monotonic() + LOG_WAIT_S
+    while not any(line.startswith(first) for line in log) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert any(line.startswith(first) and line.endswith(" ms") for line in list(log)), log
+    assert any(line.startswith("POST /jobs 405 ") for line in log)  # a 405 is logged before it is answered
+
+
+#: How long a test waits for a request's log line, written by the server's thread after the answer (a bound only).
+LOG_WAIT_S = 30.0
 
 
 #: Control characters (C0, DEL, C1) as they would appear on the wire: raw, or UTF-8 for C1 in a decoded path.

@@ -1,18 +1,25 @@
-"""Shared fixtures of the stack tests: one synthesis per session (jsii's first synth costs seconds)."""
+"""Shared fixtures of the stack tests: one synthesis per session (jsii's first synth costs seconds).
+
+The stack is built from the two sample jobs' canonical copies (``tests/fixtures/jobs``, staged into a temporary
+``jobs/``), never from the repository's ``jobs/``: a fork that adds, changes or deletes job folders keeps these
+tests as they are. ``test_repo_jobs.py`` synthesizes the repository's own folders, whatever they are.
+"""
 
 from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
 
 import app
-from stacks import REPO_ROOT
 from stacks.config import JobConfig
-from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named, load_repo_jobs
+from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named
+from tests.sample_jobs import load_fixture_jobs, stage_repo
 from tests.stacks.helpers import HANDLER
 
 JOB = DEFAULT_LOCAL_JOB  # the job whose resources the single-job fixtures below pick
@@ -20,7 +27,8 @@ JOB = DEFAULT_LOCAL_JOB  # the job whose resources the single-job fixtures below
 
 @pytest.fixture(scope="session")
 def jobs() -> tuple[JobDefinition, ...]:
-    return load_repo_jobs(REPO_ROOT)[1]
+    """The two sample jobs (carrier-on-time, flights-dashboard) from tests/fixtures/jobs."""
+    return load_fixture_jobs()
 
 
 @pytest.fixture(scope="session")
@@ -60,9 +68,31 @@ def sample_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="session")
-def stack(sample_data_dir: Any) -> Any:
-    """The stack as ``app.py`` builds it (cdk.json context and feature flags, jobs/), with a stand-in data dir."""
-    _, built = app.build_app(sample_data_dir=sample_data_dir)
+def sample_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in repository: cdk.json and a ``jobs/`` holding exactly the two sample jobs (tests/fixtures/jobs)."""
+    return stage_repo(tmp_path_factory.mktemp("repo"))
+
+
+@pytest.fixture(scope="session")
+def sample_jobs_dir(sample_repo: Path) -> Path:
+    """The stand-in repository's ``jobs/``: the two sample jobs the stack below is built from."""
+    return sample_repo / "jobs"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def operator_tools_read_the_sample_jobs(sample_repo: Path) -> Iterator[None]:
+    """``tools.ops``/``tools.results`` (run against the stack below) read the deployed jobs' folders from the
+    repository: here the stand-in's, the folders the stack was built from, whatever jobs/ holds."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("tools.ops.cli.REPO_ROOT", sample_repo)
+        yield
+
+
+@pytest.fixture(scope="session")
+def stack(sample_data_dir: Any, sample_jobs_dir: Any) -> Any:
+    """The stack as ``app.py`` builds it (cdk.json context and feature flags) from the two sample jobs, with a
+    stand-in data dir."""
+    _, built = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     return built
 
 

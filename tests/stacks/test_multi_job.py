@@ -1,5 +1,6 @@
-"""Several jobs in one stack: a job folder added in a temp copy of jobs/ (a Glue source), its own function,
-role, schedules and alarms; grants per source; the bundled catalog holds every job's prepared query."""
+"""Several jobs in one stack: a job folder (a Glue source) added next to the two sample jobs (copies of
+tests/fixtures/jobs in a temporary jobs/), its own function, role, schedules and alarms; grants per source; the
+bundled catalog holds every job's prepared query."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from aws_cdk.assertions import Template
 import app
 from athena_refresh import contract
 from athena_refresh.catalog import CATALOG_FILE, load_query
-from stacks import REPO_ROOT
-from stacks.jobs import job_named, load_repo_jobs
+from stacks.jobs import job_named
 from stacks.runtime_asset import stage_runtime_asset
+from tests.sample_jobs import load_fixture_jobs, stage_jobs
 from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_job, of_type
 
 GLUE_JOB = "orders-hourly"
@@ -50,8 +51,7 @@ GROUP BY region"""
 
 @pytest.fixture(scope="module")
 def three_jobs(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path) -> dict[str, Any]:
-    jobs_dir = tmp_path_factory.mktemp("repo") / "jobs"
-    shutil.copytree(REPO_ROOT / "jobs", jobs_dir)
+    jobs_dir = stage_jobs(tmp_path_factory.mktemp("repo"))
     (jobs_dir / GLUE_JOB).mkdir()
     (jobs_dir / GLUE_JOB / "job.toml").write_text(GLUE_TOML, encoding="utf-8")
     (jobs_dir / GLUE_JOB / "query.sql").write_text(GLUE_SQL, encoding="utf-8")
@@ -133,8 +133,7 @@ def test_the_sample_jobs_cannot_read_the_glue_jobs_data(three_jobs: dict[str, An
 def test_removing_a_job_folder_removes_its_resources_and_keeps_the_shared_ones(
     tmp_path: Path, sample_data_dir: Path
 ) -> None:
-    jobs_dir = tmp_path / "jobs"
-    shutil.copytree(REPO_ROOT / "jobs", jobs_dir)
+    jobs_dir = stage_jobs(tmp_path)
     shutil.rmtree(jobs_dir / "carrier-on-time")
     _, stack = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
@@ -146,7 +145,7 @@ def test_removing_a_job_folder_removes_its_resources_and_keeps_the_shared_ones(
 
 
 def test_the_staged_asset_bundles_every_jobs_prepared_query() -> None:
-    _, jobs = load_repo_jobs(REPO_ROOT)
+    jobs = load_fixture_jobs()
     staged = stage_runtime_asset(jobs)
     assert {p.name for p in staged.iterdir()} == {"slotlock", "athena_refresh", "results_api", CATALOG_FILE}
     assert not list(staged.rglob("__pycache__"))
@@ -161,8 +160,7 @@ def test_the_staged_asset_bundles_every_jobs_prepared_query() -> None:
 
 
 def test_a_broken_job_folder_stops_the_synth_before_any_construct(tmp_path: Path, sample_data_dir: Path) -> None:
-    jobs_dir = tmp_path / "jobs"
-    shutil.copytree(REPO_ROOT / "jobs", jobs_dir)
+    jobs_dir = stage_jobs(tmp_path)
     (jobs_dir / "carrier-on-time" / "query.sql").write_text("SELECT :nope AS x", encoding="utf-8")
     with pytest.raises(Exception, match=r"jobs/carrier-on-time/query.sql: line 1: parameter :nope is not defined"):
         app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)

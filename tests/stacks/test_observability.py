@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from athena_refresh.catalog import CATALOG_FILE
 from stacks import REPO_ROOT
 from stacks.config import STACK_KEY, JobConfig, load_context
 from stacks.constructs.job_metrics import value_search_expression
+from tests.sample_jobs import stage_jobs
 from tests.stacks.helpers import dashboard_body, expressions, job_prefix, metric_rows, of_job, of_type
 
 JOB_DIMENSIONS_SORTED = [{"Name": "job", "Value": "flights-dashboard"}, {"Name": "service", "Value": "athena-refresh"}]
@@ -143,10 +143,10 @@ def test_no_email_subscription_unless_configured(template: Template) -> None:
     template.resource_count_is("AWS::SNS::Subscription", 0)
 
 
-def test_email_subscription_from_the_stack_settings(sample_data_dir: Path) -> None:
+def test_email_subscription_from_the_stack_settings(sample_data_dir: Path, sample_jobs_dir: Path) -> None:
     context = load_context(REPO_ROOT / "cdk.json")
     context[STACK_KEY] = {**context[STACK_KEY], "alarm_email": "oncall@example.com"}
-    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
+    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::SNS::Topic", 1)  # one topic for every job's alarms
     template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"})
@@ -230,8 +230,7 @@ def test_function_gets_the_value_metric_settings(catalog: dict[str, Any]) -> Non
 def test_without_value_metrics_the_variables_are_empty_and_no_values_are_graphed(
     sample_data_dir: Path, tmp_path: Path
 ) -> None:
-    jobs_dir = tmp_path / "jobs"
-    shutil.copytree(REPO_ROOT / "jobs", jobs_dir)
+    jobs_dir = stage_jobs(tmp_path)
     job_file = jobs_dir / "flights-dashboard" / "job.toml"
     text = job_file.read_text(encoding="utf-8")
     job_file.write_text(text[: text.index("[value_metrics]")], encoding="utf-8")

@@ -200,10 +200,10 @@ def test_the_access_log_holds_request_metadata_only(stage: dict[str, Any], resou
         assert forbidden.lower() not in text.lower(), forbidden
 
 
-def test_throttling_follows_the_stack_settings(sample_data_dir: Path) -> None:
+def test_throttling_follows_the_stack_settings(sample_data_dir: Path, sample_jobs_dir: Path) -> None:
     context = load_context(REPO_ROOT / "cdk.json")
     context[STACK_KEY] = {**context[STACK_KEY], "api_throttle_rate_limit": 5, "api_throttle_burst_limit": 7}
-    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
+    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     rate, burst = Capture(), Capture()
     Template.from_stack(stack).has_resource_properties(
         "AWS::ApiGatewayV2::Stage",

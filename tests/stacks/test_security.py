@@ -54,10 +54,12 @@ def _findings(stack: Any) -> set[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def synthesized(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path) -> tuple[Any, Path]:
-    """A full ``app.synth()`` (cdk-nag runs as a validation plugin) into a temporary assembly."""
+def synthesized(
+    tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path, sample_jobs_dir: Path
+) -> tuple[Any, Path]:
+    """A full ``app.synth()`` of the sample jobs (cdk-nag runs as a validation plugin) into a temporary assembly."""
     outdir = tmp_path_factory.mktemp("assembly")
-    cdk_app, stack = app.build_app(sample_data_dir=sample_data_dir, outdir=outdir)
+    cdk_app, stack = app.build_app(sample_data_dir=sample_data_dir, outdir=outdir, jobs_dir=sample_jobs_dir)
     cdk_app.synth()  # raises ValidationFailed on any unacknowledged finding
     return stack, outdir
 
@@ -76,13 +78,13 @@ def test_synth_runs_cdk_nag_and_has_no_unacknowledged_finding(synthesized: tuple
 
 
 def test_acknowledgments_cover_exactly_the_raw_findings(
-    monkeypatch: pytest.MonkeyPatch, sample_data_dir: Path, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, sample_data_dir: Path, sample_jobs_dir: Path, tmp_path: Path
 ) -> None:
     """Synthesize without applying acknowledgments: every raw finding must be acknowledged on the finding's
     construct or an ancestor, and every acknowledgment must match at least one raw finding."""
     monkeypatch.setattr(nag, "apply_acknowledgments", False)
     monkeypatch.setattr(nag, "ACKNOWLEDGMENTS", [])
-    cdk_app, stack = app.build_app(sample_data_dir=sample_data_dir, outdir=tmp_path)
+    cdk_app, stack = app.build_app(sample_data_dir=sample_data_dir, outdir=tmp_path, jobs_dir=sample_jobs_dir)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         cdk_app.synth()
     raw = _findings(stack)
@@ -393,10 +395,10 @@ def test_alarm_topic_only_accepts_tls_publishing(template: Template) -> None:
     )
 
 
-def test_removal_policy_destroy_makes_the_stack_disposable(sample_data_dir: Path) -> None:
+def test_removal_policy_destroy_makes_the_stack_disposable(sample_data_dir: Path, sample_jobs_dir: Path) -> None:
     context = load_context(REPO_ROOT / "cdk.json")
     context[STACK_KEY] = {**context[STACK_KEY], "removal_policy": "DESTROY"}
-    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir)
+    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     resources = Template.from_stack(stack).to_json()["Resources"]
     for type_ in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::Logs::LogGroup"):
         for logical_id, resource in of_type(resources, type_).items():

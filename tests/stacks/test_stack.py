@@ -451,9 +451,9 @@ def test_removal_policy_destroy_is_accepted(job_context: dict[str, Any]) -> None
     assert JobConfig.from_context({**job_context, "removal_policy": "destroy"}).removal_policy == "DESTROY"
 
 
-def test_missing_sample_data_dir_fails_with_a_hint(tmp_path: Path) -> None:
+def test_missing_sample_data_dir_fails_with_a_hint(tmp_path: Path, sample_jobs_dir: Path) -> None:
     with pytest.raises(FileNotFoundError, match="make data"):
-        app.build_app(sample_data_dir=tmp_path / "missing")
+        app.build_app(sample_data_dir=tmp_path / "missing", jobs_dir=sample_jobs_dir)
 
 
 # --- app.py without the CLI == `cdk synth` ----------------------------------------------------------

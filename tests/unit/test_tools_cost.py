@@ -28,14 +28,11 @@ from athena_refresh.cost import (
 )
 from slotlock.capacity import CapacitySnapshot
 from stacks.jobs import logical_id_prefix
+from tests.sample_jobs import CARRIERS, FIXTURE_JOBS_DIR, FLIGHTS, stage_jobs
 from tools.cost import inputs, monthly, usage
 from tools.cost.cli import main, parse_scan_bytes
 from tools.cost.inputs import CostInputError, Synthesis
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan, ScheduleRate
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-JOBS_DIR = REPO_ROOT / "jobs"
-FLIGHTS, CARRIERS = "flights-dashboard", "carrier-on-time"
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +46,20 @@ def sample_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def repo_jobs() -> dict[str, Any]:
-    return {job.job_name: job for job in inputs.load_definitions(JOBS_DIR)}
+def sample_jobs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A jobs/ of the two sample jobs (tests/fixtures/jobs): the figures below are theirs, whatever jobs/ holds."""
+    return stage_jobs(tmp_path_factory.mktemp("repo"))
 
 
 @pytest.fixture(scope="session")
-def synthesis() -> Synthesis:
-    """The real app synthesized once (cdk.json, jobs/): only this file uses it."""
-    return inputs.synthesize(JOBS_DIR)
+def sample_jobs(sample_jobs_dir: Path) -> dict[str, Any]:
+    return {job.job_name: job for job in inputs.load_definitions(sample_jobs_dir)}
+
+
+@pytest.fixture(scope="session")
+def synthesis(sample_jobs_dir: Path) -> Synthesis:
+    """The real app synthesized once (cdk.json, the sample jobs): only this file uses it."""
+    return inputs.synthesize(sample_jobs_dir)
 
 
 def fake_synthesis(job_names: list[str]) -> Synthesis:
@@ -229,9 +232,9 @@ def test_read_api_per_thousand_reads(prices: Prices) -> None:
 
 # --- the sample and the template --------------------------------------------------------------------------------
 def test_the_sample_jobs_scan_is_measured_and_billed_at_athenas_minimum(
-    repo_jobs: dict[str, Any], sample_dir: Path, prices: Prices
+    sample_jobs: dict[str, Any], sample_dir: Path, prices: Prices
 ) -> None:
-    job = repo_jobs[FLIGHTS]
+    job = sample_jobs[FLIGHTS]
     slot = inputs.representative_slot(job)
     assert slot.isoformat() == "2026-07-15T00:00:00+00:00"
     sample = inputs.measure_sample(job, data_dir=sample_dir, slot=slot)
@@ -269,8 +272,8 @@ def test_alarm_count_equals_the_synthesized_templates(synthesis: Synthesis) -> N
 
 
 # --- the CLI ----------------------------------------------------------------------------------------------------
-def test_json_totals_add_up(sample_dir: Path, synthesis: Synthesis) -> None:
-    status, out, err = run(["--format", "json"], sample_dir, synthesis)
+def test_json_totals_add_up(sample_dir: Path, sample_jobs_dir: Path, synthesis: Synthesis) -> None:
+    status, out, err = run(["--format", "json", "--jobs-dir", str(sample_jobs_dir)], sample_dir, synthesis)
     assert status == 0, err
     document = json.loads(out)
     assert document["estimate"] is True and document["prices"]["region"] == "us-east-1"
@@ -294,7 +297,7 @@ def test_json_totals_add_up(sample_dir: Path, synthesis: Synthesis) -> None:
 
 
 def test_table_output(sample_dir: Path) -> None:
-    status, out, _ = run([], sample_dir)
+    status, out, _ = run([], sample_dir)  # jobs/ as it is: whatever jobs a fork holds
     assert status == 0
     for text in ("Athena", "Lambda", "DynamoDB", "EventBridge Scheduler", "CloudWatch metrics", "CloudWatch alarms"):
         assert text in out
@@ -305,7 +308,7 @@ def test_table_output(sample_dir: Path) -> None:
 
 def test_scan_bytes_for_another_source_and_the_assumed_minimum(tmp_path: Path, sample_dir: Path) -> None:
     jobs_dir = tmp_path / "jobs"
-    shutil.copytree(JOBS_DIR / FLIGHTS, jobs_dir / "glue-job")
+    shutil.copytree(FIXTURE_JOBS_DIR / FLIGHTS, jobs_dir / "glue-job")
     toml = (jobs_dir / "glue-job" / "job.toml").read_text(encoding="utf-8")
     (jobs_dir / "glue-job" / "job.toml").write_text(
         toml.replace(
@@ -364,7 +367,7 @@ def test_scan_bytes_given_twice_and_underscores() -> None:
 
 def test_a_broken_job_folder_is_one_line_naming_the_file(tmp_path: Path, sample_dir: Path) -> None:
     jobs_dir = tmp_path / "jobs"
-    shutil.copytree(JOBS_DIR / FLIGHTS, jobs_dir / "broken")
+    shutil.copytree(FIXTURE_JOBS_DIR / FLIGHTS, jobs_dir / "broken")
     (jobs_dir / "broken" / "job.toml").write_text("racers = [\n", encoding="utf-8")
     status, out, err = run(["--jobs-dir", str(jobs_dir)], sample_dir)
     assert status == 2 and out == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -13,10 +14,18 @@ from botocore.stub import Stubber
 
 from slotlock import HistoryRecord, Slot
 from stacks.jobs import output_suffix
+from tests.sample_jobs import stage_repo
 from tools.ops.cli import build_parser, confirm, resolve_deployment
 from tools.ops.operator import LambdaInvoker, OpsError, backfill_run_id, selects
 
 SLOT = Slot.parse("2026-11-22T00:30:00Z")
+
+
+@pytest.fixture(autouse=True)
+def sample_repo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """tools.ops reads the job folders of the repository: here the two sample jobs (tests/fixtures/jobs), whatever
+    jobs/ holds."""
+    monkeypatch.setattr("tools.ops.cli.REPO_ROOT", stage_repo(tmp_path / "repo"))
 
 
 def record(status: str, generation: int = 1) -> HistoryRecord:

@@ -41,6 +41,7 @@ from results_api.reader import ResultsReader
 from slotlock import Lease, Slot, SlotLock, create_lock_table, request_generation
 from stacks.jobs import output_suffix
 from stacks.runtime_asset import catalog_queries
+from tests.sample_jobs import sample_repo_fixture
 from tools.ops.cli import job_definitions
 from tools.results.cli import main
 from tools.results.client import region_from_url
@@ -106,6 +107,10 @@ def _commit(
     )
     lock.commit(lease, writes=prepared.writes, summary=prepared.summary)
     return lease.fencing_token
+
+
+# The CLI reads the job folders of the repository (``tools.ops.cli.job_definitions``): here the two sample jobs (tests/fixtures/jobs), whatever jobs/ holds.
+sample_repo = sample_repo_fixture("tools.ops.cli.REPO_ROOT")
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +261,7 @@ def test_history_all_stops_at_the_page_cap_and_says_how_to_continue(
     assert "stopped after 2 pages (the --all cap); continue with --next-token" in err
 
 
-def test_jobs_lists_every_job_of_the_repository(world: World) -> None:
+def test_jobs_lists_every_job_of_the_repository(world: World) -> None:  # its folders: here the two samples
     status, out, _ = direct(world, "jobs", "--format", "json")
     jobs = {job["job"]: job for job in json.loads(out)["jobs"]}
     assert status == 0 and set(jobs) == {"flights-dashboard", "carrier-on-time"}

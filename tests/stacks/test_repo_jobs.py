@@ -1,0 +1,64 @@
+"""The repository's own job folders, whatever they are: a fork's jobs/ synthesizes (cdk-nag included) into one
+function, one set of schedules, alarms and one dashboard section per folder.
+
+Every other stack test builds the two sample jobs from tests/fixtures/jobs; this file alone reads jobs/, and
+computes what to expect from the folders present (``.ci/run`` runs it a second time with one more folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+import app
+from athena_refresh import contract
+from stacks.jobs import JobDefinition, load_repo_jobs, output_suffix
+from tests.sample_jobs import REPO_JOBS_DIR, REPO_ROOT, repo_job_names
+from tests.stacks.helpers import HANDLER, dashboard_body, of_job, of_type
+
+
+@pytest.fixture(scope="module")
+def repo_jobs() -> dict[str, JobDefinition]:
+    return {job.job_name: job for job in load_repo_jobs(REPO_ROOT)[1]}
+
+
+@pytest.fixture(scope="module")
+def repo_template(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path) -> dict[str, Any]:
+    """A full ``app.synth()`` of jobs/ as it is (cdk-nag raises on any unacknowledged finding)."""
+    cdk_app, stack = app.build_app(
+        sample_data_dir=sample_data_dir, outdir=tmp_path_factory.mktemp("repo-assembly"), jobs_dir=REPO_JOBS_DIR
+    )
+    cdk_app.synth()
+    return Template.from_stack(stack).to_json()
+
+
+def test_every_job_folder_is_one_job_of_the_stack(
+    repo_template: dict[str, Any], repo_jobs: dict[str, JobDefinition]
+) -> None:
+    names = repo_job_names()
+    assert sorted(repo_jobs) == names != []
+    resources, outputs = repo_template["Resources"], repo_template["Outputs"]
+    assert outputs["JobNames"]["Value"] == ",".join(names)
+    functions = {
+        res["Properties"]["Environment"]["Variables"][contract.ENV_JOB_NAME]
+        for res in of_type(resources, "AWS::Lambda::Function").values()
+        if res["Properties"].get("Handler") == HANDLER
+    }
+    assert functions == set(names)
+    schedules = of_type(resources, "AWS::Scheduler::Schedule")
+    assert len(schedules) == sum(job.config.racers for job in repo_jobs.values())
+    for name, job in repo_jobs.items():
+        mine = of_type(of_job(resources, name), "AWS::Scheduler::Schedule")
+        assert len(mine) == job.config.racers, name
+        assert {s["Properties"]["ScheduleExpression"] for s in mine.values()} == {job.config.schedule_expression}
+        assert {s["Properties"]["ScheduleExpressionTimezone"] for s in mine.values()} == {job.schedule_timezone}
+        assert of_type(of_job(resources, name), "AWS::CloudWatch::Alarm"), name
+        assert f"FunctionName{output_suffix(name)}" in outputs
+        assert dashboard_body(resources, name)["widgets"][0]["properties"]["markdown"].startswith(f"# Job `{name}`")
+    # Shared whatever the jobs: one lock table and one results table, one workgroup, one dashboard.
+    assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2
+    assert len(of_type(resources, "AWS::Athena::WorkGroup")) == 1
+    assert len(of_type(resources, "AWS::CloudWatch::Dashboard")) == 1
