@@ -33,7 +33,7 @@ data: venv
 test: venv node data
 	$(PY) -m pytest -q
 
-# The fast subset: every test not marked slow (no multi-process races, servers, chaos suite or demo run).
+# The fast subset: every test not marked slow (without the multi-process races, the chaos suite and the demo runs).
 .PHONY: test-fast
 test-fast: venv node data
 	$(PY) -m pytest -q -m "not slow"
