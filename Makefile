@@ -77,7 +77,7 @@ JOB ?=
 SLOT ?=
 RUN_ARGS ?=
 run: venv data
-	@test -n "$(JOB)" || { echo "usage: make run JOB=<job> [SLOT=<ISO time>]  (jobs: $$(ls jobs | tr '\n' ' '))" >&2; exit 2; }
+	@test -n "$(JOB)" || { echo "usage: make run JOB=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
 	$(PY) -m tools.jobs run --job "$(JOB)" $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
 
 # Every job checked offline, fast (no synth, no jsii): what synth validates, plus each query's tables and columns
