@@ -12,7 +12,7 @@ a relationship is only checked when every key it involves passed its own check.
 
 This module reads no environment variable and calls no AWS API: ``app.py`` passes the parsed context in.
 
-Size (about 640 lines): one schema read in one place, the per-key checks and the relationship checks side by
+Size (about 700 lines): one schema read in one place, the per-key checks and the relationship checks side by
 side so a rule and its message stay together; the bounds themselves live in ``athena_refresh.contract``.
 """
 

@@ -48,7 +48,7 @@ goes away with the demo) and ends with curl lines for ``make serve``, which serv
 API (:mod:`local.serve`).
 
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
-command line in :mod:`local.demo.cli`; this module (about 710 lines) is the driver, its narration of each
+command line in :mod:`local.demo.cli`; this module (about 750 lines) is the driver, its narration of each
 fault, the per-slot summary, the verification and the store with its curl lines, kept together because each
 reads the same slot records and deployment.
 

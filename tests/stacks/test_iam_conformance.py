@@ -160,16 +160,8 @@ def _operator_scenarios(world: ConformanceWorld, job: str, stack_name: str, slot
             ["slot", "--job", job, "--slot", offloaded, "--generation", "1"],
             ["history", "--job", job],
         ):
-            code, output = _results(results_main, [*stack, *command, "--format", "json"])
+            code, output = run_cli(results_main, [*stack, *command, "--format", "json"])
             assert code == 0, (command, output)
-
-
-def _results(main: Any, argv: list[str]) -> tuple[int, str]:
-    import io
-
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdout=out, stderr=err)
-    return code, out.getvalue() + err.getvalue()
 
 
 def _read_scenarios(world: ConformanceWorld, slots: dict[str, list[str]]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import inspect
 import io
 import json
 import os
@@ -279,6 +280,10 @@ def describe_stacks_answer(world: ConformanceWorld) -> Callable[[dict[str, Any]]
 
 
 def run_cli(main: Callable[..., int], argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
+    """``main(argv)`` of ``tools.ops`` (one ``out``) or ``tools.results`` (``stdout``/``stderr``): status and text."""
+    out, err = io.StringIO(), io.StringIO()
+    if "stdout" in inspect.signature(main).parameters:
+        code = main(argv, stdout=out, stderr=err)
+    else:
+        code = main(argv, out=out)
+    return code, out.getvalue() + err.getvalue()
