@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Composition root: read cdk.json's context and the job folders once, validate them, build the stack, synthesize.
+"""Composition root: read cdk.json's context and the job folders once, validate them, build the deployment (the
+shared stack ``ScheduledAthenaRefresh`` and the job stacks ``ScheduledAthenaRefresh-Jobs-NN``, :mod:`stacks.deployment`),
+check CloudFormation's quotas, synthesize.
 
 ``CDK_OUTDIR=cdk.out python app.py`` (no CLI, so no context is passed in) and ``npx cdk synth`` (the
 CLI passes cdk.json's context) produce the same template: this file reads cdk.json itself and gives its
@@ -7,7 +9,8 @@ context to ``cdk.App``; context from the CLI then overrides it with equal values
 lookups and no AWS calls at synth time: the stack is environment-agnostic. Every synth runs cdk-nag
 (``stacks.nag``). The jobs are the folders under ``jobs/`` (:mod:`stacks.jobs`): every problem of every job
 is reported before any construct exists: ``main`` prints them one per line to stderr (no traceback) and exits
-with status 2.
+with status 2. A stack over a CloudFormation quota (:mod:`stacks.quotas`) is reported the same way, one line per
+stack, before CDK's own check would raise.
 """
 
 from __future__ import annotations
@@ -19,17 +22,18 @@ from typing import Any, TextIO
 
 import aws_cdk as cdk
 
-from stacks import JOBS_DIR, REPO_ROOT
+from stacks import JOBS_DIR, REPO_ROOT, quotas
 from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_app_options, load_context
+from stacks.deployment import Deployment, build_deployment
+from stacks.job_groups import SHARED_STACK_NAME
 from stacks.jobs import load_jobs
 from stacks.nag import enable_nag
-from stacks.refresh_stack import ScheduledAthenaRefreshStack
 from stacks.value_metrics_cost import value_metrics_warnings
 
 EXIT_INVALID_CONFIG = 2  # a configuration problem: the list is on stderr
 CDK_JSON = REPO_ROOT / "cdk.json"
 SAMPLE_DATA_DIR = REPO_ROOT / ".cache" / "data" / "flights"  # written by `python -m sample_data.flights`
-STACK_NAME = "ScheduledAthenaRefresh"
+STACK_NAME = SHARED_STACK_NAME
 
 
 def build_app(
@@ -38,8 +42,8 @@ def build_app(
     sample_data_dir: Path = SAMPLE_DATA_DIR,
     outdir: Path | None = None,
     jobs_dir: Path = JOBS_DIR,
-) -> tuple[cdk.App, ScheduledAthenaRefreshStack]:
-    """Build the app and its stack (not yet synthesized). ``context`` defaults to cdk.json's; ``jobs_dir``
+) -> tuple[cdk.App, Deployment]:
+    """Build the app and its stacks (not yet synthesized). ``context`` defaults to cdk.json's; ``jobs_dir``
     holds the job folders.
 
     :raises stacks.config.ConfigError: every problem of the stack settings or of any job.
@@ -56,15 +60,15 @@ def build_app(
     enable_nag(app)
     settings = StackSettings.from_context(app.node.try_get_context(STACK_KEY))
     jobs = load_jobs(jobs_dir, settings, root=jobs_dir.parent)
-    stack = ScheduledAthenaRefreshStack(
-        app,
-        STACK_NAME,
-        settings=settings,
-        jobs=jobs,
-        sample_data_dir=sample_data_dir,
-        description="Scheduled Athena refresh: per job, N racers and one fenced DynamoDB lease per schedule slot",
-    )
-    return app, stack
+    deployment = build_deployment(app, settings=settings, jobs=jobs, sample_data_dir=sample_data_dir)
+    return app, deployment
+
+
+def template_sizes(assembly: cdk.cx_api.CloudAssembly) -> dict[str, int]:
+    """Each synthesized stack's template size in bytes, by stack name."""
+    return {
+        stack.stack_name: (Path(assembly.directory) / stack.template_file).stat().st_size for stack in assembly.stacks
+    }
 
 
 def main(*, jobs_dir: Path = JOBS_DIR, err: TextIO | None = None) -> int:
@@ -72,13 +76,21 @@ def main(*, jobs_dir: Path = JOBS_DIR, err: TextIO | None = None) -> int:
     whose value metrics would cost far more than its work is named in a ``warning:`` line (the synth goes on)."""
     err = err or sys.stderr
     try:
-        app, stack = build_app(jobs_dir=jobs_dir)
+        app, deployment = build_app(jobs_dir=jobs_dir)
     except ConfigError as exc:
         err.write(format_problems(exc.problems) + "\n")
         return EXIT_INVALID_CONFIG
-    for warning in value_metrics_warnings(stack.definitions):  # a warning, never a failure
+    for warning in value_metrics_warnings(deployment.definitions):  # a warning, never a failure
         err.write(f"warning: {warning}\n")
-    app.synth()
+    problems = deployment.quota_problems()
+    if problems:
+        err.write("\n".join(problems) + "\n")
+        return EXIT_INVALID_CONFIG
+    assembly = app.synth()
+    problems = quotas.size_problems(template_sizes(assembly), job_stacks=len(deployment.job_stacks))
+    if problems:
+        err.write("\n".join(problems) + "\n")
+        return EXIT_INVALID_CONFIG
     return 0
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from athena_refresh import contract  # constants only (stdlib), installed with the project
 from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from slotlock import table as lock_table
+from stacks.job_groups import DEFAULT_JOB_STACKS, MAX_JOB_STACKS
 from stacks.query_sql import output_columns as query_output_columns
 
 CONTEXT_KEY = "job"  # the context key holding the job block
@@ -361,6 +362,8 @@ class JobConfig:
     value_metrics: ValueMetricsConfig | None = None  # None: no result values as metrics
     removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
     schedule_timezone: str = "UTC"  # IANA name: the cron's wall clock (Scheduler's ScheduleExpressionTimezone)
+    #: The job stack this job is pinned to (``stacks.job_groups``); ``None``: a hash of its name decides.
+    stack_group: int | None = None
 
     @property
     def period(self) -> CronPeriod:
@@ -624,6 +627,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "value_metrics": _value_metrics,
     "removal_policy": _one_of(REMOVAL_POLICIES),
     "schedule_timezone": _timezone,
+    "stack_group": _optional(_integer(0, MAX_JOB_STACKS - 1)),
 }
 
 if list(_CHECKS) != [field.name for field in fields(JobConfig)]:  # pragma: no cover - a programming error
@@ -645,6 +649,8 @@ class StackSettings:
     # The read API's $default stage (every route): steady requests per second and burst (token bucket size).
     api_throttle_rate_limit: int = 20
     api_throttle_burst_limit: int = 40
+    # How many job stacks the jobs are spread over (stacks.job_groups): changing it moves jobs between stacks.
+    job_stacks: int = DEFAULT_JOB_STACKS
 
     @classmethod
     def from_context(cls, value: Any) -> StackSettings:
@@ -666,6 +672,7 @@ class StackSettings:
                     _integer(1, MAX_API_THROTTLE_BURST_LIMIT, "requests; API Gateway's account burst quota"),
                     cls.api_throttle_burst_limit,
                 ),
+                "job_stacks": (_integer(1, MAX_JOB_STACKS, "job stacks (stacks.job_groups)"), cls.job_stacks),
             },
             cls,
         )

@@ -225,6 +225,12 @@ def load_job(
     values: dict[str, Any] = {
         key: effective[key] for key in defaults.SETTING_KEYS if key in effective and "." not in key
     }
+    group = effective.get("stack_group")
+    if isinstance(group, int) and not isinstance(group, bool) and group >= stack.job_stacks:
+        problems.append(
+            f"{labels.at('stack_group')}: must be below the number of job stacks (cdk.json context "
+            f"stack.job_stacks = {stack.job_stacks}), got {group}"
+        )
     values["alarms"] = {
         **{key: effective[f"alarms.{key}"] for key in defaults.ALARM_KEYS},
         "email": stack.alarm_email,

@@ -1,8 +1,9 @@
-"""The stack: the resources the jobs share, the read side (:class:`ReadApi`), one :class:`AthenaJob` per job
-folder, and the names an operator needs as outputs (one ``DashboardName`` with a section per job; the read API's
-``ReadApiUrl``, ``ReadApiId``, ``ReadApiFunctionName``, ``ResultsWidgetFunctionName``; per job:
-``FunctionName<Job>``, ``FailureQueueUrl<Job>``, where ``<Job>`` is :func:`stacks.jobs.output_suffix` of the job's
-name)."""
+"""The shared stack: the resources the jobs share, the read side (:class:`ReadApi`), the dashboard, the
+deployment-wide alarms, and the names an operator needs as outputs (tables, bucket, workgroup, topic,
+``DashboardName``, ``FailureQueueUrl``, ``JobLogGroupName``, ``JobRegistryPath``, the read API's ``ReadApiUrl``,
+``ReadApiId``, ``ReadApiFunctionName``, ``ResultsWidgetFunctionName``). No output per job: a job's function is found
+in the job registry (one SSM parameter per job under ``JobRegistryPath``), so the outputs quota (200 per template)
+does not bound the number of jobs."""
 
 from __future__ import annotations
 
@@ -11,33 +12,39 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from stacks.config import StackSettings
-from stacks.constructs.alarms import alarm_topic
-from stacks.constructs.athena_job import AthenaJob, SharedResources
+from stacks.constructs.alarms import DeploymentAlarms, alarm_topic
+from stacks.constructs.athena_job import SharedResources
 from stacks.constructs.athena_workgroup import AthenaWorkgroup
+from stacks.constructs.dashboard import DeploymentDashboard
+from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.flights_catalog import FlightsCatalog
 from stacks.constructs.lock_table import LockTable
 from stacks.constructs.read_api import ReadApi
+from stacks.constructs.refresh_function import LOG_RETENTION
 from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage
-from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource, output_suffix
+from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource
 from stacks.nag import acknowledge, wildcard_finding
 from stacks.runtime_asset import stage_runtime_asset
 
 
 class ScheduledAthenaRefreshStack(cdk.Stack):
-    """Every job folder, deployed: per job, EventBridge Scheduler fans out to ``racers`` invocations of the
-    job's Lambda; they race for a fenced DynamoDB lease per schedule slot, and the winner runs the job's
-    Athena query and stores the result. The jobs share the lock and results tables, the bucket, the
-    workgroup, the alarm topic, the dashboard and the read side (an IAM-authorized HTTP API and the dashboard's
-    latest-results widget, one read-only role); each has its own function, role, schedules, queue, alarms and
-    dashboard section.
+    """The shared stack of a deployment: what every job uses, the read side, the dashboard and the
+    deployment-wide alarms. The jobs themselves are deployed by the job stacks (:mod:`stacks.job_stack`), which
+    import :attr:`shared` from here.
+
+    Resources: the lock and results tables (logical ids ``Lock...``/``Results...`` unchanged since the one-stack
+    layout, so existing deployments update in place and keep their fencing counters), the bucket, the sample's
+    Glue catalog (when a job reads a sample), the Athena workgroup, the alarm topic, the job functions' log group,
+    the on-failure queue and its DLQ, the read side (IAM-authorized HTTP API and the dashboard's widget, one
+    read-only role), one dashboard (:class:`DeploymentDashboard`) and the deployment-wide alarms.
 
     :param settings: the stack-wide settings (cdk.json context ``stack``).
-    :param jobs: the validated job folders (:func:`stacks.jobs.load_jobs`), at least one.
+    :param jobs: every validated job folder of the deployment, at least one.
     :param sample_data_dir: local directory uploaded to ``s3://<bucket>/data/<table>/`` and cataloged
         (only when a job reads a sample).
     """
@@ -54,10 +61,10 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         if not jobs:
-            raise ValueError("a stack needs at least one job")
-        #: The validated job folders this stack deploys.
+            raise ValueError("a deployment needs at least one job")
+        #: The validated job folders of the deployment (deployed by the job stacks).
         self.definitions: tuple[JobDefinition, ...] = tuple(jobs)
-        removal_policy = cdk.RemovalPolicy[settings.removal_policy]
+        removal_policy = self.removal_policy = cdk.RemovalPolicy[settings.removal_policy]
 
         lock = LockTable(self, "Lock", removal_policy=removal_policy)
         results = ResultsStorage(self, "Results", removal_policy=removal_policy)
@@ -73,8 +80,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
                 table_name=SAMPLE_TABLES["flights"],
                 removal_policy=removal_policy,
             )
-        # Athena enforces the scan cutoff per workgroup: the shared one takes the largest job's (each job's
-        # DataScannedHigh alarm watches its own threshold below it).
+        # Athena enforces the scan cutoff per workgroup: the shared one takes the largest job's (each function
+        # judges its own job's lower [alarms] threshold: the deployment's ThresholdExceeded alarm).
         workgroup = AthenaWorkgroup(
             self,
             "Athena",
@@ -83,10 +90,10 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             bytes_scanned_cutoff_per_query=max(job.config.bytes_scanned_cutoff_per_query for job in jobs),
         )
         topic = alarm_topic(self, "AlarmTopic", email=settings.alarm_email, label=construct_id)
-        dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
-        #: The functions' asset: the runtime packages and the job catalog (every job's query and settings).
+        failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
+        job_logs = logs.LogGroup(self, "JobLogs", retention=LOG_RETENTION, removal_policy=removal_policy)
+        #: The read side's asset: the runtime packages and the catalog of every job (it serves them all).
         self.runtime_asset_dir = stage_runtime_asset(jobs)
-        # Before the jobs: each job's dashboard section embeds the read side's widget.
         self.read_api = ReadApi(
             self,
             "ReadApi",
@@ -99,7 +106,10 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             throttle_burst_limit=settings.api_throttle_burst_limit,
             removal_policy=removal_policy,
         )
-        shared = SharedResources(
+        #: The job registry's path: each job stack writes one parameter ``<path><job>`` (docs/operations.md).
+        self.registry_path = f"/{construct_id}/jobs/"
+        #: What every job stack imports from here.
+        self.shared = SharedResources(
             lock_table=lock.table,
             results_table=results.table,
             bucket=results.bucket,
@@ -108,17 +118,31 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             workgroup_name=workgroup.name,
             workgroup_arn=workgroup.arn,
             alarm_topic=topic,
-            code_dir=self.runtime_asset_dir,
-            dashboard=dashboard,
+            failures=failures,
             # Ref of the Glue database (its name): the functions then deploy after the catalog.
             sample_database=catalog.database.ref if catalog is not None else settings.sample_database,
             sample_data_prefix=DATA_PREFIX,
-            results_widget_function=self.read_api.widget_function,
+            registry_path=self.registry_path,
+            log_group=job_logs,
         )
-        self.jobs: dict[str, AthenaJob] = {
-            job.job_name: AthenaJob(self, f"Job-{job.job_name}", job=job, shared=shared, removal_policy=removal_policy)
-            for job in jobs
-        }
+        self.alarms = DeploymentAlarms(
+            self,
+            "Alarms",
+            failure_queue=failures.queue,
+            failure_dead_letter_queue=failures.dead_letter_queue,
+            topic=topic,
+        )
+        self.dashboard = DeploymentDashboard(
+            self,
+            "Dashboard",
+            job_names=[job.job_name for job in jobs],
+            widget_function=self.read_api.widget_function,
+            alarms=list(self.alarms.alarms.values()),
+            failure_queue=failures.queue,
+            failure_dead_letter_queue=failures.dead_letter_queue,
+            log_group=job_logs,
+            function_name_prefix=f"{construct_id}-Jobs-",
+        )
         self._acknowledge_findings(results)
 
         outputs = {
@@ -127,8 +151,10 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             "ResultsBucketName": results.bucket.bucket_name,
             "AthenaWorkgroupName": workgroup.name,
             "AlarmTopicArn": topic.topic_arn,
-            "DashboardName": dashboard.dashboard_name,
-            "JobNames": ",".join(self.jobs),
+            "DashboardName": self.dashboard.dashboard.dashboard_name,
+            "FailureQueueUrl": failures.queue.queue_url,
+            "JobLogGroupName": job_logs.log_group_name,
+            "JobRegistryPath": self.registry_path,
             "ReadApiUrl": self.read_api.url,
             "ReadApiId": self.read_api.http_api.api_id,
             "ReadApiFunctionName": self.read_api.api_function.function_name,
@@ -136,10 +162,6 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         }
         if catalog is not None:
             outputs["GlueDatabaseName"] = catalog.database.ref
-        for name, athena_job in self.jobs.items():
-            suffix = output_suffix(name)
-            outputs[f"FunctionName{suffix}"] = athena_job.function.function_name
-            outputs[f"FailureQueueUrl{suffix}"] = athena_job.failures.queue.queue_url
         for output_id, value in outputs.items():
             cdk.CfnOutput(self, output_id, value=value)
 

@@ -1,10 +1,11 @@
-"""The Lambda asset of every job: the runtime packages of ``lambdas/`` plus the job catalog (each job's query
-and settings), staged at synth.
+"""The Lambda assets: the runtime packages of ``lambdas/`` plus a job catalog, staged at synth.
 
-``lambdas/`` holds the runtime (``slotlock``, ``athena_refresh``, and ``results_api``, the read side); the job
+``lambdas/`` holds the runtime (``slotlock``, ``athena_refresh``, and ``results_api``, the read side); a job
 catalog (:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders'
-prepared queries. The staged directory's content depends only on those files, so its asset hash (and the template)
-is the same on every synth; all the functions share the one asset.
+prepared queries. Each job's function has an asset of its own whose catalog holds that job alone
+(:func:`stage_job_asset`): editing one job folder changes that job's asset hash only. The read side's functions
+(shared stack) get the catalog of every job (:func:`stage_runtime_asset`): they serve every job. A staged
+directory's content depends only on those files, so its asset hash (and the template) is the same on every synth.
 """
 
 from __future__ import annotations
@@ -42,8 +43,13 @@ def catalog_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
     }
 
 
+def stage_job_asset(job: JobDefinition, *, source_dir: Path = LAMBDAS_DIR) -> Path:
+    """One job's asset: the runtime packages and a catalog holding ``job`` alone (see :func:`stage_runtime_asset`)."""
+    return stage_runtime_asset([job], source_dir=source_dir)
+
+
 def stage_runtime_asset(jobs: Sequence[JobDefinition], *, source_dir: Path = LAMBDAS_DIR) -> Path:
-    """Copy the runtime packages and write the job catalog into a fresh directory; returns it.
+    """Copy the runtime packages and write the catalog of ``jobs`` into a fresh directory; returns it.
 
     The directory lives until the process ends (``cdk synth`` copies it into the cloud assembly).
     """

@@ -187,6 +187,8 @@ METRIC_QUERIES_STARTED: Final = "QueriesStarted"
 METRIC_ROWS_STORED: Final = "RowsStored"
 METRIC_CORRUPT_LOCK_ITEM: Final = "CorruptLockItem"  # a tampered/invalid lock item was found (alarm)
 METRIC_VALUE_SERIES_DROPPED: Final = "ValueSeriesDropped"  # result rows beyond VALUE_METRIC_MAX_SERIES
+# A committed slot scanned more bytes or ran longer than its job's [alarms] thresholds (deployment-wide count)
+METRIC_THRESHOLD_EXCEEDED: Final = "ThresholdExceeded"
 # Measurements
 METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds
 METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes

@@ -20,11 +20,11 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from athena_refresh import contract
-from stacks.config import JobConfig
-from stacks.constructs.job_metrics import job_metric
+from stacks.constructs.job_metrics import deployment_metric
 
 MAX_ALARM_PERIOD_S = 86_400
 STALE_AFTER_PERIODS = 2
@@ -51,58 +51,75 @@ def alarm_topic(scope: Construct, construct_id: str, *, email: str | None, label
     return topic
 
 
-class RefreshAlarms(Construct):
-    """The Athena job's own alarms, beside :class:`~stacks.constructs.once_per_slot_schedule.OncePerSlotSchedule`'s
-    (failed, missed, no recent success, queued failures, dropped events): a stale writer fenced off, a corrupt
-    lock item, a query scanning or running past its threshold. ``alarms``: name -> alarm; all notify ``topic``
-    on ALARM and OK, each evaluating one slot (``period``)."""
+#: Where the deployment-wide alarms' descriptions send the operator: the Logs Insights query naming the job.
+OBSERVABILITY_DOC = "docs/observability.md"
+
+
+class DeploymentAlarms(Construct):
+    """The alarms one deployment needs once, whatever its number of jobs (``alarms``: name -> alarm), each
+    notifying ``topic`` on ALARM and OK:
+
+    - ``FailedInvocationsQueued`` / ``FailureRecordsDeadLettered``: the deployment's on-failure queue and its DLQ
+      (Lambda also sends the events it drops there, so no per-function AsyncEventsDropped alarm is needed);
+    - ``StaleWriteRejected``, ``CorruptLockItem``, ``ThresholdExceeded``: rare conditions each function judges
+      itself (the last one against its own job's ``[alarms]`` thresholds) and counts without a job dimension.
+      The invocation's log line names the job; each description names the Logs Insights query that finds it.
+
+    Each evaluates one period of ``period_s``; per-job health is the job's own ``NoRecentSuccess`` alarm.
+    """
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        config: JobConfig,
+        failure_queue: sqs.IQueue,
+        failure_dead_letter_queue: sqs.IQueue,
         topic: sns.ITopic,
-        period: cdk.Duration,
+        period_s: int = 300,
     ) -> None:
         super().__init__(scope, construct_id)
-        job = config.job_name
+        period = cdk.Duration.seconds(period_s)
 
         def count(metric_name: str) -> cloudwatch.IMetric:
-            return job_metric(job, metric_name, statistic="Sum", period=period)
+            return deployment_metric(metric_name, statistic="Sum", period=period)
+
+        def query(name: str) -> str:
+            return f" Which job: the Logs Insights query '{name}' in {OBSERVABILITY_DOC}."
 
         definitions: dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]] = {
+            "FailedInvocationsQueued": (
+                failure_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period),
+                AT_LEAST_ONCE,
+                (
+                    "Slot invocations exhausted Lambda's retries (or were dropped): their events wait in the "
+                    "on-failure queue; each record's requestPayload names the job and slot."
+                ),
+            ),
+            "FailureRecordsDeadLettered": (
+                failure_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=period
+                ),
+                AT_LEAST_ONCE,
+                "Failure records could not be processed and moved to the dead-letter queue.",
+            ),
             "StaleWriteRejected": (
                 count(contract.METRIC_STALE_WRITE_REJECTED),
                 AT_LEAST_ONCE,
-                f"A stale holder of {job}'s lease tried to commit and was fenced off: check for pauses/timeouts.",
+                "A stale lease holder tried to commit and was fenced off: check for pauses or timeouts."
+                + query("stale writes and corrupt lock items"),
             ),
             "CorruptLockItem": (
                 count(contract.METRIC_CORRUPT_LOCK_ITEM),
                 AT_LEAST_ONCE,
-                f"The lock item of {job} is invalid (edited or restored by hand?): runs are blocked.",
+                "A job's lock item is invalid (edited or restored by hand?): its runs are blocked."
+                + query("stale writes and corrupt lock items"),
             ),
-            "DataScannedHigh": (
-                job_metric(job, contract.METRIC_DATA_SCANNED_BYTES, statistic="Maximum", period=period),
-                {
-                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                    "threshold": config.alarms.data_scanned_bytes,
-                    "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
-                },
-                (
-                    f"A query of {job} scanned more than {config.alarms.data_scanned_bytes} bytes "
-                    f"(the workgroup cancels at {config.bytes_scanned_cutoff_per_query})."
-                ),
-            ),
-            "QueryDurationHigh": (
-                job_metric(job, contract.METRIC_QUERY_DURATION_MS, statistic="Maximum", period=period),
-                {
-                    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                    "threshold": config.alarms.query_duration_ms,
-                    "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
-                },
-                f"A query of {job} ran longer than {config.alarms.query_duration_ms} ms.",
+            "ThresholdExceeded": (
+                count(contract.METRIC_THRESHOLD_EXCEEDED),
+                AT_LEAST_ONCE,
+                "A committed slot scanned more bytes or ran longer than its job's [alarms] thresholds."
+                + query("thresholds exceeded"),
             ),
         }
         self.alarms = add_alarms(self, definitions, topic)

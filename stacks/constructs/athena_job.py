@@ -1,9 +1,9 @@
-"""One scheduled Athena job: its function and role, fan-out schedules, on-failure queue, alarms and its
-section of the dashboard.
+"""One scheduled Athena job: its function, role and log group, fan-out schedules, async-invoke configuration,
+its one alarm and its registry parameter.
 
-Everything a job folder (``jobs/<job>/``) deploys, against the resources the stack's jobs share (lock table,
-results table and bucket, workgroup, alarm topic, dashboard). Removing the folder removes this construct and only it:
-the job's history and results stay in the shared tables.
+Everything a job folder (``jobs/<job>/``) deploys, in its job stack (:mod:`stacks.job_groups`), against the
+resources the deployment shares (lock table, results table and bucket, workgroup, alarm topic, on-failure queue).
+Removing the folder removes this construct and only it: the job's history and results stay in the shared tables.
 """
 
 from __future__ import annotations
@@ -12,26 +12,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from athena_refresh import contract
-from stacks.constructs.alarms import RefreshAlarms, alarm_period_s
-from stacks.constructs.dashboard import RefreshDashboard
-from stacks.constructs.job_metrics import job_metric, summed_over_reasons
+from stacks.constructs.alarms import alarm_period_s
+from stacks.constructs.failure_queue import FailureQueue
+from stacks.constructs.job_metrics import job_metric
 from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
-from stacks.jobs import GlueSource, JobDefinition, SampleSource
+from stacks.jobs import GlueSource, JobDefinition
+
+REGISTRY_FORMAT = 1
 
 
 @dataclass(frozen=True, kw_only=True)
 class SharedResources:
-    """What every job of the stack uses: tables, bucket and its prefixes, workgroup, alarm topic, asset, and the
-    read side's widget function (each job's dashboard section embeds its latest results)."""
+    """What every job of the deployment uses, from the shared stack: tables, bucket and its prefixes, workgroup,
+    alarm topic, the deployment-wide on-failure queue, the job registry's path (jobs are found there)."""
 
     lock_table: dynamodb.ITable
     results_table: dynamodb.ITable
@@ -41,20 +44,21 @@ class SharedResources:
     workgroup_name: str
     workgroup_arn: str
     alarm_topic: sns.ITopic
-    code_dir: Path
-    dashboard: cloudwatch.Dashboard  # one section per job
+    failures: FailureQueue  # every job's on-failure destination; its alarms are the shared stack's
     sample_database: str  # the Glue database the sample tables are cataloged in
     sample_data_prefix: str  # where the sample's files live in ``bucket`` (per table: <prefix><table>/)
-    results_widget_function: lambda_.IFunction  # the dashboard's custom widget (stacks.constructs.read_api)
+    registry_path: str  # "/<shared stack>/jobs/": each job's registry parameter is <path><job>
+    log_group: logs.ILogGroup  # every job function's log group (one structured line per invocation)
 
 
 class AthenaJob(Construct):
     """``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
-    async retries, ``failures`` queue, the generic alarms), ``alarms`` (the Athena ones), ``dashboard`` (its
-    section of the stack's dashboard).
+    async retries to the deployment's on-failure queue, the job's one alarm ``NoRecentSuccess``), ``registry``
+    (the job's SSM parameter: how tools and people find its function).
 
     The function's role reads the job's own source only: the sample's table and prefix, or the Glue table
-    and S3 location the job names.
+    and S3 location the job names. Everything else a job used to have per job (queue, count alarms, a dashboard
+    section) is deployment-wide: see :mod:`stacks.refresh_stack`.
     """
 
     def __init__(
@@ -65,6 +69,8 @@ class AthenaJob(Construct):
         job: JobDefinition,
         shared: SharedResources,
         removal_policy: cdk.RemovalPolicy,
+        code_dir: Path,
+        scheduler_role: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         config = job.config
@@ -95,7 +101,8 @@ class AthenaJob(Construct):
                 lists_partitions=isinstance(source, GlueSource),  # the sample table projects its partitions
             ),
             removal_policy=removal_policy,
-            code_dir=shared.code_dir,
+            code_dir=code_dir,
+            log_group=shared.log_group,
         )
         self.function = self.refresh.function
         job_name = config.job_name
@@ -115,29 +122,49 @@ class AthenaJob(Construct):
             success_age_metric=job_metric(
                 job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period
             ),
-            missed_metric=summed_over_reasons(
-                job_name, contract.METRIC_SLOT_MISSED, period=period, label="slots missed"
-            ),
-            failed_metric=job_metric(job_name, contract.METRIC_RUN_FAILED, statistic="Sum", period=period),
+            failures=shared.failures,
+            scheduler_role=scheduler_role,
         )
         self.failures = self.schedule.failures
-        self.alarms = RefreshAlarms(self, "Alarms", config=config, topic=shared.alarm_topic, period=period)
-        self.dashboard = RefreshDashboard(
+        self.alarms = self.schedule.alarms
+        self.registry = ssm.StringParameter(
             self,
-            "Dashboard",
-            job_name=job_name,
-            function=self.function,
-            log_group=self.refresh.log_group,
-            failure_queue=self.failures.queue,
-            failure_dead_letter_queue=self.failures.dead_letter_queue,
-            schedule_period=cdk.Duration.seconds(config.period.shortest_s),
-            stale_after_s=self.schedule.stale_after_s,
-            value_metrics=config.value_metrics,
-            alarms=[*self.schedule.alarms.values(), *self.alarms.alarms.values()],
-            dashboard=shared.dashboard,
-            results_widget_function=shared.results_widget_function,
-            heading=(
-                f"`{config.schedule_expression}` in {config.schedule_timezone}, {config.racers} racers, source"
-                f" `{source.table if isinstance(source, SampleSource) else f'{database}.{table}'}`"
+            "Registry",
+            parameter_name=f"{shared.registry_path}{job_name}",
+            description=f"Scheduled Athena refresh: where job {job_name} is deployed (JSON, format 1)",
+            string_value=cdk.Stack.of(self).to_json_string(
+                registry_value(
+                    job_name=job_name,
+                    function_name=self.function.function_name,
+                    stack_name=cdk.Stack.of(self).stack_name,
+                    schedule_expression=config.schedule_expression,
+                    schedule_timezone=config.schedule_timezone,
+                    racers=config.racers,
+                    log_group_name=self.refresh.log_group.log_group_name,
+                )
             ),
+            tier=ssm.ParameterTier.STANDARD,
         )
+
+
+def registry_value(
+    *,
+    job_name: str,
+    function_name: str,
+    stack_name: str,
+    schedule_expression: str,
+    schedule_timezone: str,
+    racers: int,
+    log_group_name: str,
+) -> dict[str, object]:
+    """A job's registry entry (docs/operations.md): where its function is, and its schedule."""
+    return {
+        "format": REGISTRY_FORMAT,
+        "job": job_name,
+        "function_name": function_name,
+        "stack": stack_name,
+        "schedule_expression": schedule_expression,
+        "schedule_timezone": schedule_timezone,
+        "racers": racers,
+        "log_group_name": log_group_name,
+    }

@@ -1,9 +1,22 @@
-"""CloudWatch dashboard: the analytics values the job computes, the age of the last successful run, the latest
-results (a custom widget backed by the read side's widget function), every job metric of the contract, the
-Lambda's health, the on-failure queue, and the latest runs.
+"""The deployment's one CloudWatch dashboard: an overview of every job, then one job's graphs, chosen with a
+dashboard variable.
 
-The metric names come from ``athena_refresh.contract`` only (``ALL_METRICS``): a renamed or added metric
-changes the dashboard with no edit here, and the template tests prove dashboard metrics == ALL_METRICS.
+Its size does not grow with the number of jobs (CloudWatch allows at most 500 widgets per dashboard: "Dashboard
+Body Structure and Syntax", https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html):
+
+- **Overview**: the read side's custom widget called with ``{"view": "overview"}`` lists every job (status of the
+  last slot, age of the last success against the period, lease holder, paused, last estimated cost, and how to
+  fetch the result with SigV4); the deployment-wide alarms; the on-failure queue; the deployment-wide counts
+  (``contract.DEPLOYMENT_METRICS``); the job functions' Lambda errors and throttles, summed with a ``SEARCH`` on
+  the job stacks' name prefix; the latest runs of every job (Logs Insights over the one job log group).
+- **Job ``${job}``**: the per-job metrics (``contract.JOB_METRICS``: age of the last success, bytes scanned, query
+  duration), drawn once. A property variable on the ``job`` dimension (CDK's :class:`DashboardVariable`) switches
+  every one of them to the job picked in the dashboard's drop-down, whose values CloudWatch fills from a metric
+  search (no list of 300 names in the template).
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_dashboard_variables.html
+
+Logs Insights is billed per GB scanned at every view: the "Latest runs" widget reads one log group over the
+dashboard's time range (default 3 hours); ``make cost`` counts it at a stated number of views.
 """
 
 from __future__ import annotations
@@ -18,68 +31,49 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from athena_refresh import contract
-from stacks.config import ValueMetricsConfig
-from stacks.constructs.job_metrics import REASONS_BY_METRIC, job_metric, value_search_expression
+from stacks.constructs.job_metrics import deployment_metric, job_metric
 
-# Statistics per metric, from the unit in its name: durations and ages ("...Ms", "...S") are averaged
-# and maximized; byte totals are summed and maximized (the largest query); counts are summed.
-TIME_STATISTICS = ("Average", "Maximum")
-BYTES_STATISTICS = ("Sum", "Maximum")
-# Money ("...USD"): the period's total and the dearest slot.
-USD_STATISTICS = ("Sum", "Maximum")
-SUM_STATISTICS = ("Sum",)
-# What each graph shows, for the operator reading the dashboard (title suffixes).
-TITLES = {
-    contract.METRIC_LOST_RACE: "LostRace: lease contention, by reason",
-    contract.METRIC_TAKEOVER: "Takeover: expired leases taken over",
-    contract.METRIC_SLOT_MISSED: "SlotMissed: slots that never ran, by reason",
-    contract.METRIC_QUERY_DURATION_MS: "QueryDurationMs: Athena total execution time",
-    contract.METRIC_DATA_SCANNED_BYTES: "DataScannedBytes: Athena bytes scanned (billed)",
-    contract.METRIC_ESTIMATED_COST_USD: "EstimatedCostUSD: cost per committed slot, USD (an ESTIMATE)",
-    contract.METRIC_LAST_SUCCESS_AGE_S: "LastSuccessAgeS: seconds since the last successful run",
-    contract.METRIC_STALE_WRITE_REJECTED: "StaleWriteRejected: fenced writes of a stale holder",
-    contract.METRIC_CORRUPT_LOCK_ITEM: "CorruptLockItem: invalid lock items found",
-    contract.METRIC_VALUE_SERIES_DROPPED: "ValueSeriesDropped: result rows over the series cap",
-}
-# Logs Insights over the function's JSON logs: the runtime logs one "slot <iso>: <status>" line per
-# invocation with the keys job, slot, outcome, reason, fencing_token (and query_execution_id when known).
-LATEST_RUNS_QUERY = (
-    "fields @timestamp, job, slot, outcome, reason, fencing_token, query_execution_id, @message",
-    "filter ispresent(outcome)",
-    "sort @timestamp desc",
-    "limit 50",
-)
-RESULTS_WIDGET_HEIGHT = 8
-GRAPHS_PER_ROW = 3
 FULL_WIDTH = 24
 METRIC_PERIOD = cdk.Duration.minutes(5)
+DEFAULT_INTERVAL = cdk.Duration.hours(3)  # bounds what the Logs Insights widget scans per view
+OVERVIEW_PARAMS = {"view": "overview"}
+#: The job metrics drawn per job, with their statistics.
+JOB_GRAPHS: dict[str, tuple[str, Sequence[str]]] = {
+    contract.METRIC_LAST_SUCCESS_AGE_S: ("LastSuccessAgeS: seconds since the last successful run", ("Maximum",)),
+    contract.METRIC_DATA_SCANNED_BYTES: ("DataScannedBytes: Athena bytes scanned (billed)", ("Sum", "Maximum")),
+    contract.METRIC_QUERY_DURATION_MS: ("QueryDurationMs: Athena total execution time", ("Average", "Maximum")),
+}
+#: Deployment-wide counts (dimension service only): rare events whose log line names the job.
+DEPLOYMENT_COUNTS = (
+    contract.METRIC_STALE_WRITE_REJECTED,
+    contract.METRIC_CORRUPT_LOCK_ITEM,
+    contract.METRIC_THRESHOLD_EXCEEDED,
+)
+# Logs Insights over the job functions' JSON logs: one "slot <iso>: <status>" line per invocation with the keys
+# job, slot, outcome, reason, fencing_token (and query_execution_id when known).
+LATEST_RUNS_QUERY = (
+    "fields @timestamp, job, slot, outcome, reason, fencing_token, query_execution_id",
+    "filter ispresent(outcome)",
+    "sort @timestamp desc",
+    "limit 100",
+)
+JOB_VARIABLE_ID = "job"
 
 
-def statistics_for(metric_name: str) -> Sequence[str]:
-    """Statistics graphed for ``metric_name`` (see the constants above)."""
-    if metric_name.endswith(("Ms", "S")):
-        return TIME_STATISTICS
-    if metric_name.endswith("Bytes"):
-        return BYTES_STATISTICS
-    if metric_name.endswith("USD"):
-        return USD_STATISTICS
-    return SUM_STATISTICS
+def overview_height(job_count: int) -> int:
+    """Grid rows for the overview table: a heading plus about one row per job, at most CloudWatch's 1,000."""
+    return max(6, min(3 + job_count, 1000))
 
 
-SECTION_HEADING = "# Job "  # each job's section of the shared dashboard starts with this markdown heading
+class DeploymentDashboard(Construct):
+    """``dashboard``: the deployment's dashboard; ``job_variable`` its ``job`` variable.
 
-
-class RefreshDashboard(Construct):
-    """The job's section of a dashboard: ``dashboard`` when given (the stack's, shared by every job, one
-    section per job under a ``# Job `<name>``` heading), else a dashboard of its own.
-
-    :param schedule_period: the shortest gap between slots; the value graphs use it as their period
-        (one data point per slot), capped at one day.
-    :param stale_after_s: the "no successful run" alarm threshold, drawn on the last-success graph.
-    :param value_metrics: the result columns published as metrics (``None``: no values section).
-    :param alarms: shown in an alarm status widget at the top.
-    :param results_widget_function: renders the job's latest results (slot, age, fencing token) in a custom
-        widget below the status row, called with ``{"job": <job_name>}`` (``None``: no such widget).
+    :param job_names: every job of the deployment (the overview's height, the variable's default).
+    :param widget_function: the read side's widget function (``results_api.handler.widget_handler``).
+    :param alarms: the deployment-wide alarms (status widget).
+    :param failures: the deployment's on-failure queue and its dead-letter queue.
+    :param log_group: the job functions' log group.
+    :param function_name_prefix: the job functions' generated names start with it (the job stacks' prefix).
     """
 
     def __init__(
@@ -87,126 +81,64 @@ class RefreshDashboard(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        job_name: str,
-        function: lambda_.IFunction,
-        log_group: logs.ILogGroup,
+        job_names: Sequence[str],
+        widget_function: lambda_.IFunction,
+        alarms: Sequence[cloudwatch.IAlarm],
         failure_queue: sqs.IQueue,
         failure_dead_letter_queue: sqs.IQueue,
-        schedule_period: cdk.Duration,
-        stale_after_s: int,
-        value_metrics: ValueMetricsConfig | None,
-        alarms: Sequence[cloudwatch.IAlarm] = (),
+        log_group: logs.ILogGroup,
+        function_name_prefix: str,
         period: cdk.Duration = METRIC_PERIOD,
-        dashboard: cloudwatch.Dashboard | None = None,
-        results_widget_function: lambda_.IFunction | None = None,
-        heading: str = "",
     ) -> None:
         super().__init__(scope, construct_id)
-        self._job_name = job_name
-        self._period = period
-        self.dashboard = dashboard or cloudwatch.Dashboard(self, "Dashboard", default_interval=cdk.Duration.days(1))
+        default_job = min(job_names)
+        self.job_variable = cloudwatch.DashboardVariable(
+            id=JOB_VARIABLE_ID,
+            type=cloudwatch.VariableType.PROPERTY,
+            label="Job",
+            input_type=cloudwatch.VariableInputType.SELECT,
+            value=contract.DIMENSION_JOB,
+            values=cloudwatch.Values.from_search_components(
+                namespace=contract.METRICS_NAMESPACE,
+                dimensions=[contract.DIMENSION_SERVICE, contract.DIMENSION_JOB],
+                metric_name=contract.METRIC_LAST_SUCCESS_AGE_S,
+                populate_from=contract.DIMENSION_JOB,
+            ),
+            default_value=cloudwatch.DefaultValue.value(default_job),
+            visible=True,
+        )
+        self.dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", default_interval=DEFAULT_INTERVAL, variables=[self.job_variable]
+        )
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"{SECTION_HEADING}`{job_name}`" + (f"\n{heading}" if heading else ""),
+                markdown=(
+                    f"# Scheduled Athena refresh: {len(job_names)} jobs\n"
+                    "Results need SigV4: `python -m tools.results latest <job>` or a signed `GET` of the read API. "
+                    "What happened to job J at slot S: `python -m tools.ops history J` (docs/observability.md)."
+                ),
                 width=FULL_WIDTH,
                 height=2,
             )
         )
-
-        last_success = [
-            job_metric(
-                job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period, label="age (s)"
-            )
-        ]
         self.dashboard.add_widgets(
-            cloudwatch.SingleValueWidget(
-                title="Last successful run (seconds ago)", width=6, height=6, metrics=last_success
-            ),
-            cloudwatch.GraphWidget(
-                title="Age of the last successful run (s)",
-                width=10,
-                height=6,
-                left=last_success,
-                left_annotations=[cloudwatch.HorizontalAnnotation(value=stale_after_s, label="alarm: two periods")],
-            ),
-            cloudwatch.AlarmStatusWidget(title="Alarms", width=8, height=6, alarms=list(alarms)),
+            cloudwatch.CustomWidget(
+                function_arn=widget_function.function_arn,
+                title="Every job: last slot, last success, lease, paused, cost, how to fetch",
+                params=OVERVIEW_PARAMS,
+                width=FULL_WIDTH,
+                height=overview_height(len(job_names)),
+                update_on_refresh=True,
+                update_on_resize=False,
+                update_on_time_range_change=False,
+            )
         )
-        if results_widget_function is not None:
-            # CloudWatch calls the function with the viewer's credentials on load and refresh; the widget shows
-            # the latest committed slot, which the dashboard's time range does not change.
-            self.dashboard.add_widgets(
-                cloudwatch.CustomWidget(
-                    function_arn=results_widget_function.function_arn,
-                    title=f"Latest results: {job_name} (slot, age, fencing token)",
-                    params={"job": job_name},
-                    width=FULL_WIDTH,
-                    height=RESULTS_WIDGET_HEIGHT,
-                    update_on_refresh=True,
-                    update_on_resize=False,
-                    update_on_time_range_change=False,
-                )
-            )
-
-        if value_metrics is not None:
-            value_period = cdk.Duration.seconds(min(int(schedule_period.to_seconds()), 86_400))
-            by = f" by {', '.join(value_metrics.dimensions)}" if value_metrics.dimensions else ""
-            value_graphs = [
-                cloudwatch.GraphWidget(
-                    title=f"{column}{by}",
-                    width=FULL_WIDTH // GRAPHS_PER_ROW,
-                    left=[
-                        cloudwatch.MathExpression(
-                            expression=value_search_expression(
-                                job_name, column, value_metrics.dimensions, statistic="Maximum", period=value_period
-                            ),
-                            using_metrics={},
-                            period=value_period,
-                            label="",
-                        )
-                    ],
-                    legend_position=cloudwatch.LegendPosition.RIGHT,
-                )
-                for column in value_metrics.columns
-            ]
-            self.dashboard.add_widgets(
-                cloudwatch.TextWidget(
-                    markdown=(
-                        f"## Result values of job `{job_name}`\n"
-                        f"Published by the winner of each slot in namespace `{contract.VALUES_NAMESPACE}`, "
-                        f"at most {value_metrics.max_series} dimension combinations per run "
-                        "(each one is a billed custom metric)."
-                    ),
-                    width=FULL_WIDTH,
-                    height=2,
-                )
-            )
-            self._add_rows(value_graphs)
-
-        self._add_rows([self._job_metric_graph(name) for name in contract.ALL_METRICS])
-
-        width = FULL_WIDTH // 3
+        third = FULL_WIDTH // 3
         self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Lambda invocations, errors, throttles, dropped async events",
-                width=width,
-                left=[
-                    function.metric_invocations(statistic="Sum", period=period),
-                    function.metric_errors(statistic="Sum", period=period),
-                    function.metric_throttles(statistic="Sum", period=period),
-                    function.metric("AsyncEventsDropped", statistic="Sum", period=period),
-                ],
-            ),
-            cloudwatch.GraphWidget(
-                title="Lambda duration (ms)",
-                width=width,
-                left=[
-                    function.metric_duration(statistic=statistic, period=period, label=statistic)
-                    for statistic in ("Average", "p99", "Maximum")
-                ],
-            ),
+            cloudwatch.AlarmStatusWidget(title="Deployment alarms", width=third, height=6, alarms=list(alarms)),
             cloudwatch.GraphWidget(
                 title="Failed slot invocations waiting (on-failure queue, DLQ)",
-                width=width,
+                width=third,
                 left=[
                     failure_queue.metric_approximate_number_of_messages_visible(
                         statistic="Maximum", period=period, label="on-failure queue"
@@ -216,41 +148,57 @@ class RefreshDashboard(Construct):
                     ),
                 ],
             ),
+            cloudwatch.GraphWidget(
+                title="Stale writes, corrupt lock items, thresholds exceeded (every job)",
+                width=third,
+                left=[
+                    deployment_metric(name, statistic="Sum", period=period, label=name) for name in DEPLOYMENT_COUNTS
+                ],
+            ),
         )
         self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Job functions: errors, throttles, dropped async events (sum over every job)",
+                width=FULL_WIDTH // 2,
+                left=[
+                    cloudwatch.MathExpression(
+                        expression=(
+                            f'SUM(SEARCH(\'{{AWS/Lambda,FunctionName}} MetricName="{metric}" '
+                            f"{function_name_prefix}', 'Sum', {int(period.to_seconds())}))"
+                        ),
+                        using_metrics={},
+                        period=period,
+                        label=metric,
+                    )
+                    for metric in ("Errors", "Throttles", "AsyncEventsDropped")
+                ],
+            ),
             cloudwatch.LogQueryWidget(
-                title="Latest runs",
-                width=FULL_WIDTH,
-                height=8,
+                title="Latest runs (every job)",
+                width=FULL_WIDTH // 2,
+                height=6,
                 log_group_names=[log_group.log_group_name],
                 query_lines=list(LATEST_RUNS_QUERY),
                 view=cloudwatch.LogQueryVisualizationType.TABLE,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown=f"# Job `${{{JOB_VARIABLE_ID}}}`\nPick the job in the **Job** drop-down above.",
+                width=FULL_WIDTH,
+                height=1,
             )
         )
-
-    def _add_rows(self, widgets: Sequence[cloudwatch.IWidget]) -> None:
-        for start in range(0, len(widgets), GRAPHS_PER_ROW):
-            self.dashboard.add_widgets(*widgets[start : start + GRAPHS_PER_ROW])
-
-    def _job_metric_graph(self, metric_name: str) -> cloudwatch.GraphWidget:
-        statistics = statistics_for(metric_name)
-        reasons = REASONS_BY_METRIC.get(metric_name)
-        if reasons:
-            metrics = [
-                job_metric(
-                    self._job_name, metric_name, statistic=statistic, period=self._period, reason=reason, label=reason
+        self.dashboard.add_widgets(
+            *[
+                cloudwatch.GraphWidget(
+                    title=title,
+                    width=third,
+                    left=[
+                        job_metric(default_job, name, statistic=statistic, period=period, label=statistic)
+                        for statistic in statistics
+                    ],
                 )
-                for reason in reasons
-                for statistic in statistics
+                for name, (title, statistics) in JOB_GRAPHS.items()
             ]
-        else:
-            metrics = [
-                job_metric(self._job_name, metric_name, statistic=statistic, period=self._period, label=statistic)
-                for statistic in statistics
-            ]
-        return cloudwatch.GraphWidget(
-            title=TITLES.get(metric_name, metric_name),
-            width=FULL_WIDTH // GRAPHS_PER_ROW,
-            left=metrics,
-            stacked=bool(reasons),
         )

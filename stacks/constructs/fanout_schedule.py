@@ -34,18 +34,12 @@ class FanoutSchedule(Construct):
         time_zone: str = "UTC",
         job_name: str,
         max_event_age: cdk.Duration,
+        role: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        # One role per job, assumable by EventBridge Scheduler for this account only, allowed to invoke this
-        # job's function alone (the target's grant). https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role
-        self.role = iam.Role(
-            self,
-            "SchedulerRole",
-            assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}
-            ),
-            description=f"EventBridge Scheduler: invoke the racers of job {job_name}",
-        )
+        # ``role``: a scheduler role shared by several jobs' schedules (a job stack's); by default one role per
+        # job. Either way the target grants it lambda:InvokeFunction on this job's function alone.
+        self.role = role or scheduler_role(self, "SchedulerRole", description=f"invoke the racers of job {job_name}")
         self.schedules: list[scheduler.Schedule] = []
         for racer in range(racers):
             target = targets.LambdaInvoke(
@@ -79,3 +73,18 @@ class FanoutSchedule(Construct):
             "lambda:InvokeFunction on the function's versions and aliases (ARN:*), as granted by "
             "aws_scheduler_targets.LambdaInvoke; the role is assumable by EventBridge Scheduler only.",
         )
+
+
+def scheduler_role(scope: Construct, construct_id: str, *, description: str) -> iam.Role:
+    """A role assumable by EventBridge Scheduler for this account only (``aws:SourceAccount``); each schedule's
+    target adds ``lambda:InvokeFunction`` on its own function.
+    https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role
+    """
+    return iam.Role(
+        scope,
+        construct_id,
+        assumed_by=iam.ServicePrincipal(
+            "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}}
+        ),
+        description=f"EventBridge Scheduler: {description}",
+    )

@@ -55,6 +55,21 @@ def job_metric(
     )
 
 
+def deployment_metric(
+    metric_name: str, *, statistic: str, period: cdk.Duration, label: str | None = None
+) -> cloudwatch.Metric:
+    """A deployment-wide metric: dimension ``service`` only (no ``job``): one series for every job of the
+    deployment; the structured log line of the invocation that emitted it names the job."""
+    return cloudwatch.Metric(
+        namespace=contract.METRICS_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
+        statistic=statistic,
+        period=period,
+        label=label,
+    )
+
+
 def summed_over_reasons(
     job_name: str, metric_name: str, *, period: cdk.Duration, label: str
 ) -> cloudwatch.MathExpression:

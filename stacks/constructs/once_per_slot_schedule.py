@@ -72,6 +72,8 @@ class OncePerSlotSchedule(Construct):
         success_age_metric: cloudwatch.IMetric | None = None,
         missed_metric: cloudwatch.IMetric | None = None,
         failed_metric: cloudwatch.IMetric | None = None,
+        failures: FailureQueue | None = None,
+        scheduler_role: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         period = cron_period(schedule_expression, time_zone)
@@ -79,7 +81,9 @@ class OncePerSlotSchedule(Construct):
         self.stale_after_s = STALE_AFTER_PERIODS * period.longest_s
         max_event_age = cdk.Duration.seconds(max_slot_age_s)
 
-        self.failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
+        # ``failures``: an on-failure queue shared by many functions (a deployment's); its owner alarms on it.
+        owns_failures = failures is None
+        self.failures = failures or FailureQueue(self, "Failures", removal_policy=removal_policy)
         function.configure_async_invoke(
             retry_attempts=ASYNC_RETRY_ATTEMPTS,
             max_event_age=max_event_age,
@@ -99,30 +103,16 @@ class OncePerSlotSchedule(Construct):
             racers=racers,
             job_name=job_name,
             max_event_age=max_event_age,
+            role=scheduler_role,
         )
 
         alarm_period = self.alarm_period = cdk.Duration.seconds(alarm_period_s(period.longest_s))
-        definitions: dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]] = {
-            "FailedInvocationsQueued": (
-                self.failures.queue.metric_approximate_number_of_messages_visible(
-                    statistic="Maximum", period=alarm_period
-                ),
-                AT_LEAST_ONCE,
-                f"Invocations of {job_name} exhausted Lambda's retries: their events wait in the on-failure queue.",
-            ),
-            "FailureRecordsDeadLettered": (
-                self.failures.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                    statistic="Maximum", period=alarm_period
-                ),
-                AT_LEAST_ONCE,
-                f"Failure records of {job_name} could not be processed and moved to the dead-letter queue.",
-            ),
-            "AsyncEventsDropped": (
-                function.metric("AsyncEventsDropped", statistic="Sum", period=alarm_period),
-                AT_LEAST_ONCE,
-                f"Lambda dropped asynchronous events of {job_name} (too old or throttled) without running them.",
-            ),
-        }
+        definitions: dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]] = {}
+        # With an on-failure destination, Lambda sends an event it drops (too old, retries exhausted) there before
+        # dropping it (AsyncEventsDropped, https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html):
+        # the queue's alarm covers it, so a shared queue needs no per-function alarm.
+        if owns_failures:
+            definitions.update(self._queue_alarms(function, job_name, alarm_period))
         # The handler's own metrics (give them with this construct's ``alarm_period``: one slot, capped at a day).
         if success_age_metric is not None:
             definitions["NoRecentSuccess"] = (
@@ -150,3 +140,29 @@ class OncePerSlotSchedule(Construct):
                 f"A slot of {job_name} never ran (too old, overrun or superseded).",
             )
         self.alarms = add_alarms(self, definitions, alarm_topic)
+
+    def _queue_alarms(
+        self, function: lambda_.IFunction, job_name: str, alarm_period: cdk.Duration
+    ) -> dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]]:
+        """Failed invocations queued, failure records dead-lettered, async events dropped: for a queue of its own."""
+        return {
+            "FailedInvocationsQueued": (
+                self.failures.queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=alarm_period
+                ),
+                AT_LEAST_ONCE,
+                f"Invocations of {job_name} exhausted Lambda's retries: their events wait in the on-failure queue.",
+            ),
+            "FailureRecordsDeadLettered": (
+                self.failures.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=alarm_period
+                ),
+                AT_LEAST_ONCE,
+                f"Failure records of {job_name} could not be processed and moved to the dead-letter queue.",
+            ),
+            "AsyncEventsDropped": (
+                function.metric("AsyncEventsDropped", statistic="Sum", period=alarm_period),
+                AT_LEAST_ONCE,
+                f"Lambda dropped asynchronous events of {job_name} (too old or throttled) without running them.",
+            ),
+        }

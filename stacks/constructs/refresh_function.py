@@ -143,8 +143,9 @@ class SendOnlyQueueDestination:
 
 
 class RefreshFunction(Construct):
-    """The racer Lambda. ``function`` is the ``lambda_.Function``; ``log_group`` its log group;
-    ``role`` its execution role (no managed policies)."""
+    """The racer Lambda. ``function`` is the ``lambda_.Function``; ``log_group`` its log group (its own, or the
+    one given, shared by the deployment's job functions: one group for every job's log lines); ``role`` its
+    execution role (no managed policies)."""
 
     def __init__(
         self,
@@ -157,9 +158,12 @@ class RefreshFunction(Construct):
         query_target: QueryTarget,
         removal_policy: cdk.RemovalPolicy,
         code_dir: Path = LAMBDAS_DIR,  # the staged asset (stacks.runtime_asset): runtime packages + job catalog
+        log_group: logs.ILogGroup | None = None,  # a log group shared with other functions (the deployment's)
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION, removal_policy=removal_policy)
+        self.log_group = log_group or logs.LogGroup(
+            self, "LogGroup", retention=LOG_RETENTION, removal_policy=removal_policy
+        )
         # Our own role: the default one carries the managed AWSLambdaBasicExecutionRole (logs:* on any group).
         self.role = iam.Role(
             self,
@@ -200,7 +204,9 @@ class RefreshFunction(Construct):
         bucket = target.bucket
         acknowledge(
             self.role,
-            wildcard_finding(self, target.data_bucket.arn_for_objects(f"{target.data_prefix}*")),
+            wildcard_finding(
+                self, target.data_bucket.arn_for_objects(f"{target.data_prefix}*"), producer=_owner(target.data_bucket)
+            ),
             "s3:GetObject of the queried table's data files, which Athena reads with the function's "
             "credentials; the file names are the data's, so the table's prefix is the narrowest scope.",
         )
@@ -220,7 +226,14 @@ class RefreshFunction(Construct):
                 ),
             ),
         ):
-            acknowledge(self.role, wildcard_finding(self, bucket.arn_for_objects(f"{prefix}*")), why)
+            acknowledge(
+                self.role, wildcard_finding(self, bucket.arn_for_objects(f"{prefix}*"), producer=_owner(bucket)), why
+            )
+
+
+def _owner(bucket: s3.IBucket) -> cdk.Stack:
+    """The stack that defines ``bucket`` (the shared stack's, or an imported bucket's own stack)."""
+    return cdk.Stack.of(bucket)
 
 
 def powertools_layer(scope: Construct, construct_id: str = "PowertoolsLayer") -> lambda_.ILayerVersion:
