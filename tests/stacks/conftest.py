@@ -20,6 +20,7 @@ import app
 from stacks.config import JobConfig
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named
 from tests.sample_jobs import load_fixture_jobs, stage_repo
+from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER
 
 JOB = DEFAULT_LOCAL_JOB  # the job whose resources the single-job fixtures below pick
@@ -89,24 +90,55 @@ def operator_tools_read_the_sample_jobs(sample_repo: Path) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def stack(sample_data_dir: Any, sample_jobs_dir: Any) -> Any:
-    """The stack as ``app.py`` builds it (cdk.json context and feature flags) from the two sample jobs, with a
-    stand-in data dir."""
+def deployment(sample_data_dir: Any, sample_jobs_dir: Any) -> Any:
+    """The deployment as ``app.py`` builds it (cdk.json context and feature flags) from the two sample jobs, with a
+    stand-in data dir: the shared stack and the job stacks."""
     _, built = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     return built
 
 
 @pytest.fixture(scope="session")
-def template(stack: Any) -> Template:
-    return Template.from_stack(stack)
+def stack(deployment: Any) -> Any:
+    """The shared stack (``ScheduledAthenaRefresh``)."""
+    return deployment.shared
 
 
 @pytest.fixture(scope="session")
-def catalog(stack: Any) -> dict[str, Any]:
-    """The job catalog bundled in the functions' asset: job -> {sql, parameters, constants, settings}."""
+def stack_templates(deployment: Any) -> dict[str, dict[str, Any]]:
+    """Every stack's template by stack name."""
+    return deployment_view.stack_templates(deployment)
+
+
+@pytest.fixture(scope="session")
+def shared_template(stack_templates: dict[str, dict[str, Any]]) -> Template:
+    return Template.from_json(stack_templates[app.STACK_NAME])
+
+
+@pytest.fixture(scope="session")
+def job_template(deployment: Any, stack_templates: dict[str, dict[str, Any]]) -> Template:
+    """The template of the job stack deploying the flights job."""
+    return Template.from_json(stack_templates[deployment.stack_of(JOB).stack_name])
+
+
+@pytest.fixture(scope="session")
+def template(stack_templates: dict[str, dict[str, Any]]) -> Template:
+    """Every stack of the deployment as one template, cross-stack references read as local ones
+    (``tests.stacks.deployment_view``)."""
+    return Template.from_json(deployment_view.merged_template(stack_templates))
+
+
+@pytest.fixture(scope="session")
+def catalog(deployment: Any) -> dict[str, Any]:
+    """Each job's catalog entry as its own function's asset holds it: job -> {sql, parameters, constants, settings}."""
     from athena_refresh.catalog import CATALOG_FILE
 
-    return dict(json.loads((stack.runtime_asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["jobs"])
+    entries: dict[str, Any] = {}
+    for job_stack in deployment.job_stacks.values():
+        for name, asset_dir in job_stack.asset_dirs.items():
+            jobs = json.loads((asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["jobs"]
+            assert list(jobs) == [name], f"{name}'s asset must hold its own catalog entry only, got {list(jobs)}"
+            entries[name] = jobs[name]
+    return entries
 
 
 @pytest.fixture(scope="session")

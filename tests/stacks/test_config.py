@@ -31,6 +31,7 @@ from stacks.config import (
     JobConfig,
     ValueMetricsConfig,
 )
+from stacks.job_groups import MAX_JOB_STACKS
 from stacks.query_sql import output_columns
 
 
@@ -281,6 +282,7 @@ STACK_ONLY = {
     "bytes_scanned_cutoff_per_query": (MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
     "alarms.data_scanned_bytes": (1, MAX_ALARM_DATA_SCANNED_BYTES),
     "alarms.query_duration_ms": (1, MAX_ALARM_QUERY_DURATION_MS),
+    "stack_group": (0, MAX_JOB_STACKS - 1),  # and below stack.job_stacks (stacks.jobs checks it with the file)
 }
 
 
