@@ -6,12 +6,12 @@
 Uses real AWS credentials from the environment, costs one Athena query, and refuses to run when the
 environment variable ``CI`` is set (it is never part of ``make test`` or CI). Steps:
 
-1. find the job's function, the lock table and the results table: the stack's CfnOutputs ``JobNames``
-   (``--job`` picks one; a stack with one job needs none), ``FunctionName<Job>`` (``stacks.jobs.output_suffix``),
-   ``LockTableName``, ``ResultsTableName``; for any missing output, ``DescribeStackResources`` by the
-   logical-id prefixes ``Job<job>RefreshFunction`` / ``LockTable`` / ``ResultsTable`` and resource type.
-   The job name is the function's ``JOB_NAME`` variable; the default number of racers is the number of the
-   job's ``Job<job>FanoutRacer*`` schedules;
+1. find the job's function, the lock table and the results table: the shared stack's CfnOutputs
+   ``LockTableName``, ``ResultsTableName`` (for a missing one, ``DescribeStackResources`` by the logical-id
+   prefix ``LockTable`` / ``ResultsTable`` and resource type) and ``JobRegistryPath``; the job's entry in that
+   job registry (:mod:`tools.registry`: ``GetParameter``, or with no ``--job`` ``GetParametersByPath``, which
+   must list exactly one job) names its function, log group and number of racers (the default invocations).
+   The function's ``JOB_NAME`` variable must be the entry's job;
 2. pick a fresh slot: ``--slot``, or the current minute (a real slot newer than it would make it lose
    as superseded, so it is the newest possible); refuse a slot that already has a result;
 3. invoke the function N times asynchronously (``InvocationType=Event``, what Scheduler does) with the
@@ -43,18 +43,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock, SlotLockError
-from stacks.jobs import logical_id_prefix, output_suffix
+from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs
 
-#: CfnOutputs of ``stacks/refresh_stack.py`` this tool reads (``FunctionName`` is suffixed with the job's
-#: ``output_suffix``), and the logical-id prefix + resource type it falls back to when an output is missing
-#: (``{job}`` is the job's ``logical_id_prefix``).
+#: The shared stack's CfnOutputs naming the tables, and the logical-id prefix + resource type this tool falls
+#: back to when one is missing.
 OUTPUTS = {
-    "FunctionName": ("{job}RefreshFunction", "AWS::Lambda::Function"),
     "LockTableName": ("LockTable", "AWS::DynamoDB::Table"),
     "ResultsTableName": ("ResultsTable", "AWS::DynamoDB::Table"),
 }
-JOB_NAMES_OUTPUT = "JobNames"
-RACER_PREFIX, RACER_TYPE = "{job}FanoutRacer", "AWS::Scheduler::Schedule"
+#: The shared stack's deployment-wide on-failure queue (named when no racer ran).
+FAILURE_QUEUE_OUTPUT = "FailureQueueUrl"
 FINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")
 DEFAULT_TIMEOUT_S = 360.0  # above the default Lambda timeout (300 s): the winner's whole run fits
 DEFAULT_POLL_S = 3.0
@@ -73,6 +71,8 @@ class StackTargets:
     results_table: str
     job_name: str
     racers: int
+    log_group_name: str | None = None
+    failure_queue_url: str | None = None
 
 
 @dataclass
@@ -112,39 +112,41 @@ class SmokeReport:
         return out
 
 
-def discover(cloudformation: Any, lambda_client: Any, stack_name: str, job: str | None = None) -> StackTargets:
-    """Read the stack's outputs (falling back to its resources) for ``job`` and the function's job name.
+def discover(
+    cloudformation: Any, ssm: Any, lambda_client: Any, stack_name: str, job: str | None = None
+) -> StackTargets:
+    """Read the shared stack's outputs (falling back to its resources for a table), ``job``'s job registry entry,
+    and the function's job name.
 
-    ``job``: one of the stack's jobs (its ``JobNames`` output); ``None`` when the stack has exactly one.
+    ``job``: one of the registry's jobs; ``None`` when the registry lists exactly one.
 
     Raises
     ------
     SmokeTestError
-        The stack does not exist, the job is not one of its jobs (or several exist and none was named), or a
-        resource cannot be found unambiguously.
+        The stack does not exist or has no job registry, the job is not in the registry (or several are and
+        none was named), an entry is malformed, a table cannot be found unambiguously, or the function serves
+        another job.
     """
     try:
         [stack] = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
     except ClientError as exc:
         raise SmokeTestError(f"stack {stack_name!r}: {exc}") from exc
     found = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    jobs = [name for name in found.get(JOB_NAMES_OUTPUT, "").split(",") if name]
-    if job is None:
-        if len(jobs) != 1:
-            raise SmokeTestError(f"stack {stack_name!r} has jobs {', '.join(jobs) or '(none listed)'}: pass --job")
-        job = jobs[0]
-    elif jobs and job not in jobs:
-        raise SmokeTestError(f"stack {stack_name!r} has no job {job!r}; its jobs: {', '.join(jobs)}")
+    path = found.get(REGISTRY_PATH_OUTPUT)
+    if not path:
+        raise SmokeTestError(
+            f"stack {stack_name!r} has no output {REGISTRY_PATH_OUTPUT}: not this project's shared stack, or"
+            " deployed by a version before the job registry"
+        )
+    entry = _registry_entry(ssm, path, stack_name, job)
     resources: list[dict[str, Any]] | None = None
     names: dict[str, str] = {}
-    for key, (prefix_pattern, kind) in OUTPUTS.items():
-        output = f"{key}{output_suffix(job)}" if key == "FunctionName" else key
+    for output, (prefix, kind) in OUTPUTS.items():
         if output in found:
-            names[key] = found[output]
+            names[output] = found[output]
             continue
         if resources is None:
             resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
-        prefix = prefix_pattern.format(job=logical_id_prefix(job))
         matches = [
             r["PhysicalResourceId"]
             for r in resources
@@ -155,18 +157,39 @@ def discover(cloudformation: Any, lambda_client: Any, stack_name: str, job: str 
                 f"stack {stack_name!r} has no output {output} and {len(matches)} {kind} resources with logical id"
                 f" prefix {prefix!r} (expected exactly one)"
             )
-        names[key] = matches[0]
-    if resources is None:
-        resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
-    racer_prefix = RACER_PREFIX.format(job=logical_id_prefix(job))
-    racers = sum(
-        1 for r in resources if r["LogicalResourceId"].startswith(racer_prefix) and r["ResourceType"] == RACER_TYPE
-    )
-    configuration = lambda_client.get_function_configuration(FunctionName=names["FunctionName"])
+        names[output] = matches[0]
+    configuration = lambda_client.get_function_configuration(FunctionName=entry.function_name)
     job_name = configuration.get("Environment", {}).get("Variables", {}).get(contract.ENV_JOB_NAME)
     if not job_name:
-        raise SmokeTestError(f"function {names['FunctionName']} has no {contract.ENV_JOB_NAME} variable")
-    return StackTargets(names["FunctionName"], names["LockTableName"], names["ResultsTableName"], job_name, racers or 3)
+        raise SmokeTestError(f"function {entry.function_name} has no {contract.ENV_JOB_NAME} variable")
+    if job_name != entry.job:
+        raise SmokeTestError(
+            f"the job registry's entry of {entry.job!r} names function {entry.function_name}, whose"
+            f" {contract.ENV_JOB_NAME} is {job_name!r}"
+        )
+    return StackTargets(
+        entry.function_name,
+        names["LockTableName"],
+        names["ResultsTableName"],
+        job_name,
+        entry.racers,
+        log_group_name=entry.log_group_name,
+        failure_queue_url=found.get(FAILURE_QUEUE_OUTPUT),
+    )
+
+
+def _registry_entry(ssm: Any, path: str, stack_name: str, job: str | None) -> JobRegistryEntry:
+    """``job``'s entry in the registry at ``path`` (``None``: the registry's only job)."""
+    try:
+        if job is not None:
+            return get_job(ssm, path, job)
+        jobs = list_jobs(ssm, path)
+    except JobRegistryError as exc:
+        raise SmokeTestError(str(exc)) from exc
+    if len(jobs) != 1:
+        listed = ", ".join(jobs) or "(none)"
+        raise SmokeTestError(f"stack {stack_name!r}'s job registry {path} has jobs {listed}: pass --job")
+    return next(iter(jobs.values()))
 
 
 def scheduler_input(slot: Slot, racer: int, job: str, execution_id: str) -> dict[str, Any]:
@@ -274,9 +297,11 @@ def _check(
     timeout_s: float,
 ) -> None:
     if item is None:
+        logs = f" in log group {targets.log_group_name}" if targets.log_group_name else ""
+        queue = f" {targets.failure_queue_url}" if targets.failure_queue_url else ""
         report.failures.append(
             f"no history item for slot {slot.iso} after {timeout_s:.0f} s: did any racer run?"
-            " (see the function's logs and the on-failure queue)"
+            f" (see the function's logs{logs} and the on-failure queue{queue})"
         )
         return
     report.slot_status = item.get("status")
@@ -314,9 +339,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Smoke-test a DEPLOYED stack with real credentials (one Athena query). Never run in CI.",
     )
     parser.add_argument("--stack-name", required=True)
-    parser.add_argument("--job", help="the job to race (one of the stack's JobNames; optional with one job)")
+    parser.add_argument(
+        "--job", help="the job to race (one of the stack's job registry; optional when it lists one job)"
+    )
     parser.add_argument("--region")
-    parser.add_argument("--invocations", type=int, help="racers to invoke (default: the stack's schedule count)")
+    parser.add_argument(
+        "--invocations", type=int, help="racers to invoke (default: the job's racers, from its registry entry)"
+    )
     parser.add_argument("--slot", help="scheduled time to race for, e.g. 2026-11-22T10:07:00Z (default: this minute)")
     parser.add_argument("--sync", action="store_true", help="invoke with RequestResponse and check every outcome")
     parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S)
@@ -350,7 +379,8 @@ def main(
         config = Config(retries={"mode": "standard"})
         cloudformation = session.client("cloudformation", config=config)
         lambda_client = session.client("lambda", config=Config(retries={"mode": "standard"}, read_timeout=900))
-        targets = discover(cloudformation, lambda_client, args.stack_name, args.job)
+        ssm = session.client("ssm", config=config)
+        targets = discover(cloudformation, ssm, lambda_client, args.stack_name, args.job)
         report = run_smoke(
             targets,
             lambda_client=lambda_client,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from athena_refresh.cost import format_usd
+from athena_refresh.registry import REGISTRY_PATH_OUTPUT
 from stacks.config import JobConfig
 
 #: The totals the last line shows, in this order (every key of ``Demo.verify``'s totals is in the report).
@@ -38,9 +39,33 @@ TOTALS_SHOWN = (
 
 #: ``make serve``'s port unless ``PORT`` says otherwise (local.serve.cli).
 DEFAULT_SERVE_PORT = 8080
-#: The stack (app.py) and its output naming the deployed read API's base URL.
+#: The shared stack (app.py) and its output naming the deployed read API's base URL.
 STACK_NAME = "ScheduledAthenaRefresh"
 READ_API_OUTPUT = "ReadApiUrl"
+
+
+def output_command(variable: str, output: str, stack: str = STACK_NAME) -> str:
+    """The shell line that sets ``variable`` to the shared stack's output ``output`` (AWS CLI)."""
+    return (
+        f"{variable}=$(aws cloudformation describe-stacks --stack-name {stack} --query"
+        f" \"Stacks[0].Outputs[?OutputKey=='{output}'].OutputValue\" --output text)"
+    )
+
+
+def deployed_job_lines(job: str) -> list[str]:
+    """The commands that find ``job`` on a deployment: its entry in the job registry (the shared stack's output
+    ``JobRegistryPath``; no stack has a per-job output) and the operator tools, which read the same registry."""
+    return [
+        (
+            f"Deployed: {job}'s function, job stack, log group and schedule are its job registry entry, under the"
+            f" shared stack's output {REGISTRY_PATH_OUTPUT}; the operator tools read the same registry:"
+        ),
+        f"  {output_command('JOBS', REGISTRY_PATH_OUTPUT)}",
+        "  aws ssm get-parameters-by-path --path \"$JOBS\" --query 'Parameters[].Name' --output text",
+        f'  aws ssm get-parameter --name "${{JOBS}}{job}" --query Parameter.Value --output text',
+        f"  .venv/bin/python -m tools.ops status --job {job}",
+        f"  .venv/bin/python -m tools.results latest --job {job}",
+    ]
 
 
 def serve_base_url(env: Mapping[str, str] | None = None) -> str:
@@ -79,13 +104,10 @@ def read_api_lines(
         f"  curl -s {base_url}/jobs/{job}/widget   # the dashboard widget's HTML (or open it in a browser)",
         f"  curl -s {base_url}/openapi.json",
         (
-            f"Deployed: the same routes at the stack's output {READ_API_OUTPUT}, IAM-authorized (SigV4, service"
+            f"Deployed: the same routes at the shared stack's output {READ_API_OUTPUT}, IAM-authorized (SigV4, service"
             " execute-api; AWS_REGION: the stack's region):"
         ),
-        (
-            f"  READ_API_URL=$(aws cloudformation describe-stacks --stack-name {STACK_NAME} --query"
-            f" \"Stacks[0].Outputs[?OutputKey=='{READ_API_OUTPUT}'].OutputValue\" --output text)"
-        ),
+        f"  {output_command('READ_API_URL', READ_API_OUTPUT)}",
         (
             '  curl -s --aws-sigv4 "aws:amz:$AWS_REGION:execute-api" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"'
             ' -H "x-amz-security-token: $AWS_SESSION_TOKEN" "$READ_API_URL/jobs"'

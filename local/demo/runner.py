@@ -76,7 +76,15 @@ from typing import Any
 from athena_refresh.schedule import latest_firings
 from local.chaos import checker
 from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso
-from local.demo.printer import failure_reason, print_tables, read_api_lines, serve_base_url, short, slot_line
+from local.demo.printer import (
+    deployed_job_lines,
+    failure_reason,
+    print_tables,
+    read_api_lines,
+    serve_base_url,
+    short,
+    slot_line,
+)
 from local.emulators.deployment import REGION, LocalDeployment
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import (
@@ -681,6 +689,8 @@ class Demo(ServiceHooks):
             serve_command=command,
             store=self.rel(self.workdir / STORE_DIR),
         ):
+            self.out(line)
+        for line in deployed_job_lines(first):
             self.out(line)
 
     def print_tables(self, totals: dict[str, Any]) -> None:

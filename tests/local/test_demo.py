@@ -24,7 +24,7 @@ import pytest
 from athena_refresh.schedule import latest_firings
 from local.demo import cli
 from local.demo.plan import KILL, PAUSE, DemoOptions, fault_plan
-from local.demo.printer import failure_reason, slot_line
+from local.demo.printer import deployed_job_lines, failure_reason, read_api_lines, slot_line
 from local.demo.runner import Demo, select_jobs
 from local.emulators.lambda_runtime import LambdaContext
 from stacks.jobs import DEFAULT_LOCAL_JOB
@@ -138,6 +138,24 @@ def test_a_slot_line_numbers_the_slot_within_its_job_and_a_failed_one_says_why()
     line = slot_line(3, failed, 1.25)
     assert "failed  reason: COLUMN_NOT_FOUND: line 2:8: Column 'nope' cannot be resolved  takeovers" in line
     assert "rows" not in line and "at line 2" not in line
+
+
+def test_the_deployed_commands_read_the_shared_stack_s_outputs_and_the_job_registry() -> None:
+    # GIVEN the lines the demo ends with, for a real deployment
+    lines = [*read_api_lines("http://127.0.0.1:8080", job=FLIGHTS, slot=None), *deployed_job_lines(FLIGHTS)]
+    text = "\n".join(lines)
+
+    # THEN they read outputs of the shared stack that it still has, never a per-job output ...
+    for output in ("ReadApiUrl", "JobRegistryPath"):
+        assert (
+            f"--stack-name ScheduledAthenaRefresh --query \"Stacks[0].Outputs[?OutputKey=='{output}'].OutputValue\""
+            in text
+        )
+    assert "FunctionName" not in text and "JobNames" not in text and "FailureQueueUrl" not in text
+    # ... and find the job in the registry, as the operator tools do
+    assert f'aws ssm get-parameter --name "${{JOBS}}{FLIGHTS}" --query Parameter.Value --output text' in text
+    assert 'aws ssm get-parameters-by-path --path "$JOBS"' in text
+    assert f"  .venv/bin/python -m tools.ops status --job {FLIGHTS}" in lines
 
 
 @pytest.mark.parametrize(
@@ -314,6 +332,7 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     assert "curl -s -H 'Accept: text/csv' http://127.0.0.1:8080/jobs/flights-dashboard/results/latest" in tail
     assert "curl -s 'http://127.0.0.1:8080/jobs/carrier-on-time/slots?limit=5'" in tail
     assert '--aws-sigv4 "aws:amz:$AWS_REGION:execute-api"' in tail and '"$READ_API_URL/jobs"' in tail
+    assert 'aws ssm get-parameter --name "${JOBS}flights-dashboard"' in tail  # the job, from the job registry
     # The handler's Powertools JSON logs went to the per-environment log files, not to the terminal.
     logs = list((workdir / "logs").glob("*/w*.log"))
     assert logs and any('"function_request_id"' in p.read_text(encoding="utf-8") for p in logs)

@@ -30,7 +30,6 @@ from athena_refresh.catalog import catalog_document
 from local.emulators.dynamodb_local import NPM_PACKAGE, NPM_VERSION
 from stacks.jobs import load_repo_jobs
 from stacks.runtime_asset import catalog_queries
-from tests.sample_jobs import repo_job_names
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT_S = 120  # each child needs a second or two; bounded so a hang fails instead of blocking the suite
@@ -106,9 +105,11 @@ def test_ops_status_without_a_region_is_one_refused_line_and_exit_1(sandbox: dic
 
 @pytest.mark.slow
 def test_ops_status_on_an_unreachable_endpoint_is_one_refused_line_and_exit_1(sandbox: dict[str, str]) -> None:
-    env = sandbox | {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     port = closed_port()
-    argv = ["--region", "us-east-1", *EXPLICIT, "--function", f"{repo_job_names()[0]}=fn"]  # a job with a folder
+    # the first request reads the job registry (SSM), then DynamoDB: both at the closed port, nothing leaves
+    endpoints = {"AWS_ENDPOINT_URL_SSM": f"http://127.0.0.1:{port}"}
+    env = sandbox | {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"} | endpoints
+    argv = ["--region", "us-east-1", *EXPLICIT]
     ran = run(env, "tools.ops", *argv, "--endpoint-url", f"http://127.0.0.1:{port}", "status")
     assert ran.status == 1 and ran.err == ""
     line = ran.one_line("out")  # never wrapped, however long

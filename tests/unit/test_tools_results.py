@@ -2,7 +2,8 @@
 
 - **direct**: in-process moto; results committed by ``athena_refresh.results.ResultsStore.prepare`` inside the real
   ``slotlock`` commit (one slot offloaded to S3 with a small ``max_inline_bytes``), so the history is the protocol's;
-  the CLI reads it through ``results_api.reader.ResultsReader`` with ``--lock-table``/``--results-table``.
+  the CLI reads it through ``results_api.reader.ResultsReader`` with ``--lock-table``/``--results-table``, the jobs
+  from the job registry in moto's SSM (the two samples).
 - **--api**: real loopback HTTP. One ``ThreadingHTTPServer`` plays API Gateway: it checks each request's SigV4
   signature (recomputed with botocore from the signed headers), then answers through
   ``results_api.api.create_app(reader).resolve`` with a payload-2.0 event; a second one plays S3, serving the
@@ -39,10 +40,9 @@ from athena_refresh.results import ResultsStore, create_results_table
 from results_api.api import create_app
 from results_api.reader import ResultsReader
 from slotlock import Lease, Slot, SlotLock, create_lock_table, request_generation
-from stacks.jobs import output_suffix
 from stacks.runtime_asset import catalog_queries
-from tests.sample_jobs import sample_repo_fixture
-from tools.ops.cli import job_definitions
+from tests.job_registry import entry, put_raw, register
+from tests.sample_jobs import load_fixture_jobs
 from tools.results.cli import main
 from tools.results.client import region_from_url
 
@@ -85,7 +85,7 @@ class World:
             s3 = self.session.client(
                 "s3", config=Config(signature_version="s3v4", s3={"addressing_style": "path"}), **s3_config
             )
-        catalog = catalog_queries(list(job_definitions().values()))
+        catalog = catalog_queries(load_fixture_jobs())  # the shared stack's combined catalog
         return ResultsReader(LOCKS, RESULTS, catalog, dynamodb_client=self.ddb, s3_client=s3)
 
 
@@ -109,10 +109,6 @@ def _commit(
     return lease.fencing_token
 
 
-# The CLI reads the job folders of the repository (``tools.ops.cli.job_definitions``): here the two sample jobs (tests/fixtures/jobs), whatever jobs/ holds.
-sample_repo = sample_repo_fixture("tools.ops.cli.REPO_ROOT")
-
-
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     """S0 g1 SUCCEEDED (inline, tricky rows), S1 g1 SUCCEEDED (offloaded: LATEST), S2 g1 FAILED, S0 g2 SUCCEEDED
@@ -128,6 +124,7 @@ def world() -> Iterator[World]:
         create_lock_table(ddb, LOCKS, enable_ttl=False)
         create_results_table(ddb, RESULTS)
         s3.create_bucket(Bucket=BUCKET)
+        register(session.client("ssm"), entry(JOB), entry("carrier-on-time"))  # /ScheduledAthenaRefresh/jobs/
         clock = Clock(S0.epoch_ms + 2_000)
         lock = SlotLock(LOCKS, JOB, client=ddb, clock_ms=clock, lease_duration_s=30)
         store = ResultsStore(RESULTS, bucket_name=BUCKET, dynamodb_client=ddb, s3_client=s3, max_inline_bytes=400)
@@ -261,7 +258,7 @@ def test_history_all_stops_at_the_page_cap_and_says_how_to_continue(
     assert "stopped after 2 pages (the --all cap); continue with --next-token" in err
 
 
-def test_jobs_lists_every_job_of_the_repository(world: World) -> None:  # its folders: here the two samples
+def test_jobs_lists_every_job_of_the_registry(world: World) -> None:  # here the two samples
     status, out, _ = direct(world, "jobs", "--format", "json")
     jobs = {job["job"]: job for job in json.loads(out)["jobs"]}
     assert status == 0 and set(jobs) == {"flights-dashboard", "carrier-on-time"}
@@ -350,17 +347,32 @@ class StackSession:
 
 
 def test_the_deployment_comes_from_the_stack_outputs_as_tools_ops_reads_them(world: World) -> None:
-    outputs = {"LockTableName": LOCKS, "ResultsTableName": RESULTS, "JobNames": JOB}
-    outputs[f"FunctionName{output_suffix(JOB)}"] = "fn"
+    # GIVEN a shared stack S whose registry (its JobRegistryPath output) holds one job
+    register(world.session.client("ssm"), entry(JOB), path="/S/jobs/")
+    outputs = {"LockTableName": LOCKS, "ResultsTableName": RESULTS, "JobRegistryPath": "/S/jobs/"}
     status, out, err = cli(world, "--stack", "S", "jobs", "--format", "json", session=StackSession(world, outputs))
     assert (status, err) == (0, "")
-    assert [job["job"] for job in json.loads(out)["jobs"]] == [JOB]  # the stack's jobs only
+    assert [job["job"] for job in json.loads(out)["jobs"]] == [JOB]  # the registry's jobs only
 
-    status, out, err = cli(world, "jobs", "--stack", "S", session=StackSession(world, {"JobNames": JOB}))
+    status, out, err = cli(world, "jobs", "--stack", "S", session=StackSession(world, {"JobRegistryPath": "/S/jobs/"}))
     assert status == 1 and "stack S has no LockTableName/ResultsTableName output" in err
+
+    without_registry = {"LockTableName": LOCKS, "ResultsTableName": RESULTS}
+    status, out, err = cli(world, "jobs", "--stack", "S", session=StackSession(world, without_registry))
+    assert (status, out) == (1, "") and err.startswith("error: stack S has no JobRegistryPath output")
 
     status, _, err = cli(world, "jobs", "--api", "--stack", "S", session=StackSession(world, outputs))
     assert status == 1 and "stack S has no ReadApiUrl output" in err
+
+
+def test_a_malformed_registry_entry_is_one_error_line_and_exit_1(world: World) -> None:
+    ssm = world.session.client("ssm")
+    put_raw(ssm, "broken", "{}", path="/Broken/jobs/")
+    status, out, err = cli(world, "jobs", "--stack", "Broken", "--lock-table", LOCKS, "--results-table", RESULTS)
+    assert (status, out) == (1, "")
+    assert err == "error: job registry parameter /Broken/jobs/broken: format: expected 1, got None" + (
+        " (written by another version of this project: use the tools of the version that deployed it)\n"
+    )
 
 
 # --- --api: real loopback HTTP -----------------------------------------------------------------------------
@@ -627,7 +639,7 @@ def test_an_unreachable_api_exits_3(world: World) -> None:
 
 
 def test_the_api_url_and_its_region_come_from_the_stack(world: World, api_server: _Server) -> None:
-    outputs = {"LockTableName": LOCKS, "ResultsTableName": RESULTS, "JobNames": JOB, "ReadApiUrl": url_of(api_server)}
+    outputs = {"LockTableName": LOCKS, "ResultsTableName": RESULTS, "ReadApiUrl": url_of(api_server)}
     status, out, err = cli(
         world, "latest", "--job", JOB, "--api", "--stack", "S", "--format", "json", session=StackSession(world, outputs)
     )

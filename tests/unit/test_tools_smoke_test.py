@@ -1,8 +1,8 @@
 """``python -m tools.smoke_test``: its logic, with no network.
 
 CloudFormation and Lambda are botocore Stubbers (request shapes checked by botocore against the
-service models), DynamoDB is in-process moto, and for the end-to-end checks the "deployed function" is
-the real Lambda handler run in-process by a fake Lambda client. The real run (real credentials,
+service models), DynamoDB and the job registry (SSM) are in-process moto, and for the end-to-end checks the
+"deployed function" is the real Lambda handler run in-process by a fake Lambda client. The real run (real credentials,
 ``python -m tools.smoke_test --stack-name ...``) is never part of the test suite.
 """
 
@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import boto3
@@ -28,20 +28,29 @@ from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStat
 from athena_refresh.handler import lambda_handler
 from athena_refresh.results import ResultsStore, create_results_table
 from slotlock import Slot, create_lock_table
+from tests.job_registry import PATH, entry, put_raw, register
 from tools import smoke_test
 from tools.smoke_test import SmokeTestError, StackTargets, discover, run_smoke
 
 STACK = "ScheduledAthenaRefresh"
 JOB = "flights-dashboard"
-FUNCTION, LOCK_TABLE, RESULTS_TABLE = "ScheduledAthenaRefresh-JobflightsdashboardRefresh-abc", "locks-x", "results-x"
+FUNCTION, LOCK_TABLE, RESULTS_TABLE = (
+    "ScheduledAthenaRefresh-Jobs-03-JobflightsdashboardRefresh-abc",
+    "locks-x",
+    "results-x",
+)
+QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/ScheduledAthenaRefresh-FailureQueue-xyz"
+#: The shared stack's outputs: no per-job output, the registry's path instead.
 OUTPUTS = {
-    "JobNames": f"carrier-on-time,{JOB}",
-    "FunctionNameFlightsDashboard": FUNCTION,
-    "FunctionNameCarrierOnTime": "other-function",
     "LockTableName": LOCK_TABLE,
     "ResultsTableName": RESULTS_TABLE,
+    "JobRegistryPath": PATH,
+    "FailureQueueUrl": QUEUE,
 }
+FLIGHTS = entry(JOB, function_name=FUNCTION, group=3)  # 3 racers
+CARRIERS = entry("carrier-on-time", function_name="other-function", group=9, racers=2)
 TARGETS = StackTargets(FUNCTION, LOCK_TABLE, RESULTS_TABLE, JOB, racers=3)
+DISCOVERED = replace(TARGETS, log_group_name=FLIGHTS.log_group_name, failure_queue_url=QUEUE)
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning")
 
@@ -74,11 +83,6 @@ def resources(*rows: tuple[str, str, str]) -> dict[str, Any]:
     }
 
 
-RACERS = [
-    (f"JobflightsdashboardFanoutRacer{i}ABCDEF{i}", f"racer-{i}", "AWS::Scheduler::Schedule") for i in range(3)
-] + [(f"JobcarrierontimeFanoutRacer{i}ABCDEF{i}", f"other-{i}", "AWS::Scheduler::Schedule") for i in range(2)]
-
-
 @pytest.fixture
 def clients() -> Iterator[dict[str, Any]]:
     """Stubbed CloudFormation and Lambda clients (fake credentials, no endpoint is ever reached)."""
@@ -93,12 +97,31 @@ def clients() -> Iterator[dict[str, Any]]:
         stubber.deactivate()
 
 
-def expect_job_configuration(clients: dict[str, Any], function: str = FUNCTION) -> None:
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """In-process moto for DynamoDB and SSM (one mock for both)."""
+    with moto.mock_aws():
+        yield
+
+
+@pytest.fixture
+def ssm(aws: None) -> Any:
+    """moto's SSM holding the registry of both sample jobs."""
+    client = boto3.client("ssm", region_name="us-east-1")
+    register(client, FLIGHTS, CARRIERS)
+    return client
+
+
+def expect_job_configuration(clients: dict[str, Any], function: str = FUNCTION, job: str = JOB) -> None:
     clients["lambda_stub"].add_response(
         "get_function_configuration",
-        {"FunctionName": function, "Environment": {"Variables": {contract.ENV_JOB_NAME: JOB}}},
+        {"FunctionName": function, "Environment": {"Variables": {contract.ENV_JOB_NAME: job}}},
         {"FunctionName": function},
     )
+
+
+def expect_stack(clients: dict[str, Any], outputs: dict[str, str]) -> None:
+    clients["cloudformation_stub"].add_response("describe_stacks", stack_description(outputs), {"StackName": STACK})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -106,60 +129,81 @@ def expect_job_configuration(clients: dict[str, Any], function: str = FUNCTION) 
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_discovery_reads_the_named_jobs_outputs_and_the_functions_job_name(clients: dict[str, Any]) -> None:
-    cfn = clients["cloudformation_stub"]
-    cfn.add_response("describe_stacks", stack_description({**OUTPUTS, "DashboardName": "d"}), {"StackName": STACK})
-    cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
+def test_discovery_reads_the_shared_outputs_the_job_s_registry_entry_and_the_function_s_job_name(
+    clients: dict[str, Any], ssm: Any
+) -> None:
+    expect_stack(clients, {**OUTPUTS, "DashboardName": "d"})
     expect_job_configuration(clients)
 
-    assert discover(clients["cloudformation"], clients["lambda"], STACK, JOB) == TARGETS  # its 3 racers, not 5
+    # the entry's function, log group and 3 racers (not the other job's 2); the shared queue
+    assert discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB) == DISCOVERED
 
 
-def test_missing_outputs_fall_back_to_logical_id_prefixes_and_resource_types(clients: dict[str, Any]) -> None:
-    cfn = clients["cloudformation_stub"]
-    outputs = {"LockTableName": LOCK_TABLE, "JobNames": JOB}  # one job: --job may be left out
-    cfn.add_response("describe_stacks", stack_description(outputs), {"StackName": STACK})
-    cfn.add_response(
+def test_a_missing_table_output_falls_back_to_its_logical_id_prefix_and_type(
+    clients: dict[str, Any], aws: None
+) -> None:
+    # GIVEN a registry of one job (--job may be left out) and no ResultsTableName output
+    ssm = boto3.client("ssm", region_name="us-east-1")
+    register(ssm, FLIGHTS)
+    expect_stack(clients, {"LockTableName": LOCK_TABLE, "JobRegistryPath": PATH})
+    clients["cloudformation_stub"].add_response(
         "describe_stack_resources",
         resources(
-            ("JobflightsdashboardRefreshFunctionServiceRole1234", "role-x", "AWS::IAM::Role"),  # other type
-            ("JobflightsdashboardRefreshFunction436853C5", FUNCTION, "AWS::Lambda::Function"),
-            ("JobcarrierontimeRefreshFunction09A88B39", "other-function", "AWS::Lambda::Function"),  # other job
+            ("ResultsTableReplica1234", "role-x", "AWS::IAM::Role"),  # other type
             ("ResultsTable7B2FF7F9", RESULTS_TABLE, "AWS::DynamoDB::Table"),
-            *RACERS[:2],
         ),
         {"StackName": STACK},
     )
     expect_job_configuration(clients)
 
-    assert discover(clients["cloudformation"], clients["lambda"], STACK) == StackTargets(
-        FUNCTION, LOCK_TABLE, RESULTS_TABLE, JOB, racers=2
+    assert discover(clients["cloudformation"], ssm, clients["lambda"], STACK) == replace(
+        DISCOVERED, failure_queue_url=None
     )
 
 
-def test_an_ambiguous_or_absent_resource_is_a_clear_error(clients: dict[str, Any]) -> None:
-    cfn = clients["cloudformation_stub"]
-    cfn.add_response("describe_stacks", stack_description({}), {"StackName": STACK})
-    cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
-    with pytest.raises(
-        SmokeTestError, match="no output FunctionNameFlightsDashboard and 0 AWS::Lambda::Function resources"
-    ):
-        discover(clients["cloudformation"], clients["lambda"], STACK, JOB)
+def test_an_ambiguous_or_absent_table_is_a_clear_error(clients: dict[str, Any], ssm: Any) -> None:
+    expect_stack(clients, {"JobRegistryPath": PATH})
+    clients["cloudformation_stub"].add_response("describe_stack_resources", resources(), {"StackName": STACK})
+    with pytest.raises(SmokeTestError, match="no output LockTableName and 0 AWS::DynamoDB::Table resources"):
+        discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB)
 
 
 @pytest.mark.parametrize(
     ("job", "expected"),
-    [(None, "has jobs carrier-on-time, flights-dashboard: pass --job"), ("nightly", "has no job 'nightly'")],
+    [
+        (None, "job registry /ScheduledAthenaRefresh/jobs/ has jobs carrier-on-time, flights-dashboard: pass --job"),
+        ("nightly", "no job 'nightly' in the job registry /ScheduledAthenaRefresh/jobs/"),
+    ],
 )
 def test_a_job_must_be_named_among_several_and_must_exist(
-    clients: dict[str, Any], job: str | None, expected: str
+    clients: dict[str, Any], ssm: Any, job: str | None, expected: str
 ) -> None:
-    clients["cloudformation_stub"].add_response("describe_stacks", stack_description(OUTPUTS), {"StackName": STACK})
+    expect_stack(clients, OUTPUTS)
     with pytest.raises(SmokeTestError, match=expected):
-        discover(clients["cloudformation"], clients["lambda"], STACK, job)
+        discover(clients["cloudformation"], ssm, clients["lambda"], STACK, job)
 
 
-def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
+def test_a_stack_without_a_job_registry_is_a_clear_error(clients: dict[str, Any], ssm: Any) -> None:
+    expect_stack(clients, {"LockTableName": LOCK_TABLE, "ResultsTableName": RESULTS_TABLE})
+    with pytest.raises(SmokeTestError, match="has no output JobRegistryPath: not this project's shared stack"):
+        discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB)
+
+
+def test_a_malformed_entry_is_a_clear_error(clients: dict[str, Any], ssm: Any) -> None:
+    put_raw(ssm, JOB, json.dumps({**FLIGHTS.as_dict(), "schedule_expression": "hourly"}))
+    expect_stack(clients, OUTPUTS)
+    with pytest.raises(SmokeTestError, match=f"{PATH}{JOB}: schedule_expression: must be a cron"):
+        discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB)
+
+
+def test_a_function_serving_another_job_is_a_clear_error(clients: dict[str, Any], ssm: Any) -> None:
+    expect_stack(clients, OUTPUTS)
+    expect_job_configuration(clients, job="carrier-on-time")
+    with pytest.raises(SmokeTestError, match=f"names function {FUNCTION}, whose JOB_NAME is 'carrier-on-time'"):
+        discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB)
+
+
+def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any], ssm: Any) -> None:
     clients["cloudformation_stub"].add_client_error(
         "describe_stacks",
         "ValidationError",
@@ -167,7 +211,7 @@ def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
         expected_params={"StackName": STACK},
     )
     with pytest.raises(SmokeTestError, match="does not exist"):
-        discover(clients["cloudformation"], clients["lambda"], STACK, JOB)
+        discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -176,12 +220,11 @@ def test_an_unknown_stack_is_a_clear_error(clients: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def tables() -> Iterator[Any]:
-    with moto.mock_aws():
-        ddb = boto3.client("dynamodb", region_name="us-east-1")
-        create_lock_table(ddb, LOCK_TABLE, enable_ttl=False)
-        create_results_table(ddb, RESULTS_TABLE)
-        yield ddb
+def tables(aws: None) -> Any:
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    create_lock_table(ddb, LOCK_TABLE, enable_ttl=False)
+    create_results_table(ddb, RESULTS_TABLE)
+    return ddb
 
 
 @dataclass
@@ -229,6 +272,18 @@ def test_no_result_within_the_timeout_fails_after_bounded_waiting(clients: dict[
         )
     ]
     assert report.lines()[-1] == "SMOKE TEST FAILED"
+
+    # ... and with the names discovery found, the message says where to look
+    for _ in range(3):
+        clients["lambda_stub"].add_response(
+            "invoke", {"StatusCode": 202}, {"FunctionName": FUNCTION, "InvocationType": "Event", "Payload": ANY}
+        )
+    report = run_smoke(
+        DISCOVERED, lambda_client=clients["lambda"], dynamodb=tables, timeout_s=1, clock_s=fake, sleep_s=fake.sleep
+    )
+    assert report.failures[0].endswith(
+        f"(see the function's logs in log group {FLIGHTS.log_group_name} and the on-failure queue {QUEUE})"
+    )
 
 
 class InProcessEngine:
@@ -387,8 +442,9 @@ def test_the_cli_refuses_to_run_under_ci(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_the_cli_prints_a_summary_and_exits_0_on_success(
-    deployed: InProcessLambda, tables: Any, monkeypatch: pytest.MonkeyPatch
+    deployed: InProcessLambda, tables: Any, ssm: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    registry = ssm
     monkeypatch.delenv("CI", raising=False)
     session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
     cloudformation = session.client("cloudformation")
@@ -398,7 +454,6 @@ def test_the_cli_prints_a_summary_and_exits_0_on_success(
             stack_description(OUTPUTS),
             {"StackName": STACK},
         )
-        cfn.add_response("describe_stack_resources", resources(*RACERS), {"StackName": STACK})
 
         class Lambda(InProcessLambda):
             def get_function_configuration(self, *, FunctionName: str) -> dict[str, Any]:
@@ -408,7 +463,7 @@ def test_the_cli_prints_a_summary_and_exits_0_on_success(
 
         class Session:
             def client(self, name: str, **kwargs: Any) -> Any:
-                return {"cloudformation": cloudformation, "lambda": fake_lambda}.get(name) or tables
+                return {"cloudformation": cloudformation, "lambda": fake_lambda, "ssm": registry}.get(name) or tables
 
         out = io.StringIO()
         code = smoke_test.main(

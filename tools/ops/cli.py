@@ -2,17 +2,20 @@
 
     python -m tools.ops [--stack ScheduledAthenaRefresh] [--region R] <command> [options]   (--help on each)
 
-The deployment comes from the stack's CloudFormation outputs (tables, ``JobNames``, ``FunctionName<Job>``) and
-each job's schedule from its folder under ``jobs/``; ``--lock-table``/``--results-table``/``--function JOB=NAME``
-name them directly instead (and ``--endpoint-url`` points DynamoDB at DynamoDB Local). Every change is audited
-with the caller's identity from STS ``GetCallerIdentity``.
+The deployment comes from the shared stack's CloudFormation outputs (``LockTableName``, ``ResultsTableName``,
+``JobRegistryPath``) and the jobs from its job registry (:mod:`tools.registry`: each job's function and schedule):
+``GetParametersByPath`` for every job, ``GetParameter`` for the one ``--job`` names. ``--lock-table`` and
+``--results-table`` name the tables instead (the stack is then not read; the registry is ``/<--stack>/jobs/``),
+``--function JOB=NAME`` overrides a job's function, and ``--endpoint-url`` points DynamoDB at DynamoDB Local. Every
+change is audited with the caller's identity from STS ``GetCallerIdentity``.
 
 Commands that change anything (pause, resume, release, run, rerun, backfill) take ``--dry-run`` (read, say what
 would happen, write and invoke nothing) and ask for confirmation unless ``--yes`` (without a terminal they refuse
 rather than guess). Exit status: 0 done, 1 refused or failed (nothing written unless it says so; also an
 environment problem: no region, no credentials, an unknown profile, an endpoint that cannot be reached, an AWS
-refusal such as AccessDenied), 2 bad arguments, 130 interrupted (a backfill resumes when the same command runs
-again). A refusal is one line ``refused: ...`` on stdout, never a traceback.
+refusal such as AccessDenied; a job that is not in the registry, a malformed registry entry), 2 bad arguments,
+130 interrupted (a backfill resumes when the same command runs again). A refusal is one line ``refused: ...`` on
+stdout, never a traceback.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -43,10 +46,10 @@ from tools.ops.operator import (
     OpsError,
     RunResult,
 )
+from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs, registry_path
 
-if TYPE_CHECKING:  # pragma: no cover
-    from stacks.jobs import JobDefinition
-
+#: Unused by the tool since the job registry (it reads no job folder). Kept only while tests/stacks/conftest.py's
+#: fixture ``operator_tools_read_the_sample_jobs`` patches it; remove both together.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STACK = "ScheduledAthenaRefresh"
 DEFAULT_WAIT_S = 900.0
@@ -68,7 +71,11 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool
     def default(value: Any) -> Any:
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--stack", default=default(DEFAULT_STACK), help=f"the deployed stack (default {DEFAULT_STACK})")
+    parser.add_argument(
+        "--stack",
+        default=default(DEFAULT_STACK),
+        help=f"the deployment's shared stack (default {DEFAULT_STACK}); its job registry lists the jobs",
+    )
     parser.add_argument("--region", default=default(None), help="AWS region (default: the environment's)")
     parser.add_argument("--lock-table", default=default(None), help="the lock table (instead of the stack's output)")
     parser.add_argument(
@@ -80,7 +87,7 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool
             action="append",
             default=default([]),
             metavar="JOB=NAME",
-            help="a job's function (instead of the stack's)",
+            help="a job's function (instead of its job registry entry's)",
         )
     parser.add_argument("--endpoint-url", default=default(None), help="DynamoDB endpoint (e.g. DynamoDB Local)")
 
@@ -161,10 +168,18 @@ def build_parser() -> argparse.ArgumentParser:
 # --- the deployment ----------------------------------------------------------------------------------------
 
 
-def resolve_deployment(args: argparse.Namespace, cloudformation: Callable[[], Any] | None = None) -> Deployment:
-    """The deployment from the flags, completed from the stack's outputs when a flag is missing."""
-    from stacks.jobs import output_suffix
+def resolve_deployment(
+    args: argparse.Namespace,
+    cloudformation: Callable[[], Any] | None = None,
+    ssm: Callable[[], Any] | None = None,
+) -> Deployment:
+    """The deployment: the tables from the flags or the shared stack's outputs, the jobs from its job registry
+    (only ``args.job`` when the command names one: one ``GetParameter``; else every job: ``GetParametersByPath``).
+    ``cloudformation``, ``ssm``: client factories (``None``: none to read with).
 
+    :raises OpsError: a flag is malformed, the stack cannot be read or lacks an output, the job is not in the
+        registry, or an entry is malformed.
+    """
     functions: dict[str, str] = {}
     for spec in args.function:
         name, sep, function = spec.partition("=")
@@ -172,28 +187,32 @@ def resolve_deployment(args: argparse.Namespace, cloudformation: Callable[[], An
             raise OpsError(f"--function {spec!r}: expected JOB=FUNCTION_NAME")
         functions[name] = function
     lock_table, results_table = args.lock_table, args.results_table
-    deployed_jobs: list[str] = list(functions)
-    if not (lock_table and results_table and functions):
+    outputs: dict[str, str] = {}
+    if not (lock_table and results_table):
         outputs = read_stack_outputs(
-            args, cloudformation, missing="name --lock-table, --results-table and --function, or let --stack be read"
+            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
         )
         lock_table = lock_table or outputs.get("LockTableName")
         results_table = results_table or outputs.get("ResultsTableName")
-        deployed_jobs = deployed_job_names(outputs)
-        for name in deployed_jobs:
-            functions.setdefault(name, outputs.get(f"FunctionName{output_suffix(name)}", ""))
-    if not lock_table or not results_table:
-        raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
-    targets = {}
-    for name, definition in job_definitions(deployed_jobs).items():
-        config = definition.config
-        targets[name] = JobTarget(
+        if not lock_table or not results_table:
+            raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
+    path = job_registry_path(args, outputs)
+    if ssm is None:
+        raise OpsError(f"no SSM client to read the job registry {path} with")
+    job = getattr(args, "job", None)
+    entries = read_registry(ssm(), path, job)
+    unknown = sorted(set(functions) - set(entries)) if job is None else []
+    if unknown:
+        raise OpsError(f"--function {unknown[0]}=...: no job {unknown[0]!r} in the job registry {path}")
+    targets = {
+        name: JobTarget(
             name=name,
-            function_name=functions[name],
-            schedule_expression=config.schedule_expression,
-            schedule_timezone=config.schedule_timezone,
-            lease_duration_s=float(config.lease_duration_s),
+            function_name=functions.get(name, entry.function_name),
+            schedule_expression=entry.schedule_expression,
+            schedule_timezone=entry.schedule_timezone,
         )
+        for name, entry in entries.items()
+    }
     return Deployment(lock_table, results_table, targets)
 
 
@@ -207,25 +226,33 @@ def read_stack_outputs(
     return _stack_outputs(cloudformation(), args.stack)
 
 
-def deployed_job_names(outputs: dict[str, str]) -> list[str]:
-    """The jobs a stack deploys (its ``JobNames`` output, comma-separated)."""
-    return [j for j in outputs.get("JobNames", "").split(",") if j]
+def job_registry_path(args: argparse.Namespace, outputs: dict[str, str]) -> str:
+    """The job registry's path: the stack's ``JobRegistryPath`` output when its outputs were read, else the
+    registry of stack ``args.stack`` by the naming rule (``/<stack>/jobs/``).
+
+    :raises OpsError: the outputs were read and have no ``JobRegistryPath`` (a deployment from before the job
+        registry, or not this project's shared stack)."""
+    if not outputs:
+        try:
+            return registry_path(args.stack)
+        except ValueError as exc:
+            raise OpsError(f"--stack: {exc}") from exc
+    path = outputs.get(REGISTRY_PATH_OUTPUT, "")
+    if not path:
+        raise OpsError(
+            f"stack {args.stack} has no {REGISTRY_PATH_OUTPUT} output: it is not this project's shared stack, or"
+            " it was deployed by a version before the job registry (deploy this version)"
+        )
+    return path
 
 
-def job_definitions(names: Sequence[str] | None = None) -> dict[str, JobDefinition]:
-    """The ``jobs/`` folders' definitions of ``names`` in that order (``None``: every folder's job).
-
-    :raises OpsError: a named job has no folder (its schedule is unknown here)."""
-    from stacks.jobs import load_repo_jobs
-
-    _, jobs = load_repo_jobs(REPO_ROOT)
-    by_name = {job.job_name: job for job in jobs}
-    if names is None:
-        return by_name
-    for name in names:
-        if name not in by_name:
-            raise OpsError(f"job {name} is deployed but has no folder under jobs/ (its schedule is unknown here)")
-    return {name: by_name[name] for name in names}
+def read_registry(ssm: Any, path: str, job: str | None = None) -> dict[str, JobRegistryEntry]:
+    """``job``'s entry (``None``: every job's) in the registry at ``path``, as one ``OpsError`` line when the
+    registry cannot answer (a job that is not in it, a malformed entry)."""
+    try:
+        return {job: get_job(ssm, path, job)} if job is not None else list_jobs(ssm, path)
+    except JobRegistryError as exc:
+        raise OpsError(str(exc)) from exc
 
 
 def _stack_outputs(client: Any, stack: str) -> dict[str, str]:
@@ -467,7 +494,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     config = Config(retries={"mode": "standard"})
     try:
         session = boto3.session.Session(region_name=args.region)
-        deployment = resolve_deployment(args, lambda: session.client("cloudformation", config=config))
+        deployment = resolve_deployment(
+            args,
+            lambda: session.client("cloudformation", config=config),
+            lambda: session.client("ssm", config=config),
+        )
         operator = Operator(
             deployment,
             dynamodb=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),

@@ -39,6 +39,7 @@ from slotlock import (
     resume,
     wire,
 )
+from slotlock.dynamodb import DEFAULT_LEASE_DURATION_S
 from slotlock.expressions import STATUS_FAILED, STATUS_RUNNING, STATUS_SUCCEEDED, TERMINAL_STATUSES
 from slotlock.history import decode_record
 from slotlock.manual import GenerationRequest, find_requested
@@ -85,6 +86,12 @@ class LambdaInvoker:
         time.sleep(seconds)
 
 
+#: The lease duration of the operator's :class:`slotlock.SlotLock` (slotlock's default): the operator never holds a
+#: lease (the function it invokes does, with its job's setting); only the retry budget of a generation request (a
+#: quarter of it) depends on it, so one value fits every job and the job registry need not carry each job's.
+OPERATOR_LEASE_DURATION_S = DEFAULT_LEASE_DURATION_S
+
+
 @dataclass(frozen=True)
 class JobTarget:
     """One deployed job: its function and its schedule (cron in its time zone, for slots)."""
@@ -93,7 +100,7 @@ class JobTarget:
     function_name: str
     schedule_expression: str
     schedule_timezone: str
-    lease_duration_s: float
+    lease_duration_s: float = OPERATOR_LEASE_DURATION_S
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,16 @@
 Two ways to read, one model:
 
 - **direct** (default): the tables, through :class:`results_api.reader.ResultsReader` (the read model the API
-  serves); the deployment is resolved as ``python -m tools.ops`` resolves it (the stack's outputs, or
-  ``--lock-table``/``--results-table``), the jobs' schedules from the repository's ``jobs/`` folders. Rows
-  offloaded to S3 are read from S3 (checksum verified).
+  serves); the deployment is resolved as ``python -m tools.ops`` resolves it (the shared stack's outputs, or
+  ``--lock-table``/``--results-table``), the jobs and their schedules from the job registry
+  (:mod:`tools.registry`, ``GetParametersByPath``). Rows offloaded to S3 are read from S3 (checksum verified).
 - **``--api [URL]``**: the deployed read API (the stack's ``ReadApiUrl`` when no URL is given), every request
   signed with SigV4 (:mod:`tools.results.client`); a redirect to offloaded rows is followed without the
   signature.
 
 Output: ``table`` (rich, default), ``json`` (the API's documents), ``csv`` (RFC 4180, as the API serves it): only
 the data goes to stdout, every message to stderr. Exit status: 0 read; 1 refused (bad parameter, unknown job,
-no such result: one ``error:`` line); 2 bad usage, or no AWS region or credentials, an unknown profile; 3 the
+no such result, a malformed job registry entry: one ``error:`` line); 2 bad usage, or no AWS region or credentials, an unknown profile; 3 the
 service failed or could not be reached. Every failure is one ``error:`` line on stderr, never a traceback.
 """
 
@@ -26,14 +26,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TextIO
 
+from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from results_api.api import SLOT_COLUMNS
 from results_api.errors import ResultsApiError
 from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe
-from tools.ops.cli import add_deployment_arguments, deployed_job_names, job_definitions, read_stack_outputs
+from tools.ops.cli import add_deployment_arguments, job_registry_path, read_registry, read_stack_outputs
 from tools.ops.operator import OpsError
+from tools.registry import JobRegistryEntry
 from tools.results.client import (
     DEFAULT_TIMEOUT_S,
     EXIT_REFUSED,
@@ -59,8 +61,9 @@ FROM_STACK = "stack"
 MAX_PAGES = 100
 
 DESCRIPTION = (
-    "A deployment's committed results and slot history: read from the tables (default; the deployment from the"
-    " stack's outputs or --lock-table/--results-table), or through the deployed read API with --api (SigV4)."
+    "A deployment's committed results and slot history: read from the tables (default; the tables from the shared"
+    " stack's outputs or --lock-table/--results-table, the jobs from its job registry), or through the deployed"
+    " read API with --api (SigV4)."
     " The deployment options go before or after the command; <command> --help has each command's."
 )
 EXIT_STATUSES = """exit status: 0 read; 1 refused (bad parameter, unknown job, no such result, forbidden): one "error:"
@@ -298,11 +301,8 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
     results_table = args.results_table or outputs.get("ResultsTableName")
     if not lock_table or not results_table:
         raise ReadError(f"stack {args.stack} has no LockTableName/ResultsTableName output", EXIT_REFUSED)
-    from stacks.runtime_asset import catalog_queries
-
-    names = deployed_job_names(outputs) if outputs else None
-    catalog = catalog_queries(list(job_definitions(names).values()))
     config = Config(retries={"mode": "standard"})
+    catalog = registry_catalog(read_registry(session.client("ssm", config=config), job_registry_path(args, outputs)))
     reader = ResultsReader(
         lock_table,
         results_table,
@@ -311,6 +311,19 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
         s3_client=session.client("s3", config=Config(retries={"mode": "standard"}, signature_version="s3v4")),
     )
     return DirectSource(reader)
+
+
+def registry_catalog(entries: dict[str, JobRegistryEntry]) -> dict[str, CatalogQuery]:
+    """The reader's catalog of the registry's jobs: the reader serves these jobs and uses each one's schedule only
+    (the next slot, ``jobs``' schedule column); the query itself stays in the function's asset."""
+    return {
+        name: CatalogQuery(
+            sql="",
+            parameters=(),
+            schedule=CatalogSchedule(entry.schedule_expression, entry.schedule_timezone, entry.racers),
+        )
+        for name, entry in entries.items()
+    }
 
 
 def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_s: float | None = None) -> int:
