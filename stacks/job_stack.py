@@ -24,7 +24,6 @@ from stacks.constructs.fanout_schedule import scheduler_role
 from stacks.jobs import JobDefinition
 from stacks.runtime_asset import stage_job_asset
 
-
 #: CDK's default validation rule "Resources section must exist and be non-empty".
 EMPTY_TEMPLATE_RULE = "CloudFormation-Validate::F0001"
 

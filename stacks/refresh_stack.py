@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
+from athena_refresh import registry
 from stacks.config import StackSettings
 from stacks.constructs.alarms import DeploymentAlarms, alarm_topic
 from stacks.constructs.athena_job import SharedResources
@@ -107,7 +108,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             removal_policy=removal_policy,
         )
         #: The job registry's path: each job stack writes one parameter ``<path><job>`` (docs/operations.md).
-        self.registry_path = f"/{construct_id}/jobs/"
+        self.registry_path = registry.registry_path(construct_id)
         #: What every job stack imports from here.
         self.shared = SharedResources(
             lock_table=lock.table,

@@ -20,15 +20,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from athena_refresh import contract
+from athena_refresh import contract, registry
 from stacks.constructs.alarms import alarm_period_s
 from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.job_metrics import job_metric
 from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
 from stacks.jobs import GlueSource, JobDefinition
-
-REGISTRY_FORMAT = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,13 +128,13 @@ class AthenaJob(Construct):
         self.registry = ssm.StringParameter(
             self,
             "Registry",
-            parameter_name=f"{shared.registry_path}{job_name}",
+            parameter_name=registry.parameter_name(shared.registry_path, job_name),
             description=f"Scheduled Athena refresh: where job {job_name} is deployed (JSON, format 1)",
-            string_value=cdk.Stack.of(self).to_json_string(
-                registry_value(
-                    job_name=job_name,
+            string_value=registry.entry_value(
+                registry.JobRegistryEntry(
+                    job=job_name,
                     function_name=self.function.function_name,
-                    stack_name=cdk.Stack.of(self).stack_name,
+                    stack=cdk.Stack.of(self).stack_name,
                     schedule_expression=config.schedule_expression,
                     schedule_timezone=config.schedule_timezone,
                     racers=config.racers,
@@ -145,26 +143,3 @@ class AthenaJob(Construct):
             ),
             tier=ssm.ParameterTier.STANDARD,
         )
-
-
-def registry_value(
-    *,
-    job_name: str,
-    function_name: str,
-    stack_name: str,
-    schedule_expression: str,
-    schedule_timezone: str,
-    racers: int,
-    log_group_name: str,
-) -> dict[str, object]:
-    """A job's registry entry (docs/operations.md): where its function is, and its schedule."""
-    return {
-        "format": REGISTRY_FORMAT,
-        "job": job_name,
-        "function_name": function_name,
-        "stack": stack_name,
-        "schedule_expression": schedule_expression,
-        "schedule_timezone": schedule_timezone,
-        "racers": racers,
-        "log_group_name": log_group_name,
-    }
