@@ -197,6 +197,10 @@ METRIC_ESTIMATED_COST_USD: Final = "EstimatedCostUSD"
 # Age of the last successful run, emitted by every invocation (losers read it from the lock item they
 # already touched), so "no success for two periods" is alarmable: CloudWatch has no time-since metric.
 METRIC_LAST_SUCCESS_AGE_S: Final = "LastSuccessAgeS"  # unit Seconds
+#: A job is stale when its last success is older than this many schedule periods (its longest gap,
+#: ``athena_refresh.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
+#: the stack's ``NoRecentSuccess`` alarm (``stacks/constructs/alarms.py``) should use the same number.
+STALE_AFTER_PERIODS: Final = 2
 
 #: Every metric the runtime emits (the dashboard graphs each one).
 ALL_METRICS: Final = (

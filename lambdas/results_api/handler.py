@@ -1,7 +1,8 @@
 """Lambda entry points of the read side (thin: the reader is built once per execution environment).
 
 - ``api_handler``: API Gateway HTTP API (payload 2.0) events -> :func:`results_api.api.create_app`'s resolver;
-- ``widget_handler``: CloudWatch custom widget events -> :func:`results_api.widget.widget_response` (HTML).
+- ``widget_handler``: CloudWatch custom widget events -> :func:`results_api.widget.widget_response` (HTML: one
+  job's latest result for params ``{"job": <name>}``, every job's row for ``{"view": "overview"}``).
 
 Both read ``LOCK_TABLE_NAME`` and ``RESULTS_TABLE_NAME`` and the job catalog bundled in the asset.
 """

@@ -11,7 +11,7 @@ Reads, by request:
   (``slotlock.SlotHistory``), continued with an opaque :mod:`results_api.tokens` token. A ``status`` filter is
   applied by DynamoDB after ``Limit``, so a filtered page may be short, even empty, with a ``next_token``.
 - :meth:`ResultsReader.jobs`: one ``BatchGetItem`` for every job's live lock item and LATEST pointer (repeated
-  only for keys DynamoDB leaves unprocessed, at most :data:`MAX_BATCH_ATTEMPTS` times).
+  only for keys DynamoDB leaves unprocessed: :func:`results_api.batch.batch_get`).
 
 Results reads are strongly consistent (the results table is read by key); history reads are eventually
 consistent (a global secondary index offers nothing else). Nothing here writes.
@@ -44,6 +44,7 @@ from slotlock.history import MAX_PAGE_LIMIT, STATUSES, HistoryRecord
 from slotlock.slot import Slot
 
 from . import tokens
+from .batch import batch_get
 from .errors import BackendUnavailableError, BadParameterError, ResultNotFoundError, UnknownJobError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,7 +54,6 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_PAGE_LIMIT = 50
 #: Presigned URLs of offloaded rows live this long (seconds): long enough to follow a redirect, no more.
 PRESIGN_EXPIRES_S = 60
-MAX_BATCH_ATTEMPTS = 5
 #: BatchGetItem reads at most 100 keys; each job needs two (lock item, LATEST pointer).
 JOBS_PER_BATCH = 50
 #: The columns of ``GET /jobs`` as CSV (:meth:`JobSummary.csv_row`).
@@ -68,7 +68,8 @@ JOB_COLUMNS = (
     "last_success_at_ms",
     "schedule",
 )
-_POINTER_FIELDS = ("latest_slot", "latest_generation", "fencing_token", "committed_at_ms", "query_execution_id")
+#: The LATEST item's attributes ``GET /jobs`` reads (:meth:`ResultsReader.job_items`).
+POINTER_FIELDS = ("latest_slot", "latest_generation", "fencing_token", "committed_at_ms", "query_execution_id")
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,11 @@ class ResultsReader:
         )
 
     @property
+    def dynamodb(self) -> DynamoDBClient:
+        """The DynamoDB client every read goes through (:mod:`results_api.overview` batches its own reads)."""
+        return self._dynamodb
+
+    @property
     def s3(self) -> S3Client:
         if self._s3 is None:
             self._s3 = boto3.client("s3", config=Config(retries={"mode": "standard"}, signature_version="s3v4"))
@@ -282,12 +288,19 @@ class ResultsReader:
         summaries: list[JobSummary] = []
         for start in range(0, len(names), JOBS_PER_BATCH):
             chunk = names[start : start + JOBS_PER_BATCH]
-            locks, pointers = self._batch_get(chunk)
+            locks, pointers = self.job_items(chunk)
             summaries.extend(self._summary(name, locks.get(name), pointers.get(name), now_ms) for name in chunk)
         return summaries
 
-    def _batch_get(self, names: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-        pointer_names = {f"#p{index}": name for index, name in enumerate(("job", *_POINTER_FIELDS))}
+    def job_items(
+        self, names: list[str], *, pointer_fields: tuple[str, ...] = POINTER_FIELDS
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The live lock items and LATEST items (only ``pointer_fields``, never the rows) of ``names`` (at most
+        :data:`JOBS_PER_BATCH`), each by job name (absent: no item): one consistent ``BatchGetItem``.
+
+        :raises BackendUnavailableError: DynamoDB failed.
+        """
+        pointer_names = {f"#p{index}": name for index, name in enumerate(("job", *pointer_fields))}
         request: dict[str, Any] = {
             self.lock_table: {
                 "Keys": [{table.PARTITION_KEY: {"S": table.lock_key(name)}} for name in names],
@@ -303,24 +316,16 @@ class ResultsReader:
                 "ExpressionAttributeNames": pointer_names,
             },
         }
-        locks: dict[str, Any] = {}
-        pointers: dict[str, Any] = {}
-        for attempt in range(MAX_BATCH_ATTEMPTS):
-            try:
-                response = self._dynamodb.batch_get_item(RequestItems=request)
-            except (ClientError, BotoCoreError) as exc:
-                raise BackendUnavailableError(f"could not read the jobs' lock and LATEST items: {exc}") from exc
-            for item in response.get("Responses", {}).get(self.lock_table, []):
-                key = item.get(table.PARTITION_KEY, {}).get("S", "")
-                locks[key.removeprefix("lock#")] = item
-            for item in response.get("Responses", {}).get(self.results_table, []):
-                pointers[item.get(contract.RESULTS_TABLE_PARTITION_KEY, {}).get("S", "")] = item
-            request = dict(response.get("UnprocessedKeys") or {})
-            if not request:
-                return locks, pointers
-            if attempt + 1 < MAX_BATCH_ATTEMPTS:  # no back-off after the last attempt: it only delays the 503
-                time.sleep(min(0.05 * 2**attempt, 1.0))
-        raise BackendUnavailableError(f"DynamoDB left keys unprocessed {MAX_BATCH_ATTEMPTS} times (throttled)")
+        found = batch_get(self._dynamodb, request, what="the jobs' lock and LATEST items")
+        locks = {
+            item.get(table.PARTITION_KEY, {}).get("S", "").removeprefix("lock#"): item
+            for item in found.get(self.lock_table, [])
+        }
+        pointers = {
+            item.get(contract.RESULTS_TABLE_PARTITION_KEY, {}).get("S", ""): item
+            for item in found.get(self.results_table, [])
+        }
+        return locks, pointers
 
     def _summary(self, name: str, lock_item: Any, pointer: Any, now_ms: int) -> JobSummary:
         schedule = self.catalog[name].schedule

@@ -1,12 +1,18 @@
-"""The dashboard's custom widget: a job's latest result as an HTML table, text columns included, with its slot,
-generation, age and fencing token, so the dashboard shows what the job computed.
+"""The dashboard's custom widget, in two modes chosen by its ``params``:
 
-CloudWatch calls the widget's Lambda with the widget's ``params`` merged into the event (``{"job": ...}``) plus
-``widgetContext``; the function returns HTML, which CloudWatch renders sanitised. With ``describe`` set it returns
-the widget's documentation (Markdown). https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/add_custom_widget_dashboard_about.html
+- ``{"job": <name>}``: a job's latest result as an HTML table, text columns included, with its slot, generation,
+  age and fencing token, so the dashboard shows what the job computed (one ``GetItem``);
+- ``{"view": "overview"}``: every job of the deployment in one table, one row per job (status of the last slot,
+  age of the last success against the period, lease, pause, cost estimate, how to fetch the result):
+  :mod:`results_api.overview` (one ``BatchGetItem`` per 50 jobs, and one per 100 last-slot records).
+
+CloudWatch calls the widget's Lambda with the widget's ``params`` merged into the event plus ``widgetContext``;
+the function returns HTML, which CloudWatch renders sanitised. With ``describe`` set it returns the widget's
+documentation (Markdown). https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/add_custom_widget_dashboard_about.html
 
 Every value is HTML-escaped (a result value of ``<script>`` shows as text). At most :data:`MAX_ROWS` rows are
-drawn; offloaded rows are read from S3 (the same read-only role as the API).
+drawn; offloaded rows are read from S3 (the same read-only role as the API). What cannot be shown is a message,
+never an exception.
 """
 
 from __future__ import annotations
@@ -19,17 +25,30 @@ from typing import Any
 from athena_refresh.cost import format_usd
 from athena_refresh.stored import StoredResult
 
+from . import overview
 from .errors import ResultsApiError
 from .reader import ResultsReader
 
 MAX_ROWS = 100
 DOCUMENTATION = """## Latest results
-Renders a job's newest committed result (one DynamoDB read) as a table: slot, generation, age, fencing token,
+Two modes, chosen by the params.
+
+**One job**: its newest committed result (one DynamoDB read) as a table: slot, generation, age, fencing token,
 query execution id, then every column, text included.
 
 ```
 params:
-  job: flights-dashboard   # the job's name (required)
+  job: flights-dashboard   # the job's name
+```
+
+**Overview**: every job of the deployment, one row each: status of its last slot, age of its last success against
+its schedule's period (stale past two periods), live lease holder, pause, the latest result's cost estimate, and
+how to fetch the result. Stale, failed and unreadable jobs first. One DynamoDB BatchGetItem per 50 jobs, plus one
+per 100 last-slot records.
+
+```
+params:
+  view: overview
 ```
 """
 
@@ -47,10 +66,20 @@ def render_widget(reader: ResultsReader, job: Any, *, now_ms: int) -> str:
 
 
 def widget_response(event: Mapping[str, Any], reader: ResultsReader, *, now_ms: int) -> str:
-    """The custom widget Lambda's answer to ``event`` (documentation when ``describe`` is set)."""
+    """The custom widget Lambda's answer to ``event``: documentation when ``describe`` is set, the overview for
+    ``view`` ``overview``, else the latest result of ``job``."""
     if event.get("describe"):
         return DOCUMENTATION
-    return render_widget(reader, event.get("job"), now_ms=now_ms)
+    view = event.get("view")
+    if view is None:
+        return render_widget(reader, event.get("job"), now_ms=now_ms)
+    if view == overview.VIEW:
+        return overview.render_overview(reader, now_ms=now_ms)
+    shown = html.escape(repr(view)[:60])
+    return _message(
+        f"Unknown view {shown}: the param <code>view</code> takes <code>{overview.VIEW}</code> (every job); "
+        "for one job, give <code>job</code> instead."
+    )
 
 
 def _table(stored: StoredResult, rows: list[dict[str, Any]], now_ms: int) -> str:
