@@ -4,8 +4,7 @@ Each job's function gets an asset of its own: the runtime packages plus a job ca
 (:func:`stacks.runtime_asset.stage_job_asset`), so editing one job folder changes one asset hash, one function
 and one stack. The shared resources come from the shared stack as CloudFormation cross-stack references
 (exports of ``ScheduledAthenaRefresh``, imported here), which also make ``cdk deploy --all`` deploy the shared
-stack first. The jobs of a stack share one EventBridge Scheduler role (each schedule's target grants it
-``lambda:InvokeFunction`` on its own function).
+stack first. Each job keeps its own EventBridge Scheduler role, allowed to invoke its own function only.
 
 A group without jobs is an empty stack (no resources): ``cdk deploy`` skips it, or deletes it when it exists.
 """
@@ -20,7 +19,6 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from stacks.constructs.athena_job import AthenaJob, SharedResources
-from stacks.constructs.fanout_schedule import scheduler_role
 from stacks.jobs import JobDefinition
 from stacks.runtime_asset import stage_job_asset
 
@@ -29,7 +27,7 @@ EMPTY_TEMPLATE_RULE = "CloudFormation-Validate::F0001"
 
 
 class JobGroupStack(cdk.Stack):
-    """The jobs of one group: one :class:`AthenaJob` per job (``jobs``: name -> construct), one scheduler role.
+    """The jobs of one group: one :class:`AthenaJob` per job (``jobs``: name -> construct).
 
     :param group: the group's index (the stack is ``<shared>-Jobs-<group:02d>``).
     :param jobs: the group's validated job folders (may be empty).
@@ -60,7 +58,6 @@ class JobGroupStack(cdk.Stack):
                 cdk.Acknowledgment(id=EMPTY_TEMPLATE_RULE, reason="an empty job group: cdk deploy deletes its stack")
             )
             return
-        role = scheduler_role(self, "SchedulerRole", description=f"invoke the racers of the jobs of {construct_id}")
         for job in jobs:
             asset_dir = self.asset_dirs[job.job_name] = stage_job_asset(job)
             self.jobs[job.job_name] = AthenaJob(
@@ -70,5 +67,4 @@ class JobGroupStack(cdk.Stack):
                 shared=shared,
                 removal_policy=removal_policy,
                 code_dir=asset_dir,
-                scheduler_role=role,
             )

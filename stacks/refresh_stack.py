@@ -30,7 +30,7 @@ from stacks.constructs.refresh_function import LOG_RETENTION
 from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage
 from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource
 from stacks.nag import acknowledge, wildcard_finding
-from stacks.runtime_asset import stage_runtime_asset
+from stacks.runtime_asset import stage_read_asset
 
 
 class ScheduledAthenaRefreshStack(cdk.Stack):
@@ -93,8 +93,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
         topic = alarm_topic(self, "AlarmTopic", email=settings.alarm_email, label=construct_id)
         failures = FailureQueue(self, "Failures", removal_policy=removal_policy)
         job_logs = logs.LogGroup(self, "JobLogs", retention=LOG_RETENTION, removal_policy=removal_policy)
-        #: The read side's asset: the runtime packages and the catalog of every job (it serves them all).
-        self.runtime_asset_dir = stage_runtime_asset(jobs)
+        #: The read side's asset: the runtime packages and every job's name and schedule (it serves them all).
+        self.runtime_asset_dir = stage_read_asset(jobs)
         self.read_api = ReadApi(
             self,
             "ReadApi",

@@ -4,7 +4,7 @@
 catalog (:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders'
 prepared queries. Each job's function has an asset of its own whose catalog holds that job alone
 (:func:`stage_job_asset`): editing one job folder changes that job's asset hash only. The read side's functions
-(shared stack) get the catalog of every job (:func:`stage_runtime_asset`): they serve every job. A staged
+(shared stack) get every job's name and schedule, without queries or settings (:func:`stage_read_asset`). A staged
 directory's content depends only on those files, so its asset hash (and the template) is the same on every synth.
 """
 
@@ -43,6 +43,24 @@ def catalog_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
     }
 
 
+#: The read side's catalog entries carry no query: it serves results and reports schedules only.
+READ_SIDE_SQL = "SELECT 1 /* the read side runs no query: the job's own asset holds it */"
+
+
+def read_side_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
+    """Each job's entry as the read side needs it: its name and deployed schedule, no query or settings. So
+    editing a job's query or settings changes that job's own asset only, not the read side's."""
+    return {
+        name: CatalogQuery(sql=READ_SIDE_SQL, parameters=(), schedule=query.schedule)
+        for name, query in catalog_queries(jobs).items()
+    }
+
+
+def stage_read_asset(jobs: Sequence[JobDefinition], *, source_dir: Path = LAMBDAS_DIR) -> Path:
+    """The read side's asset: the runtime packages and :func:`read_side_queries` of every job."""
+    return _stage(read_side_queries(jobs), source_dir)
+
+
 def stage_job_asset(job: JobDefinition, *, source_dir: Path = LAMBDAS_DIR) -> Path:
     """One job's asset: the runtime packages and a catalog holding ``job`` alone (see :func:`stage_runtime_asset`)."""
     return stage_runtime_asset([job], source_dir=source_dir)
@@ -53,10 +71,14 @@ def stage_runtime_asset(jobs: Sequence[JobDefinition], *, source_dir: Path = LAM
 
     The directory lives until the process ends (``cdk synth`` copies it into the cloud assembly).
     """
+    return _stage(catalog_queries(jobs), source_dir)
+
+
+def _stage(queries: dict[str, CatalogQuery], source_dir: Path) -> Path:
     staged = Path(tempfile.mkdtemp(prefix="athena-refresh-asset-"))
     atexit.register(shutil.rmtree, staged, True)
     for package in RUNTIME_PACKAGES:
         shutil.copytree(source_dir / package, staged / package, ignore=IGNORED)
-    document = catalog_document(catalog_queries(jobs))
+    document = catalog_document(queries)
     (staged / CATALOG_FILE).write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return staged

@@ -1,10 +1,11 @@
 """IAM conformance: every AWS call the deployed code makes is allowed by the synthesized policies, and every
 grant is used (least privilege both ways).
 
-The real handlers run on in-process moto with the names of a deployment of the synthesized template
-(:mod:`tests.stacks.iam.scenarios`) while :class:`~tests.stacks.iam.recorder.CallRecorder` records every
-botocore call and presigned URL, per principal: each job's refresh function, the read API and the widget (one
-read role), and the operator (``tools.ops`` and ``tools.results``, whose policy is ``docs/operator-policy.json``).
+The real handlers run on in-process moto with the names of a deployment of the synthesized stacks (the shared
+stack and the job stacks, :mod:`tests.stacks.iam.scenarios`) while :class:`~tests.stacks.iam.recorder.CallRecorder`
+records every botocore call and presigned URL, per principal: each job's refresh function (in its job stack), the
+read API and the widget (one read role), and the operator (``tools.ops`` and ``tools.results``, which find the jobs
+in the job registry; their policy is ``docs/operator-policy.json``).
 Each call becomes the permissions AWS checks for it (:mod:`tests.stacks.iam.permissions`, with what Athena does
 with the caller's credentials), evaluated against that principal's identity policies with moto's IAM policy
 evaluator (:func:`tests.stacks.iam.template.evaluate`; conditions checked beside it).
@@ -28,8 +29,9 @@ import pytest
 from slotlock import Slot
 from stacks import REPO_ROOT
 from stacks.constructs import read_api, refresh_function
-from tests.stacks.iam.permissions import Permission, permissions_for
-from tests.stacks.iam.recorder import CallRecorder
+from tests.stacks import deployment_view
+from tests.stacks.iam.permissions import AthenaWorld, Permission, permissions_for
+from tests.stacks.iam.recorder import CallRecorder, RecordedCall
 from tests.stacks.iam.scenarios import (
     OFFLOAD_ROWS,
     OPERATOR,
@@ -50,12 +52,14 @@ OPERATOR_POLICY = REPO_ROOT / "docs" / "operator-policy.json"
 # the recorded world: every scenario once per session
 # ---------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def resolved(template: Any, stack: Any) -> ResolvedTemplate:
-    return ResolvedTemplate(template.to_json(), stack.stack_name)
+def resolved(stack_templates: dict[str, dict[str, Any]], stack: Any) -> ResolvedTemplate:
+    """Every stack of the deployment, merged (each resource named after its own stack), the shared one's name as
+    the deployment's."""
+    return ResolvedTemplate(deployment_view.merged_template(stack_templates), stack.stack_name)
 
 
 @pytest.fixture(scope="module")
-def recorded(resolved: ResolvedTemplate, stack: Any) -> Iterator[tuple[ConformanceWorld, CallRecorder]]:
+def recorded(resolved: ResolvedTemplate, deployment: Any) -> Iterator[tuple[ConformanceWorld, CallRecorder]]:
     recorder = CallRecorder()
     with pytest.MonkeyPatch.context() as patch, moto.mock_aws(), recorder.installed():
         for name, value in {
@@ -70,7 +74,10 @@ def recorded(resolved: ResolvedTemplate, stack: Any) -> Iterator[tuple[Conforman
         # model, about 1 s a run): the same clients, sent through the same recorder.
         shared = boto3.session.Session(region_name="us-east-1")
         patch.setattr(boto3.session, "Session", lambda **_: shared)
-        world = ConformanceWorld(resolved, Path(stack.runtime_asset_dir), recorder)
+        job_assets = {job: Path(d) for group in deployment.job_stacks.values() for job, d in group.asset_dirs.items()}
+        world = ConformanceWorld(
+            resolved, recorder, job_assets=job_assets, read_asset=Path(deployment.shared.runtime_asset_dir)
+        )
         world.create()
         recorder.answer("lambda", "Invoke", invoke_answer(world))
         recorder.answer("cloudformation", "DescribeStacks", describe_stacks_answer(world))
@@ -165,7 +172,8 @@ def _operator_scenarios(world: ConformanceWorld, job: str, stack_name: str, slot
 
 
 def _read_scenarios(world: ConformanceWorld, slots: dict[str, list[str]]) -> None:
-    """Every route of the read API (an offloaded result: a presigned GetObject) and the widget."""
+    """Every route of the read API (an offloaded result: a presigned GetObject), the widget of each job and the
+    widget's overview of every job."""
     for job in sorted(world.refresh_functions):
         offload = slots[job][-3]
         for path, query in (
@@ -180,6 +188,13 @@ def _read_scenarios(world: ConformanceWorld, slots: dict[str, list[str]]) -> Non
             assert response["statusCode"] in (200, 302), (path, response)
         html = world.invoke_read(WIDGET, {"job": job, "widgetContext": {"width": 600, "height": 400}})
         assert "slot <b>" in html, html[:300]
+    # CloudWatch merges the widget's params into the event: {"view": "overview"} draws every job in one table.
+    overview = world.invoke_read(
+        WIDGET, {"view": "overview", "widgetContext": {"width": 1200, "height": 400}}, "overview"
+    )
+    assert f"<b>{len(world.refresh_functions)}</b> jobs" in overview, overview[:500]
+    for job in world.refresh_functions:
+        assert job in overview, (job, overview[:500])
 
 
 def _api_event(path: str, query: str) -> dict[str, Any]:
@@ -236,12 +251,14 @@ EXPECTED_OPERATIONS = {
         ("s3", "PutObject"),
     },
     READ_API: {("dynamodb", "BatchGetItem"), ("dynamodb", "GetItem"), ("dynamodb", "Query"), ("s3", "GetObject")},
-    WIDGET: {("dynamodb", "GetItem")},
+    WIDGET: {("dynamodb", "GetItem"), ("dynamodb", "BatchGetItem")},
     OPERATOR: {
         ("dynamodb", "UpdateItem"),
         ("dynamodb", "GetItem"),
         ("lambda", "Invoke"),
         ("cloudformation", "DescribeStacks"),
+        ("ssm", "GetParameter"),
+        ("ssm", "GetParametersByPath"),
     },
 }
 
@@ -322,6 +339,23 @@ def test_the_offloaded_result_was_read_through_a_presigned_url(recorded: tuple[C
     assert presigned and all(call.params["Key"].startswith("results/") for call in presigned), presigned
 
 
+def test_job_functions_are_named_after_their_job_stack(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    """Each job function's generated name starts with its own job stack's (the operator's ``RunJobs`` grant,
+    ``function:<stack>-Jobs-*``, relies on it), and its registry entry names that function and stack."""
+    from athena_refresh.registry import parse_entry
+
+    world, _ = recorded
+    resolved = world.resolved
+    parameters = resolved.parameters()
+    for job, function_id in world.refresh_functions.items():
+        stack = resolved.stack(function_id)
+        assert stack.startswith(f"{resolved.stack_name}-Jobs-"), (job, stack)
+        assert resolved.name(function_id).startswith(f"{stack}-"), resolved.name(function_id)
+        name = f"/{resolved.stack_name}/jobs/{job}"
+        entry = parse_entry(parameters[name][1], name=name)
+        assert (entry.function_name, entry.stack) == (resolved.name(function_id), stack), entry
+
+
 def test_operations_md_shows_the_policy_the_test_reads() -> None:
     """docs/operations.md shows the operator's policy verbatim: the file this test evaluates."""
     shown = (REPO_ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
@@ -370,3 +404,22 @@ def test_the_checker_reports_an_unused_grant() -> None:
     assert grant_used(("S", "dynamodb:GetItem", table), used)
     assert not grant_used(("S", "dynamodb:DeleteItem", table), used)
     assert not grant_used(("S", "dynamodb:GetItem", f"{table}/index/history"), used)
+
+
+def test_the_checker_authorizes_a_registry_listing_on_the_path_itself() -> None:
+    """``GetParametersByPath`` is authorized on the requested path (trailing slash dropped), which a grant on the
+    path's children does not cover; ``GetParameter`` on the parameter, which a grant on the path does not."""
+    registry = "arn:aws:ssm:us-east-1:123456789012:parameter/S/jobs"
+    nowhere = AthenaWorld({}, {})
+    listing = RecordedCall("operator", "t", "ssm", "GetParametersByPath", "us-east-1", {"Path": "/S/jobs/"})
+    one = RecordedCall("operator", "t", "ssm", "GetParameter", "us-east-1", {"Name": "/S/jobs/a"})
+    (list_permission,) = permissions_for(listing, nowhere)
+    (get_permission,) = permissions_for(one, nowhere)
+    assert (list_permission.resource, get_permission.resource) == (registry, f"{registry}/a")
+    actions = ["ssm:GetParameter", "ssm:GetParametersByPath"]
+    children = _document({"Effect": "Allow", "Action": actions, "Resource": f"{registry}/*"})
+    path = _document({"Effect": "Allow", "Action": actions, "Resource": registry})
+    assert not evaluate(list_permission, [children]).allowed
+    assert evaluate(list_permission, [path]).allowed
+    assert evaluate(get_permission, [children]).allowed
+    assert not evaluate(get_permission, [path]).allowed

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,6 +186,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "lambda_memory_mb = 512",
         "bytes_scanned_cutoff_per_query = 20000000",
         "result_reuse_max_age_min = 60",
+        "stack_group = 3",
         "[alarms]\ndata_scanned_bytes = 10000000\nquery_duration_ms = 5000",
         '[value_metrics]\ncolumns = ["flights"]\ndimensions = ["origin"]',
         "[sample]\ndata_year = 2013",
@@ -334,8 +336,8 @@ def test_app_main_warns_of_value_metrics_that_cost_far_more_than_the_work(
     built = app.build_app
 
     class Synthesized:
-        def synth(self) -> None:
-            return None
+        def synth(self) -> Any:
+            return type("Assembly", (), {"directory": str(tmp_path), "stacks": []})()
 
     monkeypatch.setattr(app, "build_app", lambda **kw: (Synthesized(), built(**kw)[1]))
     err = io.StringIO()

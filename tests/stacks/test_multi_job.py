@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Template
 
 import app
 from athena_refresh import contract
@@ -18,7 +17,8 @@ from athena_refresh.catalog import CATALOG_FILE, load_query
 from stacks.jobs import job_named
 from stacks.runtime_asset import stage_runtime_asset
 from tests.sample_jobs import load_fixture_jobs, stage_jobs
-from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_job, of_type
+from tests.stacks import deployment_view
+from tests.stacks.helpers import HANDLER, as_list, of_job, of_type
 
 GLUE_JOB = "orders-hourly"
 GLUE_TOML = """
@@ -55,8 +55,8 @@ def three_jobs(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path) 
     (jobs_dir / GLUE_JOB).mkdir()
     (jobs_dir / GLUE_JOB / "job.toml").write_text(GLUE_TOML, encoding="utf-8")
     (jobs_dir / GLUE_JOB / "query.sql").write_text(GLUE_SQL, encoding="utf-8")
-    _, stack = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
-    return Template.from_stack(stack).to_json()
+    _, deployment = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
+    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
 
 
 def _function(resources: dict[str, Any], job: str) -> tuple[str, dict[str, Any]]:
@@ -75,7 +75,7 @@ def _statements(resources: dict[str, Any], role_id: str) -> dict[str, dict[str, 
     return {s.get("Sid", "<no sid>"): s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]}
 
 
-def test_each_job_has_its_own_function_schedules_queues_alarms_and_dashboard(three_jobs: dict[str, Any]) -> None:
+def test_each_job_has_its_own_function_schedules_alarm_and_registry_entry(three_jobs: dict[str, Any]) -> None:
     resources = three_jobs["Resources"]
     for job, racers in (("flights-dashboard", 3), ("carrier-on-time", 3), (GLUE_JOB, 2)):
         mine = of_job(resources, job)
@@ -84,13 +84,16 @@ def test_each_job_has_its_own_function_schedules_queues_alarms_and_dashboard(thr
         schedules = of_type(mine, "AWS::Scheduler::Schedule")
         assert len(schedules) == racers
         assert all(s["Properties"]["Target"]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]} for s in schedules.values())
-        assert len(of_type(mine, "AWS::SQS::Queue")) == 2
-        assert len(of_type(mine, "AWS::CloudWatch::Alarm")) == 10
-        assert dashboard_body(resources, job)["widgets"][0]["properties"]["markdown"].startswith(f"# Job `{job}`")
-    # Shared: one lock table and one results table, one bucket for results, one workgroup, one alarm topic.
+        assert not of_type(mine, "AWS::SQS::Queue")  # the deployment's one on-failure queue serves every job
+        assert list(of_type(mine, "AWS::CloudWatch::Alarm")) == [a for a in mine if "NoRecentSuccess" in a]
+        assert len(of_type(mine, "AWS::SSM::Parameter")) == 1  # its registry entry
+        assert not of_type(mine, "AWS::CloudWatch::Dashboard")
+    # Shared: one lock table and one results table, one bucket for results, one workgroup, one alarm topic,
+    # one dashboard and one on-failure queue with its DLQ, whatever the number of jobs.
     assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2
     assert len(of_type(resources, "AWS::SNS::Topic")) == 1
-    assert len(of_type(resources, "AWS::CloudWatch::Dashboard")) == 1  # one section per job
+    assert len(of_type(resources, "AWS::CloudWatch::Dashboard")) == 1
+    assert len(of_type(resources, "AWS::SQS::Queue")) == 2
     (workgroup,) = of_type(resources, "AWS::Athena::WorkGroup").values()
     # Athena enforces the cutoff per workgroup: the shared one takes the largest job's.
     assert workgroup["Properties"]["WorkGroupConfiguration"]["BytesScannedCutoffPerQuery"] == 5_000_000_000
@@ -98,8 +101,8 @@ def test_each_job_has_its_own_function_schedules_queues_alarms_and_dashboard(thr
     assert glue_schedule["Properties"]["ScheduleExpression"] == "cron(5 * * * ? *)"
     assert glue_schedule["Properties"]["ScheduleExpressionTimezone"] == "Europe/Berlin"
     outputs = three_jobs["Outputs"]
-    assert outputs["JobNames"]["Value"] == f"carrier-on-time,flights-dashboard,{GLUE_JOB}"
-    assert {"FunctionNameOrdersHourly", "FailureQueueUrlOrdersHourly", "DashboardName"} <= set(outputs)
+    assert {"JobRegistryPath", "FailureQueueUrl", "DashboardName"} <= set(outputs)
+    assert not [name for name in outputs if name.startswith(("JobNames", "FunctionName"))]  # no output per job
 
 
 def test_a_glue_job_reads_its_own_table_and_location_only(three_jobs: dict[str, Any]) -> None:
@@ -135,16 +138,15 @@ def test_removing_a_job_folder_removes_its_resources_and_keeps_the_shared_ones(
 ) -> None:
     jobs_dir = stage_jobs(tmp_path)
     shutil.rmtree(jobs_dir / "carrier-on-time")
-    _, stack = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
-    resources = Template.from_stack(stack).to_json()["Resources"]
+    _, deployment = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
+    resources = deployment_view.merged_template(deployment_view.stack_templates(deployment))["Resources"]
     assert of_job(resources, "carrier-on-time") == {}
-    headings = [w["properties"]["markdown"] for w in dashboard_body(resources, None)["widgets"] if w["type"] == "text"]
-    assert not any("carrier-on-time" in heading for heading in headings)  # its dashboard section is gone
+    assert "carrier-on-time" not in json.dumps(resources)  # no trace left: not in the dashboard, no parameter
     assert len(of_type(resources, "AWS::Scheduler::Schedule")) == 3
     assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2  # history and results stay
 
 
-def test_the_staged_asset_bundles_every_jobs_prepared_query() -> None:
+def test_the_read_sides_staged_asset_bundles_every_jobs_prepared_query() -> None:
     jobs = load_fixture_jobs()
     staged = stage_runtime_asset(jobs)
     assert {p.name for p in staged.iterdir()} == {"slotlock", "athena_refresh", "results_api", CATALOG_FILE}

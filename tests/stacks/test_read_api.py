@@ -1,5 +1,6 @@
 """The read side in the template: the HTTP API (IAM on every route, throttled and access-logged stage), the read
-functions and their one read-only role, the dashboard's latest-results widget per job, and the outputs.
+functions, their own asset (every job's catalog) and their one read-only role, the dashboard's overview widget,
+and the outputs.
 
 Resources are found by their properties (handlers, route keys), never by logical id.
 """
@@ -11,15 +12,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Capture, Match, Template
 
 import app
 from athena_refresh import contract
+from athena_refresh.catalog import CATALOG_FILE
 from stacks import REPO_ROOT
 from stacks.config import STACK_KEY, ConfigError, StackSettings, load_context
+from stacks.constructs.dashboard import OVERVIEW_PARAMS, overview_height
 from stacks.jobs import JobDefinition
-from tests.stacks.helpers import as_list, dashboard_body, of_type, render
+from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_type, render
 
 API_HANDLER = "results_api.handler.api_handler"
 WIDGET_HANDLER = "results_api.handler.widget_handler"
@@ -203,9 +207,9 @@ def test_the_access_log_holds_request_metadata_only(stage: dict[str, Any], resou
 def test_throttling_follows_the_stack_settings(sample_data_dir: Path, sample_jobs_dir: Path) -> None:
     context = load_context(REPO_ROOT / "cdk.json")
     context[STACK_KEY] = {**context[STACK_KEY], "api_throttle_rate_limit": 5, "api_throttle_burst_limit": 7}
-    _, stack = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
+    _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     rate, burst = Capture(), Capture()
-    Template.from_stack(stack).has_resource_properties(
+    Template.from_stack(deployment.shared).has_resource_properties(  # the read API is the shared stack's
         "AWS::ApiGatewayV2::Stage",
         {"DefaultRouteSettings": {"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}},
     )
@@ -233,12 +237,13 @@ def test_throttle_settings_are_validated(key: str, value: Any, allowed: str) -> 
 
 
 @pytest.mark.parametrize(("handler", "service"), [(API_HANDLER, "results-api"), (WIDGET_HANDLER, "results-widget")])
-def test_each_read_function_runs_the_shared_asset_with_the_refresh_functions_settings(
+def test_each_read_function_runs_the_read_asset_with_the_refresh_functions_runtime(
     template: Template,
     resources: dict[str, Any],
     function_props: dict[str, Any],
     table_ids: tuple[str, str],
     read_role_id: str,
+    stack: Any,
     handler: str,
     service: str,
 ) -> None:
@@ -247,9 +252,10 @@ def test_each_read_function_runs_the_shared_asset_with_the_refresh_functions_set
     assert props["Role"] == {"Fn::GetAtt": [read_role_id, "Arn"]}
     assert props["MemorySize"] == 256
     assert props["Timeout"] == 10
-    # The refresh function's runtime, architecture, Powertools layer and asset (one asset for every function).
-    for key in ("Runtime", "Architectures", "Layers", "Code"):
+    # The refresh functions' runtime, architecture and Powertools layer; the read side's own asset (shared stack).
+    for key in ("Runtime", "Architectures", "Layers"):
         assert props[key] == function_props[key], key
+    assert props["Code"]["S3Key"] == _asset_key(stack.runtime_asset_dir)
     assert props["Environment"]["Variables"] == {
         contract.ENV_LOCK_TABLE_NAME: {"Ref": lock},
         contract.ENV_RESULTS_TABLE_NAME: {"Ref": results},
@@ -259,6 +265,46 @@ def test_each_read_function_runs_the_shared_asset_with_the_refresh_functions_set
     assert props["LoggingConfig"]["LogFormat"] == "JSON"
     log_group_id = props["LoggingConfig"]["LogGroup"]["Ref"]
     assert resources[log_group_id]["Properties"]["RetentionInDays"] == 30
+
+
+def _asset_key(asset_dir: Path) -> str:
+    """The S3 key of a staged directory's Lambda asset: its source fingerprint (CDK's default asset hash)."""
+    return f"{cdk.FileSystem.fingerprint(str(asset_dir))}.zip"
+
+
+def test_the_read_side_has_its_own_asset_with_every_jobs_catalog(
+    template: Template, deployment: Any, stack: Any, catalog: dict[str, Any], jobs: tuple[JobDefinition, ...]
+) -> None:
+    """The read functions serve every job: their asset's catalog holds each job's entry exactly as that job's own
+    asset holds it; each job function runs its own asset (one job's catalog), never the read side's."""
+    read_catalog = json.loads((stack.runtime_asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["jobs"]
+    assert sorted(read_catalog) == [job.job_name for job in jobs]
+    assert read_catalog == catalog
+    read_key = _asset_key(stack.runtime_asset_dir)
+    job_keys = {}
+    for job_stack in deployment.job_stacks.values():
+        for name, asset_dir in job_stack.asset_dirs.items():
+            job_keys[name] = _asset_key(asset_dir)
+    assert sorted(job_keys) == sorted(read_catalog)
+    assert read_key not in job_keys.values()
+    assert len(set(job_keys.values())) == len(job_keys)  # one asset per job
+    for name, key in job_keys.items():
+        found = template.find_resources(
+            "AWS::Lambda::Function",
+            {
+                "Properties": {
+                    "Handler": HANDLER,
+                    "Code": Match.object_like({"S3Key": key}),
+                    "Environment": {"Variables": Match.object_like({contract.ENV_JOB_NAME: name})},
+                }
+            },
+        )
+        assert len(found) == 1, name
+    readers = template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Code": Match.object_like({"S3Key": read_key})}}
+    )
+    assert {res["Properties"]["Handler"] for res in readers.values()} == {API_HANDLER, WIDGET_HANDLER}
+    assert len(readers) == 2
 
 
 def test_both_read_functions_and_nothing_else_use_the_read_role(resources: dict[str, Any], read_role_id: str) -> None:
@@ -319,23 +365,26 @@ def test_the_read_role_writes_nothing_but_its_own_log_lines(read_statements: lis
     assert not {action for action in actions if action.startswith("xray:")}
 
 
-# --- the dashboard's latest-results widget ------------------------------------------------------------------
+# --- the dashboard's overview widget ------------------------------------------------------------------
 
 
-def test_each_job_section_has_one_latest_results_widget_backed_by_the_widget_function(
+def test_the_overview_widget_is_backed_by_the_widget_function(
     resources: dict[str, Any], jobs: tuple[JobDefinition, ...], widget_function: tuple[str, dict[str, Any]]
 ) -> None:
-    function_id, _ = widget_function
+    """One custom widget for the whole deployment (not one per job): the widget function in its overview mode."""
+    function_id, props = widget_function
+    assert props["Handler"] == WIDGET_HANDLER
     whole = dashboard_body(resources, None)
-    assert len([w for w in whole["widgets"] if w["type"] == "custom"]) == len(jobs)
-    for job in jobs:
-        (widget,) = [w for w in dashboard_body(resources, job.job_name)["widgets"] if w["type"] == "custom"]
-        props = widget["properties"]
-        assert props["endpoint"] == f"<GetAtt {function_id}.Arn>"
-        assert props["params"] == {"job": job.job_name}
-        assert props["title"] == f"Latest results: {job.job_name} (slot, age, fencing token)"
-        assert props["updateOn"] == {"refresh": True, "resize": False, "timeRange": False}
-        assert widget["width"] == 24 and widget["height"] == 8
+    (widget,) = [w for w in whole["widgets"] if w["type"] == "custom"]
+    assert whole["widgets"].index(widget) == 1  # right below the heading, above the per-job section
+    assert widget["properties"] == {
+        "endpoint": f"<GetAtt {function_id}.Arn>",
+        "params": OVERVIEW_PARAMS,
+        "title": "Every job: last slot, last success, lease, paused, cost, how to fetch",
+        "updateOn": {"refresh": True, "resize": False, "timeRange": False},
+    }
+    assert OVERVIEW_PARAMS == {"view": "overview"}
+    assert widget["width"] == 24 and widget["height"] == overview_height(len(jobs)) == 6
 
 
 # --- outputs ------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The repository's own job folders, whatever they are: a fork's jobs/ synthesizes (cdk-nag included) into one
-function, one set of schedules, alarms and one dashboard section per folder.
+function, one set of schedules, one alarm and one registry parameter per folder, in the job stack its group names.
 
 Every other stack test builds the two sample jobs from tests/fixtures/jobs; this file alone reads jobs/, and
 computes what to expect from the folders present (``.ci/run`` runs it a second time with one more folder).
@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Template
 
 import app
 from athena_refresh import contract
-from stacks.jobs import JobDefinition, load_repo_jobs, output_suffix
+from stacks.config import StackSettings
+from stacks.job_groups import group_stack_name, job_group
+from stacks.jobs import JobDefinition, load_repo_jobs
 from tests.sample_jobs import REPO_JOBS_DIR, REPO_ROOT, repo_job_names
-from tests.stacks.helpers import HANDLER, dashboard_body, of_job, of_type
+from tests.stacks import deployment_view
+from tests.stacks.helpers import HANDLER, of_job, of_type
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +30,12 @@ def repo_jobs() -> dict[str, JobDefinition]:
 @pytest.fixture(scope="module")
 def repo_template(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path) -> dict[str, Any]:
     """A full ``app.synth()`` of jobs/ as it is (cdk-nag raises on any unacknowledged finding)."""
-    cdk_app, stack = app.build_app(
+    cdk_app, deployment = app.build_app(
         sample_data_dir=sample_data_dir, outdir=tmp_path_factory.mktemp("repo-assembly"), jobs_dir=REPO_JOBS_DIR
     )
+    assert deployment.quota_problems() == []
     cdk_app.synth()
-    return Template.from_stack(stack).to_json()
+    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
 
 
 def test_every_job_folder_is_one_job_of_the_stack(
@@ -41,7 +44,7 @@ def test_every_job_folder_is_one_job_of_the_stack(
     names = repo_job_names()
     assert sorted(repo_jobs) == names != []
     resources, outputs = repo_template["Resources"], repo_template["Outputs"]
-    assert outputs["JobNames"]["Value"] == ",".join(names)
+    stack_of = repo_template[deployment_view.STACK_OF]
     functions = {
         res["Properties"]["Environment"]["Variables"][contract.ENV_JOB_NAME]
         for res in of_type(resources, "AWS::Lambda::Function").values()
@@ -55,9 +58,12 @@ def test_every_job_folder_is_one_job_of_the_stack(
         assert len(mine) == job.config.racers, name
         assert {s["Properties"]["ScheduleExpression"] for s in mine.values()} == {job.config.schedule_expression}
         assert {s["Properties"]["ScheduleExpressionTimezone"] for s in mine.values()} == {job.schedule_timezone}
-        assert of_type(of_job(resources, name), "AWS::CloudWatch::Alarm"), name
-        assert f"FunctionName{output_suffix(name)}" in outputs
-        assert dashboard_body(resources, name)["widgets"][0]["properties"]["markdown"].startswith(f"# Job `{name}`")
+        assert len(of_type(of_job(resources, name), "AWS::CloudWatch::Alarm")) == 1, name  # NoRecentSuccess
+        [(parameter_id, parameter)] = of_type(of_job(resources, name), "AWS::SSM::Parameter").items()
+        assert parameter["Properties"]["Name"] == f"/{app.STACK_NAME}/jobs/{name}"
+        group = job_group(name, StackSettings().job_stacks, job.config.stack_group)
+        assert stack_of[parameter_id] == group_stack_name(group) == stack_of[next(iter(mine))]
+    assert not [key for key in outputs if key.startswith(("FunctionName", "FailureQueueUrl-", "JobNames"))]
     # Shared whatever the jobs: one lock table and one results table, one workgroup, one dashboard.
     assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2
     assert len(of_type(resources, "AWS::Athena::WorkGroup")) == 1

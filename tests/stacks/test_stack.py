@@ -23,7 +23,7 @@ import app
 from athena_refresh import contract
 from stacks import REPO_ROOT
 from stacks.config import ConfigError, JobConfig
-from tests.stacks.helpers import as_list, dashboard_body, metric_rows
+from tests.stacks.helpers import as_list
 
 POWERTOOLS_SSM_PARAMETER = "/aws/service/powertools/python/arm64/python3.13/latest"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
@@ -338,57 +338,33 @@ def test_each_schedule_role_may_only_invoke_its_own_jobs_function(template: Temp
         assert invoked == {function_id}, logical_id
 
 
-# --- the dashboard ----------------------------------------------------------------------------------
+# --- the dashboard: tests/stacks/test_observability.py (one dashboard for the deployment) -----------------
 
 
-def test_dashboard_graphs_every_contract_metric_with_its_dimensions(
-    resources: dict[str, Any], config: JobConfig
-) -> None:
-    metric_names = list(contract.ALL_METRICS)
-    assert set(metric_names) == {value for name, value in vars(contract).items() if name.startswith("METRIC_")}
-    rows = metric_rows(dashboard_body(resources))
-    job_dims = {contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: config.job_name}
-    reasons = {contract.METRIC_LOST_RACE: contract.LOSS_REASONS, contract.METRIC_SLOT_MISSED: contract.MISSED_REASONS}
-    for metric_name in metric_names:
-        lines = [dims for ns, name, dims in rows if ns == contract.METRICS_NAMESPACE and name == metric_name]
-        assert lines, f"no graph of {metric_name}"
-        if metric_name in reasons:
-            assert {dims.pop(contract.DIMENSION_REASON) for dims in lines} == set(reasons[metric_name])
-        assert all(dims == job_dims for dims in lines), (metric_name, lines)
-    graphed = {name for namespace, name, _ in rows if namespace == contract.METRICS_NAMESPACE}
-    assert graphed == set(metric_names)
-
-
-def test_dashboard_shows_lambda_health_and_latest_runs(
-    resources: dict[str, Any], function_id: str, function_props: dict[str, Any]
-) -> None:
-    body = dashboard_body(resources)
-    lambda_metrics = {
-        name
-        for namespace, name, dims in metric_rows(body)
-        if namespace == "AWS/Lambda" and dims == {"FunctionName": f"<Ref {function_id}>"}
-    }
-    assert lambda_metrics >= {"Errors", "Invocations", "Duration", "Throttles"}
-    (log_widget,) = [widget for widget in body["widgets"] if widget["type"] == "log"]
-    query = log_widget["properties"]["query"]
-    assert f"<Ref {function_props['LoggingConfig']['LogGroup']['Ref']}>" in query
-    for field in ("slot", "fencing_token", "outcome", "query_execution_id"):
-        assert field in query
-
-
-def test_outputs_name_what_an_operator_needs(template: Template) -> None:
-    outputs = template.to_json()["Outputs"]
+def test_outputs_name_what_an_operator_needs(shared_template: Template, stack_templates: dict[str, Any]) -> None:
+    outputs = shared_template.to_json()["Outputs"]
     for output_id in (
         "LockTableName",
         "ResultsTableName",
         "ResultsBucketName",
         "AthenaWorkgroupName",
         "DashboardName",
-        "FunctionNameFlightsDashboard",
-        "FunctionNameCarrierOnTime",
+        "FailureQueueUrl",
+        "JobLogGroupName",
     ):
         assert "Ref" in outputs[output_id]["Value"], output_id
-    assert outputs["JobNames"]["Value"] == "carrier-on-time,flights-dashboard"
+    # A job's function is found in the job registry (one SSM parameter per job), never in an output per job.
+    assert outputs["JobRegistryPath"]["Value"] == "/ScheduledAthenaRefresh/jobs/"
+    named = [name for name in outputs if not name.startswith("PublishOutput")]  # CDK's weak cross-stack references
+    assert not [
+        name
+        for name in named
+        if name.startswith(("FunctionName", "JobNames", "FailureQueueUrl")) and name != "FailureQueueUrl"
+    ]
+    assert len(outputs) < 40  # whatever the number of jobs: one published output per shared value a job stack uses
+    for name, template in stack_templates.items():
+        if name != "ScheduledAthenaRefresh":
+            assert not template.get("Outputs"), name
 
 
 # --- configuration ----------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """``python -m tools.cost`` (``make cost``): the monthly model checked against hand-computed figures, the alarms
-counted in the real synthesized template (one synthesis per session), the JSON's totals, and bad input.
+counted in the real synthesized deployment (the shared stack and the job stacks; one synthesis per session), the
+deployment's share and each job's fixed monthly cost, the JSON's totals, and bad input.
 
 Prices come from the real table (``athena_refresh.cost.load_prices``); the expected figures are computed here from
 its fields, never from a price written in this file.
@@ -27,7 +28,6 @@ from athena_refresh.cost import (
     load_prices,
 )
 from slotlock.capacity import CapacitySnapshot
-from stacks.jobs import logical_id_prefix
 from tests.sample_jobs import CARRIERS, FIXTURE_JOBS_DIR, FLIGHTS, stage_jobs
 from tools.cost import inputs, monthly, usage
 from tools.cost.cli import main, parse_scan_bytes
@@ -63,16 +63,19 @@ def synthesis(sample_jobs_dir: Path) -> Synthesis:
 
 
 def fake_synthesis(job_names: list[str]) -> Synthesis:
-    """Per job: one plain alarm and one metric math alarm over two metrics; one shared alarm; one dashboard."""
-    resources: dict[str, Any] = {"Dash": {"Type": inputs.DASHBOARD_TYPE}, "Shared": {"Type": inputs.ALARM_TYPE}}
+    """Per job, in job stack ``Jobs-<n % 2>``: one plain alarm and one metric math alarm over two metrics; in the
+    shared stack one alarm and one dashboard."""
+    shared: dict[str, Any] = {"Dash": {"Type": inputs.DASHBOARD_TYPE}, "Shared": {"Type": inputs.ALARM_TYPE}}
+    stacks: dict[str, dict[str, Any]] = {"Shared": shared, "Jobs-0": {}, "Jobs-1": {}}
     ids = {}
     for n, name in enumerate(job_names):
+        stack = f"Jobs-{n % 2}"
         plain, math_alarm = f"J{n}Plain", f"J{n}Math"
-        resources[plain] = {"Type": inputs.ALARM_TYPE, "Properties": {"MetricName": "RunFailed", "Period": 1800}}
+        stacks[stack][plain] = {"Type": inputs.ALARM_TYPE, "Properties": {"MetricName": "X", "Period": 1800}}
         metrics = [{"Id": "e", "Expression": "a + b"}, *({"Id": i, "MetricStat": {"Period": 1800}} for i in "ab")]
-        resources[math_alarm] = {"Type": inputs.ALARM_TYPE, "Properties": {"Metrics": metrics}}
-        ids[name] = frozenset({plain, math_alarm})
-    return Synthesis(resources, ids, read_api_memory_mb=256)
+        stacks[stack][math_alarm] = {"Type": inputs.ALARM_TYPE, "Properties": {"Metrics": metrics}}
+        ids[name] = (stack, frozenset({plain, math_alarm}))
+    return Synthesis(stacks, "Shared", ids, read_api_memory_mb=256)
 
 
 def run(argv: list[str], sample_dir: Path, synthesis: Synthesis | None = None) -> tuple[int, str, str]:
@@ -98,7 +101,7 @@ def job_inputs(**changes: Any) -> JobInputs:
         scan=Scan(10 * MB, "assumed"),
         result_writes=(usage.sized_put(500), usage.sized_put(500)),
         summary_bytes=300,
-        alarms=AlarmCount(alarms=10, alarm_metrics=13),
+        alarms=AlarmCount(alarms=1, alarm_metrics=1),
     )
     return replace(base, **changes)
 
@@ -178,29 +181,34 @@ def test_log_bytes_per_invocation() -> None:
 # --- a month ----------------------------------------------------------------------------------------------------
 def test_metric_count_with_and_without_value_metrics() -> None:
     without = monthly.metric_series(0, 0)
-    assert (
-        without.total == (len(contract.ALL_METRICS) - 3) + len(contract.LOSS_REASONS) + len(contract.MISSED_REASONS) + 1
-    )
-    assert without.total == 14 + 8 + 4 + 1  # as the contract stands: 17 metrics, 8 loss and 4 missed reasons
+    assert without.total == without.job == 3  # LastSuccessAgeS, DataScannedBytes, QueryDurationMs
+    assert set(usage.JOB_METRICS) == {"LastSuccessAgeS", "DataScannedBytes", "QueryDurationMs"}
     with_values = monthly.metric_series(3, 10)
-    assert with_values.value_series == 30  # 3 columns x 10 series
-    assert with_values.total - without.total == 30 + 1  # and ValueSeriesDropped, emitted only with value metrics
+    assert with_values.value_series == with_values.value_metrics == 30  # 3 columns x 10 series, nothing more
+    assert with_values.total - without.total == 30
 
 
 def test_month_by_service_at_the_price_tables_prices(prices: Prices) -> None:
     job = job_inputs(value_columns=3, value_max_series=10)
     estimate = monthly.estimate_job(job, Durations(), prices)
-    metrics = (27 + 31) * prices.cloudwatch_usd_per_metric_month
+    metrics = (3 + 30) * prices.cloudwatch_usd_per_metric_month  # every hour has a firing: billed in full
     assert estimate.monthly["cloudwatch_metrics"] == pytest.approx(metrics)
-    assert estimate.monthly["cloudwatch_alarms"] == pytest.approx(13 * prices.cloudwatch_usd_per_alarm_month)
+    assert estimate.monthly["cloudwatch_alarms"] == pytest.approx(1 * prices.cloudwatch_usd_per_alarm_month)
     log_gb = estimate.logs.per_slot(3) * 1461 / 2**30
     log_price = prices.cloudwatch_usd_per_gb_logs_ingested + prices.cloudwatch_usd_per_gb_month_logs_stored
     assert estimate.monthly["cloudwatch_logs"] == pytest.approx(log_gb * log_price, abs=1e-6)
     assert estimate.total_usd == pytest.approx(sum(estimate.monthly.values()), abs=1e-9)
-    # A daily job emits in 1 hour of 24: its metrics are billed for those hours only.
+    # A daily job sends its metrics in 1 hour of 24: they are billed for those hours only.
     daily = replace(job, schedule=ScheduleRate(year=2026, firings=365, active_hours=365, cold_firings=365))
     assert monthly.estimate_job(daily, Durations(), prices).monthly["cloudwatch_metrics"] == pytest.approx(
         metrics / 24, abs=1e-6
+    )
+    # The job's own fixed lines: the same job without value metrics, all but Athena.
+    without = monthly.estimate_job(replace(job, value_columns=0, value_max_series=0), Durations(), prices)
+    assert dict(estimate.fixed_own) == {s: without.monthly[s] for s in monthly.SERVICES if s != "athena"}
+    assert estimate.fixed_own["cloudwatch_metrics"] == pytest.approx(3 * prices.cloudwatch_usd_per_metric_month)
+    assert estimate.fixed_own_usd == pytest.approx(
+        estimate.total_usd - estimate.monthly["athena"] - estimate.value_metrics_usd, abs=2e-6
     )
 
 
@@ -216,7 +224,7 @@ def test_what_moves_it(prices: Prices) -> None:
     log_price = prices.cloudwatch_usd_per_gb_logs_ingested + prices.cloudwatch_usd_per_gb_month_logs_stored
     logs = estimate.logs.loser * 1461 / 2**30 * log_price  # one more loser's log lines, ingested and stored
     assert estimate.one_more_racer_usd == pytest.approx(loser * 1461 + logs, abs=5e-6)
-    values_only = 31 * prices.cloudwatch_usd_per_metric_month
+    values_only = 30 * prices.cloudwatch_usd_per_metric_month
     assert estimate.value_metrics_usd > values_only  # plus the value blobs' log bytes
     assert estimate.value_metrics_usd == pytest.approx(values_only, rel=1e-3)
 
@@ -246,29 +254,169 @@ def test_the_sample_jobs_scan_is_measured_and_billed_at_athenas_minimum(
 
 def test_alarm_counting_attributes_each_alarm_and_counts_metric_math_metrics() -> None:
     fake = fake_synthesis(["a", "b"])
-    counted = inputs.count_alarms(fake.resources, fake.job_alarm_ids)
-    assert counted.per_job["a"] == AlarmCount(alarms=2, alarm_metrics=3, high_resolution=0)
-    assert counted.stack == AlarmCount(alarms=1, alarm_metrics=1) and counted.dashboards == 1
+    counted = inputs.count_alarms(fake)
+    assert counted.per_job["a"] == counted.per_job["b"] == AlarmCount(alarms=2, alarm_metrics=3, high_resolution=0)
+    assert counted.deployment == AlarmCount(alarms=1, alarm_metrics=1) and counted.dashboards == 1
     assert inputs.alarm_metrics({"MetricName": "X", "Period": 10}) == (1, True)
-    with pytest.raises(ValueError, match="missing from the template"):
-        inputs.count_alarms(fake.resources, {"a": frozenset({"Nope"})})
+    with pytest.raises(ValueError, match="missing from the template of Jobs-0"):
+        inputs.count_alarms(replace(fake, job_alarm_ids={"a": ("Jobs-0", frozenset({"Nope"}))}))
+    with pytest.raises(ValueError, match="missing from the template"):  # the alarm is in another job stack
+        inputs.count_alarms(replace(fake, job_alarm_ids={"b": ("Jobs-0", frozenset({"J1Plain"}))}))
+    with pytest.raises(ValueError, match="not synthesized"):
+        inputs.count_alarms(replace(fake, job_alarm_ids={"a": ("Jobs-9", frozenset())}))
+    both = {"a": ("Jobs-0", frozenset({"J0Plain"})), "b": ("Jobs-0", frozenset({"J0Plain"}))}
     with pytest.raises(ValueError, match="belongs to both"):
-        inputs.count_alarms(fake.resources, {"a": frozenset({"J0Plain"}), "b": frozenset({"J0Plain"})})
+        inputs.count_alarms(replace(fake, job_alarm_ids=both))
+    # An alarm of a job stack that no job holds is the deployment's.
+    stray = replace(fake, stacks={**fake.stacks, "Jobs-1": {**fake.stacks["Jobs-1"], "X": {"Type": inputs.ALARM_TYPE}}})
+    assert inputs.count_alarms(stray).deployment == AlarmCount(alarms=2, alarm_metrics=2)
 
 
-def test_alarm_count_equals_the_synthesized_templates(synthesis: Synthesis) -> None:
-    counted = inputs.count_alarms(synthesis.resources, synthesis.job_alarm_ids)
-    alarms = {k: v for k, v in synthesis.resources.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
-    assert sum(c.alarms for c in counted.per_job.values()) + counted.stack.alarms == len(alarms)
-    for job, count in counted.per_job.items():
-        by_prefix = [k for k in alarms if k.startswith(logical_id_prefix(job))]  # the job's construct's ids
-        assert count.alarms == len(by_prefix) > 0
-        math_metrics = sum(
-            len([m for m in alarms[k]["Properties"].get("Metrics", []) if "MetricStat" in m]) for k in by_prefix
-        )
-        plain = sum(1 for k in by_prefix if "Metrics" not in alarms[k]["Properties"])
-        assert count.alarm_metrics == plain + math_metrics
+def test_alarm_count_equals_the_synthesized_deployment(synthesis: Synthesis) -> None:
+    """Each job: its one NoRecentSuccess alarm, in its own job stack; the shared stack: the 5 deployment-wide
+    alarms and the one dashboard."""
+    counted = inputs.count_alarms(synthesis)
+    alarms = {
+        (stack, k): v
+        for stack, resources in synthesis.stacks.items()
+        for k, v in resources.items()
+        if v["Type"] == "AWS::CloudWatch::Alarm"
+    }
+    assert sum(c.alarms for c in counted.per_job.values()) + counted.deployment.alarms == len(alarms)
+    assert set(counted.per_job) == {FLIGHTS, CARRIERS} and synthesis.job_count == 2
+    for job, (stack, ids) in synthesis.job_alarm_ids.items():
+        assert stack != synthesis.shared and stack.startswith(f"{synthesis.shared}-Jobs-")
+        assert counted.per_job[job] == AlarmCount(alarms=1, alarm_metrics=1)
+        (alarm,) = ids
+        assert alarms[(stack, alarm)]["Properties"]["MetricName"] == contract.METRIC_LAST_SUCCESS_AGE_S
+    shared = [k for (stack, k) in alarms if stack == synthesis.shared]
+    assert counted.deployment == AlarmCount(alarms=5, alarm_metrics=5) and len(shared) == 5
     assert counted.dashboards == 1
+    dashboards = [
+        stack
+        for stack, resources in synthesis.stacks.items()
+        for r in resources.values()
+        if r["Type"] == inputs.DASHBOARD_TYPE
+    ]
+    assert dashboards == [synthesis.shared]
+
+
+def test_the_dashboard_range_is_the_one_the_cost_scans(synthesis: Synthesis) -> None:
+    """The Logs Insights widget scans the dashboard's default range: the one ``make cost`` counts."""
+    from stacks.constructs import dashboard
+
+    assert dashboard.DEFAULT_INTERVAL.to_hours() == usage.DASHBOARD_RANGE_H
+
+
+# --- the deployment's share and the fixed monthly cost ------------------------------------------------------------
+def test_overview_read_units_per_job() -> None:
+    small = usage.overview_read_units((usage.sized_put(500), usage.sized_put(500)), 300)
+    assert small == 3  # lock item, LATEST (500 + 768 B) and the slot's history item: under 4 KB each
+    big = usage.overview_read_units((usage.sized_put(10_000),), 300)
+    assert big == 1 + math.ceil((10_000 + 768) / 4096) + 1
+
+
+def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
+    """2 and 50 copies of one job, from counts (no synth): the dashboard and the deployment-wide alarms are paid
+    once, so each job's share of them is 1/N; the views' reads and scans grow with the jobs."""
+    job = monthly.estimate_job(job_inputs(), Durations(), prices)
+    alarms = AlarmCount(alarms=5, alarm_metrics=5)
+
+    def deployment(n: int) -> monthly.DeploymentEstimate:
+        return monthly.estimate_deployment(
+            [job] * n, dashboards=1, alarms=alarms, prices=prices, read_api_memory_mb=256, views_per_month=600
+        )
+
+    two, fifty = deployment(2), deployment(50)
+    once = prices.cloudwatch_usd_per_dashboard_month + 5 * prices.cloudwatch_usd_per_alarm_month
+    for d in (two, fifty):
+        assert d.parts["dashboard"] + d.parts["alarms"] == pytest.approx(once)
+        assert d.parts["deployment_metrics"] == 0.0
+        assert d.total_usd == pytest.approx(sum(d.parts.values()), abs=1e-9)
+        assert d.share_usd == pytest.approx(d.total_usd / d.jobs, abs=1e-6)
+    assert (two.jobs, fifty.jobs) == (2, 50)
+    # per view: the jobs' 3 hours of logs scanned, and 3 RRU per job read
+    scanned = 2 * job.log_bytes_per_month * 3 / 730.5 / 2**30
+    assert two.logs_insights_gb_per_view == pytest.approx(scanned)
+    assert two.parts["logs_insights"] == pytest.approx(600 * scanned * 0.005, abs=1e-6)
+    assert fifty.logs_insights_gb_per_view == pytest.approx(25 * scanned)
+    assert (two.overview_read_units_per_view, fifty.overview_read_units_per_view) == (6, 150)
+    assert two.parts["widget_dynamodb"] == pytest.approx(600 * 6 * prices.dynamodb_usd_per_million_read_units / 1e6)
+    lambda_view = 0.25 * 1.0 * prices.lambda_usd_per_gb_s["arm64"] + prices.lambda_usd_per_million_requests / 1e6
+    assert two.parts["widget_lambda"] == fifty.parts["widget_lambda"] == pytest.approx(600 * lambda_view, abs=1e-6)
+    # What is paid once is shared: the share falls by the once-paid parts x (1/2 - 1/50).
+    paid_once = once + two.parts["widget_lambda"]
+    assert two.share_usd - fifty.share_usd == pytest.approx(paid_once * (1 / 2 - 1 / 50), abs=1e-5)
+    assert monthly.fixed_monthly_usd(job, fifty) == pytest.approx(job.fixed_own_usd + fifty.share_usd, abs=1e-9)
+    # no views: only the dashboard and the alarms
+    assert (
+        deployment(2).total_usd
+        > monthly.estimate_deployment(
+            [job] * 2, dashboards=1, alarms=alarms, prices=prices, read_api_memory_mb=256, views_per_month=0
+        ).total_usd
+        == pytest.approx(once)
+    )
+
+
+def test_fixed_monthly_cost_of_the_sample_half_hourly_job(
+    sample_dir: Path, sample_jobs_dir: Path, synthesis: Synthesis, prices: Prices
+) -> None:
+    """flights-dashboard (every 30 min, 3 racers): its own fixed lines, hand-computed, plus the deployment's share.
+    At the sample deployment's 2 jobs the share of the $3 dashboard and the 5 deployment-wide alarms is $1.75, so
+    the job is over $1.50 (docs/cost.md gives the figure); from about 8 jobs of its kind on it is under."""
+    status, out, err = run(["--format", "json", "--jobs-dir", str(sample_jobs_dir)], sample_dir, synthesis)
+    assert status == 0, err
+    document = json.loads(out)
+    jobs = {job["job"]: job for job in document["jobs"]}
+    flights, deployment = jobs[FLIGHTS], document["deployment"]
+    parts = flights["fixed_monthly_parts_usd"]
+    # the sum of its parts
+    assert flights["fixed_monthly_usd"] == pytest.approx(sum(parts.values()), abs=1e-9)
+    assert parts["deployment_share"] == deployment["share_per_job_usd"]
+    assert deployment["share_per_job_usd"] == pytest.approx(deployment["total_usd"] / 2, abs=1e-6)
+    # its own lines: no Athena, no value metrics (3 metrics in every hour, 1 alarm metric)
+    assert "athena" not in parts
+    assert parts["cloudwatch_metrics"] == pytest.approx(3 * prices.cloudwatch_usd_per_metric_month)
+    assert parts["cloudwatch_alarms"] == pytest.approx(prices.cloudwatch_usd_per_alarm_month)
+    for service in ("lambda", "dynamodb", "scheduler", "s3"):
+        assert parts[service] == flights["monthly_usd"][service]
+    own = sum(v for k, v in parts.items() if k != "deployment_share")
+    moves = flights["what_moves_it"]
+    assert own == pytest.approx(
+        flights["total_usd"] - flights["monthly_usd"]["athena"] - moves["value_metrics_usd"], abs=5e-6
+    )
+    assert own < 1.50
+    # at the sample deployment's job count (2): reported, over $1.50
+    fixed_at_2 = flights["fixed_monthly_usd"]
+    assert fixed_at_2 == pytest.approx(own + deployment["total_usd"] / 2, abs=1e-5)
+    assert fixed_at_2 > 1.50
+    # The same job deployed N times (from counts): the share of the once-paid parts falls as 1/N.
+    once = deployment["monthly_usd"]["dashboard"] + deployment["monthly_usd"]["alarms"]
+    assert once == pytest.approx(prices.cloudwatch_usd_per_dashboard_month + 5 * prices.cloudwatch_usd_per_alarm_month)
+    estimate = monthly.estimate_job(
+        _inputs_of(flights, synthesis, sample_jobs_dir, sample_dir, prices), Durations(), prices
+    )
+
+    def fixed(n: int) -> float:
+        d = monthly.estimate_deployment(
+            [estimate] * n, dashboards=1, alarms=AlarmCount(5, 5), prices=prices, read_api_memory_mb=256
+        )
+        return monthly.fixed_monthly_usd(estimate, d)
+
+    assert fixed(2) > fixed(8) and fixed(50) <= 1.50 and fixed(300) <= fixed(50)
+    assert min(n for n in range(1, 51) if fixed(n) <= 1.50) <= 10  # 8 today (docs/cost.md)
+
+
+def _inputs_of(
+    job_json: dict[str, Any], synthesis: Synthesis, jobs_dir: Path, sample_dir: Path, prices: Prices
+) -> JobInputs:
+    """The flights job's inputs as the CLI builds them."""
+    from tools.cost.cli import job_inputs as cli_job_inputs
+
+    (definition,) = [j for j in inputs.load_definitions(jobs_dir) if j.job_name == job_json["job"]]
+    sample = inputs.measure_sample(definition, data_dir=sample_dir, slot=inputs.representative_slot(definition))
+    alarms = inputs.count_alarms(synthesis).per_job[definition.job_name]
+    return cli_job_inputs(definition, alarms, prices, scan_flag=None, run=sample)
 
 
 # --- the CLI ----------------------------------------------------------------------------------------------------
@@ -281,11 +429,13 @@ def test_json_totals_add_up(sample_dir: Path, sample_jobs_dir: Path, synthesis: 
     assert set(jobs) == {FLIGHTS, CARRIERS}
     for job in jobs.values():
         assert job["total_usd"] == pytest.approx(sum(job["monthly_usd"].values()), abs=1e-9)
-        assert job["alarms"]["alarms"] == 10 and job["scan"]["origin"] == "measured"
+        assert job["alarms"]["alarms"] == 1 and job["scan"]["origin"] == "measured"
         assert job["scan"]["billed_bytes"] == 10 * MB
-    stack = document["stack"]
-    assert stack["total_usd"] == pytest.approx(stack["dashboard_usd"] + stack["shared_alarms_usd"])
-    total = sum(job["total_usd"] for job in jobs.values()) + stack["total_usd"]
+        assert job["fixed_monthly_usd"] == pytest.approx(sum(job["fixed_monthly_parts_usd"].values()), abs=1e-9)
+    deployment = document["deployment"]
+    assert deployment["total_usd"] == pytest.approx(sum(deployment["monthly_usd"].values()), abs=1e-9)
+    assert (deployment["jobs"], deployment["dashboards"], deployment["alarms"]) == (2, 1, 5)
+    total = sum(job["total_usd"] for job in jobs.values()) + deployment["total_usd"]
     assert document["total_usd"] == pytest.approx(total, abs=1e-9)
     assert jobs[FLIGHTS]["slots_per_month"] == 1461 and jobs[CARRIERS]["slots_per_month"] == 30.4375
     assert jobs[FLIGHTS]["metrics"]["value_series"] == 3 * 10
@@ -302,6 +452,8 @@ def test_table_output(sample_dir: Path) -> None:
     for text in ("Athena", "Lambda", "DynamoDB", "EventBridge Scheduler", "CloudWatch metrics", "CloudWatch alarms"):
         assert text in out
     for text in ("CloudWatch logs", "CloudWatch dashboard", "grand total", "ESTIMATE", "What moves it", "one more"):
+        assert text in out
+    for text in ("fixed monthly", "share per job", "Logs Insights (Latest runs)"):
         assert text in out
     assert "Read API, per 1,000 reads" in out and "Assumptions" in out
 

@@ -1,13 +1,17 @@
 """``python -m tools.cost`` (``make cost``): each job's estimated monthly cost by service, before deploying.
 
     python -m tools.cost [--jobs-dir jobs] [--region R] [--scan-bytes JOB=BYTES ...] [--winner-duration-s 3.0]
-                         [--loser-duration-ms 100] [--cold-start-ms 700] [--format table|json]
+                         [--loser-duration-ms 100] [--cold-start-ms 700] [--dashboard-views 600]
+                         [--format table|json]
 
 Per job: slots per month from its schedule; one slot's Athena scan (a sample job's query measured on the sample
 data with the local engine, else ``--scan-bytes`` or Athena's 10 MB minimum), Lambda, DynamoDB and Scheduler
-usage priced by :mod:`athena_refresh.cost`; CloudWatch metrics, alarms (counted in the synthesized template)
-and logs per month. Then the stack's shared dashboard, the grand total, the read API's price per 1,000 reads,
-every assumption, and what moves each job's cost. The model: :mod:`tools.cost.usage` (a slot) and
+usage priced by :mod:`athena_refresh.cost`; CloudWatch metrics, alarms (counted in the synthesized job stacks)
+and logs per month. Then what the deployment spends for all jobs (the dashboard, the deployment-wide alarms of the
+shared stack, the overview widget and the "Latest runs" Logs Insights scans at ``--dashboard-views`` a month),
+each job's fixed monthly cost (everything but its query's scan and its value metrics, plus its equal share of the
+deployment's), the grand total, the read API's price per 1,000 reads, every assumption, and what moves each job's
+cost. The model: :mod:`tools.cost.usage` (a slot) and
 :mod:`tools.cost.monthly` (a month); docs/cost.md.
 
 Exit status: 0 estimated; 1 the machine lacks something (no ``node`` for the synth, sample data that cannot be
@@ -101,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"INIT added to every invocation that follows an idle gap over"
         f" {usage.COLD_AFTER_IDLE_S // 60} min (default {usage.DEFAULT_COLD_START_MS:g})",
     )
+    parser.add_argument(
+        "--dashboard-views",
+        type=_non_negative,
+        default=usage.DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
+        help=f"views (and refreshes) of the dashboard per month (default {usage.DEFAULT_DASHBOARD_VIEWS_PER_MONTH}:"
+        " about 20 a day); each runs the overview widget and the Logs Insights query",
+    )
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
     return parser
 
@@ -182,9 +193,9 @@ def build_report(
     scans = parse_scan_bytes(args.scan_bytes, names)
     synthesis = synthesize(jobs_dir)
     try:
-        alarms = inputs.count_alarms(synthesis.resources, synthesis.job_alarm_ids)
+        alarms = inputs.count_alarms(synthesis)
     except ValueError as exc:
-        raise CostInputError(f"the synthesized template: {exc}") from exc
+        raise CostInputError(f"the synthesized deployment: {exc}") from exc
     durations = Durations(args.winner_duration_s, args.loser_duration_ms, args.cold_start_ms)
     runs: dict[str, SampleRun] = {}
     observed: dict[str, tuple[int, float]] = {}
@@ -204,11 +215,16 @@ def build_report(
                 seen,
                 monthly.estimate_job(replace(made, value_max_series=seen), durations, prices).value_metrics_usd,
             )
-    stack = monthly.estimate_stack(
-        alarms.dashboards, alarms.stack, prices, read_api_memory_mb=synthesis.read_api_memory_mb
+    deployment = monthly.estimate_deployment(
+        estimates,
+        dashboards=alarms.dashboards,
+        alarms=alarms.deployment,
+        prices=prices,
+        read_api_memory_mb=synthesis.read_api_memory_mb,
+        views_per_month=args.dashboard_views,
     )
     definitions_by_name = {j.job_name: j for j in definitions}
-    return Report(prices, durations, tuple(estimates), runs, definitions_by_name, stack, observed)
+    return Report(prices, durations, tuple(estimates), runs, definitions_by_name, deployment, observed)
 
 
 def main(

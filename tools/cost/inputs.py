@@ -1,6 +1,6 @@
 """The inputs of ``make cost`` that need the repository: the job folders, one representative slot's query on the
 sample data (DuckDB, bytes billed as Athena would), the commit's writes built by the runtime's own results store,
-and the alarms and dashboards of the synthesized template.
+and the alarms and dashboards of the synthesized deployment (the shared stack and the job stacks).
 
 Every problem a user can cause (a broken job folder, a query that fails on the sample) is a :class:`CostInputError`
 naming the file; the CLI prints it on one line and exits 2. What the machine lacks (no ``node`` for the synth, sample
@@ -214,17 +214,27 @@ def is_measurable(job: JobDefinition) -> bool:
 # --- the synthesized template --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Synthesis:
-    """The synthesized template's resources and, per job, the logical ids of the alarms its construct holds."""
+    """The synthesized deployment: each stack's resources (``stacks``: stack name -> resources; ``shared``: the
+    shared stack's name) and, per job, its job stack's name and the logical ids of the alarms its construct holds
+    there."""
 
-    resources: Mapping[str, Any]
-    job_alarm_ids: Mapping[str, frozenset[str]]
+    stacks: Mapping[str, Mapping[str, Any]]
+    shared: str
+    job_alarm_ids: Mapping[str, tuple[str, frozenset[str]]]
     read_api_memory_mb: int
+
+    @property
+    def job_count(self) -> int:
+        return len(self.job_alarm_ids)
 
 
 @dataclass(frozen=True)
 class TemplateAlarms:
+    """Per job its alarms (from its job stack); ``deployment``: every other alarm (the shared stack's
+    deployment-wide alarms, and any of a job stack that belongs to no job); the dashboards of every stack."""
+
     per_job: Mapping[str, AlarmCount]
-    stack: AlarmCount
+    deployment: AlarmCount
     dashboards: int
 
 
@@ -242,7 +252,8 @@ def _load_app() -> Any:
 
 def synthesize(jobs_dir: Path) -> Synthesis:
     """Build the app as ``app.py`` does (cdk.json, ``jobs_dir``; a stand-in sample data dir: the alarms do not
-    depend on it) and synthesize it once (cdk-nag runs, as in every synth).
+    depend on it) and synthesize it once (cdk-nag runs, as in every synth): every stack's resources, each job's
+    alarms in its job stack.
 
     :raises CostEnvironmentError: no Node.js to run the CDK's jsii kernel (``JSII_NODE``, else ``node`` on PATH);
         checked before the import, which would start it and fail with a traceback."""
@@ -261,22 +272,30 @@ def synthesize(jobs_dir: Path) -> Synthesis:
         data_dir.mkdir()
         (data_dir / "placeholder.txt").write_text("stand-in for the sample data\n", encoding="utf-8")
         try:
-            cdk_app, stack = app_module.build_app(
+            cdk_app, deployment = app_module.build_app(
                 sample_data_dir=data_dir, outdir=Path(tmp) / "cdk.out", jobs_dir=jobs_dir
             )
         except ConfigError as exc:
             raise CostInputError(one_line(exc.problems)) from exc
         assembly = cdk_app.synth()
-        template = assembly.get_stack_by_name(stack.stack_name).template
-        job_alarm_ids = {
-            name: frozenset(
-                str(stack.resolve(node.logical_id))
-                for node in job.node.find_all()
-                if isinstance(node, cloudwatch.CfnAlarm)
-            )
-            for name, job in stack.jobs.items()
+        stacks = {
+            stack.stack_name: assembly.get_stack_by_name(stack.stack_name).template.get("Resources", {})
+            for stack in deployment.stacks
         }
-    return Synthesis(template["Resources"], job_alarm_ids, int(read_api.MEMORY_MB))
+        job_alarm_ids = {
+            name: (
+                job_stack.stack_name,
+                frozenset(
+                    str(job_stack.resolve(node.logical_id))
+                    for node in job.node.find_all()
+                    if isinstance(node, cloudwatch.CfnAlarm)
+                ),
+            )
+            for job_stack in deployment.job_stacks.values()
+            for name, job in job_stack.jobs.items()
+        }
+        shared = deployment.shared.stack_name
+    return Synthesis(stacks, shared, job_alarm_ids, int(read_api.MEMORY_MB))
 
 
 def alarm_metrics(properties: Mapping[str, Any]) -> tuple[int, bool]:
@@ -289,35 +308,46 @@ def alarm_metrics(properties: Mapping[str, Any]) -> tuple[int, bool]:
     return max(1, len(stats)), min(periods) < STANDARD_PERIOD_S
 
 
-def count_alarms(resources: Mapping[str, Any], job_alarm_ids: Mapping[str, frozenset[str]]) -> TemplateAlarms:
-    """Attribute every ``AWS::CloudWatch::Alarm`` of the template to the job whose construct holds it (the rest
-    are the stack's), and count the dashboards.
+def count_alarms(synthesis: Synthesis) -> TemplateAlarms:
+    """Attribute every ``AWS::CloudWatch::Alarm`` of every stack: a job's from its job stack (the alarms its
+    construct holds), the rest to the deployment (the shared stack's deployment-wide alarms); count the dashboards.
 
-    :raises ValueError: a job's alarm is not in the template, or an alarm belongs to two jobs.
+    :raises ValueError: a job's stack or one of its alarms is not in the synthesized templates, or an alarm
+        belongs to two jobs.
     """
-    alarms = {k: v.get("Properties", {}) for k, v in resources.items() if v.get("Type") == ALARM_TYPE}
-    owner: dict[str, str] = {}
-    for job, ids in job_alarm_ids.items():
-        missing = sorted(ids - alarms.keys())
+    alarms = {
+        (stack, logical_id): resource.get("Properties", {})
+        for stack, resources in synthesis.stacks.items()
+        for logical_id, resource in resources.items()
+        if resource.get("Type") == ALARM_TYPE
+    }
+    owner: dict[tuple[str, str], str] = {}
+    for job, (stack, ids) in synthesis.job_alarm_ids.items():
+        if stack not in synthesis.stacks:
+            raise ValueError(f"the stack of job {job}, {stack}, is not synthesized")
+        missing = sorted(i for i in ids if (stack, i) not in alarms)
         if missing:
-            raise ValueError(f"alarms of job {job} missing from the template: {', '.join(missing)}")
+            raise ValueError(f"alarms of job {job} missing from the template of {stack}: {', '.join(missing)}")
         for logical_id in ids:
-            if logical_id in owner:
-                raise ValueError(f"alarm {logical_id} belongs to both {owner[logical_id]} and {job}")
-            owner[logical_id] = job
+            key = (stack, logical_id)
+            if key in owner:
+                raise ValueError(f"alarm {logical_id} of {stack} belongs to both {owner[key]} and {job}")
+            owner[key] = job
 
-    def tally(ids: Iterable[str]) -> AlarmCount:
-        counted = [alarm_metrics(alarms[i]) for i in ids]
+    def tally(keys: Iterable[tuple[str, str]]) -> AlarmCount:
+        counted = [alarm_metrics(alarms[k]) for k in keys]
         return AlarmCount(
             alarms=len(counted),
             alarm_metrics=sum(n for n, _ in counted),
             high_resolution=sum(1 for _, high in counted if high),
         )
 
-    per_job = {job: tally(ids) for job, ids in job_alarm_ids.items()}
-    shared = tally(i for i in alarms if i not in owner)
-    dashboards = sum(1 for v in resources.values() if v.get("Type") == DASHBOARD_TYPE)
-    return TemplateAlarms(per_job=per_job, stack=shared, dashboards=dashboards)
+    per_job = {job: tally((stack, i) for i in sorted(ids)) for job, (stack, ids) in synthesis.job_alarm_ids.items()}
+    deployment = tally(k for k in alarms if k not in owner)
+    dashboards = sum(
+        1 for resources in synthesis.stacks.values() for r in resources.values() if r.get("Type") == DASHBOARD_TYPE
+    )
+    return TemplateAlarms(per_job=per_job, deployment=deployment, dashboards=dashboards)
 
 
 __all__ = [

@@ -1,7 +1,10 @@
 """A month of each job, the model behind ``make cost``: one slot's usage (:mod:`tools.cost.usage`) priced by
 :func:`athena_refresh.cost.estimate_slot_cost` times the slots per month, plus the per-month services (CloudWatch
-custom metrics, alarms, logs), what moves the total, and the stack's shared lines (the dashboard; the read API's
-price per 1,000 reads). Every price comes from :mod:`athena_refresh.cost` (``prices.toml``).
+custom metrics, the job's alarm, logs), what moves the total, and what the deployment spends for all its jobs
+(the dashboard, the deployment-wide alarms, the overview widget's Lambda and reads, the "Latest runs" Logs
+Insights scans at a stated number of views), shared equally by the jobs. A job's **fixed monthly cost** is
+everything but its query's scan and its opt-in value metrics, plus that share. Every price comes from
+:mod:`athena_refresh.cost` (``prices.toml``), but Logs Insights' (:data:`tools.cost.usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED`).
 
 A month is 365.25 / 12 = 30.4375 days (730.5 hours). Every figure is an ESTIMATE.
 """
@@ -14,14 +17,21 @@ from typing import Final
 
 from athena_refresh import contract
 from athena_refresh.cost import CostEstimate, Prices, SlotUsage, estimate_slot_cost
-from stacks.value_metrics_cost import MetricSeries, metric_series  # shared with the stack's warning
 from tools.cost.usage import (
+    DASHBOARD_RANGE_H,
+    DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
+    HOURS_PER_MONTH,
+    LOGS_INSIGHTS_USD_PER_GB_SCANNED,
+    WIDGET_DURATION_MS,
     AlarmCount,
     Durations,
     JobInputs,
     LogBytes,
+    MetricSeries,
     WinnerWrites,
     log_bytes,
+    metric_series,
+    overview_read_units,
     slot_usage,
 )
 
@@ -42,6 +52,8 @@ SERVICES: Final = (
     "cloudwatch_alarms",
     "cloudwatch_logs",
 )
+#: The lines of a job's own fixed cost: every service but Athena (its query's scan).
+FIXED_SERVICES: Final = tuple(s for s in SERVICES if s != "athena")
 
 
 def usd(value: float) -> float:
@@ -62,10 +74,21 @@ class JobEstimate:
     monthly: Mapping[str, float]
     one_more_racer_usd: float = 0.0
     value_metrics_usd: float = 0.0
+    #: The job's own fixed lines (:data:`FIXED_SERVICES`) without its value metrics: ``monthly`` of the same job
+    #: with value metrics off, but Athena.
+    fixed_own: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def total_usd(self) -> float:
         return usd(sum(self.monthly.values()))
+
+    @property
+    def fixed_own_usd(self) -> float:
+        return usd(sum(self.fixed_own.values()))
+
+    @property
+    def log_bytes_per_month(self) -> float:
+        return self.logs.per_slot(self.inputs.racers) * self.inputs.schedule.slots_per_month
 
     @property
     def log_gb_per_month(self) -> float:
@@ -105,23 +128,54 @@ def estimate_job(job: JobInputs, durations: Durations, prices: Prices) -> JobEst
         base,
         one_more_racer_usd=usd(more.total_usd - base.total_usd),
         value_metrics_usd=usd(base.total_usd - without.total_usd),
+        fixed_own={service: without.monthly[service] for service in FIXED_SERVICES},
     )
 
 
-# --- the stack --------------------------------------------------------------------------------------------------
+# --- the deployment -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class StackEstimate:
-    """The shared lines (the dashboard; alarms of no job) and the read API's price per 1,000 reads."""
+class DeploymentEstimate:
+    """What the deployment spends per month for all of its ``jobs`` (the shared stack's dashboard and
+    deployment-wide alarms, the overview widget's Lambda and DynamoDB reads and the "Latest runs" Logs Insights
+    scans at ``views_per_month``; the deployment-wide metrics at none), each job's equal share of it, and the read
+    API's price per 1,000 reads (usage unknown: in no total)."""
 
+    jobs: int
     dashboards: int
     alarms: AlarmCount
-    dashboard_usd: float
-    alarms_usd: float
+    views_per_month: float
+    logs_insights_gb_per_view: float
+    overview_read_units_per_view: int
+    parts: Mapping[str, float]
     read_api_per_thousand: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def total_usd(self) -> float:
-        return usd(self.dashboard_usd + self.alarms_usd)
+        return usd(sum(self.parts.values()))
+
+    @property
+    def share_usd(self) -> float:
+        """Each job's share: the total divided by the number of jobs deployed."""
+        return usd(self.total_usd / self.jobs) if self.jobs else 0.0
+
+    @property
+    def dashboard_usd(self) -> float:
+        return self.parts["dashboard"]
+
+    @property
+    def alarms_usd(self) -> float:
+        return self.parts["alarms"]
+
+
+#: The deployment's lines, in display order.
+DEPLOYMENT_LINES: Final = (
+    "dashboard",
+    "alarms",
+    "deployment_metrics",
+    "widget_lambda",
+    "widget_dynamodb",
+    "logs_insights",
+)
 
 
 def read_api_per_thousand(
@@ -150,15 +204,54 @@ def read_api_per_thousand(
     return {**parts, "total": usd(sum(parts.values()))}
 
 
-def estimate_stack(dashboards: int, alarms: AlarmCount, prices: Prices, *, read_api_memory_mb: int) -> StackEstimate:
-    return StackEstimate(
+def estimate_deployment(
+    jobs: Sequence[JobEstimate],
+    *,
+    dashboards: int,
+    alarms: AlarmCount,
+    prices: Prices,
+    read_api_memory_mb: int,
+    views_per_month: float = DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
+) -> DeploymentEstimate:
+    """The deployment's month for ``jobs`` (every job deployed: pass the same estimate 50 times for 50 copies).
+
+    Per view: one widget invocation of :data:`WIDGET_DURATION_MS` at the read side's memory, reading
+    :func:`~tools.cost.usage.overview_read_units` per job; one Logs Insights query over the one job log group for
+    the dashboard's default range: the bytes every job logs in :data:`DASHBOARD_RANGE_H` hours."""
+    log_bytes_per_month = sum(job.log_bytes_per_month for job in jobs)
+    gb_per_view = log_bytes_per_month * DASHBOARD_RANGE_H / HOURS_PER_MONTH / GB
+    read_units = sum(overview_read_units(job.inputs.result_writes, job.inputs.summary_bytes) for job in jobs)
+    # per view, unrounded (monthly lines are rounded once, to the micro-dollar)
+    lambda_per_view = (
+        read_api_memory_mb / 1024 * WIDGET_DURATION_MS / 1000 * prices.lambda_usd_per_gb_s[contract.LAMBDA_ARCHITECTURE]
+        + prices.lambda_usd_per_million_requests / 1e6
+    )
+    reads_per_view = read_units / 1e6 * prices.dynamodb_usd_per_million_read_units
+    parts = {
+        "dashboard": usd(dashboards * prices.cloudwatch_usd_per_dashboard_month),
+        "alarms": usd(alarms.alarm_metrics * prices.cloudwatch_usd_per_alarm_month),
+        "deployment_metrics": 0.0,  # sent only when they happen: DEPLOYMENT_METRIC_HOURS_PER_MONTH
+        "widget_lambda": usd(views_per_month * lambda_per_view),
+        "widget_dynamodb": usd(views_per_month * reads_per_view),
+        "logs_insights": usd(views_per_month * gb_per_view * LOGS_INSIGHTS_USD_PER_GB_SCANNED),
+    }
+    return DeploymentEstimate(
+        jobs=len(jobs),
         dashboards=dashboards,
         alarms=alarms,
-        dashboard_usd=usd(dashboards * prices.cloudwatch_usd_per_dashboard_month),
-        alarms_usd=usd(alarms.alarm_metrics * prices.cloudwatch_usd_per_alarm_month),
+        views_per_month=views_per_month,
+        logs_insights_gb_per_view=gb_per_view,
+        overview_read_units_per_view=read_units,
+        parts=parts,
         read_api_per_thousand=read_api_per_thousand(prices, memory_mb=read_api_memory_mb),
     )
 
 
-def grand_total(jobs: Sequence[JobEstimate], stack: StackEstimate) -> float:
-    return usd(sum(job.total_usd for job in jobs) + stack.total_usd)
+def fixed_monthly_usd(job: JobEstimate, deployment: DeploymentEstimate) -> float:
+    """The job's fixed monthly cost: its own lines but Athena and its value metrics, plus its share of the
+    deployment's."""
+    return usd(job.fixed_own_usd + deployment.share_usd)
+
+
+def grand_total(jobs: Sequence[JobEstimate], deployment: DeploymentEstimate) -> float:
+    return usd(sum(job.total_usd for job in jobs) + deployment.total_usd)

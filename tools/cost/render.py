@@ -1,6 +1,7 @@
 """How ``python -m tools.cost`` prints its :class:`Report`: a rich table per job by service (per slot, per month, the
-basis of each figure), the stack's lines and the grand total, the read API's price per 1,000 reads, what moves each
-job's cost, and every assumption; or the same as one JSON document.
+basis of each figure, the job's fixed monthly cost), the deployment's lines, each job's fixed cost and the grand
+total, the read API's price per 1,000 reads, what moves each job's cost, and every assumption; or the same as one
+JSON document.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from athena_refresh.cost import Prices, athena_billed_bytes, format_usd
 from stacks.jobs import JobDefinition
 from tools.cost import monthly, usage
 from tools.cost.inputs import REPRESENTATIVE_DAY, SampleRun
-from tools.cost.monthly import JobEstimate, StackEstimate
+from tools.cost.monthly import DeploymentEstimate, JobEstimate
 from tools.cost.usage import Durations
 
 SERVICE_LABELS = {
@@ -38,13 +39,16 @@ class Report:
     jobs: tuple[JobEstimate, ...]
     runs: Mapping[str, SampleRun]
     definitions: Mapping[str, JobDefinition]
-    stack: StackEstimate
+    deployment: DeploymentEstimate
     #: job -> (value series its sample rows give, below max_series; the value metrics' cost at that count)
     observed_values: Mapping[str, tuple[int, float]] = field(default_factory=dict)
 
     @property
     def total_usd(self) -> float:
-        return monthly.grand_total(self.jobs, self.stack)
+        return monthly.grand_total(self.jobs, self.deployment)
+
+    def fixed_monthly_usd(self, job: JobEstimate) -> float:
+        return monthly.fixed_monthly_usd(job, self.deployment)
 
 
 def assumptions(report: Report) -> list[str]:
@@ -80,19 +84,44 @@ def assumptions(report: Report) -> list[str]:
         " LATEST items, as the runtime models it); each loser's failed conditional write: 1 WRU."
     )
     lines.append(
-        "CloudWatch metrics: every metric x dimension combination that can occur (rare ones such as Takeover or"
-        " LostRace/paused included; value series at max_series), prorated by the hours in which the job runs."
+        f"CloudWatch metrics per job: {', '.join(usage.JOB_METRICS)} (dimensions service + job;"
+        " LastSuccessAgeS from every invocation, the other two from the winner once per committed slot), prorated by"
+        " the hours in which the job fires (custom metrics are metered only in hours they are sent); value series at"
+        " max_series, on their own line. Deployment-wide counts"
+        f" ({', '.join(usage.DEPLOYMENT_METRICS)}: no job dimension) are sent only when one happens: counted as"
+        f" {usage.DEPLOYMENT_METRIC_HOURS_PER_MONTH:g} hours a month ($0 when all is well; about"
+        f" {format_usd(p.cloudwatch_usd_per_metric_month / usage.HOURS_PER_MONTH)} per metric per hour with one)."
     )
     lines.append(
-        "CloudWatch alarms: standard resolution, per alarm metric (a metric math alarm counts each metric);"
-        f" dashboards: {p.cloudwatch_usd_per_dashboard_month:g} USD each (the account's first 3 free: not deducted)."
+        "CloudWatch alarms: standard resolution, per alarm metric (a metric math alarm counts each metric); a job's"
+        " are the alarms of its construct in its job stack, the deployment's every other alarm (the shared stack's"
+        f" deployment-wide alarms); dashboards: {p.cloudwatch_usd_per_dashboard_month:g} USD each (the account's"
+        " first 3 free: not deducted)."
+    )
+    dep = report.deployment
+    lines.append(
+        f"Dashboard views: {dep.views_per_month:g} a month (--dashboard-views; each refresh counts: auto-refresh every"
+        f" minute is 1,440 a day). Each runs the overview widget once (one {usage.WIDGET_DURATION_MS:g} ms invocation"
+        f" at the read side's memory, reading per job its lock item, LATEST item and last slot's history item with"
+        f" consistent BatchGetItem: {dep.overview_read_units_per_view} RRU per view) and the 'Latest runs' Logs"
+        f" Insights query over the one job log group for the dashboard's default {usage.DASHBOARD_RANGE_H} hours: the"
+        f" log bytes every job writes in {usage.DASHBOARD_RANGE_H} hours"
+        f" ({dep.logs_insights_gb_per_view * 1024:,.3f} MB per view), at"
+        f" {usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED:g} USD per GB scanned (us-east-1; not in the price table, used for"
+        " every region). Graphs and the job variable's drop-down are read by the console: not counted."
+    )
+    lines.append(
+        f"Fixed monthly cost of a job: every line but Athena (its query's scan) for the job without its value metrics,"
+        f" plus its equal share of what the deployment spends for all {dep.jobs} jobs deployed (dashboard,"
+        " deployment-wide alarms and metrics, the widget's Lambda and reads, the Logs Insights scans) divided by"
+        " the number of jobs."
     )
     lines.append(
         f"CloudWatch logs per invocation (measured in make demo's logs): winner {usage.WINNER_LOG_BYTES} B +"
         f" {usage.VALUE_BLOB_BYTES} B + {usage.VALUE_COLUMN_BYTES} B per value column per series, loser"
         f" {usage.LOSER_LOG_BYTES} B, + {usage.PLATFORM_LOG_BYTES} B of Lambda's own records (assumed),"
-        f" + {usage.COLD_START_LOG_BYTES} B when cold; ingested, and stored for the one-month retention"
-        " uncompressed (an upper bound)."
+        f" + {usage.COLD_START_LOG_BYTES} B when cold; measured before issue 23 moved most metrics into the one log"
+        " line (an upper bound); ingested, and stored for the one-month retention uncompressed (an upper bound)."
     )
     lines.append(
         f"Read API: per 1,000 reads, one warm {monthly.READ_API_DURATION_MS:g} ms invocation and a"
@@ -138,12 +167,8 @@ def report_json(report: Report) -> dict[str, Any]:
                     "total": job.writes.total,
                 },
                 "metrics": {
-                    "operational": job.metrics.operational,
-                    "lost_race_reasons": job.metrics.lost_race_reasons,
-                    "slot_missed_reasons": job.metrics.slot_missed_reasons,
-                    "cold_start": job.metrics.cold_start,
+                    "job": job.metrics.job,
                     "value_series": job.metrics.value_series,
-                    "value_series_dropped": job.metrics.value_series_dropped,
                     "total": job.metrics.total,
                 },
                 "alarms": {
@@ -154,6 +179,11 @@ def report_json(report: Report) -> dict[str, Any]:
                 "log_bytes": {"winner": round(job.logs.winner), "loser": round(job.logs.loser)},
                 "monthly_usd": dict(job.monthly),
                 "total_usd": job.total_usd,
+                "fixed_monthly_usd": report.fixed_monthly_usd(job),
+                "fixed_monthly_parts_usd": {
+                    **job.fixed_own,
+                    "deployment_share": report.deployment.share_usd,
+                },
                 "what_moves_it": {
                     "one_more_racer_usd": job.one_more_racer_usd,
                     "value_metrics_usd": job.value_metrics_usd,
@@ -163,7 +193,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 },
             }
         )
-    stack = report.stack
+    dep = report.deployment
     return {
         "estimate": True,
         "currency": "USD",
@@ -176,14 +206,19 @@ def report_json(report: Report) -> dict[str, Any]:
             "cold_start_ms": report.durations.cold_start_ms,
         },
         "jobs": jobs,
-        "stack": {
-            "dashboards": stack.dashboards,
-            "dashboard_usd": stack.dashboard_usd,
-            "shared_alarms": stack.alarms.alarms,
-            "shared_alarms_usd": stack.alarms_usd,
-            "total_usd": stack.total_usd,
+        "deployment": {
+            "jobs": dep.jobs,
+            "dashboards": dep.dashboards,
+            "alarms": dep.alarms.alarms,
+            "alarm_metrics": dep.alarms.alarm_metrics,
+            "dashboard_views_per_month": dep.views_per_month,
+            "logs_insights_gb_per_view": round(dep.logs_insights_gb_per_view, 9),
+            "overview_read_units_per_view": dep.overview_read_units_per_view,
+            "monthly_usd": dict(dep.parts),
+            "total_usd": dep.total_usd,
+            "share_per_job_usd": dep.share_usd,
         },
-        "read_api_per_1000_reads_usd": dict(stack.read_api_per_thousand),
+        "read_api_per_1000_reads_usd": dict(dep.read_api_per_thousand),
         "total_usd": report.total_usd,
         "assumptions": assumptions(report),
     }
@@ -213,8 +248,8 @@ def _basis(job: JobEstimate, durations: Durations) -> dict[str, str]:
         f" {u.loser_write_units:g} WRU",
         "scheduler": f"{i.racers} invocations per slot",
         "s3": "1 PUT of offloaded rows per slot",
-        "cloudwatch_metrics": f"{job.metrics.total} metrics ({job.metrics.value_metrics} of them value metrics)"
-        f" x {i.schedule.metric_month_fraction:.1%} of the month's hours",
+        "cloudwatch_metrics": f"{job.metrics.total} metrics ({job.metrics.job} per job,"
+        f" {job.metrics.value_metrics} value metrics) x {i.schedule.metric_month_fraction:.1%} of the month's hours",
         "cloudwatch_alarms": f"{i.alarms.alarms} alarms, {i.alarms.alarm_metrics} alarm metrics"
         + (
             f" ({i.alarms.high_resolution} high-resolution, priced as standard: the price table has no other price)"
@@ -252,29 +287,53 @@ def render(report: Report, console: Console) -> None:
                 basis[service],
             )
         table.add_row("total", format_usd(job.per_slot.total_usd), format_usd(job.total_usd), "", style="bold")
+        table.add_row(
+            "fixed monthly",
+            "-",
+            format_usd(report.fixed_monthly_usd(job)),
+            f"all but Athena and value metrics ({format_usd(job.fixed_own_usd)}) + its share of the deployment"
+            f" ({format_usd(report.deployment.share_usd)} = 1/{report.deployment.jobs})",
+            style="bold",
+        )
         console.print(table)
         console.print()
-    stack = report.stack
-    table = Table(title="stack (shared by every job)", title_justify="left")
+    dep = report.deployment
+    table = Table(title=f"deployment (shared by its {dep.jobs} jobs)", title_justify="left")
     table.add_column("line")
     table.add_column("per month", justify="right")
     table.add_column("basis", overflow="fold")
-    table.add_row(
-        "CloudWatch dashboard",
-        format_usd(stack.dashboard_usd),
-        f"{stack.dashboards} dashboard(s), one section per job",
-    )
-    if stack.alarms.alarms:
-        table.add_row(
-            "CloudWatch alarms (no job's)",
-            format_usd(stack.alarms_usd),
-            f"{stack.alarms.alarms} alarms, {stack.alarms.alarm_metrics} alarm metrics",
-        )
+    basis = {
+        "dashboard": f"{dep.dashboards} dashboard(s): an overview of every job, one job's graphs by a variable",
+        "alarms": f"{dep.alarms.alarms} deployment-wide alarms, {dep.alarms.alarm_metrics} alarm metrics",
+        "deployment_metrics": f"{len(usage.DEPLOYMENT_METRICS)} counts without a job dimension, sent only when one"
+        " happens (none assumed)",
+        "widget_lambda": f"{dep.views_per_month:g} views x one {usage.WIDGET_DURATION_MS:g} ms overview render",
+        "widget_dynamodb": f"{dep.views_per_month:g} views x {dep.overview_read_units_per_view} RRU",
+        "logs_insights": f"{dep.views_per_month:g} views x {_bytes(dep.logs_insights_gb_per_view * 2**30)}"
+        f" ({usage.DASHBOARD_RANGE_H} h of every job's logs) at"
+        f" {usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED:g} USD/GB",
+    }
+    labels = {
+        "dashboard": "CloudWatch dashboard",
+        "alarms": "CloudWatch alarms (deployment-wide)",
+        "deployment_metrics": "CloudWatch metrics (deployment-wide)",
+        "widget_lambda": "Overview widget: Lambda",
+        "widget_dynamodb": "Overview widget: DynamoDB reads",
+        "logs_insights": "Logs Insights (Latest runs)",
+    }
+    for line in monthly.DEPLOYMENT_LINES:
+        table.add_row(labels[line], format_usd(dep.parts[line]), basis[line])
+    table.add_row("deployment total", format_usd(dep.total_usd), "", style="bold")
+    table.add_row("share per job", format_usd(dep.share_usd), f"the total / {dep.jobs} jobs", style="bold")
     for job in report.jobs:
-        table.add_row(f"job {job.inputs.name}", format_usd(job.total_usd), "")
+        table.add_row(
+            f"job {job.inputs.name}",
+            format_usd(job.total_usd),
+            f"fixed monthly {format_usd(report.fixed_monthly_usd(job))}",
+        )
     table.add_row("grand total", format_usd(report.total_usd), "per month, ESTIMATE", style="bold")
     console.print(table)
-    api = stack.read_api_per_thousand
+    api = dep.read_api_per_thousand
     console.print(
         f"Read API, per 1,000 reads (not in the total, usage unknown): {format_usd(api['total'])}"
         f" (HTTP API {format_usd(api['apigateway'])}, Lambda {format_usd(api['lambda'])},"
@@ -286,8 +345,8 @@ def render(report: Report, console: Console) -> None:
     for job in report.jobs:
         i = job.inputs
         values = (
-            f"its value metrics ({job.metrics.value_metrics} metrics at max_series={i.value_max_series}, and their"
-            f" log lines): {format_usd(job.value_metrics_usd)}/month"
+            f"value metrics (opt-in, not in the fixed cost): {job.metrics.value_metrics} metrics at"
+            f" max_series={i.value_max_series} and their log lines, {format_usd(job.value_metrics_usd)}/month"
             if i.value_columns
             else "no value metrics"
         )

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from athena_refresh import contract
-from athena_refresh.cost import LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
-from slotlock.capacity import estimate_write_units
+from athena_refresh.cost import COST_ATTRIBUTE_BYTES, LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
+from slotlock.capacity import estimate_write_units, item_size_bytes
 
 # The arithmetic the stack's value-metrics warning shares (stacks may not import tools/), re-exported here.
 from stacks.value_metrics_cost import (  # noqa: F401
@@ -29,6 +29,50 @@ from stacks.value_metrics_cost import (  # noqa: F401
     value_log_bytes,
 )
 
+# --- the metrics (issue 23) --------------------------------------------------------------------------------------
+#: The custom metrics each job sends (dimensions service + job): ``LastSuccessAgeS`` from every invocation,
+#: ``DataScannedBytes`` and ``QueryDurationMs`` from the winner once per committed slot. So each is sent in every
+#: clock hour in which the job fires, and billed for that share of the month's hours.
+JOB_METRICS: Final = (
+    contract.METRIC_LAST_SUCCESS_AGE_S,
+    contract.METRIC_DATA_SCANNED_BYTES,
+    contract.METRIC_QUERY_DURATION_MS,
+)
+#: The deployment-wide counts (dimension service only, no job): sent only in an hour in which one happens
+#: (a stale write, a corrupt lock item, a threshold exceeded), so a healthy deployment pays nothing for them.
+DEPLOYMENT_METRICS: Final = (
+    contract.METRIC_STALE_WRITE_REJECTED,
+    contract.METRIC_CORRUPT_LOCK_ITEM,
+    contract.METRIC_THRESHOLD_EXCEEDED,
+)
+#: The hours per month in which a deployment-wide count is assumed sent: none (they are rare; each hour one is
+#: sent costs its metric 1/730.5 of $0.30, about $0.0004).
+DEPLOYMENT_METRIC_HOURS_PER_MONTH: Final = 0.0
+
+
+@dataclass(frozen=True)
+class MetricSeries:
+    """The custom metrics one job sends: its :data:`JOB_METRICS` and, opt-in, its value series (value columns x
+    ``max_series``, namespace ScheduledAthenaRefresh/Values). Dropped series are a field of the log line, not a
+    metric."""
+
+    job: int
+    value_series: int
+
+    @property
+    def total(self) -> int:
+        return self.job + self.value_series
+
+    @property
+    def value_metrics(self) -> int:
+        return self.value_series
+
+
+def metric_series(value_columns: int, max_series: int) -> MetricSeries:
+    """The job's custom metrics; value series at their cap (``max_series``)."""
+    return MetricSeries(job=len(JOB_METRICS), value_series=value_columns * max_series if value_columns else 0)
+
+
 # --- assumptions (docs/cost.md says why each is what it is) ------------------------------------------------
 #: The winner's duration: an Athena query of a few seconds, seen done by the poll loop (200, 400, 800, 1600 ms
 #: backoff: a 2 s query is seen at 3.0 s), plus its few DynamoDB requests.
@@ -43,7 +87,8 @@ DEFAULT_COLD_START_MS: Final = 700.0
 #: The in-flight state record_state writes on the slot item (query execution id, attempt), JSON.
 STATE_BYTES: Final = 120
 #: Log bytes per invocation, measured in make demo's worker logs (medians of 8 winners and 40 losers per
-#: job, 2026-11-25): a winner's 8 JSON log lines and its 2 metric blobs 6,380 B; a loser's 1,110 B; each
+#: job, 2026-11-25, before issue 23 moved most metrics into the one log line: an upper bound now): a winner's
+#: 8 JSON log lines and its 2 metric blobs 6,380 B; a loser's 1,110 B; each
 #: value series one EMF blob of about 120 B plus 90 B per value column (384 B with 3 columns, 297 B with 2);
 #: Powertools' ColdStart blob 288 B. Lambda's own records (platform start and report, JSON) are not in those
 #: logs: 500 B per invocation assumed.
@@ -99,6 +144,33 @@ def winner_writes(
 
 #: A loser's failed conditional write: billed by the existing lock item's size (under 1 KB): 1 WRU.
 LOSER_WRITE_UNITS: Final = single_write_units(LOCK_ITEM_BYTES)
+
+
+# --- the dashboard (the deployment's, shared by every job) -----------------------------------------------------
+#: Views of the dashboard per month: about 20 a day. Each view (and each refresh: auto-refresh every minute is
+#: 1,440 a day) runs the overview custom widget and the "Latest runs" Logs Insights query.
+DEFAULT_DASHBOARD_VIEWS_PER_MONTH: Final = 600
+#: The dashboard's default time range (stacks/constructs/dashboard.py ``DEFAULT_INTERVAL``): what the "Latest runs"
+#: widget scans of the one job log group per view.
+DASHBOARD_RANGE_H: Final = 3
+#: Logs Insights: USD per GB of log data scanned (us-east-1, https://aws.amazon.com/cloudwatch/pricing/; the price
+#: table has no such price, so every region is estimated at it).
+LOGS_INSIGHTS_USD_PER_GB_SCANNED: Final = 0.005
+#: One overview render of the widget function: INIT (views are minutes apart: mostly cold) plus ceil(N / 50) and
+#: ceil(N / 100) BatchGetItem requests and the HTML.
+WIDGET_DURATION_MS: Final = 1_000.0
+#: Strongly consistent reads are 1 RRU per started 4 KB of each item.
+READ_UNIT_BYTES: Final = 4096
+
+
+def overview_read_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:
+    """RRU the overview reads per job per render (consistent BatchGetItem, billed by the whole item, whatever the
+    projection): the lock item, the LATEST item (as large as the result item the commit writes, with its cost
+    attribute) and the newest slot's history item (its summary and cost)."""
+    items = [w["Put"]["Item"] for w in result_writes if "Put" in w and "Item" in w["Put"]]
+    latest = max((item_size_bytes(item) for item in items), default=0) + COST_ATTRIBUTE_BYTES
+    slot_item = SLOT_ITEM_BYTES + summary_bytes + COST_ATTRIBUTE_BYTES
+    return sum(math.ceil(size / READ_UNIT_BYTES) for size in (LOCK_ITEM_BYTES, latest, slot_item))
 
 
 # --- inputs and the estimate ----------------------------------------------------------------------------------

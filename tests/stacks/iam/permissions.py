@@ -17,6 +17,15 @@ Reference; an operation's action is its name unless listed here):
   query calls are authorized on the query's workgroup. Athena also calls Glue and S3 *with the caller's
   credentials*: :func:`athena_on_behalf` adds those (see there).
 - Lambda ``Invoke`` is ``lambda:InvokeFunction``; CloudFormation ``DescribeStacks`` is authorized on the stack.
+- SSM (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssystemsmanager.html):
+  ``GetParameter`` is authorized on the parameter's ARN (``parameter`` + its name, which starts with ``/``);
+  ``GetParametersByPath`` on the *path in the request*, not on the parameters it returns
+  (https://docs.aws.amazon.com/systems-manager/latest/userguide/ps-retrieval-authorization.html). The path's ARN
+  is the path without a trailing slash: AWS's advice to protect ``/myapp/restricted/db-password`` is to deny
+  ``GetParametersByPath`` on ``/myapp/restricted``, ``/myapp`` and ``/``
+  (https://docs.aws.amazon.com/systems-manager/latest/userguide/ps-restrict-parameter-access.html), which would
+  not hold if ``Path="/myapp/restricted/"`` were authorized as another resource; the root ``/`` stays ``/``
+  (AWS names ``parameter/`` when it refuses a listing of ``/``).
 - STS ``GetCallerIdentity`` needs no permission ("No permissions are required to perform this operation":
   https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
 """
@@ -106,6 +115,16 @@ def table_arn(region: str, name: str, index: str | None = None) -> str:
     return arn("dynamodb", region, f"table/{name}" + (f"/index/{index}" if index else ""))
 
 
+def parameter_arn(region: str, name: str) -> str:
+    """The ARN of SSM parameter (or path) ``name``: ``parameter`` + the name (``/`` added when it has none)."""
+    return arn("ssm", region, "parameter" + (name if name.startswith("/") else f"/{name}"))
+
+
+def parameter_path_arn(region: str, path: str) -> str:
+    """The resource ``GetParametersByPath(Path=path)`` is authorized on (see the module doc)."""
+    return parameter_arn(region, path.rstrip("/") or "/")
+
+
 def permissions_for(call: RecordedCall, athena: AthenaWorld) -> list[Permission]:
     """Every permission ``call`` needs (empty for a call that needs none)."""
     key = (call.service, call.operation)
@@ -126,6 +145,11 @@ def permissions_for(call: RecordedCall, athena: AthenaWorld) -> list[Permission]
         name = call.params["StackName"]
         resource = name if name.startswith("arn:") else arn("cloudformation", call.region, f"stack/{name}/*")
         return [Permission("cloudformation:DescribeStacks", resource, via)]
+    if call.service == "ssm" and call.operation == "GetParameter":
+        return [Permission("ssm:GetParameter", parameter_arn(call.region, call.params["Name"]), via)]
+    if call.service == "ssm" and call.operation == "GetParametersByPath":
+        resource = parameter_path_arn(call.region, call.params["Path"])
+        return [Permission("ssm:GetParametersByPath", resource, via)]
     raise AssertionError(f"no IAM mapping for {via}: add the operation's action and resource to {__name__}")
 
 

@@ -1,9 +1,10 @@
 """The deployed functions' paths, run with their real handlers on in-process moto under a :class:`CallRecorder`.
 
-:class:`ConformanceWorld` stands the synthesized template up on moto with the names a deployment would have
-(:class:`~tests.stacks.iam.template.ResolvedTemplate`): the lock and results tables, the bucket, the workgroup.
-Each function runs in *its own* environment as the template sets it (plus the job catalog of the staged asset),
-as its own principal:
+:class:`ConformanceWorld` stands the synthesized deployment (every stack) up on moto with the names it would have
+(:class:`~tests.stacks.iam.template.ResolvedTemplate`): the lock and results tables, the bucket, the workgroup and
+the job registry's parameters (what the operator's tools list the jobs from). Each function runs in *its own*
+environment as the template sets it, with the job catalog of *its own* asset (a job function: its job's only; the
+read side: the shared stack's combined one), as its own principal:
 
 - every job's refresh function: a live slot whose query runs long enough for heartbeats (moto keeps it RUNNING
   for a few polls), result rows too large for an item (the S3 offload), and a winner that dies after starting
@@ -12,7 +13,8 @@ as its own principal:
 - the operator (``python -m tools.ops``: status, history, pause, resume, release, release --force, run, rerun,
   backfill; ``python -m tools.results``: jobs, latest, history): its ``lambda.Invoke`` runs the job's handler
   in-process as the function's principal (the manual path: run, rerun and backfill generations);
-- the read API (every route, a result offloaded to S3: a presigned ``GetObject``) and the dashboard widget.
+- the read API (every route, a result offloaded to S3: a presigned ``GetObject``) and the dashboard widget (a job's
+  latest result, and the overview of every job).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,13 +100,29 @@ class ManualClock:
 
 
 class ConformanceWorld:
-    """The deployment on moto (inside an active ``mock_aws``), its functions and the recorder."""
+    """The deployment on moto (inside an active ``mock_aws``), its functions and the recorder.
 
-    def __init__(self, resolved: ResolvedTemplate, asset_dir: Path, recorder: CallRecorder) -> None:
+    ``job_assets``: each job function's asset directory (job -> dir, its ``job_catalog.json`` holding that job only);
+    ``read_asset``: the read side's (the shared stack's combined catalog).
+    """
+
+    def __init__(
+        self,
+        resolved: ResolvedTemplate,
+        recorder: CallRecorder,
+        *,
+        job_assets: Mapping[str, Path],
+        read_asset: Path,
+    ) -> None:
         self.resolved = resolved
         self.recorder = recorder
-        self.catalog_path = asset_dir / CATALOG_FILE
-        self.catalog = json.loads(self.catalog_path.read_text(encoding="utf-8"))["jobs"]
+        self.read_catalog_path = read_asset / CATALOG_FILE
+        self.job_catalog_paths = {job: Path(folder) / CATALOG_FILE for job, folder in job_assets.items()}
+        self.catalog: dict[str, Any] = {}  # job -> its entry, as its own function's asset holds it
+        for job, path in self.job_catalog_paths.items():
+            jobs = json.loads(path.read_text(encoding="utf-8"))["jobs"]
+            assert list(jobs) == [job], f"{job}'s asset must hold its own catalog entry only, got {list(jobs)}"
+            self.catalog[job] = jobs[job]
         functions = resolved.of_type("AWS::Lambda::Function")
         self.refresh_functions: dict[str, str] = {}  # job -> logical id
         self.read_functions: dict[str, str] = {}  # principal -> logical id
@@ -117,6 +135,7 @@ class ConformanceWorld:
                 self.read_functions[READ_API] = logical_id
             elif handler == WIDGET_HANDLER:
                 self.read_functions[WIDGET] = logical_id
+        assert set(self.refresh_functions) == set(self.job_catalog_paths), (self.refresh_functions, job_assets)
         self.lock_clock = ManualClock()
         any_env = resolved.function_environment(next(iter(self.refresh_functions.values())))
         self.lock_table = any_env[contract.ENV_LOCK_TABLE_NAME]
@@ -148,7 +167,8 @@ class ConformanceWorld:
         return found
 
     def create(self) -> None:
-        """The tables, the bucket and the workgroups, named as deployed (moto, our own set-up: not recorded)."""
+        """The tables, the bucket, the workgroups and the job registry's parameters, named and valued as deployed
+        (moto, our own set-up: not recorded)."""
         ddb = boto3.client("dynamodb", region_name=REGION)
         create_lock_table(ddb, self.lock_table)
         create_results_table(ddb, self.results_table)
@@ -156,6 +176,9 @@ class ConformanceWorld:
         athena = boto3.client("athena", region_name=REGION)
         for name, output in self.athena.output_locations.items():
             athena.create_work_group(Name=name, Configuration={"ResultConfiguration": {"OutputLocation": output}})
+        ssm = boto3.client("ssm", region_name=REGION)
+        for name, (type_, value) in self.resolved.parameters().items():
+            ssm.put_parameter(Name=name, Type=type_, Value=value, Tier="Standard")
 
     def job_slots(self, job: str, count: int) -> list[str]:
         """The job's ``count`` latest schedule firings before now, oldest first (ISO 8601, UTC)."""
@@ -166,12 +189,13 @@ class ConformanceWorld:
 
     # ---- running a function ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def environment(self, function_id: str, **extra: str) -> Iterator[dict[str, str]]:
-        """The process environment of ``function_id``'s execution environment (restored afterwards)."""
+    def environment(self, function_id: str, catalog_path: Path, **extra: str) -> Iterator[dict[str, str]]:
+        """The process environment of ``function_id``'s execution environment, its asset's catalog at
+        ``catalog_path`` (restored afterwards)."""
         env = self.resolved.function_environment(function_id)
         env.update(
             {
-                contract.ENV_JOB_CATALOG_PATH: str(self.catalog_path),
+                contract.ENV_JOB_CATALOG_PATH: str(catalog_path),
                 "AWS_REGION": REGION,
                 "AWS_DEFAULT_REGION": REGION,
                 "AWS_LAMBDA_FUNCTION_NAME": self.resolved.name(function_id),
@@ -210,7 +234,8 @@ class ConformanceWorld:
                 raise Crash(checkpoint)
 
         context = FakeContext(self.resolved.name(function_id))
-        with self.environment(function_id, **extra), self.recorder.acting_as(refresh_principal(job), scenario):
+        environment = self.environment(function_id, self.job_catalog_paths[job], **extra)
+        with environment, self.recorder.acting_as(refresh_principal(job), scenario):
             service.use_seams(service.RuntimeSeams(lock_clock_ms=self.lock_clock, listener=listener))
             saved_release = SlotRunner._release_quietly
             if crash_at is not None:
@@ -223,14 +248,14 @@ class ConformanceWorld:
                 SlotRunner._release_quietly = saved_release  # type: ignore[method-assign]
                 service.use_seams(None)
 
-    def invoke_read(self, principal: str, event: dict[str, Any]) -> Any:
+    def invoke_read(self, principal: str, event: dict[str, Any], scenario: str = "read") -> Any:
         from results_api import handler
 
         function_id = self.read_functions[principal]
         handler._reader = None
         handler._app = None
         entry = handler.api_handler if principal == READ_API else handler.widget_handler
-        with self.environment(function_id), self.recorder.acting_as(principal, "read"):
+        with self.environment(function_id, self.read_catalog_path), self.recorder.acting_as(principal, scenario):
             return entry(event, FakeContext(self.resolved.name(function_id)))
 
     # ---- Athena on moto -------------------------------------------------------------------------------
@@ -270,9 +295,11 @@ def invoke_answer(world: ConformanceWorld) -> Callable[[dict[str, Any]], dict[st
 
 
 def describe_stacks_answer(world: ConformanceWorld) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """``cloudformation.DescribeStacks`` answered with the template's outputs, resolved."""
+    """``cloudformation.DescribeStacks`` of the shared stack answered with its outputs, resolved (the tools read no
+    other stack: the jobs are in the job registry)."""
 
     def answer(params: dict[str, Any]) -> dict[str, Any]:
+        assert params["StackName"] == world.resolved.stack_name, f"DescribeStacks of {params['StackName']}"
         outputs = [{"OutputKey": key, "OutputValue": value} for key, value in world.resolved.outputs().items()]
         return {"Stacks": [{"StackName": params["StackName"], "Outputs": outputs, "StackStatus": "UPDATE_COMPLETE"}]}
 

@@ -1,9 +1,11 @@
-"""The synthesized template as one deployment in one account and Region would see it.
+"""The synthesized deployment as one account and Region would see it.
 
-:class:`ResolvedTemplate` gives every resource a physical name (its own ``*Name`` property when it sets one,
-otherwise ``<stack>-<logical id>`` as CloudFormation generates them) and resolves the intrinsics the policies,
-environments and outputs use (``Ref``, ``Fn::GetAtt`` ``Arn``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select``,
-pseudo parameters). :func:`evaluate` asks moto's IAM policy evaluator
+:class:`ResolvedTemplate` reads the merged template of every stack (:func:`tests.stacks.deployment_view.merged_template`,
+whose ``x-stack-of`` names each resource's stack), gives every resource a physical name (its own ``*Name`` property
+when it sets one, otherwise ``<its stack>-<logical id>`` as CloudFormation generates them: a job function is
+``ScheduledAthenaRefresh-Jobs-NN-...``) and resolves the intrinsics the policies, environments, registry parameters
+and outputs use (``Ref``, ``Fn::GetAtt`` ``Arn``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select``, pseudo parameters,
+``AWS::StackName`` being the stack of the resource resolved). :func:`evaluate` asks moto's IAM policy evaluator
 (``moto.iam.access_control.IAMPolicy.is_action_permitted``) about one permission against a role's identity
 policies, and :func:`condition_gaps` checks what that evaluator does not (it evaluates only ``StringEquals``
 conditions and treats the others as satisfied, and ignores ``NotResource``): the ``StringLike`` ``s3:prefix``
@@ -21,7 +23,8 @@ from typing import Any
 
 from moto.iam.access_control import IAMPolicy, PermissionResult
 
-from tests.stacks.iam.permissions import ACCOUNT, PARTITION, Permission
+from tests.stacks.deployment_view import STACK_OF
+from tests.stacks.iam.permissions import ACCOUNT, PARTITION, Permission, parameter_arn
 
 REGION = "us-east-1"
 _NAME_PROPERTIES = {
@@ -34,17 +37,21 @@ _NAME_PROPERTIES = {
     "AWS::SNS::Topic": "TopicName",
     "AWS::IAM::Role": "RoleName",
     "AWS::Athena::WorkGroup": "Name",
+    "AWS::SSM::Parameter": "Name",
 }
 
 
 class ResolvedTemplate:
-    """``template`` (``Template.to_json()``) deployed as stack ``stack_name`` in :data:`REGION`, account
-    :data:`~tests.stacks.iam.permissions.ACCOUNT`."""
+    """``template`` (the merged ``Template.to_json()`` of the deployment) deployed in :data:`REGION`, account
+    :data:`~tests.stacks.iam.permissions.ACCOUNT`; ``stack_name``: the shared stack, the stack of a resource
+    ``x-stack-of`` does not name and the ``AWS::StackName`` of what is resolved outside any resource (the
+    operator's policy, the outputs)."""
 
     def __init__(self, template: dict[str, Any], stack_name: str) -> None:
         self.template = template
         self.resources: dict[str, Any] = template["Resources"]
         self.stack_name = stack_name
+        self.stack_of: dict[str, str] = dict(template.get(STACK_OF, {}))
         self.pseudo = {
             "AWS::Partition": PARTITION,
             "AWS::Region": REGION,
@@ -55,6 +62,10 @@ class ResolvedTemplate:
         }
 
     # ---- names ------------------------------------------------------------------------------------
+    def stack(self, logical_id: str) -> str:
+        """The name of the stack declaring ``logical_id``."""
+        return self.stack_of.get(logical_id, self.stack_name)
+
     def name(self, logical_id: str) -> str:
         """The physical name of a resource (what ``Ref`` gives for named resources)."""
         resource = self.resources[logical_id]
@@ -66,8 +77,8 @@ class ResolvedTemplate:
             return str(self.resolve(props["TableInput"]["Name"]))
         prop = _NAME_PROPERTIES.get(type_)
         if prop and prop in props:
-            return str(self.resolve(props[prop]))
-        generated = f"{self.stack_name}-{logical_id}"
+            return str(self.resolve_in(logical_id, props[prop]))
+        generated = f"{self.stack(logical_id)}-{logical_id}"
         return generated.lower()[:63] if type_ == "AWS::S3::Bucket" else generated[:64]
 
     def ref(self, logical_id: str) -> str:
@@ -100,6 +111,7 @@ class ResolvedTemplate:
             "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}",
             "AWS::IAM::Role": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}",
             "AWS::Athena::WorkGroup": f"arn:{PARTITION}:athena:{REGION}:{ACCOUNT}:workgroup/{name}",
+            "AWS::SSM::Parameter": parameter_arn(REGION, name),
         }
         assert type_ in arns, f"no ARN format for {type_} ({logical_id})"
         return arns[type_]
@@ -134,6 +146,15 @@ class ResolvedTemplate:
                 raise AssertionError(f"unsupported intrinsic {key}: {value}")
         return {key: self.resolve(item) for key, item in value.items()}
 
+    def resolve_in(self, logical_id: str, value: Any) -> Any:
+        """:meth:`resolve` as the stack of ``logical_id`` does it (its ``AWS::StackName``)."""
+        saved = self.pseudo["AWS::StackName"]
+        self.pseudo["AWS::StackName"] = self.stack(logical_id)
+        try:
+            return self.resolve(value)
+        finally:
+            self.pseudo["AWS::StackName"] = saved
+
     def substitute(self, text: str, variables: dict[str, Any] | None = None) -> str:
         """``Fn::Sub``: ``${Name}`` from ``variables``, then pseudo parameters and ``Ref``s, ``${Id.Attr}``."""
         variables = variables or {}
@@ -155,12 +176,12 @@ class ResolvedTemplate:
         ``AWS::IAM::Policy`` attached to it. A managed policy fails: no role of ours may carry one."""
         role = self.resources[role_id]["Properties"]
         assert not role.get("ManagedPolicyArns"), f"{role_id} carries managed policies {role['ManagedPolicyArns']}"
-        documents = [self.resolve(policy["PolicyDocument"]) for policy in role.get("Policies", [])]
-        for resource in self.resources.values():
+        documents = [self.resolve_in(role_id, policy["PolicyDocument"]) for policy in role.get("Policies", [])]
+        for logical_id, resource in self.resources.items():
             if resource["Type"] != "AWS::IAM::Policy":
                 continue
             if {"Ref": role_id} in resource["Properties"].get("Roles", []):
-                documents.append(self.resolve(resource["Properties"]["PolicyDocument"]))
+                documents.append(self.resolve_in(logical_id, resource["Properties"]["PolicyDocument"]))
         return documents
 
     def function_role(self, function_id: str) -> str:
@@ -168,7 +189,15 @@ class ResolvedTemplate:
 
     def function_environment(self, function_id: str) -> dict[str, str]:
         variables = self.resources[function_id]["Properties"].get("Environment", {}).get("Variables", {})
-        return {name: str(value) for name, value in self.resolve(variables).items()}
+        return {name: str(value) for name, value in self.resolve_in(function_id, variables).items()}
+
+    def parameters(self) -> dict[str, tuple[str, str]]:
+        """Every SSM parameter the deployment writes (the job registry): name -> (type, value), resolved."""
+        found = {}
+        for logical_id, resource in self.of_type("AWS::SSM::Parameter").items():
+            props = self.resolve_in(logical_id, resource["Properties"])
+            found[str(props["Name"])] = (str(props["Type"]), str(props["Value"]))
+        return found
 
     def outputs(self) -> dict[str, str]:
         return {name: str(self.resolve(output["Value"])) for name, output in self.template.get("Outputs", {}).items()}
