@@ -98,17 +98,21 @@ static: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# The static checks, then a synth (cdk-nag runs inside every synth) and cfn-lint of the synthesized
-# template (settings in .cfnlintrc).
+# The static checks, then a synth (cdk-nag runs inside every synth) and cfn-lint of every synthesized template with
+# resources (settings in .cfnlintrc; an empty job stack has none: cdk deploy deletes or skips it).
 lint: static synth
-	$(VENV)/bin/cfn-lint --config-file .cfnlintrc cdk.out/ScheduledAthenaRefresh.template.json
+	$(PY) -c 'import json, pathlib; print("\n".join(str(p) for p in sorted(pathlib.Path("cdk.out").glob("*.template.json")) if json.loads(p.read_text()).get("Resources")))' | xargs $(VENV)/bin/cfn-lint --config-file .cfnlintrc
 
 # cdk.json runs `python3 app.py`: put the venv first on PATH so the CLI's python is ours.
 cdk-synth: venv node data
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk synth --quiet
 
+# Every stack: the shared stack first (each job stack depends on it), then the job stacks, DEPLOY_CONCURRENCY at a
+# time (the CDK CLI deploys one stack at a time by default). docs/operations.md#deploying.
+DEPLOY_CONCURRENCY ?= 4
+DEPLOY_ARGS ?=
 deploy: venv node data
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all --concurrency $(DEPLOY_CONCURRENCY) --require-approval broadening $(DEPLOY_ARGS)
 
 clean:
 	rm -rf cdk.out .cache .demo .chaos demo-report.json chaos-report.json bench-report.json

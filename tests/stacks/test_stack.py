@@ -505,8 +505,11 @@ def test_python_app_and_cdk_cli_synthesize_the_same_template(tmp_path: Path, rep
         output, _ = process.communicate(timeout=300)
         assert process.returncode == 0, f"{name} failed:\n{output}"
 
-    template_name = f"{app.STACK_NAME}.template.json"
-    from_app = _normalized_template(app_out / template_name)
-    from_cli = _normalized_template(cli_out / template_name)
-    assert from_app["Resources"].keys() == from_cli["Resources"].keys()
-    assert from_app == from_cli
+    names = sorted(path.name for path in app_out.glob("*.template.json"))
+    assert f"{app.STACK_NAME}.template.json" in names and len(names) == 17  # the shared stack and 16 job stacks
+    assert names == sorted(path.name for path in cli_out.glob("*.template.json"))
+    for template_name in names:
+        from_app = _normalized_template(app_out / template_name)
+        from_cli = _normalized_template(cli_out / template_name)
+        assert from_app.get("Resources", {}).keys() == from_cli.get("Resources", {}).keys(), template_name
+        assert from_app == from_cli, template_name
