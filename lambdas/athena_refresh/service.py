@@ -54,12 +54,11 @@ copy_config_to_registered_loggers(source_logger=logger, include={"slotlock", "at
 
 EngineFactory = Callable[[Settings], QueryEngine]
 
+#: The per-job metrics' units (contract.JOB_METRICS); the deployment-wide counts are Count.
 _UNITS = {
-    "Count": MetricUnit.Count,
     "Milliseconds": MetricUnit.Milliseconds,
     "Bytes": MetricUnit.Bytes,
     "Seconds": MetricUnit.Seconds,
-    "None": MetricUnit.NoUnit,
 }
 
 
@@ -312,8 +311,8 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     contradict the lock, reported as ``CorruptResultsItemError``) is not raised: it cannot repair itself, so
     Lambda's retries would only repeat it. It is logged with the item and attribute (outcome ``corrupt``, with
     the job), counted as the deployment-wide EMF metric ``CorruptLockItem`` (dimension service only; alarm on
-    it), and returned as status ``corrupt`` with ``details`` naming the item. Nothing was written (a slot whose adoption found a corrupt history item
-    gets its lease released again).
+    it), and returned as status ``corrupt`` with ``details`` naming the item. Nothing was written (a slot whose
+    adoption found a corrupt history item gets its lease released again).
     """
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
