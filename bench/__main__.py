@@ -2,12 +2,16 @@
 
     python -m bench [--size full|quick|smoke] [--backends dynamodb-local,moto-atomic]
                     [--contenders floor,slotlock,...] [--no-coldstart] [--no-fanout]
-                    [--no-read-path | --read-path-only] [--no-cost | --cost-only] [--report PATH]
+                    [--no-read-path | --read-path-only] [--no-cost | --cost-only]
+                    [--no-scaling | --scaling-only] [--scaling-copies 2,50,300] [--report PATH]
 
 ``make bench`` runs the full size (sized for at most about 10 minutes on a 2-core machine) in
 ``.venv-bench``, which holds the peers. Figures are noisy on a busy machine: the report records the load average at start and end.
 ``--cost-only`` runs the cost scenarios alone (:mod:`bench.cost`: scan bytes versus history, cost per slot), on the
 first selected backend that reports capacity (DynamoDB Local), else the first one.
+``--scaling-only`` runs the scaling benchmark alone (:mod:`bench.scaling`: the CDK synth of 2, 50 and 300 copies of a
+sample job, each in a fresh process; templates, dashboard widgets, fixed cost per job; about 3 minutes, added
+to the full run; ``--no-scaling`` skips it): no backend.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-from . import coldstart, cost, cost_measure, fanout, read_path, report, scenarios
+from . import coldstart, cost, cost_measure, fanout, read_path, report, scaling, scenarios
 from .backends import BACKEND_NOTES, BACKENDS, Endpoint, running
 from .contenders import BY_NAME, select
 from .read_path import ReadSize
@@ -49,6 +53,7 @@ class Size:
     read: ReadSize
     cost_histories: tuple[int, ...] = cost.HISTORIES["full"]  # copies of the sample's year (scan bytes)
     cost_slots: int = 5  # real slots measured for the cost per slot (after one warm-up slot)
+    scaling_copies: tuple[int, ...] = scaling.COPIES["full"]  # jobs synthesized, each N in a fresh process
 
 
 SIZES = {
@@ -92,6 +97,7 @@ SIZES = {
         read=ReadSize(latest_samples=200, history_samples=50, warmup=20, stub_samples=300),
         cost_histories=cost.HISTORIES["smoke"],
         cost_slots=2,
+        scaling_copies=scaling.COPIES["smoke"],
     ),
 }
 
@@ -146,10 +152,29 @@ def main(argv: list[str] | None = None) -> int:
         help="only the cost scenarios (scan bytes versus history, one real slot measured and priced against the "
         "alternatives) on one backend: no lock scenarios, read path, fan-out or cold start",
     )
+    scales = parser.add_mutually_exclusive_group()
+    scales.add_argument(
+        "--no-scaling", action="store_true", help="skip the scaling benchmark (the CDK synth of N jobs)"
+    )
+    scales.add_argument(
+        "--scaling-only",
+        action="store_true",
+        help="only the scaling benchmark: the synth of N copies of a sample job, each in a fresh process, its "
+        "templates, dashboard widgets and fixed cost per job; no backend is started",
+    )
+    parser.add_argument(
+        "--scaling-copies", default="", help="job counts to synthesize, e.g. 2,50,300 (default: the size's)"
+    )
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "bench-report.json")
     args = parser.parse_args(argv)
-    if args.cost_only and args.read_path_only:
-        parser.error("--cost-only and --read-path-only exclude each other")
+    if sum((args.cost_only, args.read_path_only, args.scaling_only)) > 1:
+        parser.error("--cost-only, --read-path-only and --scaling-only exclude each other")
+    try:
+        scaling_copies = tuple(int(n) for n in args.scaling_copies.split(",") if n.strip())
+    except ValueError:
+        parser.error(f"--scaling-copies {args.scaling_copies!r}: comma-separated job counts expected")
+    if any(n < 1 for n in scaling_copies):
+        parser.error("--scaling-copies: every job count must be at least 1")
 
     logging.getLogger("python_dynamodb_lock").setLevel(logging.ERROR)  # it warns on every expired lease
     size = SIZES[args.size]
@@ -169,7 +194,11 @@ def main(argv: list[str] | None = None) -> int:
             "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(),
             "size": args.size,
-            "parameters": {**asdict(size), "racer_counts": list(racer_counts)},
+            "parameters": {
+                **asdict(size),
+                "racer_counts": list(racer_counts),
+                "scaling_copies": list(scaling_copies or size.scaling_copies),
+            },
             "load_average_start": [round(x, 2) for x in os.getloadavg()],
             "versions": versions(),
         },
@@ -180,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, reason in skipped.items():
         say(f"skipping {name}: {reason}")
-    lock_scenarios = not (args.read_path_only or args.cost_only)
-    cost_wanted = not (args.no_cost or args.read_path_only)
+    lock_scenarios = not (args.read_path_only or args.cost_only or args.scaling_only)
+    cost_wanted = not (args.no_cost or args.read_path_only or args.scaling_only)
+    if args.scaling_only:
+        backends = []
     metered = [b for b in backends if Endpoint(b, "").reports_capacity]
     if args.cost_only:
         backends = (metered or backends)[:1]
@@ -237,8 +268,11 @@ def main(argv: list[str] | None = None) -> int:
             accounting=measured_on.get("accounting", {}).get("slotlock"),
             say=say,
         )
+    if args.scaling_only or not (args.no_scaling or args.read_path_only or args.cost_only):
+        say("[scaling]")
+        result["scaling"] = scaling.scaling(scaling_copies or size.scaling_copies, say=say)
     result["targets"] = report.check_targets(
-        result["backends"], result.get("fanout"), result.get("coldstart"), result.get("cost")
+        result["backends"], result.get("fanout"), result.get("coldstart"), result.get("cost"), result.get("scaling")
     )
     result["meta"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     result["meta"]["duration_s"] = round(time.monotonic() - started, 1)

@@ -7,6 +7,7 @@ from typing import Any
 
 from .contenders import BY_NAME
 from .cost_report import cost_checks, render_cost
+from .scaling_report import render_scaling, scaling_checks
 
 #: The issue's targets for our lock (slotlock). ``limit`` is the largest value that meets the target.
 TARGETS = (
@@ -219,6 +220,7 @@ def check_targets(
     fan: dict[str, Any] | None,
     cold: dict[str, Any] | None,
     cost: dict[str, Any] | None = None,
+    scaling: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Compare our figures with the issue's targets, per endpoint; a miss says by how much."""
     checks: list[dict[str, Any]] = []
@@ -298,6 +300,8 @@ def check_targets(
         checks.append(entry)
     if cost:
         checks.extend(cost_checks(cost))
+    if scaling:
+        checks.extend(scaling_checks(scaling))
     return checks
 
 
@@ -486,6 +490,8 @@ def render(report: dict[str, Any], say: Callable[[str], None] = print) -> None:
         say(fanout_table(report["fanout"]))
     if report.get("cost"):
         render_cost(report["cost"], say)
+    if report.get("scaling"):
+        render_scaling(report["scaling"], say)
     if report.get("targets"):
         say("\nTargets")
         say(targets_table(report["targets"]))

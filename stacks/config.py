@@ -60,9 +60,10 @@ COMMIT_RESERVE_S = contract.COMMIT_RESERVE_S
 MAX_VALUE_SERIES = contract.MAX_VALUE_METRIC_MAX_SERIES  # each combination is a billed custom metric per column
 MAX_VALUE_COLUMNS = 100  # EMF carries at most 100 metrics per log event
 MAX_VALUE_DIMENSIONS = 28  # Powertools allows 29 dimensions per metric; "job" is one
-MAX_ALARM_QUERY_DURATION_MS = 24 * 3600 * 1000
+# The runtime reads both thresholds too (ALARM_* job settings: ThresholdExceeded), so their bounds are the contract's.
+MAX_ALARM_QUERY_DURATION_MS = contract.MAX_ALARM_QUERY_DURATION_MS
 #: alarms.data_scanned_bytes must be below bytes_scanned_cutoff_per_query (a relationship), so below int64.
-MAX_ALARM_DATA_SCANNED_BYTES = MAX_BYTES_SCANNED_CUTOFF - 1
+MAX_ALARM_DATA_SCANNED_BYTES = contract.MAX_ALARM_DATA_SCANNED_BYTES  # == MAX_BYTES_SCANNED_CUTOFF - 1
 # The read API's stage throttling (requests per second, steady rate and burst). API Gateway's account-level
 # throttling quota per Region is 10,000 requests per second with a burst of 5,000 (default quota); a stage
 # limit above it never applies.
@@ -413,6 +414,8 @@ class JobConfig:
             contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
             contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",
             contract.ENV_MAX_SLOT_LEAD_S: str(self.max_slot_lead_s),
+            contract.ENV_ALARM_DATA_SCANNED_BYTES: str(self.alarms.data_scanned_bytes),
+            contract.ENV_ALARM_QUERY_DURATION_MS: str(self.alarms.query_duration_ms),
             "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
         }

@@ -1,7 +1,7 @@
 """What a job's value metrics cost against its work: a warning at synth and in ``python -m tools.jobs check``.
 
-Each value metric series (a value column x a dimension combination, up to ``max_series`` of them, plus the
-``ValueSeriesDropped`` metric) is a billed CloudWatch custom metric, prorated by the hours the job sends in; each
+Each value metric series (a value column x a dimension combination, up to ``max_series`` of them) is a billed
+CloudWatch custom metric, prorated by the hours the job sends in; each
 series also logs one EMF blob per slot. A job that publishes many series but queries little can pay far more for
 its metrics than for its work. :func:`value_metrics_warning` says so (a warning, never a failure) when the value
 metrics cost more than :data:`WARNING_FACTOR` times the job's work, with the figure ``make cost`` shows for them
@@ -9,9 +9,9 @@ and the knob to turn (``value_metrics.max_series``, the dimensions, the columns)
 
 The job's work, the baseline: per slot the query at Athena's minimum (10 MB) and the Lambda invocations (a winner of
 :data:`WORK_WINNER_S`, ``racers - 1`` losers of :data:`WORK_LOSER_MS`: ``make cost``'s default durations), times the
-schedule's slots per month, plus the job's operational CloudWatch metrics (27 series, paid whether or not value
-metrics are on: leaving them out would make every job that publishes a single value series look expensive). Alarms
-are left out (``make cost`` counts them from the synthesized template).
+schedule's slots per month, plus the job's operational CloudWatch metrics (``contract.JOB_METRICS``: 3 series, paid
+whether or not value metrics are on: leaving them out would make every job that publishes a single value series look expensive) and its
+one alarm (``make cost`` counts alarms from the synthesized template; a test keeps the two figures equal).
 
 The arithmetic shared with ``make cost`` (:mod:`tools.cost`) lives here, because the stack may not import
 ``tools/``: the schedule's firings in a reference year (:func:`schedule_rate`), the custom metric series
@@ -51,6 +51,8 @@ VALUE_COLUMN_BYTES: Final = 90
 #: The work's durations: ``make cost``'s defaults (tools.cost.usage.DEFAULT_WINNER_DURATION_S, DEFAULT_LOSER_DURATION_MS).
 WORK_WINNER_S: Final = 3.0
 WORK_LOSER_MS: Final = 100.0
+#: Alarms per job: ``NoRecentSuccess`` (stacks/constructs/once_per_slot_schedule.py); a standard alarm on one metric.
+JOB_ALARMS: Final = 1
 #: Warn when the value metrics cost more than this many times the job's work.
 WARNING_FACTOR: Final = 10.0
 
@@ -114,42 +116,31 @@ def schedule_rate(
 # --- CloudWatch custom metrics --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MetricSeries:
-    """The metric name x dimension combinations the runtime can emit for one job (each a custom metric)."""
+    """The custom metrics one job sends: its ``contract.JOB_METRICS`` (dimensions service, job) and, opt-in, its
+    value series (value columns x ``max_series``, namespace ScheduledAthenaRefresh/Values). Dropped series,
+    losses, takeovers and the rest are fields of the invocation's log line, not metrics (docs/observability.md);
+    the deployment-wide counts (``contract.DEPLOYMENT_METRICS``) are the deployment's, not a job's."""
 
-    operational: int  # contract.ALL_METRICS with (service, job), but for the reason ones and ValueSeriesDropped
-    lost_race_reasons: int  # LostRace x contract.LOSS_REASONS
-    slot_missed_reasons: int  # SlotMissed x contract.MISSED_REASONS
-    cold_start: int  # Powertools' ColdStart (function_name, service)
-    value_series: int  # value columns x max_series (ScheduledAthenaRefresh/Values)
-    value_series_dropped: int  # ValueSeriesDropped: emitted only when value metrics are on
+    job: int
+    value_series: int
 
     @property
     def total(self) -> int:
-        return self.operational_total + self.value_metrics
+        return self.job + self.value_series
 
     @property
     def operational_total(self) -> int:
         """The series every job pays for, value metrics or not."""
-        return self.operational + self.lost_race_reasons + self.slot_missed_reasons + self.cold_start
+        return self.job
 
     @property
     def value_metrics(self) -> int:
-        return self.value_series + self.value_series_dropped
+        return self.value_series
 
 
 def metric_series(value_columns: int, max_series: int) -> MetricSeries:
-    """Every combination that can occur: all reasons (``busy`` and ``paused`` with operator runs), whether or
-    not a month sees it; the value series at their cap (``max_series``)."""
-    counted_apart = {contract.METRIC_LOST_RACE, contract.METRIC_SLOT_MISSED, contract.METRIC_VALUE_SERIES_DROPPED}
-    values_on = value_columns > 0
-    return MetricSeries(
-        operational=sum(1 for m in contract.ALL_METRICS if m not in counted_apart),
-        lost_race_reasons=len(contract.LOSS_REASONS),
-        slot_missed_reasons=len(contract.MISSED_REASONS),
-        cold_start=1,
-        value_series=value_columns * max_series if values_on else 0,
-        value_series_dropped=1 if values_on else 0,
-    )
+    """The job's custom metrics; the value series at their cap (``max_series``)."""
+    return MetricSeries(job=len(contract.JOB_METRICS), value_series=value_columns * max_series if value_columns else 0)
 
 
 def value_log_bytes(value_columns: int, max_series: int) -> int:
@@ -188,7 +179,7 @@ def value_metrics_usd(value_columns: int, max_series: int, rate: ScheduleRate, p
 
 def work_usd(rate: ScheduleRate, prices: Prices, *, racers: int, memory_mb: int) -> float:
     """The job's work per month: each slot's query at Athena's minimum and its Lambda invocations, plus the
-    operational custom metrics every job sends."""
+    operational custom metrics every job sends and its one alarm."""
     slot = estimate_slot_cost(
         SlotUsage(
             data_scanned_bytes=(0,),  # billed at the 10 MB minimum
@@ -204,8 +195,10 @@ def work_usd(rate: ScheduleRate, prices: Prices, *, racers: int, memory_mb: int)
     )
     per_slot = slot.athena_usd + slot.lambda_usd
     operational = metric_series(0, 0).operational_total
-    return per_slot * rate.slots_per_month + (
-        operational * prices.cloudwatch_usd_per_metric_month * rate.metric_month_fraction
+    return (
+        per_slot * rate.slots_per_month
+        + operational * prices.cloudwatch_usd_per_metric_month * rate.metric_month_fraction
+        + JOB_ALARMS * prices.cloudwatch_usd_per_alarm_month
     )
 
 
@@ -243,8 +236,8 @@ def value_metrics_warning(
     return (
         f"{job.folder.parent.name}/{job.folder.name}/job.toml: value_metrics: about ${cost.value_usd:,.2f} a month"
         f" (estimate, as make cost shows it: {cost.series} custom metrics = {cost.columns} columns x max_series"
-        f" {cost.max_series}{dims}, + 1) is {cost.factor:,.0f}x the job's work (${cost.work_usd:,.2f} a month:"
-        f" {cost.rate.slots_per_month:,.0f} slots at Athena's 10 MB minimum, Lambda, operational metrics);"
+        f" {cost.max_series}{dims}) is {cost.factor:,.0f}x the job's work (${cost.work_usd:,.2f} a month:"
+        f" {cost.rate.slots_per_month:,.0f} slots at Athena's 10 MB minimum, Lambda, operational metrics and alarm);"
         " lower value_metrics.max_series to the dimension values the data has, use fewer dimensions or columns"
     )
 

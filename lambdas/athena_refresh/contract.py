@@ -46,6 +46,10 @@ ENV_VALUE_METRIC_MAX_SERIES: Final = "VALUE_METRIC_MAX_SERIES"  # cap on dimensi
 # A delivery whose scheduled time is further ahead of the runtime's clock than this is refused before any
 # request (clock-skew allowance; the Scheduler never delivers early). Seconds, passed to SlotLock.
 ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
+# The job's ``[alarms]`` thresholds (issue 23): after a committed slot the runtime compares the slot's scanned bytes
+# and query duration with them and counts ThresholdExceeded (deployment-wide) when either is above. Unset: off.
+ENV_ALARM_DATA_SCANNED_BYTES: Final = "ALARM_DATA_SCANNED_BYTES"
+ENV_ALARM_QUERY_DURATION_MS: Final = "ALARM_QUERY_DURATION_MS"
 
 #: The deployment's wiring, which the stack sets in the function's environment: the job's name and the
 #: names of the shared resources (CDK tokens, known at deploy time only).
@@ -74,6 +78,8 @@ JOB_SETTING_ENV_VARS: Final = (
     ENV_VALUE_METRIC_DIMENSIONS,
     ENV_VALUE_METRIC_MAX_SERIES,
     ENV_MAX_SLOT_LEAD_S,
+    ENV_ALARM_DATA_SCANNED_BYTES,
+    ENV_ALARM_QUERY_DURATION_MS,
 )
 #: Everything a job's function is configured with (wiring in its environment, settings in the catalog).
 STACK_ENV_VARS: Final = WIRING_ENV_VARS + JOB_SETTING_ENV_VARS
@@ -145,6 +151,14 @@ MAX_VALUE_METRIC_MAX_SERIES: Final = 50
 MIN_MAX_SLOT_LEAD_S: Final = 0
 MAX_MAX_SLOT_LEAD_S: Final = 60
 DEFAULT_MAX_SLOT_LEAD_S: Final = 5
+#: Alarm thresholds (``[alarms]`` of the job): at least 1 (a threshold of 0 would flag every slot); scanned bytes
+#: below int64's maximum, because the stack requires the threshold below the workgroup's
+#: ``bytes_scanned_cutoff_per_query`` (an int64); a query duration of at most a day (Athena's longest DML timeout
+#: is far shorter). Integers: the bounds are exact ints, so no float rounding near 2**63.
+MIN_ALARM_DATA_SCANNED_BYTES: Final = 1
+MAX_ALARM_DATA_SCANNED_BYTES: Final = 2**63 - 2
+MIN_ALARM_QUERY_DURATION_MS: Final = 1
+MAX_ALARM_QUERY_DURATION_MS: Final = 24 * 3600 * 1000
 
 #: Every numeric variable with its inclusive bounds (the README's configuration table lists them).
 NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
@@ -159,10 +173,17 @@ NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
         ENV_RESULT_REUSE_MAX_AGE_MIN: (MIN_RESULT_REUSE_MAX_AGE_MIN, MAX_RESULT_REUSE_MAX_AGE_MIN),
         ENV_VALUE_METRIC_MAX_SERIES: (MIN_VALUE_METRIC_MAX_SERIES, MAX_VALUE_METRIC_MAX_SERIES),
         ENV_MAX_SLOT_LEAD_S: (MIN_MAX_SLOT_LEAD_S, MAX_MAX_SLOT_LEAD_S),
+        ENV_ALARM_DATA_SCANNED_BYTES: (MIN_ALARM_DATA_SCANNED_BYTES, MAX_ALARM_DATA_SCANNED_BYTES),
+        ENV_ALARM_QUERY_DURATION_MS: (MIN_ALARM_QUERY_DURATION_MS, MAX_ALARM_QUERY_DURATION_MS),
     }
 )
 
 # --- Observability ---------------------------------------------------------------------------------
+# Every metric name + dimension set is a CloudWatch custom metric, billed per month (prorated by the hours in
+# which it is published: https://aws.amazon.com/cloudwatch/pricing/). So (issue 23) the runtime emits only what
+# an alarm or the dashboard needs: three metrics per job, three deployment-wide counts that occur rarely; every
+# other fact of an invocation is a field of its one structured log line (LOG_ONLY_FIELDS), queried with the Logs
+# Insights queries of ``athena_refresh.log_queries`` (docs/observability.md).
 SERVICE_NAME: Final = "athena-refresh"  # POWERTOOLS_SERVICE_NAME, and the EMF "service" dimension
 METRICS_NAMESPACE: Final = "ScheduledAthenaRefresh"  # POWERTOOLS_METRICS_NAMESPACE
 # The job's result values (one metric per configured value column, dimensions: job + the configured
@@ -171,59 +192,120 @@ METRICS_NAMESPACE: Final = "ScheduledAthenaRefresh"  # POWERTOOLS_METRICS_NAMESP
 VALUES_NAMESPACE: Final = "ScheduledAthenaRefresh/Values"
 DIMENSION_SERVICE: Final = "service"
 DIMENSION_JOB: Final = "job"
-DIMENSION_REASON: Final = "reason"  # only on METRIC_LOST_RACE and METRIC_SLOT_MISSED
+#: Formerly the dimension of LostRace and SlotMissed; no metric carries it any more (the reason is the log
+#: line's ``reason`` field). Kept for readers of older metrics.
+DIMENSION_REASON: Final = "reason"
 
-# Counts (unit Count)
+# --- Emitted: per job (dimensions service + job) ---
+# Age of the last successful run, emitted by every invocation of the live schedule (losers read it from the lock
+# item they already touched), so "no success for two periods" is alarmable: CloudWatch has no time-since metric.
+METRIC_LAST_SUCCESS_AGE_S: Final = "LastSuccessAgeS"  # unit Seconds
+METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds; the winner, once per committed slot
+METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes; the winner, once per committed slot
+# --- Emitted: deployment-wide (dimension service only, no job: one metric each for the whole deployment) ---
+# Counts (unit Count), emitted only when they happen; the log line names the job.
+METRIC_STALE_WRITE_REJECTED: Final = "StaleWriteRejected"  # a holder's commit carried a superseded token
+METRIC_CORRUPT_LOCK_ITEM: Final = "CorruptLockItem"  # a tampered/invalid stored item was found
+METRIC_THRESHOLD_EXCEEDED: Final = "ThresholdExceeded"  # a committed slot went above an [alarms] threshold
+
+#: Per-job metrics: dimensions service + job.
+JOB_METRICS: Final = (METRIC_LAST_SUCCESS_AGE_S, METRIC_DATA_SCANNED_BYTES, METRIC_QUERY_DURATION_MS)
+#: Deployment-wide metrics: dimension service only.
+DEPLOYMENT_METRICS: Final = (METRIC_STALE_WRITE_REJECTED, METRIC_CORRUPT_LOCK_ITEM, METRIC_THRESHOLD_EXCEEDED)
+#: Every metric the runtime emits in METRICS_NAMESPACE (the value metrics aside).
+ALL_METRICS: Final = JOB_METRICS + DEPLOYMENT_METRICS
+#: A job is stale when its last success is older than this many schedule periods (its longest gap,
+#: ``athena_refresh.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
+#: the stack's ``NoRecentSuccess`` alarm (``stacks/constructs/once_per_slot_schedule.py``) uses the same number.
+STALE_AFTER_PERIODS: Final = 2
+
+# --- No longer emitted: former metrics, now fields of the invocation's log line (LOG_ONLY_FIELDS) ---
+# The names stay so that a reader of an older dashboard, or of metrics still in CloudWatch, finds them.
 METRIC_LEASE_ACQUIRED: Final = "LeaseAcquired"
-METRIC_LOST_RACE: Final = "LostRace"  # dimension reason: one of LOSS_REASONS
+METRIC_LOST_RACE: Final = "LostRace"
 METRIC_TAKEOVER: Final = "Takeover"
 METRIC_QUERY_ADOPTED: Final = "QueryAdopted"
-METRIC_STALE_WRITE_REJECTED: Final = "StaleWriteRejected"
 METRIC_LEASE_LOST: Final = "LeaseLost"
 METRIC_RUN_SUCCEEDED: Final = "RunSucceeded"
 METRIC_RUN_FAILED: Final = "RunFailed"
-METRIC_SLOT_MISSED: Final = "SlotMissed"  # dimension reason: one of MISSED_REASONS
+METRIC_SLOT_MISSED: Final = "SlotMissed"
 METRIC_QUERIES_STARTED: Final = "QueriesStarted"
 METRIC_ROWS_STORED: Final = "RowsStored"
-METRIC_CORRUPT_LOCK_ITEM: Final = "CorruptLockItem"  # a tampered/invalid lock item was found (alarm)
-METRIC_VALUE_SERIES_DROPPED: Final = "ValueSeriesDropped"  # result rows beyond VALUE_METRIC_MAX_SERIES
-# A committed slot scanned more bytes or ran longer than its job's [alarms] thresholds (deployment-wide count)
-METRIC_THRESHOLD_EXCEEDED: Final = "ThresholdExceeded"
-# Measurements
-METRIC_QUERY_DURATION_MS: Final = "QueryDurationMs"  # unit Milliseconds
-METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes
-# unit None (USD): the committed slot's cost estimate (athena_refresh.cost), emitted once per committed slot
+METRIC_VALUE_SERIES_DROPPED: Final = "ValueSeriesDropped"
 METRIC_ESTIMATED_COST_USD: Final = "EstimatedCostUSD"
-# Age of the last successful run, emitted by every invocation (losers read it from the lock item they
-# already touched), so "no success for two periods" is alarmable: CloudWatch has no time-since metric.
-METRIC_LAST_SUCCESS_AGE_S: Final = "LastSuccessAgeS"  # unit Seconds
-#: A job is stale when its last success is older than this many schedule periods (its longest gap,
-#: ``athena_refresh.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
-#: the stack's ``NoRecentSuccess`` alarm (``stacks/constructs/alarms.py``) should use the same number.
-STALE_AFTER_PERIODS: Final = 2
-
-#: Every metric the runtime emits (the dashboard graphs each one).
-ALL_METRICS: Final = (
+#: The former metrics that are log fields now (none of them is emitted).
+RETIRED_METRICS: Final = (
     METRIC_LEASE_ACQUIRED,
     METRIC_LOST_RACE,
     METRIC_TAKEOVER,
     METRIC_QUERY_ADOPTED,
-    METRIC_STALE_WRITE_REJECTED,
     METRIC_LEASE_LOST,
     METRIC_RUN_SUCCEEDED,
     METRIC_RUN_FAILED,
     METRIC_SLOT_MISSED,
     METRIC_QUERIES_STARTED,
     METRIC_ROWS_STORED,
-    METRIC_CORRUPT_LOCK_ITEM,
     METRIC_VALUE_SERIES_DROPPED,
-    METRIC_QUERY_DURATION_MS,
-    METRIC_DATA_SCANNED_BYTES,
     METRIC_ESTIMATED_COST_USD,
-    METRIC_LAST_SUCCESS_AGE_S,
 )
 
-# Why a racer did not run the slot (values of the "reason" dimension of LostRace).
+# --- The invocation's structured log line: "slot <iso>: <status>" (one per invocation) ---
+# Keys every line of the invocation carries (Powertools appended keys), then the line's own fields. A field whose
+# value is unknown for the outcome (e.g. rows_stored for a loser) is absent from the line, not null.
+LOG_MESSAGE_PREFIX: Final = "slot "  # the line's message: f"slot {slot_iso}: {outcome}"
+LOG_FIELD_JOB: Final = "job"
+LOG_FIELD_SLOT: Final = "slot"
+LOG_FIELD_OUTCOME: Final = "outcome"  # succeeded, failed, lost, missed, lease_lost, stale_rejected, corrupt
+LOG_FIELD_REASON: Final = "reason"  # lost: LOSS_REASONS; missed: MISSED_REASONS; failed/lease_lost/...: why
+LOG_FIELD_FENCING_TOKEN: Final = "fencing_token"
+LOG_FIELD_QUERY_EXECUTION_ID: Final = "query_execution_id"
+LOG_FIELD_GENERATION: Final = "generation"
+LOG_FIELD_LEASE_ACQUIRED: Final = "lease_acquired"  # bool: this invocation held the slot's lease (was LeaseAcquired)
+LOG_FIELD_TAKEOVER: Final = "takeover"  # bool: it took over an expired lease (was Takeover)
+LOG_FIELD_QUERY_ADOPTED: Final = "query_adopted"  # bool: it adopted a predecessor's query (was QueryAdopted)
+LOG_FIELD_QUERIES_STARTED: Final = "queries_started"  # int: queries it started (was QueriesStarted)
+LOG_FIELD_DATA_SCANNED_BYTES: Final = "data_scanned_bytes"  # int: its query's statistics, once it finished
+LOG_FIELD_QUERY_DURATION_MS: Final = "query_duration_ms"  # int: likewise
+LOG_FIELD_ROWS_STORED: Final = "rows_stored"  # int: rows committed (was RowsStored)
+LOG_FIELD_ESTIMATED_COST_USD: Final = (
+    "estimated_cost_usd"  # float: the committed slot's estimate (was EstimatedCostUSD)
+)
+LOG_FIELD_VALUE_SERIES_DROPPED: Final = (
+    "value_series_dropped"  # int: value series over the cap (was ValueSeriesDropped)
+)
+LOG_FIELD_THRESHOLD_EXCEEDED: Final = (
+    "threshold_exceeded"  # "DataScannedBytes", "QueryDurationMs" or both, comma-separated
+)
+# A slot recorded MISSED by this invocation (was SlotMissed + reason): on the line of a "missed" outcome, and on the
+# warning a winner writes when its acquisition recorded an older, dead holder's slot MISSED "superseded".
+LOG_FIELD_MISSED_SLOT: Final = "missed_slot"
+LOG_FIELD_MISSED_REASON: Final = "missed_reason"  # one of MISSED_REASONS
+#: The line's keys that existed before issue 23 (kept).
+LOG_FIELDS: Final = (
+    LOG_FIELD_JOB,
+    LOG_FIELD_SLOT,
+    LOG_FIELD_OUTCOME,
+    LOG_FIELD_REASON,
+    LOG_FIELD_FENCING_TOKEN,
+    LOG_FIELD_QUERY_EXECUTION_ID,
+)
+#: The facts that are log fields only (formerly metrics, or new): the Logs Insights queries filter on them.
+LOG_ONLY_FIELDS: Final = (
+    LOG_FIELD_LEASE_ACQUIRED,
+    LOG_FIELD_TAKEOVER,
+    LOG_FIELD_QUERY_ADOPTED,
+    LOG_FIELD_QUERIES_STARTED,
+    LOG_FIELD_DATA_SCANNED_BYTES,
+    LOG_FIELD_QUERY_DURATION_MS,
+    LOG_FIELD_ROWS_STORED,
+    LOG_FIELD_ESTIMATED_COST_USD,
+    LOG_FIELD_VALUE_SERIES_DROPPED,
+    LOG_FIELD_THRESHOLD_EXCEEDED,
+    LOG_FIELD_MISSED_SLOT,
+    LOG_FIELD_MISSED_REASON,
+)
+
+# Why a racer did not run the slot (values of the log line's "reason" when its outcome is "lost").
 LOSS_REASONS: Final = (
     "held",  # another owner holds an unexpired lease for this slot
     "overrun",  # an older slot's holder is still running
@@ -234,7 +316,7 @@ LOSS_REASONS: Final = (
     "paused",  # an operator paused the job (one racer records the slot MISSED "paused")
     "busy",  # (manual runs) another manual run of the job holds the manual lease
 )
-# Why a slot did not run at all (values of the "reason" dimension of SlotMissed).
+# Why a slot did not run at all (values of the log line's "missed_reason", and "reason" of a "missed" outcome).
 MISSED_REASONS: Final = (
     "too_old",  # the delivery arrived later than the maximum slot age
     "overrun",  # every racer lost to an older slot's holder

@@ -17,7 +17,9 @@ record_init_ms((time.monotonic() - _IMPORT_STARTED_S) * 1000)
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics(capture_cold_start_metric=True)
+# No ColdStart metric: it would be one more custom metric per job function (dimension function_name); the log
+# lines carry Powertools' cold_start key instead.
+@metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Invoked by each racer's EventBridge schedule; returns the slot outcome (never raises on a lost race)."""

@@ -40,6 +40,7 @@ from slotlock import CommitConflictError, SlotRun
 from . import contract
 from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
+from .report import SlotReport, thresholds_exceeded
 from .results import ResultsStore
 from .settings import Settings
 from .stored import result_sort_key
@@ -50,16 +51,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-MetricSink = Callable[[str, float, str], None]  # (metric name, value, unit)
-
 CHECKPOINT_QUERY_STARTED = "query_started"
 CHECKPOINT_QUERY_FINISHED = "query_finished"
 #: Time kept back from the invocation deadline for reading results and the commit (shared with the stack).
 DEFAULT_COMMIT_RESERVE_MS = contract.COMMIT_RESERVE_S * 1000
-
-
-def _no_metrics(name: str, value: float, unit: str) -> None:
-    """Default sink: metrics go nowhere."""
 
 
 @dataclass
@@ -74,8 +69,6 @@ class AthenaRefreshJob:
         A :class:`~athena_refresh.engine.QueryEngine` (Athena, or DuckDB locally).
     results:
         Prepares the fenced result writes.
-    metrics:
-        ``(name, value, unit)`` sink; names from :mod:`athena_refresh.contract`.
     sleep_s, poll_initial_delay_ms, poll_max_delay_ms:
         Polling pace (injected in tests).
     commit_reserve_ms:
@@ -85,20 +78,29 @@ class AthenaRefreshJob:
         combination of dimension values is a billed custom metric; the publisher caps them.
     cost:
         Measures this invocation for the slot's cost estimate (:mod:`athena_refresh.cost`; ``None``: no
-        estimate). The estimate is committed with the result and emitted as ``EstimatedCostUSD`` after it.
+        estimate). The estimate is committed with the result and reported as ``estimated_cost_usd``.
+
+    The job emits no metric itself: it fills :attr:`report` (:class:`~athena_refresh.report.SlotReport`: adoption,
+    queries started, the query's statistics, and with the commit the rows stored, the estimate, the value series
+    dropped and the ``[alarms]`` thresholds exceeded, each of those logged as a warning); the service turns it into
+    the invocation's log line and its few metrics.
     """
 
     settings: Settings
     engine: QueryEngine
     results: ResultsStore
-    metrics: MetricSink = _no_metrics
     sleep_s: Callable[[float], None] = time.sleep
     poll_initial_delay_ms: int = 200
     poll_max_delay_ms: int = 5_000
     commit_reserve_ms: int = DEFAULT_COMMIT_RESERVE_MS
     values: ValuePublisher | None = None
     cost: InvocationCost | None = None
-    queries_started: int = field(default=0, init=False)
+    report: SlotReport = field(default_factory=SlotReport, init=False)
+
+    @property
+    def queries_started(self) -> int:
+        """Queries this job started (the report's count)."""
+        return self.report.queries_started
 
     def __call__(self, run: SlotRun) -> dict[str, Any]:
         """Run the slot's refresh; a permanent engine or store error fails the slot (no Lambda retry).
@@ -124,7 +126,7 @@ class AthenaRefreshJob:
         attempt, query_execution_id = self._adopted_state(run)
         if query_execution_id:
             logger.info("adopting query %s of slot %s (attempt %d)", query_execution_id, slot.iso, attempt)
-            self.metrics(contract.METRIC_QUERY_ADOPTED, 1, "Count")
+            self.report.query_adopted = True
         while True:
             if query_execution_id is None:
                 token = client_request_token(
@@ -136,8 +138,7 @@ class AthenaRefreshJob:
                 query_execution_id = self.engine.start_query(
                     sql=self.settings.query_sql, parameters=parameters, client_request_token=token
                 )
-                self.queries_started += 1
-                self.metrics(contract.METRIC_QUERIES_STARTED, 1, "Count")
+                self.report.queries_started += 1
                 run.record_state(query_execution_id=query_execution_id, attempt=attempt)
                 run.checkpoint(CHECKPOINT_QUERY_STARTED)
             execution = self._wait(run, query_execution_id)
@@ -157,8 +158,8 @@ class AthenaRefreshJob:
                 return error
         run.checkpoint(CHECKPOINT_QUERY_FINISHED)
         statistics = execution.statistics
-        self.metrics(contract.METRIC_QUERY_DURATION_MS, statistics.total_execution_time_ms, "Milliseconds")
-        self.metrics(contract.METRIC_DATA_SCANNED_BYTES, statistics.data_scanned_bytes, "Bytes")
+        self.report.query_duration_ms = statistics.total_execution_time_ms
+        self.report.data_scanned_bytes = statistics.data_scanned_bytes
         try:
             # Reading many pages can outlast a heartbeat interval: renew between pages (when one is due).
             result = self.engine.get_results(query_execution_id, on_page=lambda _rows: run.heartbeat())
@@ -200,17 +201,46 @@ class AthenaRefreshJob:
             prepared = prepared.without_latest()
             summary = {**prepared.summary, "attempt": attempt, "generation": generation}
             run.commit(writes=prepared.writes, summary=summary)
-        self.metrics(contract.METRIC_ROWS_STORED, len(result.rows), "Count")
-        estimate = summary.get("cost")  # absent when it could not be computed: the slot committed without it
-        estimated_usd = estimate.get("estimated_cost_usd") if isinstance(estimate, dict) else None
-        if isinstance(estimated_usd, (int, float)):
-            self.metrics(contract.METRIC_ESTIMATED_COST_USD, estimated_usd, "None")
+        self._committed(slot.iso, len(result.rows), summary)
         if self.values is not None:
             try:
-                self.values.publish(result, slot_epoch_ms=slot.epoch_ms, now_ms=run.now_ms())
+                published = self.values.publish(result, slot_epoch_ms=slot.epoch_ms, now_ms=run.now_ms())
+                self.report.value_series_dropped = published.series_dropped
             except Exception:  # the slot is committed: a metrics problem must not turn it into a retry
                 logger.exception("could not publish the result values of slot %s as metrics", slot.iso)
         return summary
+
+    def _committed(self, slot_iso: str, rows: int, summary: dict[str, Any]) -> None:
+        """Report the commit: rows, the cost estimate, and each ``[alarms]`` threshold the slot went above (a
+        warning naming job, slot, threshold, value and threshold; the service counts ``ThresholdExceeded``)."""
+        report = self.report
+        report.committed, report.rows_stored = True, rows
+        estimate = summary.get("cost")  # absent when it could not be computed: the slot committed without it
+        estimated_usd = estimate.get("estimated_cost_usd") if isinstance(estimate, dict) else None
+        if isinstance(estimated_usd, (int, float)) and not isinstance(estimated_usd, bool):
+            report.estimated_cost_usd = float(estimated_usd)
+        report.thresholds = thresholds_exceeded(
+            data_scanned_bytes=report.data_scanned_bytes or 0,
+            query_duration_ms=report.query_duration_ms or 0,
+            max_data_scanned_bytes=self.settings.alarm_data_scanned_bytes,
+            max_query_duration_ms=self.settings.alarm_query_duration_ms,
+        )
+        for exceeded in report.thresholds:
+            logger.warning(
+                "job %s slot %s: %s %d is above the threshold %d (%s)",
+                self.settings.job_name,
+                slot_iso,
+                exceeded.metric,
+                exceeded.value,
+                exceeded.threshold,
+                exceeded.setting,
+                extra={
+                    "threshold_metric": exceeded.metric,
+                    "threshold_setting": exceeded.setting,
+                    "measured": exceeded.value,
+                    "threshold": exceeded.threshold,
+                },
+            )
 
     def _cost_hook(self, data_scanned_bytes: int) -> Callable[[Any, Any], dict[str, Any]] | None:
         """The results store's cost hook: this invocation's estimate with the commit's writes (None: off)."""

@@ -1,6 +1,12 @@
 """Glue between the Lambda handler and the job: settings, cached clients, observability, outcome.
 
 Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators and one call.
+
+Observability (issue 23: each metric name + dimension set is a billed custom metric): every invocation writes one
+structured log line, ``"slot <iso>: <outcome>"``, carrying its facts (:func:`outcome_log_fields`); the metrics are
+only :data:`contract.JOB_METRICS` (the ``metrics`` singleton, dimensions service + job, flushed by the handler's
+``log_metrics``) and :data:`contract.DEPLOYMENT_METRICS` (one ``single_metric`` blob each, dimension service only,
+printed when it happens). :func:`emit_outcome_metrics` decides which an outcome emits.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from .cost import InvocationCost, PriceTableError, load_prices
 from .engine import AthenaQueryEngine, QueryEngine
 from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
+from .report import SlotReport
 from .results import ResultsStore
 from .settings import Settings
 from .stored import result_sort_key
@@ -47,12 +54,11 @@ copy_config_to_registered_loggers(source_logger=logger, include={"slotlock", "at
 
 EngineFactory = Callable[[Settings], QueryEngine]
 
+#: The per-job metrics' units (contract.JOB_METRICS); the deployment-wide counts are Count.
 _UNITS = {
-    "Count": MetricUnit.Count,
     "Milliseconds": MetricUnit.Milliseconds,
     "Bytes": MetricUnit.Bytes,
     "Seconds": MetricUnit.Seconds,
-    "None": MetricUnit.NoUnit,
 }
 
 
@@ -130,8 +136,23 @@ def dependencies(settings: Settings) -> Dependencies:
     return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results)
 
 
-def _metric(name: str, value: float, unit: str = "Count") -> None:
+def _job_metric(name: str, value: float, unit: str) -> None:
+    """A per-job metric (:data:`contract.JOB_METRICS`): the invocation's blob, dimensions service + job."""
     metrics.add_metric(name=name, unit=_UNITS[unit], value=value)
+
+
+def _deployment_count(name: str) -> None:
+    """A deployment-wide count (:data:`contract.DEPLOYMENT_METRICS`) of 1, in a blob of its own printed now, with
+    the ``service`` dimension only: one custom metric for all jobs (the log line names the job). Powertools'
+    ``single_metric`` is its way to give one metric other dimensions than the ``Metrics`` singleton's."""
+    with single_metric(
+        name=name,
+        unit=MetricUnit.Count,
+        value=1,
+        namespace=contract.METRICS_NAMESPACE,
+        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
+    ):
+        pass
 
 
 def _check_event_job(event: Any, job_name: str) -> None:
@@ -145,17 +166,6 @@ def _check_event_job(event: Any, job_name: str) -> None:
         raise InvalidEventError("job", f"names job {str(named)[:80]!r}, but this function runs job {job_name!r}")
 
 
-def _reason_metric(name: str, reason: str, job_name: str) -> None:
-    with single_metric(
-        name=name,
-        unit=MetricUnit.Count,
-        value=1,
-        namespace=contract.METRICS_NAMESPACE,
-        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: job_name},
-    ) as metric:
-        metric.add_dimension(name=contract.DIMENSION_REASON, value=reason)
-
-
 def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
     keys: dict[str, Any] = {"fencing_token": lease.fencing_token}
     if lease.state.get("query_execution_id"):
@@ -164,12 +174,17 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
     logger.info(f"checkpoint {checkpoint}", checkpoint=checkpoint, takeover=lease.takeover, reentered=lease.reentered)
     if checkpoint == CHECKPOINT_ACQUIRED and lease.superseded_slot is not None and lease.superseded_recorded:
         # Our acquisition recorded an older, unfinished slot (its holder died) as missed: say so once (a
-        # racer of that older slot may have written the record first; then it counts it, not us).
+        # racer of that older slot may have written the record first; then its line says so, not ours). Logged
+        # at the acquisition, so it is counted even if this invocation fails later.
+        missed_slot = lease.superseded_slot.iso
         logger.warning(
-            f"slot {lease.superseded_slot.iso} missed: superseded by {lease.slot.iso}",
-            superseded_slot=lease.superseded_slot.iso,
+            f"slot {missed_slot} missed: superseded by {lease.slot.iso}",
+            extra={
+                "superseded_slot": missed_slot,
+                contract.LOG_FIELD_MISSED_SLOT: missed_slot,
+                contract.LOG_FIELD_MISSED_REASON: "superseded",
+            },
         )
-        _reason_metric(contract.METRIC_SLOT_MISSED, "superseded", lease.job_name)
 
 
 def _listener(extra: Listener | None, cost: InvocationCost | None = None) -> Listener:
@@ -232,32 +247,47 @@ def _invocation_cost(settings: Settings, lock: SlotLock, context: Any) -> Invoca
     return None
 
 
-def emit_outcome_metrics(outcome: SlotOutcome, now_ms: int) -> None:
-    """One EMF metric per fact of the outcome (names and reasons from :mod:`contract`).
+def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) -> None:
+    """The outcome's metrics, and nothing else (issue 23; everything else is a field of its log line).
 
-    Every invocation of the live schedule also reports the age of the last successful run (seconds): the
-    winner just succeeded (0) or read it from the lock item; a loser got it from ALL_OLD at no extra request.
-    A manual generation (2+) does not: a backfill must not hide that the live schedule stopped succeeding.
+    Per job (dimensions service + job): every invocation of the live schedule reports the age of the last successful
+    run, ``LastSuccessAgeS`` (seconds): the winner just succeeded (0) or read it from the lock item; a loser got it
+    from ALL_OLD at no extra request. A manual generation (2+) does not: a backfill must not hide that the live
+    schedule stopped succeeding. The invocation that committed the slot's results reports its query's
+    ``DataScannedBytes`` and ``QueryDurationMs`` (once per committed slot: a stale or lost holder commits nothing).
+
+    Deployment-wide (dimension service only), only when it happens: ``ThresholdExceeded`` when the committed slot
+    went above one of its job's ``[alarms]`` thresholds (or both: one count), ``StaleWriteRejected`` for a commit
+    refused as stale. (``CorruptLockItem``: :func:`_corrupt_outcome`.)
     """
     last_success_ms = now_ms if outcome.status == "succeeded" else outcome.last_succeeded_at_ms
     if isinstance(last_success_ms, int) and outcome.generation == 1:
-        _metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
-    if outcome.fencing_token is not None and outcome.status not in ("lost", "missed"):
-        _metric(contract.METRIC_LEASE_ACQUIRED, 1)
-        if outcome.takeover:
-            _metric(contract.METRIC_TAKEOVER, 1)
-    if outcome.status == "succeeded":
-        _metric(contract.METRIC_RUN_SUCCEEDED, 1)
-    elif outcome.status == "failed":
-        _metric(contract.METRIC_RUN_FAILED, 1)
-    elif outcome.status == "stale_rejected":
-        _metric(contract.METRIC_STALE_WRITE_REJECTED, 1)
-    elif outcome.status == "lease_lost":
-        _metric(contract.METRIC_LEASE_LOST, 1)
-    elif outcome.status == "lost" and outcome.reason:
-        _reason_metric(contract.METRIC_LOST_RACE, outcome.reason, outcome.job_name)
-    elif outcome.status == "missed" and outcome.reason:
-        _reason_metric(contract.METRIC_SLOT_MISSED, outcome.reason, outcome.job_name)
+        _job_metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
+    if report.committed and report.data_scanned_bytes is not None and report.query_duration_ms is not None:
+        _job_metric(contract.METRIC_DATA_SCANNED_BYTES, report.data_scanned_bytes, "Bytes")
+        _job_metric(contract.METRIC_QUERY_DURATION_MS, report.query_duration_ms, "Milliseconds")
+        if report.thresholds:
+            _deployment_count(contract.METRIC_THRESHOLD_EXCEEDED)
+    if outcome.status == "stale_rejected":
+        _deployment_count(contract.METRIC_STALE_WRITE_REJECTED)
+
+
+def outcome_log_fields(outcome: SlotOutcome, report: SlotReport) -> dict[str, Any]:
+    """The fields of the invocation's log line beyond the keys every line carries (job, slot, owner, generation,
+    and once known fencing_token and query_execution_id): the outcome, its reason, and the facts that used to be
+    metrics (:data:`contract.LOG_ONLY_FIELDS`). ``None`` values are left out of the line by the logger."""
+    acquired = outcome.fencing_token is not None and outcome.status not in ("lost", "missed")
+    missed = outcome.status == "missed"
+    return {
+        contract.LOG_FIELD_OUTCOME: outcome.status,
+        contract.LOG_FIELD_REASON: outcome.reason,
+        contract.LOG_FIELD_FENCING_TOKEN: outcome.fencing_token,
+        contract.LOG_FIELD_LEASE_ACQUIRED: acquired,
+        contract.LOG_FIELD_TAKEOVER: acquired and outcome.takeover,
+        **report.log_fields(),
+        contract.LOG_FIELD_MISSED_SLOT: outcome.slot if missed else None,
+        contract.LOG_FIELD_MISSED_REASON: outcome.reason if missed else None,
+    }
 
 
 @tracer.capture_method(capture_response=False)
@@ -279,10 +309,10 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
 
     A tampered item (``CorruptLockItemError``: the lock item or the slot's history item; or results that
     contradict the lock, reported as ``CorruptResultsItemError``) is not raised: it cannot repair itself, so
-    Lambda's retries would only repeat it. It is logged with the item and attribute, counted as the EMF
-    metric ``CorruptLockItem`` (job dimension; alarm on it), and returned as status ``corrupt`` with
-    ``details`` naming the item. Nothing was written (a slot whose adoption found a corrupt history item
-    gets its lease released again).
+    Lambda's retries would only repeat it. It is logged with the item and attribute (outcome ``corrupt``, with
+    the job), counted as the deployment-wide EMF metric ``CorruptLockItem`` (dimension service only; alarm on
+    it), and returned as status ``corrupt`` with ``details`` naming the item. Nothing was written (a slot whose
+    adoption found a corrupt history item gets its lease released again).
     """
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
@@ -303,8 +333,7 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         settings=settings,
         engine=deps.engine,
         results=deps.results,
-        metrics=_metric,
-        values=ValuePublisher.from_settings(settings, metrics=_metric),
+        values=ValuePublisher.from_settings(settings),
         cost=cost,
     )
     runner = SlotRunner(lock, listener=_listener(_seams.listener, cost))
@@ -313,17 +342,15 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
     except (CorruptLockItemError, CommitConflictError) as error:
         return _corrupt_outcome(
-            error, deps.results, settings.job_name, slot, context.aws_request_id, job.queries_started, lock.generation
+            error, deps.results, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
         )
-    emit_outcome_metrics(outcome, lock.clock_ms())
+    emit_outcome_metrics(outcome, job.report, lock.clock_ms())
     result = outcome.as_dict()
     result["queries_started"] = job.queries_started
-    logger.info(
-        f"slot {slot.iso}: {outcome.status}",
-        outcome=outcome.status,
-        reason=outcome.reason,
-        fencing_token=outcome.fencing_token,
-    )
+    # One line per invocation, its facts as fields (the Logs Insights queries of athena_refresh.log_queries
+    # filter on them). WARNING for the outcomes someone may need to look at (a harness logging at WARNING keeps them).
+    level = logger.info if outcome.status in ("succeeded", "lost") else logger.warning
+    level(f"slot {slot.iso}: {outcome.status}", **outcome_log_fields(outcome, job.report))
     return result
 
 
@@ -333,10 +360,11 @@ def _corrupt_outcome(
     job_name: str,
     slot: Slot,
     owner_id: str,
-    queries_started: int,
+    report: SlotReport,
     generation: int = 1,
 ) -> dict[str, Any]:
-    """Report a tampered stored item: ERROR log, ``CorruptLockItem`` metric, status ``corrupt`` (no raise)."""
+    """Report a tampered stored item: ERROR log (outcome ``corrupt`` and the report's fields), the deployment-wide
+    ``CorruptLockItem`` count, status ``corrupt`` (no raise)."""
     corrupt: CorruptLockItemError | CorruptResultsItemError
     if isinstance(error, CommitConflictError):  # our only commit writes are the results store's
         corrupt = results.conflict_error(
@@ -350,7 +378,7 @@ def _corrupt_outcome(
         corrupt.__cause__ = error
     else:
         corrupt = error
-    _metric(contract.METRIC_CORRUPT_LOCK_ITEM, 1)
+    _deployment_count(contract.METRIC_CORRUPT_LOCK_ITEM)
     details = {
         "item_key": corrupt.key,
         "attribute": corrupt.attribute,
@@ -358,7 +386,8 @@ def _corrupt_outcome(
         "error_type": type(corrupt).__name__,
     }
     logger.error(
-        f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}", extra={"outcome": "corrupt", **details}
+        f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}",
+        extra={contract.LOG_FIELD_OUTCOME: "corrupt", **details, **report.log_fields()},
     )
     outcome = SlotOutcome(
         "corrupt",
@@ -369,4 +398,4 @@ def _corrupt_outcome(
         details=details,
         generation=generation,
     )
-    return {**outcome.as_dict(), "queries_started": queries_started}
+    return {**outcome.as_dict(), "queries_started": report.queries_started}

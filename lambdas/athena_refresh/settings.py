@@ -58,11 +58,18 @@ def _number(env: Mapping[str, str], key: str, default: float | None, *, integer:
     except ValueError as exc:
         kind = "an integer" if integer else "a number"
         raise ConfigurationError(key, f"must be {kind} {allowed}, got {raw!r}") from exc
-    if not math.isfinite(value):  # float() accepts "nan" and "inf"; neither is a duration or a count
+    if isinstance(value, float) and not math.isfinite(value):  # float() accepts "nan" and "inf" (an int is finite)
         raise ConfigurationError(key, f"must be a finite number {allowed}, got {raw!r}")
     if not lo <= value <= hi:
         raise ConfigurationError(key, f"must be {allowed}, got {raw}")
     return value
+
+
+def _optional_integer(env: Mapping[str, str], key: str) -> int | None:
+    """The variable ``key`` as an integer within its bounds, or ``None`` (off) when it is unset or empty."""
+    if not env.get(key, "").strip():
+        return None
+    return int(_number(env, key, None, integer=True, note="unset: off"))
 
 
 def _column_names(env: Mapping[str, str], key: str) -> tuple[str, ...]:
@@ -105,6 +112,10 @@ class Settings:
     columns, one metric each; empty: off, and the dimensions are then unused), ``value_metric_dimensions``
     (columns whose values become dimensions), ``value_metric_max_series`` (1..50 distinct dimension combinations per run, default
     10: each combination is a billed CloudWatch custom metric per value column).
+
+    Thresholds (the job's ``[alarms]``, issue 23): ``alarm_data_scanned_bytes`` and ``alarm_query_duration_ms``; a
+    committed slot whose query scanned more, or ran longer, is counted as ``ThresholdExceeded`` and logged. ``None``
+    (the variable unset or empty, as in a catalog written before them): off.
     """
 
     job_name: str
@@ -125,6 +136,8 @@ class Settings:
     value_metric_columns: tuple[str, ...] = ()
     value_metric_dimensions: tuple[str, ...] = ()
     value_metric_max_series: int = DEFAULT_VALUE_METRIC_MAX_SERIES
+    alarm_data_scanned_bytes: int | None = None  # ThresholdExceeded above this (None: off)
+    alarm_query_duration_ms: int | None = None  # ThresholdExceeded above this (None: off)
     result_reuse_max_age_min: int = 0  # Athena query result reuse (0: off), at most MAX_RESULT_REUSE_AGE_MIN
     max_slot_lead_s: float = float(contract.DEFAULT_MAX_SLOT_LEAD_S)
     query_parameters: tuple[str, ...] = ("window_start", "window_end")  # the name bound to each ``?``
@@ -169,6 +182,8 @@ class Settings:
         data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
         data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
         value_columns, value_dimensions, max_series = _value_metrics(env)
+        alarm_bytes = _optional_integer(env, contract.ENV_ALARM_DATA_SCANNED_BYTES)
+        alarm_duration_ms = _optional_integer(env, contract.ENV_ALARM_QUERY_DURATION_MS)
         reuse_min = int(
             _number(
                 env,
@@ -200,6 +215,8 @@ class Settings:
             value_metric_columns=value_columns,
             value_metric_dimensions=value_dimensions,
             value_metric_max_series=max_series,
+            alarm_data_scanned_bytes=alarm_bytes,
+            alarm_query_duration_ms=alarm_duration_ms,
             result_reuse_max_age_min=reuse_min,
             max_slot_lead_s=_number(
                 env,

@@ -14,8 +14,9 @@ in namespace :data:`contract.VALUES_NAMESPACE`:
 Cost cap: every distinct combination of dimension values is a separate custom metric per value column,
 and CloudWatch bills each one (https://aws.amazon.com/cloudwatch/pricing/). Only the first
 ``VALUE_METRIC_MAX_SERIES`` distinct combinations of a run (in result order: put an ``ORDER BY`` in the
-SQL to choose which) are published; the number of combinations left out is reported as
-:data:`contract.METRIC_VALUE_SERIES_DROPPED` (unit Count, operational namespace), 0 when none was.
+SQL to choose which) are published; the number of combinations left out is returned
+(:attr:`ValuesReport.series_dropped`), logged with a warning naming the first one left out, and carried by the
+invocation's log line as ``value_series_dropped`` (no metric of its own: issue 23).
 
 Values: ``int``, ``float`` and :class:`decimal.Decimal` are published; a ``decimal`` column's exact
 text (how :mod:`athena_refresh.engine` returns decimals) is converted to a float. SQL NULL is skipped
@@ -39,8 +40,6 @@ from . import contract
 from .engine import QueryResult
 
 logger = logging.getLogger(__name__)
-
-MetricSink = Callable[[str, float, str], None]  # (metric name, value, unit): the job's operational metrics
 
 #: CloudWatch accepts EMF timestamps up to 14 days in the past; older slots are stamped with "now".
 MAX_TIMESTAMP_AGE_MS = 14 * 24 * 3600 * 1000 - 3600 * 1000
@@ -79,8 +78,6 @@ class ValuePublisher:
         Result columns whose values become dimensions (may be empty: one series per value column).
     max_series:
         Cap on distinct dimension combinations per run (each is a billed custom metric per value column).
-    metrics:
-        The job's operational metric sink; receives :data:`contract.METRIC_VALUE_SERIES_DROPPED`.
     emit:
         Where one serialized EMF blob goes (default: Powertools prints it to stdout, which Lambda sends
         to CloudWatch Logs, which extracts the metrics).
@@ -93,7 +90,6 @@ class ValuePublisher:
         value_columns: Sequence[str],
         dimension_columns: Sequence[str] = (),
         max_series: int = 10,
-        metrics: MetricSink | None = None,
         emit: Callable[[AmazonCloudWatchEMFProvider], None] | None = None,
     ) -> None:
         if not value_columns:
@@ -107,11 +103,10 @@ class ValuePublisher:
         self.value_columns = tuple(value_columns)
         self.dimension_columns = tuple(dimension_columns)
         self.max_series = max_series
-        self.metrics = metrics
         self._emit = emit or _flush
 
     @classmethod
-    def from_settings(cls, settings: Any, *, metrics: MetricSink | None = None) -> ValuePublisher | None:
+    def from_settings(cls, settings: Any) -> ValuePublisher | None:
         """The publisher configured by :class:`~athena_refresh.settings.Settings`, or ``None`` when no
         value column is configured (``VALUE_METRIC_COLUMNS`` unset)."""
         if not settings.value_metric_columns:
@@ -121,7 +116,6 @@ class ValuePublisher:
             value_columns=settings.value_metric_columns,
             dimension_columns=settings.value_metric_dimensions,
             max_series=settings.value_metric_max_series,
-            metrics=metrics,
         )
 
     def publish(
@@ -198,8 +192,6 @@ class ValuePublisher:
                 self.max_series,
                 dict(zip(self.dimension_columns, min(dropped))),
             )
-        if self.metrics is not None:
-            self.metrics(contract.METRIC_VALUE_SERIES_DROPPED, len(dropped), "Count")
         report = ValuesReport(len(seen), len(dropped), datapoints, skipped, missing)
         logger.info("value metrics published", extra={"value_metrics": dataclasses.asdict(report)})
         return report

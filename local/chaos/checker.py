@@ -25,9 +25,9 @@ the end, and reports every violation of:
 ``terminal_records``
     every delivered slot (near-future deliveries aside) ends with exactly one terminal record, written
     once and never overwritten (:func:`check_terminal_records`);
-``slot_missed_metric``
-    the ``SlotMissed`` metric values the environments emitted (EMF) equal, reason by reason, the slot
-    items recorded MISSED (:func:`check_slot_missed_metric`);
+``slot_missed_logged``
+    the MISSED records the environments logged (lines with ``missed_reason``) equal, reason by reason, the slot
+    items recorded MISSED (:func:`check_slot_missed_logged`);
 ``future_slot_refused``
     a delivery scheduled ahead of now (beyond the lead allowance) is refused with ``InvalidEventError`` on
     every attempt before any DynamoDB request, and its slot is never acquired nor recorded
@@ -82,9 +82,7 @@ from athena_refresh import contract
 
 FINAL_COMMIT_STATUSES = ("succeeded", "failed")
 TERMINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")
-SLOT_MISSED_METRIC = contract.METRIC_SLOT_MISSED
-METRICS_NAMESPACE = contract.METRICS_NAMESPACE
-REASON_DIMENSION = contract.DIMENSION_REASON
+MISSED_REASON_FIELD = contract.LOG_FIELD_MISSED_REASON
 #: Every check, as named in the violations' ``check`` (the module docstring says what each one means).
 CHECKS = (
     "one_commit_per_slot",
@@ -94,7 +92,7 @@ CHECKS = (
     "slot_unaccounted",
     "results_mismatch",
     "terminal_records",
-    "slot_missed_metric",
+    "slot_missed_logged",
     "future_slot_refused",
     "paused_slot",
     "force_release",
@@ -475,7 +473,7 @@ def check_terminal_records(
       could not explain, e.g. a state or commit write refused by SLOT_NOT_ENDED while the lock names it).
 
     A terminal item no racer reported writing is not attributed here (a MISSED write whose answer never
-    arrived shows in ``slot_missed_metric``).
+    arrived shows in ``slot_missed_logged``).
     """
     history = live_history(history)
     violations: list[dict[str, Any]] = []
@@ -549,37 +547,28 @@ def check_terminal_records(
     return violations
 
 
-def emf_metric_values(
-    lines: Iterable[str], metric: str = SLOT_MISSED_METRIC, namespace: str = METRICS_NAMESPACE
-) -> Counter[str]:
-    """How many values of ``metric`` the Powertools EMF lines among ``lines`` carry, by their ``reason``.
+def logged_missed_slots(lines: Iterable[str]) -> Counter[str]:
+    """How many MISSED records the runtime's JSON log lines among ``lines`` report, by reason.
 
-    An EMF line is a JSON object with ``_aws.CloudWatchMetrics`` directives; the metric's values are the
-    top-level member of its name (one number, or a list of them). Other lines (JSON logs, tracebacks) are
-    skipped.
+    Each MISSED record is on exactly one line carrying ``missed_reason`` (``contract.LOG_FIELD_MISSED_REASON``): the
+    outcome line of a ``missed`` invocation, or the warning of a winner whose acquisition recorded an older slot
+    superseded (issue 23: no SlotMissed metric any more). Other lines (EMF blobs, tracebacks) are skipped.
     """
     counts: Counter[str] = Counter()
     for line in lines:
-        if metric not in line or '"_aws"' not in line:
+        if MISSED_REASON_FIELD not in line:
             continue
         try:
-            blob = json.loads(line)
+            record = json.loads(line)
         except ValueError:
             continue
-        directives = (blob.get("_aws") or {}).get("CloudWatchMetrics") or [] if isinstance(blob, dict) else []
-        declared = any(
-            d.get("Namespace") == namespace and any(m.get("Name") == metric for m in d.get("Metrics", []))
-            for d in directives
-        )
-        if not declared or metric not in blob:
-            continue
-        values = blob[metric]
-        counts[str(blob.get(REASON_DIMENSION))] += len(values) if isinstance(values, list) else 1
+        if isinstance(record, dict) and "_aws" not in record and MISSED_REASON_FIELD in record:
+            counts[str(record[MISSED_REASON_FIELD])] += 1
     return counts
 
 
-def check_slot_missed_metric(emitted: Mapping[str, int], final: FinalState) -> list[dict[str, Any]]:
-    """``slot_missed_metric``: the ``SlotMissed`` values emitted equal the MISSED slot items, reason by reason.
+def check_slot_missed_logged(logged: Mapping[str, int], final: FinalState) -> list[dict[str, Any]]:
+    """``slot_missed_logged``: the MISSED records logged equal the MISSED slot items, reason by reason.
 
     Each MISSED record is counted by exactly one racer (the one whose write applied, an SDK resend of its
     own write included); a missing value is a MISSED record nobody owned up to, an extra one a record
@@ -587,8 +576,8 @@ def check_slot_missed_metric(emitted: Mapping[str, int], final: FinalState) -> l
     """
     stored = Counter(str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED")
     violations = []
-    for reason in sorted(set(stored) | set(emitted)):
-        if stored.get(reason, 0) != emitted.get(reason, 0):
+    for reason in sorted(set(stored) | set(logged)):
+        if stored.get(reason, 0) != logged.get(reason, 0):
             slots = sorted(
                 (
                     s
@@ -599,9 +588,9 @@ def check_slot_missed_metric(emitted: Mapping[str, int], final: FinalState) -> l
             )
             violations.append(
                 _violation(
-                    "slot_missed_metric",
+                    "slot_missed_logged",
                     None,
-                    f"reason {reason}: {emitted.get(reason, 0)} SlotMissed value(s) emitted, {stored.get(reason, 0)}"
+                    f"reason {reason}: {logged.get(reason, 0)} MISSED record(s) logged, {stored.get(reason, 0)}"
                     f" slot item(s) MISSED {slots}",
                 )
             )

@@ -63,8 +63,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f" {fut['dynamodb_requests']}"
         ),
         (
-            f"SlotMissed values emitted {report['slot_missed_metric']['emitted']}, MISSED items"
-            f" {report['slot_missed_metric']['stored']}"
+            f"MISSED records logged {report['slot_missed_logged']['logged']}, MISSED items"
+            f" {report['slot_missed_logged']['stored']}"
         ),
         operator_line(report["operator"]),
         (

@@ -40,7 +40,7 @@ random plan adds, per run:
 
 Every observation (who, what, slot, fencing token, outcome, machine-wide monotonic time) is recorded; at
 the end :mod:`local.chaos.checker` checks the history, the stored state (every slot item of the lock table)
-and the ``SlotMissed`` metric values the environments emitted (the Powertools EMF lines of their logs), and
+and the MISSED records the environments logged (the JSON log lines carrying ``missed_reason``), and
 the run writes ``chaos-report.json``. The **negative control** repeats the run with fencing switched off by
 a test-only knob (the commit transaction's conditions made vacuous, ``--no-fencing`` in the worker) and must
 be reported as violating: it proves the checker can fail.
@@ -549,13 +549,13 @@ class Chaos(ServiceHooks):
         """The rows the job's query gives for each slot, computed afresh (DuckDB, no simulated duration)."""
         return self.deployment.expected_rows(self.env, slots, data_dir=self.data_dir)
 
-    def emitted_slot_missed(self) -> Counter[str]:
-        """``SlotMissed`` values in the environments' logs (Powertools EMF lines), by reason."""
-        emitted: Counter[str] = Counter()
+    def logged_slot_missed(self) -> Counter[str]:
+        """MISSED records in the environments' logs (JSON lines with ``missed_reason``), by reason."""
+        logged: Counter[str] = Counter()
         for log in sorted(self.logs_dir.glob("*.log")):
             with open(log, encoding="utf-8", errors="replace") as lines:
-                emitted += chaos_checker.emf_metric_values(lines)
-        return emitted
+                logged += chaos_checker.logged_missed_slots(lines)
+        return logged
 
     def dead_lettered(self, *, future: bool = False) -> list[str]:
         """Slots whose event went to the on-failure destination (near-future ones apart, or only those)."""
@@ -586,7 +586,7 @@ class Chaos(ServiceHooks):
         rerun_ok = {s for (s, _), item in final.generation_items.items() if item.get("status") == "SUCCEEDED"}
         expected = self.expected_rows(sorted(set(succeeded) | rerun_ok))
         planned = [p.iso for p in self.plans] + self.ancient
-        emitted = self.emitted_slot_missed()
+        logged_missed = self.logged_slot_missed()
         history = self.lambda_service.history
         tokens = self.query_tokens()
         paused = [p.iso for p in self.plans if p.pause]
@@ -600,7 +600,7 @@ class Chaos(ServiceHooks):
             expected_rows=expected,
         )
         violations += chaos_checker.check_terminal_records(history, final, dead_lettered=self.dead_lettered())
-        violations += chaos_checker.check_slot_missed_metric(emitted, final)
+        violations += chaos_checker.check_slot_missed_logged(logged_missed, final)
         violations += chaos_checker.check_future_refused(
             history, final, future_slots=self.future_slots, max_attempts=1 + MAX_ASYNC_RETRIES
         )
@@ -656,7 +656,10 @@ class Chaos(ServiceHooks):
             "slots_missed": dict(sorted(missed.items())),
             "slots_dead_lettered": len(set(self.dead_lettered())),
             "ancient_slots": len(self.ancient),
-            "slot_missed_metric": {"emitted": dict(sorted(emitted.items())), "stored": dict(sorted(missed.items()))},
+            "slot_missed_logged": {
+                "logged": dict(sorted(logged_missed.items())),
+                "stored": dict(sorted(missed.items())),
+            },
             "future_deliveries": {
                 "slots": len(self.future_slots),
                 "invocations": len(future_runs),

@@ -559,16 +559,16 @@ class Demo(ServiceHooks):
         succeeded = [s for s in planned if (final.slot_items.get(s) or {}).get("status") == "SUCCEEDED"]
         expected = self.deployment.expected_rows(self.envs[name], succeeded, data_dir=self.data_dir)
         dead_lettered = [d.slot for d in service.dead_lettered]
-        emitted: Counter[str] = Counter()
+        logged_missed: Counter[str] = Counter()
         for log in sorted((self.logs_dir / name).glob("*.log")):
             with open(log, encoding="utf-8", errors="replace") as lines:
-                emitted += checker.emf_metric_values(lines)
+                logged_missed += checker.logged_missed_slots(lines)
         violations = checker.check_history(service.history)
         violations += checker.check_final_state(
             final, planned_slots=planned, dead_lettered=dead_lettered, expected_rows=expected
         )
         violations += checker.check_terminal_records(service.history, final, dead_lettered=dead_lettered)
-        violations += checker.check_slot_missed_metric(emitted, final)
+        violations += checker.check_slot_missed_logged(logged_missed, final)
         violations = [{**v, "job": name} for v in violations]
         for violation in violations:
             if violation["slot"] not in planned:

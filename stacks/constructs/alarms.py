@@ -27,7 +27,7 @@ from athena_refresh import contract
 from stacks.constructs.job_metrics import deployment_metric
 
 MAX_ALARM_PERIOD_S = 86_400
-STALE_AFTER_PERIODS = 2
+STALE_AFTER_PERIODS = contract.STALE_AFTER_PERIODS  # the dashboard overview flags a job stale alike
 
 
 #: Threshold settings of a count alarm: fires on any occurrence in a period; no data is no occurrence.
@@ -107,19 +107,19 @@ class DeploymentAlarms(Construct):
                 count(contract.METRIC_STALE_WRITE_REJECTED),
                 AT_LEAST_ONCE,
                 "A stale lease holder tried to commit and was fenced off: check for pauses or timeouts."
-                + query("stale writes and corrupt lock items"),
+                + query("Stale writes and corrupt items by job"),
             ),
             "CorruptLockItem": (
                 count(contract.METRIC_CORRUPT_LOCK_ITEM),
                 AT_LEAST_ONCE,
                 "A job's lock item is invalid (edited or restored by hand?): its runs are blocked."
-                + query("stale writes and corrupt lock items"),
+                + query("Stale writes and corrupt items by job"),
             ),
             "ThresholdExceeded": (
                 count(contract.METRIC_THRESHOLD_EXCEEDED),
                 AT_LEAST_ONCE,
                 "A committed slot scanned more bytes or ran longer than its job's [alarms] thresholds."
-                + query("thresholds exceeded"),
+                + query("Which job exceeded a threshold"),
             ),
         }
         self.alarms = add_alarms(self, definitions, topic)

@@ -44,11 +44,7 @@ JOB_GRAPHS: dict[str, tuple[str, Sequence[str]]] = {
     contract.METRIC_QUERY_DURATION_MS: ("QueryDurationMs: Athena total execution time", ("Average", "Maximum")),
 }
 #: Deployment-wide counts (dimension service only): rare events whose log line names the job.
-DEPLOYMENT_COUNTS = (
-    contract.METRIC_STALE_WRITE_REJECTED,
-    contract.METRIC_CORRUPT_LOCK_ITEM,
-    contract.METRIC_THRESHOLD_EXCEEDED,
-)
+DEPLOYMENT_COUNTS = contract.DEPLOYMENT_METRICS
 # Logs Insights over the job functions' JSON logs: one "slot <iso>: <status>" line per invocation with the keys
 # job, slot, outcome, reason, fencing_token (and query_execution_id when known).
 LATEST_RUNS_QUERY = (

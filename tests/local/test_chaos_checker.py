@@ -19,11 +19,11 @@ from local.chaos.checker import (
     check_history,
     check_manual_isolation,
     check_paused_slots,
-    check_slot_missed_metric,
+    check_slot_missed_logged,
     check_terminal_records,
     delivered_slots,
-    emf_metric_values,
     live_history,
+    logged_missed_slots,
     manual_requests,
     percentile,
     terminal_writes,
@@ -398,50 +398,34 @@ def test_a_racer_reporting_the_slot_corrupt_is_caught() -> None:
     assert [v["slot"] for v in terminal(history, state)] == [S3]
 
 
-# --- the SlotMissed metric ---------------------------------------------------------------------------
-def emf(reason: str, values: Any = (1.0,), name: str = "SlotMissed", namespace: str = "ScheduledAthenaRefresh") -> str:
-    return json.dumps(
-        {
-            "_aws": {
-                "Timestamp": 1,
-                "CloudWatchMetrics": [
-                    {
-                        "Namespace": namespace,
-                        "Dimensions": [["service", "job", "reason"]],
-                        "Metrics": [{"Name": name, "Unit": "Count"}],
-                    }
-                ],
-            },
-            "service": "athena-refresh",
-            "job": "j",
-            "reason": reason,
-            name: list(values) if isinstance(values, tuple) else values,
-        }
-    )
+# --- the MISSED records logged ---------------------------------------------------------------------
+def logged(missed_reason: str, message: str = "slot 2026-11-22T00:30:00Z: missed", **fields: Any) -> str:
+    """A runtime JSON log line recording a slot MISSED for ``missed_reason``."""
+    record = {"level": "WARNING", "message": message, "job": "j", "missed_slot": "2026-11-22T00:30:00Z"}
+    return json.dumps({**record, "missed_reason": missed_reason, **fields})
 
 
-def test_slot_missed_values_are_read_from_emf_lines_and_nothing_else() -> None:
+def test_missed_records_are_read_from_the_log_lines_that_carry_missed_reason_and_nothing_else() -> None:
     lines = [
-        emf("superseded"),
-        emf("too_old", 1.0),
-        emf("superseded", (1.0, 1.0)),
-        emf("held", name="LostRace"),
-        emf("superseded", namespace="ScheduledAthenaRefresh/Values"),
-        "Traceback (most recent call last):",
-        json.dumps({"level": "INFO", "message": "SlotMissed superseded"}),
-        '{not json SlotMissed "_aws"',
+        logged("superseded", message="slot 2026-11-22T00:00:00Z missed: superseded by 2026-11-22T00:30:00Z"),
+        logged("too_old", outcome="missed", reason="too_old"),
+        logged("superseded", outcome="missed", reason="superseded"),
+        json.dumps({"level": "INFO", "message": "slot x: lost", "outcome": "lost", "reason": "superseded"}),
+        json.dumps({"_aws": {"CloudWatchMetrics": []}, "missed_reason": "superseded"}),  # an EMF blob is no log line
+        "Traceback (most recent call last): missed_reason",
+        '{not json "missed_reason"',
     ]
-    assert emf_metric_values(lines) == {"superseded": 3, "too_old": 1}
+    assert logged_missed_slots(lines) == {"superseded": 2, "too_old": 1}
 
 
-def test_slot_missed_values_must_equal_the_missed_items_reason_by_reason() -> None:
+def test_missed_records_logged_must_equal_the_missed_items_reason_by_reason() -> None:
     _, state = three_slots()  # one MISSED superseded
-    assert check_slot_missed_metric({"superseded": 1}, state) == []
-    missing = check_slot_missed_metric({}, state)
-    assert [v["check"] for v in missing] == ["slot_missed_metric"]
-    assert "0 SlotMissed value(s) emitted, 1 slot item(s) MISSED" in missing[0]["detail"]
-    assert len(check_slot_missed_metric({"superseded": 2}, state)) == 1  # counted twice
-    assert len(check_slot_missed_metric({"superseded": 1, "too_old": 1}, state)) == 1  # a record that is not stored
+    assert check_slot_missed_logged({"superseded": 1}, state) == []
+    missing = check_slot_missed_logged({}, state)
+    assert [v["check"] for v in missing] == ["slot_missed_logged"]
+    assert "0 MISSED record(s) logged, 1 slot item(s) MISSED" in missing[0]["detail"]
+    assert len(check_slot_missed_logged({"superseded": 2}, state)) == 1  # counted twice
+    assert len(check_slot_missed_logged({"superseded": 1, "too_old": 1}, state)) == 1  # a record that is not stored
 
 
 # --- near-future deliveries --------------------------------------------------------------------------

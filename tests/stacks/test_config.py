@@ -261,6 +261,14 @@ def test_result_reuse_is_off_unless_configured(config: JobConfig) -> None:
 
 #: A query for the runtime's inline form (exactly two ?: the window's start and end).
 INLINE_SQL = "SELECT 1 AS a FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
+#: The deployment's wiring, as the stack sets it in the function's environment (names only matter here).
+WIRING = {
+    contract.ENV_JOB_NAME: "flights-dashboard",
+    contract.ENV_LOCK_TABLE_NAME: "locks",
+    contract.ENV_RESULTS_TABLE_NAME: "results",
+    contract.ENV_ATHENA_WORKGROUP: "wg",
+    contract.ENV_ATHENA_DATABASE: "db",
+}
 #: Context keys whose runtime variable has bounds in contract.NUMERIC_BOUNDS, with that variable.
 SHARED = {
     "lease_duration_s": contract.ENV_LEASE_DURATION_S,
@@ -273,6 +281,8 @@ SHARED = {
     "data_year": contract.ENV_DATA_YEAR,
     "result_reuse_max_age_min": contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
     "value_metrics.max_series": contract.ENV_VALUE_METRIC_MAX_SERIES,
+    "alarms.data_scanned_bytes": contract.ENV_ALARM_DATA_SCANNED_BYTES,
+    "alarms.query_duration_ms": contract.ENV_ALARM_QUERY_DURATION_MS,
 }
 #: Bounds the stack alone checks (AWS limits of resources the stack creates).
 STACK_ONLY = {
@@ -280,8 +290,6 @@ STACK_ONLY = {
     "lambda_timeout_s": (1, MAX_LAMBDA_TIMEOUT_S),
     "lambda_memory_mb": (MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
     "bytes_scanned_cutoff_per_query": (MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
-    "alarms.data_scanned_bytes": (1, MAX_ALARM_DATA_SCANNED_BYTES),
-    "alarms.query_duration_ms": (1, MAX_ALARM_QUERY_DURATION_MS),
     "stack_group": (0, MAX_JOB_STACKS - 1),  # and below stack.job_stacks (stacks.jobs checks it with the file)
 }
 
@@ -425,6 +433,26 @@ def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, An
         contract.ENV_ATHENA_CATALOG,
         contract.ENV_RESULTS_BUCKET_NAME,
     }
+
+
+def test_the_job_settings_carry_the_alarm_thresholds_the_runtime_compares_with(config: JobConfig) -> None:
+    # GIVEN a job's [alarms] thresholds
+    alarms = config.alarms
+
+    # WHEN its settings are written for the job catalog, and read back as the runtime does
+    settings = config.job_settings()
+    runtime = Settings.from_env({**settings, **WIRING, contract.ENV_QUERY_SQL: INLINE_SQL})
+
+    # THEN the two ALARM_* settings carry them, as text, and the runtime compares with the same numbers
+    assert settings[contract.ENV_ALARM_DATA_SCANNED_BYTES] == str(alarms.data_scanned_bytes)
+    assert settings[contract.ENV_ALARM_QUERY_DURATION_MS] == str(alarms.query_duration_ms)
+    assert (runtime.alarm_data_scanned_bytes, runtime.alarm_query_duration_ms) == (
+        alarms.data_scanned_bytes,
+        alarms.query_duration_ms,
+    )
+    # AND their bounds are the contract's (the byte threshold stays below the largest workgroup cutoff)
+    assert MAX_ALARM_DATA_SCANNED_BYTES == contract.MAX_ALARM_DATA_SCANNED_BYTES == MAX_BYTES_SCANNED_CUTOFF - 1
+    assert MAX_ALARM_QUERY_DURATION_MS == contract.MAX_ALARM_QUERY_DURATION_MS
 
 
 @pytest.mark.parametrize("value", [-1, 61, 2.5, "5"])

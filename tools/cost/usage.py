@@ -24,7 +24,9 @@ from stacks.value_metrics_cost import (  # noqa: F401
     REFERENCE_YEAR,
     VALUE_BLOB_BYTES,
     VALUE_COLUMN_BYTES,
+    MetricSeries,
     ScheduleRate,
+    metric_series,
     schedule_rate,
     value_log_bytes,
 )
@@ -48,29 +50,6 @@ DEPLOYMENT_METRICS: Final = (
 #: The hours per month in which a deployment-wide count is assumed sent: none (they are rare; each hour one is
 #: sent costs its metric 1/730.5 of $0.30, about $0.0004).
 DEPLOYMENT_METRIC_HOURS_PER_MONTH: Final = 0.0
-
-
-@dataclass(frozen=True)
-class MetricSeries:
-    """The custom metrics one job sends: its :data:`JOB_METRICS` and, opt-in, its value series (value columns x
-    ``max_series``, namespace ScheduledAthenaRefresh/Values). Dropped series are a field of the log line, not a
-    metric."""
-
-    job: int
-    value_series: int
-
-    @property
-    def total(self) -> int:
-        return self.job + self.value_series
-
-    @property
-    def value_metrics(self) -> int:
-        return self.value_series
-
-
-def metric_series(value_columns: int, max_series: int) -> MetricSeries:
-    """The job's custom metrics; value series at their cap (``max_series``)."""
-    return MetricSeries(job=len(JOB_METRICS), value_series=value_columns * max_series if value_columns else 0)
 
 
 # --- assumptions (docs/cost.md says why each is what it is) ------------------------------------------------

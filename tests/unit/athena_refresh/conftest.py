@@ -208,22 +208,6 @@ class FakeEngine:
 
 
 @dataclass
-class MetricLog:
-    """The job's metrics sink ``(name, value, unit)``, recording every metric."""
-
-    emitted: list[tuple[str, float, str]] = field(default_factory=list)
-
-    def __call__(self, name: str, value: float, unit: str) -> None:
-        self.emitted.append((name, value, unit))
-
-    def count(self, name: str) -> int:
-        return sum(1 for n, _, _ in self.emitted if n == name)
-
-    def values(self, name: str) -> list[float]:
-        return [v for n, v, _ in self.emitted if n == name]
-
-
-@dataclass
 class RequestLog:
     """Every DynamoDB API call a client makes (botocore ``before-call``), its JSON body and the fake time.
 
@@ -496,14 +480,7 @@ def make_engine() -> Callable[..., FakeEngine]:
 
 
 @pytest.fixture
-def metric_log() -> MetricLog:
-    return MetricLog()
-
-
-@pytest.fixture
-def make_job(
-    settings: Settings, store: ResultsStore, clock: FakeClock, metric_log: MetricLog
-) -> Callable[..., AthenaRefreshJob]:
+def make_job(settings: Settings, store: ResultsStore, clock: FakeClock) -> Callable[..., AthenaRefreshJob]:
     """``make_job(engine, **overrides)``: the job as the handler builds it; its sleeps move the fake clock."""
 
     def make(engine: Any, **overrides: Any) -> AthenaRefreshJob:
@@ -511,7 +488,6 @@ def make_job(
             "settings": settings,
             "engine": engine,
             "results": store,
-            "metrics": metric_log,
             "sleep_s": clock.sleep,
         }
         params.update(overrides)

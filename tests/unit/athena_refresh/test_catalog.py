@@ -167,6 +167,34 @@ def test_a_catalog_setting_the_runtime_does_not_know_is_refused(tmp_path: Path) 
         Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: entry}}))
 
 
+def test_a_catalog_written_before_the_alarm_thresholds_loads_with_them_off(tmp_path: Path) -> None:
+    # GIVEN a catalog entry whose settings predate issue 23's ALARM_* settings
+    entry = {**ENTRY, "settings": {contract.ENV_LEASE_DURATION_S: "50", contract.ENV_WINDOW_S: "7200"}}
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: entry}})
+
+    # WHEN the function reads its settings
+    settings = Settings.from_env(ENV_WIRING, catalog_path=path)
+
+    # THEN it loads, its other settings as written, and no threshold is compared with (off)
+    assert (settings.lease_duration_s, settings.window_s) == (50.0, 7200)
+    assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (None, None)
+
+
+def test_the_alarm_thresholds_come_from_the_catalog(tmp_path: Path) -> None:
+    # GIVEN the stack's catalog: the job's [alarms] thresholds among its settings
+    thresholds = {contract.ENV_ALARM_DATA_SCANNED_BYTES: "5000000000", contract.ENV_ALARM_QUERY_DURATION_MS: "120000"}
+    path = write(tmp_path, {"format": 1, "jobs": {JOB: {**ENTRY, "settings": thresholds}}})
+
+    # WHEN / THEN the runtime reads them as integers (bytes, milliseconds)
+    settings = Settings.from_env(ENV_WIRING, catalog_path=path)
+    assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (5_000_000_000, 120_000)
+    # AND one out of its range is refused naming it, like any setting
+    zero = {**ENTRY, "settings": {contract.ENV_ALARM_QUERY_DURATION_MS: "0"}}
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: zero}}))
+    assert caught.value.key == contract.ENV_ALARM_QUERY_DURATION_MS
+
+
 ENV_WIRING = {
     contract.ENV_JOB_NAME: JOB,
     contract.ENV_LOCK_TABLE_NAME: "locks",

@@ -1,10 +1,12 @@
-"""The runtime emits exactly the metrics of the contract (``contract.ALL_METRICS``), and nothing else.
+"""The runtime emits exactly the metrics of the contract (issue 23), and every other fact as a log field.
 
-The stack's dashboard and alarms are built from ``contract.ALL_METRICS``; this test drives the real
-Lambda handler (Powertools decorators, settings from the environment, the slot lock, the results
-store) through every scenario that emits a metric, reads the EMF blobs it prints (capsys), and checks
-that the union of metric names is ``ALL_METRICS``, that every ``reason`` of ``LostRace`` and
-``SlotMissed`` in the contract occurs, and that each blob has the dimensions the dashboard expects.
+The stack's dashboard and alarms are built from ``contract.JOB_METRICS`` (dimensions service + job) and
+``contract.DEPLOYMENT_METRICS`` (dimension service only); each metric name + dimension set is a billed custom
+metric. This test drives the real Lambda handler (Powertools decorators, settings from the environment, the slot
+lock, the results store) through every outcome, reads what it prints (capsys: EMF blobs and the JSON log lines),
+and checks for each outcome exactly which metrics it emitted with which dimensions, and the fields of its one
+structured log line ("slot <iso>: <outcome>"); together the outcomes emit every contract metric and log every
+loss and missed reason of the contract.
 
 Other racers act directly on the lock table with clocks of their own (the handler's lock uses the
 system clock), one request at a time: in-process moto is not atomic under concurrency.
@@ -13,7 +15,8 @@ system clock), one request at a time: in-process moto is not atomic under concur
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,11 +27,14 @@ from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock, pause, request_generation
 
-#: Powertools' own cold-start metric (``capture_cold_start_metric=True`` in the handler). Not a
-#: metric of the job: its dimensions are ``function_name`` and ``service``, not ``job``.
-POWERTOOLS_METRICS = frozenset({"ColdStart"})
 SQL = "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1"
 OPERATOR = "arn:aws:iam::123456789012:user/op"
+#: The fake engine's statistics of every query (tests/unit/athena_refresh/conftest.py).
+SCANNED_BYTES, DURATION_MS = 7_340_032, 910
+#: A field the line must carry, whatever its value.
+PRESENT = object()
+#: A field the line must not carry (unknown for that outcome: the logger leaves None out).
+ABSENT = object()
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
@@ -40,33 +46,77 @@ pytestmark = [
 
 @dataclass
 class Emitted:
-    """The EMF blobs one scenario's handler invocations printed."""
+    """What one scenario's handler invocations printed: EMF blobs and JSON log lines."""
 
-    blobs: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def blobs(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if "_aws" in r]
 
     def of(self, namespace: str) -> list[dict[str, Any]]:
         return [b for b in self.blobs if b["_aws"]["CloudWatchMetrics"][0]["Namespace"] == namespace]
 
-    @property
-    def names(self) -> set[str]:
-        return {
-            m["Name"]
-            for b in self.of(contract.METRICS_NAMESPACE)
-            for d in b["_aws"]["CloudWatchMetrics"]
-            for m in d["Metrics"]
-        } - POWERTOOLS_METRICS
+    @staticmethod
+    def names(blob: Mapping[str, Any]) -> list[str]:
+        return [m["Name"] for d in blob["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]]
 
-    def reasons(self, metric: str) -> set[str]:
-        return {b[contract.DIMENSION_REASON] for b in self.of(contract.METRICS_NAMESPACE) if metric in b}
+    @staticmethod
+    def dimension_sets(blob: Mapping[str, Any]) -> list[list[str]]:
+        return [sorted(dims) for d in blob["_aws"]["CloudWatchMetrics"] for dims in d["Dimensions"]]
+
+    @property
+    def job_metrics(self) -> set[str]:
+        """Names in blobs whose one dimension set is service + job."""
+        job = sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB])
+        return {
+            n for b in self.of(contract.METRICS_NAMESPACE) if self.dimension_sets(b) == [job] for n in self.names(b)
+        }
+
+    @property
+    def deployment_counts(self) -> Counter[str]:
+        """Names in blobs whose one dimension set is service only, counted."""
+        return Counter(
+            n
+            for b in self.of(contract.METRICS_NAMESPACE)
+            if self.dimension_sets(b) == [[contract.DIMENSION_SERVICE]]
+            for n in self.names(b)
+        )
+
+    @property
+    def lines(self) -> list[dict[str, Any]]:
+        """The invocations' outcome lines ("slot <iso>: <outcome>"), in order."""
+        return [
+            r
+            for r in self.records
+            if "_aws" not in r and contract.LOG_FIELD_OUTCOME in r and str(r.get("message", "")).startswith("slot ")
+        ]
+
+    @property
+    def missed(self) -> list[tuple[str, str]]:
+        """(missed_slot, missed_reason) of every line that records a slot MISSED (outcome lines and the warning of
+        a winner that recorded an older slot superseded)."""
+        return [
+            (r[contract.LOG_FIELD_MISSED_SLOT], r[contract.LOG_FIELD_MISSED_REASON])
+            for r in self.records
+            if contract.LOG_FIELD_MISSED_REASON in r
+        ]
 
 
 class Harness:
     """One job (its own name, so scenarios never share a lock item) on the moto tables."""
 
     def __init__(
-        self, job: str, ddb: Any, tables: dict[str, str], make_engine: Any, make_context: Any, read: Any
+        self,
+        job: str,
+        ddb: Any,
+        tables: dict[str, str],
+        make_engine: Any,
+        make_context: Any,
+        read: Any,
+        setenv: Callable[[str, str], None],
     ) -> None:
-        self.job, self.ddb = job, ddb
+        self.job, self.ddb, self.setenv = job, ddb, setenv
         self.lock_table, self.results_table = tables["lock_table"], tables["results_table"]
         self.make_engine, self.make_context, self._read = make_engine, make_context, read
         self.slot = Slot(int(time.time()) - 5)  # scheduled a few seconds ago (the handler's lock: system clock)
@@ -125,46 +175,110 @@ class Harness:
         client.meta.events.register("before-call.dynamodb.UpdateItem", answer, unique_id="emitted-metrics-answer")
 
     def emitted(self) -> Emitted:
-        return Emitted([r for r in self._read() if "_aws" in r])
+        """What was printed since the last call."""
+        return Emitted(self._read())
 
 
 # ---------------------------------------------------------------------------------------------------
-# scenarios: each returns the blobs of the invocations under test and the metric names expected
+# scenarios: each returns what the invocations under test printed, and what they must have printed
 # ---------------------------------------------------------------------------------------------------
-WIN = {
-    contract.METRIC_LEASE_ACQUIRED,
-    contract.METRIC_RUN_SUCCEEDED,
-    contract.METRIC_LAST_SUCCESS_AGE_S,
-    contract.METRIC_QUERIES_STARTED,
-    contract.METRIC_ROWS_STORED,
-    contract.METRIC_QUERY_DURATION_MS,
-    contract.METRIC_DATA_SCANNED_BYTES,
-    contract.METRIC_ESTIMATED_COST_USD,
-    contract.METRIC_VALUE_SERIES_DROPPED,
+@dataclass(frozen=True)
+class Expected:
+    """``job``: the per-job metrics (dimensions service + job); ``deployment``: the deployment-wide counts (dimension
+    service only, value 1 each, one blob each); ``lines``: the fields of each invocation's outcome line, in order
+    (a subset: PRESENT / ABSENT for fields whose value is not fixed, or which must be missing); ``missed``: the
+    (slot, reason) of every MISSED record the invocations logged."""
+
+    job: frozenset[str] = frozenset()
+    deployment: frozenset[str] = frozenset()
+    lines: tuple[Mapping[str, Any], ...] = ()
+    missed: tuple[tuple[str, str], ...] = ()
+
+
+JOB_MEASUREMENTS = frozenset({contract.METRIC_DATA_SCANNED_BYTES, contract.METRIC_QUERY_DURATION_MS})
+WIN_METRICS = JOB_MEASUREMENTS | {contract.METRIC_LAST_SUCCESS_AGE_S}
+#: The winner's outcome line: lease, one query started, its statistics, the commit's rows, the estimate, and the
+#: value series over the cap (3 origins, cap 2: one dropped); no threshold configured, so none exceeded.
+WIN_LINE: Mapping[str, Any] = {
+    "outcome": "succeeded",
+    "reason": ABSENT,
+    "fencing_token": PRESENT,
+    "query_execution_id": PRESENT,
+    "lease_acquired": True,
+    "takeover": False,
+    "query_adopted": False,
+    "queries_started": 1,
+    "data_scanned_bytes": SCANNED_BYTES,
+    "query_duration_ms": DURATION_MS,
+    "rows_stored": 3,
+    "estimated_cost_usd": PRESENT,
+    "value_series_dropped": 1,
+    "threshold_exceeded": ABSENT,
+    "missed_slot": ABSENT,
+    "missed_reason": ABSENT,
 }
 
 
-def win_and_commit(h: Harness) -> tuple[Emitted, set[str]]:
+def lost(reason: str, **fields: Any) -> dict[str, Any]:
+    """A loser's outcome line: no lease, no query, nothing measured or stored."""
+    return {
+        "outcome": "lost",
+        "reason": reason,
+        "lease_acquired": False,
+        "takeover": False,
+        "queries_started": 0,
+        "data_scanned_bytes": ABSENT,
+        "rows_stored": ABSENT,
+        "missed_reason": ABSENT,
+        **fields,
+    }
+
+
+def missed(slot: Slot, reason: str) -> dict[str, Any]:
+    """The outcome line of the racer that recorded its slot MISSED."""
+    return {
+        "outcome": "missed",
+        "reason": reason,
+        "lease_acquired": False,
+        "queries_started": 0,
+        "missed_slot": slot.iso,
+        "missed_reason": reason,
+    }
+
+
+def win_and_commit(h: Harness) -> tuple[Emitted, Expected]:
     assert h.invoke("req-A")["status"] == "succeeded"
-    return h.emitted(), WIN
+    return h.emitted(), Expected(job=WIN_METRICS, lines=(WIN_LINE,))
 
 
-def lost_slot_finished(h: Harness) -> tuple[Emitted, set[str]]:
+def threshold_exceeded(h: Harness) -> tuple[Emitted, Expected]:
+    # the job's [alarms] data_scanned_bytes is below what the query scans; its duration threshold is not reached
+    h.setenv(contract.ENV_ALARM_DATA_SCANNED_BYTES, str(SCANNED_BYTES - 1))
+    h.setenv(contract.ENV_ALARM_QUERY_DURATION_MS, str(DURATION_MS))  # equal is not above
+    assert h.invoke("req-A")["status"] == "succeeded"
+    line = {**WIN_LINE, "threshold_exceeded": contract.METRIC_DATA_SCANNED_BYTES}
+    return h.emitted(), Expected(
+        job=WIN_METRICS, deployment=frozenset({contract.METRIC_THRESHOLD_EXCEEDED}), lines=(line,)
+    )
+
+
+def lost_slot_finished(h: Harness) -> tuple[Emitted, Expected]:
     assert h.invoke("req-A")["status"] == "succeeded"
     h.emitted()
     result = h.invoke("req-B")
     assert (result["status"], result["reason"]) == ("lost", "slot_finished")
-    return h.emitted(), {contract.METRIC_LOST_RACE, contract.METRIC_LAST_SUCCESS_AGE_S}
+    # the loser reports the last success's age, read from the lock item it touched (ALL_OLD)
+    return h.emitted(), Expected(job=frozenset({contract.METRIC_LAST_SUCCESS_AGE_S}), lines=(lost("slot_finished"),))
 
 
-def lost_held(h: Harness) -> tuple[Emitted, set[str]]:
+def lost_held(h: Harness) -> tuple[Emitted, Expected]:
     assert h.racer().try_acquire(h.slot, "req-winner").acquired
     result = h.invoke("req-B")
     assert (result["status"], result["reason"]) == ("lost", "held")
-    return h.emitted(), {contract.METRIC_LOST_RACE}  # fresh job: no last success to report yet
+    return h.emitted(), Expected(lines=(lost("held"),))  # fresh job: no last success to report yet
 
 
-def overrun(h: Harness) -> tuple[Emitted, set[str]]:
+def overrun(h: Harness) -> tuple[Emitted, Expected]:
     # an older slot's holder is still running: the first racer records the slot as missed, the next loses
     assert h.racer().try_acquire(Slot(h.slot.epoch_s - 60), "req-old").acquired
     first, second = h.invoke("req-B"), h.invoke("req-C")
@@ -174,10 +288,10 @@ def overrun(h: Harness) -> tuple[Emitted, set[str]]:
         "lost",
         "overrun",
     )
-    return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
+    return h.emitted(), Expected(lines=(missed(h.slot, "overrun"), lost("overrun")), missed=((h.slot.iso, "overrun"),))
 
 
-def lost_superseded(h: Harness) -> tuple[Emitted, set[str]]:
+def lost_superseded(h: Harness) -> tuple[Emitted, Expected]:
     # a newer slot holds the lock: the first racer records this slot MISSED (superseded), the next loses
     assert h.racer(clock_offset_s=60).try_acquire(Slot(h.slot.epoch_s + 60), "req-newer").acquired
     first, second = h.invoke("req-B"), h.invoke("req-C")
@@ -187,40 +301,45 @@ def lost_superseded(h: Harness) -> tuple[Emitted, set[str]]:
         "lost",
         "superseded",
     )
-    return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
+    return h.emitted(), Expected(
+        lines=(missed(h.slot, "superseded"), lost("superseded")), missed=((h.slot.iso, "superseded"),)
+    )
 
 
-def lost_conflict(h: Harness) -> tuple[Emitted, set[str]]:
+def lost_conflict(h: Harness) -> tuple[Emitted, Expected]:
     # the winner's commit transaction is in flight on the lock item for the loser's whole (short) budget
     h.answer_acquisitions_with("TransactionConflictException")
     result = h.invoke("req-B")
     assert (result["status"], result["reason"]) == ("lost", "conflict")
-    return h.emitted(), {contract.METRIC_LOST_RACE}
+    return h.emitted(), Expected(lines=(lost("conflict"),))
 
 
-def lost_unavailable(h: Harness) -> tuple[Emitted, set[str]]:
+def lost_unavailable(h: Harness) -> tuple[Emitted, Expected]:
     # DynamoDB throttles the acquisition past botocore's retries and the loser's own budget
     h.answer_acquisitions_with("ProvisionedThroughputExceededException")
     result = h.invoke("req-B")
     assert (result["status"], result["reason"]) == ("lost", "unavailable")
-    return h.emitted(), {contract.METRIC_LOST_RACE}
+    return h.emitted(), Expected(lines=(lost("unavailable"),))
 
 
-def too_old(h: Harness) -> tuple[Emitted, set[str]]:
+def too_old(h: Harness) -> tuple[Emitted, Expected]:
     # No LastSuccessAgeS: a too-old delivery is rejected before any lock request (documented in README).
-    result = h.invoke("req-B", Slot(h.slot.epoch_s - 3600))
+    old = Slot(h.slot.epoch_s - 3600)
+    result = h.invoke("req-B", old)
     assert (result["status"], result["reason"]) == ("missed", "too_old")
-    return h.emitted(), {contract.METRIC_SLOT_MISSED}
+    return h.emitted(), Expected(lines=(missed(old, "too_old"),), missed=((old.iso, "too_old"),))
 
 
-def missed_superseded(h: Harness) -> tuple[Emitted, set[str]]:
-    # an older slot's holder died (its lease expired); this slot's winner records the older slot as missed
-    assert h.racer(clock_offset_s=-120).try_acquire(Slot(h.slot.epoch_s - 60), "req-dead").acquired
+def missed_superseded(h: Harness) -> tuple[Emitted, Expected]:
+    # an older slot's holder died (its lease expired); this slot's winner records the older slot as missed: its
+    # acquisition's warning says so (logged at once, so it counts even if the invocation fails later)
+    older = Slot(h.slot.epoch_s - 60)
+    assert h.racer(clock_offset_s=-120).try_acquire(older, "req-dead").acquired
     assert h.invoke("req-B")["status"] == "succeeded"
-    return h.emitted(), WIN | {contract.METRIC_SLOT_MISSED}
+    return h.emitted(), Expected(job=WIN_METRICS, lines=(WIN_LINE,), missed=((older.iso, "superseded"),))
 
 
-def takeover_adopts_query(h: Harness) -> tuple[Emitted, set[str]]:
+def takeover_adopts_query(h: Harness) -> tuple[Emitted, Expected]:
     # a dead winner started the query and recorded it; its lease has expired
     qid = h.engine.start_query(sql=SQL, parameters=["'a'", "'b'"], client_request_token="t" * 32)
     dead = h.racer(clock_offset_s=-60)
@@ -229,13 +348,11 @@ def takeover_adopts_query(h: Harness) -> tuple[Emitted, set[str]]:
     dead.record_state(lease, {"query_execution_id": qid, "attempt": 1})
     result = h.invoke("req-B")
     assert (result["status"], result["takeover"], result["adopted_state"]) == ("succeeded", True, True)
-    return h.emitted(), WIN - {contract.METRIC_QUERIES_STARTED} | {
-        contract.METRIC_TAKEOVER,
-        contract.METRIC_QUERY_ADOPTED,
-    }
+    line = {**WIN_LINE, "takeover": True, "query_adopted": True, "queries_started": 0, "query_execution_id": qid}
+    return h.emitted(), Expected(job=WIN_METRICS, lines=(line,))
 
 
-def stale_rejected(h: Harness) -> tuple[Emitted, set[str]]:
+def stale_rejected(h: Harness) -> tuple[Emitted, Expected]:
     # while the handler polls, a racer whose clock runs 60 s ahead sees its lease expired and takes over
     def take_over(engine: Any, poll: int) -> None:
         if poll == 1:
@@ -244,16 +361,22 @@ def stale_rejected(h: Harness) -> tuple[Emitted, set[str]]:
     h.use_engine(h.make_engine([["SUCCEEDED"]], on_get_query=take_over))
     result = h.invoke("req-A")
     assert result["status"] == "stale_rejected"
-    return h.emitted(), {
-        contract.METRIC_LEASE_ACQUIRED,
-        contract.METRIC_QUERIES_STARTED,
-        contract.METRIC_QUERY_DURATION_MS,
-        contract.METRIC_DATA_SCANNED_BYTES,
-        contract.METRIC_STALE_WRITE_REJECTED,
+    # the query's statistics are known (logged), but nothing was committed: no per-job measurement
+    line = {
+        "outcome": "stale_rejected",
+        "reason": "fencing_token_superseded",
+        "lease_acquired": True,
+        "queries_started": 1,
+        "data_scanned_bytes": SCANNED_BYTES,
+        "query_duration_ms": DURATION_MS,
+        "rows_stored": ABSENT,
+        "estimated_cost_usd": ABSENT,
+        "value_series_dropped": ABSENT,
     }
+    return h.emitted(), Expected(deployment=frozenset({contract.METRIC_STALE_WRITE_REJECTED}), lines=(line,))
 
 
-def lease_lost(h: Harness) -> tuple[Emitted, set[str]]:
+def lease_lost(h: Harness) -> tuple[Emitted, Expected]:
     # the takeover happens while the query is being started: recording its id finds the lease gone
     engine = h.make_engine([["SUCCEEDED"]])
     start = engine.start_query
@@ -266,23 +389,26 @@ def lease_lost(h: Harness) -> tuple[Emitted, set[str]]:
     h.use_engine(engine)
     result = h.invoke("req-A")
     assert (result["status"], result["reason"]) == ("lease_lost", "record_state")
-    return h.emitted(), {contract.METRIC_LEASE_ACQUIRED, contract.METRIC_QUERIES_STARTED, contract.METRIC_LEASE_LOST}
+    line = {"outcome": "lease_lost", "reason": "record_state", "lease_acquired": True, "queries_started": 1}
+    return h.emitted(), Expected(lines=({**line, "data_scanned_bytes": ABSENT, "rows_stored": ABSENT},))
 
 
-def query_failed(h: Harness) -> tuple[Emitted, set[str]]:
+def query_failed(h: Harness) -> tuple[Emitted, Expected]:
     h.use_engine(h.make_engine([[{"state": "FAILED", "retryable": False, "error_message": "bad column"}]]))
     assert h.invoke("req-A")["status"] == "failed"
-    return h.emitted(), {contract.METRIC_LEASE_ACQUIRED, contract.METRIC_QUERIES_STARTED, contract.METRIC_RUN_FAILED}
+    line = {"outcome": "failed", "lease_acquired": True, "queries_started": 1, "data_scanned_bytes": ABSENT}
+    return h.emitted(), Expected(lines=({**line, "rows_stored": ABSENT},))
 
 
-def corrupt_lock_item(h: Harness) -> tuple[Emitted, set[str]]:
+def corrupt_lock_item(h: Harness) -> tuple[Emitted, Expected]:
     h.ddb.put_item(TableName=h.lock_table, Item={"pk": {"S": f"lock#{h.job}"}, "fencing_token": {"S": "7"}})
     result = h.invoke("req-A")
     assert (result["status"], result["details"]["attribute"]) == ("corrupt", "fencing_token")
-    return h.emitted(), {contract.METRIC_CORRUPT_LOCK_ITEM}
+    line = {"outcome": "corrupt", "attribute": "fencing_token", "queries_started": 0}
+    return h.emitted(), Expected(deployment=frozenset({contract.METRIC_CORRUPT_LOCK_ITEM}), lines=(line,))
 
 
-def results_contradict_the_lock(h: Harness) -> tuple[Emitted, set[str]]:
+def results_contradict_the_lock(h: Harness) -> tuple[Emitted, Expected]:
     # the results' LATEST pointer names the coming slot with a higher token than the lock ever issued (e.g.
     # after a point-in-time restore of the lock table, before the fence bump; only the same slot and
     # generation compare tokens): the commit is refused
@@ -296,16 +422,12 @@ def results_contradict_the_lock(h: Harness) -> tuple[Emitted, set[str]]:
     )
     result = h.invoke("req-B")
     assert (result["status"], result["details"]["attribute"]) == ("corrupt", "fencing_token")
-    # The corrupt path returns before the outcome metrics: no LeaseAcquired although a lease was held.
-    return h.emitted(), {
-        contract.METRIC_QUERIES_STARTED,
-        contract.METRIC_QUERY_DURATION_MS,
-        contract.METRIC_DATA_SCANNED_BYTES,
-        contract.METRIC_CORRUPT_LOCK_ITEM,
-    }
+    # The corrupt path returns before the outcome's metrics: the query ran, but nothing was committed
+    line = {"outcome": "corrupt", "queries_started": 1, "data_scanned_bytes": SCANNED_BYTES, "rows_stored": ABSENT}
+    return h.emitted(), Expected(deployment=frozenset({contract.METRIC_CORRUPT_LOCK_ITEM}), lines=(line,))
 
 
-def paused(h: Harness) -> tuple[Emitted, set[str]]:
+def paused(h: Harness) -> tuple[Emitted, Expected]:
     # an operator paused the job: the first racer records the slot MISSED (paused), the next loses
     assert pause(h.racer(), reason="maintenance", requested_by=OPERATOR).changed
     first, second = h.invoke("req-B"), h.invoke("req-C")
@@ -315,10 +437,10 @@ def paused(h: Harness) -> tuple[Emitted, set[str]]:
         "lost",
         "paused",
     )
-    return h.emitted(), {contract.METRIC_SLOT_MISSED, contract.METRIC_LOST_RACE}
+    return h.emitted(), Expected(lines=(missed(h.slot, "paused"), lost("paused")), missed=((h.slot.iso, "paused"),))
 
 
-def lost_busy(h: Harness) -> tuple[Emitted, set[str]]:
+def lost_busy(h: Harness) -> tuple[Emitted, Expected]:
     # two re-runs of a past slot were requested; the first holds the manual lease, so the second loses as busy
     # (no LastSuccessAgeS: a manual generation does not report the live schedule's last success)
     past = Slot(h.slot.epoch_s - 600)
@@ -331,22 +453,23 @@ def lost_busy(h: Harness) -> tuple[Emitted, set[str]]:
     assert racer.for_generation(2).try_acquire(past, "req-rerun-2").acquired
     result = h.invoke("req-B", past, generation=3)
     assert (result["status"], result["reason"], result["generation"]) == ("lost", "busy", 3)
-    return h.emitted(), {contract.METRIC_LOST_RACE}
+    return h.emitted(), Expected(lines=(lost("busy", generation=3),))
 
 
-def rerun_commits(h: Harness) -> tuple[Emitted, set[str]]:
-    # an operator re-runs a past slot (generation 2): a winner's metrics, but no LastSuccessAgeS (a re-run's
-    # success must not hide that the live schedule stopped succeeding)
+def rerun_commits(h: Harness) -> tuple[Emitted, Expected]:
+    # an operator re-runs a past slot (generation 2): the commit's measurements, but no LastSuccessAgeS (a
+    # re-run's success must not hide that the live schedule stopped succeeding)
     past = Slot(h.slot.epoch_s - 600)
     racer = h.racer()
     request_generation(racer.context, past, run_id="r1", kind="rerun", requested_by=OPERATOR, reason="test")
     result = h.invoke("req-A", past, generation=2)
     assert (result["status"], result["generation"]) == ("succeeded", 2)
-    return h.emitted(), WIN - {contract.METRIC_LAST_SUCCESS_AGE_S}
+    return h.emitted(), Expected(job=JOB_MEASUREMENTS, lines=({**WIN_LINE, "generation": 2},))
 
 
-SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
+SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "win_and_commit": win_and_commit,
+    "threshold_exceeded": threshold_exceeded,
     "lost_slot_finished": lost_slot_finished,
     "lost_held": lost_held,
     "overrun": overrun,
@@ -370,6 +493,20 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, set[str]]]] = {
 # ---------------------------------------------------------------------------------------------------
 # fixtures
 # ---------------------------------------------------------------------------------------------------
+class _CurrentStdout:
+    """A stream that writes to the current ``sys.stdout`` (capsys swaps it between test phases)."""
+
+    def write(self, text: str) -> int:
+        import sys
+
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        import sys
+
+        sys.stdout.flush()
+
+
 @pytest.fixture
 def harness(
     monkeypatch: pytest.MonkeyPatch,
@@ -378,10 +515,15 @@ def harness(
     make_engine: Any,
     make_context: Any,
     capsys: pytest.CaptureFixture[str],
-) -> Callable[[str], Harness]:
+) -> Iterator[Callable[[str], Harness]]:
     """``harness(job)``: sets the function's environment for ``job`` (values: flights and delay by origin,
-    at most 2 series, so the default three origins also drop one) and returns a :class:`Harness`."""
+    at most 2 series, so the default three origins also drop one; no ``ALARM_*`` threshold, as in a catalog
+    written before them) and returns a :class:`Harness`. The Powertools log lines go to capsys too."""
     import json
+
+    handler = service.logger.registered_handler
+    previous = handler.stream
+    handler.stream = _CurrentStdout()  # plain assignment: setStream() would flush the old stream
 
     def read() -> list[dict[str, Any]]:
         return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
@@ -405,52 +547,104 @@ def harness(
         }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
+        for key in (contract.ENV_ALARM_DATA_SCANNED_BYTES, contract.ENV_ALARM_QUERY_DURATION_MS):
+            monkeypatch.delenv(key, raising=False)
         read()  # start from an empty capture
-        return Harness(job, ddb, aws_resources, make_engine, make_context, read)
+        return Harness(job, ddb, aws_resources, make_engine, make_context, read, monkeypatch.setenv)
 
-    return make
+    yield make
+    handler.stream = previous
 
 
-def _run(name: str, harness: Callable[[str], Harness]) -> tuple[Emitted, set[str]]:
+def _run(name: str, harness: Callable[[str], Harness]) -> tuple[Emitted, Expected]:
     return SCENARIOS[name](harness(f"job-{name.replace('_', '-')}"))
+
+
+def _mismatches(line: Mapping[str, Any], expected: Mapping[str, Any]) -> dict[str, Any]:
+    """The expected fields the line does not match: ``{field: (expected, found)}``."""
+    wrong = {}
+    for key, want in expected.items():
+        if want is PRESENT:
+            ok = line.get(key) is not None
+        elif want is ABSENT:
+            ok = key not in line
+        else:
+            ok = key in line and line[key] == want
+        if not ok:
+            wrong[key] = ("<present>" if want is PRESENT else "<absent>" if want is ABSENT else want, line.get(key))
+    return wrong
 
 
 # ---------------------------------------------------------------------------------------------------
 # tests
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_each_scenario_emits_exactly_its_metrics_with_the_dashboards_dimensions(
+def test_each_outcome_emits_exactly_its_metrics_and_logs_its_facts(
     name: str, harness: Callable[[str], Harness]
 ) -> None:
+    job = f"job-{name.replace('_', '-')}"
     emitted, expected = _run(name, harness)
 
-    assert emitted.names == expected
+    # the per-job metrics: one blob at most per invocation, dimensions service + job, names of JOB_METRICS only
+    assert emitted.job_metrics == expected.job
+    # the deployment-wide counts: one blob each (dimension service only, no job), value 1
+    assert emitted.deployment_counts == Counter(expected.deployment)
     for blob in emitted.of(contract.METRICS_NAMESPACE):
-        if POWERTOOLS_METRICS.issuperset(blob) or "ColdStart" in blob:
-            continue
-        job = blob[contract.DIMENSION_JOB]
-        [dimensions] = blob["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
-        reason = [contract.DIMENSION_REASON] if contract.DIMENSION_REASON in dimensions else []
-        assert sorted(dimensions) == sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB, *reason]), blob
-        assert (blob[contract.DIMENSION_SERVICE], job) == (contract.SERVICE_NAME, f"job-{name.replace('_', '-')}")
+        dims = emitted.dimension_sets(blob)
+        assert dims in ([sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB])], [[contract.DIMENSION_SERVICE]])
+        assert blob[contract.DIMENSION_SERVICE] == contract.SERVICE_NAME
+        if dims == [[contract.DIMENSION_SERVICE]]:
+            [metric] = emitted.names(blob)
+            assert (
+                metric in contract.DEPLOYMENT_METRICS
+                and blob[metric] in (1, [1])
+                and contract.DIMENSION_JOB not in blob
+            )
+        else:
+            assert blob[contract.DIMENSION_JOB] == job and set(emitted.names(blob)) <= set(contract.JOB_METRICS)
+    # nothing else in the operational namespace (no former metric, no ColdStart)
+    names = {n for b in emitted.of(contract.METRICS_NAMESPACE) for n in emitted.names(b)}
+    assert names <= set(contract.ALL_METRICS)
+
+    # one outcome line per invocation, with the expected facts
+    assert len(emitted.lines) == len(expected.lines), emitted.lines
+    for line, fields in zip(emitted.lines, expected.lines):
+        assert line["job"] == job and line["message"].startswith(f"slot {line['slot']}: {line['outcome']}")
+        assert _mismatches(line, fields) == {}, line
+        level = (
+            "ERROR"
+            if line["outcome"] == "corrupt"
+            else "INFO"
+            if line["outcome"] in ("succeeded", "lost")
+            else "WARNING"
+        )
+        assert line["level"] == level
+    assert emitted.missed == list(expected.missed)
+
+    # the value metrics (their own namespace, dimensions job + the dimension columns) exactly when a result was
+    # committed
     for blob in emitted.of(contract.VALUES_NAMESPACE):
         assert blob["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [[contract.DIMENSION_JOB, "origin"]]
-    # values are published exactly when a result was committed
-    assert bool(emitted.of(contract.VALUES_NAMESPACE)) == (contract.METRIC_ROWS_STORED in expected)
+    assert bool(emitted.of(contract.VALUES_NAMESPACE)) == any(line.get("rows_stored") for line in emitted.lines)
 
 
 @pytest.mark.parametrize("backend", ["moto"], indirect=True)  # the scenarios already ran on both backends above
-def test_the_scenarios_together_emit_every_contract_metric_and_every_reason(harness: Callable[[str], Harness]) -> None:
-    union: set[str] = set()
+def test_the_outcomes_together_emit_every_contract_metric_and_log_every_reason(
+    harness: Callable[[str], Harness],
+) -> None:
+    job_metrics: set[str] = set()
+    deployment: set[str] = set()
     lost_reasons: set[str] = set()
     missed_reasons: set[str] = set()
     for name, scenario in SCENARIOS.items():
         emitted, _ = scenario(harness(f"union-{name.replace('_', '-')}"))
-        assert emitted.names <= set(contract.ALL_METRICS), (name, emitted.names - set(contract.ALL_METRICS))
-        union |= emitted.names
-        lost_reasons |= emitted.reasons(contract.METRIC_LOST_RACE)
-        missed_reasons |= emitted.reasons(contract.METRIC_SLOT_MISSED)
+        job_metrics |= emitted.job_metrics
+        deployment |= set(emitted.deployment_counts)
+        lost_reasons |= {line["reason"] for line in emitted.lines if line["outcome"] == "lost"}
+        missed_reasons |= {reason for _, reason in emitted.missed}
 
-    assert union == set(contract.ALL_METRICS)
+    assert job_metrics == set(contract.JOB_METRICS)
+    assert deployment == set(contract.DEPLOYMENT_METRICS)
+    assert set(contract.ALL_METRICS) == set(contract.JOB_METRICS) | set(contract.DEPLOYMENT_METRICS)
     assert lost_reasons == set(contract.LOSS_REASONS)
     assert missed_reasons == set(contract.MISSED_REASONS)

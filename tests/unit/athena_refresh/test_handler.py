@@ -33,8 +33,7 @@ JOB = "flights-dashboard"
 LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVAL_S
 
 # Powertools warns when an invocation flushes no buffered metric: expected when the handler raises before
-# the run, and for a loser on a fresh table (LostRace is a single_metric, flushed at once; there is no
-# last success to report yet).
+# the run, and for a loser or a failed run on a fresh table (there is no last success to report yet).
 pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
     pytest.mark.usefixtures("fresh_powertools_state"),  # every test is a new execution environment
@@ -108,6 +107,9 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         contract.ENV_VALUE_METRIC_MAX_SERIES: "10",
         contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "0",
         contract.ENV_MAX_SLOT_LEAD_S: "5",
+        # above the fake engine's statistics (7 MiB, 910 ms): no threshold exceeded unless a test lowers one
+        contract.ENV_ALARM_DATA_SCANNED_BYTES: str(2**30),
+        contract.ENV_ALARM_QUERY_DURATION_MS: "600000",
     }
     assert set(values) == set(contract.STACK_ENV_VARS) | {contract.ENV_QUERY_SQL}  # the inline query: no catalog
     for key, value in values.items():
@@ -209,7 +211,12 @@ def metric_names(blob: dict[str, Any]) -> list[str]:
 
 
 def dimensions(blob: dict[str, Any]) -> list[list[str]]:
-    return [dims for d in blob["_aws"]["CloudWatchMetrics"] for dims in d["Dimensions"]]
+    """The blob's dimension sets, each sorted (EMF's order carries no meaning)."""
+    return [sorted(dims) for d in blob["_aws"]["CloudWatchMetrics"] for dims in d["Dimensions"]]
+
+
+#: The dimension set of the per-job metrics, sorted.
+JOB_DIMENSIONS = sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB])
 
 
 def emitted(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -219,6 +226,12 @@ def emitted(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def log_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if "_aws" not in r and "message" in r]
+
+
+def outcome_line(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The invocation's one structured line, ``slot <iso>: <outcome>``."""
+    [line] = [r for r in log_records(records) if "outcome" in r and r["message"].startswith("slot ")]
+    return line
 
 
 @pytest.fixture
@@ -529,18 +542,19 @@ def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_r
     # naming the item and the attribute
     assert (result["status"], result["reason"]) == ("corrupt", "corrupt_item")
     assert (result["details"]["item_key"], result["details"]["attribute"]) == (item_key, attribute)
-    # AND the CorruptLockItem metric is emitted once (EMF, Count, with the job dimension), with an ERROR log
-    blob = emitted(records)[contract.METRIC_CORRUPT_LOCK_ITEM]
+    # AND the deployment-wide CorruptLockItem count is emitted once (EMF, Count, dimension service only: one
+    # metric for every job), and nothing else; the ERROR line names the job, the slot, the item and the attribute
+    [blob] = emf_blobs(records)
+    assert metric_names(blob) == [contract.METRIC_CORRUPT_LOCK_ITEM]
     assert blob[contract.METRIC_CORRUPT_LOCK_ITEM] in (1, [1])
     assert {"Name": contract.METRIC_CORRUPT_LOCK_ITEM, "Unit": "Count"} in blob["_aws"]["CloudWatchMetrics"][0][
         "Metrics"
     ]
-    assert blob[contract.DIMENSION_JOB] == JOB and [contract.DIMENSION_SERVICE, contract.DIMENSION_JOB] in [
-        sorted(d, reverse=True) for d in dimensions(blob)
-    ]
+    assert dimensions(blob) == [[contract.DIMENSION_SERVICE]] and contract.DIMENSION_JOB not in blob
+    assert blob[contract.DIMENSION_SERVICE] == contract.SERVICE_NAME
     [error] = [r for r in log_records(records) if r["level"] == "ERROR" and "corrupt" in r["message"]]
     assert (error["item_key"], error["attribute"], error["slot"]) == (item_key, attribute, current_slot().iso)
-    assert contract.METRIC_RUN_SUCCEEDED not in emitted(records)
+    assert (error["job"], error["outcome"]) == (JOB, "corrupt")
     # AND the results are untouched (the commit was refused as a whole); a corrupt lock item is untouched too
     assert scan(aws_resources["results_table"]) == results_before
     if tampered == "lock-token-removed":
@@ -552,58 +566,56 @@ def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_r
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_winner_emits_emf_metrics(invoke: Any, stdout_json: Any) -> None:
+def test_winner_emits_its_three_job_metrics_in_one_blob(invoke: Any, stdout_json: Any) -> None:
     # WHEN a winner runs the slot
     result = invoke(scheduler_event(current_slot()))
     records = stdout_json()
 
-    # THEN one EMF blob (namespace, service and job dimensions) carries the run's metrics
+    # THEN one EMF blob (namespace, dimensions service + job) carries exactly the three per-job metrics: the last
+    # success's age (0: just now), and the committed slot's scanned bytes and query duration (the fake's statistics)
     assert result["status"] == "succeeded"
-    metrics = emitted(records)
-    for name in (
-        contract.METRIC_LEASE_ACQUIRED,
-        contract.METRIC_RUN_SUCCEEDED,
-        contract.METRIC_LAST_SUCCESS_AGE_S,
-        contract.METRIC_QUERIES_STARTED,
-        contract.METRIC_ROWS_STORED,
-        contract.METRIC_QUERY_DURATION_MS,
-        contract.METRIC_DATA_SCANNED_BYTES,
-    ):
-        assert name in metrics, name
-    blob = metrics[contract.METRIC_RUN_SUCCEEDED]
-    assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == contract.METRICS_NAMESPACE
-    assert sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB]) in [sorted(d) for d in dimensions(blob)]
+    [blob] = [
+        b for b in emf_blobs(records) if b["_aws"]["CloudWatchMetrics"][0]["Namespace"] == contract.METRICS_NAMESPACE
+    ]
+    assert sorted(metric_names(blob)) == sorted(contract.JOB_METRICS)
+    assert dimensions(blob) == [JOB_DIMENSIONS]
     assert (blob[contract.DIMENSION_SERVICE], blob[contract.DIMENSION_JOB]) == (contract.SERVICE_NAME, JOB)
-    assert blob[contract.METRIC_LAST_SUCCESS_AGE_S] in (0, [0])  # Powertools prints values as lists
-    assert blob[contract.METRIC_ROWS_STORED] in (3, [3])
-    # no loser or failure metric for a winner; the cold start is reported once
-    for name in (
-        contract.METRIC_LOST_RACE,
-        contract.METRIC_RUN_FAILED,
-        contract.METRIC_TAKEOVER,
-        contract.METRIC_LEASE_LOST,
-        contract.METRIC_STALE_WRITE_REJECTED,
-    ):
-        assert name not in metrics, name
-    assert "ColdStart" in metrics
+    values = {name: blob[name] for name in contract.JOB_METRICS}  # Powertools prints values as lists
+    assert values == {
+        contract.METRIC_LAST_SUCCESS_AGE_S: [0.0],
+        contract.METRIC_DATA_SCANNED_BYTES: [7_340_032.0],
+        contract.METRIC_QUERY_DURATION_MS: [910.0],
+    }
+    units = {m["Name"]: m["Unit"] for m in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert units == {
+        contract.METRIC_LAST_SUCCESS_AGE_S: "Seconds",
+        contract.METRIC_DATA_SCANNED_BYTES: "Bytes",
+        contract.METRIC_QUERY_DURATION_MS: "Milliseconds",
+    }
+    # AND no other blob in the operational namespace: no deployment-wide count, no ColdStart (one more custom metric
+    # per function; Powertools' cold_start log key says it), no former metric; the value metrics are their own
+    others = [b for b in emf_blobs(records) if b is not blob]
+    assert all(b["_aws"]["CloudWatchMetrics"][0]["Namespace"] == contract.VALUES_NAMESPACE for b in others)
+    assert outcome_line(records)["cold_start"] is True
 
 
-def test_the_committed_slot_records_and_emits_its_cost_estimate(
+def test_the_committed_slot_records_and_logs_its_cost_estimate(
     invoke: Any, stdout_json: Any, store: Any, lock: SlotLock
 ) -> None:
     # WHEN a winner runs the slot (no catalog: one racer; the context says 256 MB)
     slot = current_slot()
     assert invoke(scheduler_event(slot))["status"] == "succeeded"
-    blob = emitted(stdout_json())[contract.METRIC_ESTIMATED_COST_USD]
-    value = blob[contract.METRIC_ESTIMATED_COST_USD]
-    emitted_usd = value[0] if isinstance(value, list) else value
+    records = stdout_json()
+    logged_usd = outcome_line(records)[contract.LOG_FIELD_ESTIMATED_COST_USD]
 
-    # THEN the result item, its LATEST copy and the slot's history carry the same estimate as the metric
+    # THEN the result item, its LATEST copy and the slot's history carry the same estimate as the log line (no
+    # EstimatedCostUSD metric any more)
     stored, latest = store.result(JOB, slot.iso), store.latest(JOB)
     cost = stored.cost
-    assert cost == latest.cost and cost["estimated_cost_usd"] == emitted_usd > 0
+    assert cost == latest.cost and cost["estimated_cost_usd"] == logged_usd > 0
     assert cost["estimate"] is True and cost["prices"]["region"] == "us-east-1"
     assert lock.get_slot(slot)["summary"]["cost"] == cost
+    assert contract.METRIC_ESTIMATED_COST_USD not in emitted(records)
     # AND it counts what the slot used: the 7 MB query billed at the 10 MB minimum, one request of 256 MB,
     # the lock's metered writes plus the commit's model, one scheduler invocation
     usage = cost["usage"]
@@ -613,7 +625,7 @@ def test_the_committed_slot_records_and_emits_its_cost_estimate(
     assert cost["by_service_usd"]["scheduler"] == pytest.approx(1e-6)
 
 
-def test_loser_emits_lost_race_with_the_reason_dimension(invoke: Any, stdout_json: Any) -> None:
+def test_loser_emits_only_the_last_success_age_and_logs_its_reason(invoke: Any, stdout_json: Any) -> None:
     # GIVEN the slot already ran (so the loser also learns when the last success was)
     slot = current_slot()
     assert invoke(scheduler_event(slot), "req-winner")["status"] == "succeeded"
@@ -621,32 +633,70 @@ def test_loser_emits_lost_race_with_the_reason_dimension(invoke: Any, stdout_jso
 
     # WHEN a late racer arrives
     result = invoke(rule_event(slot), "req-loser")
-    metrics = emitted(stdout_json())
+    records = stdout_json()
 
-    # THEN LostRace is emitted with service, job and reason dimensions
+    # THEN its only metric is LastSuccessAgeS (from the lock item's ALL_OLD, no extra read), dimensions service + job
     assert (result["status"], result["reason"]) == ("lost", "slot_finished")
-    blob = metrics[contract.METRIC_LOST_RACE]
-    assert sorted([contract.DIMENSION_SERVICE, contract.DIMENSION_JOB, contract.DIMENSION_REASON]) in [
-        sorted(d) for d in dimensions(blob)
-    ]
-    assert blob[contract.DIMENSION_REASON] == "slot_finished"
-    assert blob[contract.METRIC_LOST_RACE] in (1, [1])
-    assert contract.METRIC_LAST_SUCCESS_AGE_S in metrics  # from the lock item's ALL_OLD, no extra read
-    for name in (contract.METRIC_LEASE_ACQUIRED, contract.METRIC_RUN_SUCCEEDED, contract.METRIC_QUERIES_STARTED):
-        assert name not in metrics, name
+    [blob] = emf_blobs(records)
+    assert metric_names(blob) == [contract.METRIC_LAST_SUCCESS_AGE_S]
+    assert dimensions(blob) == [JOB_DIMENSIONS]
+    # AND the loss and its reason are fields of its log line (no LostRace metric, no reason dimension)
+    line = outcome_line(records)
+    assert (line["outcome"], line["reason"], line["lease_acquired"], line["takeover"]) == (
+        "lost",
+        "slot_finished",
+        False,
+        False,
+    )
+    assert (line["queries_started"], line["query_adopted"]) == (0, False)
+    assert "fencing_token" not in line and "rows_stored" not in line and "data_scanned_bytes" not in line
 
 
-def test_held_loser_reports_reason_held(invoke: Any, stdout_json: Any, take_lease_elsewhere: Any) -> None:
-    # GIVEN another racer holds the lease
+def test_held_loser_of_a_fresh_job_emits_no_metric(invoke: Any, stdout_json: Any, take_lease_elsewhere: Any) -> None:
+    # GIVEN another racer holds the lease of a job that never succeeded
     slot = current_slot()
     take_lease_elsewhere(slot, "req-winner")
 
     # WHEN this racer runs
     invoke(scheduler_event(slot), "req-loser")
+    records = stdout_json()
 
-    # THEN LostRace carries reason "held"
-    blob = emitted(stdout_json())[contract.METRIC_LOST_RACE]
-    assert blob[contract.DIMENSION_REASON] == "held"
+    # THEN it emits nothing (no last success to report yet) and logs reason "held"
+    assert emf_blobs(records) == []
+    assert (outcome_line(records)["outcome"], outcome_line(records)["reason"]) == ("lost", "held")
+
+
+def test_a_slot_above_a_threshold_emits_one_deployment_wide_count_and_a_warning(
+    invoke: Any, stdout_json: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN thresholds below the fake engine's statistics (7,340,032 bytes, 910 ms): both are exceeded
+    monkeypatch.setenv(contract.ENV_ALARM_DATA_SCANNED_BYTES, "1000000")
+    monkeypatch.setenv(contract.ENV_ALARM_QUERY_DURATION_MS, "500")
+    slot = current_slot()
+
+    # WHEN the winner commits the slot
+    assert invoke(scheduler_event(slot), "req-A")["status"] == "succeeded"
+    records = stdout_json()
+
+    # THEN ThresholdExceeded is emitted once (1, Count, dimension service only), in a blob of its own
+    [count] = [b for b in emf_blobs(records) if contract.METRIC_THRESHOLD_EXCEEDED in metric_names(b)]
+    assert metric_names(count) == [contract.METRIC_THRESHOLD_EXCEEDED] and count[
+        contract.METRIC_THRESHOLD_EXCEEDED
+    ] in (1, [1])
+    assert dimensions(count) == [[contract.DIMENSION_SERVICE]] and contract.DIMENSION_JOB not in count
+    # AND the job's measurements are emitted as usual
+    job_blobs = [b for b in emf_blobs(records) if contract.METRIC_DATA_SCANNED_BYTES in metric_names(b)]
+    assert len(job_blobs) == 1 and job_blobs[0][contract.DIMENSION_JOB] == JOB
+    # AND one warning per threshold names job, slot, threshold, value and threshold; the outcome line says which
+    warnings = [r for r in log_records(records) if "above the threshold" in r["message"]]
+    assert [(w["level"], w["threshold_metric"], w["measured"], w["threshold"]) for w in warnings] == [
+        ("WARNING", contract.METRIC_DATA_SCANNED_BYTES, 7_340_032, 1_000_000),
+        ("WARNING", contract.METRIC_QUERY_DURATION_MS, 910, 500),
+    ]
+    assert warnings[0]["message"] == (
+        f"job {JOB} slot {slot.iso}: DataScannedBytes 7340032 is above the threshold 1000000 (ALARM_DATA_SCANNED_BYTES)"
+    )
+    assert outcome_line(records)["threshold_exceeded"] == "DataScannedBytes,QueryDurationMs"
 
 
 def test_logs_carry_job_slot_owner_and_fencing_token(invoke: Any, stdout_json: Any) -> None:
@@ -671,9 +721,28 @@ def test_logs_carry_job_slot_owner_and_fencing_token(invoke: Any, stdout_json: A
     assert all(r["fencing_token"] == 1 for r in checkpoints)
     assert checkpoints[-1]["query_execution_id"].startswith("qid-")
     final = logs[-1]
-    assert final["message"] == f"slot {slot.iso}: succeeded"
+    assert final["message"] == f"slot {slot.iso}: succeeded" and final["level"] == "INFO"
     assert (final["outcome"], final["fencing_token"], final["service"]) == ("succeeded", 1, contract.SERVICE_NAME)
     assert final["function_request_id"] == "req-A"  # Powertools' Lambda context keys
+    # AND the outcome line carries the facts that used to be metrics (issue 23); unknown ones are absent
+    assert final["query_execution_id"] == checkpoints[-1]["query_execution_id"]
+    facts = {key: final.get(key) for key in contract.LOG_ONLY_FIELDS}
+    assert facts == {
+        "lease_acquired": True,
+        "takeover": False,
+        "query_adopted": False,
+        "queries_started": 1,
+        "data_scanned_bytes": 7_340_032,
+        "query_duration_ms": 910,
+        "rows_stored": 3,
+        "estimated_cost_usd": facts["estimated_cost_usd"],
+        "value_series_dropped": 0,  # 3 origins, cap 10
+        "threshold_exceeded": None,
+        "missed_slot": None,
+        "missed_reason": None,
+    }
+    assert facts["estimated_cost_usd"] > 0
+    assert not {"threshold_exceeded", "missed_slot", "missed_reason"} & set(final)
 
 
 def test_loser_logs_carry_job_slot_and_owner(invoke: Any, stdout_json: Any, take_lease_elsewhere: Any) -> None:
@@ -695,7 +764,7 @@ def test_loser_logs_carry_job_slot_and_owner(invoke: Any, stdout_json: Any, take
     )
 
 
-def test_permanent_query_failure_returns_failed_and_emits_run_failed(
+def test_permanent_query_failure_returns_failed_and_logs_it(
     invoke: Any, make_engine: Any, stdout_json: Any, store: Any
 ) -> None:
     # GIVEN Athena rejects the query for good
@@ -720,11 +789,19 @@ def test_permanent_query_failure_returns_failed_and_emits_run_failed(
     result = invoke(scheduler_event(slot), "req-A")
     records = stdout_json()
 
-    # THEN the invocation returns (no Lambda retry), reports RunFailed, stores nothing
+    # THEN the invocation returns (no Lambda retry), stores nothing, emits no metric (a fresh job: no last success;
+    # nothing committed) and logs the outcome as a WARNING line with the query it started
     assert result["status"] == "failed" and result["details"]["error_type"] == 1006
-    metrics = emitted(records)
-    assert contract.METRIC_RUN_FAILED in metrics and contract.METRIC_RUN_SUCCEEDED not in metrics
+    assert emf_blobs(records) == []
     assert store.list_results(JOB) == []
+    line = outcome_line(records)
+    assert (line["level"], line["outcome"], line["lease_acquired"], line["queries_started"]) == (
+        "WARNING",
+        "failed",
+        True,
+        1,
+    )
+    assert "data_scanned_bytes" not in line and "rows_stored" not in line
     # AND the job's own (stdlib) log record is JSON with the invocation's keys, like the handler's
     [failure] = [r for r in log_records(records) if "failed for good" in r["message"]]
     assert failure["level"] == "ERROR"

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from athena_refresh import contract
 from athena_refresh.engine import client_request_token
 from athena_refresh.errors import QueryEngineError, QueryTimeoutError
 from athena_refresh.job import CHECKPOINT_QUERY_STARTED
+from athena_refresh.report import SlotReport
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner, create_lock_table
@@ -73,7 +73,6 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
     lock: SlotLock,
     store: ResultsStore,
     settings: Settings,
-    metric_log: Any,
     request_log: Any,
     clock: Any,
 ) -> None:
@@ -81,7 +80,8 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
     engine = make_engine([["QUEUED", "RUNNING", "SUCCEEDED"]])
 
     # WHEN the first racer runs the slot
-    outcome = run(make_runner(), make_job(engine), "req-A")
+    job = make_job(engine)
+    outcome = run(make_runner(), job, "req-A")
     sent = list(request_log.operations)
 
     # THEN it succeeded under token 1 with one query, started with the slot's token and window
@@ -119,13 +119,11 @@ def test_happy_path_stores_one_result_and_the_latest_pointer(
     # AND three DynamoDB requests did it all: acquire, record the query id, commit
     assert sent == ["UpdateItem", "TransactWriteItems", "TransactWriteItems"]
 
-    # AND the metrics describe the run
-    assert metric_log.emitted == [
-        (contract.METRIC_QUERIES_STARTED, 1, "Count"),
-        (contract.METRIC_QUERY_DURATION_MS, 910, "Milliseconds"),
-        (contract.METRIC_DATA_SCANNED_BYTES, 7_340_032, "Bytes"),
-        (contract.METRIC_ROWS_STORED, 3, "Count"),
-    ]
+    # AND its report (the service's log line fields and metric values) describes the run: one query started,
+    # its statistics, the commit and its rows (no cost tracker, no value metrics, no thresholds: those stay unset)
+    assert job.report == SlotReport(
+        queries_started=1, data_scanned_bytes=7_340_032, query_duration_ms=910, committed=True, rows_stored=3
+    )
 
 
 def test_two_deployments_of_one_job_in_one_account_start_separate_queries(
@@ -188,7 +186,6 @@ def test_loser_sends_one_dynamodb_request_and_never_calls_the_engine(
     run: Any,
     slot: Slot,
     lock: SlotLock,
-    metric_log: Any,
     request_log: Any,
     clock: Any,
 ) -> None:
@@ -199,17 +196,17 @@ def test_loser_sends_one_dynamodb_request_and_never_calls_the_engine(
         assert run(make_runner(), make_job(make_engine()), "req-A").status == "succeeded"
     clock.advance(s=1)
     engine = make_engine()
-    metric_log.emitted.clear()
     request_log.clear()
 
     # WHEN a late racer of the same slot runs
-    outcome = run(make_runner(), make_job(engine), "req-B")
+    job = make_job(engine)
+    outcome = run(make_runner(), job, "req-B")
 
     # THEN it lost with a reason, after exactly one DynamoDB request and zero engine calls
     assert (outcome.status, outcome.reason, outcome.fencing_token) == ("lost", reason, None)
     assert request_log.operations == ["UpdateItem"]
     assert engine.calls == []
-    assert metric_log.emitted == []
+    assert job.report == SlotReport()  # nothing to report: not started, nothing committed
     assert outcome.details["fencing_token"] == 1  # learnt from ALL_OLD, at no extra request
 
 
@@ -226,7 +223,6 @@ def test_takeover_adopts_the_predecessors_query(
     slot: Slot,
     store: ResultsStore,
     settings: Settings,
-    metric_log: Any,
     clock: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -239,15 +235,14 @@ def test_takeover_adopts_the_predecessors_query(
 
     # WHEN its lease has expired and racer B arrives (a late delivery of the same slot)
     clock.advance(s=settings.lease_duration_s + 1)
-    metric_log.emitted.clear()
-    outcome = run(make_runner(), make_job(engine), "req-B")
+    job = make_job(engine)
+    outcome = run(make_runner(), job, "req-B")
 
     # THEN B took over, adopted A's query instead of starting a second one, and stored its result
     assert (outcome.status, outcome.fencing_token) == ("succeeded", 2)
     assert (outcome.takeover, outcome.reentered, outcome.adopted_state) == (True, False, True)
     assert len(engine.starts) == 1
-    assert metric_log.count(contract.METRIC_QUERY_ADOPTED) == 1
-    assert metric_log.count(contract.METRIC_QUERIES_STARTED) == 0
+    assert (job.report.query_adopted, job.report.queries_started, job.report.committed) == (True, 0, True)
     [result] = store.list_results(settings.job_name)
     assert (result["query_execution_id"], result["fencing_token"]) == (qid, 2)
     assert store.get_latest(settings.job_name)["fencing_token"] == 2  # type: ignore[index]
@@ -261,7 +256,6 @@ def test_retry_of_a_dead_winner_reenters_and_adopts(
     slot: Slot,
     store: ResultsStore,
     settings: Settings,
-    metric_log: Any,
     clock: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -273,14 +267,15 @@ def test_retry_of_a_dead_winner_reenters_and_adopts(
     clock.advance(s=5)
 
     # WHEN Lambda retries the same event (same request id) in a fresh execution environment
-    outcome = run(make_runner(), make_job(engine), "req-A")
+    job = make_job(engine)
+    outcome = run(make_runner(), job, "req-A")
 
     # THEN it re-entered its own lease at once (no waiting for expiry) and adopted the query
     assert outcome.status == "succeeded"
     assert (outcome.takeover, outcome.reentered, outcome.adopted_state) == (False, True, True)
     assert outcome.fencing_token == 2
     assert len(engine.starts) == 1
-    assert metric_log.count(contract.METRIC_QUERY_ADOPTED) == 1
+    assert (job.report.query_adopted, job.report.queries_started) == (True, 0)
     assert store.get_result(settings.job_name, slot.iso)["query_execution_id"] == qid  # type: ignore[index]
 
 
@@ -371,7 +366,6 @@ def test_retryable_failure_starts_attempt_2_with_a_new_client_request_token(
     lock: SlotLock,
     store: ResultsStore,
     settings: Settings,
-    metric_log: Any,
 ) -> None:
     # GIVEN the first query fails with a retryable (system) error, the second succeeds
     engine = make_engine(
@@ -382,7 +376,8 @@ def test_retryable_failure_starts_attempt_2_with_a_new_client_request_token(
     )
 
     # WHEN the slot runs
-    outcome = run(make_runner(), make_job(engine), "req-A")
+    job = make_job(engine)
+    outcome = run(make_runner(), job, "req-A")
 
     # THEN a second query was started with attempt 2's token (not a resend of attempt 1's)
     tokens = [start["token"] for start in engine.starts]
@@ -395,7 +390,7 @@ def test_retryable_failure_starts_attempt_2_with_a_new_client_request_token(
     assert outcome.status == "succeeded" and outcome.value["attempt"] == 2
     assert store.get_result(settings.job_name, slot.iso)["query_execution_id"] == second_qid  # type: ignore[index]
     assert lock.get_slot(slot)["state"] == {"query_execution_id": second_qid, "attempt": 2}  # type: ignore[index]
-    assert metric_log.count(contract.METRIC_QUERIES_STARTED) == 2
+    assert job.report.queries_started == 2
 
 
 @pytest.mark.parametrize("max_attempts", [1, 3])
@@ -531,7 +526,6 @@ def test_query_timeout_near_the_deadline_releases_the_lease_and_propagates(
     store: ResultsStore,
     settings: Settings,
     clock: Any,
-    metric_log: Any,
 ) -> None:
     # GIVEN an invocation with 12 s left, 5 s of which are reserved for the commit, and a slow query
     engine = make_engine([["RUNNING"]])
@@ -557,12 +551,12 @@ def test_query_timeout_near_the_deadline_releases_the_lease_and_propagates(
     # WHEN Lambda's retry (same request id) arrives and the query has finished meanwhile
     engine.queries[qid].script = deque(["SUCCEEDED"])
     clock.advance(s=60)
-    metric_log.emitted.clear()
-    outcome = run(make_runner(), make_job(engine), "req-A")
+    retry = make_job(engine)
+    outcome = run(make_runner(), retry, "req-A")
 
     # THEN it re-enters, adopts the query and stores its result, without starting another
     assert (outcome.status, outcome.reentered, outcome.adopted_state) == ("succeeded", True, True)
-    assert len(engine.starts) == 1 and metric_log.count(contract.METRIC_QUERY_ADOPTED) == 1
+    assert len(engine.starts) == 1 and retry.report.query_adopted and retry.report.queries_started == 0
     assert store.get_result(settings.job_name, slot.iso)["query_execution_id"] == qid  # type: ignore[index]
 
 

@@ -39,6 +39,8 @@ FULL_ENV = {
     contract.ENV_VALUE_METRIC_MAX_SERIES: "20",
     contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "90",
     contract.ENV_MAX_SLOT_LEAD_S: "3",
+    contract.ENV_ALARM_DATA_SCANNED_BYTES: "5000000000",
+    contract.ENV_ALARM_QUERY_DURATION_MS: "120000",
 }
 REQUIRED = (
     contract.ENV_JOB_NAME,
@@ -103,6 +105,8 @@ def test_from_env_reads_every_contract_variable() -> None:
         value_metric_max_series=20,
         result_reuse_max_age_min=90,
         max_slot_lead_s=3.0,
+        alarm_data_scanned_bytes=5_000_000_000,
+        alarm_query_duration_ms=120_000,
     )
     assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
 
@@ -462,6 +466,8 @@ NUMERIC = {
     contract.ENV_RESULT_REUSE_MAX_AGE_MIN: True,
     contract.ENV_VALUE_METRIC_MAX_SERIES: True,
     contract.ENV_MAX_SLOT_LEAD_S: False,
+    contract.ENV_ALARM_DATA_SCANNED_BYTES: True,
+    contract.ENV_ALARM_QUERY_DURATION_MS: True,
 }
 TEXT = (
     contract.ENV_JOB_NAME,
@@ -493,7 +499,8 @@ def bound_cases() -> list[Any]:
             ("min", _text(lo), True),
             ("max", _text(hi), True),
             ("above-max", _text(round(hi + step, 3)), False),
-            ("10e12", str(10**12), False),
+            ("10e12", str(10**12), lo <= 10**12 <= hi),  # a byte threshold may be that large
+            ("10e400", str(10**400), False),
             ("1e308", "1e308", False),
             ("inf", "inf", False),
         ]:
@@ -528,7 +535,7 @@ def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, 
     if accepted:
         # WHEN it is at a bound / THEN it is read as that number
         settings = Settings.from_env(environment)
-        assert getattr(settings, key.lower()) == float(raw)
+        assert getattr(settings, key.lower()) == (int(raw) if NUMERIC[key] else float(raw))
     else:
         # WHEN it is outside / THEN it is refused naming the variable, the allowed range and the value
         error = config_error(environment)
@@ -536,6 +543,23 @@ def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, 
         assert str(error).startswith(f"{key}: must be ")
         assert f"from {_text(lo)} to {_text(hi)}" in str(error)
         assert raw in str(error)
+
+
+@pytest.mark.parametrize("raw", [None, "", "  "])
+def test_the_alarm_thresholds_are_off_unless_set(raw: str | None) -> None:
+    # GIVEN / WHEN neither ALARM_* setting (a catalog written before them), or empty ones
+    settings = Settings.from_env(
+        env(**{contract.ENV_ALARM_DATA_SCANNED_BYTES: raw, contract.ENV_ALARM_QUERY_DURATION_MS: raw})
+    )
+    # THEN no threshold is compared with
+    assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (None, None)
+
+
+def test_the_largest_byte_threshold_is_read_exactly() -> None:
+    # GIVEN / WHEN the largest byte threshold (int64's maximum minus one: below any workgroup cutoff)
+    settings = Settings.from_env(env(**{contract.ENV_ALARM_DATA_SCANNED_BYTES: str(2**63 - 2)}))
+    # THEN it is that integer, not a float rounded to 2**63
+    assert settings.alarm_data_scanned_bytes == 2**63 - 2 and isinstance(settings.alarm_data_scanned_bytes, int)
 
 
 def test_an_absurd_window_is_refused_with_the_range() -> None:

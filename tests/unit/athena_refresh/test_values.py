@@ -59,19 +59,13 @@ def shape(blob: dict[str, Any]) -> tuple[str, list[list[str]], dict[str, str], d
 
 
 @pytest.fixture
-def dropped() -> list[tuple[str, float, str]]:
-    return []
-
-
-@pytest.fixture
-def publisher(dropped: list[tuple[str, float, str]]) -> Callable[..., ValuePublisher]:
+def publisher() -> Callable[..., ValuePublisher]:
     def make(**overrides: Any) -> ValuePublisher:
         params: dict[str, Any] = {
             "job_name": JOB,
             "value_columns": ("flights", "avg_dep_delay_min"),
             "dimension_columns": ("origin",),
             "max_series": 10,
-            "metrics": lambda *metric: dropped.append(metric),
         }
         params.update(overrides)
         return ValuePublisher(**params)
@@ -171,7 +165,6 @@ def test_each_row_is_one_blob_in_the_values_namespace_with_job_and_dimension_col
     publisher: Callable[..., ValuePublisher],
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-    dropped: list[Any],
 ) -> None:
     # GIVEN the Lambda environment's Powertools service name (which would add a "service" dimension)
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", contract.SERVICE_NAME)
@@ -208,7 +201,8 @@ def test_each_row_is_one_blob_in_the_values_namespace_with_job_and_dimension_col
     # AND the datapoints are stamped with the slot's scheduled time
     assert [b["_aws"]["Timestamp"] for b in printed] == [SLOT_MS, SLOT_MS]
     assert (report.series_published, report.series_dropped, report.datapoints) == (2, 0, 4)
-    assert dropped == [(contract.METRIC_VALUE_SERIES_DROPPED, 0, "Count")]
+    # AND nothing in the operational namespace: the drop count is a log field of the invocation (issue 23)
+    assert all(shape(b)[0] == contract.VALUES_NAMESPACE for b in printed)
 
 
 def test_without_dimension_columns_each_value_is_one_series_per_job(
@@ -290,7 +284,7 @@ def test_a_missing_dimension_column_publishes_nothing_rather_than_a_wrong_series
 
 
 def test_rows_beyond_the_series_cap_are_not_published_and_the_drop_is_counted(
-    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], dropped: list[Any]
+    publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     # GIVEN five origins (one repeated) and a cap of two dimension combinations
     rows = [
@@ -307,7 +301,9 @@ def test_rows_beyond_the_series_cap_are_not_published_and_the_drop_is_counted(
         ("EWR", [3.0]),
     ]
     assert (report.series_published, report.series_dropped) == (2, 2)
-    assert dropped == [(contract.METRIC_VALUE_SERIES_DROPPED, 2, "Count")]
+    # AND a warning names the cap and the first combination left out (the count is the invocation's log field)
+    [warning] = [r for r in caplog.records if "not published" in r.getMessage()]
+    assert "2 dimension combination(s) beyond VALUE_METRIC_MAX_SERIES=2" in warning.getMessage()
 
 
 def test_a_slot_older_than_cloudwatch_accepts_is_stamped_now(
@@ -337,7 +333,7 @@ fixed_slot_time = pytest.mark.filterwarnings("ignore:This metric doesn't meet th
 
 
 @pytest.fixture
-def values_job(make_job: Callable[..., Any], settings: Settings, metric_log: Any) -> Callable[..., Any]:
+def values_job(make_job: Callable[..., Any], settings: Settings) -> Callable[..., Any]:
     """``values_job(engine)``: the job with a value publisher (flights and delay by origin)."""
 
     def make(engine: Any, **overrides: Any) -> Any:
@@ -346,7 +342,6 @@ def values_job(make_job: Callable[..., Any], settings: Settings, metric_log: Any
             value_columns=("flights", "avg_dep_delay_min"),
             dimension_columns=("origin",),
             max_series=2,
-            metrics=metric_log,
         )
         return make_job(engine, values=values, **overrides)
 
@@ -362,7 +357,6 @@ def test_winner_publishes_its_values_after_the_commit(
     clock: Any,
     store: Any,
     settings: Settings,
-    metric_log: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # GIVEN a listener that records when the commit happened relative to the printed blobs
@@ -373,9 +367,8 @@ def test_winner_publishes_its_values_after_the_commit(
             seen_at_commit.append(len(blobs(capsys)))
 
     # WHEN the winner runs the slot (3 origins, cap 2)
-    outcome = make_runner(listener=listener).run(
-        values_job(make_engine()), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000
-    )
+    job = values_job(make_engine())
+    outcome = make_runner(listener=listener).run(job, slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
 
     # THEN the values were printed after the commit, stamped with the slot time, capped at two origins
     assert outcome.status == "succeeded" and seen_at_commit == [0]
@@ -385,7 +378,9 @@ def test_winner_publishes_its_values_after_the_commit(
         ({"job": settings.job_name, "origin": "JFK"}, {"flights": [301.0], "avg_dep_delay_min": [11.5]}),
     ]
     assert {b["_aws"]["Timestamp"] for b in printed} == {slot.epoch_ms}
-    assert metric_log.values(contract.METRIC_VALUE_SERIES_DROPPED) == [1]
+    # AND the one origin over the cap is reported (the invocation's log line: value_series_dropped), as no metric
+    assert job.report.value_series_dropped == 1
+    assert all(shape(b)[0] == contract.VALUES_NAMESPACE for b in printed)
     assert store.get_result(settings.job_name, slot.iso) is not None
 
 
@@ -398,7 +393,6 @@ def test_a_stale_holder_publishes_no_values(
     clock: Any,
     settings: Settings,
     lock: Any,
-    metric_log: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # GIVEN holder A pauses before its commit until B took the slot over (B has no value publisher)
@@ -410,14 +404,15 @@ def test_a_stale_holder_publishes_no_values(
             assert lock.try_acquire(slot, "req-B", deadline_ms=clock.now + 300_000).acquired
 
     # WHEN A resumes and commits
+    job = values_job(engine)
     outcome = make_runner(listener=pause_before_commit).run(
-        values_job(engine), slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000
+        job, slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000
     )
 
     # THEN its commit was rejected and it published no value (and no drop count)
     assert outcome.status == "stale_rejected"
     assert blobs(capsys) == []
-    assert metric_log.count(contract.METRIC_VALUE_SERIES_DROPPED) == 0
+    assert (job.report.committed, job.report.value_series_dropped) == (False, None)
 
 
 def test_a_failed_query_publishes_no_values(
