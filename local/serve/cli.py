@@ -102,14 +102,17 @@ class LocalReadApi:
             dynamodb, s3 = self._client("dynamodb"), self._client("s3")
             manifest = self.manifest = import_store(self.store_dir, dynamodb, s3)
             from results_api.api import create_app
+            from results_api.overview import VIEW
             from results_api.reader import ResultsReader
-            from results_api.widget import render_widget
+            from results_api.widget import render_widget, widget_response
 
             reader = ResultsReader(
                 manifest["lock_table"], manifest["results_table"], catalog, dynamodb_client=dynamodb, s3_client=s3
             )
             service.app = create_app(reader)
             service.widget = lambda job, now_ms: render_widget(reader, job, now_ms=now_ms)
+            # what the widget's Lambda (results_api.handler.widget_handler) answers to {"view": "overview"}
+            service.overview = lambda now_ms: widget_response({"view": VIEW}, reader, now_ms=now_ms)
             self.server.start()
         except BaseException:
             self.close()
@@ -192,7 +195,7 @@ def banner(api: LocalReadApi) -> list[str]:
         "",
         *read_api_lines(api.base_url, job=job, slot=slots[0], history_job=other, serve_command=None),
         "",
-        f"  index: {api.base_url}/   Ctrl-C stops.",
+        f"  index: {api.base_url}/   every job (the overview widget): {api.base_url}/widget/overview   Ctrl-C stops.",
     ]
     return lines
 

@@ -3,9 +3,10 @@
 Every request becomes an API Gateway HTTP API event (payload 2.0, :mod:`local.serve.adapter`) handed to the
 function's own resolver, ``results_api.api.create_app(reader).resolve(event, context)``, one invocation at a
 time (one execution environment: Powertools' resolver keeps the current event on the app object); its proxy
-response goes back on the wire. Two pages are the local server's own: ``GET /`` (an index of each job's URLs)
-and ``GET /jobs/{job}/widget`` (the CloudWatch custom widget's HTML, ``results_api.widget.render_widget``,
-wrapped in a page).
+response goes back on the wire. Three pages are the local server's own: ``GET /`` (an index of each job's URLs),
+and two pages around the CloudWatch custom widget's HTML, ``GET /jobs/{job}/widget`` (a job's latest result,
+``results_api.widget.render_widget``) and ``GET /widget/overview`` (every job in one table: what the widget's
+Lambda answers to ``{"view": "overview"}``, ``results_api.widget.widget_response``).
 
 What differs from the deployed API: **no SigV4 and no IAM authorization** (anyone who can reach the loopback
 port can read; it binds 127.0.0.1 only), no throttling, no 30 s integration timeout, no custom domain. Only
@@ -16,10 +17,10 @@ request line or a header too long is refused by :mod:`http.server` itself (414, 
 resolver becomes API Gateway's own 500 ``{"message": "Internal Server Error"}``, logged with its traceback. One
 line per request on stderr: method, target, status, milliseconds.
 
-Nothing of the request goes back raw: text taken from it (the method in a 405, the job in the widget's 404
-page, :mod:`http.server`'s own error messages) has its control characters (C0, DEL, C1: NUL, CR, LF, ESC...)
-escaped as ``\\xNN`` (:func:`printable`) before it is HTML-escaped or JSON-encoded, and header values never
-carry one.
+Nothing of the request goes back raw: text taken from it (the method in a 405, the job or the view in a widget
+page's 404, :mod:`http.server`'s own error messages) has its control characters (C0, DEL, C1: NUL, CR, LF,
+ESC...) escaped as ``\\xNN`` (:func:`printable`) before it is HTML-escaped or JSON-encoded, and header values
+never carry one.
 """
 
 from __future__ import annotations
@@ -46,12 +47,14 @@ from local.serve.adapter import (
     parse_proxy_response,
 )
 from results_api.errors import ResultsApiError
+from results_api.overview import VIEW as OVERVIEW_VIEW
 from results_api.responses import NO_STORE, PROBLEM_JSON, problem
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 1 << 20  # a GET carries no body worth reading; refuse big ones instead of buffering them
 IDLE_TIMEOUT_S = 30.0  # an idle keep-alive connection is closed after this long
 _WIDGET_PATH = re.compile(r"/jobs/([^/]+)/widget/?")
+_VIEW_PATH = re.compile(r"/widget/([^/]+)/?")  # /widget/overview: the one view served
 _HOP_BY_HOP = {"connection", "content-length", "keep-alive", "transfer-encoding", "upgrade"}
 ALLOWED = "GET, HEAD"
 _ALLOWED_METHODS = frozenset(ALLOWED.split(", "))
@@ -84,15 +87,17 @@ def method_not_allowed(method: str, request_id: str) -> ProxyResponse:
 
 @dataclass
 class ReadApiService:
-    """What answers the requests: the function's resolver (``app``), and the two local pages.
+    """What answers the requests: the function's resolver (``app``), and the local pages.
 
     ``app``: anything with ``resolve(event, context) -> dict`` (the Powertools resolver); ``jobs``: the job
-    names (the catalog's); ``widget``: ``(job, now_ms) -> HTML fragment`` (``render_widget`` bound to a reader).
+    names (the catalog's); ``widget``: ``(job, now_ms) -> HTML fragment`` (``render_widget`` bound to a reader);
+    ``overview``: ``now_ms -> HTML fragment`` (``widget_response`` of ``{"view": "overview"}`` bound to a reader).
     """
 
     app: Any
     jobs: Sequence[str]
     widget: Callable[[str, int], str]
+    overview: Callable[[int], str] = field(default=lambda now_ms: "<p>No overview is served here.</p>")
     title: str = "athena-refresh results (local)"
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr, flush=True))
     _resolve_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -127,6 +132,8 @@ class ReadApiService:
                 response = self._index()
             elif (match := _WIDGET_PATH.fullmatch(path)) is not None:
                 response = self._widget(match.group(1))
+            elif (match := _VIEW_PATH.fullmatch(path)) is not None:
+                response = self._view(match.group(1))
             else:
                 with self._resolve_lock:  # one invocation at a time, as in one execution environment
                     result = self.app.resolve(event, lambda_context())
@@ -150,6 +157,22 @@ class ReadApiService:
         )
         return _html(200, page(f"{job}: latest results", intro + fragment))
 
+    def _view(self, view: str) -> ProxyResponse:
+        if view != OVERVIEW_VIEW:
+            shown = printable(view, 120)  # taken from the request's path: its control characters escaped
+            text = (
+                f"<p>No widget view named <code>{html.escape(shown)}</code>. Views: "
+                f"<a href='/widget/{OVERVIEW_VIEW}'>{OVERVIEW_VIEW}</a>.</p>"
+            )
+            return _html(404, page(f"{shown}: no such view", text))
+        fragment = self.overview(time.time_ns() // 1_000_000)
+        intro = (
+            "<p>The CloudWatch custom widget's overview, every job in one table, as the dashboard shows it"
+            f" (params <code>{html.escape(json.dumps({'view': OVERVIEW_VIEW}))}</code>,"
+            " <code>results_api.widget.widget_response</code>). <a href='/'>All jobs</a></p>"
+        )
+        return _html(200, page("every job: overview", intro + fragment))
+
     def _index(self) -> ProxyResponse:
         rows = []
         for job in self.jobs:
@@ -165,6 +188,8 @@ class ReadApiService:
         body = (
             "<p>The read API (<code>results_api</code>) serving the demo's stores from <code>.demo/store</code>."
             " Local only: no SigV4, no IAM authorization.</p>"
+            f"<p>Every job at once: <a href='/widget/{OVERVIEW_VIEW}'>the overview widget</a>"
+            " (the dashboard's overview table).</p>"
             "<table><tr><th>job</th><th>links</th><th>CSV (needs an Accept header)</th></tr>"
             + "".join(rows)
             + "</table><p><a href='/jobs'>/jobs</a> · <a href='/openapi.json'>/openapi.json</a></p>"

@@ -9,7 +9,8 @@
   lock, ``SlotLock.commit``, in the same transaction as the history item; one slot's rows offloaded to S3),
   exported, then served by :class:`local.serve.cli.LocalReadApi` (its own moto child process, the real
   ``results_api`` resolver) and read with ``http.client``: JSON, CSV, ETag/304, the 302 to moto S3 followed
-  by a fresh unauthenticated request, 404/400 naming what is wrong, pagination, the widget, the OpenAPI document.
+  by a fresh unauthenticated request, 404/400 naming what is wrong, pagination, the widget, the overview widget
+  (``/widget/overview``: every job of the catalog with its status), the OpenAPI document.
 
 Every server binds 127.0.0.1 on a free port; every wait is bounded.
 """
@@ -369,7 +370,11 @@ def request(base_url: str, path: str, *, method: str = "GET", headers: dict[str,
 def stub_server() -> Iterator[tuple[ReadApiServer, StubApp, list[str]]]:
     app, log = StubApp(), []
     service = ReadApiService(
-        app=app, jobs=["job-a"], widget=lambda job, now_ms: f"<table><tr><td>{job}</td></tr></table>", log=log.append
+        app=app,
+        jobs=["job-a"],
+        widget=lambda job, now_ms: f"<table><tr><td>{job}</td></tr></table>",
+        overview=lambda now_ms: f"<table><tr><td>every job at {now_ms}</td></tr></table>",
+        log=log.append,
     )
     server = ReadApiServer(service, 0).start()
     try:
@@ -413,6 +418,7 @@ def test_requests_reach_the_resolver_as_events_and_its_answers_reach_the_client(
     assert unknown.status == 404 and b"nope" in unknown.body
     index = request(server.base_url, "/")
     assert index.status == 200 and b"/jobs/job-a/results/latest" in index.body and b"/openapi.json" in index.body
+    assert b"href='/widget/overview'" in index.body
     # A request's line is logged once its answer is written: the client may be further on by then (a loaded
     # machine), so wait for the line (bounded) instead of expecting it first.
     first = "GET /jobs/job-a/results/2026-11-22T00%3A30%3A00Z?x=1&x=2 200 "
@@ -421,6 +427,31 @@ def test_requests_reach_the_resolver_as_events_and_its_answers_reach_the_client(
         time.sleep(0.01)
     assert any(line.startswith(first) and line.endswith(" ms") for line in list(log)), log
     assert any(line.startswith("POST /jobs 405 ") for line in log)  # a 405 is logged before it is answered
+
+
+def test_the_overview_page_wraps_the_overview_widget_and_refuses_other_views_and_methods(
+    stub_server: tuple[ReadApiServer, StubApp, list[str]],
+) -> None:
+    server, app, log = stub_server
+    for path in ("/widget/overview", "/widget/overview/"):
+        page = request(server.base_url, path)
+        assert page.status == 200 and page.headers["Content-Type"] == "text/html; charset=utf-8", path
+        assert page.body.startswith(b"<!doctype html>") and b"<td>every job at " in page.body
+        assert b"<a href='/'>" in page.body and page.headers["apigw-requestid"]
+    head = request(server.base_url, "/widget/overview", method="HEAD")
+    assert head.status == 200 and head.body == b"" and int(head.headers["Content-Length"]) > 0
+    unknown = request(server.base_url, "/widget/%3Cb%3Enope")  # a view that is not served: 404 page, escaped
+    assert unknown.status == 404 and b"&lt;b&gt;nope" in unknown.body and b"<b>nope" not in unknown.body
+    assert b"/widget/overview" in unknown.body
+    post = request(server.base_url, "/widget/overview", method="POST")
+    assert post.status == 405 and post.headers["Allow"] == "GET, HEAD"
+    assert post.headers["Content-Type"] == "application/problem+json"
+    assert post.json()["code"] == "method_not_allowed"
+    assert app.events == []  # the local pages never reach the function
+    deadline = time.monotonic() + LOG_WAIT_S
+    while not any(line.startswith("HEAD /widget/overview 200 ") for line in log) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert any(line.startswith("HEAD /widget/overview 200 ") for line in list(log)), log
 
 
 #: How long a test waits for a request's log line, written by the server's thread after the answer (a bound only).
@@ -495,6 +526,8 @@ def test_a_method_with_control_characters_gets_the_405_without_them(
         b"/jobs/%00/widget",  # percent-encoded NUL, decoded into the job name
         b"/jobs/a%0d%0aX-Injected:%201%1b%7f%c2%85/widget",  # CR LF, ESC, DEL and C1 NEL
         b"/jobs/\x00\x01/widget",  # raw bytes in the request line
+        b"/widget/%00",  # a widget view: the same 404 page
+        b"/widget/a%0d%0aX-Injected:%201%1b%7f%c2%85/",
     ],
 )
 def test_control_characters_in_the_path_never_come_back_raw(
@@ -673,6 +706,7 @@ def test_errors_name_the_job_or_the_parameter(served: Seeded) -> None:
         (b"/jobs/flights-dashboard/slots?limit=%00", 400),
         (b"/jobs/flights-dashboard/slots?next_token=%1b%00", 400),
         (b"/jobs/%00/widget", 404),
+        (b"/widget/%00%1b", 404),
     ],
 )
 def test_the_read_apis_errors_never_echo_control_characters(served: Seeded, target: bytes, status: int) -> None:
@@ -714,3 +748,26 @@ def test_the_widget_page_and_the_openapi_document(served: Seeded) -> None:
     assert spec.status == 200 and "/jobs/{job}/slots" in spec.json()["paths"]
     index = request(served.base_url, "/")
     assert index.status == 200 and f"/jobs/{CARRIER}/widget".encode() in index.body
+
+
+@pytest.mark.slow
+def test_the_overview_page_lists_every_job_of_the_catalog_with_its_status(served: Seeded) -> None:
+    index = request(served.base_url, "/")
+    assert index.status == 200 and b"href='/widget/overview'" in index.body
+    page = request(served.base_url, "/widget/overview")
+    assert page.status == 200 and page.headers["Content-Type"] == "text/html; charset=utf-8"
+    text = page.body.decode("utf-8")
+    assert text.startswith("<!doctype html>") and "<table>" in text
+    rows = {match.group(1): match.group(0) for match in re.finditer(r"<tr><td><b>([^<]+)</b></td>.*?</tr>", text)}
+    assert sorted(rows) == sorted(repo_catalog()["jobs"]) == [CARRIER, FLIGHTS]  # every job of the catalog
+    # each row: the status of the job's last slot (the newest its lock item knows), and that slot
+    assert f"<b>SUCCEEDED</b> {served.slots[-1].iso}" in rows[FLIGHTS]
+    assert f"<b>SUCCEEDED</b> {served.slots[0].iso}" in rows[CARRIER]
+    assert "<b>2</b> jobs" in text
+    head = request(served.base_url, "/widget/overview", method="HEAD")
+    assert head.status == 200 and head.body == b"" and int(head.headers["Content-Length"]) > 0
+    post = request(served.base_url, "/widget/overview", method="POST")
+    assert post.status == 405 and post.headers["Allow"] == "GET, HEAD"
+    assert post.headers["Content-Type"] == "application/problem+json"
+    assert post.json()["code"] == "method_not_allowed"
+    assert request(served.base_url, "/widget/no-such-view").status == 404

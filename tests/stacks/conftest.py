@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,15 +77,6 @@ def sample_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sample_jobs_dir(sample_repo: Path) -> Path:
     """The stand-in repository's ``jobs/``: the two sample jobs the stack below is built from."""
     return sample_repo / "jobs"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def operator_tools_read_the_sample_jobs(sample_repo: Path) -> Iterator[None]:
-    """``tools.ops``/``tools.results`` (run against the stack below) read the deployed jobs' folders from the
-    repository: here the stand-in's, the folders the stack was built from, whatever jobs/ holds."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("tools.ops.cli.REPO_ROOT", sample_repo)
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,6 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -48,9 +47,6 @@ from tools.ops.operator import (
 )
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs, registry_path
 
-#: Unused by the tool since the job registry (it reads no job folder). Kept only while tests/stacks/conftest.py's
-#: fixture ``operator_tools_read_the_sample_jobs`` patches it; remove both together.
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STACK = "ScheduledAthenaRefresh"
 DEFAULT_WAIT_S = 900.0
 
