@@ -214,6 +214,33 @@ def acquired(result: Lease | Loss) -> Lease:
     return result
 
 
+def widget_context(params: Mapping[str, Any], *, title: str, width: int, height: int) -> dict[str, Any]:
+    """CloudWatch's ``widgetContext`` for a custom widget with ``params`` (the shape CloudWatch sends)."""
+    return {
+        "dashboardName": "refresh",
+        "widgetId": "widget-1",
+        "accountId": "123456789012",
+        "locale": "en",
+        "timezone": {"label": "UTC", "offsetISO": "+00:00", "offsetInMinutes": 0},
+        "period": 300,
+        "isAutoPeriod": True,
+        "timeRange": {"mode": "relative", "start": 0, "end": 1},
+        "theme": "light",
+        "linkCharts": True,
+        "title": title,
+        "forms": {"all": {}},
+        "params": dict(params),
+        "width": width,
+        "height": height,
+    }
+
+
+@pytest.fixture
+def cloudwatch_widget_context() -> Callable[..., dict[str, Any]]:
+    """:func:`widget_context`, for the tests of the widget handler."""
+    return widget_context
+
+
 def api_event(path: str, query: str = "", headers: Mapping[str, str] | None = None) -> dict[str, Any]:
     """An API Gateway HTTP API (payload format 2.0) ``GET`` event for a request of ``path`` and ``query`` as the
     client sent them (percent-encoded). As an HTTP API does, the event carries the path percent-decoded

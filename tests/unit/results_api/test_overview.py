@@ -527,25 +527,11 @@ def test_describe_documents_both_modes(offline_reader: ResultsReader, offline_re
     assert offline_requests.operations == []
 
 
-def test_the_widget_handler_renders_the_overview(deployed: None, lambda_context: Any, world: Any) -> None:
+def test_the_widget_handler_renders_the_overview(
+    deployed: None, lambda_context: Any, world: Any, cloudwatch_widget_context: Any
+) -> None:
     # GIVEN CloudWatch's event for a widget whose params are {"view": "overview"}
-    widget_context = {
-        "dashboardName": "refresh",
-        "widgetId": "widget-1",
-        "accountId": "123456789012",
-        "locale": "en",
-        "timezone": {"label": "UTC", "offsetISO": "+00:00", "offsetInMinutes": 0},
-        "period": 300,
-        "isAutoPeriod": True,
-        "timeRange": {"mode": "relative", "start": 0, "end": 1},
-        "theme": "light",
-        "linkCharts": True,
-        "title": "Jobs",
-        "forms": {"all": {}},
-        "params": {"view": "overview"},
-        "width": 1200,
-        "height": 600,
-    }
+    widget_context = cloudwatch_widget_context({"view": "overview"}, title="Jobs", width=1200, height=600)
     # WHEN the handler gets it THEN the overview of the deployment's jobs (real clock: everything is stale now)
     page = parse(handler.widget_handler({"widgetContext": widget_context, "view": "overview"}, lambda_context))
     assert sorted(page.order) == sorted(world.catalog)

@@ -212,25 +212,11 @@ def test_describe_returns_the_documentation(offline_reader: ResultsReader, offli
     assert offline_requests.operations == []
 
 
-def test_the_widget_handler_answers_cloudwatchs_event(deployed: None, lambda_context: Any, world: Any) -> None:
+def test_the_widget_handler_answers_cloudwatchs_event(
+    deployed: None, lambda_context: Any, world: Any, cloudwatch_widget_context: Any
+) -> None:
     # GIVEN CloudWatch's custom widget event: the widget's params merged in, plus widgetContext
-    widget_context = {
-        "dashboardName": "refresh",
-        "widgetId": "widget-1",
-        "accountId": "123456789012",
-        "locale": "en",
-        "timezone": {"label": "UTC", "offsetISO": "+00:00", "offsetInMinutes": 0},
-        "period": 300,
-        "isAutoPeriod": True,
-        "timeRange": {"mode": "relative", "start": 0, "end": 1},
-        "theme": "light",
-        "linkCharts": True,
-        "title": "Latest results",
-        "forms": {"all": {}},
-        "params": {"job": JOB},
-        "width": 600,
-        "height": 400,
-    }
+    widget_context = cloudwatch_widget_context({"job": JOB}, title="Latest results", width=600, height=400)
     # WHEN the handler gets it
     page = parse(handler.widget_handler({"widgetContext": widget_context, "job": JOB}, lambda_context))
     # THEN it renders the job's latest result from the tables the environment names (real clock: some age)
