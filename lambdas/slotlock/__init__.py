@@ -12,6 +12,7 @@ Public API::
     request_generation, GenerationRequest   request a manual generation of a slot (manual)
     SlotHistory, HistoryRecord, HistoryPage   a job's history, every generation, by Query (history)
     create_lock_table   create a lock table with the layout the lock expects (slotlock.table)
+    Semaphore, PermitOwner, Permit, Wait, Ticket, Release   a fenced, fair counting semaphore (semaphore)
 
 Depends on boto3 only.
 """
@@ -35,8 +36,10 @@ from .errors import (
     LockBackendError,
     LockConfigurationError,
     LockNotAcquiredError,
+    PermitLostError,
     SlotLockError,
     StaleFencingTokenError,
+    StalePermitTokenError,
     TransientLockError,
     WriteRejectedError,
 )
@@ -44,6 +47,8 @@ from .history import HistoryPage, HistoryRecord, SlotHistory
 from .lease import CommitReceipt, Lease, LockRecord, Loss
 from .manual import GenerationRequest, GenerationRequestError, request_generation
 from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
+from .semaphore import Semaphore
+from .semaphore_items import Permit, PermitOwner, PermitRecord, Release, Ticket, Wait
 from .slot import Slot
 from .table import create_lock_table
 
@@ -67,6 +72,12 @@ __all__ = [
     "LockRecord",
     "Loss",
     "OperatorAction",
+    "Permit",
+    "PermitLostError",
+    "PermitOwner",
+    "PermitRecord",
+    "Release",
+    "Semaphore",
     "Slot",
     "SlotHistory",
     "SlotLock",
@@ -75,7 +86,10 @@ __all__ = [
     "SlotRun",
     "SlotRunner",
     "StaleFencingTokenError",
+    "StalePermitTokenError",
+    "Ticket",
     "TransientLockError",
+    "Wait",
     "WriteRejectedError",
     "bump_fencing_token",
     "create_lock_table",

@@ -35,6 +35,7 @@ _SNAKE = {
     "GetItem": "get_item",
     "TransactWriteItems": "transact_write_items",
     "Query": "query",
+    "BatchGetItem": "batch_get_item",
 }
 
 
@@ -125,6 +126,46 @@ class LockTableClient:
                         attempts=budget.attempts,
                         error_code=exc.error_code,
                     ) from exc
+
+    def batch_get(self, keys: Sequence[str], budget: RetryBudget) -> dict[str, dict[str, Any]]:
+        """Strongly consistent BatchGetItem of ``keys`` (at most 100): item by key, absent ones left out.
+
+        Transient errors and ``UnprocessedKeys`` (a throttled partition) are retried within ``budget``, then
+        raise the retryable :class:`TransientLockError`; other errors are wrapped (:meth:`wrap`).
+        """
+        items: dict[str, dict[str, Any]] = {}
+        pending = [{PK: {"S": key}} for key in keys]
+        while pending:
+            request = {self.table_name: {"Keys": pending, "ConsistentRead": True}}
+            try:
+                response = self.call("BatchGetItem", RequestItems=request)
+            except ClientError as exc:
+                wrapped = self.wrap("BatchGetItem", exc)
+                if not wrapped.retryable:
+                    raise wrapped from exc
+                if not budget.retry():
+                    raise TransientLockError(
+                        "BatchGetItem",
+                        f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
+                        attempts=budget.attempts,
+                        error_code=wrapped.error_code,
+                    ) from exc
+                continue
+            except LockBackendError as exc:
+                if not exc.retryable or not budget.retry():
+                    raise
+                continue
+            for item in response.get("Responses", {}).get(self.table_name, []):
+                items[str(item[PK]["S"])] = item
+            pending = list(response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+            if pending and not budget.retry():
+                raise TransientLockError(
+                    "BatchGetItem",
+                    f"{len(pending)} key(s) still unprocessed after {budget.attempts} request(s)",
+                    attempts=budget.attempts,
+                    error_code="UnprocessedKeys",
+                )
+        return items
 
     def get(self, key: str) -> dict[str, Any] | None:
         try:

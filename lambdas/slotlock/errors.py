@@ -179,3 +179,42 @@ class CommitConflictError(SlotLockError):
         self.code = code
         self.item = item
         self.fencing_token = fencing_token
+
+
+class PermitLostError(SlotLockError):
+    """A capacity permit is no longer ours: a renew or a query record found another holder, or none.
+
+    The permit was reclaimed (its expiry passed and its query, if any, was terminal) or released. ``key`` is
+    the permit item, ``owner``/``fencing_token`` ours, ``current_owner``/``current_token`` what DynamoDB
+    returned with ALL_OLD (``None`` when the permit is free). The query goes on; only the count is lost.
+    """
+
+    def __init__(
+        self,
+        key: str,
+        owner: str,
+        fencing_token: int,
+        current_owner: str | None,
+        current_token: int | None,
+        *,
+        operation: str,
+    ) -> None:
+        holder = f"owner {current_owner!r} token {current_token}" if current_owner else "no holder"
+        super().__init__(
+            f"{operation}: permit {key!r} of {owner!r} (token {fencing_token}) was lost; it now has {holder}"
+        )
+        self.key = key
+        self.owner = owner
+        self.fencing_token = fencing_token
+        self.current_owner = current_owner
+        self.current_token = current_token
+        self.operation = operation
+
+
+class StalePermitTokenError(PermitLostError):
+    """A holder of a capacity permit wrote with a fencing token lower than the permit's own: a newer holder
+    of the same query (a takeover of the same slot and generation) inherited the permit, or holds it.
+
+    The write was refused. ``current_token`` is the newer token. Like :class:`StaleFencingTokenError` on the
+    lock, the stale holder must write nothing more.
+    """

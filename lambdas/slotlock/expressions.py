@@ -205,3 +205,91 @@ def slot_item_update(
         "ExpressionAttributeValues": placeholders,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
+
+
+# --- the capacity semaphore (slotlock.semaphore) ------------------------------------------------------
+# Permit items ``permit#<name>#<i>``: who holds the permit (the owner is a slot's query: job, slot,
+# generation), under which fencing token (the job lease's), until when (the lease's expiry, renewed with the
+# heartbeat), and the query it stands for once started.
+PERMIT_OWNER = "permit_owner"  # "<job>#<slot iso>#g<generation>"
+PERMIT_TOKEN = "permit_fencing_token"
+PERMIT_EXPIRES = "permit_expires_at_ms"
+PERMIT_QUERY = "query_execution_id"
+PERMIT_ACQUIRED = "permit_acquired_at_ms"
+PERMIT_SEMAPHORE = "semaphore"
+PERMIT_INDEX = "permit_index"
+PERMIT_PREV_OWNER = "previous_permit_owner"  # whom a reclaim or an inheritance replaced (audit)
+PERMIT_PREV_TOKEN = "previous_permit_fencing_token"
+PERMIT_PREV_QUERY = "previous_query_execution_id"
+PERMIT_LAST_OWNER = "last_permit_owner"  # set by a release: a resend of our own release is recognised
+PERMIT_LAST_TOKEN = "last_permit_fencing_token"
+PERMIT_RELEASED_AT = "permit_released_at_ms"
+# The tickets item ``tickets#<name>``: the ticket counter, and the waiters by waiter id (= permit owner).
+NEXT_TICKET = "next_ticket"
+WAITER_TICKETS = "waiter_tickets"  # Map: waiter id -> ticket number
+WAITER_EXPIRES = "waiter_expires_at_ms"  # Map: waiter id -> epoch ms after which the waiter counts as gone
+
+# Timeline of one permit item, as seen by owner O (job, slot, generation) with fencing token T at ":now".
+# Every take restates what the taker read, so any write in between (a renew, another taker) makes it fail:
+#
+#   absent, or released (no owner)                    -> TAKE FREE: owner O, token T, expiry E, no query
+#   owner P, expiry <= now, no query                  -> TAKE EXPIRED-NO-QUERY (reclaim): restates P, its
+#                                                        token, its expiry and the absence of a query
+#   owner P, expiry <= now, query Q, Q terminal       -> RECLAIM TERMINAL-QUERY: restates P, token, expiry, Q
+#     (the caller's query_is_terminal(Q), or it stopped Q)
+#   owner P, expiry <= now, query Q not terminal      -> not taken: Q still counts against the quota
+#   owner P, expiry > now                             -> not taken (held)
+#   owner O, token T' < T                             -> INHERIT: token T, expiry E, Q kept (same query: a
+#                                                        takeover never takes a second permit)
+#   owner O, token T                                  -> ours already (an SDK resend of our applied take)
+#   owner O, token T' > T                             -> refused: we are a stale holder
+#
+#   P renews between a reclaimer's read and its write -> the reclaim fails (expiry restated): RENEW WINS
+PERMIT_FREE = "attribute_not_exists(#owner)"
+PERMIT_AS_READ = "(#owner = :seen_owner AND #token = :seen_token AND #expires = :seen_expires)"
+PERMIT_EXPIRED = "#expires <= :now"
+PERMIT_NO_QUERY = "attribute_not_exists(#query)"
+PERMIT_SAME_QUERY = "#query = :seen_query"
+TAKE_EXPIRED_NO_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_NO_QUERY}"
+RECLAIM_TERMINAL_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_SAME_QUERY}"
+PERMIT_INHERIT = "(#owner = :owner AND #token = :seen_token AND #token < :token)"
+# A take (free or reclaimed) writes the whole holder and forgets any query; an inheritance keeps the query.
+PERMIT_TAKE_UPDATE = (
+    "SET #prev_owner = if_not_exists(#owner, :null), #prev_token = if_not_exists(#token, :null),"
+    " #prev_query = if_not_exists(#query, :null),"
+    " #owner = :owner, #token = :token, #expires = :expires, #acquired = :now, #semaphore = :semaphore,"
+    " #index = :index REMOVE #query"
+)
+PERMIT_INHERIT_UPDATE = (
+    "SET #prev_owner = #owner, #prev_token = #token, #token = :token, #expires = :expires, #acquired = :now"
+)
+# Timeline of a holder's own writes (owner O, token T); all conditional on owner AND token, never a clock:
+#
+#   RENEW:        owner O, token T                 -> expiry = the lease's new expiry (with the heartbeat)
+#   RECORD QUERY: owner O, token T, no query or Q  -> query = Q (once StartQueryExecution answered)
+#   RELEASE:      owner O, token T                 -> owner, token, expiry, query removed; last owner O,
+#                                                     last token T kept (a resend finds them: ours)
+#   STALE:        owner O, token T' > T            -> refused (StalePermitTokenError): a newer holder of
+#                                                     the same query inherited the permit
+#   GONE:         another owner, or none           -> release: "gone" (a clear result, never raised);
+#                                                     renew/record: PermitLostError (reclaimed)
+PERMIT_OURS = "(#owner = :owner AND #token = :token)"
+PERMIT_QUERY_UNSET_OR_SAME = "(attribute_not_exists(#query) OR #query = :query)"
+PERMIT_RECORD_QUERY = f"{PERMIT_OURS} AND {PERMIT_QUERY_UNSET_OR_SAME}"
+PERMIT_RELEASE_UPDATE = (
+    "SET #last_owner = :owner, #last_token = :token, #released_at = :now REMOVE #owner, #token, #expires, #query"
+)
+# Timeline of the tickets item, as seen by waiter W (= its permit owner) at ":now":
+#
+#   absent                                  -> created once (conditional PutItem: next ticket 0, empty maps)
+#   W not waiting                           -> REGISTER: W's ticket = next ticket, next ticket + 1 (ADD),
+#                                              W's expiry = now + waiter TTL (one UpdateItem, ALL_NEW)
+#   W waiting already (a resend, a retry)   -> refused by the condition; ALL_OLD shows W's ticket: kept
+#   W waiting                               -> TOUCH: W's expiry renewed (while it polls), ticket unchanged
+#   W took a permit or gives up             -> LEAVE: W's entries removed
+# A waiter whose expiry passed is gone: it no longer blocks later tickets (it may come back: TOUCH fails,
+# it registers again and gets a new, later ticket).
+TICKETS_READY = "attribute_exists(#waiters)"
+WAITER_ABSENT = "attribute_not_exists(#waiters.#me)"
+WAITER_REGISTER_UPDATE = "SET #waiters.#me = if_not_exists(#next, :zero), #waiter_expires.#me = :expires ADD #next :one"
+WAITER_PRESENT = "#waiters.#me = :ticket"

@@ -7,7 +7,9 @@ One table serves many jobs. Its items share one string partition key, :data:`PAR
   counter, so a manual run never touches the live lease;
 - ``slot#<job>#<slot>``: a slot's history item, generation 1 (the live schedule's run);
 - ``slot#<job>#<slot>#g<n>``: generation ``n`` >= 2 of the slot (a deliberate re-run);
-- ``generations#<job>#<slot>``: the slot's generation counter (the last generation requested).
+- ``generations#<job>#<slot>``: the slot's generation counter (the last generation requested);
+- ``permit#<semaphore>#<i>``: permit ``i`` of a capacity semaphore (:mod:`slotlock.semaphore`);
+- ``tickets#<semaphore>``: the semaphore's ticket counter and its waiters.
 
 Slot items carry :data:`TTL_ATTRIBUTE` (epoch seconds) so DynamoDB's TTL garbage-collects history; the
 lock items and the generation counters never do, so no counter is ever reset by TTL
@@ -68,6 +70,22 @@ def slot_key(job: str, slot_iso: str, generation: int = LIVE_GENERATION) -> str:
 def generation_counter_key(job: str, slot_iso: str) -> str:
     """Partition key of a slot's generation counter (the last generation requested for it)."""
     return f"generations#{job}#{slot_iso}"
+
+
+#: A semaphore name (shared by every deployment that shares one Athena budget, e.g. ``<account>-<region>``):
+#: 1..128 letters, digits, '-', '_', '.' or ':'; no '#', which separates the parts of the keys.
+SEMAPHORE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+SEMAPHORE_NAME_RULE = "1 to 128 letters, digits, '-', '_', '.' or ':'"
+
+
+def permit_key(semaphore: str, index: int) -> str:
+    """Partition key of permit ``index`` (0..N-1) of the capacity semaphore ``semaphore``."""
+    return f"permit#{semaphore}#{index}"
+
+
+def tickets_key(semaphore: str) -> str:
+    """Partition key of the capacity semaphore's ticket counter and waiters."""
+    return f"tickets#{semaphore}"
 
 
 def create_lock_table(client: Any, table_name: str, *, enable_ttl: bool = True, wait: bool = True) -> str:
