@@ -1,5 +1,5 @@
-"""One scheduled Athena job: its function, role and log group, fan-out schedules, async-invoke configuration,
-its one alarm and its registry parameter.
+"""One scheduled Athena job: its function and role, fan-out schedules, async-invoke configuration, its one alarm
+and its registry parameter (the function logs to the deployment's one job log group).
 
 Everything a job folder (``jobs/<job>/``) deploys, in its job stack (:mod:`stacks.job_groups`), against the
 resources the deployment shares (lock table, results table and bucket, workgroup, alarm topic, on-failure queue).
