@@ -185,8 +185,13 @@ def _parse(expression: str, timezone: str) -> _Cron:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
     """Shortest and longest gap (seconds) between consecutive firings of ``expression`` in ``timezone``.
+
+    It scans years of firings (tens of milliseconds), so results are cached per (expression, time zone): a
+    deployment of hundreds of jobs shares a few schedules, each checked several times at synth. The value is
+    immutable; an error is not cached.
 
     :raises CronError: the expression cannot be parsed, the time zone is unknown, or it fires fewer than
         twice in the years scanned.
