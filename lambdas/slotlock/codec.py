@@ -37,6 +37,39 @@ from .lease import LockRecord
 from .slot import Slot
 
 
+def number_attribute(
+    item: Mapping[str, Mapping[str, Any]], key: str, name: str, *, required: bool = False
+) -> int | None:
+    """The integer of Number attribute ``name`` of item ``key`` (``None`` when absent or NULL).
+
+    :raises CorruptLockItemError: another type, a non-integer, or absent although ``required``.
+    """
+    value = item.get(name)
+    if value is None or "NULL" in value:
+        if required:
+            raise CorruptLockItemError(key, name, "is missing")
+        return None
+    if set(value) != {"N"}:
+        raise CorruptLockItemError(key, name, f"must be a Number, found {wire.type_of(value)}")
+    try:
+        return int(value["N"])
+    except ValueError as exc:
+        raise CorruptLockItemError(key, name, f"must be an integer, found {value['N']!r}") from exc
+
+
+def text_attribute(item: Mapping[str, Mapping[str, Any]], key: str, name: str) -> str | None:
+    """The text of String attribute ``name`` of item ``key`` (``None`` when absent or NULL).
+
+    :raises CorruptLockItemError: another type.
+    """
+    value = item.get(name)
+    if value is None or "NULL" in value:
+        return None
+    if set(value) != {"S"}:
+        raise CorruptLockItemError(key, name, f"must be a String, found {wire.type_of(value)}")
+    return str(value["S"])
+
+
 def decode_lock_item(item: Mapping[str, Mapping[str, Any]], key: str) -> LockRecord:
     """Decode and type-check the lock item ``key`` (DynamoDB JSON) into a :class:`LockRecord`.
 
@@ -47,25 +80,10 @@ def decode_lock_item(item: Mapping[str, Mapping[str, Any]], key: str) -> LockRec
     """
 
     def number(name: str, *, required: bool = False) -> int | None:
-        value = item.get(name)
-        if value is None or "NULL" in value:
-            if required:
-                raise CorruptLockItemError(key, name, "is missing")
-            return None
-        if set(value) != {"N"}:
-            raise CorruptLockItemError(key, name, f"must be a Number, found {wire.type_of(value)}")
-        try:
-            return int(value["N"])
-        except ValueError as exc:
-            raise CorruptLockItemError(key, name, f"must be an integer, found {value['N']!r}") from exc
+        return number_attribute(item, key, name, required=required)
 
     def text(name: str) -> str | None:
-        value = item.get(name)
-        if value is None or "NULL" in value:
-            return None
-        if set(value) != {"S"}:
-            raise CorruptLockItemError(key, name, f"must be a String, found {wire.type_of(value)}")
-        return str(value["S"])
+        return text_attribute(item, key, name)
 
     def slot(name: str) -> Slot | None:
         epoch = number(name)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import table, wire
+from .codec import number_attribute, text_attribute
 from .errors import CorruptLockItemError
 from .expressions import (
     NEXT_TICKET,
@@ -174,9 +175,9 @@ def decode_permit(item: Mapping[str, Mapping[str, Any]] | None, key: str, index:
     """
     if not item:
         return PermitRecord(index)
-    owner = _text(item, PERMIT_OWNER, key)
-    token = _number(item, PERMIT_TOKEN, key)
-    expires = _number(item, PERMIT_EXPIRES, key)
+    owner = text_attribute(item, key, PERMIT_OWNER)
+    token = number_attribute(item, key, PERMIT_TOKEN)
+    expires = number_attribute(item, key, PERMIT_EXPIRES)
     if owner is not None and (token is None or expires is None):
         missing = PERMIT_TOKEN if token is None else PERMIT_EXPIRES
         raise CorruptLockItemError(key, missing, "is missing although a permit owner is set")
@@ -185,9 +186,9 @@ def decode_permit(item: Mapping[str, Mapping[str, Any]] | None, key: str, index:
         owner=owner,
         fencing_token=token,
         expires_at_ms=expires,
-        query_execution_id=_text(item, PERMIT_QUERY, key),
-        last_owner=_text(item, PERMIT_LAST_OWNER, key),
-        last_token=_number(item, PERMIT_LAST_TOKEN, key),
+        query_execution_id=text_attribute(item, key, PERMIT_QUERY),
+        last_owner=text_attribute(item, key, PERMIT_LAST_OWNER),
+        last_token=number_attribute(item, key, PERMIT_LAST_TOKEN),
     )
 
 
@@ -195,7 +196,7 @@ def decode_waiters(item: Mapping[str, Mapping[str, Any]] | None, key: str) -> Wa
     """The tickets item (DynamoDB JSON, or ``None``) as :class:`Waiters`; raises :class:`CorruptLockItemError`."""
     if not item:
         return Waiters()
-    next_ticket = _number(item, NEXT_TICKET, key) or 0
+    next_ticket = number_attribute(item, key, NEXT_TICKET) or 0
     maps: list[dict[str, int]] = []
     for name in (WAITER_TICKETS, WAITER_EXPIRES):
         value = item.get(name)
@@ -212,24 +213,3 @@ def decode_waiters(item: Mapping[str, Mapping[str, Any]] | None, key: str) -> Wa
         maps.append(decoded)
     ready = item.get(WAITER_TICKETS) is not None and item.get(WAITER_EXPIRES) is not None
     return Waiters(next_ticket, maps[0], maps[1], ready)
-
-
-def _text(item: Mapping[str, Mapping[str, Any]], name: str, key: str) -> str | None:
-    value = item.get(name)
-    if value is None or "NULL" in value:
-        return None
-    if set(value) != {"S"}:
-        raise CorruptLockItemError(key, name, f"must be a String, found {wire.type_of(value)}")
-    return str(value["S"])
-
-
-def _number(item: Mapping[str, Mapping[str, Any]], name: str, key: str) -> int | None:
-    value = item.get(name)
-    if value is None or "NULL" in value:
-        return None
-    if set(value) != {"N"}:
-        raise CorruptLockItemError(key, name, f"must be a Number, found {wire.type_of(value)}")
-    try:
-        return int(value["N"])
-    except ValueError as exc:
-        raise CorruptLockItemError(key, name, f"must be an integer, found {value['N']!r}") from exc
