@@ -50,6 +50,18 @@ ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
 # and query duration with them and counts ThresholdExceeded (deployment-wide) when either is above. Unset: off.
 ENV_ALARM_DATA_SCANNED_BYTES: Final = "ALARM_DATA_SCANNED_BYTES"
 ENV_ALARM_QUERY_DURATION_MS: Final = "ALARM_QUERY_DURATION_MS"
+# The deployment's Athena capacity budget (issue 24, docs/protocol.md#capacity-semaphore): the same for every job of
+# a deployment, set by the stack from cdk.json's ``capacity`` settings. Permits 0: off (no semaphore request).
+ENV_CAPACITY_PERMITS: Final = "CAPACITY_PERMITS"  # N permits: at most N of the deployment's queries active
+ENV_CAPACITY_SEMAPHORE_NAME: Final = "CAPACITY_SEMAPHORE_NAME"  # shared by all who share the budget
+ENV_CAPACITY_WAIT_IN_PLACE_S: Final = "CAPACITY_WAIT_IN_PLACE_S"  # longer waits give the slot back
+ENV_CAPACITY_MANUAL_HEADROOM: Final = "CAPACITY_MANUAL_HEADROOM"  # permits a manual run leaves to live slots
+ENV_CAPACITY_RETRY_DELAY_S: Final = "CAPACITY_RETRY_DELAY_S"  # a slot given back returns this much later
+# The delayed re-invocation of a slot given back for capacity: a one-time EventBridge Scheduler schedule that
+# invokes the job's function (not a Lambda retry: never an error, never the failure queue).
+ENV_DEFERRAL_ROLE_ARN: Final = "DEFERRAL_ROLE_ARN"  # the job's Scheduler role (iam:PassRole)
+ENV_DEFERRAL_SCHEDULE_GROUP: Final = "DEFERRAL_SCHEDULE_GROUP"
+ENV_DEFERRAL_SCHEDULE_PREFIX: Final = "DEFERRAL_SCHEDULE_PREFIX"  # the function may create schedules named so
 
 #: The deployment's wiring, which the stack sets in the function's environment: the job's name and the
 #: names of the shared resources (CDK tokens, known at deploy time only).
@@ -61,6 +73,17 @@ WIRING_ENV_VARS: Final = (
     ENV_ATHENA_WORKGROUP,
     ENV_ATHENA_DATABASE,
     ENV_ATHENA_CATALOG,
+)
+#: The deployment's capacity budget and the deferral's wiring (the same for every job; set in each environment).
+CAPACITY_ENV_VARS: Final = (
+    ENV_CAPACITY_PERMITS,
+    ENV_CAPACITY_SEMAPHORE_NAME,
+    ENV_CAPACITY_WAIT_IN_PLACE_S,
+    ENV_CAPACITY_MANUAL_HEADROOM,
+    ENV_CAPACITY_RETRY_DELAY_S,
+    ENV_DEFERRAL_ROLE_ARN,
+    ENV_DEFERRAL_SCHEDULE_GROUP,
+    ENV_DEFERRAL_SCHEDULE_PREFIX,
 )
 #: The job's own settings, from its folder: the stack writes them into the job catalog bundled in the asset
 #: (``athena_refresh.catalog``, entry ``settings``) with the query; an environment variable of the same
@@ -82,7 +105,7 @@ JOB_SETTING_ENV_VARS: Final = (
     ENV_ALARM_QUERY_DURATION_MS,
 )
 #: Everything a job's function is configured with (wiring in its environment, settings in the catalog).
-STACK_ENV_VARS: Final = WIRING_ENV_VARS + JOB_SETTING_ENV_VARS
+STACK_ENV_VARS: Final = WIRING_ENV_VARS + CAPACITY_ENV_VARS + JOB_SETTING_ENV_VARS
 #: Read by the runtime besides: the inline query and another catalog, for tests and local tools.
 LOCAL_ENV_VARS: Final = (ENV_QUERY_SQL, ENV_JOB_CATALOG_PATH)
 #: Every variable ``Settings.from_env`` reads.
@@ -159,6 +182,26 @@ MIN_ALARM_DATA_SCANNED_BYTES: Final = 1
 MAX_ALARM_DATA_SCANNED_BYTES: Final = 2**63 - 2
 MIN_ALARM_QUERY_DURATION_MS: Final = 1
 MAX_ALARM_QUERY_DURATION_MS: Final = 24 * 3600 * 1000
+#: Capacity permits: 0 (off) to 99 (one BatchGetItem reads the permits and the tickets item: 100 keys). The default
+#: is well under Athena's documented example quota of 25 active DML queries (running + queued, shared by every
+#: workgroup of the account in the Region; the 26th gets TooManyRequestsException):
+#: https://docs.aws.amazon.com/athena/latest/ug/service-limits.html (each Region's value: Service Quotas).
+MIN_CAPACITY_PERMITS: Final = 0
+MAX_CAPACITY_PERMITS: Final = 99
+DEFAULT_CAPACITY_PERMITS: Final = 10
+#: Waiting in place for a permit, seconds (billed Lambda time); past it the slot is given back and comes back later.
+MIN_CAPACITY_WAIT_IN_PLACE_S: Final = 0
+MAX_CAPACITY_WAIT_IN_PLACE_S: Final = 900  # Lambda's maximum timeout
+DEFAULT_CAPACITY_WAIT_IN_PLACE_S: Final = 60
+#: Permits a manual run (rerun, backfill) leaves free for the live schedule.
+MIN_CAPACITY_MANUAL_HEADROOM: Final = 0
+MAX_CAPACITY_MANUAL_HEADROOM: Final = 98
+DEFAULT_CAPACITY_MANUAL_HEADROOM: Final = 2
+#: Delay of the re-invocation of a slot given back, seconds: EventBridge Scheduler's one-time ``at()`` schedules
+#: have minute granularity (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#one-time).
+MIN_CAPACITY_RETRY_DELAY_S: Final = 60
+MAX_CAPACITY_RETRY_DELAY_S: Final = 3600
+DEFAULT_CAPACITY_RETRY_DELAY_S: Final = 120
 
 #: Every numeric variable with its inclusive bounds (the README's configuration table lists them).
 NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
@@ -175,6 +218,10 @@ NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
         ENV_MAX_SLOT_LEAD_S: (MIN_MAX_SLOT_LEAD_S, MAX_MAX_SLOT_LEAD_S),
         ENV_ALARM_DATA_SCANNED_BYTES: (MIN_ALARM_DATA_SCANNED_BYTES, MAX_ALARM_DATA_SCANNED_BYTES),
         ENV_ALARM_QUERY_DURATION_MS: (MIN_ALARM_QUERY_DURATION_MS, MAX_ALARM_QUERY_DURATION_MS),
+        ENV_CAPACITY_PERMITS: (MIN_CAPACITY_PERMITS, MAX_CAPACITY_PERMITS),
+        ENV_CAPACITY_WAIT_IN_PLACE_S: (MIN_CAPACITY_WAIT_IN_PLACE_S, MAX_CAPACITY_WAIT_IN_PLACE_S),
+        ENV_CAPACITY_MANUAL_HEADROOM: (MIN_CAPACITY_MANUAL_HEADROOM, MAX_CAPACITY_MANUAL_HEADROOM),
+        ENV_CAPACITY_RETRY_DELAY_S: (MIN_CAPACITY_RETRY_DELAY_S, MAX_CAPACITY_RETRY_DELAY_S),
     }
 )
 
@@ -207,11 +254,20 @@ METRIC_DATA_SCANNED_BYTES: Final = "DataScannedBytes"  # unit Bytes; the winner,
 METRIC_STALE_WRITE_REJECTED: Final = "StaleWriteRejected"  # a holder's commit carried a superseded token
 METRIC_CORRUPT_LOCK_ITEM: Final = "CorruptLockItem"  # a tampered/invalid stored item was found
 METRIC_THRESHOLD_EXCEEDED: Final = "ThresholdExceeded"  # a committed slot went above an [alarms] threshold
+# The capacity semaphore's (issue 24), once per permit taken (never per job: statistics p50/p95 across jobs).
+METRIC_PERMITS_IN_USE: Final = "PermitsInUse"  # unit Count: permits held just after the take (ours included)
+METRIC_PERMIT_WAIT_MS: Final = "PermitWaitMs"  # unit Milliseconds: how long the slot waited for its permit
 
 #: Per-job metrics: dimensions service + job.
 JOB_METRICS: Final = (METRIC_LAST_SUCCESS_AGE_S, METRIC_DATA_SCANNED_BYTES, METRIC_QUERY_DURATION_MS)
 #: Deployment-wide metrics: dimension service only.
-DEPLOYMENT_METRICS: Final = (METRIC_STALE_WRITE_REJECTED, METRIC_CORRUPT_LOCK_ITEM, METRIC_THRESHOLD_EXCEEDED)
+DEPLOYMENT_METRICS: Final = (
+    METRIC_STALE_WRITE_REJECTED,
+    METRIC_CORRUPT_LOCK_ITEM,
+    METRIC_THRESHOLD_EXCEEDED,
+    METRIC_PERMITS_IN_USE,
+    METRIC_PERMIT_WAIT_MS,
+)
 #: Every metric the runtime emits in METRICS_NAMESPACE (the value metrics aside).
 ALL_METRICS: Final = JOB_METRICS + DEPLOYMENT_METRICS
 #: A job is stale when its last success is older than this many schedule periods (its longest gap,
@@ -280,6 +336,10 @@ LOG_FIELD_THRESHOLD_EXCEEDED: Final = (
 # warning a winner writes when its acquisition recorded an older, dead holder's slot MISSED "superseded".
 LOG_FIELD_MISSED_SLOT: Final = "missed_slot"
 LOG_FIELD_MISSED_REASON: Final = "missed_reason"  # one of MISSED_REASONS
+# The capacity budget (issue 24): the slot's own wait for its permit, and what became of it.
+LOG_FIELD_PERMIT_WAIT_MS: Final = "permit_wait_ms"  # int: ms this slot waited for its permit (all invocations)
+LOG_FIELD_PERMIT: Final = "permit"  # str: how it got it (free, reclaimed, inherited, held), "none" when off
+LOG_FIELD_CAPACITY_DEFERRALS: Final = "capacity_deferrals"  # int: times the slot was given back for capacity
 #: The line's keys that existed before issue 23 (kept).
 LOG_FIELDS: Final = (
     LOG_FIELD_JOB,
@@ -303,6 +363,9 @@ LOG_ONLY_FIELDS: Final = (
     LOG_FIELD_THRESHOLD_EXCEEDED,
     LOG_FIELD_MISSED_SLOT,
     LOG_FIELD_MISSED_REASON,
+    LOG_FIELD_PERMIT_WAIT_MS,
+    LOG_FIELD_PERMIT,
+    LOG_FIELD_CAPACITY_DEFERRALS,
 )
 
 # Why a racer did not run the slot (values of the log line's "reason" when its outcome is "lost").
@@ -322,4 +385,5 @@ MISSED_REASONS: Final = (
     "overrun",  # every racer lost to an older slot's holder
     "superseded",  # a newer slot took the lock while this slot was unfinished
     "paused",  # an operator paused the job
+    "capacity",  # no capacity permit came before the slot's maximum age (issue 24)
 )
