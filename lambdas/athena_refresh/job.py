@@ -40,6 +40,7 @@ from slotlock import CommitConflictError, SlotRun
 from . import contract
 from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
+from .permits import CapacityGate, is_capacity_error
 from .report import SlotReport, thresholds_exceeded
 from .results import ResultsStore
 from .settings import Settings
@@ -76,6 +77,9 @@ class AthenaRefreshJob:
     values:
         Publishes result columns as metrics after a successful commit (``None``: off). Each distinct
         combination of dimension values is a billed custom metric; the publisher caps them.
+    capacity:
+        Builds the slot's :class:`~athena_refresh.permits.CapacityGate` from the report (``None``: the capacity
+        budget is off). With it, a query is started only under a permit of the deployment's semaphore.
     cost:
         Measures this invocation for the slot's cost estimate (:mod:`athena_refresh.cost`; ``None``: no
         estimate). The estimate is committed with the result and reported as ``estimated_cost_usd``.
@@ -95,7 +99,9 @@ class AthenaRefreshJob:
     commit_reserve_ms: int = DEFAULT_COMMIT_RESERVE_MS
     values: ValuePublisher | None = None
     cost: InvocationCost | None = None
+    capacity: Callable[[SlotReport], CapacityGate] | None = None
     report: SlotReport = field(default_factory=SlotReport, init=False)
+    gate: CapacityGate | None = field(default=None, init=False)
 
     @property
     def queries_started(self) -> int:
@@ -115,7 +121,7 @@ class AthenaRefreshJob:
                 raise
             logger.error("slot %s failed for good: %s", run.lease.slot.iso, error)
             failure = error.as_dict()
-            run.fail(failure)  # recorded once, nothing of the results written; normal return: no retry storm
+            self._fail(run, failure)  # recorded once, nothing of the results written; normal return: no retry storm
             return failure
 
     def _refresh(self, run: SlotRun) -> dict[str, Any]:
@@ -124,9 +130,13 @@ class AthenaRefreshJob:
         generation = lease.generation
         parameters = self.settings.execution_parameters(slot.datetime)
         attempt, query_execution_id = self._adopted_state(run)
+        gate = self.gate = self.capacity(self.report) if self.capacity is not None else None
         if query_execution_id:
             logger.info("adopting query %s of slot %s (attempt %d)", query_execution_id, slot.iso, attempt)
             self.report.query_adopted = True
+            if gate is not None:
+                gate.adopt(run)  # the query already runs: inherit its permit, never wait
+        previous_query: str | None = None
         while True:
             if query_execution_id is None:
                 token = client_request_token(
@@ -135,11 +145,12 @@ class AthenaRefreshJob:
                     attempt,
                     deployment_id=self.settings.lock_table_name,
                 )
-                query_execution_id = self.engine.start_query(
-                    sql=self.settings.query_sql, parameters=parameters, client_request_token=token
-                )
+                started = self._start(run, gate, parameters, token)
+                if not isinstance(started, str):
+                    return started  # given back for capacity, or MISSED "capacity"
+                query_execution_id = started
                 self.report.queries_started += 1
-                run.record_state(query_execution_id=query_execution_id, attempt=attempt)
+                self._record_query(run, gate, query_execution_id, attempt, previous_query)
                 run.checkpoint(CHECKPOINT_QUERY_STARTED)
             execution = self._wait(run, query_execution_id)
             if execution.state == "SUCCEEDED":
@@ -150,11 +161,11 @@ class AthenaRefreshJob:
                 if failure.retryable and attempt < self.settings.max_query_attempts:
                     logger.warning("query %s failed retryably (attempt %d): %s", query_execution_id, attempt, failure)
                     attempt += 1
-                    query_execution_id = None
+                    previous_query, query_execution_id = query_execution_id, None
                     continue
                 logger.error("query %s failed for good: %s", query_execution_id, failure)
                 error = {**failure.as_dict(), "attempt": attempt}
-                run.fail(error)
+                self._fail(run, error)
                 return error
         run.checkpoint(CHECKPOINT_QUERY_FINISHED)
         statistics = execution.statistics
@@ -162,11 +173,11 @@ class AthenaRefreshJob:
         self.report.data_scanned_bytes = statistics.data_scanned_bytes
         try:
             # Reading many pages can outlast a heartbeat interval: renew between pages (when one is due).
-            result = self.engine.get_results(query_execution_id, on_page=lambda _rows: run.heartbeat())
+            result = self.engine.get_results(query_execution_id, on_page=lambda _rows: self._heartbeat(run))
         except ResultTypeError as bad:  # permanent: the same rows fail the same way on every retry
             logger.error("results of query %s cannot be stored: %s", query_execution_id, bad)
             error = {**bad.as_dict(), "query_execution_id": query_execution_id, "attempt": attempt}
-            run.fail(error)  # nothing of the results is written; normal return: no Lambda retry
+            self._fail(run, error)  # nothing of the results is written; normal return: no Lambda retry
             return error
         start, end = self.settings.window(slot.datetime)
         job_name = self.settings.job_name
@@ -185,22 +196,30 @@ class AthenaRefreshJob:
             move_latest=move_latest,
             cost=self._cost_hook(statistics.data_scanned_bytes),
         )
-        summary = {**prepared.summary, "attempt": attempt, "generation": generation}
-        run.heartbeat()  # an S3 offload may have taken a while: no lease gap before the commit
-        try:
-            run.commit(writes=prepared.writes, summary=summary)
-        except CommitConflictError as conflict:
-            # The pointer refused: if it is now at a newer (slot, generation) (a re-run committed in between),
-            # the result is still ours to store, without moving the pointer. Anything else is a tampered item.
-            if (
-                conflict.index != prepared.latest_index
-                or self.results.latest_order(job_name, slot.iso, generation) <= 0
-            ):
-                raise
-            logger.info("LATEST already names a newer result than slot %s generation %d", slot.iso, generation)
-            prepared = prepared.without_latest()
-            summary = {**prepared.summary, "attempt": attempt, "generation": generation}
-            run.commit(writes=prepared.writes, summary=summary)
+        waited = {} if self.report.permit_wait_ms is None else {"permit_wait_ms": self.report.permit_wait_ms}
+        summary = {**prepared.summary, "attempt": attempt, "generation": generation, **waited}
+        self._heartbeat(run)  # an S3 offload may have taken a while: no lease gap before the commit
+        while True:
+            release = gate.release_writes() if gate is not None else []
+            try:
+                run.commit(writes=[*prepared.writes, *release], summary=summary)
+                break
+            except CommitConflictError as conflict:
+                if gate is not None and release and conflict.index >= len(prepared.writes):
+                    gate.drop("release", conflict)  # the permit was reclaimed: never hold the result back
+                    continue
+                # The pointer refused: if it is now at a newer (slot, generation) (a re-run committed in between),
+                # the result is still ours to store, without moving the pointer. Anything else is a tampered item.
+                if (
+                    conflict.index != prepared.latest_index
+                    or self.results.latest_order(job_name, slot.iso, generation) <= 0
+                ):
+                    raise
+                logger.info("LATEST already names a newer result than slot %s generation %d", slot.iso, generation)
+                prepared = prepared.without_latest()
+                summary = {**prepared.summary, "attempt": attempt, "generation": generation, **waited}
+        if gate is not None:
+            gate.permit = None  # released in the commit
         self._committed(slot.iso, len(result.rows), summary)
         if self.values is not None:
             try:
@@ -209,6 +228,63 @@ class AthenaRefreshJob:
             except Exception:  # the slot is committed: a metrics problem must not turn it into a retry
                 logger.exception("could not publish the result values of slot %s as metrics", slot.iso)
         return summary
+
+    def _start(self, run: SlotRun, gate: CapacityGate | None, parameters: Any, token: str) -> str | dict[str, Any]:
+        """Start the attempt's query under a permit: the query execution id, or the summary of the slot given back
+        (``deferred``) or MISSED ``capacity``. Athena's "no capacity now" answers are waiting, not failures."""
+        delay_s = gate.poll_initial_s if gate is not None else 0.0
+        while True:
+            if gate is not None:
+                verdict = gate.acquire(run)
+                if verdict is not None:
+                    return self._capacity_end(run, gate, verdict)
+            try:
+                return self.engine.start_query(
+                    sql=self.settings.query_sql, parameters=parameters, client_request_token=token
+                )
+            except QueryEngineError as error:
+                if gate is None or not is_capacity_error(error):
+                    raise
+                logger.warning("Athena has no capacity for slot %s now (%s): waiting", run.lease.slot.iso, error)
+                verdict = gate.pause(run, delay_s)
+                if verdict != "wait":
+                    return self._capacity_end(run, gate, verdict)
+                delay_s = min(gate.poll_max_s, delay_s * 2)
+
+    @staticmethod
+    def _capacity_end(run: SlotRun, gate: CapacityGate, verdict: str) -> dict[str, Any]:
+        if verdict == "missed":
+            return gate.miss(run)
+        return gate.defer(run) or {}
+
+    def _record_query(
+        self, run: SlotRun, gate: CapacityGate | None, query_execution_id: str, attempt: int, previous: str | None
+    ) -> None:
+        """Record the query on the slot item (for a successor to adopt) and on the permit, in one transaction; a
+        permit that refuses (reclaimed meanwhile) is dropped and the state recorded without it."""
+        writes = gate.record_query_writes(query_execution_id, replacing=previous) if gate is not None else []
+        try:
+            run.record_state(query_execution_id=query_execution_id, attempt=attempt, writes=writes)
+        except CommitConflictError as conflict:
+            if gate is None or not writes:
+                raise
+            gate.drop("record_query", conflict)
+            run.record_state(query_execution_id=query_execution_id, attempt=attempt)
+            return
+        if gate is not None:
+            gate.recorded(query_execution_id)
+
+    def _heartbeat(self, run: SlotRun) -> None:
+        if self.gate is not None:
+            self.gate.heartbeat(run)
+        else:
+            run.heartbeat()
+
+    def _fail(self, run: SlotRun, error: dict[str, Any]) -> None:
+        """Record the slot FAILED (fenced), then give its permit back."""
+        run.fail(error)
+        if self.gate is not None:
+            self.gate.release_now()
 
     def _committed(self, slot_iso: str, rows: int, summary: dict[str, Any]) -> None:
         """Report the commit: rows, the cost estimate, and each ``[alarms]`` threshold the slot went above (a
@@ -291,7 +367,7 @@ class AthenaRefreshJob:
             deadline_ms=deadline_ms - self.commit_reserve_ms,
             clock_ms=run.now_ms,
             sleep_s=self.sleep_s,
-            on_poll=lambda _execution: run.heartbeat(),
+            on_poll=lambda _execution: self._heartbeat(run),
             initial_delay_ms=self.poll_initial_delay_ms,
             max_delay_ms=self.poll_max_delay_ms,
         )

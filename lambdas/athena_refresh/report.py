@@ -72,6 +72,12 @@ class SlotReport:
     (the fenced commit succeeded: a stale or lost holder never sets it); ``rows_stored``, ``estimated_cost_usd``
     (``None``: no estimate), ``value_series_dropped`` (``None``: value metrics off or not published):
     set with the commit; ``thresholds``: the ``[alarms]`` thresholds the committed slot went above.
+
+    The capacity budget (issue 24; :mod:`athena_refresh.permits`): ``permit`` how this invocation holds the slot's
+    permit (``free``, ``reclaimed``, ``inherited``, ``held``; ``None``: none, or the budget is off);
+    ``permits_in_use`` the permits held just after it took one (``None``: it took none); ``permit_wait_ms`` how long
+    the slot has waited for its permit, deferrals included (``None``: it did not wait for one here);
+    ``capacity_deferrals`` times the slot was given back for capacity so far.
     """
 
     query_adopted: bool = False
@@ -83,6 +89,10 @@ class SlotReport:
     estimated_cost_usd: float | None = None
     value_series_dropped: int | None = None
     thresholds: tuple[ThresholdExceeded, ...] = ()
+    permit: str | None = None
+    permits_in_use: int | None = None
+    permit_wait_ms: int | None = None
+    capacity_deferrals: int = 0
 
     def log_fields(self) -> dict[str, Any]:
         """The report's fields of the invocation's log line (:data:`contract.LOG_ONLY_FIELDS` names); a value not
@@ -96,4 +106,7 @@ class SlotReport:
             contract.LOG_FIELD_ESTIMATED_COST_USD: self.estimated_cost_usd,
             contract.LOG_FIELD_VALUE_SERIES_DROPPED: self.value_series_dropped,
             contract.LOG_FIELD_THRESHOLD_EXCEEDED: ",".join(t.metric for t in self.thresholds) or None,
+            contract.LOG_FIELD_PERMIT: self.permit,
+            contract.LOG_FIELD_PERMIT_WAIT_MS: self.permit_wait_ms,
+            contract.LOG_FIELD_CAPACITY_DEFERRALS: self.capacity_deferrals or None,
         }

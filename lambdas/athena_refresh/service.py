@@ -13,19 +13,23 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from botocore.config import Config
 
 from slotlock import (
     CommitConflictError,
     CorruptLockItemError,
     InvalidEventError,
     Lease,
+    Semaphore,
     Slot,
     SlotLock,
     SlotOutcome,
@@ -40,6 +44,7 @@ from .cost import InvocationCost, PriceTableError, load_prices
 from .engine import AthenaQueryEngine, QueryEngine
 from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
+from .permits import CapacityGate, Deferral, SchedulerDeferral
 from .report import SlotReport
 from .results import ResultsStore
 from .settings import Settings
@@ -53,6 +58,7 @@ tracer = Tracer(service=contract.SERVICE_NAME)
 copy_config_to_registered_loggers(source_logger=logger, include={"slotlock", "athena_refresh"})
 
 EngineFactory = Callable[[Settings], QueryEngine]
+DeferralFactory = Callable[[Settings, Any], Deferral | None]
 
 #: The per-job metrics' units (contract.JOB_METRICS); the deployment-wide counts are Count.
 _UNITS = {
@@ -79,12 +85,17 @@ class RuntimeSeams:
     chaos suite use the DuckDB engine, the chaos suite wraps it with faults). ``lock_clock_ms``: the lock's
     clock (epoch ms; ``None``: the system clock; the chaos suite skews it). ``listener``: called with every
     checkpoint after the service's own handling (the demo and the chaos suite report checkpoints and
-    inject kills and pauses there).
+    inject kills and pauses there). ``deferral_factory``: builds the capacity deferral from the settings and the
+    invocation's context (``None``: a one-time EventBridge Scheduler schedule when the stack configured one; the
+    local harnesses re-invoke through their own Lambda service). ``capacity_sleep_s``: the sleep between polls of
+    a slot waiting for a permit (``None``: ``time.sleep``).
     """
 
     engine_factory: EngineFactory = _athena_engine
     lock_clock_ms: Callable[[], int] | None = None
     listener: Listener | None = None
+    deferral_factory: DeferralFactory | None = None
+    capacity_sleep_s: Callable[[float], None] | None = None
 
 
 _seams = RuntimeSeams()
@@ -117,6 +128,7 @@ class Dependencies:
     lock: SlotLock
     engine: QueryEngine
     results: ResultsStore
+    semaphore: Semaphore | None = None  # the capacity budget's (None: off)
 
 
 @functools.lru_cache(maxsize=4)
@@ -133,12 +145,84 @@ def dependencies(settings: Settings) -> Dependencies:
         clock_ms=_seams.lock_clock_ms or system_clock_ms,
     )
     results = ResultsStore(settings.results_table_name, bucket_name=settings.results_bucket_name)
-    return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results)
+    capacity = settings.capacity
+    semaphore = None
+    if capacity.enabled:
+        semaphore = Semaphore(
+            settings.lock_table_name,
+            capacity.semaphore_name,
+            capacity.permits,
+            client=lock.client,
+            clock_ms=lock.clock_ms,
+        )
+    return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results, semaphore=semaphore)
+
+
+def _scheduler_deferral(settings: Settings, context: Any) -> Deferral | None:
+    """The deployed deferral: a one-time Scheduler schedule invoking this very function (its ARN from the
+    invocation's context), or ``None`` when the stack configured none."""
+    capacity = settings.capacity
+    function_arn = getattr(context, "invoked_function_arn", None)
+    if capacity.deferral_role_arn is None or not isinstance(function_arn, str):
+        return None
+    return SchedulerDeferral(
+        client=_scheduler_client(),
+        function_arn=function_arn,
+        role_arn=capacity.deferral_role_arn,
+        group=capacity.deferral_schedule_group,
+        prefix=capacity.deferral_schedule_prefix,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _scheduler_client() -> Any:
+    return boto3.client("scheduler", config=Config(retries={"mode": "standard"}))
+
+
+def _capacity_gate(
+    settings: Settings, deps: Dependencies, event: Any, context: Any
+) -> Callable[[SlotReport], CapacityGate] | None:
+    """The job's capacity gate factory for this invocation (``None``: the budget is off)."""
+    semaphore = deps.semaphore
+    if semaphore is None:
+        return None
+    engine = deps.engine
+    deferral = (_seams.deferral_factory or _scheduler_deferral)(settings, context)
+    max_age_s = settings.max_slot_age_s
+
+    def query_is_terminal(query_execution_id: str) -> bool:
+        return engine.get_query(query_execution_id).done
+
+    def gate(report: SlotReport) -> CapacityGate:
+        return CapacityGate(
+            semaphore=semaphore,
+            settings=settings.capacity,
+            event=dict(event) if isinstance(event, Mapping) else {},
+            report=report,
+            max_slot_age_ms=None if max_age_s is None else int(max_age_s * 1000),
+            deferral=deferral,
+            query_is_terminal=query_is_terminal,
+            sleep_s=_seams.capacity_sleep_s or time.sleep,
+        )
+
+    return gate
 
 
 def _job_metric(name: str, value: float, unit: str) -> None:
     """A per-job metric (:data:`contract.JOB_METRICS`): the invocation's blob, dimensions service + job."""
     metrics.add_metric(name=name, unit=_UNITS[unit], value=value)
+
+
+def _deployment_metric(name: str, value: float, unit: MetricUnit) -> None:
+    """A deployment-wide measurement (:data:`contract.DEPLOYMENT_METRICS`), dimension service only, printed now."""
+    with single_metric(
+        name=name,
+        unit=unit,
+        value=value,
+        namespace=contract.METRICS_NAMESPACE,
+        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
+    ):
+        pass
 
 
 def _deployment_count(name: str) -> None:
@@ -258,7 +342,9 @@ def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) 
 
     Deployment-wide (dimension service only), only when it happens: ``ThresholdExceeded`` when the committed slot
     went above one of its job's ``[alarms]`` thresholds (or both: one count), ``StaleWriteRejected`` for a commit
-    refused as stale. (``CorruptLockItem``: :func:`_corrupt_outcome`.)
+    refused as stale. (``CorruptLockItem``: :func:`_corrupt_outcome`.) The capacity semaphore's ``PermitsInUse`` and
+    ``PermitWaitMs`` (dimension service only: statistics across every job, p50/p95 on the dashboard) when this
+    invocation took a permit: once per permit taken, never per job.
     """
     last_success_ms = now_ms if outcome.status == "succeeded" else outcome.last_succeeded_at_ms
     if isinstance(last_success_ms, int) and outcome.generation == 1:
@@ -270,13 +356,16 @@ def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) 
             _deployment_count(contract.METRIC_THRESHOLD_EXCEEDED)
     if outcome.status == "stale_rejected":
         _deployment_count(contract.METRIC_STALE_WRITE_REJECTED)
+    if report.permits_in_use is not None:  # this invocation took a permit: the semaphore's two measurements
+        _deployment_metric(contract.METRIC_PERMITS_IN_USE, report.permits_in_use, MetricUnit.Count)
+        _deployment_metric(contract.METRIC_PERMIT_WAIT_MS, report.permit_wait_ms or 0, MetricUnit.Milliseconds)
 
 
 def outcome_log_fields(outcome: SlotOutcome, report: SlotReport) -> dict[str, Any]:
     """The fields of the invocation's log line beyond the keys every line carries (job, slot, owner, generation,
     and once known fencing_token and query_execution_id): the outcome, its reason, and the facts that used to be
     metrics (:data:`contract.LOG_ONLY_FIELDS`). ``None`` values are left out of the line by the logger."""
-    acquired = outcome.fencing_token is not None and outcome.status not in ("lost", "missed")
+    acquired = outcome.fencing_token is not None and outcome.status != "lost"  # a holder's MISSED has a token
     missed = outcome.status == "missed"
     return {
         contract.LOG_FIELD_OUTCOME: outcome.status,
@@ -335,6 +424,7 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         results=deps.results,
         values=ValuePublisher.from_settings(settings),
         cost=cost,
+        capacity=_capacity_gate(settings, deps, event, context),
     )
     runner = SlotRunner(lock, listener=_listener(_seams.listener, cost))
     deadline_ms = lock.clock_ms() + int(context.get_remaining_time_in_millis())

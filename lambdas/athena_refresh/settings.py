@@ -10,13 +10,14 @@ import datetime as dt
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from slotlock import table as lock_table
 
 from . import catalog, contract
 from .errors import ConfigurationError
+from .permits import CapacitySettings
 
 DEFAULT_CATALOG = "AwsDataCatalog"
 #: ResultReuseByAgeConfiguration.MaxAgeInMinutes maximum (the bound lives in :mod:`athena_refresh.contract`):
@@ -142,6 +143,9 @@ class Settings:
     max_slot_lead_s: float = float(contract.DEFAULT_MAX_SLOT_LEAD_S)
     query_parameters: tuple[str, ...] = ("window_start", "window_end")  # the name bound to each ``?``
     query_constants: tuple[tuple[str, str], ...] = ()  # (name, SQL literal text): the job's own constants
+    capacity: CapacitySettings = field(
+        default_factory=CapacitySettings
+    )  # the deployment's Athena capacity budget (off by default)
     racers: int = 1  # invocations fanned out per slot (the catalog's schedule): the cost estimate's losers
 
     @classmethod
@@ -218,6 +222,7 @@ class Settings:
             alarm_data_scanned_bytes=alarm_bytes,
             alarm_query_duration_ms=alarm_duration_ms,
             result_reuse_max_age_min=reuse_min,
+            capacity=CapacitySettings.from_env(env, _number),
             max_slot_lead_s=_number(
                 env,
                 contract.ENV_MAX_SLOT_LEAD_S,

@@ -31,7 +31,9 @@ from .expressions import (
     LAST_OK_SLOT,
     MISSED_SLOTS,
     OWNER,
+    REASON,
     STATUS_FAILED,
+    STATUS_MISSED,
     STATUS_SUCCEEDED,
     SUMMARY_JSON,
     TOKEN,
@@ -49,11 +51,16 @@ def commit(
     summary: Mapping[str, Any] | None,
     outcome: SlotOutcomeName,
     error: Mapping[str, Any] | None,
+    reason: str | None = None,
 ) -> CommitReceipt:
     """Finish ``lease``'s slot with ``outcome`` and release the lease, with the caller's ``writes``, in one
     fenced TransactWriteItems (documented on :meth:`slotlock.dynamodb.SlotLock.commit`)."""
-    if outcome not in ("succeeded", "failed"):
-        raise LockConfigurationError("outcome", f"must be 'succeeded' or 'failed', got {outcome!r}")
+    if outcome not in ("succeeded", "failed", "missed"):
+        raise LockConfigurationError("outcome", f"must be 'succeeded', 'failed' or 'missed', got {outcome!r}")
+    if (outcome == "missed") != bool(reason):
+        raise LockConfigurationError(
+            "reason", f"a reason is given with, and only with, outcome 'missed', got {reason!r}"
+        )
     now_ms = ctx.clock_ms()
     succeeded = outcome == "succeeded"
     lock_set = (
@@ -93,7 +100,7 @@ def commit(
             job=ctx.job_name,
             slot_iso=lease.slot.iso,
             slot_epoch_s=lease.slot.epoch_s,
-            status=STATUS_SUCCEEDED if succeeded else STATUS_FAILED,
+            status={"succeeded": STATUS_SUCCEEDED, "failed": STATUS_FAILED, "missed": STATUS_MISSED}[outcome],
             ttl_epoch_s=ctx.ttl_epoch_s(now_ms),
             attributes={
                 TOKEN: {"N": str(lease.fencing_token)},
@@ -101,6 +108,7 @@ def commit(
                 FINISHED_AT: {"N": str(now_ms)},
                 SUMMARY_JSON: {"S": json_text(summary)},
                 ERROR_JSON: {"S": json_text(error)},
+                **({REASON: {"S": reason}} if reason else {}),
             },
             started_at_ms=lease.acquired_at_ms,
             generation=ctx.generation,
@@ -127,12 +135,12 @@ def commit(
         index = judged.index if judged.index is not None else 0
         if index < own_offset:
             raise slot_ended_error(ctx, lease, cancelled.item(1)) from cancelled.error
-        reason = cancelled.reasons[index]
+        cancellation = cancelled.reasons[index]
         raise CommitConflictError(
             index - own_offset,
             str(judged.code),
-            reason.get("Item"),
-            reason.get("Message"),
+            cancellation.get("Item"),
+            cancellation.get("Message"),
             fencing_token=lease.fencing_token,
         ) from cancelled.error
     return receipt

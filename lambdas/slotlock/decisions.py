@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .expressions import STATUS, STATUS_FAILED, STATUS_SUCCEEDED, TOKEN
+from .expressions import RECORD_ID, STATUS, STATUS_FAILED, STATUS_MISSED, STATUS_SUCCEEDED, TOKEN
 from .lease import LockRecord, LossReason, SlotOutcomeName
 from .slot import Slot
 
@@ -59,12 +59,21 @@ def outcome_applied_on_lock(current: LockRecord, slot: Slot, fencing_token: int)
             return "succeeded"
         if current.last_finished_outcome == "failed":
             return "failed"
+        if current.last_finished_outcome == "missed":
+            return "missed"
     return None
 
 
 def outcome_applied_on_slot_item(slot_item: Mapping[str, Any], fencing_token: int) -> SlotOutcomeName | None:
     """The outcome our commit under ``fencing_token`` wrote, from the decoded slot item (written in the
     same transaction; it still shows the commit once a newer slot finished). ``None`` if it does not."""
-    if slot_item.get(TOKEN) == fencing_token and slot_item.get(STATUS) in (STATUS_SUCCEEDED, STATUS_FAILED):
-        return "succeeded" if slot_item[STATUS] == STATUS_SUCCEEDED else "failed"
+    statuses: dict[Any, SlotOutcomeName] = {
+        STATUS_SUCCEEDED: "succeeded",
+        STATUS_FAILED: "failed",
+        STATUS_MISSED: "missed",
+    }
+    if slot_item.get(STATUS) == STATUS_MISSED and RECORD_ID in slot_item:
+        return None  # recorded MISSED by someone else (superseded, too old): record_missed writes a record_id
+    if slot_item.get(TOKEN) == fencing_token and slot_item.get(STATUS) in statuses:
+        return statuses[slot_item[STATUS]]
     return None

@@ -320,7 +320,9 @@ class SlotLock:
         """
         return holder.heartbeat(self._ctx, lease)
 
-    def record_state(self, lease: Lease, changes: Mapping[str, Any]) -> Lease:
+    def record_state(
+        self, lease: Lease, changes: Mapping[str, Any], *, writes: Sequence[Mapping[str, Any]] = ()
+    ) -> Lease:
         """Record in-flight state on the slot item for a successor, and renew the lease, atomically.
 
         ``changes`` (JSON-serialisable, small: at most 64 KiB once merged) are merged into the lease's
@@ -337,10 +339,13 @@ class SlotLock:
             The lease was taken over (the lock item's condition failed); nothing was written.
         CorruptLockItemError
             The slot item already holds a terminal record although the lock names us as its holder.
+        CommitConflictError
+            One of ``writes`` (the caller's own TransactWriteItems entries, in the same transaction) failed its
+            condition (``index`` into ``writes``): nothing was written.
         TransientLockError, WriteRejectedError
             Transient past the budget (retryable) / refused for good (record the slot FAILED).
         """
-        return holder.record_state(self._ctx, lease, changes)
+        return holder.record_state(self._ctx, lease, changes, writes)
 
     # --- finish -----------------------------------------------------------------------------------------
     def commit(
@@ -351,6 +356,7 @@ class SlotLock:
         summary: Mapping[str, Any] | None = None,
         outcome: SlotOutcomeName = "succeeded",
         error: Mapping[str, Any] | None = None,
+        reason: str | None = None,
     ) -> CommitReceipt:
         """Finish the slot and release the lease in one fenced TransactWriteItems.
 
@@ -358,7 +364,8 @@ class SlotLock:
 
         1. the lock item: condition ``owner = ours AND fencing_token = ours``; removes owner and expiry
            (release) and records the slot as the last finished one (complete) in the same write;
-        2. the slot item: final status (``SUCCEEDED``/``FAILED``), token, summary or error;
+        2. the slot item: final status (``SUCCEEDED``/``FAILED``, or ``MISSED`` with ``reason``: the holder gave
+           up, e.g. no capacity permit before the slot's maximum age), token, summary or error;
         3. the caller's own writes (TransactWriteItems entries in DynamoDB client format, e.g. results
            conditioned on the token): at most 100 items in all, 4 MB in all.
 
@@ -387,7 +394,9 @@ class SlotLock:
         LockBackendError
             DynamoDB failed otherwise.
         """
-        return commit.commit(self._ctx, lease, writes=writes, summary=summary, outcome=outcome, error=error)
+        return commit.commit(
+            self._ctx, lease, writes=writes, summary=summary, outcome=outcome, error=error, reason=reason
+        )
 
     def release(self, lease: Lease) -> None:
         """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).

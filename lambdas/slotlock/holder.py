@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 from . import reads
 from .client import Cancelled
 from .context import MAX_STATE_BYTES, LockContext, json_text
-from .errors import CorruptLockItemError, LeaseLostError, LockConfigurationError
+from .errors import CommitConflictError, CorruptLockItemError, LeaseLostError, LockConfigurationError
 from .expressions import (
     EXPIRES,
     OWNER,
@@ -46,9 +46,13 @@ def heartbeat(ctx: LockContext, lease: Lease) -> Lease:
     return replace(lease, expires_at_ms=expires_ms)
 
 
-def record_state(ctx: LockContext, lease: Lease, changes: Mapping[str, Any]) -> Lease:
+def record_state(
+    ctx: LockContext, lease: Lease, changes: Mapping[str, Any], writes: Sequence[Mapping[str, Any]] = ()
+) -> Lease:
     """Merge ``changes`` into the state on the slot item and renew the lease: one TransactWriteItems
-    (lock item: owner and token; slot item: not ended)."""
+    (lock item: owner and token; slot item: not ended; then the caller's ``writes``, e.g. a capacity permit's
+    record of the query). A caller's write that fails its own condition raises :class:`CommitConflictError`
+    (``index`` into ``writes``): nothing was written, and the caller may record the state again without it."""
     state = {**lease.state, **changes}
     state_json = json_text(state)
     if len(state_json.encode()) > MAX_STATE_BYTES:
@@ -75,12 +79,24 @@ def record_state(ctx: LockContext, lease: Lease, changes: Mapping[str, Any]) -> 
                 generation=ctx.generation,
             )
         },
+        *writes,
     ]
+    own_offset = 2
     try:
         transact(ctx, items, operation="record_state", budget=ctx.holder_budget(lease), lease=lease)
     except Cancelled as cancelled:
         if cancelled.judged.verdict == "lease_gone":
             raise LeaseLostError(lease, cancelled.lock_record(ctx), operation="record_state") from cancelled.error
+        index = cancelled.judged.index
+        if index is not None and index >= own_offset:
+            reason = cancelled.reasons[index]
+            raise CommitConflictError(
+                index - own_offset,
+                str(cancelled.judged.code),
+                reason.get("Item"),
+                reason.get("Message"),
+                fencing_token=lease.fencing_token,
+            ) from cancelled.error
         raise slot_ended_error(ctx, lease, cancelled.item(1)) from cancelled.error
     return replace(lease, state=MappingProxyType(state), expires_at_ms=expires_ms)
 

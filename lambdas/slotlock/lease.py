@@ -16,7 +16,7 @@ from .slot import Slot
 LossReason = Literal[
     "held", "overrun", "slot_finished", "superseded", "too_old", "conflict", "unavailable", "paused", "busy"
 ]
-SlotOutcomeName = Literal["succeeded", "failed"]
+SlotOutcomeName = Literal["succeeded", "failed", "missed"]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from .slot import Slot
 logger = logging.getLogger(__name__)
 
 #: "corrupt" is reported by callers that catch ``CorruptLockItemError`` (a tampered item: not retried).
-OutcomeStatus = Literal["succeeded", "failed", "lost", "missed", "lease_lost", "stale_rejected", "corrupt"]
+OutcomeStatus = Literal["succeeded", "failed", "lost", "missed", "lease_lost", "stale_rejected", "corrupt", "deferred"]
 
 #: Checkpoints passed to a listener, in protocol order. Jobs may add their own (e.g. "query_started").
 CHECKPOINT_ACQUIRED = "acquired"
@@ -57,7 +57,8 @@ class SlotOutcome:
     ``write_rejected`` when DynamoDB refused the commit for good), ``lost`` (another racer has it, or it
     is finished; ``reason`` says which), ``missed`` (too old, overrun or superseded, and this racer
     recorded it), ``lease_lost`` (taken over mid-run; we wrote nothing more), ``stale_rejected`` (our
-    commit carried a stale fencing token and was rejected atomically).
+    commit carried a stale fencing token and was rejected atomically), ``deferred`` (the holder gave the slot
+    back unfinished, keeping its state, for a later invocation it arranged: ``reason`` says why, e.g. ``capacity``).
 
     ``superseded_slot``/``superseded_recorded``: our acquisition replaced the expired holder of that
     older slot, and (``superseded_recorded``) we are the one that recorded it MISSED.
@@ -105,6 +106,8 @@ class SlotRun:
         self._last_renewal_ms = lease.acquired_at_ms
         self.receipt: CommitReceipt | None = None
         self.summary: Mapping[str, Any] | None = None
+        self.reason: str | None = None  # a MISSED finish's reason (:meth:`miss`)
+        self.given_back: str | None = None  # why the slot was given back unfinished (:meth:`give_back`)
 
     @property
     def lease(self) -> Lease:
@@ -157,9 +160,11 @@ class SlotRun:
             self._last_renewal_ms = now
         return sent
 
-    def record_state(self, **changes: Any) -> None:
-        """Record in-flight state for a successor (fenced; also renews). Raises :class:`LeaseLostError`."""
-        self._lease = self._lock.record_state(self._lease, changes)
+    def record_state(self, *, writes: Sequence[Mapping[str, Any]] = (), **changes: Any) -> None:
+        """Record in-flight state for a successor (fenced; also renews), with the caller's ``writes`` in the same
+        transaction. Raises :class:`LeaseLostError`, or :class:`CommitConflictError` when one of ``writes``
+        failed its condition (nothing written)."""
+        self._lease = self._lock.record_state(self._lease, changes, writes=writes)
         self._last_renewal_ms = self.now_ms()
         self.checkpoint(CHECKPOINT_STATE_RECORDED)
 
@@ -176,11 +181,30 @@ class SlotRun:
         """Finish the slot as failed for good (no retry), recording ``error``. Fenced like :meth:`commit`."""
         return self._finish("failed", writes=writes, summary=None, error=error)
 
-    def _finish(self, outcome: Literal["succeeded", "failed"], **kwargs: Any) -> CommitReceipt:
+    def give_back(self, reason: str, detail: Mapping[str, Any] | None = None) -> None:
+        """Give the slot back unfinished: release the lease keeping the recorded state (expiry now; owner, token
+        and slot kept), so that the later invocation the caller arranged (e.g. a one-time schedule) takes it over
+        and adopts the state. The run then ends with outcome ``deferred`` and ``reason``; nothing more is written.
+        Raises :class:`LeaseLostError` (taken over already)."""
+        if self.finished or self.given_back:
+            raise RuntimeError("this slot run already ended")
+        self._lock.release(self._lease)
+        self.given_back = reason
+        self.summary = dict(detail or {})
+
+    def miss(
+        self, reason: str, detail: Mapping[str, Any], *, writes: Sequence[Mapping[str, Any]] = ()
+    ) -> CommitReceipt:
+        """Finish the slot as MISSED with ``reason`` (the holder gives up for good, e.g. ``capacity``: no permit
+        before the slot's maximum age), recording ``detail``. Fenced like :meth:`commit`; never run again."""
+        return self._finish("missed", writes=writes, summary=None, error=detail, reason=reason)
+
+    def _finish(self, outcome: Literal["succeeded", "failed", "missed"], **kwargs: Any) -> CommitReceipt:
         if self.finished:
             raise RuntimeError("this slot run already committed")
         self.checkpoint(CHECKPOINT_BEFORE_COMMIT)
         self.receipt = self._lock.commit(self._lease, outcome=outcome, **kwargs)
+        self.reason = kwargs.get("reason")
         self.summary = kwargs.get("summary") or kwargs.get("error")
         self.checkpoint(CHECKPOINT_COMMITTED)
         return self.receipt
@@ -227,6 +251,10 @@ class SlotRunner:
         try:
             run.checkpoint(CHECKPOINT_ACQUIRED)
             value = fn(run)
+            if run.given_back:
+                return SlotOutcome(
+                    "deferred", reason=run.given_back, value=value, details=dict(run.summary or {}), **base
+                )
             if not run.finished:
                 run.commit(summary=value if isinstance(value, Mapping) else None)
         except StaleFencingTokenError as exc:
@@ -240,12 +268,13 @@ class SlotRunner:
                 raise
             return self._fail_rejected(run, exc, base)
         except BaseException:
-            if not run.finished:
+            if not run.finished and not run.given_back:
                 self._release_quietly(run.lease)
             raise
         assert run.receipt is not None
         return SlotOutcome(
             run.receipt.outcome,
+            reason=run.reason,
             value=value,
             already_applied=run.receipt.already_applied,
             details=dict(run.summary or {}),

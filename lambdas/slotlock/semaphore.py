@@ -174,7 +174,12 @@ class Semaphore:
 
     # --- acquire --------------------------------------------------------------------------------------
     def try_acquire_for(
-        self, lease: Any, *, ticket: Ticket | None = None, query_is_terminal: QueryIsTerminal | None = None
+        self,
+        lease: Any,
+        *,
+        ticket: Ticket | None = None,
+        query_is_terminal: QueryIsTerminal | None = None,
+        headroom: int = 0,
     ) -> Permit | Wait:
         """:meth:`try_acquire` for the holder of ``lease`` (a :class:`slotlock.Lease`): its owner, token, expiry."""
         return self.try_acquire(
@@ -183,7 +188,22 @@ class Semaphore:
             lease.expires_at_ms,
             ticket=ticket,
             query_is_terminal=query_is_terminal,
+            headroom=headroom,
         )
+
+    def adopt_for(self, lease: Any) -> Permit | None:
+        """The permit of ``lease``'s query, inherited by its new holder (a takeover, a Lambda retry adopting the
+        query): one read, then one conditional write when the permit carries a lower token. ``None`` when the
+        query has no permit (it was reclaimed once the query ended, or the budget was off when it started):
+        an adopted query is never made to wait, since it already runs. Raises :class:`StalePermitTokenError`."""
+        owner, token, expires_at_ms = PermitOwner.of(lease), lease.fencing_token, lease.expires_at_ms
+        now_ms = self.clock_ms()
+        permits, _ = self.read(deadline_ms=expires_at_ms)
+        mine = [permit for permit in permits if permit.owner == owner.id]
+        if not mine:
+            return None
+        newest = max(mine, key=lambda permit: permit.fencing_token or 0)
+        return self._inherit(newest, owner, token, expires_at_ms, now_ms, self.budget(expires_at_ms))
 
     def try_acquire(
         self,
@@ -193,6 +213,7 @@ class Semaphore:
         *,
         ticket: Ticket | None = None,
         query_is_terminal: QueryIsTerminal | None = None,
+        headroom: int = 0,
     ) -> Permit | Wait:
         """Take a permit for ``owner``'s query, or learn that we must wait.
 
@@ -209,6 +230,8 @@ class Semaphore:
         A newcomer that does not wait sends 2 requests. ``query_is_terminal(query id)`` is asked only about
         expired permits naming a query, and only when the free ones do not suffice; without it such permits
         are never reclaimed. ``expires_at_ms`` is the lease's expiry (the permit's; renew with :meth:`renew`).
+        ``headroom``: permits to leave free for others (a manual run leaves some to the live schedule): we take
+        one only if more than ``k + headroom`` are free or reclaimable.
 
         Raises
         ------
@@ -233,14 +256,19 @@ class Semaphore:
             if taken is not None:
                 return self._leave_after(taken, ticket, now_ms)
         ahead = waiters.ahead_of(owner.id, ticket.number if ticket else None, now_ms)
-        candidates = self._candidates(permits, now_ms, ahead + 1, query_is_terminal)
-        if len(candidates) > ahead:
+        if isinstance(headroom, bool) or not isinstance(headroom, int) or not 0 <= headroom < self.permits:
+            raise LockConfigurationError(
+                "headroom", f"must be an integer from 0 to {self.permits - 1}, got {headroom!r}"
+            )
+        candidates = self._candidates(permits, now_ms, ahead + headroom + 1, query_is_terminal)
+        if len(candidates) > ahead + headroom:
             rest = candidates[ahead:]
             order = rest if ticket is not None else self.rng.sample(rest, len(rest))
+            in_use = self.permits - len(candidates) + 1
             for candidate, kind in order:
                 taken = self._take(candidate, kind, owner, fencing_token, expires_at_ms, now_ms, budget)
                 if taken is not None:
-                    return self._leave_after(taken, ticket, now_ms)
+                    return self._leave_after(replace(taken, in_use=in_use), ticket, now_ms)
         kept = self.tickets.keep(owner.id, ticket, waiters, now_ms, budget)
         return Wait(kept, ahead, len(candidates))
 
@@ -406,6 +434,22 @@ class Semaphore:
         params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
         self._holder_write(permit, params, "record_query")
         return replace(permit, query_execution_id=query_execution_id)
+
+    def record_query_item(
+        self, permit: Permit, query_execution_id: str, *, replacing: str | None = None
+    ) -> dict[str, Any]:
+        """The ``TransactWriteItems`` entry of :meth:`record_query`, for the caller's own transaction (the job
+        records its query id on the slot item and on the permit in one request). ``replacing``: the permit's
+        previous query, ended (a new attempt after a retryable failure keeps the permit). If the entry fails,
+        the transaction is cancelled: record again without it (the permit then names the old query or none)."""
+        values: dict[str, Any] = {":query": {"S": query_execution_id}}
+        condition = PERMIT_RECORD_QUERY
+        if replacing is not None:
+            values[":replacing"] = {"S": replacing}
+            condition = f"{PERMIT_OURS} AND (attribute_not_exists(#query) OR #query IN (:query, :replacing))"
+        params = self._permit_update(permit.index, "SET #query = :query", condition, self._ours(permit, values))
+        params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
+        return {"Update": params}
 
     def release_item(self, permit: Permit) -> dict[str, Any]:
         """The ``TransactWriteItems`` entry (``{"Update": ...}``) that releases ``permit`` inside the caller's

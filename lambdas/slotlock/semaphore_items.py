@@ -93,6 +93,7 @@ class Permit:
     replaced_token: int | None = None
     replaced_query: str | None = None
     ticket: Ticket | None = None
+    in_use: int | None = None  # permits held just after the take, ours included (as read; None: not counted)
 
     @property
     def key(self) -> str:

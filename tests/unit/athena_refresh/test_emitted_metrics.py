@@ -25,7 +25,7 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings
-from slotlock import Slot, SlotLock, pause, request_generation
+from slotlock import PermitOwner, Semaphore, Slot, SlotLock, pause, request_generation
 
 SQL = "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1"
 OPERATOR = "arn:aws:iam::123456789012:user/op"
@@ -467,6 +467,51 @@ def rerun_commits(h: Harness) -> tuple[Emitted, Expected]:
     return h.emitted(), Expected(job=JOB_MEASUREMENTS, lines=({**WIN_LINE, "generation": 2},))
 
 
+#: The capacity semaphore's measurements (deployment-wide, once per permit taken; not counts of 1).
+SEMAPHORE_METRICS = frozenset({contract.METRIC_PERMITS_IN_USE, contract.METRIC_PERMIT_WAIT_MS})
+
+
+def _capacity_on(h: Harness, permits: int) -> Semaphore:
+    """The deployment's capacity budget on, its semaphore named after the job (scenarios never share one)."""
+    h.setenv(contract.ENV_CAPACITY_PERMITS, str(permits))
+    h.setenv(contract.ENV_CAPACITY_SEMAPHORE_NAME, f"{h.job}-budget")
+    h.setenv(contract.ENV_CAPACITY_MANUAL_HEADROOM, "0")
+    return Semaphore(h.lock_table, f"{h.job}-budget", permits, client=h.ddb)
+
+
+def capacity_permit_taken(h: Harness) -> tuple[Emitted, Expected]:
+    # the budget on: the winner takes a free permit, records its query on it and gives it back in the commit; the
+    # semaphore's two measurements are deployment-wide (never per job)
+    semaphore = _capacity_on(h, 3)
+    assert h.invoke("req-A")["status"] == "succeeded"
+    permits, _ = semaphore.read()
+    assert all(permit.free for permit in permits)  # given back in the commit transaction
+    line = {**WIN_LINE, "permit": "free", "permit_wait_ms": 0}
+    return h.emitted(), Expected(job=WIN_METRICS, deployment=SEMAPHORE_METRICS, lines=(line,))
+
+
+def capacity_missed(h: Harness) -> tuple[Emitted, Expected]:
+    # the one permit is held by another job's live query, and the slot's maximum age leaves no time to wait: the
+    # winner finishes it MISSED "capacity" (fenced, once); no query, no metric
+    semaphore = _capacity_on(h, 1)
+    h.setenv(contract.ENV_MAX_SLOT_AGE_S, "60")  # minus the deferral margin (60 s): the deadline is the slot itself
+    other = PermitOwner("other-job", h.slot)
+    assert semaphore.try_acquire(other, 1, int(time.time() * 1000) + 600_000).acquired
+    result = h.invoke("req-A")
+    assert (result["status"], result["reason"], result["queries_started"]) == ("missed", "capacity", 0)
+    line = {
+        "outcome": "missed",
+        "reason": "capacity",
+        "lease_acquired": True,
+        "queries_started": 0,
+        "missed_slot": h.slot.iso,
+        "missed_reason": "capacity",
+        "permit": ABSENT,
+        "permit_wait_ms": 0,
+    }
+    return h.emitted(), Expected(lines=(line,), missed=((h.slot.iso, "capacity"),))
+
+
 SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "win_and_commit": win_and_commit,
     "threshold_exceeded": threshold_exceeded,
@@ -487,6 +532,8 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "paused": paused,
     "lost_busy": lost_busy,
     "rerun_commits": rerun_commits,
+    "capacity_permit_taken": capacity_permit_taken,
+    "capacity_missed": capacity_missed,
 }
 
 
@@ -597,7 +644,7 @@ def test_each_outcome_emits_exactly_its_metrics_and_logs_its_facts(
             [metric] = emitted.names(blob)
             assert (
                 metric in contract.DEPLOYMENT_METRICS
-                and blob[metric] in (1, [1])
+                and (blob[metric] in (1, [1]) or metric in SEMAPHORE_METRICS)
                 and contract.DIMENSION_JOB not in blob
             )
         else:

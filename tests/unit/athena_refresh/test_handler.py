@@ -110,6 +110,15 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         # above the fake engine's statistics (7 MiB, 910 ms): no threshold exceeded unless a test lowers one
         contract.ENV_ALARM_DATA_SCANNED_BYTES: str(2**30),
         contract.ENV_ALARM_QUERY_DURATION_MS: "600000",
+        # the capacity budget is off here (tests/unit/athena_refresh/test_capacity.py turns it on)
+        contract.ENV_CAPACITY_PERMITS: "0",
+        contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
+        contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
+        contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
+        contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
+        contract.ENV_DEFERRAL_ROLE_ARN: "arn:aws:iam::123456789012:role/job-scheduler",
+        contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
+        contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",
     }
     assert set(values) == set(contract.STACK_ENV_VARS) | {contract.ENV_QUERY_SQL}  # the inline query: no catalog
     for key, value in values.items():
@@ -740,6 +749,9 @@ def test_logs_carry_job_slot_owner_and_fencing_token(invoke: Any, stdout_json: A
         "threshold_exceeded": None,
         "missed_slot": None,
         "missed_reason": None,
+        "permit": None,  # the capacity budget is off here
+        "permit_wait_ms": None,
+        "capacity_deferrals": None,
     }
     assert facts["estimated_cost_usd"] > 0
     assert not {"threshold_exceeded", "missed_slot", "missed_reason"} & set(final)

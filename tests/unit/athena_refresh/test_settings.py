@@ -12,6 +12,7 @@ import pytest
 
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
+from athena_refresh.permits import CapacitySettings
 from athena_refresh.settings import DEFAULT_CATALOG, Settings
 from slotlock import dynamodb as slotlock_dynamodb
 
@@ -41,6 +42,14 @@ FULL_ENV = {
     contract.ENV_MAX_SLOT_LEAD_S: "3",
     contract.ENV_ALARM_DATA_SCANNED_BYTES: "5000000000",
     contract.ENV_ALARM_QUERY_DURATION_MS: "120000",
+    contract.ENV_CAPACITY_PERMITS: "10",
+    contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-eu-west-1",
+    contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "45.5",
+    contract.ENV_CAPACITY_MANUAL_HEADROOM: "3",
+    contract.ENV_CAPACITY_RETRY_DELAY_S: "180",
+    contract.ENV_DEFERRAL_ROLE_ARN: "arn:aws:iam::123456789012:role/job-scheduler",
+    contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
+    contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",
 }
 REQUIRED = (
     contract.ENV_JOB_NAME,
@@ -107,6 +116,16 @@ def test_from_env_reads_every_contract_variable() -> None:
         max_slot_lead_s=3.0,
         alarm_data_scanned_bytes=5_000_000_000,
         alarm_query_duration_ms=120_000,
+        capacity=CapacitySettings(
+            permits=10,
+            semaphore_name="123456789012-eu-west-1",
+            wait_in_place_s=45.5,
+            manual_headroom=3,
+            retry_delay_s=180.0,
+            deferral_role_arn="arn:aws:iam::123456789012:role/job-scheduler",
+            deferral_schedule_group="default",
+            deferral_schedule_prefix="sar-0123456789ab-",
+        ),
     )
     assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
 
@@ -468,6 +487,10 @@ NUMERIC = {
     contract.ENV_MAX_SLOT_LEAD_S: False,
     contract.ENV_ALARM_DATA_SCANNED_BYTES: True,
     contract.ENV_ALARM_QUERY_DURATION_MS: True,
+    contract.ENV_CAPACITY_PERMITS: True,
+    contract.ENV_CAPACITY_WAIT_IN_PLACE_S: False,
+    contract.ENV_CAPACITY_MANUAL_HEADROOM: True,
+    contract.ENV_CAPACITY_RETRY_DELAY_S: False,
 }
 TEXT = (
     contract.ENV_JOB_NAME,
@@ -481,6 +504,10 @@ TEXT = (
     contract.ENV_JOB_CATALOG_PATH,
     contract.ENV_VALUE_METRIC_COLUMNS,
     contract.ENV_VALUE_METRIC_DIMENSIONS,
+    contract.ENV_CAPACITY_SEMAPHORE_NAME,
+    contract.ENV_DEFERRAL_ROLE_ARN,
+    contract.ENV_DEFERRAL_SCHEDULE_GROUP,
+    contract.ENV_DEFERRAL_SCHEDULE_PREFIX,
 )
 
 
@@ -515,6 +542,10 @@ def with_partners(key: str, raw: str) -> dict[str, str]:
         return env(**{key: raw, contract.ENV_HEARTBEAT_INTERVAL_S: None})  # heartbeat: a third of the lease
     if key == contract.ENV_HEARTBEAT_INTERVAL_S:
         return env(**{key: raw, contract.ENV_LEASE_DURATION_S: _text(contract.MAX_LEASE_DURATION_S)})
+    if key == contract.ENV_CAPACITY_MANUAL_HEADROOM:  # the headroom must stay below the permits
+        return env(**{key: raw, contract.ENV_CAPACITY_PERMITS: _text(contract.MAX_CAPACITY_PERMITS)})
+    if key == contract.ENV_CAPACITY_PERMITS:
+        return env(**{key: raw, contract.ENV_CAPACITY_MANUAL_HEADROOM: "0"})
     return env(**{key: raw})
 
 
@@ -535,7 +566,13 @@ def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, 
     if accepted:
         # WHEN it is at a bound / THEN it is read as that number
         settings = Settings.from_env(environment)
-        assert getattr(settings, key.lower()) == (int(raw) if NUMERIC[key] else float(raw))
+        holder = settings.capacity if key.startswith("CAPACITY_") else settings
+        field = key.lower().removeprefix("capacity_") if key.startswith("CAPACITY_") else key.lower()
+        expected = int(raw) if NUMERIC[key] else float(raw)
+        if key == contract.ENV_CAPACITY_PERMITS and expected == 0:
+            assert not settings.capacity.enabled  # 0: off
+        else:
+            assert getattr(holder, field) == expected
     else:
         # WHEN it is outside / THEN it is refused naming the variable, the allowed range and the value
         error = config_error(environment)

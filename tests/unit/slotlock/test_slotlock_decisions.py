@@ -41,13 +41,13 @@ def test_only_slots_that_never_run_and_are_not_marked_yet_are_recorded_missed() 
     assert not records_missed("overrun", LockRecord(missed_slots=frozenset({S2})), S2)
 
 
-@pytest.mark.parametrize("outcome", ["succeeded", "failed"])
+@pytest.mark.parametrize("outcome", ["succeeded", "failed", "missed"])
 def test_a_commit_shows_on_the_lock_item_under_its_own_slot_and_token(outcome: str) -> None:
     current = LockRecord(last_finished_slot=S2, last_finished_token=7, last_finished_outcome=outcome)
     assert outcome_applied_on_lock(current, S2, 7) == outcome
     assert outcome_applied_on_lock(current, S2, 8) is None  # another acquisition's commit
     assert outcome_applied_on_lock(current, S1, 7) is None
-    odd = LockRecord(last_finished_slot=S2, last_finished_token=7, last_finished_outcome="missed")
+    odd = LockRecord(last_finished_slot=S2, last_finished_token=7, last_finished_outcome="skipped")
     assert outcome_applied_on_lock(odd, S2, 7) is None
 
 

@@ -1,0 +1,410 @@
+"""The Athena capacity budget of one slot: a permit of the deployment's semaphore before ``StartQueryExecution``.
+
+Athena limits the active DML queries (running + queued) per account and Region, shared by every workgroup; past
+the quota ``StartQueryExecution`` answers ``TooManyRequestsException``
+(https://docs.aws.amazon.com/athena/latest/ug/service-limits.html). Every job's winner takes one permit of the
+deployment's :class:`slotlock.Semaphore` (N permits, on the lock table) before it starts its query, so at most N
+of the deployment's queries are active at once. docs/protocol.md, "Capacity semaphore", has the semantics; this
+module is the job's side of it (:class:`CapacityGate`):
+
+- **Adopt.** A winner that adopts a predecessor's query (a takeover, a Lambda retry) inherits that query's permit
+  (:meth:`slotlock.Semaphore.adopt_for`); it never waits, since the query already runs.
+- **Take, or wait in line.** A first start takes a permit (2 DynamoDB requests when no one waits: one
+  ``BatchGetItem``, one ``UpdateItem``), or waits in ticket order (first come, first served), heartbeating its
+  lease, polling with capped, jittered backoff. A ``TooManyRequestsException``/``ThrottlingException`` that
+  still reaches us (people's own queries took the account's quota) is waiting too, never a failed attempt.
+- **Record, renew, release.** The query id is recorded on the permit in the same transaction as on the slot
+  item; the permit's expiry follows each lease renewal; it is given back in the commit transaction. A permit
+  write that fails (the permit was reclaimed) never holds the result back: the write is dropped, and the
+  slot goes on without a permit.
+- **Deadline.** Waiting in place is billed Lambda time: past ``wait_in_place_s`` (or half the invocation's time)
+  the slot is given back (:meth:`slotlock.SlotRun.give_back`) and a one-time EventBridge Scheduler schedule
+  re-invokes the function ``retry_delay_s`` later (:class:`SchedulerDeferral`): not a Lambda error, never the
+  failure queue. A slot that cannot have a permit before its maximum slot age is finished MISSED with reason
+  ``capacity`` by the waiter at its last chance (:meth:`slotlock.SlotRun.miss`), exactly once: the commit is
+  fenced. A manual run leaves ``manual_headroom`` permits to the live schedule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from slotlock import (
+    CommitConflictError,
+    Permit,
+    PermitLostError,
+    Semaphore,
+    SlotLockError,
+    SlotRun,
+    StalePermitTokenError,
+    Ticket,
+    TransientLockError,
+)
+from slotlock import table as lock_table
+
+from . import contract
+from .errors import ConfigurationError, QueryEngineError
+from .report import SlotReport
+
+logger = logging.getLogger(__name__)
+
+#: Athena's answers that mean "no capacity now" (the active-query quota; the API rate): waiting, not failure.
+CAPACITY_ERROR_CODES = frozenset({"TooManyRequestsException", "ThrottlingException"})
+#: A slot's re-invocation must arrive this long before its maximum age (Scheduler delivery, clock skew).
+DEFERRAL_MARGIN_MS = 60_000
+#: The semaphore's name when none is set (the stack always sets ``<account>-<region>`` or cdk.json's name).
+DEFAULT_SEMAPHORE_NAME = "athena"
+#: The event key carrying how many times the slot was given back (set on the re-invocation's event).
+EVENT_DEFERRAL = "capacity_deferral"
+#: The slot's state key (recorded on the slot item for the next holder): ``{"deferrals", "waited_ms"}``.
+STATE_KEY = "capacity"
+
+
+@dataclass(frozen=True)
+class CapacitySettings:
+    """The deployment's capacity budget (cdk.json ``capacity``; :data:`contract.CAPACITY_ENV_VARS`).
+
+    ``permits`` 0: off (no semaphore request at all). ``semaphore_name``: shared by every deployment that shares
+    the budget (and the lock table). ``wait_in_place_s``: longest wait inside one invocation. ``manual_headroom``:
+    permits a manual run leaves free. ``retry_delay_s``: when a slot given back comes back. ``deferral_*``: the
+    one-time schedule's role, group and name prefix (``None`` role: no deferral; the wait then ends the
+    invocation with a retryable error, for local tools only: the stack always sets them).
+    """
+
+    permits: int = 0
+    semaphore_name: str = ""
+    wait_in_place_s: float = float(contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S)
+    manual_headroom: int = 0
+    retry_delay_s: float = float(contract.DEFAULT_CAPACITY_RETRY_DELAY_S)
+    deferral_role_arn: str | None = None
+    deferral_schedule_group: str = "default"
+    deferral_schedule_prefix: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return self.permits > 0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], number: Callable[..., float]) -> CapacitySettings:
+        """Read the ``CAPACITY_*``/``DEFERRAL_*`` variables; ``number(env, key, default, integer=...)`` is the
+        settings' bounded number reader. Raises :class:`ConfigurationError` naming the variable."""
+        permits = int(number(env, contract.ENV_CAPACITY_PERMITS, 0, integer=True, note="0: off"))
+        if permits == 0:
+            return cls()
+        name = env.get(contract.ENV_CAPACITY_SEMAPHORE_NAME, "").strip() or DEFAULT_SEMAPHORE_NAME
+        if not lock_table.SEMAPHORE_NAME_PATTERN.fullmatch(name):
+            raise ConfigurationError(
+                contract.ENV_CAPACITY_SEMAPHORE_NAME, f"must be {lock_table.SEMAPHORE_NAME_RULE}, got {name!r:.80}"
+            )
+        headroom = int(
+            number(env, contract.ENV_CAPACITY_MANUAL_HEADROOM, contract.DEFAULT_CAPACITY_MANUAL_HEADROOM, integer=True)
+        )
+        if headroom >= permits:
+            raise ConfigurationError(
+                contract.ENV_CAPACITY_MANUAL_HEADROOM, f"must be below {contract.ENV_CAPACITY_PERMITS} ({permits})"
+            )
+        wait_s = number(
+            env, contract.ENV_CAPACITY_WAIT_IN_PLACE_S, contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S, integer=False
+        )
+        delay_s = number(
+            env, contract.ENV_CAPACITY_RETRY_DELAY_S, contract.DEFAULT_CAPACITY_RETRY_DELAY_S, integer=False
+        )
+        return cls(
+            permits=permits,
+            semaphore_name=name,
+            wait_in_place_s=wait_s,
+            manual_headroom=headroom,
+            retry_delay_s=delay_s,
+            deferral_role_arn=env.get(contract.ENV_DEFERRAL_ROLE_ARN, "").strip() or None,
+            deferral_schedule_group=env.get(contract.ENV_DEFERRAL_SCHEDULE_GROUP, "").strip() or "default",
+            deferral_schedule_prefix=env.get(contract.ENV_DEFERRAL_SCHEDULE_PREFIX, "").strip(),
+        )
+
+
+class CapacityWaitTimeoutError(QueryEngineError):
+    """No permit within this invocation and no deferral configured (local tools): retryable, the lease is
+    released keeping the state, and the next invocation of the slot waits again."""
+
+    def __init__(self, waited_ms: int) -> None:
+        super().__init__("capacity", f"no capacity permit after {waited_ms} ms and no deferral configured")
+
+
+class Deferral(Protocol):
+    """Arranges one later invocation of this function with ``event``, at ``at_ms`` (epoch ms); ``key`` names it
+    (the same key twice is one invocation). Returns the arrangement's name."""
+
+    def defer(self, event: Mapping[str, Any], *, at_ms: int, key: str) -> str: ...
+
+
+@dataclass
+class SchedulerDeferral:
+    """:class:`Deferral` by a one-time EventBridge Scheduler schedule (``at(...)``, deleted after it ran).
+
+    ``CreateSchedule`` with ``ActionAfterCompletion: DELETE`` (https://docs.aws.amazon.com/scheduler/latest/
+    APIReference/API_CreateSchedule.html), target this function with ``role_arn`` (the job's Scheduler role, which
+    may invoke it). The name is ``prefix`` + 32 hex of SHA-256 of ``key`` (names: 1-64 characters
+    ``[0-9a-zA-Z-_.]``): a resend after a lost answer meets ``ConflictException``, which means done.
+    """
+
+    client: Any
+    function_arn: str
+    role_arn: str
+    group: str = "default"
+    prefix: str = ""
+
+    def defer(self, event: Mapping[str, Any], *, at_ms: int, key: str) -> str:
+        name = f"{self.prefix}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at_ms / 1000))
+        try:
+            self.client.create_schedule(
+                Name=name,
+                GroupName=self.group,
+                ScheduleExpression=f"at({at})",
+                ScheduleExpressionTimezone="UTC",
+                FlexibleTimeWindow={"Mode": "OFF"},
+                ActionAfterCompletion="DELETE",
+                State="ENABLED",
+                Target={
+                    "Arn": self.function_arn,
+                    "RoleArn": self.role_arn,
+                    "Input": json.dumps(dict(event), separators=(",", ":"), default=str),
+                    "RetryPolicy": {"MaximumRetryAttempts": 5, "MaximumEventAgeInSeconds": 3600},
+                },
+            )
+        except Exception as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code == "ConflictException":
+                return name  # our own earlier request, applied (a resend or a Lambda retry): one invocation
+            raise QueryEngineError("CreateSchedule", str(exc), retryable=True, error_code=code) from exc
+        return name
+
+
+Verdict = Literal["wait", "defer", "missed"]
+
+
+@dataclass
+class CapacityGate:
+    """The permit of one slot run (one invocation). Build with :meth:`for_run`; ``permit`` is ``None`` until one
+    is held (and again after it was lost, given back or released)."""
+
+    semaphore: Semaphore
+    settings: CapacitySettings
+    event: Mapping[str, Any]
+    report: SlotReport
+    max_slot_age_ms: int | None
+    deferral: Deferral | None = None
+    query_is_terminal: Callable[[str], bool] | None = None
+    sleep_s: Callable[[float], None] = time.sleep
+    rng: random.Random = field(default_factory=random.Random)
+    poll_initial_s: float = 0.5
+    poll_max_s: float = 5.0
+    permit: Permit | None = None
+    _ticket: Ticket | None = None
+    _waited_before_ms: int = 0
+    _wait_started_ms: int | None = None
+    _invocation_ms: int | None = None
+
+    # --- adopt / take -----------------------------------------------------------------------------------
+    def adopt(self, run: SlotRun) -> None:
+        """Inherit the permit of the query we adopt (one read; one write if it carries a lower token)."""
+        self._load_state(run)
+        try:
+            self.permit = self.semaphore.adopt_for(run.lease)
+        except (PermitLostError, TransientLockError) as lost:
+            logger.warning("adopting the query's permit failed, going on without it: %s", lost)
+            self.permit = None
+        self.report.permit = self.permit.how if self.permit else None
+
+    def acquire(self, run: SlotRun) -> Verdict | None:
+        """Take a permit, waiting in line; ``None`` once held (:attr:`permit`), else what to do instead:
+        ``"defer"`` (give the slot back, :meth:`defer`) or ``"missed"`` (:meth:`miss`)."""
+        if self.permit is not None:
+            return None
+        self._load_state(run)
+        manual = run.lease.generation > lock_table.LIVE_GENERATION
+        headroom = self.settings.manual_headroom if manual else 0
+        delay_s = self.poll_initial_s
+        while True:
+            got = self.semaphore.try_acquire_for(
+                run.lease, ticket=self._ticket, query_is_terminal=self.query_is_terminal, headroom=headroom
+            )
+            if got.acquired:
+                assert isinstance(got, Permit)
+                self._took(run, got)
+                return None
+            self._ticket = got.ticket
+            verdict = self.pause(run, delay_s)
+            if verdict != "wait":
+                return verdict
+            delay_s = min(self.poll_max_s, delay_s * 2)
+
+    def pause(self, run: SlotRun, delay_s: float) -> Verdict:
+        """One step of waiting (for a permit, or for Athena after ``TooManyRequestsException``): the verdict at
+        the deadlines, else sleep ``delay_s`` (jittered, within the waiter's ticket TTL) and heartbeat."""
+        now_ms = run.now_ms()
+        if self._wait_started_ms is None:
+            self._wait_started_ms = now_ms
+        self.report.permit_wait_ms = self._waited_before_ms + (now_ms - self._wait_started_ms)
+        slot_deadline_ms = self._slot_deadline_ms(run)
+        if slot_deadline_ms is not None and now_ms >= slot_deadline_ms:
+            return "missed"
+        remaining_ms = run.remaining_ms()
+        if self._invocation_ms is None:
+            self._invocation_ms = remaining_ms
+        in_place_ms = self.settings.wait_in_place_s * 1000
+        if self._invocation_ms is not None:
+            in_place_ms = min(in_place_ms, self._invocation_ms / 2)
+        if now_ms - self._wait_started_ms >= in_place_ms:
+            back_at_ms = now_ms + int(self.settings.retry_delay_s * 1000)
+            if slot_deadline_ms is None or back_at_ms < slot_deadline_ms:
+                return "defer"
+            # The slot would come back too late: wait here to its deadline if this invocation lasts that long.
+            if remaining_ms is None or remaining_ms - contract.COMMIT_RESERVE_S * 1000 < slot_deadline_ms - now_ms:
+                return "missed"
+        self.sleep_s(delay_s * (0.5 + self.rng.random() / 2))
+        run.heartbeat()
+        return "wait"
+
+    # --- the holder's writes ----------------------------------------------------------------------------
+    def record_query_writes(self, query_execution_id: str, *, replacing: str | None) -> list[dict[str, Any]]:
+        """The permit's record of the query, for the slot item's ``record_state`` transaction ([] without one)."""
+        if self.permit is None:
+            return []
+        return [self.semaphore.record_query_item(self.permit, query_execution_id, replacing=replacing)]
+
+    def recorded(self, query_execution_id: str) -> None:
+        """The record_state transaction carrying :meth:`record_query_writes` went through."""
+        if self.permit is not None:
+            self.permit = replace(self.permit, query_execution_id=query_execution_id)
+
+    def drop(self, why: str, error: Exception | None = None) -> None:
+        """Go on without the permit (its write conflicted: reclaimed or taken over); at worst it leaks until its
+        expiry and its query's end let a waiter reclaim it."""
+        if self.permit is not None:
+            logger.warning("going on without capacity permit %s (%s): %s", self.permit.key, why, error)
+        self.permit = None
+
+    def heartbeat(self, run: SlotRun) -> None:
+        """Renew the lease when due, and the permit's expiry with it (one more write, only when the lease moved)."""
+        if not run.heartbeat() or self.permit is None:
+            return
+        try:
+            self.permit = self.semaphore.renew(self.permit, run.lease.expires_at_ms)
+        except (PermitLostError, StalePermitTokenError) as lost:
+            self.drop("renew", lost)
+        except TransientLockError as slow:
+            logger.warning("capacity permit %s not renewed this time: %s", self.permit.key, slow)
+
+    def release_writes(self) -> list[dict[str, Any]]:
+        """The permit's release for the commit transaction ([] without one)."""
+        return [] if self.permit is None else [self.semaphore.release_item(self.permit)]
+
+    def release_now(self) -> None:
+        """Give the permit back by itself (after a FAILED record, or before a deferral); errors only logged."""
+        if self.permit is None:
+            return
+        try:
+            self.semaphore.release(self.permit)
+        except SlotLockError as exc:  # the permit expires, and its query is terminal or absent: reclaimable
+            logger.warning("capacity permit %s not released: %s", self.permit.key, exc)
+        self.permit = None
+
+    def leave_line(self) -> None:
+        if self._ticket is not None:
+            try:
+                self.semaphore.leave(self._ticket)
+            except SlotLockError as exc:  # the ticket expires by itself
+                logger.warning("could not leave the capacity line: %s", exc)
+            self._ticket = None
+
+    # --- endings ----------------------------------------------------------------------------------------
+    def defer(self, run: SlotRun) -> dict[str, Any] | None:
+        """Give the slot back and arrange its re-invocation ``retry_delay_s`` later; the summary, or ``None``
+        when there is no deferral (local tools: raises :class:`CapacityWaitTimeoutError`, retryable)."""
+        waited_ms = self.report.permit_wait_ms or 0
+        if self.deferral is None:
+            raise CapacityWaitTimeoutError(waited_ms)
+        deferrals = self.report.capacity_deferrals + 1
+        back_at_ms = run.now_ms() + int(self.settings.retry_delay_s * 1000)
+        run.record_state(capacity={"deferrals": deferrals, "waited_ms": waited_ms})  # STATE_KEY
+        self.release_now()
+        event = {**self.event, EVENT_DEFERRAL: deferrals}
+        owner = f"{run.lease.job_name}#{run.lease.slot.iso}#g{run.lease.generation}"
+        name = self.deferral.defer(event, at_ms=back_at_ms, key=f"{owner}#d{deferrals}")
+        self.leave_line()
+        self.report.capacity_deferrals = deferrals
+        detail = {"deferrals": deferrals, "waited_ms": waited_ms, "back_at_ms": back_at_ms, "schedule": name}
+        logger.info(
+            "slot %s given back for capacity (deferral %d, waited %d ms)", run.lease.slot.iso, deferrals, waited_ms
+        )
+        run.give_back("capacity", detail)
+        return detail
+
+    def miss(self, run: SlotRun) -> dict[str, Any]:
+        """Finish the slot MISSED ``capacity`` (fenced: recorded once), the permit released in the same write."""
+        detail = {
+            "reason": "capacity",
+            "waited_ms": self.report.permit_wait_ms or 0,
+            "deferrals": self.report.capacity_deferrals,
+            "permits": self.settings.permits,
+        }
+        self.leave_line()
+        try:
+            run.miss("capacity", detail, writes=self.release_writes())
+        except CommitConflictError as conflict:
+            self.drop("release", conflict)
+            run.miss("capacity", detail)
+        self.permit = None
+        logger.warning("slot %s missed: no capacity permit before its maximum age", run.lease.slot.iso)
+        return detail
+
+    # --- plumbing ---------------------------------------------------------------------------------------
+    def _took(self, run: SlotRun, permit: Permit) -> None:
+        self.permit = permit
+        self._ticket = None
+        self.report.permit = permit.how
+        self.report.permits_in_use = permit.in_use
+        if self._wait_started_ms is not None or self._waited_before_ms:
+            started = self._wait_started_ms if self._wait_started_ms is not None else run.now_ms()
+            self.report.permit_wait_ms = self._waited_before_ms + (run.now_ms() - started)
+        else:
+            self.report.permit_wait_ms = 0
+
+    def _load_state(self, run: SlotRun) -> None:
+        state = run.state.get(STATE_KEY)
+        if isinstance(state, Mapping):
+            deferrals, waited = state.get("deferrals"), state.get("waited_ms")
+            if isinstance(deferrals, int) and not isinstance(deferrals, bool) and deferrals >= 0:
+                self.report.capacity_deferrals = deferrals
+            if isinstance(waited, int) and not isinstance(waited, bool) and waited >= 0:
+                self._waited_before_ms = waited
+
+    def _slot_deadline_ms(self, run: SlotRun) -> int | None:
+        """The last moment the slot may still get its permit: its maximum age, less the deferral margin."""
+        if self.max_slot_age_ms is None:
+            return None
+        return run.lease.slot.epoch_ms + self.max_slot_age_ms - DEFERRAL_MARGIN_MS
+
+
+def is_capacity_error(error: BaseException) -> bool:
+    """Athena said "no capacity now" (``TooManyRequestsException``, ``ThrottlingException``) past botocore's
+    retries: wait, never a failed attempt."""
+    return isinstance(error, QueryEngineError) and error.error_code in CAPACITY_ERROR_CODES
+
+
+__all__ = [
+    "CAPACITY_ERROR_CODES",
+    "CapacityGate",
+    "CapacitySettings",
+    "CapacityWaitTimeoutError",
+    "Deferral",
+    "SchedulerDeferral",
+    "is_capacity_error",
+]
