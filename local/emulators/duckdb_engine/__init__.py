@@ -13,6 +13,9 @@ Modules:
   (``scanned_bytes`` for a benchmark's breakdown).
 - :mod:`.engine`: ``DuckDBQueryEngine``: execution on DuckDB, ClientRequestToken idempotency across
   processes, and the execution state (outcome, results, statistics) shared through ``state_dir``.
+- :mod:`.quota`: Athena's active-query quota and StartQueryExecution rate, opt-in (``EngineQuota``), enforced
+  across processes; ``quota_report(state_dir)`` reads what it saw (starts, refusals, the active intervals).
+- :mod:`.files`: the state files, complete when they appear (rename, or exclusive link).
 
 Known differences from Athena (inherent to DuckDB/sqlglot, not hidden): integer division (Trino
 ``10/3 = 3``, DuckDB ``3.33``), approximate aggregates (``approx_percentile`` differs slightly; its weighted
@@ -21,6 +24,16 @@ translate (``url_extract_*``, ``map_agg``, ``format_datetime``, ...) fail.
 """
 
 from .engine import DuckDBQueryEngine
+from .quota import EngineQuota, QuotaInterval, QuotaReport, quota_report
 from .sql import PreparedQuery, QueryRejected, prepare_query
 
-__all__ = ["DuckDBQueryEngine", "PreparedQuery", "QueryRejected", "prepare_query"]
+__all__ = [
+    "DuckDBQueryEngine",
+    "EngineQuota",
+    "PreparedQuery",
+    "QueryRejected",
+    "QuotaInterval",
+    "QuotaReport",
+    "prepare_query",
+    "quota_report",
+]

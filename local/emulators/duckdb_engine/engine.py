@@ -20,13 +20,18 @@ in :mod:`.sql`, the rendering of values and types as Athena text in :mod:`.value
   process that learns the id (from a token or from the lock table) can adopt it with ``get_query`` /
   ``get_results``. ``get_query`` reports QUEUED during the first tenth of ``simulated_duration_ms`` and
   RUNNING until ``submitted_at_ms + simulated_duration_ms`` by ``clock_ms``, then SUCCEEDED or FAILED.
-  The duration is stored with the execution: every engine instance sees the same timeline.
+  The duration (``duration_ms_for(sql, parameters)`` if given) is stored with the execution: every engine
+  instance sees the same timeline.
+- **Quotas** (opt-in, ``quota=EngineQuota(...)``): Athena's active-query quota (TooManyRequestsException)
+  and StartQueryExecution rate (ThrottlingException), checked before the query runs, across processes
+  (:mod:`.quota`; its state in ``state_dir/quota/``).
 
-State layout (all JSON, written to a temporary file and renamed)::
+State layout (all JSON, written to a temporary file, then renamed or linked: never seen half-written)::
 
     state_dir/queries/<query execution id>.json   request, outcome, statistics, error
     state_dir/results/<query execution id>.json   columns and rows as Athena text (None for NULL)
     state_dir/tokens/<sha256 of the token>.json   token -> query execution id + request hash
+    state_dir/quota/                               with a quota only: see :mod:`.quota`
 """
 
 from __future__ import annotations
@@ -37,7 +42,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import time
 import uuid
@@ -58,7 +62,9 @@ from athena_refresh.engine import (
 )
 from athena_refresh.errors import QueryEngineError, ResultTypeError
 
+from .files import link_json_exclusive, read_json
 from .layout import MetadataCache, TableLayout, list_table
+from .quota import EngineQuota, QuotaGate
 from .scan import account
 from .sql import PreparedQuery, QueryRejected, prepare_query
 from .values import _render
@@ -104,6 +110,12 @@ class DuckDBQueryEngine:
         (0: terminal at once). Stored with the execution, so other instances see the same timeline.
     clock_ms : callable, optional
         Epoch milliseconds; real time by default. Inject a fake clock in tests.
+    duration_ms_for : callable, optional
+        ``(sql, parameters) -> simulated duration (ms, int >= 0)`` of each query, instead of
+        `simulated_duration_ms` (e.g. a query longer than a lock lease). Stored with the execution, as above.
+    quota : EngineQuota, optional
+        Enforce Athena's active-query quota and StartQueryExecution rate (:mod:`.quota`), across the processes
+        sharing `state_dir`; none by default. :func:`.quota.quota_report` reads what it saw.
 
     Examples
     --------
@@ -119,6 +131,8 @@ class DuckDBQueryEngine:
         state_dir: Path,
         simulated_duration_ms: int = 0,
         clock_ms: Callable[[], int] | None = None,
+        duration_ms_for: Callable[[str, Sequence[str]], int] | None = None,
+        quota: EngineQuota | None = None,
     ) -> None:
         if simulated_duration_ms < 0:
             raise ValueError(f"simulated_duration_ms must be >= 0, got {simulated_duration_ms}")
@@ -126,6 +140,8 @@ class DuckDBQueryEngine:
         self.state_dir = Path(state_dir)
         self.simulated_duration_ms = int(simulated_duration_ms)
         self._clock_ms = clock_ms or _wall_clock_ms
+        self._duration_ms_for = duration_ms_for
+        self._quota = QuotaGate(self.state_dir, quota) if quota is not None else None
         self._queries_dir = self.state_dir / "queries"
         self._results_dir = self.state_dir / "results"
         self._tokens_dir = self.state_dir / "tokens"
@@ -180,13 +196,30 @@ class DuckDBQueryEngine:
             )
 
         request_sha256 = hashlib.sha256(json.dumps([sql, params]).encode("utf-8")).hexdigest()
+        duration_ms = self._duration_ms(sql, params)
         try:
-            existing = self._read_token(client_request_token)
-            if existing is not None:
-                return self._same_request(existing, request_sha256)
-
             submitted_at_ms = int(self._clock_ms())
             query_execution_id = str(uuid.uuid4())
+            registered = False  # by this call, as a new active query of the quota
+            if self._quota is None:
+                existing = self._read_token(client_request_token)
+                if existing is not None:
+                    return self._same_request(existing, request_sha256)
+            else:  # before running it: refused, or registered as active (or the token's query already is)
+                admission = self._quota.admit(
+                    now_ms=submitted_at_ms,
+                    client_request_token=client_request_token,
+                    request_sha256=request_sha256,
+                    query_execution_id=query_execution_id,
+                    duration_ms=duration_ms,
+                    published=lambda: self._read_token(client_request_token),
+                )
+                registered = admission.kind == "new"
+                if not registered:
+                    query_execution_id = self._same_request(admission.mapping(), request_sha256)
+                    if admission.kind == "published":
+                        return query_execution_id
+                    submitted_at_ms, duration_ms = admission.submitted_at_ms, admission.duration_ms
             record, results = self._execute(sql, params)
             record.update(
                 version=_STATE_VERSION,
@@ -196,19 +229,26 @@ class DuckDBQueryEngine:
                 sql=sql,
                 parameters=params,
                 submitted_at_ms=submitted_at_ms,
-                simulated_duration_ms=self.simulated_duration_ms,
+                simulated_duration_ms=duration_ms,
             )
+            # Created exclusively: a caller that adopted an in-flight query (.quota.Admission) keeps the first copy.
             if results is not None:
-                _write_json_atomic(self._results_dir / f"{query_execution_id}.json", results)
-            _write_json_atomic(self._queries_dir / f"{query_execution_id}.json", record)
+                link_json_exclusive(self._results_dir / f"{query_execution_id}.json", results)
+            link_json_exclusive(self._queries_dir / f"{query_execution_id}.json", record)
             winner = self._publish_token(client_request_token, query_execution_id, request_sha256)
         except (OSError, ValueError) as exc:  # ValueError: an unreadable (corrupt JSON) state file
             raise QueryEngineError(operation, f"state directory {self.state_dir}: {exc}") from exc
-        if winner is not None:  # another caller published the same token first: this run never existed
+        if winner is not None and winner["query_execution_id"] != query_execution_id:
+            # another caller published the same token first: this run never existed
             for directory in (self._queries_dir, self._results_dir):
                 path = directory / f"{query_execution_id}.json"
                 with contextlib.suppress(OSError):
                     path.unlink(missing_ok=True)
+            if self._quota is not None and registered:  # only its registrant withdraws it (once)
+                try:
+                    self._quota.withdraw(query_execution_id)
+                except (OSError, ValueError):
+                    logger.exception("could not withdraw a lost query from the quota state")
             return self._same_request(winner, request_sha256)
         logger.info(
             "duckdb query started",
@@ -250,7 +290,7 @@ class DuckDBQueryEngine:
                 query_execution_id=query_execution_id,
             )
         try:
-            stored = _read_json(self._results_dir / f"{query_execution_id}.json")
+            stored = read_json(self._results_dir / f"{query_execution_id}.json")
         except (OSError, ValueError) as exc:
             raise QueryEngineError(
                 operation, f"results of {query_execution_id} unreadable: {exc}", query_execution_id=query_execution_id
@@ -269,6 +309,15 @@ class DuckDBQueryEngine:
         if on_page is not None:
             on_page(len(rows))
         return QueryResult(columns=columns, rows=rows)
+
+    def _duration_ms(self, sql: str, params: list[str]) -> int:
+        """The query's simulated duration: `duration_ms_for`'s answer, else `simulated_duration_ms`."""
+        if self._duration_ms_for is None:
+            return self.simulated_duration_ms
+        duration_ms = self._duration_ms_for(sql, tuple(params))
+        if not isinstance(duration_ms, int) or isinstance(duration_ms, bool) or duration_ms < 0:
+            raise ValueError(f"duration_ms_for returned {duration_ms!r}: a simulated duration is an int >= 0 (ms)")
+        return duration_ms
 
     # ---- execution -----------------------------------------------------------------------------------
     def _execute(self, sql: str, params: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -435,7 +484,7 @@ class DuckDBQueryEngine:
         if not isinstance(query_execution_id, str) or not _QUERY_ID_RE.fullmatch(query_execution_id):
             raise not_found
         try:
-            record = _read_json(self._queries_dir / f"{query_execution_id}.json")
+            record = read_json(self._queries_dir / f"{query_execution_id}.json")
         except FileNotFoundError:
             raise not_found from None
         except (OSError, ValueError) as exc:
@@ -450,31 +499,14 @@ class DuckDBQueryEngine:
 
     def _read_token(self, token: str) -> dict[str, Any] | None:
         try:
-            return _read_json(self._token_path(token))
+            return read_json(self._token_path(token))
         except FileNotFoundError:
             return None
 
     def _publish_token(self, token: str, query_execution_id: str, request_sha256: str) -> dict[str, Any] | None:
         """Create the token file exclusively. Returns None if ours was created, else the existing mapping."""
-        path = self._token_path(token)
-        payload = {
-            "client_request_token": token,
-            "query_execution_id": query_execution_id,
-            "request_sha256": request_sha256,
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".token-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f)
-            try:
-                os.link(tmp, path)  # atomic and exclusive (EEXIST), and the file is complete when it appears
-            except FileExistsError:
-                return _read_json(path)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return None
+        payload = {"client_request_token": token, "query_execution_id": query_execution_id}
+        return link_json_exclusive(self._token_path(token), payload | {"request_sha256": request_sha256})
 
     @staticmethod
     def _same_request(mapping: dict[str, Any], request_sha256: str) -> str:
@@ -529,22 +561,3 @@ def _size(layout: TableLayout) -> int:
 
 def _elapsed_ms(started: float) -> int:
     return max(0, round((time.perf_counter() - started) * 1000))
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def _write_json_atomic(path: Path, payload: Any) -> None:
-    """Write to a temporary file in the same directory, then rename: readers never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(payload, f, separators=(",", ":"))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
