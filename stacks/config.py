@@ -59,6 +59,7 @@ STACK_KEY = stack_settings.STACK_KEY
 MAX_API_THROTTLE_RATE_LIMIT = stack_settings.MAX_API_THROTTLE_RATE_LIMIT
 MAX_API_THROTTLE_BURST_LIMIT = stack_settings.MAX_API_THROTTLE_BURST_LIMIT
 StackSettings = stack_settings.StackSettings
+CapacitySettings = stack_settings.CapacitySettings
 load_context = stack_settings.load_context
 load_app_options = stack_settings.load_app_options
 

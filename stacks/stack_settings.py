@@ -1,9 +1,11 @@
-"""The stack-wide settings (cdk.json ``context.stack``): :class:`StackSettings`, and reading cdk.json.
+"""The stack-wide settings (cdk.json ``context.stack``): :class:`StackSettings` and its :class:`CapacitySettings`
+(the deployment's Athena capacity budget, issue 24), and reading cdk.json.
 
 What every job of a deployment shares: names, removal policy, alarm email, the read API's throttling, the number of
-job stacks. Each key is checked as the job keys are (:mod:`stacks.checks`); every problem
-names its context key and the allowed values, e.g. ``context stack.job_stacks: must be an integer from 1 to
-100 (...), got 0``, and all of them are raised together in one :class:`~stacks.checks.ConfigError`.
+job stacks, and the capacity budget. Each key is checked as the job keys are (:mod:`stacks.checks`); every problem
+names its context key and the allowed values, e.g. ``context stack.capacity.permits: must be an integer from 0 to
+99 (...), got 100``, and all of them are raised together in one :class:`~stacks.checks.ConfigError`. A number the
+runtime reads as well takes its bounds from ``athena_refresh.contract.NUMERIC_BOUNDS``.
 
 :mod:`stacks.config` re-exports every name here (``from stacks.config import StackSettings`` keeps working).
 """
@@ -11,10 +13,12 @@ names its context key and the allowed values, e.g. ``context stack.job_stacks: m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from athena_refresh import contract  # constants only (stdlib), installed with the project
+from slotlock import table as lock_table
 from stacks.checks import (
     GLUE_NAME,
     GLUE_NAME_RULE,
@@ -24,6 +28,7 @@ from stacks.checks import (
     ConfigError,
     Invalid,
     InvalidKeys,
+    bounded,
     email,
     integer,
     named,
@@ -34,6 +39,7 @@ from stacks.checks import (
 from stacks.job_groups import DEFAULT_JOB_STACKS, MAX_JOB_STACKS
 
 STACK_KEY = "stack"  # the context key holding the stack-wide settings
+CAPACITY_KEY = "capacity"  # its sub key holding the capacity budget
 
 # The read API's stage throttling (requests per second, steady rate and burst). API Gateway's account-level
 # throttling quota per Region is 10,000 requests per second with a burst of 5,000 (default quota); a stage
@@ -42,11 +48,105 @@ STACK_KEY = "stack"  # the context key holding the stack-wide settings
 MAX_API_THROTTLE_RATE_LIMIT = 10_000
 MAX_API_THROTTLE_BURST_LIMIT = 5_000
 
+#: The Scheduler schedule group of the deferred re-invocations: every account has ``default``; a schedule's ARN is
+#: ``arn:<partition>:scheduler:<region>:<account>:schedule/<group>/<name>``.
+DEFERRAL_SCHEDULE_GROUP = "default"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacitySettings:
+    """The deployment's Athena capacity budget (cdk.json ``context.stack.capacity``): at most ``permits`` of the
+    queries of every deployment sharing ``semaphore_name`` are active at once (0: off, no semaphore request).
+
+    ``semaphore_name`` ``None``: ``<account id>-<region>`` of the deployment (CloudFormation pseudo parameters), so
+    every deployment in one account and Region shares one budget, as Athena's quota is shared. A slot waits up to
+    ``wait_in_place_s`` for a permit, then gives its invocation back and is re-invoked ``retry_delay_s`` later (a
+    one-time Scheduler schedule); a manual run leaves ``manual_headroom`` permits free for the live schedules.
+    """
+
+    permits: int = contract.DEFAULT_CAPACITY_PERMITS
+    semaphore_name: str | None = None
+    wait_in_place_s: int = contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S
+    manual_headroom: int = contract.DEFAULT_CAPACITY_MANUAL_HEADROOM
+    retry_delay_s: int = contract.DEFAULT_CAPACITY_RETRY_DELAY_S
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the budget is on (``permits`` > 0): only then do the functions get its grants."""
+        return self.permits > 0
+
+    def runtime_environment(
+        self,
+        *,
+        default_semaphore_name: str,
+        deferral_role_arn: str,
+        deferral_schedule_prefix: str,
+        deferral_schedule_group: str = DEFERRAL_SCHEDULE_GROUP,
+    ) -> dict[str, str]:
+        """``contract.CAPACITY_ENV_VARS`` as text, the same for every job but the deferral's role and prefix.
+
+        ``default_semaphore_name``: the name when ``semaphore_name`` is not set (the stack passes
+        ``<AWS::AccountId>-<AWS::Region>`` as CDK tokens). Set with ``permits`` 0 too: the runtime reads it as off.
+        """
+        return {
+            contract.ENV_CAPACITY_PERMITS: str(self.permits),
+            contract.ENV_CAPACITY_SEMAPHORE_NAME: self.semaphore_name or default_semaphore_name,
+            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.wait_in_place_s),
+            contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.manual_headroom),
+            contract.ENV_CAPACITY_RETRY_DELAY_S: str(self.retry_delay_s),
+            contract.ENV_DEFERRAL_ROLE_ARN: deferral_role_arn,
+            contract.ENV_DEFERRAL_SCHEDULE_GROUP: deferral_schedule_group,
+            contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix,
+        }
+
+
+def _capacity(**values: Any) -> CapacitySettings:
+    """The budget from its checked keys, and the one rule between them (headroom below permits when on)."""
+    permits, headroom = values["permits"], values["manual_headroom"]
+    if permits > 0 and not headroom < permits:
+        message = (
+            f"must be below permits ({permits}) while the budget is on: a manual run takes a permit only while more "
+            f"than manual_headroom are free, so {headroom} would block every manual run, got {headroom}"
+        )
+        raise InvalidKeys([("manual_headroom", message)])
+    return CapacitySettings(**values)
+
+
+_CAPACITY_CHECKS: dict[str, tuple[Any, Any]] = {
+    "permits": (
+        bounded(
+            contract.ENV_CAPACITY_PERMITS,
+            "0: off; active Athena queries of every deployment sharing the semaphore; keep the sum of the budgets "
+            "below the account's active DML query quota",
+        ),
+        contract.DEFAULT_CAPACITY_PERMITS,
+    ),
+    "semaphore_name": (
+        optional(named(lock_table.SEMAPHORE_NAME_PATTERN, f"{lock_table.SEMAPHORE_NAME_RULE}, or null")),
+        None,
+    ),
+    "wait_in_place_s": (
+        bounded(contract.ENV_CAPACITY_WAIT_IN_PLACE_S, "seconds a slot waits for a permit before giving it back"),
+        contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
+    ),
+    "manual_headroom": (
+        bounded(contract.ENV_CAPACITY_MANUAL_HEADROOM, "permits a manual run leaves free for the live schedules"),
+        contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
+    ),
+    "retry_delay_s": (
+        bounded(
+            contract.ENV_CAPACITY_RETRY_DELAY_S,
+            "seconds until a slot given back is invoked again; Scheduler's one-time schedules have minute granularity",
+        ),
+        contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
+    ),
+}
+
 
 @dataclass(frozen=True, kw_only=True)
 class StackSettings:
     """What every job of the stack shares (cdk.json context ``stack``): names, removal policy, alarm email, the
-    read API's throttling, and the job stacks."""
+    read API's throttling, the job stacks and the Athena capacity budget."""
 
     workgroup: str = "athena-refresh"
     sample_database: str = "flights_demo"
@@ -57,6 +157,8 @@ class StackSettings:
     api_throttle_burst_limit: int = 40
     # How many job stacks the jobs are spread over (stacks.job_groups): changing it moves jobs between stacks.
     job_stacks: int = DEFAULT_JOB_STACKS
+    # The deployment's Athena capacity budget: in every job function's environment, so a change updates every job.
+    capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
     @classmethod
     def from_context(cls, value: Any) -> StackSettings:
@@ -76,6 +178,7 @@ class StackSettings:
                     cls.api_throttle_burst_limit,
                 ),
                 "job_stacks": (integer(1, MAX_JOB_STACKS, "job stacks (stacks.job_groups)"), cls.job_stacks),
+                CAPACITY_KEY: (object_of(_CAPACITY_CHECKS, _capacity), CapacitySettings()),
             },
             cls,
         )
