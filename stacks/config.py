@@ -1,10 +1,12 @@
-"""A job's settings (:class:`JobConfig`) and the stack-wide settings (:class:`StackSettings`), validated up front.
+"""A job's settings (:class:`JobConfig`), validated up front; the stack-wide settings are re-exported from
+:mod:`stacks.stack_settings` and the value checks from :mod:`stacks.checks`, so ``from stacks.config import ...``
+keeps working for every name.
 
-:mod:`stacks.jobs` reads each ``jobs/<job>/job.toml`` and hands its keys to :meth:`JobConfig.from_context`;
-``cdk.json`` → ``context.stack`` gives :meth:`StackSettings.from_context`. Every problem names its file (or
-context key) and the allowed values, for example ``jobs/flights-dashboard/job.toml: racers: must be an
-integer from 1 to 20, got 0`` (:class:`Labels`). All problems are collected and raised together in one
-:class:`ConfigError`, so a broken job folder is fixed in one round.
+:mod:`stacks.jobs` reads each ``jobs/<job>/job.toml`` and hands its keys to :meth:`JobConfig.from_context`.
+Every problem names its file (or context key) and the allowed values, for example
+``jobs/flights-dashboard/job.toml: racers: must be an integer from 1 to 20, got 0`` (:class:`Labels`). All
+problems are collected and raised together in one :class:`ConfigError`, so a broken job folder is fixed in one
+round.
 
 Two passes: each key is checked on its own (type, range, syntax), then the relationships between keys
 that make the schedule, the lease and Lambda's retries work together (:func:`_relationship_problems`);
@@ -12,7 +14,7 @@ a relationship is only checked when every key it involves passed its own check.
 
 This module reads no environment variable and calls no AWS API: ``app.py`` passes the parsed context in.
 
-Size (about 700 lines): one schema read in one place, the per-key checks and the relationship checks side by
+Size (about 500 lines): one schema read in one place, the per-key checks and the relationship checks side by
 side so a rule and its message stay together; the bounds themselves live in ``athena_refresh.contract``.
 """
 
@@ -20,19 +22,46 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 import zoneinfo
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
 from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from slotlock import table as lock_table
-from stacks.job_groups import DEFAULT_JOB_STACKS, MAX_JOB_STACKS
+from stacks import checks, stack_settings
+from stacks.checks import (
+    GLUE_NAME,
+    GLUE_NAME_RULE,
+    REMOVAL_POLICIES,
+    WORKGROUP_NAME,
+    WORKGROUP_NAME_RULE,
+    ConfigError,
+    Invalid,
+    InvalidKeys,
+    Labels,
+    bounded,
+    email,
+    integer,
+    named,
+    object_of,
+    one_of,
+    optional,
+)
+from stacks.job_groups import MAX_JOB_STACKS
 from stacks.query_sql import output_columns as query_output_columns
+
+# Re-exported: the stack-wide settings and the problem formatting, which many modules import from here.
+format_problems = checks.format_problems
+STACK_KEY = stack_settings.STACK_KEY
+MAX_API_THROTTLE_RATE_LIMIT = stack_settings.MAX_API_THROTTLE_RATE_LIMIT
+MAX_API_THROTTLE_BURST_LIMIT = stack_settings.MAX_API_THROTTLE_BURST_LIMIT
+StackSettings = stack_settings.StackSettings
+CapacitySettings = stack_settings.CapacitySettings
+load_context = stack_settings.load_context
+load_app_options = stack_settings.load_app_options
 
 CONTEXT_KEY = "job"  # the context key holding the job block
 
@@ -46,7 +75,6 @@ MAX_LAMBDA_TIMEOUT_S = 900
 MIN_LAMBDA_MEMORY_MB = 128
 MAX_LAMBDA_MEMORY_MB = 10_240
 MAX_QUERY_ATTEMPTS = contract.MAX_MAX_QUERY_ATTEMPTS
-REMOVAL_POLICIES = ("RETAIN", "DESTROY")
 # Athena's minimum BytesScannedCutoffPerQuery (the CloudFormation schema's "minimum": 10000000).
 MIN_BYTES_SCANNED_CUTOFF = 10_000_000
 MAX_BYTES_SCANNED_CUTOFF = 2**63 - 1  # int64 (the API's Long)
@@ -65,136 +93,30 @@ MAX_VALUE_DIMENSIONS = 28  # Powertools allows 29 dimensions per metric; "job" i
 MAX_ALARM_QUERY_DURATION_MS = contract.MAX_ALARM_QUERY_DURATION_MS
 #: alarms.data_scanned_bytes must be below bytes_scanned_cutoff_per_query (a relationship), so below int64.
 MAX_ALARM_DATA_SCANNED_BYTES = contract.MAX_ALARM_DATA_SCANNED_BYTES  # == MAX_BYTES_SCANNED_CUTOFF - 1
-# The read API's stage throttling (requests per second, steady rate and burst). API Gateway's account-level
-# throttling quota per Region is 10,000 requests per second with a burst of 5,000 (default quota); a stage
-# limit above it never applies.
-# https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-throttling.html
-MAX_API_THROTTLE_RATE_LIMIT = 10_000
-MAX_API_THROTTLE_BURST_LIMIT = 5_000
 #: The shortest schedule period a job can have: a slot needs lambda_timeout_s > heartbeat + commit reserve and
 #: max_slot_age_s >= lambda_timeout_s + Lambda's first async retry (60 s), both within one period. 120 s leaves
 #: the default 15 s heartbeat a 60 s timeout (stacks.defaults derives every schedule-bound default from it).
 MIN_SCHEDULE_PERIOD_S = 120
 
 
-def _shared(variable: str, why: str = "") -> Callable[[Any], int]:
-    """The integer check of a key whose runtime variable has bounds in ``contract.NUMERIC_BOUNDS``.
-
-    The runtime reads some of them as fractional seconds; cdk.json takes whole numbers, so the key allows
-    the integers inside the runtime's range.
-    """
-    lo, hi = contract.NUMERIC_BOUNDS[variable]
-    return _integer(math.ceil(lo), math.floor(hi), why)
-
-
 _CRON_FIELDS = "minutes hours day-of-month month day-of-week year"
 _JOB_NAME = lock_table.JOB_NAME_PATTERN  # the one job-name rule, shared with the lock and the runtime
-GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
-_WORKGROUP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
 _COLUMN_NAME = re.compile(r"[a-z_][a-z0-9_]{0,254}")  # an Athena result column (lowercase)
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-
-
-class ConfigError(ValueError):
-    """The CDK context is invalid. ``problems`` holds one message per offending key."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
-
-    def lines(self) -> str:
-        """The problems as entry points print them (:func:`format_problems`)."""
-        return format_problems(self.problems)
-
-
-def format_problems(problems: Iterable[str]) -> str:
-    """One problem per line, in order, without repeats (a team default broken for several jobs is one line),
-    ``jobs/<job>/job.toml:<line>: key: problem``: what ``app.py``, ``python -m tools.jobs`` and the other
-    entry points print to stderr (no traceback) before exiting with status 2."""
-    return "\n".join(dict.fromkeys(problems))
-
-
-@dataclass(frozen=True)
-class Labels:
-    """How problems name a key: ``at(key)`` starts a message, ``ref(key)`` names another key inside one.
-
-    cdk.json's job block reads ``context job.racers: ...``; a job file ``jobs/<job>/job.toml: racers: ...``.
-    """
-
-    prefix: str
-    ref_prefix: str = ""
-    #: Where a (dotted) key's value came from, when not from ``prefix``'s file: key -> (location, note), e.g.
-    #: ``("jobs/x/job.toml:7", "")`` or ``("jobs/x/job.toml", " (not set; derived: one period)")``.
-    where: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-
-    def at(self, key: str) -> str:
-        for name in (key, key.split(".")[0]):
-            if name in self.where:
-                location, note = self.where[name]
-                return f"{location}: {key}{note}"
-        return f"{self.prefix}{key}"
-
-    def ref(self, key: str) -> str:
-        return f"{self.ref_prefix}{key}"
-
-
 CONTEXT_LABELS = Labels(f"context {CONTEXT_KEY}.", f"{CONTEXT_KEY}.")
-
-
-class _Invalid(Exception):
-    """Internal: one value failed its check; the message says what is allowed."""
-
-
-# --- value checks: each returns the normalized value or raises _Invalid(allowed-values text) -------
-
-
-def _integer(lo: int, hi: int, why: str = "") -> Callable[[Any], int]:
-    """An integer from ``lo`` to ``hi`` (both inclusive: every number has both bounds); ``why`` explains them."""
-    allowed = f"an integer from {lo} to {hi}" + (f" ({why})" if why else "")
-
-    def check(value: Any) -> int:
-        # bool is an int subclass; a float (even 3.0) or a string is a typo worth reporting.
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _Invalid(allowed)
-        if not lo <= value <= hi:
-            raise _Invalid(allowed)
-        return value
-
-    return check
-
-
-def _name(pattern: re.Pattern[str], allowed: str) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or not pattern.fullmatch(value):
-            raise _Invalid(allowed)
-        return value
-
-    return check
-
-
-def _one_of(choices: Sequence[str]) -> Callable[[Any], str]:
-    allowed = "one of " + ", ".join(choices)
-
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or value.upper() not in choices:
-            raise _Invalid(allowed)
-        return value.upper()
-
-    return check
 
 
 def _query_sql(value: Any) -> str:
     """The prepared SQL (``stacks.query_sql``: its placeholders and their order are checked there)."""
     if not isinstance(value, str) or not value.strip():
-        raise _Invalid("a non-empty SQL statement")
+        raise Invalid("a non-empty SQL statement")
     return value
 
 
 def _timezone(value: Any) -> str:
     """An IANA time zone name known to this machine's zoneinfo database (or the ``tzdata`` package)."""
     if not isinstance(value, str) or value not in _timezones():
-        raise _Invalid("an IANA time zone name such as UTC, Europe/Berlin or America/New_York")
+        raise Invalid("an IANA time zone name such as UTC, Europe/Berlin or America/New_York")
     return value
 
 
@@ -213,74 +135,23 @@ def _cron_expression(value: Any) -> str:
     """
     allowed = f"a cron(...) expression with 6 fields ({_CRON_FIELDS})"
     if not isinstance(value, str):
-        raise _Invalid(allowed)
+        raise Invalid(allowed)
     text = value.strip()
     if text.startswith("rate("):
-        raise _Invalid(
+        raise Invalid(
             f"{allowed}; rate(...) is rejected because rate schedules are anchored to their creation "
             "time, so the racers' schedules would not share a scheduled time"
         )
     match = _CRON.fullmatch(text)
     if not match:
-        raise _Invalid(allowed)
+        raise Invalid(allowed)
     parts = match["body"].split()
     if len(parts) != 6:
-        raise _Invalid(allowed)
+        raise Invalid(allowed)
     day_of_month, day_of_week = parts[2], parts[4]
     if (day_of_month == "?") == (day_of_week == "?"):
-        raise _Invalid(f"{allowed}, with '?' in exactly one of day-of-month and day-of-week")
+        raise Invalid(f"{allowed}, with '?' in exactly one of day-of-month and day-of-week")
     return text
-
-
-class _InvalidKeys(Exception):
-    """Internal: an object-valued key has problems in its own keys: ``(sub key, message)`` pairs."""
-
-    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
-
-
-def _object(checks: Mapping[str, tuple[Callable[[Any], Any], Any]], build: Callable[..., Any]) -> Callable[[Any], Any]:
-    """Check an object-valued key: each sub key with its check, ``MISSING`` default = required."""
-
-    def check(value: Any) -> Any:
-        if not isinstance(value, Mapping):
-            raise _Invalid(f"an object with keys {', '.join(checks)}")
-        problems: list[tuple[str, str]] = []
-        for key in sorted(set(value) - set(checks)):
-            problems.append((key, f"unknown key; allowed keys: {', '.join(checks)}"))
-        values: dict[str, Any] = {}
-        for key, (sub_check, default) in checks.items():
-            if key not in value:
-                if default is MISSING:
-                    problems.append((key, "missing; required"))
-                else:
-                    values[key] = default
-                continue
-            try:
-                values[key] = sub_check(value[key])
-            except _Invalid as exc:
-                problems.append((key, f"must be {exc}, got {value[key]!r}"))
-        if problems:
-            raise _InvalidKeys(problems)
-        return build(**values)
-
-    return check
-
-
-def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def optional(value: Any) -> Any:
-        if value is None or value == "":
-            return None
-        return check(value)
-
-    return optional
-
-
-def _email(value: Any) -> str:
-    if not isinstance(value, str) or not _EMAIL.fullmatch(value):
-        raise _Invalid("an email address (or null for no subscription)")
-    return value
 
 
 def _column_names(*, lo: int, hi: int) -> Callable[[Any], tuple[str, ...]]:
@@ -288,11 +159,11 @@ def _column_names(*, lo: int, hi: int) -> Callable[[Any], tuple[str, ...]]:
 
     def check(value: Any) -> tuple[str, ...]:
         if not isinstance(value, list) or not lo <= len(value) <= hi:
-            raise _Invalid(allowed)
+            raise Invalid(allowed)
         if not all(isinstance(name, str) and _COLUMN_NAME.fullmatch(name) for name in value):
-            raise _Invalid(allowed)
+            raise Invalid(allowed)
         if len(set(value)) != len(value):
-            raise _Invalid(allowed)
+            raise Invalid(allowed)
         return tuple(value)
 
     return check
@@ -321,19 +192,19 @@ class ValueMetricsConfig:
 
 
 _ALARM_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
-    "data_scanned_bytes": (_integer(1, MAX_ALARM_DATA_SCANNED_BYTES), MISSING),
-    "query_duration_ms": (_integer(1, MAX_ALARM_QUERY_DURATION_MS), MISSING),
-    "email": (_optional(_email), None),
+    "data_scanned_bytes": (integer(1, MAX_ALARM_DATA_SCANNED_BYTES), MISSING),
+    "query_duration_ms": (integer(1, MAX_ALARM_QUERY_DURATION_MS), MISSING),
+    "email": (optional(email), None),
 }
 _VALUE_METRIC_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "columns": (_column_names(lo=1, hi=MAX_VALUE_COLUMNS), MISSING),
     "dimensions": (_column_names(lo=0, hi=MAX_VALUE_DIMENSIONS), ()),
-    "max_series": (_shared(contract.ENV_VALUE_METRIC_MAX_SERIES), 10),
+    "max_series": (bounded(contract.ENV_VALUE_METRIC_MAX_SERIES), 10),
 }
 #: The sub keys of the object-valued keys, each with its check and default (``MISSING``: required).
 _SUB_CHECKS = {"alarms": _ALARM_CHECKS, "value_metrics": _VALUE_METRIC_CHECKS}
-_alarms = _object(_ALARM_CHECKS, AlarmsConfig)
-_value_metrics = _optional(_object(_VALUE_METRIC_CHECKS, ValueMetricsConfig))
+_alarms = object_of(_ALARM_CHECKS, AlarmsConfig)
+_value_metrics = optional(object_of(_VALUE_METRIC_CHECKS, ValueMetricsConfig))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -485,9 +356,9 @@ def check_key(key: str, value: Any, labels: Labels = CONTEXT_LABELS) -> tuple[An
     check = _SUB_CHECKS[top][sub][0] if sub else _CHECKS[key]
     try:
         return check(value), []
-    except _Invalid as exc:
+    except Invalid as exc:
         return None, [f"{labels.at(key)}: must be {exc}, got {value!r}"]
-    except _InvalidKeys as exc:
+    except InvalidKeys as exc:
         return None, [f"{labels.at(f'{key}.{name}')}: {message}" for name, message in exc.problems]
 
 
@@ -604,107 +475,37 @@ def _relationship_problems(
 
 # One check per field, in field order (the dataclass and this table must name the same keys).
 _CHECKS: dict[str, Callable[[Any], Any]] = {
-    "job_name": _name(_JOB_NAME, lock_table.JOB_NAME_RULE),
+    "job_name": named(_JOB_NAME, lock_table.JOB_NAME_RULE),
     "schedule_expression": _cron_expression,
-    "racers": _integer(1, MAX_RACERS),
-    "lease_duration_s": _shared(
+    "racers": integer(1, MAX_RACERS),
+    "lease_duration_s": bounded(
         contract.ENV_LEASE_DURATION_S,
         f"Lambda's first async retry comes about {ASYNC_FIRST_RETRY_DELAY_S} s after a failure and must find the "
         f"failed holder's lease expired, allowing {CLOCK_SKEW_ALLOWANCE_S} s clock skew",
     ),
-    "heartbeat_interval_s": _shared(contract.ENV_HEARTBEAT_INTERVAL_S),
+    "heartbeat_interval_s": bounded(contract.ENV_HEARTBEAT_INTERVAL_S),
     # The runtime allows older deliveries (local replays); Lambda's MaximumEventAgeInSeconds, set from this
     # key, allows at most 6 h.
-    "max_slot_age_s": _integer(MIN_EVENT_AGE_S, min(MAX_LAMBDA_EVENT_AGE_S, contract.MAX_MAX_SLOT_AGE_S)),
-    "max_slot_lead_s": _shared(contract.ENV_MAX_SLOT_LEAD_S),
-    "history_ttl_s": _shared(contract.ENV_HISTORY_TTL_S),
-    "max_query_attempts": _shared(contract.ENV_MAX_QUERY_ATTEMPTS),
-    "window_s": _shared(contract.ENV_WINDOW_S),
-    "data_year": _optional(_shared(contract.ENV_DATA_YEAR)),
-    "lambda_timeout_s": _integer(1, MAX_LAMBDA_TIMEOUT_S),
-    "lambda_memory_mb": _integer(MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
-    "database": _name(GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
-    "table": _name(GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
-    "workgroup": _name(_WORKGROUP_NAME, "1 to 128 letters, digits, '.', '-' or '_'"),
+    "max_slot_age_s": integer(MIN_EVENT_AGE_S, min(MAX_LAMBDA_EVENT_AGE_S, contract.MAX_MAX_SLOT_AGE_S)),
+    "max_slot_lead_s": bounded(contract.ENV_MAX_SLOT_LEAD_S),
+    "history_ttl_s": bounded(contract.ENV_HISTORY_TTL_S),
+    "max_query_attempts": bounded(contract.ENV_MAX_QUERY_ATTEMPTS),
+    "window_s": bounded(contract.ENV_WINDOW_S),
+    "data_year": optional(bounded(contract.ENV_DATA_YEAR)),
+    "lambda_timeout_s": integer(1, MAX_LAMBDA_TIMEOUT_S),
+    "lambda_memory_mb": integer(MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
+    "database": named(GLUE_NAME, GLUE_NAME_RULE),
+    "table": named(GLUE_NAME, GLUE_NAME_RULE),
+    "workgroup": named(WORKGROUP_NAME, WORKGROUP_NAME_RULE),
     "sql": _query_sql,
-    "bytes_scanned_cutoff_per_query": _integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
+    "bytes_scanned_cutoff_per_query": integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
     "alarms": _alarms,
-    "result_reuse_max_age_min": _shared(contract.ENV_RESULT_REUSE_MAX_AGE_MIN),
+    "result_reuse_max_age_min": bounded(contract.ENV_RESULT_REUSE_MAX_AGE_MIN),
     "value_metrics": _value_metrics,
-    "removal_policy": _one_of(REMOVAL_POLICIES),
+    "removal_policy": one_of(REMOVAL_POLICIES),
     "schedule_timezone": _timezone,
-    "stack_group": _optional(_integer(0, MAX_JOB_STACKS - 1)),
+    "stack_group": optional(integer(0, MAX_JOB_STACKS - 1)),
 }
 
 if list(_CHECKS) != [field.name for field in fields(JobConfig)]:  # pragma: no cover - a programming error
     raise RuntimeError("JobConfig's fields and _CHECKS must name the same keys in the same order")
-
-
-STACK_KEY = "stack"  # the context key holding the stack-wide settings
-
-
-@dataclass(frozen=True, kw_only=True)
-class StackSettings:
-    """What every job of the stack shares (cdk.json context ``stack``): names, removal policy, alarm email, and
-    the read API's throttling."""
-
-    workgroup: str = "athena-refresh"
-    sample_database: str = "flights_demo"
-    removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
-    alarm_email: str | None = None  # subscribed to the alarm topic every job's alarms notify
-    # The read API's $default stage (every route): steady requests per second and burst (token bucket size).
-    api_throttle_rate_limit: int = 20
-    api_throttle_burst_limit: int = 40
-    # How many job stacks the jobs are spread over (stacks.job_groups): changing it moves jobs between stacks.
-    job_stacks: int = DEFAULT_JOB_STACKS
-
-    @classmethod
-    def from_context(cls, value: Any) -> StackSettings:
-        """Parse the ``"stack"`` context value. :raises ConfigError: naming every invalid or unknown key."""
-        check = _object(
-            {
-                "workgroup": (_name(_WORKGROUP_NAME, "1 to 128 letters, digits, '.', '-' or '_'"), cls.workgroup),
-                "sample_database": (
-                    _name(GLUE_NAME, "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"),
-                    cls.sample_database,
-                ),
-                "removal_policy": (_one_of(REMOVAL_POLICIES), cls.removal_policy),
-                "alarm_email": (_optional(_email), None),
-                "api_throttle_rate_limit": (
-                    _integer(1, MAX_API_THROTTLE_RATE_LIMIT, "requests per second; API Gateway's account quota"),
-                    cls.api_throttle_rate_limit,
-                ),
-                "api_throttle_burst_limit": (
-                    _integer(1, MAX_API_THROTTLE_BURST_LIMIT, "requests; API Gateway's account burst quota"),
-                    cls.api_throttle_burst_limit,
-                ),
-                "job_stacks": (_integer(1, MAX_JOB_STACKS, "job stacks (stacks.job_groups)"), cls.job_stacks),
-            },
-            cls,
-        )
-        try:
-            settings: StackSettings = check({} if value is None else value)
-        except _Invalid as exc:
-            raise ConfigError([f"context {STACK_KEY}: must be {exc}, got {value!r}"]) from None
-        except _InvalidKeys as exc:
-            raise ConfigError([f"context {STACK_KEY}.{key}: {message}" for key, message in exc.problems]) from None
-        return settings
-
-
-def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:
-    """Return the ``"context"`` object of a cdk.json file (empty if it has none)."""
-    document = json.loads(Path(path).read_text(encoding="utf-8"))
-    context = document.get("context", {})
-    if not isinstance(context, dict):
-        raise ConfigError([f"{path}: 'context' must be an object, got {type(context).__name__}"])
-    return context
-
-
-def load_app_options(path: str | Path = "cdk.json") -> dict[str, Any]:
-    """Return cdk.json's top-level settings that the CLI would otherwise turn into App options.
-
-    Only ``versionReporting`` matters here: the CLI passes it as context, so ``python app.py`` must
-    apply it too for both synths to produce the same template.
-    """
-    document = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {"analytics_reporting": bool(document.get("versionReporting", True))}

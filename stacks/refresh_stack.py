@@ -125,6 +125,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             sample_data_prefix=DATA_PREFIX,
             registry_path=self.registry_path,
             log_group=job_logs,
+            deployment_name=self.stack_name,
+            capacity=settings.capacity,
         )
         self.alarms = DeploymentAlarms(
             self,
@@ -143,6 +145,7 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             failure_dead_letter_queue=failures.dead_letter_queue,
             log_group=job_logs,
             function_name_prefix=f"{construct_id}-Jobs-",
+            capacity_permits=settings.capacity.permits,
         )
         self._acknowledge_findings(results)
 

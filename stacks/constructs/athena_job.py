@@ -1,5 +1,6 @@
-"""One scheduled Athena job: its function and role, fan-out schedules, async-invoke configuration, its one alarm
-and its registry parameter (the function logs to the deployment's one job log group).
+"""One scheduled Athena job: its function and role, fan-out schedules, async-invoke configuration, its one alarm,
+its registry parameter and its share of the deployment's Athena capacity budget (the function logs to the
+deployment's one job log group).
 
 Everything a job folder (``jobs/<job>/``) deploys, in its job stack (:mod:`stacks.job_groups`), against the
 resources the deployment shares (lock table, results table and bucket, workgroup, alarm topic, on-failure queue).
@@ -22,17 +23,20 @@ from constructs import Construct
 
 from athena_refresh import contract, registry
 from stacks.constructs.alarms import alarm_period_s
+from stacks.constructs.capacity import wire_capacity
 from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.job_metrics import job_metric
 from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
 from stacks.jobs import GlueSource, JobDefinition
+from stacks.stack_settings import CapacitySettings
 
 
 @dataclass(frozen=True, kw_only=True)
 class SharedResources:
     """What every job of the deployment uses, from the shared stack: tables, bucket and its prefixes, workgroup,
-    alarm topic, the deployment-wide on-failure queue, the job registry's path (jobs are found there)."""
+    alarm topic, the deployment-wide on-failure queue, the job registry's path (jobs are found there), and the
+    deployment's name and Athena capacity budget."""
 
     lock_table: dynamodb.ITable
     results_table: dynamodb.ITable
@@ -47,12 +51,16 @@ class SharedResources:
     sample_data_prefix: str  # where the sample's files live in ``bucket`` (per table: <prefix><table>/)
     registry_path: str  # "/<shared stack>/jobs/": each job's registry parameter is <path><job>
     log_group: logs.ILogGroup  # every job function's log group (one structured line per invocation)
+    deployment_name: str  # the shared stack's name: names each job's deferral schedules (stacks.constructs.capacity)
+    capacity: CapacitySettings  # the deployment's Athena capacity budget (cdk.json context.stack.capacity)
 
 
 class AthenaJob(Construct):
     """``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
     async retries to the deployment's on-failure queue, the job's one alarm ``NoRecentSuccess``), ``registry``
-    (the job's SSM parameter: how tools and people find its function).
+    (the job's SSM parameter: how tools and people find its function). The function's environment carries the
+    deployment's capacity budget; while it is on, its role may read the semaphore and create the job's own deferral
+    schedules with the job's Scheduler role (:mod:`stacks.constructs.capacity`).
 
     The function's role reads the job's own source only: the sample's table and prefix, or the Glue table
     and S3 location the job names. Everything else a job used to have per job (queue, count alarms, a dashboard
@@ -122,6 +130,15 @@ class AthenaJob(Construct):
             ),
             failures=shared.failures,
             scheduler_role=scheduler_role,
+            capacity_semaphore=shared.capacity.enabled,
+        )
+        # The deferral schedules invoke this function with the racers' Scheduler role (it may invoke this one only).
+        wire_capacity(
+            self.function,
+            settings=shared.capacity,
+            deferral_role=self.schedule.schedules.role,
+            deployment=shared.deployment_name,
+            job_name=job_name,
         )
         self.failures = self.schedule.failures
         self.alarms = self.schedule.alarms

@@ -7,8 +7,9 @@ Body Structure and Syntax", https://docs.aws.amazon.com/AmazonCloudWatch/latest/
 - **Overview**: the read side's custom widget called with ``{"view": "overview"}`` lists every job (status of the
   last slot, age of the last success against the period, lease holder, paused, last estimated cost, and how to
   fetch the result with SigV4); the deployment-wide alarms; the on-failure queue; the deployment-wide counts
-  (``contract.DEPLOYMENT_METRICS``); the job functions' Lambda errors and throttles, summed with a ``SEARCH`` on
-  the job stacks' name prefix; the latest runs of every job (Logs Insights over the one job log group).
+  (:data:`DEPLOYMENT_COUNTS`); the Athena capacity budget (:data:`CAPACITY_METRICS`: permits in use against the
+  configured permits, the wait for a permit); the job functions' Lambda errors and throttles, summed with a
+  ``SEARCH`` on the job stacks' name prefix; the latest runs of every job (Logs Insights over the one job log group).
 - **Job ``${job}``**: the per-job metrics (``contract.JOB_METRICS``: age of the last success, bytes scanned, query
   duration), drawn once. A property variable on the ``job`` dimension (CDK's :class:`DashboardVariable`) switches
   every one of them to the job picked in the dashboard's drop-down, whose values CloudWatch fills from a metric
@@ -44,7 +45,18 @@ JOB_GRAPHS: dict[str, tuple[str, Sequence[str]]] = {
     contract.METRIC_QUERY_DURATION_MS: ("QueryDurationMs: Athena total execution time", ("Average", "Maximum")),
 }
 #: Deployment-wide counts (dimension service only): rare events whose log line names the job.
-DEPLOYMENT_COUNTS = contract.DEPLOYMENT_METRICS
+DEPLOYMENT_COUNTS = (
+    contract.METRIC_STALE_WRITE_REJECTED,
+    contract.METRIC_CORRUPT_LOCK_ITEM,
+    contract.METRIC_THRESHOLD_EXCEEDED,
+)
+#: The capacity semaphore's deployment-wide metrics (dimension service only), with their statistics: permits held
+#: just after each take (against the configured permits), and how long slots waited for theirs.
+CAPACITY_METRICS: dict[str, tuple[str, ...]] = {
+    contract.METRIC_PERMITS_IN_USE: ("Maximum",),
+    contract.METRIC_PERMIT_WAIT_MS: ("p50", "p95"),
+}
+CAPACITY_TITLE = "Athena capacity (every job): permits in use vs the budget, wait for a permit"
 # Logs Insights over the job functions' JSON logs: one "slot <iso>: <status>" line per invocation with the keys
 # job, slot, outcome, reason, fencing_token (and query_execution_id when known).
 LATEST_RUNS_QUERY = (
@@ -70,6 +82,8 @@ class DeploymentDashboard(Construct):
     :param failures: the deployment's on-failure queue and its dead-letter queue.
     :param log_group: the job functions' log group.
     :param function_name_prefix: the job functions' generated names start with it (the job stacks' prefix).
+    :param capacity_permits: the deployment's capacity budget (``context.stack.capacity.permits``; 0: off), drawn as
+        a line on the permits in use.
     """
 
     def __init__(
@@ -84,6 +98,7 @@ class DeploymentDashboard(Construct):
         failure_dead_letter_queue: sqs.IQueue,
         log_group: logs.ILogGroup,
         function_name_prefix: str,
+        capacity_permits: int,
         period: cdk.Duration = METRIC_PERIOD,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -129,12 +144,12 @@ class DeploymentDashboard(Construct):
                 update_on_time_range_change=False,
             )
         )
-        third = FULL_WIDTH // 3
+        third, quarter = FULL_WIDTH // 3, FULL_WIDTH // 4
         self.dashboard.add_widgets(
-            cloudwatch.AlarmStatusWidget(title="Deployment alarms", width=third, height=6, alarms=list(alarms)),
+            cloudwatch.AlarmStatusWidget(title="Deployment alarms", width=quarter, height=6, alarms=list(alarms)),
             cloudwatch.GraphWidget(
                 title="Failed slot invocations waiting (on-failure queue, DLQ)",
-                width=third,
+                width=quarter,
                 left=[
                     failure_queue.metric_approximate_number_of_messages_visible(
                         statistic="Maximum", period=period, label="on-failure queue"
@@ -146,11 +161,12 @@ class DeploymentDashboard(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Stale writes, corrupt lock items, thresholds exceeded (every job)",
-                width=third,
+                width=quarter,
                 left=[
                     deployment_metric(name, statistic="Sum", period=period, label=name) for name in DEPLOYMENT_COUNTS
                 ],
             ),
+            capacity_graph(capacity_permits, width=quarter, period=period),
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
@@ -198,3 +214,28 @@ class DeploymentDashboard(Construct):
                 for name, (title, statistics) in JOB_GRAPHS.items()
             ]
         )
+
+
+def capacity_graph(permits: int, *, width: int, period: cdk.Duration) -> cloudwatch.GraphWidget:
+    """The "Athena capacity" graph: ``PermitsInUse`` (Maximum) on the left axis with the budget ``permits`` as a
+    horizontal line (none while off), ``PermitWaitMs`` p50 and p95 on the right axis (milliseconds)."""
+    in_use, wait = contract.METRIC_PERMITS_IN_USE, contract.METRIC_PERMIT_WAIT_MS
+
+    def lines(name: str) -> list[cloudwatch.IMetric]:
+        return [
+            deployment_metric(name, statistic=statistic, period=period, label=f"{name} {statistic}")
+            for statistic in CAPACITY_METRICS[name]
+        ]
+
+    annotations = (
+        [cloudwatch.HorizontalAnnotation(value=permits, label=f"budget: {permits} permits")] if permits > 0 else []
+    )
+    return cloudwatch.GraphWidget(
+        title=CAPACITY_TITLE if permits > 0 else f"{CAPACITY_TITLE} (budget off: permits 0)",
+        width=width,
+        left=lines(in_use),
+        right=lines(wait),
+        left_annotations=annotations,
+        left_y_axis=cloudwatch.YAxisProps(min=0, label="permits", show_units=False),
+        right_y_axis=cloudwatch.YAxisProps(min=0, label="ms", show_units=False),
+    )

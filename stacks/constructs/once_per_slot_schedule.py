@@ -7,7 +7,8 @@ handler) and it adds what makes "N racers, one winner per slot" work on AWS:
   sending ``{"scheduled_time": <aws.scheduler.scheduled-time>, "execution_id", "racer", "job"}``
   (:class:`~stacks.constructs.fanout_schedule.FanoutSchedule`), so every racer names the same slot;
 - the **lock table grant**: ``GetItem``, ``PutItem`` and ``UpdateItem`` on the lock table (the fenced
-  transactions are authorized per item action), with the table's name in ``LOCK_TABLE_NAME``;
+  transactions are authorized per item action), with the table's name in ``LOCK_TABLE_NAME``; plus
+  ``BatchGetItem`` for a function that also takes permits of a ``slotlock.Semaphore`` (``capacity_semaphore``);
 - **Lambda's asynchronous retries** (two, within ``max_slot_age_s``) and the **on-failure queue** with its
   dead-letter queue (:class:`~stacks.constructs.failure_queue.FailureQueue`): a slot whose invocations all
   failed is never lost silently;
@@ -42,7 +43,7 @@ from athena_refresh.schedule import cron_period
 from stacks.constructs.alarms import AT_LEAST_ONCE, MAX_ALARM_PERIOD_S, STALE_AFTER_PERIODS, add_alarms, alarm_period_s
 from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.fanout_schedule import FanoutSchedule
-from stacks.constructs.refresh_function import LOCK_TABLE_ACTIONS, SendOnlyQueueDestination
+from stacks.constructs.refresh_function import LOCK_TABLE_ACTIONS, SEMAPHORE_TABLE_ACTIONS, SendOnlyQueueDestination
 
 ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum: the lock makes every redelivery safe
 
@@ -74,6 +75,7 @@ class OncePerSlotSchedule(Construct):
         failed_metric: cloudwatch.IMetric | None = None,
         failures: FailureQueue | None = None,
         scheduler_role: iam.IRole | None = None,
+        capacity_semaphore: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         period = cron_period(schedule_expression, time_zone)
@@ -91,7 +93,9 @@ class OncePerSlotSchedule(Construct):
         )
         function.add_to_role_policy(
             iam.PolicyStatement(
-                sid="LockTableItems", actions=list(LOCK_TABLE_ACTIONS), resources=[lock_table.table_arn]
+                sid="LockTableItems",
+                actions=list(LOCK_TABLE_ACTIONS + (SEMAPHORE_TABLE_ACTIONS if capacity_semaphore else ())),
+                resources=[lock_table.table_arn],
             )
         )
         self.schedules = FanoutSchedule(

@@ -11,6 +11,10 @@ Least privilege, from the runtime's calls (``lambdas/``):
   the lock table, ``PutItem`` + ``UpdateItem`` on the results table): there is no
   ``dynamodb:TransactWriteItems`` action.
   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html
+- the capacity semaphore (``slotlock.semaphore``), while the budget is on: ``BatchGetItem`` on the lock table (one
+  consistent read of the permits and the tickets item; their writes are ``UpdateItem``), added to the lock grant by
+  ``OncePerSlotSchedule(capacity_semaphore=True)``; the deferral's ``scheduler:CreateSchedule`` and
+  ``iam:PassRole`` come from :mod:`stacks.constructs.capacity`.
 - results table (``athena_refresh.results``): the commit's ``Put`` (result item) and ``Update`` (fenced LATEST
   pointer), and ``GetItem`` of the LATEST item (``ResultsStore.latest_order``: whether a manual generation, or a
   commit after a LATEST conflict, moves the pointer).
@@ -69,6 +73,8 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # Logs     https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html
 # X-Ray    https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsx-ray.html
 LOCK_TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+#: Added to the lock grant while the capacity budget is on: the semaphore's one consistent read of its items.
+SEMAPHORE_TABLE_ACTIONS = ("dynamodb:BatchGetItem",)
 RESULTS_TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 ATHENA_ACTIONS = ("athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults")
 GLUE_ACTIONS = ("glue:GetDatabase", "glue:GetTable")

@@ -33,6 +33,7 @@ from stacks.config import (
 )
 from stacks.job_groups import MAX_JOB_STACKS
 from stacks.query_sql import output_columns
+from tests.stacks.test_capacity import CAPACITY_NUMBERS
 
 
 def _problems(job_context: dict[str, Any], **override: Any) -> list[str]:
@@ -347,7 +348,8 @@ def test_every_numeric_key_is_classified(job_context: dict[str, Any]) -> None:
     numeric |= {f"alarms.{f.name}" for f in dataclasses.fields(AlarmsConfig) if f.type == "int"}
     numeric |= {f"value_metrics.{f.name}" for f in dataclasses.fields(ValueMetricsConfig) if f.type == "int"}
     assert numeric == set(SHARED) | set(STACK_ONLY)
-    assert set(SHARED.values()) == set(contract.NUMERIC_BOUNDS)
+    # ... and the stack-wide numbers the runtime reads too (context stack.capacity: tests/stacks/test_capacity.py)
+    assert set(SHARED.values()) | set(CAPACITY_NUMBERS.values()) == set(contract.NUMERIC_BOUNDS)
 
 
 @pytest.mark.parametrize(("key", "value", "accepted"), numeric_key_cases())
@@ -429,7 +431,8 @@ def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, An
     query = {contract.ENV_QUERY_SQL: INLINE_SQL}  # the stack bundles the job's query in the job catalog instead
     assert Settings.from_env({**default_env, **query}).max_slot_lead_s == 5.0
     assert Settings.from_env({**configured_env, **query}).max_slot_lead_s == 2.0
-    assert set(default_env) >= set(contract.STACK_ENV_VARS) - {
+    # The capacity budget is deployment-wide: CapacitySettings.runtime_environment (tests/stacks/test_capacity.py).
+    assert set(default_env) >= set(contract.STACK_ENV_VARS) - set(contract.CAPACITY_ENV_VARS) - {
         contract.ENV_ATHENA_CATALOG,
         contract.ENV_RESULTS_BUCKET_NAME,
     }

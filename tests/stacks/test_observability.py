@@ -23,7 +23,14 @@ from athena_refresh import contract
 from stacks import REPO_ROOT
 from stacks.config import STACK_KEY, load_context
 from stacks.constructs.alarms import MAX_ALARM_PERIOD_S, OBSERVABILITY_DOC, STALE_AFTER_PERIODS
-from stacks.constructs.dashboard import DEPLOYMENT_COUNTS, JOB_GRAPHS, JOB_VARIABLE_ID, LATEST_RUNS_QUERY
+from stacks.constructs.dashboard import (
+    CAPACITY_METRICS,
+    CAPACITY_TITLE,
+    DEPLOYMENT_COUNTS,
+    JOB_GRAPHS,
+    JOB_VARIABLE_ID,
+    LATEST_RUNS_QUERY,
+)
 from stacks.constructs.job_metrics import value_search_expression
 from stacks.jobs import JobDefinition, load_jobs
 from stacks.runtime_asset import catalog_queries
@@ -305,6 +312,7 @@ def test_dashboard_layout_overview_then_one_job_section(body: dict[str, Any]) ->
         ("alarm", "Deployment alarms"),
         ("metric", "Failed slot invocations waiting (on-failure queue, DLQ)"),
         ("metric", "Stale writes, corrupt lock items, thresholds exceeded (every job)"),
+        ("metric", CAPACITY_TITLE),
         ("metric", "Job functions: errors, throttles, dropped async events (sum over every job)"),
         ("log", "Latest runs (every job)"),
         ("text", f"# Job `{JOB_HEADING}`"),
@@ -331,9 +339,11 @@ def test_per_job_graphs_draw_exactly_the_job_metrics_of_the_default_job(
 
 def test_the_dashboards_metrics_are_the_job_metrics_and_the_deployment_counts(body: dict[str, Any]) -> None:
     """Of the runtime's namespace the dashboard draws the per-job metrics (job dimension: the variable's default)
-    and the deployment-wide counts (service only), nothing else; no value-metric SEARCH graph is left."""
+    and the deployment-wide metrics (service only: the counts and the capacity semaphore's), nothing else; no
+    value-metric SEARCH graph is left."""
     rows = [(name, dims) for namespace, name, dims in metric_rows(body) if namespace == contract.METRICS_NAMESPACE]
-    assert {name for name, _ in rows} == set(JOB_GRAPHS) | set(DEPLOYMENT_COUNTS)
+    assert set(DEPLOYMENT_COUNTS) | set(CAPACITY_METRICS) == set(contract.DEPLOYMENT_METRICS)  # each one drawn
+    assert {name for name, _ in rows} == set(JOB_GRAPHS) | set(contract.DEPLOYMENT_METRICS)
     for name, dims in rows:
         expected = {contract.DIMENSION_SERVICE} | ({contract.DIMENSION_JOB} if name in JOB_GRAPHS else set())
         assert set(dims) == expected, (name, dims)
@@ -408,7 +418,7 @@ def test_the_dashboard_is_the_same_for_2_and_12_jobs_but_for_the_overview_height
     shared = Template.from_stack(twelve_jobs.shared)
     shared.resource_count_is("AWS::CloudWatch::Dashboard", 1)
     many = dashboard_body(shared.to_json()["Resources"], None)
-    assert len(many["widgets"]) == len(body["widgets"]) == 8 + len(JOB_GRAPHS)
+    assert len(many["widgets"]) == len(body["widgets"]) == 9 + len(JOB_GRAPHS) == 12
     overview = [i for i, w in enumerate(body["widgets"]) if w["type"] == "custom"]
     assert [(w["height"]) for w in many["widgets"] if w["type"] == "custom"] == [3 + 12]  # about one row per job
     assert [(w["height"]) for w in body["widgets"] if w["type"] == "custom"] == [6]  # at least 6

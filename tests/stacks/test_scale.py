@@ -104,7 +104,7 @@ def test_the_shared_stack_keeps_its_name_tables_and_one_dashboard_of_constant_si
         part if isinstance(part, str) else "0" for part in dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
     )
     parsed = json.loads(body)
-    assert len(parsed["widgets"]) == 11  # as with two jobs (tests/stacks/test_observability.py)
+    assert len(parsed["widgets"]) == 12  # as with two jobs (tests/stacks/test_observability.py)
     custom = [w for w in parsed["widgets"] if w["type"] == "custom"]
     assert [w["properties"]["params"] for w in custom] == [{"view": "overview"}]
     (variable,) = parsed["variables"]

@@ -18,6 +18,7 @@ import app
 from athena_refresh import contract
 from stacks import LAMBDAS_DIR, REPO_ROOT, nag
 from stacks.config import STACK_KEY, load_context
+from stacks.constructs.capacity import deferral_schedule_prefix
 from tests.stacks import deployment_view
 from tests.stacks.helpers import as_list, of_job, of_type, render, single
 
@@ -42,6 +43,11 @@ EXPECTED_ACKNOWLEDGED_RULES = {
     # one per job: its schedules' role invokes its function's versions and aliases
     "AwsSolutions-IAM5[Resource::<JobcarrierontimeRefreshFunction09A88B39.Arn>:*]",
     "AwsSolutions-IAM5[Resource::<JobflightsdashboardRefreshFunction436853C5.Arn>:*]",
+    # one per job while the capacity budget is on: its function creates its own deferral schedules (name prefix)
+    *(
+        f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/default/{p}*]"
+        for p in ("sar-ff400f2d71f8-", "sar-060c8c76e094-")  # carrier-on-time, flights-dashboard
+    ),
     "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*]",
     "AwsSolutions-IAM5[Action::s3:GetBucket*]",
     "AwsSolutions-IAM5[Action::s3:GetObject*]",
@@ -186,13 +192,22 @@ def test_function_role_statements_are_exactly_the_needed_ones(
     ]
     bucket = f"<{results_bucket_id}.Arn>"
     account = "arn:<AWS::Partition>:{service}:<AWS::Region>:<AWS::AccountId>:"
+    prefix, scheduler_role = (
+        env[contract.ENV_DEFERRAL_SCHEDULE_PREFIX],
+        env[contract.ENV_DEFERRAL_ROLE_ARN]["Fn::GetAtt"][0],
+    )
     glue, athena = account.format(service="glue"), account.format(service="athena")
     assert _statements_by_sid(function_statements) == {
         # X-Ray (added by CDK for Tracing.ACTIVE): no resource-level permissions for these actions.
         "<no sid>": ({"xray:PutTraceSegments", "xray:PutTelemetryRecords"}, ["*"], None),
         "WriteOwnLogs": ({"logs:CreateLogStream", "logs:PutLogEvents"}, [f"<{log_group}.Arn>"], None),
         "OnFailureDestination": ({"sqs:SendMessage"}, [f"<{queue}.Arn>"], None),
-        "LockTableItems": ({"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, [f"<{lock}.Arn>"], None),
+        # BatchGetItem: the capacity semaphore's one consistent read of its permits and tickets (budget on).
+        "LockTableItems": (
+            {"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+            [f"<{lock}.Arn>"],
+            None,
+        ),
         # GetItem: the LATEST item, read for a manual generation and after a LATEST conflict (latest_order).
         "ResultsTableCommit": (
             {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
@@ -219,8 +234,22 @@ def test_function_role_statements_are_exactly_the_needed_ones(
             None,
         ),
         "OversizedResults": ({"s3:PutObject"}, [f"{bucket}/results/*"], None),
+        # The capacity budget's deferral (stacks.constructs.capacity): the job's own one-time schedules, created with
+        # the job's Scheduler role passed to Scheduler only; no DeleteSchedule (they delete themselves).
+        "CapacityDeferralSchedules": (
+            {"scheduler:CreateSchedule"},
+            [f"{account.format(service='scheduler')}schedule/default/{prefix}*"],
+            None,
+        ),
+        "CapacityDeferralPassRole": (
+            {"iam:PassRole"},
+            [f"<{scheduler_role}.Arn>"],
+            {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+        ),
     }
     assert resources[log_group]["Type"] == "AWS::Logs::LogGroup"
+    assert resources[scheduler_role]["Type"] == "AWS::IAM::Role"
+    assert prefix == deferral_schedule_prefix(app.STACK_NAME, env[contract.ENV_JOB_NAME]) == "sar-060c8c76e094-"
     assert resources[workgroup]["Type"] == "AWS::Athena::WorkGroup"
 
 
@@ -238,6 +267,7 @@ def test_function_role_has_no_managed_policy_and_only_lambda_may_assume_it(
 # Runtime calls (boto3 method or slotlock operation name) that each granted action stands for.
 _CALLS_BY_ACTION = {
     "dynamodb:GetItem": ("GetItem",),
+    "dynamodb:BatchGetItem": ("batch_get(",),  # slotlock.semaphore's read of its permits (capacity budget on)
     "dynamodb:PutItem": ("PutItem", '"Put":'),  # directly, or as a TransactWriteItems item
     "dynamodb:UpdateItem": ("UpdateItem", '"Update":'),
     "athena:StartQueryExecution": ("start_query_execution",),

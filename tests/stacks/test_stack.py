@@ -245,6 +245,7 @@ def test_the_environment_wires_the_function_and_the_catalog_carries_the_job(
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_METRICS_NAMESPACE",
     }
+    expected |= set(contract.CAPACITY_ENV_VARS)  # the deployment's capacity budget (tests/stacks/test_capacity.py)
     assert set(env) == expected  # the wiring only: no query, no job setting (the catalog has them)
     assert env["POWERTOOLS_SERVICE_NAME"] == contract.SERVICE_NAME
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == contract.METRICS_NAMESPACE

@@ -1,0 +1,143 @@
+"""The Athena capacity budget's wiring of one job function (issue 24): its environment, its grants and their
+cdk-nag acknowledgment.
+
+The budget (cdk.json ``context.stack.capacity``, :class:`~stacks.stack_settings.CapacitySettings`) is the same for
+every job of the deployment, so every job function gets ``contract.CAPACITY_ENV_VARS`` (changing the budget updates
+every job stack). The runtime bounds the active queries with ``slotlock.Semaphore`` on the lock table (permit items
+``permit#<name>#<i>`` and ``tickets#<name>``), and a slot that waited too long for a permit is given back and comes
+back ``retry_delay_s`` later through a one-time EventBridge Scheduler schedule (``at(...)``,
+``ActionAfterCompletion: DELETE``) whose target is the job's own function and whose role is the job's Scheduler role
+(the racers' role, which may invoke that function only).
+
+Least privilege, while the budget is on (``permits`` > 0; off, the runtime makes none of these calls and the role
+gets none of them):
+
+- ``dynamodb:BatchGetItem`` on the lock table (one strongly consistent read of the permits and the tickets item),
+  added to the lock grant (:data:`~stacks.constructs.refresh_function.SEMAPHORE_TABLE_ACTIONS`); the permit and
+  ticket writes are ``UpdateItem``, which the lock grant has;
+- ``scheduler:CreateSchedule`` on ``arn:<partition>:scheduler:<region>:<account>:schedule/default/<prefix>*``:
+  the job's own deferral schedules only (:func:`deferral_schedule_prefix`). No ``scheduler:DeleteSchedule``: the
+  schedule deletes itself after its one invocation;
+- ``iam:PassRole`` of the job's Scheduler role only, and only to EventBridge Scheduler (``iam:PassedToService``):
+  CreateSchedule passes the schedule's role.
+  https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+
+from stacks.nag import acknowledge, wildcard_finding
+from stacks.stack_settings import DEFERRAL_SCHEDULE_GROUP, CapacitySettings
+
+#: A Scheduler schedule's name: 1 to 64 of ``[0-9a-zA-Z-_.]`` (CreateSchedule's ``Name``,
+#: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html; botocore's scheduler model).
+SCHEDULE_NAME = re.compile(r"[0-9a-zA-Z_.-]{1,64}")
+#: The deferral prefix's length bound: the runtime appends its own part (slot, generation, attempt) to at most
+#: 64 characters, so it keeps at least 40.
+MAX_DEFERRAL_SCHEDULE_PREFIX = 24
+DEFERRAL_PREFIX_HEX_DIGITS = 12  # 48 bits of SHA-256: two jobs of one account colliding is negligible
+SCHEDULER_SERVICE = "scheduler.amazonaws.com"
+DEFERRAL_ACTIONS = ("scheduler:CreateSchedule",)
+PASS_ROLE_ACTIONS = ("iam:PassRole",)
+
+#: Granted for the capacity path, which the runtime does not call yet (issue 24: the runtime follows). The IAM
+#: conformance test (tests/stacks/test_iam_conformance.py) accepts these grants unused until its scenarios exercise
+#: the semaphore and the deferral; then they must be used like any other grant, and this list goes.
+CAPACITY_PATH_GRANTS: dict[str, str] = {
+    "dynamodb:BatchGetItem": "the capacity semaphore reads the N permit items and the tickets item of the lock table"
+    " in one strongly consistent BatchGetItem before taking a permit (slotlock.semaphore)",
+    "scheduler:CreateSchedule": "a slot that waited too long for a permit is given back and re-invoked later by a"
+    " one-time schedule named with the job's deferral prefix (ActionAfterCompletion DELETE)",
+    "iam:PassRole": "CreateSchedule passes the job's Scheduler role as the deferral schedule's role (passed to"
+    " scheduler.amazonaws.com only)",
+}
+
+
+def deferral_schedule_prefix(deployment: str, job_name: str) -> str:
+    """``sar-`` + the first 12 hex digits of the SHA-256 of ``<deployment>/<job>`` + ``-`` (17 characters): the
+    names of one job's deferral schedules, and what its function may create (deterministic, short, and without the
+    job's name, which may be 64 characters long).
+
+    :param deployment: the shared stack's name (``ScheduledAthenaRefresh``): two deployments in one account get
+        different prefixes for the same job.
+    """
+    digest = hashlib.sha256(f"{deployment}/{job_name}".encode()).hexdigest()[:DEFERRAL_PREFIX_HEX_DIGITS]
+    prefix = f"sar-{digest}-"
+    assert len(prefix) <= MAX_DEFERRAL_SCHEDULE_PREFIX and SCHEDULE_NAME.fullmatch(prefix), prefix
+    return prefix
+
+
+def default_semaphore_name() -> str:
+    """``<AWS::AccountId>-<AWS::Region>`` as CloudFormation tokens: every deployment in one account and Region shares
+    one budget, as they share Athena's active-query quota."""
+    return f"{cdk.Aws.ACCOUNT_ID}-{cdk.Aws.REGION}"
+
+
+def deferral_schedule_arn(stack: cdk.Stack, prefix: str) -> str:
+    """The ARN pattern of the schedules named ``<prefix>*`` in the ``default`` group of the stack's account and
+    Region."""
+    return stack.format_arn(
+        service="scheduler", resource="schedule", resource_name=f"{DEFERRAL_SCHEDULE_GROUP}/{prefix}*"
+    )
+
+
+def capacity_statements(stack: cdk.Stack, *, prefix: str, deferral_role: iam.IRole) -> list[iam.PolicyStatement]:
+    """The deferral's statements (the semaphore's ``BatchGetItem`` is in the lock grant): see the module doc."""
+    return [
+        iam.PolicyStatement(
+            sid="CapacityDeferralSchedules",
+            actions=list(DEFERRAL_ACTIONS),
+            resources=[deferral_schedule_arn(stack, prefix)],
+        ),
+        iam.PolicyStatement(
+            sid="CapacityDeferralPassRole",
+            actions=list(PASS_ROLE_ACTIONS),
+            resources=[deferral_role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": SCHEDULER_SERVICE}},
+        ),
+    ]
+
+
+def wire_capacity(
+    function: lambda_.Function,
+    *,
+    settings: CapacitySettings,
+    deferral_role: iam.IRole,
+    deployment: str,
+    job_name: str,
+) -> None:
+    """Set ``contract.CAPACITY_ENV_VARS`` on ``function`` (always; ``CAPACITY_PERMITS=0`` when off) and, when the
+    budget is on, grant its role the deferral (the semaphore's read comes with the lock grant:
+    ``OncePerSlotSchedule(capacity_semaphore=True)``).
+
+    :param deferral_role: the job's Scheduler role, allowed to invoke ``function``: the deferral schedules' role.
+    :param deployment: the shared stack's name (:func:`deferral_schedule_prefix`).
+    """
+    prefix = deferral_schedule_prefix(deployment, job_name)
+    environment = settings.runtime_environment(
+        default_semaphore_name=default_semaphore_name(),
+        deferral_role_arn=deferral_role.role_arn,
+        deferral_schedule_prefix=prefix,
+    )
+    for name, value in environment.items():
+        function.add_environment(name, value)
+    if not settings.enabled:
+        return
+    stack = cdk.Stack.of(function)
+    for statement in capacity_statements(stack, prefix=prefix, deferral_role=deferral_role):
+        function.add_to_role_policy(statement)
+    role = function.role
+    assert role is not None, "a job function has a role of its own"
+    acknowledge(
+        role,
+        wildcard_finding(role, deferral_schedule_arn(stack, prefix)),
+        "scheduler:CreateSchedule of the job's own deferral schedules: one-time schedules whose names start with "
+        f"{prefix} and are completed at run time (one per slot given back for capacity), so only the prefix is "
+        "known; each deletes itself after its one invocation.",
+    )

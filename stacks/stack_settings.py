@@ -1,0 +1,210 @@
+"""The stack-wide settings (cdk.json ``context.stack``): :class:`StackSettings` and its :class:`CapacitySettings`
+(the deployment's Athena capacity budget, issue 24), and reading cdk.json.
+
+What every job of a deployment shares: names, removal policy, alarm email, the read API's throttling, the number of
+job stacks, and the capacity budget. Each key is checked as the job keys are (:mod:`stacks.checks`); every problem
+names its context key and the allowed values, e.g. ``context stack.capacity.permits: must be an integer from 0 to
+99 (...), got 100``, and all of them are raised together in one :class:`~stacks.checks.ConfigError`. A number the
+runtime reads as well takes its bounds from ``athena_refresh.contract.NUMERIC_BOUNDS``.
+
+:mod:`stacks.config` re-exports every name here (``from stacks.config import StackSettings`` keeps working).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from athena_refresh import contract  # constants only (stdlib), installed with the project
+from slotlock import table as lock_table
+from stacks.checks import (
+    GLUE_NAME,
+    GLUE_NAME_RULE,
+    REMOVAL_POLICIES,
+    WORKGROUP_NAME,
+    WORKGROUP_NAME_RULE,
+    ConfigError,
+    Invalid,
+    InvalidKeys,
+    bounded,
+    email,
+    integer,
+    named,
+    object_of,
+    one_of,
+    optional,
+)
+from stacks.job_groups import DEFAULT_JOB_STACKS, MAX_JOB_STACKS
+
+STACK_KEY = "stack"  # the context key holding the stack-wide settings
+CAPACITY_KEY = "capacity"  # its sub key holding the capacity budget
+
+# The read API's stage throttling (requests per second, steady rate and burst). API Gateway's account-level
+# throttling quota per Region is 10,000 requests per second with a burst of 5,000 (default quota); a stage
+# limit above it never applies.
+# https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-throttling.html
+MAX_API_THROTTLE_RATE_LIMIT = 10_000
+MAX_API_THROTTLE_BURST_LIMIT = 5_000
+
+#: The Scheduler schedule group of the deferred re-invocations: every account has ``default``; a schedule's ARN is
+#: ``arn:<partition>:scheduler:<region>:<account>:schedule/<group>/<name>``.
+DEFERRAL_SCHEDULE_GROUP = "default"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacitySettings:
+    """The deployment's Athena capacity budget (cdk.json ``context.stack.capacity``): at most ``permits`` of the
+    queries of every deployment sharing ``semaphore_name`` are active at once (0: off, no semaphore request).
+
+    ``semaphore_name`` ``None``: ``<account id>-<region>`` of the deployment (CloudFormation pseudo parameters), so
+    every deployment in one account and Region shares one budget, as Athena's quota is shared. A slot waits up to
+    ``wait_in_place_s`` for a permit, then gives its invocation back and is re-invoked ``retry_delay_s`` later (a
+    one-time Scheduler schedule); a manual run leaves ``manual_headroom`` permits free for the live schedules.
+    """
+
+    permits: int = contract.DEFAULT_CAPACITY_PERMITS
+    semaphore_name: str | None = None
+    wait_in_place_s: int = contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S
+    manual_headroom: int = contract.DEFAULT_CAPACITY_MANUAL_HEADROOM
+    retry_delay_s: int = contract.DEFAULT_CAPACITY_RETRY_DELAY_S
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the budget is on (``permits`` > 0): only then do the functions get its grants."""
+        return self.permits > 0
+
+    def runtime_environment(
+        self,
+        *,
+        default_semaphore_name: str,
+        deferral_role_arn: str,
+        deferral_schedule_prefix: str,
+        deferral_schedule_group: str = DEFERRAL_SCHEDULE_GROUP,
+    ) -> dict[str, str]:
+        """``contract.CAPACITY_ENV_VARS`` as text, the same for every job but the deferral's role and prefix.
+
+        ``default_semaphore_name``: the name when ``semaphore_name`` is not set (the stack passes
+        ``<AWS::AccountId>-<AWS::Region>`` as CDK tokens). Set with ``permits`` 0 too: the runtime reads it as off.
+        """
+        return {
+            contract.ENV_CAPACITY_PERMITS: str(self.permits),
+            contract.ENV_CAPACITY_SEMAPHORE_NAME: self.semaphore_name or default_semaphore_name,
+            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.wait_in_place_s),
+            contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.manual_headroom),
+            contract.ENV_CAPACITY_RETRY_DELAY_S: str(self.retry_delay_s),
+            contract.ENV_DEFERRAL_ROLE_ARN: deferral_role_arn,
+            contract.ENV_DEFERRAL_SCHEDULE_GROUP: deferral_schedule_group,
+            contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix,
+        }
+
+
+def _capacity(**values: Any) -> CapacitySettings:
+    """The budget from its checked keys, and the one rule between them (headroom below permits when on)."""
+    permits, headroom = values["permits"], values["manual_headroom"]
+    if permits > 0 and not headroom < permits:
+        message = (
+            f"must be below permits ({permits}) while the budget is on: a manual run takes a permit only while more "
+            f"than manual_headroom are free, so {headroom} would block every manual run, got {headroom}"
+        )
+        raise InvalidKeys([("manual_headroom", message)])
+    return CapacitySettings(**values)
+
+
+_CAPACITY_CHECKS: dict[str, tuple[Any, Any]] = {
+    "permits": (
+        bounded(
+            contract.ENV_CAPACITY_PERMITS,
+            "0: off; active Athena queries of every deployment sharing the semaphore; keep the sum of the budgets "
+            "below the account's active DML query quota",
+        ),
+        contract.DEFAULT_CAPACITY_PERMITS,
+    ),
+    "semaphore_name": (
+        optional(named(lock_table.SEMAPHORE_NAME_PATTERN, f"{lock_table.SEMAPHORE_NAME_RULE}, or null")),
+        None,
+    ),
+    "wait_in_place_s": (
+        bounded(contract.ENV_CAPACITY_WAIT_IN_PLACE_S, "seconds a slot waits for a permit before giving it back"),
+        contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
+    ),
+    "manual_headroom": (
+        bounded(contract.ENV_CAPACITY_MANUAL_HEADROOM, "permits a manual run leaves free for the live schedules"),
+        contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
+    ),
+    "retry_delay_s": (
+        bounded(
+            contract.ENV_CAPACITY_RETRY_DELAY_S,
+            "seconds until a slot given back is invoked again; Scheduler's one-time schedules have minute granularity",
+        ),
+        contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
+    ),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackSettings:
+    """What every job of the stack shares (cdk.json context ``stack``): names, removal policy, alarm email, the
+    read API's throttling, the job stacks and the Athena capacity budget."""
+
+    workgroup: str = "athena-refresh"
+    sample_database: str = "flights_demo"
+    removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
+    alarm_email: str | None = None  # subscribed to the alarm topic every job's alarms notify
+    # The read API's $default stage (every route): steady requests per second and burst (token bucket size).
+    api_throttle_rate_limit: int = 20
+    api_throttle_burst_limit: int = 40
+    # How many job stacks the jobs are spread over (stacks.job_groups): changing it moves jobs between stacks.
+    job_stacks: int = DEFAULT_JOB_STACKS
+    # The deployment's Athena capacity budget: in every job function's environment, so a change updates every job.
+    capacity: CapacitySettings = field(default_factory=CapacitySettings)
+
+    @classmethod
+    def from_context(cls, value: Any) -> StackSettings:
+        """Parse the ``"stack"`` context value. :raises ConfigError: naming every invalid or unknown key."""
+        check = object_of(
+            {
+                "workgroup": (named(WORKGROUP_NAME, WORKGROUP_NAME_RULE), cls.workgroup),
+                "sample_database": (named(GLUE_NAME, GLUE_NAME_RULE), cls.sample_database),
+                "removal_policy": (one_of(REMOVAL_POLICIES), cls.removal_policy),
+                "alarm_email": (optional(email), None),
+                "api_throttle_rate_limit": (
+                    integer(1, MAX_API_THROTTLE_RATE_LIMIT, "requests per second; API Gateway's account quota"),
+                    cls.api_throttle_rate_limit,
+                ),
+                "api_throttle_burst_limit": (
+                    integer(1, MAX_API_THROTTLE_BURST_LIMIT, "requests; API Gateway's account burst quota"),
+                    cls.api_throttle_burst_limit,
+                ),
+                "job_stacks": (integer(1, MAX_JOB_STACKS, "job stacks (stacks.job_groups)"), cls.job_stacks),
+                CAPACITY_KEY: (object_of(_CAPACITY_CHECKS, _capacity), CapacitySettings()),
+            },
+            cls,
+        )
+        try:
+            settings: StackSettings = check({} if value is None else value)
+        except Invalid as exc:
+            raise ConfigError([f"context {STACK_KEY}: must be {exc}, got {value!r}"]) from None
+        except InvalidKeys as exc:
+            raise ConfigError([f"context {STACK_KEY}.{key}: {message}" for key, message in exc.problems]) from None
+        return settings
+
+
+def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:
+    """Return the ``"context"`` object of a cdk.json file (empty if it has none)."""
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    context = document.get("context", {})
+    if not isinstance(context, dict):
+        raise ConfigError([f"{path}: 'context' must be an object, got {type(context).__name__}"])
+    return context
+
+
+def load_app_options(path: str | Path = "cdk.json") -> dict[str, Any]:
+    """Return cdk.json's top-level settings that the CLI would otherwise turn into App options.
+
+    Only ``versionReporting`` matters here: the CLI passes it as context, so ``python app.py`` must
+    apply it too for both synths to produce the same template.
+    """
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {"analytics_reporting": bool(document.get("versionReporting", True))}

@@ -1,0 +1,368 @@
+"""The Athena capacity budget (issue 24) in the stacks: cdk.json ``context.stack.capacity`` validated at synth, the
+same ``contract.CAPACITY_ENV_VARS`` in every job function's environment, the semaphore's read and the deferral's
+least-privilege grants (none while the budget is off, none for the read side), and the dashboard's one "Athena
+capacity" graph.
+
+The sample deployment (``template``: every stack merged, cross-stack references read as local ones) runs with
+cdk.json's budget (10 permits, the default semaphore name); one more synthesis has the budget off and a semaphore
+name of its own.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Capture, Match, Template
+
+import app
+from athena_refresh import contract
+from slotlock import table as lock_table
+from stacks import REPO_ROOT
+from stacks.config import STACK_KEY, CapacitySettings, ConfigError, StackSettings, load_context
+from stacks.constructs.capacity import (
+    MAX_DEFERRAL_SCHEDULE_PREFIX,
+    SCHEDULE_NAME,
+    deferral_schedule_prefix,
+)
+from stacks.constructs.dashboard import CAPACITY_TITLE
+from tests.stacks import deployment_view
+from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_type
+
+#: The capacity keys the runtime reads too, with their variable (bounds: contract.NUMERIC_BOUNDS).
+CAPACITY_NUMBERS = {
+    "permits": contract.ENV_CAPACITY_PERMITS,
+    "wait_in_place_s": contract.ENV_CAPACITY_WAIT_IN_PLACE_S,
+    "manual_headroom": contract.ENV_CAPACITY_MANUAL_HEADROOM,
+    "retry_delay_s": contract.ENV_CAPACITY_RETRY_DELAY_S,
+}
+ACCOUNT_REGION = {"Fn::Join": ["", [{"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}]]}
+OFF_SEMAPHORE = "team-a:athena.budget"  # a name of the off deployment's own (letters, digits, '-', '_', '.', ':')
+
+
+def _problems(capacity: Any) -> list[str]:
+    with pytest.raises(ConfigError) as excinfo:
+        StackSettings.from_context({"capacity": capacity})
+    return list(excinfo.value.problems)
+
+
+def _job_functions(resources: dict[str, Any]) -> dict[str, str]:
+    """Job name -> logical id of its refresh function."""
+    return {
+        res["Properties"]["Environment"]["Variables"][contract.ENV_JOB_NAME]: logical_id
+        for logical_id, res in of_type(resources, "AWS::Lambda::Function").items()
+        if res["Properties"].get("Handler") == HANDLER
+    }
+
+
+def _role_statements(resources: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in of_type(resources, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+# --- settings ----------------------------------------------------------------------------------------------
+
+
+def test_cdk_json_writes_the_defaults_out() -> None:
+    # GIVEN the repository's cdk.json / WHEN its stack block is read / THEN the budget is there, at the defaults
+    stack = load_context(REPO_ROOT / "cdk.json")[STACK_KEY]
+    assert stack["capacity"] == {
+        "permits": contract.DEFAULT_CAPACITY_PERMITS,
+        "semaphore_name": None,
+        "wait_in_place_s": contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
+        "manual_headroom": contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
+        "retry_delay_s": contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
+    }
+    assert StackSettings.from_context(stack).capacity == CapacitySettings() == StackSettings().capacity
+    assert CapacitySettings().permits == 10 and CapacitySettings().enabled
+
+
+@pytest.mark.parametrize("key", list(CAPACITY_NUMBERS))
+def test_each_capacity_number_takes_the_contracts_bounds_and_names_key_and_range(key: str) -> None:
+    lo, hi = contract.NUMERIC_BOUNDS[CAPACITY_NUMBERS[key]]
+    lo, hi = math.ceil(lo), math.floor(hi)
+    permits = {"permits": contract.MAX_CAPACITY_PERMITS} if key == "manual_headroom" else {}  # headroom < permits
+    # GIVEN a value at each bound / THEN it is accepted
+    for value in (lo, hi):
+        settings = StackSettings.from_context({"capacity": {**permits, key: value}})
+        assert getattr(settings.capacity, key) == value
+    # GIVEN a value just outside, a float or a string / THEN one problem naming the key and the range
+    for value in (lo - 1, hi + 1, float(lo), str(lo), True):
+        (problem,) = _problems({**permits, key: value})
+        assert problem.startswith(f"context stack.capacity.{key}: must be an integer from {lo} to {hi} (")
+        assert problem.endswith(f", got {value!r}")
+
+
+def test_bad_permits_and_a_bad_semaphore_name_are_both_reported() -> None:
+    problems = _problems({"permits": 100, "semaphore_name": "my budget"})
+    assert problems == [
+        (
+            "context stack.capacity.permits: must be an integer from 0 to 99 (0: off; active Athena queries of every "
+            "deployment sharing the semaphore; keep the sum of the budgets below the account's active DML query quota), "
+            "got 100"
+        ),
+        f"context stack.capacity.semaphore_name: must be {lock_table.SEMAPHORE_NAME_RULE}, or null, got 'my budget'",
+    ]
+
+
+@pytest.mark.parametrize("name", ["a" * 129, "", "x/y", "acct#region"])
+def test_a_semaphore_name_must_be_a_permit_key_part(name: str) -> None:
+    if name == "":  # empty is "not set", like null: the account and Region
+        assert StackSettings.from_context({"capacity": {"semaphore_name": name}}).capacity.semaphore_name is None
+        return
+    (problem,) = _problems({"semaphore_name": name})
+    assert problem.startswith("context stack.capacity.semaphore_name: must be 1 to 128 letters, digits")
+
+
+@pytest.mark.parametrize(("permits", "headroom"), [(10, 10), (10, 11), (1, 1), (3, 98)])
+def test_manual_headroom_must_stay_below_permits(permits: int, headroom: int) -> None:
+    (problem,) = _problems({"permits": permits, "manual_headroom": headroom})
+    assert problem.startswith(f"context stack.capacity.manual_headroom: must be below permits ({permits})")
+    assert problem.endswith(f"got {headroom}")
+
+
+def test_off_accepts_any_headroom_in_range_and_unknown_keys_are_named() -> None:
+    assert StackSettings.from_context({"capacity": {"permits": 0, "manual_headroom": 98}}).capacity.enabled is False
+    (problem,) = _problems({"permit": 5})
+    assert problem.startswith("context stack.capacity.permit: unknown key; allowed keys: permits, semaphore_name")
+    with pytest.raises(ConfigError, match=r"context stack\.capacity: must be an object with keys permits"):
+        StackSettings.from_context({"capacity": 10})
+
+
+def test_the_synth_stops_on_a_bad_budget_naming_each_key(
+    tmp_path: Path, sample_jobs_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN cdk.json with headroom >= permits and a bad semaphore name
+    document = json.loads((REPO_ROOT / "cdk.json").read_text(encoding="utf-8"))
+    document["context"][STACK_KEY]["capacity"] = {"permits": 4, "manual_headroom": 4, "semaphore_name": "a b"}
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps(document), encoding="utf-8")
+    monkeypatch.setattr(app, "CDK_JSON", cdk_json)
+    # WHEN the app synthesizes / THEN exit 2, one line per key (the headroom rule waits for valid keys only)
+    err = io.StringIO()
+    assert app.main(jobs_dir=sample_jobs_dir, err=err) == app.EXIT_INVALID_CONFIG
+    assert err.getvalue().splitlines() == [
+        f"context stack.capacity.semaphore_name: must be {lock_table.SEMAPHORE_NAME_RULE}, or null, got 'a b'"
+    ]
+    document["context"][STACK_KEY]["capacity"] = {"permits": 4, "manual_headroom": 4}
+    cdk_json.write_text(json.dumps(document), encoding="utf-8")
+    err = io.StringIO()
+    assert app.main(jobs_dir=sample_jobs_dir, err=err) == app.EXIT_INVALID_CONFIG
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith("context stack.capacity.manual_headroom: must be below permits (4)") and "got 4" in line
+
+
+# --- the deferral's schedule names ---------------------------------------------------------------------------
+
+
+def test_the_deferral_prefix_is_short_deterministic_and_per_deployment_and_job() -> None:
+    prefix = deferral_schedule_prefix("ScheduledAthenaRefresh", "flights-dashboard")
+    assert prefix == "sar-060c8c76e094-" == deferral_schedule_prefix("ScheduledAthenaRefresh", "flights-dashboard")
+    assert re.fullmatch(r"sar-[0-9a-f]{12}-", prefix) and len(prefix) <= MAX_DEFERRAL_SCHEDULE_PREFIX == 24
+    assert SCHEDULE_NAME.fullmatch(prefix + "x" * (64 - len(prefix)))  # the runtime has 47 characters left
+    others = {
+        deferral_schedule_prefix("ScheduledAthenaRefresh", "carrier-on-time"),
+        deferral_schedule_prefix("Staging", "flights-dashboard"),
+        deferral_schedule_prefix("ScheduledAthenaRefresh", "x" * 64),
+    }
+    assert prefix not in others and len(others) == 3
+
+
+# --- the environment ---------------------------------------------------------------------------------------
+
+
+def test_every_job_function_carries_the_budget_and_its_own_deferral(
+    template: Template, resources: dict[str, Any]
+) -> None:
+    functions = _job_functions(resources)
+    assert sorted(functions) == ["carrier-on-time", "flights-dashboard"]
+    for job, function_id in functions.items():
+        # GIVEN the job's function / THEN every capacity variable, the deployment's budget, its own deferral
+        role = Capture()
+        template.has_resource_properties(
+            "AWS::Lambda::Function",
+            {
+                "Handler": HANDLER,
+                "Environment": {
+                    "Variables": Match.object_like(
+                        {
+                            contract.ENV_JOB_NAME: job,
+                            contract.ENV_CAPACITY_PERMITS: "10",
+                            contract.ENV_CAPACITY_SEMAPHORE_NAME: ACCOUNT_REGION,
+                            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
+                            contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
+                            contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
+                            contract.ENV_DEFERRAL_ROLE_ARN: {"Fn::GetAtt": [role, "Arn"]},
+                            contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
+                            contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix(app.STACK_NAME, job),
+                        }
+                    )
+                },
+            },
+        )
+        env = resources[function_id]["Properties"]["Environment"]["Variables"]
+        assert set(contract.CAPACITY_ENV_VARS) <= set(env)
+        # THEN the deferral's role is the one the job's racers use, which may invoke this function only
+        racers = of_type(resources, "AWS::Scheduler::Schedule")
+        targets = [s["Properties"]["Target"] for s in racers.values()]
+        mine = [target for target in targets if target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}]
+        assert mine and all(target["RoleArn"] == {"Fn::GetAtt": [role.as_string(), "Arn"]} for target in mine)
+        statements = _role_statements(resources, role.as_string())
+        assert {action for s in statements for action in as_list(s["Action"])} == {"lambda:InvokeFunction"}
+        invoked = set(re.findall(r'"Fn::GetAtt": \["([A-Za-z0-9]+)", "Arn"\]', json.dumps(statements)))
+        assert invoked == {function_id}
+
+
+# --- IAM ---------------------------------------------------------------------------------------------------
+
+
+def test_each_job_role_gets_exactly_the_semaphore_read_and_its_own_deferral(
+    template: Template, resources: dict[str, Any]
+) -> None:
+    lock_arn = {"Fn::GetAtt": [Match.string_like_regexp(r"^LockTable[0-9A-F]{8}$"), "Arn"]}
+    for job, function_id in _job_functions(resources).items():
+        props = resources[function_id]["Properties"]
+        role_id = props["Role"]["Fn::GetAtt"][0]
+        scheduler_role = props["Environment"]["Variables"][contract.ENV_DEFERRAL_ROLE_ARN]
+        prefix = deferral_schedule_prefix(app.STACK_NAME, job)
+        expected = [
+            {
+                "Sid": "LockTableItems",
+                "Effect": "Allow",
+                "Action": ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                "Resource": lock_arn,
+            },
+            {
+                "Sid": "CapacityDeferralSchedules",
+                "Effect": "Allow",
+                "Action": "scheduler:CreateSchedule",
+                "Resource": {
+                    "Fn::Join": [
+                        "",
+                        [
+                            "arn:",
+                            {"Ref": "AWS::Partition"},
+                            ":scheduler:",
+                            {"Ref": "AWS::Region"},
+                            ":",
+                            {"Ref": "AWS::AccountId"},
+                            f":schedule/default/{prefix}*",
+                        ],
+                    ]
+                },
+            },
+            {
+                "Sid": "CapacityDeferralPassRole",
+                "Effect": "Allow",
+                "Action": "iam:PassRole",
+                "Resource": scheduler_role,
+                "Condition": {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+            },
+        ]
+        template.has_resource_properties(
+            "AWS::IAM::Policy",
+            {
+                "Roles": [{"Ref": role_id}],
+                "PolicyDocument": {"Statement": Match.array_with([Match.object_equals(s) for s in expected])},
+            },
+        )
+
+
+def test_no_role_may_delete_schedules_and_only_job_functions_create_or_pass(resources: dict[str, Any]) -> None:
+    job_roles = {resources[f]["Properties"]["Role"]["Fn::GetAtt"][0] for f in _job_functions(resources).values()}
+    for logical_id, policy in of_type(resources, "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = set(as_list(statement["Action"]))
+            assert not any(a.startswith("scheduler:") and a != "scheduler:CreateSchedule" for a in actions), logical_id
+            if actions & {"scheduler:CreateSchedule", "iam:PassRole"}:
+                assert len(actions) == 1, (logical_id, actions)
+                assert {role["Ref"] for role in policy["Properties"]["Roles"]} <= job_roles, logical_id
+            if "iam:PassRole" in actions:
+                assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+
+
+def test_the_shared_stack_and_its_read_side_get_none_of_it(
+    stack_templates: dict[str, dict[str, Any]], resources: dict[str, Any]
+) -> None:
+    shared = stack_templates[app.STACK_NAME]["Resources"]
+    for policy in of_type(shared, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = set(as_list(statement["Action"]))
+            assert not actions & {"scheduler:CreateSchedule", "iam:PassRole"}, statement
+            if statement.get("Sid") == "ReadLockItems":  # the read side's BatchGetItem of the lock items, as before
+                assert actions == {"dynamodb:BatchGetItem"}
+    # Nor does any function of the shared stack carry the budget (the read side never takes a permit).
+    for function in of_type(shared, "AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        assert not set(variables) & set(contract.CAPACITY_ENV_VARS)
+
+
+# --- the dashboard -----------------------------------------------------------------------------------------
+
+
+def test_the_dashboard_draws_the_capacity_graph_once(resources: dict[str, Any]) -> None:
+    body = dashboard_body(resources, None)
+    (graph,) = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Athena capacity")]
+    props = graph["properties"]
+    assert props["title"] == CAPACITY_TITLE
+    service = [contract.DIMENSION_SERVICE, contract.SERVICE_NAME]  # service only: one series for every job
+    in_use, wait = contract.METRIC_PERMITS_IN_USE, contract.METRIC_PERMIT_WAIT_MS
+    assert props["metrics"] == [
+        [contract.METRICS_NAMESPACE, in_use, *service, {"label": f"{in_use} Maximum", "stat": "Maximum"}],
+        *(
+            [contract.METRICS_NAMESPACE, wait, *service, {"label": f"{wait} {stat}", "stat": stat, "yAxis": "right"}]
+            for stat in ("p50", "p95")
+        ),
+    ]
+    # The configured permits as a line on the permits' axis.
+    assert props["annotations"] == {"horizontal": [{"value": 10, "label": "budget: 10 permits", "yAxis": "left"}]}
+    assert (props["yAxis"]["left"]["label"], props["yAxis"]["right"]["label"]) == ("permits", "ms")
+
+
+# --- the budget off, a semaphore name of its own ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def off(sample_data_dir: Path, sample_jobs_dir: Path) -> dict[str, Any]:
+    """The sample deployment with ``capacity = {permits: 0, semaphore_name: OFF_SEMAPHORE}``, merged."""
+    context = load_context(REPO_ROOT / "cdk.json")
+    context[STACK_KEY] = {**context[STACK_KEY], "capacity": {"permits": 0, "semaphore_name": OFF_SEMAPHORE}}
+    _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
+    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
+
+
+def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any]) -> None:
+    resources = off["Resources"]
+    functions = _job_functions(resources)
+    assert len(functions) == 2
+    for job, function_id in functions.items():
+        props = resources[function_id]["Properties"]
+        env = props["Environment"]["Variables"]
+        assert env[contract.ENV_CAPACITY_PERMITS] == "0"  # the runtime reads it as off
+        assert env[contract.ENV_CAPACITY_SEMAPHORE_NAME] == OFF_SEMAPHORE  # a name given is used as is
+        assert env[contract.ENV_DEFERRAL_SCHEDULE_PREFIX] == deferral_schedule_prefix(app.STACK_NAME, job)
+        assert set(contract.CAPACITY_ENV_VARS) <= set(env)
+        statements = _role_statements(resources, props["Role"]["Fn::GetAtt"][0])
+        actions = {action for s in statements for action in as_list(s["Action"])}
+        assert "dynamodb:BatchGetItem" not in actions and not actions & {"scheduler:CreateSchedule", "iam:PassRole"}
+        (lock,) = [s for s in statements if s.get("Sid") == "LockTableItems"]
+        assert lock["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+
+
+def test_off_keeps_the_graph_without_the_budget_line_and_the_widget_count(
+    off: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    body = dashboard_body(off["Resources"], None)
+    assert len(body["widgets"]) == len(dashboard_body(resources, None)["widgets"]) == 12
+    (graph,) = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Athena capacity")]
+    assert graph["properties"]["title"] == f"{CAPACITY_TITLE} (budget off: permits 0)"
+    assert "annotations" not in graph["properties"]
