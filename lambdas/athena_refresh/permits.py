@@ -387,8 +387,9 @@ class CapacityGate:
                 self._waited_before_ms = waited
 
     def _slot_deadline_ms(self, run: SlotRun) -> int | None:
-        """The last moment the slot may still get its permit: its maximum age, less the deferral margin."""
-        if self.max_slot_age_ms is None:
+        """The last moment the slot may still get its permit: its maximum age, less the deferral margin. A manual
+        run (a re-run, a backfill of old slots) has none: the lock's maximum slot age binds the live schedule only."""
+        if self.max_slot_age_ms is None or run.lease.generation > lock_table.LIVE_GENERATION:
             return None
         return run.lease.slot.epoch_ms + self.max_slot_age_ms - DEFERRAL_MARGIN_MS
 

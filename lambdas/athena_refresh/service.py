@@ -439,7 +439,7 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     result["queries_started"] = job.queries_started
     # One line per invocation, its facts as fields (the Logs Insights queries of athena_refresh.log_queries
     # filter on them). WARNING for the outcomes someone may need to look at (a harness logging at WARNING keeps them).
-    level = logger.info if outcome.status in ("succeeded", "lost") else logger.warning
+    level = logger.info if outcome.status in ("succeeded", "lost", "deferred") else logger.warning
     level(f"slot {slot.iso}: {outcome.status}", **outcome_log_fields(outcome, job.report))
     return result
 
