@@ -227,6 +227,7 @@ class CostModel:
             usage.DEFAULT_WINNER_DURATION_S, usage.DEFAULT_LOSER_DURATION_MS, usage.DEFAULT_COLD_START_MS
         )
         self.schedule = self.job.config.schedule_expression
+        self.capacity = inputs.load_capacity()  # the capacity budget (issue 24), as make cost prices it
 
     def at(self, figures: Mapping[str, Any]) -> dict[str, Any]:
         """The job's fixed monthly cost with ``figures["copies"]`` copies deployed (:func:`assembly_figures`)."""
@@ -237,7 +238,9 @@ class CostModel:
         if any(value % copies for value in total.values()):
             raise ValueError(f"{copies} identical jobs but job-stack alarm counts {total} not divisible by {copies}")
         per_job = usage.AlarmCount(**{key: value // copies for key, value in total.items()})
-        made = cli.job_inputs(self.job, per_job, self.prices, scan_flag=None, run=self.run)
+        made = cli.job_inputs(
+            self.job, per_job, self.prices, scan_flag=None, run=self.run, capacity_permits=self.capacity.permits
+        )
         estimate = monthly.estimate_job(made, self.durations, self.prices)
         deployment = monthly.estimate_deployment(
             [estimate] * copies,
@@ -245,6 +248,7 @@ class CostModel:
             alarms=usage.AlarmCount(**figures["alarms"]["deployment"]),
             prices=self.prices,
             read_api_memory_mb=figures["widget_memory_mb"] or 256,
+            capacity_metrics=len(usage.CAPACITY_METRICS) if self.capacity.enabled else 0,
         )
         return {
             "schedule": self.schedule,

@@ -21,6 +21,9 @@ gets none of them):
 - ``iam:PassRole`` of the job's Scheduler role only, and only to EventBridge Scheduler (``iam:PassedToService``):
   CreateSchedule passes the schedule's role.
   https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html
+
+Every one of these grants is used by a recorded call of the IAM conformance test (tests/stacks/test_iam_conformance.py:
+each job's winner takes a permit; one slot per job waits, gives the slot back and creates its deferral schedule).
 """
 
 from __future__ import annotations
@@ -45,18 +48,6 @@ DEFERRAL_PREFIX_HEX_DIGITS = 12  # 48 bits of SHA-256: two jobs of one account c
 SCHEDULER_SERVICE = "scheduler.amazonaws.com"
 DEFERRAL_ACTIONS = ("scheduler:CreateSchedule",)
 PASS_ROLE_ACTIONS = ("iam:PassRole",)
-
-#: Granted for the capacity path, which the runtime does not call yet (issue 24: the runtime follows). The IAM
-#: conformance test (tests/stacks/test_iam_conformance.py) accepts these grants unused until its scenarios exercise
-#: the semaphore and the deferral; then they must be used like any other grant, and this list goes.
-CAPACITY_PATH_GRANTS: dict[str, str] = {
-    "dynamodb:BatchGetItem": "the capacity semaphore reads the N permit items and the tickets item of the lock table"
-    " in one strongly consistent BatchGetItem before taking a permit (slotlock.semaphore)",
-    "scheduler:CreateSchedule": "a slot that waited too long for a permit is given back and re-invoked later by a"
-    " one-time schedule named with the job's deferral prefix (ActionAfterCompletion DELETE)",
-    "iam:PassRole": "CreateSchedule passes the job's Scheduler role as the deferral schedule's role (passed to"
-    " scheduler.amazonaws.com only)",
-}
 
 
 def deferral_schedule_prefix(deployment: str, job_name: str) -> str:

@@ -10,6 +10,11 @@ Each call becomes the permissions AWS checks for it (:mod:`tests.stacks.iam.perm
 with the caller's credentials), evaluated against that principal's identity policies with moto's IAM policy
 evaluator (:func:`tests.stacks.iam.template.evaluate`; conditions checked beside it).
 
+The job functions run with the capacity budget on, as synthesized (issue 24, :mod:`tests.stacks.iam.capacity`):
+every winner takes a permit of the semaphore and releases it in its commit, and one slot per job waits for a permit
+held by others, gives the slot back (``scheduler.CreateSchedule``, which passes the job's Scheduler role:
+``iam:PassRole`` to ``scheduler.amazonaws.com``) and is committed by the schedule's re-invocation.
+
 No emulator here enforces IAM: this test is the gate for every grant. A new call or function extends the
 scenarios; a denied call fails with the principal, the call and what is missing; a grant no call used fails
 unless the stack names it with a reason (``PLATFORM_GRANTS`` of the construct that grants it).
@@ -28,8 +33,9 @@ import pytest
 
 from slotlock import Slot
 from stacks import REPO_ROOT
-from stacks.constructs import capacity, read_api, refresh_function
+from stacks.constructs import read_api, refresh_function
 from tests.stacks import deployment_view
+from tests.stacks.iam import capacity
 from tests.stacks.iam.permissions import AthenaWorld, Permission, permissions_for
 from tests.stacks.iam.recorder import CallRecorder, RecordedCall
 from tests.stacks.iam.scenarios import (
@@ -81,9 +87,10 @@ def recorded(resolved: ResolvedTemplate, deployment: Any) -> Iterator[tuple[Conf
         world.create()
         recorder.answer("lambda", "Invoke", invoke_answer(world))
         recorder.answer("cloudformation", "DescribeStacks", describe_stacks_answer(world))
-        # Each job's six latest schedule firings, taken once: a firing passing during the run must not shift them.
-        slots = {job: world.job_slots(job, 6) for job in world.refresh_functions}
+        # Each job's eight latest schedule firings, taken once: a firing passing during the run must not shift them.
+        slots = {job: world.job_slots(job, 8) for job in world.refresh_functions}
         for job in sorted(world.refresh_functions):
+            capacity.run_deferral_scenario(world, job, slots[job][-5])
             _refresh_scenarios(world, job, slots[job])
             _operator_scenarios(world, job, resolved.stack_name, slots[job])
         _read_scenarios(world, slots)
@@ -245,6 +252,8 @@ EXPECTED_OPERATIONS = {
         ("dynamodb", "UpdateItem"),
         ("dynamodb", "GetItem"),
         ("dynamodb", "TransactWriteItems"),
+        ("dynamodb", "BatchGetItem"),
+        ("scheduler", "CreateSchedule"),
         ("athena", "StartQueryExecution"),
         ("athena", "GetQueryExecution"),
         ("athena", "GetQueryResults"),
@@ -278,6 +287,16 @@ def test_every_scenario_made_its_calls(recorded: tuple[ConformanceWorld, CallRec
         assert renewals, f"{job}: the live scenario renewed no lease (heartbeat)"
 
 
+def test_the_capacity_scenarios_took_a_permit_and_deferred(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    """Each job's live winner took a permit and released it in its commit; its waiter created one deferral schedule
+    invoking its own function with its Scheduler role."""
+    world, _ = recorded
+    for job in world.refresh_functions:
+        calls = capacity.principal_calls(world, job)
+        capacity.assert_permit_taken_and_released(world, job, calls)
+        capacity.assert_deferral_schedule(world, job, calls)
+
+
 def test_every_recorded_call_is_allowed(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
     world, recorder = recorded
     denied: list[str] = []
@@ -306,9 +325,7 @@ def _exempt_grants(principal: str) -> dict[str, str]:
         return dict(UNRECORDED_OPERATOR_GRANTS)
     if principal in (READ_API, WIDGET):
         return dict(read_api.PLATFORM_GRANTS)
-    # The capacity budget's grants (issue 24): the runtime's semaphore and deferral calls land separately; until
-    # these scenarios exercise them, their grants are accepted unused (stacks.constructs.capacity).
-    return {**refresh_function.PLATFORM_GRANTS, **capacity.CAPACITY_PATH_GRANTS}
+    return dict(refresh_function.PLATFORM_GRANTS)
 
 
 def test_every_grant_is_used(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
@@ -332,7 +349,6 @@ def test_every_grant_is_used(recorded: tuple[ConformanceWorld, CallRecorder]) ->
 def test_exemptions_have_reasons() -> None:
     for grants_ in (
         refresh_function.PLATFORM_GRANTS,
-        capacity.CAPACITY_PATH_GRANTS,
         read_api.PLATFORM_GRANTS,
         UNRECORDED_OPERATOR_GRANTS,
     ):
@@ -374,6 +390,34 @@ def test_operations_md_shows_the_policy_the_test_reads() -> None:
 # ---------------------------------------------------------------------------------------------------
 def _document(*statements: dict[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+def test_the_checker_denies_the_deferral_without_its_pass_role(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
+    """The waiter's recorded CreateSchedule, against its job's policies without the PassRole statement: the schedule
+    is still allowed, passing its role is DENIED; and PassRole to another service than the Scheduler is too."""
+    world, recorder = recorded
+    for job in world.refresh_functions:
+        (call,) = [c for c in recorder.of(refresh_principal(job)) if c.operation == "CreateSchedule"]
+        create, pass_role = permissions_for(call, world.athena)
+        assert (create.action, pass_role.action) == ("scheduler:CreateSchedule", "iam:PassRole")
+        documents = _principal_policies(world, refresh_principal(job))
+        assert evaluate(create, documents).allowed and evaluate(pass_role, documents).allowed
+        without = [{**d, "Statement": [s for s in _as_list(d["Statement"]) if not _passes_roles(s)]} for d in documents]
+        assert evaluate(create, without).allowed
+        denied = evaluate(pass_role, without)
+        role = call.params["Target"]["RoleArn"]
+        assert not denied.allowed and f"missing: a statement allowing iam:PassRole on {role}" == denied.detail
+        to_lambda = (("iam:PassedToService", "lambda.amazonaws.com"),)
+        verdict = evaluate(Permission(pass_role.action, role, "another service", to_lambda), documents)
+        assert not verdict.allowed and "iam:PassedToService" in verdict.detail, verdict
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _passes_roles(statement: dict[str, Any]) -> bool:
+    return "iam:PassRole" in _as_list(statement.get("Action", []))
 
 
 def test_the_checker_reports_todays_missing_results_table_read() -> None:

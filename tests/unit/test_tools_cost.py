@@ -362,8 +362,9 @@ def test_fixed_monthly_cost_of_the_sample_half_hourly_job(
     sample_dir: Path, sample_jobs_dir: Path, synthesis: Synthesis, prices: Prices
 ) -> None:
     """flights-dashboard (every 30 min, 3 racers): its own fixed lines, hand-computed, plus the deployment's share.
-    At the sample deployment's 2 jobs the share of the $3 dashboard and the 5 deployment-wide alarms is $1.75, so
-    the job is over $1.50 (docs/cost.md gives the figure); from about 8 jobs of its kind on it is under."""
+    At the sample deployment's 2 jobs the share of the $3 dashboard, the 5 deployment-wide alarms and the capacity
+    budget's 2 metrics is $2.05, so the job is over $1.50 (docs/cost.md gives the figure); from 10 jobs of its kind
+    on it is under (8 before the capacity budget's $0.60 of metrics)."""
     status, out, err = run(["--format", "json", "--jobs-dir", str(sample_jobs_dir)], sample_dir, synthesis)
     assert status == 0, err
     document = json.loads(out)
@@ -391,20 +392,32 @@ def test_fixed_monthly_cost_of_the_sample_half_hourly_job(
     assert fixed_at_2 == pytest.approx(own + deployment["total_usd"] / 2, abs=1e-5)
     assert fixed_at_2 > 1.50
     # The same job deployed N times (from counts): the share of the once-paid parts falls as 1/N.
-    once = deployment["monthly_usd"]["dashboard"] + deployment["monthly_usd"]["alarms"]
-    assert once == pytest.approx(prices.cloudwatch_usd_per_dashboard_month + 5 * prices.cloudwatch_usd_per_alarm_month)
+    paid = deployment["monthly_usd"]
+    once = paid["dashboard"] + paid["alarms"] + paid["capacity_metrics"]
+    # the dashboard, 5 alarms, and the capacity budget's 2 metrics in every hour (a job fires every 30 min)
+    metric = prices.cloudwatch_usd_per_metric_month
+    assert once == pytest.approx(
+        prices.cloudwatch_usd_per_dashboard_month + 5 * prices.cloudwatch_usd_per_alarm_month + 2 * metric
+    )
     estimate = monthly.estimate_job(
         _inputs_of(flights, synthesis, sample_jobs_dir, sample_dir, prices), Durations(), prices
     )
+    assert estimate.fixed_own_usd == pytest.approx(own, abs=1e-6)  # the CLI's inputs: the budget's permits too
 
     def fixed(n: int) -> float:
         d = monthly.estimate_deployment(
-            [estimate] * n, dashboards=1, alarms=AlarmCount(5, 5), prices=prices, read_api_memory_mb=256
+            [estimate] * n,
+            dashboards=1,
+            alarms=AlarmCount(5, 5),
+            prices=prices,
+            read_api_memory_mb=256,
+            capacity_metrics=len(usage.CAPACITY_METRICS),
         )
         return monthly.fixed_monthly_usd(estimate, d)
 
     assert fixed(2) > fixed(8) and fixed(50) <= 1.50 and fixed(300) <= fixed(50)
-    assert min(n for n in range(1, 51) if fixed(n) <= 1.50) <= 10  # 8 today (docs/cost.md)
+    assert fixed(8) > 1.50  # $1.58: the capacity metrics' $0.60 / 8 (docs/cost.md)
+    assert min(n for n in range(1, 51) if fixed(n) <= 1.50) == 10
 
 
 def _inputs_of(
@@ -416,7 +429,8 @@ def _inputs_of(
     (definition,) = [j for j in inputs.load_definitions(jobs_dir) if j.job_name == job_json["job"]]
     sample = inputs.measure_sample(definition, data_dir=sample_dir, slot=inputs.representative_slot(definition))
     alarms = inputs.count_alarms(synthesis).per_job[definition.job_name]
-    return cli_job_inputs(definition, alarms, prices, scan_flag=None, run=sample)
+    permits = inputs.load_capacity().permits
+    return cli_job_inputs(definition, alarms, prices, scan_flag=None, run=sample, capacity_permits=permits)
 
 
 # --- the CLI ----------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
     python -m tools.cost [--jobs-dir jobs] [--region R] [--scan-bytes JOB=BYTES ...] [--winner-duration-s 3.0]
                          [--loser-duration-ms 100] [--cold-start-ms 700] [--dashboard-views 600]
-                         [--format table|json]
+                         [--capacity-report capacity-report.json] [--format table|json]
 
 Per job: slots per month from its schedule; one slot's Athena scan (a sample job's query measured on the sample
 data with the local engine, else ``--scan-bytes`` or Athena's 10 MB minimum), Lambda, DynamoDB and Scheduler
@@ -10,9 +10,10 @@ usage priced by :mod:`athena_refresh.cost`; CloudWatch metrics, alarms (counted 
 and logs per month. Then what the deployment spends for all jobs (the dashboard, the deployment-wide alarms of the
 shared stack, the overview widget and the "Latest runs" Logs Insights scans at ``--dashboard-views`` a month),
 each job's fixed monthly cost (everything but its query's scan and its value metrics, plus its equal share of the
-deployment's), the grand total, the read API's price per 1,000 reads, every assumption, and what moves each job's
-cost. The model: :mod:`tools.cost.usage` (a slot) and
-:mod:`tools.cost.monthly` (a month); docs/cost.md.
+deployment's), the grand total, the read API's price per 1,000 reads, what the capacity budget costs (its metrics,
+the semaphore's requests per slot, waiting in place against giving the slot back), every assumption, and what moves
+each job's cost. The model: :mod:`tools.cost.usage` (a slot), :mod:`tools.cost.monthly` (a month) and
+:mod:`tools.cost.capacity` (the capacity budget); docs/cost.md.
 
 Exit status: 0 estimated; 1 the machine lacks something (no ``node`` for the synth, sample data that cannot be
 built); 2 bad input (a malformed flag, an unknown job, a broken job folder, a query failing on the sample);
@@ -34,7 +35,7 @@ from typing import NoReturn, TextIO
 from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
 from athena_refresh.schedule import CronError
 from stacks.jobs import JobDefinition
-from tools.cost import inputs, monthly, usage
+from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
 from tools.cost.render import Report, console_for, render, report_json
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
@@ -112,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"views (and refreshes) of the dashboard per month (default {usage.DEFAULT_DASHBOARD_VIEWS_PER_MONTH}:"
         " about 20 a day); each runs the overview widget and the Logs Insights query",
     )
+    parser.add_argument(
+        "--capacity-report",
+        type=Path,
+        default=inputs.CAPACITY_REPORT,
+        help="a capacity report whose wait_s.p95 (seconds) is priced too, when the file exists (default"
+        " capacity-report.json at the repository's root)",
+    )
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
     return parser
 
@@ -138,7 +146,13 @@ def default_region(env: Mapping[str, str]) -> str | None:
 
 # --- the report -------------------------------------------------------------------------------------------------
 def job_inputs(
-    job: JobDefinition, alarms: AlarmCount, prices: Prices, *, scan_flag: int | None, run: SampleRun | None
+    job: JobDefinition,
+    alarms: AlarmCount,
+    prices: Prices,
+    *,
+    scan_flag: int | None,
+    run: SampleRun | None,
+    capacity_permits: int = 0,
 ) -> JobInputs:
     config = job.config
     try:
@@ -172,6 +186,7 @@ def job_inputs(
         value_columns=len(values.columns) if values else 0,
         value_max_series=values.max_series if values else 0,
         rows_offloaded=commit.rows_offloaded,
+        capacity_permits=capacity_permits,
     )
 
 
@@ -189,6 +204,8 @@ def build_report(
         raise CostInputError(str(exc)) from exc
     jobs_dir = Path(args.jobs_dir)
     definitions = inputs.load_definitions(jobs_dir)
+    budget = inputs.load_capacity()
+    p95_wait_s = inputs.capacity_p95_wait_s(Path(args.capacity_report))
     names = [job.job_name for job in definitions]
     scans = parse_scan_bytes(args.scan_bytes, names)
     synthesis = synthesize(jobs_dir)
@@ -206,7 +223,14 @@ def build_report(
             sample_dir = sample_dir or data_dir()
             runs[job.job_name] = inputs.measure_sample(job, data_dir=sample_dir, slot=inputs.representative_slot(job))
         job_alarms = alarms.per_job.get(job.job_name, AlarmCount())
-        made = job_inputs(job, job_alarms, prices, scan_flag=scans.get(job.job_name), run=runs.get(job.job_name))
+        made = job_inputs(
+            job,
+            job_alarms,
+            prices,
+            scan_flag=scans.get(job.job_name),
+            run=runs.get(job.job_name),
+            capacity_permits=budget.permits,
+        )
         estimates.append(monthly.estimate_job(made, durations, prices))
         run = runs.get(job.job_name)
         if run is not None and made.value_columns:  # the series the sample's rows give, below the cap
@@ -222,9 +246,22 @@ def build_report(
         prices=prices,
         read_api_memory_mb=synthesis.read_api_memory_mb,
         views_per_month=args.dashboard_views,
+        capacity_metrics=len(usage.CAPACITY_METRICS) if budget.enabled else 0,
+    )
+    budget_cost = capacity.estimate_capacity(
+        budget,
+        [estimate.inputs for estimate in estimates],
+        durations,
+        prices,
+        deployment_parts=deployment.parts,
+        metric_hours_share=deployment.capacity_metric_hours_share,
+        p95_wait_s=p95_wait_s,
+        p95_source=str(args.capacity_report) if p95_wait_s is not None else None,
     )
     definitions_by_name = {j.job_name: j for j in definitions}
-    return Report(prices, durations, tuple(estimates), runs, definitions_by_name, deployment, observed)
+    return Report(
+        prices, durations, tuple(estimates), runs, definitions_by_name, deployment, observed, capacity=budget_cost
+    )
 
 
 def main(

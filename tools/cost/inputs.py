@@ -13,6 +13,7 @@ import datetime as dt
 import importlib
 import importlib.util
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,10 +31,13 @@ from athena_refresh.settings import Settings
 from slotlock import Slot
 from stacks.config import STACK_KEY, ConfigError, StackSettings, load_context
 from stacks.jobs import JobDefinition, SampleSource, load_jobs
+from stacks.stack_settings import CapacitySettings
 from tools.cost.usage import AlarmCount
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 CDK_JSON: Final = REPO_ROOT / "cdk.json"
+#: Measured capacity waits (optional): ``wait_s.p95`` is the p95 of the slots' waits for a permit, in seconds.
+CAPACITY_REPORT: Final = REPO_ROOT / "capacity-report.json"
 #: The slot whose query is measured: the job's first firing on this day (a summer day: daylight saving time
 #: in effect in the northern hemisphere, mapped by ``data_year`` onto the sample's year like any slot).
 REPRESENTATIVE_DAY: Final = dt.date(2026, 7, 15)
@@ -63,6 +67,35 @@ def load_definitions(jobs_dir: Path, *, cdk_json: Path = CDK_JSON) -> tuple[JobD
         raise CostInputError(one_line(exc.problems)) from exc
     except (OSError, ValueError) as exc:
         raise CostInputError(f"{cdk_json}: {exc}") from exc
+
+
+def load_capacity(*, cdk_json: Path = CDK_JSON) -> CapacitySettings:
+    """The deployment's capacity budget (cdk.json ``context.stack.capacity``), validated as the stack validates it."""
+    try:
+        return StackSettings.from_context(load_context(cdk_json).get(STACK_KEY)).capacity
+    except ConfigError as exc:
+        raise CostInputError(one_line(exc.problems)) from exc
+    except (OSError, ValueError) as exc:
+        raise CostInputError(f"{cdk_json}: {exc}") from exc
+
+
+def capacity_p95_wait_s(path: Path) -> float | None:
+    """``wait_s.p95`` of a capacity report (seconds), ``None`` when the file or the field is absent.
+
+    :raises CostInputError: the file is not JSON, or the field is not a finite number >= 0."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CostInputError(f"{path}: not a readable JSON document: {exc}") from exc
+    waits = document.get("wait_s") if isinstance(document, dict) else None
+    value = waits.get("p95") if isinstance(waits, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise CostInputError(f"{path}: wait_s.p95 must be a number of seconds >= 0, got {value!r:.40}")
+    return float(value)
 
 
 def one_line(problems: Iterable[str]) -> str:
@@ -359,9 +392,11 @@ __all__ = [
     "TemplateAlarms",
     "alarm_metrics",
     "assumed_commit",
+    "capacity_p95_wait_s",
     "commit_of",
     "count_alarms",
     "is_measurable",
+    "load_capacity",
     "load_definitions",
     "measure_sample",
     "representative_slot",

@@ -1,8 +1,8 @@
 """A month of each job, the model behind ``make cost``: one slot's usage (:mod:`tools.cost.usage`) priced by
 :func:`athena_refresh.cost.estimate_slot_cost` times the slots per month, plus the per-month services (CloudWatch
 custom metrics, the job's alarm, logs), what moves the total, and what the deployment spends for all its jobs
-(the dashboard, the deployment-wide alarms, the overview widget's Lambda and reads, the "Latest runs" Logs
-Insights scans at a stated number of views), shared equally by the jobs. A job's **fixed monthly cost** is
+(the dashboard, the deployment-wide alarms, the capacity budget's two metrics, the overview widget's Lambda and
+reads, the "Latest runs" Logs Insights scans at a stated number of views), shared equally by the jobs. A job's **fixed monthly cost** is
 everything but its query's scan and its opt-in value metrics, plus that share. Every price comes from
 :mod:`athena_refresh.cost` (``prices.toml``), but Logs Insights' (:data:`tools.cost.usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED`).
 
@@ -148,6 +148,9 @@ class DeploymentEstimate:
     overview_read_units_per_view: int
     parts: Mapping[str, float]
     read_api_per_thousand: Mapping[str, float] = field(default_factory=dict)
+    #: The capacity budget's deployment-wide metrics (0: off) and the share of the month's hours they are billed for.
+    capacity_metrics: int = 0
+    capacity_metric_hours_share: float = 0.0
 
     @property
     def total_usd(self) -> float:
@@ -172,6 +175,7 @@ DEPLOYMENT_LINES: Final = (
     "dashboard",
     "alarms",
     "deployment_metrics",
+    "capacity_metrics",
     "widget_lambda",
     "widget_dynamodb",
     "logs_insights",
@@ -212,12 +216,17 @@ def estimate_deployment(
     prices: Prices,
     read_api_memory_mb: int,
     views_per_month: float = DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
+    capacity_metrics: int = 0,
 ) -> DeploymentEstimate:
     """The deployment's month for ``jobs`` (every job deployed: pass the same estimate 50 times for 50 copies).
 
     Per view: one widget invocation of :data:`WIDGET_DURATION_MS` at the read side's memory, reading
     :func:`~tools.cost.usage.overview_read_units` per job; one Logs Insights query over the one job log group for
-    the dashboard's default range: the bytes every job logs in :data:`DASHBOARD_RANGE_H` hours."""
+    the dashboard's default range: the bytes every job logs in :data:`DASHBOARD_RANGE_H` hours.
+
+    ``capacity_metrics``: the capacity budget's deployment-wide metrics (``len(usage.CAPACITY_METRICS)`` when it is
+    on, else 0), sent by every winner: billed for the hours in which some job fires, at most all of them (the sum of
+    the jobs' shares, capped at 1: exact when one job fires every hour, an upper bound when jobs share hours)."""
     log_bytes_per_month = sum(job.log_bytes_per_month for job in jobs)
     gb_per_view = log_bytes_per_month * DASHBOARD_RANGE_H / HOURS_PER_MONTH / GB
     read_units = sum(overview_read_units(job.inputs.result_writes, job.inputs.summary_bytes) for job in jobs)
@@ -227,10 +236,12 @@ def estimate_deployment(
         + prices.lambda_usd_per_million_requests / 1e6
     )
     reads_per_view = read_units / 1e6 * prices.dynamodb_usd_per_million_read_units
+    hours_share = min(1.0, sum(job.inputs.schedule.metric_month_fraction for job in jobs)) if capacity_metrics else 0.0
     parts = {
         "dashboard": usd(dashboards * prices.cloudwatch_usd_per_dashboard_month),
         "alarms": usd(alarms.alarm_metrics * prices.cloudwatch_usd_per_alarm_month),
         "deployment_metrics": 0.0,  # sent only when they happen: DEPLOYMENT_METRIC_HOURS_PER_MONTH
+        "capacity_metrics": usd(capacity_metrics * prices.cloudwatch_usd_per_metric_month * hours_share),
         "widget_lambda": usd(views_per_month * lambda_per_view),
         "widget_dynamodb": usd(views_per_month * reads_per_view),
         "logs_insights": usd(views_per_month * gb_per_view * LOGS_INSIGHTS_USD_PER_GB_SCANNED),
@@ -244,6 +255,8 @@ def estimate_deployment(
         overview_read_units_per_view=read_units,
         parts=parts,
         read_api_per_thousand=read_api_per_thousand(prices, memory_mb=read_api_memory_mb),
+        capacity_metrics=capacity_metrics,
+        capacity_metric_hours_share=hours_share,
     )
 
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from athena_refresh.cost import Prices, athena_billed_bytes, format_usd
 from stacks.jobs import JobDefinition
 from tools.cost import monthly, usage
+from tools.cost.capacity import CapacityEstimate
 from tools.cost.inputs import REPRESENTATIVE_DAY, SampleRun
 from tools.cost.monthly import DeploymentEstimate, JobEstimate
 from tools.cost.usage import Durations
@@ -42,6 +43,8 @@ class Report:
     deployment: DeploymentEstimate
     #: job -> (value series its sample rows give, below max_series; the value metrics' cost at that count)
     observed_values: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    #: The capacity budget's section (``None``: not estimated).
+    capacity: CapacityEstimate | None = None
 
     @property
     def total_usd(self) -> float:
@@ -82,6 +85,7 @@ def assumptions(report: Report) -> list[str]:
         "DynamoDB (on-demand): the winner's acquisition (1 conditional UpdateItem), record_state (a transaction"
         " of 2 items), one renewal per heartbeat interval of its duration and the commit (lock, slot, result and"
         " LATEST items, as the runtime models it); each loser's failed conditional write: 1 WRU."
+        + _semaphore_assumption(report.capacity)
     )
     lines.append(
         f"CloudWatch metrics per job: {', '.join(usage.JOB_METRICS)} (dimensions service + job;"
@@ -92,6 +96,7 @@ def assumptions(report: Report) -> list[str]:
         f" {usage.DEPLOYMENT_METRIC_HOURS_PER_MONTH:g} hours a month ($0 when all is well; about"
         f" {format_usd(p.cloudwatch_usd_per_metric_month / usage.HOURS_PER_MONTH)} per metric per hour with one)."
     )
+    lines += _capacity_assumptions(report.capacity, report.deployment)
     lines.append(
         "CloudWatch alarms: standard resolution, per alarm metric (a metric math alarm counts each metric); a job's"
         " are the alarms of its construct in its job stack, the deployment's every other alarm (the shared stack's"
@@ -113,8 +118,8 @@ def assumptions(report: Report) -> list[str]:
     lines.append(
         f"Fixed monthly cost of a job: every line but Athena (its query's scan) for the job without its value metrics,"
         f" plus its equal share of what the deployment spends for all {dep.jobs} jobs deployed (dashboard,"
-        " deployment-wide alarms and metrics, the widget's Lambda and reads, the Logs Insights scans) divided by"
-        " the number of jobs."
+        " deployment-wide alarms and metrics, the capacity budget's two metrics, the widget's Lambda and reads, the"
+        " Logs Insights scans) divided by the number of jobs."
     )
     lines.append(
         f"CloudWatch logs per invocation (measured in make demo's logs): winner {usage.WINNER_LOG_BYTES} B +"
@@ -164,8 +169,10 @@ def report_json(report: Report) -> dict[str, Any]:
                     "record_state": job.writes.record_state,
                     "heartbeats": job.writes.heartbeats,
                     "commit": job.writes.commit,
+                    "semaphore": job.writes.semaphore,
                     "total": job.writes.total,
                 },
+                "dynamodb_winner_read_units": job.usage.read_units,
                 "metrics": {
                     "job": job.metrics.job,
                     "value_series": job.metrics.value_series,
@@ -218,6 +225,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "total_usd": dep.total_usd,
             "share_per_job_usd": dep.share_usd,
         },
+        "capacity": report.capacity.as_dict() if report.capacity is not None else None,
         "read_api_per_1000_reads_usd": dict(dep.read_api_per_thousand),
         "total_usd": report.total_usd,
         "assumptions": assumptions(report),
@@ -244,8 +252,9 @@ def _basis(job: JobEstimate, durations: Durations) -> dict[str, str]:
         "lambda": f"winner {durations.winner_s * 1000:,.0f} ms + {losers} loser(s) x {durations.loser_ms:g} ms"
         f"{cold_text}; {u.memory_mb} MB {u.architecture}: {e.lambda_gb_s:.4f} GB-s, {e.lambda_requests} requests",
         "dynamodb": f"winner {job.writes.total} WRU (acquire {job.writes.acquire}, state {job.writes.record_state},"
-        f" {job.writes.heartbeats} heartbeat(s), commit {job.writes.commit}) + {losers} loser(s) x"
-        f" {u.loser_write_units:g} WRU",
+        f" {job.writes.heartbeats} heartbeat(s), commit {job.writes.commit}"
+        + (f", permit {job.writes.semaphore}) + {u.read_units:g} RRU" if job.writes.semaphore else ")")
+        + f" + {losers} loser(s) x {u.loser_write_units:g} WRU",
         "scheduler": f"{i.racers} invocations per slot",
         "s3": "1 PUT of offloaded rows per slot",
         "cloudwatch_metrics": f"{job.metrics.total} metrics ({job.metrics.job} per job,"
@@ -307,6 +316,10 @@ def render(report: Report, console: Console) -> None:
         "alarms": f"{dep.alarms.alarms} deployment-wide alarms, {dep.alarms.alarm_metrics} alarm metrics",
         "deployment_metrics": f"{len(usage.DEPLOYMENT_METRICS)} counts without a job dimension, sent only when one"
         " happens (none assumed)",
+        "capacity_metrics": f"{dep.capacity_metrics} capacity metrics ({', '.join(usage.CAPACITY_METRICS)}), sent by"
+        f" every winner: {dep.capacity_metric_hours_share:.1%} of the month's hours"
+        if dep.capacity_metrics
+        else "capacity budget off (permits 0)",
         "widget_lambda": f"{dep.views_per_month:g} views x one {usage.WIDGET_DURATION_MS:g} ms overview render",
         "widget_dynamodb": f"{dep.views_per_month:g} views x {dep.overview_read_units_per_view} RRU",
         "logs_insights": f"{dep.views_per_month:g} views x {_bytes(dep.logs_insights_gb_per_view * 2**30)}"
@@ -317,6 +330,7 @@ def render(report: Report, console: Console) -> None:
         "dashboard": "CloudWatch dashboard",
         "alarms": "CloudWatch alarms (deployment-wide)",
         "deployment_metrics": "CloudWatch metrics (deployment-wide)",
+        "capacity_metrics": "CloudWatch metrics (capacity budget)",
         "widget_lambda": "Overview widget: Lambda",
         "widget_dynamodb": "Overview widget: DynamoDB reads",
         "logs_insights": "Logs Insights (Latest runs)",
@@ -341,6 +355,8 @@ def render(report: Report, console: Console) -> None:
         soft_wrap=True,
     )
     console.print()
+    if report.capacity is not None:
+        render_capacity(report.capacity, console)
     console.print("What moves it", style="bold")
     for job in report.jobs:
         i = job.inputs
@@ -362,6 +378,79 @@ def render(report: Report, console: Console) -> None:
     console.print("Assumptions", style="bold")
     for line in assumptions(report):
         console.print(f"  - {line}", soft_wrap=True)
+
+
+def _semaphore_assumption(budget: CapacityEstimate | None) -> str:
+    if budget is None or budget.semaphore is None:
+        return " The capacity budget is off (permits 0): no semaphore request."
+    sem = budget.semaphore
+    return (
+        f" With the capacity budget ({sem.permits} permits), a winner that does not wait also reads the semaphore"
+        f" (1 strongly consistent BatchGetItem of {sem.permits} permit items and the tickets item: 1 RRU per item"
+        f" of up to 4 KB, {sem.read_units} RRU), takes a permit (1 conditional UpdateItem, {sem.take_write_units}"
+        f" WRU), records its query on it and releases it inside the record_state and commit transactions"
+        f" ({sem.record_write_units} + {sem.release_write_units} WRU: a transaction bills twice) and renews it with"
+        f" each heartbeat ({sem.renew_write_units} WRU)."
+    )
+
+
+def _capacity_assumptions(budget: CapacityEstimate | None, dep: DeploymentEstimate) -> list[str]:
+    if budget is None or not budget.enabled:
+        return []
+    metrics = (
+        f"Capacity budget metrics: {', '.join(budget.metric_names)} (dimension service only, the deployment's),"
+        f" sent by every winner: billed for the hours in which some job fires, the sum of the jobs' shares capped"
+        f" at all of them ({dep.capacity_metric_hours_share:.1%}; an upper bound when jobs fire in the same hours);"
+        " in the deployment's line, so in each job's share."
+    )
+    waiting = (
+        "Capacity waiting (not in the totals: how often slots wait is unknown): waiting W s in place is the job's"
+        " memory for W s, one semaphore read per poll (0.5 s doubling to 5 s, jittered to 75% on average), the lease"
+        " renewed every heartbeat interval and the ticket every 30 s; giving the slot back is 1 Scheduler invocation"
+        " ($1.00 per million after the free tier, https://aws.amazon.com/eventbridge/pricing/; creating the schedule"
+        " is free), 1 more Lambda request billed a loser's duration to re-acquire (INIT only when retry_delay_s is"
+        f" past {usage.COLD_AFTER_IDLE_S // 60} min), the wait recorded (record_state), the line left, the lease"
+        " released and taken over again (and its slot item read). Break-even: the shortest wait in place that costs"
+        " a give-back."
+    )
+    return [metrics, waiting]
+
+
+def render_capacity(budget: CapacityEstimate, console: Console) -> None:
+    """The capacity budget's section: its metrics, the semaphore per slot, and per job waiting against giving back."""
+    console.print("Capacity budget", style="bold")
+    if budget.semaphore is None:
+        console.print("  off (permits 0): no metric, no semaphore request, no waiting", soft_wrap=True)
+        console.print()
+        return
+    sem, s = budget.semaphore, budget.settings
+    console.print(
+        f"  {s.permits} permits, wait in place up to {s.wait_in_place_s} s, then back {s.retry_delay_s} s later."
+        f" Metrics {' and '.join(budget.metric_names)}: {format_usd(budget.metrics_monthly_usd)}/month for the"
+        f" deployment ({budget.metric_hours_share:.1%} of the hours). Semaphore per slot without waiting:"
+        f" {sem.read_units} RRU + {sem.write_units} WRU = {format_usd(budget.semaphore_per_slot_usd)}"
+        f" (+{sem.renew_write_units} WRU per heartbeat).",
+        soft_wrap=True,
+    )
+    table = Table(title="waiting for a permit: in place against giving the slot back (per wait)", title_justify="left")
+    for column in ("job", "wait", "from", "in place", "give back", "cheaper", "break-even"):
+        table.add_column(column, justify="right" if column in ("wait", "in place", "give back", "break-even") else None)
+    for job in budget.jobs:
+        even = "never (900 s)" if job.break_even_s is None else f"{job.break_even_s:g} s"
+        for wait in job.waits:
+            table.add_row(
+                f"{job.job} ({job.memory_mb} MB)",
+                f"{wait.wait_s:g} s",
+                wait.origin,
+                format_usd(wait.in_place.usd),
+                format_usd(wait.give_back.usd),
+                wait.cheaper.replace("_", " "),
+                even,
+            )
+    console.print(table)
+    if budget.p95_wait_s is None:
+        console.print("  (no capacity-report.json with wait_s.p95: only the configured wait is priced)", soft_wrap=True)
+    console.print()
 
 
 def console_for(out: TextIO) -> Console:

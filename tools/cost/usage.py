@@ -50,6 +50,9 @@ DEPLOYMENT_METRICS: Final = (
 #: The hours per month in which a deployment-wide count is assumed sent: none (they are rare; each hour one is
 #: sent costs its metric 1/730.5 of $0.30, about $0.0004).
 DEPLOYMENT_METRIC_HOURS_PER_MONTH: Final = 0.0
+#: The capacity semaphore's measurements (dimension service only: one series each for the deployment), sent by
+#: every slot that takes a permit: billed in every hour in which some job's winner runs (:mod:`tools.cost.capacity`).
+CAPACITY_METRICS: Final = (contract.METRIC_PERMITS_IN_USE, contract.METRIC_PERMIT_WAIT_MS)
 
 
 # --- assumptions (docs/cost.md says why each is what it is) ------------------------------------------------
@@ -92,37 +95,115 @@ def single_write_units(size_bytes: int) -> int:
 @dataclass(frozen=True)
 class WinnerWrites:
     """The winner's write request units: the acquisition (one conditional UpdateItem), record_state (a
-    transaction of the lock and slot items), ``heartbeats`` renewals (one UpdateItem each) and the commit."""
+    transaction of the lock and slot items), ``heartbeats`` renewals (one UpdateItem each) and the commit; with the
+    capacity budget on, ``semaphore``: its permit's writes (:class:`SemaphoreRequests`, renewals included)."""
 
     acquire: int
     record_state: int
     heartbeats: int
     heartbeat_units: int
     commit: int
+    semaphore: int = 0
 
     @property
     def total(self) -> int:
-        return self.acquire + self.record_state + self.heartbeats * self.heartbeat_units + self.commit
+        return self.acquire + self.record_state + self.heartbeats * self.heartbeat_units + self.commit + self.semaphore
 
 
 def winner_writes(
-    *, duration_s: float, heartbeat_interval_s: float, result_writes: Sequence[Mapping[str, Any]], summary_bytes: int
+    *,
+    duration_s: float,
+    heartbeat_interval_s: float,
+    result_writes: Sequence[Mapping[str, Any]],
+    summary_bytes: int,
+    semaphore: SemaphoreRequests | None = None,
 ) -> WinnerWrites:
-    """One renewal per whole heartbeat interval of the winner's duration (none for a short query)."""
+    """One renewal per whole heartbeat interval of the winner's duration (none for a short query); ``semaphore``:
+    the capacity budget's permit (its renewals follow the lease's)."""
     lock = single_write_units(LOCK_ITEM_BYTES)
+    heartbeats = math.floor(duration_s / heartbeat_interval_s) if heartbeat_interval_s > 0 else 0
+    permit = 0 if semaphore is None else semaphore.write_units + heartbeats * semaphore.renew_write_units
     return WinnerWrites(
         acquire=lock,
         # the transaction of the lock and slot items, and the slot item's copy in the history index
         record_state=estimate_write_units([sized_put(LOCK_ITEM_BYTES), sized_put(SLOT_ITEM_BYTES + STATE_BYTES)])
         + single_write_units(SLOT_ITEM_BYTES + STATE_BYTES),
-        heartbeats=math.floor(duration_s / heartbeat_interval_s) if heartbeat_interval_s > 0 else 0,
+        heartbeats=heartbeats,
         heartbeat_units=lock,
         commit=commit_write_units(result_writes, summary_bytes),
+        semaphore=permit,
     )
 
 
 #: A loser's failed conditional write: billed by the existing lock item's size (under 1 KB): 1 WRU.
 LOSER_WRITE_UNITS: Final = single_write_units(LOCK_ITEM_BYTES)
+
+
+# --- the capacity semaphore's requests of one slot (issue 24) ----------------------------------------------------
+#: A permit item: key, owner (``<job>#<slot>#g<n>``), token, expiry, take time, semaphore, index, query id and the
+#: previous holder's owner, token and query (about 550 B with a 17-character job name; a 64-character one adds
+#: about 100 B): under 1 KB.
+PERMIT_ITEM_BYTES: Final = 700
+#: Strongly consistent reads: 1 RRU per started 4 KB of each item, each item of a BatchGetItem rounded up on its
+#: own (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html). Every permit
+#: item and the tickets item (a counter and the live waiters, under 4 KB while a few dozen wait) is under 4 KB.
+READ_UNITS_PER_SEMAPHORE_ITEM: Final = 1
+
+
+@dataclass(frozen=True)
+class SemaphoreRequests:
+    """What the capacity semaphore adds to one slot whose winner takes a permit without waiting
+    (``slotlock.Semaphore``; ``permits`` N):
+
+    - one strongly consistent ``BatchGetItem`` of the N permit items and the tickets item: ``read_units`` (N + 1);
+    - one conditional ``UpdateItem`` taking a permit: ``take_write_units`` (1);
+    - the query id recorded on the permit inside the ``record_state`` transaction and the permit released inside
+      the commit transaction: one more item in each, 2 WRU each (a transaction bills twice the units);
+    - per heartbeat that moved the lease, one ``UpdateItem`` renewing the permit's expiry: ``renew_write_units``.
+    """
+
+    permits: int
+    read_units: int
+    take_write_units: int
+    record_write_units: int
+    release_write_units: int
+    renew_write_units: int
+
+    @classmethod
+    def of(cls, permits: int) -> SemaphoreRequests:
+        in_transaction = estimate_write_units([sized_put(PERMIT_ITEM_BYTES)])
+        return cls(
+            permits=permits,
+            read_units=(permits + 1) * READ_UNITS_PER_SEMAPHORE_ITEM,
+            take_write_units=single_write_units(PERMIT_ITEM_BYTES),
+            record_write_units=in_transaction,
+            release_write_units=in_transaction,
+            renew_write_units=single_write_units(PERMIT_ITEM_BYTES),
+        )
+
+    @property
+    def write_units(self) -> int:
+        """Without renewals: the take, the record and the release."""
+        return self.take_write_units + self.record_write_units + self.release_write_units
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "permits": self.permits,
+            "requests": {"BatchGetItem": 1, "UpdateItem": 1, "items_in_existing_transactions": 2},
+            "read_units": self.read_units,
+            "write_units": {
+                "take": self.take_write_units,
+                "record_query": self.record_write_units,
+                "release": self.release_write_units,
+                "total": self.write_units,
+                "per_heartbeat": self.renew_write_units,
+            },
+        }
+
+
+def semaphore_requests(permits: int) -> SemaphoreRequests | None:
+    """The semaphore's requests per slot, ``None`` when the budget is off (``permits`` 0: no request at all)."""
+    return SemaphoreRequests.of(permits) if permits > 0 else None
 
 
 # --- the dashboard (the deployment's, shared by every job) -----------------------------------------------------
@@ -198,6 +279,8 @@ class JobInputs:
     value_max_series: int = 0
     rows_offloaded: bool = False
     architecture: str = contract.LAMBDA_ARCHITECTURE
+    #: The capacity budget's permits (cdk.json ``context.stack.capacity.permits``; 0: off).
+    capacity_permits: int = 0
 
 
 @dataclass(frozen=True)
@@ -220,13 +303,16 @@ def log_bytes(job: JobInputs) -> LogBytes:
 
 
 def slot_usage(job: JobInputs, durations: Durations) -> tuple[SlotUsage, WinnerWrites]:
-    """One slot's usage (the expected value: cold starts weighted by the schedule's cold share)."""
+    """One slot's usage (the expected value: cold starts weighted by the schedule's cold share); with the capacity
+    budget on, its winner takes a permit without waiting (waiting: :mod:`tools.cost.capacity`)."""
     init_ms = job.schedule.cold_fraction * durations.cold_start_ms
+    semaphore = semaphore_requests(job.capacity_permits)
     writes = winner_writes(
         duration_s=durations.winner_s,
         heartbeat_interval_s=job.heartbeat_interval_s,
         result_writes=job.result_writes,
         summary_bytes=job.summary_bytes,
+        semaphore=semaphore,
     )
     usage = SlotUsage(
         data_scanned_bytes=(job.scan.bytes,),
@@ -235,7 +321,7 @@ def slot_usage(job: JobInputs, durations: Durations) -> tuple[SlotUsage, WinnerW
         racers=job.racers,
         memory_mb=job.memory_mb,
         architecture=job.architecture,
-        read_units=0.0,
+        read_units=float(semaphore.read_units if semaphore else 0),
         write_units=float(writes.total),
         loser_write_units=float(LOSER_WRITE_UNITS),
         s3_put_requests=1 if job.rows_offloaded else 0,

@@ -26,6 +26,14 @@ Reference; an operation's action is its name unless listed here):
   (https://docs.aws.amazon.com/systems-manager/latest/userguide/ps-restrict-parameter-access.html), which would
   not hold if ``Path="/myapp/restricted/"`` were authorized as another resource; the root ``/`` stays ``/``
   (AWS names ``parameter/`` when it refuses a listing of ``/``).
+- EventBridge Scheduler
+  (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html):
+  ``CreateSchedule`` is authorized on the schedule, ``schedule/<group>/<name>`` (group ``default`` when the request
+  names none), and lists ``iam:PassRole`` as its dependent action: the schedule's ``Target.RoleArn`` is passed to
+  the Scheduler, which IAM checks as ``iam:PassRole`` on that role with the condition key ``iam:PassedToService``
+  = ``scheduler.amazonaws.com``
+  (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_use_passrole.html,
+  https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role).
 - STS ``GetCallerIdentity`` needs no permission ("No permissions are required to perform this operation":
   https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
 """
@@ -44,6 +52,8 @@ PARTITION = "aws"
 
 #: IAM service prefix of a botocore service name where they differ.
 IAM_PREFIX = {"monitoring": "cloudwatch"}
+#: The service principal a schedule's role is passed to (``iam:PassedToService``).
+SCHEDULER_SERVICE = "scheduler.amazonaws.com"
 #: Calls that need no IAM permission at all.
 UNAUTHORIZED_CALLS = {("sts", "GetCallerIdentity")}
 _TRANSACT_ITEM_ACTIONS = {
@@ -145,6 +155,8 @@ def permissions_for(call: RecordedCall, athena: AthenaWorld) -> list[Permission]
         name = call.params["StackName"]
         resource = name if name.startswith("arn:") else arn("cloudformation", call.region, f"stack/{name}/*")
         return [Permission("cloudformation:DescribeStacks", resource, via)]
+    if call.service == "scheduler" and call.operation == "CreateSchedule":
+        return _create_schedule(call, via)
     if call.service == "ssm" and call.operation == "GetParameter":
         return [Permission("ssm:GetParameter", parameter_arn(call.region, call.params["Name"]), via)]
     if call.service == "ssm" and call.operation == "GetParametersByPath":
@@ -169,6 +181,17 @@ def _dynamodb(call: RecordedCall, via: str) -> list[Permission]:
         ]
     return [
         Permission(f"dynamodb:{call.operation}", table_arn(region, params["TableName"], params.get("IndexName")), via)
+    ]
+
+
+def _create_schedule(call: RecordedCall, via: str) -> list[Permission]:
+    """The schedule itself, and the role its target runs with, passed to the Scheduler (see the module doc)."""
+    params = call.params
+    schedule = arn("scheduler", call.region, f"schedule/{params.get('GroupName') or 'default'}/{params['Name']}")
+    passed = (("iam:PassedToService", SCHEDULER_SERVICE),)
+    return [
+        Permission("scheduler:CreateSchedule", schedule, via),
+        Permission("iam:PassRole", params["Target"]["RoleArn"], f"{via}: its Target.RoleArn", passed),
     ]
 
 

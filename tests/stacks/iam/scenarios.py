@@ -9,7 +9,8 @@ read side: the shared stack's combined one), as its own principal:
 - every job's refresh function: a live slot whose query runs long enough for heartbeats (moto keeps it RUNNING
   for a few polls), result rows too large for an item (the S3 offload), and a winner that dies after starting
   its query (no release, as a killed environment) whose successor takes over after the lease and adopts the
-  query;
+  query; each winner under a permit of the capacity semaphore, and (:mod:`tests.stacks.iam.capacity`) a slot that
+  waits for a permit, is given back to a one-time Scheduler schedule and committed by its re-invocation;
 - the operator (``python -m tools.ops``: status, history, pause, resume, release, release --force, run, rerun,
   backfill; ``python -m tools.results``: jobs, latest, history): its ``lambda.Invoke`` runs the job's handler
   in-process as the function's principal (the manual path: run, rerun and backfill generations);
@@ -97,6 +98,10 @@ class ManualClock:
 
     def __call__(self) -> int:
         return self._system_ms() + self.offset_ms
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock ``seconds`` ahead at once (a fake sleep: a wait of seconds costs none)."""
+        self.offset_ms += int(seconds * 1000)
 
 
 class ConformanceWorld:
@@ -220,14 +225,18 @@ class ConformanceWorld:
         *,
         crash_at: str | None = None,
         heartbeat_s: str | None = None,
+        env: Mapping[str, str] | None = None,
+        capacity_sleep_s: Callable[[float], None] | None = None,
     ) -> Any:
         """The job's real handler on ``event`` as its own principal; ``crash_at``: die at that checkpoint (no
-        release, as a killed environment); ``heartbeat_s``: a shorter heartbeat interval (an override the
-        runtime reads from its environment)."""
+        release, as a killed environment); ``heartbeat_s``: a shorter heartbeat interval and ``env`` other
+        overrides of the function's environment (the runtime reads them from it); ``capacity_sleep_s``: the
+        sleep between two polls for a capacity permit (a seam of the runtime; default ``time.sleep``)."""
         from athena_refresh import handler, service
 
         function_id = self.refresh_functions[job]
         extra = {contract.ENV_HEARTBEAT_INTERVAL_S: heartbeat_s} if heartbeat_s else {}
+        extra.update(env or {})
 
         def listener(checkpoint: str, _lease: Any) -> None:
             if checkpoint == crash_at:
@@ -236,7 +245,11 @@ class ConformanceWorld:
         context = FakeContext(self.resolved.name(function_id))
         environment = self.environment(function_id, self.job_catalog_paths[job], **extra)
         with environment, self.recorder.acting_as(refresh_principal(job), scenario):
-            service.use_seams(service.RuntimeSeams(lock_clock_ms=self.lock_clock, listener=listener))
+            service.use_seams(
+                service.RuntimeSeams(
+                    lock_clock_ms=self.lock_clock, listener=listener, capacity_sleep_s=capacity_sleep_s
+                )
+            )
             saved_release = SlotRunner._release_quietly
             if crash_at is not None:
                 SlotRunner._release_quietly = lambda _self, _lease: None  # type: ignore[method-assign]
