@@ -13,6 +13,7 @@ runtime reads as well takes its bounds from ``athena_refresh.contract.NUMERIC_BO
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ class CapacitySettings:
 
     permits: int = contract.DEFAULT_CAPACITY_PERMITS
     semaphore_name: str | None = None
+    table_name: str | None = None  # another deployment's lock table, to share its budget (None: our lock table)
     wait_in_place_s: int = contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S
     manual_headroom: int = contract.DEFAULT_CAPACITY_MANUAL_HEADROOM
     retry_delay_s: int = contract.DEFAULT_CAPACITY_RETRY_DELAY_S
@@ -79,6 +81,7 @@ class CapacitySettings:
         self,
         *,
         default_semaphore_name: str,
+        lock_table_name: str,
         deferral_role_arn: str,
         deferral_schedule_prefix: str,
         deferral_schedule_group: str = DEFERRAL_SCHEDULE_GROUP,
@@ -91,6 +94,7 @@ class CapacitySettings:
         return {
             contract.ENV_CAPACITY_PERMITS: str(self.permits),
             contract.ENV_CAPACITY_SEMAPHORE_NAME: self.semaphore_name or default_semaphore_name,
+            contract.ENV_CAPACITY_TABLE_NAME: self.table_name or lock_table_name,
             contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.wait_in_place_s),
             contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.manual_headroom),
             contract.ENV_CAPACITY_RETRY_DELAY_S: str(self.retry_delay_s),
@@ -123,6 +127,16 @@ _CAPACITY_CHECKS: dict[str, tuple[Any, Any]] = {
     ),
     "semaphore_name": (
         optional(named(lock_table.SEMAPHORE_NAME_PATTERN, f"{lock_table.SEMAPHORE_NAME_RULE}, or null")),
+        None,
+    ),
+    "table_name": (
+        optional(
+            named(
+                re.compile(r"[A-Za-z0-9_.-]{3,255}"),
+                "a DynamoDB table name (3 to 255 letters, digits, '_', '-', '.'): another deployment's lock table in "
+                "this account and Region, or null",
+            )
+        ),
         None,
     ),
     "wait_in_place_s": (

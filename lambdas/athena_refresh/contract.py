@@ -54,6 +54,8 @@ ENV_ALARM_QUERY_DURATION_MS: Final = "ALARM_QUERY_DURATION_MS"
 # a deployment, set by the stack from cdk.json's ``capacity`` settings. Permits 0: off (no semaphore request).
 ENV_CAPACITY_PERMITS: Final = "CAPACITY_PERMITS"  # N permits: at most N of the deployment's queries active
 ENV_CAPACITY_SEMAPHORE_NAME: Final = "CAPACITY_SEMAPHORE_NAME"  # shared by all who share the budget
+# The table holding the permits: this deployment's lock table, or another deployment's (one budget for several).
+ENV_CAPACITY_TABLE_NAME: Final = "CAPACITY_TABLE_NAME"
 ENV_CAPACITY_WAIT_IN_PLACE_S: Final = "CAPACITY_WAIT_IN_PLACE_S"  # longer waits give the slot back
 ENV_CAPACITY_MANUAL_HEADROOM: Final = "CAPACITY_MANUAL_HEADROOM"  # permits a manual run leaves to live slots
 ENV_CAPACITY_RETRY_DELAY_S: Final = "CAPACITY_RETRY_DELAY_S"  # a slot given back returns this much later
@@ -78,6 +80,7 @@ WIRING_ENV_VARS: Final = (
 CAPACITY_ENV_VARS: Final = (
     ENV_CAPACITY_PERMITS,
     ENV_CAPACITY_SEMAPHORE_NAME,
+    ENV_CAPACITY_TABLE_NAME,
     ENV_CAPACITY_WAIT_IN_PLACE_S,
     ENV_CAPACITY_MANUAL_HEADROOM,
     ENV_CAPACITY_RETRY_DELAY_S,

@@ -72,7 +72,8 @@ class CapacitySettings:
     """The deployment's capacity budget (cdk.json ``capacity``; :data:`contract.CAPACITY_ENV_VARS`).
 
     ``permits`` 0: off (no semaphore request at all). ``semaphore_name``: shared by every deployment that shares
-    the budget (and the lock table). ``wait_in_place_s``: longest wait inside one invocation. ``manual_headroom``:
+    the budget; ``table_name``: the table holding its permits (``None``: this deployment's lock table; another
+    deployment's lock table to share that deployment's budget). ``wait_in_place_s``: longest wait inside one invocation. ``manual_headroom``:
     permits a manual run leaves free. ``retry_delay_s``: when a slot given back comes back. ``deferral_*``: the
     one-time schedule's role, group and name prefix (``None`` role: no deferral; the wait then ends the
     invocation with a retryable error, for local tools only: the stack always sets them).
@@ -80,6 +81,7 @@ class CapacitySettings:
 
     permits: int = 0
     semaphore_name: str = ""
+    table_name: str | None = None
     wait_in_place_s: float = float(contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S)
     manual_headroom: int = 0
     retry_delay_s: float = float(contract.DEFAULT_CAPACITY_RETRY_DELAY_S)
@@ -119,6 +121,7 @@ class CapacitySettings:
         return cls(
             permits=permits,
             semaphore_name=name,
+            table_name=env.get(contract.ENV_CAPACITY_TABLE_NAME, "").strip() or None,
             wait_in_place_s=wait_s,
             manual_headroom=headroom,
             retry_delay_s=delay_s,

@@ -149,7 +149,7 @@ def dependencies(settings: Settings) -> Dependencies:
     semaphore = None
     if capacity.enabled:
         semaphore = Semaphore(
-            settings.lock_table_name,
+            capacity.table_name or settings.lock_table_name,
             capacity.semaphore_name,
             capacity.permits,
             client=lock.client,

@@ -139,6 +139,7 @@ class AthenaJob(Construct):
             deferral_role=self.schedule.schedules.role,
             deployment=shared.deployment_name,
             job_name=job_name,
+            lock_table_name=shared.lock_table.table_name,
         )
         self.failures = self.schedule.failures
         self.alarms = self.schedule.alarms

@@ -48,6 +48,10 @@ DEFERRAL_PREFIX_HEX_DIGITS = 12  # 48 bits of SHA-256: two jobs of one account c
 SCHEDULER_SERVICE = "scheduler.amazonaws.com"
 DEFERRAL_ACTIONS = ("scheduler:CreateSchedule",)
 PASS_ROLE_ACTIONS = ("iam:PassRole",)
+#: On another deployment's lock table (``capacity.table_name``): what the semaphore sends there (one consistent
+#: BatchGetItem; the tickets item's creation is a PutItem; takes, renewals, releases are UpdateItem, also inside the
+#: record_state and commit transactions, which IAM authorizes per item and action).
+SHARED_TABLE_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 def deferral_schedule_prefix(deployment: str, job_name: str) -> str:
@@ -102,6 +106,7 @@ def wire_capacity(
     deferral_role: iam.IRole,
     deployment: str,
     job_name: str,
+    lock_table_name: str,
 ) -> None:
     """Set ``contract.CAPACITY_ENV_VARS`` on ``function`` (always; ``CAPACITY_PERMITS=0`` when off) and, when the
     budget is on, grant its role the deferral (the semaphore's read comes with the lock grant:
@@ -109,10 +114,14 @@ def wire_capacity(
 
     :param deferral_role: the job's Scheduler role, allowed to invoke ``function``: the deferral schedules' role.
     :param deployment: the shared stack's name (:func:`deferral_schedule_prefix`).
+    :param lock_table_name: this deployment's lock table, which holds the permits unless ``settings.table_name``
+        names another deployment's lock table (then the role may read and write that table's items too: the same
+        actions as on its own lock table, on that table only).
     """
     prefix = deferral_schedule_prefix(deployment, job_name)
     environment = settings.runtime_environment(
         default_semaphore_name=default_semaphore_name(),
+        lock_table_name=lock_table_name,
         deferral_role_arn=deferral_role.role_arn,
         deferral_schedule_prefix=prefix,
     )
@@ -123,6 +132,14 @@ def wire_capacity(
     stack = cdk.Stack.of(function)
     for statement in capacity_statements(stack, prefix=prefix, deferral_role=deferral_role):
         function.add_to_role_policy(statement)
+    if settings.table_name:
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="SharedCapacityTableItems",
+                actions=list(SHARED_TABLE_ACTIONS),
+                resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=settings.table_name)],
+            )
+        )
     role = function.role
     assert role is not None, "a job function has a role of its own"
     acknowledge(

@@ -78,6 +78,7 @@ def test_cdk_json_writes_the_defaults_out() -> None:
     assert stack["capacity"] == {
         "permits": contract.DEFAULT_CAPACITY_PERMITS,
         "semaphore_name": None,
+        "table_name": None,
         "wait_in_place_s": contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
         "manual_headroom": contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
         "retry_delay_s": contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
@@ -366,3 +367,60 @@ def test_off_keeps_the_graph_without_the_budget_line_and_the_widget_count(
     (graph,) = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Athena capacity")]
     assert graph["properties"]["title"] == f"{CAPACITY_TITLE} (budget off: permits 0)"
     assert "annotations" not in graph["properties"]
+
+
+# --- one budget for several deployments: another deployment's lock table ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_table(sample_data_dir: Path, sample_jobs_dir: Path) -> dict[str, Any]:
+    """The sample deployment with ``capacity.table_name`` naming another deployment's lock table, merged."""
+    context = load_context(REPO_ROOT / "cdk.json")
+    capacity = {**context[STACK_KEY]["capacity"], "table_name": "other-deployment-locks"}
+    context[STACK_KEY] = {**context[STACK_KEY], "capacity": capacity}
+    _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
+    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
+
+
+def test_a_shared_table_is_named_to_every_function_and_granted_on_that_table_only(
+    shared_table: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    # GIVEN capacity.table_name = another deployment's lock table
+    found = shared_table["Resources"]
+    functions = _job_functions(found)
+    assert functions
+    for function_id in functions.values():
+        # THEN every job function takes its permits there
+        env = found[function_id]["Properties"]["Environment"]["Variables"]
+        assert env[contract.ENV_CAPACITY_TABLE_NAME] == "other-deployment-locks"
+    # AND each job role may read and write that table's items (the semaphore's calls), and that table only
+    shared = [
+        statement
+        for policy in of_type(found, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "SharedCapacityTableItems"
+    ]
+    assert len(shared) == len(functions)
+    for statement in shared:
+        assert sorted(as_list(statement["Action"])) == [
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        ]
+        assert "table/other-deployment-locks" in json.dumps(statement["Resource"])
+        assert "*" not in json.dumps(statement["Resource"])
+    # AND by default the permits live in this deployment's lock table (no such statement)
+    default = [
+        statement
+        for policy in of_type(resources, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "SharedCapacityTableItems"
+    ]
+    assert default == []
+
+
+def test_a_shared_table_name_must_be_a_table_name() -> None:
+    with pytest.raises(ConfigError) as info:
+        StackSettings.from_context({"capacity": {"table_name": "no spaces allowed"}})
+    assert "capacity.table_name" in str(info.value)

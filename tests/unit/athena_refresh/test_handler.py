@@ -113,6 +113,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         # the capacity budget is off here (tests/unit/athena_refresh/test_capacity.py turns it on)
         contract.ENV_CAPACITY_PERMITS: "0",
         contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
+        contract.ENV_CAPACITY_TABLE_NAME: "",  # the lock table
         contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
         contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
         contract.ENV_CAPACITY_RETRY_DELAY_S: "120",

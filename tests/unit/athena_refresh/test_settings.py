@@ -44,6 +44,7 @@ FULL_ENV = {
     contract.ENV_ALARM_QUERY_DURATION_MS: "120000",
     contract.ENV_CAPACITY_PERMITS: "10",
     contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-eu-west-1",
+    contract.ENV_CAPACITY_TABLE_NAME: "other-deployment-locks",
     contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "45.5",
     contract.ENV_CAPACITY_MANUAL_HEADROOM: "3",
     contract.ENV_CAPACITY_RETRY_DELAY_S: "180",
@@ -119,6 +120,7 @@ def test_from_env_reads_every_contract_variable() -> None:
         capacity=CapacitySettings(
             permits=10,
             semaphore_name="123456789012-eu-west-1",
+            table_name="other-deployment-locks",
             wait_in_place_s=45.5,
             manual_headroom=3,
             retry_delay_s=180.0,
@@ -505,6 +507,7 @@ TEXT = (
     contract.ENV_VALUE_METRIC_COLUMNS,
     contract.ENV_VALUE_METRIC_DIMENSIONS,
     contract.ENV_CAPACITY_SEMAPHORE_NAME,
+    contract.ENV_CAPACITY_TABLE_NAME,
     contract.ENV_DEFERRAL_ROLE_ARN,
     contract.ENV_DEFERRAL_SCHEDULE_GROUP,
     contract.ENV_DEFERRAL_SCHEDULE_PREFIX,
