@@ -1,11 +1,12 @@
 """``tools.ops`` without a deployment: argument parsing, the deployment from the shared stack's outputs and its
-job registry (moto's SSM), backfill selection and ids, the confirmation rule, and the Lambda invoker's request
-(Stubber)."""
+job registry (moto's SSM), backfill selection and ids, the confirmation rule, the Lambda invoker's request
+(Stubber), and each slot's capacity wait in the status and the history (moto's DynamoDB)."""
 
 from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,10 +15,11 @@ import moto
 import pytest
 from botocore.stub import Stubber
 
-from slotlock import HistoryRecord, Slot
+from slotlock import HistoryRecord, Slot, SlotLock, create_lock_table
 from tests.job_registry import PATH, entry, put_raw, register
-from tools.ops.cli import build_parser, confirm, main, resolve_deployment
-from tools.ops.operator import LambdaInvoker, OpsError, backfill_run_id, selects
+from tools.ops.cli import build_parser, confirm, main, resolve_deployment, run_command
+from tools.ops.operator import Deployment, JobTarget, LambdaInvoker, Operator, OpsError, backfill_run_id, selects
+from tools.ops.views import capacity_wait
 
 SLOT = Slot.parse("2026-11-22T00:30:00Z")
 SHARED_OUTPUTS = {"LockTableName": "lock-t", "ResultsTableName": "results-t", "JobRegistryPath": PATH}
@@ -249,3 +251,123 @@ def test_the_lambda_invoker_queues_an_asynchronous_invocation() -> None:
             {"FunctionName": "fn", "InvocationType": "Event", "Payload": json.dumps(event).encode()},
         )
         assert LambdaInvoker(client).invoke_async("fn", event) == "req-1"
+
+
+# --- the capacity wait (issue 24) ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        # MISSED "capacity": the waiter's error records its wait and its deferrals
+        (
+            {
+                "status": "MISSED",
+                "reason": "capacity",
+                "error": {"reason": "capacity", "waited_ms": 1_700_000, "deferrals": 3},
+            },
+            {"waited_ms": 1_700_000, "deferrals": 3, "source": "missed"},
+        ),
+        # committed: the summary's permit_wait_ms; the deferrals from the state it kept
+        (
+            {
+                "status": "SUCCEEDED",
+                "summary": {"permit_wait_ms": 64_000},
+                "state": {"capacity": {"deferrals": 1, "waited_ms": 60_000}},
+            },
+            {"waited_ms": 64_000, "deferrals": 1, "source": "committed"},
+        ),
+        (
+            {"status": "SUCCEEDED", "summary": {"permit_wait_ms": 0}},
+            {"waited_ms": 0, "deferrals": 0, "source": "committed"},
+        ),
+        # in flight, or given back and waiting for the schedule's re-invocation
+        (
+            {"status": "RUNNING", "state": {"capacity": {"deferrals": 2, "waited_ms": 125_000}}},
+            {"waited_ms": 125_000, "deferrals": 2, "source": "waiting"},
+        ),
+        # nothing to show: the budget off, a MISSED of another reason, a tampered value
+        ({"status": "SUCCEEDED", "summary": {"row_count": 3}}, None),
+        ({"status": "MISSED", "reason": "too_old", "error": {"waited_ms": 5}}, None),
+        ({"status": "RUNNING", "state": {"capacity": {"deferrals": 1, "waited_ms": True}}}, None),
+        ({"status": "RUNNING", "state": {"capacity": "61 s"}}, None),
+        (
+            {"status": "RUNNING", "state": {"capacity": {"deferrals": -1, "waited_ms": 10}}},
+            {"waited_ms": 10, "deferrals": None, "source": "waiting"},
+        ),
+    ],
+)
+def test_the_capacity_wait_of_a_slot_item(fields: dict[str, Any], expected: dict[str, Any] | None) -> None:
+    assert capacity_wait(HistoryRecord("flights-dashboard", SLOT, 1, **fields)) == expected
+    assert capacity_wait(None) is None
+
+
+@pytest.fixture
+def lock_world() -> Iterator[tuple[Operator, SlotLock]]:
+    """A lock table on moto, the operator over it and the flights job's lock (its current half-hour slot)."""
+    with moto.mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        create_lock_table(ddb, "lock-t")
+        target = JobTarget("flights-dashboard", "fn-flights", "cron(0/30 * * * ? *)", "UTC")
+        deployment = Deployment("lock-t", "results-t", {"flights-dashboard": target})
+        operator = Operator(deployment, dynamodb=ddb, invoker=LambdaInvoker(None), identity=lambda: "me")
+        yield operator, SlotLock("lock-t", "flights-dashboard", client=ddb, max_slot_lead_s=None)
+
+
+def ops(operator: Operator, *argv: str) -> tuple[int, str]:
+    from rich.console import Console
+
+    out = io.StringIO()
+    code = run_command(build_parser().parse_args(list(argv)), operator, Console(file=out, width=250), io.StringIO())
+    return code, out.getvalue()
+
+
+def json_documents(text: str) -> list[Any]:
+    """The JSON documents printed one after the other (``print_json`` indents each over several lines)."""
+    decoder, documents, rest = json.JSONDecoder(), [], text.strip()
+    while rest:
+        document, end = decoder.raw_decode(rest)
+        documents.append(document)
+        rest = rest[end:].strip()
+    return documents
+
+
+def test_status_and_history_show_the_slots_capacity_wait(lock_world: tuple[Operator, SlotLock]) -> None:
+    operator, lock = lock_world
+    current = int(time.time()) // 1800 * 1800  # the job's current slot: the lock refuses slots past their age
+    waiting, missed = Slot(current), Slot(current - 1800)
+    # GIVEN no slot yet: nothing to show
+    (status,) = operator.status("flights-dashboard")
+    assert status.as_dict()["capacity"] is None and status.slot_record is None
+    # AND an older slot MISSED "capacity" (the waiter at its last chance), then a slot given back after 61 s
+    lease = lock.acquire(missed, "waiter-0")
+    lock.commit(
+        lease, outcome="missed", reason="capacity", error={"reason": "capacity", "waited_ms": 1_700_000, "deferrals": 3}
+    )
+    lease = lock.acquire(waiting, "waiter-1")
+    lease = lock.record_state(lease, {"capacity": {"deferrals": 1, "waited_ms": 61_000}})
+    lock.release(lease)
+
+    # WHEN the operator asks for the status (JSON and table)
+    (status,) = operator.status("flights-dashboard")
+    code, text = ops(operator, "status", "--job", "flights-dashboard")
+    json_code, json_text = ops(operator, "status", "--job", "flights-dashboard", "--json")
+
+    # THEN the live lease's slot shows its wait so far (the slot item's state)
+    expected = {"slot": waiting.iso, "status": "RUNNING", "waited_ms": 61_000, "deferrals": 1, "source": "waiting"}
+    assert status.as_dict()["capacity"] == expected
+    assert (code, json_code) == (0, 0) and json.loads(json_text)[0]["capacity"] == expected
+    assert f"slot {waiting.iso}: waiting 61.0 s so far, given back 1x" in text
+
+    # WHEN the re-invocation commits it (its wait in the summary), and the history is asked for
+    lease = lock.acquire(waiting, "back-1")
+    lock.commit(lease, summary={"row_count": 3, "permit_wait_ms": 64_000})
+    (status,) = operator.status("flights-dashboard")
+    code, lines = ops(operator, "history", "--job", "flights-dashboard", "--json")
+    table_code, table = ops(operator, "history", "--job", "flights-dashboard")
+
+    # THEN the status and each record carry it: committed after one deferral; MISSED without a permit
+    assert status.as_dict()["capacity"]["source"] == "committed"
+    by_slot = {r["slot"]: r["capacity"] for r in json_documents(lines)}
+    assert by_slot[waiting.iso] == {"waited_ms": 64_000, "deferrals": 1, "source": "committed"}
+    assert by_slot[missed.iso] == {"waited_ms": 1_700_000, "deferrals": 3, "source": "missed"}
+    assert (code, table_code) == (0, 0)
+    assert "64.0 s, given back 1x" in table and "1700.0 s, given back 3x: MISSED, no permit" in table

@@ -21,8 +21,6 @@ stdout, never a traceback.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -30,9 +28,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.prompt import Confirm
-from rich.table import Table
 
-from athena_refresh.cost import format_usd
 from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
 from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
@@ -45,6 +41,7 @@ from tools.ops.operator import (
     OpsError,
     RunResult,
 )
+from tools.ops.render import render_history, render_results, render_status
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs, registry_path
 
 DEFAULT_STACK = "ScheduledAthenaRefresh"
@@ -105,7 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     def waits(p: argparse.ArgumentParser) -> None:
         p.add_argument("--wait-s", type=float, default=DEFAULT_WAIT_S, help="how long to wait for each outcome")
 
-    p = command("status", "per job: the holder, the manual run in progress, last finished slot, last success, pause")
+    p = command(
+        "status",
+        "per job: the holder, the manual run in progress, last finished slot, last success, pause, capacity wait",
+    )
     p.add_argument("--job", help="one job (default: every job)")
     p.add_argument("--json", action="store_true", help="JSON instead of a table")
 
@@ -259,117 +259,6 @@ def _stack_outputs(client: Any, stack: str) -> dict[str, str]:
     except Exception as exc:
         raise OpsError(f"cannot read stack {stack}: {exc}") from exc
     return {o["OutputKey"]: o["OutputValue"] for o in description.get("Outputs", [])}
-
-
-# --- rendering ---------------------------------------------------------------------------------------------
-
-
-def _ms(value: int | None) -> str:
-    if value is None:
-        return "-"
-    return dt.datetime.fromtimestamp(value / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def render_status(console: Console, operator: Operator, job: str | None, as_json: bool) -> None:
-    statuses = operator.status(job)
-    if as_json:
-        console.print_json(json.dumps([s.as_dict() for s in statuses]))
-        return
-    table = Table(title="status", show_lines=True)
-    for column in ("job", "holder", "token", "lease", "manual run", "last finished", "last success", "paused"):
-        table.add_column(column)
-    for status in statuses:
-        d = status.as_dict()
-        holder = d["holder"]
-        lease = "-"
-        if holder["locked"]:
-            lease = f"{_ms(holder['lease_expires_at_ms'])} ({holder['lease_remaining_ms'] / 1000:.0f} s left)"
-        elif holder["lease_expires_at_ms"] is not None:
-            lease = f"expired {_ms(holder['lease_expires_at_ms'])}"
-        manual = d["manual_run"]
-        manual_text = (
-            f"slot {manual['slot']} g{manual['generation']} by {manual['owner_id']}" if manual["in_progress"] else "-"
-        )
-        finished = d["last_finished"]
-        success = d["last_success"]
-        paused = "no"
-        if d["paused"]:
-            audit = d["pause_audit"]
-            paused = (
-                f"yes, by {audit.get('paused_by')} at {_ms(audit.get('paused_at_ms'))}: {audit.get('pause_reason')}"
-            )
-        table.add_row(
-            status.job,
-            f"{holder['owner_id'] or '-'}" + (f" (slot {holder['slot']})" if holder["locked"] else ""),
-            str(holder["fencing_token"]),
-            lease,
-            manual_text,
-            f"{finished['slot'] or '-'} {finished['outcome'] or ''}",
-            f"{success['slot'] or '-'} ({_age(success['age_s'])} ago)" if success["slot"] else "-",
-            paused,
-        )
-    console.print(table)
-
-
-def render_history(console: Console, operator: Operator, args: argparse.Namespace) -> None:
-    records = operator.history(args.job, since=args.since, limit=args.limit, status=args.status)
-    if args.json:
-        for record in records:
-            console.print_json(json.dumps(record.as_dict()))
-        return
-    table = Table(title=f"history of {args.job} (newest first)")
-    columns = ("slot", "gen", "status", "reason", "token", "owner / requested by", "query", "duration", "rows")
-    for column in (*columns, "est. cost"):
-        table.add_column(column)
-    for record in records:
-        summary, state = record.summary, record.state
-        query = summary.get("query_execution_id") or state.get("query_execution_id") or "-"
-        table.add_row(
-            record.slot.iso,
-            str(record.generation),
-            record.status,
-            record.reason or ("-" if not record.corrupt else "corrupt"),
-            "-" if record.fencing_token is None else str(record.fencing_token),
-            record.requested_by or record.owner_id or "-",
-            str(query),
-            "-" if record.duration_ms is None else f"{record.duration_ms / 1000:.1f} s",
-            str(summary.get("row_count", "-")),
-            format_usd(cost.get("estimated_cost_usd")) if isinstance(cost := summary.get("cost"), dict) else "-",
-        )
-    console.print(table)
-
-
-def render_results(console: Console, title: str, results: Sequence[RunResult]) -> None:
-    table = Table(title=title)
-    for column in ("slot", "gen", "status", "token", "query", "note"):
-        table.add_column(column)
-    for result in results:
-        record = result.record
-        query = (record.summary.get("query_execution_id") if record else None) or "-"
-        note = "done before (skipped)" if result.skipped else ("resumed" if result.resumed else "")
-        if result.timed_out:
-            note = f"still {result.status} after {result.elapsed_s:.0f} s"
-        if record is not None and record.reason:
-            note = f"{note} {record.reason}".strip()
-        table.add_row(
-            result.slot.iso,
-            str(result.generation),
-            result.status,
-            "-" if record is None or record.fencing_token is None else str(record.fencing_token),
-            str(query),
-            note,
-        )
-    console.print(table)
 
 
 # --- main --------------------------------------------------------------------------------------------------

@@ -5,8 +5,10 @@ invokes the job's function through an :class:`Invoker`; the CLI (:mod:`tools.ops
 confirmation and renders. Tests drive this module with the local fake Lambda service on both DynamoDB backends.
 
 - ``status``: per job the live holder (owner, fencing token, lease expiry), the manual run in progress, last
-  finished slot, last success and its age, the pause (who, when, why);
-- ``history``: every generation, newest first, by ``Query`` on the history index (:class:`slotlock.SlotHistory`);
+  finished slot, last success and its age, the pause (who, when, why), and the capacity wait of the live lease's
+  slot (:func:`capacity_wait`, from its slot item);
+- ``history``: every generation, newest first, by ``Query`` on the history index (:class:`slotlock.SlotHistory`),
+  each with its capacity wait;
 - ``pause``/``resume``/``release``: one conditional UpdateItem each, audited on the lock item
   (:mod:`slotlock.admin`);
 - ``run`` (the current slot, through the live path like any racer), ``run --slot``/``rerun`` (a new generation
@@ -37,12 +39,12 @@ from slotlock import (
     release,
     request_generation,
     resume,
-    wire,
 )
 from slotlock.dynamodb import DEFAULT_LEASE_DURATION_S
 from slotlock.expressions import STATUS_FAILED, STATUS_RUNNING, STATUS_SUCCEEDED, TERMINAL_STATUSES
 from slotlock.history import decode_record
 from slotlock.manual import GenerationRequest, find_requested
+from tools.ops.views import JobStatus, RunResult, capacity_wait
 
 BackfillSelection = Literal["missed", "failed", "all"]
 #: Between two reads of a run's history item while waiting for its outcome.
@@ -115,114 +117,6 @@ class Deployment:
         if name not in self.jobs:
             raise OpsError(f"no job {name!r} in this deployment (jobs: {', '.join(sorted(self.jobs)) or 'none'})")
         return self.jobs[name]
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """``status`` of one job at ``now_ms``: the decoded live and manual lock items and their raw audit fields."""
-
-    job: str
-    now_ms: int
-    live: LockRecord
-    manual: LockRecord
-    live_item: Mapping[str, Any]
-    manual_item: Mapping[str, Any]
-
-    @property
-    def lease_remaining_ms(self) -> int | None:
-        """Milliseconds left on the live lease (``None`` when no lease is live)."""
-        if not self.live.locked(self.now_ms) or self.live.lease_expires_at_ms is None:
-            return None
-        return self.live.lease_expires_at_ms - self.now_ms
-
-    @property
-    def last_success_age_s(self) -> float | None:
-        if self.live.last_succeeded_at_ms is None:
-            return None
-        return max(0, self.now_ms - self.live.last_succeeded_at_ms) / 1000
-
-    def as_dict(self) -> dict[str, Any]:
-        def audit(item: Mapping[str, Any], *names: str) -> dict[str, Any]:
-            return {name: wire.plain(item[name]) for name in names if name in item}
-
-        live, manual = self.live, self.manual
-        return {
-            "job": self.job,
-            "now_ms": self.now_ms,
-            "holder": {
-                "owner_id": live.owner_id,
-                "fencing_token": live.fencing_token,
-                "slot": live.lease_slot.iso if live.lease_slot else None,
-                "lease_expires_at_ms": live.lease_expires_at_ms,
-                "lease_remaining_ms": self.lease_remaining_ms,
-                "locked": live.locked(self.now_ms),
-            },
-            "manual_run": {
-                "owner_id": manual.owner_id,
-                "fencing_token": manual.fencing_token,
-                "slot": manual.lease_slot.iso if manual.lease_slot else None,
-                "generation": manual.lease_generation,
-                "lease_expires_at_ms": manual.lease_expires_at_ms,
-                "in_progress": manual.locked(self.now_ms),
-                "last_finished_slot": manual.last_finished_slot.iso if manual.last_finished_slot else None,
-                "last_finished_generation": manual.last_finished_generation,
-                "last_finished_outcome": manual.last_finished_outcome,
-            },
-            "last_finished": {
-                "slot": live.last_finished_slot.iso if live.last_finished_slot else None,
-                "outcome": live.last_finished_outcome,
-                "fencing_token": live.last_finished_token,
-                "at_ms": live.last_finished_at_ms,
-            },
-            "last_success": {
-                "slot": live.last_succeeded_slot.iso if live.last_succeeded_slot else None,
-                "at_ms": live.last_succeeded_at_ms,
-                "age_s": self.last_success_age_s,
-            },
-            "paused": live.paused,
-            "paused_through_slot": live.paused_through_slot.iso if live.paused_through_slot else None,
-            "pause_audit": audit(
-                self.live_item, "pause_reason", "paused_by", "paused_at_ms", "resumed_by", "resumed_at_ms"
-            ),
-            "release_audit": audit(
-                self.live_item, "release_reason", "released_by", "released_at_ms", "released_fencing_token"
-            ),
-        }
-
-
-@dataclass
-class RunResult:
-    """A run's outcome as its history item shows it.
-
-    ``status``: the history item's status once terminal (SUCCEEDED, FAILED, MISSED), or ``REQUESTED``/
-    ``RUNNING`` when the wait ended first (``timed_out``); ``skipped``: a backfill found this generation committed
-    by an earlier attempt of the same command and invoked nothing.
-    """
-
-    job: str
-    slot: Slot
-    generation: int
-    status: str
-    record: HistoryRecord | None = None
-    request_id: str | None = None
-    elapsed_s: float = 0.0
-    timed_out: bool = False
-    resumed: bool = False
-    skipped: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "job": self.job,
-            "slot": self.slot.iso,
-            "generation": self.generation,
-            "status": self.status,
-            "request_id": self.request_id,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "timed_out": self.timed_out,
-            "resumed": self.resumed,
-            "skipped": self.skipped,
-            "record": self.record.as_dict() if self.record else None,
-        }
 
 
 @dataclass
@@ -329,7 +223,8 @@ class Operator:
 
     # --- read -----------------------------------------------------------------------------------------
     def status(self, job: str | None = None) -> list[JobStatus]:
-        """Each job's (or ``job``'s) status, from two strongly consistent reads per job."""
+        """Each job's (or ``job``'s) status, from three strongly consistent reads per job: the live and manual lock
+        items, and the slot item of the live lease's slot (its capacity wait; none before a first acquisition)."""
         names = [job] if job is not None else sorted(self.deployment.jobs)
         statuses = []
         for name in names:
@@ -337,14 +232,17 @@ class Operator:
             live_item = lock.context.get_lock_item() or {}
             manual_ctx = lock.context.for_generation(2)
             manual_item = manual_ctx.get_lock_item() or {}
+            live = lock.context.decode_lock(live_item) if live_item else LockRecord()
+            slot_record = self.generation_record(name, live.lease_slot, 1) if live.lease_slot else None
             statuses.append(
                 JobStatus(
                     job=name,
                     now_ms=self.clock_ms(),
-                    live=lock.context.decode_lock(live_item) if live_item else LockRecord(),
+                    live=live,
                     manual=manual_ctx.decode_lock(manual_item) if manual_item else LockRecord(),
                     live_item=live_item,
                     manual_item=manual_item,
+                    slot_record=slot_record,
                 )
             )
         return statuses
@@ -540,5 +438,6 @@ __all__ = [
     "OpsError",
     "RunResult",
     "backfill_run_id",
+    "capacity_wait",
     "selects",
 ]
