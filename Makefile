@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo serve chaos bench cost synth lint static cdk-synth deploy clean ddb-local run check
+.PHONY: all venv node data test demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check
 
 all: test
 
@@ -89,6 +89,13 @@ check: venv
 chaos: venv data
 	$(PY) -m local.chaos
 
+# The capacity scenario (200 jobs x 3 racers on one slot, a budget of 20 permits, Athena's quota of 25 active
+# queries, kills, stops and a backfill, then the negative control without the budget): capacity-report.json.
+# `make capacity CAPACITY_ARGS="--jobs 50"`; docs/local.md#make-capacity.
+CAPACITY_ARGS ?=
+capacity: venv data
+	$(PY) -m local.capacity $(CAPACITY_ARGS)
+
 synth: venv data
 	CDK_OUTDIR=cdk.out $(PY) app.py
 
@@ -115,4 +122,4 @@ deploy: venv node data
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all --concurrency $(DEPLOY_CONCURRENCY) --require-approval broadening $(DEPLOY_ARGS)
 
 clean:
-	rm -rf cdk.out .cache .demo .chaos demo-report.json chaos-report.json bench-report.json
+	rm -rf cdk.out .cache .demo .chaos .capacity demo-report.json chaos-report.json capacity-report.json bench-report.json

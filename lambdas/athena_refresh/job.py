@@ -238,6 +238,12 @@ class AthenaRefreshJob:
                 verdict = gate.acquire(run)
                 if verdict is not None:
                     return self._capacity_end(run, gate, verdict)
+                # Renew lease and permit right before the start (when due). A permit lost meanwhile (it expired
+                # naming no query while we stalled, and another slot reclaimed it) is waited for again: Athena does
+                # not check permits, so a query started without one is one more than the budget.
+                gate.heartbeat(run)
+                if gate.permit is None:
+                    continue
             try:
                 return self.engine.start_query(
                     sql=self.settings.query_sql, parameters=parameters, client_request_token=token
@@ -361,6 +367,9 @@ class AthenaRefreshJob:
         deadline_ms = run.lease.deadline_ms
         if deadline_ms is None:
             deadline_ms = run.now_ms() + 15 * 60 * 1000  # Lambda's maximum timeout
+        # The lease is renewed at polls only: never poll further apart than a heartbeat interval (a short lease,
+        # e.g. 2 s, would otherwise run out between two polls 3.2 s or 5 s apart, and another delivery take over).
+        max_delay_ms = max(1, min(self.poll_max_delay_ms, run.heartbeat_interval_ms))
         return wait_for_query(
             self.engine,
             query_execution_id,
@@ -368,6 +377,6 @@ class AthenaRefreshJob:
             clock_ms=run.now_ms,
             sleep_s=self.sleep_s,
             on_poll=lambda _execution: self._heartbeat(run),
-            initial_delay_ms=self.poll_initial_delay_ms,
-            max_delay_ms=self.poll_max_delay_ms,
+            initial_delay_ms=min(self.poll_initial_delay_ms, max_delay_ms),
+            max_delay_ms=max_delay_ms,
         )

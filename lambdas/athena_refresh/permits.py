@@ -235,6 +235,9 @@ class CapacityGate:
         headroom = self.settings.manual_headroom if manual else 0
         delay_s = self.poll_initial_s
         while True:
+            # A fresh lease first (when a heartbeat is due): the permit is taken with the lease's expiry, and a lease
+            # that ran out since the acquisition (a stall) would give it none (the semaphore refuses a past expiry).
+            self.heartbeat(run)
             got = self.semaphore.try_acquire_for(
                 run.lease, ticket=self._ticket, query_is_terminal=self.query_is_terminal, headroom=headroom
             )
@@ -271,8 +274,11 @@ class CapacityGate:
             # The slot would come back too late: wait here to its deadline if this invocation lasts that long.
             if remaining_ms is None or remaining_ms - contract.COMMIT_RESERVE_S * 1000 < slot_deadline_ms - now_ms:
                 return "missed"
-        self.sleep_s(delay_s * (0.5 + self.rng.random() / 2))
-        run.heartbeat()
+        # Never longer than a heartbeat interval (or a short lease runs out in between), and renew the permit with
+        # the lease: a holder waiting on Athena's own quota keeps its permit (an expired permit naming no query is
+        # reclaimable, and this holder would still start its query once Athena lets it).
+        self.sleep_s(min(delay_s, run.heartbeat_interval_ms / 1000) * (0.5 + self.rng.random() / 2))
+        self.heartbeat(run)
         return "wait"
 
     # --- the holder's writes ----------------------------------------------------------------------------
@@ -391,7 +397,8 @@ class CapacityGate:
 
     def _slot_deadline_ms(self, run: SlotRun) -> int | None:
         """The last moment the slot may still get its permit: its maximum age, less the deferral margin. A manual
-        run (a re-run, a backfill of old slots) has none: the lock's maximum slot age binds the live schedule only."""
+        generation has none: the maximum slot age does not apply to a manual run (a backfill runs old slots,
+        docs/protocol.md rule 12); it waits, or is given back and comes back, until a permit frees."""
         if self.max_slot_age_ms is None or run.lease.generation > lock_table.LIVE_GENERATION:
             return None
         return run.lease.slot.epoch_ms + self.max_slot_age_ms - DEFERRAL_MARGIN_MS

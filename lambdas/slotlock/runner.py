@@ -128,6 +128,12 @@ class SlotRun:
         """The lock's clock, epoch ms."""
         return self._lock.clock_ms()
 
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        """The lock's heartbeat interval: a waiting or polling caller sleeps at most this long between
+        :meth:`heartbeat` calls, or its lease can run out between two of them."""
+        return self._lock.heartbeat_interval_ms
+
     def remaining_ms(self) -> int | None:
         """Milliseconds left before the invocation deadline (``None`` if unbounded)."""
         return None if self._lease.deadline_ms is None else self._lease.deadline_ms - self.now_ms()

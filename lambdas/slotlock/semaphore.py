@@ -353,6 +353,8 @@ class Semaphore:
             replaced_token=seen.fencing_token,
             replaced_query=seen.query_execution_id,
         )
+        if expires_at_ms <= self.clock_ms():
+            return None  # the lease ran out while we looked: a permit born expired, naming no query, is reclaimable
         try:
             self.io.send("UpdateItem", params, budget)
         except ClientError as exc:  # send re-raises only a failed condition
@@ -398,6 +400,8 @@ class Semaphore:
             "#prev_token": PERMIT_PREV_TOKEN,
         }
         inherited = replace(held, expires_at_ms=expires_at_ms, how="inherited", replaced_token=seen_token)
+        if expires_at_ms <= self.clock_ms():
+            return None  # the lease ran out while we looked: inherit nothing with an expiry already past
         try:
             self.io.send("UpdateItem", params, budget)
         except ClientError as exc:

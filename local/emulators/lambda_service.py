@@ -20,8 +20,9 @@ It stands for what AWS Lambda does with the Scheduler's asynchronous invocations
 Every message of every environment is recorded in :attr:`FakeLambda.history` in the shape
 :mod:`local.chaos.checker` reads (``deliver``, ``checkpoint``, ``fault``, ``resumed``, ``result``, ``error``,
 ``crash``, ``dlq``, ``injected``, ``superseded``, ``dynamodb_requests``, ``sigcont``), with machine-wide
-monotonic times. What a run does on top (its plan, when to redeliver or resume, what to print) comes in
-through :class:`ServiceHooks`, so ``local.demo`` and ``local.chaos`` are two drivers of one service.
+monotonic times; a message of any other type goes to :meth:`ServiceHooks.on_message`. What a run does on top
+(its plan, when to redeliver or resume, what to print) comes in through :class:`ServiceHooks`, so ``local.demo``,
+``local.chaos`` and ``local.capacity`` are three drivers of one service.
 """
 
 from __future__ import annotations
@@ -143,6 +144,10 @@ class ServiceHooks:
 
     def notice(self, text: str) -> None:
         """A lifecycle event worth telling a human (a scale-out, a replaced environment, a retry, a timeout)."""
+
+    def on_message(self, delivery: Delivery, message: dict[str, Any]) -> None:
+        """A message of a type the service does not know, sent by the environment serving ``delivery`` (a
+        harness's own worker reports: ``local.capacity`` sends its permit writes, query starts and deferrals)."""
 
 
 @dataclass(frozen=True)
@@ -408,8 +413,11 @@ class FakeLambda:
             self._on_fault(worker, delivery, message)
         elif kind == "resumed":
             self.record("resumed", t_ns, request_id=delivery.request_id, slot=delivery.slot, worker=worker_id)
-        elif kind == "result" and message.get("request_id") == delivery.request_id:
-            self._on_result(worker, delivery, message)
+        elif kind == "result":
+            if message.get("request_id") == delivery.request_id:
+                self._on_result(worker, delivery, message)
+        else:
+            self.hooks.on_message(delivery, message)
 
     def _on_fault(self, worker: Worker, delivery: Delivery, message: dict[str, Any]) -> None:
         action, checkpoint = message.get("action"), message.get("checkpoint")

@@ -155,6 +155,30 @@ def test_a_racing_renew_beats_a_reclaim(make_sem: Any, ddb: Any, slot: Slot, clo
     assert get_item(first.key)["permit_expires_at_ms"]["N"] == str(renewed[0].expires_at_ms)
 
 
+def test_a_lease_that_runs_out_during_the_read_takes_nothing(
+    make_sem: Any, ddb: Any, slot: Slot, clock: Any, get_item: Any
+) -> None:
+    # GIVEN an acquirer whose read of the permits is slow: its lease runs out before the answer (found by
+    # make capacity: a 6 s read under load, then a take whose expiry had passed, reclaimed at once by another slot)
+    sem = make_sem(permits=1)
+
+    def slow_read(model: Any, **_: Any) -> None:
+        if model.name == "BatchGetItem":
+            clock.advance(ms=LEASE_MS + 1)
+
+    # WHEN it tries for a permit
+    ddb.meta.events.register("after-call.dynamodb", slow_read)
+    try:
+        result = sem.try_acquire(owner("a", slot), 1, clock.now + LEASE_MS)
+    finally:
+        ddb.meta.events.unregister("after-call.dynamodb", slow_read)
+    # THEN it writes no permit born expired (naming no query, anyone could reclaim it while it starts its query): it
+    # waits, and takes one once it tries again with a renewed lease
+    waiting(result)
+    assert held_by(get_item, 0) is None
+    assert taken(sem.try_acquire(owner("a", slot), 1, clock.now + LEASE_MS)).how == "free"
+
+
 # --- takeover, stale holders -----------------------------------------------------------------------------
 def test_a_takeover_inherits_the_permit_and_its_query(make_sem: Any, slot: Slot, clock: Any, get_item: Any) -> None:
     sem = make_sem(permits=3)

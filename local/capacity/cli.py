@@ -1,0 +1,169 @@
+"""``python -m local.capacity``: the command line of ``make capacity`` (:mod:`local.capacity.harness`), its summary and
+its verdict.
+
+    python -m local.capacity [--jobs 200] [--racers 3] [--budget 20] [--quota 25] [--environments 40] [--seed N]
+                             [--control-jobs 40 | --no-control] [--report capacity-report.json]
+
+Exit status: 0 every goal passed; 1 a goal failed (``FAIL`` lines on stderr); 2 bad arguments, or the run could not
+happen (a harness failure, DynamoDB Local missing, ...: one ``capacity run failed:`` line on stderr); 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from local.capacity.harness import CapacityHarnessError, run_capacity
+from local.capacity.plan import REPO_ROOT, CapacityOptions
+from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
+
+DEFAULTS = CapacityOptions()
+
+
+def failed_goals(report: dict[str, Any]) -> list[str]:
+    """One line per goal that did not pass (empty when the run passed)."""
+    return [
+        f"{name}: {json.dumps({k: v for k, v in goal.items() if k != 'pass'}, default=str)}"
+        for name, goal in report["goals"].items()
+        if not goal["pass"]
+    ]
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    wait = report["wait_s"]
+    requests = report["dynamodb_requests_per_slot"]
+    lines = [
+        (
+            f"{report['jobs']} jobs x {report['racers']} racers, budget {report['budget']}, Athena quota"
+            f" {report['quota']['active_queries']} ({report['environments']} environments, lease"
+            f" {report['lease_duration_s']} s): {report['duration_s']} s"
+        ),
+        (
+            f"max active queries {report['max_active_queries']}, TooManyRequests {report['too_many_requests']},"
+            f" throttled {report['throttled']}, queries started {report['starts']}"
+        ),
+        (
+            f"slots {report['slots']} ({report['slots_live']} live, {report['slots_backfill']} backfill), committed"
+            f" once {report['slots_committed_once']}, missed capacity {report['missed_capacity']}, failure queue"
+            f" {report['failure_queue']}"
+        ),
+        (
+            f"permit wait p50 {wait['p50']} s, p95 {wait['p95']} s, max {wait['max']} s; waiting"
+            f" {report['waiting_gb_s']} GB-s at {report['memory_mb']} MB; deferrals {report['deferrals']};"
+            f" permits reclaimed after expiry {report['permits_reclaimed_after_expiry']}; permits {report['permit_how']}"
+        ),
+        (
+            f"DynamoDB requests of a winner's slot: {requests['with_budget']} with the budget,"
+            f" {requests['without_budget']} without, added {requests['added_by_semaphore']}"
+        ),
+        f"invocations {report['invocations']}: {report['outcomes']}",
+    ]
+    control = report.get("negative_control")
+    if control:
+        lines.append(
+            f"negative control (no budget, {control['jobs']} jobs): max active queries {control['max_active_queries']},"
+            f" TooManyRequests {control['too_many_requests']}, failure queue {control['failure_queue']}"
+        )
+    lines += [f"goal {name}: {'pass' if goal['pass'] else 'FAIL'}" for name, goal in report["goals"].items()]
+    return lines
+
+
+def _pair(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
+    d = DEFAULTS
+    parser = argparse.ArgumentParser(
+        prog="python -m local.capacity",
+        description="make capacity: many jobs fire on one slot against one Athena capacity budget, on DynamoDB Local"
+        " and the local Athena stand-in; writes capacity-report.json (docs/local.md, 'make capacity').",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--jobs", type=int, default=d.jobs, help="jobs (one function each) firing on the same slot")
+    add("--racers", type=int, default=d.racers, help="deliveries per job and slot")
+    add("--budget", type=int, default=d.budget, help="CAPACITY_PERMITS: the semaphore's permits")
+    add("--quota", type=int, default=d.quota, help="Athena's active-query quota the local engine enforces")
+    add("--start-rate", type=float, default=d.start_rate_per_s, help="StartQueryExecution calls per second")
+    add("--start-burst", type=int, default=d.start_burst, help="StartQueryExecution burst")
+    add("--environments", type=int, default=d.environments, help="execution environments shared by the functions")
+    add("--lease-s", type=float, default=d.lease_s, help="the jobs' lease (the heartbeat is a quarter of it)")
+    add("--query-ms", type=_pair, default=d.query_ms, help="most queries' simulated duration, ms (MIN-MAX)")
+    add("--long-query-ms", type=_pair, default=d.long_query_ms, help="long queries' duration, ms (MIN-MAX)")
+    add("--long-fraction", type=float, default=d.long_fraction, help="share of the jobs with a long query")
+    add("--kills", type=int, default=d.kills, help="permit holders SIGKILLed (Lambda retries them)")
+    add("--pauses", type=int, default=d.pauses, help="permit holders SIGSTOPped past their lease, then resumed")
+    add("--backfill-slots", type=int, default=d.backfill_slots, help="past slots of one job run as a backfill")
+    add("--wait-in-place-s", type=float, default=d.wait_in_place_s, help="CAPACITY_WAIT_IN_PLACE_S")
+    add("--manual-headroom", type=int, default=d.manual_headroom, help="CAPACITY_MANUAL_HEADROOM")
+    add("--time-scale", type=float, default=d.time_scale, help="Lambda retries and deferrals come after delay x this")
+    add("--timeout-s", type=int, default=d.timeout_s, help="the function's timeout (the fake service enforces it)")
+    add("--max-slot-age-s", type=int, default=d.max_slot_age_s, help="MAX_SLOT_AGE_S")
+    add("--memory-mb", type=int, default=d.memory_mb, help="the function's memory (waiting GB-s)")
+    control = parser.add_mutually_exclusive_group()
+    control.add_argument("--control-jobs", type=int, default=d.control_jobs, help="jobs of the negative control")
+    control.add_argument("--no-control", action="store_true", help="skip the negative control")
+    add("--seed", type=int, default=d.seed, help="the plan's seed (query durations, fault targets)")
+    add("--workdir", type=Path, default=d.workdir, help="logs, engine state, history.jsonl")
+    add("--max-run-s", type=float, default=d.max_run_s, help="bound of the whole run")
+    add("--report", type=Path, default=REPO_ROOT / "capacity-report.json", help="where the report goes")
+    args = parser.parse_args(argv)
+    options = CapacityOptions(
+        jobs=args.jobs,
+        racers=args.racers,
+        budget=args.budget,
+        quota=args.quota,
+        start_rate_per_s=args.start_rate,
+        start_burst=args.start_burst,
+        environments=args.environments,
+        lease_s=args.lease_s,
+        heartbeat_s=round(args.lease_s / 4, 3),
+        query_ms=args.query_ms,
+        long_query_ms=args.long_query_ms,
+        long_fraction=args.long_fraction,
+        kills=args.kills,
+        pauses=args.pauses,
+        backfill_slots=args.backfill_slots,
+        wait_in_place_s=args.wait_in_place_s,
+        manual_headroom=args.manual_headroom,
+        time_scale=args.time_scale,
+        timeout_s=args.timeout_s,
+        max_slot_age_s=args.max_slot_age_s,
+        memory_mb=args.memory_mb,
+        control_jobs=0 if args.no_control else args.control_jobs,
+        seed=args.seed,
+        workdir=args.workdir,
+        max_run_s=args.max_run_s,
+    )
+    problems = options.problems()
+    if problems:
+        parser.error("; ".join(problems))
+    return options, args.report
+
+
+def main(argv: list[str] | None = None) -> int:
+    options, report_path = parse_args(argv)
+    try:
+        report = run_capacity(options)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (CapacityHarnessError, *LOCAL_RUN_ERRORS) as exc:
+        print(
+            f"capacity run failed: {describe(exc) if not isinstance(exc, CapacityHarnessError) else one_line(str(exc))}",
+            file=sys.stderr,
+        )
+        return 2
+    report_path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    print("\n".join(summary_lines(report)))
+    print(f"report: {report_path}")
+    failures = failed_goals(report)
+    for failure in failures:
+        print(f"FAIL {failure}", file=sys.stderr)
+    return 1 if failures else 0

@@ -1,0 +1,475 @@
+"""``make capacity``: many jobs fire on the same minute against one Athena capacity budget; no AWS account.
+
+Per run, on **AWS DynamoDB Local** (:mod:`local.emulators.dynamodb_local`) and the fake Lambda service the demo and
+the chaos suite drive (:mod:`local.emulators.lambda_service`):
+
+- ``--jobs`` copies of the sample job (``cap-000``, ...; one function each, as the stack deploys them) fire their
+  ``--racers`` Scheduler-shaped deliveries on the same slot at once. Each delivery runs the REAL handler in a pool of
+  ``--environments`` execution environments (:mod:`local.capacity.worker`: each invocation runs as its job's function;
+  deliveries beyond the pool wait in the service's queue, as asynchronous invocations wait for concurrency);
+- every winner takes a permit of the deployment's semaphore (``CAPACITY_PERMITS`` = ``--budget``) before it starts
+  its query on the Athena stand-in, which enforces Athena's own quota (``--quota`` active queries, 20 starts/s,
+  burst 80) across every environment and records each query's active interval; each job's query has its own
+  duration (some longer than the lease);
+- a winner without a permit waits in place (heartbeating), past ``--wait-in-place-s`` gives the slot back, and the
+  deferral (:class:`local.capacity.worker.LocalDeferral`) delivers the event again after the runtime's retry delay
+  (``CAPACITY_RETRY_DELAY_S``, at least 60 s) times ``--time-scale``;
+- some permit holders are SIGKILLed (Lambda's async retry, with the same request id, must inherit the permit) or
+  SIGSTOPped past their lease (a late delivery takes the slot over and inherits the permit; the stopped holder is
+  resumed with SIGCONT and its writes are refused), and a backfill (:mod:`local.capacity.backfill`) runs past slots
+  of one job as manual generations beside the live schedule;
+- then one probe invocation (a job of its own, nothing waiting) counts the DynamoDB requests of a winner's slot,
+  and the **negative control** runs ``--control-jobs`` jobs the same way without the budget (``CAPACITY_PERMITS=0``):
+  Athena's quota must then refuse starts (``TooManyRequestsException``), or the budget proved nothing.
+
+The verdict (:mod:`local.capacity.report`) reads the engine's intervals, the permit writes DynamoDB accepted, the
+outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.chaos.capacity_check`) and writes
+``capacity-report.json``. Every wait is bounded (``--max-run-s``, the function's timeout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import shutil
+import sys
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from athena_refresh import contract
+from local.capacity.backfill import Backfill, BackfillSlot
+from local.capacity.plan import (
+    LAMBDA_RETRY_DELAYS_S,
+    PROBE_JOB,
+    CapacityOptions,
+    CapacityPlan,
+    job_definitions,
+    make_plan,
+)
+from local.capacity.worker import ENV_ENGINE_QUOTA, ENV_ENGINE_STATE_DIR, ENV_QUERY_DURATIONS
+from local.emulators.deployment import LocalDeployment
+from local.emulators.lambda_pool import Worker
+from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, LambdaServiceError, ServiceHooks
+from slotlock import SlotLock
+from stacks.jobs import default_local_job, load_repo_jobs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FUNCTION_NAME = "athena-refresh-capacity"
+WORKER_START_TIMEOUT_S = 600.0
+TAKEOVER_MARGIN_S = 0.5
+MAX_REDELIVERIES = 4
+PROGRESS_EVERY_S = 15.0
+#: The probe's lease and heartbeat: the job's defaults (45 s, 15 s), so its short invocation renews nothing.
+PROBE_LEASE = {contract.ENV_LEASE_DURATION_S: "45", contract.ENV_HEARTBEAT_INTERVAL_S: "15"}
+
+
+class CapacityHarnessError(RuntimeError):
+    """The harness itself failed (environments would not start, a phase never settled): not a verdict."""
+
+
+@dataclass
+class FunctionDelivery(Delivery):
+    """A delivery to one job's function: ``env`` is where that function's environment differs from the pool's."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    owner: str = ""  # the slot's permit owner, <job>#<slot>#g<generation>
+
+    def invoke_message(self, timeout_ms: int) -> dict[str, Any]:
+        return {**super().invoke_message(timeout_ms), "env": self.env}
+
+
+@dataclass
+class Phase:
+    """One deployment's run: the budgeted one, or the negative control."""
+
+    name: str
+    deployment: LocalDeployment
+    env: dict[str, str]
+    state_dir: Path
+    budget: int
+    plan: CapacityPlan
+    request_ids: set[str] = field(default_factory=set)
+    backfill: Backfill | None = None
+    probe_request_id: str | None = None
+    started_at: float = 0.0
+    duration_s: float = 0.0
+
+
+class CapacityRun(ServiceHooks):
+    """The run: set-up, the budgeted phase, the probes, the negative control; :meth:`close` is idempotent."""
+
+    def __init__(self, options: CapacityOptions, *, out: Callable[[str], None] | None = None) -> None:
+        self.o = options
+        self.out = out or (lambda text: print(text, flush=True))
+        self.t0 = time.monotonic()
+        self.template = default_local_job(load_repo_jobs(REPO_ROOT)[1])
+        self.workdir = options.workdir.resolve()
+        self.logs_dir = self.workdir / "logs"
+        self.run_id = uuid.uuid4().hex[:8]
+        self.service: FakeLambda | None = None
+        self.phases: list[Phase] = []
+        self.base_env: dict[str, str] = {}
+        self.deferrals: dict[str, str] = {}  # deferral key -> the request id of its delivery
+        self.faults_fired: dict[str, str] = {}  # job -> request id of the holder the fault struck
+        self.stopped: dict[str, FunctionDelivery] = {}  # owner -> its stopped holder
+        self.fan_out: deque[FunctionDelivery] = deque()  # fired racers not yet handed to the service (:meth:`_feed`)
+        self.notices = 0
+        self.harness_errors: list[str] = []
+        self._endpoint: str | None = options.dynamodb_endpoint
+        self._first: LocalDeployment | None = None
+        self._closed = False
+
+    def say(self, text: str) -> None:
+        self.out(f"[{time.monotonic() - self.t0:7.1f}s] {text}")
+
+    @property
+    def lambda_service(self) -> FakeLambda:
+        if self.service is None:
+            raise CapacityHarnessError("the run has not been set up")
+        return self.service
+
+    # ---- set-up ------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        from sample_data.flights import ensure_flights_table
+
+        self.data_dir = ensure_flights_table().parent
+        now = dt.datetime.now(dt.UTC)
+        budgeted = self._phase("budget", make_plan(self.o, self.template, now), self.o.budget)
+        self.base_env = budgeted.env
+        self.service = FakeLambda(
+            FunctionConfig(
+                name=FUNCTION_NAME,
+                env=self.base_env,
+                worker_argv=self._worker_argv,
+                logs_dir=self.logs_dir,
+                timeout_s=self.o.timeout_s,
+                min_environments=self.o.environments,
+                max_environments=self.o.environments,
+            ),
+            hooks=self,
+        )
+        self.say(
+            f"DynamoDB Local at {self._endpoint}; {self.o.jobs} jobs x {self.o.racers} racers on slot"
+            f" {budgeted.plan.slot}, budget {self.o.budget}, Athena quota {self.o.quota};"
+            f" starting {self.o.environments} execution environments"
+        )
+        try:
+            self.lambda_service.ensure_ready(self.o.environments, WORKER_START_TIMEOUT_S)
+        except LambdaServiceError as exc:
+            raise CapacityHarnessError(str(exc)) from exc
+        self.say("environments ready")
+
+    def _phase(self, name: str, plan: CapacityPlan, budget: int) -> Phase:
+        """A deployment (its tables on the shared DynamoDB Local, its engine state) and its functions' env."""
+        workdir = self.workdir / name
+        state_dir = workdir / "engine"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        jobs = job_definitions(self.template, [*plan.jobs, PROBE_JOB])
+        deployment = LocalDeployment(
+            jobs,
+            backend="dynamodb-local",
+            workdir=workdir,
+            lock_table=f"capacity-{name}-locks-{self.run_id}",
+            results_table=f"capacity-{name}-results-{self.run_id}",
+            dynamodb_endpoint=self._endpoint,
+        )
+        self._endpoint = deployment.start()
+        if self._first is None:
+            self._first = deployment  # it owns DynamoDB Local when the harness started it
+        durations = workdir / "durations.json"
+        durations.write_text(json.dumps(plan.durations_ms, indent=1), encoding="utf-8")
+        env = deployment.function_env(
+            function_name=FUNCTION_NAME,
+            lease_duration_s=self.o.lease_s,
+            heartbeat_interval_s=self.o.heartbeat_s,
+            max_slot_age_s=self.o.max_slot_age_s,
+            log_level="INFO",
+        )
+        env.update(
+            {
+                contract.ENV_CAPACITY_PERMITS: str(budget),
+                contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
+                contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.o.wait_in_place_s),
+                contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.o.manual_headroom),
+                contract.ENV_CAPACITY_RETRY_DELAY_S: str(contract.MIN_CAPACITY_RETRY_DELAY_S),
+                ENV_ENGINE_STATE_DIR: str(state_dir),
+                ENV_ENGINE_QUOTA: json.dumps(
+                    {
+                        "active_queries": self.o.quota,
+                        "start_rate_per_s": self.o.start_rate_per_s,
+                        "start_burst": self.o.start_burst,
+                    }
+                ),
+                ENV_QUERY_DURATIONS: str(durations),
+            }
+        )
+        phase = Phase(name, deployment, env, state_dir, budget, plan)
+        self.phases.append(phase)
+        return phase
+
+    def _worker_argv(self, worker_id: str, seq: int) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "local.capacity.worker",
+            "--worker-id",
+            worker_id,
+            "--log-file",
+            str(self.logs_dir / f"{worker_id}.log"),
+            "--data-dir",
+            str(self.data_dir),
+            "--state-dir",
+            str(self.workdir / "engine"),
+            "--function-name",
+            FUNCTION_NAME,
+            "--memory-mb",
+            str(self.o.memory_mb),
+            "--timeout-ms",
+            str(self.o.timeout_s * 1000),
+        ]
+
+    # ---- deliveries --------------------------------------------------------------------------------
+    def _deliver(
+        self,
+        phase: Phase,
+        job: str,
+        event: dict[str, Any],
+        kind: str,
+        *,
+        racer: int = 0,
+        due: float | None = None,
+        env: dict[str, str] | None = None,
+        retry_of: Delivery | None = None,
+        fan_out: bool = False,
+    ) -> FunctionDelivery:
+        generation = int((event.get("manual") or {}).get("generation") or 1)
+        owner = f"{job}#{event['scheduled_time']}#g{generation}"
+        function_env = {**phase.env, contract.ENV_JOB_NAME: job, **(env or {})}
+        overlay = {k: v for k, v in function_env.items() if self.base_env.get(k) != v}
+        fault = phase.plan.faults.get(job)
+        delivery = FunctionDelivery(
+            str(uuid.uuid4()),
+            owner,
+            0,
+            racer,
+            event,
+            kind,
+            fault=fault.instruction() if fault and generation == 1 and job not in self.faults_fired else None,
+            due=time.monotonic() if due is None else due,
+            retry_of=retry_of,
+            env=overlay,
+            owner=owner,
+        )
+        phase.request_ids.add(delivery.request_id)
+        if fan_out:
+            self.fan_out.append(delivery)
+        else:
+            self.lambda_service.invoke(delivery)
+        return delivery
+
+    def _phase_of(self, delivery: Delivery) -> Phase:
+        return next(p for p in self.phases if delivery.request_id in p.request_ids)
+
+    def fire(self, phase: Phase) -> None:
+        """Every job's racers on the slot at once: racer 0 of every job first, then racer 1, ... They wait in the
+        fan-out queue (:meth:`_feed`) for an idle environment, all due now (their delay is measured from now)."""
+        now = time.monotonic()
+        for racer in range(self.o.racers):
+            for job in phase.plan.jobs:
+                event = {"job": job, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4())}
+                self._deliver(phase, job, {**event, "racer": racer}, "race", racer=racer, due=now, fan_out=True)
+
+    def _feed(self) -> None:
+        """Hand the fan-out's deliveries to the service only as environments fall idle. The pool stands for Lambda's
+        concurrency, which would run all of them at once: the fan-out waits for it, but what comes later (Lambda's
+        retries, the late duplicate of a stopped holder's slot, the deferrals, the operator's invocations) goes to
+        the service directly and takes the next idle environment, instead of queueing behind hundreds of racers
+        that Lambda would have run long before."""
+        service = self.lambda_service
+        now = time.monotonic()
+        due = sum(1 for at, _, _ in service.pending if at <= now)
+        for _ in range(len(service.idle()) - due):
+            if not self.fan_out:
+                return
+            service.invoke(self.fan_out.popleft())
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    def retry_delay_s(self, delivery: Delivery, cause: str) -> float:
+        """Lambda's async retries (about 1, then 2 minutes), scaled."""
+        return LAMBDA_RETRY_DELAYS_S[min(delivery.attempt, len(LAMBDA_RETRY_DELAYS_S)) - 1] * self.o.time_scale
+
+    def notice(self, text: str) -> None:
+        self.notices += 1
+
+    def on_message(self, delivery: Delivery, message: dict[str, Any]) -> None:
+        kind = str(message.get("type"))
+        data = {k: v for k, v in message.items() if k != "type"}
+        self.lambda_service.record(kind, request_id=delivery.request_id, slot=delivery.slot, **data)
+        if kind == "defer":
+            self._defer(delivery, message)
+
+    def _defer(self, delivery: Delivery, message: dict[str, Any]) -> None:
+        """The runtime's deferral: the event again after its delay (``at_ms``, a minute or more) times the scale."""
+        key = str(message["key"])
+        if key in self.deferrals:
+            return  # the same key twice is one invocation
+        assert isinstance(delivery, FunctionDelivery)
+        delay_s = max(0.0, (int(message["at_ms"]) - int(message["wall_ms"])) / 1000) * self.o.time_scale
+        event = dict(message["event"])
+        phase = self._phase_of(delivery)
+        redelivery = self._deliver(
+            phase, str(event["job"]), event, "deferred", due=time.monotonic() + delay_s, env=delivery.env
+        )
+        self.deferrals[key] = redelivery.request_id
+
+    def on_fault(self, delivery: Delivery, worker: Worker, message: dict[str, Any]) -> None:
+        assert isinstance(delivery, FunctionDelivery)
+        job = delivery.owner.split("#", 1)[0]
+        self.faults_fired[job] = delivery.request_id
+        for other in self.lambda_service.deliveries:  # one fault per slot: later deliveries carry none
+            if isinstance(other, FunctionDelivery) and other.owner == delivery.owner and other is not delivery:
+                other.fault = None
+        if message.get("action") == "pause":
+            self.stopped[delivery.owner] = delivery
+            self._redeliver(delivery, self.o.lease_s + TAKEOVER_MARGIN_S)
+
+    def _redeliver(self, stopped: FunctionDelivery, wait_s: float) -> None:
+        """A late delivery of the stopped holder's slot (EventBridge's at-least-once: a duplicate), once its lease
+        has run out: it takes the slot over, adopts the running query and inherits the permit."""
+        phase = self._phase_of(stopped)
+        event = {**stopped.event, "execution_id": str(uuid.uuid4())}
+        job = stopped.owner.split("#", 1)[0]
+        self._deliver(phase, job, event, "redelivery", due=time.monotonic() + wait_s, env=stopped.env, retry_of=stopped)
+
+    def on_finished(self, delivery: Delivery) -> None:
+        if delivery.kind != "redelivery" or not isinstance(delivery, FunctionDelivery):
+            return
+        stopped = self.stopped.get(delivery.owner)
+        if stopped is None or not stopped.paused:
+            return
+        late = sum(1 for d in self.lambda_service.deliveries if d.kind == "redelivery" and d.slot == delivery.slot)
+        if delivery.status == "lost" and delivery.reason == "held" and late <= MAX_REDELIVERIES:
+            self._redeliver(stopped, self.o.lease_s / 2)  # the stopped holder's lease still held
+        else:
+            self.lambda_service.resume(stopped, "its slot was taken over")
+
+    # ---- phases ------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """The budgeted phase (with the backfill and the faults), its probe, then the negative control and its."""
+        deadline = time.monotonic() + self.o.max_run_s
+        budgeted = self.phases[0]
+        self._run_phase(budgeted, deadline, backfill=True)
+        self._probe(budgeted, deadline)
+        if self.o.control_jobs:
+            now = dt.datetime.now(dt.UTC)
+            plan = make_plan(self.o, self.template, now, jobs=self.o.control_jobs, faults=False)
+            control = self._phase("control", plan, 0)
+            self._run_phase(control, deadline, backfill=False)
+            self._probe(control, deadline)
+
+    def _run_phase(self, phase: Phase, deadline: float, *, backfill: bool) -> None:
+        service = self.lambda_service
+        phase.started_at = time.monotonic()
+        plan = phase.plan
+        if backfill and plan.backfill_job:
+            lock = SlotLock(phase.deployment.lock_table, plan.backfill_job, client=phase.deployment.client("dynamodb"))
+            phase.backfill = Backfill(
+                lock,
+                plan.backfill_job,
+                [BackfillSlot(slot) for slot in plan.backfill_slots],
+                invoke=lambda event: self._invoke_manual(phase, event),
+                in_flight=self._in_flight,
+            )
+        self.say(
+            f"{phase.name}: {len(plan.jobs)} jobs x {self.o.racers} racers fire on {plan.slot}"
+            f" (budget {phase.budget or 'off'}, quota {self.o.quota})"
+            + (f"; backfill of {len(plan.backfill_slots)} slots of {plan.backfill_job}" if phase.backfill else "")
+        )
+        self.fire(phase)
+        next_progress = time.monotonic() + PROGRESS_EVERY_S
+        while True:
+            self._feed()
+            service.step(0.05)
+            if phase.backfill is not None:
+                phase.backfill.step()
+            if not self.fan_out and service.quiet() and (phase.backfill is None or phase.backfill.done):
+                break
+            if time.monotonic() > deadline:
+                raise CapacityHarnessError(f"phase {phase.name} did not settle within --max-run-s")
+            if time.monotonic() >= next_progress:
+                next_progress = time.monotonic() + PROGRESS_EVERY_S
+                self.say(self._progress(phase))
+        phase.duration_s = time.monotonic() - phase.started_at
+        if phase.backfill is not None:
+            self.harness_errors += phase.backfill.errors
+        self.say(f"{phase.name}: settled in {phase.duration_s:.1f} s; {self._progress(phase)}")
+
+    def _invoke_manual(self, phase: Phase, event: dict[str, Any]) -> None:
+        """The operator's asynchronous invocation of a manual generation (a new request id, as Lambda's Invoke)."""
+        self._deliver(phase, str(event["job"]), event, "manual")
+
+    def _in_flight(self, owner: str) -> bool:
+        service = self.lambda_service
+        pending = any(isinstance(d, FunctionDelivery) and d.owner == owner for _, _, d in service.pending)
+        running = any(isinstance(d, FunctionDelivery) and d.owner == owner for d in service.in_flight.values())
+        return pending or running
+
+    def _progress(self, phase: Phase) -> str:
+        mine = [d for d in self.lambda_service.deliveries if d.request_id in phase.request_ids]
+        committed = sum(1 for d in mine if d.status == "succeeded")
+        deferred = sum(1 for d in mine if d.status == "deferred")
+        return (
+            f"{committed} commits, {deferred} deferrals, {len(self.lambda_service.in_flight)} running,"
+            f" {len(self.lambda_service.pending) + len(self.fan_out)} queued, {len(mine)} invocations"
+        )
+
+    def _probe(self, phase: Phase, deadline: float) -> None:
+        """One invocation of the probe job (nothing waits any more): the DynamoDB requests of a winner's slot."""
+        event = {"job": PROBE_JOB, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4()), "racer": 0}
+        delivery = self._deliver(phase, PROBE_JOB, event, "probe", env=PROBE_LEASE)
+        phase.probe_request_id = delivery.request_id
+        try:
+            self.lambda_service.run_until(self.lambda_service.quiet, deadline=deadline, what=f"{phase.name} probe")
+        except LambdaServiceError as exc:
+            raise CapacityHarnessError(str(exc)) from exc
+
+    # ---- teardown ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.service is not None:
+            self.service.close()
+        for phase in reversed(self.phases):
+            if phase.deployment is not self._first:
+                phase.deployment.close()
+        if self._first is not None:
+            self._first.close()
+        with contextlib.suppress(OSError):
+            history = self.service.history if self.service is not None else []
+            (self.workdir / "history.jsonl").write_text("".join(json.dumps(e, default=str) + "\n" for e in history))
+
+
+def run_capacity(options: CapacityOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the scenario and return its report (:func:`local.capacity.report.build_report`); always stops its
+    processes."""
+    from local.capacity.report import build_report
+
+    run = CapacityRun(options, out=out)
+    try:
+        run.setup()
+        run.run()
+        return build_report(run)
+    finally:
+        run.close()
+
+
+__all__ = ["CapacityHarnessError", "CapacityOptions", "CapacityRun", "FunctionDelivery", "run_capacity"]
