@@ -132,6 +132,9 @@ def test_the_reports_log_fields_are_the_contracts_and_unknown_ones_are_none() ->
         "estimated_cost_usd": None,
         "value_series_dropped": None,
         "threshold_exceeded": None,
+        "permit": None,
+        "permit_wait_ms": None,
+        "capacity_deferrals": None,
     }
     assert set(SlotReport().log_fields()) <= set(contract.LOG_ONLY_FIELDS)
     both = (
