@@ -29,7 +29,7 @@ def failed_goals(report: dict[str, Any]) -> list[str]:
     return [
         f"{name}: {json.dumps({k: v for k, v in goal.items() if k != 'pass'}, default=str)}"
         for name, goal in report["goals"].items()
-        if not goal["pass"]
+        if goal["pass"] is False
     ]
 
 
@@ -61,14 +61,27 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f" {requests['without_budget']} without, added {requests['added_by_semaphore']}"
         ),
         f"invocations {report['invocations']}: {report['outcomes']}",
+        (
+            f"permit take to query record p95 {report['take_to_record_s']['p95']} s, max"
+            f" {report['take_to_record_s']['max']} s (margin to lease - heartbeat: {report['stall_margin_s']} s);"
+            f" delivery delay p50 {report['delivery_delay_s']['p50']} s"
+        ),
     ]
+    margin = report.get("stall_margin_s")
+    if margin is not None and margin < 0:
+        lines.append(
+            "note: a holder took longer than lease - heartbeat interval between its permit's take and its query's"
+            " record (the machine was loaded?): a permit could then be reclaimed under a running query; a longer"
+            " --lease-s restores the margin"
+        )
     control = report.get("negative_control")
     if control:
         lines.append(
             f"negative control (no budget, {control['jobs']} jobs): max active queries {control['max_active_queries']},"
             f" TooManyRequests {control['too_many_requests']}, failure queue {control['failure_queue']}"
         )
-    lines += [f"goal {name}: {'pass' if goal['pass'] else 'FAIL'}" for name, goal in report["goals"].items()]
+    verdicts = {True: "pass", False: "FAIL", None: "not judged"}
+    lines += [f"goal {name}: {verdicts[goal['pass']]}" for name, goal in report["goals"].items()]
     return lines
 
 

@@ -47,6 +47,7 @@ from local.capacity.backfill import Backfill, BackfillSlot
 from local.capacity.plan import (
     LAMBDA_RETRY_DELAYS_S,
     PROBE_JOB,
+    TAKEOVER_MARGIN_S,
     CapacityOptions,
     CapacityPlan,
     job_definitions,
@@ -62,7 +63,6 @@ from stacks.jobs import default_local_job, load_repo_jobs
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_NAME = "athena-refresh-capacity"
 WORKER_START_TIMEOUT_S = 600.0
-TAKEOVER_MARGIN_S = 0.5
 MAX_REDELIVERIES = 4
 PROGRESS_EVERY_S = 15.0
 #: The probe's lease and heartbeat: the job's defaults (45 s, 15 s), so its short invocation renews nothing.
@@ -299,7 +299,10 @@ class CapacityRun(ServiceHooks):
         for _ in range(len(service.idle()) - due):
             if not self.fan_out:
                 return
-            service.invoke(self.fan_out.popleft())
+            delivery = self.fan_out.popleft()
+            if delivery.owner.split("#", 1)[0] in self.faults_fired:
+                delivery.fault = None  # one fault per slot: it struck another delivery of the slot already
+            service.invoke(delivery)
 
     # ---- hooks -------------------------------------------------------------------------------------
     def retry_delay_s(self, delivery: Delivery, cause: str) -> float:

@@ -29,6 +29,8 @@ PROBE_QUERY_MS = 200
 KILL, PAUSE = "kill", "pause"
 #: Lambda's asynchronous retries of a failed invocation: about 1 minute, then 2 (docs: invocation-async).
 LAMBDA_RETRY_DELAYS_S = (60.0, 120.0)
+#: A stopped holder's slot is delivered again this long after its lease ran out (the takeover).
+TAKEOVER_MARGIN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -42,17 +44,17 @@ class CapacityOptions:
     start_rate_per_s: float = 20.0  # Athena: StartQueryExecution 20/s per account and Region, burst 80
     start_burst: int = 80
     environments: int = 40  # the pool of execution environments shared by the job functions
-    lease_s: float = 8.0  # short (the job's default is 45 s), yet longer than this machine's stalls under load
-    heartbeat_s: float = 2.0
+    lease_s: float = 10.0  # short (the job's default is 45 s), yet longer than this machine's stalls under load
+    heartbeat_s: float = 2.5
     query_ms: tuple[int, int] = (600, 1800)  # most queries (scaled)
-    long_query_ms: tuple[int, int] = (9000, 13000)  # longer than the lease
+    long_query_ms: tuple[int, int] = (11000, 15000)  # longer than the lease
     long_fraction: float = 0.15
     kills: int = 3  # SIGKILLed permit holders (Lambda retries them with the same request id)
     pauses: int = 2  # SIGSTOPped permit holders, taken over, then resumed (SIGCONT)
     backfill_slots: int = 10
     wait_in_place_s: float = 4.0
     manual_headroom: int = 2
-    time_scale: float = 0.15
+    time_scale: float = 0.2
     timeout_s: int = 60
     max_slot_age_s: int = 7200
     memory_mb: int = 256
@@ -142,13 +144,14 @@ def make_plan(
     candidates = [name for name in names if name != backfill_job]
     rng.shuffle(candidates)
     chosen: dict[str, Fault] = {}
-    # Kills and pauses at query_started, on queries that outlast the lease and Lambda's first retry by seconds (so
-    # the retry or the takeover finds the query running, and inherits its permit); with two kills or more, the last
+    # Kills and pauses at query_started, on queries that outlast by seconds Lambda's first retry and the late
+    # duplicate's takeover (so either finds the query running, and inherits its permit); with two kills or more, the last
     # one at query_finished, on a short query (its permit names a finished query: reclaimable once the lease
     # expired, before Lambda's retry comes back).
     finished_kills = 1 if options.kills >= 2 else 0
     wanted = [(PAUSE, "query_started")] * options.pauses + [(KILL, "query_started")] * (options.kills - finished_kills)
-    outlasting_ms = int((options.lease_s + LAMBDA_RETRY_DELAYS_S[0] * options.time_scale) * 1000) + 3_000
+    takeover_s = max(options.lease_s + TAKEOVER_MARGIN_S, LAMBDA_RETRY_DELAYS_S[0] * options.time_scale)
+    outlasting_ms = int(takeover_s * 1000) + 3_000
     for action, checkpoint in wanted:
         name = candidates.pop()
         durations[name] = max(outlasting_ms, rng.randint(*options.long_query_ms))
