@@ -341,7 +341,7 @@ LOG_FIELD_MISSED_SLOT: Final = "missed_slot"
 LOG_FIELD_MISSED_REASON: Final = "missed_reason"  # one of MISSED_REASONS
 # The capacity budget (issue 24): the slot's own wait for its permit, and what became of it.
 LOG_FIELD_PERMIT_WAIT_MS: Final = "permit_wait_ms"  # int: ms this slot waited for its permit (all invocations)
-LOG_FIELD_PERMIT: Final = "permit"  # str: how it got it (free, reclaimed, inherited, held), "none" when off
+LOG_FIELD_PERMIT: Final = "permit"  # str: how it holds it (free, reclaimed, inherited, held); absent: none, or off
 LOG_FIELD_CAPACITY_DEFERRALS: Final = "capacity_deferrals"  # int: times the slot was given back for capacity
 #: The line's keys that existed before issue 23 (kept).
 LOG_FIELDS: Final = (
