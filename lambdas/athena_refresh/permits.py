@@ -40,6 +40,7 @@ from slotlock import (
     CommitConflictError,
     Permit,
     PermitLostError,
+    PermitOwner,
     Semaphore,
     SlotLockError,
     SlotRun,
@@ -345,7 +346,7 @@ class CapacityGate:
         run.record_state(capacity={"deferrals": deferrals, "waited_ms": waited_ms})  # STATE_KEY
         self.release_now()
         event = {**self.event, EVENT_DEFERRAL: deferrals}
-        owner = f"{run.lease.job_name}#{run.lease.slot.iso}#g{run.lease.generation}"
+        owner = PermitOwner.of(run.lease).id  # the slot's permit owner and waiter id: one name for one query
         name = self.deferral.defer(event, at_ms=back_at_ms, key=f"{owner}#d{deferrals}")
         self.leave_line()
         self.report.capacity_deferrals = deferrals
