@@ -12,11 +12,15 @@ export PYTHONDONTWRITEBYTECODE := 1
 all: test
 
 # The project itself is installed editable (pyproject.toml): every package imports from anywhere.
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+# Every distribution of the repository editable (the lock, the constructs, then this project), without build
+# isolation: setuptools comes pinned from requirements-dev.txt.
+DISTRIBUTIONS := packages/slotlock packages/slotlock-cdk .
+EDITABLE := --quiet --disable-pip-version-check --no-deps --no-build-isolation $(foreach d,$(DISTRIBUTIONS),-e $(d))
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml packages/slotlock/pyproject.toml packages/slotlock-cdk/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m pip install $(EDITABLE)
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -55,11 +59,12 @@ serve: venv
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_ARGS ?=
-$(BENCH_STAMP): requirements.txt requirements-dev.txt requirements-bench.txt pyproject.toml
+$(BENCH_STAMP): requirements.txt requirements-dev.txt requirements-bench.txt pyproject.toml packages/slotlock/pyproject.toml packages/slotlock-cdk/pyproject.toml
 	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check setuptools==80.10.2
+	$(BENCH_VENV)/bin/python -m pip install $(EDITABLE)
 	@touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP) data

@@ -29,8 +29,8 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
-from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from slotlock import table as lock_table
+from slotlock.schedule import CronError, CronPeriod, cron_period
 from stacks import checks, stack_settings
 from stacks.checks import (
     GLUE_NAME,

@@ -6,7 +6,7 @@ Every other key takes, in this order of precedence:
 1. the job's ``job.toml``;
 2. the team defaults ``jobs/defaults.toml`` (:data:`TEAM_KEYS`: every job setting but the job's own
    ``source``, ``schedule_expression``, ``[sample]``, ``[parameters]`` and ``[value_metrics]``);
-3. a value derived from the schedule's period P (its shortest gap, ``athena_refresh.schedule.cron_period``) or
+3. a value derived from the schedule's period P (its shortest gap, ``slotlock.schedule.cron_period``) or
    from other effective keys (:func:`resolve`), chosen so that every relationship of
    ``stacks.config._relationship_problems`` holds;
 4. a built-in constant (:data:`BUILT_IN`).
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract
-from athena_refresh.schedule import CronError, cron_period
 from sample_data import flights
+from slotlock.schedule import CronError, cron_period
 from stacks.config import (
     ASYNC_FIRST_RETRY_DELAY_S,
     CLOCK_SKEW_ALLOWANCE_S,

@@ -2,7 +2,8 @@
 
 cdk-nag 3 is a CDK policy-validation plugin: ``app.synth()`` (so ``python app.py`` and ``cdk synth``)
 fails with ``ValidationFailed`` and writes ``validation-report.json`` into the assembly when a
-finding is not acknowledged. An acknowledgment is CDK's own ``Validations.of(scope).acknowledge``: it
+finding is not acknowledged. An acknowledgment (:func:`slotlock_cdk.acknowledgments.acknowledge`, shared with the
+construct library, which must not depend on cdk-nag) is CDK's own ``Validations.of(scope).acknowledge``: it
 covers ``scope`` and everything below it, for exactly one rule id, which for per-finding rules
 (IAM4, IAM5) includes the finding: ``AwsSolutions-IAM5[Resource::<Bucket.Arn>/data/*]``.
 https://github.com/cdklabs/cdk-nag/blob/main/MIGRATION.md
@@ -13,49 +14,27 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
-RULE_ID = re.compile(r"AwsSolutions-[A-Z]+[0-9]+(\[.+\])?")
-MIN_REASON_LENGTH = 40  # a reason says why this resource is fine, not just "not needed"
+from slotlock_cdk.acknowledgments import ACKNOWLEDGMENTS, MIN_REASON_LENGTH, AcknowledgedFinding, acknowledge
 
-
-@dataclass(frozen=True)
-class AcknowledgedFinding:
-    """One acknowledgment: the construct path it covers (with its children), the rule id, the reason."""
-
-    path: str
-    rule_id: str
-    reason: str
-
-
-#: Every acknowledgment made in this process, in order (for audits and tests).
-ACKNOWLEDGMENTS: list[AcknowledgedFinding] = []
-#: False only in the audit test that synthesizes without acknowledgments to list the raw findings.
-apply_acknowledgments = True
+__all__ = [
+    "ACKNOWLEDGMENTS",
+    "MIN_REASON_LENGTH",
+    "AcknowledgedFinding",
+    "acknowledge",
+    "enable_nag",
+    "published_output_name",
+    "wildcard_finding",
+]
 
 
 def enable_nag(app: cdk.App) -> None:
     """Run the AWS Solutions rule pack on every synthesis of ``app``."""
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
-
-
-def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
-    """Acknowledge one cdk-nag rule (or one finding of it) on ``scope`` and its children.
-
-    :raises ValueError: the id is not an AwsSolutions rule id, or the reason is too short to explain
-        why the finding is acceptable here.
-    """
-    if not RULE_ID.fullmatch(rule_id):
-        raise ValueError(f"not an AwsSolutions rule id: {rule_id!r}")
-    if len(reason) < MIN_REASON_LENGTH:
-        raise ValueError(f"the reason for {rule_id} must explain the acknowledgment, got {reason!r}")
-    ACKNOWLEDGMENTS.append(AcknowledgedFinding(scope.node.path, rule_id, reason))
-    if apply_acknowledgments:
-        cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule_id, reason=reason))
 
 
 def wildcard_finding(scope: IConstruct, resource: str, *, producer: cdk.Stack | None = None) -> str:

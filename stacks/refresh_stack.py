@@ -17,14 +17,14 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from athena_refresh import registry
+from slotlock_cdk.failure_queue import FailureQueue
+from slotlock_cdk.lock_table import LockTable
 from stacks.config import StackSettings
 from stacks.constructs.alarms import DeploymentAlarms, alarm_topic
 from stacks.constructs.athena_job import SharedResources
 from stacks.constructs.athena_workgroup import AthenaWorkgroup
 from stacks.constructs.dashboard import DeploymentDashboard
-from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.flights_catalog import FlightsCatalog
-from stacks.constructs.lock_table import LockTable
 from stacks.constructs.read_api import ReadApi
 from stacks.constructs.refresh_function import LOG_RETENTION
 from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage

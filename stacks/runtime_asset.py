@@ -1,6 +1,8 @@
-"""The Lambda assets: the runtime packages of ``lambdas/`` plus a job catalog, staged at synth.
+"""The Lambda assets: the runtime packages of ``lambdas/`` and ``slotlock`` plus a job catalog, staged at synth.
 
-``lambdas/`` holds the runtime (``slotlock``, ``athena_refresh``, and ``results_api``, the read side); a job
+``lambdas/`` holds the runtime (``athena_refresh``, and ``results_api``, the read side); ``slotlock`` is the
+installed distribution's package (``packages/slotlock/src/slotlock`` in this repository, editable), copied by the
+construct library's :func:`slotlock_cdk.runtime.stage_slotlock`, as a user's own function gets it. A job
 catalog (:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders'
 prepared queries. Each job's function has an asset of its own whose catalog holds that job alone
 (:func:`stage_job_asset`): editing one job folder changes that job's asset hash only. The read side's functions
@@ -18,10 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, catalog_document
+from slotlock_cdk.runtime import stage_slotlock
 from stacks import LAMBDAS_DIR
 from stacks.jobs import JobDefinition
 
-RUNTIME_PACKAGES = ("slotlock", "athena_refresh", "results_api")
+RUNTIME_PACKAGES = ("athena_refresh", "results_api")  # from lambdas/; slotlock: stage_slotlock
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
@@ -79,6 +82,7 @@ def _stage(queries: dict[str, CatalogQuery], source_dir: Path) -> Path:
     atexit.register(shutil.rmtree, staged, True)
     for package in RUNTIME_PACKAGES:
         shutil.copytree(source_dir / package, staged / package, ignore=IGNORED)
+    stage_slotlock(staged)
     document = catalog_document(queries)
     (staged / CATALOG_FILE).write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return staged

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 
 from athena_refresh import contract
 from athena_refresh.cost import Prices, SlotUsage, estimate_slot_cost, load_prices
-from athena_refresh.schedule import firings_between
+from slotlock.schedule import firings_between
 
 if TYPE_CHECKING:
     from stacks.jobs import JobDefinition
@@ -96,8 +96,8 @@ def schedule_rate(
     expression: str, timezone: str, *, year: int = REFERENCE_YEAR, cold_after_idle_s: float = COLD_AFTER_IDLE_S
 ) -> ScheduleRate:
     """Count the firings of ``expression`` in ``timezone`` during ``year`` (EventBridge Scheduler's rules,
-    :func:`athena_refresh.schedule.firings_between`). The first firing's idle gap is measured from the year's
-    last one (a year repeats). :raises athena_refresh.schedule.CronError: as ``firings_between``."""
+    :func:`slotlock.schedule.firings_between`). The first firing's idle gap is measured from the year's
+    last one (a year repeats). :raises slotlock.schedule.CronError: as ``firings_between``."""
     start = dt.datetime(year, 1, 1, tzinfo=dt.UTC)
     end = dt.datetime(year + 1, 1, 1, tzinfo=dt.UTC) - dt.timedelta(seconds=1)
     epochs = [int(f.timestamp()) for f in firings_between(expression, timezone, start, end, limit=MAX_FIRINGS_PER_YEAR)]
@@ -205,7 +205,7 @@ def work_usd(rate: ScheduleRate, prices: Prices, *, racers: int, memory_mb: int)
 def value_metrics_cost(job: JobDefinition, prices: Prices | None = None) -> ValueMetricsCost | None:
     """The job's value metrics against its work; ``None`` when it publishes none.
 
-    :raises athena_refresh.schedule.CronError: the schedule cannot be evaluated (synth has refused it already).
+    :raises slotlock.schedule.CronError: the schedule cannot be evaluated (synth has refused it already).
     """
     values = job.config.value_metrics
     if values is None or not values.columns:

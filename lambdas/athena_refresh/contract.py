@@ -274,7 +274,7 @@ DEPLOYMENT_METRICS: Final = (
 #: Every metric the runtime emits in METRICS_NAMESPACE (the value metrics aside).
 ALL_METRICS: Final = JOB_METRICS + DEPLOYMENT_METRICS
 #: A job is stale when its last success is older than this many schedule periods (its longest gap,
-#: ``athena_refresh.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
+#: ``slotlock.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
 #: the stack's ``NoRecentSuccess`` alarm (``stacks/constructs/once_per_slot_schedule.py``) uses the same number.
 STALE_AFTER_PERIODS: Final = 2
 

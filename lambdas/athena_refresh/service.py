@@ -34,8 +34,8 @@ from slotlock import (
     SlotLock,
     SlotOutcome,
     SlotRunner,
+    system_clock_ms,
 )
-from slotlock.dynamodb import system_clock_ms
 from slotlock.manual import ManualMarker
 from slotlock.runner import CHECKPOINT_ACQUIRED, Listener
 

@@ -18,7 +18,7 @@ The last slot is the newest the live lock item knows (its lease, last finished o
 tells the status, a miss's reason, a failure's error. A slot the lock item never saw (a delivery that has not
 started, a MISSED ``paused`` record) does not show here: the age column's stale flag covers a schedule that stopped.
 
-The period is :func:`~athena_refresh.schedule.cron_period` of the catalog's schedule. It scans years of days
+The period is :func:`~slotlock.schedule.cron_period` of the catalog's schedule. It scans years of days
 (tens of ms each, more on a small Lambda), so periods are cached for the execution environment, and a render
 computes new ones for :data:`PERIOD_BUDGET_S` at most: the rows left without one say so and get it on a later
 refresh.
@@ -41,13 +41,12 @@ from typing import Any
 from athena_refresh.catalog import CatalogSchedule
 from athena_refresh.contract import STALE_AFTER_PERIODS
 from athena_refresh.cost import format_usd
-from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from athena_refresh.stored import plain_item
-from slotlock import table
+from slotlock import LockRecord, table
 from slotlock.codec import decode_lock_item, decode_slot_item
-from slotlock.expressions import PAUSE_REASON, PAUSED_BY
-from slotlock.lease import LockRecord
+from slotlock.schedule import CronError, CronPeriod, cron_period
 from slotlock.slot import Slot
+from slotlock.table import PAUSE_REASON, PAUSED_BY
 
 from .batch import MAX_KEYS_PER_BATCH, batch_get
 from .errors import ResultsApiError

@@ -35,12 +35,12 @@ from athena_refresh import contract
 from athena_refresh.catalog import BUNDLED_CATALOG_PATH, CatalogQuery, CatalogSchedule, load_catalog
 from athena_refresh.errors import AthenaRefreshError, ConfigurationError
 from athena_refresh.results import ResultsStore
-from athena_refresh.schedule import CronError, next_firing
 from athena_refresh.stored import LATEST, StoredResult, plain_item
 from slotlock import SlotHistory, table
 from slotlock.codec import decode_lock_item
 from slotlock.errors import InvalidEventError, LockConfigurationError, SlotLockError
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES, HistoryRecord
+from slotlock.schedule import CronError, next_firing
 from slotlock.slot import Slot
 
 from . import tokens

@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from athena_refresh.schedule import latest_firings
+from slotlock.schedule import latest_firings
 from stacks.jobs import JobDefinition
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -66,9 +66,9 @@ def permit_writes(operation: str, params: Mapping[str, Any]) -> list[dict[str, A
     (with the new expiry, the writer's clock, and for a reclaim the holder, expiry and query it replaced).
 
     ``op``: ``take`` (free or reclaimed), ``inherit``, ``renew``, ``record`` (the query id), ``release``; told apart
-    by the update expression (:mod:`slotlock.expressions`); other writes (the tickets item, the lock) are not listed.
+    by the update expression (:mod:`slotlock._expressions`); other writes (the tickets item, the lock) are not listed.
     """
-    from slotlock.expressions import PERMIT_INHERIT_UPDATE, PERMIT_RELEASE_UPDATE, PERMIT_TAKE_UPDATE
+    from slotlock._expressions import PERMIT_INHERIT_UPDATE, PERMIT_RELEASE_UPDATE, PERMIT_TAKE_UPDATE
 
     if operation == "UpdateItem":
         updates = [params]

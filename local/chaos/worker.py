@@ -126,7 +126,7 @@ WRITE_FAULTS: dict[str, tuple[tuple[tuple[str, ...], float], ...]] = {
 def classify_write(operation: str, body: Any) -> str | None:
     """Which of the lock's writes a DynamoDB request is (one of the names above), from its JSON body.
 
-    Slot-item writes all come from one builder (``slotlock.expressions.slot_item_update``) and differ by
+    Slot-item writes all come from one builder (``slotlock._expressions.slot_item_update``) and differ by
     the ``:status`` they set: ``MISSED`` is ``record_missed`` (UpdateItem, or TransactWriteItems with the
     lock item's missed-slot mark), ``RUNNING`` in a TransactWriteItems is ``record_state``, ``SUCCEEDED`` /
     ``FAILED`` is ``commit``; ``acquire``: the UpdateItem with ``ADD #token :one``; ``heartbeat``: the
@@ -447,7 +447,7 @@ class ChaosRuntime(Runtime):
         BotocoreFaults(self.plan, fencing=not self.args.no_fencing).install(boto3.DEFAULT_SESSION.events)
         super().init()
         from athena_refresh import service
-        from slotlock.dynamodb import system_clock_ms
+        from slotlock._dynamodb import system_clock_ms
 
         seams = service.seams()
         local_engine = seams.engine_factory

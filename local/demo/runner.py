@@ -28,7 +28,7 @@ the query and commits. Faults (disable with ``--no-faults``):
   finished query and commits. Then the paused environment is resumed with SIGCONT: its commit carries the
   superseded token and must be rejected (outcome ``stale_rejected``).
 
-Slots are each job's last K firings of its cron in its time zone (``athena_refresh.schedule.latest_firings``: the last
+Slots are each job's last K firings of its cron in its time zone (``slotlock.schedule.latest_firings``: the last
 K half-hours of the flights dashboard, the last K 06:15 New York mornings of the carrier job), interleaved
 (flights 1, carrier 1, flights 2, ...) and replayed one after the other; the lock measures slot age against
 the wall clock, so ``MAX_SLOT_AGE_S`` is widened to cover that backlog. The query's window is mapped onto the data's 2013 timeline (same month, day and time of day), so
@@ -73,7 +73,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from athena_refresh.schedule import latest_firings
 from local.chaos import checker
 from local.demo.plan import FAULT_CHECKPOINT, KILL, PAUSE, REPO_ROOT, DemoOptions, fault_plan, iso
 from local.demo.printer import (
@@ -100,6 +99,7 @@ from local.emulators.lambda_service import (
 from local.serve.store import STORE_DIR, StoreError, export_store
 from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT, ensure_flights_table
 from slotlock import Slot
+from slotlock.schedule import latest_firings
 from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
 

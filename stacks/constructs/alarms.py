@@ -1,46 +1,34 @@
-"""Alarms on the job and an SNS topic they notify (optionally an email subscription).
+"""The deployment's alarms and the SNS topic they notify (optionally an email subscription).
 
-Alarm periods follow the schedule: one evaluation period = one slot (capped at one day, CloudWatch's
-maximum), so an alarm stays in ALARM for a whole slot instead of flapping every five minutes.
-
-"No successful run for two periods": CloudWatch has no time-since-last-success metric. Every invocation,
-losers included, emits ``LastSuccessAgeS`` read from the lock item it already touched, so the alarm is
-``Maximum(LastSuccessAgeS) > 2 periods``; missing data is breaching because no data at all means no
-invocation ran (schedules disabled, function broken before the handler). For schedules slower than
-daily, a day without data is normal, so missing data is then left as missing.
-https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data
+The building blocks (one period per slot, count alarms, SNS actions, "no success for two periods") are the
+construct library's: :mod:`slotlock_cdk.alarms`. ``LastSuccessAgeS`` is what this project's handler publishes on
+every invocation, losers included, from the lock item it already touched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from athena_refresh import contract
+from slotlock_cdk.alarms import AT_LEAST_ONCE, MAX_ALARM_PERIOD_S, AlarmDefinition, add_alarms, alarm_period_s
 from stacks.constructs.job_metrics import deployment_metric
 
-MAX_ALARM_PERIOD_S = 86_400
+__all__ = [
+    "AT_LEAST_ONCE",
+    "MAX_ALARM_PERIOD_S",
+    "STALE_AFTER_PERIODS",
+    "DeploymentAlarms",
+    "add_alarms",
+    "alarm_period_s",
+    "alarm_topic",
+]
+
 STALE_AFTER_PERIODS = contract.STALE_AFTER_PERIODS  # the dashboard overview flags a job stale alike
-
-
-#: Threshold settings of a count alarm: fires on any occurrence in a period; no data is no occurrence.
-AT_LEAST_ONCE: Mapping[str, object] = {
-    "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-    "threshold": 1,
-    "treat_missing_data": cloudwatch.TreatMissingData.NOT_BREACHING,
-}
-
-
-def alarm_period_s(longest_gap_s: int) -> int:
-    """One slot, capped at one day (CloudWatch alarm periods are multiples of 60 s up to one day)."""
-    return min(longest_gap_s, MAX_ALARM_PERIOD_S)
 
 
 def alarm_topic(scope: Construct, construct_id: str, *, email: str | None, label: str) -> sns.Topic:
@@ -87,7 +75,7 @@ class DeploymentAlarms(Construct):
         def query(name: str) -> str:
             return f" Which job: the Logs Insights query '{name}' in {OBSERVABILITY_DOC}."
 
-        definitions: dict[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]] = {
+        definitions: dict[str, AlarmDefinition] = {
             "FailedInvocationsQueued": (
                 failure_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=period),
                 AT_LEAST_ONCE,
@@ -123,27 +111,3 @@ class DeploymentAlarms(Construct):
             ),
         }
         self.alarms = add_alarms(self, definitions, topic)
-
-
-def add_alarms(
-    scope: Construct,
-    definitions: Mapping[str, tuple[cloudwatch.IMetric, Mapping[str, object], str]],
-    topic: sns.ITopic,
-) -> dict[str, cloudwatch.Alarm]:
-    """One alarm per definition (name -> metric, threshold settings, description), each evaluating one
-    period and notifying ``topic`` on ALARM and OK."""
-    action = cloudwatch_actions.SnsAction(topic)
-    alarms: dict[str, cloudwatch.Alarm] = {}
-    for name, (metric, settings, description) in definitions.items():
-        alarm = cloudwatch.Alarm(
-            scope,
-            name,
-            metric=metric,
-            evaluation_periods=1,
-            alarm_description=description,
-            **settings,  # type: ignore[arg-type]  # the settings are the keyword arguments of cloudwatch.Alarm
-        )
-        alarm.add_alarm_action(action)
-        alarm.add_ok_action(action)
-        alarms[name] = alarm
-    return alarms

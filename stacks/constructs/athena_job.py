@@ -22,11 +22,11 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from athena_refresh import contract, registry
+from slotlock_cdk.failure_queue import FailureQueue
+from slotlock_cdk.once_per_slot_schedule import OncePerSlotSchedule
 from stacks.constructs.alarms import alarm_period_s
 from stacks.constructs.capacity import wire_capacity
-from stacks.constructs.failure_queue import FailureQueue
 from stacks.constructs.job_metrics import job_metric
-from stacks.constructs.once_per_slot_schedule import OncePerSlotSchedule
 from stacks.constructs.refresh_function import QueryTarget, RefreshFunction
 from stacks.jobs import GlueSource, JobDefinition
 from stacks.stack_settings import CapacitySettings
@@ -131,6 +131,7 @@ class AthenaJob(Construct):
             failures=shared.failures,
             scheduler_role=scheduler_role,
             capacity_semaphore=shared.capacity.enabled,
+            stale_after_periods=contract.STALE_AFTER_PERIODS,
         )
         # The deferral schedules invoke this function with the racers' Scheduler role (it may invoke this one only).
         wire_capacity(

@@ -13,7 +13,7 @@ Least privilege, while the budget is on (``permits`` > 0; off, the runtime makes
 gets none of them):
 
 - ``dynamodb:BatchGetItem`` on the lock table (one strongly consistent read of the permits and the tickets item),
-  added to the lock grant (:data:`~stacks.constructs.refresh_function.SEMAPHORE_TABLE_ACTIONS`); the permit and
+  added to the lock grant (:data:`~slotlock_cdk.grants.SEMAPHORE_TABLE_ACTIONS`); the permit and
   ticket writes are ``UpdateItem``, which the lock grant has;
 - ``scheduler:CreateSchedule`` on ``arn:<partition>:scheduler:<region>:<account>:schedule/default/<prefix>*``:
   the job's own deferral schedules only (:func:`deferral_schedule_prefix`). No ``scheduler:DeleteSchedule``: the

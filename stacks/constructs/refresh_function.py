@@ -1,11 +1,11 @@
 """The refresh Lambda: the staged asset (runtime + job catalog), Powertools public layer, environment from
 the contract, JSON logs with retention, X-Ray, and a role of its own that allows exactly the calls the
 runtime makes (plus what Athena does with them). Its async retries, on-failure queue and lock table grant
-come from :class:`~stacks.constructs.once_per_slot_schedule.OncePerSlotSchedule`, as for any such function.
+come from :class:`~slotlock_cdk.once_per_slot_schedule.OncePerSlotSchedule`, as for any such function.
 
 Least privilege, from the runtime's calls (``lambdas/``):
 
-- lock table (``slotlock.dynamodb``): ``UpdateItem`` (acquire, heartbeat, release, state),
+- lock table (``slotlock._dynamodb``): ``UpdateItem`` (acquire, heartbeat, release, state),
   ``PutItem`` (missed-slot records), ``GetItem`` (consistent reads of the lock and slot items), and
   ``TransactWriteItems`` (the fenced commit), which IAM authorizes per item action (``UpdateItem`` on
   the lock table, ``PutItem`` + ``UpdateItem`` on the results table): there is no
@@ -39,13 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
@@ -72,9 +70,6 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # SQS      https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsqs.html
 # Logs     https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatchlogs.html
 # X-Ray    https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsx-ray.html
-LOCK_TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-#: Added to the lock grant while the capacity budget is on: the semaphore's one consistent read of its items.
-SEMAPHORE_TABLE_ACTIONS = ("dynamodb:BatchGetItem",)
 RESULTS_TABLE_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 ATHENA_ACTIONS = ("athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults")
 GLUE_ACTIONS = ("glue:GetDatabase", "glue:GetTable")
@@ -123,29 +118,6 @@ class QueryTarget:
     #: Whether Athena asks Glue for the table's partitions (``glue:GetPartitions``): ``False`` for a table with
     #: partition projection (the sample's), ``True`` for a user's table, whose layout the stack cannot know.
     lists_partitions: bool = True
-
-
-@jsii.implements(lambda_.IDestination)
-class SendOnlyQueueDestination:
-    """An SQS on-failure destination granting the function ``sqs:SendMessage`` only.
-
-    (``aws_lambda_destinations.SqsDestination`` also grants ``GetQueueAttributes`` and ``GetQueueUrl``,
-    which Lambda does not need to deliver a record.)
-    https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html#invocation-async-destinations
-    """
-
-    def __init__(self, queue: sqs.IQueue) -> None:
-        self.queue = queue
-
-    def bind(
-        self, scope: Construct, fn: lambda_.IFunction, options: lambda_.DestinationOptions | None = None
-    ) -> lambda_.DestinationConfig:
-        fn.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="OnFailureDestination", actions=["sqs:SendMessage"], resources=[self.queue.queue_arn]
-            )
-        )
-        return lambda_.DestinationConfig(destination=self.queue.queue_arn)
 
 
 class RefreshFunction(Construct):

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from athena_refresh.schedule import latest_firings
 from local.demo import cli
 from local.demo.plan import KILL, PAUSE, DemoOptions, fault_plan
 from local.demo.printer import deployed_job_lines, failure_reason, read_api_lines, slot_line
 from local.demo.runner import Demo, select_jobs
 from local.emulators.lambda_runtime import LambdaContext
+from slotlock.schedule import latest_firings
 from stacks.jobs import DEFAULT_LOCAL_JOB
 from tests.sample_jobs import CARRIERS, FIXTURE_JOBS_DIR, FLIGHTS, REPO_JOBS_DIR, TOP_ROUTES, repo_job_names
 

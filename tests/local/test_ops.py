@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from athena_refresh.results import ResultsStore
-from athena_refresh.schedule import latest_firings
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, ServiceInvoker
 from sample_data.flights import ensure_flights_table
 from slotlock import Slot, SlotLock
+from slotlock.schedule import latest_firings
 from stacks.jobs import DEFAULT_LOCAL_JOB
 from tests.sample_jobs import fixture_job, stack_settings
 from tools.ops.cli import build_parser, run_command

@@ -11,8 +11,8 @@ import pytest
 
 from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
-from athena_refresh.schedule import CronError, CronPeriod, cron_period
 from athena_refresh.settings import Settings
+from slotlock.schedule import CronError, CronPeriod, cron_period
 from stacks import REPO_ROOT
 from stacks.config import (
     ASYNC_FIRST_RETRY_DELAY_S,

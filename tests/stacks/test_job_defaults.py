@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import app
-from athena_refresh.schedule import cron_period
+from slotlock.schedule import cron_period
 from stacks import REPO_ROOT
 from stacks.config import (
     ASYNC_FIRST_RETRY_DELAY_S,

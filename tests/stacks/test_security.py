@@ -16,6 +16,8 @@ from cdk_nag import AwsSolutionsChecks
 
 import app
 from athena_refresh import contract
+from slotlock_cdk import acknowledgments as acknowledgments_module
+from slotlock_cdk.runtime import slotlock_package_dir
 from stacks import LAMBDAS_DIR, REPO_ROOT, nag
 from stacks.config import STACK_KEY, load_context
 from stacks.constructs.capacity import deferral_schedule_prefix
@@ -97,13 +99,13 @@ def test_acknowledgments_cover_exactly_the_raw_findings(
 ) -> None:
     """Synthesize without applying acknowledgments: every raw finding must be acknowledged on the finding's
     construct or an ancestor, and every acknowledgment must match at least one raw finding."""
-    monkeypatch.setattr(nag, "apply_acknowledgments", False)
-    monkeypatch.setattr(nag, "ACKNOWLEDGMENTS", [])
+    monkeypatch.setattr(acknowledgments_module, "apply_acknowledgments", False)
+    monkeypatch.setattr(acknowledgments_module, "ACKNOWLEDGMENTS", [])
     cdk_app, stack = app.build_app(sample_data_dir=sample_data_dir, outdir=tmp_path, jobs_dir=sample_jobs_dir)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         cdk_app.synth()
     raw = _findings(stack)
-    acknowledgments = list(nag.ACKNOWLEDGMENTS)
+    acknowledgments = list(acknowledgments_module.ACKNOWLEDGMENTS)
 
     def covers(ack: nag.AcknowledgedFinding, finding: tuple[str, str]) -> bool:
         rule_id, path = finding
@@ -280,7 +282,8 @@ def test_granted_dynamodb_and_athena_actions_are_calls_the_runtime_makes(
     function_statements: list[dict[str, Any]],
 ) -> None:
     """Guards against drift: an action stays granted only while lambdas/ still makes the call."""
-    source = "\n".join(path.read_text() for path in LAMBDAS_DIR.rglob("*.py"))
+    roots = (LAMBDAS_DIR, slotlock_package_dir())  # the asset: lambdas/ and the installed slotlock package
+    source = "\n".join(path.read_text() for root in roots for path in root.rglob("*.py"))
     granted = {
         action
         for statement in function_statements

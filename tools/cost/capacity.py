@@ -48,7 +48,7 @@ _GATE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(CapacityGate)}
 POLL_INITIAL_S: Final[float] = float(_GATE_DEFAULTS["poll_initial_s"])
 POLL_MAX_S: Final[float] = float(_GATE_DEFAULTS["poll_max_s"])
 POLL_JITTER_MEAN: Final = 0.75
-#: A waiter's ticket is renewed once half its TTL is spent (``slotlock.semaphore_tickets``): one write per 30 s.
+#: A waiter's ticket is renewed once half its TTL is spent (``slotlock._semaphore_tickets``): one write per 30 s.
 TICKET_RENEWAL_S: Final = DEFAULT_WAITER_TTL_S / 2
 #: Lambda's longest invocation: no wait in place lasts longer.
 MAX_WAIT_IN_PLACE_S: Final = 900.0

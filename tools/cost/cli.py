@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
-from athena_refresh.schedule import CronError
+from slotlock.schedule import CronError
 from stacks.jobs import JobDefinition
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis

@@ -47,7 +47,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.tokens import TokenType
 
 from athena_refresh.cost import PriceTableError
-from athena_refresh.schedule import CronError
+from slotlock.schedule import CronError
 from stacks.jobs import GlueSource, JobDefinition, SampleSource
 from stacks.value_metrics_cost import value_metrics_warning
 from tools.jobs import common

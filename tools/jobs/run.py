@@ -41,9 +41,9 @@ from athena_refresh.catalog import CATALOG_FILE, catalog_document
 from athena_refresh.cost import TB, PriceTableError, athena_billed_bytes, load_prices
 from athena_refresh.engine import QueryResult, client_request_token
 from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
-from athena_refresh.schedule import CronError, latest_firings
 from athena_refresh.settings import Settings
 from slotlock import Slot
+from slotlock.schedule import CronError, latest_firings
 from stacks.jobs import JobDefinition
 from tools.jobs import common
 

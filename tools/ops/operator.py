@@ -10,7 +10,7 @@ confirmation and renders. Tests drive this module with the local fake Lambda ser
 - ``history``: every generation, newest first, by ``Query`` on the history index (:class:`slotlock.SlotHistory`),
   each with its capacity wait;
 - ``pause``/``resume``/``release``: one conditional UpdateItem each, audited on the lock item
-  (:mod:`slotlock.admin`);
+  (:mod:`slotlock._admin`);
 - ``run`` (the current slot, through the live path like any racer), ``run --slot``/``rerun`` (a new generation
   through the manual path) and ``backfill`` (the range's slots one at a time, resumable: a generation the same
   command requested before is resumed or skipped, never requested twice).
@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from athena_refresh.schedule import CronError, firings_between, latest_firings
 from slotlock import (
+    DEFAULT_LEASE_DURATION_S,
     HistoryRecord,
     LockRecord,
     OperatorAction,
@@ -40,10 +40,10 @@ from slotlock import (
     request_generation,
     resume,
 )
-from slotlock.dynamodb import DEFAULT_LEASE_DURATION_S
-from slotlock.expressions import STATUS_FAILED, STATUS_RUNNING, STATUS_SUCCEEDED, TERMINAL_STATUSES
 from slotlock.history import decode_record
 from slotlock.manual import GenerationRequest, find_requested
+from slotlock.schedule import CronError, firings_between, latest_firings
+from slotlock.table import STATUS_FAILED, STATUS_RUNNING, STATUS_SUCCEEDED, TERMINAL_STATUSES
 from tools.ops.views import JobStatus, RunResult, capacity_wait
 
 BackfillSelection = Literal["missed", "failed", "all"]

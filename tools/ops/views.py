@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from slotlock import HistoryRecord, LockRecord, Slot, wire
+from slotlock import HistoryRecord, LockRecord, Slot
+from slotlock.codec import plain_value
 
 
 def _count(value: Any) -> int | None:
@@ -76,7 +77,7 @@ class JobStatus:
 
     def as_dict(self) -> dict[str, Any]:
         def audit(item: Mapping[str, Any], *names: str) -> dict[str, Any]:
-            return {name: wire.plain(item[name]) for name in names if name in item}
+            return {name: plain_value(item[name]) for name in names if name in item}
 
         live, manual = self.live, self.manual
         return {

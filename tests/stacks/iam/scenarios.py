@@ -40,9 +40,9 @@ from moto.moto_api import state_manager
 from athena_refresh import contract
 from athena_refresh.catalog import CATALOG_FILE
 from athena_refresh.results import create_results_table
-from athena_refresh.schedule import latest_firings
 from slotlock import create_lock_table
 from slotlock.runner import SlotRunner
+from slotlock.schedule import latest_firings
 from tests.stacks.iam.permissions import ACCOUNT, AthenaWorld, TableLocation
 from tests.stacks.iam.recorder import CallRecorder
 from tests.stacks.iam.template import REGION, ResolvedTemplate

@@ -18,7 +18,7 @@ from athena_refresh.report import SlotReport
 from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
 from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotLock, SlotRunner, request_generation
-from slotlock.expressions import PERMIT_OWNER, PERMIT_TOKEN, PK
+from slotlock._expressions import PERMIT_OWNER, PERMIT_TOKEN, PK
 from slotlock.table import permit_key
 
 

@@ -14,7 +14,7 @@ from athena_refresh import contract
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.permits import CapacitySettings
 from athena_refresh.settings import DEFAULT_CATALOG, Settings
-from slotlock import dynamodb as slotlock_dynamodb
+from slotlock import _dynamodb as slotlock_dynamodb
 
 SQL = "SELECT origin, count(*) AS n FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
 

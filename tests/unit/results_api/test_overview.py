@@ -21,12 +21,12 @@ from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from athena_refresh.cost import format_usd
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.results import ResultsStore
-from athena_refresh.schedule import CronPeriod
 from results_api import handler, overview
 from results_api.overview import NEVER_RUN, Periods, duration, read_overview, render_overview
 from results_api.reader import ResultsReader
 from results_api.widget import DOCUMENTATION, render_widget, widget_response
 from slotlock import Lease, Loss, Slot, SlotLock, pause
+from slotlock.schedule import CronPeriod
 
 JOB = "flights-dashboard"  # the world's: RUNNING S4 under racer-4's live lease, last success S3
 PAUSED_JOB = "carrier-on-time"  # the world's: S0 SUCCEEDED, then paused by the operator; no schedule

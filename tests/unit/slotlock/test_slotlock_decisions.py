@@ -1,4 +1,4 @@
-"""slotlock.decisions: the pure protocol decisions over a decoded lock item, without DynamoDB."""
+"""slotlock._decisions: the pure protocol decisions over a decoded lock item, without DynamoDB."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from slotlock import Slot
-from slotlock.decisions import classify_loss, outcome_applied_on_lock, outcome_applied_on_slot_item, records_missed
-from slotlock.lease import LockRecord
+from slotlock._decisions import classify_loss, outcome_applied_on_lock, outcome_applied_on_slot_item, records_missed
+from slotlock._lease import LockRecord
 
 S1, S2, S3 = Slot.parse("2026-11-24T10:00:00Z"), Slot.parse("2026-11-24T10:30:00Z"), Slot.parse("2026-11-24T11:00:00Z")
 NOW_MS = 1_000_000

@@ -36,7 +36,7 @@ from slotlock import (
     TransientLockError,
     WriteRejectedError,
 )
-from slotlock.dynamodb import DEFAULT_MAX_TRANSIENT_ATTEMPTS, LOSER_TRANSIENT_ATTEMPTS
+from slotlock._dynamodb import DEFAULT_MAX_TRANSIENT_ATTEMPTS, LOSER_TRANSIENT_ATTEMPTS
 
 TRANSIENT_REASONS = ["ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"]
 PERMANENT_REASONS = ["ValidationError", "ItemCollectionSizeLimitExceeded"]

@@ -27,7 +27,7 @@ from slotlock import (
     pause,
     request_generation,
 )
-from slotlock.client import LockTableClient
+from slotlock._client import LockTableClient
 from slotlock.manual import REQUEST_ATTEMPTS, ManualMarker
 
 LEASE_MS = 30_000  # conftest LEASE_S

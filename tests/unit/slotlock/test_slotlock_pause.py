@@ -24,8 +24,8 @@ from slotlock import (
     pause,
     resume,
 )
-from slotlock.decisions import classify_loss
-from slotlock.expressions import SLOT_NOT_PAUSED
+from slotlock._decisions import classify_loss
+from slotlock._expressions import SLOT_NOT_PAUSED
 from slotlock.slot import MAX_EPOCH_S
 
 LEASE_MS = 30_000  # conftest LEASE_S

@@ -25,7 +25,7 @@ from slotlock import (
     release,
     request_generation,
 )
-from slotlock.context import LockContext
+from slotlock._context import LockContext
 
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800

@@ -14,7 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from slotlock import Lease, Loss, Slot, SlotLock
-from slotlock.expressions import (
+from slotlock._expressions import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
     MARK_SLOT_MISSED,

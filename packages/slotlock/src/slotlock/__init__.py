@@ -1,0 +1,115 @@
+"""slotlock: run a scheduled job once per schedule slot with a fenced DynamoDB lease.
+
+Public API::
+
+    SlotLock            the lock (try_acquire / acquire / heartbeat / record_state / commit / release)
+    Slot                a schedule slot (the event's scheduled time)
+    Lease, Loss         results of an acquisition; LockRecord: the decoded lock item
+    SlotRunner, SlotRun, SlotOutcome, once_per_slot   run a function once per slot
+    errors              SlotLockError and its subclasses
+    bump_fencing_token, FenceBump, LeaseHeldError   operator fix after a point-in-time restore (admin)
+    pause, resume, release, OperatorAction, LockChangedError   operator actions on the lock items (admin)
+    request_generation, GenerationRequest   request a manual generation of a slot (manual)
+    SlotHistory, HistoryRecord, HistoryPage   a job's history, every generation, by Query (history)
+    create_lock_table   create a lock table with the layout the lock expects (slotlock.table)
+    Semaphore, PermitOwner, Permit, Wait, Ticket, Release   a fenced, fair counting semaphore (semaphore)
+    DEFAULT_LEASE_DURATION_S, system_clock_ms   the lock's default lease and clock
+    __version__         this distribution's version
+
+Public modules beside these names: ``slotlock.errors``, ``slotlock.table`` (the layout, ``SCHEMA_VERSION``),
+``slotlock.schedule`` (cron periods and firings), ``slotlock.history``, ``slotlock.codec`` (decoding items),
+``slotlock.capacity`` (the requests' capacity units), ``slotlock.slot``, ``slotlock.manual``, ``slotlock.runner``
+and ``slotlock.semaphore``. Modules whose name starts with ``_`` are internal: they may change in any release.
+What a release may change: docs/compatibility.md.
+
+Depends on boto3 only.
+"""
+
+from ._admin import (
+    FenceBump,
+    LeaseHeldError,
+    LockChangedError,
+    OperatorAction,
+    bump_fencing_token,
+    pause,
+    release,
+    resume,
+)
+from ._context import DEFAULT_LEASE_DURATION_S, system_clock_ms
+from ._dynamodb import SlotLock
+from ._lease import CommitReceipt, Lease, LockRecord, Loss
+from ._semaphore_items import Permit, PermitOwner, PermitRecord, Release, Ticket, Wait
+from .errors import (
+    CommitConflictError,
+    CorruptLockItemError,
+    InvalidEventError,
+    LeaseLostError,
+    LockBackendError,
+    LockConfigurationError,
+    LockNotAcquiredError,
+    PermitLostError,
+    SlotLockError,
+    StaleFencingTokenError,
+    StalePermitTokenError,
+    TransientLockError,
+    WriteRejectedError,
+)
+from .history import HistoryPage, HistoryRecord, SlotHistory
+from .manual import GenerationRequest, GenerationRequestError, request_generation
+from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
+from .semaphore import Semaphore
+from .slot import Slot
+from .table import create_lock_table
+
+__version__ = "1.0.0"
+
+__all__ = [
+    "DEFAULT_LEASE_DURATION_S",
+    "CommitConflictError",
+    "CommitReceipt",
+    "CorruptLockItemError",
+    "FenceBump",
+    "GenerationRequest",
+    "GenerationRequestError",
+    "HistoryPage",
+    "HistoryRecord",
+    "InvalidEventError",
+    "Lease",
+    "LeaseHeldError",
+    "LeaseLostError",
+    "LockBackendError",
+    "LockChangedError",
+    "LockConfigurationError",
+    "LockNotAcquiredError",
+    "LockRecord",
+    "Loss",
+    "OperatorAction",
+    "Permit",
+    "PermitLostError",
+    "PermitOwner",
+    "PermitRecord",
+    "Release",
+    "Semaphore",
+    "Slot",
+    "SlotHistory",
+    "SlotLock",
+    "SlotLockError",
+    "SlotOutcome",
+    "SlotRun",
+    "SlotRunner",
+    "StaleFencingTokenError",
+    "StalePermitTokenError",
+    "Ticket",
+    "TransientLockError",
+    "Wait",
+    "WriteRejectedError",
+    "__version__",
+    "bump_fencing_token",
+    "create_lock_table",
+    "once_per_slot",
+    "pause",
+    "release",
+    "request_generation",
+    "resume",
+    "system_clock_ms",
+]

@@ -1,0 +1,481 @@
+"""The DynamoDB slot lock: :class:`SlotLock`, the public facade of every protocol operation.
+
+One table serves many jobs. Per job it holds:
+
+- the **lock item** ``pk = "lock#<job>"``, never deleted and never given a TTL attribute: it carries the
+  fencing counter, which must stay strictly monotonic for the life of the table (a deleted counter
+  restarts at 1, and every future winner would then be rejected as stale);
+- one **slot item** per schedule slot, ``pk = "slot#<job>#<slot iso>"``: status, in-flight state for a
+  successor, outcome; it carries ``ttl_epoch_s`` so DynamoDB TTL garbage-collects old history.
+
+Correctness never depends on TTL deletion (AWS deletes expired items lazily, "typically within a few
+days"; DynamoDB Local within seconds): lease expiry is compared in the condition expressions.
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/howitworks-ttl.html
+
+Clock assumption: lease expiry is the *caller's* wall clock (epoch ms, injected as ``clock_ms``).
+DynamoDB condition expressions have no server clock, so racers whose clocks differ by ``skew`` may
+take over up to ``skew`` early. Keep the lease much longer than the worst skew (Lambda hosts are
+NTP/chrony-synchronised, typically to well under a second). Fencing makes an early takeover safe:
+the superseded holder's commit is conditioned on its token and rejected. Commits check the token,
+never a clock.
+
+Each method delegates to plain functions over one frozen :class:`~slotlock._context.LockContext`:
+:mod:`slotlock._acquire`, :mod:`slotlock._holder` (heartbeat, state, release), :mod:`slotlock._commit`,
+:mod:`slotlock._missed`, :mod:`slotlock._reads` (reads, operator surface).
+
+Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html
+ALL_OLD on failure: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html#DDB-UpdateItem-request-ReturnValuesOnConditionCheckFailure
+Transactions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from . import _acquire as acquire
+from . import _commit as commit
+from . import _holder as holder
+from . import _missed as missed
+from . import _reads as reads
+from . import manual
+from ._context import (
+    DEFAULT_HISTORY_TTL_S,
+    DEFAULT_LEASE_DURATION_S,
+    DEFAULT_MAX_SLOT_LEAD_S,
+    DEFAULT_MAX_TRANSIENT_ATTEMPTS,
+    LOSER_RETRY_LEASE_SHARE,
+    LOSER_TRANSIENT_ATTEMPTS,
+    MAX_STATE_BYTES,
+    MAX_TRANSACTION_ITEMS,
+    ClockMs,
+    LockContext,
+    system_clock_ms,
+)
+from ._lease import CommitReceipt, Lease, LockRecord, Loss, SlotOutcomeName
+from ._transient import RetryBudget
+from .capacity import CapacityMeter
+from .errors import LockNotAcquiredError
+from .slot import Slot
+
+if TYPE_CHECKING:  # pragma: no cover - stubs are optional
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+# Re-exported from slotlock._context (callers import the defaults and the clock from here).
+__all__ = [
+    "DEFAULT_HISTORY_TTL_S",
+    "DEFAULT_LEASE_DURATION_S",
+    "DEFAULT_MAX_SLOT_LEAD_S",
+    "DEFAULT_MAX_TRANSIENT_ATTEMPTS",
+    "LOSER_RETRY_LEASE_SHARE",
+    "LOSER_TRANSIENT_ATTEMPTS",
+    "MAX_STATE_BYTES",
+    "MAX_TRANSACTION_ITEMS",
+    "ClockMs",
+    "SlotLock",
+    "system_clock_ms",
+]
+
+
+class SlotLock:
+    """A fenced lease per job and schedule slot on one DynamoDB table.
+
+    Parameters
+    ----------
+    table_name:
+        Table with a string partition key ``pk``. TTL, if enabled, must be on ``ttl_epoch_s``.
+    job_name:
+        Job this lock serves (part of every key): :data:`slotlock.table.JOB_NAME_PATTERN`.
+    client:
+        A boto3 DynamoDB client; default ``boto3.client("dynamodb")`` with botocore's ``standard`` retry
+        mode (retries throttling with backoff: https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html).
+    lease_duration_s:
+        Lease length in seconds (> 0). A crashed holder is taken over this long after its last renewal.
+    heartbeat_interval_s:
+        How often :class:`~slotlock.runner.SlotRun` renews (default a third of the lease); must be
+        below half the lease so one late heartbeat does not lose it.
+    max_slot_age_s:
+        A delivery whose slot is older than this (by ``clock_ms``) is skipped as missed (a misfire
+        policy); ``None`` accepts any age. Typically one schedule period.
+    history_ttl_s:
+        Lifetime of slot items (their ``ttl_epoch_s``), seconds.
+    max_slot_lead_s:
+        A delivery whose slot is more than this many seconds ahead of ``clock_ms`` is refused with
+        :class:`InvalidEventError` before any request (default 5 s: a clock-skew allowance; schedulers
+        deliver at or after the scheduled time, never early). Acquiring a future slot (a hostile or
+        mistyped event) would make the current slot's racers lose as ``superseded``. ``0`` refuses any
+        lead; ``None`` accepts any lead (tests only).
+    clock_ms:
+        Callable returning the caller's wall clock in epoch milliseconds (inject a fake in tests).
+    sleep_s:
+        Sleeps that many seconds between retries of transient answers (inject with a fake clock).
+    max_transient_attempts:
+        Requests in all that a holder's write (renew, state, commit, release) spends on transient
+        answers (throttling, conflicting transactions, server errors) before raising the retryable
+        :class:`TransientLockError`; never past the lease's expiry nor the invocation deadline.
+        A racer's acquisition spends at most ``LOSER_TRANSIENT_ATTEMPTS`` within a quarter lease.
+
+    Raises
+    ------
+    LockConfigurationError
+        On any invalid parameter, naming it.
+
+    Examples
+    --------
+    >>> lock = SlotLock("locks", "flights-dashboard", lease_duration_s=45)   # doctest: +SKIP
+    >>> result = lock.try_acquire(Slot.parse("2026-11-22T00:30:00Z"), owner_id=context.aws_request_id)  # doctest: +SKIP
+    >>> if result.acquired: ...  # run, then lock.commit(result)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        job_name: str,
+        *,
+        client: DynamoDBClient | None = None,
+        lease_duration_s: float = DEFAULT_LEASE_DURATION_S,
+        heartbeat_interval_s: float | None = None,
+        max_slot_age_s: float | None = None,
+        history_ttl_s: int = DEFAULT_HISTORY_TTL_S,
+        max_slot_lead_s: float | None = DEFAULT_MAX_SLOT_LEAD_S,
+        clock_ms: ClockMs = system_clock_ms,
+        sleep_s: Callable[[float], None] = time.sleep,
+        max_transient_attempts: int = DEFAULT_MAX_TRANSIENT_ATTEMPTS,
+    ) -> None:
+        self._ctx = LockContext.create(
+            table_name,
+            job_name,
+            client=client,
+            lease_duration_s=lease_duration_s,
+            heartbeat_interval_s=heartbeat_interval_s,
+            max_slot_age_s=max_slot_age_s,
+            history_ttl_s=history_ttl_s,
+            max_slot_lead_s=max_slot_lead_s,
+            clock_ms=clock_ms,
+            sleep_s=sleep_s,
+            max_transient_attempts=max_transient_attempts,
+        )
+
+    def for_generation(self, generation: int) -> SlotLock:
+        """This lock for ``generation`` of each slot: 1 is the live schedule's run (this lock); 2, 3, ... are
+        manual runs (a re-run, a backfill), whose leases live on the job's manual lock item with its own
+        fencing counter and whose history items are ``slot#<job>#<slot>#g<n>`` (:mod:`slotlock.manual`).
+
+        The returned lock shares the client, clock and settings. Raises :class:`LockConfigurationError`
+        outside 1..1,000,000.
+        """
+        clone = object.__new__(SlotLock)
+        clone._ctx = self._ctx.for_generation(generation)
+        return clone
+
+    @property
+    def generation(self) -> int:
+        """The generation this lock runs (1: the live schedule)."""
+        return self._ctx.generation
+
+    @property
+    def context(self) -> LockContext:
+        """The validated context every operation runs on (operator tools and :mod:`slotlock.manual`)."""
+        return self._ctx
+
+    # --- settings (read from the context; the clock and sleep can be swapped, e.g. by tests) ------------
+    @property
+    def table_name(self) -> str:
+        return self._ctx.table_name
+
+    @property
+    def job_name(self) -> str:
+        return self._ctx.job_name
+
+    @property
+    def lock_key(self) -> str:
+        return self._ctx.lock_key
+
+    @property
+    def lease_duration_ms(self) -> int:
+        return self._ctx.lease_duration_ms
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return self._ctx.heartbeat_interval_ms
+
+    @property
+    def max_slot_age_ms(self) -> int | None:
+        return self._ctx.max_slot_age_ms
+
+    @property
+    def history_ttl_s(self) -> int:
+        return self._ctx.history_ttl_s
+
+    @property
+    def max_slot_lead_ms(self) -> int | None:
+        return self._ctx.max_slot_lead_ms
+
+    @property
+    def max_transient_attempts(self) -> int:
+        return self._ctx.max_transient_attempts
+
+    @property
+    def clock_ms(self) -> ClockMs:
+        return self._ctx.clock_ms
+
+    @clock_ms.setter
+    def clock_ms(self, clock_ms: ClockMs) -> None:
+        self._ctx = replace(self._ctx, clock_ms=clock_ms)
+
+    @property
+    def sleep_s(self) -> Callable[[float], None]:
+        return self._ctx.sleep_s
+
+    @sleep_s.setter
+    def sleep_s(self, sleep_s: Callable[[float], None]) -> None:
+        self._ctx = replace(self._ctx, sleep_s=sleep_s)
+
+    # --- plumbing -------------------------------------------------------------------------------------
+    @property
+    def capacity(self) -> CapacityMeter:
+        """What this lock's requests consumed so far, as DynamoDB reported it (:mod:`slotlock.capacity`)."""
+        return self._ctx.io.capacity
+
+    @property
+    def client(self) -> DynamoDBClient:
+        """The DynamoDB client (created lazily with the ``standard`` retry mode)."""
+        return self._ctx.io.client
+
+    def slot_key(self, slot: Slot) -> str:
+        """Partition key of a slot's history item."""
+        return self._ctx.slot_key(slot)
+
+    def holder_budget(self, lease: Lease) -> RetryBudget:
+        """The retry budget of a holder's write: ends at the lease's expiry or the invocation deadline."""
+        return self._ctx.holder_budget(lease)
+
+    # --- acquire --------------------------------------------------------------------------------------
+    def try_acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease | Loss:
+        """Race for the lease of ``slot``: one conditional UpdateItem decides.
+
+        The write sets owner and expiry (``min(now + lease, deadline_ms)``) and bumps the fencing token
+        with ``ADD``, returning ALL_NEW. A loser learns why from ``ReturnValuesOnConditionCheckFailure=ALL_OLD``
+        and gets a :class:`Loss` after this one request. Exceptions to "one request":
+
+        - a winner that takes over (or re-enters) a slot reads its slot item once (consistent), to adopt
+          the predecessor's in-flight state;
+        - a slot that will never run is recorded MISSED by exactly one of its racers with one more
+          conditional write: ``too_old`` (instead of an acquisition), ``overrun`` and ``superseded``;
+          ``too_old`` and ``overrun`` in a transaction that also adds the slot to the lock item's missed
+          slots (on condition that it is not acquired), so the acquire condition refuses it from then on;
+        - an answer that decides nothing (a transaction in flight on the lock item, throttling past
+          botocore's retries) is retried a few times within a quarter lease, then lost as ``conflict`` or
+          ``unavailable`` (a normal return, never an exception).
+
+        Parameters
+        ----------
+        slot:
+            The schedule slot from the event (:meth:`Slot.from_event`).
+        owner_id:
+            The Lambda request id (kept by Lambda across async retries of one event), 1..512 chars.
+        deadline_ms:
+            The invocation's deadline, epoch ms by ``clock_ms``; the lease never extends past it.
+
+        Returns
+        -------
+        Lease | Loss
+            Check ``result.acquired``.
+
+        Raises
+        ------
+        InvalidEventError
+            The slot is more than ``max_slot_lead_s`` ahead of the clock (no request is sent).
+        CorruptLockItemError
+            The lock item holds wrong-typed or missing attributes (the condition could never be true), or
+            the slot item adopted on a takeover is undecodable (the lease is released again first).
+        TransientLockError
+            A request went unanswered (dropped connection) and the retries stayed undecided: we may hold
+            the lease, so Lambda's retry (same request id) must re-enter it.
+        LockBackendError
+            DynamoDB refused the request for good (a missing table, access denied).
+        """
+        if self._ctx.manual:
+            return manual.try_acquire(self._ctx, slot, owner_id, deadline_ms)
+        return acquire.try_acquire(self._ctx, slot, owner_id, deadline_ms)
+
+    def acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease:
+        """Like :meth:`try_acquire` but raises :class:`LockNotAcquiredError` (carrying the ``Loss``) on loss."""
+        result = self.try_acquire(slot, owner_id, deadline_ms=deadline_ms)
+        if isinstance(result, Loss):
+            raise LockNotAcquiredError(result)
+        return result
+
+    # --- renew / state ----------------------------------------------------------------------------------
+    def heartbeat(self, lease: Lease) -> Lease:
+        """Renew the lease to ``min(now + lease_duration, lease.deadline_ms)``.
+
+        Conditional on owner and fencing token (no clock): a lease that expired but was not taken over
+        is renewed; one that was taken over raises. Sends nothing when the deadline caps the expiry.
+
+        Raises
+        ------
+        LeaseLostError
+            Another owner or token holds the lock (ALL_OLD shows it); write nothing more.
+        TransientLockError
+            Throttled or conflicting past the retry budget (which ends at the lease's expiry): retryable,
+            the lease is not known to be lost.
+        """
+        return holder.heartbeat(self._ctx, lease)
+
+    def record_state(
+        self, lease: Lease, changes: Mapping[str, Any], *, writes: Sequence[Mapping[str, Any]] = ()
+    ) -> Lease:
+        """Record in-flight state on the slot item for a successor, and renew the lease, atomically.
+
+        ``changes`` (JSON-serialisable, small: at most 64 KiB once merged) are merged into the lease's
+        state. One TransactWriteItems: the lock item's renewal is conditional on owner and token, so a
+        superseded holder cannot overwrite its successor's state.
+
+        The slot item's write is conditional too: it never overwrites a terminal record (SUCCEEDED,
+        FAILED, MISSED). Transient cancellation reasons are retried within the lease (see
+        :mod:`slotlock._transient`).
+
+        Raises
+        ------
+        LeaseLostError
+            The lease was taken over (the lock item's condition failed); nothing was written.
+        CorruptLockItemError
+            The slot item already holds a terminal record although the lock names us as its holder.
+        CommitConflictError
+            One of ``writes`` (the caller's own TransactWriteItems entries, in the same transaction) failed its
+            condition (``index`` into ``writes``): nothing was written.
+        TransientLockError, WriteRejectedError
+            Transient past the budget (retryable) / refused for good (record the slot FAILED).
+        """
+        return holder.record_state(self._ctx, lease, changes, writes)
+
+    # --- finish -----------------------------------------------------------------------------------------
+    def commit(
+        self,
+        lease: Lease,
+        *,
+        writes: Sequence[Mapping[str, Any]] = (),
+        summary: Mapping[str, Any] | None = None,
+        outcome: SlotOutcomeName = "succeeded",
+        error: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> CommitReceipt:
+        """Finish the slot and release the lease in one fenced TransactWriteItems.
+
+        The transaction holds, all-or-nothing:
+
+        1. the lock item: condition ``owner = ours AND fencing_token = ours``; removes owner and expiry
+           (release) and records the slot as the last finished one (complete) in the same write;
+        2. the slot item: final status (``SUCCEEDED``/``FAILED``, or ``MISSED`` with ``reason``: the holder gave
+           up, e.g. no capacity permit before the slot's maximum age), token, summary or error;
+        3. the caller's own writes (TransactWriteItems entries in DynamoDB client format, e.g. results
+           conditioned on the token): at most 100 items in all, 4 MB in all.
+
+        A retry of a commit that already applied (ALL_OLD shows the slot finished under our token, or,
+        once a newer slot finished, our slot item does) is reported as success (``already_applied``),
+        with the outcome that was actually applied.
+
+        A cancellation is judged by its per-item reasons (:mod:`slotlock._transient`): throttling and
+        transaction conflicts on any item (the caller's included) are retried within the lease and the
+        invocation deadline; only a failed condition on the lock item means the token is stale.
+
+        Raises
+        ------
+        StaleFencingTokenError
+            Our token is no longer current (we were taken over): nothing was written.
+        CommitConflictError
+            One of the caller's writes failed its own condition: nothing was written.
+        CorruptLockItemError
+            The slot item already holds a terminal record although the lock names us as its holder.
+        TransientLockError
+            Throttled or conflicting past the retry budget: retryable; nothing was written (or, if the
+            last answer was lost, a Lambda retry finds its own commit applied).
+        WriteRejectedError
+            DynamoDB refused the transaction for good (``ValidationError``: an item over 400 KB, the
+            transaction over 4 MB; ``ItemCollectionSizeLimitExceeded``): nothing was written.
+        LockBackendError
+            DynamoDB failed otherwise.
+        """
+        return commit.commit(
+            self._ctx, lease, writes=writes, summary=summary, outcome=outcome, error=error, reason=reason
+        )
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).
+
+        Sets the expiry to now but keeps owner, token and slot, so the next acquirer of this slot (our
+        own Lambda retry, or another racer) adopts the recorded in-flight state at once.
+
+        Raises
+        ------
+        LeaseLostError
+            The lease was already taken over (nothing to release).
+        TransientLockError
+            Throttled past the budget (the lease then simply expires).
+        """
+        holder.release(self._ctx, lease)
+
+    def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
+        """Record ``slot`` as MISSED with ``reason``, unless its history item already holds a record.
+
+        One conditional UpdateItem (slot item absent, or RUNNING under a holder that can no longer finish):
+        of many racers recording the same slot, exactly one writes, and a terminal record is never
+        overwritten. Returns whether this call wrote; an SDK resend of our own applied write (its response
+        lost) is recognised by the write's random ``record_id`` and also returns ``True``. Transient
+        failures past a short budget return ``False`` (logged): a racer never raises for them.
+        """
+        ctx = self._ctx
+        budget = ctx.racer_budget(ctx.clock_ms(), None)
+        return missed.record_missed(ctx, slot, reason, dict(detail or {}), guard_lock=False, budget=budget)
+
+    # --- reads ------------------------------------------------------------------------------------------
+    def get_lock(self) -> LockRecord:
+        """The job's lock item (strongly consistent read); a default record on a fresh table."""
+        return reads.get_lock(self._ctx)
+
+    def get_slot(self, slot: Slot) -> dict[str, Any] | None:
+        """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
+
+        Raises
+        ------
+        CorruptLockItemError
+            A ``*_json`` attribute is not a String holding a JSON object (``key`` is the slot item's).
+        """
+        return reads.get_slot(self._ctx, slot)
+
+    def get_slot_state(self, slot: Slot) -> dict[str, Any]:
+        """In-flight state recorded for ``slot`` (empty when none). Raises :class:`CorruptLockItemError`."""
+        record = self.get_slot(slot)
+        return dict(record.get("state") or {}) if record else {}
+
+    # --- operator surface (slotlock._admin) --------------------------------------------------------------
+    def get_lock_item(self) -> dict[str, Any] | None:
+        """The job's lock item as stored (DynamoDB JSON, strongly consistent read), ``None`` when absent.
+
+        For operator tools that must see an item :meth:`decode_lock` would refuse (e.g. one that lost its
+        fencing counter). Raises :class:`LockBackendError` when DynamoDB fails.
+        """
+        return self._ctx.get_lock_item()
+
+    def update_lock_item(
+        self, update_expression: str, condition_expression: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """One conditional UpdateItem of the job's lock item (operator tools); returns the item as it was
+        (ALL_OLD), ``None`` if it did not exist.
+
+        Raises
+        ------
+        botocore.exceptions.ClientError
+            The condition failed (``ConditionalCheckFailedException``; ALL_OLD in ``response["Item"]``).
+        LockBackendError
+            DynamoDB failed otherwise.
+        """
+        return reads.update_lock_item(self._ctx, update_expression, condition_expression, names, values)
+
+    # --- wire helpers -------------------------------------------------------------------------------------
+    def decode_lock(self, item: Mapping[str, Mapping[str, Any]]) -> LockRecord:
+        """Decode and type-check this job's lock item (DynamoDB JSON): :func:`slotlock.codec.decode_lock_item`."""
+        return self._ctx.decode_lock(item)

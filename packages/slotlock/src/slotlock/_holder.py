@@ -1,0 +1,177 @@
+"""What a lease holder writes between acquisition and commit: renewal, in-flight state, release.
+
+Every write here is fenced: conditional on the lock item's owner AND fencing token
+(:data:`~slotlock._expressions.OWNER_AND_TOKEN_MATCH`), never on a clock, so a superseded holder cannot
+write. The fenced building blocks (:func:`lock_update`, :func:`transact`, :func:`slot_ended_error`) are
+shared with the commit (:mod:`slotlock._commit`) and with the abandonment of an ended slot
+(:mod:`slotlock._acquire`). Transient answers are retried within :meth:`LockContext.holder_budget`
+(the lease's expiry or the invocation deadline, whichever comes first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from . import _reads as reads
+from ._client import Cancelled
+from ._context import MAX_STATE_BYTES, LockContext, json_text
+from ._expressions import (
+    EXPIRES,
+    OWNER,
+    OWNER_AND_TOKEN_MATCH,
+    PK,
+    STATE_JSON,
+    STATUS,
+    STATUS_RUNNING,
+    TOKEN,
+    slot_item_update,
+)
+from ._lease import Lease, LockRecord
+from ._transient import RetryBudget
+from .errors import CommitConflictError, CorruptLockItemError, LeaseLostError, LockConfigurationError
+
+
+def heartbeat(ctx: LockContext, lease: Lease) -> Lease:
+    """Renew to ``min(now + lease_duration, lease.deadline_ms)``; nothing is sent when that is no later."""
+    now_ms = ctx.clock_ms()
+    expires_ms = ctx.lease_expiry_ms(now_ms, lease.deadline_ms)
+    if expires_ms <= lease.expires_at_ms:
+        return lease
+    set_expiry(ctx, lease, expires_ms, operation="heartbeat")
+    return replace(lease, expires_at_ms=expires_ms)
+
+
+def record_state(
+    ctx: LockContext, lease: Lease, changes: Mapping[str, Any], writes: Sequence[Mapping[str, Any]] = ()
+) -> Lease:
+    """Merge ``changes`` into the state on the slot item and renew the lease: one TransactWriteItems
+    (lock item: owner and token; slot item: not ended; then the caller's ``writes``, e.g. a capacity permit's
+    record of the query). A caller's write that fails its own condition raises :class:`CommitConflictError`
+    (``index`` into ``writes``): nothing was written, and the caller may record the state again without it."""
+    state = {**lease.state, **changes}
+    state_json = json_text(state)
+    if len(state_json.encode()) > MAX_STATE_BYTES:
+        raise LockConfigurationError("changes", f"state is {len(state_json)} bytes; at most {MAX_STATE_BYTES}")
+    now_ms = ctx.clock_ms()
+    expires_ms = max(ctx.lease_expiry_ms(now_ms, lease.deadline_ms), lease.expires_at_ms)
+    items = [
+        lock_update(ctx, lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}),
+        {
+            "Update": slot_item_update(
+                ctx.table_name,
+                ctx.slot_key(lease.slot),
+                job=ctx.job_name,
+                slot_iso=lease.slot.iso,
+                slot_epoch_s=lease.slot.epoch_s,
+                status=STATUS_RUNNING,
+                ttl_epoch_s=ctx.ttl_epoch_s(now_ms),
+                attributes={
+                    TOKEN: {"N": str(lease.fencing_token)},
+                    OWNER: {"S": lease.owner_id},
+                    STATE_JSON: {"S": state_json},
+                },
+                started_at_ms=now_ms,
+                generation=ctx.generation,
+            )
+        },
+        *writes,
+    ]
+    own_offset = 2
+    try:
+        transact(ctx, items, operation="record_state", budget=ctx.holder_budget(lease), lease=lease)
+    except Cancelled as cancelled:
+        if cancelled.judged.verdict == "lease_gone":
+            raise LeaseLostError(lease, cancelled.lock_record(ctx), operation="record_state") from cancelled.error
+        index = cancelled.judged.index
+        if index is not None and index >= own_offset:
+            reason = cancelled.reasons[index]
+            raise CommitConflictError(
+                index - own_offset,
+                str(cancelled.judged.code),
+                reason.get("Item"),
+                reason.get("Message"),
+                fencing_token=lease.fencing_token,
+            ) from cancelled.error
+        raise slot_ended_error(ctx, lease, cancelled.item(1)) from cancelled.error
+    return replace(lease, state=MappingProxyType(state), expires_at_ms=expires_ms)
+
+
+def release(ctx: LockContext, lease: Lease) -> None:
+    """Set the lease's expiry to now, keeping owner, token and slot for the next acquirer to adopt."""
+    set_expiry(ctx, lease, ctx.clock_ms(), operation="release")
+
+
+def set_expiry(ctx: LockContext, lease: Lease, expires_ms: int, *, operation: str) -> None:
+    """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release).
+
+    Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
+    transaction touches the lock item) are retried within :meth:`LockContext.holder_budget`.
+    """
+    update = lock_update(
+        ctx, lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
+    )["Update"]
+    try:
+        ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
+    except ClientError as exc:  # send re-raises only a failed condition: ALL_OLD names the new holder
+        raise LeaseLostError(lease, reads.old_lock_record(ctx, exc), operation=operation) from exc
+
+
+def lock_update(
+    ctx: LockContext, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A TransactWriteItems ``Update`` entry of the lock item, fenced by the lease's owner and token
+    (:data:`~slotlock._expressions.OWNER_AND_TOKEN_MATCH`), ALL_OLD on failure."""
+    return {
+        "Update": {
+            "TableName": ctx.table_name,
+            "Key": {PK: {"S": ctx.lock_key}},
+            "UpdateExpression": expression,
+            "ConditionExpression": OWNER_AND_TOKEN_MATCH,
+            "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
+            "ExpressionAttributeValues": {
+                ":owner": {"S": lease.owner_id},
+                ":token": {"N": str(lease.fencing_token)},
+                **values,
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+def transact(
+    ctx: LockContext,
+    items: Sequence[Mapping[str, Any]],
+    *,
+    operation: str,
+    budget: RetryBudget,
+    lease: Lease | None = None,
+    idempotent: bool = False,
+) -> None:
+    """:meth:`LockTableClient.transact`; an undecided cancellation of a holder's write (``lease``) is
+    decided by one consistent read of the lock item: still our owner and token, or not."""
+
+    def decide() -> tuple[bool, LockRecord | None]:
+        assert lease is not None
+        item = ctx.io.get(ctx.lock_key)
+        current = ctx.decode_lock(item) if item else None
+        return current is not None and current.owned_by(lease.owner_id, lease.fencing_token), current
+
+    ctx.io.transact(
+        items, operation=operation, budget=budget, decide_undecided=decide if lease else None, idempotent=idempotent
+    )
+
+
+def slot_ended_error(ctx: LockContext, lease: Lease, item: Mapping[str, Any] | None) -> CorruptLockItemError:
+    """A holder's slot-item write met a terminal record although the lock item names it as holder."""
+    status = (item or {}).get(STATUS, {}).get("S") if item else None
+    return CorruptLockItemError(
+        ctx.slot_key(lease.slot),
+        STATUS,
+        f"is {status or 'not RUNNING'} although the lock item names {lease.owner_id!r} (token"
+        f" {lease.fencing_token}) as this slot's holder; a terminal record is never overwritten",
+    )

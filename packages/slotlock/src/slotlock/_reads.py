@@ -1,0 +1,81 @@
+"""Reads of the lock table, and the operators' raw access to the lock item.
+
+Strongly consistent GetItem of the lock item and of slot (history) items, decoded
+(:mod:`slotlock.codec`); the lock item as ALL_OLD returned it with a failed condition; and the one
+conditional UpdateItem that operator tools (:mod:`slotlock._admin`) send to the lock item.
+GetItem: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_GetItem.html
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from . import _wire as wire
+from . import codec
+from ._context import LockContext
+from ._expressions import PK
+from ._lease import LockRecord
+from .slot import Slot
+
+
+def get_lock(ctx: LockContext) -> LockRecord:
+    """The job's lock item (strongly consistent read); a default record on a fresh table."""
+    item = ctx.io.get(ctx.lock_key)
+    return ctx.decode_lock(item) if item else LockRecord()
+
+
+def get_slot(ctx: LockContext, slot: Slot) -> dict[str, Any] | None:
+    """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
+
+    Raises :class:`CorruptLockItemError` when a ``*_json`` attribute is not a String holding a JSON object.
+    """
+    key = ctx.slot_key(slot)
+    item = ctx.io.get(key)
+    if item is None:
+        return None
+    return codec.decode_slot_item(item, key)
+
+
+def old_lock_record(ctx: LockContext, exc: ClientError) -> LockRecord | None:
+    """The lock item that failed a condition (ALL_OLD), decoded; ``None`` if there is none."""
+    item = wire.old_item(exc)
+    if item is None:  # ALL_OLD not returned (older emulators): fall back to one consistent read
+        item = ctx.io.get(ctx.lock_key)
+    return ctx.decode_lock(item) if item else None
+
+
+def update_lock_item(
+    ctx: LockContext,
+    update_expression: str,
+    condition_expression: str,
+    names: Mapping[str, str],
+    values: Mapping[str, Any],
+    *,
+    return_values: str = "ALL_OLD",
+) -> dict[str, Any] | None:
+    """One conditional UpdateItem of ``ctx``'s lock item (operator tools), returning the item as
+    ``return_values`` asks (``ALL_OLD`` by default, ``ALL_NEW``); ALL_OLD with a failed condition.
+
+    Re-raises the ``ClientError`` of a failed condition; wraps any other (:class:`LockBackendError`).
+    """
+    try:
+        response = ctx.io.call(
+            "UpdateItem",
+            TableName=ctx.table_name,
+            Key={PK: {"S": ctx.lock_key}},
+            UpdateExpression=update_expression,
+            ConditionExpression=condition_expression,
+            ExpressionAttributeNames=dict(names),
+            ExpressionAttributeValues=dict(values),
+            ReturnValues=return_values,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as exc:
+        if wire.is_conditional_failure(exc):
+            raise
+        raise ctx.io.wrap("UpdateItem", exc) from exc
+    attributes = response.get("Attributes")
+    return attributes if isinstance(attributes, dict) else None

@@ -1,0 +1,446 @@
+"""Manual runs: a new generation of a past slot, under the job's own manual lease, beside the live schedule.
+
+The live schedule runs generation 1 of each slot (:mod:`slotlock._acquire`). Every other run of a slot (an
+operator's run of a past slot, a re-run, a backfill) is a **generation** 2, 3, ... of it, with its own history
+item (``slot#<job>#<slot>#g<n>``), and it is fenced by a lease on the job's **manual lock item**
+(``manual#<job>``), which has its own fencing counter. A manual run never reads nor writes the live lock item,
+so the live slot always wins: a live racer never loses to, nor records a miss because of, a manual run. One
+manual run per job runs at a time (the manual lease).
+
+Timeline of a re-run of slot S as generation 2 (racer M, lease 45 s)::
+
+    t=0     operator: request_generation(S)  TransactWriteItems
+              [generations#job#S: last_generation 1 -> 2] + [slot#job#S#g2: REQUESTED, who, when, why]
+    t=0.1   operator: invoke the function asynchronously with {"scheduled_time": S, "manual": {"generation": 2}}
+    t=0.2   M: UpdateItem manual#job  SET owner=M, slot=S, generation=2, expiry  ADD fencing_token 1 -> 4
+    t=0.21  M: GetItem slot#job#S#g2 (REQUESTED: run it; RUNNING: adopt its query; ended: give the lease back)
+    t=0.5   M: StartQueryExecution(token=f(job, S#g2, attempt 1)); record it on slot#job#S#g2  [owner=M ∧ token=4]
+    t=20    M: TransactWriteItems [manual#job: owner=M ∧ token=4] + [slot#job#S#g2 SUCCEEDED] + results of (S, 2)
+
+Requesting a generation (:func:`request_generation`) is the operator's step: one transaction moves the
+slot's generation counter (``generations#<job>#<slot>``, never expired) and writes the generation's history
+item as REQUESTED with the audit (who, when, why, which command), so generations are never reused and a
+backfill that is run again finds the generations it already requested (``run_id``) instead of adding more.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Literal, cast
+
+from . import _reads as reads
+from . import table
+from ._acquire import check_owner_id, racer_expiry_ms, send_acquisition
+from ._client import Cancelled
+from ._context import LockContext
+from ._expressions import (
+    ACQUIRED,
+    EXPIRES,
+    GENERATION,
+    JOB,
+    LAST_GENERATION,
+    LEASE_GENERATION,
+    LEASE_SLOT,
+    MANUAL_ACQUIRE_CONDITION,
+    MANUAL_ACQUIRE_UPDATE,
+    OWNER,
+    PK,
+    PREV_GENERATION,
+    PREV_OWNER,
+    PREV_SLOT,
+    REQUEST_REASON,
+    REQUESTED_AT,
+    REQUESTED_BY,
+    RUN_ID,
+    RUN_KIND,
+    SLOT,
+    SLOT_EPOCH,
+    STATUS,
+    STATUS_REQUESTED,
+    TERMINAL_STATUSES,
+    TOKEN,
+    TTL,
+)
+from ._holder import set_expiry
+from ._lease import Lease, LockRecord, Loss
+from .errors import (
+    CorruptLockItemError,
+    InvalidEventError,
+    LockConfigurationError,
+    SlotLockError,
+)
+from .slot import Slot
+
+logger = logging.getLogger(__name__)
+
+RunKind = Literal["run", "rerun", "backfill"]
+RUN_KINDS: tuple[RunKind, ...] = ("run", "rerun", "backfill")
+#: An operator command's id: letters, digits and ``._:-``, 1..128 characters.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+MAX_REASON_CHARS = 1000
+MAX_REQUESTED_BY_CHARS = 2048
+#: A request transaction that meets a concurrent request of the same slot re-reads the counter and tries again.
+REQUEST_ATTEMPTS = 5
+
+
+class GenerationRequestError(SlotLockError):
+    """A generation could not be requested (concurrent requests kept moving the slot's counter)."""
+
+
+def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | None) -> Lease | Loss:
+    """Race for the manual lease to run generation ``ctx.generation`` of ``slot``.
+
+    One conditional UpdateItem of the manual lock item (:data:`~slotlock._expressions.MANUAL_ACQUIRE_CONDITION`),
+    then one consistent read of the generation's history item: REQUESTED runs; RUNNING adopts its recorded
+    state (a predecessor's query id, whoever held the manual lease in between); a terminal record gives the
+    lease back and loses as ``slot_finished``. No maximum slot age applies (a backfill runs old slots); the
+    maximum slot lead does (a manual run of a future slot is refused).
+
+    Raises
+    ------
+    InvalidEventError
+        The slot is too far ahead of the clock, or the generation was never requested (no history item):
+        ``manual.generation``. The lease is given back first in the second case.
+    CorruptLockItemError, TransientLockError, LockBackendError
+        As :func:`slotlock._acquire.try_acquire`.
+    """
+    check_owner_id(owner_id)
+    now_ms = ctx.clock_ms()
+    if ctx.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > ctx.max_slot_lead_ms:
+        raise InvalidEventError(
+            "scheduled_time", f"{slot.iso} is in the future: a manual run is for a past or current slot"
+        )
+    expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
+    params = {
+        "TableName": ctx.table_name,
+        "Key": {PK: {"S": ctx.lock_key}},
+        "UpdateExpression": MANUAL_ACQUIRE_UPDATE,
+        "ConditionExpression": MANUAL_ACQUIRE_CONDITION,
+        "ExpressionAttributeNames": {
+            "#pk": PK,
+            "#job": JOB,
+            "#token": TOKEN,
+            "#owner": OWNER,
+            "#expires": EXPIRES,
+            "#acquired": ACQUIRED,
+            "#lease_slot": LEASE_SLOT,
+            "#lease_gen": LEASE_GENERATION,
+            "#prev_owner": PREV_OWNER,
+            "#prev_slot": PREV_SLOT,
+            "#prev_gen": PREV_GENERATION,
+        },
+        "ExpressionAttributeValues": {
+            ":owner": {"S": owner_id},
+            ":expires": {"N": str(expires_ms)},
+            ":now": {"N": str(now_ms)},
+            ":slot": {"N": str(slot.epoch_s)},
+            ":gen": {"N": str(ctx.generation)},
+            ":job": {"S": ctx.job_name},
+            ":one": {"N": "1"},
+            ":null": {"NULL": True},
+        },
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    answer = send_acquisition(
+        ctx,
+        slot,
+        owner_id,
+        params,
+        ctx.racer_budget(now_ms, deadline_ms),
+        operation="manual acquire",
+        lost=lambda current: _loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
+    )
+    if isinstance(answer, (Lease, Loss)):
+        return answer
+    record = ctx.decode_lock(answer["Attributes"])
+    return _lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+
+
+def _lease_from(
+    ctx: LockContext,
+    record: LockRecord,
+    slot: Slot,
+    owner_id: str,
+    now_ms: int,
+    expires_ms: int,
+    deadline_ms: int | None,
+) -> Lease | Loss:
+    same_run = (
+        record.previous_owner_id is not None
+        and record.previous_slot == slot
+        and record.previous_generation == ctx.generation
+    )
+    lease = Lease(
+        job_name=ctx.job_name,
+        slot=slot,
+        owner_id=owner_id,
+        fencing_token=record.fencing_token,
+        acquired_at_ms=now_ms,
+        expires_at_ms=expires_ms,
+        deadline_ms=deadline_ms,
+        takeover_from=record.previous_owner_id if same_run and record.previous_owner_id != owner_id else None,
+        reentered=same_run and record.previous_owner_id == owner_id,
+        generation=ctx.generation,
+    )
+    try:
+        item = reads.get_slot(ctx, slot)
+    except CorruptLockItemError:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        raise
+    if item is None:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        raise InvalidEventError(
+            "manual.generation",
+            f"generation {ctx.generation} of slot {slot.iso} was never requested (no {ctx.slot_key(slot)} item);"
+            " request it first (tools.ops run/rerun/backfill do)",
+        )
+    status = str(item.get(STATUS))
+    if status in TERMINAL_STATUSES:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        logger.info("generation %d of slot %s is already %s: not run", ctx.generation, slot.iso, status)
+        return Loss(
+            ctx.job_name, slot, owner_id, "slot_finished", replace(record, owner_id=None), generation=ctx.generation
+        )
+    state = item.get("state") or {}
+    return replace(lease, state=MappingProxyType(dict(state))) if state else lease
+
+
+def _loss(
+    ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
+) -> Lease | Loss:
+    if current is None:
+        raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
+    ours = current.owner_id == owner_id and current.lease_slot == slot and current.lease_generation == ctx.generation
+    if ours:  # our own acquisition already applied (an SDK resend failed the condition)
+        return _lease_from(ctx, current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
+    if current.locked(now_ms):
+        same_run = current.lease_slot == slot and current.lease_generation == ctx.generation
+        return Loss(ctx.job_name, slot, owner_id, "held" if same_run else "busy", current, generation=ctx.generation)
+    raise CorruptLockItemError(
+        ctx.lock_key, EXPIRES, f"made the manual acquire condition false although no live lease explains it: {current}"
+    )
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """A generation requested for a slot (:func:`request_generation`).
+
+    ``created``: this call wrote it; ``False``: the command ``run_id`` had requested it before (a resumed
+    backfill), and ``status`` is its history item's status now (REQUESTED, RUNNING or terminal).
+    """
+
+    job_name: str
+    slot: Slot
+    generation: int
+    run_id: str
+    status: str
+    created: bool
+
+
+def validate_request(run_id: object, kind: object, requested_by: object, reason: object) -> None:
+    """Check a generation request's audit fields; raises :class:`LockConfigurationError` naming the first bad one."""
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise LockConfigurationError("run_id", f"must be 1..128 of [A-Za-z0-9._:-], got {run_id!r:.80}")
+    if kind not in RUN_KINDS:
+        raise LockConfigurationError("kind", f"must be one of {', '.join(RUN_KINDS)}, got {kind!r:.40}")
+    if not isinstance(requested_by, str) or not 1 <= len(requested_by) <= MAX_REQUESTED_BY_CHARS:
+        raise LockConfigurationError("requested_by", f"must be 1..{MAX_REQUESTED_BY_CHARS} characters")
+    if not isinstance(reason, str) or not 1 <= len(reason.strip()) <= MAX_REASON_CHARS:
+        raise LockConfigurationError("reason", f"must be 1..{MAX_REASON_CHARS} characters (say why)")
+
+
+def find_requested(ctx: LockContext, slot: Slot, run_id: str) -> GenerationRequest | None:
+    """The generation of ``slot`` that command ``run_id`` requested, if any (strongly consistent reads of the
+    counter and of each generation's item, newest first)."""
+    counter = ctx.io.get(table.generation_counter_key(ctx.job_name, slot.iso))
+    last = _last_generation(ctx, slot, counter)
+    for generation in range(last, table.LIVE_GENERATION, -1):
+        item = ctx.io.get(table.slot_key(ctx.job_name, slot.iso, generation))
+        if item is not None and item.get(RUN_ID, {}).get("S") == run_id:
+            status = item.get(STATUS, {}).get("S", "")
+            return GenerationRequest(ctx.job_name, slot, generation, run_id, status, created=False)
+    return None
+
+
+def request_generation(
+    ctx: LockContext,
+    slot: Slot,
+    *,
+    run_id: str,
+    kind: RunKind,
+    requested_by: str,
+    reason: str,
+    resume: bool = False,
+) -> GenerationRequest:
+    """Request the next generation of ``slot`` (>= 2): one transaction moves the slot's generation counter and
+    writes the generation's history item as REQUESTED with the audit (``requested_by``, ``requested_at_ms``,
+    ``request_reason``, ``run_kind``, ``run_id``).
+
+    ``resume``: first look for a generation that ``run_id`` requested before (:func:`find_requested`) and
+    return it instead (``created=False``): a backfill run again after a crash adds no generation twice.
+
+    Raises
+    ------
+    LockConfigurationError
+        A bad audit field (named).
+    GenerationRequestError
+        Concurrent requests of the same slot kept moving its counter (:data:`REQUEST_ATTEMPTS` times).
+    TransientLockError, LockBackendError
+        DynamoDB failed.
+    """
+    validate_request(run_id, kind, requested_by, reason)
+    if resume:
+        found = find_requested(ctx, slot, run_id)
+        if found is not None:
+            return found
+    for _ in range(REQUEST_ATTEMPTS):
+        counter_key = table.generation_counter_key(ctx.job_name, slot.iso)
+        counter = ctx.io.get(counter_key)
+        last = _last_generation(ctx, slot, counter)
+        generation = last + 1
+        if generation > table.MAX_GENERATION:
+            raise LockConfigurationError("generation", f"slot {slot.iso} has {last} generations; no more allowed")
+        now_ms = ctx.clock_ms()
+        move_counter = {
+            "Update": {
+                "TableName": ctx.table_name,
+                "Key": {PK: {"S": counter_key}},
+                "UpdateExpression": "SET #last = :gen, #job = :job, #slot = :slot_iso",
+                "ConditionExpression": "attribute_not_exists(#pk)" if counter is None else "#last = :last",
+                "ExpressionAttributeNames": {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT, "#pk": PK}
+                if counter is None
+                else {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT},
+                "ExpressionAttributeValues": {
+                    ":gen": {"N": str(generation)},
+                    ":job": {"S": ctx.job_name},
+                    ":slot_iso": {"S": slot.iso},
+                    **({} if counter is None else {":last": {"N": str(last)}}),
+                },
+            }
+        }
+        put_request = {
+            "Put": {
+                "TableName": ctx.table_name,
+                "Item": {
+                    PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
+                    JOB: {"S": ctx.job_name},
+                    SLOT: {"S": slot.iso},
+                    SLOT_EPOCH: {"N": str(slot.epoch_s)},
+                    GENERATION: {"N": str(generation)},
+                    STATUS: {"S": STATUS_REQUESTED},
+                    RUN_ID: {"S": run_id},
+                    RUN_KIND: {"S": kind},
+                    REQUESTED_BY: {"S": requested_by},
+                    REQUESTED_AT: {"N": str(now_ms)},
+                    REQUEST_REASON: {"S": reason.strip()},
+                    TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+                },
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": PK},
+            }
+        }
+        try:
+            ctx.io.transact(
+                [move_counter, put_request],
+                operation="request_generation",
+                budget=ctx.racer_budget(now_ms, None),
+            )
+        except Cancelled:
+            # Another request of this slot moved the counter first (read it again), or this is botocore's
+            # resend of our own applied request (its answer was lost): our item then carries our request time.
+            mine = ctx.io.get(table.slot_key(ctx.job_name, slot.iso, generation)) or {}
+            if mine.get(RUN_ID, {}).get("S") == run_id and mine.get(REQUESTED_AT, {}).get("N") == str(now_ms):
+                return GenerationRequest(ctx.job_name, slot, generation, run_id, STATUS_REQUESTED, created=True)
+            continue
+        return GenerationRequest(ctx.job_name, slot, generation, run_id, STATUS_REQUESTED, created=True)
+    raise GenerationRequestError(
+        f"slot {slot.iso} of {ctx.job_name!r}: concurrent requests kept moving its generation counter;"
+        f" gave up after {REQUEST_ATTEMPTS} attempts"
+    )
+
+
+def _last_generation(ctx: LockContext, slot: Slot, counter: dict[str, object] | None) -> int:
+    if counter is None:
+        return table.LIVE_GENERATION
+    value = counter.get(LAST_GENERATION)
+    key = table.generation_counter_key(ctx.job_name, slot.iso)
+    if not isinstance(value, dict) or set(value) != {"N"}:
+        raise CorruptLockItemError(key, LAST_GENERATION, f"must be a Number, found {value!r:.80}")
+    try:
+        last = int(str(value["N"]))
+    except ValueError as exc:
+        raise CorruptLockItemError(key, LAST_GENERATION, f"must be an integer, found {value['N']!r}") from exc
+    if last < table.LIVE_GENERATION:
+        raise CorruptLockItemError(key, LAST_GENERATION, f"must be >= 1, found {last}")
+    return last
+
+
+#: The field of an invocation event that marks an operator's run (``tools.ops run/rerun/backfill``).
+MANUAL_EVENT_FIELD = "manual"
+
+
+@dataclass(frozen=True)
+class ManualMarker:
+    """The explicit manual marker of an operator's invocation::
+
+        {"job": "...", "scheduled_time": "...", "manual": {"generation": 2, "run_id": "...", "kind": "rerun",
+         "requested_by": "arn:aws:sts::...", "reason": "..."}}
+
+    ``generation`` ``None`` (absent): run the slot through the live path like any racer (``run`` of the
+    current slot: once per slot holds); 2 or more: run that requested generation through the manual path.
+    """
+
+    generation: int | None
+    run_id: str
+    kind: RunKind
+    requested_by: str
+    reason: str
+
+    @classmethod
+    def from_event(cls, event: object) -> ManualMarker | None:
+        """The event's marker, or ``None`` for a scheduled invocation (no ``manual`` field).
+
+        Raises :class:`InvalidEventError` naming the bad field (``manual.generation``, ``manual.run_id``, ...).
+        """
+        if not isinstance(event, dict) or MANUAL_EVENT_FIELD not in event:
+            return None
+        marker = event[MANUAL_EVENT_FIELD]
+        if not isinstance(marker, dict):
+            raise InvalidEventError("manual", f"must be an object, got {type(marker).__name__}")
+        generation = marker.get("generation")
+        if generation is not None and (
+            isinstance(generation, bool)
+            or not isinstance(generation, int)
+            or not table.LIVE_GENERATION < generation <= table.MAX_GENERATION
+        ):
+            raise InvalidEventError(
+                "manual.generation", f"must be an integer from 2 to {table.MAX_GENERATION}, got {generation!r:.40}"
+            )
+        fields = {name: marker.get(name) for name in ("run_id", "kind", "requested_by", "reason")}
+        try:
+            validate_request(**fields)
+        except LockConfigurationError as exc:
+            raise InvalidEventError(f"manual.{exc.parameter}", str(exc)) from exc
+        return cls(
+            generation=generation,
+            run_id=str(fields["run_id"]),
+            kind=cast(RunKind, fields["kind"]),
+            requested_by=str(fields["requested_by"]),
+            reason=str(fields["reason"]).strip(),
+        )
+
+    def as_event_field(self) -> dict[str, object]:
+        """The marker as the event carries it."""
+        marker: dict[str, object] = {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "requested_by": self.requested_by,
+            "reason": self.reason,
+        }
+        if self.generation is not None:
+            marker["generation"] = self.generation
+        return marker

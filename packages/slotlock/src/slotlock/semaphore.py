@@ -1,0 +1,556 @@
+"""A counting semaphore that bounds queries, not processes: N permits on the lock table, fenced, fair.
+
+A named resource (e.g. ``<account>-<region>``, shared by every deployment that shares one Athena budget)
+has N permit items ``permit#<name>#<i>`` (i in 0..N-1), so holders never all write one hot item; an
+acquirer looks with one strongly consistent ``BatchGetItem`` (the N permits and the tickets item) before
+one conditional write on one permit. The condition clauses and their timelines are in
+:mod:`slotlock._expressions` (``PERMIT_*``, ``TAKE_*``, ``RECLAIM_*``, ``WAITER_*``); docs/protocol.md,
+"Capacity semaphore", gives the semantics and limits.
+
+- **Owner and fence.** A permit belongs to a slot's query (:class:`PermitOwner`: job, slot, generation)
+  and carries the fencing token of the job lease that took it; every holder write is conditional on owner
+  AND token, so a stale holder's write is refused (:class:`~slotlock.errors.StalePermitTokenError`).
+- **Inheritance.** A new holder of the same query (a takeover: same owner, higher token) takes the
+  permit over in one conditional write and keeps its query: never a second permit for one query.
+- **Reclaim.** A permit whose expiry (the lease's, renewed with the heartbeat by :meth:`Semaphore.renew`)
+  passed is taken if it names no query; if it names one, only once ``query_is_terminal(query id)`` says
+  so. Each take restates what was read (owner, token, expiry, query), so a racing renew wins.
+- **Fair waiting.** An acquirer takes a free permit only if more permits are free than live waiters wait
+  ahead of it; otherwise it takes a ticket (``ADD`` on ``tickets#<name>``) and waits in ticket order.
+- **Release** in the caller's commit transaction (:meth:`Semaphore.release_item`) or right after it
+  (:meth:`Semaphore.release`); a permit already gone is a :class:`Release` outcome, never an exception.
+
+Transient answers (throttling, conflicts, dropped connections) are retried within a
+:class:`~slotlock._transient.RetryBudget` ending at the lease's expiry (:mod:`slotlock._client`); a
+failed condition is judged from ALL_OLD, which also recognises an SDK resend of our own applied write.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from . import _wire as wire
+from . import table
+from ._client import LockTableClient
+from ._context import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, system_clock_ms
+from ._expressions import (
+    PERMIT_ACQUIRED,
+    PERMIT_EXPIRES,
+    PERMIT_FREE,
+    PERMIT_INDEX,
+    PERMIT_INHERIT,
+    PERMIT_INHERIT_UPDATE,
+    PERMIT_LAST_OWNER,
+    PERMIT_LAST_TOKEN,
+    PERMIT_OURS,
+    PERMIT_OWNER,
+    PERMIT_PREV_OWNER,
+    PERMIT_PREV_QUERY,
+    PERMIT_PREV_TOKEN,
+    PERMIT_QUERY,
+    PERMIT_RECORD_QUERY,
+    PERMIT_RELEASE_UPDATE,
+    PERMIT_RELEASED_AT,
+    PERMIT_SEMAPHORE,
+    PERMIT_TAKE_UPDATE,
+    PERMIT_TOKEN,
+    PK,
+    RECLAIM_TERMINAL_QUERY,
+    TAKE_EXPIRED_NO_QUERY,
+)
+from ._semaphore_items import (
+    Permit,
+    PermitOwner,
+    PermitRecord,
+    Release,
+    TakeKind,
+    Ticket,
+    Wait,
+    Waiters,
+    decode_permit,
+    decode_waiters,
+)
+from ._semaphore_tickets import TicketBook
+from ._transient import RetryBudget
+from .errors import LockConfigurationError, PermitLostError, StalePermitTokenError
+
+if TYPE_CHECKING:  # pragma: no cover - stubs are optional
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+#: One BatchGetItem reads the permits and the tickets item: 100 keys at most.
+MAX_PERMITS = 99
+DEFAULT_WAITER_TTL_S = 60.0
+
+QueryIsTerminal = Callable[[str], bool]
+
+_PERMIT_NAMES = {"#owner": PERMIT_OWNER, "#token": PERMIT_TOKEN}
+
+
+class Semaphore:
+    """A counting semaphore of ``permits`` permits named ``name`` on the lock table ``table_name``.
+
+    Parameters
+    ----------
+    table_name:
+        The lock table (:func:`slotlock.table.create_lock_table`).
+    name:
+        The semaphore's name (:data:`slotlock.table.SEMAPHORE_NAME_PATTERN`): every user of the same name
+        shares the same permits.
+    permits:
+        N, 1..:data:`MAX_PERMITS`. Every user of one name must use the same N (a smaller N leaves the
+        permits above it unread by that user: it never takes them, but never counts them either).
+    client, clock_ms, sleep_s:
+        As :class:`slotlock.SlotLock`'s (a boto3 DynamoDB client; the caller's clock, epoch ms; the sleep
+        between retries of transient answers).
+    max_transient_attempts:
+        Requests in all that one write spends on transient answers, within the lease's expiry.
+    waiter_ttl_s:
+        A waiter that does not poll (and so renew its place) for this long counts as gone: its ticket stops
+        blocking later ones. Poll at least twice per TTL.
+
+    Examples
+    --------
+    >>> sem = Semaphore("locks", "123456789012-eu-west-1", permits=20)  # doctest: +SKIP
+    >>> got = sem.try_acquire_for(lease)  # doctest: +SKIP
+    >>> if got.acquired: permit = sem.record_query(got, query_id)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        name: str,
+        permits: int,
+        *,
+        client: DynamoDBClient | None = None,
+        clock_ms: ClockMs = system_clock_ms,
+        sleep_s: Callable[[float], None] = time.sleep,
+        max_transient_attempts: int = DEFAULT_MAX_TRANSIENT_ATTEMPTS,
+        waiter_ttl_s: float = DEFAULT_WAITER_TTL_S,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not table.SEMAPHORE_NAME_PATTERN.fullmatch(name):
+            raise LockConfigurationError("name", f"must be {table.SEMAPHORE_NAME_RULE}, got {name!r:.80}")
+        if isinstance(permits, bool) or not isinstance(permits, int) or not 1 <= permits <= MAX_PERMITS:
+            raise LockConfigurationError("permits", f"must be an integer from 1 to {MAX_PERMITS}, got {permits!r}")
+        if isinstance(max_transient_attempts, bool) or not isinstance(max_transient_attempts, int):
+            raise LockConfigurationError(
+                "max_transient_attempts", f"must be an integer, got {max_transient_attempts!r}"
+            )
+        if not 1 <= max_transient_attempts <= 20:
+            raise LockConfigurationError("max_transient_attempts", f"must be 1..20, got {max_transient_attempts}")
+        if not isinstance(waiter_ttl_s, (int, float)) or isinstance(waiter_ttl_s, bool) or not waiter_ttl_s > 0:
+            raise LockConfigurationError("waiter_ttl_s", f"must be a positive number of seconds, got {waiter_ttl_s!r}")
+        self.table_name = table_name
+        self.name = name
+        self.permits = permits
+        self.io = LockTableClient(table_name, client)
+        self.clock_ms = clock_ms
+        self.sleep_s = sleep_s
+        self.max_transient_attempts = max_transient_attempts
+        self.rng = rng or random.Random()
+        self.tickets = TicketBook(self.io, table_name, name, int(waiter_ttl_s * 1000))
+
+    # --- reads ----------------------------------------------------------------------------------------
+    def read(self, *, deadline_ms: int | None = None) -> tuple[list[PermitRecord], Waiters]:
+        """Every permit and the waiters: one strongly consistent BatchGetItem (unprocessed keys retried)."""
+        keys = [table.permit_key(self.name, index) for index in range(self.permits)]
+        items = self.io.batch_get([*keys, self.tickets.key], self.budget(deadline_ms))
+        permits = [decode_permit(items.get(key), key, index) for index, key in enumerate(keys)]
+        return permits, decode_waiters(items.get(self.tickets.key), self.tickets.key)
+
+    def budget(self, deadline_ms: int | None) -> RetryBudget:
+        """The retry budget of one request: ends at ``deadline_ms`` (the lease's expiry)."""
+        return RetryBudget(
+            clock_ms=self.clock_ms,
+            sleep_s=self.sleep_s,
+            deadline_ms=deadline_ms,
+            max_attempts=self.max_transient_attempts,
+        )
+
+    # --- acquire --------------------------------------------------------------------------------------
+    def try_acquire_for(
+        self,
+        lease: Any,
+        *,
+        ticket: Ticket | None = None,
+        query_is_terminal: QueryIsTerminal | None = None,
+        headroom: int = 0,
+    ) -> Permit | Wait:
+        """:meth:`try_acquire` for the holder of ``lease`` (a :class:`slotlock.Lease`): its owner, token, expiry."""
+        return self.try_acquire(
+            PermitOwner.of(lease),
+            lease.fencing_token,
+            lease.expires_at_ms,
+            ticket=ticket,
+            query_is_terminal=query_is_terminal,
+            headroom=headroom,
+        )
+
+    def adopt_for(self, lease: Any) -> Permit | None:
+        """The permit of ``lease``'s query, inherited by its new holder (a takeover, a Lambda retry adopting the
+        query): one read, then one conditional write when the permit carries a lower token. ``None`` when the
+        query has no permit (it was reclaimed once the query ended, or the budget was off when it started):
+        an adopted query is never made to wait, since it already runs. Raises :class:`StalePermitTokenError`."""
+        owner, token, expires_at_ms = PermitOwner.of(lease), lease.fencing_token, lease.expires_at_ms
+        now_ms = self.clock_ms()
+        permits, _ = self.read(deadline_ms=expires_at_ms)
+        mine = [permit for permit in permits if permit.owner == owner.id]
+        if not mine:
+            return None
+        newest = max(mine, key=lambda permit: permit.fencing_token or 0)
+        return self._inherit(newest, owner, token, expires_at_ms, now_ms, self.budget(expires_at_ms))
+
+    def try_acquire(
+        self,
+        owner: PermitOwner,
+        fencing_token: int,
+        expires_at_ms: int,
+        *,
+        ticket: Ticket | None = None,
+        query_is_terminal: QueryIsTerminal | None = None,
+        headroom: int = 0,
+    ) -> Permit | Wait:
+        """Take a permit for ``owner``'s query, or learn that we must wait.
+
+        One consistent read of the permits and the waiters, then:
+
+        - a permit of ``owner`` exists: token below ours, **inherit** it (one conditional write; its query
+          is kept); ours, return it (``held``); above ours, :class:`StalePermitTokenError`;
+        - else, with ``k`` live waiters ahead of us (all live waiters when we have no ticket, those with a
+          smaller ticket otherwise) and more than ``k`` permits free or reclaimable, take one with one
+          conditional write (a waiter takes the ``k``-th; a newcomer a random one past the ``k`` first);
+        - else :class:`Wait`, holding a ticket (taken on the first wait, one more write; kept on later polls,
+          its expiry renewed when half spent). Call again with ``wait.ticket`` after a backoff.
+
+        A newcomer that does not wait sends 2 requests. ``query_is_terminal(query id)`` is asked only about
+        expired permits naming a query, and only when the free ones do not suffice; without it such permits
+        are never reclaimed. ``expires_at_ms`` is the lease's expiry (the permit's; renew with :meth:`renew`).
+        ``headroom``: permits to leave free for others (a manual run leaves some to the live schedule): we take
+        one only if more than ``k + headroom`` are free or reclaimable.
+
+        Raises
+        ------
+        StalePermitTokenError
+            A holder of the same query with a higher token holds (or held) the permit.
+        CorruptLockItemError
+            A permit item or the tickets item holds wrong-typed attributes.
+        TransientLockError
+            Transient answers outlasted the budget (ending at ``expires_at_ms``).
+        """
+        now_ms = self.clock_ms()
+        if isinstance(fencing_token, bool) or not isinstance(fencing_token, int) or fencing_token < 1:
+            raise LockConfigurationError("fencing_token", f"must be a positive integer, got {fencing_token!r}")
+        if expires_at_ms <= now_ms:
+            raise LockConfigurationError("expires_at_ms", f"{expires_at_ms} is not after now ({now_ms})")
+        budget = self.budget(expires_at_ms)
+        permits, waiters = self.read(deadline_ms=expires_at_ms)
+        mine = [permit for permit in permits if permit.owner == owner.id]
+        if mine:
+            newest = max(mine, key=lambda permit: permit.fencing_token or 0)
+            taken = self._inherit(newest, owner, fencing_token, expires_at_ms, now_ms, budget)
+            if taken is not None:
+                return self._leave_after(taken, ticket, now_ms)
+        ahead = waiters.ahead_of(owner.id, ticket.number if ticket else None, now_ms)
+        if isinstance(headroom, bool) or not isinstance(headroom, int) or not 0 <= headroom < self.permits:
+            raise LockConfigurationError(
+                "headroom", f"must be an integer from 0 to {self.permits - 1}, got {headroom!r}"
+            )
+        candidates = self._candidates(permits, now_ms, ahead + headroom + 1, query_is_terminal)
+        if len(candidates) > ahead + headroom:
+            rest = candidates[ahead:]
+            order = rest if ticket is not None else self.rng.sample(rest, len(rest))
+            in_use = self.permits - len(candidates) + 1
+            for candidate, kind in order:
+                taken = self._take(candidate, kind, owner, fencing_token, expires_at_ms, now_ms, budget)
+                if taken is not None:
+                    return self._leave_after(replace(taken, in_use=in_use), ticket, now_ms)
+        kept = self.tickets.keep(owner.id, ticket, waiters, now_ms, budget)
+        return Wait(kept, ahead, len(candidates))
+
+    def _leave_after(self, permit: Permit, ticket: Ticket | None, now_ms: int) -> Permit:
+        """A waiter that got its permit leaves the line (one more write; if it fails, its expiry ends it)."""
+        if ticket is None:
+            return permit
+        self.tickets.leave(ticket, now_ms, self.budget(permit.expires_at_ms))
+        return replace(permit, ticket=ticket)
+
+    def _candidates(
+        self, permits: Sequence[PermitRecord], now_ms: int, needed: int, query_is_terminal: QueryIsTerminal | None
+    ) -> list[tuple[PermitRecord, TakeKind]]:
+        """Permits we may take, by index: free and expired-without-query ones, then, while fewer than
+        ``needed``, expired ones whose query ``query_is_terminal`` says is terminal (asked lazily)."""
+        found: list[tuple[PermitRecord, TakeKind]] = [
+            (permit, "free" if permit.free else "reclaimed")
+            for permit in permits
+            if permit.free or (permit.expired(now_ms) and permit.query_execution_id is None)
+        ]
+        if query_is_terminal is not None:
+            for permit in permits:
+                if len(found) >= needed:
+                    break
+                query = permit.query_execution_id
+                if not permit.free and permit.expired(now_ms) and query is not None and query_is_terminal(query):
+                    found.append((permit, "reclaimed"))
+        return sorted(found, key=lambda pair: pair[0].index)
+
+    def _take(
+        self,
+        seen: PermitRecord,
+        kind: TakeKind,
+        owner: PermitOwner,
+        token: int,
+        expires_at_ms: int,
+        now_ms: int,
+        budget: RetryBudget,
+    ) -> Permit | None:
+        """One conditional write taking ``seen`` as read (free, or reclaimed restating owner, token, expiry
+        and query); ``None`` when another writer changed it first (a racing renew, another taker)."""
+        values: dict[str, Any] = {
+            ":owner": {"S": owner.id},
+            ":token": {"N": str(token)},
+            ":expires": {"N": str(expires_at_ms)},
+            ":now": {"N": str(now_ms)},
+            ":semaphore": {"S": self.name},
+            ":index": {"N": str(seen.index)},
+            ":null": {"NULL": True},
+        }
+        if seen.free:
+            condition = PERMIT_FREE
+        else:
+            values |= {
+                ":seen_owner": {"S": str(seen.owner)},
+                ":seen_token": {"N": str(seen.fencing_token)},
+                ":seen_expires": {"N": str(seen.expires_at_ms)},
+            }
+            condition = TAKE_EXPIRED_NO_QUERY
+            if seen.query_execution_id is not None:
+                values[":seen_query"] = {"S": seen.query_execution_id}
+                condition = RECLAIM_TERMINAL_QUERY
+        params = self._permit_update(seen.index, PERMIT_TAKE_UPDATE, condition, values)
+        params["ExpressionAttributeNames"] |= {
+            "#expires": PERMIT_EXPIRES,
+            "#query": PERMIT_QUERY,
+            "#acquired": PERMIT_ACQUIRED,
+            "#semaphore": PERMIT_SEMAPHORE,
+            "#index": PERMIT_INDEX,
+            "#prev_owner": PERMIT_PREV_OWNER,
+            "#prev_token": PERMIT_PREV_TOKEN,
+            "#prev_query": PERMIT_PREV_QUERY,
+        }
+        permit = Permit(
+            self.name,
+            seen.index,
+            owner,
+            token,
+            expires_at_ms,
+            kind,
+            replaced_owner=seen.owner,
+            replaced_token=seen.fencing_token,
+            replaced_query=seen.query_execution_id,
+        )
+        if expires_at_ms <= self.clock_ms():
+            return None  # the lease ran out while we looked: a permit born expired, naming no query, is reclaimable
+        try:
+            self.io.send("UpdateItem", params, budget)
+        except ClientError as exc:  # send re-raises only a failed condition
+            current = self._old(exc, seen.index)
+            if current.owner == owner.id and current.fencing_token == token:
+                return permit  # our own take, applied by a request whose answer was lost: the SDK resent it
+            if current.owner == owner.id and (current.fencing_token or 0) > token:
+                raise self._lost(StalePermitTokenError, permit, current, "acquire") from exc
+            return None
+        return permit
+
+    def _inherit(
+        self, seen: PermitRecord, owner: PermitOwner, token: int, expires_at_ms: int, now_ms: int, budget: RetryBudget
+    ) -> Permit | None:
+        """Take over ``owner``'s own permit ``seen``: ours already (``held``), inherited from a lower token
+        in one conditional write (its query kept), or refused (stale). ``None``: it was reclaimed meanwhile."""
+        held = Permit(
+            self.name,
+            seen.index,
+            owner,
+            token,
+            seen.expires_at_ms or expires_at_ms,
+            "held",
+            query_execution_id=seen.query_execution_id,
+        )
+        seen_token = seen.fencing_token or 0
+        if seen_token == token:
+            return held
+        if seen_token > token:
+            raise self._lost(StalePermitTokenError, held, seen, "acquire")
+        values = {
+            ":owner": {"S": owner.id},
+            ":token": {"N": str(token)},
+            ":seen_token": {"N": str(seen_token)},
+            ":expires": {"N": str(expires_at_ms)},
+            ":now": {"N": str(now_ms)},
+        }
+        params = self._permit_update(seen.index, PERMIT_INHERIT_UPDATE, PERMIT_INHERIT, values)
+        params["ExpressionAttributeNames"] |= {
+            "#expires": PERMIT_EXPIRES,
+            "#acquired": PERMIT_ACQUIRED,
+            "#prev_owner": PERMIT_PREV_OWNER,
+            "#prev_token": PERMIT_PREV_TOKEN,
+        }
+        inherited = replace(held, expires_at_ms=expires_at_ms, how="inherited", replaced_token=seen_token)
+        if expires_at_ms <= self.clock_ms():
+            return None  # the lease ran out while we looked: inherit nothing with an expiry already past
+        try:
+            self.io.send("UpdateItem", params, budget)
+        except ClientError as exc:
+            current = self._old(exc, seen.index)
+            if current.owner == owner.id and current.fencing_token == token:
+                return inherited  # our own applied inheritance (resend)
+            if current.owner == owner.id and (current.fencing_token or 0) > token:
+                raise self._lost(StalePermitTokenError, held, current, "acquire") from exc
+            return None
+        return inherited
+
+    # --- the holder's writes --------------------------------------------------------------------------
+    def renew(self, permit: Permit, expires_at_ms: int) -> Permit:
+        """Set the permit's expiry to ``expires_at_ms`` (the lease's, after each heartbeat): one conditional
+        write on owner and token. Raises :class:`PermitLostError` (reclaimed) or :class:`StalePermitTokenError`."""
+        values = {":expires": {"N": str(expires_at_ms)}}
+        params = self._permit_update(permit.index, "SET #expires = :expires", PERMIT_OURS, self._ours(permit, values))
+        params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
+        self._holder_write(permit, params, "renew")
+        return replace(permit, expires_at_ms=expires_at_ms)
+
+    def record_query(self, permit: Permit, query_execution_id: str) -> Permit:
+        """Record the query the permit stands for, once ``StartQueryExecution`` answered: one conditional write
+        (owner, token, and no query or this one: a resend is ours). From then on the permit is reclaimed only
+        once the query is terminal. Raises :class:`PermitLostError` / :class:`StalePermitTokenError`."""
+        if not isinstance(query_execution_id, str) or not query_execution_id:
+            raise LockConfigurationError(
+                "query_execution_id", f"must be a non-empty string, got {query_execution_id!r}"
+            )
+        values = {":query": {"S": query_execution_id}}
+        params = self._permit_update(
+            permit.index, "SET #query = :query", PERMIT_RECORD_QUERY, self._ours(permit, values)
+        )
+        params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
+        self._holder_write(permit, params, "record_query")
+        return replace(permit, query_execution_id=query_execution_id)
+
+    def record_query_item(
+        self, permit: Permit, query_execution_id: str, *, replacing: str | None = None
+    ) -> dict[str, Any]:
+        """The ``TransactWriteItems`` entry of :meth:`record_query`, for the caller's own transaction (the job
+        records its query id on the slot item and on the permit in one request). ``replacing``: the permit's
+        previous query, ended (a new attempt after a retryable failure keeps the permit). If the entry fails,
+        the transaction is cancelled: record again without it (the permit then names the old query or none)."""
+        values: dict[str, Any] = {":query": {"S": query_execution_id}}
+        condition = PERMIT_RECORD_QUERY
+        if replacing is not None:
+            values[":replacing"] = {"S": replacing}
+            condition = f"{PERMIT_OURS} AND (attribute_not_exists(#query) OR #query IN (:query, :replacing))"
+        params = self._permit_update(permit.index, "SET #query = :query", condition, self._ours(permit, values))
+        params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
+        return {"Update": params}
+
+    def release_item(self, permit: Permit) -> dict[str, Any]:
+        """The ``TransactWriteItems`` entry (``{"Update": ...}``) that releases ``permit`` inside the caller's
+        commit transaction, conditional on owner and token (ALL_OLD on failure). If it fails, the whole
+        transaction is cancelled: commit again without it, and the permit is given back by :meth:`release`
+        or, at worst, reclaimed after its expiry."""
+        return {"Update": self._release_params(permit)}
+
+    def release(self, permit: Permit) -> Release:
+        """Give ``permit`` back (right after the commit): one conditional write on owner and token.
+
+        Returns a :class:`Release`: ``released``; ``already_released`` (our own earlier release, found by the
+        last owner and token it left); ``gone`` (another owner took it, or it is free). Raises only
+        :class:`StalePermitTokenError` (a newer holder of our query holds or released it) and transient errors.
+        """
+        try:
+            self.io.send("UpdateItem", self._release_params(permit), self.budget(None))
+        except ClientError as exc:
+            item = wire.old_item(exc) or self.io.get(permit.key)
+            current = decode_permit(item, permit.key, permit.index)
+            if current.owner == permit.owner.id or (current.free and current.last_owner == permit.owner.id):
+                token = current.fencing_token if current.owner else current.last_token
+                if (token or 0) > permit.fencing_token:
+                    raise self._lost(StalePermitTokenError, permit, current, "release") from exc
+                if current.free and token == permit.fencing_token:
+                    return Release("already_released", permit.key)
+            return Release("gone", permit.key, current.owner)
+        return Release("released", permit.key)
+
+    def leave(self, ticket: Ticket) -> None:
+        """Give up waiting: remove ``ticket`` from the line (a waiter that gives a slot back)."""
+        self.tickets.leave(ticket, self.clock_ms(), self.budget(None))
+
+    # --- plumbing -------------------------------------------------------------------------------------
+    def _release_params(self, permit: Permit) -> dict[str, Any]:
+        values = {":now": {"N": str(self.clock_ms())}}
+        params = self._permit_update(permit.index, PERMIT_RELEASE_UPDATE, PERMIT_OURS, self._ours(permit, values))
+        params["ExpressionAttributeNames"] |= {
+            "#expires": PERMIT_EXPIRES,
+            "#query": PERMIT_QUERY,
+            "#last_owner": PERMIT_LAST_OWNER,
+            "#last_token": PERMIT_LAST_TOKEN,
+            "#released_at": PERMIT_RELEASED_AT,
+        }
+        return params
+
+    @staticmethod
+    def _ours(permit: Permit, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {":owner": {"S": permit.owner.id}, ":token": {"N": str(permit.fencing_token)}, **values}
+
+    def _permit_update(self, index: int, update: str, condition: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "TableName": self.table_name,
+            "Key": {PK: {"S": table.permit_key(self.name, index)}},
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": dict(_PERMIT_NAMES),
+            "ExpressionAttributeValues": dict(values),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _holder_write(self, permit: Permit, params: Mapping[str, Any], operation: str) -> None:
+        try:
+            self.io.send("UpdateItem", params, self.budget(permit.expires_at_ms))
+        except ClientError as exc:
+            current = self._old(exc, permit.index)
+            stale = current.owner == permit.owner.id and (current.fencing_token or 0) > permit.fencing_token
+            raise self._lost(StalePermitTokenError if stale else PermitLostError, permit, current, operation) from exc
+
+    def _old(self, exc: ClientError, index: int) -> PermitRecord:
+        """The permit that failed a condition (ALL_OLD; one consistent read when the answer has none)."""
+        key = table.permit_key(self.name, index)
+        item = wire.old_item(exc)
+        return decode_permit(item if item is not None else self.io.get(key), key, index)
+
+    @staticmethod
+    def _lost(error: type[PermitLostError], permit: Permit, current: PermitRecord, operation: str) -> PermitLostError:
+        return error(
+            permit.key,
+            permit.owner.id,
+            permit.fencing_token,
+            current.owner,
+            current.fencing_token if current.owner else current.last_token,
+            operation=operation,
+        )
+
+
+__all__ = [
+    "MAX_PERMITS",
+    "Permit",
+    "PermitOwner",
+    "PermitRecord",
+    "QueryIsTerminal",
+    "Release",
+    "Semaphore",
+    "Ticket",
+    "Wait",
+    "Waiters",
+]
