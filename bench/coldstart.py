@@ -1,13 +1,15 @@
 """Cold start of the real handler: import time, peak memory of one invocation, and the Lambda asset's size.
 
 - **Import time**: ``python -X importtime -c "import athena_refresh.handler"`` in a fresh process with only
-  ``lambdas/`` (the asset root, ``/var/task`` in Lambda) on ``PYTHONPATH`` and the function's environment;
+  the asset's packages (:func:`asset_root`: ``lambdas/`` plus the installed ``slotlock`` package, as the stack
+  stages them; ``/var/task`` in Lambda) first on ``PYTHONPATH`` and the function's environment;
   the figure is the ``cumulative`` column of the ``athena_refresh.handler`` line, median of fresh processes.
 - **Peak RSS of one invocation**: :mod:`bench.invoke_once` in a fresh process imports the handler and
   invokes it once against the atomic moto server (DynamoDB, Athena and its queued result rows), tracing
   on as in the stack. Reported against the function's configured memory (cdk.json ``lambda_memory_mb``) and
   against 128 MB, the smallest Lambda size. The Lambda runtime's own bootstrap is not included.
-- **Asset size**: the files ``Code.from_asset(lambdas/)`` packages, minus the stack's ``ASSET_EXCLUDES``
+- **Asset size**: the files of :func:`asset_root` (the asset the stack stages, without its job catalog), minus the
+  stack's ``ASSET_EXCLUDES``
   (read from ``stacks/constructs/refresh_function.py`` without importing aws_cdk), zipped with deflate.
   Powertools (public layer) and boto3 (the runtime's) are not in the asset.
 """
@@ -15,13 +17,17 @@
 from __future__ import annotations
 
 import ast
+import atexit
 import datetime as dt
 import fnmatch
+import functools
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -36,6 +42,8 @@ from .stats import spread
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LAMBDAS_DIR = REPO_ROOT / "lambdas"
+#: The asset's packages (stacks.runtime_asset: lambdas/'s packages, then the installed slotlock package).
+ASSET_PACKAGES = ("athena_refresh", "results_api")
 FUNCTION_MODULE = REPO_ROOT / "stacks" / "constructs" / "refresh_function.py"
 HANDLER_MODULE = "athena_refresh.handler"
 SMALLEST_LAMBDA_MB = 128
@@ -91,8 +99,28 @@ def _excluded(relative: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def asset_size(root: Path = LAMBDAS_DIR) -> dict[str, Any]:
-    """Files, bytes and deflated zip size of the Lambda asset (``root`` minus the stack's excludes)."""
+@functools.cache
+def asset_root() -> Path:
+    """A directory laid out as the function's asset (``/var/task``): ``lambdas/``'s packages and the installed
+    ``slotlock`` package (its ``.py`` files and ``py.typed``, as ``slotlock_cdk.stage_slotlock`` copies them; not
+    imported from there, which would load aws_cdk into the bench). Removed when the process ends."""
+    import slotlock
+
+    root = Path(tempfile.mkdtemp(prefix="bench-asset-"))
+    atexit.register(shutil.rmtree, root, True)
+    for package in ASSET_PACKAGES:
+        shutil.copytree(LAMBDAS_DIR / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    source = Path(slotlock.__file__).resolve().parent
+    (root / "slotlock").mkdir()
+    for path in [*source.glob("*.py"), source / "py.typed"]:
+        shutil.copy2(path, root / "slotlock" / path.name)
+    return root
+
+
+def asset_size(root: Path | None = None) -> dict[str, Any]:
+    """Files, bytes and deflated zip size of the Lambda asset (``root``, default :func:`asset_root`, minus the
+    stack's excludes)."""
+    root = root or asset_root()
     patterns = asset_excludes()
     files = sorted(
         p for p in root.rglob("*") if p.is_file() and not _excluded(p.relative_to(root).as_posix(), patterns)
@@ -103,7 +131,7 @@ def asset_size(root: Path = LAMBDAS_DIR) -> dict[str, Any]:
             archive.write(path, path.relative_to(root).as_posix())
     raw = sum(p.stat().st_size for p in files)
     return {
-        "root": root.relative_to(REPO_ROOT).as_posix(),
+        "root": "lambdas/ + slotlock" if root == asset_root() else str(root),
         "excludes": list(patterns),
         "files": len(files),
         "bytes": raw,
@@ -126,10 +154,10 @@ def lambda_environment(
             "AWS_SESSION_TOKEN": CREDENTIALS["aws_session_token"],
             "AWS_REGION": REGION,
             "AWS_DEFAULT_REGION": REGION,
-            "PYTHONPATH": os.pathsep.join([str(LAMBDAS_DIR), str(REPO_ROOT)]),
+            "PYTHONPATH": os.pathsep.join([str(asset_root()), str(REPO_ROOT)]),
             "PYTHONDONTWRITEBYTECODE": "1",
             # What the Lambda service sets; LAMBDA_TASK_ROOT makes Powertools' Tracer run (tracing is ACTIVE).
-            "LAMBDA_TASK_ROOT": str(LAMBDAS_DIR),
+            "LAMBDA_TASK_ROOT": str(asset_root()),
             "AWS_LAMBDA_FUNCTION_NAME": "athena-refresh-bench",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(job.lambda_memory_mb),
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
@@ -176,7 +204,7 @@ def _heaviest_packages(stderr: str, count: int = 6) -> list[tuple[str, float]]:
 def import_time(job: Any, repetitions: int, python: str = sys.executable) -> dict[str, Any]:
     """Median and spread of the handler module's cumulative import time over fresh processes."""
     env = lambda_environment(job, endpoint_url=None, lock_table="locks", results_table="results")
-    env["PYTHONPATH"] = str(LAMBDAS_DIR)  # only the asset, as in /var/task
+    env["PYTHONPATH"] = str(asset_root())  # the asset first, as /var/task
     samples_ms, walls_s, top = [], [], []
     for _ in range(repetitions):
         started = time.perf_counter()

@@ -325,7 +325,7 @@ def _package(filename: str) -> str:
     if filename.startswith(("~", "<")):
         return "builtins (C)"
     parts = filename.replace("\\", "/").split("/")
-    for marker in ("site-packages", "lambdas"):
+    for marker in ("site-packages", "lambdas", "src"):  # src: packages/slotlock/src (editable install)
         if marker in parts:
             return parts[parts.index(marker) + 1].removesuffix(".py")
     if "bench" in parts:
