@@ -51,7 +51,7 @@ VALUE_COLUMN_BYTES: Final = 90
 #: The work's durations: ``make cost``'s defaults (tools.cost.usage.DEFAULT_WINNER_DURATION_S, DEFAULT_LOSER_DURATION_MS).
 WORK_WINNER_S: Final = 3.0
 WORK_LOSER_MS: Final = 100.0
-#: Alarms per job: ``NoRecentSuccess`` (stacks/constructs/once_per_slot_schedule.py); a standard alarm on one metric.
+#: Alarms per job: ``NoRecentSuccess`` (slotlock_cdk.OncePerSlotSchedule); a standard alarm on one metric.
 JOB_ALARMS: Final = 1
 #: Warn when the value metrics cost more than this many times the job's work.
 WARNING_FACTOR: Final = 10.0

@@ -193,7 +193,7 @@ def _registry_entry(ssm: Any, path: str, stack_name: str, job: str | None) -> Jo
 
 
 def scheduler_input(slot: Slot, racer: int, job: str, execution_id: str) -> dict[str, Any]:
-    """The input the stack's schedules send (``stacks/constructs/fanout_schedule.py``)."""
+    """The input the stack's schedules send (``slotlock_cdk.FanoutSchedule``)."""
     return {"scheduled_time": slot.iso, "execution_id": execution_id, "racer": racer, "job": job}
 
 

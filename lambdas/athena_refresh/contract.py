@@ -275,7 +275,7 @@ DEPLOYMENT_METRICS: Final = (
 ALL_METRICS: Final = JOB_METRICS + DEPLOYMENT_METRICS
 #: A job is stale when its last success is older than this many schedule periods (its longest gap,
 #: ``slotlock.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
-#: the stack's ``NoRecentSuccess`` alarm (``stacks/constructs/once_per_slot_schedule.py``) uses the same number.
+#: the stack's ``NoRecentSuccess`` alarm (``slotlock_cdk.OncePerSlotSchedule``, given this number) uses the same number.
 STALE_AFTER_PERIODS: Final = 2
 
 # --- No longer emitted: former metrics, now fields of the invocation's log line (LOG_ONLY_FIELDS) ---

@@ -321,7 +321,7 @@ class Chaos(ServiceHooks):
             self._rerun(plan.rerun, plan, beside=plan.iso)
 
     def _event(self, slot_iso: str, racer: int) -> dict[str, Any]:
-        # The stack's Scheduler input (stacks/constructs/fanout_schedule.py): same for every racer but the index.
+        # The stack's Scheduler input (slotlock_cdk.FanoutSchedule): same for every racer but the index.
         return {"scheduled_time": slot_iso, "execution_id": str(uuid.uuid4()), "racer": racer, "job": self.job.job_name}
 
     def _settle(self, plan: SlotPlan, run_deadline: float) -> None:

@@ -22,6 +22,7 @@ from slotlock_cdk.runtime import LAYER_PYTHON_DIR, slotlock_package_dir
 from tests.stacks.helpers import as_list, of_type
 
 HANDLER_CODE = """
+import os
 from slotlock import SlotLock, once_per_slot
 lock = SlotLock(os.environ["LOCK_TABLE_NAME"], "nightly-report")
 @once_per_slot(lock)
@@ -50,7 +51,6 @@ def build(**options: Any) -> tuple[dict[str, Any], str, str]:
         runtime=lambda_.Runtime.PYTHON_3_13,
         handler="index.handler",
         code=lambda_.Code.from_inline(HANDLER_CODE),
-        environment={"LOCK_TABLE_NAME": lock.table.table_name},
     )
     topic = sns.Topic(stack, "Alarms")
     OncePerSlotSchedule(
@@ -114,6 +114,8 @@ def test_the_function_may_use_the_lock_table_and_send_failures_only(plain: tuple
     }
     assert by_sid["LockTableItems"]["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
     assert by_sid["OnFailureDestination"]["Action"] == "sqs:SendMessage"
+    # AND the table's name is in the function's environment, where SlotLock's caller reads it
+    assert resources[function_id]["Properties"]["Environment"]["Variables"] == {"LOCK_TABLE_NAME": {"Ref": table_id}}
 
 
 def test_async_retries_are_bounded_by_the_slot_age_and_end_in_the_failure_queue(

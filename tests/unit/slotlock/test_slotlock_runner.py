@@ -17,7 +17,7 @@ EVENT = {"scheduled_time": "2026-11-22T00:30:00Z"}
 def test_winner_runs_once_and_losers_return_lost(lock: SlotLock, slot: Slot, make_context: Any) -> None:
     # GIVEN a decorated handler; the fan-out's other invocations arrive while the winner is running
     calls: list[str] = []
-    losers: list[SlotOutcome] = []
+    losers: list[dict[str, Any]] = []
 
     @once_per_slot(lock)
     def handler(run: SlotRun, event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -31,27 +31,36 @@ def test_winner_runs_once_and_losers_return_lost(lock: SlotLock, slot: Slot, mak
 
     # THEN the function ran once, for the winner, whose returned mapping became the commit summary
     assert calls == ["req-A"]
-    assert (winner.status, winner.fencing_token, winner.value, dict(winner.details)) == (
+    assert (winner["status"], winner["fencing_token"], winner["value"], dict(winner["details"])) == (
         "succeeded",
         1,
         {"rows": 3},
         {"rows": 3},
     )
-    assert (winner.slot, winner.owner_id, winner.takeover, winner.reentered) == (slot.iso, "req-A", False, False)
+    assert (winner["slot"], winner["owner_id"], winner["takeover"], winner["reentered"]) == (
+        slot.iso,
+        "req-A",
+        False,
+        False,
+    )
     # AND the losers returned normally with the reason and the holder
-    assert [(loser.status, loser.reason, loser.owner_id) for loser in losers] == [
+    assert [(loser["status"], loser["reason"], loser["owner_id"]) for loser in losers] == [
         ("lost", "held", "req-B"),
         ("lost", "held", "req-C"),
     ]
     for loser in losers:
-        assert loser.details["holder_owner_id"] == "req-A"
-        assert loser.details["holder_slot"] == slot.iso
-        assert loser.fencing_token is None
-    # AND outcomes are JSON-safe for the Lambda response
-    json.dumps([outcome.as_dict() for outcome in [winner, *losers]])
+        assert loser["details"]["holder_owner_id"] == "req-A"
+        assert loser["details"]["holder_slot"] == slot.iso
+        assert loser["fencing_token"] is None
+    # AND the responses (SlotOutcome.as_dict) are JSON-safe, as Lambda's runtime serializes them
+    json.dumps([winner, *losers])
     # AND a later duplicate finds the slot finished and does not run
     late = handler(EVENT, make_context("req-D"))
-    assert (late.status, late.reason, late.details["last_finished_slot"]) == ("lost", "slot_finished", slot.iso)
+    assert (late["status"], late["reason"], late["details"]["last_finished_slot"]) == (
+        "lost",
+        "slot_finished",
+        slot.iso,
+    )
     assert calls == ["req-A"]
 
 
@@ -65,7 +74,7 @@ def test_function_that_does_not_commit_is_committed_with_its_mapping_as_summary(
     outcome = handler(EVENT, make_context("req-A"))
 
     # THEN the runner committed the slot with that summary, and the lock is released
-    assert outcome.status == "succeeded"
+    assert outcome["status"] == "succeeded"
     item = lock.get_slot(slot)
     assert (item["status"], item["summary"]) == ("SUCCEEDED", {"query_execution_id": "qe-1", "rows": 3})
     assert lock.get_lock().owner_id is None
@@ -84,7 +93,7 @@ def test_function_returning_its_run_state_is_committed_with_that_mapping(
 
     # THEN the summary is stored as a JSON object (not the mapping's repr), and the outcome is JSON-safe
     assert lock.get_slot(slot)["summary"] == {"query_execution_id": "qe-1"}
-    assert json.loads(json.dumps(outcome.as_dict()))["value"] == {"query_execution_id": "qe-1"}
+    assert json.loads(json.dumps(outcome))["value"] == {"query_execution_id": "qe-1"}
 
 
 def test_function_returning_a_non_mapping_is_committed_without_summary(
@@ -94,7 +103,7 @@ def test_function_returning_a_non_mapping_is_committed_without_summary(
     outcome = once_per_slot(lock)(lambda run, event, context: 42)(EVENT, make_context("req-A"))
 
     # THEN the value is returned, and the summary is empty
-    assert (outcome.status, outcome.value, dict(outcome.details)) == ("succeeded", 42, {})
+    assert (outcome["status"], outcome["value"], dict(outcome["details"])) == ("succeeded", 42, {})
     assert lock.get_slot(slot)["summary"] == {}
 
 
@@ -114,7 +123,7 @@ def test_function_that_commits_itself_is_not_committed_twice(
 
     # THEN exactly one transaction was sent after the acquisition, and the outcome carries its summary
     assert request_log.operations == ["UpdateItem", "TransactWriteItems"]
-    assert (outcome.status, outcome.value, dict(outcome.details)) == ("succeeded", "done", {"rows": 1})
+    assert (outcome["status"], outcome["value"], dict(outcome["details"])) == ("succeeded", "done", {"rows": 1})
 
 
 def test_function_that_fails_for_good_finishes_the_slot_as_failed(
@@ -126,9 +135,11 @@ def test_function_that_fails_for_good_finishes_the_slot_as_failed(
     )
 
     # THEN the slot is FAILED and does not run again
-    assert (outcome.status, dict(outcome.details)) == ("failed", {"type": "QueryFailed"})
+    assert (outcome["status"], dict(outcome["details"])) == ("failed", {"type": "QueryFailed"})
     assert lock.get_slot(slot)["status"] == "FAILED"
-    assert once_per_slot(lock)(lambda run, event, context: None)(EVENT, make_context("req-B")).reason == "slot_finished"
+    assert (
+        once_per_slot(lock)(lambda run, event, context: None)(EVENT, make_context("req-B"))["reason"] == "slot_finished"
+    )
 
 
 def test_exception_releases_the_lease_keeps_state_and_the_retry_reenters(
@@ -162,7 +173,7 @@ def test_exception_releases_the_lease_keeps_state_and_the_retry_reenters(
 
     # THEN it re-entered, adopted the query, and committed
     assert attempts[1] == {"state": {"query_execution_id": "qe-1"}, "reentered": True, "token": 2}
-    assert (outcome.status, outcome.reentered, outcome.adopted_state, outcome.fencing_token) == (
+    assert (outcome["status"], outcome["reentered"], outcome["adopted_state"], outcome["fencing_token"]) == (
         "succeeded",
         True,
         True,
@@ -185,7 +196,7 @@ def test_exception_right_after_acquiring_lets_the_retry_reenter_before_the_lease
 
     # WHEN the retry arrives 1 s later (the lease would have run 29 s more) / THEN it runs at once
     clock.advance(ms=1_000)
-    assert handler(EVENT, make_context("req-A")).status == "succeeded"
+    assert handler(EVENT, make_context("req-A"))["status"] == "succeeded"
 
 
 def test_stale_commit_is_reported_as_stale_rejected_without_raising(
@@ -207,8 +218,8 @@ def test_stale_commit_is_reported_as_stale_rejected_without_raising(
     outcome = once_per_slot(lock)(slow)(EVENT, make_context("req-A"))
 
     # THEN the outcome says so, names the new holder, and nothing of the commit was written
-    assert (outcome.status, outcome.reason) == ("stale_rejected", "fencing_token_superseded")
-    assert outcome.details == {"holder_owner_id": "req-B", "current_fencing_token": 2}
+    assert (outcome["status"], outcome["reason"]) == ("stale_rejected", "fencing_token_superseded")
+    assert outcome["details"] == {"holder_owner_id": "req-B", "current_fencing_token": 2}
     assert get_item("results") is None
     assert lock.get_lock().owned_by("req-B", 2)
 
@@ -223,7 +234,7 @@ def test_stale_implicit_commit_is_also_stale_rejected(
         return {"rows": 3}
 
     # WHEN / THEN
-    assert once_per_slot(lock)(slow)(EVENT, make_context("req-A")).status == "stale_rejected"
+    assert once_per_slot(lock)(slow)(EVENT, make_context("req-A"))["status"] == "stale_rejected"
     assert lock.get_slot(slot) is None
 
 
@@ -237,7 +248,11 @@ def test_lease_lost_at_heartbeat_returns_lease_lost(lock: SlotLock, slot: Slot, 
 
     # WHEN / THEN it returns normally, and the new holder keeps the lease (nothing was released)
     outcome = once_per_slot(lock)(loop)(EVENT, make_context("req-A"))
-    assert (outcome.status, outcome.reason, outcome.details["holder_owner_id"]) == ("lease_lost", "heartbeat", "req-B")
+    assert (outcome["status"], outcome["reason"], outcome["details"]["holder_owner_id"]) == (
+        "lease_lost",
+        "heartbeat",
+        "req-B",
+    )
     assert lock.get_lock().owned_by("req-B", 2) and lock.get_lock().locked(clock.now)
 
 
@@ -394,8 +409,13 @@ def test_overrun_loser_that_recorded_the_miss_returns_missed(
     first, second = handler(event, make_context("req-1")), handler(event, make_context("req-2"))
 
     # THEN the one that recorded the miss says "missed", the other "lost"; both give the reason
-    assert (first.status, first.reason, second.status, second.reason) == ("missed", "overrun", "lost", "overrun")
-    assert first.details["holder_slot"] == slot.iso
+    assert (first["status"], first["reason"], second["status"], second["reason"]) == (
+        "missed",
+        "overrun",
+        "lost",
+        "overrun",
+    )
+    assert first["details"]["holder_slot"] == slot.iso
 
 
 def test_invalid_event_raises_before_any_request(lock: SlotLock, make_context: Any, request_log: Any) -> None:

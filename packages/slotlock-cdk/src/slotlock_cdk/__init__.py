@@ -3,6 +3,7 @@
 Public API::
 
     LockTable             the DynamoDB table the lock expects (keys, TTL, history index, PITR)
+    SchemaVersionMismatchError   the installed slotlock has a table layout LockTable does not declare
     OncePerSlotSchedule   fan-out schedules, lock grant, async retries, on-failure queue, alarms for a function
     FanoutSchedule        the racers alone (N EventBridge Scheduler schedules, one cron, one time zone)
     FailureQueue          the encrypted on-failure queue and its dead-letter queue
@@ -21,7 +22,7 @@ from slotlock_cdk.acknowledgments import acknowledge
 from slotlock_cdk.failure_queue import FailureQueue
 from slotlock_cdk.fanout_schedule import FanoutSchedule
 from slotlock_cdk.grants import LOCK_TABLE_ACTIONS, SEMAPHORE_TABLE_ACTIONS, SendOnlyQueueDestination
-from slotlock_cdk.lock_table import SUPPORTED_SCHEMA_VERSION, LockTable
+from slotlock_cdk.lock_table import SUPPORTED_SCHEMA_VERSION, LockTable, SchemaVersionMismatchError
 from slotlock_cdk.once_per_slot_schedule import OncePerSlotSchedule
 from slotlock_cdk.runtime import SlotlockLayer, stage_slotlock
 
@@ -35,6 +36,7 @@ __all__ = [
     "FanoutSchedule",
     "LockTable",
     "OncePerSlotSchedule",
+    "SchemaVersionMismatchError",
     "SendOnlyQueueDestination",
     "SlotlockLayer",
     "__version__",

@@ -7,7 +7,9 @@ handler) and it adds what makes "N racers, one winner per slot" work on AWS:
   sending ``{"scheduled_time": <aws.scheduler.scheduled-time>, "execution_id", "racer", "job"}``
   (:class:`~slotlock_cdk.fanout_schedule.FanoutSchedule`), so every racer names the same slot;
 - the **lock table grant**: ``GetItem``, ``PutItem`` and ``UpdateItem`` on the lock table (the fenced
-  transactions are authorized per item action), with the table's name in ``LOCK_TABLE_NAME``; plus
+  transactions are authorized per item action), with the table's name in the function's environment variable
+  ``lock_table_env_var`` (``LOCK_TABLE_NAME``; a ``lambda_.Function`` only: an imported function's environment
+  cannot be set, and ``None`` turns it off); plus
   ``BatchGetItem`` for a function that also takes permits of a ``slotlock.Semaphore`` (``capacity_semaphore``);
 - **Lambda's asynchronous retries** (two, within ``max_slot_age_s``) and the **on-failure queue** with its
   dead-letter queue (:class:`~slotlock_cdk.failure_queue.FailureQueue`): a slot whose invocations all
@@ -50,9 +52,11 @@ from slotlock_cdk.failure_queue import FailureQueue
 from slotlock_cdk.fanout_schedule import FanoutSchedule
 from slotlock_cdk.grants import LOCK_TABLE_ACTIONS, SEMAPHORE_TABLE_ACTIONS, SendOnlyQueueDestination
 
-__all__ = ["ASYNC_RETRY_ATTEMPTS", "OncePerSlotSchedule"]
+__all__ = ["ASYNC_RETRY_ATTEMPTS", "LOCK_TABLE_ENV_VAR", "OncePerSlotSchedule"]
 
 ASYNC_RETRY_ATTEMPTS = 2  # Lambda's maximum: the lock makes every redelivery safe
+#: The environment variable that carries the lock table's name to the function (what ``SlotLock`` needs).
+LOCK_TABLE_ENV_VAR = "LOCK_TABLE_NAME"
 
 
 class OncePerSlotSchedule(Construct):
@@ -84,6 +88,7 @@ class OncePerSlotSchedule(Construct):
         scheduler_role: iam.IRole | None = None,
         capacity_semaphore: bool = False,
         stale_after_periods: int = STALE_AFTER_PERIODS,
+        lock_table_env_var: str | None = LOCK_TABLE_ENV_VAR,
     ) -> None:
         super().__init__(scope, construct_id)
         period = cron_period(schedule_expression, time_zone)
@@ -99,6 +104,8 @@ class OncePerSlotSchedule(Construct):
             max_event_age=max_event_age,
             on_failure=SendOnlyQueueDestination(self.failures.queue),
         )
+        if lock_table_env_var and isinstance(function, lambda_.Function):
+            function.add_environment(lock_table_env_var, lock_table.table_name)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 sid="LockTableItems",

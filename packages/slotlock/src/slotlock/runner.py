@@ -9,7 +9,11 @@
 ...         run.heartbeat()                        # renews when due; raises LeaseLostError if taken over
 ...     run.commit(writes=[...], summary={"report_id": report_id})   # your writes, fenced and atomic
 
-The wrapped function returns a :class:`SlotOutcome` to Lambda. Losing the race, finding the slot
+The decorated handler returns the :class:`SlotOutcome` as a plain dict (:meth:`SlotOutcome.as_dict`), which
+Lambda's runtime serializes as the invocation's response (it JSON-encodes whatever a handler returns, also for an
+asynchronous invocation, and fails the invocation with ``Runtime.MarshalError`` on anything else), so what the
+wrapped function returns (``value``) must be JSON-serializable too. :meth:`SlotRunner.run_event` returns the
+:class:`SlotOutcome` itself. Losing the race, finding the slot
 finished, losing the lease mid-run or having a stale commit rejected all *return normally* (no Lambda
 retry would help: someone else owns the slot). A write that DynamoDB refuses for good (:class:`WriteRejectedError`: an item over
 400 KB, say) records the slot FAILED once with the reason, without the rejected writes, and returns
@@ -358,20 +362,23 @@ def _holder(exc: LeaseLostError) -> dict[str, Any]:
 
 def once_per_slot(
     lock: SlotLock | Callable[[], SlotLock], *, listener: Listener | None = None
-) -> Callable[[Callable[..., Any]], Callable[[Any, Any], SlotOutcome]]:
-    """Decorate ``fn(run, event, context)`` into a Lambda handler ``(event, context) -> SlotOutcome``.
+) -> Callable[[Callable[..., Any]], Callable[[Any, Any], dict[str, Any]]]:
+    """Decorate ``fn(run, event, context)`` into a Lambda handler ``(event, context) -> dict``: the slot's
+    :class:`SlotOutcome` as :meth:`~SlotOutcome.as_dict` (JSON-ready, the invocation's response), e.g.
+    ``{"status": "succeeded", "slot": "2026-11-27T02:00:00Z", "fencing_token": 7, "value": ..., ...}``.
 
     ``lock`` may be a factory called on first use (so settings and clients are built inside the
     invocation, not at import). See the module docstring for semantics.
+    https://docs.aws.amazon.com/lambda/latest/dg/python-handler.html#python-handler-return
     """
     cache: list[SlotRunner] = []
 
-    def decorator(fn: Callable[..., Any]) -> Callable[[Any, Any], SlotOutcome]:
+    def decorator(fn: Callable[..., Any]) -> Callable[[Any, Any], dict[str, Any]]:
         @functools.wraps(fn)
-        def handler(event: Any, context: Any) -> SlotOutcome:
+        def handler(event: Any, context: Any) -> dict[str, Any]:
             if not cache:
                 cache.append(SlotRunner(lock if isinstance(lock, SlotLock) else lock(), listener=listener))
-            return cache[0].run_event(lambda run: fn(run, event, context), event, context)
+            return cache[0].run_event(lambda run: fn(run, event, context), event, context).as_dict()
 
         return handler
 

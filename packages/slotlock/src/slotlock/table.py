@@ -21,7 +21,7 @@ History is listed by ``Query`` on the sparse global secondary index :data:`HISTO
 table's key schema (a new key schema would replace the table and reset every fencing counter).
 https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.sparse
 
-The CDK stack (``stacks/constructs/lock_table.py``) declares the same layout from these constants; tests,
+The construct library (``slotlock_cdk.LockTable``) declares the same layout from these constants; tests,
 the demo, the chaos suite and the benchmarks create their tables with :func:`create_lock_table`.
 """
 
