@@ -104,7 +104,8 @@ capacity: venv data
 synth: venv data
 	CDK_OUTDIR=cdk.out $(PY) app.py
 
-# Static checks of the code (no synth): ruff on the whole tree, mypy --strict on the runtime (pyproject.toml).
+# Static checks of the code (no synth): ruff on the whole tree, mypy --strict on the runtime and the two libraries
+# (pyproject.toml).
 static: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

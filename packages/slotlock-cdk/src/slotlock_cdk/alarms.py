@@ -65,7 +65,7 @@ def add_alarms(
             metric=metric,
             evaluation_periods=1,
             alarm_description=description,
-            **settings,  # type: ignore[arg-type]  # the settings are the keyword arguments of cloudwatch.Alarm
+            **settings,  # the settings are the keyword arguments of cloudwatch.Alarm
         )
         alarm.add_alarm_action(action)
         alarm.add_ok_action(action)
