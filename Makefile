@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check
+.PHONY: all venv node data test demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check dist
 
 all: test
 
@@ -126,5 +126,14 @@ DEPLOY_ARGS ?=
 deploy: venv node data
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all --concurrency $(DEPLOY_CONCURRENCY) --require-approval broadening $(DEPLOY_ARGS)
 
+# The two library distributions, wheel and sdist each, in dist/ (emptied first): `python -m build` once per
+# distribution, without build isolation (setuptools and build come pinned from requirements-dev.txt: offline, fast).
+DIST := dist
+dist: venv
+	rm -rf $(DIST)
+	$(PY) -m build --quiet --no-isolation --outdir $(DIST) packages/slotlock
+	$(PY) -m build --quiet --no-isolation --outdir $(DIST) packages/slotlock-cdk
+	@ls -1 $(DIST)
+
 clean:
-	rm -rf cdk.out .cache .demo .chaos .capacity demo-report.json chaos-report.json capacity-report.json bench-report.json
+	rm -rf cdk.out .cache .demo .chaos .capacity demo-report.json chaos-report.json capacity-report.json bench-report.json $(DIST)
