@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check
+.PHONY: all venv node data test demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check dist example
 
 all: test
 
@@ -127,5 +127,37 @@ DEPLOY_ARGS ?=
 deploy: venv node data
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all --concurrency $(DEPLOY_CONCURRENCY) --require-approval broadening $(DEPLOY_ARGS)
 
+# The two library distributions, wheel and sdist each, in dist/ (emptied first): `python -m build` once per
+# distribution, without build isolation (setuptools and build come pinned from requirements-dev.txt: offline, fast).
+DIST := dist
+dist: venv
+	rm -rf $(DIST)
+	$(PY) -m build --quiet --no-isolation --outdir $(DIST) packages/slotlock
+	$(PY) -m build --quiet --no-isolation --outdir $(DIST) packages/slotlock-cdk
+	@ls -1 $(DIST)
+
+# The libraries as a user gets them (examples/once-per-slot/README.md). After `make dist`: the wheels' and sdists'
+# contents (tests/packaging, project venv); a FRESH venv, .example/venv, with the two wheels and the example's
+# requirements (constrained to this repository's pins, so pip's cache serves them) runs the example's tests from
+# examples/once-per-slot, with AWS DynamoDB Local started for them on a free port and always stopped
+# (local.with_dynamodb_local); a second fresh venv with the slotlock wheel alone (pip brings boto3) imports slotlock
+# and checks it loads nothing that Lambda's Python runtime lacks.
+EXAMPLE := examples/once-per-slot
+EXAMPLE_VENV := .example/venv
+# --no-compile: byte-compiling all of aws-cdk-lib at install costs more (about 100 s here) than compiling the few
+# modules the tests import (about 40 s).
+EXAMPLE_PIP := --quiet --disable-pip-version-check --no-compile -c requirements.txt
+# pytest at the version requirements-dev.txt pins (that file cannot be a constraints file: it has extras)
+EXAMPLE_PYTEST = $$(grep '^pytest==' requirements-dev.txt)
+example: dist
+	SLOTLOCK_DIST_DIR=$(DIST) $(PY) -m pytest -q -p no:cacheprovider tests/packaging
+	rm -rf $(EXAMPLE_VENV) .example/venv-slotlock
+	$(PYTHON) -m venv $(EXAMPLE_VENV) || python3 -m venv $(EXAMPLE_VENV)
+	$(EXAMPLE_VENV)/bin/python -m pip install $(EXAMPLE_PIP) $(DIST)/slotlock-*.whl $(DIST)/slotlock_cdk-*.whl -r $(EXAMPLE)/requirements.txt "$(EXAMPLE_PYTEST)"
+	env -u PYTHONPATH $(PY) -m local.with_dynamodb_local --cwd $(EXAMPLE) -- $(CURDIR)/$(EXAMPLE_VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=3
+	$(PYTHON) -m venv .example/venv-slotlock || python3 -m venv .example/venv-slotlock
+	.example/venv-slotlock/bin/python -m pip install $(EXAMPLE_PIP) $(DIST)/slotlock-*.whl
+	cd .example && env -u PYTHONPATH venv-slotlock/bin/python -I $(CURDIR)/tests/packaging/lambda_runtime_imports.py
+
 clean:
-	rm -rf cdk.out .cache .demo .chaos .capacity demo-report.json chaos-report.json capacity-report.json bench-report.json
+	rm -rf cdk.out .cache .demo .chaos .capacity demo-report.json chaos-report.json capacity-report.json bench-report.json $(DIST) .example

@@ -8,11 +8,14 @@
 - ``slotlock_cdk`` (``packages/slotlock-cdk``) imports aws_cdk, constructs, jsii, slotlock and the standard library
   only: never this project's ``stacks``, ``athena_refresh`` or ``cdk_nag``.
 - Outside ``slotlock`` and the tests, nothing imports an internal ``slotlock._*`` module (the local tools may).
+- ``examples/`` are apps as a user writes them: they import the libraries' public API (``make example`` installs
+  the wheels), the CDK, cdk-nag, boto3, pytest and their own modules, never this repository's other packages.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -86,3 +89,17 @@ def imported_modules(path: Path) -> set[str]:
 def test_only_the_lock_package_imports_its_internals(path: Path) -> None:
     internal = {name for name in imported_modules(path) if name.startswith("slotlock._")}
     assert internal == set(), f"import the public API instead (slotlock.__all__, docs/compatibility.md): {internal}"
+
+
+EXAMPLES = REPO_ROOT / "examples"
+
+
+@pytest.mark.parametrize("path", python_files("examples"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_the_examples_use_the_libraries_as_a_user_would(path: Path) -> None:
+    example = REPO_ROOT / "examples" / path.relative_to(EXAMPLES).parts[0]
+    own = {p.stem for p in example.rglob("*.py")}
+    allowed = set(sys.stdlib_module_names) | {"aws_cdk", "constructs", "cdk_nag", "boto3", "botocore", "pytest"}
+    allowed |= {"slotlock", "slotlock_cdk"} | own
+    assert imported_top_levels(path) <= allowed, imported_top_levels(path) - allowed
+    internal = {name for name in imported_modules(path) if re.match(r"slotlock(_cdk)?\._", name)}
+    assert internal == set(), f"import the public API (slotlock.__all__, slotlock_cdk.__all__): {internal}"
