@@ -77,7 +77,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     would not help. An exception (e.g. DynamoDB unreachable) releases the lease and propagates, so Lambda's
     asynchronous retries try again.
     """
-    outcome = report(event, context).as_dict()  # SlotOutcome is a dataclass; Lambda returns JSON
+    outcome = report(event, context)  # the SlotOutcome as a JSON-ready dict (once_per_slot)
     logger.info(
         "slot %s: %s%s",
         outcome["slot"],
