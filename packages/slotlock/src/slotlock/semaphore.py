@@ -55,14 +55,17 @@ from ._expressions import (
     PERMIT_PREV_TOKEN,
     PERMIT_QUERY,
     PERMIT_RECORD_QUERY,
+    PERMIT_RECORD_QUERY_UPDATE,
     PERMIT_RELEASE_UPDATE,
     PERMIT_RELEASED_AT,
+    PERMIT_RENEW_UPDATE,
     PERMIT_SEMAPHORE,
     PERMIT_TAKE_UPDATE,
     PERMIT_TOKEN,
     PK,
     RECLAIM_TERMINAL_QUERY,
     TAKE_EXPIRED_NO_QUERY,
+    stamped,
 )
 from ._semaphore_items import (
     Permit,
@@ -419,7 +422,7 @@ class Semaphore:
         """Set the permit's expiry to ``expires_at_ms`` (the lease's, after each heartbeat): one conditional
         write on owner and token. Raises :class:`PermitLostError` (reclaimed) or :class:`StalePermitTokenError`."""
         values = {":expires": {"N": str(expires_at_ms)}}
-        params = self._permit_update(permit.index, "SET #expires = :expires", PERMIT_OURS, self._ours(permit, values))
+        params = self._permit_update(permit.index, PERMIT_RENEW_UPDATE, PERMIT_OURS, self._ours(permit, values))
         params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
         self._holder_write(permit, params, "renew")
         return replace(permit, expires_at_ms=expires_at_ms)
@@ -434,7 +437,7 @@ class Semaphore:
             )
         values = {":query": {"S": query_execution_id}}
         params = self._permit_update(
-            permit.index, "SET #query = :query", PERMIT_RECORD_QUERY, self._ours(permit, values)
+            permit.index, PERMIT_RECORD_QUERY_UPDATE, PERMIT_RECORD_QUERY, self._ours(permit, values)
         )
         params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
         self._holder_write(permit, params, "record_query")
@@ -452,7 +455,7 @@ class Semaphore:
         if replacing is not None:
             values[":replacing"] = {"S": replacing}
             condition = f"{PERMIT_OURS} AND (attribute_not_exists(#query) OR #query IN (:query, :replacing))"
-        params = self._permit_update(permit.index, "SET #query = :query", condition, self._ours(permit, values))
+        params = self._permit_update(permit.index, PERMIT_RECORD_QUERY_UPDATE, condition, self._ours(permit, values))
         params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
         return {"Update": params}
 
@@ -506,15 +509,18 @@ class Semaphore:
         return {":owner": {"S": permit.owner.id}, ":token": {"N": str(permit.fencing_token)}, **values}
 
     def _permit_update(self, index: int, update: str, condition: str, values: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "TableName": self.table_name,
-            "Key": {PK: {"S": table.permit_key(self.name, index)}},
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": dict(_PERMIT_NAMES),
-            "ExpressionAttributeValues": dict(values),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        """Every write of a permit item: sets the table layout and is conditioned on it (``stamped``)."""
+        return stamped(
+            {
+                "TableName": self.table_name,
+                "Key": {PK: {"S": table.permit_key(self.name, index)}},
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": dict(_PERMIT_NAMES),
+                "ExpressionAttributeValues": dict(values),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
 
     def _holder_write(self, permit: Permit, params: Mapping[str, Any], operation: str) -> None:
         try:
