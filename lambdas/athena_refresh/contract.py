@@ -314,7 +314,8 @@ RETIRED_METRICS: Final = (
 LOG_MESSAGE_PREFIX: Final = "slot "  # the line's message: f"slot {slot_iso}: {outcome}"
 LOG_FIELD_JOB: Final = "job"
 LOG_FIELD_SLOT: Final = "slot"
-LOG_FIELD_OUTCOME: Final = "outcome"  # succeeded, failed, lost, missed, lease_lost, stale_rejected, corrupt
+LOG_FIELD_OUTCOME: Final = "outcome"  # succeeded, failed, lost, missed, lease_lost, stale_rejected, corrupt,
+# unsupported_schema (an item of a newer table layout), deferred
 LOG_FIELD_REASON: Final = "reason"  # lost: LOSS_REASONS; missed: MISSED_REASONS; failed/lease_lost/...: why
 LOG_FIELD_FENCING_TOKEN: Final = "fencing_token"
 LOG_FIELD_QUERY_EXECUTION_ID: Final = "query_execution_id"

@@ -34,6 +34,7 @@ from slotlock import (
     SlotLock,
     SlotOutcome,
     SlotRunner,
+    UnsupportedSchemaVersionError,
     system_clock_ms,
 )
 from slotlock.manual import ManualMarker
@@ -402,6 +403,11 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     the job), counted as the deployment-wide EMF metric ``CorruptLockItem`` (dimension service only; alarm on
     it), and returned as status ``corrupt`` with ``details`` naming the item. Nothing was written (a slot whose
     adoption found a corrupt history item gets its lease released again).
+
+    An item of a newer table layout (``UnsupportedSchemaVersionError``: a newer slotlock wrote the lock table) is
+    handled alike, but never as a corrupt item: not raised (every retry would meet the same item), logged at ERROR
+    naming the item and the versions (outcome ``unsupported_schema``), returned as status ``unsupported_schema``.
+    The item was left as it is. No metric: ``NoRecentSuccess`` alarms once the job's slots stop succeeding.
     """
     settings = settings or Settings.from_env()
     slot = Slot.from_event(event)
@@ -434,6 +440,10 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
         return _corrupt_outcome(
             error, deps.results, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
         )
+    except UnsupportedSchemaVersionError as error:
+        return _unsupported_layout_outcome(
+            error, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
+        )
     emit_outcome_metrics(outcome, job.report, lock.clock_ms())
     result = outcome.as_dict()
     result["queries_started"] = job.queries_started
@@ -442,6 +452,35 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     level = logger.info if outcome.status in ("succeeded", "lost", "deferred") else logger.warning
     level(f"slot {slot.iso}: {outcome.status}", **outcome_log_fields(outcome, job.report))
     return result
+
+
+def _unsupported_layout_outcome(
+    error: UnsupportedSchemaVersionError, job_name: str, slot: Slot, owner_id: str, report: SlotReport, generation: int
+) -> dict[str, Any]:
+    """Report an item of a table layout this slotlock does not read: ERROR log naming the item and the versions
+    (outcome ``unsupported_schema``), status ``unsupported_schema`` (no raise: a Lambda retry would meet the same
+    item). Not a corrupt item (no ``CorruptLockItem`` count): the item is intact, this function is too old for it."""
+    details = {
+        "item_key": error.key,
+        "schema_version_found": error.found if isinstance(error.found, (int, float, str)) else repr(error.found),
+        "schema_version_supported": list(error.supported),
+        "error": str(error),
+        "error_type": type(error).__name__,
+    }
+    logger.error(
+        f"slot {slot.iso}: unsupported_schema (table layout), not retried: {error}",
+        extra={contract.LOG_FIELD_OUTCOME: "unsupported_schema", **details, **report.log_fields()},
+    )
+    outcome = SlotOutcome(
+        "unsupported_schema",
+        job_name,
+        slot.iso,
+        owner_id,
+        reason="schema_version",
+        details=details,
+        generation=generation,
+    )
+    return {**outcome.as_dict(), "queries_started": report.queries_started}
 
 
 def _corrupt_outcome(

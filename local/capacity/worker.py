@@ -68,7 +68,13 @@ def permit_writes(operation: str, params: Mapping[str, Any]) -> list[dict[str, A
     ``op``: ``take`` (free or reclaimed), ``inherit``, ``renew``, ``record`` (the query id), ``release``; told apart
     by the update expression (:mod:`slotlock._expressions`); other writes (the tickets item, the lock) are not listed.
     """
-    from slotlock._expressions import PERMIT_INHERIT_UPDATE, PERMIT_RELEASE_UPDATE, PERMIT_TAKE_UPDATE
+    from slotlock._expressions import (
+        PERMIT_INHERIT_UPDATE,
+        PERMIT_RECORD_QUERY_UPDATE,
+        PERMIT_RELEASE_UPDATE,
+        PERMIT_RENEW_UPDATE,
+        PERMIT_TAKE_UPDATE,
+    )
 
     if operation == "UpdateItem":
         updates = [params]
@@ -76,22 +82,19 @@ def permit_writes(operation: str, params: Mapping[str, Any]) -> list[dict[str, A
         updates = [entry["Update"] for entry in params.get("TransactItems", ()) if "Update" in entry]
     else:
         return []
-    kinds = {PERMIT_TAKE_UPDATE: "take", PERMIT_INHERIT_UPDATE: "inherit", PERMIT_RELEASE_UPDATE: "release"}
+    kinds = {
+        PERMIT_TAKE_UPDATE: "take",
+        PERMIT_INHERIT_UPDATE: "inherit",
+        PERMIT_RELEASE_UPDATE: "release",
+        PERMIT_RENEW_UPDATE: "renew",
+        PERMIT_RECORD_QUERY_UPDATE: "record",
+    }
     found = []
     for update in updates:
         key = str(update.get("Key", {}).get("pk", {}).get("S", ""))
         if not key.startswith(PERMIT_PREFIX):
             continue
-        expression = str(update.get("UpdateExpression", ""))
-        op = kinds.get(expression)
-        if op is None:
-            op = (
-                "renew"
-                if expression == "SET #expires = :expires"
-                else "record"
-                if "#query = :query" in expression
-                else None
-            )
+        op = kinds.get(str(update.get("UpdateExpression", "")))
         if op is None:
             continue
         values = update.get("ExpressionAttributeValues", {})

@@ -25,8 +25,8 @@ never by editing the runtime's code paths:
     slot must then end FAILED with reason ``write_rejected``; never in an invocation that carries a
     checkpoint fault, whose ``before_commit`` would fire again for the failure record);
   - the acquire ``UpdateItem`` (``ADD #token :one``) and the heartbeat ``UpdateItem`` (``SET #expires =
-    :expires``, also a release's shape) answered with ``TransactionConflictException`` (HTTP 400; botocore
-    does not retry it);
+    :expires, #schema_version = :schema_version``, also a release's shape) answered with
+    ``TransactionConflictException`` (HTTP 400; botocore does not retry it);
   - the MISSED records (an ``UpdateItem`` or ``TransactWriteItems`` whose slot item sets ``#status =
     :missed``): the first attempt is sent and its answer lost, so botocore resends the applied write;
 
@@ -130,9 +130,11 @@ def classify_write(operation: str, body: Any) -> str | None:
     the ``:status`` they set: ``MISSED`` is ``record_missed`` (UpdateItem, or TransactWriteItems with the
     lock item's missed-slot mark), ``RUNNING`` in a TransactWriteItems is ``record_state``, ``SUCCEEDED`` /
     ``FAILED`` is ``commit``; ``acquire``: the UpdateItem with ``ADD #token :one``; ``heartbeat``: the
-    UpdateItem ``SET #expires = :expires`` (a release has the same shape). ``None`` for anything else
-    (reads, the results store's own requests, the lock's other updates).
+    UpdateItem ``slotlock._expressions.LEASE_EXPIRY_UPDATE`` (a release has the same shape). ``None`` for
+    anything else (reads, the results store's own requests, the lock's other updates).
     """
+    from slotlock._expressions import LEASE_EXPIRY_UPDATE
+
     if operation not in ("UpdateItem", "TransactWriteItems"):
         return None
     try:
@@ -164,7 +166,7 @@ def classify_write(operation: str, body: Any) -> str | None:
         return None
     if "ADD #token :one" in expressions[0]:
         return ACQUIRE
-    if expressions[0].strip() == "SET #expires = :expires":
+    if expressions[0].strip() == LEASE_EXPIRY_UPDATE:
         return HEARTBEAT
     return None
 

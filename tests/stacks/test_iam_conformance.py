@@ -32,6 +32,7 @@ import moto
 import pytest
 
 from slotlock import Slot
+from slotlock._expressions import LEASE_EXPIRY_UPDATE
 from stacks import REPO_ROOT
 from stacks.constructs import read_api, refresh_function
 from tests.stacks import deployment_view
@@ -282,7 +283,7 @@ def test_every_scenario_made_its_calls(recorded: tuple[ConformanceWorld, CallRec
         renewals = [
             call
             for call in recorder.of(refresh_principal(job))
-            if call.scenario == "live" and call.params.get("UpdateExpression") == "SET #expires = :expires"
+            if call.scenario == "live" and call.params.get("UpdateExpression") == LEASE_EXPIRY_UPDATE
         ]
         assert renewals, f"{job}: the live scenario renewed no lease (heartbeat)"
 

@@ -25,6 +25,7 @@ import boto3
 from athena_refresh import contract
 from slotlock import Permit, PermitOwner, Semaphore, Slot
 from slotlock import table as lock_table
+from slotlock._expressions import PERMIT_RENEW_UPDATE
 from tests.stacks.iam.recorder import RecordedCall
 from tests.stacks.iam.scenarios import ConformanceWorld, refresh_principal
 from tests.stacks.iam.template import REGION
@@ -141,7 +142,7 @@ def assert_permit_taken_and_released(world: ConformanceWorld, job: str, calls: l
     take, *renewals = [c for c in live if c.operation == "UpdateItem" and c.params["Key"][PK]["S"] in keys]
     assert "#acquired = :now" in take.params["UpdateExpression"], take.params
     # The live scenario's heartbeats renew the lease, and the permit's expiry with it.
-    assert renewals and all(c.params["UpdateExpression"] == "SET #expires = :expires" for c in renewals), renewals
+    assert renewals and all(c.params["UpdateExpression"] == PERMIT_RENEW_UPDATE for c in renewals), renewals
     transactions = [c for c in live if c.operation == "TransactWriteItems"]
     assert len(transactions) == 2, [c.describe() for c in transactions]  # record_state, then the commit
     for transaction in transactions:

@@ -52,6 +52,7 @@ from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from local.emulators.dynamodb_local import DynamoDBLocal
 from slotlock import Slot, SlotLock, SlotRunner, create_lock_table
+from slotlock._expressions import LEASE_EXPIRY_UPDATE
 
 REGION = "us-east-1"
 LOCK_TABLE = "refresh-locks"  # prefixes: every test's tables get a unique suffix
@@ -233,7 +234,7 @@ class RequestLog:
         """``(sent at ms, new expiry ms)`` of every lease renewal UpdateItem (not acquire, not release)."""
         found = []
         for name, body, at in self.calls:
-            if name == "UpdateItem" and body.get("UpdateExpression") == "SET #expires = :expires":
+            if name == "UpdateItem" and body.get("UpdateExpression") == LEASE_EXPIRY_UPDATE:
                 found.append((at, int(body["ExpressionAttributeValues"][":expires"]["N"])))
         return found
 

@@ -30,6 +30,7 @@ from athena_refresh.errors import QueryEngineError
 from athena_refresh.permits import CapacityGate, CapacitySettings
 from athena_refresh.report import SlotReport
 from slotlock import PermitOwner, Semaphore, Slot, SlotOutcome, SlotRunner, request_generation
+from slotlock._expressions import LEASE_EXPIRY_UPDATE
 
 SEMAPHORE = "budget"
 SHORT_LEASE = {"lease_duration_s": 2.0, "heartbeat_interval_s": 0.5}
@@ -101,7 +102,7 @@ def lease_renewals(request_log: Any) -> list[tuple[int, int]]:
         (at, int(body["ExpressionAttributeValues"][":expires"]["N"]))
         for name, body, at in request_log.calls
         if name == "UpdateItem"
-        and body.get("UpdateExpression") == "SET #expires = :expires"
+        and body.get("UpdateExpression") == LEASE_EXPIRY_UPDATE
         and body["Key"]["pk"]["S"].startswith("lock#")
     ]
 

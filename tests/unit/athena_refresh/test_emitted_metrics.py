@@ -408,6 +408,18 @@ def corrupt_lock_item(h: Harness) -> tuple[Emitted, Expected]:
     return h.emitted(), Expected(deployment=frozenset({contract.METRIC_CORRUPT_LOCK_ITEM}), lines=(line,))
 
 
+def unsupported_schema_version(h: Harness) -> tuple[Emitted, Expected]:
+    # a newer slotlock wrote the lock item (table layout 2): reported, never counted as a corrupt item
+    h.ddb.put_item(
+        TableName=h.lock_table,
+        Item={"pk": {"S": f"lock#{h.job}"}, "fencing_token": {"N": "7"}, "schema_version": {"N": "2"}},
+    )
+    result = h.invoke("req-A")
+    assert (result["status"], result["details"]["item_key"]) == ("unsupported_schema", f"lock#{h.job}")
+    line = {"outcome": "unsupported_schema", "item_key": f"lock#{h.job}", "schema_version_found": 2}
+    return h.emitted(), Expected(lines=({**line, "queries_started": 0},))
+
+
 def results_contradict_the_lock(h: Harness) -> tuple[Emitted, Expected]:
     # the results' LATEST pointer names the coming slot with a higher token than the lock ever issued (e.g.
     # after a point-in-time restore of the lock table, before the fence bump; only the same slot and
@@ -530,6 +542,7 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "lease_lost": lease_lost,
     "query_failed": query_failed,
     "corrupt_lock_item": corrupt_lock_item,
+    "unsupported_schema_version": unsupported_schema_version,
     "results_contradict_the_lock": results_contradict_the_lock,
     "paused": paused,
     "lost_busy": lost_busy,
@@ -662,7 +675,7 @@ def test_each_outcome_emits_exactly_its_metrics_and_logs_its_facts(
         assert _mismatches(line, fields) == {}, line
         level = (
             "ERROR"
-            if line["outcome"] == "corrupt"
+            if line["outcome"] in ("corrupt", "unsupported_schema")
             else "INFO"
             if line["outcome"] in ("succeeded", "lost")
             else "WARNING"

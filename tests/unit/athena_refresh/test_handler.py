@@ -571,6 +571,57 @@ def test_a_tampered_item_is_reported_with_the_corrupt_lock_item_metric_and_not_r
         assert scan(aws_resources["lock_table"]) == lock_before and result["queries_started"] == 0
 
 
+def test_a_lock_item_of_a_newer_table_layout_is_reported_and_not_retried_nor_called_corrupt(
+    invoke: Any,
+    tamper_item: Any,
+    aws_resources: dict[str, str],
+    scan: Any,
+    stdout_json: Any,
+    handler_ddb_requests: list[str],
+    engines: list[Any],
+) -> None:
+    # GIVEN the previous minute's slot ran, then a newer slotlock rewrote the lock item (schema_version 2)
+    previous = Slot(current_slot().epoch_s - 60)
+    assert invoke(scheduler_event(previous), "req-previous")["status"] == "succeeded"
+    tamper_item(aws_resources["lock_table"], {"pk": {"S": f"lock#{JOB}"}}, {"schema_version": {"N": "2"}})
+    lock_before, results_before = scan(aws_resources["lock_table"]), scan(aws_resources["results_table"])
+    calls_before = [list(engine.calls) for engine in engines]
+    stdout_json()
+    handler_ddb_requests.clear()
+
+    # WHEN the current slot's racer runs
+    result = invoke(scheduler_event(current_slot()), "req-A")
+    records = stdout_json()
+
+    # THEN it returns normally (no Lambda retry: every retry would meet the same item) with its own status, never
+    # "corrupt" nor "lost", after its one acquisition request (the loser's ALL_OLD named the layout)
+    assert (result["status"], result["reason"], result["queries_started"]) == (
+        "unsupported_schema",
+        "schema_version",
+        0,
+    )
+    details = result["details"]
+    assert (details["item_key"], details["schema_version_found"], details["schema_version_supported"]) == (
+        f"lock#{JOB}",
+        2,
+        [1],
+    )
+    assert handler_ddb_requests == ["UpdateItem"]
+    # AND one ERROR line names the job, the slot, the item and both versions; no CorruptLockItem count
+    [error] = [r for r in log_records(records) if r["level"] == "ERROR"]
+    assert (error["job"], error["slot"], error["outcome"], error["item_key"]) == (
+        JOB,
+        current_slot().iso,
+        "unsupported_schema",
+        f"lock#{JOB}",
+    )
+    assert "schema_version=2" in error["message"] and "reads and writes layout 1" in error["message"]
+    assert contract.METRIC_CORRUPT_LOCK_ITEM not in emitted(records)
+    # AND nothing was written nor queried: the newer item is left as it is
+    assert scan(aws_resources["lock_table"]) == lock_before and scan(aws_resources["results_table"]) == results_before
+    assert [list(engine.calls) for engine in engines] == calls_before
+
+
 # ---------------------------------------------------------------------------------------------------
 # observability
 # ---------------------------------------------------------------------------------------------------

@@ -585,6 +585,31 @@ def test_a_tampered_latest_item_is_a_503(get: Callable[..., dict[str, Any]], wor
     problem_of(get(LATEST), 503, "backend_unavailable")
 
 
+def test_lock_table_items_of_a_newer_layout_are_named_never_a_500(
+    get: Callable[..., dict[str, Any]], world: Any, ddb: Any
+) -> None:
+    # GIVEN a newer slotlock rewrote the job's live lock item and one of its history items (schema_version 2)
+    for key in (f"lock#{JOB}", f"slot#{JOB}#{S3.iso}"):
+        ddb.update_item(
+            TableName=world.lock_table,
+            Key={"pk": {"S": key}},
+            UpdateExpression="SET schema_version = :v",
+            ExpressionAttributeValues={":v": {"N": "2"}},
+        )
+
+    # WHEN the job list and the job's history are read
+    jobs = {job["job"]: job for job in body_of(get("/jobs"), models.Jobs)["jobs"]}
+    history = get(f"/jobs/{JOB}/slots")
+
+    # THEN the job's lease is "unknown" with the reason (the other jobs are listed as usual), and the history is a
+    # documented 503 naming the item and the versions (the stored item is not decoded by guesswork)
+    assert jobs[JOB]["lease"]["state"] == "unknown"
+    assert f"lock item 'lock#{JOB}' has table layout schema_version=2" in jobs[JOB]["problem"]
+    assert jobs[PAUSED_JOB]["lease"]["state"] == "free"
+    detail = problem_of(history, 503, "backend_unavailable")["detail"]
+    assert f"slot#{JOB}#{S3.iso}" in detail and "schema_version=2" in detail and "reads and writes layout 1" in detail
+
+
 def test_a_missing_s3_object_does_not_break_the_redirect(
     get: Callable[..., dict[str, Any]], world: Any, s3: Any
 ) -> None:

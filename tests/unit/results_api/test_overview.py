@@ -372,6 +372,24 @@ def test_a_corrupt_item_is_its_rows_error_cell_never_a_failure(
     assert columns(rows[JOB])["last slot"] == f"RUNNING {S4.iso}"
 
 
+def test_a_lock_item_of_a_newer_layout_is_its_rows_error_cell(
+    make_reader: Callable[..., ResultsReader], world: Any, ddb: Any, clock: Any
+) -> None:
+    # GIVEN a newer slotlock rewrote the job's live lock item (schema_version 2)
+    ddb.update_item(
+        TableName=world.lock_table,
+        Key={"pk": {"S": f"lock#{JOB}"}},
+        UpdateExpression="SET schema_version = :v",
+        ExpressionAttributeValues={":v": {"N": "2"}},
+    )
+
+    # WHEN the overview renders THEN that job is a row with one error cell naming the layout; the others render
+    rows = parse(widget_response({"view": "overview"}, make_reader(), now_ms=clock.now)).by_job()
+    assert len(rows[JOB]) == 3 and "UnsupportedSchemaVersionError" in rows[JOB][1]
+    assert "schema_version=2" in rows[JOB][1] and "reads and writes layout 1" in rows[JOB][1]  # (cut short)
+    assert len(rows["carrier-on-time"]) > 3
+
+
 def test_a_hundred_and_twenty_jobs_take_five_batched_reads(
     make_reader: Callable[..., ResultsReader],
     ddb: Any,

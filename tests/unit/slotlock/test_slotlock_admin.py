@@ -19,6 +19,7 @@ from slotlock import (
     SlotLock,
     bump_fencing_token,
 )
+from slotlock._expressions import SCHEMA_COMPATIBLE
 
 
 def run_slot(lock: SlotLock, slot: Slot, owner: str) -> int:
@@ -82,8 +83,12 @@ def test_bump_sends_one_conditional_update_that_only_raises(lock: SlotLock, slot
     request_log.clear()
     bump_fencing_token(lock, 10)
     [update] = request_log.requests("UpdateItem")
-    assert update["ConditionExpression"] == "attribute_not_exists(#token) OR #token < :target"
-    assert update["UpdateExpression"] == "SET #token = :target, #job = if_not_exists(#job, :job)"
+    assert (
+        update["ConditionExpression"] == f"{SCHEMA_COMPATIBLE} AND (attribute_not_exists(#token) OR #token < :target)"
+    )
+    assert update["UpdateExpression"] == (
+        "SET #token = :target, #job = if_not_exists(#job, :job), #schema_version = :schema_version"
+    )
     assert update["ExpressionAttributeValues"][":target"] == {"N": "10"}
 
 
@@ -128,6 +133,7 @@ def test_a_missing_lock_item_is_created_with_the_counter(lock: SlotLock, slot: S
         "pk": {"S": lock.lock_key},
         "job": {"S": lock.job_name},
         "fencing_token": {"N": "77"},
+        "schema_version": {"N": "1"},
     }
     # THEN the first acquisition gets 78
     assert lock.acquire(slot, "req-1").fencing_token == 78

@@ -25,7 +25,7 @@ from slotlock import (
     resume,
 )
 from slotlock._decisions import classify_loss
-from slotlock._expressions import SLOT_NOT_PAUSED
+from slotlock._expressions import SCHEMA_COMPATIBLE, SLOT_CREATE_CONDITION, SLOT_NOT_PAUSED
 from slotlock.slot import MAX_EPOCH_S
 
 LEASE_MS = 30_000  # conftest LEASE_S
@@ -88,9 +88,11 @@ def test_racers_of_a_paused_slot_lose_paused_and_exactly_one_records_it_missed(
     # AND the acquisition asked for the pause in its condition; no racer moved the lock item
     assert SLOT_NOT_PAUSED in request_log.requests("UpdateItem")[0]["ConditionExpression"]
     assert get_item(lock.lock_key) == lock_item
-    # AND each later racer's PutItem failed on the absent-item condition (the record is final)
+    # AND each later racer's PutItem failed on the absent-item condition (the record is final); the record
+    # carries the table layout, and its condition checks it (schema_version, docs/protocol.md)
     [put] = request_log.requests("PutItem")
-    assert put["ConditionExpression"] == "attribute_not_exists(#pk)"
+    assert put["ConditionExpression"] == SLOT_CREATE_CONDITION == f"{SCHEMA_COMPATIBLE} AND attribute_not_exists(#pk)"
+    assert put["Item"]["schema_version"] == {"N": "1"}
 
 
 def test_the_slot_acquired_before_the_pause_may_be_reentered_taken_over_and_committed(
@@ -284,7 +286,9 @@ def test_pause_and_resume_are_audited_on_the_lock_item(
     # THEN one GetItem and one conditional UpdateItem set the flag and the audit; the rest is kept
     assert request_log.operations == ["GetItem", "UpdateItem"]
     [update] = request_log.requests("UpdateItem")
-    assert update["ConditionExpression"] == "attribute_not_exists(#paused) OR #paused = :false"
+    assert (
+        update["ConditionExpression"] == f"{SCHEMA_COMPATIBLE} AND (attribute_not_exists(#paused) OR #paused = :false)"
+    )
     item = get_item(lock.lock_key)
     assert item["paused"] == {"BOOL": True}
     assert item["paused_through_slot_epoch_s"] == {"N": str(MAX_EPOCH_S)}
@@ -292,6 +296,7 @@ def test_pause_and_resume_are_audited_on_the_lock_item(
     assert item["paused_by"] == {"S": OPERATOR}
     assert item["paused_at_ms"] == {"N": str(paused_at)}
     assert {name: value for name, value in item.items() if not name.startswith(("paused", "pause_"))} == before
+    assert item["schema_version"] == {"N": "1"}  # (already there: the acquisition wrote it)
     assert action.after is not None and action.after.paused and action.after.fencing_token == 1
     assert action.before is not None and not action.before.paused
 

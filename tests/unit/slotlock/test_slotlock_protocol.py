@@ -336,11 +336,12 @@ def test_too_old_delivery_is_recorded_missed_by_exactly_one_racer(
     assert [loss.missed_recorded for loss in losses] == [True, False, False, False]
     assert all(loss.current is None for loss in losses)
     assert request_log.operations == ["TransactWriteItems"] * 4
-    # AND on a fresh table the lock item now exists with fencing token 0 and the slot marked missed
+    # AND on a fresh table the lock item now exists with fencing token 0 and the slot marked missed (layout 1)
     assert get_item(lock.lock_key) == {
         "pk": {"S": lock.lock_key},
         "fencing_token": {"N": "0"},
         "missed_slots_epoch_s": {"NS": [str(slot.epoch_s)]},
+        "schema_version": {"N": "1"},
     }
     record = lock.get_slot(slot)
     assert record["status"] == "MISSED" and record["reason"] == "too_old"

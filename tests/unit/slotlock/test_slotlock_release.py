@@ -26,6 +26,7 @@ from slotlock import (
     request_generation,
 )
 from slotlock._context import LockContext
+from slotlock._expressions import SCHEMA_COMPATIBLE
 
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800
@@ -81,7 +82,7 @@ def test_force_release_fences_out_the_holder_and_the_next_racer_takes_over_its_s
     # THEN one conditional UpdateItem (on the owner and token it read) bumped the token and set the audit
     assert request_log.operations == ["GetItem", "UpdateItem"]
     [update] = request_log.requests("UpdateItem")
-    assert update["ConditionExpression"] == "#owner = :owner AND #token = :token"
+    assert update["ConditionExpression"] == f"{SCHEMA_COMPATIBLE} AND #owner = :owner AND #token = :token"
     assert (action.changed, action.dry_run, action.action) == (True, False, "release --force")
     assert action.before is not None and action.before.owned_by("A", 1)
     assert action.after is not None and action.after.fencing_token == 2

@@ -13,14 +13,35 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from slotlock import Lease, Loss, Slot, SlotLock
+from slotlock import (
+    Lease,
+    Loss,
+    Permit,
+    PermitOwner,
+    Semaphore,
+    Slot,
+    SlotLock,
+    Wait,
+    bump_fencing_token,
+    pause,
+    release,
+    request_generation,
+    resume,
+)
 from slotlock._expressions import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
+    HOLDER_CONDITION,
     MARK_SLOT_MISSED,
+    MARK_SLOT_MISSED_CONDITION,
     OWNER_AND_TOKEN_MATCH,
+    SCHEMA_COMPATIBLE,
     SLOT_NOT_ACQUIRED,
     SLOT_NOT_ENDED,
+    SLOT_WRITE_CONDITION,
+    schema_checked,
+    stamped,
+    with_schema_version,
 )
 
 NOW_MS = 1_795_307_402_000
@@ -74,6 +95,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
             "#last_fin_slot": "last_finished_slot_epoch_s",
             "#missed": "missed_slots_epoch_s",
             "#paused_through": "paused_through_slot_epoch_s",
+            "#schema_version": "schema_version",
         },
         "ExpressionAttributeValues": {
             ":owner": {"S": owner},
@@ -83,6 +105,7 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
             ":job": {"S": "job"},
             ":one": {"N": "1"},
             ":null": {"NULL": True},
+            ":schema_version": {"N": "1"},
         },
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -132,16 +155,44 @@ def test_try_acquire_sends_one_conditional_update_item(boto_session: Any) -> Non
 
 def test_acquire_condition_is_built_from_the_named_clauses() -> None:
     # GIVEN / WHEN / THEN the published constants compose as documented in the module's timeline
+    assert SCHEMA_COMPATIBLE == "(attribute_not_exists(#schema_version) OR #schema_version = :schema_version)"
     assert ACQUIRE_CONDITION == (
-        "attribute_not_exists(#pk) OR (attribute_exists(#token)"
+        "(attribute_not_exists(#schema_version) OR #schema_version = :schema_version)"
+        " AND (attribute_not_exists(#pk) OR (attribute_exists(#token)"
         " AND (attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
         " AND (attribute_not_exists(#lease_slot) OR #lease_slot <= :slot)"
         " AND NOT contains(#missed, :slot)"
         " AND (attribute_not_exists(#paused_through) OR #paused_through < :slot OR #lease_slot = :slot)"
-        " AND ((attribute_not_exists(#owner) OR #expires <= :now) OR (#owner = :owner AND #lease_slot = :slot)))"
+        " AND ((attribute_not_exists(#owner) OR #expires <= :now) OR (#owner = :owner AND #lease_slot = :slot))))"
     )
-    assert ACQUIRE_UPDATE.endswith(" ADD #token :one")
+    assert ACQUIRE_UPDATE.endswith(", #job = :job, #schema_version = :schema_version ADD #token :one")
     assert OWNER_AND_TOKEN_MATCH == "#owner = :owner AND #token = :token"
+    assert HOLDER_CONDITION == f"{SCHEMA_COMPATIBLE} AND #owner = :owner AND #token = :token"
+
+
+def test_the_layout_clause_is_anded_in_without_redundant_parentheses() -> None:
+    # GIVEN / WHEN / THEN a condition with a top-level OR is parenthesized (AND binds tighter), any other is not
+    # (DynamoDB refuses redundant parentheses), and a checked condition is left as it is
+    assert schema_checked("#a = :a AND #b = :b") == f"{SCHEMA_COMPATIBLE} AND #a = :a AND #b = :b"
+    assert schema_checked("attribute_not_exists(#t) OR #t < :t") == (
+        f"{SCHEMA_COMPATIBLE} AND (attribute_not_exists(#t) OR #t < :t)"
+    )
+    assert schema_checked("(#a = :a OR #b = :b)") == f"{SCHEMA_COMPATIBLE} AND (#a = :a OR #b = :b)"
+    assert schema_checked(SLOT_NOT_ENDED) == SLOT_WRITE_CONDITION
+    assert schema_checked(ACQUIRE_CONDITION) == ACQUIRE_CONDITION
+    # AND the SET clause gets the layout at its end, or a SET clause is added when the update has none
+    assert with_schema_version("SET #e = :e") == "SET #e = :e, #schema_version = :schema_version"
+    assert with_schema_version("SET #e = :e REMOVE #o ADD #t :one") == (
+        "SET #e = :e, #schema_version = :schema_version REMOVE #o ADD #t :one"
+    )
+    assert with_schema_version("REMOVE #w.#me") == "SET #schema_version = :schema_version REMOVE #w.#me"
+    assert with_schema_version(ACQUIRE_UPDATE) == ACQUIRE_UPDATE
+    # AND a Put's item carries it; stamping twice changes nothing
+    put = stamped({"Item": {"pk": {"S": "k"}}, "ConditionExpression": "attribute_not_exists(#pk)"})
+    assert put["Item"]["schema_version"] == {"N": "1"} and stamped(put) == put
+    assert_placeholders_match(
+        {**put, "ExpressionAttributeNames": {**put["ExpressionAttributeNames"], "#pk": "pk"}}, "put"
+    )
 
 
 def test_loser_request_is_the_same_single_request_and_uses_all_old(boto_session: Any) -> None:
@@ -228,6 +279,61 @@ def test_every_request_defines_exactly_the_placeholders_it_uses(
     assert request_log.operations.count("TransactWriteItems") == 4  # record_state, 2 commits, overrun record
 
 
+def test_every_write_of_every_module_sets_the_layout_and_is_conditioned_on_it(
+    lock: SlotLock, clock: Any, slot: Slot, table: str, ddb: Any, request_log: Any
+) -> None:
+    # GIVEN every protocol step, the operator actions, a manual generation and the semaphore, captured
+    run_every_step(lock, clock, slot, table)
+    clock.now += 3_600_000
+    pause(lock, reason="maintenance", requested_by="op")
+    paused = Slot(slot.epoch_s + 3 * 1800)
+    clock.now = paused.epoch_ms + 1_000
+    assert isinstance(lock.try_acquire(paused, "P"), Loss)  # MISSED "paused": a conditional PutItem
+    resume(lock, requested_by="op")
+    later = Slot(paused.epoch_s + 1800)
+    clock.now = later.epoch_ms + 1_000
+    held = lock.try_acquire(later, "Q")
+    assert isinstance(held, Lease)
+    release(lock, reason="stuck", requested_by="op", force=True)
+    bump_fencing_token(lock, held.fencing_token + 10)
+    request_generation(lock.context, slot, run_id="op-1", kind="rerun", requested_by="op", reason="redo")
+    manual = lock.for_generation(2)
+    run = manual.try_acquire(slot, "M")
+    assert isinstance(run, Lease)
+    sem = Semaphore(table, "sem", 1, client=ddb, clock_ms=clock)
+    permit = sem.try_acquire_for(run)
+    assert isinstance(permit, Permit)
+    wait = sem.try_acquire(PermitOwner("other", slot), 1, clock.now + 30_000)
+    assert isinstance(wait, Wait)
+    sem.renew(sem.record_query(permit, "qe-1"), clock.now + 30_000)
+    manual.commit(run, writes=[sem.release_item(permit)])
+    sem.leave(wait.ticket)
+
+    # WHEN every write slotlock sent is inspected (the caller's own result write aside)
+    writes = [
+        (operation, kind, request)
+        for operation, body in request_log.calls
+        for kind, request in writes_of(operation, body)
+        if kind in ("UpdateItem", "PutItem", "Update", "Put")
+        and (request.get("Key") or request.get("Item"))["pk"] != {"S": "results"}
+    ]
+
+    # THEN each sets schema_version = 1 (its SET clause, or its Put item) and is conditioned on the layout first
+    keys = set()
+    for operation, kind, request in writes:
+        where = f"{operation}/{kind} {request.get('UpdateExpression') or request['Item']['pk']}"
+        assert request["ConditionExpression"].startswith(f"{SCHEMA_COMPATIBLE} AND "), where
+        if "UpdateExpression" in request:
+            assert with_schema_version(request["UpdateExpression"]) == request["UpdateExpression"], where
+        else:
+            assert request["Item"]["schema_version"] == {"N": "1"}, where
+        assert request["ExpressionAttributeValues"][":schema_version"] == {"N": "1"}, where
+        assert_placeholders_match(request, where)
+        keys.add((request.get("Key") or request.get("Item"))["pk"]["S"].split("#", 1)[0])
+    # AND every kind of item was written
+    assert keys == {"lock", "manual", "slot", "generations", "permit", "tickets"}
+
+
 def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
     lock: SlotLock, clock: Any, slot: Slot, table: str, request_log: Any
 ) -> None:
@@ -244,10 +350,10 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
         and request["UpdateExpression"] not in (ACQUIRE_UPDATE, MARK_SLOT_MISSED)
     ]
 
-    # THEN each is conditioned on owner AND token (never a clock) and asks for ALL_OLD on failure
+    # THEN each is conditioned on the layout, owner AND token (never a clock) and asks for ALL_OLD on failure
     assert len(lock_writes) == 5  # heartbeat, record_state, release, 2 commits
     for operation, kind, request in lock_writes:
-        assert request["ConditionExpression"] == OWNER_AND_TOKEN_MATCH, (operation, kind)
+        assert request["ConditionExpression"] == HOLDER_CONDITION, (operation, kind)
         assert request["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD", (operation, kind)
     # AND every acquisition uses the published expressions
     acquisitions = [body for body in request_log.requests("UpdateItem") if body["UpdateExpression"] == ACQUIRE_UPDATE]
@@ -266,7 +372,7 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
     ]
     assert len(slot_writes) == 6  # record_state, 2 commits, superseded, overrun, too_old
     for request in slot_writes:
-        assert request["ConditionExpression"] == SLOT_NOT_ENDED
+        assert request["ConditionExpression"] == SLOT_WRITE_CONDITION == f"{SCHEMA_COMPATIBLE} AND {SLOT_NOT_ENDED}"
         assert request["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     # (all built by the one builder: the slot's identity, status and TTL, then the write's own attributes)
     assert all(
@@ -287,8 +393,9 @@ def test_fenced_writes_are_conditioned_on_owner_and_token_and_return_all_old(
         if kind == "Update" and r.get("UpdateExpression") == MARK_SLOT_MISSED
     ]
     assert [(operation, r["ConditionExpression"]) for operation, r in marks] == [
-        ("TransactWriteItems", SLOT_NOT_ACQUIRED)
+        ("TransactWriteItems", MARK_SLOT_MISSED_CONDITION)
     ]
+    assert MARK_SLOT_MISSED_CONDITION == f"{SCHEMA_COMPATIBLE} AND {SLOT_NOT_ACQUIRED}"
     assert marks[0][1]["ExpressionAttributeValues"][":slots"] == {"NS": [str(slot.epoch_s + 3660)]}
 
 
@@ -321,6 +428,6 @@ def test_commit_lock_update_removes_owner_and_expiry(
     (body,) = request_log.requests("TransactWriteItems")
     lock_update = body["TransactItems"][0]["Update"]
     assert lock_update["Key"] == {"pk": {"S": lock.lock_key}}
-    assert lock_update["UpdateExpression"].endswith(" REMOVE #expires, #owner")
+    assert lock_update["UpdateExpression"].endswith(", #schema_version = :schema_version REMOVE #expires, #owner")
     assert "#token" not in lock_update["UpdateExpression"]
     assert_placeholders_match(lock_update, f"commit {outcome}")

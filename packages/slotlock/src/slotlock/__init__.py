@@ -52,6 +52,7 @@ from .errors import (
     StaleFencingTokenError,
     StalePermitTokenError,
     TransientLockError,
+    UnsupportedSchemaVersionError,
     WriteRejectedError,
 )
 from .history import HistoryPage, HistoryRecord, SlotHistory
@@ -101,6 +102,7 @@ __all__ = [
     "StalePermitTokenError",
     "Ticket",
     "TransientLockError",
+    "UnsupportedSchemaVersionError",
     "Wait",
     "WriteRejectedError",
     "__version__",

@@ -4,7 +4,10 @@ No protocol here: the operations behind :class:`slotlock._dynamodb.SlotLock` (:m
 :mod:`slotlock._holder`, :mod:`slotlock._commit`, :mod:`slotlock._missed`) decide what to write and how to
 judge a failed condition; this layer sends it, wraps botocore's errors (``LockBackendError``,
 ``WriteRejectedError``), retries transient answers within a :class:`~slotlock._transient.RetryBudget`, and
-judges a cancelled transaction item by item (:mod:`slotlock._transient`).
+judges a cancelled transaction item by item (:mod:`slotlock._transient`). One judgement is made here, before any
+caller sees a failed condition: an item of this table returned with it (ALL_OLD, or a cancellation reason's item)
+whose table layout this slotlock does not read raises :class:`~slotlock.errors.UnsupportedSchemaVersionError`
+(:meth:`LockTableClient.call`), so no caller mistakes a newer item for a lost lease or a corrupt item.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from . import _wire as wire
+from . import codec
 from ._expressions import PK
 from ._lease import LockRecord
 from ._transient import PERMANENT_ERROR_CODES, TRANSIENT_ERROR_CODES, Cancellation, RetryBudget
 from .capacity import CapacityMeter
-from .errors import LockBackendError, TransientLockError, WriteRejectedError
+from .errors import LockBackendError, TransientLockError, UnsupportedSchemaVersionError, WriteRejectedError
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -68,17 +72,45 @@ class LockTableClient:
         return self._client
 
     def call(self, operation: str, **params: Any) -> dict[str, Any]:
+        """One request. A failed condition whose returned item has a table layout this slotlock does not read
+        raises :class:`UnsupportedSchemaVersionError` (:meth:`refuse_unsupported_layout`); any other
+        ``ClientError`` is re-raised for the caller to judge."""
         method = getattr(self.client, _SNAKE[operation])
         try:
             response: dict[str, Any] = method(**params, ReturnConsumedCapacity="TOTAL")
-        except ClientError:
+        except ClientError as exc:
             self.capacity.record_unmetered(operation)
+            self.refuse_unsupported_layout(params, exc)
             raise  # callers inspect conditional failures; everything else is wrapped by _wrap
         except BotoCoreError as exc:  # connection dropped, read timeout... after botocore's own retries
             self.capacity.record_unmetered(operation)
             raise LockBackendError(operation, str(exc), error_code=type(exc).__name__, retryable=True) from exc
         self.capacity.record(operation, response)
         return response
+
+    def refuse_unsupported_layout(self, params: Mapping[str, Any], exc: ClientError) -> None:
+        """Raise :class:`UnsupportedSchemaVersionError` (from ``exc``) when a failed condition returned an item of
+        this table whose ``schema_version`` this slotlock does not read: the ALL_OLD item of a single-item write,
+        or the item of any cancellation reason whose write targets this table (the caller's own writes to other
+        tables are theirs to judge). Checked first: a newer item explains the failure whatever else it holds."""
+        code = wire.error_code(exc)
+        returned: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+        if code == "ConditionalCheckFailedException":
+            returned = [(params, wire.old_item(exc))]
+        elif code == "TransactionCanceledException":
+            actions: list[Mapping[str, Any]] = [next(iter(entry.values()), {}) for entry in params["TransactItems"]]
+            reasons = wire.cancellation_reasons(exc)
+            returned = [(action, reason.get("Item")) for action, reason in zip(actions, reasons, strict=False)]
+        else:
+            return
+        for action, item in returned:
+            if not item or action.get("TableName") != self.table_name:
+                continue
+            key = (action.get("Key") or action.get("Item") or {}).get(PK, {}).get("S")
+            try:
+                codec.check_schema_version(item, key)
+            except UnsupportedSchemaVersionError as unsupported:
+                raise unsupported from exc
 
     @staticmethod
     def wrap(operation: str, exc: ClientError) -> LockBackendError:

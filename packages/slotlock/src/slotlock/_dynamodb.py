@@ -288,6 +288,10 @@ class SlotLock:
         ------
         InvalidEventError
             The slot is more than ``max_slot_lead_s`` ahead of the clock (no request is sent).
+        UnsupportedSchemaVersionError
+            The lock item (or the slot item adopted on a takeover) has a table layout this slotlock does not
+            read (``schema_version``, docs/protocol.md): the condition refused it and the loser learnt it from
+            ALL_OLD, after this one request; nothing was written. Not transient: never retried.
         CorruptLockItemError
             The lock item holds wrong-typed or missing attributes (the condition could never be true), or
             the slot item adopted on a takeover is undecodable (the lease is released again first).
@@ -319,6 +323,8 @@ class SlotLock:
         ------
         LeaseLostError
             Another owner or token holds the lock (ALL_OLD shows it); write nothing more.
+        UnsupportedSchemaVersionError
+            The lock item has a newer table layout (ALL_OLD shows it): not a lost lease, not retried.
         TransientLockError
             Throttled or conflicting past the retry budget (which ends at the lease's expiry): retryable,
             the lease is not known to be lost.
@@ -342,6 +348,8 @@ class SlotLock:
         ------
         LeaseLostError
             The lease was taken over (the lock item's condition failed); nothing was written.
+        UnsupportedSchemaVersionError
+            The lock item or the slot item has a newer table layout; nothing was written, not retried.
         CorruptLockItemError
             The slot item already holds a terminal record although the lock names us as its holder.
         CommitConflictError
@@ -386,6 +394,9 @@ class SlotLock:
         ------
         StaleFencingTokenError
             Our token is no longer current (we were taken over): nothing was written.
+        UnsupportedSchemaVersionError
+            An item of the lock table in the transaction (the lock item, the slot item, or one of ``writes``
+            on the lock table) has a newer table layout: checked before anything else; nothing was written.
         CommitConflictError
             One of the caller's writes failed its own condition: nothing was written.
         CorruptLockItemError
@@ -413,6 +424,8 @@ class SlotLock:
         ------
         LeaseLostError
             The lease was already taken over (nothing to release).
+        UnsupportedSchemaVersionError
+            The lock item has a newer table layout: nothing was written.
         TransientLockError
             Throttled past the budget (the lease then simply expires).
         """
@@ -464,12 +477,14 @@ class SlotLock:
         self, update_expression: str, condition_expression: str, names: Mapping[str, str], values: Mapping[str, Any]
     ) -> dict[str, Any] | None:
         """One conditional UpdateItem of the job's lock item (operator tools); returns the item as it was
-        (ALL_OLD), ``None`` if it did not exist.
+        (ALL_OLD), ``None`` if it did not exist. The table layout is set and checked too (``schema_version``).
 
         Raises
         ------
         botocore.exceptions.ClientError
             The condition failed (``ConditionalCheckFailedException``; ALL_OLD in ``response["Item"]``).
+        UnsupportedSchemaVersionError
+            The lock item has a newer table layout; nothing was written.
         LockBackendError
             DynamoDB failed otherwise.
         """

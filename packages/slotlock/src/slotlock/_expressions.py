@@ -8,6 +8,7 @@ Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/develop
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -74,6 +75,78 @@ STATUS_FAILED = table.STATUS_FAILED
 STATUS_MISSED = table.STATUS_MISSED
 TERMINAL_STATUSES = table.TERMINAL_STATUSES
 
+# --- the table layout (slotlock.table.SCHEMA_VERSION), checked by every conditional write ----------------
+# Timeline of any item's layout, as seen by a write of this slotlock (layout 1), whatever the item:
+#
+#   item absent                                     -> the write's own condition decides; the item is
+#                                                      created with schema_version = 1
+#   item without schema_version (written before      -> layout 1: the write's own condition decides (live lock
+#     the attribute existed)                           items and their fencing counters carry over); the
+#                                                      write adds schema_version = 1
+#   schema_version = 1                              -> the write's own condition decides
+#   schema_version = 2, 3, ... (a newer slotlock)   -> condition false: never overwritten. ALL_OLD (or the
+#     or not a Number (an edited item)                 cancellation reason's item) shows the version: the
+#                                                      writer raises UnsupportedSchemaVersionError before
+#                                                      judging anything else, with no extra request and
+#                                                      no retry (slotlock._client, slotlock.codec)
+# Every write sets the attribute in its SET clause (or its Put item) and ANDs this clause into its condition:
+# SCHEMA_COMPATIBLE first, then the write's own condition (parenthesized when it has a top-level OR).
+SCHEMA_VERSION_ATTR = table.SCHEMA_VERSION_ATTRIBUTE  # the attribute (its value: table.SCHEMA_VERSION)
+SCHEMA_COMPATIBLE = "(attribute_not_exists(#schema_version) OR #schema_version = :schema_version)"
+SCHEMA_VERSION_SET = "#schema_version = :schema_version"
+SCHEMA_NAMES: Mapping[str, str] = {"#schema_version": SCHEMA_VERSION_ATTR}
+SCHEMA_VALUES: Mapping[str, Mapping[str, Any]] = {":schema_version": {"N": str(table.SCHEMA_VERSION)}}
+_UPDATE_CLAUSE = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b")
+
+
+def schema_checked(condition: str) -> str:
+    """``condition`` with :data:`SCHEMA_COMPATIBLE` ANDed in front (once: already checked is returned as is).
+
+    A condition with an ``OR`` outside parentheses is parenthesized (AND binds tighter than OR); any other is not
+    (DynamoDB refuses redundant parentheses).
+    """
+    if condition.startswith(SCHEMA_COMPATIBLE):
+        return condition
+    depth, top_level_or = 0, False
+    for index, char in enumerate(condition):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and condition.startswith(" OR ", index):
+            top_level_or = True
+            break
+    return f"{SCHEMA_COMPATIBLE} AND {f'({condition})' if top_level_or else condition}"
+
+
+def with_schema_version(update: str) -> str:
+    """``update`` (an UpdateExpression) setting :data:`SCHEMA_VERSION_ATTR` too: appended to its SET clause, or a SET
+    clause of its own in front when it has none (once: an expression that sets it already is returned as is)."""
+    if SCHEMA_VERSION_SET in update:
+        return update
+    clauses = list(_UPDATE_CLAUSE.finditer(update))
+    sets = [clause for clause in clauses if clause.group(1) == "SET"]
+    if not sets:
+        return f"SET {SCHEMA_VERSION_SET} {update}"
+    following = [clause.start() for clause in clauses if clause.start() > sets[0].start()]
+    end = following[0] if following else len(update)
+    return f"{update[:end].rstrip()}, {SCHEMA_VERSION_SET}{(' ' + update[end:]) if following else ''}"
+
+
+def stamped(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A write's parameters (UpdateItem/PutItem, or a TransactWriteItems ``Update``/``Put``) with the layout:
+    :data:`SCHEMA_VERSION_ATTR` set (:func:`with_schema_version`, or the Put's item), :data:`SCHEMA_COMPATIBLE` in
+    the condition (:func:`schema_checked`; the clause alone when there is none), its name and value defined.
+    Idempotent."""
+    stamp = dict(params)
+    if "UpdateExpression" in stamp:
+        stamp["UpdateExpression"] = with_schema_version(str(stamp["UpdateExpression"]))
+    if "Item" in stamp:
+        stamp["Item"] = {**stamp["Item"], SCHEMA_VERSION_ATTR: SCHEMA_VALUES[":schema_version"]}
+    condition = stamp.get("ConditionExpression")
+    stamp["ConditionExpression"] = schema_checked(str(condition)) if condition else SCHEMA_COMPATIBLE
+    stamp["ExpressionAttributeNames"] = {**stamp.get("ExpressionAttributeNames", {}), **SCHEMA_NAMES}
+    stamp["ExpressionAttributeValues"] = {**stamp.get("ExpressionAttributeValues", {}), **SCHEMA_VALUES}
+    return stamp
+
+
 # --- named condition clauses ------------------------------------------------------------------------
 # Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
 #
@@ -89,6 +162,9 @@ TERMINAL_STATUSES = table.TERMINAL_STATUSES
 #   S in the missed slots (recorded MISSED, never acquired) -> LOSE "slot_finished": a MISSED slot never runs
 #   S <= paused through (an operator paused the job), and S  -> LOSE "paused" (one racer records it MISSED
 #     is not the slot already acquired (that one may finish)     "paused" with one conditional PutItem)
+#   lock item of a newer table layout (schema_version 2), or  -> condition false, whatever the lease says:
+#     one whose schema_version is not a Number                   UnsupportedSchemaVersionError from ALL_OLD
+#                                                                (SCHEMA_COMPATIBLE, checked before the rest)
 LOCK_ITEM_ABSENT = "attribute_not_exists(#pk)"
 TOKEN_PRESENT = "attribute_exists(#token)"
 SLOT_NOT_FINISHED = "(attribute_not_exists(#last_fin_slot) OR #last_fin_slot < :slot)"
@@ -100,15 +176,16 @@ SLOT_NOT_MISSED = "NOT contains(#missed, :slot)"
 # slot's late delivery never runs after the resume either (its MISSED "paused" record is final).
 SLOT_NOT_PAUSED = "(attribute_not_exists(#paused_through) OR #paused_through < :slot OR #lease_slot = :slot)"
 ACQUIRE_CONDITION = (
-    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED} AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED}"
-    f" AND {SLOT_NOT_PAUSED} AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT}))"
+    f"{SCHEMA_COMPATIBLE} AND ({LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED}"
+    f" AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED} AND {SLOT_NOT_PAUSED}"
+    f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT})))"
 )
 # The previous holder is copied before being overwritten: update operands read the item as it was
 # before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request.
 ACQUIRE_UPDATE = (
     "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
-    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job"
-    " ADD #token :one"
+    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job,"
+    f" {SCHEMA_VERSION_SET} ADD #token :one"
 )
 # Timeline of one job's manual lock item, as seen by a manual run of slot S, generation G (":gen" = G):
 #
@@ -120,16 +197,21 @@ ACQUIRE_UPDATE = (
 # The live lock item is never read nor written: a manual run never delays, nor is delayed by, a live racer.
 MANUAL_LEASE_OURS = "(#owner = :owner AND #lease_slot = :slot AND #lease_gen = :gen)"
 MANUAL_ACQUIRE_CONDITION = (
-    f"{LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND ({LEASE_FREE_OR_EXPIRED} OR {MANUAL_LEASE_OURS}))"
+    f"{SCHEMA_COMPATIBLE} AND ({LOCK_ITEM_ABSENT}"
+    f" OR ({TOKEN_PRESENT} AND ({LEASE_FREE_OR_EXPIRED} OR {MANUAL_LEASE_OURS})))"
 )
 MANUAL_ACQUIRE_UPDATE = (
     "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
     " #prev_gen = if_not_exists(#lease_gen, :null),"
-    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #lease_gen = :gen, #job = :job"
-    " ADD #token :one"
+    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #lease_gen = :gen, #job = :job,"
+    f" {SCHEMA_VERSION_SET} ADD #token :one"
 )
-# Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock).
+# Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock), and on
+# the layout: a holder whose lock item a newer slotlock rewrote gets UnsupportedSchemaVersionError, not a lost lease.
 OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
+HOLDER_CONDITION = f"{SCHEMA_COMPATIBLE} AND {OWNER_AND_TOKEN_MATCH}"
+#: A holder's renewal (heartbeat, and the renewal inside record_state) and release: the lease's new expiry.
+LEASE_EXPIRY_UPDATE = f"SET #expires = :expires, {SCHEMA_VERSION_SET}"
 # Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
 #
 #   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
@@ -140,6 +222,10 @@ OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
 SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
 SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
 GENERATION_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status IN (:running, :requested))"
+SLOT_WRITE_CONDITION = f"{SCHEMA_COMPATIBLE} AND {SLOT_NOT_ENDED}"
+GENERATION_WRITE_CONDITION = f"{SCHEMA_COMPATIBLE} AND {GENERATION_NOT_ENDED}"
+#: A slot item created once (a MISSED "paused" record, a requested generation): absent, and of our layout.
+SLOT_CREATE_CONDITION = f"{SCHEMA_COMPATIBLE} AND {SLOT_ITEM_ABSENT}"
 # A MISSED record of "overrun" or "too_old" is written in one transaction with an update of the lock item
 # that adds the slot to its missed slots, on condition that the slot is not the lock's acquired slot at that
 # instant (and that the item is not tampered: a fresh item gets fencing token 0, a present one keeps its
@@ -150,7 +236,8 @@ SLOT_NOT_ACQUIRED = (
     "(attribute_not_exists(#pk) OR (attribute_exists(#token)"
     " AND (attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)))"
 )
-MARK_SLOT_MISSED = "SET #token = if_not_exists(#token, :zero) ADD #missed :slots"
+MARK_SLOT_MISSED_CONDITION = f"{SCHEMA_COMPATIBLE} AND {SLOT_NOT_ACQUIRED}"
+MARK_SLOT_MISSED = f"SET #token = if_not_exists(#token, :zero), {SCHEMA_VERSION_SET} ADD #missed :slots"
 
 
 def slot_item_update(
@@ -169,9 +256,10 @@ def slot_item_update(
     """The one builder of slot-item writes: an ``Update`` (for UpdateItem or a TransactWriteItems entry).
 
     Sets the slot's identity (job, slot, epoch, ``generation``), ``status``, the TTL attribute and
-    ``attributes`` (name -> DynamoDB JSON value), and ``started_at_ms`` only if the item has none yet.
-    Conditioned on :data:`SLOT_NOT_ENDED` (a terminal record is never overwritten; for a generation >= 2,
-    :data:`GENERATION_NOT_ENDED`, which also accepts the operator's REQUESTED record), ``ALL_OLD`` on
+    ``attributes`` (name -> DynamoDB JSON value), ``started_at_ms`` only if the item has none yet, and the
+    layout (:data:`SCHEMA_VERSION_ATTR`, last). Conditioned on :data:`SLOT_WRITE_CONDITION` (the layout, and
+    :data:`SLOT_NOT_ENDED`: a terminal record is never overwritten; for a generation >= 2,
+    :data:`GENERATION_WRITE_CONDITION`, which also accepts the operator's REQUESTED record), ``ALL_OLD`` on
     failure. Placeholders are ``#<attribute>`` / ``:<attribute>``.
     """
     values: dict[str, Mapping[str, Any]] = {
@@ -192,19 +280,21 @@ def slot_item_update(
         placeholders[f":{STARTED_AT}"] = {"N": str(started_at_ms)}
     names["#pk"] = PK
     placeholders[":running"] = {"S": STATUS_RUNNING}
-    condition = SLOT_NOT_ENDED
+    condition = SLOT_WRITE_CONDITION
     if generation != table.LIVE_GENERATION:
         placeholders[":requested"] = {"S": STATUS_REQUESTED}
-        condition = GENERATION_NOT_ENDED
-    return {
-        "TableName": table_name,
-        "Key": {PK: {"S": key}},
-        "UpdateExpression": "SET " + ", ".join(assignments),
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": placeholders,
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
+        condition = GENERATION_WRITE_CONDITION
+    return stamped(
+        {
+            "TableName": table_name,
+            "Key": {PK: {"S": key}},
+            "UpdateExpression": "SET " + ", ".join(assignments),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": placeholders,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    )
 
 
 # --- the capacity semaphore (slotlock.semaphore) ------------------------------------------------------
@@ -254,13 +344,14 @@ TAKE_EXPIRED_NO_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_NO_Q
 RECLAIM_TERMINAL_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_SAME_QUERY}"
 PERMIT_INHERIT = "(#owner = :owner AND #token = :seen_token AND #token < :token)"
 # A take (free or reclaimed) writes the whole holder and forgets any query; an inheritance keeps the query.
-PERMIT_TAKE_UPDATE = (
+# Every permit write sets the layout and is conditioned on it too (Semaphore._permit_update: stamped()).
+PERMIT_TAKE_UPDATE = with_schema_version(
     "SET #prev_owner = if_not_exists(#owner, :null), #prev_token = if_not_exists(#token, :null),"
     " #prev_query = if_not_exists(#query, :null),"
     " #owner = :owner, #token = :token, #expires = :expires, #acquired = :now, #semaphore = :semaphore,"
     " #index = :index REMOVE #query"
 )
-PERMIT_INHERIT_UPDATE = (
+PERMIT_INHERIT_UPDATE = with_schema_version(
     "SET #prev_owner = #owner, #prev_token = #token, #token = :token, #expires = :expires, #acquired = :now"
 )
 # Timeline of a holder's own writes (owner O, token T); all conditional on owner AND token, never a clock:
@@ -276,7 +367,9 @@ PERMIT_INHERIT_UPDATE = (
 PERMIT_OURS = "(#owner = :owner AND #token = :token)"
 PERMIT_QUERY_UNSET_OR_SAME = "(attribute_not_exists(#query) OR #query = :query)"
 PERMIT_RECORD_QUERY = f"{PERMIT_OURS} AND {PERMIT_QUERY_UNSET_OR_SAME}"
-PERMIT_RELEASE_UPDATE = (
+PERMIT_RENEW_UPDATE = with_schema_version("SET #expires = :expires")
+PERMIT_RECORD_QUERY_UPDATE = with_schema_version("SET #query = :query")
+PERMIT_RELEASE_UPDATE = with_schema_version(
     "SET #last_owner = :owner, #last_token = :token, #released_at = :now REMOVE #owner, #token, #expires, #query"
 )
 # Timeline of the tickets item, as seen by waiter W (= its permit owner) at ":now":
@@ -291,5 +384,7 @@ PERMIT_RELEASE_UPDATE = (
 # it registers again and gets a new, later ticket).
 TICKETS_READY = "attribute_exists(#waiters)"
 WAITER_ABSENT = "attribute_not_exists(#waiters.#me)"
-WAITER_REGISTER_UPDATE = "SET #waiters.#me = if_not_exists(#next, :zero), #waiter_expires.#me = :expires ADD #next :one"
+WAITER_REGISTER_UPDATE = with_schema_version(
+    "SET #waiters.#me = if_not_exists(#next, :zero), #waiter_expires.#me = :expires ADD #next :one"
+)
 WAITER_PRESENT = "#waiters.#me = :ticket"

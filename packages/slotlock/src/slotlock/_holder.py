@@ -2,10 +2,11 @@
 
 Every write here is fenced: conditional on the lock item's owner AND fencing token
 (:data:`~slotlock._expressions.OWNER_AND_TOKEN_MATCH`), never on a clock, so a superseded holder cannot
-write. The fenced building blocks (:func:`lock_update`, :func:`transact`, :func:`slot_ended_error`) are
-shared with the commit (:mod:`slotlock._commit`) and with the abandonment of an ended slot
-(:mod:`slotlock._acquire`). Transient answers are retried within :meth:`LockContext.holder_budget`
-(the lease's expiry or the invocation deadline, whichever comes first).
+write; and on the item's table layout (:data:`~slotlock._expressions.HOLDER_CONDITION`). The fenced
+building blocks (:func:`lock_update`, :func:`transact`, :func:`slot_ended_error`) are shared with the commit
+(:mod:`slotlock._commit`) and with the abandonment of an ended slot (:mod:`slotlock._acquire`). Transient answers
+are retried within :meth:`LockContext.holder_budget` (the lease's expiry or the invocation deadline, whichever comes
+first).
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from ._client import Cancelled
 from ._context import MAX_STATE_BYTES, LockContext, json_text
 from ._expressions import (
     EXPIRES,
+    HOLDER_CONDITION,
+    LEASE_EXPIRY_UPDATE,
     OWNER,
-    OWNER_AND_TOKEN_MATCH,
     PK,
     STATE_JSON,
     STATUS,
     STATUS_RUNNING,
     TOKEN,
     slot_item_update,
+    stamped,
 )
 from ._lease import Lease, LockRecord
 from ._transient import RetryBudget
@@ -60,7 +63,7 @@ def record_state(
     now_ms = ctx.clock_ms()
     expires_ms = max(ctx.lease_expiry_ms(now_ms, lease.deadline_ms), lease.expires_at_ms)
     items = [
-        lock_update(ctx, lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}),
+        lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}),
         {
             "Update": slot_item_update(
                 ctx.table_name,
@@ -112,9 +115,9 @@ def set_expiry(ctx: LockContext, lease: Lease, expires_ms: int, *, operation: st
     Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
     transaction touches the lock item) are retried within :meth:`LockContext.holder_budget`.
     """
-    update = lock_update(
-        ctx, lease, "SET #expires = :expires", {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
-    )["Update"]
+    update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}})[
+        "Update"
+    ]
     try:
         ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
     except ClientError as exc:  # send re-raises only a failed condition: ALL_OLD names the new holder
@@ -124,22 +127,25 @@ def set_expiry(ctx: LockContext, lease: Lease, expires_ms: int, *, operation: st
 def lock_update(
     ctx: LockContext, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A TransactWriteItems ``Update`` entry of the lock item, fenced by the lease's owner and token
-    (:data:`~slotlock._expressions.OWNER_AND_TOKEN_MATCH`), ALL_OLD on failure."""
+    """A TransactWriteItems ``Update`` entry of the lock item, fenced by the lease's owner and token and checked
+    for the layout (:data:`~slotlock._expressions.HOLDER_CONDITION`), setting the layout too
+    (:func:`~slotlock._expressions.stamped`), ALL_OLD on failure."""
     return {
-        "Update": {
-            "TableName": ctx.table_name,
-            "Key": {PK: {"S": ctx.lock_key}},
-            "UpdateExpression": expression,
-            "ConditionExpression": OWNER_AND_TOKEN_MATCH,
-            "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
-            "ExpressionAttributeValues": {
-                ":owner": {"S": lease.owner_id},
-                ":token": {"N": str(lease.fencing_token)},
-                **values,
-            },
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        "Update": stamped(
+            {
+                "TableName": ctx.table_name,
+                "Key": {PK: {"S": ctx.lock_key}},
+                "UpdateExpression": expression,
+                "ConditionExpression": HOLDER_CONDITION,
+                "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
+                "ExpressionAttributeValues": {
+                    ":owner": {"S": lease.owner_id},
+                    ":token": {"N": str(lease.fencing_token)},
+                    **values,
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
     }
 
 

@@ -5,6 +5,8 @@ no longer finish: :data:`~slotlock._expressions.SLOT_NOT_ENDED`), so a terminal 
 overwritten. ``too_old`` and ``overrun`` records go in one transaction with the lock item's missed-slot
 mark (:data:`~slotlock._expressions.MARK_SLOT_MISSED`, on condition
 :data:`~slotlock._expressions.SLOT_NOT_ACQUIRED`), so the acquire condition refuses the slot from then on.
+Every write also checks and sets the table layout; an item of a newer layout raises
+:class:`~slotlock.errors.UnsupportedSchemaVersionError` (from the failed condition's item, :mod:`slotlock._client`).
 Each write carries a random ``record_id``: an SDK resend of our own applied write is recognised as ours.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from . import _wire as wire
+from . import codec
 from ._client import Cancelled
 from ._context import LockContext, json_text
 from ._expressions import (
@@ -27,19 +30,22 @@ from ._expressions import (
     JOB,
     LEASE_SLOT,
     MARK_SLOT_MISSED,
+    MARK_SLOT_MISSED_CONDITION,
     MISSED_SLOTS,
     PK,
     REASON,
     RECORD_ID,
+    SCHEMA_NAMES,
+    SCHEMA_VALUES,
     SLOT,
+    SLOT_CREATE_CONDITION,
     SLOT_EPOCH,
-    SLOT_ITEM_ABSENT,
-    SLOT_NOT_ACQUIRED,
     STATUS,
     STATUS_MISSED,
     TOKEN,
     TTL,
     slot_item_update,
+    stamped,
 )
 from ._transient import RetryBudget
 from .errors import TransientLockError
@@ -80,18 +86,21 @@ def record_missed(
                     "TableName": ctx.table_name,
                     "Key": {PK: {"S": ctx.lock_key}},
                     "UpdateExpression": MARK_SLOT_MISSED,
-                    "ConditionExpression": SLOT_NOT_ACQUIRED,
+                    "ConditionExpression": MARK_SLOT_MISSED_CONDITION,
                     "ExpressionAttributeNames": {
                         "#pk": PK,
                         "#token": TOKEN,
                         "#lease_slot": LEASE_SLOT,
                         "#missed": MISSED_SLOTS,
+                        **SCHEMA_NAMES,
                     },
                     "ExpressionAttributeValues": {
                         ":slot": {"N": str(slot.epoch_s)},
                         ":slots": {"NS": [str(slot.epoch_s)]},
                         ":zero": {"N": "0"},
+                        **SCHEMA_VALUES,
                     },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
             ctx.io.transact([{"Update": update}, mark_missed], operation="record_missed", budget=budget)
@@ -117,25 +126,27 @@ def record_paused(ctx: LockContext, slot: Slot, detail: Mapping[str, Any], *, bu
     """
     now_ms = ctx.clock_ms()
     record_id = uuid.uuid4().hex
-    params = {
-        "TableName": ctx.table_name,
-        "Item": {
-            PK: {"S": ctx.slot_key(slot)},
-            JOB: {"S": ctx.job_name},
-            SLOT: {"S": slot.iso},
-            SLOT_EPOCH: {"N": str(slot.epoch_s)},
-            GENERATION: {"N": str(ctx.generation)},
-            STATUS: {"S": STATUS_MISSED},
-            REASON: {"S": "paused"},
-            FINISHED_AT: {"N": str(now_ms)},
-            ERROR_JSON: {"S": json_text(detail)},
-            RECORD_ID: {"S": record_id},
-            TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
-        },
-        "ConditionExpression": SLOT_ITEM_ABSENT,
-        "ExpressionAttributeNames": {"#pk": PK},
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
+    params = stamped(
+        {
+            "TableName": ctx.table_name,
+            "Item": {
+                PK: {"S": ctx.slot_key(slot)},
+                JOB: {"S": ctx.job_name},
+                SLOT: {"S": slot.iso},
+                SLOT_EPOCH: {"N": str(slot.epoch_s)},
+                GENERATION: {"N": str(ctx.generation)},
+                STATUS: {"S": STATUS_MISSED},
+                REASON: {"S": "paused"},
+                FINISHED_AT: {"N": str(now_ms)},
+                ERROR_JSON: {"S": json_text(detail)},
+                RECORD_ID: {"S": record_id},
+                TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+            },
+            "ConditionExpression": SLOT_CREATE_CONDITION,
+            "ExpressionAttributeNames": {"#pk": PK},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    )
     try:
         ctx.io.send("PutItem", params, budget)
     except ClientError as exc:  # the slot item exists: another racer recorded it (or our resend)
@@ -150,4 +161,5 @@ def own_missed_record(ctx: LockContext, slot: Slot, old_item: Mapping[str, Any] 
     """Whether the record that failed our condition is our own earlier write (an SDK resend)."""
     if old_item is None:  # no ALL_OLD (older emulators): one consistent read
         old_item = ctx.io.get(ctx.slot_key(slot))
+        codec.check_schema_version(old_item, ctx.slot_key(slot))  # (an ALL_OLD item was checked by the client)
     return old_item is not None and old_item.get(RECORD_ID, {}).get("S") == record_id

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from . import _wire as wire
 from . import codec
 from ._context import LockContext
-from ._expressions import PK
+from ._expressions import PK, stamped
 from ._lease import LockRecord
 from .slot import Slot
 
@@ -59,20 +59,28 @@ def update_lock_item(
     """One conditional UpdateItem of ``ctx``'s lock item (operator tools), returning the item as
     ``return_values`` asks (``ALL_OLD`` by default, ``ALL_NEW``); ALL_OLD with a failed condition.
 
-    Re-raises the ``ClientError`` of a failed condition; wraps any other (:class:`LockBackendError`).
+    Every operator write goes through here, so each one sets the table layout and is conditioned on it
+    (:func:`~slotlock._expressions.stamped`: ``schema_version`` added to the SET clause, ``SCHEMA_COMPATIBLE``
+    ANDed in front of ``condition_expression``).
+
+    Re-raises the ``ClientError`` of a failed condition; raises :class:`UnsupportedSchemaVersionError` when the
+    item has a newer table layout (from ALL_OLD, :mod:`slotlock._client`); wraps any other error
+    (:class:`LockBackendError`).
     """
+    params = stamped(
+        {
+            "TableName": ctx.table_name,
+            "Key": {PK: {"S": ctx.lock_key}},
+            "UpdateExpression": update_expression,
+            "ConditionExpression": condition_expression,
+            "ExpressionAttributeNames": dict(names),
+            "ExpressionAttributeValues": dict(values),
+            "ReturnValues": return_values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    )
     try:
-        response = ctx.io.call(
-            "UpdateItem",
-            TableName=ctx.table_name,
-            Key={PK: {"S": ctx.lock_key}},
-            UpdateExpression=update_expression,
-            ConditionExpression=condition_expression,
-            ExpressionAttributeNames=dict(names),
-            ExpressionAttributeValues=dict(values),
-            ReturnValues=return_values,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
+        response = ctx.io.call("UpdateItem", **params)
     except ClientError as exc:
         if wire.is_conditional_failure(exc):
             raise

@@ -4,7 +4,8 @@
 :class:`Permit` is a permit we hold, :class:`Wait` the answer of an acquisition that must wait,
 :class:`Ticket` a waiter's place in line, :class:`Release` the outcome of a release. Decoding a permit
 item (:func:`decode_permit`) or the tickets item (:func:`decode_waiters`) type-checks every attribute and
-reports a tampered one as :class:`~slotlock.errors.CorruptLockItemError`, as :mod:`slotlock.codec` does.
+reports a tampered one as :class:`~slotlock.errors.CorruptLockItemError`, as :mod:`slotlock.codec` does; an item
+of a table layout this slotlock does not read raises :class:`~slotlock.errors.UnsupportedSchemaVersionError` first.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ._expressions import (
     WAITER_TICKETS,
 )
 from ._lease import Lease
-from .codec import number_attribute, text_attribute
+from .codec import check_schema_version, number_attribute, text_attribute
 from .errors import CorruptLockItemError
 from .slot import Slot
 
@@ -173,8 +174,10 @@ class Waiters:
 def decode_permit(item: Mapping[str, Mapping[str, Any]] | None, key: str, index: int) -> PermitRecord:
     """A permit item (DynamoDB JSON, or ``None`` when absent) as a :class:`PermitRecord`.
 
-    Raises :class:`CorruptLockItemError` on a wrong-typed attribute, or a holder without token or expiry.
+    Raises :class:`UnsupportedSchemaVersionError` for a newer table layout (checked first), and
+    :class:`CorruptLockItemError` on a wrong-typed attribute, or a holder without token or expiry.
     """
+    check_schema_version(item, key)
     if not item:
         return PermitRecord(index)
     owner = text_attribute(item, key, PERMIT_OWNER)
@@ -195,7 +198,9 @@ def decode_permit(item: Mapping[str, Mapping[str, Any]] | None, key: str, index:
 
 
 def decode_waiters(item: Mapping[str, Mapping[str, Any]] | None, key: str) -> Waiters:
-    """The tickets item (DynamoDB JSON, or ``None``) as :class:`Waiters`; raises :class:`CorruptLockItemError`."""
+    """The tickets item (DynamoDB JSON, or ``None``) as :class:`Waiters`; raises :class:`UnsupportedSchemaVersionError`
+    (a newer table layout, checked first) or :class:`CorruptLockItemError`."""
+    check_schema_version(item, key)
     if not item:
         return Waiters()
     next_ticket = number_attribute(item, key, NEXT_TICKET) or 0

@@ -5,7 +5,9 @@ expiry. Only waiters write it: an acquirer that does not wait only reads it (in 
 the permits), so it is the one hot item of the semaphore, and only while some wait. Its timeline is in
 :mod:`slotlock._expressions` (``WAITER_*``). A waiter's entry expires ``waiter_ttl_ms`` after its last
 renewal; an expired entry blocks nobody, and a registration prunes entries dead for longer than a TTL
-(conditioned on their expiry as read, so a waiter renewing meanwhile is never pruned).
+(conditioned on their expiry as read, so a waiter renewing meanwhile is never pruned). Every write sets the table
+layout and is conditioned on it (:func:`~slotlock._expressions.stamped`); a tickets item of a newer layout raises
+:class:`~slotlock.errors.UnsupportedSchemaVersionError` (from the failed condition's ALL_OLD, or from the read).
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from ._expressions import (
     WAITER_PRESENT,
     WAITER_REGISTER_UPDATE,
     WAITER_TICKETS,
+    stamped,
 )
 from ._semaphore_items import Ticket, Waiters, decode_waiters
 from ._transient import RetryBudget
-from .errors import LockBackendError
+from .errors import LockBackendError, UnsupportedSchemaVersionError
 
 logger = logging.getLogger(__name__)
 
@@ -74,13 +77,9 @@ class TicketBook:
             if not ready:
                 self._create(budget)
                 ready = True
-            params = self._update(waiter_id, WAITER_REGISTER_UPDATE, f"{TICKETS_READY} AND {WAITER_ABSENT}")
+            values = {":zero": {"N": "0"}, ":one": {"N": "1"}, ":expires": {"N": str(now_ms + self.waiter_ttl_ms)}}
+            params = self._update(waiter_id, WAITER_REGISTER_UPDATE, f"{TICKETS_READY} AND {WAITER_ABSENT}", values)
             params["ExpressionAttributeNames"]["#next"] = NEXT_TICKET
-            params["ExpressionAttributeValues"] = {
-                ":zero": {"N": "0"},
-                ":one": {"N": "1"},
-                ":expires": {"N": str(now_ms + self.waiter_ttl_ms)},
-            }
             params["ReturnValues"] = "ALL_NEW"
             self._add_pruning(params, prune)
             try:
@@ -107,15 +106,18 @@ class TicketBook:
 
     def touch(self, ticket: Ticket, now_ms: int, budget: RetryBudget) -> Ticket | None:
         """Renew a live entry's expiry (ticket unchanged); ``None`` when it is gone or expired."""
-        params = self._update(
-            ticket.waiter_id, "SET #waiter_expires.#me = :expires", f"{WAITER_PRESENT} AND #waiter_expires.#me > :now"
-        )
         expires_ms = now_ms + self.waiter_ttl_ms
-        params["ExpressionAttributeValues"] = {
+        values = {
             ":ticket": {"N": str(ticket.number)},
             ":expires": {"N": str(expires_ms)},
             ":now": {"N": str(now_ms)},
         }
+        params = self._update(
+            ticket.waiter_id,
+            "SET #waiter_expires.#me = :expires",
+            f"{WAITER_PRESENT} AND #waiter_expires.#me > :now",
+            values,
+        )
         try:
             self.io.send("UpdateItem", params, budget)
         except ClientError:
@@ -124,17 +126,20 @@ class TicketBook:
 
     def leave(self, ticket: Ticket, now_ms: int, budget: RetryBudget) -> None:
         """Remove the waiter's entry (it took a permit, or gives up). Never raises: an entry left behind
-        stops blocking at its expiry."""
+        stops blocking at its expiry (a tickets item of a newer table layout is logged as an error)."""
         del now_ms
         try:
             self._remove(ticket.waiter_id, ticket.number, budget)
         except LockBackendError as exc:
             logger.warning("waiter %s could not leave %s (%s): its entry ends at its expiry", ticket, self.key, exc)
+        except UnsupportedSchemaVersionError as exc:
+            logger.error("waiter %s could not leave %s: %s", ticket, self.key, exc)
 
     # --- plumbing -------------------------------------------------------------------------------------
     def _remove(self, waiter_id: str, number: int, budget: RetryBudget) -> None:
-        params = self._update(waiter_id, "REMOVE #waiters.#me, #waiter_expires.#me", WAITER_PRESENT)
-        params["ExpressionAttributeValues"] = {":ticket": {"N": str(number)}}
+        params = self._update(
+            waiter_id, "REMOVE #waiters.#me, #waiter_expires.#me", WAITER_PRESENT, {":ticket": {"N": str(number)}}
+        )
         try:
             self.io.send("UpdateItem", params, budget)
         except ClientError:
@@ -144,22 +149,25 @@ class TicketBook:
         try:
             self.io.send(
                 "PutItem",
-                {
-                    "TableName": self.table_name,
-                    "Item": {
-                        PK: {"S": self.key},
-                        PERMIT_SEMAPHORE: {"S": self.name},
-                        NEXT_TICKET: {"N": "0"},
-                        WAITER_TICKETS: {"M": {}},
-                        WAITER_EXPIRES: {"M": {}},
-                    },
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": PK},
-                },
+                stamped(
+                    {
+                        "TableName": self.table_name,
+                        "Item": {
+                            PK: {"S": self.key},
+                            PERMIT_SEMAPHORE: {"S": self.name},
+                            NEXT_TICKET: {"N": "0"},
+                            WAITER_TICKETS: {"M": {}},
+                            WAITER_EXPIRES: {"M": {}},
+                        },
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                        "ExpressionAttributeNames": {"#pk": PK},
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                ),
                 budget,
             )
         except ClientError:
-            pass  # another waiter created it first
+            pass  # another waiter created it first (of our layout: the client refuses a newer one from ALL_OLD)
 
     def _dead(self, waiters: Waiters, waiter_id: str, now_ms: int) -> dict[str, int]:
         """Entries expired for longer than a TTL (at most :data:`MAX_PRUNED`): waiter id -> expiry as read."""
@@ -183,12 +191,16 @@ class TicketBook:
             params["UpdateExpression"] = f"{set_part} REMOVE {', '.join(removals)} ADD {add_part}"
             params["ConditionExpression"] += " AND " + " AND ".join(conditions)
 
-    def _update(self, waiter_id: str, update: str, condition: str) -> dict[str, Any]:
-        return {
-            "TableName": self.table_name,
-            "Key": {PK: {"S": self.key}},
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": {**_NAMES, "#me": waiter_id},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+    def _update(self, waiter_id: str, update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
+        """Every write of the tickets item: sets the table layout and is conditioned on it (``stamped``)."""
+        return stamped(
+            {
+                "TableName": self.table_name,
+                "Key": {PK: {"S": self.key}},
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {**_NAMES, "#me": waiter_id},
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )

@@ -1,16 +1,20 @@
 """Decoding the lock table's items (DynamoDB JSON) into checked Python values (no I/O).
 
 A tampered item is reported as :class:`~slotlock.errors.CorruptLockItemError` naming the item and the
-attribute, never as a ``KeyError``/``ValueError`` that a Lambda retry would repeat forever.
+attribute, never as a ``KeyError``/``ValueError`` that a Lambda retry would repeat forever. Every decoder first
+checks the item's table layout (:func:`check_schema_version`): an item of a layout this slotlock does not read
+raises :class:`~slotlock.errors.UnsupportedSchemaVersionError`, before any attribute is looked at.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from . import _wire as wire
+from . import table
 from ._expressions import (
     ACQUIRED,
     EXPIRES,
@@ -33,8 +37,46 @@ from ._expressions import (
     TOKEN,
 )
 from ._lease import LockRecord
-from .errors import CorruptLockItemError
+from .errors import CorruptLockItemError, UnsupportedSchemaVersionError
 from .slot import Slot
+
+
+def schema_version_supported(value: Mapping[str, Any] | None) -> bool:
+    """Whether a ``schema_version`` attribute value (DynamoDB JSON, ``None`` when absent) is a layout this
+    slotlock reads: absent (layout 1, written before the attribute existed), or a Number equal to one of
+    :data:`slotlock.table.SUPPORTED_SCHEMA_VERSIONS`. The same rule as the ``SCHEMA_COMPATIBLE`` clause of every
+    conditional write (:mod:`slotlock._expressions`), so a decoder and a condition never disagree."""
+    if value is None:
+        return True
+    if set(value) != {"N"}:
+        return False
+    try:
+        number = Decimal(str(value["N"]))
+    except InvalidOperation:
+        return False
+    return any(number == version for version in table.SUPPORTED_SCHEMA_VERSIONS)
+
+
+def check_schema_version(item: Mapping[str, Mapping[str, Any]] | None, key: str | None = None) -> None:
+    """Refuse an item of a table layout this slotlock does not read (``None``, an absent item, passes).
+
+    ``key``: the item's partition key for the message (default: the item's own ``pk``).
+
+    :raises UnsupportedSchemaVersionError: ``schema_version`` is a newer layout, or not a Number.
+    """
+    if not item:
+        return
+    value = item.get(table.SCHEMA_VERSION_ATTRIBUTE)
+    if schema_version_supported(value):
+        return
+    assert value is not None
+    try:
+        found = wire.plain(value)
+    except (TypeError, ValueError, ArithmeticError):  # not decodable at all: show it as stored
+        found = dict(value)
+    if key is None:
+        key = str(item.get(table.PARTITION_KEY, {}).get("S", "?"))
+    raise UnsupportedSchemaVersionError(key, found)
 
 
 def plain_value(value: Mapping[str, Any]) -> Any:
@@ -80,9 +122,12 @@ def decode_lock_item(item: Mapping[str, Mapping[str, Any]], key: str) -> LockRec
 
     Raises
     ------
+    UnsupportedSchemaVersionError
+        The item has a table layout this slotlock does not read (checked first).
     CorruptLockItemError
         An attribute has the wrong DynamoDB type or an impossible value (named with ``key``).
     """
+    check_schema_version(item, key)
 
     def number(name: str, *, required: bool = False) -> int | None:
         return number_attribute(item, key, name, required=required)
@@ -146,9 +191,12 @@ def decode_slot_item(item: Mapping[str, Mapping[str, Any]], key: str) -> dict[st
 
     Raises
     ------
+    UnsupportedSchemaVersionError
+        The item has a table layout this slotlock does not read (checked first).
     CorruptLockItemError
         A ``*_json`` attribute is not a String holding a JSON object.
     """
+    check_schema_version(item, key)
     decoded: dict[str, Any] = {}
     for name, value in item.items():
         if not name.endswith("_json"):

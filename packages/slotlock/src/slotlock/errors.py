@@ -122,6 +122,52 @@ class CorruptLockItemError(SlotLockError):
         self.attribute = attribute
 
 
+#: What an item of the lock table is, by its partition key's prefix (:mod:`slotlock.table`), for messages.
+_ITEM_KINDS = (
+    ("lock#", "lock item"),
+    ("manual#", "manual lock item"),
+    ("slot#", "slot item"),
+    ("generations#", "generation counter"),
+    ("permit#", "permit item"),
+    ("tickets#", "tickets item"),
+)
+
+
+class UnsupportedSchemaVersionError(SlotLockError):
+    """An item of the lock table has a table layout (``schema_version``) this version of slotlock does not read.
+
+    ``key`` is the item's partition key; ``found`` the attribute's value as stored, in plain Python (``2`` for
+    a Number, ``"2"`` for a String, ``None`` for NULL...); ``supported`` the layouts this slotlock reads (``(1,)``).
+    A newer slotlock wrote the item: this one refuses to read it and never overwrites it (every conditional
+    write carries the ``SCHEMA_COMPATIBLE`` clause, :mod:`slotlock._expressions`), so the item is left as it
+    is. Not transient: no retry can help; upgrade slotlock (docs/compatibility.md). Neither a lost lease nor a
+    corrupt item: nothing about the lease or the item's contents is known.
+    """
+
+    def __init__(self, key: str, found: Any, supported: tuple[int, ...] | None = None) -> None:
+        from . import __version__  # the package is loaded whenever an error is raised
+        from .table import SUPPORTED_SCHEMA_VERSIONS
+
+        supported = tuple(supported) if supported is not None else SUPPORTED_SCHEMA_VERSIONS
+        kind = next((name for prefix, name in _ITEM_KINDS if key.startswith(prefix)), "lock table item")
+        layouts = ", ".join(str(version) for version in supported)
+        numeric = isinstance(found, (int, float)) and not isinstance(found, bool)
+        if numeric and found > max(supported):
+            shown, advice = f"schema_version={found}", "upgrade slotlock"
+        elif numeric:
+            shown, advice = f"schema_version={found}", "no slotlock release writes that layout: repair the item"
+        else:
+            shown = f"schema_version={found!r} (not a Number)"
+            advice = "no slotlock release writes that: repair the item"
+        super().__init__(
+            f"{kind} {key!r} has table layout {shown}; slotlock {__version__} reads and writes layout"
+            f"{'s' if len(supported) > 1 else ''} {layouts}: {advice} (docs/compatibility.md)"
+        )
+        self.key = key
+        self.found = found
+        self.supported = supported
+
+
 class LockNotAcquiredError(SlotLockError):
     """Raised by :meth:`slotlock.SlotLock.acquire` when the race is lost; ``loss`` says why."""
 

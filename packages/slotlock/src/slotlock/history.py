@@ -139,8 +139,10 @@ class HistoryPage:
 
 def decode_record(item: Mapping[str, Mapping[str, Any]]) -> HistoryRecord:
     """A history item (DynamoDB JSON) as a :class:`HistoryRecord`; never raises for a tampered item: what
-    cannot be decoded is named in ``corrupt``."""
+    cannot be decoded is named in ``corrupt``. An item of a table layout this slotlock does not read is not
+    tampered, and not guessed at either: :class:`~slotlock.errors.UnsupportedSchemaVersionError` (checked first)."""
     key = str(item.get(PK, {}).get("S", "?"))
+    codec.check_schema_version(item, key)
     corrupt: str | None = None
     try:
         plain = codec.decode_slot_item(item, key)
@@ -214,6 +216,8 @@ class SlotHistory:
         LockConfigurationError
             A bad job name, status, limit or range (named), or a ``start_key`` DynamoDB refuses as not one of
             this query's (``start_key``).
+        UnsupportedSchemaVersionError
+            An item of the page has a table layout this slotlock does not read.
         LockBackendError
             DynamoDB failed (e.g. ``ValidationException`` for a ``start_key`` that is not one of this query's).
         """

@@ -29,10 +29,10 @@ import logging
 import re
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from . import _reads as reads
-from . import table
+from . import codec, table
 from ._acquire import check_owner_id, racer_expiry_ms, send_acquisition
 from ._client import Cancelled
 from ._context import LockContext
@@ -56,13 +56,17 @@ from ._expressions import (
     REQUESTED_BY,
     RUN_ID,
     RUN_KIND,
+    SCHEMA_NAMES,
+    SCHEMA_VALUES,
     SLOT,
+    SLOT_CREATE_CONDITION,
     SLOT_EPOCH,
     STATUS,
     STATUS_REQUESTED,
     TERMINAL_STATUSES,
     TOKEN,
     TTL,
+    stamped,
 )
 from ._holder import set_expiry
 from ._lease import Lease, LockRecord, Loss
@@ -131,6 +135,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             "#prev_owner": PREV_OWNER,
             "#prev_slot": PREV_SLOT,
             "#prev_gen": PREV_GENERATION,
+            **SCHEMA_NAMES,
         },
         "ExpressionAttributeValues": {
             ":owner": {"S": owner_id},
@@ -141,6 +146,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             ":job": {"S": ctx.job_name},
             ":one": {"N": "1"},
             ":null": {"NULL": True},
+            **SCHEMA_VALUES,
         },
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -259,7 +265,9 @@ def find_requested(ctx: LockContext, slot: Slot, run_id: str) -> GenerationReque
     counter = ctx.io.get(table.generation_counter_key(ctx.job_name, slot.iso))
     last = _last_generation(ctx, slot, counter)
     for generation in range(last, table.LIVE_GENERATION, -1):
-        item = ctx.io.get(table.slot_key(ctx.job_name, slot.iso, generation))
+        key = table.slot_key(ctx.job_name, slot.iso, generation)
+        item = ctx.io.get(key)
+        codec.check_schema_version(item, key)
         if item is not None and item.get(RUN_ID, {}).get("S") == run_id:
             status = item.get(STATUS, {}).get("S", "")
             return GenerationRequest(ctx.job_name, slot, generation, run_id, status, created=False)
@@ -287,6 +295,8 @@ def request_generation(
     ------
     LockConfigurationError
         A bad audit field (named).
+    UnsupportedSchemaVersionError
+        The slot's generation counter or a generation's history item has a newer table layout (nothing written).
     GenerationRequestError
         Concurrent requests of the same slot kept moving its counter (:data:`REQUEST_ATTEMPTS` times).
     TransientLockError, LockBackendError
@@ -305,43 +315,51 @@ def request_generation(
         if generation > table.MAX_GENERATION:
             raise LockConfigurationError("generation", f"slot {slot.iso} has {last} generations; no more allowed")
         now_ms = ctx.clock_ms()
+        # Both writes set the layout and are conditioned on it; ALL_OLD on failure lets the client refuse a
+        # newer item at once (slotlock._client), before the cancellation is judged.
         move_counter = {
-            "Update": {
-                "TableName": ctx.table_name,
-                "Key": {PK: {"S": counter_key}},
-                "UpdateExpression": "SET #last = :gen, #job = :job, #slot = :slot_iso",
-                "ConditionExpression": "attribute_not_exists(#pk)" if counter is None else "#last = :last",
-                "ExpressionAttributeNames": {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT, "#pk": PK}
-                if counter is None
-                else {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT},
-                "ExpressionAttributeValues": {
-                    ":gen": {"N": str(generation)},
-                    ":job": {"S": ctx.job_name},
-                    ":slot_iso": {"S": slot.iso},
-                    **({} if counter is None else {":last": {"N": str(last)}}),
-                },
-            }
+            "Update": stamped(
+                {
+                    "TableName": ctx.table_name,
+                    "Key": {PK: {"S": counter_key}},
+                    "UpdateExpression": "SET #last = :gen, #job = :job, #slot = :slot_iso",
+                    "ConditionExpression": "attribute_not_exists(#pk)" if counter is None else "#last = :last",
+                    "ExpressionAttributeNames": {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT, "#pk": PK}
+                    if counter is None
+                    else {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT},
+                    "ExpressionAttributeValues": {
+                        ":gen": {"N": str(generation)},
+                        ":job": {"S": ctx.job_name},
+                        ":slot_iso": {"S": slot.iso},
+                        **({} if counter is None else {":last": {"N": str(last)}}),
+                    },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            )
         }
         put_request = {
-            "Put": {
-                "TableName": ctx.table_name,
-                "Item": {
-                    PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
-                    JOB: {"S": ctx.job_name},
-                    SLOT: {"S": slot.iso},
-                    SLOT_EPOCH: {"N": str(slot.epoch_s)},
-                    GENERATION: {"N": str(generation)},
-                    STATUS: {"S": STATUS_REQUESTED},
-                    RUN_ID: {"S": run_id},
-                    RUN_KIND: {"S": kind},
-                    REQUESTED_BY: {"S": requested_by},
-                    REQUESTED_AT: {"N": str(now_ms)},
-                    REQUEST_REASON: {"S": reason.strip()},
-                    TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
-                },
-                "ConditionExpression": "attribute_not_exists(#pk)",
-                "ExpressionAttributeNames": {"#pk": PK},
-            }
+            "Put": stamped(
+                {
+                    "TableName": ctx.table_name,
+                    "Item": {
+                        PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
+                        JOB: {"S": ctx.job_name},
+                        SLOT: {"S": slot.iso},
+                        SLOT_EPOCH: {"N": str(slot.epoch_s)},
+                        GENERATION: {"N": str(generation)},
+                        STATUS: {"S": STATUS_REQUESTED},
+                        RUN_ID: {"S": run_id},
+                        RUN_KIND: {"S": kind},
+                        REQUESTED_BY: {"S": requested_by},
+                        REQUESTED_AT: {"N": str(now_ms)},
+                        REQUEST_REASON: {"S": reason.strip()},
+                        TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+                    },
+                    "ConditionExpression": SLOT_CREATE_CONDITION,
+                    "ExpressionAttributeNames": {"#pk": PK},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            )
         }
         try:
             ctx.io.transact(
@@ -352,7 +370,9 @@ def request_generation(
         except Cancelled:
             # Another request of this slot moved the counter first (read it again), or this is botocore's
             # resend of our own applied request (its answer was lost): our item then carries our request time.
-            mine = ctx.io.get(table.slot_key(ctx.job_name, slot.iso, generation)) or {}
+            mine_key = table.slot_key(ctx.job_name, slot.iso, generation)
+            mine = ctx.io.get(mine_key) or {}
+            codec.check_schema_version(mine, mine_key)
             if mine.get(RUN_ID, {}).get("S") == run_id and mine.get(REQUESTED_AT, {}).get("N") == str(now_ms):
                 return GenerationRequest(ctx.job_name, slot, generation, run_id, STATUS_REQUESTED, created=True)
             continue
@@ -363,11 +383,12 @@ def request_generation(
     )
 
 
-def _last_generation(ctx: LockContext, slot: Slot, counter: dict[str, object] | None) -> int:
+def _last_generation(ctx: LockContext, slot: Slot, counter: dict[str, Any] | None) -> int:
+    key = table.generation_counter_key(ctx.job_name, slot.iso)
+    codec.check_schema_version(counter, key)  # a raw item: its layout is checked before it is read
     if counter is None:
         return table.LIVE_GENERATION
     value = counter.get(LAST_GENERATION)
-    key = table.generation_counter_key(ctx.job_name, slot.iso)
     if not isinstance(value, dict) or set(value) != {"N"}:
         raise CorruptLockItemError(key, LAST_GENERATION, f"must be a Number, found {value!r:.80}")
     try:

@@ -37,8 +37,12 @@ from .slot import Slot
 
 logger = logging.getLogger(__name__)
 
-#: "corrupt" is reported by callers that catch ``CorruptLockItemError`` (a tampered item: not retried).
-OutcomeStatus = Literal["succeeded", "failed", "lost", "missed", "lease_lost", "stale_rejected", "corrupt", "deferred"]
+#: "corrupt" is reported by callers that catch ``CorruptLockItemError`` (a tampered item: not retried);
+#: "unsupported_schema" by callers that catch ``UnsupportedSchemaVersionError`` (an item of a newer table layout:
+#: not retried either; the runner itself lets both errors through).
+OutcomeStatus = Literal[
+    "succeeded", "failed", "lost", "missed", "lease_lost", "stale_rejected", "corrupt", "unsupported_schema", "deferred"
+]
 
 #: Checkpoints passed to a listener, in protocol order. Jobs may add their own (e.g. "query_started").
 CHECKPOINT_ACQUIRED = "acquired"

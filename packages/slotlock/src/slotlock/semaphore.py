@@ -23,46 +23,28 @@ one conditional write on one permit. The condition clauses and their timelines a
 Transient answers (throttling, conflicts, dropped connections) are retried within a
 :class:`~slotlock._transient.RetryBudget` ending at the lease's expiry (:mod:`slotlock._client`); a
 failed condition is judged from ALL_OLD, which also recognises an SDK resend of our own applied write.
+This module decides which permit to take and when to wait; the permit items' writes and their judgement are
+:mod:`slotlock._semaphore_permits`, the line of waiters :mod:`slotlock._semaphore_tickets`.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from . import _wire as wire
 from . import table
 from ._client import LockTableClient
 from ._context import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, system_clock_ms
 from ._expressions import (
-    PERMIT_ACQUIRED,
     PERMIT_EXPIRES,
-    PERMIT_FREE,
-    PERMIT_INDEX,
-    PERMIT_INHERIT,
-    PERMIT_INHERIT_UPDATE,
-    PERMIT_LAST_OWNER,
-    PERMIT_LAST_TOKEN,
     PERMIT_OURS,
-    PERMIT_OWNER,
-    PERMIT_PREV_OWNER,
-    PERMIT_PREV_QUERY,
-    PERMIT_PREV_TOKEN,
     PERMIT_QUERY,
     PERMIT_RECORD_QUERY,
-    PERMIT_RELEASE_UPDATE,
-    PERMIT_RELEASED_AT,
-    PERMIT_SEMAPHORE,
-    PERMIT_TAKE_UPDATE,
-    PERMIT_TOKEN,
-    PK,
-    RECLAIM_TERMINAL_QUERY,
-    TAKE_EXPIRED_NO_QUERY,
+    PERMIT_RECORD_QUERY_UPDATE,
+    PERMIT_RENEW_UPDATE,
 )
 from ._semaphore_items import (
     Permit,
@@ -76,9 +58,10 @@ from ._semaphore_items import (
     decode_permit,
     decode_waiters,
 )
+from ._semaphore_permits import PermitBook
 from ._semaphore_tickets import TicketBook
 from ._transient import RetryBudget
-from .errors import LockConfigurationError, PermitLostError, StalePermitTokenError
+from .errors import LockConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -88,8 +71,6 @@ MAX_PERMITS = 99
 DEFAULT_WAITER_TTL_S = 60.0
 
 QueryIsTerminal = Callable[[str], bool]
-
-_PERMIT_NAMES = {"#owner": PERMIT_OWNER, "#token": PERMIT_TOKEN}
 
 
 class Semaphore:
@@ -155,6 +136,7 @@ class Semaphore:
         self.max_transient_attempts = max_transient_attempts
         self.rng = rng or random.Random()
         self.tickets = TicketBook(self.io, table_name, name, int(waiter_ttl_s * 1000))
+        self.permit_items = PermitBook(self.io, table_name, name, lambda: self.clock_ms())
 
     # --- reads ----------------------------------------------------------------------------------------
     def read(self, *, deadline_ms: int | None = None) -> tuple[list[PermitRecord], Waiters]:
@@ -204,7 +186,7 @@ class Semaphore:
         if not mine:
             return None
         newest = max(mine, key=lambda permit: permit.fencing_token or 0)
-        return self._inherit(newest, owner, token, expires_at_ms, now_ms, self.budget(expires_at_ms))
+        return self.permit_items.inherit(newest, owner, token, expires_at_ms, now_ms, self.budget(expires_at_ms))
 
     def try_acquire(
         self,
@@ -253,7 +235,7 @@ class Semaphore:
         mine = [permit for permit in permits if permit.owner == owner.id]
         if mine:
             newest = max(mine, key=lambda permit: permit.fencing_token or 0)
-            taken = self._inherit(newest, owner, fencing_token, expires_at_ms, now_ms, budget)
+            taken = self.permit_items.inherit(newest, owner, fencing_token, expires_at_ms, now_ms, budget)
             if taken is not None:
                 return self._leave_after(taken, ticket, now_ms)
         ahead = waiters.ahead_of(owner.id, ticket.number if ticket else None, now_ms)
@@ -267,7 +249,7 @@ class Semaphore:
             order = rest if ticket is not None else self.rng.sample(rest, len(rest))
             in_use = self.permits - len(candidates) + 1
             for candidate, kind in order:
-                taken = self._take(candidate, kind, owner, fencing_token, expires_at_ms, now_ms, budget)
+                taken = self.permit_items.take(candidate, kind, owner, fencing_token, expires_at_ms, now_ms, budget)
                 if taken is not None:
                     return self._leave_after(replace(taken, in_use=in_use), ticket, now_ms)
         kept = self.tickets.keep(owner.id, ticket, waiters, now_ms, budget)
@@ -299,129 +281,16 @@ class Semaphore:
                     found.append((permit, "reclaimed"))
         return sorted(found, key=lambda pair: pair[0].index)
 
-    def _take(
-        self,
-        seen: PermitRecord,
-        kind: TakeKind,
-        owner: PermitOwner,
-        token: int,
-        expires_at_ms: int,
-        now_ms: int,
-        budget: RetryBudget,
-    ) -> Permit | None:
-        """One conditional write taking ``seen`` as read (free, or reclaimed restating owner, token, expiry
-        and query); ``None`` when another writer changed it first (a racing renew, another taker)."""
-        values: dict[str, Any] = {
-            ":owner": {"S": owner.id},
-            ":token": {"N": str(token)},
-            ":expires": {"N": str(expires_at_ms)},
-            ":now": {"N": str(now_ms)},
-            ":semaphore": {"S": self.name},
-            ":index": {"N": str(seen.index)},
-            ":null": {"NULL": True},
-        }
-        if seen.free:
-            condition = PERMIT_FREE
-        else:
-            values |= {
-                ":seen_owner": {"S": str(seen.owner)},
-                ":seen_token": {"N": str(seen.fencing_token)},
-                ":seen_expires": {"N": str(seen.expires_at_ms)},
-            }
-            condition = TAKE_EXPIRED_NO_QUERY
-            if seen.query_execution_id is not None:
-                values[":seen_query"] = {"S": seen.query_execution_id}
-                condition = RECLAIM_TERMINAL_QUERY
-        params = self._permit_update(seen.index, PERMIT_TAKE_UPDATE, condition, values)
-        params["ExpressionAttributeNames"] |= {
-            "#expires": PERMIT_EXPIRES,
-            "#query": PERMIT_QUERY,
-            "#acquired": PERMIT_ACQUIRED,
-            "#semaphore": PERMIT_SEMAPHORE,
-            "#index": PERMIT_INDEX,
-            "#prev_owner": PERMIT_PREV_OWNER,
-            "#prev_token": PERMIT_PREV_TOKEN,
-            "#prev_query": PERMIT_PREV_QUERY,
-        }
-        permit = Permit(
-            self.name,
-            seen.index,
-            owner,
-            token,
-            expires_at_ms,
-            kind,
-            replaced_owner=seen.owner,
-            replaced_token=seen.fencing_token,
-            replaced_query=seen.query_execution_id,
-        )
-        if expires_at_ms <= self.clock_ms():
-            return None  # the lease ran out while we looked: a permit born expired, naming no query, is reclaimable
-        try:
-            self.io.send("UpdateItem", params, budget)
-        except ClientError as exc:  # send re-raises only a failed condition
-            current = self._old(exc, seen.index)
-            if current.owner == owner.id and current.fencing_token == token:
-                return permit  # our own take, applied by a request whose answer was lost: the SDK resent it
-            if current.owner == owner.id and (current.fencing_token or 0) > token:
-                raise self._lost(StalePermitTokenError, permit, current, "acquire") from exc
-            return None
-        return permit
-
-    def _inherit(
-        self, seen: PermitRecord, owner: PermitOwner, token: int, expires_at_ms: int, now_ms: int, budget: RetryBudget
-    ) -> Permit | None:
-        """Take over ``owner``'s own permit ``seen``: ours already (``held``), inherited from a lower token
-        in one conditional write (its query kept), or refused (stale). ``None``: it was reclaimed meanwhile."""
-        held = Permit(
-            self.name,
-            seen.index,
-            owner,
-            token,
-            seen.expires_at_ms or expires_at_ms,
-            "held",
-            query_execution_id=seen.query_execution_id,
-        )
-        seen_token = seen.fencing_token or 0
-        if seen_token == token:
-            return held
-        if seen_token > token:
-            raise self._lost(StalePermitTokenError, held, seen, "acquire")
-        values = {
-            ":owner": {"S": owner.id},
-            ":token": {"N": str(token)},
-            ":seen_token": {"N": str(seen_token)},
-            ":expires": {"N": str(expires_at_ms)},
-            ":now": {"N": str(now_ms)},
-        }
-        params = self._permit_update(seen.index, PERMIT_INHERIT_UPDATE, PERMIT_INHERIT, values)
-        params["ExpressionAttributeNames"] |= {
-            "#expires": PERMIT_EXPIRES,
-            "#acquired": PERMIT_ACQUIRED,
-            "#prev_owner": PERMIT_PREV_OWNER,
-            "#prev_token": PERMIT_PREV_TOKEN,
-        }
-        inherited = replace(held, expires_at_ms=expires_at_ms, how="inherited", replaced_token=seen_token)
-        if expires_at_ms <= self.clock_ms():
-            return None  # the lease ran out while we looked: inherit nothing with an expiry already past
-        try:
-            self.io.send("UpdateItem", params, budget)
-        except ClientError as exc:
-            current = self._old(exc, seen.index)
-            if current.owner == owner.id and current.fencing_token == token:
-                return inherited  # our own applied inheritance (resend)
-            if current.owner == owner.id and (current.fencing_token or 0) > token:
-                raise self._lost(StalePermitTokenError, held, current, "acquire") from exc
-            return None
-        return inherited
-
     # --- the holder's writes --------------------------------------------------------------------------
     def renew(self, permit: Permit, expires_at_ms: int) -> Permit:
         """Set the permit's expiry to ``expires_at_ms`` (the lease's, after each heartbeat): one conditional
         write on owner and token. Raises :class:`PermitLostError` (reclaimed) or :class:`StalePermitTokenError`."""
         values = {":expires": {"N": str(expires_at_ms)}}
-        params = self._permit_update(permit.index, "SET #expires = :expires", PERMIT_OURS, self._ours(permit, values))
+        params = self.permit_items.update(
+            permit.index, PERMIT_RENEW_UPDATE, PERMIT_OURS, self.permit_items.ours(permit, values)
+        )
         params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
-        self._holder_write(permit, params, "renew")
+        self.permit_items.holder_write(permit, params, "renew", self.budget(permit.expires_at_ms))
         return replace(permit, expires_at_ms=expires_at_ms)
 
     def record_query(self, permit: Permit, query_execution_id: str) -> Permit:
@@ -433,11 +302,11 @@ class Semaphore:
                 "query_execution_id", f"must be a non-empty string, got {query_execution_id!r}"
             )
         values = {":query": {"S": query_execution_id}}
-        params = self._permit_update(
-            permit.index, "SET #query = :query", PERMIT_RECORD_QUERY, self._ours(permit, values)
+        params = self.permit_items.update(
+            permit.index, PERMIT_RECORD_QUERY_UPDATE, PERMIT_RECORD_QUERY, self.permit_items.ours(permit, values)
         )
         params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
-        self._holder_write(permit, params, "record_query")
+        self.permit_items.holder_write(permit, params, "record_query", self.budget(permit.expires_at_ms))
         return replace(permit, query_execution_id=query_execution_id)
 
     def record_query_item(
@@ -452,7 +321,9 @@ class Semaphore:
         if replacing is not None:
             values[":replacing"] = {"S": replacing}
             condition = f"{PERMIT_OURS} AND (attribute_not_exists(#query) OR #query IN (:query, :replacing))"
-        params = self._permit_update(permit.index, "SET #query = :query", condition, self._ours(permit, values))
+        params = self.permit_items.update(
+            permit.index, PERMIT_RECORD_QUERY_UPDATE, condition, self.permit_items.ours(permit, values)
+        )
         params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
         return {"Update": params}
 
@@ -461,7 +332,7 @@ class Semaphore:
         commit transaction, conditional on owner and token (ALL_OLD on failure). If it fails, the whole
         transaction is cancelled: commit again without it, and the permit is given back by :meth:`release`
         or, at worst, reclaimed after its expiry."""
-        return {"Update": self._release_params(permit)}
+        return {"Update": self.permit_items.release_params(permit)}
 
     def release(self, permit: Permit) -> Release:
         """Give ``permit`` back (right after the commit): one conditional write on owner and token.
@@ -470,76 +341,11 @@ class Semaphore:
         last owner and token it left); ``gone`` (another owner took it, or it is free). Raises only
         :class:`StalePermitTokenError` (a newer holder of our query holds or released it) and transient errors.
         """
-        try:
-            self.io.send("UpdateItem", self._release_params(permit), self.budget(None))
-        except ClientError as exc:
-            item = wire.old_item(exc) or self.io.get(permit.key)
-            current = decode_permit(item, permit.key, permit.index)
-            if current.owner == permit.owner.id or (current.free and current.last_owner == permit.owner.id):
-                token = current.fencing_token if current.owner else current.last_token
-                if (token or 0) > permit.fencing_token:
-                    raise self._lost(StalePermitTokenError, permit, current, "release") from exc
-                if current.free and token == permit.fencing_token:
-                    return Release("already_released", permit.key)
-            return Release("gone", permit.key, current.owner)
-        return Release("released", permit.key)
+        return self.permit_items.release(permit, self.budget(None))
 
     def leave(self, ticket: Ticket) -> None:
         """Give up waiting: remove ``ticket`` from the line (a waiter that gives a slot back)."""
         self.tickets.leave(ticket, self.clock_ms(), self.budget(None))
-
-    # --- plumbing -------------------------------------------------------------------------------------
-    def _release_params(self, permit: Permit) -> dict[str, Any]:
-        values = {":now": {"N": str(self.clock_ms())}}
-        params = self._permit_update(permit.index, PERMIT_RELEASE_UPDATE, PERMIT_OURS, self._ours(permit, values))
-        params["ExpressionAttributeNames"] |= {
-            "#expires": PERMIT_EXPIRES,
-            "#query": PERMIT_QUERY,
-            "#last_owner": PERMIT_LAST_OWNER,
-            "#last_token": PERMIT_LAST_TOKEN,
-            "#released_at": PERMIT_RELEASED_AT,
-        }
-        return params
-
-    @staticmethod
-    def _ours(permit: Permit, values: Mapping[str, Any]) -> dict[str, Any]:
-        return {":owner": {"S": permit.owner.id}, ":token": {"N": str(permit.fencing_token)}, **values}
-
-    def _permit_update(self, index: int, update: str, condition: str, values: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "TableName": self.table_name,
-            "Key": {PK: {"S": table.permit_key(self.name, index)}},
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": dict(_PERMIT_NAMES),
-            "ExpressionAttributeValues": dict(values),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-
-    def _holder_write(self, permit: Permit, params: Mapping[str, Any], operation: str) -> None:
-        try:
-            self.io.send("UpdateItem", params, self.budget(permit.expires_at_ms))
-        except ClientError as exc:
-            current = self._old(exc, permit.index)
-            stale = current.owner == permit.owner.id and (current.fencing_token or 0) > permit.fencing_token
-            raise self._lost(StalePermitTokenError if stale else PermitLostError, permit, current, operation) from exc
-
-    def _old(self, exc: ClientError, index: int) -> PermitRecord:
-        """The permit that failed a condition (ALL_OLD; one consistent read when the answer has none)."""
-        key = table.permit_key(self.name, index)
-        item = wire.old_item(exc)
-        return decode_permit(item if item is not None else self.io.get(key), key, index)
-
-    @staticmethod
-    def _lost(error: type[PermitLostError], permit: Permit, current: PermitRecord, operation: str) -> PermitLostError:
-        return error(
-            permit.key,
-            permit.owner.id,
-            permit.fencing_token,
-            current.owner,
-            current.fencing_token if current.owner else current.last_token,
-            operation=operation,
-        )
 
 
 __all__ = [

@@ -50,6 +50,10 @@ JOB_NAME_RULE = "1 to 64 letters, digits, '-' or '_'"
 #: attribute existed). A newer layout is refused, never overwritten.
 SCHEMA_VERSION = 1
 SCHEMA_VERSION_ATTRIBUTE = "schema_version"
+#: The layouts this version reads: an item of any other ``schema_version`` (a newer layout, or not a Number) is
+#: refused with :class:`~slotlock.errors.UnsupportedSchemaVersionError`, by every conditional write (the
+#: ``SCHEMA_COMPATIBLE`` clause of :mod:`slotlock._expressions`) and by every decoder (:mod:`slotlock.codec`).
+SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (SCHEMA_VERSION,)
 
 #: A slot item's ``status`` values (history, ``tools.ops``, the read API).
 STATUS_REQUESTED = "REQUESTED"  # a manual generation requested by an operator, not started yet
