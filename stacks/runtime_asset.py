@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, catalog_document
-from slotlock_cdk.runtime import stage_slotlock
 from stacks import LAMBDAS_DIR
 from stacks.jobs import JobDefinition
 
@@ -82,6 +81,10 @@ def _stage(queries: dict[str, CatalogQuery], source_dir: Path) -> Path:
     atexit.register(shutil.rmtree, staged, True)
     for package in RUNTIME_PACKAGES:
         shutil.copytree(source_dir / package, staged / package, ignore=IGNORED)
+    # Imported here: slotlock_cdk loads aws_cdk (and its jsii runtime), which the local tools importing this module's
+    # catalog_queries (the demo, the chaos suite) must not pay for or depend on.
+    from slotlock_cdk.runtime import stage_slotlock
+
     stage_slotlock(staged)
     document = catalog_document(queries)
     (staged / CATALOG_FILE).write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
