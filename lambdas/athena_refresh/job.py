@@ -268,7 +268,7 @@ class AthenaRefreshJob:
     ) -> None:
         """Record the query on the slot item (for a successor to adopt) and on the permit, in one transaction; a
         permit that refuses (reclaimed meanwhile) is dropped and the state recorded without it."""
-        writes = gate.record_query_writes(query_execution_id, replacing=previous) if gate is not None else []
+        writes = gate.record_query_writes(run, query_execution_id, replacing=previous) if gate is not None else []
         try:
             run.record_state(query_execution_id=query_execution_id, attempt=attempt, writes=writes)
         except CommitConflictError as conflict:
@@ -278,7 +278,7 @@ class AthenaRefreshJob:
             run.record_state(query_execution_id=query_execution_id, attempt=attempt)
             return
         if gate is not None:
-            gate.recorded(query_execution_id)
+            gate.recorded(run, query_execution_id)
 
     def _heartbeat(self, run: SlotRun) -> None:
         if self.gate is not None:

@@ -33,14 +33,13 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from slotlock import (
     CommitConflictError,
     Permit,
     PermitLostError,
-    PermitOwner,
     Semaphore,
     SlotLockError,
     SlotRun,
@@ -220,7 +219,9 @@ class CapacityGate:
         """Inherit the permit of the query we adopt (one read; one write if it carries a lower token)."""
         self._load_state(run)
         try:
-            self.permit = self.semaphore.adopt_for(run.lease)
+            self.permit = self.semaphore.adopt_for(
+                run.lease, expires_at_ms=self.semaphore.query_expiry_ms(run.lease, run.lease_duration_ms)
+            )
         except (PermitLostError, TransientLockError) as lost:
             logger.warning("adopting the query's permit failed, going on without it: %s", lost)
             self.permit = None
@@ -283,16 +284,26 @@ class CapacityGate:
         return "wait"
 
     # --- the holder's writes ----------------------------------------------------------------------------
-    def record_query_writes(self, query_execution_id: str, *, replacing: str | None) -> list[dict[str, Any]]:
-        """The permit's record of the query, for the slot item's ``record_state`` transaction ([] without one)."""
+    def record_query_writes(
+        self, run: SlotRun, query_execution_id: str, *, replacing: str | None
+    ) -> list[dict[str, Any]]:
+        """The permit's record of the query, for the slot item's ``record_state`` transaction ([] without one),
+        with an expiry covering this invocation and the takeover window after it
+        (:meth:`slotlock.Semaphore.query_expiry_ms`): from then on the permit needs no renewal."""
         if self.permit is None:
             return []
-        return [self.semaphore.record_query_item(self.permit, query_execution_id, replacing=replacing)]
+        expires_ms = self.semaphore.query_expiry_ms(run.lease, run.lease_duration_ms)
+        return [
+            self.semaphore.record_query_item(
+                self.permit, query_execution_id, replacing=replacing, expires_at_ms=expires_ms
+            )
+        ]
 
-    def recorded(self, query_execution_id: str) -> None:
+    def recorded(self, run: SlotRun, query_execution_id: str) -> None:
         """The record_state transaction carrying :meth:`record_query_writes` went through."""
         if self.permit is not None:
-            self.permit = replace(self.permit, query_execution_id=query_execution_id)
+            expires_ms = self.semaphore.query_expiry_ms(run.lease, run.lease_duration_ms)
+            self.permit = self.semaphore.recorded(self.permit, query_execution_id, expires_at_ms=expires_ms)
 
     def drop(self, why: str, error: Exception | None = None) -> None:
         """Go on without the permit (its write conflicted: reclaimed or taken over); at worst it leaks until its
@@ -302,8 +313,12 @@ class CapacityGate:
         self.permit = None
 
     def heartbeat(self, run: SlotRun) -> None:
-        """Renew the lease when due, and the permit's expiry with it (one more write, only when the lease moved)."""
+        """Renew the lease when due, and the permit's expiry with it while the permit would otherwise expire before
+        the lease (one more write: only before the query is recorded, e.g. waiting on Athena's own quota; a
+        recorded permit's expiry already covers the invocation)."""
         if not run.heartbeat() or self.permit is None:
+            return
+        if self.permit.expires_at_ms >= run.lease.expires_at_ms:
             return
         try:
             self.permit = self.semaphore.renew(self.permit, run.lease.expires_at_ms)
@@ -346,7 +361,7 @@ class CapacityGate:
         run.record_state(capacity={"deferrals": deferrals, "waited_ms": waited_ms})  # STATE_KEY
         self.release_now()
         event = {**self.event, EVENT_DEFERRAL: deferrals}
-        owner = PermitOwner.of(run.lease).id  # the slot's permit owner and waiter id: one name for one query
+        owner = self.semaphore.owner_of(run.lease).id  # the slot's permit owner and waiter id: one name for one query
         name = self.deferral.defer(event, at_ms=back_at_ms, key=f"{owner}#d{deferrals}")
         self.leave_line()
         self.report.capacity_deferrals = deferrals

@@ -155,6 +155,7 @@ def dependencies(settings: Settings) -> Dependencies:
             capacity.permits,
             client=lock.client,
             clock_ms=lock.clock_ms,
+            deployment=settings.lock_table_name,  # owner ids name the deployment: a shared budget's jobs never mix
         )
     return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results, semaphore=semaphore)
 

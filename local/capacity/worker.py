@@ -70,6 +70,7 @@ def permit_writes(operation: str, params: Mapping[str, Any]) -> list[dict[str, A
     """
     from slotlock._expressions import (
         PERMIT_INHERIT_UPDATE,
+        PERMIT_RECORD_QUERY_EXPIRY_UPDATE,
         PERMIT_RECORD_QUERY_UPDATE,
         PERMIT_RELEASE_UPDATE,
         PERMIT_RENEW_UPDATE,
@@ -88,6 +89,7 @@ def permit_writes(operation: str, params: Mapping[str, Any]) -> list[dict[str, A
         PERMIT_RELEASE_UPDATE: "release",
         PERMIT_RENEW_UPDATE: "renew",
         PERMIT_RECORD_QUERY_UPDATE: "record",
+        PERMIT_RECORD_QUERY_EXPIRY_UPDATE: "record",
     }
     found = []
     for update in updates:

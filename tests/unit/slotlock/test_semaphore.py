@@ -39,6 +39,10 @@ def make_sem(ddb: Any, table: str, clock: Any) -> Callable[..., Semaphore]:
             "clock_ms": clock,
             "sleep_s": lambda seconds: clock.advance(ms=max(1, int(seconds * 1000))),
             "waiter_ttl_s": TTL_S,
+            # Reclaim at the expiry itself, as slotlock 1.0 did: these tests are about the expiry's mechanics. The
+            # start window (a permit naming no query stays counted max_query_active_s past it) has its own tests.
+            "max_query_active_s": 0,
+            "query_recheck_s": 0,  # ask query_is_terminal on every call (the answers' cache has its own tests)
         }
         params.update(overrides)
         return Semaphore(table, NAME, permits, **params)

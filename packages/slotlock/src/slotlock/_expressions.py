@@ -314,25 +314,34 @@ PERMIT_PREV_QUERY = "previous_query_execution_id"
 PERMIT_LAST_OWNER = "last_permit_owner"  # set by a release: a resend of our own release is recognised
 PERMIT_LAST_TOKEN = "last_permit_fencing_token"
 PERMIT_RELEASED_AT = "permit_released_at_ms"
+# Set by every take: a query may be started under the permit; while it names none, it stays counted this long
+# past its expiry (the longest a query can stay active). Kept by renew, record and inherit; removed by release.
+PERMIT_START_MAY_FOLLOW = "permit_start_may_follow_ms"
 # The tickets item ``tickets#<name>``: the ticket counter, and the waiters by waiter id (= permit owner).
 NEXT_TICKET = "next_ticket"
 WAITER_TICKETS = "waiter_tickets"  # Map: waiter id -> ticket number
 WAITER_EXPIRES = "waiter_expires_at_ms"  # Map: waiter id -> epoch ms after which the waiter counts as gone
 
-# Timeline of one permit item, as seen by owner O (job, slot, generation) with fencing token T at ":now".
-# Every take restates what the taker read, so any write in between (a renew, another taker) makes it fail:
+# Timeline of one permit item, as seen by owner O (job, slot, generation, deployment) with fencing token T at
+# ":now". Every take restates what the taker read, so any write in between (a renew, another taker) makes it
+# fail. A take marks the permit "start may follow" (F ms: the longest a query can stay active, Athena's DML
+# query timeout), in the same write:
 #
-#   absent, or released (no owner)                    -> TAKE FREE: owner O, token T, expiry E, no query
-#   owner P, expiry <= now, no query                  -> TAKE EXPIRED-NO-QUERY (reclaim): restates P, its
-#                                                        token, its expiry and the absence of a query
+#   absent, or released (no owner)                    -> TAKE FREE: owner O, token T, expiry E, F, no query
+#   owner P, no query, expiry + F <= now              -> TAKE EXPIRED-NO-QUERY (reclaim): restates P, its token,
+#     (F absent: a take by slotlock 1.0, F = 0)          its expiry, its F and the absence of a query. A start
+#                                                        whose answer was lost ran at most F past the expiry
+#   owner P, no query, expiry <= now < expiry + F     -> not taken: P may have started a query it never recorded
 #   owner P, expiry <= now, query Q, Q terminal       -> RECLAIM TERMINAL-QUERY: restates P, token, expiry, Q
 #     (the caller's query_is_terminal(Q), or it stopped Q)
 #   owner P, expiry <= now, query Q not terminal      -> not taken: Q still counts against the quota
 #   owner P, expiry > now                             -> not taken (held)
-#   owner O, token T' < T                             -> INHERIT: token T, expiry E, Q kept (same query: a
+#   owner O, token T' < T                             -> INHERIT: token T, expiry E, Q and F kept (same query: a
 #                                                        takeover never takes a second permit)
 #   owner O, token T                                  -> ours already (an SDK resend of our applied take)
 #   owner O, token T' > T                             -> refused: we are a stale holder
+#   owner O' of another deployment, same job and slot -> another owner (its id names its deployment): never
+#                                                        inherited, never "ours"
 #
 #   P renews between a reclaimer's read and its write -> the reclaim fails (expiry restated): RENEW WINS
 PERMIT_FREE = "attribute_not_exists(#owner)"
@@ -340,7 +349,9 @@ PERMIT_AS_READ = "(#owner = :seen_owner AND #token = :seen_token AND #expires = 
 PERMIT_EXPIRED = "#expires <= :now"
 PERMIT_NO_QUERY = "attribute_not_exists(#query)"
 PERMIT_SAME_QUERY = "#query = :seen_query"
-TAKE_EXPIRED_NO_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_NO_QUERY}"
+# ":quiet_since" = now - F as read: the expiry lies at least F in the past.
+PERMIT_START_WINDOW_OVER = "#expires <= :quiet_since"
+TAKE_EXPIRED_NO_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_START_WINDOW_OVER} AND {PERMIT_NO_QUERY}"
 RECLAIM_TERMINAL_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_SAME_QUERY}"
 PERMIT_INHERIT = "(#owner = :owner AND #token = :seen_token AND #token < :token)"
 # A take (free or reclaimed) writes the whole holder and forgets any query; an inheritance keeps the query.
@@ -349,16 +360,19 @@ PERMIT_TAKE_UPDATE = with_schema_version(
     "SET #prev_owner = if_not_exists(#owner, :null), #prev_token = if_not_exists(#token, :null),"
     " #prev_query = if_not_exists(#query, :null),"
     " #owner = :owner, #token = :token, #expires = :expires, #acquired = :now, #semaphore = :semaphore,"
-    " #index = :index REMOVE #query"
+    " #index = :index, #start_may_follow = :start_may_follow REMOVE #query"
 )
 PERMIT_INHERIT_UPDATE = with_schema_version(
     "SET #prev_owner = #owner, #prev_token = #token, #token = :token, #expires = :expires, #acquired = :now"
 )
 # Timeline of a holder's own writes (owner O, token T); all conditional on owner AND token, never a clock:
 #
-#   RENEW:        owner O, token T                 -> expiry = the lease's new expiry (with the heartbeat)
-#   RECORD QUERY: owner O, token T, no query or Q  -> query = Q (once StartQueryExecution answered)
-#   RELEASE:      owner O, token T                 -> owner, token, expiry, query removed; last owner O,
+#   RENEW:        owner O, token T                 -> expiry = the lease's new expiry (only while the permit
+#                                                     names no query, or its expiry would end before the lease)
+#   RECORD QUERY: owner O, token T, no query or Q  -> query = Q and expiry = the holder's invocation deadline
+#                                                     + the takeover window (once StartQueryExecution answered;
+#                                                     no renewal after it, whatever the query's length)
+#   RELEASE:      owner O, token T                 -> owner, token, expiry, query, F removed; last owner O,
 #                                                     last token T kept (a resend finds them: ours)
 #   STALE:        owner O, token T' > T            -> refused (StalePermitTokenError): a newer holder of
 #                                                     the same query inherited the permit
@@ -369,8 +383,10 @@ PERMIT_QUERY_UNSET_OR_SAME = "(attribute_not_exists(#query) OR #query = :query)"
 PERMIT_RECORD_QUERY = f"{PERMIT_OURS} AND {PERMIT_QUERY_UNSET_OR_SAME}"
 PERMIT_RENEW_UPDATE = with_schema_version("SET #expires = :expires")
 PERMIT_RECORD_QUERY_UPDATE = with_schema_version("SET #query = :query")
+PERMIT_RECORD_QUERY_EXPIRY_UPDATE = with_schema_version("SET #query = :query, #expires = :expires")
 PERMIT_RELEASE_UPDATE = with_schema_version(
-    "SET #last_owner = :owner, #last_token = :token, #released_at = :now REMOVE #owner, #token, #expires, #query"
+    "SET #last_owner = :owner, #last_token = :token, #released_at = :now"
+    " REMOVE #owner, #token, #expires, #query, #start_may_follow"
 )
 # Timeline of the tickets item, as seen by waiter W (= its permit owner) at ":now":
 #

@@ -10,8 +10,9 @@ of a table layout this slotlock does not read raises :class:`~slotlock.errors.Un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar, Literal
 
 from . import _wire as wire
@@ -23,40 +24,103 @@ from ._expressions import (
     PERMIT_LAST_TOKEN,
     PERMIT_OWNER,
     PERMIT_QUERY,
+    PERMIT_START_MAY_FOLLOW,
     PERMIT_TOKEN,
     WAITER_EXPIRES,
     WAITER_TICKETS,
 )
 from ._lease import Lease
 from .codec import check_schema_version, number_attribute, text_attribute
-from .errors import CorruptLockItemError
+from .errors import CorruptLockItemError, InvalidEventError, LockConfigurationError
 from .slot import Slot
 
 TakeKind = Literal["free", "reclaimed", "inherited", "held"]
 ReleaseOutcome = Literal["released", "already_released", "gone"]
 
 
+#: The separator of a permit owner id's parts; job names, slots and deployments never contain it.
+OWNER_SEPARATOR = "#"
+#: A waiter id's suffix naming its headroom (``<owner id>#h<headroom>``); absent for headroom 0.
+HEADROOM_SUFFIX = "#h"
+_DEPLOYMENT_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,255}")
+_OWNER_ID = re.compile(
+    r"(?P<job>[A-Za-z0-9_-]{1,64})#(?P<slot>[0-9T:Z-]{20})#g(?P<generation>[0-9]{1,12})"
+    r"(?:#d(?P<deployment>[A-Za-z0-9_.:-]{1,255}))?"
+)
+
+
 @dataclass(frozen=True)
 class PermitOwner:
-    """What a permit belongs to: a slot's query (``job``, ``slot``, ``generation``), not an invocation.
+    """What a permit belongs to: a slot's query (``job``, ``slot``, ``generation``) of one ``deployment``, not an
+    invocation.
 
     Every holder of the slot's lease (a takeover, a Lambda retry) is the same owner with a higher fencing
-    token, so it inherits the permit instead of taking a second one.
+    token, so it inherits the permit instead of taking a second one. ``deployment`` (keyword-only; e.g. the
+    lock table's name) names whose fencing tokens the owner's are: two deployments sharing one semaphore
+    with a job of the same name are two owners, never one (each has its own lock table, so their tokens
+    are not comparable). ``None``: the id names no deployment (slotlock 1.0's format, kept for one
+    deployment alone on its semaphore).
     """
 
     job: str
     slot: Slot
     generation: int = table.LIVE_GENERATION
+    _: KW_ONLY
+    deployment: str | None = None
+
+    def __post_init__(self) -> None:
+        check_deployment(self.deployment)
 
     @property
     def id(self) -> str:
-        """The owner as stored on a permit item and as the waiter id: ``<job>#<slot iso>#g<generation>``."""
-        return f"{self.job}#{self.slot.iso}#g{self.generation}"
+        """The owner as stored on a permit item and as the waiter id: ``<job>#<slot iso>#g<generation>``, then
+        ``#d<deployment>`` when the owner names its deployment."""
+        base = f"{self.job}#{self.slot.iso}#g{self.generation}"
+        return base if self.deployment is None else f"{base}#d{self.deployment}"
 
     @classmethod
-    def of(cls, lease: Lease) -> PermitOwner:
-        """The owner of the query that ``lease``'s slot and generation run."""
-        return cls(lease.job_name, lease.slot, lease.generation)
+    def of(cls, lease: Lease, *, deployment: str | None = None) -> PermitOwner:
+        """The owner of the query that ``lease``'s slot and generation run (in ``deployment``)."""
+        return cls(lease.job_name, lease.slot, lease.generation, deployment=deployment)
+
+    @classmethod
+    def from_id(cls, owner_id: str) -> PermitOwner | None:
+        """The owner an id names (a waiter id's headroom suffix ignored), or ``None`` for an id of another shape
+        (a semaphore user's own owners)."""
+        match = _OWNER_ID.fullmatch(waiter_owner_id(owner_id))
+        if match is None:
+            return None
+        try:
+            slot = Slot.parse(match["slot"])
+        except InvalidEventError:
+            return None
+        return cls(match["job"], slot, int(match["generation"]), deployment=match["deployment"])
+
+
+def check_deployment(deployment: object) -> None:
+    """Raises :class:`LockConfigurationError` unless ``deployment`` is ``None`` or 1 to 255 of ``[A-Za-z0-9_.:-]``
+    (a lock table's name is: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html)."""
+    if deployment is not None and not (isinstance(deployment, str) and _DEPLOYMENT_PATTERN.fullmatch(deployment)):
+        raise LockConfigurationError(
+            "deployment", f"must be 1 to 255 letters, digits or '_.:-', got {deployment!r:.80}"
+        )
+
+
+def waiter_id(owner_id: str, headroom: int) -> str:
+    """The waiter id of ``owner_id`` waiting with ``headroom`` (:data:`HEADROOM_SUFFIX`; the owner id alone for 0)."""
+    return owner_id if headroom == 0 else f"{owner_id}{HEADROOM_SUFFIX}{headroom}"
+
+
+def waiter_owner_id(waiter: str) -> str:
+    """The permit owner id a waiter id stands for (its headroom suffix removed)."""
+    base, separator, headroom = waiter.rpartition(HEADROOM_SUFFIX)
+    return base if separator and headroom.isdigit() else waiter
+
+
+def waiter_headroom(waiter: str) -> int:
+    """The headroom a waiter id declares (0 without the suffix: a live waiter, or one of slotlock 1.0)."""
+    _, separator, headroom = waiter.rpartition(HEADROOM_SUFFIX)
+    return int(headroom) if separator and headroom.isdigit() else 0
 
 
 @dataclass(frozen=True)
@@ -131,7 +195,12 @@ class Release:
 
 @dataclass(frozen=True)
 class PermitRecord:
-    """A permit item as read: ``owner`` ``None`` when free; ``last_owner``/``last_token`` the last release."""
+    """A permit item as read: ``owner`` ``None`` when free; ``last_owner``/``last_token`` the last release.
+
+    ``start_may_follow_ms``: set by a take, "a query may be started under this permit": while the permit names
+    no query it stays counted this long past its expiry (the longest a query can stay active: a start whose
+    answer was lost, or whose record failed, may have started one). ``None``: a take by slotlock 1.0.
+    """
 
     index: int
     owner: str | None = None
@@ -140,6 +209,7 @@ class PermitRecord:
     query_execution_id: str | None = None
     last_owner: str | None = None
     last_token: int | None = None
+    start_may_follow_ms: int | None = None
 
     @property
     def free(self) -> bool:
@@ -148,10 +218,21 @@ class PermitRecord:
     def expired(self, now_ms: int) -> bool:
         return self.expires_at_ms is not None and self.expires_at_ms <= now_ms
 
+    def reclaimable_by_expiry(self, now_ms: int) -> bool:
+        """Held, naming no query, and past its expiry plus :attr:`start_may_follow_ms` (a query started under it
+        and never recorded has ended by then: Athena cancels a DML query at its timeout)."""
+        if self.free or self.query_execution_id is not None or self.expires_at_ms is None:
+            return False
+        return self.expires_at_ms + (self.start_may_follow_ms or 0) <= now_ms
+
 
 @dataclass(frozen=True)
 class Waiters:
-    """The tickets item as read: the next ticket number and each waiter's ticket and expiry."""
+    """The tickets item as read: the next ticket number and each waiter's ticket and expiry.
+
+    A waiter id is its permit owner's id, with ``#h<headroom>`` appended when it waits with a headroom (a
+    manual run): :func:`waiter_headroom`.
+    """
 
     next_ticket: int = 0
     tickets: Mapping[str, int] = field(default_factory=dict)
@@ -162,13 +243,33 @@ class Waiters:
         """Waiter id -> ticket of the waiters whose expiry has not passed at ``now_ms``."""
         return {waiter: ticket for waiter, ticket in self.tickets.items() if self.expires_at_ms.get(waiter, 0) > now_ms}
 
-    def ahead_of(self, waiter_id: str, ticket: int | None, now_ms: int) -> int:
-        """Live waiters (other than ``waiter_id``) with a ticket below ``ticket`` (``None``: all of them)."""
-        return sum(
-            1
-            for waiter, number in self.live(now_ms).items()
-            if waiter != waiter_id and (ticket is None or number < ticket)
-        )
+    def ahead_of(
+        self,
+        waiter_id: str,
+        ticket: int | None,
+        now_ms: int,
+        *,
+        headroom: int = 0,
+        skip: Callable[[str], bool] | None = None,
+    ) -> int:
+        """Live waiters that go before ``waiter_id`` (waiting with ``headroom``, holding ``ticket``; ``None``: a
+        newcomer): every waiter with a smaller headroom, whatever its ticket, and those with the same headroom
+        and a smaller ticket (all of them for a newcomer). Waiters with a larger headroom never go first: a
+        live slot never waits behind a manual run. ``skip(waiter id)``: places known to be dead (their owner
+        holds a permit, or their slot is finished), which block nobody."""
+        owner = waiter_owner_id(waiter_id)
+        count = 0
+        for waiter, number in self.live(now_ms).items():
+            if waiter_owner_id(waiter) == owner or (skip is not None and skip(waiter)):
+                continue
+            theirs = waiter_headroom(waiter)
+            if theirs < headroom or (theirs == headroom and (ticket is None or number < ticket)):
+                count += 1
+        return count
+
+    def entries_of(self, owner_id: str) -> dict[str, int]:
+        """Waiter id -> ticket of every entry (live or not) standing for ``owner_id``."""
+        return {waiter: number for waiter, number in self.tickets.items() if waiter_owner_id(waiter) == owner_id}
 
 
 def decode_permit(item: Mapping[str, Mapping[str, Any]] | None, key: str, index: int) -> PermitRecord:
@@ -194,6 +295,7 @@ def decode_permit(item: Mapping[str, Mapping[str, Any]] | None, key: str, index:
         query_execution_id=text_attribute(item, key, PERMIT_QUERY),
         last_owner=text_attribute(item, key, PERMIT_LAST_OWNER),
         last_token=number_attribute(item, key, PERMIT_LAST_TOKEN),
+        start_may_follow_ms=number_attribute(item, key, PERMIT_START_MAY_FOLLOW),
     )
 
 

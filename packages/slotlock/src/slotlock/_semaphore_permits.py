@@ -38,6 +38,7 @@ from ._expressions import (
     PERMIT_RELEASE_UPDATE,
     PERMIT_RELEASED_AT,
     PERMIT_SEMAPHORE,
+    PERMIT_START_MAY_FOLLOW,
     PERMIT_TAKE_UPDATE,
     PERMIT_TOKEN,
     PK,
@@ -55,11 +56,20 @@ _PERMIT_NAMES = {"#owner": PERMIT_OWNER, "#token": PERMIT_TOKEN}
 class PermitBook:
     """The permit items of semaphore ``name`` on the lock table (used by :class:`slotlock.semaphore.Semaphore`)."""
 
-    def __init__(self, io: LockTableClient, table_name: str, name: str, clock_ms: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        io: LockTableClient,
+        table_name: str,
+        name: str,
+        clock_ms: Callable[[], int],
+        *,
+        start_may_follow_ms: int = 0,
+    ) -> None:
         self.io = io
         self.table_name = table_name
         self.name = name
         self.clock_ms = clock_ms
+        self.start_may_follow_ms = start_may_follow_ms
 
     # --- takes ----------------------------------------------------------------------------------------
     def take(
@@ -73,7 +83,8 @@ class PermitBook:
         budget: RetryBudget,
     ) -> Permit | None:
         """One conditional write taking ``seen`` as read (free, or reclaimed restating owner, token, expiry
-        and query); ``None`` when another writer changed it first (a racing renew, another taker)."""
+        and query), marked "start may follow" (:data:`~slotlock._expressions.PERMIT_START_MAY_FOLLOW`); ``None``
+        when another writer changed it first (a racing renew, another taker)."""
         values: dict[str, Any] = {
             ":owner": {"S": owner.id},
             ":token": {"N": str(token)},
@@ -82,6 +93,7 @@ class PermitBook:
             ":semaphore": {"S": self.name},
             ":index": {"N": str(seen.index)},
             ":null": {"NULL": True},
+            ":start_may_follow": {"N": str(self.start_may_follow_ms)},
         }
         if seen.free:
             condition = PERMIT_FREE
@@ -91,10 +103,12 @@ class PermitBook:
                 ":seen_token": {"N": str(seen.fencing_token)},
                 ":seen_expires": {"N": str(seen.expires_at_ms)},
             }
-            condition = TAKE_EXPIRED_NO_QUERY
             if seen.query_execution_id is not None:
                 values[":seen_query"] = {"S": seen.query_execution_id}
                 condition = RECLAIM_TERMINAL_QUERY
+            else:  # the expiry restated, and at least the start window F (as read) behind it
+                values[":quiet_since"] = {"N": str(now_ms - (seen.start_may_follow_ms or 0))}
+                condition = TAKE_EXPIRED_NO_QUERY
         params = self.update(seen.index, PERMIT_TAKE_UPDATE, condition, values)
         params["ExpressionAttributeNames"] |= {
             "#expires": PERMIT_EXPIRES,
@@ -105,6 +119,7 @@ class PermitBook:
             "#prev_owner": PERMIT_PREV_OWNER,
             "#prev_token": PERMIT_PREV_TOKEN,
             "#prev_query": PERMIT_PREV_QUERY,
+            "#start_may_follow": PERMIT_START_MAY_FOLLOW,
         }
         permit = Permit(
             self.name,
@@ -213,6 +228,7 @@ class PermitBook:
             "#last_owner": PERMIT_LAST_OWNER,
             "#last_token": PERMIT_LAST_TOKEN,
             "#released_at": PERMIT_RELEASED_AT,
+            "#start_may_follow": PERMIT_START_MAY_FOLLOW,
         }
         return params
 

@@ -32,7 +32,13 @@ from typing import Any, Literal, Protocol
 
 from ._dynamodb import SlotLock
 from ._lease import CommitReceipt, Lease, Loss
-from .errors import CorruptLockItemError, LeaseLostError, StaleFencingTokenError, WriteRejectedError
+from .errors import (
+    CorruptLockItemError,
+    LeaseLostError,
+    StaleFencingTokenError,
+    StalePermitTokenError,
+    WriteRejectedError,
+)
 from .slot import Slot
 
 logger = logging.getLogger(__name__)
@@ -141,6 +147,11 @@ class SlotRun:
         """The lock's heartbeat interval: a waiting or polling caller sleeps at most this long between
         :meth:`heartbeat` calls, or its lease can run out between two of them."""
         return self._lock.heartbeat_interval_ms
+
+    @property
+    def lease_duration_ms(self) -> int:
+        """The lock's lease duration: after the holder's last renewal its lease runs at most this much longer."""
+        return self._lock.lease_duration_ms
 
     def remaining_ms(self) -> int | None:
         """Milliseconds left before the invocation deadline (``None`` if unbounded)."""
@@ -274,6 +285,12 @@ class SlotRunner:
         except StaleFencingTokenError as exc:
             logger.warning("stale commit rejected: %s", exc)
             return SlotOutcome("stale_rejected", reason="fencing_token_superseded", details=_holder(exc), **base)
+        except StalePermitTokenError as exc:
+            # A newer holder of this slot's lease (a takeover) holds the slot's capacity permit: we are stale and
+            # write nothing more (its lease is not ours to release).
+            logger.warning("stale capacity permit write refused: %s", exc)
+            details = {"holder_owner_id": exc.current_owner, "holder_fencing_token": exc.current_token}
+            return SlotOutcome("stale_rejected", reason="permit_fencing_token_superseded", details=details, **base)
         except LeaseLostError as exc:
             logger.warning("lease lost: %s", exc)
             return SlotOutcome("lease_lost", reason=exc.operation, details=_holder(exc), **base)
