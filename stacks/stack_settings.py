@@ -71,6 +71,7 @@ class CapacitySettings:
     wait_in_place_s: int = contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S
     manual_headroom: int = contract.DEFAULT_CAPACITY_MANUAL_HEADROOM
     retry_delay_s: int = contract.DEFAULT_CAPACITY_RETRY_DELAY_S
+    max_query_active_s: int = contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S  # the workgroup's DML query timeout
 
     @property
     def enabled(self) -> bool:
@@ -98,6 +99,7 @@ class CapacitySettings:
             contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.wait_in_place_s),
             contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.manual_headroom),
             contract.ENV_CAPACITY_RETRY_DELAY_S: str(self.retry_delay_s),
+            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: str(self.max_query_active_s),
             contract.ENV_DEFERRAL_ROLE_ARN: deferral_role_arn,
             contract.ENV_DEFERRAL_SCHEDULE_GROUP: deferral_schedule_group,
             contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix,
@@ -153,6 +155,14 @@ _CAPACITY_CHECKS: dict[str, tuple[Any, Any]] = {
             "seconds until a slot given back is invoked again; Scheduler's one-time schedules have minute granularity",
         ),
         contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
+    ),
+    "max_query_active_s": (
+        bounded(
+            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S,
+            "the longest a query stays active (your DML query timeout quota, 30 minutes by default): a permit whose "
+            "query start was never recorded stays counted this long past its expiry",
+        ),
+        contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S,
     ),
 }
 

@@ -59,6 +59,9 @@ ENV_CAPACITY_TABLE_NAME: Final = "CAPACITY_TABLE_NAME"
 ENV_CAPACITY_WAIT_IN_PLACE_S: Final = "CAPACITY_WAIT_IN_PLACE_S"  # longer waits give the slot back
 ENV_CAPACITY_MANUAL_HEADROOM: Final = "CAPACITY_MANUAL_HEADROOM"  # permits a manual run leaves to live slots
 ENV_CAPACITY_RETRY_DELAY_S: Final = "CAPACITY_RETRY_DELAY_S"  # a slot given back returns this much later
+# The longest a query can stay active (the workgroup's DML query timeout): a permit naming no query (a start whose
+# answer or record was lost may have started one) stays counted this long past its expiry.
+ENV_CAPACITY_MAX_QUERY_ACTIVE_S: Final = "CAPACITY_MAX_QUERY_ACTIVE_S"
 # The delayed re-invocation of a slot given back for capacity: a one-time EventBridge Scheduler schedule that
 # invokes the job's function (not a Lambda retry: never an error, never the failure queue).
 ENV_DEFERRAL_ROLE_ARN: Final = "DEFERRAL_ROLE_ARN"  # the job's Scheduler role (iam:PassRole)
@@ -84,6 +87,7 @@ CAPACITY_ENV_VARS: Final = (
     ENV_CAPACITY_WAIT_IN_PLACE_S,
     ENV_CAPACITY_MANUAL_HEADROOM,
     ENV_CAPACITY_RETRY_DELAY_S,
+    ENV_CAPACITY_MAX_QUERY_ACTIVE_S,
     ENV_DEFERRAL_ROLE_ARN,
     ENV_DEFERRAL_SCHEDULE_GROUP,
     ENV_DEFERRAL_SCHEDULE_PREFIX,
@@ -205,6 +209,12 @@ DEFAULT_CAPACITY_MANUAL_HEADROOM: Final = 2
 MIN_CAPACITY_RETRY_DELAY_S: Final = 60
 MAX_CAPACITY_RETRY_DELAY_S: Final = 3600
 DEFAULT_CAPACITY_RETRY_DELAY_S: Final = 120
+#: The longest a query stays QUEUED or RUNNING, seconds: Athena cancels a DML query at its timeout, 30 minutes by
+#: default, adjustable up to 240 (https://docs.aws.amazon.com/athena/latest/ug/service-limits.html and
+#: https://docs.aws.amazon.com/general/latest/gr/athena.html). Set it to your quota if you raised it.
+MIN_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 60
+MAX_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 240 * 60
+DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 30 * 60
 
 #: Every numeric variable with its inclusive bounds (the README's configuration table lists them).
 NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
@@ -225,6 +235,7 @@ NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
         ENV_CAPACITY_WAIT_IN_PLACE_S: (MIN_CAPACITY_WAIT_IN_PLACE_S, MAX_CAPACITY_WAIT_IN_PLACE_S),
         ENV_CAPACITY_MANUAL_HEADROOM: (MIN_CAPACITY_MANUAL_HEADROOM, MAX_CAPACITY_MANUAL_HEADROOM),
         ENV_CAPACITY_RETRY_DELAY_S: (MIN_CAPACITY_RETRY_DELAY_S, MAX_CAPACITY_RETRY_DELAY_S),
+        ENV_CAPACITY_MAX_QUERY_ACTIVE_S: (MIN_CAPACITY_MAX_QUERY_ACTIVE_S, MAX_CAPACITY_MAX_QUERY_ACTIVE_S),
     }
 )
 

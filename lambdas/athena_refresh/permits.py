@@ -74,7 +74,9 @@ class CapacitySettings:
     ``permits`` 0: off (no semaphore request at all). ``semaphore_name``: shared by every deployment that shares
     the budget; ``table_name``: the table holding its permits (``None``: this deployment's lock table; another
     deployment's lock table to share that deployment's budget). ``wait_in_place_s``: longest wait inside one invocation. ``manual_headroom``:
-    permits a manual run leaves free. ``retry_delay_s``: when a slot given back comes back. ``deferral_*``: the
+    permits a manual run leaves free. ``retry_delay_s``: when a slot given back comes back.
+    ``max_query_active_s``: the longest a query stays active (the DML query timeout; a taken permit naming no query
+    stays counted this long past its expiry). ``deferral_*``: the
     one-time schedule's role, group and name prefix (``None`` role: no deferral; the wait then ends the
     invocation with a retryable error, for local tools only: the stack always sets them).
     """
@@ -85,6 +87,7 @@ class CapacitySettings:
     wait_in_place_s: float = float(contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S)
     manual_headroom: int = 0
     retry_delay_s: float = float(contract.DEFAULT_CAPACITY_RETRY_DELAY_S)
+    max_query_active_s: float = float(contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S)
     deferral_role_arn: str | None = None
     deferral_schedule_group: str = "default"
     deferral_schedule_prefix: str = ""
@@ -118,6 +121,9 @@ class CapacitySettings:
         delay_s = number(
             env, contract.ENV_CAPACITY_RETRY_DELAY_S, contract.DEFAULT_CAPACITY_RETRY_DELAY_S, integer=False
         )
+        active_s = number(
+            env, contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S, contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S, integer=False
+        )
         return cls(
             permits=permits,
             semaphore_name=name,
@@ -125,6 +131,7 @@ class CapacitySettings:
             wait_in_place_s=wait_s,
             manual_headroom=headroom,
             retry_delay_s=delay_s,
+            max_query_active_s=active_s,
             deferral_role_arn=env.get(contract.ENV_DEFERRAL_ROLE_ARN, "").strip() or None,
             deferral_schedule_group=env.get(contract.ENV_DEFERRAL_SCHEDULE_GROUP, "").strip() or "default",
             deferral_schedule_prefix=env.get(contract.ENV_DEFERRAL_SCHEDULE_PREFIX, "").strip(),

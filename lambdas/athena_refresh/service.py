@@ -156,6 +156,7 @@ def dependencies(settings: Settings) -> Dependencies:
             client=lock.client,
             clock_ms=lock.clock_ms,
             deployment=settings.lock_table_name,  # owner ids name the deployment: a shared budget's jobs never mix
+            max_query_active_s=capacity.max_query_active_s,
         )
     return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results, semaphore=semaphore)
 
