@@ -16,6 +16,9 @@ tests/unit/slotlock/test_semaphore.py):
   query on the permit) started its query anyway: one active query more than the budget;
 - a backfill (a manual generation) of a slot older than the maximum slot age was finished MISSED ``capacity`` at
   once whenever it had to wait for a permit, although the maximum age does not apply to manual runs.
+
+Found from outside (issue 31): a query whose start answer or record was lost ran without a counted permit (it
+expired naming no query and was reclaimed by expiry); a long query renewed its permit at every heartbeat.
 """
 
 from __future__ import annotations
@@ -29,10 +32,20 @@ import pytest
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.permits import CapacityGate, CapacitySettings
 from athena_refresh.report import SlotReport
-from slotlock import PermitOwner, Semaphore, Slot, SlotOutcome, SlotRunner, request_generation
+from slotlock import (
+    PermitOwner,
+    Semaphore,
+    Slot,
+    SlotOutcome,
+    SlotRun,
+    SlotRunner,
+    TransientLockError,
+    request_generation,
+)
 from slotlock._expressions import LEASE_EXPIRY_UPDATE
 
 SEMAPHORE = "budget"
+DEPLOYMENT = "prod-locks"
 SHORT_LEASE = {"lease_duration_s": 2.0, "heartbeat_interval_s": 0.5}
 
 
@@ -52,13 +65,22 @@ def semaphore(ddb: Any, lock_table: str, clock: Any) -> Semaphore:
 
 
 @pytest.fixture
-def gate_for(semaphore: Semaphore, clock: Any) -> Callable[..., Callable[[SlotReport], CapacityGate]]:
-    """``gate_for(engine)``: the job's capacity gate factory, as the service builds it, on the fake clock."""
+def windowed(ddb: Any, lock_table: str, clock: Any) -> Semaphore:
+    """As the service builds it: the deployment in the owner ids, the start window on (slotlock's default)."""
+    return Semaphore(lock_table, SEMAPHORE, 1, client=ddb, clock_ms=clock, deployment=DEPLOYMENT)
 
-    def factory(engine: Any, *, wait_in_place_s: float = 600.0) -> Callable[[SlotReport], CapacityGate]:
+
+@pytest.fixture
+def gate_for(semaphore: Semaphore, clock: Any) -> Callable[..., Callable[[SlotReport], CapacityGate]]:
+    """``gate_for(engine, on=semaphore)``: the job's capacity gate factory, as the service builds it, on the fake
+    clock (by default on the ``semaphore`` fixture)."""
+
+    def factory(
+        engine: Any, *, wait_in_place_s: float = 600.0, on: Semaphore | None = None
+    ) -> Callable[[SlotReport], CapacityGate]:
         settings = CapacitySettings(permits=1, semaphore_name=SEMAPHORE, wait_in_place_s=wait_in_place_s)
         return lambda report: CapacityGate(
-            semaphore=semaphore,
+            semaphore=on or semaphore,
             settings=settings,
             event={},
             report=report,
@@ -313,3 +335,107 @@ def test_a_backfill_of_a_slot_older_than_the_maximum_age_waits_for_a_permit_inst
     assert len(deferrals.asked) == 1 and engine.call_names.count("start_query") == 0
     item = lock.for_generation(request.generation).get_slot(old_slot)
     assert item is not None and item["status"] in ("REQUESTED", "RUNNING")
+
+
+# --- issue 31: a query started but not recorded; a long query -------------------------------------------
+def lose_the_start_answer(engine: Any) -> None:
+    """StartQueryExecution is applied, but its answer is lost past botocore's retries (once)."""
+    start = engine.start_query
+    lost: list[str] = []
+
+    def start_query(**kwargs: Any) -> str:
+        query = str(start(**kwargs))
+        if not lost:
+            lost.append(query)
+            raise QueryEngineError("StartQueryExecution", "Read timeout on endpoint URL", retryable=True)
+        return query
+
+    engine.start_query = start_query
+
+
+def throttle_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record_state transaction (query id on the slot item and the permit) is throttled past retries (once)."""
+    record = SlotRun.record_state
+    failed: list[bool] = []
+
+    def record_state(self: SlotRun, **kwargs: Any) -> None:
+        if "query_execution_id" in kwargs and not failed:
+            failed.append(True)
+            raise TransientLockError("TransactWriteItems", "ThrottlingException", attempts=5)
+        record(self, **kwargs)
+
+    monkeypatch.setattr(SlotRun, "record_state", record_state)
+
+
+@pytest.mark.parametrize("fault", ["start_answer_lost", "record_throttled"])
+def test_a_query_started_but_not_recorded_keeps_its_permit_counted_until_the_retry_records_it(
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    gate_for: Any,
+    windowed: Semaphore,
+    clock: Any,
+    slot: Slot,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+) -> None:
+    # GIVEN a budget of 1 and a winner whose query starts, but whose start is never recorded on the permit
+    engine = make_engine([["RUNNING"] * 3 + ["SUCCEEDED"]])
+    semaphore = windowed
+    if fault == "start_answer_lost":
+        lose_the_start_answer(engine)
+    else:
+        throttle_the_record(monkeypatch)
+    job = make_job(engine, capacity=gate_for(engine, on=semaphore))
+
+    # WHEN the invocation fails (retryable: the runner releases the lease, the permit stays)
+    with pytest.raises((QueryEngineError, TransientLockError)):
+        run(make_runner(), job, "req-1")
+    assert len(engine.queries) == 1  # the query runs in Athena
+
+    # THEN past the permit's expiry no other job reclaims it: the query may be active
+    clock.advance(s=120)
+    other = semaphore.try_acquire(PermitOwner("other-job", slot, deployment=DEPLOYMENT), 1, clock.now + 60_000)
+    assert not other.acquired
+
+    # AND Lambda's retry of the same event inherits the permit, gets the same query back (same ClientRequestToken)
+    # and commits it: one query, one permit, given back in the commit
+    outcome = run(make_runner(), make_job(engine, capacity=gate_for(engine, on=semaphore)), "req-1")
+    assert outcome.status == "succeeded" and len(engine.queries) == 1
+    permits, _ = semaphore.read()
+    assert permits[0].free
+
+
+def test_a_long_query_adds_no_permit_request_per_heartbeat(
+    make_runner: Any,
+    make_job: Any,
+    make_engine: Any,
+    run: Any,
+    gate_for: Any,
+    windowed: Semaphore,
+    clock: Any,
+    request_log: Any,
+) -> None:
+    # GIVEN a query that runs about 70 s (several heartbeat intervals)
+    engine = make_engine([["RUNNING"] * 20 + ["SUCCEEDED"]])
+    start_ms = clock.now
+
+    # WHEN the slot runs with nobody waiting
+    outcome = run(make_runner(), make_job(engine, capacity=gate_for(engine, on=windowed)), "req-A")
+
+    # THEN the lease was renewed several times, and the permit's only requests of their own are the take's two
+    assert outcome.status == "succeeded" and clock.now - start_ms >= 70_000
+    own = [
+        name
+        for name, body, _at in request_log.calls
+        if name in ("UpdateItem", "BatchGetItem", "GetItem")
+        and ("permit#" in str(body.get("Key", "")) or "RequestItems" in body)
+    ]
+    assert own == ["BatchGetItem", "UpdateItem"]
+    renewals = [
+        body
+        for name, body, _at in request_log.calls
+        if name == "UpdateItem" and str(body.get("Key", {}).get("pk", {}).get("S", "")).startswith("lock#")
+    ]
+    assert len(renewals) >= 3  # the acquisition and at least two heartbeats

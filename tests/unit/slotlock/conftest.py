@@ -36,9 +36,11 @@ import moto
 import pytest
 
 from local.emulators.dynamodb_local import DynamoDBLocal
-from slotlock import Slot, SlotLock, create_lock_table
+from slotlock import Semaphore, Slot, SlotLock, create_lock_table
 
 TABLE_PREFIX = "slotlock-test"
+SEMAPHORE_NAME = "123456789012-us-east-1"
+WAITER_TTL_S = 20.0
 JOB_NAME = "flights-dashboard"
 LEASE_S = 30.0
 HEARTBEAT_S = 10.0
@@ -202,5 +204,24 @@ def make_context(clock: FakeClock) -> Callable[..., LambdaContext]:
 
     def make(request_id: str, *, remaining_ms: int = 900_000) -> LambdaContext:
         return LambdaContext(aws_request_id=request_id, clock=clock, deadline_ms=clock.now + remaining_ms)
+
+    return make
+
+
+@pytest.fixture
+def make_semaphore(ddb: Any, table: str, clock: FakeClock) -> Callable[..., Semaphore]:
+    """``make_semaphore(permits=1, **overrides)``: a Semaphore on the fresh table with slotlock's defaults (the start
+    window on), the shared client, the fake clock (its sleeps move it) and a 20 s waiter TTL."""
+
+    def make(permits: int = 1, **overrides: Any) -> Semaphore:
+        name = overrides.pop("name", SEMAPHORE_NAME)
+        params: dict[str, Any] = {
+            "client": ddb,
+            "clock_ms": clock,
+            "sleep_s": lambda seconds: clock.advance(ms=max(1, int(seconds * 1000))),
+            "waiter_ttl_s": WAITER_TTL_S,
+        }
+        params.update(overrides)
+        return Semaphore(table, name, permits, **params)
 
     return make

@@ -32,20 +32,12 @@ TTL_S = 20.0
 
 
 @pytest.fixture
-def make_sem(ddb: Any, table: str, clock: Any) -> Callable[..., Semaphore]:
+def make_sem(make_semaphore: Callable[..., Semaphore]) -> Callable[..., Semaphore]:
     def make(permits: int = 2, **overrides: Any) -> Semaphore:
-        params: dict[str, Any] = {
-            "client": ddb,
-            "clock_ms": clock,
-            "sleep_s": lambda seconds: clock.advance(ms=max(1, int(seconds * 1000))),
-            "waiter_ttl_s": TTL_S,
-            # Reclaim at the expiry itself, as slotlock 1.0 did: these tests are about the expiry's mechanics. The
-            # start window (a permit naming no query stays counted max_query_active_s past it) has its own tests.
-            "max_query_active_s": 0,
-            "query_recheck_s": 0,  # ask query_is_terminal on every call (the answers' cache has its own tests)
-        }
-        params.update(overrides)
-        return Semaphore(table, NAME, permits, **params)
+        # Reclaim at the expiry itself, as slotlock 1.0 did: these tests are about the expiry's mechanics. The start
+        # window (a permit naming no query stays counted max_query_active_s past it), and the cache of
+        # query_is_terminal's answers, have their own tests (test_semaphore_invariants.py).
+        return make_semaphore(permits, **{"max_query_active_s": 0, "query_recheck_s": 0, **overrides})
 
     return make
 

@@ -25,25 +25,14 @@ from slotlock import (
 )
 from slotlock.semaphore import DEFAULT_MAX_QUERY_ACTIVE_S
 
-NAME = "123456789012-eu-west-1"
+NAME = "123456789012-us-east-1"  # conftest.SEMAPHORE_NAME
 LEASE_MS = 30_000
-TTL_S = 20.0
 STAGING, PRODUCTION = "staging-locks", "production-locks"
 
 
 @pytest.fixture
-def make_sem(ddb: Any, table: str, clock: Any) -> Callable[..., Semaphore]:
-    def make(permits: int = 1, **overrides: Any) -> Semaphore:
-        params: dict[str, Any] = {
-            "client": ddb,
-            "clock_ms": clock,
-            "sleep_s": lambda seconds: clock.advance(ms=max(1, int(seconds * 1000))),
-            "waiter_ttl_s": TTL_S,
-        }
-        params.update(overrides)
-        return Semaphore(table, NAME, permits, **params)
-
-    return make
+def make_sem(make_semaphore: Callable[..., Semaphore]) -> Callable[..., Semaphore]:
+    return make_semaphore  # slotlock's defaults: the start window on, query answers cached
 
 
 def taken(result: Permit | Wait) -> Permit:
@@ -344,20 +333,29 @@ def test_a_waiter_asks_athena_about_at_most_one_query_per_poll_and_each_once_per
 
 
 # --- finding 8: a takeover inherits the permit in a write of its own --------------------------------------
-def test_between_a_takeovers_lease_and_its_inheritance_no_write_over_admits(
-    make_sem: Any, make_lock: Any, slot: Slot, clock: Any
-) -> None:
-    # GIVEN W (token 1) holds the slot's permit, naming its running query q; W stalls past its lease
+def stalled_holder_and_takeover(make_sem: Any, make_lock: Any, slot: Slot, clock: Any, *, query: str | None) -> Any:
+    """W (token 1) holds the slot's only permit (naming ``query`` if given) and stalls past its lease; W2 takes
+    the lease over (write 1). Returns (semaphore, W's permit, W's lease, W2's lease)."""
     lock: SlotLock = make_lock()
     sem = make_sem(permits=1)
     lease_w = lock.acquire(slot, "req-w", deadline_ms=clock.now + 300_000)
     permit_w = taken(sem.try_acquire_for(lease_w))
-    lock.record_state(lease_w, {"query_execution_id": "q"}, writes=[sem.record_query_item(permit_w, "q")])
-    permit_w = sem.recorded(permit_w, "q")
+    if query is not None:
+        lock.record_state(lease_w, {"query_execution_id": query}, writes=[sem.record_query_item(permit_w, query)])
+        permit_w = sem.recorded(permit_w, query)
     clock.advance(ms=int(lock.lease_duration_ms) + 1)
-    # WHEN W2 takes the lease over (token 2: write 1) ...
     lease_w2 = lock.acquire(slot, "req-w2", deadline_ms=clock.now + 300_000)
-    assert lease_w2.fencing_token > lease_w.fencing_token and lease_w2.state["query_execution_id"] == "q"
+    assert lease_w2.fencing_token > lease_w.fencing_token
+    return sem, permit_w, lease_w, lease_w2
+
+
+def test_between_a_takeovers_lease_and_its_inheritance_no_write_over_admits(
+    make_sem: Any, make_lock: Any, slot: Slot, clock: Any
+) -> None:
+    # GIVEN W (token 1) holds the slot's permit, naming its running query q; W stalls past its lease
+    # WHEN W2 takes the lease over (token 2: write 1) ...
+    sem, permit_w, _lease_w, lease_w2 = stalled_holder_and_takeover(make_sem, make_lock, slot, clock, query="q")
+    assert lease_w2.state["query_execution_id"] == "q"
     # ... and before W2's inheritance (write 2): a reclaimer cannot take the permit of a running query
     waiting(sem.try_acquire(PermitOwner("other", slot), 1, clock.now + LEASE_MS, query_is_terminal=lambda q: False))
     # ... and W (stale) renews its permit: accepted (token 1 still on the permit), harmless: it only moves the expiry
@@ -376,12 +374,7 @@ def test_a_stale_holder_releasing_before_the_inheritance_leaves_the_takeover_wit
     make_sem: Any, make_lock: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN W gave its permit back (e.g. a deferral) while stalled; W2 took the lease over meanwhile
-    lock: SlotLock = make_lock()
-    sem = make_sem(permits=1)
-    lease_w = lock.acquire(slot, "req-w", deadline_ms=clock.now + 300_000)
-    permit_w = taken(sem.try_acquire_for(lease_w))
-    clock.advance(ms=int(lock.lease_duration_ms) + 1)
-    lease_w2 = lock.acquire(slot, "req-w2", deadline_ms=clock.now + 300_000)
+    sem, permit_w, _lease_w, lease_w2 = stalled_holder_and_takeover(make_sem, make_lock, slot, clock, query=None)
     assert sem.release(permit_w).outcome == "released"
     # WHEN W2 inherits: nothing to inherit; it takes a permit like any first start (one query, one permit)
     assert sem.adopt_for(lease_w2) is None
