@@ -42,10 +42,10 @@ def dynamodb_usd(prices: Prices, read_units: float, write_units: float) -> float
 def test_the_semaphore_per_slot_when_no_one_waits() -> None:
     # GIVEN 10 permits: one strongly consistent BatchGetItem of 10 permit items and the tickets item (each under 4 KB:
     # 1 RRU each), one UpdateItem taking a permit (under 1 KB: 1 WRU), one more item in the record_state and in the
-    # commit transactions (2 WRU each: a transaction bills twice), 1 WRU per heartbeat
+    # commit transactions (2 WRU each: a transaction bills twice), nothing per heartbeat
     sem = usage.SemaphoreRequests.of(10)
     assert (sem.read_units, sem.take_write_units, sem.record_write_units, sem.release_write_units) == (11, 1, 2, 2)
-    assert (sem.write_units, sem.renew_write_units) == (5, 1)
+    assert sem.write_units == 5 and "per_heartbeat" not in sem.as_dict()["write_units"]
     assert usage.SemaphoreRequests.of(99).read_units == 100  # the semaphore's maximum: one BatchGetItem of 100 keys
     assert usage.semaphore_requests(0) is None  # off: no request at all
 
@@ -60,7 +60,7 @@ def test_the_slot_usage_carries_the_semaphore(prices: Prices) -> None:
     assert (writes_off.semaphore, usage_off.read_units) == (0, 0)
     assert writes_on.semaphore == 5 and writes_on.total == writes_off.total + 5
     assert usage_on.read_units == 11 and usage_on.write_units == usage_off.write_units + 5
-    # a 40 s winner renews its lease twice, and its permit with it
+    # a 40 s winner renews its lease twice, never its permit (recorded with an expiry covering the invocation)
     long = usage.winner_writes(
         duration_s=40.0,
         heartbeat_interval_s=15.0,
@@ -68,7 +68,7 @@ def test_the_slot_usage_carries_the_semaphore(prices: Prices) -> None:
         summary_bytes=0,
         semaphore=usage.SemaphoreRequests.of(10),
     )
-    assert (long.heartbeats, long.semaphore) == (2, 5 + 2)
+    assert (long.heartbeats, long.semaphore) == (2, 5)
     # per month: 1,461 slots of 11 RRU and 5 WRU more
     more = monthly.estimate_job(on, Durations(), prices).monthly["dynamodb"]
     less = monthly.estimate_job(off, Durations(), prices).monthly["dynamodb"]

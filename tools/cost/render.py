@@ -389,8 +389,8 @@ def _semaphore_assumption(budget: CapacityEstimate | None) -> str:
         f" (1 strongly consistent BatchGetItem of {sem.permits} permit items and the tickets item: 1 RRU per item"
         f" of up to 4 KB, {sem.read_units} RRU), takes a permit (1 conditional UpdateItem, {sem.take_write_units}"
         f" WRU), records its query on it and releases it inside the record_state and commit transactions"
-        f" ({sem.record_write_units} + {sem.release_write_units} WRU: a transaction bills twice) and renews it with"
-        f" each heartbeat ({sem.renew_write_units} WRU)."
+        f" ({sem.record_write_units} + {sem.release_write_units} WRU: a transaction bills twice); it is never"
+        f" renewed once its query is recorded, whatever the query's length."
     )
 
 
@@ -429,7 +429,7 @@ def render_capacity(budget: CapacityEstimate, console: Console) -> None:
         f" Metrics {' and '.join(budget.metric_names)}: {format_usd(budget.metrics_monthly_usd)}/month for the"
         f" deployment ({budget.metric_hours_share:.1%} of the hours). Semaphore per slot without waiting:"
         f" {sem.read_units} RRU + {sem.write_units} WRU = {format_usd(budget.semaphore_per_slot_usd)}"
-        f" (+{sem.renew_write_units} WRU per heartbeat).",
+        f" (nothing per heartbeat).",
         soft_wrap=True,
     )
     table = Table(title="waiting for a permit: in place against giving the slot back (per wait)", title_justify="left")

@@ -119,10 +119,10 @@ def winner_writes(
     semaphore: SemaphoreRequests | None = None,
 ) -> WinnerWrites:
     """One renewal per whole heartbeat interval of the winner's duration (none for a short query); ``semaphore``:
-    the capacity budget's permit (its renewals follow the lease's)."""
+    the capacity budget's permit (never renewed once its query is recorded: its expiry covers the invocation)."""
     lock = single_write_units(LOCK_ITEM_BYTES)
     heartbeats = math.floor(duration_s / heartbeat_interval_s) if heartbeat_interval_s > 0 else 0
-    permit = 0 if semaphore is None else semaphore.write_units + heartbeats * semaphore.renew_write_units
+    permit = 0 if semaphore is None else semaphore.write_units
     return WinnerWrites(
         acquire=lock,
         # the transaction of the lock and slot items, and the slot item's copy in the history index
@@ -158,8 +158,10 @@ class SemaphoreRequests:
     - one strongly consistent ``BatchGetItem`` of the N permit items and the tickets item: ``read_units`` (N + 1);
     - one conditional ``UpdateItem`` taking a permit: ``take_write_units`` (1);
     - the query id recorded on the permit inside the ``record_state`` transaction and the permit released inside
-      the commit transaction: one more item in each, 2 WRU each (a transaction bills twice the units);
-    - per heartbeat that moved the lease, one ``UpdateItem`` renewing the permit's expiry: ``renew_write_units``.
+      the commit transaction: one more item in each, 2 WRU each (a transaction bills twice the units).
+
+    Nothing per heartbeat: the record sets the permit's expiry to the invocation's deadline plus the takeover
+    window, so it is never renewed, whatever the query's length (docs/protocol.md, "Capacity semaphore").
     """
 
     permits: int
@@ -167,7 +169,6 @@ class SemaphoreRequests:
     take_write_units: int
     record_write_units: int
     release_write_units: int
-    renew_write_units: int
 
     @classmethod
     def of(cls, permits: int) -> SemaphoreRequests:
@@ -178,12 +179,11 @@ class SemaphoreRequests:
             take_write_units=single_write_units(PERMIT_ITEM_BYTES),
             record_write_units=in_transaction,
             release_write_units=in_transaction,
-            renew_write_units=single_write_units(PERMIT_ITEM_BYTES),
         )
 
     @property
     def write_units(self) -> int:
-        """Without renewals: the take, the record and the release."""
+        """The take, the record and the release: all a permit costs when no one waits."""
         return self.take_write_units + self.record_write_units + self.release_write_units
 
     def as_dict(self) -> dict[str, Any]:
@@ -196,7 +196,6 @@ class SemaphoreRequests:
                 "record_query": self.record_write_units,
                 "release": self.release_write_units,
                 "total": self.write_units,
-                "per_heartbeat": self.renew_write_units,
             },
         }
 
