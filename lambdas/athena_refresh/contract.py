@@ -348,7 +348,8 @@ LOG_FIELD_THRESHOLD_EXCEEDED: Final = (
     "threshold_exceeded"  # "DataScannedBytes", "QueryDurationMs" or both, comma-separated
 )
 # A slot recorded MISSED by this invocation (was SlotMissed + reason): on the line of a "missed" outcome, and on the
-# warning a winner writes when its acquisition recorded an older, dead holder's slot MISSED "superseded".
+# warning a winner writes when its acquisition recorded an older, dead holder's slot MISSED "superseded" (or
+# "capacity": that slot was given back for capacity and its comeback never came).
 LOG_FIELD_MISSED_SLOT: Final = "missed_slot"
 LOG_FIELD_MISSED_REASON: Final = "missed_reason"  # one of MISSED_REASONS
 # The capacity budget (issue 24): the slot's own wait for its permit, and what became of it.
@@ -400,5 +401,5 @@ MISSED_REASONS: Final = (
     "overrun",  # every racer lost to an older slot's holder
     "superseded",  # a newer slot took the lock while this slot was unfinished
     "paused",  # an operator paused the job
-    "capacity",  # no capacity permit came before the slot's maximum age (issue 24)
+    "capacity",  # no capacity permit before the slot's maximum age, or given back for one and never re-run (issue 24)
 )

@@ -260,16 +260,16 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
     logger.append_keys(**keys)
     logger.info(f"checkpoint {checkpoint}", checkpoint=checkpoint, takeover=lease.takeover, reentered=lease.reentered)
     if checkpoint == CHECKPOINT_ACQUIRED and lease.superseded_slot is not None and lease.superseded_recorded:
-        # Our acquisition recorded an older, unfinished slot (its holder died) as missed: say so once (a
-        # racer of that older slot may have written the record first; then its line says so, not ours). Logged
-        # at the acquisition, so it is counted even if this invocation fails later.
-        missed_slot = lease.superseded_slot.iso
+        # Our acquisition recorded an older, unfinished slot (its holder died, or gave it back) as missed: said once (a
+        # racer of it may have written the record first, and says so), at the acquisition, so counted if we fail later.
+        missed_slot, missed_reason = lease.superseded_slot.iso, lease.superseded_reason or "superseded"
         logger.warning(
-            f"slot {missed_slot} missed: superseded by {lease.slot.iso}",
+            f"slot {missed_slot} missed: superseded by {lease.slot.iso}"
+            + ("" if missed_reason == "superseded" else f", given back for {missed_reason} (MISSED {missed_reason})"),
             extra={
                 "superseded_slot": missed_slot,
                 contract.LOG_FIELD_MISSED_SLOT: missed_slot,
-                contract.LOG_FIELD_MISSED_REASON: "superseded",
+                contract.LOG_FIELD_MISSED_REASON: missed_reason,
             },
         )
 

@@ -103,7 +103,9 @@ class SlotEntry(_Model):
     slot: str
     generation: int
     status: str = Field(description="REQUESTED, RUNNING, SUCCEEDED, FAILED or MISSED")
-    reason: str | None = Field(None, description="why a slot was MISSED (too_old, overrun, superseded, paused)")
+    reason: str | None = Field(
+        None, description="why a slot was MISSED (too_old, overrun, superseded, paused, capacity)"
+    )
     fencing_token: int | None = None
     owner_id: str | None = None
     query_execution_id: str | None = None

@@ -266,6 +266,16 @@ def test_the_lambda_invoker_queues_an_asynchronous_invocation() -> None:
             },
             {"waited_ms": 1_700_000, "deferrals": 3, "source": "missed"},
         ),
+        # MISSED "capacity" by the next slot's winner (given back, its comeback never came): the wait its state kept
+        (
+            {
+                "status": "MISSED",
+                "reason": "capacity",
+                "error": {"superseded_by_slot": "2026-11-22T01:00:00Z", "fencing_token": 3},
+                "state": {"capacity": {"deferrals": 1, "waited_ms": 60_000}},
+            },
+            {"waited_ms": 60_000, "deferrals": 1, "source": "missed"},
+        ),
         # committed: the summary's permit_wait_ms; the deferrals from the state it kept
         (
             {
@@ -371,3 +381,38 @@ def test_status_and_history_show_the_slots_capacity_wait(lock_world: tuple[Opera
     assert by_slot[missed.iso] == {"waited_ms": 1_700_000, "deferrals": 3, "source": "missed"}
     assert (code, table_code) == (0, 0)
     assert "64.0 s, given back 1x" in table and "1700.0 s, given back 3x: MISSED, no permit" in table
+
+
+def test_status_and_history_show_a_slot_given_back_for_capacity_and_missed_when_its_comeback_never_came(
+    lock_world: tuple[Operator, SlotLock],
+) -> None:
+    operator, lock = lock_world
+    current = int(time.time()) // 1800 * 1800
+    older, newer = Slot(current - 1800), Slot(current)
+    # GIVEN the older slot given back for capacity after waiting 60 s (its comeback arranged)
+    lease = lock.acquire(older, "waiter-1")
+    lease = lock.record_state(lease, {"capacity": {"deferrals": 1, "waited_ms": 60_000}})
+    lock.release(lease, given_back="capacity")
+
+    # WHEN the operator asks for the status
+    (status,) = operator.status("flights-dashboard")
+    code, text = ops(operator, "status", "--job", "flights-dashboard")
+
+    # THEN the lease shows why it was given back
+    assert status.as_dict()["holder"]["given_back_reason"] == "capacity"
+    assert code == 0 and "given back (capacity)" in text
+
+    # WHEN its comeback never comes: the next slot's winner runs, and the history is asked for
+    lock.commit(lock.acquire(newer, "winner"))
+    code, lines = ops(operator, "history", "--job", "flights-dashboard", "--json")
+    table_code, table = ops(operator, "history", "--job", "flights-dashboard")
+
+    # THEN the older slot is MISSED "capacity" (not "superseded"), with the wait its state kept
+    by_slot = {r["slot"]: r for r in json_documents(lines)}
+    assert (by_slot[older.iso]["status"], by_slot[older.iso]["reason"]) == ("MISSED", "capacity")
+    assert by_slot[older.iso]["error"]["superseded_by_slot"] == newer.iso
+    assert by_slot[older.iso]["capacity"] == {"waited_ms": 60_000, "deferrals": 1, "source": "missed"}
+    assert (code, table_code) == (0, 0) and "60.0 s, given back 1x: MISSED, no permit" in table
+    # AND the lease no longer says given back
+    (status,) = operator.status("flights-dashboard")
+    assert status.as_dict()["holder"]["given_back_reason"] is None

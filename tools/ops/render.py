@@ -63,6 +63,8 @@ def render_status(console: Console, operator: Operator, job: str | None, as_json
             lease = f"{_ms(holder['lease_expires_at_ms'])} ({holder['lease_remaining_ms'] / 1000:.0f} s left)"
         elif holder["lease_expires_at_ms"] is not None:
             lease = f"expired {_ms(holder['lease_expires_at_ms'])}"
+            if holder["given_back_reason"]:
+                lease += f", given back ({holder['given_back_reason']})"
         manual = d["manual_run"]
         manual_text = (
             f"slot {manual['slot']} g{manual['generation']} by {manual['owner_id']}" if manual["in_progress"] else "-"

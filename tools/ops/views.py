@@ -20,7 +20,8 @@ def capacity_wait(record: HistoryRecord | None) -> dict[str, Any] | None:
     nothing (the budget off, a slot that never reached its query, a record from before the budget).
 
     ``{"waited_ms", "deferrals", "source"}``: ``source`` ``"missed"``: MISSED ``capacity`` (its error records
-    ``waited_ms`` and ``deferrals``); ``"committed"``: the commit's summary carries ``permit_wait_ms`` (over every
+    ``waited_ms`` and ``deferrals``; a slot given back and superseded before its comeback came records the newer
+    slot instead, and the state it kept says them); ``"committed"``: the commit's summary carries ``permit_wait_ms`` (over every
     invocation of the slot; 0: a permit at once), its deferrals from the state it kept; ``"waiting"``: in flight, or
     given back and waiting for its re-invocation (the state's ``capacity``: ``deferrals``, ``waited_ms``).
     ``deferrals`` is ``None`` when the item does not say. A value that is not a count >= 0 is not shown."""
@@ -29,7 +30,8 @@ def capacity_wait(record: HistoryRecord | None) -> dict[str, Any] | None:
     state = record.state.get("capacity")
     state = state if isinstance(state, Mapping) else {}
     if record.status == "MISSED" and record.reason == "capacity":
-        waited, deferrals, source = record.error.get("waited_ms"), record.error.get("deferrals"), "missed"
+        told = record.error if "waited_ms" in record.error else state
+        waited, deferrals, source = told.get("waited_ms"), told.get("deferrals"), "missed"
     elif "permit_wait_ms" in record.summary:
         waited, deferrals, source = record.summary.get("permit_wait_ms"), state.get("deferrals", 0), "committed"
     elif state:
@@ -90,6 +92,7 @@ class JobStatus:
                 "lease_expires_at_ms": live.lease_expires_at_ms,
                 "lease_remaining_ms": self.lease_remaining_ms,
                 "locked": live.locked(self.now_ms),
+                "given_back_reason": live.given_back_reason,  # given back unfinished, for its comeback (capacity)
             },
             "manual_run": {
                 "owner_id": manual.owner_id,

@@ -17,7 +17,7 @@ from athena_refresh.permits import CapacityGate, CapacitySettings, CapacityWaitT
 from athena_refresh.report import SlotReport
 from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
-from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotLock, SlotRunner, request_generation
+from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotHistory, SlotLock, SlotRunner, request_generation
 from slotlock._expressions import PERMIT_OWNER, PERMIT_TOKEN, PK
 from slotlock.table import permit_key
 
@@ -233,6 +233,44 @@ def test_a_wait_past_wait_in_place_gives_the_slot_back_and_the_reinvocation_take
     # THEN it took the released lease over, adopted the recorded wait and committed
     assert (second.status, second.takeover) == ("succeeded", True)
     assert job.report.capacity_deferrals == 1 and job.report.permit_wait_ms >= 30_000
+    assert len(engine.starts) == 1 and all_free(semaphore)
+
+
+def test_a_slot_given_back_whose_comeback_never_came_is_recorded_missed_capacity_by_the_next_slot(
+    gated: Any,
+    make_engine: Any,
+    make_runner: Any,
+    run: Any,
+    make_semaphore: Any,
+    clock: Any,
+    slot: Slot,
+    lock: SlotLock,
+    ddb: Any,
+    lock_table: str,
+) -> None:
+    # GIVEN every permit held: the winner of S waits 30 s, then gives S back for capacity (its comeback arranged)
+    semaphore = make_semaphore()
+    others = held_by_others(semaphore, 2, clock)
+    deferral = FakeDeferral()
+    first = run(make_runner(), gated(make_engine([]), deferral=deferral, wait_in_place_s=30), "req-A")
+    assert (first.status, first.reason) == ("deferred", "capacity") and len(deferral.deferred) == 1
+
+    # WHEN the comeback never comes (its schedule lost), the permits free up and S+1 fires
+    for permit in others:
+        semaphore.release(permit)
+    nxt = Slot(slot.epoch_s + 1800)
+    clock.now = nxt.epoch_ms + 2_000
+    engine = make_engine([["SUCCEEDED"]])
+    second = run(make_runner(), gated(engine, deferral=deferral), "req-N", at=nxt)
+
+    # THEN S+1 ran, and its winner recorded S MISSED "capacity" (what S was waiting for), not "superseded"
+    assert (second.status, second.superseded_slot, second.superseded_recorded) == ("succeeded", slot.iso, True)
+    item = lock.get_slot(slot)
+    assert item is not None and (item["status"], item["reason"]) == ("MISSED", "capacity")
+    assert item["error"]["superseded_by_slot"] == nxt.iso
+    assert item["state"]["capacity"]["deferrals"] == 1 and item["state"]["capacity"]["waited_ms"] >= 30_000
+    [record] = SlotHistory(lock_table, client=ddb).slot_records(lock.job_name, slot)
+    assert (record.status, record.reason) == ("MISSED", "capacity")
     assert len(engine.starts) == 1 and all_free(semaphore)
 
 

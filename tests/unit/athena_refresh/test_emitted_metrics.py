@@ -25,7 +25,7 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings
-from slotlock import PermitOwner, Semaphore, Slot, SlotLock, pause, request_generation
+from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotLock, pause, request_generation
 
 SQL = "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1"
 OPERATOR = "arn:aws:iam::123456789012:user/op"
@@ -339,6 +339,18 @@ def missed_superseded(h: Harness) -> tuple[Emitted, Expected]:
     return h.emitted(), Expected(job=WIN_METRICS, lines=(WIN_LINE,), missed=((older.iso, "superseded"),))
 
 
+def missed_capacity_superseded(h: Harness) -> tuple[Emitted, Expected]:
+    # an older slot was given back for capacity and its comeback never came: this slot's winner records it MISSED
+    # "capacity" (what the older slot waited for), and its warning says that reason, as the record does
+    older = Slot(h.slot.epoch_s - 60)
+    racer = h.racer(clock_offset_s=-120)
+    lease = racer.try_acquire(older, "req-gave-back")
+    assert isinstance(lease, Lease)
+    racer.release(lease, given_back="capacity")
+    assert h.invoke("req-B")["status"] == "succeeded"
+    return h.emitted(), Expected(job=WIN_METRICS, lines=(WIN_LINE,), missed=((older.iso, "capacity"),))
+
+
 def takeover_adopts_query(h: Harness) -> tuple[Emitted, Expected]:
     # a dead winner started the query and recorded it; its lease has expired
     qid = h.engine.start_query(sql=SQL, parameters=["'a'", "'b'"], client_request_token="t" * 32)
@@ -537,6 +549,7 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "lost_unavailable": lost_unavailable,
     "too_old": too_old,
     "missed_superseded": missed_superseded,
+    "missed_capacity_superseded": missed_capacity_superseded,
     "takeover_adopts_query": takeover_adopts_query,
     "stale_rejected": stale_rejected,
     "lease_lost": lease_lost,

@@ -31,6 +31,7 @@ from slotlock import (
 from slotlock._expressions import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
+    GIVE_BACK_UPDATE,
     HOLDER_CONDITION,
     MARK_SLOT_MISSED,
     MARK_SLOT_MISSED_CONDITION,
@@ -92,6 +93,8 @@ def acquire_params(owner: str, expires_ms: int) -> dict[str, Any]:
             "#lease_slot": "lease_slot_epoch_s",
             "#prev_owner": "previous_owner_id",
             "#prev_slot": "previous_slot_epoch_s",
+            "#given_back": "given_back_reason",
+            "#prev_given_back": "previous_given_back_reason",
             "#last_fin_slot": "last_finished_slot_epoch_s",
             "#missed": "missed_slots_epoch_s",
             "#paused_through": "paused_through_slot_epoch_s",
@@ -431,3 +434,31 @@ def test_commit_lock_update_removes_owner_and_expiry(
     assert lock_update["UpdateExpression"].endswith(", #schema_version = :schema_version REMOVE #expires, #owner")
     assert "#token" not in lock_update["UpdateExpression"]
     assert_placeholders_match(lock_update, f"commit {outcome}")
+
+
+def test_a_give_back_is_the_fenced_release_with_its_reason_in_the_same_request(
+    lock: SlotLock, slot: Slot, request_log: Any
+) -> None:
+    # GIVEN a lease
+    lease = lock.try_acquire(slot, "A")
+    assert isinstance(lease, Lease)
+    request_log.clear()
+
+    # WHEN its holder gives the slot back for capacity (SlotRun.give_back)
+    lock.release(lease, given_back="capacity")
+
+    # THEN one UpdateItem of the lock item, fenced like every release, sets the expiry and the reason together
+    (body,) = request_log.requests("UpdateItem")
+    assert request_log.operations == ["UpdateItem"]
+    assert body["Key"] == {"pk": {"S": lock.lock_key}}
+    assert body["UpdateExpression"] == GIVE_BACK_UPDATE
+    assert GIVE_BACK_UPDATE == "SET #expires = :expires, #given_back = :given_back, #schema_version = :schema_version"
+    assert body["ConditionExpression"] == HOLDER_CONDITION
+    assert body["ExpressionAttributeValues"][":given_back"] == {"S": "capacity"}
+    assert body["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    assert_placeholders_match(body, "give back")
+    # AND every acquisition removes the reason, keeping it as the previous holder's for a superseder
+    assert ACQUIRE_UPDATE.startswith(
+        "REMOVE #given_back SET #prev_owner = if_not_exists(#owner, :null),"
+        " #prev_slot = if_not_exists(#lease_slot, :null), #prev_given_back = if_not_exists(#given_back, :null),"
+    )

@@ -29,6 +29,7 @@ from ._expressions import (
     ACQUIRE_UPDATE,
     ACQUIRED,
     EXPIRES,
+    GIVEN_BACK,
     JOB,
     LAST_FIN_AT,
     LAST_FIN_OUTCOME,
@@ -39,6 +40,7 @@ from ._expressions import (
     OWNER,
     PAUSED_THROUGH,
     PK,
+    PREV_GIVEN_BACK,
     PREV_OWNER,
     PREV_SLOT,
     SCHEMA_NAMES,
@@ -81,7 +83,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             guard_lock=True,
             budget=ctx.racer_budget(now_ms, deadline_ms),
         )
-        return Loss(ctx.job_name, slot, owner_id, "too_old", None, recorded)
+        return Loss(ctx.job_name, slot, owner_id, "too_old", None, recorded, missed_reason="too_old")
     expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
     params = {
         "TableName": ctx.table_name,
@@ -98,6 +100,8 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             "#lease_slot": LEASE_SLOT,
             "#prev_owner": PREV_OWNER,
             "#prev_slot": PREV_SLOT,
+            "#given_back": GIVEN_BACK,
+            "#prev_given_back": PREV_GIVEN_BACK,
             "#last_fin_slot": LAST_FIN_SLOT,
             "#missed": MISSED_SLOTS,
             "#paused_through": PAUSED_THROUGH,
@@ -212,7 +216,8 @@ def lease_from(
     deadline_ms: int | None,
 ) -> Lease | Loss:
     """The winner's lease from the lock item as acquired (ALL_NEW): a takeover or re-entry adopts the
-    predecessor's in-flight state (one read of the slot item); a superseded older slot is recorded MISSED."""
+    predecessor's in-flight state (one read of the slot item); a superseded older slot is recorded MISSED
+    (:func:`superseded_reason`)."""
     previous_owner, previous_slot = record.previous_owner_id, record.previous_slot
     same_slot_predecessor = previous_owner is not None and previous_slot == slot
     superseded = (
@@ -229,6 +234,7 @@ def lease_from(
         takeover_from=previous_owner if same_slot_predecessor and previous_owner != owner_id else None,
         reentered=same_slot_predecessor and previous_owner == owner_id,
         superseded_slot=superseded,
+        superseded_reason=superseded_reason(record, superseded) if superseded is not None else None,
         last_succeeded_at_ms=record.last_succeeded_at_ms,
         stale_missed_slots=frozenset(stale for stale in record.missed_slots if stale < slot),
     )
@@ -238,7 +244,7 @@ def lease_from(
         recorded = missed.record_missed(
             ctx,
             superseded,
-            "superseded",
+            lease.superseded_reason or "superseded",
             {"superseded_by_slot": slot.iso, "fencing_token": lease.fencing_token},
             guard_lock=False,
             budget=ctx.racer_budget(now_ms, deadline_ms),
@@ -261,6 +267,17 @@ def lease_from(
     if item is not None:
         lease = replace(lease, state=MappingProxyType(dict(item.get("state") or {})))
     return lease
+
+
+def superseded_reason(record: LockRecord, superseded: Slot) -> str:
+    """The reason to record the superseded slot MISSED with, from the lock item as the newer slot's acquisition
+    left it (ALL_NEW; a loser's ALL_OLD): ``superseded``, or, when the acquisition that replaced the slot's last
+    holder found the slot given back (:data:`~slotlock._expressions.GIVEN_BACK`, copied to ``previous_*``), the
+    give-back reason (e.g. ``capacity``: the slot waited for capacity and its comeback never came). A comeback that
+    re-acquired the slot removed the mark, so a slot that ran again and then died is ``superseded``."""
+    if record.previous_slot == superseded and record.previous_given_back_reason:
+        return record.previous_given_back_reason
+    return "superseded"
 
 
 def abandon_ended_slot(ctx: LockContext, lease: Lease, record: LockRecord, status: str) -> Loss:
@@ -330,6 +347,7 @@ def loss(
         )
     reason: LossReason = verdict
     recorded = False
+    missed_reason: str | None = None
     if reason == "paused":
         # Every racer of a paused slot returns; one of them records it MISSED "paused" (a conditional
         # PutItem of the absent slot item: exactly one writes).
@@ -338,6 +356,7 @@ def loss(
             "paused_through_slot": current.paused_through_slot.iso if current.paused_through_slot else None,
             "fencing_token": current.fencing_token,
         }
+        missed_reason = "paused"
         recorded = missed.record_paused(ctx, slot, detail, budget=ctx.racer_budget(now_ms, deadline_ms))
     elif decisions.records_missed(reason, current, slot):
         # The slot will never run: exactly one of its racers records it MISSED (conditional writes). A
@@ -350,10 +369,16 @@ def loss(
             "last_finished_slot": current.last_finished_slot.iso if current.last_finished_slot else None,
             "fencing_token": current.fencing_token,
         }
+        missed_reason = superseded_reason(current, slot) if reason == "superseded" else reason
         recorded = missed.record_missed(
-            ctx, slot, reason, detail, guard_lock=reason == "overrun", budget=ctx.racer_budget(now_ms, deadline_ms)
+            ctx,
+            slot,
+            missed_reason,
+            detail,
+            guard_lock=reason == "overrun",
+            budget=ctx.racer_budget(now_ms, deadline_ms),
         )
-    return Loss(ctx.job_name, slot, owner_id, reason, current, recorded)
+    return Loss(ctx.job_name, slot, owner_id, reason, current, recorded, missed_reason=missed_reason)
 
 
 def raise_if_corrupt(ctx: LockContext, exc: ClientError) -> None:

@@ -414,14 +414,17 @@ class SlotLock:
             self._ctx, lease, writes=writes, summary=summary, outcome=outcome, error=error, reason=reason
         )
 
-    def release(self, lease: Lease) -> None:
+    def release(self, lease: Lease, *, given_back: str | None = None) -> None:
         """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).
 
         Sets the expiry to now but keeps owner, token and slot, so the next acquirer of this slot (our
-        own Lambda retry, or another racer) adopts the recorded in-flight state at once.
+        own Lambda retry, or another racer) adopts the recorded in-flight state at once. ``given_back`` (why, e.g.
+        ``capacity``: :meth:`SlotRun.give_back`) is written too: if superseded, the slot is MISSED with that reason.
 
         Raises
         ------
+        LockConfigurationError
+            ``given_back`` is not 1..64 characters (nothing was sent).
         LeaseLostError
             The lease was already taken over (nothing to release).
         UnsupportedSchemaVersionError
@@ -429,7 +432,7 @@ class SlotLock:
         TransientLockError
             Throttled past the budget (the lease then simply expires).
         """
-        holder.release(self._ctx, lease)
+        holder.release(self._ctx, lease, given_back=given_back)
 
     def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
         """Record ``slot`` as MISSED with ``reason``, unless its history item already holds a record.

@@ -31,6 +31,10 @@ LAST_FIN_AT = "last_finished_at_ms"
 LAST_OK_SLOT = "last_succeeded_slot_epoch_s"
 LAST_OK_AT = "last_succeeded_at_ms"
 MISSED_SLOTS = "missed_slots_epoch_s"  # Number Set: slots recorded MISSED while not acquired (never acquirable)
+# a give-back (SlotRun.give_back): why the lease slot's last holder gave it back unfinished (live lock item only);
+# the next acquisition removes it, copying it to PREV_GIVEN_BACK (absent, or NULL: not given back)
+GIVEN_BACK = "given_back_reason"
+PREV_GIVEN_BACK = "previous_given_back_reason"
 # pause (live lock item): the acquire condition reads PAUSED_THROUGH; PAUSED and the audit are for people
 PAUSED = "paused"  # BOOL
 PAUSED_THROUGH = "paused_through_slot_epoch_s"  # slots at or before this epoch are not acquired (but a running one)
@@ -181,9 +185,13 @@ ACQUIRE_CONDITION = (
     f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT})))"
 )
 # The previous holder is copied before being overwritten: update operands read the item as it was
-# before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request.
+# before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request. So is the
+# previous holder's give-back reason (GIVEN_BACK), which every acquisition removes: a slot given back and then
+# superseded is recorded MISSED with that reason (e.g. "capacity"), while a comeback that re-acquires the slot
+# clears it (its own give-back, if any, sets it again).
 ACQUIRE_UPDATE = (
-    "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
+    "REMOVE #given_back SET #prev_owner = if_not_exists(#owner, :null),"
+    " #prev_slot = if_not_exists(#lease_slot, :null), #prev_given_back = if_not_exists(#given_back, :null),"
     " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job,"
     f" {SCHEMA_VERSION_SET} ADD #token :one"
 )
@@ -212,12 +220,16 @@ OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
 HOLDER_CONDITION = f"{SCHEMA_COMPATIBLE} AND {OWNER_AND_TOKEN_MATCH}"
 #: A holder's renewal (heartbeat, and the renewal inside record_state) and release: the lease's new expiry.
 LEASE_EXPIRY_UPDATE = f"SET #expires = :expires, {SCHEMA_VERSION_SET}"
+#: A live holder's give-back (a release naming why, e.g. ``capacity``): the expiry, and the reason for a superseder.
+GIVE_BACK_UPDATE = f"SET #expires = :expires, #given_back = :given_back, {SCHEMA_VERSION_SET}"
 # Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
 #
 #   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
 #   REQUESTED (generation 2+, written by the operator's request) -> RUNNING, SUCCEEDED/FAILED (its holder)
 #   RUNNING                 -> RUNNING (a later holder of the same slot), SUCCEEDED/FAILED (its commit),
-#                              MISSED "superseded" (the slot can never finish: a newer slot holds the lock)
+#                              MISSED "superseded" (the slot can never finish: a newer slot holds the lock),
+#                              or MISSED with the give-back reason (e.g. "capacity") when its last holder gave
+#                              it back and no comeback re-acquired it before the newer slot did
 #   SUCCEEDED/FAILED/MISSED -> never written again: a condition failure, judged by the writer
 SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
 SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"

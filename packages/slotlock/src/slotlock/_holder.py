@@ -23,6 +23,8 @@ from ._client import Cancelled
 from ._context import MAX_STATE_BYTES, LockContext, json_text
 from ._expressions import (
     EXPIRES,
+    GIVE_BACK_UPDATE,
+    GIVEN_BACK,
     HOLDER_CONDITION,
     LEASE_EXPIRY_UPDATE,
     OWNER,
@@ -37,6 +39,9 @@ from ._expressions import (
 from ._lease import Lease, LockRecord
 from ._transient import RetryBudget
 from .errors import CommitConflictError, CorruptLockItemError, LeaseLostError, LockConfigurationError
+
+#: The longest give-back reason (it becomes a MISSED record's ``reason`` if the slot is then superseded).
+MAX_REASON_CHARS = 64
 
 
 def heartbeat(ctx: LockContext, lease: Lease) -> Lease:
@@ -104,20 +109,35 @@ def record_state(
     return replace(lease, state=MappingProxyType(state), expires_at_ms=expires_ms)
 
 
-def release(ctx: LockContext, lease: Lease) -> None:
-    """Set the lease's expiry to now, keeping owner, token and slot for the next acquirer to adopt."""
-    set_expiry(ctx, lease, ctx.clock_ms(), operation="release")
+def release(ctx: LockContext, lease: Lease, *, given_back: str | None = None) -> None:
+    """Set the lease's expiry to now, keeping owner, token and slot for the next acquirer to adopt.
+
+    ``given_back``: why the holder gives the slot back unfinished (e.g. ``capacity``), written on the live lock item
+    in the same UpdateItem (:data:`~slotlock._expressions.GIVE_BACK_UPDATE`): the next acquisition removes it, and if
+    that acquisition is a newer slot's, the slot is recorded MISSED with this reason instead of ``superseded``. Not
+    written for a manual generation (a manual run is never superseded)."""
+    if given_back is not None and (not isinstance(given_back, str) or not 1 <= len(given_back) <= MAX_REASON_CHARS):
+        raise LockConfigurationError("reason", f"must be 1..{MAX_REASON_CHARS} characters, got {given_back!r:.80}")
+    mark = given_back if given_back is not None and not ctx.manual else None
+    set_expiry(ctx, lease, ctx.clock_ms(), operation="release", given_back=mark)
 
 
-def set_expiry(ctx: LockContext, lease: Lease, expires_ms: int, *, operation: str) -> None:
-    """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release).
+def set_expiry(
+    ctx: LockContext, lease: Lease, expires_ms: int, *, operation: str, given_back: str | None = None
+) -> None:
+    """One UpdateItem setting the lease expiry, conditional on owner and token (heartbeat, release), and the
+    give-back reason with it when given (:func:`release`).
 
     Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
     transaction touches the lock item) are retried within :meth:`LockContext.holder_budget`.
     """
-    update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}})[
-        "Update"
-    ]
+    names, values = {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
+    if given_back is None:
+        update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, names, values)["Update"]
+    else:
+        names["#given_back"] = GIVEN_BACK
+        values[":given_back"] = {"S": given_back}
+        update = lock_update(ctx, lease, GIVE_BACK_UPDATE, names, values)["Update"]
     try:
         ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
     except ClientError as exc:  # send re-raises only a failed condition: ALL_OLD names the new holder

@@ -31,6 +31,9 @@ class LockRecord:
     (far in the future while paused; the resume minute after a resume), except the one already acquired.
     ``lease_generation``/``last_finished_generation``: on the manual lock item, the generation of the
     latest manual run (``None`` on the live lock item, whose runs are all generation 1).
+    ``given_back_reason``: why the lease slot's last holder gave it back unfinished (``SlotRun.give_back``), until
+    the next acquisition; ``previous_given_back_reason``: that reason as the latest acquisition found it (for the
+    previous slot: a superseded slot is recorded MISSED with it).
     """
 
     fencing_token: int = 0
@@ -52,6 +55,8 @@ class LockRecord:
     lease_generation: int | None = None
     previous_generation: int | None = None
     last_finished_generation: int | None = None
+    given_back_reason: str | None = None
+    previous_given_back_reason: str | None = None
 
     def pauses(self, slot: Slot) -> bool:
         """Whether the pause refuses ``slot``: at or before the paused-through slot, and not the slot
@@ -92,6 +97,9 @@ class Lease:
     superseded_recorded:
         Whether *our* acquisition wrote that MISSED record (exactly one writer per slot; a racer of the
         older slot may have written it first).
+    superseded_reason:
+        The reason of that MISSED record: ``superseded``, or the reason the older slot's last holder gave it
+        back for (e.g. ``capacity``) when no comeback re-acquired it. ``None`` without a superseded slot.
     last_succeeded_at_ms:
         When the job last succeeded (from the lock item, caller clock), for "age of last success".
     stale_missed_slots:
@@ -117,6 +125,7 @@ class Lease:
     reentered: bool = False
     superseded_slot: Slot | None = None
     superseded_recorded: bool = False
+    superseded_reason: str | None = None
     last_succeeded_at_ms: int | None = None
     stale_missed_slots: frozenset[Slot] = frozenset()
     state: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -152,7 +161,9 @@ class Loss:
     - ``busy``: (manual runs) another manual run of the job holds the manual lease.
 
     ``missed_recorded`` is ``True`` for the one racer whose write recorded the slot as MISSED (reasons
-    ``overrun``, ``superseded``, ``too_old`` and ``paused``). ``current`` is the lock item as DynamoDB returned it with
+    ``overrun``, ``superseded``, ``too_old`` and ``paused``); ``missed_reason`` is the reason that record carries
+    (``reason``, except for a ``superseded`` slot its last holder gave back: the give-back reason, e.g.
+    ``capacity``; ``None`` when it did not try to record one). ``current`` is the lock item as DynamoDB returned it with
     ALL_OLD (``None`` for ``too_old``, ``conflict`` and ``unavailable``).
     """
 
@@ -165,6 +176,7 @@ class Loss:
     current: LockRecord | None = None
     missed_recorded: bool = False
     generation: int = 1
+    missed_reason: str | None = None
 
     @property
     def holder_owner_id(self) -> str | None:

@@ -18,6 +18,7 @@ from . import table
 from ._expressions import (
     ACQUIRED,
     EXPIRES,
+    GIVEN_BACK,
     LAST_FIN_AT,
     LAST_FIN_GENERATION,
     LAST_FIN_OUTCOME,
@@ -32,6 +33,7 @@ from ._expressions import (
     PAUSED,
     PAUSED_THROUGH,
     PREV_GENERATION,
+    PREV_GIVEN_BACK,
     PREV_OWNER,
     PREV_SLOT,
     TOKEN,
@@ -182,6 +184,8 @@ def decode_lock_item(item: Mapping[str, Mapping[str, Any]], key: str) -> LockRec
         lease_generation=number(LEASE_GENERATION),
         previous_generation=number(PREV_GENERATION),
         last_finished_generation=number(LAST_FIN_GENERATION),
+        given_back_reason=text(GIVEN_BACK),
+        previous_given_back_reason=text(PREV_GIVEN_BACK),
     )
 
 

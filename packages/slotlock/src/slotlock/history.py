@@ -64,7 +64,8 @@ class HistoryRecord:
 
     ``generation``: 1 is the live schedule's run (items written before generations existed have none and
     are generation 1); ``status``: REQUESTED (a manual generation not started yet), RUNNING, SUCCEEDED,
-    FAILED or MISSED; ``reason``: why it was MISSED (``too_old``, ``overrun``, ``superseded``, ``paused``).
+    FAILED or MISSED; ``reason``: why it was MISSED (``too_old``, ``overrun``, ``superseded``, ``paused``, or the
+    job's own: ``capacity``, by its holder, or by a newer slot's winner when the slot was given back for it).
     Times are epoch milliseconds (the writer's clock). ``run_kind``/``run_id``/``requested_*``: the operator's
     request of a manual generation (``None`` for the live schedule). ``state``/``summary``/``error``: the JSON
     objects the job recorded (in-flight state, commit summary, failure or miss detail). ``corrupt``: why an

@@ -69,13 +69,15 @@ class SlotOutcome:
 
     ``status``: ``succeeded``/``failed`` (we committed the slot's final outcome; ``reason``
     ``write_rejected`` when DynamoDB refused the commit for good), ``lost`` (another racer has it, or it
-    is finished; ``reason`` says which), ``missed`` (too old, overrun or superseded, and this racer
-    recorded it), ``lease_lost`` (taken over mid-run; we wrote nothing more), ``stale_rejected`` (our
+    is finished; ``reason`` says which), ``missed`` (too old, overrun, paused or superseded, and this racer
+    recorded it; ``reason`` is the record's: a superseded slot given back for, e.g., ``capacity`` is MISSED
+    ``capacity``), ``lease_lost`` (taken over mid-run; we wrote nothing more), ``stale_rejected`` (our
     commit carried a stale fencing token and was rejected atomically), ``deferred`` (the holder gave the slot
     back unfinished, keeping its state, for a later invocation it arranged: ``reason`` says why, e.g. ``capacity``).
 
     ``superseded_slot``/``superseded_recorded``: our acquisition replaced the expired holder of that
-    older slot, and (``superseded_recorded``) we are the one that recorded it MISSED.
+    older slot, and (``superseded_recorded``) we are the one that recorded it MISSED (its reason:
+    :attr:`Lease.superseded_reason`).
 
     ``generation``: 1 for the live schedule's run of the slot, 2+ for a manual run (:mod:`slotlock.manual`).
     """
@@ -210,10 +212,12 @@ class SlotRun:
         """Give the slot back unfinished: release the lease keeping the recorded state (expiry now; owner, token
         and slot kept), so that the later invocation the caller arranged (e.g. a one-time schedule) takes it over
         and adopts the state. The run then ends with outcome ``deferred`` and ``reason``; nothing more is written.
-        Raises :class:`LeaseLostError` (taken over already)."""
+        ``reason`` (1..64 characters) is written on the lock item in the release's own write: should that later
+        invocation never come, the next slot's winner records this slot MISSED with ``reason``, not ``superseded``
+        (:meth:`SlotLock.release`). Raises :class:`LeaseLostError` (taken over already)."""
         if self.finished or self.given_back:
             raise RuntimeError("this slot run already ended")
-        self._lock.release(self._lease)
+        self._lock.release(self._lease, given_back=reason)
         self.given_back = reason
         self.summary = dict(detail or {})
 
@@ -367,7 +371,7 @@ class SlotRunner:
             loss.job_name,
             loss.slot.iso,
             loss.owner_id,
-            reason=loss.reason,
+            reason=(loss.missed_reason or loss.reason) if loss.missed_recorded else loss.reason,
             details=details,
             last_succeeded_at_ms=current.last_succeeded_at_ms if current is not None else None,
             generation=loss.generation,
