@@ -40,6 +40,7 @@ CAPACITY_NUMBERS = {
     "wait_in_place_s": contract.ENV_CAPACITY_WAIT_IN_PLACE_S,
     "manual_headroom": contract.ENV_CAPACITY_MANUAL_HEADROOM,
     "retry_delay_s": contract.ENV_CAPACITY_RETRY_DELAY_S,
+    "max_query_active_s": contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S,
 }
 ACCOUNT_REGION = {"Fn::Join": ["", [{"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}]]}
 OFF_SEMAPHORE = "team-a:athena.budget"  # a name of the off deployment's own (letters, digits, '-', '_', '.', ':')
@@ -202,6 +203,7 @@ def test_every_job_function_carries_the_budget_and_its_own_deferral(
                             contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
                             contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
                             contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
+                            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "1800",
                             contract.ENV_DEFERRAL_ROLE_ARN: {"Fn::GetAtt": [role, "Arn"]},
                             contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
                             contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix(app.STACK_NAME, job),

@@ -117,6 +117,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
         contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
         contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
+        contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "1800",
         contract.ENV_DEFERRAL_ROLE_ARN: "arn:aws:iam::123456789012:role/job-scheduler",
         contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
         contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",

@@ -48,6 +48,7 @@ FULL_ENV = {
     contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "45.5",
     contract.ENV_CAPACITY_MANUAL_HEADROOM: "3",
     contract.ENV_CAPACITY_RETRY_DELAY_S: "180",
+    contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "900",
     contract.ENV_DEFERRAL_ROLE_ARN: "arn:aws:iam::123456789012:role/job-scheduler",
     contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
     contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",
@@ -124,6 +125,7 @@ def test_from_env_reads_every_contract_variable() -> None:
             wait_in_place_s=45.5,
             manual_headroom=3,
             retry_delay_s=180.0,
+            max_query_active_s=900.0,
             deferral_role_arn="arn:aws:iam::123456789012:role/job-scheduler",
             deferral_schedule_group="default",
             deferral_schedule_prefix="sar-0123456789ab-",
@@ -493,6 +495,7 @@ NUMERIC = {
     contract.ENV_CAPACITY_WAIT_IN_PLACE_S: False,
     contract.ENV_CAPACITY_MANUAL_HEADROOM: True,
     contract.ENV_CAPACITY_RETRY_DELAY_S: False,
+    contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: False,
 }
 TEXT = (
     contract.ENV_JOB_NAME,
