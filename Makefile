@@ -95,7 +95,8 @@ chaos: venv data
 	$(PY) -m local.chaos
 
 # The capacity scenario (200 jobs x 3 racers on one slot, a budget of 20 permits, Athena's quota of 25 active
-# queries, kills, stops and a backfill, then the negative control without the budget): capacity-report.json.
+# queries, a second deployment of 40 same-named jobs on that budget, kills, stops, lost start answers and a backfill,
+# then the negative control without the budget): capacity-report.json.
 # `make capacity CAPACITY_ARGS="--jobs 50"`; docs/local.md#make-capacity.
 CAPACITY_ARGS ?=
 capacity: venv data

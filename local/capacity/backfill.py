@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from slotlock import Slot, SlotLock, request_generation
+from slotlock import PermitOwner, Slot, SlotLock, request_generation
 
 OPERATOR_IDENTITY = "arn:aws:iam::123456789012:user/capacity-operator"
 TERMINAL = ("SUCCEEDED", "FAILED", "MISSED")
@@ -43,7 +43,8 @@ class Backfill:
     """A backfill of ``slots`` (ISO, oldest first) of ``job`` on ``lock``'s table; step it until :attr:`done`.
 
     ``invoke(event)`` sends one asynchronous invocation of the job's function; ``in_flight(owner)`` says whether
-    an invocation (or a retry, a deferral) of that generation is still due or running in the fake service.
+    an invocation (or a retry, a deferral) of that generation is still due or running in the fake service;
+    ``deployment``: the lock table's name, which the permit owners of the deployment's functions name.
     """
 
     lock: SlotLock
@@ -51,6 +52,7 @@ class Backfill:
     slots: list[BackfillSlot]
     invoke: Callable[[dict[str, Any]], None]
     in_flight: Callable[[str], bool]
+    deployment: str | None = None
     run_id: str = ""
     errors: list[str] = field(default_factory=list)
     _index: int = 0
@@ -70,7 +72,9 @@ class Backfill:
         return None if self.done else self.slots[self._index]
 
     def owner(self, item: BackfillSlot) -> str:
-        return f"{self.job}#{item.slot}#g{item.generation}"
+        """The permit owner of the item's generation (:class:`slotlock.PermitOwner`'s id)."""
+        owner = PermitOwner(self.job, Slot.parse(item.slot), item.generation or 0, deployment=self.deployment)
+        return owner.id
 
     def step(self) -> None:
         item = self.current

@@ -2,6 +2,7 @@
 its verdict.
 
     python -m local.capacity [--jobs 200] [--racers 3] [--budget 20] [--quota 25] [--environments 40] [--seed N]
+                             [--second-jobs 40] [--lost-answers 3] [--max-query-active-s 60]
                              [--control-jobs 40 | --no-control] [--report capacity-report.json]
 
 Exit status: 0 every goal passed; 1 a goal failed (``FAIL`` lines on stderr); 2 bad arguments, or the run could not
@@ -62,6 +63,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         ),
         f"invocations {report['invocations']}: {report['outcomes']}",
         (
+            f"lost StartQueryExecution answers {report['lost_answers']['answers_lost']} (planned"
+            f" {report['lost_answers']['planned']}), the same query returned to a later start"
+            f" {report['lost_answers']['same_query_returned']}, committed with the permit inherited"
+            f" {report['lost_answers']['committed_with_permit_inherited']}; longest query active"
+            f" {report['longest_query_active_s']} s (CAPACITY_MAX_QUERY_ACTIVE_S {report['max_query_active_s']})"
+        ),
+        (
             f"permit take to query record p95 {report['take_to_record_s']['p95']} s, max"
             f" {report['take_to_record_s']['max']} s (margin to lease - heartbeat: {report['stall_margin_s']} s);"
             f" delivery delay p50 {report['delivery_delay_s']['p50']} s"
@@ -74,11 +82,19 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             " record (the machine was loaded?): a permit could then be reclaimed under a running query; a longer"
             " --lease-s restores the margin"
         )
+    second = report.get("second_deployment")
+    if second:
+        lines.append(
+            f"second deployment on the same budget ({second['jobs']} jobs, {second['same_names']} named like the"
+            f" first's, permits in {second['capacity_table']}): slots {second['slots']}, committed once"
+            f" {second['slots_committed_once']}, failure queue {second['failure_queue']}, permits {second['permit_how']}"
+        )
     control = report.get("negative_control")
     if control:
         lines.append(
             f"negative control (no budget, {control['jobs']} jobs): max active queries {control['max_active_queries']},"
-            f" TooManyRequests {control['too_many_requests']}, failure queue {control['failure_queue']}"
+            f" TooManyRequests {control['too_many_requests']}, failure queue {control['failure_queue']}; the checker"
+            f" against budget {report['budget']}: {control['checker_violations_by_check']}"
         )
     verdicts = {True: "pass", False: "FAIL", None: "not judged"}
     lines += [f"goal {name}: {verdicts[goal['pass']]}" for name, goal in report["goals"].items()]
@@ -112,6 +128,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
     add("--long-fraction", type=float, default=d.long_fraction, help="share of the jobs with a long query")
     add("--kills", type=int, default=d.kills, help="permit holders SIGKILLed (Lambda retries them)")
     add("--pauses", type=int, default=d.pauses, help="permit holders SIGSTOPped past their lease, then resumed")
+    add("--lost-answers", type=int, default=d.lost_answers, help="permit holders whose query start's answer is lost")
+    add(
+        "--second-jobs",
+        type=int,
+        default=d.second_jobs,
+        help="jobs of a second deployment sharing the budget (named like some of the first's; 0: none)",
+    )
+    add(
+        "--max-query-active-s",
+        type=float,
+        default=d.max_query_active_s,
+        help="CAPACITY_MAX_QUERY_ACTIVE_S and the Athena stand-in's query timeout (at least 60)",
+    )
     add("--backfill-slots", type=int, default=d.backfill_slots, help="past slots of one job run as a backfill")
     add("--wait-in-place-s", type=float, default=d.wait_in_place_s, help="CAPACITY_WAIT_IN_PLACE_S")
     add("--manual-headroom", type=int, default=d.manual_headroom, help="CAPACITY_MANUAL_HEADROOM")
@@ -142,6 +171,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
         long_fraction=args.long_fraction,
         kills=args.kills,
         pauses=args.pauses,
+        lost_answers=args.lost_answers,
+        second_jobs=args.second_jobs,
+        max_query_active_s=args.max_query_active_s,
         backfill_slots=args.backfill_slots,
         wait_in_place_s=args.wait_in_place_s,
         manual_headroom=args.manual_headroom,

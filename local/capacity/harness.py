@@ -10,14 +10,19 @@ the chaos suite drive (:mod:`local.emulators.lambda_service`):
 - every winner takes a permit of the deployment's semaphore (``CAPACITY_PERMITS`` = ``--budget``) before it starts
   its query on the Athena stand-in, which enforces Athena's own quota (``--quota`` active queries, 20 starts/s,
   burst 80) across every environment and records each query's active interval; each job's query has its own
-  duration (some longer than the lease);
+  duration (some longer than the lease), bounded by the stand-in's query timeout (``CAPACITY_MAX_QUERY_ACTIVE_S``);
+- a **second deployment** (``--second-jobs`` jobs, its own lock table; :mod:`local.capacity.phases`) shares that
+  budget through ``CAPACITY_TABLE_NAME`` and the same Athena: its jobs are named like some of the first's and fire on
+  the same slot, so their permit owners differ only by the deployment;
 - a winner without a permit waits in place (heartbeating), past ``--wait-in-place-s`` gives the slot back, and the
   deferral (:class:`local.capacity.worker.LocalDeferral`) delivers the event again after the runtime's retry delay
   (``CAPACITY_RETRY_DELAY_S``, at least 60 s) times ``--time-scale``;
 - some permit holders are SIGKILLed (Lambda's async retry, with the same request id, must inherit the permit) or
   SIGSTOPped past their lease (a late delivery takes the slot over and inherits the permit; the stopped holder is
-  resumed with SIGCONT and its writes are refused), and a backfill (:mod:`local.capacity.backfill`) runs past slots
-  of one job as manual generations beside the live schedule;
+  resumed with SIGCONT and its writes are refused), some lose their StartQueryExecution answer (the stand-in
+  applies the start, then the call fails retryably, once: the invocation fails and Lambda's retry, after the permit's
+  expiry, inherits the permit and gets the same query back for the same ClientRequestToken), and a backfill
+  (:mod:`local.capacity.backfill`) runs past slots of one job as manual generations beside the live schedule;
 - then one probe invocation (a job of its own, nothing waiting) counts the DynamoDB requests of a winner's slot,
   and the **negative control** runs ``--control-jobs`` jobs the same way without the budget (``CAPACITY_PERMITS=0``):
   Athena's quota must then refuse starts (``TooManyRequestsException``), or the budget proved nothing.
@@ -38,22 +43,24 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract
 from local.capacity.backfill import Backfill, BackfillSlot
+from local.capacity.phases import FunctionDelivery, Phase, build_phase
 from local.capacity.plan import (
     LAMBDA_RETRY_DELAYS_S,
+    LOSE_START_ANSWER,
     PROBE_JOB,
     TAKEOVER_MARGIN_S,
     CapacityOptions,
     CapacityPlan,
-    job_definitions,
+    lost_answer_retry_s,
     make_plan,
+    permit_owner,
+    second_plan,
 )
-from local.capacity.worker import ENV_ENGINE_QUOTA, ENV_ENGINE_STATE_DIR, ENV_QUERY_DURATIONS
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, LambdaServiceError, ServiceHooks
@@ -73,36 +80,9 @@ class CapacityHarnessError(RuntimeError):
     """The harness itself failed (environments would not start, a phase never settled): not a verdict."""
 
 
-@dataclass
-class FunctionDelivery(Delivery):
-    """A delivery to one job's function: ``env`` is where that function's environment differs from the pool's."""
-
-    env: dict[str, str] = field(default_factory=dict)
-    owner: str = ""  # the slot's permit owner, <job>#<slot>#g<generation>
-
-    def invoke_message(self, timeout_ms: int) -> dict[str, Any]:
-        return {**super().invoke_message(timeout_ms), "env": self.env}
-
-
-@dataclass
-class Phase:
-    """One deployment's run: the budgeted one, or the negative control."""
-
-    name: str
-    deployment: LocalDeployment
-    env: dict[str, str]
-    state_dir: Path
-    budget: int
-    plan: CapacityPlan
-    request_ids: set[str] = field(default_factory=set)
-    backfill: Backfill | None = None
-    probe_request_id: str | None = None
-    started_at: float = 0.0
-    duration_s: float = 0.0
-
-
 class CapacityRun(ServiceHooks):
-    """The run: set-up, the budgeted phase, the probes, the negative control; :meth:`close` is idempotent."""
+    """The run: set-up, the budgeted phase (with the second deployment on its budget), the probes, the negative
+    control; :meth:`close` is idempotent."""
 
     def __init__(self, options: CapacityOptions, *, out: Callable[[str], None] | None = None) -> None:
         self.o = options
@@ -116,7 +96,7 @@ class CapacityRun(ServiceHooks):
         self.phases: list[Phase] = []
         self.base_env: dict[str, str] = {}
         self.deferrals: dict[str, str] = {}  # deferral key -> the request id of its delivery
-        self.faults_fired: dict[str, str] = {}  # job -> request id of the holder the fault struck
+        self.faults_fired: dict[str, str] = {}  # permit owner (the live slot) -> request id of the holder struck
         self.stopped: dict[str, FunctionDelivery] = {}  # owner -> its stopped holder
         self.fan_out: deque[FunctionDelivery] = deque()  # fired racers not yet handed to the service (:meth:`_feed`)
         self.notices = 0
@@ -143,6 +123,8 @@ class CapacityRun(ServiceHooks):
         self.data_dir = ensure_flights_table().parent
         now = dt.datetime.now(dt.UTC)
         budgeted = self._phase("budget", make_plan(self.o, self.template, now), self.o.budget)
+        if budgeted.plan.second_jobs:
+            self._phase("second", second_plan(self.o, budgeted.plan), self.o.budget, shares=budgeted)
         self.base_env = budgeted.env
         self.service = FakeLambda(
             FunctionConfig(
@@ -158,8 +140,9 @@ class CapacityRun(ServiceHooks):
         )
         self.say(
             f"DynamoDB Local at {self._endpoint}; {self.o.jobs} jobs x {self.o.racers} racers on slot"
-            f" {budgeted.plan.slot}, budget {self.o.budget}, Athena quota {self.o.quota};"
-            f" starting {self.o.environments} execution environments"
+            f" {budgeted.plan.slot}, budget {self.o.budget}, Athena quota {self.o.quota}"
+            + (f", {len(budgeted.plan.second_jobs)} jobs of a second deployment" if budgeted.plan.second_jobs else "")
+            + f"; starting {self.o.environments} execution environments"
         )
         try:
             self.lambda_service.ensure_ready(self.o.environments, WORKER_START_TIMEOUT_S)
@@ -167,51 +150,24 @@ class CapacityRun(ServiceHooks):
             raise CapacityHarnessError(str(exc)) from exc
         self.say("environments ready")
 
-    def _phase(self, name: str, plan: CapacityPlan, budget: int) -> Phase:
-        """A deployment (its tables on the shared DynamoDB Local, its engine state) and its functions' env."""
-        workdir = self.workdir / name
-        state_dir = workdir / "engine"
-        state_dir.mkdir(parents=True, exist_ok=True)
-        jobs = job_definitions(self.template, [*plan.jobs, PROBE_JOB])
-        deployment = LocalDeployment(
-            jobs,
-            backend="dynamodb-local",
-            workdir=workdir,
-            lock_table=f"capacity-{name}-locks-{self.run_id}",
-            results_table=f"capacity-{name}-results-{self.run_id}",
-            dynamodb_endpoint=self._endpoint,
-        )
-        self._endpoint = deployment.start()
-        if self._first is None:
-            self._first = deployment  # it owns DynamoDB Local when the harness started it
-        durations = workdir / "durations.json"
-        durations.write_text(json.dumps(plan.durations_ms, indent=1), encoding="utf-8")
-        env = deployment.function_env(
+    def _phase(self, name: str, plan: CapacityPlan, budget: int, *, shares: Phase | None = None) -> Phase:
+        """A deployment (its tables on the shared DynamoDB Local, its engine state) and its functions' env
+        (:func:`local.capacity.phases.build_phase`)."""
+        phase = build_phase(
+            name,
+            plan,
+            budget,
+            options=self.o,
+            template=self.template,
+            workdir=self.workdir / name,
+            run_id=self.run_id,
+            endpoint=self._endpoint,
             function_name=FUNCTION_NAME,
-            lease_duration_s=self.o.lease_s,
-            heartbeat_interval_s=self.o.heartbeat_s,
-            max_slot_age_s=self.o.max_slot_age_s,
-            log_level="INFO",
+            shares=shares,
         )
-        env.update(
-            {
-                contract.ENV_CAPACITY_PERMITS: str(budget),
-                contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
-                contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.o.wait_in_place_s),
-                contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.o.manual_headroom),
-                contract.ENV_CAPACITY_RETRY_DELAY_S: str(contract.MIN_CAPACITY_RETRY_DELAY_S),
-                ENV_ENGINE_STATE_DIR: str(state_dir),
-                ENV_ENGINE_QUOTA: json.dumps(
-                    {
-                        "active_queries": self.o.quota,
-                        "start_rate_per_s": self.o.start_rate_per_s,
-                        "start_burst": self.o.start_burst,
-                    }
-                ),
-                ENV_QUERY_DURATIONS: str(durations),
-            }
-        )
-        phase = Phase(name, deployment, env, state_dir, budget, plan)
+        self._endpoint = phase.deployment.endpoint
+        if self._first is None:
+            self._first = phase.deployment  # it owns DynamoDB Local when the harness started it
         self.phases.append(phase)
         return phase
 
@@ -251,7 +207,7 @@ class CapacityRun(ServiceHooks):
         fan_out: bool = False,
     ) -> FunctionDelivery:
         generation = int((event.get("manual") or {}).get("generation") or 1)
-        owner = f"{job}#{event['scheduled_time']}#g{generation}"
+        owner = permit_owner(job, str(event["scheduled_time"]), generation, phase.lock_table)
         function_env = {**phase.env, contract.ENV_JOB_NAME: job, **(env or {})}
         overlay = {k: v for k, v in function_env.items() if self.base_env.get(k) != v}
         fault = phase.plan.faults.get(job)
@@ -262,7 +218,7 @@ class CapacityRun(ServiceHooks):
             racer,
             event,
             kind,
-            fault=fault.instruction() if fault and generation == 1 and job not in self.faults_fired else None,
+            fault=fault.instruction() if fault and generation == 1 and owner not in self.faults_fired else None,
             due=time.monotonic() if due is None else due,
             retry_of=retry_of,
             env=overlay,
@@ -278,14 +234,16 @@ class CapacityRun(ServiceHooks):
     def _phase_of(self, delivery: Delivery) -> Phase:
         return next(p for p in self.phases if delivery.request_id in p.request_ids)
 
-    def fire(self, phase: Phase) -> None:
-        """Every job's racers on the slot at once: racer 0 of every job first, then racer 1, ... They wait in the
-        fan-out queue (:meth:`_feed`) for an idle environment, all due now (their delay is measured from now)."""
+    def fire(self, phases: list[Phase]) -> None:
+        """Every job's racers on the slot at once, in every deployment: racer 0 of every job first (each deployment
+        in turn), then racer 1, ... They wait in the fan-out queue (:meth:`_feed`) for an idle environment, all due
+        now (their delay is measured from now)."""
         now = time.monotonic()
         for racer in range(self.o.racers):
-            for job in phase.plan.jobs:
-                event = {"job": job, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4())}
-                self._deliver(phase, job, {**event, "racer": racer}, "race", racer=racer, due=now, fan_out=True)
+            for phase in phases:
+                for job in phase.plan.jobs:
+                    event = {"job": job, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4())}
+                    self._deliver(phase, job, {**event, "racer": racer}, "race", racer=racer, due=now, fan_out=True)
 
     def _feed(self) -> None:
         """Hand the fan-out's deliveries to the service only as environments fall idle. The pool stands for Lambda's
@@ -300,14 +258,16 @@ class CapacityRun(ServiceHooks):
             if not self.fan_out:
                 return
             delivery = self.fan_out.popleft()
-            if delivery.owner.split("#", 1)[0] in self.faults_fired:
+            if delivery.owner in self.faults_fired:
                 delivery.fault = None  # one fault per slot: it struck another delivery of the slot already
             service.invoke(delivery)
 
     # ---- hooks -------------------------------------------------------------------------------------
     def retry_delay_s(self, delivery: Delivery, cause: str) -> float:
-        """Lambda's async retries (about 1, then 2 minutes), scaled."""
-        return LAMBDA_RETRY_DELAYS_S[min(delivery.attempt, len(LAMBDA_RETRY_DELAYS_S)) - 1] * self.o.time_scale
+        """Lambda's async retries (about 1, then 2 minutes), scaled; the retry of a lost StartQueryExecution answer
+        as far past the lease (and so past the permit's expiry) as Lambda's minute after the job's 45 s lease."""
+        scaled = LAMBDA_RETRY_DELAYS_S[min(delivery.attempt, len(LAMBDA_RETRY_DELAYS_S)) - 1] * self.o.time_scale
+        return max(scaled, lost_answer_retry_s(self.o)) if delivery.fault_fired == LOSE_START_ANSWER else scaled
 
     def notice(self, text: str) -> None:
         self.notices += 1
@@ -335,8 +295,7 @@ class CapacityRun(ServiceHooks):
 
     def on_fault(self, delivery: Delivery, worker: Worker, message: dict[str, Any]) -> None:
         assert isinstance(delivery, FunctionDelivery)
-        job = delivery.owner.split("#", 1)[0]
-        self.faults_fired[job] = delivery.request_id
+        self.faults_fired[delivery.owner] = delivery.request_id
         for other in self.lambda_service.deliveries:  # one fault per slot: later deliveries carry none
             if isinstance(other, FunctionDelivery) and other.owner == delivery.owner and other is not delivery:
                 other.fault = None
@@ -366,37 +325,44 @@ class CapacityRun(ServiceHooks):
 
     # ---- phases ------------------------------------------------------------------------------------
     def run(self) -> None:
-        """The budgeted phase (with the backfill and the faults), its probe, then the negative control and its."""
+        """The budgeted phase (with the backfill and the faults) and the second deployment on its budget, its probe,
+        then the negative control and its."""
         deadline = time.monotonic() + self.o.max_run_s
         budgeted = self.phases[0]
-        self._run_phase(budgeted, deadline, backfill=True)
+        self._run_phase([p for p in self.phases if p is budgeted or p.shares is budgeted], deadline, backfill=True)
         self._probe(budgeted, deadline)
         if self.o.control_jobs:
             now = dt.datetime.now(dt.UTC)
             plan = make_plan(self.o, self.template, now, jobs=self.o.control_jobs, faults=False)
             control = self._phase("control", plan, 0)
-            self._run_phase(control, deadline, backfill=False)
+            self._run_phase([control], deadline, backfill=False)
             self._probe(control, deadline)
 
-    def _run_phase(self, phase: Phase, deadline: float, *, backfill: bool) -> None:
+    def _run_phase(self, phases: list[Phase], deadline: float, *, backfill: bool) -> None:
+        """``phases``' racers at once (a deployment and those sharing its budget), the first's backfill beside them,
+        until nothing is due, running or queued any more."""
         service = self.lambda_service
-        phase.started_at = time.monotonic()
+        phase = phases[0]
+        for each in phases:
+            each.started_at = time.monotonic()
         plan = phase.plan
         if backfill and plan.backfill_job:
-            lock = SlotLock(phase.deployment.lock_table, plan.backfill_job, client=phase.deployment.client("dynamodb"))
+            lock = SlotLock(phase.lock_table, plan.backfill_job, client=phase.deployment.client("dynamodb"))
             phase.backfill = Backfill(
                 lock,
                 plan.backfill_job,
                 [BackfillSlot(slot) for slot in plan.backfill_slots],
                 invoke=lambda event: self._invoke_manual(phase, event),
                 in_flight=self._in_flight,
+                deployment=phase.lock_table,
             )
         self.say(
             f"{phase.name}: {len(plan.jobs)} jobs x {self.o.racers} racers fire on {plan.slot}"
             f" (budget {phase.budget or 'off'}, quota {self.o.quota})"
+            + "".join(f"; {each.name}: {len(each.plan.jobs)} jobs on the same budget" for each in phases[1:])
             + (f"; backfill of {len(plan.backfill_slots)} slots of {plan.backfill_job}" if phase.backfill else "")
         )
-        self.fire(phase)
+        self.fire(phases)
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         while True:
             self._feed()
@@ -409,11 +375,12 @@ class CapacityRun(ServiceHooks):
                 raise CapacityHarnessError(f"phase {phase.name} did not settle within --max-run-s")
             if time.monotonic() >= next_progress:
                 next_progress = time.monotonic() + PROGRESS_EVERY_S
-                self.say(self._progress(phase))
-        phase.duration_s = time.monotonic() - phase.started_at
+                self.say(self._progress(phases))
+        for each in phases:
+            each.duration_s = time.monotonic() - each.started_at
         if phase.backfill is not None:
             self.harness_errors += phase.backfill.errors
-        self.say(f"{phase.name}: settled in {phase.duration_s:.1f} s; {self._progress(phase)}")
+        self.say(f"{phase.name}: settled in {phase.duration_s:.1f} s; {self._progress(phases)}")
 
     def _invoke_manual(self, phase: Phase, event: dict[str, Any]) -> None:
         """The operator's asynchronous invocation of a manual generation (a new request id, as Lambda's Invoke)."""
@@ -425,8 +392,8 @@ class CapacityRun(ServiceHooks):
         running = any(isinstance(d, FunctionDelivery) and d.owner == owner for d in service.in_flight.values())
         return pending or running
 
-    def _progress(self, phase: Phase) -> str:
-        mine = [d for d in self.lambda_service.deliveries if d.request_id in phase.request_ids]
+    def _progress(self, phases: list[Phase]) -> str:
+        mine = [d for d in self.lambda_service.deliveries if any(d.request_id in p.request_ids for p in phases)]
         committed = sum(1 for d in mine if d.status == "succeeded")
         deferred = sum(1 for d in mine if d.status == "deferred")
         return (

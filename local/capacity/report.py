@@ -1,18 +1,22 @@
 """``capacity-report.json``: the figures of one ``make capacity`` run and its goals, from what was recorded.
 
-Sources, per phase (the budgeted run, the negative control): the engine's quota record
-(:func:`local.emulators.duckdb_engine.quota_report`: starts, refusals, every query's active interval), the permit
-writes DynamoDB accepted and every StartQueryExecution answer (reported by the environments,
-:mod:`local.capacity.worker`), the fake Lambda service's deliveries (outcomes, retries, the on-failure destination),
-the invocations' outcome log lines (``"slot <iso>: <outcome>"``: ``permit``, ``permit_wait_ms``,
-``capacity_deferrals``) and the slot items read back from the lock table.
+Sources, per phase (the budgeted run, the second deployment on its budget, the negative control): the engine's
+quota record (:func:`local.emulators.duckdb_engine.quota_report`: starts, refusals, every query's active interval;
+one Athena for the two deployments sharing the budget), the permit writes DynamoDB accepted and every
+StartQueryExecution answer (reported by the environments, :mod:`local.capacity.worker`), the fake Lambda service's
+deliveries (outcomes, retries, the on-failure destination, the faults), the invocations' outcome log lines
+(``"slot <iso>: <outcome>"``: ``permit``, ``permit_wait_ms``, ``capacity_deferrals``) and the slot items read back
+from each deployment's lock table. The capacity checker judges both deployments' queries and permit writes against
+the one budget (their tokens and owners name their deployment).
 
-Goals (each ``{"pass": bool, ...}``; the run fails when one does not pass; ``pass`` None: not judged, the two goals
-that need the negative control when the run had none): the engine never saw more active queries
-than the budget, Athena never answered ``TooManyRequestsException``, every slot committed exactly once (SUCCEEDED;
-MISSED ``capacity`` only past its maximum age), nothing in the failure queue, the capacity checker found no
-violation, the semaphore adds at most 2 DynamoDB requests to a winner's slot when no one waits, and the negative
-control (no budget) did meet ``TooManyRequestsException`` (else the budget proved nothing).
+Goals (each ``{"pass": bool, ...}``; the run fails when one does not pass; ``pass`` None: not judged, e.g. the goals
+that need the negative control when the run had none): the engine never saw more active queries than the budget,
+Athena never answered ``TooManyRequestsException``, every slot of either deployment committed exactly once
+(SUCCEEDED; MISSED ``capacity`` only past its maximum age), nothing in the failure queue, the capacity checker found
+no violation, no query stayed active longer than ``CAPACITY_MAX_QUERY_ACTIVE_S``, the semaphore adds at most 2
+DynamoDB requests to a winner's slot when no one waits, and the negative control (no budget) did meet
+``TooManyRequestsException`` and the checker, judging it against the budget it lacked, reports
+``capacity_exceeded`` (else the budget, or the checker, proved nothing).
 """
 
 from __future__ import annotations
@@ -25,20 +29,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from athena_refresh import contract
-from athena_refresh.engine import client_request_token
 from athena_refresh.results import ResultsStore
-from athena_refresh.stored import result_sort_key
-from local.chaos.capacity_check import PermitEvent, SlotAttempt, check_capacity, holdings
+from local.capacity.goals import goals
+from local.capacity.plan import LOSE_START_ANSWER, PROBE_JOB, permit_owner
+from local.chaos.capacity_check import CapacityCheck, PermitEvent, check_capacity, holdings, token_index
 from local.chaos.checker import percentile
-from local.emulators.duckdb_engine import quota_report
-from slotlock import Slot, SlotLock
+from local.emulators.duckdb_engine import QuotaReport, quota_report
+from slotlock import PermitOwner, SlotLock
 
 if TYPE_CHECKING:
-    from local.capacity.harness import CapacityRun, FunctionDelivery, Phase
+    from local.capacity.harness import CapacityRun
+    from local.capacity.phases import FunctionDelivery, Phase
 
-#: The most DynamoDB requests the semaphore may add to a winner's slot when no one waits (one BatchGetItem of the
-#: permits and the tickets item, one conditional UpdateItem of a permit): docs/protocol.md, "Capacity semaphore".
-MAX_ADDED_REQUESTS = 2
 REPORT_FORMAT = 1
 
 
@@ -69,19 +71,9 @@ def _stats_s(values_ms: Sequence[float]) -> dict[str, float | None]:
     return {"p50": seconds(50), "p95": seconds(95), "max": seconds(100), "samples": len(values_ms)}
 
 
-def token_index(phase: Phase, owners: Iterable[str], max_attempts: int) -> dict[str, SlotAttempt]:
-    """Every ClientRequestToken a query of these owners (``<job>#<slot>#g<n>``) can carry, one per attempt."""
-    index = {}
-    for owner in owners:
-        job, slot, generation = owner.rsplit("#", 2)
-        key = result_sort_key(slot, int(generation[1:]))
-        for attempt in range(1, max_attempts + 1):
-            token = client_request_token(job, key, attempt, deployment_id=phase.deployment.lock_table)
-            index[token] = SlotAttempt(owner, attempt)
-    return index
-
-
-def permit_events(history: Iterable[Mapping[str, Any]], request_ids: set[str]) -> list[PermitEvent]:
+def permit_events(history: Iterable[Mapping[str, Any]], phases: Iterable[Phase]) -> list[PermitEvent]:
+    """The permit writes of these phases' invocations, each with its writer's deployment (the lock table)."""
+    deployment_of = {request_id: phase.lock_table for phase in phases for request_id in phase.request_ids}
     return [
         PermitEvent(
             t_ms=int(e["wall_ms"]),
@@ -91,22 +83,55 @@ def permit_events(history: Iterable[Mapping[str, Any]], request_ids: set[str]) -
             token=e.get("token"),
             query=e.get("query"),
             request_id=e.get("request_id"),
+            deployment=deployment_of[str(e["request_id"])],
         )
         for e in history
-        if e["what"] == "permit" and e.get("request_id") in request_ids
+        if e["what"] == "permit" and e.get("request_id") in deployment_of
     ]
 
 
+def slot_owners(phase: Phase) -> tuple[list[str], list[str]]:
+    """The phase's live and backfill slots as permit owners (``<job>#<slot>#g<n>#d<lock table>``)."""
+    plan = phase.plan
+    live = [permit_owner(job, plan.slot, 1, phase.lock_table) for job in plan.jobs]
+    backfill = (
+        [phase.backfill.owner(item) for item in phase.backfill.slots if item.generation is not None]
+        if phase.backfill
+        else []
+    )
+    return live, backfill
+
+
+Judged = tuple[CapacityCheck, QuotaReport, list[PermitEvent]]
+
+
+def judge(run: CapacityRun, phases: Sequence[Phase], budget: int | None) -> Judged:
+    """The capacity checker over ``phases`` (a deployment and those sharing its budget and Athena): every query the
+    engine registered, every slot attempt's token of each deployment (the probe's included), every permit write;
+    with the quota record and the permit writes it judged."""
+    owners = []
+    for phase in phases:
+        live, backfill = slot_owners(phase)
+        owners += [*live, *backfill, permit_owner(PROBE_JOB, phase.plan.slot, 1, phase.lock_table)]
+    max_attempts = int(phases[0].env.get(contract.ENV_MAX_QUERY_ATTEMPTS) or 3)
+    quota = quota_report(phases[0].state_dir)
+    events = permit_events(run.lambda_service.history, phases)
+    return check_capacity(quota.intervals, token_index(owners, max_attempts), events, budget=budget), quota, events
+
+
 def take_to_record_ms(events: Iterable[PermitEvent]) -> list[int]:
-    """For every permit taken, the time until its holder recorded its query on it: the window in which a stalled
-    holder's permit can expire naming no query (reclaimable) while the holder still goes on to start its query."""
-    taken: dict[tuple[str, str], int] = {}
+    """For every permit taken, the time until its holder (the same fencing token) recorded its query on it: the
+    window in which a stalled holder's permit can expire naming no query (reclaimable) while the holder still goes
+    on to start its query. A record by a later holder (a lost start answer's retry, which inherited the permit) is
+    not the taker's: that permit stays counted by its start window, not by the lease."""
+    taken: dict[tuple[str, str, int | None], int] = {}
     gaps = []
     for event in sorted(events, key=lambda e: e.t_ms):
+        holder = (event.holder, event.key, event.token)
         if event.op == "take":
-            taken[(event.owner, event.key)] = event.t_ms
-        elif event.op == "record" and (event.owner, event.key) in taken:
-            gaps.append(event.t_ms - taken.pop((event.owner, event.key)))
+            taken[holder] = event.t_ms
+        elif event.op == "record" and holder in taken:
+            gaps.append(event.t_ms - taken.pop(holder))
     return gaps
 
 
@@ -116,21 +141,29 @@ def stored_statuses(phase: Phase, owners: Iterable[str]) -> dict[str, dict[str, 
     store = ResultsStore(phase.deployment.results_table, dynamodb_client=client)
     locks: dict[str, SlotLock] = {}
     found = {}
-    for owner in owners:
-        job, slot, generation = owner.rsplit("#", 2)
-        lock = locks.setdefault(job, SlotLock(phase.deployment.lock_table, job, client=client))
-        number = int(generation[1:])
-        item = lock.for_generation(number).get_slot(Slot.parse(slot)) or {}
-        found[owner] = {
+    for owner_id in owners:
+        owner = PermitOwner.from_id(owner_id)
+        assert owner is not None, owner_id
+        job, number = owner.job, owner.generation
+        lock = locks.setdefault(job, SlotLock(phase.lock_table, job, client=client))
+        item = lock.for_generation(number).get_slot(owner.slot) or {}
+        found[owner_id] = {
             "status": item.get("status"),
             "reason": item.get("reason"),
-            "result": store.get_result(job, slot, number) is not None,
+            "result": store.get_result(job, owner.slot.iso, number) is not None,
         }
     return found
 
 
-def phase_figures(run: CapacityRun, phase: Phase, lines: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """The figures of one phase (see the module docstring)."""
+def phase_figures(
+    run: CapacityRun,
+    phase: Phase,
+    lines: Mapping[str, list[dict[str, Any]]],
+    judged: Judged,
+) -> dict[str, Any]:
+    """The figures of one phase (see the module docstring); ``judged``: the checker's verdict on the phases sharing
+    its budget, their Athena's quota record and their permit writes (:func:`judge`): a permit of this deployment's
+    slot reclaimed by the other deployment's counts here."""
     service = run.lambda_service
     deliveries: list[FunctionDelivery] = [
         d  # type: ignore[misc]
@@ -138,19 +171,10 @@ def phase_figures(run: CapacityRun, phase: Phase, lines: Mapping[str, list[dict[
         if d.request_id in phase.request_ids and d.request_id != phase.probe_request_id
     ]
     plan = phase.plan
-    live = [f"{job}#{plan.slot}#g1" for job in plan.jobs]
-    backfill = (
-        [phase.backfill.owner(item) for item in phase.backfill.slots if item.generation is not None]
-        if phase.backfill
-        else []
-    )
+    live, backfill = slot_owners(phase)
     owners = live + backfill
-    max_attempts = int(phase.env.get(contract.ENV_MAX_QUERY_ATTEMPTS) or 3)
-    probe_owner = f"cap-probe#{plan.slot}#g1"
-    tokens = token_index(phase, [*owners, probe_owner], max_attempts)
-    quota = quota_report(phase.state_dir)
-    events = permit_events(service.history, phase.request_ids)
-    check = check_capacity(quota.intervals, tokens, events, budget=phase.budget or None)
+    check, quota, shared_events = judged
+    events = [e for e in shared_events if e.deployment == phase.lock_table]  # this deployment's writes
     stored = stored_statuses(phase, owners)
     commits = Counter(d.owner for d in deliveries if d.status == "succeeded")
     by_owner: dict[str, list[FunctionDelivery]] = defaultdict(list)
@@ -174,17 +198,24 @@ def phase_figures(run: CapacityRun, phase: Phase, lines: Mapping[str, list[dict[
     dead = [d for d in service.dead_lettered if d.request_id in phase.request_ids]
     statuses = Counter(str(d.status) for d in deliveries if d.done)
     delays = [(d.delivered_at - d.due) * 1000 for d in deliveries if d.delivered_at is not None]
-    reclaimed = [h for h in holdings(events) if h.ended_by not in (None, "release")]
+    reclaimed = [
+        h
+        for h in holdings(shared_events)
+        if h.ended_by not in (None, "release") and h.owner.endswith(f"#d{phase.lock_table}")
+    ]
     gaps_ms = take_to_record_ms(events)
     missed_capacity = [o for o, s in stored.items() if s["status"] == "MISSED" and s["reason"] == "capacity"]
     # MISSED "capacity" is right only for a live slot, once its maximum age (less the deferral margin and one retry
     # delay, athena_refresh.permits) has passed: the waiter at its last chance records it. Never for a manual
     # generation: the maximum age does not apply to manual runs (docs/protocol.md rule 12).
     now_s = time.time()
+    slot_of = {o: PermitOwner.from_id(o) for o in missed_capacity}
     missed_early = [
         o
-        for o in missed_capacity
-        if not o.endswith("#g1") or now_s - Slot.parse(o.rsplit("#", 2)[1]).epoch_s < run.o.max_slot_age_s - 120
+        for o, slot_owner in slot_of.items()
+        if slot_owner is None
+        or slot_owner.generation != 1
+        or now_s - slot_owner.slot.epoch_s < run.o.max_slot_age_s - 120
     ]
     committed_once = [
         o for o in owners if commits[o] == 1 and stored[o]["status"] == "SUCCEEDED" and stored[o]["result"]
@@ -202,6 +233,8 @@ def phase_figures(run: CapacityRun, phase: Phase, lines: Mapping[str, list[dict[
     return {
         "phase": phase.name,
         "budget": phase.budget,
+        "lock_table": phase.lock_table,
+        "shares_budget_of": None if phase.shares is None else phase.shares.name,
         "jobs": len(plan.jobs),
         "slot": plan.slot,
         "duration_s": round(phase.duration_s, 1),
@@ -211,6 +244,7 @@ def phase_figures(run: CapacityRun, phase: Phase, lines: Mapping[str, list[dict[
         "starts": quota.starts,
         "too_many_requests": quota.too_many_requests,
         "throttled": quota.throttled,
+        "longest_query_active_s": max(((i.ends_at_ms - i.submitted_at_ms) / 1000 for i in quota.intervals), default=0),
         "slots": len(owners),
         "slots_live": len(live),
         "slots_backfill": len(backfill),
@@ -231,55 +265,85 @@ def phase_figures(run: CapacityRun, phase: Phase, lines: Mapping[str, list[dict[
         "stale_rejected": statuses.get("stale_rejected", 0),
         "lease_lost": statuses.get("lease_lost", 0),
         "capacity_check": check.as_dict(),
-        "faults": _faults(run, phase, by_owner, lines),
+        "faults": _faults(run, phase, by_owner, lines, quota),
         "backfill": phase.backfill.summary() if phase.backfill else None,
         "probe": None if probe is None else {"requests": probe.get("count"), "operations": probe.get("operations")},
     }
 
 
 def _faults(
-    run: CapacityRun, phase: Phase, by_owner: Mapping[str, list[FunctionDelivery]], lines: Mapping[str, Any]
+    run: CapacityRun,
+    phase: Phase,
+    by_owner: Mapping[str, list[FunctionDelivery]],
+    lines: Mapping[str, Any],
+    quota: QuotaReport,
 ) -> list[dict[str, Any]]:
     """What became of each planned fault: the struck holder, and how its slot's committing invocation held the
-    permit (``inherited``/``held`` for a retry or a takeover of a running query)."""
+    permit (``inherited``/``held`` for a retry or a takeover of a running query). For a lost StartQueryExecution
+    answer, also the query whose answer was lost (as the environment reported it), whether a later start of the
+    same ClientRequestToken got that same query back, and how many queries the engine registered for the slot."""
     found = []
+    max_attempts = int(phase.env.get(contract.ENV_MAX_QUERY_ATTEMPTS) or 3)
+    starts = [e for e in run.lambda_service.history if e["what"] == "query_start"]
     for job, fault in sorted(phase.plan.faults.items()):
-        owner = f"{job}#{phase.plan.slot}#g1"
+        owner = permit_owner(job, phase.plan.slot, 1, phase.lock_table)
         mine = by_owner.get(owner, [])
         struck = next((d for d in mine if d.fault_fired), None)
         committer = next((d for d in mine if d.status == "succeeded"), None)
         line = (lines.get(committer.request_id) or [{}])[-1] if committer else {}
-        found.append(
-            {
-                "job": job,
-                "action": fault.action,
-                "checkpoint": fault.checkpoint,
-                "fired": struck is not None,
-                "struck": None if struck is None else {"request_id": struck.request_id, "status": struck.status},
-                "committed_by": None
-                if committer is None
-                else {
-                    "kind": committer.kind,
-                    "same_request_id": struck is not None and committer.request_id == struck.request_id,
-                    "permit": line.get(contract.LOG_FIELD_PERMIT),
-                    "query_adopted": line.get(contract.LOG_FIELD_QUERY_ADOPTED),
-                    "queries_started": line.get(contract.LOG_FIELD_QUERIES_STARTED),
-                },
-                "invocations": [f"{d.kind}:{d.status}" for d in mine],
-            }
-        )
+        figures: dict[str, Any] = {
+            "job": job,
+            "owner": owner,
+            "action": fault.action,
+            "checkpoint": fault.checkpoint,
+            "fired": struck is not None,
+            "struck": None if struck is None else {"request_id": struck.request_id, "status": struck.status},
+            "committed_by": None
+            if committer is None
+            else {
+                "kind": committer.kind,
+                "same_request_id": struck is not None and committer.request_id == struck.request_id,
+                "permit": line.get(contract.LOG_FIELD_PERMIT),
+                "query_adopted": line.get(contract.LOG_FIELD_QUERY_ADOPTED),
+                "queries_started": line.get(contract.LOG_FIELD_QUERIES_STARTED),
+            },
+            "invocations": [f"{d.kind}:{d.status}" for d in mine],
+        }
+        if fault.action == LOSE_START_ANSWER:
+            tokens = token_index([owner], max_attempts)
+            mine_starts = [e for e in starts if e.get("token") in tokens]
+            lost = [e for e in mine_starts if e.get("answer_lost")]
+            lost_ids = {e.get("query_execution_id") for e in lost}
+            figures["answers_lost"] = len(lost)
+            figures["lost_query"] = next(iter(lost_ids), None) if len(lost_ids) == 1 else sorted(map(str, lost_ids))
+            figures["same_query_returned"] = bool(lost) and any(
+                not e.get("answer_lost") and e.get("query_execution_id") in lost_ids for e in mine_starts
+            )
+            figures["queries_registered"] = sum(1 for i in quota.intervals if i.client_request_token in tokens)
+        found.append(figures)
     return found
 
 
 def build_report(run: CapacityRun) -> dict[str, Any]:
-    """The report (see the module docstring); ``goals`` judged here."""
+    """The report (see the module docstring); ``goals`` judged by :func:`local.capacity.goals.goals`."""
     o = run.o
     lines = outcome_lines(run.logs_dir)
-    main = phase_figures(run, run.phases[0], lines)
-    control = phase_figures(run, run.phases[1], lines) if len(run.phases) > 1 else None
+    budgeted = run.phases[0]
+    shared = [p for p in run.phases if p is budgeted or p.shares is budgeted]
+    judged = judge(run, shared, o.budget)  # both deployments' queries and permit writes against the one budget
+    main = phase_figures(run, budgeted, lines, judged)
+    second = next((phase_figures(run, p, lines, judged) for p in shared[1:]), None)
+    control_phase = next((p for p in run.phases if p.name == "control"), None)
+    # the negative control judged against the budget it lacked: the checker must report it
+    control = (
+        None
+        if control_phase is None
+        else phase_figures(run, control_phase, lines, judge(run, [control_phase], o.budget))
+    )
     with_budget = (main["probe"] or {}).get("requests")
     without = (control["probe"] or {}).get("requests") if control else None
     added = None if with_budget is None or without is None else with_budget - without
+    lost = [f for f in main["faults"] if f["action"] == LOSE_START_ANSWER]
     report: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "jobs": o.jobs,
@@ -292,10 +356,26 @@ def build_report(run: CapacityRun) -> dict[str, Any]:
         "wait_in_place_s": o.wait_in_place_s,
         "time_scale": o.time_scale,
         "query_ms": {"short": list(o.query_ms), "long": list(o.long_query_ms), "long_fraction": o.long_fraction},
+        "max_query_active_s": o.max_query_active_s,
         "memory_mb": o.memory_mb,
         "seed": o.seed,
         "duration_s": round(time_since(run), 1),
         **{k: main[k] for k in _MAIN_FIELDS},
+        "lost_answers": {
+            "planned": len(lost),
+            "answers_lost": sum(f["answers_lost"] for f in lost),
+            "same_query_returned": sum(1 for f in lost if f["same_query_returned"]),
+            "committed_with_permit_inherited": sum(
+                1 for f in lost if (f["committed_by"] or {}).get("permit") in ("inherited", "held")
+            ),
+        },
+        "second_deployment": None
+        if second is None
+        else {
+            **{k: second[k] for k in _SECOND_FIELDS},
+            "same_names": len(set(shared[1].plan.jobs) & set(budgeted.plan.jobs)),
+            "capacity_table": budgeted.lock_table,
+        },
         "dynamodb_requests_per_slot": {
             "with_budget": with_budget,
             "without_budget": without,
@@ -308,24 +388,17 @@ def build_report(run: CapacityRun) -> dict[str, Any]:
         "negative_control": None
         if control is None
         else {
-            k: control[k]
-            for k in (
-                "jobs",
-                "budget",
-                "max_active_queries",
-                "too_many_requests",
-                "throttled",
-                "starts",
-                "slots_committed_once",
-                "failure_queue",
-                "outcomes",
-                "duration_s",
-            )
+            **{k: control[k] for k in _CONTROL_FIELDS},
+            "checker_violations_by_check": control["capacity_check"]["violations_by_check"],
         },
         "harness_errors": list(run.harness_errors) + list(run.lambda_service.errors),
-        "phases": {"budget": main, **({"control": control} if control else {})},
+        "phases": {
+            "budget": main,
+            **({"second": second} if second else {}),
+            **({"control": control} if control else {}),
+        },
     }
-    report["goals"] = goals(report, main, added)
+    report["goals"] = goals(report, main, second, added)
     return report
 
 
@@ -334,6 +407,7 @@ _MAIN_FIELDS = (
     "too_many_requests",
     "throttled",
     "starts",
+    "longest_query_active_s",
     "slots",
     "slots_live",
     "slots_backfill",
@@ -353,55 +427,32 @@ _MAIN_FIELDS = (
     "take_to_record_s",
     "stall_margin_s",
 )
+_SECOND_FIELDS = (
+    "jobs",
+    "lock_table",
+    "slots",
+    "slots_committed_once",
+    "missed_capacity",
+    "failure_queue",
+    "deferrals",
+    "invocations",
+    "outcomes",
+    "permit_how",
+    "wait_s",
+)
+_CONTROL_FIELDS = (
+    "jobs",
+    "budget",
+    "max_active_queries",
+    "too_many_requests",
+    "throttled",
+    "starts",
+    "slots_committed_once",
+    "failure_queue",
+    "outcomes",
+    "duration_s",
+)
 
 
 def time_since(run: CapacityRun) -> float:
     return time.monotonic() - run.t0
-
-
-def goals(report: Mapping[str, Any], main: Mapping[str, Any], added: int | None) -> dict[str, dict[str, Any]]:
-    """Each goal's verdict (``pass``) with the value it judged."""
-    budget = report["budget"]
-    check = main["capacity_check"]
-    control = report["negative_control"]
-    return {
-        "max_active_queries_within_budget": {
-            "pass": main["max_active_queries"] <= budget,
-            "value": main["max_active_queries"],
-            "limit": budget,
-        },
-        "no_too_many_requests": {"pass": main["too_many_requests"] == 0, "value": main["too_many_requests"]},
-        "every_slot_committed_once": {
-            "pass": not main["slot_problems"]
-            and main["slots_committed_once"] + main["missed_capacity"] == main["slots"],
-            "value": main["slots_committed_once"],
-            "slots": main["slots"],
-            "missed_capacity": main["missed_capacity"],
-            "problems": main["slot_problems"][:10],
-        },
-        "failure_queue_empty": {"pass": main["failure_queue"] == 0, "value": main["failure_queue"]},
-        "capacity_checker": {
-            "pass": not check["violations"],
-            "violations_by_check": check["violations_by_check"],
-            "examples": check["violations"][:5],
-        },
-        "semaphore_adds_at_most_2_requests": _unless_no_control(
-            control,
-            {"pass": added is not None and added <= MAX_ADDED_REQUESTS, "value": added, "limit": MAX_ADDED_REQUESTS},
-        ),
-        "negative_control_meets_too_many_requests": _unless_no_control(
-            control,
-            {
-                "pass": control is not None and control["too_many_requests"] > 0,
-                "value": (control or {}).get("too_many_requests"),
-            },
-        ),
-        "no_harness_error": {"pass": not report["harness_errors"], "value": len(report["harness_errors"])},
-    }
-
-
-def _unless_no_control(control: Mapping[str, Any] | None, goal: dict[str, Any]) -> dict[str, Any]:
-    """A goal that needs the negative control: not judged (``pass`` None) when the run had none (``--no-control``)."""
-    if control is None:
-        return {"pass": None, "skipped": "no negative control (--no-control)"}
-    return goal

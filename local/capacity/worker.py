@@ -12,8 +12,15 @@ runtime:
 - **the engine**: :class:`~local.emulators.duckdb_engine.DuckDBQueryEngine` with Athena's quota
   (:class:`~local.emulators.duckdb_engine.EngineQuota`, from ``LOCAL_ENGINE_QUOTA``) across every environment
   sharing ``LOCAL_ENGINE_STATE_DIR``, and each job's own simulated duration (``LOCAL_QUERY_DURATIONS``, a JSON
-  file: job -> ms); every ``StartQueryExecution`` answer is reported to the parent (``query_start``,
-  ``query_refused``);
+  file: job -> ms), never longer than the query timeout (``LOCAL_ENGINE_QUERY_TIMEOUT_S``, Athena's DML query
+  timeout: the harness sets it to the functions' ``CAPACITY_MAX_QUERY_ACTIVE_S``, so that bound is real); every
+  ``StartQueryExecution`` answer is reported to the parent (``query_start``, ``query_refused``);
+- **a lost StartQueryExecution answer** (the invocation's fault ``lose_start_answer``): the start is applied (the
+  query registered and running), then the call raises a retryable ``QueryEngineError``, as botocore does when
+  every attempt's answer was lost. Once per ClientRequestToken across the environments (a marker file created
+  exclusively under the engine's state directory): a retry or a later racer of the slot that starts the same
+  token gets the same query back, as Athena's idempotency answers it. Reported as a ``fault`` (the fake service
+  records it) and a ``query_start`` with ``answer_lost``;
 - **the deferral** (``deferral_factory``): a slot given back for capacity asks the parent (``defer``) to deliver
   the event again; the parent scales the delay (the runtime's retry delay is at least 60 s);
 - **what the checker needs** (:mod:`local.chaos.capacity_check`): every permit write DynamoDB accepted (``permit``:
@@ -45,7 +52,12 @@ from local.emulators.lambda_runtime import Runtime, main
 ENV_ENGINE_STATE_DIR = "LOCAL_ENGINE_STATE_DIR"
 ENV_ENGINE_QUOTA = "LOCAL_ENGINE_QUOTA"
 ENV_QUERY_DURATIONS = "LOCAL_QUERY_DURATIONS"
+#: The stand-in's query timeout, seconds (Athena's DML query timeout): no query stays active longer.
+ENV_ENGINE_QUERY_TIMEOUT_S = "LOCAL_ENGINE_QUERY_TIMEOUT_S"
 DEFAULT_QUERY_MS = 500
+#: The invocation's fault that loses a StartQueryExecution answer (the plan's faults: :mod:`local.capacity.plan`).
+LOSE_START_ANSWER = "lose_start_answer"
+LOST_ANSWERS_DIR = "lost_answers"
 
 PERMIT_PREFIX = "permit#"
 
@@ -158,11 +170,22 @@ class DynamoDBObserver:
 
 
 class ReportingEngine:
-    """A ``QueryEngine`` proxy that tells the parent every ``StartQueryExecution`` answer."""
+    """A ``QueryEngine`` proxy that tells the parent every ``StartQueryExecution`` answer, and loses one when the
+    invocation's fault says so (``fault()``: the current invocation's instruction; ``lost_dir``: the markers of
+    the tokens whose answer was lost already)."""
 
-    def __init__(self, engine: Any, send: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        send: Callable[[dict[str, Any]], None],
+        *,
+        fault: Callable[[], Mapping[str, Any] | None] = lambda: None,
+        lost_dir: Path | None = None,
+    ) -> None:
         self.engine = engine
         self.send = send
+        self.fault = fault
+        self.lost_dir = lost_dir
 
     def start_query(self, *, sql: str, parameters: Sequence[str], client_request_token: str) -> str:
         from athena_refresh.errors import QueryEngineError
@@ -174,15 +197,47 @@ class ReportingEngine:
         except QueryEngineError as error:
             self.send({"type": "query_refused", "token": client_request_token, "error_code": error.error_code})
             raise
+        lost = self._lose_answer(client_request_token, str(query_execution_id))
         self.send(
             {
                 "type": "query_start",
                 "token": client_request_token,
                 "query_execution_id": query_execution_id,
                 "wall_ms": _wall_ms(),
+                "answer_lost": lost,
             }
         )
+        if lost:
+            raise QueryEngineError(
+                "StartQueryExecution",
+                "Read timeout on endpoint URL (local fault: the start was applied, its answer lost)",
+                retryable=True,
+            )
         return str(query_execution_id)
+
+    def _lose_answer(self, token: str, query_execution_id: str) -> bool:
+        """Whether this applied start's answer is lost: the invocation's fault says so and no answer of this token
+        was lost before (the marker is created exclusively: once per token, whichever environment comes first)."""
+        fault = self.fault() or {}
+        if fault.get("action") != LOSE_START_ANSWER or self.lost_dir is None:
+            return False
+        self.lost_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.lost_dir / hashlib.sha256(token.encode()).hexdigest()
+        try:
+            with open(marker, "x", encoding="utf-8") as created:
+                created.write(query_execution_id)
+        except FileExistsError:
+            return False
+        self.send(
+            {
+                "type": "fault",
+                "action": LOSE_START_ANSWER,
+                "checkpoint": str(fault.get("checkpoint") or "start_query"),
+                "query_execution_id": query_execution_id,
+                "mono_ns": time.monotonic_ns(),
+            }
+        )
+        return True
 
     def get_query(self, query_execution_id: str) -> Any:
         return self.engine.get_query(query_execution_id)
@@ -274,13 +329,21 @@ class CapacityRuntime(Runtime):
         duration_ms = _durations(os.environ.get(ENV_QUERY_DURATIONS, "")).get(
             settings.job_name, int(self.args.simulated_duration_ms)
         )
+        timeout_s = os.environ.get(ENV_ENGINE_QUERY_TIMEOUT_S, "").strip()
+        if timeout_s:  # Athena's query timeout: the query is over by then (the plan keeps every query below it)
+            duration_ms = min(duration_ms, int(float(timeout_s) * 1000))
         engine = DuckDBQueryEngine(
             data_dir=Path(self.args.data_dir),
             state_dir=state_dir,
             duration_ms_for=lambda _sql, _parameters: duration_ms,
             quota=quota,
         )
-        return ReportingEngine(engine, self.channel.send)
+        return ReportingEngine(
+            engine,
+            self.channel.send,
+            fault=lambda: self.current.get("fault"),
+            lost_dir=state_dir / LOST_ANSWERS_DIR,
+        )
 
     def invoke(self, message: dict[str, Any]) -> None:
         overlay = {str(k): str(v) for k, v in (message.get("env") or {}).items()}

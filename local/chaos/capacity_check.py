@@ -5,19 +5,26 @@ Pure functions over three records of one run (``make capacity``, :mod:`local.cap
 - the **engine's intervals**: every query the Athena stand-in registered, active (QUEUED or RUNNING) during
   ``[submitted_at_ms, ends_at_ms)`` (:func:`local.emulators.duckdb_engine.quota_report`), with its
   ClientRequestToken;
-- the **token index**: which slot attempt each token stands for (the runtime derives the token from job, slot,
-  generation and attempt: ``athena_refresh.engine.client_request_token``), as :class:`SlotAttempt`; the slot's
-  ``owner`` is the permit owner ``<job>#<slot>#g<generation>`` (:class:`slotlock.PermitOwner`);
+- the **token index** (:func:`token_index`): which slot attempt each token stands for (the runtime derives the
+  token from deployment, job, slot, generation and attempt: ``athena_refresh.engine.client_request_token``), as
+  :class:`SlotAttempt`; the slot's ``owner`` is the permit owner ``<job>#<slot>#g<generation>#d<deployment>``
+  (:class:`slotlock.PermitOwner`; the deployment is the lock table's name, the token's ``deployment_id``), so the
+  same-named jobs of two deployments sharing one budget are two owners;
 - the **permit history**: every permit write DynamoDB accepted (:class:`PermitEvent`: ``take``, ``inherit``,
   ``record``, ``renew``, ``release``; the environments observe them on their boto3 clients), in wall-clock ms on
-  the same host as the engine's clock.
+  the same host as the engine's clock, each with the deployment of the function that wrote it. An owner id that
+  names no deployment (slotlock 1.0's format, or a semaphore that was not told its deployment) is judged as the
+  writer's (:attr:`PermitEvent.holder`): a deployment that took or inherited another deployment's permit under a
+  colliding name is then another owner taking it, not the same slot.
 
 From these it rebuilds, for every owner, when it held which permit (a take or an inheritance starts a holding, its
 release or another owner's take of the same permit ends it) and reports every violation of:
 
 ``capacity_exceeded``
-    never more than ``budget`` permitted queries QUEUED or RUNNING at any instant (a permitted query: one
-    submitted while its owner held a permit);
+    never more than ``budget`` queries of the budget's slots (every query of a known slot attempt, permitted or not)
+    QUEUED or RUNNING at any instant; an unpermitted one is also an ``unpermitted_start``. A permitted query: one
+    submitted while its owner held a permit (a query whose start answer was lost included: it is judged by when the
+    engine registered it, not by whether its holder learnt its id);
 ``unpermitted_start``
     with a budget, every query is submitted while its owner holds a permit;
 ``permit_reclaimed_while_active``
@@ -39,8 +46,12 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from athena_refresh.engine import client_request_token
+from athena_refresh.stored import result_sort_key
+from slotlock import PermitOwner
 
 CHECKS = ("capacity_exceeded", "unpermitted_start", "permit_reclaimed_while_active", "second_query", "unknown_query")
 #: Permit writes that give an owner a permit (a take: free or reclaimed; an inheritance by a new holder).
@@ -73,7 +84,8 @@ class SlotAttempt:
 
 @dataclass(frozen=True)
 class PermitEvent:
-    """A permit write DynamoDB accepted, at ``t_ms`` (wall clock, ms; after its answer arrived)."""
+    """A permit write DynamoDB accepted, at ``t_ms`` (wall clock, ms; after its answer arrived); ``deployment``: the
+    deployment (lock table) of the function that wrote it, when known."""
 
     t_ms: int
     op: str  # take, inherit, record, renew, release
@@ -82,6 +94,33 @@ class PermitEvent:
     token: int | None = None
     query: str | None = None
     request_id: str | None = None
+    deployment: str | None = None
+
+    @property
+    def holder(self) -> str:
+        """The owner as judged: ``owner``, with the writer's deployment when the id names none."""
+        if self.deployment is None:
+            return self.owner
+        parsed = PermitOwner.from_id(self.owner)
+        if parsed is None or parsed.deployment is not None:
+            return self.owner
+        return replace(parsed, deployment=self.deployment).id
+
+
+def token_index(owners: Iterable[str], max_attempts: int) -> dict[str, SlotAttempt]:
+    """Every ClientRequestToken a query of these permit owners (``<job>#<slot>#g<n>#d<deployment>``) can carry,
+    one per attempt, as the runtime derives it (the deployment is the token's ``deployment_id``: the lock table's
+    name). Raises ``ValueError`` for an owner id that names no deployment or is not a slot's."""
+    index = {}
+    for owner_id in owners:
+        owner = PermitOwner.from_id(owner_id)
+        if owner is None or owner.deployment is None:
+            raise ValueError(f"not a permit owner naming its deployment: {owner_id!r}")
+        key = result_sort_key(owner.slot.iso, owner.generation)
+        for attempt in range(1, max_attempts + 1):
+            token = client_request_token(owner.job, key, attempt, deployment_id=owner.deployment)
+            index[token] = SlotAttempt(owner_id, attempt)
+    return index
 
 
 @dataclass(frozen=True)
@@ -106,6 +145,7 @@ class CapacityCheck:
     queries: int = 0
     permitted_queries: int = 0
     max_permitted_active: int = 0
+    max_known_active: int = 0
     max_active: int = 0
     max_queries_per_slot: int = 0
     holdings: int = 0
@@ -121,6 +161,7 @@ class CapacityCheck:
             "queries": self.queries,
             "permitted_queries": self.permitted_queries,
             "max_permitted_active": self.max_permitted_active,
+            "max_known_active": self.max_known_active,
             "max_active": self.max_active,
             "max_queries_per_slot": self.max_queries_per_slot,
             "permit_holdings": self.holdings,
@@ -133,18 +174,20 @@ def _violation(check: str, owner: str | None, detail: str) -> dict[str, Any]:
 
 def holdings(events: Iterable[PermitEvent]) -> list[Holding]:
     """Who held which permit when: a take or inheritance starts a holding of its owner (an inheritance by the same
-    owner continues it), a release by the owner or another owner's take of the same permit ends it."""
+    owner continues it), a release by the owner or another owner's take of the same permit ends it. Owners as
+    judged (:attr:`PermitEvent.holder`)."""
     current: dict[str, Holding] = {}  # permit key -> its open holding
     done: list[Holding] = []
     for event in sorted(events, key=lambda e: e.t_ms):
         open_ = current.get(event.key)
+        holder = event.holder
         if event.op in GAINS:
-            if open_ is not None and open_.owner == event.owner:
+            if open_ is not None and open_.owner == holder:
                 continue  # inherited by a new holder of the same slot: one holding
             if open_ is not None:
-                done.append(_ended(open_, event.t_ms, event.owner))
-            current[event.key] = Holding(event.owner, event.key, event.t_ms, None)
-        elif event.op == "release" and open_ is not None and open_.owner == event.owner:
+                done.append(_ended(open_, event.t_ms, holder))
+            current[event.key] = Holding(holder, event.key, event.t_ms, None)
+        elif event.op == "release" and open_ is not None and open_.owner == holder:
             done.append(_ended(open_, event.t_ms, "release"))
             del current[event.key]
     return sorted([*done, *current.values()], key=lambda h: (h.start_ms, h.key))
@@ -174,8 +217,9 @@ def check_capacity(
     *,
     budget: int | None,
 ) -> CapacityCheck:
-    """Every check of the module docstring; ``budget`` ``None``: the run had no budget (the negative control), so
-    only ``second_query`` and ``unknown_query`` apply and the overlap is reported, not judged."""
+    """Every check of the module docstring; ``budget`` ``None``: the run had no budget, so only ``second_query`` and
+    ``unknown_query`` apply and the overlap is reported, not judged (the negative control is judged against the
+    budget it lacked: it must be caught)."""
     result = CapacityCheck(queries=len(intervals))
     held = holdings(permit_events)
     result.holdings = len(held)
@@ -183,6 +227,7 @@ def check_capacity(
     for holding in held:
         by_owner[holding.owner].append(holding)
     permitted: list[QueryInterval] = []
+    known: list[QueryInterval] = []  # every query of a known slot attempt: what the budget bounds
     started_under: dict[str, Holding] = {}  # query id -> the holding it was submitted under
     per_owner: dict[str, list[tuple[QueryInterval, int]]] = defaultdict(list)
     for interval in intervals:
@@ -193,6 +238,7 @@ def check_capacity(
             )
             continue
         per_owner[attempt.owner].append((interval, attempt.attempt))
+        known.append(interval)
         holding = next((h for h in by_owner.get(attempt.owner, ()) if h.covers(interval.submitted_at_ms)), None)
         if holding is not None:
             permitted.append(interval)
@@ -208,14 +254,17 @@ def check_capacity(
             )
     result.permitted_queries = len(permitted)
     result.max_active = max_overlap(intervals)[0]
-    best, at, active = max_overlap(permitted)
-    result.max_permitted_active = best
+    result.max_permitted_active = max_overlap(permitted)[0]
+    best, at, active = max_overlap(known)
+    result.max_known_active = best
     if budget is not None and best > budget:
+        with_permit = sum(1 for i in permitted if i.query_execution_id in active)
+        what = (
+            f"{best} permitted queries" if with_permit == best else f"{best} queries ({with_permit} of them permitted)"
+        )
         result.violations.append(
             _violation(
-                "capacity_exceeded",
-                None,
-                f"{best} permitted queries active at {at} (budget {budget}): {', '.join(sorted(active))}",
+                "capacity_exceeded", None, f"{what} active at {at} (budget {budget}): {', '.join(sorted(active))}"
             )
         )
     if budget is not None:
@@ -280,4 +329,5 @@ __all__ = [
     "check_capacity",
     "holdings",
     "max_overlap",
+    "token_index",
 ]

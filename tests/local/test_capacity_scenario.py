@@ -1,8 +1,11 @@
 """The capacity scenario, small, for ``make test``: 12 jobs x 3 racers fire on one slot against a budget of 3 permits
 and an Athena quota of 4 active queries, on AWS DynamoDB Local, with one permit holder killed (Lambda's retry, same
-request id) and one stopped past its lease (taken over, then resumed), a 3-slot backfill beside the live schedule,
-and the negative control without the budget. ``make capacity`` runs the full size (200 jobs x 3, budget 20, quota 25)
-and writes capacity-report.json.
+request id), one stopped past its lease (taken over, then resumed) and two whose StartQueryExecution answer is lost
+(applied, then the call fails retryably: Lambda's retry, after the permit's expiry, inherits the permit and gets the
+same query back), a second deployment (its own lock table, CAPACITY_TABLE_NAME naming the first's) whose 4 jobs are
+named like 4 of the first's and fire on the same slot on the same budget, a 3-slot backfill beside the live schedule,
+and the negative control without the budget. ``make capacity`` runs the full size (200 jobs x 3, budget 20, quota 25,
+40 jobs of the second deployment, 3 lost answers) and writes capacity-report.json.
 
 No timing assertion: every check reads what was recorded (the engine's intervals, the permit writes, the outcomes,
 the stored slot items); every wait in the harness is bounded (``max_run_s``, the function's timeout).
@@ -18,13 +21,16 @@ import pytest
 
 from local.capacity.cli import failed_goals, summary_lines
 from local.capacity.harness import run_capacity
-from local.capacity.plan import CapacityOptions
+from local.capacity.plan import LOSE_START_ANSWER, CapacityOptions
 from local.chaos.capacity_check import CHECKS
 from tests.sample_jobs import sample_repo_fixture
 
 pytestmark = pytest.mark.slow  # 8 execution environments on DynamoDB Local: not in test-fast
 
 JOBS, RACERS, BUDGET, QUOTA, BACKFILL = 12, 3, 3, 4, 3
+SECOND_JOBS, LOST_ANSWERS = 4, 1
+#: CAPACITY_MAX_QUERY_ACTIVE_S (its minimum) and the stand-in's query timeout: above every planned query (<= 13.5 s)
+MAX_QUERY_ACTIVE_S = 60.0
 
 # The harness copies the flights-dashboard sample: here its canonical copy (tests/fixtures/jobs), whatever jobs/ holds.
 sample_repo = sample_repo_fixture("local.capacity.harness.REPO_ROOT")
@@ -45,6 +51,9 @@ def report(dynamodb_local: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
         time_scale=0.05,  # Lambda's retries 3 s and 6 s later, the deferrals 3 s later
         kills=1,
         pauses=1,
+        lost_answers=LOST_ANSWERS,
+        second_jobs=SECOND_JOBS,
+        max_query_active_s=MAX_QUERY_ACTIVE_S,
         backfill_slots=BACKFILL,
         manual_headroom=1,
         control_jobs=5,
@@ -84,7 +93,7 @@ def test_slots_waited_for_permits(report: dict[str, Any]) -> None:
 def test_the_killed_and_the_stopped_holder_were_replaced_by_an_invocation_that_inherited_the_permit(
     report: dict[str, Any],
 ) -> None:
-    faults = {f["action"]: f for f in report["phases"]["budget"]["faults"]}
+    faults = {f["action"]: f for f in report["phases"]["budget"]["faults"] if f["action"] != LOSE_START_ANSWER}
     assert set(faults) == {"kill", "pause"}
     for fault in faults.values():
         assert fault["fired"], fault
@@ -121,3 +130,53 @@ def test_the_negative_control_without_the_budget_meets_athenas_quota(report: dic
     control = report["negative_control"]
     assert control["budget"] == 0 and control["too_many_requests"] > 0
     assert control["max_active_queries"] <= QUOTA  # the stand-in enforces the quota itself
+
+
+def test_a_second_deployment_shared_the_budget_with_jobs_of_the_same_names(report: dict[str, Any]) -> None:
+    # Finding 1 (issue 31): staging and production, each with its own lock table, share one budget (the permits in
+    # the first deployment's lock table) and run jobs of the same names for the same slot
+    second = report["second_deployment"]
+    assert second["jobs"] == SECOND_JOBS == second["same_names"]
+    assert second["capacity_table"] == report["phases"]["budget"]["lock_table"] != second["lock_table"]
+    assert second["slots"] == SECOND_JOBS == second["slots_committed_once"] and second["failure_queue"] == 0
+    # each deployment took permits of the one budget for its own namesakes: two owners per name (the deployment in
+    # the owner id), every query of the two deployments judged against the same N
+    check = report["phases"]["budget"]["capacity_check"]
+    assert check["violations"] == [] and check["max_known_active"] <= BUDGET
+    assert check["max_queries_per_slot"] == 1
+    assert check["queries"] >= JOBS + BACKFILL + SECOND_JOBS  # both deployments' queries, on one Athena
+    assert sum(second["permit_how"].values()) >= SECOND_JOBS  # its winners held permits (outcome lines)
+    assert report["goals"]["second_deployment_committed_once"]["pass"] is True
+
+
+def test_lost_start_answers_were_retried_under_the_same_permit_and_query(report: dict[str, Any]) -> None:
+    # Finding 2 (issue 31): StartQueryExecution applied, its answer lost; Lambda's retry (same request id) inherits
+    # the permit, and Athena's ClientRequestToken idempotency returns the same query
+    lost = [f for f in report["phases"]["budget"]["faults"] if f["action"] == LOSE_START_ANSWER]
+    assert len(lost) == LOST_ANSWERS == report["lost_answers"]["planned"]
+    assert report["lost_answers"]["answers_lost"] == LOST_ANSWERS  # recorded by the environments, once per slot
+    for fault in lost:
+        assert fault["fired"] and fault["answers_lost"] == 1, fault
+        assert fault["struck"]["status"].startswith("error:"), fault  # the invocation failed: Lambda retried it
+        assert fault["queries_registered"] == 1, fault  # one query for the slot, whoever started it
+        assert fault["same_query_returned"], fault  # a later start of the same token got the lost query back
+        committed = fault["committed_by"]
+        assert committed is not None and committed["permit"] in ("inherited", "held"), fault
+    # the query whose answer was lost counted as permitted, and its permit was never reclaimed while it ran
+    assert report["phases"]["budget"]["capacity_check"]["violations"] == []
+
+
+def test_no_query_stayed_active_longer_than_capacity_max_query_active_s(report: dict[str, Any]) -> None:
+    assert report["max_query_active_s"] == MAX_QUERY_ACTIVE_S
+    assert 0 < report["longest_query_active_s"] <= MAX_QUERY_ACTIVE_S
+    assert report["goals"]["queries_within_max_query_active"]["pass"] is True
+
+
+def test_the_checker_judges_the_negative_control_over_the_budget(report: dict[str, Any]) -> None:
+    # without the budget more than N queries ran at once: the checker, judging the control against the budget it
+    # lacked, reports capacity_exceeded (and every start as unpermitted), or it proved nothing
+    control = report["negative_control"]
+    assert control["checker_violations_by_check"]["capacity_exceeded"] == 1
+    assert control["checker_violations_by_check"]["unpermitted_start"] >= 1
+    assert report["phases"]["control"]["capacity_check"]["max_known_active"] > BUDGET
+    assert report["goals"]["negative_control_caught_by_checker"]["pass"] is True
