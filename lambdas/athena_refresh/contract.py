@@ -356,6 +356,8 @@ LOG_FIELD_MISSED_REASON: Final = "missed_reason"  # one of MISSED_REASONS
 LOG_FIELD_PERMIT_WAIT_MS: Final = "permit_wait_ms"  # int: ms this slot waited for its permit (all invocations)
 LOG_FIELD_PERMIT: Final = "permit"  # str: how it holds it (free, reclaimed, inherited, held); absent: none, or off
 LOG_FIELD_CAPACITY_DEFERRALS: Final = "capacity_deferrals"  # int: times the slot was given back for capacity
+# int: expired permits whose query the reclaim check could not read (athena_refresh.reclaim): not reclaimable now
+LOG_FIELD_PERMIT_QUERIES_UNREADABLE: Final = "permit_queries_unreadable"
 #: The line's keys that existed before issue 23 (kept).
 LOG_FIELDS: Final = (
     LOG_FIELD_JOB,
@@ -382,6 +384,7 @@ LOG_ONLY_FIELDS: Final = (
     LOG_FIELD_PERMIT_WAIT_MS,
     LOG_FIELD_PERMIT,
     LOG_FIELD_CAPACITY_DEFERRALS,
+    LOG_FIELD_PERMIT_QUERIES_UNREADABLE,
 )
 
 # Why a racer did not run the slot (values of the log line's "reason" when its outcome is "lost").

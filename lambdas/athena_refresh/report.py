@@ -77,7 +77,8 @@ class SlotReport:
     permit (``free``, ``reclaimed``, ``inherited``, ``held``; ``None``: none, or the budget is off);
     ``permits_in_use`` the permits held just after it took one (``None``: it took none); ``permit_wait_ms`` how long
     the slot has waited for its permit, deferrals included (``None``: it did not wait for one here);
-    ``capacity_deferrals`` times the slot was given back for capacity so far.
+    ``capacity_deferrals`` times the slot was given back for capacity so far; ``permit_queries_unreadable`` times
+    the reclaim check could not read an expired permit's query (:mod:`athena_refresh.reclaim`: not reclaimable now).
     """
 
     query_adopted: bool = False
@@ -93,6 +94,7 @@ class SlotReport:
     permits_in_use: int | None = None
     permit_wait_ms: int | None = None
     capacity_deferrals: int = 0
+    permit_queries_unreadable: int = 0
 
     def log_fields(self) -> dict[str, Any]:
         """The report's fields of the invocation's log line (:data:`contract.LOG_ONLY_FIELDS` names); a value not
@@ -109,4 +111,5 @@ class SlotReport:
             contract.LOG_FIELD_PERMIT: self.permit,
             contract.LOG_FIELD_PERMIT_WAIT_MS: self.permit_wait_ms,
             contract.LOG_FIELD_CAPACITY_DEFERRALS: self.capacity_deferrals or None,
+            contract.LOG_FIELD_PERMIT_QUERIES_UNREADABLE: self.permit_queries_unreadable or None,
         }

@@ -46,6 +46,7 @@ from .engine import AthenaQueryEngine, QueryEngine
 from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
 from .permits import CapacityGate, Deferral, SchedulerDeferral
+from .reclaim import ReclaimCheck
 from .report import SlotReport
 from .results import ResultsStore
 from .settings import Settings
@@ -185,16 +186,13 @@ def _scheduler_client() -> Any:
 def _capacity_gate(
     settings: Settings, deps: Dependencies, event: Any, context: Any
 ) -> Callable[[SlotReport], CapacityGate] | None:
-    """The job's capacity gate factory for this invocation (``None``: the budget is off)."""
+    """The job's capacity gate factory for this invocation (``None``: the budget is off). Its reclaim check never
+    raises for a query it cannot read (:mod:`athena_refresh.reclaim`)."""
     semaphore = deps.semaphore
     if semaphore is None:
         return None
-    engine = deps.engine
     deferral = (_seams.deferral_factory or _scheduler_deferral)(settings, context)
     max_age_s = settings.max_slot_age_s
-
-    def query_is_terminal(query_execution_id: str) -> bool:
-        return engine.get_query(query_execution_id).done
 
     def gate(report: SlotReport) -> CapacityGate:
         return CapacityGate(
@@ -204,7 +202,7 @@ def _capacity_gate(
             report=report,
             max_slot_age_ms=None if max_age_s is None else int(max_age_s * 1000),
             deferral=deferral,
-            query_is_terminal=query_is_terminal,
+            query_is_terminal=ReclaimCheck(deps.engine, report),  # an unreadable query: not reclaimable now
             sleep_s=_seams.capacity_sleep_s or time.sleep,
         )
 

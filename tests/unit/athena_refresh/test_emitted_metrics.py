@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -538,6 +538,57 @@ def capacity_missed(h: Harness) -> tuple[Emitted, Expected]:
     return h.emitted(), Expected(lines=(line,), missed=((h.slot.iso, "capacity"),))
 
 
+def capacity_query_unreadable(h: Harness) -> tuple[Emitted, Expected]:
+    # issue 31: the one permit expired naming another deployment's query, which this role may not read (Athena answers
+    # AccessDeniedException): not reclaimable now, so the winner waits (0 s in place here) and gives the slot back;
+    # the unreadable query is a field of the outcome line, never a metric, never a FAILED record or a Lambda error
+    from athena_refresh.errors import QueryEngineError
+
+    semaphore = _capacity_on(h, 1)
+    h.setenv(contract.ENV_CAPACITY_WAIT_IN_PLACE_S, "0")
+    h.setenv(contract.ENV_CAPACITY_RETRY_DELAY_S, "120")  # back well before the slot's maximum age
+    now_ms = int(time.time() * 1000)
+    earlier = Semaphore(h.lock_table, f"{h.job}-budget", 1, client=h.ddb, clock_ms=lambda: now_ms - 120_000)
+    other = PermitOwner("other-deployment-job", h.slot)
+    taken = earlier.try_acquire(other, 1, now_ms - 60_000)  # its expiry has passed by the system clock
+    earlier.record_query(taken, "other-deployment-query")  # type: ignore[arg-type]
+    engine = h.engine
+
+    def get_query(query_execution_id: str) -> Any:
+        if query_execution_id == "other-deployment-query":
+            message = "AccessDeniedException: not authorized to perform athena:GetQueryExecution on workgroup/other"
+            raise QueryEngineError("GetQueryExecution", message, retryable=False, error_code="AccessDeniedException")
+        return type(engine).get_query(engine, query_execution_id)
+
+    engine.get_query = get_query
+    deferred: list[str] = []
+    service.use_seams(replace(service.seams(), deferral_factory=lambda _s, _c: _Deferral(deferred)))
+    result = h.invoke("req-A")
+    assert (result["status"], result["reason"], result["queries_started"]) == ("deferred", "capacity", 0), result
+    assert len(deferred) == 1 and semaphore.read()[0][0].owner == other.id  # still counted: not reclaimed
+    line = {
+        "outcome": "deferred",
+        "reason": "capacity",
+        "lease_acquired": True,
+        "queries_started": 0,
+        "permit": ABSENT,
+        "capacity_deferrals": 1,
+        "permit_queries_unreadable": 1,
+    }
+    return h.emitted(), Expected(lines=(line,))
+
+
+@dataclass
+class _Deferral:
+    """A capacity deferral that records the keys of the re-invocations it arranged."""
+
+    keys: list[str]
+
+    def defer(self, event: Mapping[str, Any], *, at_ms: int, key: str) -> str:
+        self.keys.append(key)
+        return f"schedule-{len(self.keys)}"
+
+
 SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "win_and_commit": win_and_commit,
     "threshold_exceeded": threshold_exceeded,
@@ -562,6 +613,7 @@ SCENARIOS: dict[str, Callable[[Harness], tuple[Emitted, Expected]]] = {
     "rerun_commits": rerun_commits,
     "capacity_permit_taken": capacity_permit_taken,
     "capacity_missed": capacity_missed,
+    "capacity_query_unreadable": capacity_query_unreadable,
 }
 
 
@@ -690,7 +742,7 @@ def test_each_outcome_emits_exactly_its_metrics_and_logs_its_facts(
             "ERROR"
             if line["outcome"] in ("corrupt", "unsupported_schema")
             else "INFO"
-            if line["outcome"] in ("succeeded", "lost")
+            if line["outcome"] in ("succeeded", "lost", "deferred")  # deferred: not an error (observability.md)
             else "WARNING"
         )
         assert line["level"] == level

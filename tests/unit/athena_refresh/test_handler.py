@@ -805,6 +805,7 @@ def test_logs_carry_job_slot_owner_and_fencing_token(invoke: Any, stdout_json: A
         "permit": None,  # the capacity budget is off here
         "permit_wait_ms": None,
         "capacity_deferrals": None,
+        "permit_queries_unreadable": None,
     }
     assert facts["estimated_cost_usd"] > 0
     assert not {"threshold_exceeded", "missed_slot", "missed_reason"} & set(final)

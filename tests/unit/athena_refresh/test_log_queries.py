@@ -135,6 +135,7 @@ def test_the_reports_log_fields_are_the_contracts_and_unknown_ones_are_none() ->
         "permit": None,
         "permit_wait_ms": None,
         "capacity_deferrals": None,
+        "permit_queries_unreadable": None,
     }
     assert set(SlotReport().log_fields()) <= set(contract.LOG_ONLY_FIELDS)
     both = (
