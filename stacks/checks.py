@@ -22,6 +22,8 @@ from athena_refresh import contract  # constants only (stdlib), installed with t
 
 GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
 GLUE_NAME_RULE = "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"
+# An Athena workgroup's name: CreateWorkGroup's Name, pattern [a-zA-Z0-9._-]{1,128}
+# (https://docs.aws.amazon.com/athena/latest/APIReference/API_CreateWorkGroup.html).
 WORKGROUP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 WORKGROUP_NAME_RULE = "1 to 128 letters, digits, '.', '-' or '_'"
 REMOVAL_POLICIES = ("RETAIN", "DESTROY")
@@ -143,6 +145,30 @@ def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
         return check(value)
 
     return optional_check
+
+
+def distinct_list(item: Callable[[Any], Any], items: str, *, max_items: int) -> Callable[[Any], tuple[Any, ...]]:
+    """A JSON array of at most ``max_items`` distinct values, each passing ``item`` (``items`` names them in words,
+    with the rule each must follow); null is the empty list. Returns them as a tuple, in order."""
+    allowed = f"a list of at most {max_items} distinct {items}"
+
+    def check(value: Any) -> tuple[Any, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list) or len(value) > max_items:
+            raise Invalid(allowed)
+        found: list[Any] = []
+        for entry in value:
+            try:
+                found.append(item(entry))
+            except Invalid:
+                raise Invalid(f"{allowed} ({entry!r} is not one)") from None
+        repeated = sorted({repr(entry) for entry in found if found.count(entry) > 1})
+        if repeated:
+            raise Invalid(f"{allowed} ({', '.join(repeated)} repeated)")
+        return tuple(found)
+
+    return check
 
 
 def email(value: Any) -> str:

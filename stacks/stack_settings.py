@@ -30,6 +30,7 @@ from stacks.checks import (
     Invalid,
     InvalidKeys,
     bounded,
+    distinct_list,
     email,
     integer,
     named,
@@ -49,6 +50,11 @@ CAPACITY_KEY = "capacity"  # its sub key holding the capacity budget
 MAX_API_THROTTLE_RATE_LIMIT = 10_000
 MAX_API_THROTTLE_BURST_LIMIT = 5_000
 
+#: At most this many other deployments' workgroups in ``capacity.shared_workgroups``: one ARN each in every job role's
+#: inline policy (IAM: a role's inline policies total at most 10,240 characters,
+#: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html).
+MAX_SHARED_WORKGROUPS = 20
+
 #: The Scheduler schedule group of the deferred re-invocations: every account has ``default``; a schedule's ARN is
 #: ``arn:<partition>:scheduler:<region>:<account>:schedule/<group>/<name>``.
 DEFERRAL_SCHEDULE_GROUP = "default"
@@ -63,6 +69,11 @@ class CapacitySettings:
     every deployment in one account and Region shares one budget, as Athena's quota is shared. A slot waits up to
     ``wait_in_place_s`` for a permit, then gives its invocation back and is re-invoked ``retry_delay_s`` later (a
     one-time Scheduler schedule); a manual run leaves ``manual_headroom`` permits free for the live schedules.
+
+    ``shared_workgroups``: the Athena workgroups of the other deployments sharing the budget (same account and
+    Region: Athena's quota is per account and Region, so a shared budget always is). An expired permit of another
+    deployment names a query in its workgroup, and the waiter asks ``GetQueryExecution`` whether that query ended
+    before it reclaims the permit: each job role may call that action (only that one) on these workgroups.
     """
 
     permits: int = contract.DEFAULT_CAPACITY_PERMITS
@@ -72,6 +83,7 @@ class CapacitySettings:
     manual_headroom: int = contract.DEFAULT_CAPACITY_MANUAL_HEADROOM
     retry_delay_s: int = contract.DEFAULT_CAPACITY_RETRY_DELAY_S
     max_query_active_s: int = contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S  # the workgroup's DML query timeout
+    shared_workgroups: tuple[str, ...] = ()  # other deployments' workgroups whose queries the jobs may look up
 
     @property
     def enabled(self) -> bool:
@@ -163,6 +175,15 @@ _CAPACITY_CHECKS: dict[str, tuple[Any, Any]] = {
             "query start was never recorded stays counted this long past its expiry",
         ),
         contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S,
+    ),
+    "shared_workgroups": (
+        distinct_list(
+            named(WORKGROUP_NAME, WORKGROUP_NAME_RULE),
+            f"Athena workgroup names ({WORKGROUP_NAME_RULE} each) of the other deployments sharing this budget, in "
+            "this account and Region",
+            max_items=MAX_SHARED_WORKGROUPS,
+        ),
+        (),
     ),
 }
 

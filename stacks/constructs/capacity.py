@@ -21,15 +21,23 @@ gets none of them):
 - ``iam:PassRole`` of the job's Scheduler role only, and only to EventBridge Scheduler (``iam:PassedToService``):
   CreateSchedule passes the schedule's role.
   https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html
+- with a budget shared by several deployments: ``dynamodb`` item actions on the lock table holding the permits
+  (``capacity.table_name``, statement ``SharedCapacityTableItems``), and ``athena:GetQueryExecution`` (only that
+  action) on the other deployments' workgroups (``capacity.shared_workgroups``, statement
+  ``SharedCapacityQueryStatus``, :func:`shared_workgroup_statement`): the waiter's reclaim check of an expired
+  permit that names another deployment's query.
 
 Every one of these grants is used by a recorded call of the IAM conformance test (tests/stacks/test_iam_conformance.py:
-each job's winner takes a permit; one slot per job waits, gives the slot back and creates its deferral schedule).
+each job's winner takes a permit; one slot per job waits, gives the slot back and creates its deferral schedule;
+tests/stacks/test_iam_conformance_shared.py: a waiter of a deployment sharing another's budget reads the query of an
+expired permit in a named workgroup and reclaims it, and may not read one in a workgroup not named).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -52,6 +60,9 @@ PASS_ROLE_ACTIONS = ("iam:PassRole",)
 #: BatchGetItem; the tickets item's creation is a PutItem; takes, renewals, releases are UpdateItem, also inside the
 #: record_state and commit transactions, which IAM authorizes per item and action).
 SHARED_TABLE_ACTIONS = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+#: On the other deployments' workgroups (``capacity.shared_workgroups``): the reclaim check's one call. Not
+#: StartQueryExecution, not GetQueryResults: a job never runs or reads another deployment's queries.
+SHARED_WORKGROUP_ACTIONS = ("athena:GetQueryExecution",)
 
 
 def deferral_schedule_prefix(deployment: str, job_name: str) -> str:
@@ -99,6 +110,32 @@ def capacity_statements(stack: cdk.Stack, *, prefix: str, deferral_role: iam.IRo
     ]
 
 
+def shared_workgroup_statement(stack: cdk.Stack, workgroups: Sequence[str]) -> iam.PolicyStatement:
+    """``athena:GetQueryExecution`` on the other deployments' workgroups (``capacity.shared_workgroups``), in the
+    stack's account and Region (Athena's active-query quota is per account and Region, so the deployments sharing
+    one budget are always there).
+
+    Serves the runtime's reclaim check (``athena_refresh.reclaim.ReclaimCheck``, the ``query_is_terminal`` of
+    ``slotlock.Semaphore.try_acquire``): ``AthenaQueryEngine.get_query`` sends ``GetQueryExecution`` for the query an
+    expired permit names, which Athena authorizes on the query's workgroup; a permit of another deployment names a
+    query in that deployment's workgroup. Without this grant Athena answers ``AccessDeniedException`` and the
+    runtime treats such a permit as not reclaimable now (docs/operations.md#capacity-budget).
+    """
+    return iam.PolicyStatement(
+        sid="SharedCapacityQueryStatus",
+        actions=list(SHARED_WORKGROUP_ACTIONS),
+        resources=[
+            stack.format_arn(
+                service="athena",
+                resource="workgroup",
+                resource_name=name,
+                arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
+            )
+            for name in workgroups
+        ],
+    )
+
+
 def wire_capacity(
     function: lambda_.Function,
     *,
@@ -117,6 +154,9 @@ def wire_capacity(
     :param lock_table_name: this deployment's lock table, which holds the permits unless ``settings.table_name``
         names another deployment's lock table (then the role may read and write that table's items too: the same
         actions as on its own lock table, on that table only).
+
+    With ``settings.shared_workgroups`` the role may also read the other deployments' query executions
+    (:func:`shared_workgroup_statement`).
     """
     prefix = deferral_schedule_prefix(deployment, job_name)
     environment = settings.runtime_environment(
@@ -140,6 +180,8 @@ def wire_capacity(
                 resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=settings.table_name)],
             )
         )
+    if settings.shared_workgroups:
+        function.add_to_role_policy(shared_workgroup_statement(stack, settings.shared_workgroups))
     role = function.role
     assert role is not None, "a job function has a role of its own"
     acknowledge(

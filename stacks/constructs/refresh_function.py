@@ -19,7 +19,9 @@ Least privilege, from the runtime's calls (``lambdas/``):
   pointer), and ``GetItem`` of the LATEST item (``ResultsStore.latest_order``: whether a manual generation, or a
   commit after a LATEST conflict, moves the pointer).
 - Athena (``athena_refresh.engine``): ``StartQueryExecution``, ``GetQueryExecution``,
-  ``GetQueryResults`` on the one workgroup (the runtime never stops a query: a successor adopts it).
+  ``GetQueryResults`` on the one workgroup (the runtime never stops a query: a successor adopts it); with a
+  capacity budget shared by several deployments, ``GetQueryExecution`` alone on their workgroups too (the reclaim
+  check of another deployment's expired permit: ``SharedCapacityQueryStatus`` in :mod:`stacks.constructs.capacity`).
 - what Athena does with the caller's credentials: Glue ``GetDatabase``/``GetTable`` on the catalog, the
   database and the table, and ``GetPartitions`` for a user's own table (Athena lists the partitions of a
   partitioned table without partition projection; the sample table projects its partitions, so its jobs

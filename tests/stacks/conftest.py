@@ -16,11 +16,12 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app
-from stacks.config import JobConfig
+from stacks import REPO_ROOT
+from stacks.config import STACK_KEY, JobConfig, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named
 from tests.sample_jobs import load_fixture_jobs, stage_repo
 from tests.stacks import deployment_view
-from tests.stacks.helpers import HANDLER
+from tests.stacks.helpers import HANDLER, SHARED_BUDGET
 
 JOB = DEFAULT_LOCAL_JOB  # the job whose resources the single-job fixtures below pick
 
@@ -84,6 +85,17 @@ def deployment(sample_data_dir: Any, sample_jobs_dir: Any) -> Any:
     """The deployment as ``app.py`` builds it (cdk.json context and feature flags) from the two sample jobs, with a
     stand-in data dir: the shared stack and the job stacks."""
     _, built = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
+    return built
+
+
+@pytest.fixture(scope="session")
+def shared_budget_deployment(sample_data_dir: Any, sample_jobs_dir: Any) -> Any:
+    """The same deployment sharing another deployment's capacity budget: cdk.json's ``capacity`` with
+    :data:`~tests.stacks.helpers.SHARED_BUDGET` (its lock table and workgroups). One synthesis per session."""
+    context = load_context(REPO_ROOT / "cdk.json")
+    capacity = {**context[STACK_KEY]["capacity"], **SHARED_BUDGET}
+    context[STACK_KEY] = {**context[STACK_KEY], "capacity": capacity}
+    _, built = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     return built
 
 

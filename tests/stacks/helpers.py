@@ -9,6 +9,10 @@ from stacks.jobs import logical_id_prefix
 
 HANDLER = "athena_refresh.handler.lambda_handler"
 DEFAULT_JOB = "flights-dashboard"  # stacks.jobs.DEFAULT_LOCAL_JOB: the job whose resources tests read
+#: cdk.json ``capacity`` keys of a deployment sharing another deployment's budget (``shared_budget_deployment``):
+#: that deployment's lock table holds the permits, and the queries in its workgroups may be looked up (the first is
+#: the other deployment's, which the IAM conformance scenario starts a query in).
+SHARED_BUDGET = {"table_name": "other-deployment-locks", "shared_workgroups": ["other-deployment-wg", "team-b.athena"]}
 
 
 def job_prefix(job: str = DEFAULT_JOB) -> str:

@@ -5,7 +5,8 @@ capacity" graph.
 
 The sample deployment (``template``: every stack merged, cross-stack references read as local ones) runs with
 cdk.json's budget (10 permits, the default semaphore name); one more synthesis has the budget off and a semaphore
-name of its own.
+name of its own, and one (``shared_budget_deployment``, shared with the IAM conformance test) shares another
+deployment's budget: its lock table and its workgroups' queries.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from stacks.constructs.capacity import (
     deferral_schedule_prefix,
 )
 from stacks.constructs.dashboard import CAPACITY_TITLE
+from stacks.stack_settings import MAX_SHARED_WORKGROUPS
 from tests.stacks import deployment_view
-from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_type
+from tests.stacks.helpers import HANDLER, SHARED_BUDGET, as_list, dashboard_body, of_type
 
 #: The capacity keys the runtime reads too, with their variable (bounds: contract.NUMERIC_BOUNDS).
 CAPACITY_NUMBERS = {
@@ -70,6 +72,16 @@ def _role_statements(resources: dict[str, Any], role_id: str) -> list[dict[str, 
     ]
 
 
+def _statements_with_sid(resources: dict[str, Any], sid: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    """(the policy's roles, the statement) of every statement named ``sid``."""
+    return [
+        (policy["Properties"]["Roles"], statement)
+        for policy in of_type(resources, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == sid
+    ]
+
+
 # --- settings ----------------------------------------------------------------------------------------------
 
 
@@ -83,6 +95,7 @@ def test_cdk_json_writes_the_defaults_out() -> None:
         "wait_in_place_s": contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
         "manual_headroom": contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
         "retry_delay_s": contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
+        "shared_workgroups": [],
     }
     assert StackSettings.from_context(stack).capacity == CapacitySettings() == StackSettings().capacity
     assert CapacitySettings().permits == 10 and CapacitySettings().enabled
@@ -161,6 +174,39 @@ def test_the_synth_stops_on_a_bad_budget_naming_each_key(
     assert app.main(jobs_dir=sample_jobs_dir, err=err) == app.EXIT_INVALID_CONFIG
     (line,) = err.getvalue().splitlines()
     assert line.startswith("context stack.capacity.manual_headroom: must be below permits (4)") and "got 4" in line
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (["other wg"], "('other wg' is not one)"),
+        (["a" * 129], f"({'a' * 129!r} is not one)"),
+        ([""], "('' is not one)"),
+        ([7], "(7 is not one)"),
+        (["team-b", "team-b"], "('team-b' repeated)"),
+        ("team-b", ""),
+        ([f"wg-{i}" for i in range(MAX_SHARED_WORKGROUPS + 1)], ""),
+    ],
+)
+def test_shared_workgroups_must_be_distinct_athena_workgroup_names(value: Any, why: str) -> None:
+    # GIVEN a shared_workgroups value that is not a list of distinct workgroup names (CreateWorkGroup's Name pattern)
+    # WHEN the settings are read / THEN one line naming the key, the rule, the offending entry and the value
+    (problem,) = _problems({"shared_workgroups": value})
+    rule = (
+        f"must be a list of at most {MAX_SHARED_WORKGROUPS} distinct Athena workgroup names (1 to 128 letters, "
+        "digits, '.', '-' or '_' each) of the other deployments sharing this budget, in this account and Region"
+    )
+    assert problem == f"context stack.capacity.shared_workgroups: {rule}{' ' + why if why else ''}, got {value!r}"
+
+
+def test_shared_workgroups_accept_workgroup_names_and_default_to_none() -> None:
+    # GIVEN names at the rule's edges / THEN kept in order, as given; null or absent: none
+    names = ["a", "W" * 128, "team-b.athena_wg-2"]
+    assert StackSettings.from_context({"capacity": {"shared_workgroups": names}}).capacity.shared_workgroups == tuple(
+        names
+    )
+    assert StackSettings.from_context({"capacity": {"shared_workgroups": None}}).capacity.shared_workgroups == ()
+    assert CapacitySettings().shared_workgroups == ()
 
 
 # --- the deferral's schedule names ---------------------------------------------------------------------------
@@ -336,9 +382,11 @@ def test_the_dashboard_draws_the_capacity_graph_once(resources: dict[str, Any]) 
 
 @pytest.fixture(scope="module")
 def off(sample_data_dir: Path, sample_jobs_dir: Path) -> dict[str, Any]:
-    """The sample deployment with ``capacity = {permits: 0, semaphore_name: OFF_SEMAPHORE}``, merged."""
+    """The sample deployment with ``capacity = {permits: 0, semaphore_name: OFF_SEMAPHORE}`` (and the other
+    deployments' ``shared_workgroups``, which grant nothing while the budget is off), merged."""
     context = load_context(REPO_ROOT / "cdk.json")
-    context[STACK_KEY] = {**context[STACK_KEY], "capacity": {"permits": 0, "semaphore_name": OFF_SEMAPHORE}}
+    capacity = {"permits": 0, "semaphore_name": OFF_SEMAPHORE, "shared_workgroups": SHARED_BUDGET["shared_workgroups"]}
+    context[STACK_KEY] = {**context[STACK_KEY], "capacity": capacity}
     _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
     return deployment_view.merged_template(deployment_view.stack_templates(deployment))
 
@@ -375,13 +423,10 @@ def test_off_keeps_the_graph_without_the_budget_line_and_the_widget_count(
 
 
 @pytest.fixture(scope="module")
-def shared_table(sample_data_dir: Path, sample_jobs_dir: Path) -> dict[str, Any]:
-    """The sample deployment with ``capacity.table_name`` naming another deployment's lock table, merged."""
-    context = load_context(REPO_ROOT / "cdk.json")
-    capacity = {**context[STACK_KEY]["capacity"], "table_name": "other-deployment-locks"}
-    context[STACK_KEY] = {**context[STACK_KEY], "capacity": capacity}
-    _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
-    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
+def shared_table(shared_budget_deployment: Any) -> dict[str, Any]:
+    """The sample deployment with ``capacity.table_name`` naming another deployment's lock table (and
+    ``shared_workgroups`` naming its workgroups: :data:`~tests.stacks.helpers.SHARED_BUDGET`), merged."""
+    return deployment_view.merged_template(deployment_view.stack_templates(shared_budget_deployment))
 
 
 def test_a_shared_table_is_named_to_every_function_and_granted_on_that_table_only(
@@ -396,12 +441,7 @@ def test_a_shared_table_is_named_to_every_function_and_granted_on_that_table_onl
         env = found[function_id]["Properties"]["Environment"]["Variables"]
         assert env[contract.ENV_CAPACITY_TABLE_NAME] == "other-deployment-locks"
     # AND each job role may read and write that table's items (the semaphore's calls), and that table only
-    shared = [
-        statement
-        for policy in of_type(found, "AWS::IAM::Policy").values()
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        if statement.get("Sid") == "SharedCapacityTableItems"
-    ]
+    shared = [statement for _, statement in _statements_with_sid(found, "SharedCapacityTableItems")]
     assert len(shared) == len(functions)
     for statement in shared:
         assert sorted(as_list(statement["Action"])) == [
@@ -413,13 +453,45 @@ def test_a_shared_table_is_named_to_every_function_and_granted_on_that_table_onl
         assert "table/other-deployment-locks" in json.dumps(statement["Resource"])
         assert "*" not in json.dumps(statement["Resource"])
     # AND by default the permits live in this deployment's lock table (no such statement)
-    default = [
+    assert _statements_with_sid(resources, "SharedCapacityTableItems") == []
+
+
+def _workgroup_arn(name: str) -> dict[str, Any]:
+    """A workgroup's ARN in the stack's own account and Region, as the template writes it."""
+    parts = ["arn:", {"Ref": "AWS::Partition"}, ":athena:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}]
+    return {"Fn::Join": ["", [*parts, f":workgroup/{name}"]]}
+
+
+def test_shared_workgroups_let_each_job_role_read_their_query_executions_only(
+    shared_table: dict[str, Any], resources: dict[str, Any], off: dict[str, Any]
+) -> None:
+    # GIVEN capacity.shared_workgroups naming the other deployments' workgroups
+    found = shared_table["Resources"]
+    functions = _job_functions(found)
+    roles = {found[f]["Properties"]["Role"]["Fn::GetAtt"][0] for f in functions.values()}
+    statements = _statements_with_sid(found, "SharedCapacityQueryStatus")
+    # THEN each job role has one statement allowing GetQueryExecution only (no Start, no GetQueryResults) on exactly
+    # those workgroups, in the stack's own account and Region
+    assert sorted(role["Ref"] for policy_roles, _ in statements for role in policy_roles) == sorted(roles)
+    for _, statement in statements:
+        assert statement == {
+            "Sid": "SharedCapacityQueryStatus",
+            "Effect": "Allow",
+            "Action": "athena:GetQueryExecution",
+            "Resource": [_workgroup_arn(name) for name in SHARED_BUDGET["shared_workgroups"]],
+        }
+    # AND no other statement of any role names those workgroups (the read side and the shared stack get nothing)
+    every = [
         statement
-        for policy in of_type(resources, "AWS::IAM::Policy").values()
+        for policy in of_type(found, "AWS::IAM::Policy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        if statement.get("Sid") == "SharedCapacityTableItems"
     ]
-    assert default == []
+    for name in SHARED_BUDGET["shared_workgroups"]:
+        naming = [statement for statement in every if f":workgroup/{name}" in json.dumps(statement)]
+        assert naming == [statement for _, statement in statements], name
+    # AND without the setting (the default), or with the budget off, no role gets the statement
+    assert _statements_with_sid(resources, "SharedCapacityQueryStatus") == []
+    assert _statements_with_sid(off["Resources"], "SharedCapacityQueryStatus") == []
 
 
 def test_a_shared_table_name_must_be_a_table_name() -> None:
