@@ -15,6 +15,9 @@ every winner takes a permit of the semaphore and releases it in its commit, and 
 held by others, gives the slot back (``scheduler.CreateSchedule``, which passes the job's Scheduler role:
 ``iam:PassRole`` to ``scheduler.amazonaws.com``) and is committed by the schedule's re-invocation.
 
+A deployment sharing another deployment's budget (cdk.json ``capacity.table_name`` and ``capacity.shared_workgroups``)
+has a module of its own, ``test_iam_conformance_shared.py`` (a second world with the same physical names).
+
 No emulator here enforces IAM: this test is the gate for every grant. A new call or function extends the
 scenarios; a denied call fails with the principal, the call and what is missing; a grant no call used fails
 unless the stack names it with a reason (``PLATFORM_GRANTS`` of the construct that grants it).

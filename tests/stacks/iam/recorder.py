@@ -8,7 +8,8 @@ installed, so every call of any client is seen, and every URL presigned by a cli
 
 An *answer* replaces AWS for one operation (``lambda.Invoke`` runs the function's handler in-process,
 ``cloudformation.DescribeStacks`` returns the template's outputs): moto has no Lambda without Docker and no
-stack for this template. Answered calls are recorded like any other.
+stack for this template. An answer may also raise (an error as AWS would answer it), or return ``None`` to let the
+call go to moto as usual. Answered calls are recorded like any other.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import botocore.client
 import botocore.signers
 
-Answer = Callable[[dict[str, Any]], dict[str, Any]]
+Answer = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class CallRecorder:
             self._principals.pop()
 
     def answer(self, service: str, operation: str, answer: Answer) -> None:
-        """Answer ``service.operation`` with ``answer(params)`` instead of sending it."""
+        """Answer ``service.operation`` with ``answer(params)`` instead of sending it (``None``: send it)."""
         self.answers[(service, operation)] = answer
 
     def of(self, principal: str) -> list[RecordedCall]:
@@ -84,7 +85,9 @@ class CallRecorder:
             service = client.meta.service_model.service_name
             recorder._record(client, service, operation_name, api_params, presigned=False)
             answer = recorder.answers.get((service, operation_name)) if recorder._principals else None
-            response = answer(api_params) if answer is not None else original_call(client, operation_name, api_params)
+            response = answer(api_params) if answer is not None else None
+            if response is None:
+                response = original_call(client, operation_name, api_params)
             if service == "athena" and operation_name == "StartQueryExecution":
                 recorder.query_workgroups[response["QueryExecutionId"]] = api_params.get("WorkGroup", "primary")
             return response
