@@ -1,8 +1,9 @@
 """The reclaim check of the capacity budget: may an expired permit that names a query be taken now?
 
 The semaphore (``slotlock.Semaphore``, docs/protocol.md "Capacity semaphore") asks its caller's
-``query_is_terminal(query id)`` about each expired permit that names a query, and only when the free permits do not
-suffice; the job answers with one ``GetQueryExecution`` (:meth:`athena_refresh.engine.QueryEngine.get_query`).
+``query_is_terminal(query id)`` about expired permits that name a query, only when the free permits do not suffice,
+at most once per poll, and about one query at most once per ``query_recheck_s`` while the answer is "not terminal";
+the job answers with one ``GetQueryExecution`` (:meth:`athena_refresh.engine.QueryEngine.get_query`).
 
 That query may be one the caller cannot read: with a budget shared by several deployments (cdk.json
 ``capacity.table_name``), an expired permit of another deployment names a query in *that* deployment's workgroup,
@@ -12,7 +13,9 @@ Athena may also throttle the call past botocore's retries (``ThrottlingException
 (``InvalidRequestException``). None of these says the query ended, and none is the waiting slot's failure: the
 permit is **not reclaimable now**. :class:`ReclaimCheck` answers ``False``, logs one WARNING naming the query, the
 error code and that the permit stays counted, and counts it on the invocation's report
-(:attr:`SlotReport.permit_queries_unreadable`, a field of the outcome line, not a metric). The slot keeps waiting,
+(:attr:`SlotReport.permit_queries_unreadable`, a field of the outcome line, not a metric). The semaphore keeps that
+answer like any "still active" one (asking again after ``query_recheck_s``: throttling passes, a grant may be added),
+so an unreadable query costs no more requests than a running one. The slot keeps waiting,
 and past ``wait_in_place_s`` it is given back like any slot waiting for a permit (outcome ``deferred``): never a
 FAILED record, never a Lambda error. The permit is reclaimed later by a caller that can read its query, or given back
 by its own holder.
