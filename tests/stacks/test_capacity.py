@@ -202,9 +202,8 @@ def test_shared_workgroups_must_be_distinct_athena_workgroup_names(value: Any, w
 def test_shared_workgroups_accept_workgroup_names_and_default_to_none() -> None:
     # GIVEN names at the rule's edges / THEN kept in order, as given; null or absent: none
     names = ["a", "W" * 128, "team-b.athena_wg-2"]
-    assert StackSettings.from_context({"capacity": {"shared_workgroups": names}}).capacity.shared_workgroups == tuple(
-        names
-    )
+    capacity = StackSettings.from_context({"capacity": {"shared_workgroups": names}}).capacity
+    assert capacity.shared_workgroups == tuple(names)
     assert StackSettings.from_context({"capacity": {"shared_workgroups": None}}).capacity.shared_workgroups == ()
     assert CapacitySettings().shared_workgroups == ()
 
