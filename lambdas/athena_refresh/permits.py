@@ -14,7 +14,11 @@ module is the job's side of it (:class:`CapacityGate`):
   lease, polling with capped, jittered backoff. A ``TooManyRequestsException``/``ThrottlingException`` that
   still reaches us (people's own queries took the account's quota) is waiting too, never a failed attempt.
 - **Record, renew, release.** The query id is recorded on the permit in the same transaction as on the slot
-  item; the permit's expiry follows each lease renewal; it is given back in the commit transaction. A permit
+  item, with an expiry covering the invocation and the takeover window (no renewal after it, whatever the
+  query's length; before it, the permit's expiry follows the lease's); it is given back in the commit
+  transaction. The permit names the deployment (the lock table's name), so a shared budget's same-named jobs
+  never mix, and a take marks it "a start may follow": a start whose answer or record was lost stays counted
+  for ``max_query_active_s`` past the permit's expiry, until Lambda's retry records it. A permit
   write that fails (the permit was reclaimed) never holds the result back: the write is dropped, and the
   slot goes on without a permit.
 - **Deadline.** Waiting in place is billed Lambda time: past ``wait_in_place_s`` (or half the invocation's time)

@@ -35,7 +35,6 @@ This module decides which permit to take and when to wait; the permit items' wri
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable
@@ -72,8 +71,6 @@ from ._semaphore_permits import PermitBook
 from ._semaphore_tickets import TicketBook
 from ._transient import RetryBudget
 from .errors import LockConfigurationError
-
-logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -276,11 +273,12 @@ class Semaphore:
         A newcomer that does not wait sends 2 requests (one more only when the line holds a dead place of its
         own owner, which it removes). ``query_is_terminal(query id)`` is asked only about expired permits naming
         a query, only when the free ones do not suffice, at most once per call and once per ``query_recheck_s``
-        per query; without it such permits are never reclaimed. It should answer ``False`` for a query it cannot read
-        (access denied, throttled: the permit stays counted, which is safe); whatever it raises propagates. ``expires_at_ms`` is the lease's expiry (the
-        permit's; renew with :meth:`renew`). ``headroom``: permits to leave free for others (a manual run leaves
-        them to the live schedule): we take one only if more than ``k + headroom`` are free or reclaimable, so
-        ``headroom`` permits stay free for live slots, which never wait behind us.
+        per query; without it such permits are never reclaimed. It should answer ``False`` for a query it cannot
+        read (access denied, throttled: the permit stays counted, which is safe); whatever it raises propagates.
+        ``expires_at_ms`` is the lease's expiry (the permit's; renew with :meth:`renew`). ``headroom``: permits to
+        leave free for others (a manual run leaves them to the live schedule): we take one only if more than
+        ``k + headroom`` are free or reclaimable, so ``headroom`` permits stay free for live slots, which never
+        wait behind us.
 
         Raises
         ------
