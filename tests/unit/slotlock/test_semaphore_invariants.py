@@ -264,10 +264,35 @@ def test_a_newer_live_slot_of_the_same_job_skips_the_older_slots_dead_place(
     # WHEN J's next slot S+1 arrives (S can never run again: the lock's slots only move forward)
     following = Slot(slot.epoch_s + 1800)
     got = sem.try_acquire(PermitOwner("J", following, deployment=PRODUCTION), 2, clock.now + LEASE_MS)
-    # THEN it takes the free permit at once
+    # THEN it takes the free permit at once, and removes the finished slot's place
     assert taken(got).how == "free"
-    # AND another job still counts that place: it cannot know that slot S is finished
-    assert waiting(sem.try_acquire(PermitOwner("K", slot, deployment=PRODUCTION), 1, clock.now + LEASE_MS)).ahead == 1
+    _, waiters = sem.read()
+    assert waiters.tickets == {}
+    # AND another job no longer counts that place
+    assert waiting(sem.try_acquire(PermitOwner("K", slot, deployment=PRODUCTION), 1, clock.now + LEASE_MS)).ahead == 0
+
+
+def test_a_newer_live_slot_that_must_wait_clears_its_jobs_finished_places(
+    make_sem: Any, slot: Slot, clock: Any, get_item: Any
+) -> None:
+    # GIVEN N = 1 held for long; job J's slot S waited in line and died; another job K waits behind it
+    sem = make_sem(deployment=PRODUCTION)
+    taken(sem.try_acquire(PermitOwner("busy", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
+    dead = waiting(sem.try_acquire(PermitOwner("J", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
+    k = waiting(sem.try_acquire(PermitOwner("K", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
+    assert k.ahead == 1
+    # WHEN J's slot S+1 arrives and must wait too
+    following = Slot(slot.epoch_s + 1800)
+    later = waiting(sem.try_acquire(PermitOwner("J", following, deployment=PRODUCTION), 2, clock.now + LEASE_MS))
+    # THEN S's place is gone at once: K is first in line, J's S+1 behind it
+    tickets = get_item(f"tickets#{NAME}")["waiter_tickets"]["M"]
+    assert dead.ticket.waiter_id not in tickets and later.ahead == 1
+    assert (
+        waiting(
+            sem.try_acquire(PermitOwner("K", slot, deployment=PRODUCTION), 1, clock.now + LEASE_MS, ticket=k.ticket)
+        ).ahead
+        == 0
+    )
 
 
 # --- finding 6: long queries add no request per heartbeat; waiters ask Athena little ------------------------

@@ -72,22 +72,20 @@ class QueryStates:
 
 def dead_places(permits: Sequence[PermitRecord], owner: PermitOwner) -> Callable[[str], bool]:
     """Places in line that block nobody, as seen by ``owner``: their owner holds a permit (a takeover got one for
-    the query while its killed predecessor's place stayed), or, seen by a live slot, an older live slot of the same
-    job and deployment (finished: the lock's slots only move forward, so it never runs again)."""
+    the query while its killed predecessor's place stayed), or :func:`finished_place`."""
     holders = {permit.owner for permit in permits if permit.owner is not None}
+    return lambda waiter: waiter_owner_id(waiter) in holders or finished_place(waiter, owner)
 
-    def dead(waiter: str) -> bool:
-        owner_id = waiter_owner_id(waiter)
-        if owner_id in holders:
-            return True
-        if owner.generation != table.LIVE_GENERATION:
-            return False
-        theirs = PermitOwner.from_id(owner_id)
-        return (
-            theirs is not None
-            and theirs.generation == table.LIVE_GENERATION
-            and (theirs.job, theirs.deployment) == (owner.job, owner.deployment)
-            and theirs.slot < owner.slot
-        )
 
-    return dead
+def finished_place(waiter: str, owner: PermitOwner) -> bool:
+    """Seen by a live slot of ``owner``'s job: the place of an older live slot of the same job and deployment, which
+    is finished (the lock's slots only move forward: acquiring ours recorded it MISSED if it was not done)."""
+    if owner.generation != table.LIVE_GENERATION:
+        return False
+    theirs = PermitOwner.from_id(waiter_owner_id(waiter))
+    return (
+        theirs is not None
+        and theirs.generation == table.LIVE_GENERATION
+        and (theirs.job, theirs.deployment) == (owner.job, owner.deployment)
+        and theirs.slot < owner.slot
+    )

@@ -53,7 +53,7 @@ from ._expressions import (
     PERMIT_RECORD_QUERY_UPDATE,
     PERMIT_RENEW_UPDATE,
 )
-from ._semaphore_choice import QueryIsTerminal, QueryStates, dead_places
+from ._semaphore_choice import QueryIsTerminal, QueryStates, dead_places, finished_place
 from ._semaphore_items import (
     Permit,
     PermitOwner,
@@ -318,12 +318,15 @@ class Semaphore:
                 taken = self.permit_items.take(candidate, kind, owner, fencing_token, expires_at_ms, now_ms, budget)
                 if taken is not None:
                     return self._leave_after(replace(taken, in_use=in_use), ticket, waiters, now_ms)
+        if ticket is None:  # a first wait also clears the places of our job's older, finished live slots
+            self._remove_places(self._finished_places(waiters, owner), now_ms, expires_at_ms)
         kept = self.tickets.keep(me, ticket, waiters, now_ms, budget)
         return Wait(kept, ahead, len(candidates))
 
     def _leave_after(self, permit: Permit, ticket: Ticket | None, waiters: Waiters, now_ms: int) -> Permit:
         """A waiter that got its permit leaves the line (one more write; if it fails, its expiry ends it), and so
-        does any other place of its owner (a predecessor killed while waiting: one more write, only then)."""
+        does any other place of its owner (a predecessor killed while waiting), and, for a live slot, any place of
+        an older live slot of its job (finished): one more write each, only when there is one."""
         self._leave_places(waiters, permit.owner, ticket, now_ms, permit.expires_at_ms)
         return permit if ticket is None else replace(permit, ticket=ticket)
 
@@ -333,6 +336,13 @@ class Semaphore:
         places = dict(waiters.entries_of(owner.id))
         if ticket is not None:
             places[ticket.waiter_id] = ticket.number
+        self._remove_places({**self._finished_places(waiters, owner), **places}, now_ms, deadline_ms)
+
+    @staticmethod
+    def _finished_places(waiters: Waiters, owner: PermitOwner) -> dict[str, int]:
+        return {waiter: number for waiter, number in waiters.tickets.items() if finished_place(waiter, owner)}
+
+    def _remove_places(self, places: dict[str, int], now_ms: int, deadline_ms: int) -> None:
         for waiter, number in places.items():
             self.tickets.leave(Ticket(self.name, waiter, number, 0), now_ms, self.budget(max(deadline_ms, now_ms + 1)))
 
