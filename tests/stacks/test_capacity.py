@@ -95,6 +95,7 @@ def test_cdk_json_writes_the_defaults_out() -> None:
         "wait_in_place_s": contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
         "manual_headroom": contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
         "retry_delay_s": contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
+        "max_query_active_s": contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S,
         "shared_workgroups": [],
     }
     assert StackSettings.from_context(stack).capacity == CapacitySettings() == StackSettings().capacity
