@@ -433,9 +433,4 @@ def test_a_long_query_adds_no_permit_request_per_heartbeat(
         and ("permit#" in str(body.get("Key", "")) or "RequestItems" in body)
     ]
     assert own == ["BatchGetItem", "UpdateItem"]
-    renewals = [
-        body
-        for name, body, _at in request_log.calls
-        if name == "UpdateItem" and str(body.get("Key", {}).get("pk", {}).get("S", "")).startswith("lock#")
-    ]
-    assert len(renewals) >= 3  # the acquisition and at least two heartbeats
+    assert len(lease_renewals(request_log)) >= 2  # at least two heartbeats of the lock item

@@ -8,7 +8,6 @@ Driven one request at a time with the fake clock, with slotlock's defaults (the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -30,11 +29,6 @@ LEASE_MS = 30_000
 STAGING, PRODUCTION = "staging-locks", "production-locks"
 
 
-@pytest.fixture
-def make_sem(make_semaphore: Callable[..., Semaphore]) -> Callable[..., Semaphore]:
-    return make_semaphore  # slotlock's defaults: the start window on, query answers cached
-
-
 def taken(result: Permit | Wait) -> Permit:
     assert isinstance(result, Permit), f"expected a permit, got {result}"
     return result
@@ -53,10 +47,10 @@ def owners(sem: Semaphore) -> list[str | None]:
 # --- finding 1: two deployments, one budget, a job of the same name ----------------------------------------
 @pytest.mark.parametrize("their_token", [4, 5, 6], ids=["lower", "equal", "higher"])
 def test_another_deployments_permit_for_the_same_job_and_slot_is_never_ours(
-    make_sem: Any, slot: Slot, clock: Any, their_token: int
+    make_semaphore: Any, slot: Slot, clock: Any, their_token: int
 ) -> None:
     # GIVEN staging and production share one budget of 1, each with its own lock table (its own tokens)
-    staging, production = make_sem(deployment=STAGING), make_sem(deployment=PRODUCTION)
+    staging, production = make_semaphore(deployment=STAGING), make_semaphore(deployment=PRODUCTION)
     held = taken(staging.try_acquire(PermitOwner("daily-kpis", slot, deployment=STAGING), 5, clock.now + LEASE_MS))
     # WHEN production's daily-kpis, same slot, asks with a lower, equal or higher token
     got = production.try_acquire(
@@ -79,10 +73,10 @@ def test_the_deployment_is_keyword_only_and_absent_keeps_the_1_0_owner_id(slot: 
 
 
 def test_during_a_deploy_old_and_new_format_owners_of_one_slot_never_inherit_each_others_permit(
-    make_sem: Any, slot: Slot, clock: Any
+    make_semaphore: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN the old code (owner ids without deployment) holds the slot's permit with token 7
-    old, new = make_sem(permits=2), make_sem(permits=2, deployment=PRODUCTION)
+    old, new = make_semaphore(permits=2), make_semaphore(permits=2, deployment=PRODUCTION)
     old_permit = taken(old.try_acquire(PermitOwner("daily-kpis", slot), 7, clock.now + LEASE_MS))
     # WHEN the new code takes the same slot over (token 8)
     new_permit = taken(new.try_acquire(PermitOwner("daily-kpis", slot, deployment=PRODUCTION), 8, clock.now + LEASE_MS))
@@ -94,18 +88,18 @@ def test_during_a_deploy_old_and_new_format_owners_of_one_slot_never_inherit_eac
     again = taken(old.try_acquire(PermitOwner("daily-kpis", slot), 9, clock.now + LEASE_MS))
     assert again.how == "free" and again.index != new_permit.index
     # AND with one permit, the second format waits instead of over-admitting
-    single_old, single_new = make_sem(permits=1), make_sem(permits=1, deployment=STAGING)
+    single_old, single_new = make_semaphore(permits=1), make_semaphore(permits=1, deployment=STAGING)
     assert single_old.release(again).outcome == "released" and new.release(new_permit).outcome == "released"
     taken(single_old.try_acquire(PermitOwner("daily-kpis", slot), 10, clock.now + LEASE_MS))
     waiting(single_new.try_acquire(PermitOwner("daily-kpis", slot, deployment=STAGING), 11, clock.now + LEASE_MS))
 
 
 def test_a_stale_permit_token_ends_the_slot_run_as_stale_not_as_a_lambda_error(
-    make_sem: Any, make_lock: Any, slot: Slot, clock: Any
+    make_semaphore: Any, make_lock: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN a newer holder of our own slot (a takeover, token 99) holds the slot's permit
     lock: SlotLock = make_lock()
-    sem = make_sem(deployment=STAGING)
+    sem = make_semaphore(deployment=STAGING)
     newer = PermitOwner(lock.job_name, slot, deployment=STAGING)
     taken(sem.try_acquire(newer, 99, clock.now + LEASE_MS))
 
@@ -121,10 +115,10 @@ def test_a_stale_permit_token_ends_the_slot_run_as_stale_not_as_a_lambda_error(
 
 # --- finding 2: a start that may have happened is counted until it surely ended -------------------------
 def test_a_permit_naming_no_query_stays_counted_for_the_start_window_past_its_expiry(
-    make_sem: Any, slot: Slot, clock: Any
+    make_semaphore: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN a holder took a permit, sent StartQueryExecution, and lost the answer (nothing recorded), then died
-    sem = make_sem()
+    sem = make_semaphore()
     lost = taken(sem.try_acquire(PermitOwner("a", slot), 1, clock.now + LEASE_MS))
     window_ms = int(DEFAULT_MAX_QUERY_ACTIVE_S * 1000)
     # WHEN its expiry passed, and until Athena's DML timeout more
@@ -140,10 +134,10 @@ def test_a_permit_naming_no_query_stays_counted_for_the_start_window_past_its_ex
 
 
 def test_the_start_window_is_the_takers_own_and_a_release_clears_it(
-    make_sem: Any, slot: Slot, clock: Any, get_item: Any
+    make_semaphore: Any, slot: Slot, clock: Any, get_item: Any
 ) -> None:
     # GIVEN a taker whose queries may stay active 10 minutes, and a reclaimer configured for 1 minute
-    long_queries, short = make_sem(max_query_active_s=600), make_sem(max_query_active_s=60)
+    long_queries, short = make_semaphore(max_query_active_s=600), make_semaphore(max_query_active_s=60)
     permit = taken(long_queries.try_acquire(PermitOwner("a", slot), 1, clock.now + LEASE_MS))
     assert get_item(permit.key)["permit_start_may_follow_ms"]["N"] == "600000"
     clock.advance(ms=LEASE_MS + 60_000)
@@ -155,10 +149,10 @@ def test_the_start_window_is_the_takers_own_and_a_release_clears_it(
 
 
 def test_a_retry_of_the_slot_inherits_the_marked_permit_and_records_the_query(
-    make_sem: Any, slot: Slot, clock: Any
+    make_semaphore: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN the start's answer was lost and the invocation failed (lease released, permit kept, no query recorded)
-    sem = make_sem()
+    sem = make_semaphore()
     owner = PermitOwner("a", slot)
     first = taken(sem.try_acquire(owner, 1, clock.now + LEASE_MS))
     clock.advance(ms=LEASE_MS + 5_000)
@@ -171,9 +165,9 @@ def test_a_retry_of_the_slot_inherits_the_marked_permit_and_records_the_query(
 
 
 # --- finding 4: live slots never wait behind manual runs --------------------------------------------------
-def test_a_live_slot_takes_the_permit_a_waiting_backfill_may_not(make_sem: Any, slot: Slot, clock: Any) -> None:
+def test_a_live_slot_takes_the_permit_a_waiting_backfill_may_not(make_semaphore: Any, slot: Slot, clock: Any) -> None:
     # GIVEN N = 2, manual headroom 1, one permit busy, a backfill waiting in line
-    sem = make_sem(permits=2)
+    sem = make_semaphore(permits=2)
     taken(sem.try_acquire(PermitOwner("busy", slot), 1, clock.now + 10 * LEASE_MS))
     backfill = waiting(sem.try_acquire(PermitOwner("job", slot, 5), 1, clock.now + LEASE_MS, headroom=1))
     assert backfill.ticket.waiter_id.endswith("#h1")
@@ -183,8 +177,8 @@ def test_a_live_slot_takes_the_permit_a_waiting_backfill_may_not(make_sem: Any, 
     assert got.how == "free"
 
 
-def test_as_many_manual_waiters_as_permits_never_starve_live_slots(make_sem: Any, slot: Slot, clock: Any) -> None:
-    sem = make_sem(permits=2)
+def test_as_many_manual_waiters_as_permits_never_starve_live_slots(make_semaphore: Any, slot: Slot, clock: Any) -> None:
+    sem = make_semaphore(permits=2)
     holder = taken(sem.try_acquire(PermitOwner("busy", slot), 1, clock.now + 10 * LEASE_MS))
     manual = [
         waiting(sem.try_acquire(PermitOwner(f"m{i}", slot, 2), 1, clock.now + LEASE_MS, headroom=1)) for i in range(3)
@@ -201,8 +195,10 @@ def test_as_many_manual_waiters_as_permits_never_starve_live_slots(make_sem: Any
     )
 
 
-def test_manual_waiters_go_in_ticket_order_once_live_ones_are_served(make_sem: Any, slot: Slot, clock: Any) -> None:
-    sem = make_sem(permits=3)
+def test_manual_waiters_go_in_ticket_order_once_live_ones_are_served(
+    make_semaphore: Any, slot: Slot, clock: Any
+) -> None:
+    sem = make_semaphore(permits=3)
     held = [taken(sem.try_acquire(PermitOwner(f"h{i}", slot), 1, clock.now + 10 * LEASE_MS)) for i in range(3)]
     first = waiting(sem.try_acquire(PermitOwner("m0", slot, 2), 1, clock.now + LEASE_MS, headroom=1))
     second = waiting(sem.try_acquire(PermitOwner("m1", slot, 2), 1, clock.now + LEASE_MS, headroom=1))
@@ -215,10 +211,10 @@ def test_manual_waiters_go_in_ticket_order_once_live_ones_are_served(make_sem: A
 
 # --- finding 5: dead places leave the line at once ---------------------------------------------------------
 def test_a_takeover_that_gets_the_permit_removes_its_killed_predecessors_place(
-    make_sem: Any, slot: Slot, clock: Any, get_item: Any
+    make_semaphore: Any, slot: Slot, clock: Any, get_item: Any
 ) -> None:
     # GIVEN N = 1: a holder, and slot S's winner waiting in line, killed while waiting
-    sem = make_sem()
+    sem = make_semaphore()
     holder = taken(sem.try_acquire(PermitOwner("busy", slot), 1, clock.now + 10 * LEASE_MS))
     killed = waiting(sem.try_acquire(PermitOwner("job", slot), 1, clock.now + LEASE_MS))
     sem.release(holder)
@@ -236,10 +232,10 @@ def test_a_takeover_that_gets_the_permit_removes_its_killed_predecessors_place(
 
 
 def test_a_place_whose_owner_holds_a_permit_blocks_nobody(
-    make_sem: Any, slot: Slot, clock: Any, monkeypatch: pytest.MonkeyPatch
+    make_semaphore: Any, slot: Slot, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN N = 2: an owner that waited, then got a permit, and whose leave write failed (its place stayed)
-    sem = make_sem(permits=2)
+    sem = make_semaphore(permits=2)
     busy = taken(sem.try_acquire(PermitOwner("busy", slot), 1, clock.now + 10 * LEASE_MS))
     taken(sem.try_acquire(PermitOwner("fill", slot), 1, clock.now + 10 * LEASE_MS))
     place = waiting(sem.try_acquire(PermitOwner("job", slot), 1, clock.now + LEASE_MS))
@@ -254,10 +250,10 @@ def test_a_place_whose_owner_holds_a_permit_blocks_nobody(
 
 
 def test_a_newer_live_slot_of_the_same_job_skips_the_older_slots_dead_place(
-    make_sem: Any, slot: Slot, clock: Any
+    make_semaphore: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN N = 1: slot S's winner of job J was killed while waiting; the holder then released
-    sem = make_sem(deployment=PRODUCTION)
+    sem = make_semaphore(deployment=PRODUCTION)
     holder = taken(sem.try_acquire(PermitOwner("busy", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
     waiting(sem.try_acquire(PermitOwner("J", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
     sem.release(holder)
@@ -273,10 +269,10 @@ def test_a_newer_live_slot_of_the_same_job_skips_the_older_slots_dead_place(
 
 
 def test_a_newer_live_slot_that_must_wait_clears_its_jobs_finished_places(
-    make_sem: Any, slot: Slot, clock: Any, get_item: Any
+    make_semaphore: Any, slot: Slot, clock: Any, get_item: Any
 ) -> None:
     # GIVEN N = 1 held for long; job J's slot S waited in line and died; another job K waits behind it
-    sem = make_sem(deployment=PRODUCTION)
+    sem = make_semaphore(deployment=PRODUCTION)
     taken(sem.try_acquire(PermitOwner("busy", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
     dead = waiting(sem.try_acquire(PermitOwner("J", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
     k = waiting(sem.try_acquire(PermitOwner("K", slot, deployment=PRODUCTION), 1, clock.now + 10 * LEASE_MS))
@@ -297,11 +293,11 @@ def test_a_newer_live_slot_that_must_wait_clears_its_jobs_finished_places(
 
 # --- finding 6: long queries add no request per heartbeat; waiters ask Athena little ------------------------
 def test_a_recorded_permit_covers_the_invocation_and_is_not_renewed(
-    make_sem: Any, make_lock: Any, slot: Slot, clock: Any, get_item: Any
+    make_semaphore: Any, make_lock: Any, slot: Slot, clock: Any, get_item: Any
 ) -> None:
     # GIVEN a winner with 300 s left in its invocation records its query on the permit
     lock: SlotLock = make_lock()
-    sem = make_sem()
+    sem = make_semaphore()
     lease = lock.acquire(slot, "req-1", deadline_ms=clock.now + 300_000)
     permit = taken(sem.try_acquire_for(lease))
     expiry = sem.query_expiry_ms(lease, lock.lease_duration_ms)
@@ -323,10 +319,10 @@ def test_a_recorded_permit_covers_the_invocation_and_is_not_renewed(
 
 
 def test_a_waiter_asks_athena_about_at_most_one_query_per_poll_and_each_once_per_recheck(
-    make_sem: Any, slot: Slot, clock: Any
+    make_semaphore: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN N = 3 permits naming running queries whose holders died (expiries passed)
-    sem = make_sem(permits=3, query_recheck_s=30)
+    sem = make_semaphore(permits=3, query_recheck_s=30)
     for i in range(3):
         sem.record_query(taken(sem.try_acquire(PermitOwner(f"h{i}", slot), 1, clock.now + LEASE_MS)), f"q-{i}")
     clock.advance(ms=LEASE_MS)
@@ -358,11 +354,13 @@ def test_a_waiter_asks_athena_about_at_most_one_query_per_poll_and_each_once_per
 
 
 # --- finding 8: a takeover inherits the permit in a write of its own --------------------------------------
-def stalled_holder_and_takeover(make_sem: Any, make_lock: Any, slot: Slot, clock: Any, *, query: str | None) -> Any:
+def stalled_holder_and_takeover(
+    make_semaphore: Any, make_lock: Any, slot: Slot, clock: Any, *, query: str | None
+) -> Any:
     """W (token 1) holds the slot's only permit (naming ``query`` if given) and stalls past its lease; W2 takes
     the lease over (write 1). Returns (semaphore, W's permit, W's lease, W2's lease)."""
     lock: SlotLock = make_lock()
-    sem = make_sem(permits=1)
+    sem = make_semaphore(permits=1)
     lease_w = lock.acquire(slot, "req-w", deadline_ms=clock.now + 300_000)
     permit_w = taken(sem.try_acquire_for(lease_w))
     if query is not None:
@@ -375,11 +373,11 @@ def stalled_holder_and_takeover(make_sem: Any, make_lock: Any, slot: Slot, clock
 
 
 def test_between_a_takeovers_lease_and_its_inheritance_no_write_over_admits(
-    make_sem: Any, make_lock: Any, slot: Slot, clock: Any
+    make_semaphore: Any, make_lock: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN W (token 1) holds the slot's permit, naming its running query q; W stalls past its lease
     # WHEN W2 takes the lease over (token 2: write 1) ...
-    sem, permit_w, _lease_w, lease_w2 = stalled_holder_and_takeover(make_sem, make_lock, slot, clock, query="q")
+    sem, permit_w, _lease_w, lease_w2 = stalled_holder_and_takeover(make_semaphore, make_lock, slot, clock, query="q")
     assert lease_w2.state["query_execution_id"] == "q"
     # ... and before W2's inheritance (write 2): a reclaimer cannot take the permit of a running query
     waiting(sem.try_acquire(PermitOwner("other", slot), 1, clock.now + LEASE_MS, query_is_terminal=lambda q: False))
@@ -396,10 +394,10 @@ def test_between_a_takeovers_lease_and_its_inheritance_no_write_over_admits(
 
 
 def test_a_stale_holder_releasing_before_the_inheritance_leaves_the_takeover_without_a_permit_never_two(
-    make_sem: Any, make_lock: Any, slot: Slot, clock: Any
+    make_semaphore: Any, make_lock: Any, slot: Slot, clock: Any
 ) -> None:
     # GIVEN W gave its permit back (e.g. a deferral) while stalled; W2 took the lease over meanwhile
-    sem, permit_w, _lease_w, lease_w2 = stalled_holder_and_takeover(make_sem, make_lock, slot, clock, query=None)
+    sem, permit_w, _lease_w, lease_w2 = stalled_holder_and_takeover(make_semaphore, make_lock, slot, clock, query=None)
     assert sem.release(permit_w).outcome == "released"
     # WHEN W2 inherits: nothing to inherit; it takes a permit like any first start (one query, one permit)
     assert sem.adopt_for(lease_w2) is None
