@@ -216,7 +216,7 @@ MIN_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 60
 MAX_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 240 * 60
 DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 30 * 60
 
-#: Every numeric variable with its inclusive bounds (the README's configuration table lists them).
+#: Every numeric variable with its inclusive bounds (docs/configuration.md's job.toml table lists them).
 NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
     {
         ENV_LEASE_DURATION_S: (MIN_LEASE_DURATION_S, MAX_LEASE_DURATION_S),
