@@ -31,6 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from athena_refresh.stored import LATEST
 from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
+from tools.cli.program import prog
 
 #: Default headroom above the highest stored token. Tokens only need to be higher, never dense, and
 #: DynamoDB numbers have 38 digits: a wide margin also covers tokens issued after the restore point that
@@ -90,7 +91,7 @@ def stored_tokens(dynamodb: Any, results_table: str, job: str) -> StoredTokens:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.fence_bump",
+        prog=prog("python -m tools.fence_bump"),
         description="Raise a job's fencing counter above every token stored with its results "
         "(run after a point-in-time restore of the lock table).",
     )

@@ -43,6 +43,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock, SlotLockError
+from tools.cli.program import prog
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs
 
 #: The shared stack's CfnOutputs naming the tables, and the logical-id prefix + resource type this tool falls
@@ -335,7 +336,7 @@ def _check(
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.smoke_test",
+        prog=prog("python -m tools.smoke_test"),
         description="Smoke-test a DEPLOYED stack with real credentials (one Athena query). Never run in CI.",
     )
     parser.add_argument("--stack-name", required=True)

@@ -21,6 +21,7 @@ from typing import Any
 from local.capacity.harness import CapacityHarnessError, run_capacity
 from local.capacity.plan import REPO_ROOT, CapacityOptions
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
+from tools.cli.program import prog
 
 DEFAULTS = CapacityOptions()
 
@@ -109,7 +110,7 @@ def _pair(text: str) -> tuple[int, int]:
 def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
     d = DEFAULTS
     parser = argparse.ArgumentParser(
-        prog="python -m local.capacity",
+        prog=prog("python -m local.capacity"),
         description="make capacity: many jobs fire on one slot against one Athena capacity budget, on DynamoDB Local"
         " and the local Athena stand-in; writes capacity-report.json (docs/local.md, 'make capacity').",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -24,6 +24,7 @@ from local.chaos.harness import ChaosHarnessError, run_suite
 from local.chaos.plan import REPO_ROOT, ChaosOptions
 from local.emulators.deployment import BACKENDS
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
+from tools.cli.program import prog
 
 
 def verdict(report: dict[str, Any]) -> list[str]:
@@ -95,7 +96,9 @@ def operator_line(operator: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m local.chaos", description=(harness.__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog=prog("python -m local.chaos"), description=(harness.__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("--racers", type=int, default=16)
     parser.add_argument("--slots", type=int, default=200)
     parser.add_argument("--backend", choices=BACKENDS, default="dynamodb-local")

@@ -27,6 +27,8 @@ from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, D
 from local.demo.runner import Demo, UnknownJobError
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe
 from stacks.config import ConfigError, format_problems
+from tools.cli.program import prog
+from tools.cli.selection import SELECT_HELP, add_select_argument, patterns
 
 
 def _positive_float(text: str) -> float:
@@ -47,7 +49,9 @@ def _count(limit: int) -> Callable[[str], int]:
 
 
 def parse_args(argv: list[str] | None) -> DemoOptions:
-    parser = argparse.ArgumentParser(prog="python -m local.demo", description=(runner.__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog=prog("python -m local.demo"), description=(runner.__doc__ or "").splitlines()[0]
+    )
     parser.add_argument(
         "--slots", type=_count(48), default=DEFAULT_SLOTS, help="schedule slots K of each job (default %(default)s)"
     )
@@ -60,13 +64,7 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
         default=DEFAULT_LEASE_S,
         help="lease duration in seconds; heartbeat is a quarter of it (default %(default)s)",
     )
-    parser.add_argument(
-        "--job",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="run only this job (its folder's name; repeatable; default: every folder under --jobs-dir)",
-    )
+    add_select_argument(parser, help=f"run only these jobs (default: every folder under --jobs-dir); {SELECT_HELP}")
     parser.add_argument("--no-faults", action="store_true", help="no kill, no pause")
     parser.add_argument("--report", type=Path, default=REPO_ROOT / "demo-report.json", help="default: %(default)s")
     parser.add_argument(
@@ -92,7 +90,7 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
         workdir=args.workdir.resolve(),
         query_ms=max(0, args.query_ms),
         seed=args.seed,
-        jobs=tuple(args.job),
+        jobs=patterns(args.select),
         jobs_dir=args.jobs_dir.resolve(),
     )
 
@@ -107,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         demo = Demo(options)  # reads the job folders
     except UnknownJobError as exc:
-        print(f"error: --job: {exc}", file=sys.stderr, flush=True)
+        print(f"error: -s/--select: {exc}", file=sys.stderr, flush=True)
         return 2
     except ConfigError as exc:  # the job folders: every problem on its own line, as synth prints them
         print(format_problems(exc.problems), file=sys.stderr, flush=True)

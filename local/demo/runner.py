@@ -102,6 +102,7 @@ from slotlock import Slot
 from slotlock.schedule import latest_firings
 from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
+from tools.cli.selection import SelectionError, select
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0
@@ -117,21 +118,20 @@ class UnknownJobError(LookupError):
 
 
 def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefinition]:
-    """The jobs the demo runs: every folder under ``jobs_dir`` (``names`` empty), or only those named, read and
+    """The jobs the demo runs: every folder under ``jobs_dir`` (``names`` empty), or only those ``names`` selects
+    (``-s/--select`` patterns, :mod:`tools.cli.selection`), read and
     validated as synth reads them (``stacks.jobs.load_jobs``), ``stacks.jobs.DEFAULT_LOCAL_JOB`` first if present (it
     takes the kill), then by name.
 
     :raises UnknownJobError: a name has no folder (before any folder is read). :raises stacks.config.ConfigError: a
     job folder is invalid.
     """
-    wanted = tuple(dict.fromkeys(names))
     folders = [folder.name for folder in discover(jobs_dir)]
-    unknown = [name for name in wanted if name not in folders]
-    if unknown:
-        where = jobs_dir.relative_to(REPO_ROOT) if jobs_dir.is_relative_to(REPO_ROOT) else jobs_dir
-        raise UnknownJobError(
-            f"no job {', '.join(repr(n) for n in unknown)} in {where}/; jobs: {', '.join(folders) or 'none'}"
-        )
+    where = jobs_dir.relative_to(REPO_ROOT) if jobs_dir.is_relative_to(REPO_ROOT) else jobs_dir
+    try:
+        wanted = select(names, folders, where=f"{where}/") if names else ()
+    except SelectionError as exc:
+        raise UnknownJobError("; ".join(str(exc).splitlines())) from exc
     settings = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
     jobs = [job for job in load_jobs(jobs_dir, settings, root=jobs_dir.parent) if not wanted or job.job_name in wanted]
     return sorted(jobs, key=lambda job: (job.job_name != DEFAULT_LOCAL_JOB, job.job_name))

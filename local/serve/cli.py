@@ -33,6 +33,7 @@ from types import FrameType
 from typing import Any, Self
 
 from local.serve.store import STORE_DIR, StoreError, StoreMissingError, import_store, read_manifest, store_catalog
+from tools.cli.program import prog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PORT = 8080
@@ -201,7 +202,7 @@ def banner(api: LocalReadApi) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m local.serve", description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog("python -m local.serve"), description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--port",
         type=int,

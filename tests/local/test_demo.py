@@ -96,7 +96,7 @@ def test_an_unknown_job_is_one_line_listing_the_jobs_and_exit_2(capsys: pytest.C
     assert cli.main(["--job", FLIGHTS, "--job", "no-such-job", "--jobs-dir", str(FIXTURE_JOBS_DIR)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith("error: --job: no job 'no-such-job' in tests/fixtures/jobs/; jobs: ")
+    assert captured.err.startswith("error: -s/--select: no job 'no-such-job' in tests/fixtures/jobs/; jobs: ")
     assert captured.err.rstrip().endswith(f"jobs: {CARRIERS}, {FLIGHTS}, {TOP_ROUTES}")
     assert cli.main(["--job", "no-such-job"]) == 2  # jobs/ as it is: its folders listed
     assert capsys.readouterr().err.rstrip().endswith(f"jobs: {', '.join(repo_job_names())}")

@@ -35,6 +35,8 @@ from typing import NoReturn, TextIO
 from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
 from slotlock.schedule import CronError
 from stacks.jobs import JobDefinition
+from tools.cli.exit_status import ExitStatus
+from tools.cli.program import prog
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
 from tools.cost.render import Report, console_for, render, report_json
@@ -42,9 +44,9 @@ from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
 
 FORMATS = ("table", "json")
 DEFAULT_JOBS_DIR = inputs.REPO_ROOT / "jobs"
-EXIT_ENVIRONMENT = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_ENVIRONMENT = ExitStatus.FAILED
+EXIT_USAGE = ExitStatus.USAGE
+EXIT_INTERRUPTED = ExitStatus.INTERRUPTED
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,7 +68,7 @@ def _non_negative(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m tools.cost",
+        prog=prog("python -m tools.cost"),
         description=__doc__.split("\n\n")[0],
         epilog="Every figure is an ESTIMATE (docs/cost.md). Exit status: 0 estimated; 1 the machine lacks"
         " something (node, the sample data); 2 bad input.",

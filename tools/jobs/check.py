@@ -50,9 +50,11 @@ from athena_refresh.cost import PriceTableError
 from slotlock.schedule import CronError
 from stacks.jobs import GlueSource, JobDefinition, SampleSource
 from stacks.value_metrics_cost import value_metrics_warning
+from tools.cli.exit_status import ExitStatus
+from tools.cli.selection import add_select_argument
 from tools.jobs import common
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitStatus.OK, ExitStatus.FAILED, ExitStatus.USAGE
 #: A comma may not come right before these (Trino refuses ``SELECT a, FROM``, ``GROUP BY a,`` ...).
 CLAUSE_TOKENS = frozenset(
     {
@@ -93,7 +95,7 @@ _LINE = re.compile(r"Line: (?P<line>\d+)")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--job", metavar="NAME", help="check this job only (default: every job)")
+    add_select_argument(parser)
     parser.add_argument("--jobs-dir", type=Path, default=common.JOBS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, default=common.DATA_DIR, help=argparse.SUPPRESS)
 
@@ -101,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         loaded = common.load(args.jobs_dir)
-        jobs = (loaded.named(args.job),) if args.job else loaded.jobs
+        jobs = loaded.selected(args.select)
     except common.JobsError as exc:
         common.print_problems(exc.problems, err)
         return exc.status

@@ -22,10 +22,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TextIO
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from tools.cli.exit_status import ExitStatus
+from tools.cli.program import prog
+
+EXIT_OK = ExitStatus.OK
+EXIT_FAILED = ExitStatus.FAILED
+EXIT_USAGE = ExitStatus.USAGE
+EXIT_INTERRUPTED = ExitStatus.INTERRUPTED
 
 
 def _commands() -> dict[str, ModuleType]:
@@ -36,7 +39,7 @@ def _commands() -> dict[str, ModuleType]:
 
 def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.jobs",
+        prog=prog("python -m tools.jobs"),
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

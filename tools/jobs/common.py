@@ -19,6 +19,7 @@ from sqlglot.tokens import Token, TokenType
 
 from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
 from stacks.jobs import QUERY_FILE, GlueSource, JobDefinition, SampleSource, load_jobs
+from tools.cli.selection import SelectionError, select, select_one
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 CDK_JSON: Final = REPO_ROOT / "cdk.json"
@@ -50,6 +51,23 @@ class LoadedJobs:
             if job.job_name == name:
                 return job
         raise JobsError([f"no job {name!r}; jobs: {', '.join(j.job_name for j in self.jobs) or 'none'}"])
+
+    def selected(self, values: Sequence[str]) -> tuple[JobDefinition, ...]:
+        """The jobs ``-s/--select`` names (:mod:`tools.cli.selection`; every job when it names none).
+
+        :raises JobsError: a pattern matches no job (status 2)."""
+        try:
+            names = set(select([*values], [job.job_name for job in self.jobs]))
+        except SelectionError as exc:
+            raise JobsError(str(exc).splitlines()) from exc
+        return tuple(job for job in self.jobs if job.job_name in names)
+
+    def selected_one(self, values: Sequence[str]) -> JobDefinition:
+        """The one job ``-s/--select`` names. :raises JobsError: it names none, several, or an unknown job."""
+        try:
+            return self.named(select_one([*values], [job.job_name for job in self.jobs]))
+        except SelectionError as exc:
+            raise JobsError(str(exc).splitlines()) from exc
 
 
 def print_problems(problems: Sequence[str], err: TextIO) -> None:

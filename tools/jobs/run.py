@@ -45,16 +45,18 @@ from athena_refresh.settings import Settings
 from slotlock import Slot
 from slotlock.schedule import CronError, latest_firings
 from stacks.jobs import JobDefinition
+from tools.cli.exit_status import ExitStatus
+from tools.cli.selection import add_select_argument
 from tools.jobs import common
 
 FORMATS = ("table", "csv", "json")
 STAND_IN = "local-run"  # the table and deployment names the settings need (nothing is created)
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitStatus.OK, ExitStatus.FAILED, ExitStatus.USAGE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--job", required=True, metavar="NAME", help="the job (its folder's name under jobs/)")
+    add_select_argument(parser, required=True, one=True)
     parser.add_argument(
         "--slot",
         metavar="ISO",
@@ -74,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         loaded = common.load(args.jobs_dir)
-        job = loaded.named(args.job)
+        job = loaded.selected_one(args.select)
         slot = parse_slot(args.slot) if args.slot else latest_slot(job, dt.datetime.now(dt.UTC))
         data_dir = common.data_dir_for(job, args.data)
         settings = job_settings(job)

@@ -21,18 +21,15 @@ from typing import Any, TextIO
 from stacks import JOBS_DIR, REPO_ROOT
 from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
 from stacks.jobs import JobDefinition, load_job, load_jobs
+from tools.cli.exit_status import ExitStatus
+from tools.cli.selection import SelectionError, add_select_argument, patterns, select
 
-EXIT_OK = 0
-EXIT_USAGE = 2
+EXIT_OK = ExitStatus.OK
+EXIT_USAGE = ExitStatus.USAGE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--job",
-        action="append",
-        metavar="NAME",
-        help="a job (a folder under jobs/); repeat for several; default: every job",
-    )
+    add_select_argument(parser)
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     parser.add_argument("--jobs-dir", type=Path, default=JOBS_DIR, help=argparse.SUPPRESS)  # tests: a tmp jobs/
 
@@ -40,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     jobs_dir: Path = getattr(args, "jobs_dir", None) or JOBS_DIR
     try:
-        jobs = _load(jobs_dir, list(getattr(args, "job", None) or ()))
+        jobs = _load(jobs_dir, list(getattr(args, "select", None) or ()))
     except ConfigError as exc:
         err.write(format_problems(exc.problems) + "\n")
         return EXIT_USAGE
@@ -52,18 +49,20 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _load(jobs_dir: Path, names: list[str]) -> tuple[JobDefinition, ...]:
-    """The named jobs (default: all), validated like synth does. :raises ConfigError: naming every problem."""
+    """The jobs ``names`` selects (``-s/--select`` patterns; default: all), validated like synth does; only the
+    selected folders are read. :raises ConfigError: naming every problem (a pattern matching no folder included)."""
     root = jobs_dir.parent
     stack = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
-    if not names:
+    if not patterns(names):
         return load_jobs(jobs_dir, stack, root=root)
-    unknown = [name for name in names if not (jobs_dir / name / "job.toml").is_file()]
-    if unknown:
-        known = sorted(p.name for p in jobs_dir.iterdir() if (p / "job.toml").is_file()) if jobs_dir.is_dir() else []
-        raise ConfigError([f"no job {name!r}; jobs: {', '.join(known) or 'none'}" for name in unknown])
+    known = sorted(p.name for p in jobs_dir.iterdir() if (p / "job.toml").is_file()) if jobs_dir.is_dir() else []
+    try:
+        selected = select(names, known)
+    except SelectionError as exc:
+        raise ConfigError(str(exc).splitlines()) from exc
     jobs: list[JobDefinition] = []
     problems: list[str] = []
-    for name in dict.fromkeys(names):
+    for name in selected:
         try:
             jobs.append(load_job(jobs_dir / name, stack, root=root))
         except ConfigError as exc:

@@ -32,6 +32,7 @@ from rich.prompt import Confirm
 from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
 from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
+from tools.cli.program import prog
 from tools.ops.operator import (
     BackfillSelection,
     Deployment,
@@ -87,7 +88,9 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.ops", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+        prog=prog("python -m tools.ops"),
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawTextHelpFormatter,
     )
     add_deployment_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")

@@ -33,6 +33,7 @@ from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, Resu
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe
+from tools.cli.program import prog
 from tools.ops.cli import add_deployment_arguments, job_registry_path, read_registry, read_stack_outputs
 from tools.ops.operator import OpsError
 from tools.registry import JobRegistryEntry
@@ -122,7 +123,7 @@ def _session_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> No
 def build_parser() -> argparse.ArgumentParser:
     """The parser; the deployment options are taken before or after the command."""
     parser = argparse.ArgumentParser(
-        prog="python -m tools.results",
+        prog=prog("python -m tools.results"),
         description=DESCRIPTION,
         epilog="examples:\n"
         + "\n".join(line for text in EXAMPLES.values() for line in text.splitlines()[1:])

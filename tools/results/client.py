@@ -27,16 +27,18 @@ from typing import Any
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
+from tools.cli.exit_status import ExitStatus
+
 JSON = "application/json"
 CSV = "text/csv"
 SERVICE = "execute-api"
 DEFAULT_TIMEOUT_S = 30.0
 #: Exit statuses: the request was refused (4xx: bad parameter, unknown job or slot, not acceptable, forbidden).
-EXIT_REFUSED = 1
+EXIT_REFUSED = ExitStatus.FAILED
 #: Bad usage (argparse, or a setting the command cannot do without).
-EXIT_USAGE = 2
+EXIT_USAGE = ExitStatus.USAGE
 #: The service failed or could not be reached (5xx, 429, connection refused, timeout).
-EXIT_UNAVAILABLE = 3
+EXIT_UNAVAILABLE = ExitStatus.UNAVAILABLE
 _EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
 _METADATA_HEADERS = ("X-Job", "X-Slot", "X-Generation", "X-Fencing-Token", "X-Query-Execution-Id")
 _MAX_DETAIL = 300

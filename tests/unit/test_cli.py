@@ -1,0 +1,195 @@
+"""``athena-once``, the one command (tools/cli): every command listed and reachable, the deprecated ``python -m``
+aliases answering the same (output and exit status), one selection syntax (``-s/--select``), one exit-status table.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tools.cli
+from tools.cli import SECTIONS, Command, Group
+from tools.cli.exit_status import ExitStatus
+from tools.cli.selection import SelectionError, patterns, select, select_one
+from tools.jobs import cli as jobs_cli
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_JOBS = REPO_ROOT / "tests" / "fixtures" / "jobs"
+FIXTURE_NAMES = sorted(p.parent.name for p in FIXTURE_JOBS.glob("*/job.toml"))
+NAMES = ["carrier-on-time", "daily-kpis", "daily-revenue", "flights-dashboard"]
+
+
+def one(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = tools.cli.main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def every_command() -> list[tuple[str, Command]]:
+    """(the words that reach it, the command) for every command and group member."""
+    found: list[tuple[str, Command]] = []
+    for _, entries in SECTIONS:
+        for entry in entries:
+            if isinstance(entry, Group):
+                found += [(f"{entry.name} {c.name}", c) for c in entry.commands]
+                if entry.default is not None:
+                    found.append((entry.name, entry.default))
+            else:
+                found.append((entry.name, entry))
+    return found
+
+
+# ---- every command listed and reachable ------------------------------------------------------------------------
+
+
+def test_the_command_lists_every_command_and_group(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = one(["--help"], capsys)
+    assert status == ExitStatus.OK
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
+    assert listed == {entry.name for _, entries in SECTIONS for entry in entries}
+    assert "-s/--select" in out and "130 interrupted" in out
+    status, out, _ = one([], capsys)  # no command: the same listing, as a usage error
+    assert status == ExitStatus.USAGE and "usage: athena-once <command>" in out
+
+
+@pytest.mark.parametrize("group", [e for _, entries in SECTIONS for e in entries if isinstance(e, Group)], ids=str)
+def test_each_group_lists_its_commands(group: Group, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = one([group.name, "--help"], capsys)
+    assert status == ExitStatus.OK
+    for command in group.commands:
+        assert f"  {command.name}  " in out
+    if group.name == "ops":  # tools.ops' own commands, from its parser's help
+        for name in ("status", "history", "pause", "resume", "release", "run", "rerun", "backfill"):
+            assert name in out
+
+
+@pytest.mark.parametrize(("words", "command"), every_command(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_command_answers_help_under_its_own_name(
+    words: str, command: Command, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module, _, function = command.target.partition(":")
+    assert callable(getattr(importlib.import_module(module), function))
+    status, out, _ = one([*words.split(), "--help"], capsys)
+    assert status == ExitStatus.OK
+    assert out.startswith(f"usage: athena-once {words}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["chek"], "athena-once: unknown command 'chek' (did you mean 'check'?); commands: check, run,"),
+        (["local", "dem"], "athena-once local: unknown command 'dem' (did you mean 'demo'?); commands: demo,"),
+    ],
+)
+def test_an_unknown_command_is_a_usage_error_with_a_hint(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = one(argv, capsys)
+    assert (status, out) == (ExitStatus.USAGE, "") and err.startswith(expected)
+
+
+def test_the_console_script_is_declared_and_python_m_tools_cli_runs_it() -> None:
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name="athena-once")
+    assert script.value == "tools.cli:main"
+    argv = [sys.executable, "-m", "tools.cli", "check", "-s", "flights-*", "--jobs-dir", str(FIXTURE_JOBS)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, check=False)
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "1 job checked"), done.stderr
+
+
+# ---- the aliases answer the same -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--job", "flights-dashboard"],
+        ["check", "--job", "no-such-job"],
+        ["settings", "--job", "carrier-on-time", "--format", "json"],
+        ["run", "--job", "no-such-job"],
+    ],
+    ids=" ".join,
+)
+def test_the_jobs_alias_and_the_command_give_the_same_output_and_status(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*argv, "--jobs-dir", str(FIXTURE_JOBS)]
+    out, err = io.StringIO(), io.StringIO()
+    alias_status = jobs_cli.main(argv, out=out, err=err)
+    status, new_out, new_err = one([argv[0], *["-s" if a == "--job" else a for a in argv[1:]]], capsys)
+    assert (status, new_out, new_err) == (alias_status, out.getvalue(), err.getvalue())
+
+
+def test_the_exit_statuses_of_every_tool_come_from_the_one_table() -> None:
+    from tools.cost import cli as cost_cli
+    from tools.jobs import check, run, settings
+    from tools.results import client
+
+    assert (jobs_cli.EXIT_OK, jobs_cli.EXIT_FAILED, jobs_cli.EXIT_USAGE) == (0, 1, 2)
+    for value in (
+        jobs_cli.EXIT_INTERRUPTED,
+        check.EXIT_FAILED,
+        run.EXIT_USAGE,
+        settings.EXIT_OK,
+        client.EXIT_REFUSED,
+        client.EXIT_USAGE,
+        client.EXIT_UNAVAILABLE,
+        cost_cli.EXIT_ENVIRONMENT,
+        cost_cli.EXIT_INTERRUPTED,
+    ):
+        assert isinstance(value, ExitStatus)
+    assert [int(s) for s in ExitStatus] == [0, 1, 2, 3, 130]
+
+
+# ---- one selection syntax --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["daily-kpis"], ("daily-kpis",)),
+        (["daily-*"], ("daily-kpis", "daily-revenue")),
+        (["flights-dashboard,daily-kpis"], ("daily-kpis", "flights-dashboard")),  # names' order, not the option's
+        (["flights-dashboard daily-kpis"], ("daily-kpis", "flights-dashboard")),
+        (["flights-dashboard", "daily-kpis"], ("daily-kpis", "flights-dashboard")),  # repeated: both (a union)
+        (["daily-*", "daily-kpis"], ("daily-kpis", "daily-revenue")),  # overlapping: each job once
+        (["*-on-time", "f?ights-*"], ("carrier-on-time", "flights-dashboard")),
+        ([], tuple(NAMES)),
+        ([" , "], tuple(NAMES)),
+    ],
+)
+def test_a_selection_is_the_union_of_its_patterns(values: list[str], expected: tuple[str, ...]) -> None:
+    assert select(values, NAMES) == expected
+
+
+def test_a_pattern_matching_nothing_is_named_with_the_closest_job() -> None:
+    with pytest.raises(SelectionError) as caught:
+        select(["daily-kpi", "weekly-*", "flights-dashboard"], NAMES)
+    assert str(caught.value).splitlines() == [
+        "no job 'daily-kpi' (did you mean 'daily-kpis'?); jobs: " + ", ".join(NAMES),
+        "no job matches 'weekly-*'; jobs: " + ", ".join(NAMES),
+    ]
+    with pytest.raises(SelectionError, match=r"^no job 'x' in jobs/; jobs: a$"):
+        select(["x"], ["a"], where="jobs/")
+
+
+def test_one_job_commands_take_exactly_one() -> None:
+    assert select_one(["flights-*"], NAMES) == "flights-dashboard"
+    with pytest.raises(SelectionError, match="takes one job; 'daily-\\*' matches 2: daily-kpis, daily-revenue"):
+        select_one(["daily-*"], NAMES)
+    with pytest.raises(SelectionError, match="none was named"):
+        select_one([","], NAMES)
+    assert patterns(["a,b  c", "b"]) == ("a", "b", "c")
+
+
+def test_check_honours_every_repeated_selection(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = one(
+        ["check", "--job", FIXTURE_NAMES[0], "-s", FIXTURE_NAMES[1], "--jobs-dir", str(FIXTURE_JOBS)], capsys
+    )
+    assert (status, err) == (ExitStatus.OK, "")
+    assert out.splitlines()[-1] == "2 jobs checked"
