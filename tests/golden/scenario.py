@@ -26,6 +26,8 @@ S6+1s   lock: H wins S6 (S5, fenced out, is recorded MISSED superseded)
         semaphore (1 permit): H takes it, records its query, renews; W1 waits (registers, creates the line);
         W1 polls after 11 s (touches); H releases S6 and H2, taking it over, inherits the permit; W2 waits and abandons;
         H2 releases; W1 takes the permit (leaves the line); W3 waits 41 s later (prunes W2) and leaves
+then    history: two pages of the job's MISSED records (a Query on the history index, with a filter), the second
+        continuing after the first
 ```
 """
 
@@ -44,6 +46,7 @@ from slotlock import (
     PermitOwner,
     Semaphore,
     Slot,
+    SlotHistory,
     SlotLock,
     Wait,
     bump_fencing_token,
@@ -136,6 +139,7 @@ def run_scenario(client: Any) -> list[dict[str, Any]]:
         _manual_steps(recorder, lock, clock)
         _admin_steps(recorder, lock, clock)
         _semaphore_steps(recorder, lock, clock, client)
+        _history_steps(recorder, client)
     return recorder.transcript()
 
 
@@ -282,3 +286,14 @@ def _semaphore_steps(recorder: Recorder, lock: SlotLock, clock: Clock, client: A
         w3 = waiting(sem.try_acquire(waiter("waiter-3"), 1, clock.now + 30_000))
     with recorder.labelled("tickets: W3 leaves"):
         sem.leave(w3.ticket)
+
+
+def _history_steps(recorder: Recorder, client: Any) -> None:
+    history = SlotHistory(TABLE, client=client)
+    with recorder.labelled("history: first page of MISSED records, S1..S6"):
+        first = history.page(JOB, since=slot(1), until=slot(6), status="MISSED", limit=3)
+        assert first.next_key is not None, first
+    with recorder.labelled("history: next page"):
+        second = history.page(JOB, since=slot(1), until=slot(6), status="MISSED", limit=3, start_key=first.next_key)
+    missed = [record.slot for record in [*first.records, *second.records]]
+    assert missed == [slot(5), slot(4), slot(3)], missed

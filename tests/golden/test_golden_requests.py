@@ -38,9 +38,9 @@ ABOUT = (
     "Regenerate only on purpose: see tests/golden/test_golden_requests.py."
 )
 #: Every operation slotlock sends in the scenario; a regenerated file missing one is refused.
-OPERATIONS = {"UpdateItem", "PutItem", "GetItem", "BatchGetItem", "TransactWriteItems"}
+OPERATIONS = {"UpdateItem", "PutItem", "GetItem", "BatchGetItem", "TransactWriteItems", "Query"}
 #: Each area of the brief must have steps in the transcript.
-AREAS = ("lock: ", "manual: ", "admin: ", "semaphore: ", "tickets: ")
+AREAS = ("lock: ", "manual: ", "admin: ", "semaphore: ", "tickets: ", "history: ")
 
 
 def scenario_transcript() -> list[dict[str, Any]]:
