@@ -51,13 +51,18 @@ test-fast: venv node data
 ddb-local: venv
 	$(PY) -m local.emulators.dynamodb_local
 
+# The one command (tools/cli, docs/cli.md); the targets below are its shortcuts. JOB selects jobs where a target
+# takes them (-s/--select: names or globs, commas or spaces: `make demo JOB='flights-*'`).
+CLI := $(VENV)/bin/athena-once
+SELECT = $(if $(JOB),-s "$(JOB)")
+
 demo: venv data
-	$(PY) -m local.demo
+	$(CLI) local demo $(SELECT)
 
 # The read API (results_api) over HTTP on what the last `make demo` stored in .demo/store, on
 # http://127.0.0.1:$PORT (default 8080; `make serve PORT=8081`). Loopback only, no SigV4.
 serve: venv
-	$(PY) -m local.serve
+	$(CLI) local serve
 
 # Benchmarks against the peers (docs/performance.md): bench-report.json. Its own venv: the peers
 # (requirements-bench.txt) never enter .venv, so the tests cannot come to depend on them.
@@ -79,7 +84,7 @@ bench: $(BENCH_STAMP) data
 # on the local engine and synthesizes the stack once (its alarms). `make cost COST_ARGS="--format json"`.
 COST_ARGS ?=
 cost: venv data
-	$(PY) -m tools.cost $(COST_ARGS)
+	$(CLI) cost $(COST_ARGS)
 
 # One job's query now, for one slot, on the local engine (DuckDB): rows, bytes scanned, estimated cost.
 # `make run JOB=flights-dashboard [SLOT=2026-11-24T20:30Z] [RUN_ARGS="--format json"]` (docs/local.md).
@@ -88,16 +93,16 @@ SLOT ?=
 RUN_ARGS ?=
 run: venv data
 	@test -n "$(JOB)" || { echo "usage: make run JOB=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
-	$(PY) -m tools.jobs run --job "$(JOB)" $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
+	$(CLI) run $(SELECT) $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
 
 # Every job checked offline, fast (no synth, no jsii): what synth validates, plus each query's tables and columns
 # against its source's schema, trailing commas, and a warning for costly value metrics (docs/local.md).
 check: venv
-	$(PY) -m tools.jobs check $(if $(JOB),--job "$(JOB)")
+	$(CLI) check $(SELECT)
 
 # The full chaos suite (16 racers x 200 slots on DynamoDB Local, then the negative control): chaos-report.json.
 chaos: venv data
-	$(PY) -m local.chaos
+	$(CLI) local chaos
 
 # The capacity scenario (200 jobs x 3 racers on one slot, a budget of 20 permits, Athena's quota of 25 active
 # queries, a second deployment of 40 same-named jobs on that budget, kills, stops, lost start answers and a backfill,
@@ -105,7 +110,7 @@ chaos: venv data
 # `make capacity CAPACITY_ARGS="--jobs 50"`; docs/local.md#make-capacity.
 CAPACITY_ARGS ?=
 capacity: venv data
-	$(PY) -m local.capacity $(CAPACITY_ARGS)
+	$(CLI) local capacity $(CAPACITY_ARGS)
 
 synth: venv data
 	CDK_OUTDIR=cdk.out $(PY) app.py
