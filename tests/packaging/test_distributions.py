@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tomllib
 import zipfile
 from dataclasses import dataclass
 from email.message import Message
@@ -63,9 +64,14 @@ class Library:
 
     @property
     def version(self) -> str:
-        """``__version__`` of the package's source (the dynamic version of its pyproject.toml)."""
-        found = re.search(r'^__version__ = "([^"]+)"$', (self.source / "__init__.py").read_text(), re.MULTILINE)
-        assert found is not None
+        """The dynamic version of its pyproject.toml: the ``__version__`` assignment of the module it names."""
+        pyproject = tomllib.loads((self.root / "pyproject.toml").read_text(encoding="utf-8"))
+        module, _, attribute = pyproject["tool"]["setuptools"]["dynamic"]["version"]["attr"].rpartition(".")
+        assert attribute == "__version__" and module.split(".")[0] == self.package, module
+        path = self.source.parent.joinpath(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        found = re.search(r'^__version__ = "([^"]+)"$', path.read_text(encoding="utf-8"), re.MULTILINE)
+        assert found is not None, f"{path}: no __version__ assignment"
         return found.group(1)
 
     def package_files(self) -> set[str]:

@@ -39,6 +39,7 @@ from ._context import DEFAULT_LEASE_DURATION_S, system_clock_ms
 from ._dynamodb import SlotLock
 from ._lease import CommitReceipt, Lease, LockRecord, Loss
 from ._semaphore_items import Permit, PermitOwner, PermitRecord, Release, Ticket, Wait
+from ._version import __version__
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
@@ -61,8 +62,6 @@ from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
 from .semaphore import Semaphore
 from .slot import Slot
 from .table import create_lock_table
-
-__version__ = "1.0.0"
 
 __all__ = [
     "DEFAULT_LEASE_DURATION_S",

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+from .table import SUPPORTED_SCHEMA_VERSIONS
+
 if TYPE_CHECKING:
     from ._lease import Lease, LockRecord, Loss
 
@@ -145,9 +148,6 @@ class UnsupportedSchemaVersionError(SlotLockError):
     """
 
     def __init__(self, key: str, found: Any, supported: tuple[int, ...] | None = None) -> None:
-        from . import __version__  # the package is loaded whenever an error is raised
-        from .table import SUPPORTED_SCHEMA_VERSIONS
-
         supported = tuple(supported) if supported is not None else SUPPORTED_SCHEMA_VERSIONS
         kind = next((name for prefix, name in _ITEM_KINDS if key.startswith(prefix)), "lock table item")
         layouts = ", ".join(str(version) for version in supported)
