@@ -13,5 +13,6 @@ idempotency utility and python-dynamodb-lock:
 
 It prints tables and writes ``bench-report.json``. Performance goals live here, never in timed tests.
 Modules: ``backends`` (endpoints), ``counting`` (request hooks, item sizes), ``contenders`` (adapters),
-``scenarios`` (1-4), ``coldstart`` and ``invoke_once`` (5), ``fanout`` (6), ``report``, ``stats``.
+``scenarios`` (1-4), ``coldstart`` and ``invoke_once`` (5), ``fanout`` (6), ``report``, ``stats``, ``tables``
+(the one table format of every report).
 """

@@ -11,6 +11,7 @@ from athena_refresh.cost import MB, athena_billed_bytes
 
 from .cost import HISTORIES
 from .cost_slot import LABELS
+from .tables import table
 
 FULL_HISTORIES = HISTORIES["full"]
 
@@ -20,12 +21,6 @@ COST_TARGETS = {
     " minimum-billed Athena query (µUSD)",
     "athena": "N={n}: N unlocked runners' Athena cost at least N x ours (multiple of ours)",
 }
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    from .report import table
-
-    return table(headers, rows)
 
 
 def _micro(usd: float | None) -> str:
@@ -120,7 +115,7 @@ def scan_table(scan: dict[str, Any]) -> str:
             )
     headers = ["layout", "history", "rows", "files read/total", "row groups read/total", "bytes read per slot"]
     headers += [f"vs {scan['histories'][0]}x", "whole table, columns read (no pruning)", "build s / query s"]
-    return _table(headers, rows)
+    return table(headers, rows)
 
 
 def scan_notes(scan: dict[str, Any]) -> list[str]:
@@ -200,7 +195,7 @@ def per_slot_table(entry: dict[str, Any]) -> str:
         ]
     )
     headers = [f"N={n}, µUSD per slot", "Athena", "Lambda", "DynamoDB", "Scheduler", "total", "vs ours"]
-    return _table(headers + ["Lambda inv. / queries", "DynamoDB requests", "once per slot"], rows)
+    return table(headers + ["Lambda inv. / queries", "DynamoDB requests", "once per slot"], rows)
 
 
 def figures_table(cost: dict[str, Any]) -> str:
@@ -242,7 +237,7 @@ def figures_table(cost: dict[str, Any]) -> str:
         ["unlocked result PutItem WRU", f"{f['put_write_units']:g}", ""],
         ["Lambda", f"{f['memory_mb']} MB, {f['architecture']}, warm (no INIT billed)", "the job's configuration"],
     ]
-    return _table(["figure", "value", "source"], rows)
+    return table(["figure", "value", "source"], rows)
 
 
 def cost_notes(cost: dict[str, Any]) -> list[str]:

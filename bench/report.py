@@ -8,6 +8,7 @@ from typing import Any
 from .contenders import BY_NAME
 from .cost_report import cost_checks, render_cost
 from .scaling_report import render_scaling, scaling_checks
+from .tables import table
 
 #: The issue's targets for our lock (slotlock). ``limit`` is the largest value that meets the target.
 TARGETS = (
@@ -48,13 +49,6 @@ def _range(entry: dict[str, Any] | None, digits: int = 1, suffix: str = "") -> s
     if entry["n"] > 1 and round(entry["min"], digits) != round(entry["max"], digits):
         return f"{entry['median']:.{digits}f}{suffix} [{entry['min']:.{digits}f}-{entry['max']:.{digits}f}]"
     return f"{entry['median']:.{digits}f}{suffix}"
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table with padded columns (readable as plain text too)."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
 def _label(name: str) -> str:

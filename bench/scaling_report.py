@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from .tables import table
+
 ENDPOINT: Final = "scaling"
 #: The synth of this many jobs ...
 SYNTH_JOBS: Final = 300
@@ -115,8 +117,6 @@ def scaling_checks(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def scaling_table(result: dict[str, Any]) -> str:
-    from .report import table
-
     rows = []
     for r in result["runs"]:
         if r["exit_status"] != 0:
@@ -156,8 +156,6 @@ def scaling_table(result: dict[str, Any]) -> str:
 
 def stacks_table(result: dict[str, Any]) -> str:
     """The largest run, per stack: the shared stack and the three largest job stacks."""
-    from .report import table
-
     ok = [r for r in result["runs"] if r["exit_status"] == 0]
     if not ok:
         return ""
