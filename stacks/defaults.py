@@ -8,7 +8,7 @@ Every other key takes, in this order of precedence:
    ``source``, ``schedule_expression``, ``[sample]``, ``[parameters]`` and ``[value_metrics]``);
 3. a value derived from the schedule's period P (its shortest gap, ``slotlock.schedule.cron_period``) or
    from other effective keys (:func:`resolve`), chosen so that every relationship of
-   ``stacks.config._relationship_problems`` holds;
+   ``stacks.job_relationships.relationship_problems`` holds;
 4. a built-in constant (:data:`BUILT_IN`).
 
 :func:`resolve` returns the effective values with their origin (:class:`Setting`), which
@@ -29,15 +29,12 @@ from typing import Any
 from athena_refresh import contract
 from sample_data import flights
 from slotlock.schedule import CronError, cron_period
-from stacks.config import (
+from stacks.config import MAX_LAMBDA_EVENT_AGE_S, MAX_LAMBDA_TIMEOUT_S, Labels, check_key
+from stacks.job_relationships import (
     ASYNC_FIRST_RETRY_DELAY_S,
     CLOCK_SKEW_ALLOWANCE_S,
     COMMIT_RESERVE_S,
-    MAX_LAMBDA_EVENT_AGE_S,
-    MAX_LAMBDA_TIMEOUT_S,
     MIN_SCHEDULE_PERIOD_S,
-    Labels,
-    check_key,
 )
 
 TEAM_FILE = "defaults.toml"  # jobs/defaults.toml, next to the job folders

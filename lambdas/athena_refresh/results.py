@@ -1,4 +1,6 @@
-"""Where the job's results live: the only module that knows the results table's wire format.
+"""Where the job's results live: the store that writes and reads the results table (its wire format is here and
+in :mod:`athena_refresh.results_commit`, which builds the commit's two writes; :mod:`athena_refresh.stored`
+decodes the items).
 
 Results table (partition key ``job``, sort key ``slot``):
 
@@ -11,14 +13,14 @@ Results table (partition key ``job``, sort key ``slot``):
   (columns, statistics, window, and the rows inline or the same S3 pointer), so reading the latest result
   costs one ``GetItem`` (:meth:`ResultsStore.latest`). It moves forward by slot, then by generation: its
   condition compares the slot (canonical ISO text orders as time) and, for the same slot, the generation, and
-  only for the same slot and generation the fencing token (:func:`latest_condition`). A re-run or backfill of
-  an older slot can never move it backwards, whatever its token. Rows go inline on both items below
+  only for the same slot and generation the fencing token (``results_commit.latest_condition``). A re-run or
+  backfill of an older slot can never move it backwards, whatever its token. Rows go inline on both items below
   ``max_inline_bytes`` (300 KB: each item stays under 400 KB, the transaction far under its 4 MB).
 
 Both writes are returned as TransactWriteItems entries that :meth:`slotlock.SlotLock.commit` puts in the
 same transaction as the lock's fenced release, so results appear if and only if the slot completes
 under the current token. (A transaction carries at most 4 MB and 100 items.) A commit whose (slot,
-generation) is not ahead of the pointer leaves the pointer out (:meth:`ResultsStore.latest_moves` decides
+generation) is not ahead of the pointer leaves the pointer out (:meth:`ResultsStore.latest_order` decides
 before the commit; the job retries without it when the pointer moved ahead in between): the result is stored,
 and LATEST keeps naming the newer one.
 """
@@ -29,7 +31,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -39,6 +40,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from . import contract
 from .engine import QueryResult, QueryStatistics
 from .errors import CorruptResultsItemError, ResultsStoreError
+from .results_commit import PreparedResult, commit_writes, compact_json, explain_conflict
 from .stored import LATEST, LIVE_GENERATION, StoredResult, plain_item, result_sort_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,55 +50,10 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger(__name__)
 
 
-def latest_condition(generation: int) -> str:
-    """The LATEST pointer's condition for a commit of ``generation`` (placeholders ``#latest_slot``,
-    ``#gen``, ``#token``, ``:slot``, ``:gen``, ``:token``): a newer slot; the same slot and a newer generation
-    (a pointer from before generations has none: generation 1); the same slot and generation and a higher
-    token (the fence: a reset counter is refused)."""
-    same_generation = "(attribute_not_exists(#gen) OR #gen = :gen)" if generation == LIVE_GENERATION else None
-    if same_generation is not None:
-        same_slot = f"{same_generation} AND #token < :token"
-    else:
-        same_slot = "(attribute_not_exists(#gen) OR #gen < :gen OR (#gen = :gen AND #token < :token))"
-    return f"attribute_not_exists(#latest_slot) OR #latest_slot < :slot OR (#latest_slot = :slot AND {same_slot})"
-
-
 #: Rows JSON above this many bytes go to S3 (leaves room under the 400 KB item limit for metadata).
 DEFAULT_MAX_INLINE_BYTES = 300_000
-#: The result item's attributes the LATEST item copies (all but the keys and ``generation``, which it holds as
-#: ``latest_slot``/``latest_generation``); of the rows, either ``rows_json`` or the S3 pointer's three.
-_LATEST_COPIED = (
-    "query_execution_id",
-    "statistics_json",
-    "columns_json",
-    "row_count",
-    "committed_at_ms",
-    "window_start",
-    "window_end",
-    "rows_json",
-    "rows_s3_uri",
-    "rows_sha256",
-    "rows_bytes",
-    "cost_json",
-)
-_ROWS_FIELDS = ("rows_json", "rows_s3_uri", "rows_sha256", "rows_bytes")
-#: Copied attributes that a newer result without them must not inherit (REMOVEd from LATEST).
-_REPLACED_FIELDS = (*_ROWS_FIELDS, "cost_json")
 #: ``cost(writes, summary) -> estimate`` (see :meth:`ResultsStore.prepare`).
 CostHook = Callable[[Sequence[Mapping[str, Any]], Mapping[str, Any]], Mapping[str, Any]]
-
-
-def _latest_update_expression(item: Mapping[str, Any]) -> str:
-    """SET the pointer and the copy of ``item`` (a result item); REMOVE the other rows location's attributes
-    (a result stored inline replaces an offloaded one and the reverse)."""
-    sets = ["#token = :token", "#latest_slot = :slot", "#gen = :gen"]
-    sets += [f"#{name} = :{name}" for name in _LATEST_COPIED if name in item]
-    removed = [f"#{name}" for name in _REPLACED_FIELDS if name not in item]
-    return "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removed) if removed else "")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=False, allow_nan=False)
 
 
 def _estimate(
@@ -106,30 +63,11 @@ def _estimate(
     estimate holds what JSON cannot carry (``nan``, ``inf``, a non-JSON value): the estimate is informative, so
     nothing it computes may fail the commit (the slot commits without one)."""
     try:
-        text = _dumps(dict(cost(writes, summary)))
+        text = compact_json(dict(cost(writes, summary)))
     except Exception:  # any failure of an informative figure: commit without it rather than retry forever
         logger.exception("slot %s commits without a cost estimate: it could not be computed or encoded", slot_iso)
         return None
     return json.loads(text), text  # round-tripped: what the slot item's summary encodes is plain JSON data
-
-
-@dataclass(frozen=True)
-class PreparedResult:
-    """The transaction writes for one slot's result, and a summary for logs and the slot item.
-
-    ``writes``: the result Put, then (when ``latest_index`` is not ``None``) the LATEST pointer's Update.
-    """
-
-    writes: list[dict[str, Any]]
-    summary: dict[str, Any]
-    latest_index: int | None = 1
-
-    def without_latest(self) -> PreparedResult:
-        """The same commit without the pointer's write (the pointer is already at a newer result)."""
-        if self.latest_index is None:
-            return self
-        writes = [write for index, write in enumerate(self.writes) if index != self.latest_index]
-        return PreparedResult(writes, {**self.summary, "latest_moved": False}, None)
 
 
 class ResultsStore:
@@ -207,7 +145,7 @@ class ResultsStore:
             Rows contain non-JSON values, are too large with no bucket configured, or the upload failed.
         """
         try:
-            rows_json = _dumps(result.rows)
+            rows_json = compact_json(result.rows)
         except (TypeError, ValueError) as exc:
             raise ResultsStoreError(
                 f"rows of slot {slot_iso} are not JSON-serialisable: {exc}", retryable=False
@@ -220,8 +158,8 @@ class ResultsStore:
             "generation": {"N": str(generation)},
             "fencing_token": {"N": str(fencing_token)},
             "query_execution_id": {"S": query_execution_id},
-            "statistics_json": {"S": _dumps(statistics.as_dict())},
-            "columns_json": {"S": _dumps(columns)},
+            "statistics_json": {"S": compact_json(statistics.as_dict())},
+            "columns_json": {"S": compact_json(columns)},
             "row_count": {"N": str(len(result.rows))},
             "committed_at_ms": {"N": str(committed_at_ms)},
             "window_start": {"S": window[0]},
@@ -245,52 +183,21 @@ class ResultsStore:
             "window": list(window),
             "latest_moved": move_latest,
         }
+        where: dict[str, Any] = {
+            "job_name": job_name,
+            "slot_iso": slot_iso,
+            "fencing_token": fencing_token,
+            "generation": generation,
+            "move_latest": move_latest,
+        }
         if cost is not None:  # measured with the writes as they stand, then carried by the result and LATEST
-            writes = self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest)
+            writes = commit_writes(self.table_name, item, **where)
             estimate = _estimate(cost, writes, summary, slot_iso)
             if estimate is not None:
                 summary["cost"], text = estimate
                 item["cost_json"] = {"S": text}
-        writes = self._writes(item, job_name, slot_iso, fencing_token, generation, move_latest)
+        writes = commit_writes(self.table_name, item, **where)
         return PreparedResult(writes, summary, 1 if move_latest else None)
-
-    def _writes(
-        self, item: dict[str, Any], job_name: str, slot_iso: str, fencing_token: int, generation: int, move_latest: bool
-    ) -> list[dict[str, Any]]:
-        """The result item's Put and (``move_latest``) the LATEST pointer's Update copying it."""
-        put_result = {
-            "Put": {
-                "TableName": self.table_name,
-                "Item": item,
-                "ConditionExpression": "attribute_not_exists(#slot)",
-                "ExpressionAttributeNames": {"#slot": "slot"},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
-        update_latest = {
-            "Update": {
-                "TableName": self.table_name,
-                "Key": {"job": {"S": job_name}, "slot": {"S": LATEST}},
-                "UpdateExpression": _latest_update_expression(item),
-                # Forward only: by slot, then generation, then (same slot and generation) token.
-                "ConditionExpression": latest_condition(generation),
-                "ExpressionAttributeNames": {
-                    "#token": "fencing_token",
-                    "#latest_slot": "latest_slot",
-                    "#gen": "latest_generation",
-                    **{f"#{name}": name for name in _LATEST_COPIED if name in item},
-                    **{f"#{name}": name for name in _REPLACED_FIELDS if name not in item},
-                },
-                "ExpressionAttributeValues": {
-                    ":token": {"N": str(fencing_token)},
-                    ":slot": {"S": slot_iso},
-                    ":gen": {"N": str(generation)},
-                    **{f":{name}": item[name] for name in _LATEST_COPIED if name in item},
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
-        return [put_result, update_latest] if move_latest else [put_result]
 
     def latest_order(self, job_name: str, slot_iso: str, generation: int) -> int:
         """Where ``job_name``'s LATEST pointer stands against (``slot_iso``, ``generation``), one consistent read:
@@ -324,61 +231,13 @@ class ResultsStore:
         code: str = "ConditionalCheckFailed",
     ) -> CorruptResultsItemError:
         """Explain why write ``index`` of :meth:`prepare`'s writes for ``job_name``/``slot_iso`` was refused
-        inside a commit whose lock condition passed (``slotlock.CommitConflictError``; ``old_item`` is its
-        ALL_OLD item in DynamoDB JSON, ``None`` when the backend returned none; ``fencing_token`` the
-        committing token, which the lock item holds; ``code`` the cancellation reason).
-
-        The holder of the current fencing token can only be refused by results that contradict the lock:
-        write 0 (the slot's result) finds a result already stored; write 1 (LATEST) refuses although the job
-        read it behind this commit's (slot, generation) and, on the refusal, read it again and found it still
-        behind (it retries without the pointer otherwise). So the pointer was edited (a ``latest_slot`` that
-        is not a String, a ``fencing_token`` that is not a Number), or, for the same slot and generation, holds
-        a token at or above the committing one, which is blamed on a reset fencing counter.
-        Throttling and transaction conflicts never get here: slotlock retries them.
+        inside a commit whose lock condition passed (``old_item``: the ALL_OLD item in DynamoDB JSON or ``None``;
+        ``fencing_token``: the committing token; ``code``: the cancellation reason). The rules are
+        :func:`athena_refresh.results_commit.explain_conflict`'s.
         """
-        item = dict(old_item or {})
-        if index == 0 and code != "ConditionalCheckFailed":
-            return CorruptResultsItemError(
-                f"{job_name}/{slot_iso}",
-                "slot",
-                f"refused the result write with {code} although the lock holds the committing token {fencing_token}",
-            )
-        if index == 0:
-            return CorruptResultsItemError(
-                f"{job_name}/{slot_iso}",
-                "slot",
-                f"already holds a result (fencing_token {item.get('fencing_token')}, query_execution_id"
-                f" {item.get('query_execution_id')}) although the lock says the slot never finished",
-            )
-        token = item.get("fencing_token")
-        latest = item.get("latest_slot")
-        refused = "" if code == "ConditionalCheckFailed" else f" ({code})"
-        attribute = "fencing_token"
-        if token is None and not item:
-            problem = f"refused the fenced pointer update{refused} (the backend returned no old item to say why)"
-        elif latest is not None and set(latest) != {"S"}:
-            attribute = "latest_slot"
-            problem = f"must be a String, found {latest}: no commit can pass the pointer's condition"
-        elif token is not None and set(token) != {"N"}:
-            problem = f"must be a Number, found {token}: no commit can pass the pointer's fencing condition"
-        elif token is None:
-            problem = f"is missing from the LATEST pointer, which refused the fenced update{refused}: it was edited"
-        elif fencing_token is not None and int(token["N"]) < fencing_token:
-            problem = (
-                f"is {token['N']}, below the committing token {fencing_token}, yet the pointer refused the fenced"
-                f" update{refused}: the pointer item was edited (its other attributes no longer match)"
-            )
-        else:
-            held = (
-                f"the committing token {fencing_token}, which the lock item holds"
-                if fencing_token is not None
-                else ("the committing holder's current token")
-            )
-            problem = (
-                f"is {token['N']}, not below {held}: the lock's fencing counter went back (a deleted or"
-                " restored lock item: bump the fence above the pointer) or the pointer was edited"
-            )
-        return CorruptResultsItemError(f"{job_name}/{LATEST}", attribute, problem)
+        return explain_conflict(
+            index, old_item, job_name=job_name, slot_iso=slot_iso, fencing_token=fencing_token, code=code
+        )
 
     def _upload(self, key: str, rows_json: str, rows_bytes: int) -> dict[str, Any]:
         if not self.bucket_name:

@@ -17,15 +17,14 @@ import pytest
 import app
 from slotlock.schedule import cron_period
 from stacks import REPO_ROOT
-from stacks.config import (
+from stacks.config import ConfigError, format_problems
+from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
+from stacks.job_relationships import (
     ASYNC_FIRST_RETRY_DELAY_S,
     CLOCK_SKEW_ALLOWANCE_S,
     COMMIT_RESERVE_S,
     MIN_SCHEDULE_PERIOD_S,
-    ConfigError,
-    format_problems,
 )
-from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
 from stacks.jobs import JobDefinition, StackSettings, load_job, load_jobs
 from tools.jobs import settings as settings_command
 

@@ -15,7 +15,8 @@ from botocore.exceptions import ClientError
 
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.errors import CorruptResultsItemError, ResultsStoreError
-from athena_refresh.results import PreparedResult, ResultsStore, latest_condition
+from athena_refresh.results import ResultsStore
+from athena_refresh.results_commit import PreparedResult, latest_condition
 from athena_refresh.stored import LATEST, StoredResult, result_sort_key
 
 JOB = "flights-dashboard"
