@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 
 from slotlock import HistoryRecord, Slot, SlotLock, create_lock_table
 from tests.job_registry import PATH, entry, put_raw, register
-from tools.ops.cli import build_parser, confirm, main, resolve_deployment, run_command
+from tools.ops.cli import build_parser, confirm, main, resolve_deployment, run_command, selected_jobs
 from tools.ops.operator import Deployment, JobTarget, LambdaInvoker, Operator, OpsError, backfill_run_id, selects
 from tools.ops.views import capacity_wait
 
@@ -416,3 +416,49 @@ def test_status_and_history_show_a_slot_given_back_for_capacity_and_missed_when_
     # AND the lease no longer says given back
     (status,) = operator.status("flights-dashboard")
     assert status.as_dict()["holder"]["given_back_reason"] is None
+
+
+# ---- -s/--select (tools/cli/selection.py) ------------------------------------------------------------------------
+
+
+def test_a_glob_reads_every_entry_and_status_shows_the_jobs_it_matches(ssm: Any) -> None:
+    register(ssm, entry("daily-kpis"), entry("daily-revenue"))
+    calls: list[str] = []
+    ssm.meta.events.register("before-call.ssm.*", lambda model, **_: calls.append(model.name))
+    args = build_parser().parse_args(["--lock-table", "l", "--results-table", "r", "status", "-s", "daily-*,flights-*"])
+    deployment = resolve_deployment(args, None, lambda: ssm)
+    assert calls == ["GetParametersByPath"] and len(deployment.jobs) == 4
+    assert selected_jobs(args, deployment) == ("daily-kpis", "daily-revenue", "flights-dashboard")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["history", "-s", "carrier-*"], "carrier-on-time"),  # a glob matching one job: that job
+        (["history", "--job", "flights-dashboard"], "flights-dashboard"),
+        (["status", "-s", "flights-dashboard"], "flights-dashboard"),
+        (["status"], None),  # every job
+    ],
+)
+def test_a_selection_names_the_job_a_command_acts_on(ssm: Any, argv: list[str], expected: str | None) -> None:
+    args = build_parser().parse_args(["--lock-table", "l", "--results-table", "r", *argv])
+    assert selected_jobs(args, resolve_deployment(args, None, lambda: ssm)) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "refusal"),
+    [
+        (["history", "-s", "*"], "this command takes one job; '*' matches 2: carrier-on-time, flights-dashboard"),
+        (
+            ["pause", "-s", "daily-*", "--reason", "r"],
+            "no job matches 'daily-*'; jobs: carrier-on-time, flights-dashboard",
+        ),
+        (["status", "-s", "flights-dashbord,c*"], "no job 'flights-dashbord' (did you mean 'flights-dashboard'?)"),
+    ],
+)
+def test_a_selection_that_cannot_be_applied_is_refused(ssm: Any, argv: list[str], refusal: str) -> None:
+    args = build_parser().parse_args(["--lock-table", "l", "--results-table", "r", *argv])
+    deployment = resolve_deployment(args, None, lambda: ssm)
+    with pytest.raises(OpsError) as caught:
+        selected_jobs(args, deployment)
+    assert refusal in str(caught.value)

@@ -303,7 +303,7 @@ def test_a_backend_failure_exits_3(world: World) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["latest"], "the following arguments are required: --job"),
+        (["latest"], "the following arguments are required: -s/--select/--job"),
         (["latest", "--job", JOB, "--format", "xml"], "argument --format: invalid choice: 'xml'"),
         (["history", "--job", JOB, "--limit", "0"], "argument --limit: 0 must be at least 1"),
         (["history", "--job", JOB, "--pages", "2", "--all"], "not allowed with argument"),

@@ -33,6 +33,7 @@ from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
 from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
 from tools.cli.program import prog
+from tools.cli.selection import SELECT_HELP, SelectionError, add_select_argument, patterns, select, select_one
 from tools.ops.operator import (
     BackfillSelection,
     Deployment,
@@ -109,11 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         "status",
         "per job: the holder, the manual run in progress, last finished slot, last success, pause, capacity wait",
     )
-    p.add_argument("--job", help="one job (default: every job)")
+    add_select_argument(p, help=f"the jobs (default: every job); {SELECT_HELP}")
     p.add_argument("--json", action="store_true", help="JSON instead of a table")
 
     p = command("history", "every generation of the job's slots, newest first (Query on the history index)")
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     p.add_argument("--since", type=_slot, help="only slots at or after this time")
     p.add_argument("--limit", type=int, default=50, help="at most this many records (default 50)")
     p.add_argument("--status", choices=STATUSES, help="only records of this status")
@@ -123,37 +124,37 @@ def build_parser() -> argparse.ArgumentParser:
         "pause",
         "pause the live schedule: each racer loses after its one acquisition request; one of them records MISSED paused",
     )
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     p.add_argument("--reason", required=True, help="why (audited on the lock item)")
     changes(p)
 
     p = command("resume", "resume the live schedule from the next slot after now")
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     changes(p)
 
     p = command("release", "release the lease; --force: even a live one (bumps the fencing token)")
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     p.add_argument("--reason", required=True, help="why (audited on the lock item)")
     p.add_argument("--force", action="store_true", help="release a live lease: its holder's writes are all rejected")
     p.add_argument("--manual", action="store_true", help="the manual runs' lease instead of the live schedule's")
     changes(p)
 
     p = command("run", "run the current slot like any racer, or (--slot) a new generation of a past slot")
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     p.add_argument("--slot", type=_slot, help="a past slot: a new generation through the manual path")
     p.add_argument("--reason", default="operator run", help="why (audited)")
     changes(p)
     waits(p)
 
     p = command("rerun", "a new generation of a finished, failed or missed slot")
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     p.add_argument("--slot", type=_slot, required=True)
     p.add_argument("--reason", required=True, help="why (audited on the generation's history item)")
     changes(p)
     waits(p)
 
     p = command("backfill", "the range's slots, one at a time, through the manual path (resumable)")
-    p.add_argument("--job", required=True)
+    add_select_argument(p, required=True, one=True)
     p.add_argument("--from", dest="start", type=_slot, required=True, help="first slot time")
     p.add_argument("--to", dest="end", type=_slot, required=True, help="last slot time")
     p.add_argument("--only", choices=("missed", "failed", "all"), default="missed", help="which slots (default missed)")
@@ -198,8 +199,7 @@ def resolve_deployment(
     path = job_registry_path(args, outputs)
     if ssm is None:
         raise OpsError(f"no SSM client to read the job registry {path} with")
-    job = getattr(args, "job", None)
-    entries = read_registry(ssm(), path, job)
+    entries, job = _selected_entries(args, ssm(), path)
     unknown = sorted(set(functions) - set(entries)) if job is None else []
     if unknown:
         raise OpsError(f"--function {unknown[0]}=...: no job {unknown[0]!r} in the job registry {path}")
@@ -213,6 +213,41 @@ def resolve_deployment(
         for name, entry in entries.items()
     }
     return Deployment(lock_table, results_table, targets)
+
+
+def _selected_entries(args: argparse.Namespace, ssm: Any, path: str) -> tuple[dict[str, JobRegistryEntry], str | None]:
+    """The registry entries to read for ``-s/--select`` (:mod:`tools.cli.selection`), and the one plain name when the
+    selection is one (``GetParameter``: its own "no job" answer); any other selection reads every entry
+    (``GetParametersByPath``) and :func:`selected_jobs` chooses."""
+    single = _plain_name(patterns(_select_values(args)))
+    return read_registry(ssm, path, single), single
+
+
+def _select_values(args: argparse.Namespace) -> list[str]:
+    values = getattr(args, "select", None)
+    if values is None:  # a namespace built without the option (``--job`` of old)
+        values = [args.job] if getattr(args, "job", None) else []
+    return list(values)
+
+
+def _plain_name(wanted: tuple[str, ...]) -> str | None:
+    return wanted[0] if len(wanted) == 1 and not any(c in wanted[0] for c in "*?[") else None
+
+
+def selected_jobs(args: argparse.Namespace, deployment: Deployment) -> str | tuple[str, ...] | None:
+    """The job the command acts on, from ``-s/--select`` against the deployment's jobs: one name; for ``status``
+    also the names a selection of several chooses, or ``None`` (every job).
+
+    :raises OpsError: a pattern matches no job; a one-job command's selection matches several."""
+    wanted = patterns(_select_values(args))
+    single = _plain_name(wanted)
+    if not wanted or single is not None:
+        return single
+    names = sorted(deployment.jobs)
+    try:
+        return select(wanted, names) if args.command == "status" else select_one(wanted, names)
+    except SelectionError as exc:
+        raise OpsError("; ".join(str(exc).splitlines())) from exc
 
 
 def read_stack_outputs(
@@ -277,9 +312,11 @@ def confirm(console: Console, args: argparse.Namespace, question: str, stdin: Te
 
 def execute(args: argparse.Namespace, operator: Operator, console: Console, stdin: TextIO = sys.stdin) -> int:
     """Run the parsed command; returns the exit status (raises :class:`OpsError` for a refusal)."""
+    job = selected_jobs(args, operator.deployment)
     if args.command == "status":
-        render_status(console, operator, args.job, args.json)
+        render_status(console, operator, job, args.json)
         return 0
+    args.job = job
     if args.command == "history":
         render_history(console, operator, args)
         return 0

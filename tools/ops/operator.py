@@ -23,7 +23,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -222,10 +222,11 @@ class Operator:
             )
 
     # --- read -----------------------------------------------------------------------------------------
-    def status(self, job: str | None = None) -> list[JobStatus]:
-        """Each job's (or ``job``'s) status, from three strongly consistent reads per job: the live and manual lock
-        items, and the slot item of the live lease's slot (its capacity wait; none before a first acquisition)."""
-        names = [job] if job is not None else sorted(self.deployment.jobs)
+    def status(self, job: str | Sequence[str] | None = None) -> list[JobStatus]:
+        """Each job's (or ``job``'s, or those named) status, from three strongly consistent reads per job: the live
+        and manual lock items, and the slot item of the live lease's slot (its capacity wait; none before a first
+        acquisition)."""
+        names = [job] if isinstance(job, str) else sorted(self.deployment.jobs) if job is None else list(job)
         statuses = []
         for name in names:
             lock = self.lock(name)

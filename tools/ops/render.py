@@ -46,7 +46,7 @@ def wait_text(wait: dict[str, Any] | None) -> str:
     return f"{waited}{given_back}"
 
 
-def render_status(console: Console, operator: Operator, job: str | None, as_json: bool) -> None:
+def render_status(console: Console, operator: Operator, job: str | Sequence[str] | None, as_json: bool) -> None:
     statuses = operator.status(job)
     if as_json:
         console.print_json(json.dumps([s.as_dict() for s in statuses]))

@@ -120,6 +120,10 @@ def _session_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> No
     )
 
 
+#: The read commands name one job, by its exact name (the read API answers one job per request).
+ONE_JOB = "the job, by name (-s/--select and --job are the same option)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser; the deployment options are taken before or after the command."""
     parser = argparse.ArgumentParser(
@@ -162,13 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     command("jobs", "every job: schedule, lease (held or free), pause, latest result, last success")
-    command("latest", "the job's newest committed result").add_argument("--job", required=True, help="the job")
+    command("latest", "the job's newest committed result").add_argument(
+        "-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB
+    )
     p = command("slot", "one slot's result (default: its newest committed generation)")
-    p.add_argument("--job", required=True, help="the job")
+    p.add_argument("-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB)
     p.add_argument("--slot", required=True, help="the slot, ISO 8601 (2026-11-22T00:30:00Z)")
     p.add_argument("--generation", type=_positive, help="the generation (1: the live run; default: the newest)")
     p = command("history", "every generation of the job's slots, newest first, page by page")
-    p.add_argument("--job", required=True, help="the job")
+    p.add_argument("-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB)
     p.add_argument("--from", dest="since", metavar="ISO", help="earliest slot, ISO 8601")
     p.add_argument("--to", dest="until", metavar="ISO", help="latest slot, ISO 8601")
     p.add_argument("--status", choices=STATUSES, help="only generations of this status")
