@@ -45,8 +45,7 @@ def make_handler(deps: DepsSource) -> LambdaHandler:
     @tracer.capture_lambda_handler(capture_response=False)
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         """Invoked by each racer's EventBridge schedule; returns the slot outcome (never raises on a lost race)."""
-        settings, built = resolve()
-        return handle(event, context, settings=settings, deps=built)
+        return handle(event, context, resolve)
 
     return lambda_handler
 

@@ -154,9 +154,11 @@ class Deps:
 
 #: What :func:`athena_refresh.handler.make_handler` takes: fixed deps, or a builder of deps from the settings.
 DepsSource = Deps | Callable[[Settings], Deps]
+#: Per invocation: its settings, and a builder of its deps (:func:`invocation_deps`).
+InvocationDeps = Callable[[], tuple[Settings, Callable[[], Deps]]]
 
 
-def invocation_deps(deps: DepsSource) -> Callable[[], tuple[Settings, Callable[[], Deps]]]:
+def invocation_deps(deps: DepsSource) -> InvocationDeps:
     """Resolve ``deps`` per invocation: the invocation's settings, and its deps (built only when called, after
     the event was checked).
 
@@ -295,11 +297,11 @@ def _invocation_cost(settings: Settings, lock: SlotLock, context: Any) -> Invoca
 
 
 @tracer.capture_method(capture_response=False)
-def handle(event: Any, context: Any, *, settings: Settings, deps: Callable[[], Deps]) -> dict[str, Any]:
-    """Run the refresh for the event's slot with ``settings``; returns the :class:`SlotOutcome` as a dict.
+def handle(event: Any, context: Any, deps: InvocationDeps) -> dict[str, Any]:
+    """Run the refresh for the event's slot; returns the :class:`SlotOutcome` as a dict.
 
-    ``deps()`` gives the invocation's :class:`Deps` (built for ``settings``), called once the event was checked
-    (:func:`invocation_deps`; :func:`athena_refresh.handler.make_handler` does both).
+    ``deps`` (:func:`invocation_deps`, as :func:`athena_refresh.handler.make_handler` passes it) gives the
+    invocation's settings first, and its :class:`Deps` once the event was checked.
 
     Raises
     ------
@@ -326,10 +328,11 @@ def handle(event: Any, context: Any, *, settings: Settings, deps: Callable[[], D
     naming the item and the versions (outcome ``unsupported_schema``), returned as status ``unsupported_schema``.
     The item was left as it is. No metric: ``NoRecentSuccess`` alarms once the job's slots stop succeeding.
     """
+    settings, build = deps()
     slot = Slot.from_event(event)
     _check_event_job(event, settings.job_name)
     marker = ManualMarker.from_event(event)
-    built = deps()
+    built = build()
     if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
         metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
     lock = built.lock
@@ -373,6 +376,7 @@ def handle(event: Any, context: Any, *, settings: Settings, deps: Callable[[], D
 __all__ = [
     "Deps",
     "DepsSource",
+    "InvocationDeps",
     "athena_engine",
     "emit_outcome_metrics",
     "handle",
