@@ -40,7 +40,7 @@ from slotlock import CommitConflictError, SlotRun
 from . import contract
 from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
-from .permits import CapacityGate, is_capacity_error
+from .permits import Gate, NoCapacityGate, no_capacity_gate
 from .report import SlotReport, thresholds_exceeded
 from .results import ResultsStore
 from .settings import Settings
@@ -78,8 +78,9 @@ class AthenaRefreshJob:
         Publishes result columns as metrics after a successful commit (``None``: off). Each distinct
         combination of dimension values is a billed custom metric; the publisher caps them.
     capacity:
-        Builds the slot's :class:`~athena_refresh.permits.CapacityGate` from the report (``None``: the capacity
-        budget is off). With it, a query is started only under a permit of the deployment's semaphore.
+        Builds the slot's gate from the report: a :class:`~athena_refresh.permits.CapacityGate` (a query is started
+        only under a permit of the deployment's semaphore), or by default the
+        :class:`~athena_refresh.permits.NoCapacityGate` (the capacity budget is off).
     cost:
         Measures this invocation for the slot's cost estimate (:mod:`athena_refresh.cost`; ``None``: no
         estimate). The estimate is committed with the result and reported as ``estimated_cost_usd``.
@@ -99,9 +100,9 @@ class AthenaRefreshJob:
     commit_reserve_ms: int = DEFAULT_COMMIT_RESERVE_MS
     values: ValuePublisher | None = None
     cost: InvocationCost | None = None
-    capacity: Callable[[SlotReport], CapacityGate] | None = None
+    capacity: Callable[[SlotReport], Gate] = no_capacity_gate
     report: SlotReport = field(default_factory=SlotReport, init=False)
-    gate: CapacityGate | None = field(default=None, init=False)
+    gate: Gate = field(default_factory=NoCapacityGate, init=False)
 
     @property
     def queries_started(self) -> int:
@@ -130,12 +131,11 @@ class AthenaRefreshJob:
         generation = lease.generation
         parameters = self.settings.execution_parameters(slot.datetime)
         attempt, query_execution_id = self._adopted_state(run)
-        gate = self.gate = self.capacity(self.report) if self.capacity is not None else None
+        gate = self.gate = self.capacity(self.report)
         if query_execution_id:
             logger.info("adopting query %s of slot %s (attempt %d)", query_execution_id, slot.iso, attempt)
             self.report.query_adopted = True
-            if gate is not None:
-                gate.adopt(run)  # the query already runs: inherit its permit, never wait
+            gate.adopt(run)  # the query already runs: inherit its permit, never wait
         previous_query: str | None = None
         while True:
             if query_execution_id is None:
@@ -200,12 +200,12 @@ class AthenaRefreshJob:
         summary = {**prepared.summary, "attempt": attempt, "generation": generation, **waited}
         self._heartbeat(run)  # an S3 offload may have taken a while: no lease gap before the commit
         while True:
-            release = gate.release_writes() if gate is not None else []
+            release = gate.release_writes()
             try:
                 run.commit(writes=[*prepared.writes, *release], summary=summary)
                 break
             except CommitConflictError as conflict:
-                if gate is not None and release and conflict.index >= len(prepared.writes):
+                if release and conflict.index >= len(prepared.writes):
                     gate.drop("release", conflict)  # the permit was reclaimed: never hold the result back
                     continue
                 # The pointer refused: if it is now at a newer (slot, generation) (a re-run committed in between),
@@ -218,8 +218,7 @@ class AthenaRefreshJob:
                 logger.info("LATEST already names a newer result than slot %s generation %d", slot.iso, generation)
                 prepared = prepared.without_latest()
                 summary = {**prepared.summary, "attempt": attempt, "generation": generation, **waited}
-        if gate is not None:
-            gate.permit = None  # released in the commit
+        gate.permit = None  # released in the commit
         self._committed(slot.iso, len(result.rows), summary)
         if self.values is not None:
             try:
@@ -229,27 +228,21 @@ class AthenaRefreshJob:
                 logger.exception("could not publish the result values of slot %s as metrics", slot.iso)
         return summary
 
-    def _start(self, run: SlotRun, gate: CapacityGate | None, parameters: Any, token: str) -> str | dict[str, Any]:
+    def _start(self, run: SlotRun, gate: Gate, parameters: Any, token: str) -> str | dict[str, Any]:
         """Start the attempt's query under a permit: the query execution id, or the summary of the slot given back
-        (``deferred``) or MISSED ``capacity``. Athena's "no capacity now" answers are waiting, not failures."""
-        delay_s = gate.poll_initial_s if gate is not None else 0.0
+        (``deferred``) or MISSED ``capacity``. Under a budget, Athena's "no capacity now" answers are waiting, not
+        failures."""
+        delay_s = gate.poll_initial_s
         while True:
-            if gate is not None:
-                verdict = gate.acquire(run)
-                if verdict is not None:
-                    return self._capacity_end(run, gate, verdict)
-                # Renew lease and permit right before the start (when due). A permit lost meanwhile (it expired
-                # naming no query while we stalled, and another slot reclaimed it) is waited for again: Athena does
-                # not check permits, so a query started without one is one more than the budget.
-                gate.heartbeat(run)
-                if gate.permit is None:
-                    continue
+            verdict = gate.take(run)  # a permit, renewed with the lease right before the start (when due)
+            if verdict is not None:
+                return self._capacity_end(run, gate, verdict)
             try:
                 return self.engine.start_query(
                     sql=self.settings.query_sql, parameters=parameters, client_request_token=token
                 )
             except QueryEngineError as error:
-                if gate is None or not is_capacity_error(error):
+                if not gate.waits_out(error):
                     raise
                 logger.warning("Athena has no capacity for slot %s now (%s): waiting", run.lease.slot.iso, error)
                 verdict = gate.pause(run, delay_s)
@@ -258,39 +251,34 @@ class AthenaRefreshJob:
                 delay_s = min(gate.poll_max_s, delay_s * 2)
 
     @staticmethod
-    def _capacity_end(run: SlotRun, gate: CapacityGate, verdict: str) -> dict[str, Any]:
+    def _capacity_end(run: SlotRun, gate: Gate, verdict: str) -> dict[str, Any]:
         if verdict == "missed":
             return gate.miss(run)
         return gate.defer(run) or {}
 
     def _record_query(
-        self, run: SlotRun, gate: CapacityGate | None, query_execution_id: str, attempt: int, previous: str | None
+        self, run: SlotRun, gate: Gate, query_execution_id: str, attempt: int, previous: str | None
     ) -> None:
         """Record the query on the slot item (for a successor to adopt) and on the permit, in one transaction; a
         permit that refuses (reclaimed meanwhile) is dropped and the state recorded without it."""
-        writes = gate.record_query_writes(run, query_execution_id, replacing=previous) if gate is not None else []
+        writes = gate.record_query_writes(run, query_execution_id, replacing=previous)
         try:
             run.record_state(query_execution_id=query_execution_id, attempt=attempt, writes=writes)
         except CommitConflictError as conflict:
-            if gate is None or not writes:
+            if not writes:
                 raise
             gate.drop("record_query", conflict)
             run.record_state(query_execution_id=query_execution_id, attempt=attempt)
             return
-        if gate is not None:
-            gate.recorded(run, query_execution_id)
+        gate.recorded(run, query_execution_id)
 
     def _heartbeat(self, run: SlotRun) -> None:
-        if self.gate is not None:
-            self.gate.heartbeat(run)
-        else:
-            run.heartbeat()
+        self.gate.heartbeat(run)  # the lease (when due), and a held permit with it
 
     def _fail(self, run: SlotRun, error: dict[str, Any]) -> None:
         """Record the slot FAILED (fenced), then give its permit back."""
         run.fail(error)
-        if self.gate is not None:
-            self.gate.release_now()
+        self.gate.release_now()
 
     def _committed(self, slot_iso: str, rows: int, summary: dict[str, Any]) -> None:
         """Report the commit: rows, the cost estimate, and each ``[alarms]`` threshold the slot went above (a

@@ -1,7 +1,7 @@
 """CloudWatch Logs Insights queries over the runtime's structured log lines (issue 23), as documented.
 
 Most facts of an invocation are no metric (each metric name + dimension set is a billed custom metric) but a field
-of its one outcome line, ``"slot <iso>: <outcome>"`` (:func:`athena_refresh.service.outcome_log_fields`; names in
+of its one outcome line, ``"slot <iso>: <outcome>"`` (:func:`athena_refresh.outcomes.outcome_log_fields`; names in
 :mod:`athena_refresh.contract`, ``LOG_FIELD_*``). These queries answer the questions the former metrics answered.
 ``docs/observability.md`` shows each one under its title (a test keeps both the same); the stack may put them in
 alarm descriptions and dashboard log widgets.

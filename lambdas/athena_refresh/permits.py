@@ -31,14 +31,12 @@ module is the job's side of it (:class:`CapacityGate`):
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from slotlock import (
     CommitConflictError,
@@ -54,6 +52,7 @@ from slotlock import (
 from slotlock import table as lock_table
 
 from . import contract
+from .deferral import Deferral, SchedulerDeferral
 from .errors import ConfigurationError, QueryEngineError
 from .report import SlotReport
 
@@ -150,56 +149,6 @@ class CapacityWaitTimeoutError(QueryEngineError):
         super().__init__("capacity", f"no capacity permit after {waited_ms} ms and no deferral configured")
 
 
-class Deferral(Protocol):
-    """Arranges one later invocation of this function with ``event``, at ``at_ms`` (epoch ms); ``key`` names it
-    (the same key twice is one invocation). Returns the arrangement's name."""
-
-    def defer(self, event: Mapping[str, Any], *, at_ms: int, key: str) -> str: ...
-
-
-@dataclass
-class SchedulerDeferral:
-    """:class:`Deferral` by a one-time EventBridge Scheduler schedule (``at(...)``, deleted after it ran).
-
-    ``CreateSchedule`` with ``ActionAfterCompletion: DELETE`` (https://docs.aws.amazon.com/scheduler/latest/
-    APIReference/API_CreateSchedule.html), target this function with ``role_arn`` (the job's Scheduler role, which
-    may invoke it). The name is ``prefix`` + 32 hex of SHA-256 of ``key`` (names: 1-64 characters
-    ``[0-9a-zA-Z-_.]``): a resend after a lost answer meets ``ConflictException``, which means done.
-    """
-
-    client: Any
-    function_arn: str
-    role_arn: str
-    group: str = "default"
-    prefix: str = ""
-
-    def defer(self, event: Mapping[str, Any], *, at_ms: int, key: str) -> str:
-        name = f"{self.prefix}{hashlib.sha256(key.encode()).hexdigest()[:32]}"
-        at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at_ms / 1000))
-        try:
-            self.client.create_schedule(
-                Name=name,
-                GroupName=self.group,
-                ScheduleExpression=f"at({at})",
-                ScheduleExpressionTimezone="UTC",
-                FlexibleTimeWindow={"Mode": "OFF"},
-                ActionAfterCompletion="DELETE",
-                State="ENABLED",
-                Target={
-                    "Arn": self.function_arn,
-                    "RoleArn": self.role_arn,
-                    "Input": json.dumps(dict(event), separators=(",", ":"), default=str),
-                    "RetryPolicy": {"MaximumRetryAttempts": 5, "MaximumEventAgeInSeconds": 3600},
-                },
-            )
-        except Exception as exc:
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-            if code == "ConflictException":
-                return name  # our own earlier request, applied (a resend or a Lambda retry): one invocation
-            raise QueryEngineError("CreateSchedule", str(exc), retryable=True, error_code=code) from exc
-        return name
-
-
 Verdict = Literal["wait", "defer", "missed"]
 
 
@@ -263,6 +212,23 @@ class CapacityGate:
             if verdict != "wait":
                 return verdict
             delay_s = min(self.poll_max_s, delay_s * 2)
+
+    def take(self, run: SlotRun) -> Verdict | None:
+        """Hold a permit for a start: ``None`` once held, renewed right before the start (when due), else the verdict
+        of :meth:`acquire`. A permit lost meanwhile (it expired naming no query while we stalled, and another slot
+        reclaimed it) is waited for again: Athena does not check permits, so a query started without one is one more
+        than the budget."""
+        while True:
+            verdict = self.acquire(run)
+            if verdict is not None:
+                return verdict
+            self.heartbeat(run)
+            if self.permit is not None:
+                return None
+
+    def waits_out(self, error: BaseException) -> bool:
+        """Whether a ``StartQueryExecution`` error is waited out (:meth:`pause`): Athena's "no capacity now"."""
+        return is_capacity_error(error)
 
     def pause(self, run: SlotRun, delay_s: float) -> Verdict:
         """One step of waiting (for a permit, or for Athena after ``TooManyRequestsException``): the verdict at
@@ -431,6 +397,68 @@ class CapacityGate:
         return run.lease.slot.epoch_ms + self.max_slot_age_ms - DEFERRAL_MARGIN_MS
 
 
+@dataclass
+class NoCapacityGate:
+    """:class:`CapacityGate`'s null object, when the budget is off (``permits`` 0): no permit and no semaphore
+    request; a query starts at once, Athena's "no capacity now" is an ordinary engine error, a heartbeat renews the
+    lease only. Never returns a verdict, so :meth:`pause`, :meth:`defer` and :meth:`miss` are never called."""
+
+    permit: Permit | None = None
+    poll_initial_s: float = 0.0
+    poll_max_s: float = 0.0
+
+    def adopt(self, run: SlotRun) -> None:
+        """Nothing to inherit."""
+
+    def take(self, run: SlotRun) -> Verdict | None:
+        return None
+
+    def waits_out(self, error: BaseException) -> bool:
+        return False
+
+    def pause(self, run: SlotRun, delay_s: float) -> Verdict:
+        raise RuntimeError("no capacity budget: nothing to wait for")
+
+    def record_query_writes(
+        self, run: SlotRun, query_execution_id: str, *, replacing: str | None
+    ) -> list[dict[str, Any]]:
+        return []
+
+    def recorded(self, run: SlotRun, query_execution_id: str) -> None:
+        """No permit to record the query on."""
+
+    def drop(self, why: str, error: Exception | None = None) -> None:
+        """No permit to drop."""
+
+    def heartbeat(self, run: SlotRun) -> None:
+        """Renew the lease when due (:meth:`slotlock.SlotRun.heartbeat`)."""
+        run.heartbeat()
+
+    def release_writes(self) -> list[dict[str, Any]]:
+        return []
+
+    def release_now(self) -> None:
+        """No permit to give back."""
+
+    def leave_line(self) -> None:
+        """Never in line."""
+
+    def defer(self, run: SlotRun) -> dict[str, Any] | None:
+        raise RuntimeError("no capacity budget: nothing to defer for")
+
+    def miss(self, run: SlotRun) -> dict[str, Any]:
+        raise RuntimeError("no capacity budget: never missed for capacity")
+
+
+#: The job's gate: a permit under the budget, or the null object without one.
+Gate = CapacityGate | NoCapacityGate
+
+
+def no_capacity_gate(report: SlotReport) -> NoCapacityGate:
+    """The gate factory when the budget is off (:class:`NoCapacityGate`)."""
+    return NoCapacityGate()
+
+
 def is_capacity_error(error: BaseException) -> bool:
     """Athena said "no capacity now" (``TooManyRequestsException``, ``ThrottlingException``) past botocore's
     retries: wait, never a failed attempt."""
@@ -443,6 +471,9 @@ __all__ = [
     "CapacitySettings",
     "CapacityWaitTimeoutError",
     "Deferral",
+    "Gate",
+    "NoCapacityGate",
     "SchedulerDeferral",
     "is_capacity_error",
+    "no_capacity_gate",
 ]

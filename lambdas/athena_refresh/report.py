@@ -1,7 +1,7 @@
 """What one invocation did for its slot besides its outcome: the fields of its log line, the values of its metrics.
 
 Issue 23: every metric name and dimension set is a billed CloudWatch custom metric, so a fact nobody alarms on is
-a field of the invocation's one structured log line ("slot <iso>: <outcome>", :mod:`athena_refresh.service`), not
+a field of the invocation's one structured log line ("slot <iso>: <outcome>", :mod:`athena_refresh.outcomes`), not
 a metric. The job (:class:`~athena_refresh.job.AthenaRefreshJob`) fills a :class:`SlotReport` as it goes; the
 service turns it into the log line's fields (:meth:`SlotReport.log_fields`) and into the few metrics of
 :data:`contract.ALL_METRICS` (the measurements only once the slot's results are committed).

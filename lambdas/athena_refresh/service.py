@@ -1,12 +1,11 @@
-"""Glue between the Lambda handler and the job: settings, cached clients, observability, outcome.
+"""Glue between the Lambda handler and the job: the invocation's dependencies, observability, outcome.
 
-Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators and one call.
-
-Observability (issue 23: each metric name + dimension set is a billed custom metric): every invocation writes one
-structured log line, ``"slot <iso>: <outcome>"``, carrying its facts (:func:`outcome_log_fields`); the metrics are
-only :data:`contract.JOB_METRICS` (the ``metrics`` singleton, dimensions service + job, flushed by the handler's
-``log_metrics``) and :data:`contract.DEPLOYMENT_METRICS` (one ``single_metric`` blob each, dimension service only,
-printed when it happens). :func:`emit_outcome_metrics` decides which an outcome emits.
+Kept out of ``handler.py`` so the handler stays a stack of Powertools decorators and one call. The runtime has one
+seam, :class:`Deps`: everything an invocation runs with besides its event and its context (the lock, the query
+engine, the results store, the capacity semaphore, deferral and wait, the checkpoint listener, the clock).
+:func:`athena_refresh.handler.make_handler` turns deps into a Lambda handler; the deployed one builds its deps from
+the settings (:meth:`Deps.from_settings`) once per execution environment, and tests and local tools pass their own.
+What an outcome emits (metrics, the log line, corrupt and unsupported items) is :mod:`athena_refresh.outcomes`.
 """
 
 from __future__ import annotations
@@ -15,14 +14,10 @@ import functools
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from botocore.config import Config
 
 from slotlock import (
     CommitConflictError,
@@ -32,7 +27,6 @@ from slotlock import (
     Semaphore,
     Slot,
     SlotLock,
-    SlotOutcome,
     SlotRunner,
     UnsupportedSchemaVersionError,
     system_clock_ms,
@@ -42,35 +36,29 @@ from slotlock.runner import CHECKPOINT_ACQUIRED, Listener
 
 from . import contract
 from .cost import InvocationCost, PriceTableError, load_prices
+from .deferral import DeferralFactory, scheduler_deferral
 from .engine import AthenaQueryEngine, QueryEngine
-from .errors import CorruptResultsItemError
 from .job import AthenaRefreshJob
-from .permits import CapacityGate, Deferral, SchedulerDeferral
+from .observability import logger, metrics, tracer
+from .outcomes import (
+    corrupt_outcome,
+    emit_outcome_metrics,
+    outcome_log_fields,
+    unsupported_layout_outcome,
+)
+from .permits import CapacityGate, Gate, no_capacity_gate
 from .reclaim import ReclaimCheck
 from .report import SlotReport
 from .results import ResultsStore
 from .settings import Settings
-from .stored import result_sort_key
 from .values import ValuePublisher
 
-logger = Logger(service=contract.SERVICE_NAME)
-metrics = Metrics(namespace=contract.METRICS_NAMESPACE, service=contract.SERVICE_NAME)
-tracer = Tracer(service=contract.SERVICE_NAME)
 # Library loggers (stdlib logging) get the same JSON formatter, so they carry job/slot/owner/token keys.
 copy_config_to_registered_loggers(source_logger=logger, include={"slotlock", "athena_refresh"})
 
-EngineFactory = Callable[[Settings], QueryEngine]
-DeferralFactory = Callable[[Settings, Any], Deferral | None]
 
-#: The per-job metrics' units (contract.JOB_METRICS); the deployment-wide counts are Count.
-_UNITS = {
-    "Milliseconds": MetricUnit.Milliseconds,
-    "Bytes": MetricUnit.Bytes,
-    "Seconds": MetricUnit.Seconds,
-}
-
-
-def _athena_engine(settings: Settings) -> QueryEngine:
+def athena_engine(settings: Settings) -> QueryEngine:
+    """The deployed query engine: Athena, in the settings' workgroup, database and catalog."""
     return AthenaQueryEngine(
         workgroup=settings.athena_workgroup,
         database=settings.athena_database,
@@ -80,118 +68,125 @@ def _athena_engine(settings: Settings) -> QueryEngine:
 
 
 @dataclass(frozen=True)
-class RuntimeSeams:
-    """What a local runtime may replace, passed explicitly (:func:`use_seams`), never by rebinding names.
+class Deps:
+    """What one invocation runs with besides its event and its context: the runtime's one seam.
 
-    ``engine_factory``: builds the query engine from the settings (Athena by default; the demo and the
-    chaos suite use the DuckDB engine, the chaos suite wraps it with faults). ``lock_clock_ms``: the lock's
-    clock (epoch ms; ``None``: the system clock; the chaos suite skews it). ``listener``: called with every
-    checkpoint after the service's own handling (the demo and the chaos suite report checkpoints and
-    inject kills and pauses there). ``deferral_factory``: builds the capacity deferral from the settings and the
-    invocation's context (``None``: a one-time EventBridge Scheduler schedule when the stack configured one; the
-    local harnesses re-invoke through their own Lambda service). ``capacity_sleep_s``: the sleep between polls of
-    a slot waiting for a permit (``None``: ``time.sleep``).
+    This is how tests and outside tools run one real invocation: build deps (usually :meth:`from_settings`, with
+    the parts to replace), pass them to :func:`athena_refresh.handler.make_handler`, and call the handler it
+    returns with an event and a Lambda-like context; everything else is the deployed code path. Nothing is
+    installed globally and nothing rebound.
+
+    ``settings``: the job's validated settings. ``lock``: the job's :class:`slotlock.SlotLock`; its ``clock_ms``
+    (epoch ms) is the invocation's clock (:attr:`clock_ms`: the lease, the deadline, the permits, the metrics'
+    now). ``engine``: the :class:`~athena_refresh.engine.QueryEngine` (Athena deployed; DuckDB locally, fakes in
+    tests). ``results``: the :class:`~athena_refresh.results.ResultsStore`. ``semaphore``: the capacity budget's
+    :class:`slotlock.Semaphore` (``None``: the budget is off, the job runs with the no-op
+    :class:`~athena_refresh.permits.NoCapacityGate`). ``deferral``: builds the capacity deferral from the settings
+    and the invocation's context (deployed: :func:`~athena_refresh.deferral.scheduler_deferral`, a one-time
+    EventBridge Scheduler schedule when the stack configured one; ``None`` from it: no deferral).
+    ``capacity_sleep_s``: the sleep (seconds) between polls of a slot waiting for a permit. ``listener``: called
+    with every checkpoint (name, lease) after the service's own handling (``None``: none); the demo and the chaos
+    suite report checkpoints and inject kills and pauses there.
     """
 
-    engine_factory: EngineFactory = _athena_engine
-    lock_clock_ms: Callable[[], int] | None = None
-    listener: Listener | None = None
-    deferral_factory: DeferralFactory | None = None
-    capacity_sleep_s: Callable[[float], None] | None = None
-
-
-_seams = RuntimeSeams()
-
-
-def use_seams(seams: RuntimeSeams | None) -> None:
-    """Install ``seams`` for the following invocations of this environment (``None``: the defaults).
-
-    Dependencies built with the previous seams are dropped, so the next invocation builds new ones.
-    """
-    global _seams
-    _seams = seams or RuntimeSeams()
-    dependencies.cache_clear()
-
-
-def seams() -> RuntimeSeams:
-    """The seams in use (to extend them: ``use_seams(replace(seams(), ...))``)."""
-    return _seams
-
-
-def use_engine_factory(factory: EngineFactory | None) -> None:
-    """Replace only the query engine (tests use fakes); ``None`` restores Athena."""
-    use_seams(replace(_seams, engine_factory=factory or _athena_engine))
-
-
-@dataclass(frozen=True)
-class Dependencies:
-    """Long-lived objects reused across warm invocations."""
-
+    settings: Settings
     lock: SlotLock
     engine: QueryEngine
     results: ResultsStore
-    semaphore: Semaphore | None = None  # the capacity budget's (None: off)
+    semaphore: Semaphore | None = None
+    deferral: DeferralFactory = scheduler_deferral
+    capacity_sleep_s: Callable[[float], None] = time.sleep
+    listener: Listener | None = None
 
+    @property
+    def clock_ms(self) -> Callable[[], int]:
+        """The invocation's clock (epoch ms): the lock's."""
+        return self.lock.clock_ms
 
-@functools.lru_cache(maxsize=4)
-def dependencies(settings: Settings) -> Dependencies:
-    """Build (once per settings, per execution environment) the lock, engine and results store."""
-    lock = SlotLock(
-        settings.lock_table_name,
-        settings.job_name,
-        lease_duration_s=settings.lease_duration_s,
-        heartbeat_interval_s=settings.heartbeat_interval_s,
-        max_slot_age_s=settings.max_slot_age_s,
-        history_ttl_s=settings.history_ttl_s,
-        max_slot_lead_s=settings.max_slot_lead_s,
-        clock_ms=_seams.lock_clock_ms or system_clock_ms,
-    )
-    results = ResultsStore(settings.results_table_name, bucket_name=settings.results_bucket_name)
-    capacity = settings.capacity
-    semaphore = None
-    if capacity.enabled:
-        semaphore = Semaphore(
-            capacity.table_name or settings.lock_table_name,
-            capacity.semaphore_name,
-            capacity.permits,
-            client=lock.client,
-            clock_ms=lock.clock_ms,
-            deployment=settings.lock_table_name,  # owner ids name the deployment: a shared budget's jobs never mix
-            max_query_active_s=capacity.max_query_active_s,
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        engine: QueryEngine | None = None,
+        clock_ms: Callable[[], int] = system_clock_ms,
+        deferral: DeferralFactory = scheduler_deferral,
+        capacity_sleep_s: Callable[[float], None] = time.sleep,
+        listener: Listener | None = None,
+    ) -> Deps:
+        """The deployed deps for ``settings`` (what the deployed handler builds once per execution environment):
+        the lock and, when the budget is on, the semaphore on ``clock_ms`` and one DynamoDB client, the results
+        store, and ``engine`` (``None``: Athena, :func:`athena_engine`). Builds clients; sends no request."""
+        lock = SlotLock(
+            settings.lock_table_name,
+            settings.job_name,
+            lease_duration_s=settings.lease_duration_s,
+            heartbeat_interval_s=settings.heartbeat_interval_s,
+            max_slot_age_s=settings.max_slot_age_s,
+            history_ttl_s=settings.history_ttl_s,
+            max_slot_lead_s=settings.max_slot_lead_s,
+            clock_ms=clock_ms,
         )
-    return Dependencies(lock=lock, engine=_seams.engine_factory(settings), results=results, semaphore=semaphore)
+        results = ResultsStore(settings.results_table_name, bucket_name=settings.results_bucket_name)
+        capacity = settings.capacity
+        semaphore = None
+        if capacity.enabled:
+            semaphore = Semaphore(
+                capacity.table_name or settings.lock_table_name,
+                capacity.semaphore_name,
+                capacity.permits,
+                client=lock.client,
+                clock_ms=lock.clock_ms,
+                deployment=settings.lock_table_name,  # owner ids name the deployment: a shared budget's jobs never mix
+                max_query_active_s=capacity.max_query_active_s,
+            )
+        return cls(
+            settings=settings,
+            lock=lock,
+            engine=athena_engine(settings) if engine is None else engine,
+            results=results,
+            semaphore=semaphore,
+            deferral=deferral,
+            capacity_sleep_s=capacity_sleep_s,
+            listener=listener,
+        )
 
 
-def _scheduler_deferral(settings: Settings, context: Any) -> Deferral | None:
-    """The deployed deferral: a one-time Scheduler schedule invoking this very function (its ARN from the
-    invocation's context), or ``None`` when the stack configured none."""
-    capacity = settings.capacity
-    function_arn = getattr(context, "invoked_function_arn", None)
-    if capacity.deferral_role_arn is None or not isinstance(function_arn, str):
-        return None
-    return SchedulerDeferral(
-        client=_scheduler_client(),
-        function_arn=function_arn,
-        role_arn=capacity.deferral_role_arn,
-        group=capacity.deferral_schedule_group,
-        prefix=capacity.deferral_schedule_prefix,
-    )
+#: What :func:`athena_refresh.handler.make_handler` takes: fixed deps, or a builder of deps from the settings.
+DepsSource = Deps | Callable[[Settings], Deps]
+#: Per invocation: its settings, and a builder of its deps (:func:`invocation_deps`).
+InvocationDeps = Callable[[], tuple[Settings, Callable[[], Deps]]]
 
 
-@functools.lru_cache(maxsize=1)
-def _scheduler_client() -> Any:
-    return boto3.client("scheduler", config=Config(retries={"mode": "standard"}))
+def invocation_deps(deps: DepsSource) -> InvocationDeps:
+    """Resolve ``deps`` per invocation: the invocation's settings, and its deps (built only when called, after
+    the event was checked).
+
+    A :class:`Deps`: every invocation runs with it and its settings (no environment read). A builder (the deployed
+    :meth:`Deps.from_settings`): each invocation reads its settings from the environment (``Settings.from_env``:
+    a bad variable raises ``ConfigurationError`` before any request) and gets the deps built for them, built once
+    per settings for the life of this resolver (up to 4 settings cached), so warm invocations reuse them.
+    """
+    if isinstance(deps, Deps):
+        fixed = deps
+        return lambda: (fixed.settings, lambda: fixed)
+    build = functools.lru_cache(maxsize=4)(deps)
+
+    def resolve() -> tuple[Settings, Callable[[], Deps]]:
+        settings = Settings.from_env()
+        return settings, lambda: build(settings)
+
+    return resolve
 
 
-def _capacity_gate(
-    settings: Settings, deps: Dependencies, event: Any, context: Any
-) -> Callable[[SlotReport], CapacityGate] | None:
-    """The job's capacity gate factory for this invocation (``None``: the budget is off). Its reclaim check never
-    raises for a query it cannot read (:mod:`athena_refresh.reclaim`)."""
+def _capacity_gate(deps: Deps, event: Any, context: Any) -> Callable[[SlotReport], Gate]:
+    """The job's capacity gate factory for this invocation (:func:`~athena_refresh.permits.no_capacity_gate`: the
+    budget is off). Its reclaim check never raises for a query it cannot read (:mod:`athena_refresh.reclaim`)."""
     semaphore = deps.semaphore
     if semaphore is None:
-        return None
-    deferral = (_seams.deferral_factory or _scheduler_deferral)(settings, context)
+        return no_capacity_gate
+    settings = deps.settings
+    deferral = deps.deferral(settings, context)
     max_age_s = settings.max_slot_age_s
 
     def gate(report: SlotReport) -> CapacityGate:
@@ -203,41 +198,10 @@ def _capacity_gate(
             max_slot_age_ms=None if max_age_s is None else int(max_age_s * 1000),
             deferral=deferral,
             query_is_terminal=ReclaimCheck(deps.engine, report),  # an unreadable query: not reclaimable now
-            sleep_s=_seams.capacity_sleep_s or time.sleep,
+            sleep_s=deps.capacity_sleep_s,
         )
 
     return gate
-
-
-def _job_metric(name: str, value: float, unit: str) -> None:
-    """A per-job metric (:data:`contract.JOB_METRICS`): the invocation's blob, dimensions service + job."""
-    metrics.add_metric(name=name, unit=_UNITS[unit], value=value)
-
-
-def _deployment_metric(name: str, value: float, unit: MetricUnit) -> None:
-    """A deployment-wide measurement (:data:`contract.DEPLOYMENT_METRICS`), dimension service only, printed now."""
-    with single_metric(
-        name=name,
-        unit=unit,
-        value=value,
-        namespace=contract.METRICS_NAMESPACE,
-        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
-    ):
-        pass
-
-
-def _deployment_count(name: str) -> None:
-    """A deployment-wide count (:data:`contract.DEPLOYMENT_METRICS`) of 1, in a blob of its own printed now, with
-    the ``service`` dimension only: one custom metric for all jobs (the log line names the job). Powertools'
-    ``single_metric`` is its way to give one metric other dimensions than the ``Metrics`` singleton's."""
-    with single_metric(
-        name=name,
-        unit=MetricUnit.Count,
-        value=1,
-        namespace=contract.METRICS_NAMESPACE,
-        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
-    ):
-        pass
 
 
 def _check_event_job(event: Any, job_name: str) -> None:
@@ -273,8 +237,8 @@ def _on_checkpoint(checkpoint: str, lease: Lease) -> None:
 
 
 def _listener(extra: Listener | None, cost: InvocationCost | None = None) -> Listener:
-    """The service's checkpoint handling (and the cost tracker's lock decision), then ``extra`` (a seam), for
-    one invocation."""
+    """The service's checkpoint handling (and the cost tracker's lock decision), then ``extra`` (the deps'
+    listener), for one invocation."""
     if extra is None and cost is None:
         return _on_checkpoint
 
@@ -327,62 +291,17 @@ def _invocation_cost(settings: Settings, lock: SlotLock, context: Any) -> Invoca
         )
     except PriceTableError:
         logger.exception("no cost estimate: the bundled price table is broken")
-    except Exception:  # informative only: whatever fails here leaves the slot without an estimate, never fails it
+    except Exception:  # noqa: BLE001 - informative only: whatever fails leaves the slot without an estimate
         logger.exception("no cost estimate: the invocation's cost tracker could not start")
     return None
 
 
-def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) -> None:
-    """The outcome's metrics, and nothing else (issue 23; everything else is a field of its log line).
-
-    Per job (dimensions service + job): every invocation of the live schedule reports the age of the last successful
-    run, ``LastSuccessAgeS`` (seconds): the winner just succeeded (0) or read it from the lock item; a loser got it
-    from ALL_OLD at no extra request. A manual generation (2+) does not: a backfill must not hide that the live
-    schedule stopped succeeding. The invocation that committed the slot's results reports its query's
-    ``DataScannedBytes`` and ``QueryDurationMs`` (once per committed slot: a stale or lost holder commits nothing).
-
-    Deployment-wide (dimension service only), only when it happens: ``ThresholdExceeded`` when the committed slot
-    went above one of its job's ``[alarms]`` thresholds (or both: one count), ``StaleWriteRejected`` for a commit
-    refused as stale. (``CorruptLockItem``: :func:`_corrupt_outcome`.) The capacity semaphore's ``PermitsInUse`` and
-    ``PermitWaitMs`` (dimension service only: statistics across every job, p50/p95 on the dashboard) when this
-    invocation took a permit: once per permit taken, never per job.
-    """
-    last_success_ms = now_ms if outcome.status == "succeeded" else outcome.last_succeeded_at_ms
-    if isinstance(last_success_ms, int) and outcome.generation == 1:
-        _job_metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
-    if report.committed and report.data_scanned_bytes is not None and report.query_duration_ms is not None:
-        _job_metric(contract.METRIC_DATA_SCANNED_BYTES, report.data_scanned_bytes, "Bytes")
-        _job_metric(contract.METRIC_QUERY_DURATION_MS, report.query_duration_ms, "Milliseconds")
-        if report.thresholds:
-            _deployment_count(contract.METRIC_THRESHOLD_EXCEEDED)
-    if outcome.status == "stale_rejected":
-        _deployment_count(contract.METRIC_STALE_WRITE_REJECTED)
-    if report.permits_in_use is not None:  # this invocation took a permit: the semaphore's two measurements
-        _deployment_metric(contract.METRIC_PERMITS_IN_USE, report.permits_in_use, MetricUnit.Count)
-        _deployment_metric(contract.METRIC_PERMIT_WAIT_MS, report.permit_wait_ms or 0, MetricUnit.Milliseconds)
-
-
-def outcome_log_fields(outcome: SlotOutcome, report: SlotReport) -> dict[str, Any]:
-    """The fields of the invocation's log line beyond the keys every line carries (job, slot, owner, generation,
-    and once known fencing_token and query_execution_id): the outcome, its reason, and the facts that used to be
-    metrics (:data:`contract.LOG_ONLY_FIELDS`). ``None`` values are left out of the line by the logger."""
-    acquired = outcome.fencing_token is not None and outcome.status != "lost"  # a holder's MISSED has a token
-    missed = outcome.status == "missed"
-    return {
-        contract.LOG_FIELD_OUTCOME: outcome.status,
-        contract.LOG_FIELD_REASON: outcome.reason,
-        contract.LOG_FIELD_FENCING_TOKEN: outcome.fencing_token,
-        contract.LOG_FIELD_LEASE_ACQUIRED: acquired,
-        contract.LOG_FIELD_TAKEOVER: acquired and outcome.takeover,
-        **report.log_fields(),
-        contract.LOG_FIELD_MISSED_SLOT: outcome.slot if missed else None,
-        contract.LOG_FIELD_MISSED_REASON: outcome.reason if missed else None,
-    }
-
-
 @tracer.capture_method(capture_response=False)
-def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dict[str, Any]:
+def handle(event: Any, context: Any, deps: InvocationDeps) -> dict[str, Any]:
     """Run the refresh for the event's slot; returns the :class:`SlotOutcome` as a dict.
+
+    ``deps`` (:func:`invocation_deps`, as :func:`athena_refresh.handler.make_handler` passes it) gives the
+    invocation's settings first, and its :class:`Deps` once the event was checked.
 
     Raises
     ------
@@ -409,14 +328,14 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     naming the item and the versions (outcome ``unsupported_schema``), returned as status ``unsupported_schema``.
     The item was left as it is. No metric: ``NoRecentSuccess`` alarms once the job's slots stop succeeding.
     """
-    settings = settings or Settings.from_env()
+    settings, build = deps()
     slot = Slot.from_event(event)
     _check_event_job(event, settings.job_name)
     marker = ManualMarker.from_event(event)
-    deps = dependencies(settings)
+    built = build()
     if metrics.default_dimensions.get(contract.DIMENSION_JOB) != settings.job_name:  # once per environment
         metrics.set_default_dimensions(**{contract.DIMENSION_JOB: settings.job_name})
-    lock = deps.lock
+    lock = built.lock
     if marker is not None and marker.generation is not None:
         lock = lock.for_generation(marker.generation)  # a manual generation: the manual lease
     logger.append_keys(job=settings.job_name, slot=slot.iso, owner=context.aws_request_id, generation=lock.generation)
@@ -426,22 +345,22 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     cost = _invocation_cost(settings, lock, context)
     job = AthenaRefreshJob(
         settings=settings,
-        engine=deps.engine,
-        results=deps.results,
+        engine=built.engine,
+        results=built.results,
         values=ValuePublisher.from_settings(settings),
         cost=cost,
-        capacity=_capacity_gate(settings, deps, event, context),
+        capacity=_capacity_gate(built, event, context),
     )
-    runner = SlotRunner(lock, listener=_listener(_seams.listener, cost))
+    runner = SlotRunner(lock, listener=_listener(built.listener, cost))
     deadline_ms = lock.clock_ms() + int(context.get_remaining_time_in_millis())
     try:
         outcome = runner.run(job, slot=slot, owner_id=context.aws_request_id, deadline_ms=deadline_ms)
     except (CorruptLockItemError, CommitConflictError) as error:
-        return _corrupt_outcome(
-            error, deps.results, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
+        return corrupt_outcome(
+            error, built.results, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
         )
     except UnsupportedSchemaVersionError as error:
-        return _unsupported_layout_outcome(
+        return unsupported_layout_outcome(
             error, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
         )
     emit_outcome_metrics(outcome, job.report, lock.clock_ms())
@@ -454,77 +373,17 @@ def handle(event: Any, context: Any, *, settings: Settings | None = None) -> dic
     return result
 
 
-def _unsupported_layout_outcome(
-    error: UnsupportedSchemaVersionError, job_name: str, slot: Slot, owner_id: str, report: SlotReport, generation: int
-) -> dict[str, Any]:
-    """Report an item of a table layout this slotlock does not read: ERROR log naming the item and the versions
-    (outcome ``unsupported_schema``), status ``unsupported_schema`` (no raise: a Lambda retry would meet the same
-    item). Not a corrupt item (no ``CorruptLockItem`` count): the item is intact, this function is too old for it."""
-    details = {
-        "item_key": error.key,
-        "schema_version_found": error.found if isinstance(error.found, (int, float, str)) else repr(error.found),
-        "schema_version_supported": list(error.supported),
-        "error": str(error),
-        "error_type": type(error).__name__,
-    }
-    logger.error(
-        f"slot {slot.iso}: unsupported_schema (table layout), not retried: {error}",
-        extra={contract.LOG_FIELD_OUTCOME: "unsupported_schema", **details, **report.log_fields()},
-    )
-    outcome = SlotOutcome(
-        "unsupported_schema",
-        job_name,
-        slot.iso,
-        owner_id,
-        reason="schema_version",
-        details=details,
-        generation=generation,
-    )
-    return {**outcome.as_dict(), "queries_started": report.queries_started}
-
-
-def _corrupt_outcome(
-    error: CorruptLockItemError | CommitConflictError,
-    results: ResultsStore,
-    job_name: str,
-    slot: Slot,
-    owner_id: str,
-    report: SlotReport,
-    generation: int = 1,
-) -> dict[str, Any]:
-    """Report a tampered stored item: ERROR log (outcome ``corrupt`` and the report's fields), the deployment-wide
-    ``CorruptLockItem`` count, status ``corrupt`` (no raise)."""
-    corrupt: CorruptLockItemError | CorruptResultsItemError
-    if isinstance(error, CommitConflictError):  # our only commit writes are the results store's
-        corrupt = results.conflict_error(
-            error.index,
-            error.item,
-            job_name=job_name,
-            slot_iso=result_sort_key(slot.iso, generation),
-            fencing_token=error.fencing_token,
-            code=error.code,
-        )
-        corrupt.__cause__ = error
-    else:
-        corrupt = error
-    _deployment_count(contract.METRIC_CORRUPT_LOCK_ITEM)
-    details = {
-        "item_key": corrupt.key,
-        "attribute": corrupt.attribute,
-        "error": str(corrupt),
-        "error_type": type(corrupt).__name__,
-    }
-    logger.error(
-        f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}",
-        extra={contract.LOG_FIELD_OUTCOME: "corrupt", **details, **report.log_fields()},
-    )
-    outcome = SlotOutcome(
-        "corrupt",
-        job_name,
-        slot.iso,
-        owner_id,
-        reason="corrupt_item",
-        details=details,
-        generation=generation,
-    )
-    return {**outcome.as_dict(), "queries_started": report.queries_started}
+__all__ = [
+    "Deps",
+    "DepsSource",
+    "InvocationDeps",
+    "athena_engine",
+    "emit_outcome_metrics",
+    "handle",
+    "invocation_deps",
+    "logger",
+    "metrics",
+    "outcome_log_fields",
+    "record_init_ms",
+    "tracer",
+]

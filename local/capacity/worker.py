@@ -2,8 +2,8 @@
 
 ``python -m local.capacity.worker --worker-id w1 ...`` (started by :mod:`local.capacity.harness` through the fake
 Lambda service). It calls the REAL handler, like the demo's and the chaos suite's environments, with these local
-parts, each passed through ``athena_refresh.service.RuntimeSeams`` or botocore's event hooks, never by editing the
-runtime:
+parts, each passed in the handler's deps (``athena_refresh.service.Deps``: :meth:`CapacityRuntime.deps_options`) or
+botocore's event hooks, never by editing the runtime:
 
 - **one pool of environments for every job's function.** The stack deploys one function per job; 200 jobs x 3
   racers would need 600 processes here. Each invocation message carries its function's environment (``env``: the
@@ -21,7 +21,7 @@ runtime:
   exclusively under the engine's state directory): a retry or a later racer of the slot that starts the same
   token gets the same query back, as Athena's idempotency answers it. Reported as a ``fault`` (the fake service
   records it) and a ``query_start`` with ``answer_lost``;
-- **the deferral** (``deferral_factory``): a slot given back for capacity asks the parent (``defer``) to deliver
+- **the deferral** (the deps' ``deferral``): a slot given back for capacity asks the parent (``defer``) to deliver
   the event again; the parent scales the delay (the runtime's retry delay is at least 60 s);
 - **what the checker needs** (:mod:`local.chaos.capacity_check`): every permit write DynamoDB accepted (``permit``:
   take, inherit, record, renew, release, from the request and the answer of the real boto3 client, by a
@@ -262,6 +262,7 @@ class CapacityRuntime(Runtime):
     """:class:`local.emulators.lambda_runtime.Runtime` hosting the job functions, with the reports above."""
 
     observer: DynamoDBObserver
+    deferral: LocalDeferral
 
     def init(self) -> None:
         import boto3
@@ -270,17 +271,8 @@ class CapacityRuntime(Runtime):
         if boto3.DEFAULT_SESSION is None:  # before the handler builds any client: clients copy the session's hooks
             boto3.setup_default_session()
         self.observer.install(boto3.DEFAULT_SESSION.events)
+        self.deferral = LocalDeferral(self.channel.send)
         super().init()
-        from athena_refresh import service
-
-        deferral = LocalDeferral(self.channel.send)
-        service.use_seams(
-            dataclasses.replace(
-                service.seams(),
-                engine_factory=self._engine,
-                deferral_factory=lambda _settings, _context: deferral,
-            )
-        )
         self._warm_up()
         handler = self.handler
         assert handler is not None
@@ -319,7 +311,12 @@ class CapacityRuntime(Runtime):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _engine(self, settings: Any) -> Any:
+    def deps_options(self) -> dict[str, Any]:
+        """The deferral through the parent (:class:`LocalDeferral`)."""
+        deferral = self.deferral
+        return {**super().deps_options(), "deferral": lambda _settings, _context: deferral}
+
+    def engine(self, settings: Any) -> Any:
         """The job's engine: the shared state directory, Athena's quota, the job's own query duration."""
         from local.emulators.duckdb_engine import DuckDBQueryEngine, EngineQuota
 

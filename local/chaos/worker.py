@@ -43,7 +43,7 @@ never by editing the runtime's code paths:
   surfaced as the
   :class:`~athena_refresh.errors.QueryEngineError` that engine raises;
 - **clock skew**: this environment's lock clock runs ``--clock-skew-ms`` ahead (or behind) of the real one
-  (the SlotLock the service builds gets a skewed ``clock_ms``);
+  (the deps' ``clock_ms``: the SlotLock the handler builds runs on it);
 - **fencing off** (``--no-fencing``, the negative control only): a ``before-parameter-build`` hook makes
   every ``TransactWriteItems`` condition vacuous (``<condition> OR attribute_not_exists(#unfenced)``,
   same names and values, so the request stays valid). The commit then no longer checks the fencing
@@ -62,7 +62,6 @@ forces them (:mod:`local.chaos.plan`) and the checker that judges the outcome im
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import random
 import sys
@@ -430,7 +429,8 @@ class FaultyEngine:
 
 
 class ChaosRuntime(Runtime):
-    """:class:`local.emulators.lambda_runtime.Runtime` plus the seams above (installed once, at the cold start)."""
+    """:class:`local.emulators.lambda_runtime.Runtime` plus the faults above, in its deps (the faulty engine, the
+    skewed lock clock) and the boto3 session's hooks (installed once, at the cold start)."""
 
     plan: FaultPlan
 
@@ -448,23 +448,6 @@ class ChaosRuntime(Runtime):
             boto3.setup_default_session()
         BotocoreFaults(self.plan, fencing=not self.args.no_fencing).install(boto3.DEFAULT_SESSION.events)
         super().init()
-        from athena_refresh import service
-        from slotlock._dynamodb import system_clock_ms
-
-        seams = service.seams()
-        local_engine = seams.engine_factory
-        skew_ms = int(self.args.clock_skew_ms)
-
-        def skewed_clock_ms() -> int:
-            return system_clock_ms() + skew_ms
-
-        service.use_seams(
-            dataclasses.replace(
-                seams,
-                engine_factory=lambda settings: FaultyEngine(local_engine(settings), self.plan),
-                lock_clock_ms=skewed_clock_ms,
-            )
-        )
         handler = self.handler
         assert handler is not None
 
@@ -483,6 +466,21 @@ class ChaosRuntime(Runtime):
                 )
 
         self.handler = counted
+
+    def engine(self, settings: Any) -> Any:
+        """The local engine, its calls faulted by the plan."""
+        return FaultyEngine(super().engine(settings), self.plan)
+
+    def deps_options(self) -> dict[str, Any]:
+        """The lock's clock, skewed by ``--clock-skew-ms``."""
+        from slotlock._dynamodb import system_clock_ms
+
+        skew_ms = int(self.args.clock_skew_ms)
+
+        def skewed_clock_ms() -> int:
+            return system_clock_ms() + skew_ms
+
+        return {**super().deps_options(), "clock_ms": skewed_clock_ms}
 
     def checkpoint(self, checkpoint: str, lease: Any) -> None:
         if checkpoint == "acquired" and lease.superseded_slot is not None:

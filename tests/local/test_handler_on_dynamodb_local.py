@@ -18,7 +18,7 @@ import pytest
 
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
-from athena_refresh.handler import lambda_handler
+from athena_refresh.handler import make_handler
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock, StaleFencingTokenError, create_lock_table
@@ -80,11 +80,8 @@ def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    engine = ScriptedEngine()
-    service.use_engine_factory(lambda settings: engine)
     service.metrics.clear_default_dimensions()  # a new execution environment (other tests used other jobs)
     yield env
-    service.use_engine_factory(None)
 
 
 def test_winner_losers_and_fenced_results_are_valid_on_dynamodb_local(environment: dict[str, str]) -> None:
@@ -92,7 +89,9 @@ def test_winner_losers_and_fenced_results_are_valid_on_dynamodb_local(environmen
     slot = Slot(int(time.time()) // 1800 * 1800)
     event = {"scheduled_time": slot.iso, "racer": 0, "job": "flights"}
 
-    # WHEN three racers invoke the real handler
+    # WHEN three racers invoke the real handler (one execution environment: its deps built once, with a fake engine)
+    engine = ScriptedEngine()
+    lambda_handler = make_handler(lambda settings: service.Deps.from_settings(settings, engine=engine))
     outcomes = [lambda_handler(event, Context(f"req-{i}")) for i in range(3)]
 
     # THEN one committed and the others lost, all through requests DynamoDB Local accepted

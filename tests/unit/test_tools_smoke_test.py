@@ -13,7 +13,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from botocore.stub import ANY, Stubber
 
 from athena_refresh import contract, service
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
-from athena_refresh.handler import lambda_handler
+from athena_refresh.handler import make_handler
 from athena_refresh.results import ResultsStore, create_results_table
 from slotlock import Slot, create_lock_table
 from tests.job_registry import PATH, entry, put_raw, register
@@ -326,15 +326,20 @@ class InProcessLambda:
     the handler's response as the payload.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Callable[[], Any] = InProcessEngine) -> None:
         self.invocations: list[dict[str, Any]] = []
         self._serial = threading.Lock()
+        self.use_engine(engine)
+
+    def use_engine(self, engine: Callable[[], Any]) -> None:
+        """The function's engine from now on (``engine()`` builds it): a new execution environment's deps."""
+        self.handler = make_handler(lambda settings: service.Deps.from_settings(settings, engine=engine()))
 
     def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:
         event = json.loads(Payload)
         with self._serial:
             self.invocations.append({"function": FunctionName, "type": InvocationType, "event": event})
-            result = lambda_handler(event, Context(str(uuid.uuid4())))
+            result = self.handler(event, Context(str(uuid.uuid4())))
         if InvocationType == "Event":
             return {"StatusCode": 202}
         return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
@@ -354,12 +359,9 @@ def deployed(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcess
         contract.ENV_HEARTBEAT_INTERVAL_S: "15",
     }.items():
         monkeypatch.setenv(key, value)
-    service.use_engine_factory(lambda settings: InProcessEngine())
     service.metrics.clear_metrics()
     cold_start.is_cold_start = True
     yield InProcessLambda()
-    service.use_engine_factory(None)
-    service.dependencies.cache_clear()
     service.metrics.clear_metrics()
     service.metrics.clear_default_dimensions()
 
@@ -417,7 +419,7 @@ def test_a_failed_slot_fails_the_smoke_test(deployed: InProcessLambda, tables: A
             )
             return QueryExecution(query_execution_id, "FAILED", QueryStatistics(), error)
 
-    service.use_engine_factory(lambda settings: Failing())
+    deployed.use_engine(Failing)
     report = run_smoke(TARGETS, lambda_client=deployed, dynamodb=tables, poll_s=0.01, timeout_s=5)
     assert report.slot_status == "FAILED"
     assert len(report.failures) == 1 and "expected SUCCEEDED" in report.failures[0]

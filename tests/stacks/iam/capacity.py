@@ -77,11 +77,11 @@ def every_permit_held_by_others(world: ConformanceWorld, job: str) -> Iterator[l
 def run_deferral_scenario(world: ConformanceWorld, job: str, slot_iso: str) -> dict[str, Any]:
     """The waiter gives the slot back (a one-time schedule), then the schedule's re-invocation commits it.
     Returns the schedule as moto stored it (``GetSchedule``, the set-up's client: not recorded)."""
-    from athena_refresh import service
+    from athena_refresh import deferral
 
     # The runtime caches its Scheduler client per execution environment: one built by another test module (its
     # own region, its own mock) must not stand in for this deployment's.
-    service._scheduler_client.cache_clear()
+    deferral.scheduler_client.cache_clear()
     slot = Slot.parse(slot_iso)
     world.lock_clock.set(slot.epoch_ms + 2_000)
     event = {"scheduled_time": slot_iso, "job": job}

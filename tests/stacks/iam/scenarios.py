@@ -231,8 +231,9 @@ class ConformanceWorld:
         """The job's real handler on ``event`` as its own principal; ``crash_at``: die at that checkpoint (no
         release, as a killed environment); ``heartbeat_s``: a shorter heartbeat interval and ``env`` other
         overrides of the function's environment (the runtime reads them from it); ``capacity_sleep_s``: the
-        sleep between two polls for a capacity permit (a seam of the runtime; default ``time.sleep``)."""
-        from athena_refresh import handler, service
+        sleep between two polls for a capacity permit (a part of the runtime's deps; default ``time.sleep``)."""
+        from athena_refresh.handler import make_handler
+        from athena_refresh.service import Deps
 
         function_id = self.refresh_functions[job]
         extra = {contract.ENV_HEARTBEAT_INTERVAL_S: heartbeat_s} if heartbeat_s else {}
@@ -244,22 +245,21 @@ class ConformanceWorld:
 
         context = FakeContext(self.resolved.name(function_id))
         environment = self.environment(function_id, self.job_catalog_paths[job], **extra)
+        # A new execution environment per invocation: its deps (clients, lock, engine) built anew, on the lock clock.
+        options: dict[str, Any] = {"clock_ms": self.lock_clock, "listener": listener}
+        if capacity_sleep_s is not None:
+            options["capacity_sleep_s"] = capacity_sleep_s
+        lambda_handler = make_handler(lambda settings: Deps.from_settings(settings, **options))
         with environment, self.recorder.acting_as(refresh_principal(job), scenario):
-            service.use_seams(
-                service.RuntimeSeams(
-                    lock_clock_ms=self.lock_clock, listener=listener, capacity_sleep_s=capacity_sleep_s
-                )
-            )
             saved_release = SlotRunner._release_quietly
             if crash_at is not None:
                 SlotRunner._release_quietly = lambda _self, _lease: None  # type: ignore[method-assign]
             try:
-                return handler.lambda_handler(event, context)
+                return lambda_handler(event, context)
             except Crash:
                 return {"outcome": "crashed"}
             finally:
                 SlotRunner._release_quietly = saved_release  # type: ignore[method-assign]
-                service.use_seams(None)
 
     def invoke_read(self, principal: str, event: dict[str, Any], scenario: str = "read") -> Any:
         from results_api import handler

@@ -25,7 +25,7 @@ import moto
 import pytest
 from botocore.exceptions import ClientError
 
-from athena_refresh import contract, service
+from athena_refresh import contract, deferral
 from slotlock import Permit, PermitOwner, Semaphore, Slot, create_lock_table
 from tests.stacks.helpers import SHARED_BUDGET
 from tests.stacks.iam.permissions import ACCOUNT, PARTITION, AthenaWorld, permissions_for
@@ -136,7 +136,7 @@ def run_reclaim_scenario(world: ConformanceWorld, job: str, slot_iso: str) -> Re
     world.lock_clock.set(slot.epoch_ms + 2_000)
     # A wait costs no real time (the capacity sleep moves the lock's clock), and a deferral (were the permit not
     # reclaimed) would use a Scheduler client of this mock, not one cached by another test module.
-    service._scheduler_client.cache_clear()
+    deferral.scheduler_client.cache_clear()
     event = {"scheduled_time": slot_iso, "job": job}
     outcome = world.invoke_refresh(job, event, SCENARIO, capacity_sleep_s=world.lock_clock.advance)
     permits, _ = semaphore.read()

@@ -47,6 +47,7 @@ from aws_lambda_powertools.metrics.provider import cold_start
 from athena_refresh import service
 from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.errors import QueryEngineError
+from athena_refresh.handler import LambdaHandler, make_handler
 from athena_refresh.job import AthenaRefreshJob
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
@@ -526,14 +527,46 @@ def make_context(clock: FakeClock) -> Callable[..., LambdaContext]:
 @pytest.fixture
 def fresh_powertools_state() -> Iterator[None]:
     """A new execution environment per test (handler suites use it): no buffered metrics, cold start
-    again, no cached dependencies, and no job dimension left over for the next module."""
+    again, and no job dimension left over for the next module (each test builds its own handler and deps:
+    ``handler_deps``, ``lambda_handler``)."""
     service.metrics.clear_metrics()
     cold_start.is_cold_start = True
     powertools_logger.is_cold_start = True
     yield
-    service.use_seams(None)
-    service.dependencies.cache_clear()
     service.metrics.clear_metrics()
     service.metrics.clear_default_dimensions()
     cold_start.is_cold_start = True
     powertools_logger.is_cold_start = True
+
+
+class HandlerDeps:
+    """The deps a test's handler builds: :meth:`service.Deps.from_settings` with the engine ``engine_factory``
+    builds and the other parts in ``options`` (``clock_ms``, ``listener``, ``deferral``, ``capacity_sleep_s``).
+
+    One deps per settings, kept like an execution environment's, so ``handler_deps(Settings.from_env())`` is what
+    the handler uses (its lock's client, its clock). Set the factory and the options before the first invocation
+    (or make a new handler)."""
+
+    def __init__(self, engine_factory: Callable[[Settings], Any], **options: Any) -> None:
+        self.engine_factory = engine_factory
+        self.options: dict[str, Any] = dict(options)
+        self._built: dict[Settings, service.Deps] = {}
+
+    def __call__(self, settings: Settings) -> service.Deps:
+        if settings not in self._built:
+            engine = self.engine_factory(settings)
+            self._built[settings] = service.Deps.from_settings(settings, engine=engine, **self.options)
+        return self._built[settings]
+
+
+@pytest.fixture
+def handler_deps(make_engine: Callable[..., Any]) -> HandlerDeps:
+    """The test handler's deps (:class:`HandlerDeps`); the engine: a fake whose queries succeed at the first poll."""
+    return HandlerDeps(lambda settings: make_engine([["SUCCEEDED"]] * 5))
+
+
+@pytest.fixture
+def lambda_handler(handler_deps: HandlerDeps) -> LambdaHandler:
+    """The real Lambda handler (the deployed Powertools decorators, settings from the environment) on the test's
+    deps: ``make_handler(handler_deps)``."""
+    return make_handler(handler_deps)

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from athena_refresh.errors import QueryEngineError
-from athena_refresh.permits import CapacityGate, CapacitySettings
+from athena_refresh.permits import CapacityGate, CapacitySettings, NoCapacityGate
 from athena_refresh.report import SlotReport
 from slotlock import (
     PermitOwner,
@@ -434,3 +434,30 @@ def test_a_long_query_adds_no_permit_request_per_heartbeat(
     ]
     assert own == ["BatchGetItem", "UpdateItem"]
     assert len(lease_renewals(request_log)) >= 2  # at least two heartbeats of the lock item
+
+
+def test_without_a_budget_the_null_gate_never_waits_and_renews_only_the_lease() -> None:
+    # GIVEN the gate of a deployment without a capacity budget, and a run that counts its heartbeats
+    class Run:
+        heartbeats = 0
+
+        def heartbeat(self) -> bool:
+            self.heartbeats += 1
+            return True
+
+    gate, run = NoCapacityGate(), Run()
+    athena_full = QueryEngineError("StartQueryExecution", "Rate exceeded", error_code="TooManyRequestsException")
+
+    # WHEN the job asks it for a permit, its writes, and a heartbeat
+    taken = gate.take(run)  # type: ignore[arg-type]
+    gate.adopt(run)  # type: ignore[arg-type]
+    gate.heartbeat(run)  # type: ignore[arg-type]
+
+    # THEN no permit and no verdict: the query starts at once; Athena's "no capacity now" is not waited out (the
+    # engine error propagates as without a gate), no permit write joins a transaction, and a heartbeat is the lease's
+    assert taken is None and gate.permit is None
+    assert not gate.waits_out(athena_full)
+    assert gate.record_query_writes(run, "q-1", replacing=None) == [] and gate.release_writes() == []  # type: ignore[arg-type]
+    assert run.heartbeats == 1
+    with pytest.raises(RuntimeError, match="no capacity budget"):
+        gate.pause(run, 1.0)  # type: ignore[arg-type]

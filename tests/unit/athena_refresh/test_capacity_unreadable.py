@@ -115,12 +115,19 @@ def _run_gated(
 ) -> tuple[Any, Any, FakeDeferral]:
     """The slot's winner with the capacity gate exactly as the service builds it for an invocation."""
     deferral = FakeDeferral()
-    service.use_seams(service.RuntimeSeams(deferral_factory=lambda _s, _c: deferral, capacity_sleep_s=clock.sleep))
     capacity = CapacitySettings(permits=1, semaphore_name=NAME, wait_in_place_s=WAIT_IN_PLACE_S, retry_delay_s=120)
     settings = make_settings(capacity=capacity)
-    deps = service.Dependencies(lock=make_lock(), engine=engine, results=store, semaphore=semaphore)
+    deps = service.Deps(
+        settings=settings,
+        lock=make_lock(),
+        engine=engine,
+        results=store,
+        semaphore=semaphore,
+        deferral=lambda _s, _c: deferral,
+        capacity_sleep_s=clock.sleep,
+    )
     event = {"scheduled_time": slot.iso, "job": settings.job_name}
-    gate = service._capacity_gate(settings, deps, event, make_context("req-A"))
+    gate = service._capacity_gate(deps, event, make_context("req-A"))
     job = make_job(engine, capacity=gate)
     outcome = make_runner().run(job, slot=slot, owner_id="req-A", deadline_ms=clock.now + 300_000)
     return outcome, job, deferral

@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from athena_refresh import contract, service
-from athena_refresh.handler import lambda_handler
+from athena_refresh.handler import make_handler
 from athena_refresh.settings import Settings
 from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotLock, pause, request_generation
 
@@ -121,11 +121,25 @@ class Harness:
         self.make_engine, self.make_context, self._read = make_engine, make_context, read
         self.slot = Slot(int(time.time()) - 5)  # scheduled a few seconds ago (the handler's lock: system clock)
         self.engine = make_engine([["SUCCEEDED"]] * 5)
-        service.use_engine_factory(lambda settings: self.engine)
+        self.deps_options: dict[str, Any] = {}
+        self._deps: dict[Settings, service.Deps] = {}
+        self.handler = make_handler(self.deps)
+
+    def deps(self, settings: Settings) -> service.Deps:
+        """The handler's deps for ``settings``: one per settings, as an execution environment keeps them."""
+        if settings not in self._deps:
+            self._deps[settings] = service.Deps.from_settings(settings, engine=self.engine, **self.deps_options)
+        return self._deps[settings]
+
+    def use(self, **options: Any) -> None:
+        """From the next invocation on, deps with these parts (``Deps.from_settings`` options), built anew."""
+        self.deps_options.update(options)
+        self._deps.clear()
+        self.handler = make_handler(self.deps)
 
     def use_engine(self, engine: Any) -> Any:
         self.engine = engine
-        service.use_engine_factory(lambda settings: engine)
+        self.use()
         return engine
 
     def invoke(self, request_id: str, slot: Slot | None = None, *, generation: int | None = None) -> dict[str, Any]:
@@ -139,7 +153,7 @@ class Harness:
                 "requested_by": OPERATOR,
                 "reason": "test",
             }
-        return lambda_handler(event, self.make_context(request_id, on_fake_clock=False))
+        return self.handler(event, self.make_context(request_id, on_fake_clock=False))
 
     def racer(self, *, clock_offset_s: float = 0) -> SlotLock:
         """Another racer's lock, its clock ``clock_offset_s`` away from the system clock (skewed clocks are how
@@ -157,7 +171,7 @@ class Harness:
     def answer_acquisitions_with(self, error_code: str) -> None:
         """From now on, every acquisition the handler's lock sends is answered with ``error_code`` (HTTP 400),
         as DynamoDB answers a write that meets a transaction in flight on the item, or throttles it."""
-        client = service.dependencies(Settings.from_env()).lock.client
+        client = self.deps(Settings.from_env()).lock.client
 
         def answer(model: Any, params: dict[str, Any], **_: Any) -> Any:
             from botocore.awsrequest import AWSResponse
@@ -562,7 +576,7 @@ def capacity_query_unreadable(h: Harness) -> tuple[Emitted, Expected]:
 
     engine.get_query = get_query
     deferred: list[str] = []
-    service.use_seams(replace(service.seams(), deferral_factory=lambda _s, _c: _Deferral(deferred)))
+    h.use(deferral=lambda _s, _c: _Deferral(deferred))
     result = h.invoke("req-A")
     assert (result["status"], result["reason"], result["queries_started"]) == ("deferred", "capacity", 0), result
     assert len(deferred) == 1 and semaphore.read()[0][0].owner == other.id  # still counted: not reclaimed

@@ -1,15 +1,15 @@
-"""The real Lambda entry point, ``athena_refresh.handler.lambda_handler``, end to end on moto.
+"""The real Lambda entry point (``athena_refresh.handler.make_handler``: the deployed decorators), end to end on moto.
 
 Configuration comes from environment variables (monkeypatch), the query engine is a scripted fake
-installed through ``service.use_engine_factory``, everything else is the production code path:
-Powertools decorators, ``Settings.from_env``, the cached dependencies (their boto3 clients are created
-inside ``mock_aws``), the slot lock with the system clock, the results store. EMF metrics and JSON logs
+passed in the handler's deps (``make_handler(handler_deps)``: ``Deps.from_settings(settings, engine=...)``),
+everything else is the production code path: Powertools decorators, ``Settings.from_env``, the cached
+dependencies (their boto3 clients are created inside ``mock_aws``), the slot lock with the system clock, the
+results store. EMF metrics and JSON logs
 are read from stdout (capsys).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import sys
@@ -25,7 +25,6 @@ import pytest
 from athena_refresh import contract, service
 from athena_refresh.catalog import CatalogError
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
-from athena_refresh.handler import lambda_handler
 from athena_refresh.settings import Settings
 from slotlock import InvalidEventError, Slot, SlotLock
 
@@ -129,8 +128,8 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
 
 
 @pytest.fixture
-def engines(make_engine: Any) -> list[Any]:
-    """Install the fake engine factory, as the brief's ``use_engine_factory(lambda s: FakeEngine())``.
+def engines(make_engine: Any, handler_deps: Any) -> list[Any]:
+    """Give the handler's deps a fake engine factory (``Deps.from_settings(settings, engine=FakeEngine())``).
 
     Queries succeed at the first poll (the real job sleeps for real between polls). Every engine the
     service builds is appended here, so a test can see whether one was even built.
@@ -142,7 +141,7 @@ def engines(make_engine: Any) -> list[Any]:
         built.append(engine)
         return engine
 
-    service.use_engine_factory(factory)
+    handler_deps.engine_factory = factory
     return built
 
 
@@ -203,7 +202,11 @@ def stdout_json(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[], lis
 
 @pytest.fixture
 def invoke(
-    handler_env: dict[str, str], engines: list[Any], handler_ddb_requests: list[str], make_context: Any
+    handler_env: dict[str, str],
+    engines: list[Any],
+    handler_ddb_requests: list[str],
+    make_context: Any,
+    lambda_handler: Any,
 ) -> Callable[..., dict[str, Any]]:
     """``invoke(event, request_id)``: one Lambda invocation of the real handler."""
 
@@ -831,23 +834,21 @@ def test_loser_logs_carry_job_slot_and_owner(invoke: Any, stdout_json: Any, take
 
 
 def test_permanent_query_failure_returns_failed_and_logs_it(
-    invoke: Any, make_engine: Any, stdout_json: Any, store: Any
+    invoke: Any, make_engine: Any, stdout_json: Any, store: Any, handler_deps: Any
 ) -> None:
     # GIVEN Athena rejects the query for good
-    service.use_engine_factory(
-        lambda settings: make_engine(
+    handler_deps.engine_factory = lambda settings: make_engine(
+        [
             [
-                [
-                    {
-                        "state": "FAILED",
-                        "retryable": False,
-                        "error_category": 2,
-                        "error_type": 1006,
-                        "error_message": "bad column",
-                    },
-                ]
+                {
+                    "state": "FAILED",
+                    "retryable": False,
+                    "error_category": 2,
+                    "error_type": 1006,
+                    "error_message": "bad column",
+                },
             ]
-        )
+        ]
     )
 
     # WHEN the winner runs
@@ -875,11 +876,17 @@ def test_permanent_query_failure_returns_failed_and_logs_it(
 
 
 def test_time_budget_exhausted_raises_for_lambdas_retry_which_reenters_and_adopts(
-    invoke: Any, make_engine: Any, make_context: Any, lock: SlotLock, store: Any
+    invoke: Any,
+    make_engine: Any,
+    make_context: Any,
+    lock: SlotLock,
+    store: Any,
+    handler_deps: Any,
+    lambda_handler: Any,
 ) -> None:
     # GIVEN an invocation with only the commit reserve left (5 s) and a query that is still running
     engine = make_engine([["RUNNING"]])
-    service.use_engine_factory(lambda settings: engine)
+    handler_deps.engine_factory = lambda settings: engine
     slot = current_slot()
 
     # WHEN the handler runs out of time while polling
@@ -903,9 +910,9 @@ def test_time_budget_exhausted_raises_for_lambdas_retry_which_reenters_and_adopt
     assert store.get_result(JOB, slot.iso)["query_execution_id"] == qid  # type: ignore[index]
 
 
-def test_runtime_seams_reach_the_lock_and_the_runner_explicitly(invoke: Any) -> None:
-    # GIVEN seams installed through the explicit API (as the demo and the chaos suite do): a listener and a
-    # lock clock 4 s behind the system clock, on top of the fake engine the fixtures installed
+def test_the_deps_reach_the_lock_and_the_runner_explicitly(invoke: Any, handler_deps: Any) -> None:
+    # GIVEN deps passed to make_handler (as the demo and the chaos suite do): a listener and a lock clock 4 s
+    # behind the system clock, beside the fake engine the fixtures gave
     seen: list[tuple[str, int]] = []
     clock_calls: list[int] = []
 
@@ -914,12 +921,9 @@ def test_runtime_seams_reach_the_lock_and_the_runner_explicitly(invoke: Any) -> 
         clock_calls.append(now)
         return now
 
-    service.use_seams(
-        dataclasses.replace(
-            service.seams(),
-            lock_clock_ms=behind_clock_ms,
-            listener=lambda checkpoint, lease: seen.append((checkpoint, lease.fencing_token)),
-        )
+    handler_deps.options.update(
+        clock_ms=behind_clock_ms,
+        listener=lambda checkpoint, lease: seen.append((checkpoint, lease.fencing_token)),
     )
 
     # WHEN a winner runs the slot
@@ -929,7 +933,7 @@ def test_runtime_seams_reach_the_lock_and_the_runner_explicitly(invoke: Any) -> 
     assert result["status"] == "succeeded"
     assert seen[0][0] == "acquired" and "query_started" in dict(seen)
     assert {token for _, token in seen} == {result["fencing_token"]}
-    assert clock_calls and service.dependencies(Settings.from_env()).lock.clock_ms is behind_clock_ms
+    assert clock_calls and handler_deps(Settings.from_env()).lock.clock_ms is behind_clock_ms
 
 
 # ---------------------------------------------------------------------------------------------------
