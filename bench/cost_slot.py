@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from athena_refresh import contract
-from athena_refresh.cost import TB, SlotUsage, athena_billed_bytes, estimate_slot_cost, load_prices
+from athena_refresh.cost import SlotUsage, Usage, athena_billed_bytes, estimate, estimate_slot_cost, load_prices
 from slotlock.capacity import item_size_bytes
 from tools.cost.usage import (
     DEFAULT_LOSER_DURATION_MS,
@@ -127,9 +127,11 @@ def alternatives(figures: SlotFigures, racers: int, prices: Any = None) -> dict[
     prices = prices or load_prices()
     out: dict[str, Any] = {"racers": racers}
     for alternative in ALTERNATIVES:
-        estimate = estimate_slot_cost(_usage(figures, racers, alternative), prices)
-        out[alternative] = {**estimate.as_dict(), "requests": _requests(figures, racers, alternative)}
-    reference = athena_billed_bytes(0, min_mb=prices.athena_min_mb_per_query) / TB * prices.athena_usd_per_tb_scanned
+        slot_estimate = estimate_slot_cost(_usage(figures, racers, alternative), prices)
+        out[alternative] = {**slot_estimate.as_dict(), "requests": _requests(figures, racers, alternative)}
+    reference = estimate(
+        Usage(athena_billed_bytes=athena_billed_bytes(0, min_mb=prices.athena_min_mb_per_query)), prices
+    ).athena
     overhead = round(out["ours"]["estimated_cost_usd"] - out["single"]["estimated_cost_usd"], 10)
     modelled_loser = estimate_slot_cost(_usage(figures, racers, "ours", DEFAULT_LOSER_DURATION_MS), prices)
     ours_athena = out["ours"]["by_service_usd"]["athena"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from athena_refresh import contract
-from athena_refresh.cost import Prices, SlotUsage, estimate_slot_cost, load_prices
+from athena_refresh.cost import Prices, SlotUsage, Usage, estimate, estimate_slot_cost, load_prices
 from slotlock.schedule import firings_between
 
 if TYPE_CHECKING:
@@ -170,11 +170,15 @@ class ValueMetricsCost:
 def value_metrics_usd(value_columns: int, max_series: int, rate: ScheduleRate, prices: Prices) -> float:
     """The value metrics' monthly USD as ``make cost`` counts them: their custom metrics for the hours the job
     sends, and the log bytes of their EMF blobs (ingested and stored for a month)."""
-    metrics = metric_series(value_columns, max_series).value_metrics
-    metric_usd = metrics * prices.cloudwatch_usd_per_metric_month * rate.metric_month_fraction
-    log_gb = value_log_bytes(value_columns, max_series) * rate.slots_per_month / GB
-    log_usd = log_gb * (prices.cloudwatch_usd_per_gb_logs_ingested + prices.cloudwatch_usd_per_gb_month_logs_stored)
-    return metric_usd + log_usd
+    cost = estimate(
+        Usage(
+            metrics=metric_series(value_columns, max_series).value_metrics,
+            metric_month_fraction=rate.metric_month_fraction,
+            log_gb=value_log_bytes(value_columns, max_series) * rate.slots_per_month / GB,
+        ),
+        prices,
+    )
+    return cost.cloudwatch_metrics + cost.cloudwatch_logs
 
 
 def work_usd(rate: ScheduleRate, prices: Prices, *, racers: int, memory_mb: int) -> float:
@@ -194,12 +198,15 @@ def work_usd(rate: ScheduleRate, prices: Prices, *, racers: int, memory_mb: int)
         prices,
     )
     per_slot = slot.athena_usd + slot.lambda_usd
-    operational = metric_series(0, 0).operational_total
-    return (
-        per_slot * rate.slots_per_month
-        + operational * prices.cloudwatch_usd_per_metric_month * rate.metric_month_fraction
-        + JOB_ALARMS * prices.cloudwatch_usd_per_alarm_month
+    watching = estimate(
+        Usage(
+            metrics=metric_series(0, 0).operational_total,
+            metric_month_fraction=rate.metric_month_fraction,
+            alarm_metrics=JOB_ALARMS,
+        ),
+        prices,
     )
+    return per_slot * rate.slots_per_month + watching.cloudwatch_metrics + watching.cloudwatch_alarms
 
 
 def value_metrics_cost(job: JobDefinition, prices: Prices | None = None) -> ValueMetricsCost | None:

@@ -1,5 +1,8 @@
-"""What a slot costs, as an estimate: the price table (``prices.toml``, data with sources and dates) and the
-arithmetic from measured usage to USD per service.
+"""What things cost, as an estimate: one usage model (:class:`Usage`: billed quantities per service) and one
+function from usage to USD per service (:func:`estimate`), at the prices of the price table
+(:mod:`athena_refresh.prices`, data with sources and dates). Every estimate of the project is this arithmetic: each
+committed slot's (:func:`estimate_slot_cost`, measured by :class:`InvocationCost`), ``make cost``'s month
+(:mod:`tools.cost`), the capacity budget's figures, the stack's value-metrics warning and ``make bench``.
 
 Per committed slot (:func:`estimate_slot_cost`):
 
@@ -10,54 +13,51 @@ Per committed slot (:func:`estimate_slot_cost`):
   ``racers - 1`` invocations of the winner's own time to its lock decision (a loser does exactly that: start,
   one conditional write, exit) and a request each (https://aws.amazon.com/lambda/pricing/);
 - **DynamoDB**: the read and write request units the winner's requests consumed (``ReturnConsumedCapacity``,
-  :mod:`slotlock.capacity`), the commit modelled from the items it writes (it records this estimate, so its
-  own consumption is only known after it), and the losers' failed conditional writes modelled as the winner's
-  acquisition write (DynamoDB reports no capacity with a failed condition);
+  counted by :class:`slotlock.capacity.CapacityMeter`, an event hook on the lock's client), the commit modelled
+  from the items it writes (it records this estimate, so its own consumption is only known after it), and the
+  losers' failed conditional writes modelled as the winner's acquisition write (DynamoDB reports no capacity
+  with a failed condition);
 - **EventBridge Scheduler**: one invocation per racer;
 - **S3**: the PUT of rows offloaded to S3 (Athena's own result objects are not counted).
 
-Not counted: free tiers (per account), data transfer, CloudWatch (per month, not per slot: ``make cost``),
-storage, KMS, X-Ray. Every figure is an estimate and is labelled so wherever it is shown.
+Not counted per slot: free tiers (per account), data transfer, CloudWatch (per month, not per slot: ``make cost``
+prices its metrics, alarms, dashboards and logs with the same :func:`estimate`), storage, KMS, X-Ray. Every
+figure is an estimate and is labelled so wherever it is shown.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import time
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from slotlock.capacity import CapacitySnapshot, estimate_write_units
 
-from .errors import ConfigurationError
+from .prices import ARCHITECTURES, MB, PRICES_PATH, TB, Prices, PriceTableError, load_prices
 
 __all__ = [
     "MB",
     "PRICES_PATH",
     "TB",
+    "Cost",
     "CostEstimate",
     "InvocationCost",
     "PriceTableError",
     "Prices",
     "SlotUsage",
+    "Usage",
     "athena_billed_bytes",
     "commit_write_units",
+    "estimate",
     "estimate_slot_cost",
     "format_usd",
     "load_prices",
 ]
 
-PRICES_PATH: Final = Path(__file__).resolve().with_name("prices.toml")
-MB: Final = 2**20
-TB: Final = 2**40
-PRICE_TABLE_FORMAT: Final = 1
 #: Decimal places kept in USD figures (a slot costs from about 1e-7 USD upwards).
 USD_DIGITS: Final = 10
-ARCHITECTURES: Final = ("arm64", "x86_64")
 #: Bytes the cost attribute adds to each item that carries it (the commit's model counts them).
 COST_ATTRIBUTE_BYTES: Final = 768
 #: The lock item a commit updates: well under 1 KB (a counter, an owner, a few timestamps).
@@ -66,150 +66,98 @@ LOCK_ITEM_BYTES: Final = 600
 SLOT_ITEM_BYTES: Final = 400
 
 
-class PriceTableError(ConfigurationError):
-    """The price table is missing, malformed, lacks a price or holds one that is not a finite number >= 0 (``key``
-    names it, e.g. ``regions.us-east-1.athena.usd_per_tb_scanned``; ``path``: the table's file)."""
+@dataclass(frozen=True)
+class Usage:
+    """Billed quantities, per service (any period: a slot, a view, a month; every field defaults to none).
 
-    def __init__(self, path: Path | str, key: str, problem: str) -> None:
-        super().__init__(f"price table {path} [{key}]", problem)
-        self.path = str(path)
-        self.key = key
+    ``athena_billed_bytes``: bytes Athena bills (:func:`athena_billed_bytes` per query, summed).
+    ``lambda_gb_s``: GB-seconds on ``architecture``; ``lambda_requests``: invocations.
+    ``read_units``/``write_units``: DynamoDB on-demand request units.
+    ``scheduler_invocations``: EventBridge Scheduler invocations.
+    ``s3_put_requests``/``s3_get_requests``: S3 Standard requests.
+    ``metrics``: CloudWatch custom metrics, billed for ``metric_month_fraction`` of the month's hours (custom
+    metrics are prorated by the hour: 1.0 when they are sent every hour). ``alarm_metrics``: metrics evaluated by
+    standard alarms, a month each. ``dashboards``: dashboard-months. ``log_gb``: GB of logs ingested and stored
+    for a month. ``http_requests``: API Gateway HTTP API requests.
+    """
+
+    athena_billed_bytes: int = 0
+    lambda_gb_s: float = 0.0
+    lambda_requests: float = 0
+    architecture: str = "arm64"
+    read_units: float = 0.0
+    write_units: float = 0.0
+    scheduler_invocations: float = 0
+    s3_put_requests: float = 0
+    s3_get_requests: float = 0
+    metrics: float = 0
+    metric_month_fraction: float = 1.0
+    alarm_metrics: float = 0
+    dashboards: float = 0
+    log_gb: float = 0.0
+    http_requests: float = 0
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
 
 
 @dataclass(frozen=True)
-class Prices:
-    """One region's prices (USD), flattened from ``prices.toml``.
+class Cost:
+    """USD per service of one :class:`Usage`, unrounded (callers round once, at the digits they show)."""
 
-    ``region``: whose prices these are; ``requested_region``: the region asked for (they differ when that one
-    is not in the table and ``default_region``'s prices stand in: :attr:`fallback`); ``retrieved``: the date
-    the prices were read from ``sources`` (service -> URL).
+    athena: float = 0.0
+    lambda_: float = 0.0
+    dynamodb: float = 0.0
+    scheduler: float = 0.0
+    s3: float = 0.0
+    cloudwatch_metrics: float = 0.0
+    cloudwatch_alarms: float = 0.0
+    cloudwatch_dashboards: float = 0.0
+    cloudwatch_logs: float = 0.0
+    apigateway: float = 0.0
+
+    def by_service(self) -> dict[str, float]:
+        """Service name -> USD (``lambda`` for :attr:`lambda_`), every service, in this order."""
+        return {
+            "athena": self.athena,
+            "lambda": self.lambda_,
+            "dynamodb": self.dynamodb,
+            "scheduler": self.scheduler,
+            "s3": self.s3,
+            "cloudwatch_metrics": self.cloudwatch_metrics,
+            "cloudwatch_alarms": self.cloudwatch_alarms,
+            "cloudwatch_dashboards": self.cloudwatch_dashboards,
+            "cloudwatch_logs": self.cloudwatch_logs,
+            "apigateway": self.apigateway,
+        }
+
+
+def estimate(usage: Usage, prices: Prices) -> Cost:
+    """``usage`` at ``prices``: USD per service (list prices: no free tier, no discount, no data transfer).
+
+    Athena: billed bytes / TB x $/TB; Lambda: GB-s x $/GB-s of the architecture + requests x $/request; DynamoDB:
+    units x $/unit, read and write; Scheduler, S3 and API Gateway: requests x their price; CloudWatch: custom
+    metrics x $/metric-month x the share of the month's hours they are sent in, alarm metrics x $/alarm-month,
+    dashboards x $/dashboard-month, log GB x ($/GB ingested + $/GB-month stored).
     """
-
-    region: str
-    requested_region: str
-    retrieved: str
-    athena_usd_per_tb_scanned: float
-    athena_min_mb_per_query: int
-    lambda_usd_per_gb_s: Mapping[str, float]
-    lambda_usd_per_million_requests: float
-    dynamodb_usd_per_million_write_units: float
-    dynamodb_usd_per_million_read_units: float
-    scheduler_usd_per_million_invocations: float
-    cloudwatch_usd_per_metric_month: float
-    cloudwatch_usd_per_alarm_month: float
-    cloudwatch_usd_per_dashboard_month: float
-    cloudwatch_usd_per_gb_logs_ingested: float
-    cloudwatch_usd_per_gb_month_logs_stored: float
-    s3_usd_per_thousand_put: float
-    s3_usd_per_thousand_get: float
-    apigateway_usd_per_million_http_requests: float
-    sources: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def fallback(self) -> bool:
-        """Whether these are another region's prices standing in for :attr:`requested_region`."""
-        return self.region != self.requested_region
-
-    def label(self) -> dict[str, Any]:
-        """Where the prices come from, for a stored estimate: region, requested region, retrieval date."""
-        return {"region": self.region, "requested_region": self.requested_region, "retrieved": self.retrieved}
-
-
-# (service table, key) -> Prices field; every one must be a finite number >= 0 (not a boolean).
-_PRICE_FIELDS: Final = {
-    ("athena", "usd_per_tb_scanned"): "athena_usd_per_tb_scanned",
-    ("athena", "min_mb_per_query"): "athena_min_mb_per_query",
-    ("lambda", "usd_per_million_requests"): "lambda_usd_per_million_requests",
-    ("dynamodb", "usd_per_million_write_units"): "dynamodb_usd_per_million_write_units",
-    ("dynamodb", "usd_per_million_read_units"): "dynamodb_usd_per_million_read_units",
-    ("scheduler", "usd_per_million_invocations"): "scheduler_usd_per_million_invocations",
-    ("cloudwatch", "usd_per_metric_month"): "cloudwatch_usd_per_metric_month",
-    ("cloudwatch", "usd_per_alarm_month"): "cloudwatch_usd_per_alarm_month",
-    ("cloudwatch", "usd_per_dashboard_month"): "cloudwatch_usd_per_dashboard_month",
-    ("cloudwatch", "usd_per_gb_logs_ingested"): "cloudwatch_usd_per_gb_logs_ingested",
-    ("cloudwatch", "usd_per_gb_month_logs_stored"): "cloudwatch_usd_per_gb_month_logs_stored",
-    ("s3", "usd_per_thousand_put"): "s3_usd_per_thousand_put",
-    ("s3", "usd_per_thousand_get"): "s3_usd_per_thousand_get",
-    ("apigateway", "usd_per_million_http_requests"): "apigateway_usd_per_million_http_requests",
-}
-#: Keys that count something whole (the billed bytes stay integers): integers only.
-_INTEGER_KEYS: Final = frozenset({"min_mb_per_query"})
-
-
-def load_prices(region: str | None = None, path: Path | str = PRICES_PATH) -> Prices:
-    """``region``'s prices from the table at ``path`` (``None``: the table's ``default_region``); a region not
-    in the table gets ``default_region``'s prices with ``requested_region`` kept (:attr:`Prices.fallback`).
-
-    Read once per (region, path) per process.
-
-    :raises PriceTableError: the file is missing or not TOML, its ``format`` is unknown, a ``same_as`` chain
-        does not end in a region with prices, or a price is missing or not a finite number >= 0 (``nan``,
-        ``inf``, a negative number or a boolean; ``min_mb_per_query`` must be an integer), its key named.
-    """
-    return _load_prices(region, str(path))
-
-
-@functools.lru_cache(maxsize=16)
-def _load_prices(region: str | None, path: str) -> Prices:
-    try:
-        document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise PriceTableError(path, "file", f"cannot be read as TOML: {exc}") from exc
-    if document.get("format") != PRICE_TABLE_FORMAT:
-        raise PriceTableError(path, "format", f"must be {PRICE_TABLE_FORMAT}, found {document.get('format')!r}")
-    regions = document.get("regions")
-    default = document.get("default_region")
-    if not isinstance(regions, dict) or not isinstance(default, str) or default not in regions:
-        raise PriceTableError(path, "default_region", "must name a region of the [regions] table")
-    requested = region or default
-    name = requested if requested in regions else default
-    entry, seen = regions[name], [name]
-    while isinstance(entry, dict) and "same_as" in entry:
-        target = entry["same_as"]
-        if not isinstance(target, str) or target in seen or target not in regions:
-            raise PriceTableError(
-                path, f"regions.{seen[-1]}.same_as", f"must name another listed region, got {target!r}"
-            )
-        seen.append(target)
-        entry = regions[target]
-    if not isinstance(entry, dict):
-        raise PriceTableError(path, f"regions.{name}", "must be a table")
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for (service, key), attribute in _PRICE_FIELDS.items():
-        values[attribute] = _price(entry, service, key, path, seen[-1])
-        source = entry.get(service, {}).get("source")
-        if isinstance(source, str):
-            sources[service] = source
-    per_gb_s = {arch: _price(entry, "lambda", f"usd_per_gb_s_{arch}", path, seen[-1]) for arch in ARCHITECTURES}
-    retrieved = regions[name].get("retrieved") or entry.get("retrieved")
-    if not isinstance(retrieved, str):
-        raise PriceTableError(path, f"regions.{name}.retrieved", "must give the date the prices were read")
-    return Prices(
-        region=name,
-        requested_region=requested,
-        retrieved=retrieved,
-        lambda_usd_per_gb_s=per_gb_s,
-        sources=sources,
-        **values,
+    p = prices
+    return Cost(
+        athena=usage.athena_billed_bytes / TB * p.athena_usd_per_tb_scanned,
+        lambda_=usage.lambda_gb_s * p.lambda_usd_per_gb_s[usage.architecture]
+        + usage.lambda_requests / 1e6 * p.lambda_usd_per_million_requests,
+        dynamodb=usage.write_units / 1e6 * p.dynamodb_usd_per_million_write_units
+        + usage.read_units / 1e6 * p.dynamodb_usd_per_million_read_units,
+        scheduler=usage.scheduler_invocations / 1e6 * p.scheduler_usd_per_million_invocations,
+        s3=usage.s3_put_requests / 1e3 * p.s3_usd_per_thousand_put
+        + usage.s3_get_requests / 1e3 * p.s3_usd_per_thousand_get,
+        cloudwatch_metrics=usage.metrics * p.cloudwatch_usd_per_metric_month * usage.metric_month_fraction,
+        cloudwatch_alarms=usage.alarm_metrics * p.cloudwatch_usd_per_alarm_month,
+        cloudwatch_dashboards=usage.dashboards * p.cloudwatch_usd_per_dashboard_month,
+        cloudwatch_logs=usage.log_gb
+        * (p.cloudwatch_usd_per_gb_logs_ingested + p.cloudwatch_usd_per_gb_month_logs_stored),
+        apigateway=usage.http_requests / 1e6 * p.apigateway_usd_per_million_http_requests,
     )
-
-
-def _price(entry: Mapping[str, Any], service: str, key: str, path: str, region: str) -> Any:
-    """``entry[service][key]``: a finite number >= 0 (an integer for ``min_mb_per_query``). TOML reads ``nan``
-    and ``inf`` as floats, and a boolean is an ``int`` to Python: all refused, with the key named."""
-    table = entry.get(service)
-    value = table.get(key) if isinstance(table, dict) else None
-    integer = key in _INTEGER_KEYS
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or (isinstance(value, float) and (integer or not math.isfinite(value)))
-        or value < 0
-    ):
-        wanted = "an integer" if integer else "a finite number"
-        raise PriceTableError(path, f"regions.{region}.{service}.{key}", f"must be {wanted} >= 0, found {value!r}")
-    return value
 
 
 def athena_billed_bytes(data_scanned_bytes: int, *, min_mb: int = 10) -> int:
@@ -253,6 +201,24 @@ class SlotUsage:
             raise ValueError(f"racers must be >= 1, got {self.racers}")
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {self.architecture!r}")
+
+    def billed(self, *, min_mb: int = 10) -> Usage:
+        """The slot's billed quantities: each query's :func:`athena_billed_bytes`; the winner's and the losers'
+        GB-seconds (each duration rounded up to the ms) and a request each; the winner's units plus each loser's
+        write; ``scheduler_invocations`` (default ``racers``); the S3 requests."""
+        losers = self.racers - 1
+        gb = self.memory_mb / 1024
+        return Usage(
+            athena_billed_bytes=sum(athena_billed_bytes(b, min_mb=min_mb) for b in self.data_scanned_bytes),
+            lambda_gb_s=gb * (_billed_ms(self.winner_billed_ms) + losers * _billed_ms(self.loser_billed_ms)) / 1000,
+            lambda_requests=self.racers,
+            architecture=self.architecture,
+            read_units=self.read_units,
+            write_units=self.write_units + losers * self.loser_write_units,
+            scheduler_invocations=self.racers if self.scheduler_invocations is None else self.scheduler_invocations,
+            s3_put_requests=self.s3_put_requests,
+            s3_get_requests=self.s3_get_requests,
+        )
 
 
 @dataclass(frozen=True)
@@ -308,35 +274,21 @@ class CostEstimate:
 
 
 def estimate_slot_cost(usage: SlotUsage, prices: Prices) -> CostEstimate:
-    """The slot's cost per service from ``usage`` at ``prices`` (see the module docstring for what counts)."""
-    billed = sum(athena_billed_bytes(b, min_mb=prices.athena_min_mb_per_query) for b in usage.data_scanned_bytes)
-    losers = usage.racers - 1
-    gb = usage.memory_mb / 1024
-    gb_s = gb * (_billed_ms(usage.winner_billed_ms) + losers * _billed_ms(usage.loser_billed_ms)) / 1000
-    requests = usage.racers
-    read_units = usage.read_units
-    write_units = usage.write_units + losers * usage.loser_write_units
-    invocations = usage.racers if usage.scheduler_invocations is None else usage.scheduler_invocations
+    """The slot's cost per service from ``usage`` at ``prices`` (see the module docstring for what counts):
+    :meth:`SlotUsage.billed` at :func:`estimate`, each service rounded to :data:`USD_DIGITS`."""
+    billed = usage.billed(min_mb=prices.athena_min_mb_per_query)
+    cost = estimate(billed, prices)
     return CostEstimate(
-        athena_usd=_usd(billed / TB * prices.athena_usd_per_tb_scanned),
-        lambda_usd=_usd(
-            gb_s * prices.lambda_usd_per_gb_s[usage.architecture]
-            + requests / 1e6 * prices.lambda_usd_per_million_requests
-        ),
-        dynamodb_usd=_usd(
-            write_units / 1e6 * prices.dynamodb_usd_per_million_write_units
-            + read_units / 1e6 * prices.dynamodb_usd_per_million_read_units
-        ),
-        scheduler_usd=_usd(invocations / 1e6 * prices.scheduler_usd_per_million_invocations),
-        s3_usd=_usd(
-            usage.s3_put_requests / 1e3 * prices.s3_usd_per_thousand_put
-            + usage.s3_get_requests / 1e3 * prices.s3_usd_per_thousand_get
-        ),
-        athena_billed_bytes=billed,
-        lambda_gb_s=round(gb_s, 6),
-        lambda_requests=requests,
-        read_units=round(read_units, 6),
-        write_units=round(write_units, 6),
+        athena_usd=_usd(cost.athena),
+        lambda_usd=_usd(cost.lambda_),
+        dynamodb_usd=_usd(cost.dynamodb),
+        scheduler_usd=_usd(cost.scheduler),
+        s3_usd=_usd(cost.s3),
+        athena_billed_bytes=billed.athena_billed_bytes,
+        lambda_gb_s=round(billed.lambda_gb_s, 6),
+        lambda_requests=usage.racers,
+        read_units=round(billed.read_units, 6),
+        write_units=round(billed.write_units, 6),
         prices=prices.label(),
     )
 

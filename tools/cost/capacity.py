@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from athena_refresh.cost import LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, Prices
+from athena_refresh.cost import LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, Prices, Usage, estimate
 from athena_refresh.permits import CapacityGate
 from slotlock.semaphore import DEFAULT_WAITER_TTL_S
 from stacks.stack_settings import CapacitySettings
@@ -83,18 +83,18 @@ class Cost:
 
     @property
     def parts_usd(self) -> dict[str, float]:
-        p = self.prices
-        return {
-            "lambda": _usd(
-                self.lambda_gb_s * p.lambda_usd_per_gb_s[self.architecture]
-                + self.lambda_requests / 1e6 * p.lambda_usd_per_million_requests
+        cost = estimate(
+            Usage(
+                lambda_gb_s=self.lambda_gb_s,
+                lambda_requests=self.lambda_requests,
+                architecture=self.architecture,
+                scheduler_invocations=self.scheduler_invocations,
+                read_units=self.read_units,
+                write_units=self.write_units,
             ),
-            "scheduler": _usd(self.scheduler_invocations / 1e6 * p.scheduler_usd_per_million_invocations),
-            "dynamodb": _usd(
-                self.read_units / 1e6 * p.dynamodb_usd_per_million_read_units
-                + self.write_units / 1e6 * p.dynamodb_usd_per_million_write_units
-            ),
-        }
+            self.prices,
+        )
+        return {"lambda": _usd(cost.lambda_), "scheduler": _usd(cost.scheduler), "dynamodb": _usd(cost.dynamodb)}
 
     @property
     def usd(self) -> float:
@@ -267,8 +267,7 @@ def estimate_capacity(
     per_slot = 0.0
     if semaphore is not None:
         per_slot = _usd(
-            semaphore.read_units / 1e6 * prices.dynamodb_usd_per_million_read_units
-            + semaphore.write_units / 1e6 * prices.dynamodb_usd_per_million_write_units
+            estimate(Usage(read_units=semaphore.read_units, write_units=semaphore.write_units), prices).dynamodb
         )
         waits = [(float(settings.wait_in_place_s), "wait_in_place_s (cdk.json context.stack.capacity)")]
         if p95_wait_s is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from athena_refresh import contract
-from athena_refresh.cost import CostEstimate, Prices, SlotUsage, estimate_slot_cost
+from athena_refresh.cost import CostEstimate, Prices, SlotUsage, Usage, estimate, estimate_slot_cost
 from tools.cost.usage import (
     DASHBOARD_RANGE_H,
     DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
@@ -101,19 +101,24 @@ def _monthly(job: JobInputs, durations: Durations, prices: Prices) -> JobEstimat
     slots = job.schedule.slots_per_month
     metrics = metric_series(job.value_columns, job.value_max_series)
     logs = log_bytes(job)
-    log_gb = logs.per_slot(job.racers) * slots / GB
-    log_prices = prices.cloudwatch_usd_per_gb_logs_ingested + prices.cloudwatch_usd_per_gb_month_logs_stored
+    watching = estimate(
+        Usage(
+            metrics=metrics.total,
+            metric_month_fraction=job.schedule.metric_month_fraction,
+            alarm_metrics=job.alarms.alarm_metrics,
+            log_gb=logs.per_slot(job.racers) * slots / GB,
+        ),
+        prices,
+    )
     monthly = {
         "athena": usd(per_slot.athena_usd * slots),
         "lambda": usd(per_slot.lambda_usd * slots),
         "dynamodb": usd(per_slot.dynamodb_usd * slots),
         "scheduler": usd(per_slot.scheduler_usd * slots),
         "s3": usd(per_slot.s3_usd * slots),
-        "cloudwatch_metrics": usd(
-            metrics.total * prices.cloudwatch_usd_per_metric_month * job.schedule.metric_month_fraction
-        ),
-        "cloudwatch_alarms": usd(job.alarms.alarm_metrics * prices.cloudwatch_usd_per_alarm_month),
-        "cloudwatch_logs": usd(log_gb * log_prices),
+        "cloudwatch_metrics": usd(watching.cloudwatch_metrics),
+        "cloudwatch_alarms": usd(watching.cloudwatch_alarms),
+        "cloudwatch_logs": usd(watching.cloudwatch_logs),
     }
     return JobEstimate(job, usage, per_slot, writes, metrics, logs, monthly)
 
@@ -201,7 +206,7 @@ def read_api_per_thousand(
         prices,
     )
     parts = {
-        "apigateway": usd(1000 / 1e6 * prices.apigateway_usd_per_million_http_requests),
+        "apigateway": usd(estimate(Usage(http_requests=1000), prices).apigateway),
         "lambda": usd(1000 * one.lambda_usd),
         "dynamodb": usd(1000 * one.dynamodb_usd),
     }
@@ -231,19 +236,32 @@ def estimate_deployment(
     gb_per_view = log_bytes_per_month * DASHBOARD_RANGE_H / HOURS_PER_MONTH / GB
     read_units = sum(overview_read_units(job.inputs.result_writes, job.inputs.summary_bytes) for job in jobs)
     # per view, unrounded (monthly lines are rounded once, to the micro-dollar)
-    lambda_per_view = (
-        read_api_memory_mb / 1024 * WIDGET_DURATION_MS / 1000 * prices.lambda_usd_per_gb_s[contract.LAMBDA_ARCHITECTURE]
-        + prices.lambda_usd_per_million_requests / 1e6
+    view = estimate(
+        Usage(
+            lambda_gb_s=read_api_memory_mb / 1024 * WIDGET_DURATION_MS / 1000,
+            lambda_requests=1,
+            architecture=contract.LAMBDA_ARCHITECTURE,
+            read_units=read_units,
+        ),
+        prices,
     )
-    reads_per_view = read_units / 1e6 * prices.dynamodb_usd_per_million_read_units
     hours_share = min(1.0, sum(job.inputs.schedule.metric_month_fraction for job in jobs)) if capacity_metrics else 0.0
+    month = estimate(
+        Usage(
+            dashboards=dashboards,
+            alarm_metrics=alarms.alarm_metrics,
+            metrics=capacity_metrics,
+            metric_month_fraction=hours_share,
+        ),
+        prices,
+    )
     parts = {
-        "dashboard": usd(dashboards * prices.cloudwatch_usd_per_dashboard_month),
-        "alarms": usd(alarms.alarm_metrics * prices.cloudwatch_usd_per_alarm_month),
+        "dashboard": usd(month.cloudwatch_dashboards),
+        "alarms": usd(month.cloudwatch_alarms),
         "deployment_metrics": 0.0,  # sent only when they happen: DEPLOYMENT_METRIC_HOURS_PER_MONTH
-        "capacity_metrics": usd(capacity_metrics * prices.cloudwatch_usd_per_metric_month * hours_share),
-        "widget_lambda": usd(views_per_month * lambda_per_view),
-        "widget_dynamodb": usd(views_per_month * reads_per_view),
+        "capacity_metrics": usd(month.cloudwatch_metrics),
+        "widget_lambda": usd(views_per_month * view.lambda_),
+        "widget_dynamodb": usd(views_per_month * view.dynamodb),
         "logs_insights": usd(views_per_month * gb_per_view * LOGS_INSIGHTS_USD_PER_GB_SCANNED),
     }
     return DeploymentEstimate(

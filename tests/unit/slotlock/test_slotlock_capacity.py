@@ -99,3 +99,36 @@ def test_a_lost_race_is_counted_unmetered(lock: SlotLock, slot: Slot) -> None:
     assert not lock.try_acquire(slot, "owner-b").acquired
     used = lock.capacity.snapshot() - before
     assert used.requests == {"UpdateItem": 1} and used.unmetered_requests == 1 and used.write_units == 0
+
+
+def test_the_meter_is_one_hook_per_client_and_counts_only_requests_that_ask(
+    lock: SlotLock, slot: Slot, make_semaphore: Any, ddb: Any, table: str
+) -> None:
+    # GIVEN the lock's client: its meter is registered once (asking again gives the same meter, no second hook)
+    meter = CapacityMeter.of(ddb)
+    assert CapacityMeter.of(ddb) is meter is lock.capacity
+    before = meter.snapshot()
+    # WHEN the lock acquires, a semaphore on the same client reads its permits, and someone else reads an item
+    # without asking for its consumed capacity
+    lock.acquire(slot, "owner-a")
+    make_semaphore(permits=2).read()
+    ddb.get_item(TableName=table, Key={"pk": {"S": "no-such-item"}})
+    used = meter.snapshot() - before
+    # THEN the lock's and the semaphore's requests are counted, once each; the plain read is not
+    assert used.requests == {"UpdateItem": 1, "BatchGetItem": 1}
+    assert used.write_units > 0  # (absent permit items: DynamoDB Local reports 0 read units, moto 1 per item)
+
+
+@pytest.mark.parametrize("backend", ["moto"], indirect=True)
+def test_a_request_without_an_answer_is_counted_unmetered(ddb: Any) -> None:
+    # GIVEN a meter on a client; WHEN a request asking for its capacity gets no answer (the connection fails)
+    meter = CapacityMeter.of(ddb)
+
+    def drop(**_: Any) -> None:
+        raise ConnectionError("dropped")
+
+    ddb.meta.events.register_first("before-send.dynamodb", drop)
+    with pytest.raises(ConnectionError):
+        ddb.get_item(TableName="t", Key={"pk": {"S": "k"}}, ReturnConsumedCapacity="TOTAL")
+    # THEN it is one request, unmetered (after-call-error names the operation in its event name)
+    assert meter.snapshot().requests == {"GetItem": 1} and meter.snapshot().unmetered_requests == 1

@@ -55,21 +55,29 @@ class LockReader(Protocol):
 class LockTableClient:
     """One lock table through a botocore DynamoDB client (created lazily, ``standard`` retry mode).
 
-    Every request asks for ``ReturnConsumedCapacity=TOTAL``; ``capacity`` adds up what DynamoDB reports
-    (:class:`~slotlock.capacity.CapacityMeter`).
+    Every request asks for ``ReturnConsumedCapacity=TOTAL``; ``capacity`` adds up what DynamoDB reports for the
+    client's requests (:meth:`CapacityMeter.of <slotlock.capacity.CapacityMeter.of>`: an event hook on the client,
+    registered when the client is known, so no request of this layer calls it).
     """
 
     def __init__(self, table_name: str, client: DynamoDBClient | None = None) -> None:
         self.table_name = table_name
         self._client = client
-        self.capacity = CapacityMeter()
+        if client is not None:
+            CapacityMeter.of(client)
 
     @property
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (created lazily with the ``standard`` retry mode)."""
         if self._client is None:
             self._client = boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+            CapacityMeter.of(self._client)
         return self._client
+
+    @property
+    def capacity(self) -> CapacityMeter:
+        """The client's meter (:mod:`slotlock.capacity`)."""
+        return CapacityMeter.of(self.client)
 
     def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """One request. A failed condition whose returned item has a table layout this slotlock does not read
@@ -79,13 +87,10 @@ class LockTableClient:
         try:
             response: dict[str, Any] = method(**params, ReturnConsumedCapacity="TOTAL")
         except ClientError as exc:
-            self.capacity.record_unmetered(operation)
             self.refuse_unsupported_layout(params, exc)
             raise  # callers inspect conditional failures; everything else is wrapped by _wrap
         except BotoCoreError as exc:  # connection dropped, read timeout... after botocore's own retries
-            self.capacity.record_unmetered(operation)
             raise LockBackendError(operation, str(exc), error_code=type(exc).__name__, retryable=True) from exc
-        self.capacity.record(operation, response)
         return response
 
     def refuse_unsupported_layout(self, params: Mapping[str, Any], exc: ClientError) -> None:

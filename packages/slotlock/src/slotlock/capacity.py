@@ -1,6 +1,12 @@
 """What the lock's requests cost in DynamoDB capacity: every request asks for ``ReturnConsumedCapacity=TOTAL``
 and :class:`CapacityMeter` adds up what DynamoDB reports, per operation.
 
+The meter is a botocore event hook, not a call on the request path: :meth:`CapacityMeter.of` registers it once on a
+DynamoDB client (``after-call`` counts each answer, ``after-call-error`` each request that got none), and every
+request sent through that client which asked for its consumed capacity is counted, whoever sent it (the lock, and a
+:class:`~slotlock.semaphore.Semaphore` or :class:`~slotlock.history.SlotHistory` built on the same client). Requests
+that did not ask (a results store sharing the client) are not.
+
 On-demand tables bill read request units (RRU) and write request units (WRU); the response's
 ``ConsumedCapacity`` reports them (``ReadCapacityUnits``/``WriteCapacityUnits`` where the operation says which,
 else ``CapacityUnits``, read units for GetItem/Query and write units for writes):
@@ -22,6 +28,7 @@ https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCal
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -39,6 +46,10 @@ READ_OPERATIONS: Final = frozenset({"GetItem", "Query", "BatchGetItem", "Scan"})
 #: Bytes per write request unit and per (strongly consistent) read request unit.
 WRITE_UNIT_BYTES: Final = 1024
 READ_UNIT_BYTES: Final = 4096
+#: The request context's key the hook sets on each request that asked for its consumed capacity.
+_METERED: Final = "slotlock.capacity.metered"
+#: One meter per botocore client (weak: a dropped client drops its meter).
+_METERS: weakref.WeakKeyDictionary[Any, CapacityMeter] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -78,11 +89,36 @@ class CapacitySnapshot:
 
 
 class CapacityMeter:
-    """Adds up the capacity DynamoDB reports for one lock's requests (single-threaded, like a Lambda handler).
+    """Adds up the capacity DynamoDB reports for one client's requests (single-threaded, like a Lambda handler).
 
-    ``record(operation, response)`` after each answered request, ``record_unmetered(operation)`` after an
-    error answer; ``snapshot()`` reads the totals.
+    :meth:`of` gives a client's meter, registered on it as an event hook the first time; a meter built directly
+    is fed by hand: ``record(operation, response)`` after each answered request, ``record_unmetered(operation)``
+    after a request that got no answer. ``snapshot()`` reads the totals.
     """
+
+    @classmethod
+    def of(cls, client: Any) -> CapacityMeter:
+        """``client``'s meter (a botocore DynamoDB client), its hooks registered once on the client's events:
+        ``provide-client-params`` marks a request that asks for ``ReturnConsumedCapacity`` (as its caller sent it),
+        ``after-call`` records the answer (an error answer reports no capacity: unmetered) and
+        ``after-call-error`` a request that got none (connection dropped, timeout). Idempotent per client."""
+        meter = _METERS.get(client)
+        if meter is None:
+            meter = _METERS[client] = cls()
+            events = client.meta.events
+            events.register("provide-client-params.dynamodb", _mark_metered, unique_id=_METERED)
+            events.register("after-call.dynamodb", meter._on_response)
+            events.register("after-call-error.dynamodb", meter._on_error)
+        return meter
+
+    def _on_response(self, parsed: Mapping[str, Any], model: Any, context: Mapping[str, Any], **_: Any) -> None:
+        if context.get(_METERED):
+            self.record(model.name, parsed)
+
+    def _on_error(self, context: Mapping[str, Any], **kwargs: Any) -> None:
+        if context.get(_METERED):
+            # after-call-error carries no operation model; the event name ends with the operation's name
+            self.record_unmetered(str(kwargs.get("event_name", "")).rsplit(".", 1)[-1])
 
     def __init__(self) -> None:
         self._read_units = 0.0
@@ -115,6 +151,10 @@ class CapacityMeter:
             requests=dict(self._requests),
             unmetered_requests=self._unmetered,
         )
+
+
+def _mark_metered(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+    context[_METERED] = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
 
 
 def _units(operation: str, entry: Mapping[str, Any]) -> tuple[float, float]:
