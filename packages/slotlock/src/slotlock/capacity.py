@@ -101,11 +101,18 @@ class CapacityMeter:
         """``client``'s meter (a botocore DynamoDB client), its hooks registered once on the client's events:
         ``provide-client-params`` marks a request that asks for ``ReturnConsumedCapacity`` (as its caller sent it),
         ``after-call`` records the answer (an error answer reports no capacity: unmetered) and
-        ``after-call-error`` a request that got none (connection dropped, timeout). Idempotent per client."""
-        meter = _METERS.get(client)
+        ``after-call-error`` a request that got none (connection dropped, timeout). Idempotent per client. A
+        stand-in that is no botocore client (no ``meta.events``, or not weak-referenceable) gets a meter of its own
+        that nothing feeds: it reports no request."""
+        try:
+            meter = _METERS.get(client)
+        except TypeError:  # not weak-referenceable: a stand-in, nothing to hook
+            return cls()
         if meter is None:
             meter = _METERS[client] = cls()
-            events = client.meta.events
+            events = getattr(getattr(client, "meta", None), "events", None)
+            if events is None:
+                return meter
             events.register("provide-client-params.dynamodb", _mark_metered, unique_id=_METERED)
             events.register("after-call.dynamodb", meter._on_response)
             events.register("after-call-error.dynamodb", meter._on_error)
