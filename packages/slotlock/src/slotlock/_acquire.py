@@ -27,27 +27,13 @@ from ._context import LockContext
 from ._expressions import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
-    ACQUIRED,
     EXPIRES,
-    GIVEN_BACK,
-    JOB,
-    LAST_FIN_AT,
-    LAST_FIN_OUTCOME,
-    LAST_FIN_SLOT,
-    LAST_FIN_TOKEN,
-    LEASE_SLOT,
-    MISSED_SLOTS,
-    OWNER,
-    PAUSED_THROUGH,
+    LOCK_NAMES,
     PK,
-    PREV_GIVEN_BACK,
-    PREV_OWNER,
-    PREV_SLOT,
-    SCHEMA_NAMES,
-    SCHEMA_VALUES,
     STATUS,
     TERMINAL_STATUSES,
-    TOKEN,
+    update,
+    write,
 )
 from ._holder import lock_update, set_expiry
 from ._lease import Lease, LockRecord, Loss, LossReason
@@ -85,29 +71,13 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
         )
         return Loss(ctx.job_name, slot, owner_id, "too_old", None, recorded, missed_reason="too_old")
     expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
-    params = {
-        "TableName": ctx.table_name,
-        "Key": {PK: {"S": ctx.lock_key}},
-        "UpdateExpression": ACQUIRE_UPDATE,
-        "ConditionExpression": ACQUIRE_CONDITION,
-        "ExpressionAttributeNames": {
-            "#pk": PK,
-            "#job": JOB,
-            "#token": TOKEN,
-            "#owner": OWNER,
-            "#expires": EXPIRES,
-            "#acquired": ACQUIRED,
-            "#lease_slot": LEASE_SLOT,
-            "#prev_owner": PREV_OWNER,
-            "#prev_slot": PREV_SLOT,
-            "#given_back": GIVEN_BACK,
-            "#prev_given_back": PREV_GIVEN_BACK,
-            "#last_fin_slot": LAST_FIN_SLOT,
-            "#missed": MISSED_SLOTS,
-            "#paused_through": PAUSED_THROUGH,
-            **SCHEMA_NAMES,
-        },
-        "ExpressionAttributeValues": {
+    params = write(
+        ctx.table_name,
+        key=ctx.lock_key,
+        expression=ACQUIRE_UPDATE,
+        condition=ACQUIRE_CONDITION,
+        names=LOCK_NAMES,
+        values={
             ":owner": {"S": owner_id},
             ":expires": {"N": str(expires_ms)},
             ":now": {"N": str(now_ms)},
@@ -115,11 +85,9 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             ":job": {"S": ctx.job_name},
             ":one": {"N": "1"},
             ":null": {"NULL": True},
-            **SCHEMA_VALUES,
         },
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
+        return_values="ALL_NEW",
+    )
     answer = send_acquisition(
         ctx,
         slot,
@@ -292,21 +260,17 @@ def abandon_ended_slot(ctx: LockContext, lease: Lease, record: LockRecord, statu
     """
     now_ms = ctx.clock_ms()
     outcome = status.lower()
-    update = lock_update(
+    finish = lock_update(
         ctx,
         lease,
-        "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now REMOVE #expires, #owner",
-        {
-            "#fin_slot": LAST_FIN_SLOT,
-            "#fin_outcome": LAST_FIN_OUTCOME,
-            "#fin_token": LAST_FIN_TOKEN,
-            "#fin_at": LAST_FIN_AT,
-            "#expires": EXPIRES,
-        },
+        update(
+            ("SET", ["#fin_slot = :slot", "#fin_outcome = :outcome", "#fin_token = :token", "#fin_at = :now"]),
+            ("REMOVE", ["#expires", "#owner"]),
+        ),
         {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}},
     )["Update"]
     try:
-        ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
+        ctx.io.send("UpdateItem", finish, ctx.holder_budget(lease))
     except (ClientError, LockBackendError) as exc:
         logger.warning(
             "slot %s already ended (%s); could not mark it finished on the lock item, the lease expires by itself: %s",

@@ -44,21 +44,14 @@ from . import _reads as reads
 from ._context import LockContext
 from ._dynamodb import SlotLock
 from ._expressions import (
-    EXPIRES,
-    JOB,
-    OWNER,
-    PAUSE_REASON,
-    PAUSED,
-    PAUSED_AT,
-    PAUSED_BY,
-    PAUSED_THROUGH,
-    RELEASE_REASON,
-    RELEASED_AT,
-    RELEASED_BY,
+    HOLDER_CONDITION,
     RELEASED_TOKEN,
-    RESUMED_AT,
-    RESUMED_BY,
     TOKEN,
+    Condition,
+    UpdateExpression,
+    checked,
+    either,
+    update,
 )
 from ._lease import LockRecord
 from ._wire import old_item
@@ -69,7 +62,7 @@ from .slot import MAX_EPOCH_S, Slot
 #: DynamoDB numbers have at most 38 significant digits.
 MAX_FENCING_TOKEN = 10**38 - 1
 
-BUMP_CONDITION = "attribute_not_exists(#token) OR #token < :target"
+BUMP_CONDITION = checked(either("attribute_not_exists(#token)", "#token < :target"))
 
 
 class LeaseHeldError(SlotLockError):
@@ -152,9 +145,9 @@ def bump_fencing_token(lock: SlotLock, at_least: int, *, dry_run: bool = False, 
         return FenceBump(lock.job_name, before, at_least, at_least, bumped=False, dry_run=True)
     try:
         previous = lock.update_lock_item(
-            "SET #token = :target, #job = if_not_exists(#job, :job)",
+            update(("SET", ["#token = :target", "#job = if_not_exists(#job, :job)"])),
             BUMP_CONDITION,
-            {"#token": TOKEN, "#job": JOB},
+            {},
             {":target": {"N": str(at_least)}, ":job": {"S": lock.job_name}},
         )
     except ClientError as exc:  # only a failed condition reaches here (update_lock_item wraps the rest)
@@ -209,13 +202,13 @@ def _audit_text(name: str, value: str, limit: int) -> str:
 
 
 def _update(
-    ctx: LockContext, expression: str, condition: str, names: dict[str, str], values: dict[str, Any]
+    ctx: LockContext, expression: UpdateExpression, condition: Condition, values: dict[str, Any]
 ) -> tuple[bool, dict[str, Any] | None]:
     """One conditional UpdateItem of ``ctx``'s lock item (:func:`slotlock._reads.update_lock_item`): ``(True,
     ALL_NEW item)``, or ``(False, ALL_OLD item)`` when the condition failed; anything else is wrapped
     (:class:`LockBackendError`)."""
     try:
-        return True, reads.update_lock_item(ctx, expression, condition, names, values, return_values="ALL_NEW")
+        return True, reads.update_lock_item(ctx, expression, condition, {}, values, return_values="ALL_NEW")
     except ClientError as exc:  # update_lock_item re-raises only a failed condition
         return False, old_item(exc) or ctx.io.get(ctx.lock_key)
 
@@ -246,18 +239,21 @@ def pause(lock: SlotLock, *, reason: str, requested_by: str, dry_run: bool = Fal
         return OperatorAction(ctx.job_name, "pause", False, True, "would pause the live schedule", before, after)
     changed, item = _update(
         ctx,
-        "SET #paused = :true, #through = :forever, #reason = :reason, #by = :by, #at = :now,"
-        " #job = if_not_exists(#job, :job), #token = if_not_exists(#token, :zero)",
-        "attribute_not_exists(#paused) OR #paused = :false",
-        {
-            "#paused": PAUSED,
-            "#through": PAUSED_THROUGH,
-            "#reason": PAUSE_REASON,
-            "#by": PAUSED_BY,
-            "#at": PAUSED_AT,
-            "#job": JOB,
-            "#token": TOKEN,
-        },
+        update(
+            (
+                "SET",
+                [
+                    "#paused = :true",
+                    "#paused_through = :forever",
+                    "#pause_reason = :reason",
+                    "#paused_by = :by",
+                    "#paused_at = :now",
+                    "#job = if_not_exists(#job, :job)",
+                    "#token = if_not_exists(#token, :zero)",
+                ],
+            )
+        ),
+        checked(either("attribute_not_exists(#paused)", "#paused = :false")),
         {
             ":true": {"BOOL": True},
             ":false": {"BOOL": False},
@@ -294,9 +290,8 @@ def resume(lock: SlotLock, *, requested_by: str, dry_run: bool = False) -> Opera
         )
     changed, item = _update(
         ctx,
-        "SET #paused = :false, #through = :through, #by = :by, #at = :now",
-        "#paused = :true",
-        {"#paused": PAUSED, "#through": PAUSED_THROUGH, "#by": RESUMED_BY, "#at": RESUMED_AT},
+        update(("SET", ["#paused = :false", "#paused_through = :through", "#resumed_by = :by", "#resumed_at = :now"])),
+        checked("#paused = :true"),
         {
             ":true": {"BOOL": True},
             ":false": {"BOOL": False},
@@ -361,17 +356,20 @@ def release(
     assert before.owner_id is not None
     changed, item = _update(
         ctx,
-        "SET #expires = :now, #by = :by, #at = :now, #reason = :reason, #released = :token ADD #token :one",
-        "#owner = :owner AND #token = :token",
-        {
-            "#expires": EXPIRES,
-            "#by": RELEASED_BY,
-            "#at": RELEASED_AT,
-            "#reason": RELEASE_REASON,
-            "#released": RELEASED_TOKEN,
-            "#token": TOKEN,
-            "#owner": OWNER,
-        },
+        update(
+            (
+                "SET",
+                [
+                    "#expires = :now",
+                    "#released_by = :by",
+                    "#released_at = :now",
+                    "#release_reason = :reason",
+                    "#released_token = :token",
+                ],
+            ),
+            ("ADD", ["#token :one"]),
+        ),
+        HOLDER_CONDITION,
         {
             ":now": {"N": str(now_ms)},
             ":by": {"S": requested_by},

@@ -22,19 +22,18 @@ from . import _reads as reads
 from ._client import Cancelled
 from ._context import MAX_STATE_BYTES, LockContext, json_text
 from ._expressions import (
-    EXPIRES,
     GIVE_BACK_UPDATE,
-    GIVEN_BACK,
     HOLDER_CONDITION,
     LEASE_EXPIRY_UPDATE,
+    LOCK_NAMES,
     OWNER,
-    PK,
     STATE_JSON,
     STATUS,
     STATUS_RUNNING,
     TOKEN,
+    UpdateExpression,
     slot_item_update,
-    stamped,
+    write,
 )
 from ._lease import Lease, LockRecord
 from ._transient import RetryBudget
@@ -68,7 +67,7 @@ def record_state(
     now_ms = ctx.clock_ms()
     expires_ms = max(ctx.lease_expiry_ms(now_ms, lease.deadline_ms), lease.expires_at_ms)
     items = [
-        lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}),
+        lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {":expires": {"N": str(expires_ms)}}),
         {
             "Update": slot_item_update(
                 ctx.table_name,
@@ -131,13 +130,12 @@ def set_expiry(
     Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
     transaction touches the lock item) are retried within :meth:`LockContext.holder_budget`.
     """
-    names, values = {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
+    values = {":expires": {"N": str(expires_ms)}}
     if given_back is None:
-        update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, names, values)["Update"]
+        update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, values)["Update"]
     else:
-        names["#given_back"] = GIVEN_BACK
         values[":given_back"] = {"S": given_back}
-        update = lock_update(ctx, lease, GIVE_BACK_UPDATE, names, values)["Update"]
+        update = lock_update(ctx, lease, GIVE_BACK_UPDATE, values)["Update"]
     try:
         ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
     except ClientError as exc:  # send re-raises only a failed condition: ALL_OLD names the new holder
@@ -145,26 +143,19 @@ def set_expiry(
 
 
 def lock_update(
-    ctx: LockContext, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ctx: LockContext, lease: Lease, expression: UpdateExpression, values: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A TransactWriteItems ``Update`` entry of the lock item, fenced by the lease's owner and token and checked
     for the layout (:data:`~slotlock._expressions.HOLDER_CONDITION`), setting the layout too
-    (:func:`~slotlock._expressions.stamped`), ALL_OLD on failure."""
+    (:func:`~slotlock._expressions.write`), ALL_OLD on failure."""
     return {
-        "Update": stamped(
-            {
-                "TableName": ctx.table_name,
-                "Key": {PK: {"S": ctx.lock_key}},
-                "UpdateExpression": expression,
-                "ConditionExpression": HOLDER_CONDITION,
-                "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
-                "ExpressionAttributeValues": {
-                    ":owner": {"S": lease.owner_id},
-                    ":token": {"N": str(lease.fencing_token)},
-                    **values,
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+        "Update": write(
+            ctx.table_name,
+            key=ctx.lock_key,
+            expression=expression,
+            condition=HOLDER_CONDITION,
+            names=LOCK_NAMES,
+            values={":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)}, **values},
         )
     }
 

@@ -37,36 +37,29 @@ from ._acquire import check_owner_id, racer_expiry_ms, send_acquisition
 from ._client import Cancelled
 from ._context import LockContext
 from ._expressions import (
-    ACQUIRED,
     EXPIRES,
     GENERATION,
     JOB,
     LAST_GENERATION,
-    LEASE_GENERATION,
-    LEASE_SLOT,
+    LOCK_NAMES,
     MANUAL_ACQUIRE_CONDITION,
     MANUAL_ACQUIRE_UPDATE,
-    OWNER,
     PK,
-    PREV_GENERATION,
-    PREV_OWNER,
-    PREV_SLOT,
     REQUEST_REASON,
     REQUESTED_AT,
     REQUESTED_BY,
     RUN_ID,
     RUN_KIND,
-    SCHEMA_NAMES,
-    SCHEMA_VALUES,
     SLOT,
     SLOT_CREATE_CONDITION,
     SLOT_EPOCH,
     STATUS,
     STATUS_REQUESTED,
     TERMINAL_STATUSES,
-    TOKEN,
     TTL,
-    stamped,
+    checked,
+    update,
+    write,
 )
 from ._holder import set_expiry
 from ._lease import Lease, LockRecord, Loss
@@ -118,26 +111,13 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             "scheduled_time", f"{slot.iso} is in the future: a manual run is for a past or current slot"
         )
     expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
-    params = {
-        "TableName": ctx.table_name,
-        "Key": {PK: {"S": ctx.lock_key}},
-        "UpdateExpression": MANUAL_ACQUIRE_UPDATE,
-        "ConditionExpression": MANUAL_ACQUIRE_CONDITION,
-        "ExpressionAttributeNames": {
-            "#pk": PK,
-            "#job": JOB,
-            "#token": TOKEN,
-            "#owner": OWNER,
-            "#expires": EXPIRES,
-            "#acquired": ACQUIRED,
-            "#lease_slot": LEASE_SLOT,
-            "#lease_gen": LEASE_GENERATION,
-            "#prev_owner": PREV_OWNER,
-            "#prev_slot": PREV_SLOT,
-            "#prev_gen": PREV_GENERATION,
-            **SCHEMA_NAMES,
-        },
-        "ExpressionAttributeValues": {
+    params = write(
+        ctx.table_name,
+        key=ctx.lock_key,
+        expression=MANUAL_ACQUIRE_UPDATE,
+        condition=MANUAL_ACQUIRE_CONDITION,
+        names=LOCK_NAMES,
+        values={
             ":owner": {"S": owner_id},
             ":expires": {"N": str(expires_ms)},
             ":now": {"N": str(now_ms)},
@@ -146,11 +126,9 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
             ":job": {"S": ctx.job_name},
             ":one": {"N": "1"},
             ":null": {"NULL": True},
-            **SCHEMA_VALUES,
         },
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
+        return_values="ALL_NEW",
+    )
     answer = send_acquisition(
         ctx,
         slot,
@@ -318,47 +296,39 @@ def request_generation(
         # Both writes set the layout and are conditioned on it; ALL_OLD on failure lets the client refuse a
         # newer item at once (slotlock._client), before the cancellation is judged.
         move_counter = {
-            "Update": stamped(
-                {
-                    "TableName": ctx.table_name,
-                    "Key": {PK: {"S": counter_key}},
-                    "UpdateExpression": "SET #last = :gen, #job = :job, #slot = :slot_iso",
-                    "ConditionExpression": "attribute_not_exists(#pk)" if counter is None else "#last = :last",
-                    "ExpressionAttributeNames": {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT, "#pk": PK}
-                    if counter is None
-                    else {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT},
-                    "ExpressionAttributeValues": {
-                        ":gen": {"N": str(generation)},
-                        ":job": {"S": ctx.job_name},
-                        ":slot_iso": {"S": slot.iso},
-                        **({} if counter is None else {":last": {"N": str(last)}}),
-                    },
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+            "Update": write(
+                ctx.table_name,
+                key=counter_key,
+                expression=update(("SET", ["#last = :gen", "#job = :job", "#slot = :slot_iso"])),
+                condition=checked("attribute_not_exists(#pk)" if counter is None else "#last = :last"),
+                names=LOCK_NAMES,
+                values={
+                    ":gen": {"N": str(generation)},
+                    ":job": {"S": ctx.job_name},
+                    ":slot_iso": {"S": slot.iso},
+                    **({} if counter is None else {":last": {"N": str(last)}}),
+                },
             )
         }
         put_request = {
-            "Put": stamped(
-                {
-                    "TableName": ctx.table_name,
-                    "Item": {
-                        PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
-                        JOB: {"S": ctx.job_name},
-                        SLOT: {"S": slot.iso},
-                        SLOT_EPOCH: {"N": str(slot.epoch_s)},
-                        GENERATION: {"N": str(generation)},
-                        STATUS: {"S": STATUS_REQUESTED},
-                        RUN_ID: {"S": run_id},
-                        RUN_KIND: {"S": kind},
-                        REQUESTED_BY: {"S": requested_by},
-                        REQUESTED_AT: {"N": str(now_ms)},
-                        REQUEST_REASON: {"S": reason.strip()},
-                        TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
-                    },
-                    "ConditionExpression": SLOT_CREATE_CONDITION,
-                    "ExpressionAttributeNames": {"#pk": PK},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+            "Put": write(
+                ctx.table_name,
+                item={
+                    PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
+                    JOB: {"S": ctx.job_name},
+                    SLOT: {"S": slot.iso},
+                    SLOT_EPOCH: {"N": str(slot.epoch_s)},
+                    GENERATION: {"N": str(generation)},
+                    STATUS: {"S": STATUS_REQUESTED},
+                    RUN_ID: {"S": run_id},
+                    RUN_KIND: {"S": kind},
+                    REQUESTED_BY: {"S": requested_by},
+                    REQUESTED_AT: {"N": str(now_ms)},
+                    REQUEST_REASON: {"S": reason.strip()},
+                    TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+                },
+                condition=SLOT_CREATE_CONDITION,
+                names=LOCK_NAMES,
             )
         }
         try:

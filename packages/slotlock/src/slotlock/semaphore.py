@@ -45,9 +45,7 @@ from . import table
 from ._client import LockTableClient
 from ._context import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, system_clock_ms
 from ._expressions import (
-    PERMIT_EXPIRES,
     PERMIT_OURS,
-    PERMIT_QUERY,
     PERMIT_RECORD_QUERY,
     PERMIT_RECORD_QUERY_EXPIRY_UPDATE,
     PERMIT_RECORD_QUERY_UPDATE,
@@ -354,7 +352,6 @@ class Semaphore:
         params = self.permit_items.update(
             permit.index, PERMIT_RENEW_UPDATE, PERMIT_OURS, self.permit_items.ours(permit, values)
         )
-        params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
         self.permit_items.holder_write(permit, params, "renew", self.budget(permit.expires_at_ms))
         return replace(permit, expires_at_ms=expires_at_ms)
 
@@ -394,9 +391,6 @@ class Semaphore:
             values[":expires"] = {"N": str(expires_at_ms)}
             update = PERMIT_RECORD_QUERY_EXPIRY_UPDATE
         params = self.permit_items.update(permit.index, update, condition, self.permit_items.ours(permit, values))
-        params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
-        if expires_at_ms is not None:
-            params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
         return {"Update": params}
 
     @staticmethod
