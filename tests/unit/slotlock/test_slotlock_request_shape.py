@@ -41,12 +41,8 @@ from slotlock._expressions import (
     SLOT_NOT_ACQUIRED,
     SLOT_NOT_ENDED,
     SLOT_WRITE_CONDITION,
-    Condition,
-    checked,
-    either,
-    update,
-    write,
 )
+from slotlock._wire import Condition, checked, either, update, write
 
 NOW_MS = 1_795_307_402_000
 SLOT = Slot(1_795_307_400)

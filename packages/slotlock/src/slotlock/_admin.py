@@ -47,14 +47,9 @@ from ._expressions import (
     HOLDER_CONDITION,
     RELEASED_TOKEN,
     TOKEN,
-    Condition,
-    UpdateExpression,
-    checked,
-    either,
-    update,
 )
 from ._lease import LockRecord
-from ._wire import old_item
+from ._wire import Condition, UpdateExpression, checked, either, old_item, update
 from .errors import LockConfigurationError, SlotLockError
 from .manual import MAX_REASON_CHARS, MAX_REQUESTED_BY_CHARS
 from .slot import MAX_EPOCH_S, Slot

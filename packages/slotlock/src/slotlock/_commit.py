@@ -29,10 +29,10 @@ from ._expressions import (
     SUMMARY_JSON,
     TOKEN,
     slot_item_update,
-    update,
 )
 from ._holder import lock_update, slot_ended_error, transact
 from ._lease import CommitReceipt, Lease, LockRecord, SlotOutcomeName
+from ._wire import update
 from .errors import CommitConflictError, LockConfigurationError, StaleFencingTokenError
 
 

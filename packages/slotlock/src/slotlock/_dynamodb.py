@@ -40,7 +40,6 @@ from . import _commit as commit
 from . import _holder as holder
 from . import _missed as missed
 from . import _reads as reads
-from . import manual
 from ._context import (
     DEFAULT_HISTORY_TTL_S,
     DEFAULT_LEASE_DURATION_S,
@@ -301,8 +300,6 @@ class SlotLock:
         LockBackendError
             DynamoDB refused the request for good (a missing table, access denied).
         """
-        if self._ctx.manual:
-            return manual.try_acquire(self._ctx, slot, owner_id, deadline_ms)
         return acquire.try_acquire(self._ctx, slot, owner_id, deadline_ms)
 
     def acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease:

@@ -8,10 +8,12 @@ Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/develop
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from . import _wire as wire
 from . import table
+from ._wire import both, checked, either, update, write
 
 # --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
 PK = table.PARTITION_KEY
@@ -132,104 +134,12 @@ LOCK_NAMES: Mapping[str, str] = {
 #                                                      writer raises UnsupportedSchemaVersionError before
 #                                                      judging anything else, with no extra request and
 #                                                      no retry (slotlock._client, slotlock.codec)
-# Every write is made by :func:`write`: its condition is a :class:`Condition` (SCHEMA_COMPATIBLE first, then the
-# write's own clauses, :func:`checked`), its update a :class:`UpdateExpression` (the attribute set at the end of
-# its SET clause, :func:`update`), or its Put item carries the attribute.
-SCHEMA_VERSION_ATTR = table.SCHEMA_VERSION_ATTRIBUTE  # the attribute (its value: table.SCHEMA_VERSION)
-SCHEMA_COMPATIBLE = "(attribute_not_exists(#schema_version) OR #schema_version = :schema_version)"
-SCHEMA_VERSION_SET = "#schema_version = :schema_version"
-SCHEMA_VALUE: Mapping[str, Any] = {"N": str(table.SCHEMA_VERSION)}
-
-
-class Condition(str):
-    """A ConditionExpression that checks the table layout first; made only by :func:`checked`."""
-
-
-class UpdateExpression(str):
-    """An UpdateExpression that sets the table layout; made only by :func:`update`."""
-
-
-def either(*clauses: str) -> str:
-    """The clauses ORed, parenthesized (AND binds tighter than OR, so an OR is always a unit of its own)."""
-    return "(" + " OR ".join(clauses) + ")"
-
-
-def both(*clauses: str) -> str:
-    """The clauses ANDed, parenthesized (an operand of :func:`either`)."""
-    return "(" + " AND ".join(clauses) + ")"
-
-
-def checked(*clauses: str) -> Condition:
-    """:data:`SCHEMA_COMPATIBLE`, then ``clauses``, ANDed. A clause with an OR at its top comes parenthesized
-    (:func:`either`, or a named clause written so); no other parentheses are added (DynamoDB refuses redundant
-    ones)."""
-    return Condition(" AND ".join((SCHEMA_COMPATIBLE, *clauses)))
-
-
-def update(*clauses: tuple[str, Sequence[str]]) -> UpdateExpression:
-    """An UpdateExpression from ``(action, parts)`` clauses in order (``SET``, ``REMOVE``, ``ADD``, ``DELETE``;
-    a clause without parts is left out), with :data:`SCHEMA_VERSION_SET` last in the first SET clause, or a SET
-    clause of its own in front when there is none."""
-    actions = [(action, list(parts)) for action, parts in clauses if parts]
-    sets = [parts for action, parts in actions if action == "SET"]
-    if sets:
-        sets[0].append(SCHEMA_VERSION_SET)
-    else:
-        actions.insert(0, ("SET", [SCHEMA_VERSION_SET]))
-    return UpdateExpression(" ".join(f"{action} {', '.join(parts)}" for action, parts in actions))
-
-
-def placeholders(text: str, mark: str = "#") -> list[str]:
-    """The ``#name`` (or ``:value``) placeholders of an expression, in order of first appearance."""
-    found: list[str] = []
-    for part in text.split(mark)[1:]:
-        length = next((i for i, char in enumerate(part) if not (char.isalnum() or char == "_")), len(part))
-        if length and mark + part[:length] not in found:
-            found.append(mark + part[:length])
-    return found
-
-
-def write(
-    table_name: str,
-    *,
-    condition: Condition,
-    names: Mapping[str, str],
-    values: Mapping[str, Any] | None = None,
-    key: str | None = None,
-    expression: UpdateExpression | None = None,
-    item: Mapping[str, Any] | None = None,
-    return_values: str | None = None,
-) -> dict[str, Any]:
-    """The one builder of slotlock's writes: an UpdateItem (``key``, ``expression``) or PutItem (``item``)
-    request, or the body of a TransactWriteItems ``Update``/``Put`` entry, ALL_OLD on a failed condition.
-
-    The layout is in it by construction: ``condition`` is a :class:`Condition`, ``expression`` an
-    :class:`UpdateExpression`, and a Put's item gets :data:`SCHEMA_VERSION_ATTR`. ``ExpressionAttributeNames``
-    are derived: every ``#name`` the expressions use, looked up in ``names`` (the item kind's namespace, e.g.
-    :data:`LOCK_NAMES`, plus a request's own, e.g. a waiter id); ``values`` are the request's ``:values``
-    (``:schema_version`` is added). Raises ``TypeError`` for an unchecked condition or expression and
-    ``KeyError`` for a placeholder no namespace defines (both: a bug in slotlock, never a caller's input).
-    """
-    if not isinstance(condition, Condition) or (
-        expression is not None and not isinstance(expression, UpdateExpression)
-    ):
-        raise TypeError("a write's condition comes from checked() and its update from update()")
-    params: dict[str, Any] = {"TableName": table_name}
-    if item is not None:
-        params["Item"] = {**item, SCHEMA_VERSION_ATTR: SCHEMA_VALUE}
-    else:
-        params["Key"] = {PK: {"S": key}}
-        params["UpdateExpression"] = str(expression)
-    params["ConditionExpression"] = str(condition)
-    text = f"{condition} {expression or ''}"
-    every = {**names, "#schema_version": SCHEMA_VERSION_ATTR}
-    params["ExpressionAttributeNames"] = {name: every[name] for name in placeholders(text)}
-    params["ExpressionAttributeValues"] = {**(values or {}), ":schema_version": SCHEMA_VALUE}
-    if return_values is not None:
-        params["ReturnValues"] = return_values
-    params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-    return params
-
+# Every write is made by slotlock._wire.write: its condition is a Condition (SCHEMA_COMPATIBLE first, then the
+# write's own clauses, checked()), its update an UpdateExpression (the attribute set at the end of its SET
+# clause, update()), or its Put item carries the attribute.
+SCHEMA_VERSION_ATTR = wire.SCHEMA_VERSION_ATTR  # the attribute (its value: table.SCHEMA_VERSION)
+SCHEMA_COMPATIBLE = wire.SCHEMA_COMPATIBLE  # "(attribute_not_exists(#schema_version) OR #schema_version = ...)"
+SCHEMA_VERSION_SET = wire.SCHEMA_VERSION_SET  # "#schema_version = :schema_version"
 
 # --- named condition clauses ------------------------------------------------------------------------
 # Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
@@ -281,16 +191,11 @@ ACQUIRE_UPDATE = update(
     ("REMOVE", ["#given_back"]),
     (
         "SET",
-        [
-            "#prev_owner = if_not_exists(#owner, :null)",
-            "#prev_slot = if_not_exists(#lease_slot, :null)",
-            "#prev_given_back = if_not_exists(#given_back, :null)",
-            "#owner = :owner",
-            "#expires = :expires",
-            "#acquired = :now",
-            "#lease_slot = :slot",
-            "#job = :job",
-        ],
+        (
+            "#prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null), "
+            "#prev_given_back = if_not_exists(#given_back, :null), #owner = :owner, #expires = :expires, "
+            "#acquired = :now, #lease_slot = :slot, #job = :job"
+        ),
     ),
     ("ADD", ["#token :one"]),
 )
@@ -309,17 +214,11 @@ MANUAL_ACQUIRE_CONDITION = checked(
 MANUAL_ACQUIRE_UPDATE = update(
     (
         "SET",
-        [
-            "#prev_owner = if_not_exists(#owner, :null)",
-            "#prev_slot = if_not_exists(#lease_slot, :null)",
-            "#prev_gen = if_not_exists(#lease_gen, :null)",
-            "#owner = :owner",
-            "#expires = :expires",
-            "#acquired = :now",
-            "#lease_slot = :slot",
-            "#lease_gen = :gen",
-            "#job = :job",
-        ],
+        (
+            "#prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null), "
+            "#prev_gen = if_not_exists(#lease_gen, :null), #owner = :owner, #expires = :expires, "
+            "#acquired = :now, #lease_slot = :slot, #lease_gen = :gen, #job = :job"
+        ),
     ),
     ("ADD", ["#token :one"]),
 )
@@ -499,18 +398,11 @@ PERMIT_INHERIT = "(#owner = :owner AND #token = :seen_token AND #token < :token)
 PERMIT_TAKE_UPDATE = update(
     (
         "SET",
-        [
-            "#prev_owner = if_not_exists(#owner, :null)",
-            "#prev_token = if_not_exists(#token, :null)",
-            "#prev_query = if_not_exists(#query, :null)",
-            "#owner = :owner",
-            "#token = :token",
-            "#expires = :expires",
-            "#acquired = :now",
-            "#semaphore = :semaphore",
-            "#index = :index",
-            "#start_may_follow = :start_may_follow",
-        ],
+        (
+            "#prev_owner = if_not_exists(#owner, :null), #prev_token = if_not_exists(#token, :null), "
+            "#prev_query = if_not_exists(#query, :null), #owner = :owner, #token = :token, #expires = :expires, "
+            "#acquired = :now, #semaphore = :semaphore, #index = :index, #start_may_follow = :start_may_follow"
+        ),
     ),
     ("REMOVE", ["#query"]),
 )

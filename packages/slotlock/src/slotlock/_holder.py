@@ -31,12 +31,11 @@ from ._expressions import (
     STATUS,
     STATUS_RUNNING,
     TOKEN,
-    UpdateExpression,
     slot_item_update,
-    write,
 )
 from ._lease import Lease, LockRecord
 from ._transient import RetryBudget
+from ._wire import UpdateExpression, write
 from .errors import CommitConflictError, CorruptLockItemError, LeaseLostError, LockConfigurationError
 
 #: The longest give-back reason (it becomes a MISSED record's ``reason`` if the slot is then superseded).

@@ -41,9 +41,9 @@ from ._expressions import (
     STATUS_MISSED,
     TTL,
     slot_item_update,
-    write,
 )
 from ._transient import RetryBudget
+from ._wire import write
 from .errors import TransientLockError
 from .slot import Slot
 

@@ -16,8 +16,9 @@ from botocore.exceptions import ClientError
 from . import _wire as wire
 from . import codec
 from ._context import LockContext
-from ._expressions import LOCK_NAMES, Condition, UpdateExpression, checked, either, update, write
+from ._expressions import LOCK_NAMES
 from ._lease import LockRecord
+from ._wire import Condition, UpdateExpression, checked, either, update, write
 from .errors import LockConfigurationError
 from .slot import Slot
 

@@ -30,12 +30,10 @@ from ._expressions import (
     PERMIT_TAKE_UPDATE,
     RECLAIM_TERMINAL_QUERY,
     TAKE_EXPIRED_NO_QUERY,
-    UpdateExpression,
-    checked,
-    write,
 )
 from ._semaphore_items import Permit, PermitOwner, PermitRecord, Release, TakeKind, decode_permit
 from ._transient import RetryBudget
+from ._wire import UpdateExpression, checked, write
 from .errors import PermitLostError, StalePermitTokenError
 
 

@@ -33,14 +33,10 @@ from ._expressions import (
     WAITER_REGISTER_ADD,
     WAITER_REGISTER_SET,
     WAITER_TICKETS,
-    Condition,
-    UpdateExpression,
-    checked,
-    update,
-    write,
 )
 from ._semaphore_items import Ticket, Waiters, decode_waiters
 from ._transient import RetryBudget
+from ._wire import Condition, UpdateExpression, checked, update, write
 from .errors import LockBackendError, UnsupportedSchemaVersionError
 
 logger = logging.getLogger(__name__)

@@ -27,23 +27,18 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from . import _reads as reads
+from . import _acquire as acquire
 from . import codec, table
-from ._acquire import check_owner_id, racer_expiry_ms, send_acquisition
 from ._client import Cancelled
 from ._context import LockContext
 from ._expressions import (
-    EXPIRES,
     GENERATION,
     JOB,
     LAST_GENERATION,
     LOCK_NAMES,
-    MANUAL_ACQUIRE_CONDITION,
-    MANUAL_ACQUIRE_UPDATE,
     PK,
     REQUEST_REASON,
     REQUESTED_AT,
@@ -55,14 +50,10 @@ from ._expressions import (
     SLOT_EPOCH,
     STATUS,
     STATUS_REQUESTED,
-    TERMINAL_STATUSES,
     TTL,
-    checked,
-    update,
-    write,
 )
-from ._holder import set_expiry
-from ._lease import Lease, LockRecord, Loss
+from ._lease import Lease, Loss
+from ._wire import checked, update, write
 from .errors import (
     CorruptLockItemError,
     InvalidEventError,
@@ -104,109 +95,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
     CorruptLockItemError, TransientLockError, LockBackendError
         As :func:`slotlock._acquire.try_acquire`.
     """
-    check_owner_id(owner_id)
-    now_ms = ctx.clock_ms()
-    if ctx.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > ctx.max_slot_lead_ms:
-        raise InvalidEventError(
-            "scheduled_time", f"{slot.iso} is in the future: a manual run is for a past or current slot"
-        )
-    expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
-    params = write(
-        ctx.table_name,
-        key=ctx.lock_key,
-        expression=MANUAL_ACQUIRE_UPDATE,
-        condition=MANUAL_ACQUIRE_CONDITION,
-        names=LOCK_NAMES,
-        values={
-            ":owner": {"S": owner_id},
-            ":expires": {"N": str(expires_ms)},
-            ":now": {"N": str(now_ms)},
-            ":slot": {"N": str(slot.epoch_s)},
-            ":gen": {"N": str(ctx.generation)},
-            ":job": {"S": ctx.job_name},
-            ":one": {"N": "1"},
-            ":null": {"NULL": True},
-        },
-        return_values="ALL_NEW",
-    )
-    answer = send_acquisition(
-        ctx,
-        slot,
-        owner_id,
-        params,
-        ctx.racer_budget(now_ms, deadline_ms),
-        operation="manual acquire",
-        lost=lambda current: _loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
-    )
-    if isinstance(answer, (Lease, Loss)):
-        return answer
-    record = ctx.decode_lock(answer["Attributes"])
-    return _lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
-
-
-def _lease_from(
-    ctx: LockContext,
-    record: LockRecord,
-    slot: Slot,
-    owner_id: str,
-    now_ms: int,
-    expires_ms: int,
-    deadline_ms: int | None,
-) -> Lease | Loss:
-    same_run = (
-        record.previous_owner_id is not None
-        and record.previous_slot == slot
-        and record.previous_generation == ctx.generation
-    )
-    lease = Lease(
-        job_name=ctx.job_name,
-        slot=slot,
-        owner_id=owner_id,
-        fencing_token=record.fencing_token,
-        acquired_at_ms=now_ms,
-        expires_at_ms=expires_ms,
-        deadline_ms=deadline_ms,
-        takeover_from=record.previous_owner_id if same_run and record.previous_owner_id != owner_id else None,
-        reentered=same_run and record.previous_owner_id == owner_id,
-        generation=ctx.generation,
-    )
-    try:
-        item = reads.get_slot(ctx, slot)
-    except CorruptLockItemError:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        raise
-    if item is None:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        raise InvalidEventError(
-            "manual.generation",
-            f"generation {ctx.generation} of slot {slot.iso} was never requested (no {ctx.slot_key(slot)} item);"
-            " request it first (tools.ops run/rerun/backfill do)",
-        )
-    status = str(item.get(STATUS))
-    if status in TERMINAL_STATUSES:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        logger.info("generation %d of slot %s is already %s: not run", ctx.generation, slot.iso, status)
-        return Loss(
-            ctx.job_name, slot, owner_id, "slot_finished", replace(record, owner_id=None), generation=ctx.generation
-        )
-    state = item.get("state") or {}
-    return replace(lease, state=MappingProxyType(dict(state))) if state else lease
-
-
-def _loss(
-    ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
-) -> Lease | Loss:
-    if current is None:
-        raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
-    ours = current.owner_id == owner_id and current.lease_slot == slot and current.lease_generation == ctx.generation
-    if ours:  # our own acquisition already applied (an SDK resend failed the condition)
-        return _lease_from(ctx, current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
-    if current.locked(now_ms):
-        same_run = current.lease_slot == slot and current.lease_generation == ctx.generation
-        return Loss(ctx.job_name, slot, owner_id, "held" if same_run else "busy", current, generation=ctx.generation)
-    raise CorruptLockItemError(
-        ctx.lock_key, EXPIRES, f"made the manual acquire condition false although no live lease explains it: {current}"
-    )
+    return acquire.try_acquire(ctx, slot, owner_id, deadline_ms, manual=True)
 
 
 @dataclass(frozen=True)
