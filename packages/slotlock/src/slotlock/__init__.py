@@ -35,10 +35,10 @@ from ._admin import (
     release,
     resume,
 )
-from ._context import DEFAULT_LEASE_DURATION_S, system_clock_ms
-from ._dynamodb import SlotLock
+from ._dynamodb import DEFAULT_LEASE_DURATION_S, SlotLock
 from ._lease import CommitReceipt, Lease, LockRecord, Loss
 from ._semaphore_items import Permit, PermitOwner, PermitRecord, Release, Ticket, Wait
+from ._transient import system_clock_ms
 from ._version import __version__
 from .errors import (
     CommitConflictError,

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -23,7 +23,6 @@ from . import _decisions as decisions
 from . import _missed as missed
 from . import _reads as reads
 from . import _wire as wire
-from ._context import LockContext
 from ._expressions import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
@@ -47,6 +46,9 @@ from .errors import (
     TransientLockError,
 )
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 logger = logging.getLogger(__name__)
 

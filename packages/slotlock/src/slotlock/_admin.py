@@ -41,8 +41,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from . import _reads as reads
-from ._context import LockContext
-from ._dynamodb import SlotLock
+from ._dynamodb import LockContext, SlotLock
 from ._expressions import (
     HOLDER_CONDITION,
     RELEASED_TOKEN,

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _decisions as decisions
 from . import _reads as reads
 from ._client import Cancelled
-from ._context import MAX_TRANSACTION_ITEMS, LockContext, json_text
 from ._expressions import (
     ERROR_JSON,
     FINISHED_AT,
@@ -32,8 +31,11 @@ from ._expressions import (
 )
 from ._holder import lock_update, slot_ended_error, transact
 from ._lease import CommitReceipt, Lease, LockRecord, SlotOutcomeName
-from ._wire import update
+from ._wire import MAX_TRANSACTION_ITEMS, json_text, update
 from .errors import CommitConflictError, LockConfigurationError, StaleFencingTokenError
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 
 def commit(

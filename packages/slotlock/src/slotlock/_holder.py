@@ -5,7 +5,7 @@ Every write here is fenced: conditional on the lock item's owner AND fencing tok
 write; and on the item's table layout (:data:`~slotlock._expressions.HOLDER_CONDITION`). The fenced
 building blocks (:func:`lock_update`, :func:`transact`, :func:`slot_ended_error`) are shared with the commit
 (:mod:`slotlock._commit`) and with the abandonment of an ended slot (:mod:`slotlock._acquire`). Transient answers
-are retried within :meth:`LockContext.holder_budget` (the lease's expiry or the invocation deadline, whichever comes
+are retried within :meth:`SlotLock.holder_budget` (the lease's expiry or the invocation deadline, whichever comes
 first).
 """
 
@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from . import _reads as reads
 from ._client import Cancelled
-from ._context import MAX_STATE_BYTES, LockContext, json_text
 from ._expressions import (
     GIVE_BACK_UPDATE,
     HOLDER_CONDITION,
@@ -35,8 +34,11 @@ from ._expressions import (
 )
 from ._lease import Lease, LockRecord
 from ._transient import RetryBudget
-from ._wire import UpdateExpression, write
+from ._wire import MAX_STATE_BYTES, UpdateExpression, json_text, write
 from .errors import CommitConflictError, CorruptLockItemError, LeaseLostError, LockConfigurationError
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 #: The longest give-back reason (it becomes a MISSED record's ``reason`` if the slot is then superseded).
 MAX_REASON_CHARS = 64
@@ -127,7 +129,7 @@ def set_expiry(
     give-back reason with it when given (:func:`release`).
 
     Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
-    transaction touches the lock item) are retried within :meth:`LockContext.holder_budget`.
+    transaction touches the lock item) are retried within :meth:`SlotLock.holder_budget`.
     """
     values = {":expires": {"N": str(expires_ms)}}
     if given_back is None:

@@ -15,14 +15,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from . import _wire as wire
 from . import codec
 from ._client import Cancelled
-from ._context import LockContext, json_text
 from ._expressions import (
     ERROR_JSON,
     FINISHED_AT,
@@ -43,9 +42,12 @@ from ._expressions import (
     slot_item_update,
 )
 from ._transient import RetryBudget
-from ._wire import write
+from ._wire import json_text, write
 from .errors import TransientLockError
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 logger = logging.getLogger(__name__)
 

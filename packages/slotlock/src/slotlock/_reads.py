@@ -9,18 +9,20 @@ GetItem: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_GetI
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from . import _wire as wire
 from . import codec
-from ._context import LockContext
 from ._expressions import LOCK_NAMES
 from ._lease import LockRecord
 from ._wire import Condition, UpdateExpression, checked, either, update, write
 from .errors import LockConfigurationError
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 
 def get_lock(ctx: LockContext) -> LockRecord:

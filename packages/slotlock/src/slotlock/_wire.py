@@ -7,6 +7,7 @@ clauses, the attribute names and their timelines: :mod:`slotlock._expressions`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,15 @@ from botocore.exceptions import ClientError
 from . import table
 
 DESERIALIZER = TypeDeserializer()
+MAX_TRANSACTION_ITEMS = 100  # DynamoDB TransactWriteItems limit
+MAX_STATE_BYTES = 64 * 1024  # in-flight state is small by design (ids, counters)
+
+
+def json_text(value: Mapping[str, Any] | None) -> str:
+    """``value`` as the compact, key-sorted JSON text stored in ``*_json`` attributes (``{}`` for ``None``)."""
+    # dict(): json only encodes dicts as objects; any other Mapping (e.g. a Lease's read-only state)
+    # would go through default=str and be stored as its repr.
+    return json.dumps(dict(value) if value is not None else {}, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def is_conditional_failure(exc: ClientError) -> bool:

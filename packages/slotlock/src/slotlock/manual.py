@@ -28,12 +28,11 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import _acquire as acquire
 from . import codec, table
 from ._client import Cancelled
-from ._context import LockContext
 from ._expressions import (
     GENERATION,
     JOB,
@@ -61,6 +60,9 @@ from .errors import (
     SlotLockError,
 )
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 logger = logging.getLogger(__name__)
 

@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import table
 from ._client import LockTableClient
-from ._context import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, system_clock_ms
 from ._expressions import (
     PERMIT_OURS,
     PERMIT_RECORD_QUERY,
@@ -67,7 +66,7 @@ from ._semaphore_items import (
 )
 from ._semaphore_permits import PermitBook
 from ._semaphore_tickets import TicketBook
-from ._transient import RetryBudget
+from ._transient import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, RetryBudget, system_clock_ms
 from .errors import LockConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
