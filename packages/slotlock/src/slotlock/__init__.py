@@ -27,8 +27,6 @@ Depends on boto3 only.
 
 from ._admin import (
     FenceBump,
-    LeaseHeldError,
-    LockChangedError,
     OperatorAction,
     bump_fencing_token,
     pause,
@@ -43,9 +41,12 @@ from ._version import __version__
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
+    GenerationRequestError,
     InvalidEventError,
+    LeaseHeldError,
     LeaseLostError,
     LockBackendError,
+    LockChangedError,
     LockConfigurationError,
     LockNotAcquiredError,
     PermitLostError,
@@ -57,7 +58,7 @@ from .errors import (
     WriteRejectedError,
 )
 from .history import HistoryPage, HistoryRecord, SlotHistory
-from .manual import GenerationRequest, GenerationRequestError, request_generation
+from .manual import GenerationRequest, request_generation
 from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
 from .semaphore import Semaphore
 from .slot import Slot

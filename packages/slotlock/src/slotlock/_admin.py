@@ -49,7 +49,7 @@ from ._expressions import (
 )
 from ._lease import LockRecord
 from ._wire import Condition, UpdateExpression, checked, either, old_item, update
-from .errors import LockConfigurationError, SlotLockError
+from .errors import LeaseHeldError, LockChangedError, LockConfigurationError
 from .manual import MAX_REASON_CHARS, MAX_REQUESTED_BY_CHARS
 from .slot import MAX_EPOCH_S, Slot
 
@@ -57,21 +57,6 @@ from .slot import MAX_EPOCH_S, Slot
 MAX_FENCING_TOKEN = 10**38 - 1
 
 BUMP_CONDITION = checked(either("attribute_not_exists(#token)", "#token < :target"))
-
-
-class LeaseHeldError(SlotLockError):
-    """A fence bump was refused because a lease is live: the bump would fence its holder out mid-run.
-
-    ``current`` is the lock item. Wait for the lease to expire (or stop the schedules first), or bump
-    with ``force=True`` to fence the holder out on purpose (its commit is then rejected as stale).
-    """
-
-    def __init__(self, job_name: str, current: LockRecord, action: str = "bump the fencing token") -> None:
-        super().__init__(
-            f"lock of {job_name!r} is held by {current.owner_id!r} (token {current.fencing_token}) until"
-            f" {current.lease_expires_at_ms} ms: refusing to {action} under a live lease"
-        )
-        self.current = current
 
 
 @dataclass(frozen=True)
@@ -161,15 +146,6 @@ def _decode(lock: SlotLock, item: dict[str, Any] | None) -> tuple[LockRecord | N
         return lock.decode_lock({**item, TOKEN: {"N": "0"}}), None
     record = lock.decode_lock(item)
     return record, record.fencing_token
-
-
-class LockChangedError(SlotLockError):
-    """The lock item changed between the operator's read and write (another acquisition, another operator):
-    nothing was written; read the status again and decide again. ``current`` is the item as it is now."""
-
-    def __init__(self, job_name: str, action: str, current: LockRecord | None) -> None:
-        super().__init__(f"lock of {job_name!r} changed while {action} was being applied; nothing was written")
-        self.current = current
 
 
 @dataclass(frozen=True)

@@ -53,12 +53,8 @@ from ._expressions import (
 )
 from ._lease import Lease, Loss
 from ._wire import checked, update, write
-from .errors import (
-    CorruptLockItemError,
-    InvalidEventError,
-    LockConfigurationError,
-    SlotLockError,
-)
+from .errors import CorruptLockItemError, InvalidEventError, LockConfigurationError
+from .errors import GenerationRequestError as GenerationRequestError  # noqa: PLC0414 (public here since 1.0)
 from .slot import Slot
 
 if TYPE_CHECKING:
@@ -74,10 +70,6 @@ MAX_REASON_CHARS = 1000
 MAX_REQUESTED_BY_CHARS = 2048
 #: A request transaction that meets a concurrent request of the same slot re-reads the counter and tries again.
 REQUEST_ATTEMPTS = 5
-
-
-class GenerationRequestError(SlotLockError):
-    """A generation could not be requested (concurrent requests kept moving the slot's counter)."""
 
 
 def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | None) -> Lease | Loss:
