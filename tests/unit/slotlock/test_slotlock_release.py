@@ -25,7 +25,7 @@ from slotlock import (
     release,
     request_generation,
 )
-from slotlock._context import LockContext
+from slotlock._dynamodb import LockContext
 from slotlock._expressions import SCHEMA_COMPATIBLE
 
 LEASE_MS = 30_000  # conftest LEASE_S

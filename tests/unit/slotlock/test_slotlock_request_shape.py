@@ -37,13 +37,12 @@ from slotlock._expressions import (
     MARK_SLOT_MISSED_CONDITION,
     OWNER_AND_TOKEN_MATCH,
     SCHEMA_COMPATIBLE,
+    SCHEMA_VERSION_SET,
     SLOT_NOT_ACQUIRED,
     SLOT_NOT_ENDED,
     SLOT_WRITE_CONDITION,
-    schema_checked,
-    stamped,
-    with_schema_version,
 )
+from slotlock._wire import Condition, checked, either, update, write
 
 NOW_MS = 1_795_307_402_000
 SLOT = Slot(1_795_307_400)
@@ -175,27 +174,35 @@ def test_acquire_condition_is_built_from_the_named_clauses() -> None:
 
 def test_the_layout_clause_is_anded_in_without_redundant_parentheses() -> None:
     # GIVEN / WHEN / THEN a condition with a top-level OR is parenthesized (AND binds tighter), any other is not
-    # (DynamoDB refuses redundant parentheses), and a checked condition is left as it is
-    assert schema_checked("#a = :a AND #b = :b") == f"{SCHEMA_COMPATIBLE} AND #a = :a AND #b = :b"
-    assert schema_checked("attribute_not_exists(#t) OR #t < :t") == (
+    # (DynamoDB refuses redundant parentheses), and a checked condition carries the layout clause once
+    assert (
+        checked("#a = :a AND #b = :b")
+        == checked("#a = :a", "#b = :b")
+        == (f"{SCHEMA_COMPATIBLE} AND #a = :a AND #b = :b")
+    )
+    assert checked(either("attribute_not_exists(#t)", "#t < :t")) == (
         f"{SCHEMA_COMPATIBLE} AND (attribute_not_exists(#t) OR #t < :t)"
     )
-    assert schema_checked("(#a = :a OR #b = :b)") == f"{SCHEMA_COMPATIBLE} AND (#a = :a OR #b = :b)"
-    assert schema_checked(SLOT_NOT_ENDED) == SLOT_WRITE_CONDITION
-    assert schema_checked(ACQUIRE_CONDITION) == ACQUIRE_CONDITION
+    assert checked(either("#a = :a", "#b = :b")) == f"{SCHEMA_COMPATIBLE} AND (#a = :a OR #b = :b)"
+    assert checked(SLOT_NOT_ENDED) == SLOT_WRITE_CONDITION
+    assert isinstance(ACQUIRE_CONDITION, Condition) and ACQUIRE_CONDITION.count(SCHEMA_COMPATIBLE) == 1
     # AND the SET clause gets the layout at its end, or a SET clause is added when the update has none
-    assert with_schema_version("SET #e = :e") == "SET #e = :e, #schema_version = :schema_version"
-    assert with_schema_version("SET #e = :e REMOVE #o ADD #t :one") == (
+    assert update(("SET", ["#e = :e"])) == "SET #e = :e, #schema_version = :schema_version"
+    assert update(("SET", ["#e = :e"]), ("REMOVE", ["#o"]), ("ADD", ["#t :one"])) == (
         "SET #e = :e, #schema_version = :schema_version REMOVE #o ADD #t :one"
     )
-    assert with_schema_version("REMOVE #w.#me") == "SET #schema_version = :schema_version REMOVE #w.#me"
-    assert with_schema_version(ACQUIRE_UPDATE) == ACQUIRE_UPDATE
-    # AND a Put's item carries it; stamping twice changes nothing
-    put = stamped({"Item": {"pk": {"S": "k"}}, "ConditionExpression": "attribute_not_exists(#pk)"})
-    assert put["Item"]["schema_version"] == {"N": "1"} and stamped(put) == put
-    assert_placeholders_match(
-        {**put, "ExpressionAttributeNames": {**put["ExpressionAttributeNames"], "#pk": "pk"}}, "put"
-    )
+    assert update(("REMOVE", ["#w.#me"])) == "SET #schema_version = :schema_version REMOVE #w.#me"
+    assert ACQUIRE_UPDATE.count(SCHEMA_VERSION_SET) == 1
+    # AND a Put's item carries it; the names are derived from the expressions (nothing unused, nothing missing)
+    put = write("t", item={"pk": {"S": "k"}}, condition=checked("attribute_not_exists(#pk)"), names={"#pk": "pk"})
+    assert put["Item"]["schema_version"] == {"N": "1"}
+    assert put["ExpressionAttributeNames"] == {"#schema_version": "schema_version", "#pk": "pk"}
+    assert_placeholders_match(put, "put")
+    # AND an unchecked condition, or a placeholder no namespace defines, is a bug caught before any request
+    with pytest.raises(TypeError):
+        write("t", item={"pk": {"S": "k"}}, condition="attribute_not_exists(#pk)", names={"#pk": "pk"})  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        write("t", item={"pk": {"S": "k"}}, condition=checked("attribute_not_exists(#nope)"), names={"#pk": "pk"})
 
 
 def test_loser_request_is_the_same_single_request_and_uses_all_old(boto_session: Any) -> None:
@@ -327,7 +334,7 @@ def test_every_write_of_every_module_sets_the_layout_and_is_conditioned_on_it(
         where = f"{operation}/{kind} {request.get('UpdateExpression') or request['Item']['pk']}"
         assert request["ConditionExpression"].startswith(f"{SCHEMA_COMPATIBLE} AND "), where
         if "UpdateExpression" in request:
-            assert with_schema_version(request["UpdateExpression"]) == request["UpdateExpression"], where
+            assert SCHEMA_VERSION_SET in request["UpdateExpression"], where
         else:
             assert request["Item"]["schema_version"] == {"N": "1"}, where
         assert request["ExpressionAttributeValues"][":schema_version"] == {"N": "1"}, where

@@ -27,25 +27,26 @@ Depends on boto3 only.
 
 from ._admin import (
     FenceBump,
-    LeaseHeldError,
-    LockChangedError,
     OperatorAction,
     bump_fencing_token,
     pause,
     release,
     resume,
 )
-from ._context import DEFAULT_LEASE_DURATION_S, system_clock_ms
-from ._dynamodb import SlotLock
+from ._dynamodb import DEFAULT_LEASE_DURATION_S, SlotLock
 from ._lease import CommitReceipt, Lease, LockRecord, Loss
 from ._semaphore_items import Permit, PermitOwner, PermitRecord, Release, Ticket, Wait
+from ._transient import system_clock_ms
 from ._version import __version__
 from .errors import (
     CommitConflictError,
     CorruptLockItemError,
+    GenerationRequestError,
     InvalidEventError,
+    LeaseHeldError,
     LeaseLostError,
     LockBackendError,
+    LockChangedError,
     LockConfigurationError,
     LockNotAcquiredError,
     PermitLostError,
@@ -57,7 +58,7 @@ from .errors import (
     WriteRejectedError,
 )
 from .history import HistoryPage, HistoryRecord, SlotHistory
-from .manual import GenerationRequest, GenerationRequestError, request_generation
+from .manual import GenerationRequest, request_generation
 from .runner import SlotOutcome, SlotRun, SlotRunner, once_per_slot
 from .semaphore import Semaphore
 from .slot import Slot

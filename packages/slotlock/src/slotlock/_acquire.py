@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -23,35 +23,21 @@ from . import _decisions as decisions
 from . import _missed as missed
 from . import _reads as reads
 from . import _wire as wire
-from ._context import LockContext
 from ._expressions import (
     ACQUIRE_CONDITION,
     ACQUIRE_UPDATE,
-    ACQUIRED,
     EXPIRES,
-    GIVEN_BACK,
-    JOB,
-    LAST_FIN_AT,
-    LAST_FIN_OUTCOME,
-    LAST_FIN_SLOT,
-    LAST_FIN_TOKEN,
-    LEASE_SLOT,
-    MISSED_SLOTS,
-    OWNER,
-    PAUSED_THROUGH,
+    LOCK_NAMES,
+    MANUAL_ACQUIRE_CONDITION,
+    MANUAL_ACQUIRE_UPDATE,
     PK,
-    PREV_GIVEN_BACK,
-    PREV_OWNER,
-    PREV_SLOT,
-    SCHEMA_NAMES,
-    SCHEMA_VALUES,
     STATUS,
     TERMINAL_STATUSES,
-    TOKEN,
 )
 from ._holder import lock_update, set_expiry
 from ._lease import Lease, LockRecord, Loss, LossReason
 from ._transient import RetryBudget
+from ._wire import update, write
 from .errors import (
     CorruptLockItemError,
     InvalidEventError,
@@ -61,20 +47,34 @@ from .errors import (
 )
 from .slot import Slot
 
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
+
 logger = logging.getLogger(__name__)
 
 
-def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | None) -> Lease | Loss:
-    """Race for the lease of ``slot`` (documented on :meth:`slotlock._dynamodb.SlotLock.try_acquire`)."""
+def try_acquire(
+    ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | None, *, manual: bool | None = None
+) -> Lease | Loss:
+    """Race for the lease of ``slot`` (documented on :meth:`slotlock._dynamodb.SlotLock.try_acquire`).
+
+    ``manual`` (default: ``ctx.manual``, a generation of 2 or more): the race for the job's manual lease to run
+    generation ``ctx.generation`` (:mod:`slotlock.manual`): the same one conditional UpdateItem, on the manual lock
+    item with :data:`~slotlock._expressions.MANUAL_ACQUIRE_CONDITION`, judged by :func:`manual_lease_from` and
+    :func:`manual_loss`. No maximum slot age applies to it (a backfill runs old slots); the maximum slot lead does.
+    """
+    manual = ctx.manual if manual is None else manual
     check_owner_id(owner_id)
     now_ms = ctx.clock_ms()
     if ctx.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > ctx.max_slot_lead_ms:
         raise InvalidEventError(
             "scheduled_time",
-            f"{slot.iso} is {(slot.epoch_ms - now_ms) / 1000:.0f} s ahead of this caller's clock; at most"
+            f"{slot.iso} is in the future: a manual run is for a past or current slot"
+            if manual
+            else f"{slot.iso} is {(slot.epoch_ms - now_ms) / 1000:.0f} s ahead of this caller's clock; at most"
             f" {ctx.max_slot_lead_ms / 1000:.0f} s is accepted (a future slot would supersede every earlier one)",
         )
-    if ctx.max_slot_age_ms is not None and now_ms - slot.epoch_ms > ctx.max_slot_age_ms:
+    if not manual and ctx.max_slot_age_ms is not None and now_ms - slot.epoch_ms > ctx.max_slot_age_ms:
         recorded = missed.record_missed(
             ctx,
             slot,
@@ -85,54 +85,39 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
         )
         return Loss(ctx.job_name, slot, owner_id, "too_old", None, recorded, missed_reason="too_old")
     expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
-    params = {
-        "TableName": ctx.table_name,
-        "Key": {PK: {"S": ctx.lock_key}},
-        "UpdateExpression": ACQUIRE_UPDATE,
-        "ConditionExpression": ACQUIRE_CONDITION,
-        "ExpressionAttributeNames": {
-            "#pk": PK,
-            "#job": JOB,
-            "#token": TOKEN,
-            "#owner": OWNER,
-            "#expires": EXPIRES,
-            "#acquired": ACQUIRED,
-            "#lease_slot": LEASE_SLOT,
-            "#prev_owner": PREV_OWNER,
-            "#prev_slot": PREV_SLOT,
-            "#given_back": GIVEN_BACK,
-            "#prev_given_back": PREV_GIVEN_BACK,
-            "#last_fin_slot": LAST_FIN_SLOT,
-            "#missed": MISSED_SLOTS,
-            "#paused_through": PAUSED_THROUGH,
-            **SCHEMA_NAMES,
-        },
-        "ExpressionAttributeValues": {
-            ":owner": {"S": owner_id},
-            ":expires": {"N": str(expires_ms)},
-            ":now": {"N": str(now_ms)},
-            ":slot": {"N": str(slot.epoch_s)},
-            ":job": {"S": ctx.job_name},
-            ":one": {"N": "1"},
-            ":null": {"NULL": True},
-            **SCHEMA_VALUES,
-        },
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    values = {
+        ":owner": {"S": owner_id},
+        ":expires": {"N": str(expires_ms)},
+        ":now": {"N": str(now_ms)},
+        ":slot": {"N": str(slot.epoch_s)},
+        **({":gen": {"N": str(ctx.generation)}} if manual else {}),
+        ":job": {"S": ctx.job_name},
+        ":one": {"N": "1"},
+        ":null": {"NULL": True},
     }
+    params = write(
+        ctx.table_name,
+        key=ctx.lock_key,
+        expression=MANUAL_ACQUIRE_UPDATE if manual else ACQUIRE_UPDATE,
+        condition=MANUAL_ACQUIRE_CONDITION if manual else ACQUIRE_CONDITION,
+        names=LOCK_NAMES,
+        values=values,
+        return_values="ALL_NEW",
+    )
+    judge_lease, judge_loss = (manual_lease_from, manual_loss) if manual else (lease_from, loss)
     answer = send_acquisition(
         ctx,
         slot,
         owner_id,
         params,
         ctx.racer_budget(now_ms, deadline_ms),
-        operation="acquire",
-        lost=lambda current: loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
+        operation="manual acquire" if manual else "acquire",
+        lost=lambda current: judge_loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
     )
     if isinstance(answer, (Lease, Loss)):
         return answer
     record = ctx.decode_lock(answer["Attributes"])
-    return lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+    return judge_lease(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
 
 
 def check_owner_id(owner_id: object) -> None:
@@ -292,21 +277,17 @@ def abandon_ended_slot(ctx: LockContext, lease: Lease, record: LockRecord, statu
     """
     now_ms = ctx.clock_ms()
     outcome = status.lower()
-    update = lock_update(
+    finish = lock_update(
         ctx,
         lease,
-        "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now REMOVE #expires, #owner",
-        {
-            "#fin_slot": LAST_FIN_SLOT,
-            "#fin_outcome": LAST_FIN_OUTCOME,
-            "#fin_token": LAST_FIN_TOKEN,
-            "#fin_at": LAST_FIN_AT,
-            "#expires": EXPIRES,
-        },
+        update(
+            ("SET", ["#fin_slot = :slot", "#fin_outcome = :outcome", "#fin_token = :token", "#fin_at = :now"]),
+            ("REMOVE", ["#expires", "#owner"]),
+        ),
         {":slot": {"N": str(lease.slot.epoch_s)}, ":outcome": {"S": outcome}, ":now": {"N": str(now_ms)}},
     )["Update"]
     try:
-        ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
+        ctx.io.send("UpdateItem", finish, ctx.holder_budget(lease))
     except (ClientError, LockBackendError) as exc:
         logger.warning(
             "slot %s already ended (%s); could not mark it finished on the lock item, the lease expires by itself: %s",
@@ -389,3 +370,77 @@ def raise_if_corrupt(ctx: LockContext, exc: ClientError) -> None:
             ctx.decode_lock(item)
         except CorruptLockItemError as corrupt:
             raise corrupt from exc
+
+
+def manual_lease_from(
+    ctx: LockContext,
+    record: LockRecord,
+    slot: Slot,
+    owner_id: str,
+    now_ms: int,
+    expires_ms: int,
+    deadline_ms: int | None,
+) -> Lease | Loss:
+    """A manual winner's lease from the manual lock item as acquired (ALL_NEW), then one consistent read of the
+    generation's history item: REQUESTED runs; RUNNING adopts its recorded state (a predecessor's query id,
+    whoever held the manual lease in between); a terminal record gives the lease back and loses as
+    ``slot_finished``; no item (never requested) gives the lease back and raises :class:`InvalidEventError`
+    (``manual.generation``)."""
+    same_run = (
+        record.previous_owner_id is not None
+        and record.previous_slot == slot
+        and record.previous_generation == ctx.generation
+    )
+    lease = Lease(
+        job_name=ctx.job_name,
+        slot=slot,
+        owner_id=owner_id,
+        fencing_token=record.fencing_token,
+        acquired_at_ms=now_ms,
+        expires_at_ms=expires_ms,
+        deadline_ms=deadline_ms,
+        takeover_from=record.previous_owner_id if same_run and record.previous_owner_id != owner_id else None,
+        reentered=same_run and record.previous_owner_id == owner_id,
+        generation=ctx.generation,
+    )
+    try:
+        item = reads.get_slot(ctx, slot)
+    except CorruptLockItemError:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        raise
+    if item is None:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        raise InvalidEventError(
+            "manual.generation",
+            f"generation {ctx.generation} of slot {slot.iso} was never requested (no {ctx.slot_key(slot)} item);"
+            " request it first (tools.ops run/rerun/backfill do)",
+        )
+    status = str(item.get(STATUS))
+    if status in TERMINAL_STATUSES:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        logger.info("generation %d of slot %s is already %s: not run", ctx.generation, slot.iso, status)
+        return Loss(
+            ctx.job_name, slot, owner_id, "slot_finished", replace(record, owner_id=None), generation=ctx.generation
+        )
+    state = item.get("state") or {}
+    return replace(lease, state=MappingProxyType(dict(state))) if state else lease
+
+
+def manual_loss(
+    ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
+) -> Lease | Loss:
+    """A failed manual acquire condition, judged from the manual lock item (ALL_OLD): our own earlier acquisition,
+    or a loss, ``held`` (the same slot and generation) or ``busy`` (another manual run)."""
+    if current is None:
+        raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
+    ours = current.owner_id == owner_id and current.lease_slot == slot and current.lease_generation == ctx.generation
+    if ours:  # our own acquisition already applied (an SDK resend failed the condition)
+        return manual_lease_from(
+            ctx, current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms
+        )
+    if current.locked(now_ms):
+        same_run = current.lease_slot == slot and current.lease_generation == ctx.generation
+        return Loss(ctx.job_name, slot, owner_id, "held" if same_run else "busy", current, generation=ctx.generation)
+    raise CorruptLockItemError(
+        ctx.lock_key, EXPIRES, f"made the manual acquire condition false although no live lease explains it: {current}"
+    )

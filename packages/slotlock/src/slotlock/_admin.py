@@ -41,50 +41,22 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from . import _reads as reads
-from ._context import LockContext
-from ._dynamodb import SlotLock
+from ._dynamodb import LockContext, SlotLock
 from ._expressions import (
-    EXPIRES,
-    JOB,
-    OWNER,
-    PAUSE_REASON,
-    PAUSED,
-    PAUSED_AT,
-    PAUSED_BY,
-    PAUSED_THROUGH,
-    RELEASE_REASON,
-    RELEASED_AT,
-    RELEASED_BY,
+    HOLDER_CONDITION,
     RELEASED_TOKEN,
-    RESUMED_AT,
-    RESUMED_BY,
     TOKEN,
 )
 from ._lease import LockRecord
-from ._wire import old_item
-from .errors import LockConfigurationError, SlotLockError
+from ._wire import Condition, UpdateExpression, checked, either, old_item, update
+from .errors import LeaseHeldError, LockChangedError, LockConfigurationError
 from .manual import MAX_REASON_CHARS, MAX_REQUESTED_BY_CHARS
 from .slot import MAX_EPOCH_S, Slot
 
 #: DynamoDB numbers have at most 38 significant digits.
 MAX_FENCING_TOKEN = 10**38 - 1
 
-BUMP_CONDITION = "attribute_not_exists(#token) OR #token < :target"
-
-
-class LeaseHeldError(SlotLockError):
-    """A fence bump was refused because a lease is live: the bump would fence its holder out mid-run.
-
-    ``current`` is the lock item. Wait for the lease to expire (or stop the schedules first), or bump
-    with ``force=True`` to fence the holder out on purpose (its commit is then rejected as stale).
-    """
-
-    def __init__(self, job_name: str, current: LockRecord, action: str = "bump the fencing token") -> None:
-        super().__init__(
-            f"lock of {job_name!r} is held by {current.owner_id!r} (token {current.fencing_token}) until"
-            f" {current.lease_expires_at_ms} ms: refusing to {action} under a live lease"
-        )
-        self.current = current
+BUMP_CONDITION = checked(either("attribute_not_exists(#token)", "#token < :target"))
 
 
 @dataclass(frozen=True)
@@ -152,9 +124,9 @@ def bump_fencing_token(lock: SlotLock, at_least: int, *, dry_run: bool = False, 
         return FenceBump(lock.job_name, before, at_least, at_least, bumped=False, dry_run=True)
     try:
         previous = lock.update_lock_item(
-            "SET #token = :target, #job = if_not_exists(#job, :job)",
+            update(("SET", ["#token = :target", "#job = if_not_exists(#job, :job)"])),
             BUMP_CONDITION,
-            {"#token": TOKEN, "#job": JOB},
+            {},
             {":target": {"N": str(at_least)}, ":job": {"S": lock.job_name}},
         )
     except ClientError as exc:  # only a failed condition reaches here (update_lock_item wraps the rest)
@@ -174,15 +146,6 @@ def _decode(lock: SlotLock, item: dict[str, Any] | None) -> tuple[LockRecord | N
         return lock.decode_lock({**item, TOKEN: {"N": "0"}}), None
     record = lock.decode_lock(item)
     return record, record.fencing_token
-
-
-class LockChangedError(SlotLockError):
-    """The lock item changed between the operator's read and write (another acquisition, another operator):
-    nothing was written; read the status again and decide again. ``current`` is the item as it is now."""
-
-    def __init__(self, job_name: str, action: str, current: LockRecord | None) -> None:
-        super().__init__(f"lock of {job_name!r} changed while {action} was being applied; nothing was written")
-        self.current = current
 
 
 @dataclass(frozen=True)
@@ -209,13 +172,13 @@ def _audit_text(name: str, value: str, limit: int) -> str:
 
 
 def _update(
-    ctx: LockContext, expression: str, condition: str, names: dict[str, str], values: dict[str, Any]
+    ctx: LockContext, expression: UpdateExpression, condition: Condition, values: dict[str, Any]
 ) -> tuple[bool, dict[str, Any] | None]:
     """One conditional UpdateItem of ``ctx``'s lock item (:func:`slotlock._reads.update_lock_item`): ``(True,
     ALL_NEW item)``, or ``(False, ALL_OLD item)`` when the condition failed; anything else is wrapped
     (:class:`LockBackendError`)."""
     try:
-        return True, reads.update_lock_item(ctx, expression, condition, names, values, return_values="ALL_NEW")
+        return True, reads.update_lock_item(ctx, expression, condition, {}, values, return_values="ALL_NEW")
     except ClientError as exc:  # update_lock_item re-raises only a failed condition
         return False, old_item(exc) or ctx.io.get(ctx.lock_key)
 
@@ -246,18 +209,21 @@ def pause(lock: SlotLock, *, reason: str, requested_by: str, dry_run: bool = Fal
         return OperatorAction(ctx.job_name, "pause", False, True, "would pause the live schedule", before, after)
     changed, item = _update(
         ctx,
-        "SET #paused = :true, #through = :forever, #reason = :reason, #by = :by, #at = :now,"
-        " #job = if_not_exists(#job, :job), #token = if_not_exists(#token, :zero)",
-        "attribute_not_exists(#paused) OR #paused = :false",
-        {
-            "#paused": PAUSED,
-            "#through": PAUSED_THROUGH,
-            "#reason": PAUSE_REASON,
-            "#by": PAUSED_BY,
-            "#at": PAUSED_AT,
-            "#job": JOB,
-            "#token": TOKEN,
-        },
+        update(
+            (
+                "SET",
+                [
+                    "#paused = :true",
+                    "#paused_through = :forever",
+                    "#pause_reason = :reason",
+                    "#paused_by = :by",
+                    "#paused_at = :now",
+                    "#job = if_not_exists(#job, :job)",
+                    "#token = if_not_exists(#token, :zero)",
+                ],
+            )
+        ),
+        checked(either("attribute_not_exists(#paused)", "#paused = :false")),
         {
             ":true": {"BOOL": True},
             ":false": {"BOOL": False},
@@ -294,9 +260,8 @@ def resume(lock: SlotLock, *, requested_by: str, dry_run: bool = False) -> Opera
         )
     changed, item = _update(
         ctx,
-        "SET #paused = :false, #through = :through, #by = :by, #at = :now",
-        "#paused = :true",
-        {"#paused": PAUSED, "#through": PAUSED_THROUGH, "#by": RESUMED_BY, "#at": RESUMED_AT},
+        update(("SET", ["#paused = :false", "#paused_through = :through", "#resumed_by = :by", "#resumed_at = :now"])),
+        checked("#paused = :true"),
         {
             ":true": {"BOOL": True},
             ":false": {"BOOL": False},
@@ -361,17 +326,20 @@ def release(
     assert before.owner_id is not None
     changed, item = _update(
         ctx,
-        "SET #expires = :now, #by = :by, #at = :now, #reason = :reason, #released = :token ADD #token :one",
-        "#owner = :owner AND #token = :token",
-        {
-            "#expires": EXPIRES,
-            "#by": RELEASED_BY,
-            "#at": RELEASED_AT,
-            "#reason": RELEASE_REASON,
-            "#released": RELEASED_TOKEN,
-            "#token": TOKEN,
-            "#owner": OWNER,
-        },
+        update(
+            (
+                "SET",
+                [
+                    "#expires = :now",
+                    "#released_by = :by",
+                    "#released_at = :now",
+                    "#release_reason = :reason",
+                    "#released_token = :token",
+                ],
+            ),
+            ("ADD", ["#token :one"]),
+        ),
+        HOLDER_CONDITION,
         {
             ":now": {"N": str(now_ms)},
             ":by": {"S": requested_by},

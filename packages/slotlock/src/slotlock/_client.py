@@ -44,7 +44,7 @@ _SNAKE = {
 
 
 class LockReader(Protocol):
-    """What :meth:`Cancelled.lock_record` needs of the lock (:class:`slotlock._context.LockContext`): its raw
+    """What :meth:`Cancelled.lock_record` needs of the lock (:class:`slotlock._dynamodb.SlotLock`): its raw
     lock item and its decoder."""
 
     def get_lock_item(self) -> dict[str, Any] | None: ...

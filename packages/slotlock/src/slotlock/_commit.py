@@ -12,24 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _decisions as decisions
 from . import _reads as reads
 from ._client import Cancelled
-from ._context import MAX_TRANSACTION_ITEMS, LockContext, json_text
 from ._expressions import (
     ERROR_JSON,
-    EXPIRES,
     FINISHED_AT,
-    LAST_FIN_AT,
-    LAST_FIN_GENERATION,
-    LAST_FIN_OUTCOME,
-    LAST_FIN_SLOT,
-    LAST_FIN_TOKEN,
-    LAST_OK_AT,
-    LAST_OK_SLOT,
-    MISSED_SLOTS,
     OWNER,
     REASON,
     STATUS_FAILED,
@@ -41,7 +31,11 @@ from ._expressions import (
 )
 from ._holder import lock_update, slot_ended_error, transact
 from ._lease import CommitReceipt, Lease, LockRecord, SlotOutcomeName
+from ._wire import MAX_TRANSACTION_ITEMS, json_text, update
 from .errors import CommitConflictError, LockConfigurationError, StaleFencingTokenError
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 
 def commit(
@@ -64,36 +58,24 @@ def commit(
         )
     now_ms = ctx.clock_ms()
     succeeded = outcome == "succeeded"
-    lock_set = (
-        "SET #fin_slot = :slot, #fin_outcome = :outcome, #fin_token = :token, #fin_at = :now"
-        + (", #ok_slot = :slot, #ok_at = :now" if succeeded else "")
-        + " REMOVE #expires"
-    )
-    lock_names = {
-        "#fin_slot": LAST_FIN_SLOT,
-        "#fin_outcome": LAST_FIN_OUTCOME,
-        "#fin_token": LAST_FIN_TOKEN,
-        "#fin_at": LAST_FIN_AT,
-        "#expires": EXPIRES,
-    }
-    if succeeded:
-        lock_names |= {"#ok_slot": LAST_OK_SLOT, "#ok_at": LAST_OK_AT}
+    lock_set = ["#fin_slot = :slot", "#fin_outcome = :outcome", "#fin_token = :token", "#fin_at = :now"]
     lock_values: dict[str, Any] = {
         ":slot": {"N": str(lease.slot.epoch_s)},
         ":outcome": {"S": outcome},
         ":now": {"N": str(now_ms)},
     }
     if ctx.manual:  # the manual lock item: which generation it finished last (for status)
-        lock_set = lock_set.replace(", #fin_at = :now", ", #fin_at = :now, #fin_gen = :gen")
-        lock_names["#fin_gen"] = LAST_FIN_GENERATION
+        lock_set.append("#fin_gen = :gen")
         lock_values[":gen"] = {"N": str(ctx.generation)}
-    # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
-    lock_set += ", #owner"
+    if succeeded:
+        lock_set += ["#ok_slot = :slot", "#ok_at = :now"]
+    stale_missed = []
     if lease.stale_missed_slots:  # now refused by the finished slot itself: keep the set small
-        lock_set += " DELETE #missed :stale_missed"
-        lock_names["#missed"] = MISSED_SLOTS
+        stale_missed.append("#missed :stale_missed")
         lock_values[":stale_missed"] = {"NS": sorted(str(missed.epoch_s) for missed in lease.stale_missed_slots)}
-    lock_item = lock_update(ctx, lease, lock_set, lock_names, lock_values)
+    # The owner attribute is removed too: REMOVE of the condition's own attribute is allowed.
+    expression = update(("SET", lock_set), ("REMOVE", ["#expires", "#owner"]), ("DELETE", stale_missed))
+    lock_item = lock_update(ctx, lease, expression, lock_values)
     slot_item = {
         "Update": slot_item_update(
             ctx.table_name,

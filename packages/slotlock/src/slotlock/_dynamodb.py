@@ -19,9 +19,11 @@ NTP/chrony-synchronised, typically to well under a second). Fencing makes an ear
 the superseded holder's commit is conditioned on its token and rejected. Commits check the token,
 never a clock.
 
-Each method delegates to plain functions over one frozen :class:`~slotlock._context.LockContext`:
-:mod:`slotlock._acquire`, :mod:`slotlock._holder` (heartbeat, state, release), :mod:`slotlock._commit`,
-:mod:`slotlock._missed`, :mod:`slotlock._reads` (reads, operator surface).
+:class:`SlotLock` holds its validated settings, the table client and the clock, and derives the keys, the history
+TTL, lease expiries and retry budgets from them; its protocol steps are plain functions over it:
+:mod:`slotlock._acquire` (live and manual), :mod:`slotlock._holder` (heartbeat, state, release),
+:mod:`slotlock._commit`, :mod:`slotlock._missed`, :mod:`slotlock._reads` (reads, operator surface). Times are the
+caller's wall clock in epoch milliseconds (``clock_ms``, ``*_ms``); durations are named with their unit.
 
 Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html
 ALL_OLD on failure: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateItem.html#DDB-UpdateItem-request-ReturnValuesOnConditionCheckFailure
@@ -30,9 +32,10 @@ Transactions: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/t
 
 from __future__ import annotations
 
+import copy
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import _acquire as acquire
@@ -40,43 +43,32 @@ from . import _commit as commit
 from . import _holder as holder
 from . import _missed as missed
 from . import _reads as reads
-from . import manual
-from ._context import (
-    DEFAULT_HISTORY_TTL_S,
-    DEFAULT_LEASE_DURATION_S,
-    DEFAULT_MAX_SLOT_LEAD_S,
+from . import codec, table
+from ._client import LockTableClient
+from ._lease import CommitReceipt, Lease, LockRecord, Loss, SlotOutcomeName
+from ._transient import (
     DEFAULT_MAX_TRANSIENT_ATTEMPTS,
     LOSER_RETRY_LEASE_SHARE,
     LOSER_TRANSIENT_ATTEMPTS,
-    MAX_STATE_BYTES,
-    MAX_TRANSACTION_ITEMS,
     ClockMs,
-    LockContext,
+    RetryBudget,
     system_clock_ms,
 )
-from ._lease import CommitReceipt, Lease, LockRecord, Loss, SlotOutcomeName
-from ._transient import RetryBudget
 from .capacity import CapacityMeter
-from .errors import LockNotAcquiredError
+from .errors import LockConfigurationError, LockNotAcquiredError
 from .slot import Slot
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-# Re-exported from slotlock._context (callers import the defaults and the clock from here).
-__all__ = [
-    "DEFAULT_HISTORY_TTL_S",
-    "DEFAULT_LEASE_DURATION_S",
-    "DEFAULT_MAX_SLOT_LEAD_S",
-    "DEFAULT_MAX_TRANSIENT_ATTEMPTS",
-    "LOSER_RETRY_LEASE_SHARE",
-    "LOSER_TRANSIENT_ATTEMPTS",
-    "MAX_STATE_BYTES",
-    "MAX_TRANSACTION_ITEMS",
-    "ClockMs",
-    "SlotLock",
-    "system_clock_ms",
-]
+# (The retry defaults and the clock are defined in slotlock._transient, and imported from here too.)
+DEFAULT_LEASE_DURATION_S = 60.0
+DEFAULT_HISTORY_TTL_S = 30 * 24 * 3600
+#: Deliveries whose scheduled time is further ahead of the caller's clock than this are refused: acquiring a
+#: future slot would make every earlier slot lose as "superseded" until real time caught up with it. The
+#: Scheduler never delivers early (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-flexible-time-windows.html:
+#: a window only delays), so the allowance only covers clock skew between the Scheduler and the caller.
+DEFAULT_MAX_SLOT_LEAD_S = 5.0
 
 
 class SlotLock:
@@ -144,19 +136,54 @@ class SlotLock:
         sleep_s: Callable[[float], None] = time.sleep,
         max_transient_attempts: int = DEFAULT_MAX_TRANSIENT_ATTEMPTS,
     ) -> None:
-        self._ctx = LockContext.create(
-            table_name,
-            job_name,
-            client=client,
-            lease_duration_s=lease_duration_s,
-            heartbeat_interval_s=heartbeat_interval_s,
-            max_slot_age_s=max_slot_age_s,
-            history_ttl_s=history_ttl_s,
-            max_slot_lead_s=max_slot_lead_s,
-            clock_ms=clock_ms,
-            sleep_s=sleep_s,
-            max_transient_attempts=max_transient_attempts,
-        )
+        if not isinstance(table_name, str) or not 3 <= len(table_name) <= 255:
+            raise LockConfigurationError(
+                "table_name", f"must be a DynamoDB table name (3..255 chars), got {table_name!r}"
+            )
+        if not table.is_valid_job_name(job_name):
+            raise LockConfigurationError("job_name", f"must be {table.JOB_NAME_RULE}, got {job_name!r:.80}")
+        if not _positive_seconds(lease_duration_s):
+            raise LockConfigurationError(
+                "lease_duration_s", f"must be a positive number of seconds, got {lease_duration_s!r}"
+            )
+        if heartbeat_interval_s is None:
+            heartbeat_interval_s = lease_duration_s / 3
+        if not _positive_seconds(heartbeat_interval_s):
+            raise LockConfigurationError("heartbeat_interval_s", f"must be positive, got {heartbeat_interval_s!r}")
+        if heartbeat_interval_s * 2 >= lease_duration_s:
+            raise LockConfigurationError(
+                "heartbeat_interval_s",
+                f"{heartbeat_interval_s} s must be below half of lease_duration_s ({lease_duration_s} s)"
+                " so that one late heartbeat does not lose the lease",
+            )
+        if max_slot_age_s is not None and not _positive_seconds(max_slot_age_s):
+            raise LockConfigurationError("max_slot_age_s", f"must be positive or None, got {max_slot_age_s!r}")
+        if not isinstance(history_ttl_s, int) or history_ttl_s <= 0:
+            raise LockConfigurationError("history_ttl_s", f"must be a positive integer, got {history_ttl_s!r}")
+        if max_slot_lead_s is not None and not (_positive_seconds(max_slot_lead_s) or max_slot_lead_s == 0):
+            raise LockConfigurationError("max_slot_lead_s", f"must be >= 0 seconds or None, got {max_slot_lead_s!r}")
+        if (
+            isinstance(max_transient_attempts, bool)
+            or not isinstance(max_transient_attempts, int)
+            or not (1 <= max_transient_attempts <= 20)
+        ):
+            raise LockConfigurationError(
+                "max_transient_attempts", f"must be an integer from 1 to 20, got {max_transient_attempts!r}"
+            )
+        self.table_name = table_name
+        self.job_name = job_name
+        self.io = LockTableClient(table_name, client)
+        self.lease_duration_ms = int(lease_duration_s * 1000)
+        self.heartbeat_interval_ms = int(heartbeat_interval_s * 1000)
+        self.max_slot_age_ms = None if max_slot_age_s is None else int(max_slot_age_s * 1000)
+        self.history_ttl_s = history_ttl_s
+        self.max_slot_lead_ms = None if max_slot_lead_s is None else int(max_slot_lead_s * 1000)
+        #: The clock and the sleep can be swapped (e.g. by tests); a lock from :meth:`for_generation` keeps its own.
+        self.clock_ms = clock_ms
+        self.sleep_s = sleep_s
+        self.max_transient_attempts = max_transient_attempts
+        #: The generation this lock runs (1: the live schedule; 2..: a manual run, on the manual lock item).
+        self.generation = table.LIVE_GENERATION
 
     def for_generation(self, generation: int) -> SlotLock:
         """This lock for ``generation`` of each slot: 1 is the live schedule's run (this lock); 2, 3, ... are
@@ -166,91 +193,61 @@ class SlotLock:
         The returned lock shares the client, clock and settings. Raises :class:`LockConfigurationError`
         outside 1..1,000,000.
         """
-        clone = object.__new__(SlotLock)
-        clone._ctx = self._ctx.for_generation(generation)
+        if isinstance(generation, bool) or not isinstance(generation, int):
+            raise LockConfigurationError("generation", f"must be an integer, got {generation!r:.40}")
+        if not table.LIVE_GENERATION <= generation <= table.MAX_GENERATION:
+            raise LockConfigurationError("generation", f"must be 1..{table.MAX_GENERATION}, got {generation}")
+        clone = copy.copy(self)
+        clone.generation = generation
         return clone
 
     @property
-    def generation(self) -> int:
-        """The generation this lock runs (1: the live schedule)."""
-        return self._ctx.generation
+    def context(self) -> SlotLock:
+        """The lock itself: its protocol steps run on it (1.x callers pass it to ``request_generation``)."""
+        return self
 
     @property
-    def context(self) -> LockContext:
-        """The validated context every operation runs on (operator tools and :mod:`slotlock.manual`)."""
-        return self._ctx
-
-    # --- settings (read from the context; the clock and sleep can be swapped, e.g. by tests) ------------
-    @property
-    def table_name(self) -> str:
-        return self._ctx.table_name
-
-    @property
-    def job_name(self) -> str:
-        return self._ctx.job_name
+    def manual(self) -> bool:
+        """Whether this lock runs a manual generation (2+): the manual lock item, no pause, no misses."""
+        return self.generation != table.LIVE_GENERATION
 
     @property
     def lock_key(self) -> str:
-        return self._ctx.lock_key
+        """Partition key of the lock item this lock's leases live on (live, or manual for generation 2+)."""
+        return table.manual_lock_key(self.job_name) if self.manual else table.lock_key(self.job_name)
 
-    @property
-    def lease_duration_ms(self) -> int:
-        return self._ctx.lease_duration_ms
+    def slot_key(self, slot: Slot) -> str:
+        """Partition key of the slot's history item of this lock's generation."""
+        return table.slot_key(self.job_name, slot.iso, self.generation)
 
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        return self._ctx.heartbeat_interval_ms
-
-    @property
-    def max_slot_age_ms(self) -> int | None:
-        return self._ctx.max_slot_age_ms
-
-    @property
-    def history_ttl_s(self) -> int:
-        return self._ctx.history_ttl_s
-
-    @property
-    def max_slot_lead_ms(self) -> int | None:
-        return self._ctx.max_slot_lead_ms
-
-    @property
-    def max_transient_attempts(self) -> int:
-        return self._ctx.max_transient_attempts
-
-    @property
-    def clock_ms(self) -> ClockMs:
-        return self._ctx.clock_ms
-
-    @clock_ms.setter
-    def clock_ms(self, clock_ms: ClockMs) -> None:
-        self._ctx = replace(self._ctx, clock_ms=clock_ms)
-
-    @property
-    def sleep_s(self) -> Callable[[float], None]:
-        return self._ctx.sleep_s
-
-    @sleep_s.setter
-    def sleep_s(self, sleep_s: Callable[[float], None]) -> None:
-        self._ctx = replace(self._ctx, sleep_s=sleep_s)
-
-    # --- plumbing -------------------------------------------------------------------------------------
     @property
     def capacity(self) -> CapacityMeter:
         """What this lock's requests consumed so far, as DynamoDB reported it (:mod:`slotlock.capacity`)."""
-        return self._ctx.io.capacity
+        return self.io.capacity
 
     @property
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (created lazily with the ``standard`` retry mode)."""
-        return self._ctx.io.client
+        return self.io.client
 
-    def slot_key(self, slot: Slot) -> str:
-        """Partition key of a slot's history item."""
-        return self._ctx.slot_key(slot)
+    def ttl_epoch_s(self, now_ms: int) -> int:
+        """The ``ttl_epoch_s`` of a slot item written at ``now_ms``."""
+        return now_ms // 1000 + self.history_ttl_s
+
+    def lease_expiry_ms(self, now_ms: int, deadline_ms: int | None) -> int:
+        """A lease's expiry when taken or renewed at ``now_ms``: ``min(now + lease, deadline_ms)``."""
+        expires = now_ms + self.lease_duration_ms
+        return expires if deadline_ms is None else min(expires, deadline_ms)
 
     def holder_budget(self, lease: Lease) -> RetryBudget:
         """The retry budget of a holder's write: ends at the lease's expiry or the invocation deadline."""
-        return self._ctx.holder_budget(lease)
+        ends = (lease.expires_at_ms, lease.deadline_ms)
+        return RetryBudget.ending(self.clock_ms, self.sleep_s, ends, self.max_transient_attempts)
+
+    def racer_budget(self, now_ms: int, deadline_ms: int | None) -> RetryBudget:
+        """The retry budget of a racer (acquisition, missed-slot record): a quarter lease, fewer attempts."""
+        ends = (now_ms + int(self.lease_duration_ms * LOSER_RETRY_LEASE_SHARE), deadline_ms)
+        return RetryBudget.ending(self.clock_ms, self.sleep_s, ends, LOSER_TRANSIENT_ATTEMPTS)
 
     # --- acquire --------------------------------------------------------------------------------------
     def try_acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease | Loss:
@@ -301,9 +298,7 @@ class SlotLock:
         LockBackendError
             DynamoDB refused the request for good (a missing table, access denied).
         """
-        if self._ctx.manual:
-            return manual.try_acquire(self._ctx, slot, owner_id, deadline_ms)
-        return acquire.try_acquire(self._ctx, slot, owner_id, deadline_ms)
+        return acquire.try_acquire(self, slot, owner_id, deadline_ms)
 
     def acquire(self, slot: Slot, owner_id: str, *, deadline_ms: int | None = None) -> Lease:
         """Like :meth:`try_acquire` but raises :class:`LockNotAcquiredError` (carrying the ``Loss``) on loss."""
@@ -329,7 +324,7 @@ class SlotLock:
             Throttled or conflicting past the retry budget (which ends at the lease's expiry): retryable,
             the lease is not known to be lost.
         """
-        return holder.heartbeat(self._ctx, lease)
+        return holder.heartbeat(self, lease)
 
     def record_state(
         self, lease: Lease, changes: Mapping[str, Any], *, writes: Sequence[Mapping[str, Any]] = ()
@@ -358,7 +353,7 @@ class SlotLock:
         TransientLockError, WriteRejectedError
             Transient past the budget (retryable) / refused for good (record the slot FAILED).
         """
-        return holder.record_state(self._ctx, lease, changes, writes)
+        return holder.record_state(self, lease, changes, writes)
 
     # --- finish -----------------------------------------------------------------------------------------
     def commit(
@@ -410,9 +405,7 @@ class SlotLock:
         LockBackendError
             DynamoDB failed otherwise.
         """
-        return commit.commit(
-            self._ctx, lease, writes=writes, summary=summary, outcome=outcome, error=error, reason=reason
-        )
+        return commit.commit(self, lease, writes=writes, summary=summary, outcome=outcome, error=error, reason=reason)
 
     def release(self, lease: Lease, *, given_back: str | None = None) -> None:
         """Give the lease up without finishing the slot (e.g. before re-raising an unexpected error).
@@ -432,7 +425,7 @@ class SlotLock:
         TransientLockError
             Throttled past the budget (the lease then simply expires).
         """
-        holder.release(self._ctx, lease, given_back=given_back)
+        holder.release(self, lease, given_back=given_back)
 
     def record_missed(self, slot: Slot, reason: str, *, detail: Mapping[str, Any] | None = None) -> bool:
         """Record ``slot`` as MISSED with ``reason``, unless its history item already holds a record.
@@ -443,14 +436,13 @@ class SlotLock:
         lost) is recognised by the write's random ``record_id`` and also returns ``True``. Transient
         failures past a short budget return ``False`` (logged): a racer never raises for them.
         """
-        ctx = self._ctx
-        budget = ctx.racer_budget(ctx.clock_ms(), None)
-        return missed.record_missed(ctx, slot, reason, dict(detail or {}), guard_lock=False, budget=budget)
+        budget = self.racer_budget(self.clock_ms(), None)
+        return missed.record_missed(self, slot, reason, dict(detail or {}), guard_lock=False, budget=budget)
 
     # --- reads ------------------------------------------------------------------------------------------
     def get_lock(self) -> LockRecord:
         """The job's lock item (strongly consistent read); a default record on a fresh table."""
-        return reads.get_lock(self._ctx)
+        return reads.get_lock(self)
 
     def get_slot(self, slot: Slot) -> dict[str, Any] | None:
         """The slot's history item decoded to plain Python (``*_json`` attributes parsed), or ``None``.
@@ -460,7 +452,7 @@ class SlotLock:
         CorruptLockItemError
             A ``*_json`` attribute is not a String holding a JSON object (``key`` is the slot item's).
         """
-        return reads.get_slot(self._ctx, slot)
+        return reads.get_slot(self, slot)
 
     def get_slot_state(self, slot: Slot) -> dict[str, Any]:
         """In-flight state recorded for ``slot`` (empty when none). Raises :class:`CorruptLockItemError`."""
@@ -474,7 +466,7 @@ class SlotLock:
         For operator tools that must see an item :meth:`decode_lock` would refuse (e.g. one that lost its
         fencing counter). Raises :class:`LockBackendError` when DynamoDB fails.
         """
-        return self._ctx.get_lock_item()
+        return self.io.get(self.lock_key)
 
     def update_lock_item(
         self, update_expression: str, condition_expression: str, names: Mapping[str, str], values: Mapping[str, Any]
@@ -491,9 +483,17 @@ class SlotLock:
         LockBackendError
             DynamoDB failed otherwise.
         """
-        return reads.update_lock_item(self._ctx, update_expression, condition_expression, names, values)
+        return reads.update_lock_item(self, update_expression, condition_expression, names, values)
 
     # --- wire helpers -------------------------------------------------------------------------------------
     def decode_lock(self, item: Mapping[str, Mapping[str, Any]]) -> LockRecord:
         """Decode and type-check this job's lock item (DynamoDB JSON): :func:`slotlock.codec.decode_lock_item`."""
-        return self._ctx.decode_lock(item)
+        return codec.decode_lock_item(item, self.lock_key)
+
+
+#: The lock as its protocol steps see it (slotlock 1.0's name for the context the lock held).
+LockContext = SlotLock
+
+
+def _positive_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0

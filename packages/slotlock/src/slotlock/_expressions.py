@@ -8,11 +8,12 @@ Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/develop
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import _wire as wire
 from . import table
+from ._wire import both, checked, either, update, write
 
 # --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
 PK = table.PARTITION_KEY
@@ -79,6 +80,46 @@ STATUS_FAILED = table.STATUS_FAILED
 STATUS_MISSED = table.STATUS_MISSED
 TERMINAL_STATUSES = table.TERMINAL_STATUSES
 
+#: The placeholders of the lock items (live and manual) and of the generation counters: :func:`write` derives each
+#: request's ExpressionAttributeNames from the placeholders its expressions use.
+LOCK_NAMES: Mapping[str, str] = {
+    "#pk": PK,
+    "#job": JOB,
+    "#token": TOKEN,
+    "#owner": OWNER,
+    "#expires": EXPIRES,
+    "#acquired": ACQUIRED,
+    "#lease_slot": LEASE_SLOT,
+    "#lease_gen": LEASE_GENERATION,
+    "#prev_owner": PREV_OWNER,
+    "#prev_slot": PREV_SLOT,
+    "#prev_gen": PREV_GENERATION,
+    "#given_back": GIVEN_BACK,
+    "#prev_given_back": PREV_GIVEN_BACK,
+    "#last_fin_slot": LAST_FIN_SLOT,
+    "#missed": MISSED_SLOTS,
+    "#fin_slot": LAST_FIN_SLOT,
+    "#fin_outcome": LAST_FIN_OUTCOME,
+    "#fin_token": LAST_FIN_TOKEN,
+    "#fin_at": LAST_FIN_AT,
+    "#fin_gen": LAST_FIN_GENERATION,
+    "#ok_slot": LAST_OK_SLOT,
+    "#ok_at": LAST_OK_AT,
+    "#paused": PAUSED,
+    "#paused_through": PAUSED_THROUGH,
+    "#pause_reason": PAUSE_REASON,
+    "#paused_by": PAUSED_BY,
+    "#paused_at": PAUSED_AT,
+    "#resumed_by": RESUMED_BY,
+    "#resumed_at": RESUMED_AT,
+    "#released_by": RELEASED_BY,
+    "#released_at": RELEASED_AT,
+    "#release_reason": RELEASE_REASON,
+    "#released_token": RELEASED_TOKEN,
+    "#last": LAST_GENERATION,
+    "#slot": SLOT,
+}
+
 # --- the table layout (slotlock.table.SCHEMA_VERSION), checked by every conditional write ----------------
 # Timeline of any item's layout, as seen by a write of this slotlock (layout 1), whatever the item:
 #
@@ -93,63 +134,12 @@ TERMINAL_STATUSES = table.TERMINAL_STATUSES
 #                                                      writer raises UnsupportedSchemaVersionError before
 #                                                      judging anything else, with no extra request and
 #                                                      no retry (slotlock._client, slotlock.codec)
-# Every write sets the attribute in its SET clause (or its Put item) and ANDs this clause into its condition:
-# SCHEMA_COMPATIBLE first, then the write's own condition (parenthesized when it has a top-level OR).
-SCHEMA_VERSION_ATTR = table.SCHEMA_VERSION_ATTRIBUTE  # the attribute (its value: table.SCHEMA_VERSION)
-SCHEMA_COMPATIBLE = "(attribute_not_exists(#schema_version) OR #schema_version = :schema_version)"
-SCHEMA_VERSION_SET = "#schema_version = :schema_version"
-SCHEMA_NAMES: Mapping[str, str] = {"#schema_version": SCHEMA_VERSION_ATTR}
-SCHEMA_VALUES: Mapping[str, Mapping[str, Any]] = {":schema_version": {"N": str(table.SCHEMA_VERSION)}}
-_UPDATE_CLAUSE = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b")
-
-
-def schema_checked(condition: str) -> str:
-    """``condition`` with :data:`SCHEMA_COMPATIBLE` ANDed in front (once: already checked is returned as is).
-
-    A condition with an ``OR`` outside parentheses is parenthesized (AND binds tighter than OR); any other is not
-    (DynamoDB refuses redundant parentheses).
-    """
-    if condition.startswith(SCHEMA_COMPATIBLE):
-        return condition
-    depth, top_level_or = 0, False
-    for index, char in enumerate(condition):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and condition.startswith(" OR ", index):
-            top_level_or = True
-            break
-    return f"{SCHEMA_COMPATIBLE} AND {f'({condition})' if top_level_or else condition}"
-
-
-def with_schema_version(update: str) -> str:
-    """``update`` (an UpdateExpression) setting :data:`SCHEMA_VERSION_ATTR` too: appended to its SET clause, or a SET
-    clause of its own in front when it has none (once: an expression that sets it already is returned as is)."""
-    if SCHEMA_VERSION_SET in update:
-        return update
-    clauses = list(_UPDATE_CLAUSE.finditer(update))
-    sets = [clause for clause in clauses if clause.group(1) == "SET"]
-    if not sets:
-        return f"SET {SCHEMA_VERSION_SET} {update}"
-    following = [clause.start() for clause in clauses if clause.start() > sets[0].start()]
-    end = following[0] if following else len(update)
-    return f"{update[:end].rstrip()}, {SCHEMA_VERSION_SET}{(' ' + update[end:]) if following else ''}"
-
-
-def stamped(params: Mapping[str, Any]) -> dict[str, Any]:
-    """A write's parameters (UpdateItem/PutItem, or a TransactWriteItems ``Update``/``Put``) with the layout:
-    :data:`SCHEMA_VERSION_ATTR` set (:func:`with_schema_version`, or the Put's item), :data:`SCHEMA_COMPATIBLE` in
-    the condition (:func:`schema_checked`; the clause alone when there is none), its name and value defined.
-    Idempotent."""
-    stamp = dict(params)
-    if "UpdateExpression" in stamp:
-        stamp["UpdateExpression"] = with_schema_version(str(stamp["UpdateExpression"]))
-    if "Item" in stamp:
-        stamp["Item"] = {**stamp["Item"], SCHEMA_VERSION_ATTR: SCHEMA_VALUES[":schema_version"]}
-    condition = stamp.get("ConditionExpression")
-    stamp["ConditionExpression"] = schema_checked(str(condition)) if condition else SCHEMA_COMPATIBLE
-    stamp["ExpressionAttributeNames"] = {**stamp.get("ExpressionAttributeNames", {}), **SCHEMA_NAMES}
-    stamp["ExpressionAttributeValues"] = {**stamp.get("ExpressionAttributeValues", {}), **SCHEMA_VALUES}
-    return stamp
-
+# Every write is made by slotlock._wire.write: its condition is a Condition (SCHEMA_COMPATIBLE first, then the
+# write's own clauses, checked()), its update an UpdateExpression (the attribute set at the end of its SET
+# clause, update()), or its Put item carries the attribute.
+SCHEMA_VERSION_ATTR = wire.SCHEMA_VERSION_ATTR  # the attribute (its value: table.SCHEMA_VERSION)
+SCHEMA_COMPATIBLE = wire.SCHEMA_COMPATIBLE  # "(attribute_not_exists(#schema_version) OR #schema_version = ...)"
+SCHEMA_VERSION_SET = wire.SCHEMA_VERSION_SET  # "#schema_version = :schema_version"
 
 # --- named condition clauses ------------------------------------------------------------------------
 # Timeline of one job's lock item, as seen by a racer for slot S (":slot" = S.epoch_s, ":now" = caller clock):
@@ -179,21 +169,35 @@ SLOT_NOT_MISSED = "NOT contains(#missed, :slot)"
 # While paused, PAUSED_THROUGH is far in the future; resuming sets it to the resume minute, so a paused
 # slot's late delivery never runs after the resume either (its MISSED "paused" record is final).
 SLOT_NOT_PAUSED = "(attribute_not_exists(#paused_through) OR #paused_through < :slot OR #lease_slot = :slot)"
-ACQUIRE_CONDITION = (
-    f"{SCHEMA_COMPATIBLE} AND ({LOCK_ITEM_ABSENT} OR ({TOKEN_PRESENT} AND {SLOT_NOT_FINISHED}"
-    f" AND {SLOT_NOT_SUPERSEDED} AND {SLOT_NOT_MISSED} AND {SLOT_NOT_PAUSED}"
-    f" AND ({LEASE_FREE_OR_EXPIRED} OR {LEASE_OURS_FOR_SLOT})))"
+ACQUIRE_CONDITION = checked(
+    either(
+        LOCK_ITEM_ABSENT,
+        both(
+            TOKEN_PRESENT,
+            SLOT_NOT_FINISHED,
+            SLOT_NOT_SUPERSEDED,
+            SLOT_NOT_MISSED,
+            SLOT_NOT_PAUSED,
+            either(LEASE_FREE_OR_EXPIRED, LEASE_OURS_FOR_SLOT),
+        ),
+    )
 )
 # The previous holder is copied before being overwritten: update operands read the item as it was
 # before this update, so a successor learns from ALL_NEW whom it replaced, at no extra request. So is the
 # previous holder's give-back reason (GIVEN_BACK), which every acquisition removes: a slot given back and then
 # superseded is recorded MISSED with that reason (e.g. "capacity"), while a comeback that re-acquires the slot
 # clears it (its own give-back, if any, sets it again).
-ACQUIRE_UPDATE = (
-    "REMOVE #given_back SET #prev_owner = if_not_exists(#owner, :null),"
-    " #prev_slot = if_not_exists(#lease_slot, :null), #prev_given_back = if_not_exists(#given_back, :null),"
-    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #job = :job,"
-    f" {SCHEMA_VERSION_SET} ADD #token :one"
+ACQUIRE_UPDATE = update(
+    ("REMOVE", ["#given_back"]),
+    (
+        "SET",
+        (
+            "#prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null), "
+            "#prev_given_back = if_not_exists(#given_back, :null), #owner = :owner, #expires = :expires, "
+            "#acquired = :now, #lease_slot = :slot, #job = :job"
+        ),
+    ),
+    ("ADD", ["#token :one"]),
 )
 # Timeline of one job's manual lock item, as seen by a manual run of slot S, generation G (":gen" = G):
 #
@@ -204,24 +208,28 @@ ACQUIRE_UPDATE = (
 #   lease of another owner valid                            -> LOSE "held" (same S, G) / "busy" (another run)
 # The live lock item is never read nor written: a manual run never delays, nor is delayed by, a live racer.
 MANUAL_LEASE_OURS = "(#owner = :owner AND #lease_slot = :slot AND #lease_gen = :gen)"
-MANUAL_ACQUIRE_CONDITION = (
-    f"{SCHEMA_COMPATIBLE} AND ({LOCK_ITEM_ABSENT}"
-    f" OR ({TOKEN_PRESENT} AND ({LEASE_FREE_OR_EXPIRED} OR {MANUAL_LEASE_OURS})))"
+MANUAL_ACQUIRE_CONDITION = checked(
+    either(LOCK_ITEM_ABSENT, both(TOKEN_PRESENT, either(LEASE_FREE_OR_EXPIRED, MANUAL_LEASE_OURS)))
 )
-MANUAL_ACQUIRE_UPDATE = (
-    "SET #prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null),"
-    " #prev_gen = if_not_exists(#lease_gen, :null),"
-    " #owner = :owner, #expires = :expires, #acquired = :now, #lease_slot = :slot, #lease_gen = :gen, #job = :job,"
-    f" {SCHEMA_VERSION_SET} ADD #token :one"
+MANUAL_ACQUIRE_UPDATE = update(
+    (
+        "SET",
+        (
+            "#prev_owner = if_not_exists(#owner, :null), #prev_slot = if_not_exists(#lease_slot, :null), "
+            "#prev_gen = if_not_exists(#lease_gen, :null), #owner = :owner, #expires = :expires, "
+            "#acquired = :now, #lease_slot = :slot, #lease_gen = :gen, #job = :job"
+        ),
+    ),
+    ("ADD", ["#token :one"]),
 )
 # Renew, record state, commit and release are all conditional on owner AND fencing token (never a clock), and on
 # the layout: a holder whose lock item a newer slotlock rewrote gets UnsupportedSchemaVersionError, not a lost lease.
 OWNER_AND_TOKEN_MATCH = "#owner = :owner AND #token = :token"
-HOLDER_CONDITION = f"{SCHEMA_COMPATIBLE} AND {OWNER_AND_TOKEN_MATCH}"
+HOLDER_CONDITION = checked(OWNER_AND_TOKEN_MATCH)
 #: A holder's renewal (heartbeat, and the renewal inside record_state) and release: the lease's new expiry.
-LEASE_EXPIRY_UPDATE = f"SET #expires = :expires, {SCHEMA_VERSION_SET}"
+LEASE_EXPIRY_UPDATE = update(("SET", ["#expires = :expires"]))
 #: A live holder's give-back (a release naming why, e.g. ``capacity``): the expiry, and the reason for a superseder.
-GIVE_BACK_UPDATE = f"SET #expires = :expires, #given_back = :given_back, {SCHEMA_VERSION_SET}"
+GIVE_BACK_UPDATE = update(("SET", ["#expires = :expires", "#given_back = :given_back"]))
 # Timeline of one slot's history item (terminal states are final; only RUNNING is ever overwritten):
 #
 #   absent                  -> RUNNING (record_state of the holder), or a terminal state directly
@@ -234,10 +242,10 @@ GIVE_BACK_UPDATE = f"SET #expires = :expires, #given_back = :given_back, {SCHEMA
 SLOT_ITEM_ABSENT = "attribute_not_exists(#pk)"
 SLOT_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status = :running)"
 GENERATION_NOT_ENDED = f"({SLOT_ITEM_ABSENT} OR #status IN (:running, :requested))"
-SLOT_WRITE_CONDITION = f"{SCHEMA_COMPATIBLE} AND {SLOT_NOT_ENDED}"
-GENERATION_WRITE_CONDITION = f"{SCHEMA_COMPATIBLE} AND {GENERATION_NOT_ENDED}"
+SLOT_WRITE_CONDITION = checked(SLOT_NOT_ENDED)
+GENERATION_WRITE_CONDITION = checked(GENERATION_NOT_ENDED)
 #: A slot item created once (a MISSED "paused" record, a requested generation): absent, and of our layout.
-SLOT_CREATE_CONDITION = f"{SCHEMA_COMPATIBLE} AND {SLOT_ITEM_ABSENT}"
+SLOT_CREATE_CONDITION = checked(SLOT_ITEM_ABSENT)
 # A MISSED record of "overrun" or "too_old" is written in one transaction with an update of the lock item
 # that adds the slot to its missed slots, on condition that the slot is not the lock's acquired slot at that
 # instant (and that the item is not tampered: a fresh item gets fencing token 0, a present one keeps its
@@ -248,8 +256,8 @@ SLOT_NOT_ACQUIRED = (
     "(attribute_not_exists(#pk) OR (attribute_exists(#token)"
     " AND (attribute_not_exists(#lease_slot) OR #lease_slot <> :slot)))"
 )
-MARK_SLOT_MISSED_CONDITION = f"{SCHEMA_COMPATIBLE} AND {SLOT_NOT_ACQUIRED}"
-MARK_SLOT_MISSED = f"SET #token = if_not_exists(#token, :zero), {SCHEMA_VERSION_SET} ADD #missed :slots"
+MARK_SLOT_MISSED_CONDITION = checked(SLOT_NOT_ACQUIRED)
+MARK_SLOT_MISSED = update(("SET", ["#token = if_not_exists(#token, :zero)"]), ("ADD", ["#missed :slots"]))
 
 
 def slot_item_update(
@@ -284,28 +292,23 @@ def slot_item_update(
         **attributes,
     }
     assignments = [f"#{name} = :{name}" for name in values]
-    names = {f"#{name}": name for name in values}
+    names = {f"#{name}": name for name in (*values, STARTED_AT)} | {"#pk": PK, "#status": STATUS}
     placeholders: dict[str, Mapping[str, Any]] = {f":{name}": value for name, value in values.items()}
     if started_at_ms is not None:
         assignments.append(f"#{STARTED_AT} = if_not_exists(#{STARTED_AT}, :{STARTED_AT})")
-        names[f"#{STARTED_AT}"] = STARTED_AT
         placeholders[f":{STARTED_AT}"] = {"N": str(started_at_ms)}
-    names["#pk"] = PK
     placeholders[":running"] = {"S": STATUS_RUNNING}
     condition = SLOT_WRITE_CONDITION
     if generation != table.LIVE_GENERATION:
         placeholders[":requested"] = {"S": STATUS_REQUESTED}
         condition = GENERATION_WRITE_CONDITION
-    return stamped(
-        {
-            "TableName": table_name,
-            "Key": {PK: {"S": key}},
-            "UpdateExpression": "SET " + ", ".join(assignments),
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": placeholders,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+    return write(
+        table_name,
+        key=key,
+        expression=update(("SET", assignments)),
+        condition=condition,
+        names=names,
+        values=placeholders,
     )
 
 
@@ -333,6 +336,30 @@ PERMIT_START_MAY_FOLLOW = "permit_start_may_follow_ms"
 NEXT_TICKET = "next_ticket"
 WAITER_TICKETS = "waiter_tickets"  # Map: waiter id -> ticket number
 WAITER_EXPIRES = "waiter_expires_at_ms"  # Map: waiter id -> epoch ms after which the waiter counts as gone
+#: The placeholders of the permit items, and of the tickets item (``#me``, a waiter id, is a request's own).
+PERMIT_NAMES: Mapping[str, str] = {
+    "#pk": PK,
+    "#owner": PERMIT_OWNER,
+    "#token": PERMIT_TOKEN,
+    "#expires": PERMIT_EXPIRES,
+    "#query": PERMIT_QUERY,
+    "#acquired": PERMIT_ACQUIRED,
+    "#semaphore": PERMIT_SEMAPHORE,
+    "#index": PERMIT_INDEX,
+    "#prev_owner": PERMIT_PREV_OWNER,
+    "#prev_token": PERMIT_PREV_TOKEN,
+    "#prev_query": PERMIT_PREV_QUERY,
+    "#last_owner": PERMIT_LAST_OWNER,
+    "#last_token": PERMIT_LAST_TOKEN,
+    "#released_at": PERMIT_RELEASED_AT,
+    "#start_may_follow": PERMIT_START_MAY_FOLLOW,
+}
+TICKET_NAMES: Mapping[str, str] = {
+    "#pk": PK,
+    "#waiters": WAITER_TICKETS,
+    "#waiter_expires": WAITER_EXPIRES,
+    "#next": NEXT_TICKET,
+}
 
 # Timeline of one permit item, as seen by owner O (job, slot, generation, deployment) with fencing token T at
 # ":now". Every take restates what the taker read, so any write in between (a renew, another taker) makes it
@@ -367,15 +394,23 @@ TAKE_EXPIRED_NO_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_START_WINDOW_OVER} AND {P
 RECLAIM_TERMINAL_QUERY = f"{PERMIT_AS_READ} AND {PERMIT_EXPIRED} AND {PERMIT_SAME_QUERY}"
 PERMIT_INHERIT = "(#owner = :owner AND #token = :seen_token AND #token < :token)"
 # A take (free or reclaimed) writes the whole holder and forgets any query; an inheritance keeps the query.
-# Every permit write sets the layout and is conditioned on it too (Semaphore._permit_update: stamped()).
-PERMIT_TAKE_UPDATE = with_schema_version(
-    "SET #prev_owner = if_not_exists(#owner, :null), #prev_token = if_not_exists(#token, :null),"
-    " #prev_query = if_not_exists(#query, :null),"
-    " #owner = :owner, #token = :token, #expires = :expires, #acquired = :now, #semaphore = :semaphore,"
-    " #index = :index, #start_may_follow = :start_may_follow REMOVE #query"
+# Every permit write sets the layout and is conditioned on it too (PermitBook.update: write()).
+PERMIT_TAKE_UPDATE = update(
+    (
+        "SET",
+        (
+            "#prev_owner = if_not_exists(#owner, :null), #prev_token = if_not_exists(#token, :null), "
+            "#prev_query = if_not_exists(#query, :null), #owner = :owner, #token = :token, #expires = :expires, "
+            "#acquired = :now, #semaphore = :semaphore, #index = :index, #start_may_follow = :start_may_follow"
+        ),
+    ),
+    ("REMOVE", ["#query"]),
 )
-PERMIT_INHERIT_UPDATE = with_schema_version(
-    "SET #prev_owner = #owner, #prev_token = #token, #token = :token, #expires = :expires, #acquired = :now"
+PERMIT_INHERIT_UPDATE = update(
+    (
+        "SET",
+        ["#prev_owner = #owner", "#prev_token = #token", "#token = :token", "#expires = :expires", "#acquired = :now"],
+    )
 )
 # Timeline of a holder's own writes (owner O, token T); all conditional on owner AND token, never a clock:
 #
@@ -393,12 +428,12 @@ PERMIT_INHERIT_UPDATE = with_schema_version(
 PERMIT_OURS = "(#owner = :owner AND #token = :token)"
 PERMIT_QUERY_UNSET_OR_SAME = "(attribute_not_exists(#query) OR #query = :query)"
 PERMIT_RECORD_QUERY = f"{PERMIT_OURS} AND {PERMIT_QUERY_UNSET_OR_SAME}"
-PERMIT_RENEW_UPDATE = with_schema_version("SET #expires = :expires")
-PERMIT_RECORD_QUERY_UPDATE = with_schema_version("SET #query = :query")
-PERMIT_RECORD_QUERY_EXPIRY_UPDATE = with_schema_version("SET #query = :query, #expires = :expires")
-PERMIT_RELEASE_UPDATE = with_schema_version(
-    "SET #last_owner = :owner, #last_token = :token, #released_at = :now"
-    " REMOVE #owner, #token, #expires, #query, #start_may_follow"
+PERMIT_RENEW_UPDATE = update(("SET", ["#expires = :expires"]))
+PERMIT_RECORD_QUERY_UPDATE = update(("SET", ["#query = :query"]))
+PERMIT_RECORD_QUERY_EXPIRY_UPDATE = update(("SET", ["#query = :query", "#expires = :expires"]))
+PERMIT_RELEASE_UPDATE = update(
+    ("SET", ["#last_owner = :owner", "#last_token = :token", "#released_at = :now"]),
+    ("REMOVE", ["#owner", "#token", "#expires", "#query", "#start_may_follow"]),
 )
 # Timeline of the tickets item, as seen by waiter W (= its permit owner) at ":now":
 #
@@ -412,7 +447,7 @@ PERMIT_RELEASE_UPDATE = with_schema_version(
 # it registers again and gets a new, later ticket).
 TICKETS_READY = "attribute_exists(#waiters)"
 WAITER_ABSENT = "attribute_not_exists(#waiters.#me)"
-WAITER_REGISTER_UPDATE = with_schema_version(
-    "SET #waiters.#me = if_not_exists(#next, :zero), #waiter_expires.#me = :expires ADD #next :one"
-)
+WAITER_REGISTER_SET = ("#waiters.#me = if_not_exists(#next, :zero)", "#waiter_expires.#me = :expires")
+WAITER_REGISTER_ADD = "#next :one"
+WAITER_REGISTER_UPDATE = update(("SET", WAITER_REGISTER_SET), ("ADD", [WAITER_REGISTER_ADD]))
 WAITER_PRESENT = "#waiters.#me = :ticket"

@@ -5,7 +5,7 @@ Every write here is fenced: conditional on the lock item's owner AND fencing tok
 write; and on the item's table layout (:data:`~slotlock._expressions.HOLDER_CONDITION`). The fenced
 building blocks (:func:`lock_update`, :func:`transact`, :func:`slot_ended_error`) are shared with the commit
 (:mod:`slotlock._commit`) and with the abandonment of an ended slot (:mod:`slotlock._acquire`). Transient answers
-are retried within :meth:`LockContext.holder_budget` (the lease's expiry or the invocation deadline, whichever comes
+are retried within :meth:`SlotLock.holder_budget` (the lease's expiry or the invocation deadline, whichever comes
 first).
 """
 
@@ -14,31 +14,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from . import _reads as reads
 from ._client import Cancelled
-from ._context import MAX_STATE_BYTES, LockContext, json_text
 from ._expressions import (
-    EXPIRES,
     GIVE_BACK_UPDATE,
-    GIVEN_BACK,
     HOLDER_CONDITION,
     LEASE_EXPIRY_UPDATE,
+    LOCK_NAMES,
     OWNER,
-    PK,
     STATE_JSON,
     STATUS,
     STATUS_RUNNING,
     TOKEN,
     slot_item_update,
-    stamped,
 )
 from ._lease import Lease, LockRecord
 from ._transient import RetryBudget
+from ._wire import MAX_STATE_BYTES, UpdateExpression, json_text, write
 from .errors import CommitConflictError, CorruptLockItemError, LeaseLostError, LockConfigurationError
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 #: The longest give-back reason (it becomes a MISSED record's ``reason`` if the slot is then superseded).
 MAX_REASON_CHARS = 64
@@ -68,7 +68,7 @@ def record_state(
     now_ms = ctx.clock_ms()
     expires_ms = max(ctx.lease_expiry_ms(now_ms, lease.deadline_ms), lease.expires_at_ms)
     items = [
-        lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}),
+        lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {":expires": {"N": str(expires_ms)}}),
         {
             "Update": slot_item_update(
                 ctx.table_name,
@@ -129,15 +129,14 @@ def set_expiry(
     give-back reason with it when given (:func:`release`).
 
     Transient answers (throttling past botocore's retries, ``TransactionConflictException`` while a
-    transaction touches the lock item) are retried within :meth:`LockContext.holder_budget`.
+    transaction touches the lock item) are retried within :meth:`SlotLock.holder_budget`.
     """
-    names, values = {"#expires": EXPIRES}, {":expires": {"N": str(expires_ms)}}
+    values = {":expires": {"N": str(expires_ms)}}
     if given_back is None:
-        update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, names, values)["Update"]
+        update = lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, values)["Update"]
     else:
-        names["#given_back"] = GIVEN_BACK
         values[":given_back"] = {"S": given_back}
-        update = lock_update(ctx, lease, GIVE_BACK_UPDATE, names, values)["Update"]
+        update = lock_update(ctx, lease, GIVE_BACK_UPDATE, values)["Update"]
     try:
         ctx.io.send("UpdateItem", update, ctx.holder_budget(lease))
     except ClientError as exc:  # send re-raises only a failed condition: ALL_OLD names the new holder
@@ -145,26 +144,19 @@ def set_expiry(
 
 
 def lock_update(
-    ctx: LockContext, lease: Lease, expression: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ctx: LockContext, lease: Lease, expression: UpdateExpression, values: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A TransactWriteItems ``Update`` entry of the lock item, fenced by the lease's owner and token and checked
     for the layout (:data:`~slotlock._expressions.HOLDER_CONDITION`), setting the layout too
-    (:func:`~slotlock._expressions.stamped`), ALL_OLD on failure."""
+    (:func:`~slotlock._expressions.write`), ALL_OLD on failure."""
     return {
-        "Update": stamped(
-            {
-                "TableName": ctx.table_name,
-                "Key": {PK: {"S": ctx.lock_key}},
-                "UpdateExpression": expression,
-                "ConditionExpression": HOLDER_CONDITION,
-                "ExpressionAttributeNames": {"#owner": OWNER, "#token": TOKEN, **names},
-                "ExpressionAttributeValues": {
-                    ":owner": {"S": lease.owner_id},
-                    ":token": {"N": str(lease.fencing_token)},
-                    **values,
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+        "Update": write(
+            ctx.table_name,
+            key=ctx.lock_key,
+            expression=expression,
+            condition=HOLDER_CONDITION,
+            names=LOCK_NAMES,
+            values={":owner": {"S": lease.owner_id}, ":token": {"N": str(lease.fencing_token)}, **values},
         )
     }
 

@@ -15,41 +15,39 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from . import _wire as wire
 from . import codec
 from ._client import Cancelled
-from ._context import LockContext, json_text
 from ._expressions import (
     ERROR_JSON,
     FINISHED_AT,
     GENERATION,
     JOB,
-    LEASE_SLOT,
+    LOCK_NAMES,
     MARK_SLOT_MISSED,
     MARK_SLOT_MISSED_CONDITION,
-    MISSED_SLOTS,
     PK,
     REASON,
     RECORD_ID,
-    SCHEMA_NAMES,
-    SCHEMA_VALUES,
     SLOT,
     SLOT_CREATE_CONDITION,
     SLOT_EPOCH,
     STATUS,
     STATUS_MISSED,
-    TOKEN,
     TTL,
     slot_item_update,
-    stamped,
 )
 from ._transient import RetryBudget
+from ._wire import json_text, write
 from .errors import TransientLockError
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 logger = logging.getLogger(__name__)
 
@@ -82,26 +80,18 @@ def record_missed(
     try:
         if guard_lock:
             mark_missed = {
-                "Update": {
-                    "TableName": ctx.table_name,
-                    "Key": {PK: {"S": ctx.lock_key}},
-                    "UpdateExpression": MARK_SLOT_MISSED,
-                    "ConditionExpression": MARK_SLOT_MISSED_CONDITION,
-                    "ExpressionAttributeNames": {
-                        "#pk": PK,
-                        "#token": TOKEN,
-                        "#lease_slot": LEASE_SLOT,
-                        "#missed": MISSED_SLOTS,
-                        **SCHEMA_NAMES,
-                    },
-                    "ExpressionAttributeValues": {
+                "Update": write(
+                    ctx.table_name,
+                    key=ctx.lock_key,
+                    expression=MARK_SLOT_MISSED,
+                    condition=MARK_SLOT_MISSED_CONDITION,
+                    names=LOCK_NAMES,
+                    values={
                         ":slot": {"N": str(slot.epoch_s)},
                         ":slots": {"NS": [str(slot.epoch_s)]},
                         ":zero": {"N": "0"},
-                        **SCHEMA_VALUES,
                     },
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+                )
             }
             ctx.io.transact([{"Update": update}, mark_missed], operation="record_missed", budget=budget)
         else:
@@ -126,26 +116,23 @@ def record_paused(ctx: LockContext, slot: Slot, detail: Mapping[str, Any], *, bu
     """
     now_ms = ctx.clock_ms()
     record_id = uuid.uuid4().hex
-    params = stamped(
-        {
-            "TableName": ctx.table_name,
-            "Item": {
-                PK: {"S": ctx.slot_key(slot)},
-                JOB: {"S": ctx.job_name},
-                SLOT: {"S": slot.iso},
-                SLOT_EPOCH: {"N": str(slot.epoch_s)},
-                GENERATION: {"N": str(ctx.generation)},
-                STATUS: {"S": STATUS_MISSED},
-                REASON: {"S": "paused"},
-                FINISHED_AT: {"N": str(now_ms)},
-                ERROR_JSON: {"S": json_text(detail)},
-                RECORD_ID: {"S": record_id},
-                TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
-            },
-            "ConditionExpression": SLOT_CREATE_CONDITION,
-            "ExpressionAttributeNames": {"#pk": PK},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+    params = write(
+        ctx.table_name,
+        item={
+            PK: {"S": ctx.slot_key(slot)},
+            JOB: {"S": ctx.job_name},
+            SLOT: {"S": slot.iso},
+            SLOT_EPOCH: {"N": str(slot.epoch_s)},
+            GENERATION: {"N": str(ctx.generation)},
+            STATUS: {"S": STATUS_MISSED},
+            REASON: {"S": "paused"},
+            FINISHED_AT: {"N": str(now_ms)},
+            ERROR_JSON: {"S": json_text(detail)},
+            RECORD_ID: {"S": record_id},
+            TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+        },
+        condition=SLOT_CREATE_CONDITION,
+        names=LOCK_NAMES,
     )
     try:
         ctx.io.send("PutItem", params, budget)

@@ -9,16 +9,20 @@ GetItem: https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_GetI
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from . import _wire as wire
 from . import codec
-from ._context import LockContext
-from ._expressions import PK, stamped
+from ._expressions import LOCK_NAMES
 from ._lease import LockRecord
+from ._wire import Condition, UpdateExpression, checked, either, update, write
+from .errors import LockConfigurationError
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 
 def get_lock(ctx: LockContext) -> LockRecord:
@@ -60,24 +64,22 @@ def update_lock_item(
     ``return_values`` asks (``ALL_OLD`` by default, ``ALL_NEW``); ALL_OLD with a failed condition.
 
     Every operator write goes through here, so each one sets the table layout and is conditioned on it
-    (:func:`~slotlock._expressions.stamped`: ``schema_version`` added to the SET clause, ``SCHEMA_COMPATIBLE``
-    ANDed in front of ``condition_expression``).
+    (:func:`~slotlock._expressions.write`). The expressions come from :func:`~slotlock._expressions.update` and
+    :func:`~slotlock._expressions.checked`, or as text (:func:`as_update`, :func:`as_condition`); the
+    placeholders of :data:`~slotlock._expressions.LOCK_NAMES` need no entry in ``names``.
 
     Re-raises the ``ClientError`` of a failed condition; raises :class:`UnsupportedSchemaVersionError` when the
     item has a newer table layout (from ALL_OLD, :mod:`slotlock._client`); wraps any other error
     (:class:`LockBackendError`).
     """
-    params = stamped(
-        {
-            "TableName": ctx.table_name,
-            "Key": {PK: {"S": ctx.lock_key}},
-            "UpdateExpression": update_expression,
-            "ConditionExpression": condition_expression,
-            "ExpressionAttributeNames": dict(names),
-            "ExpressionAttributeValues": dict(values),
-            "ReturnValues": return_values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+    params = write(
+        ctx.table_name,
+        key=ctx.lock_key,
+        expression=as_update(update_expression),
+        condition=as_condition(condition_expression),
+        names={**LOCK_NAMES, **names},
+        values=values,
+        return_values=return_values,
     )
     try:
         response = ctx.io.call("UpdateItem", **params)
@@ -87,3 +89,22 @@ def update_lock_item(
         raise ctx.io.wrap("UpdateItem", exc) from exc
     attributes = response.get("Attributes")
     return attributes if isinstance(attributes, dict) else None
+
+
+def as_update(expression: str) -> UpdateExpression:
+    """An operator's update: an :class:`~slotlock._expressions.UpdateExpression` as it is, or the text of one SET
+    clause (its assignments then get the layout's). Raises :class:`LockConfigurationError` for other text."""
+    if isinstance(expression, UpdateExpression):
+        return expression
+    words = expression.split()
+    if not words or words[0].upper() != "SET" or {"REMOVE", "ADD", "DELETE"} & {word.upper() for word in words}:
+        raise LockConfigurationError("update_expression", f"must be one SET clause, got {expression!r:.80}")
+    return update(("SET", [expression.strip()[3:].strip()]))
+
+
+def as_condition(condition: str) -> Condition:
+    """An operator's condition: a :class:`~slotlock._expressions.Condition` as it is, or text ANDed after the
+    layout's clause as one clause (parenthesized when it holds the OR keyword: pass a bare disjunction)."""
+    if isinstance(condition, Condition):
+        return condition
+    return checked(either(condition) if "OR" in {word.upper() for word in condition.split()} else condition)

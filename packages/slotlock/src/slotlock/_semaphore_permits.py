@@ -5,7 +5,7 @@ record the query, release) and judges a failed one from ALL_OLD: our own applied
 holder (:class:`~slotlock.errors.StalePermitTokenError`), a reclaimed permit
 (:class:`~slotlock.errors.PermitLostError`). Which permit to take, and when to wait, is the semaphore's. The clauses and their timelines are in
 :mod:`slotlock._expressions` (``PERMIT_*``, ``TAKE_*``, ``RECLAIM_*``); every write sets the table layout and is
-conditioned on it (:func:`~slotlock._expressions.stamped`), and a permit item of a newer layout raises
+conditioned on it (:func:`~slotlock._expressions.write`), and a permit item of a newer layout raises
 :class:`~slotlock.errors.UnsupportedSchemaVersionError` (from the failed condition's ALL_OLD, :mod:`slotlock._client`).
 """
 
@@ -21,36 +21,20 @@ from . import _wire as wire
 from . import table
 from ._client import LockTableClient
 from ._expressions import (
-    PERMIT_ACQUIRED,
-    PERMIT_EXPIRES,
     PERMIT_FREE,
-    PERMIT_INDEX,
     PERMIT_INHERIT,
     PERMIT_INHERIT_UPDATE,
-    PERMIT_LAST_OWNER,
-    PERMIT_LAST_TOKEN,
+    PERMIT_NAMES,
     PERMIT_OURS,
-    PERMIT_OWNER,
-    PERMIT_PREV_OWNER,
-    PERMIT_PREV_QUERY,
-    PERMIT_PREV_TOKEN,
-    PERMIT_QUERY,
     PERMIT_RELEASE_UPDATE,
-    PERMIT_RELEASED_AT,
-    PERMIT_SEMAPHORE,
-    PERMIT_START_MAY_FOLLOW,
     PERMIT_TAKE_UPDATE,
-    PERMIT_TOKEN,
-    PK,
     RECLAIM_TERMINAL_QUERY,
     TAKE_EXPIRED_NO_QUERY,
-    stamped,
 )
 from ._semaphore_items import Permit, PermitOwner, PermitRecord, Release, TakeKind, decode_permit
 from ._transient import RetryBudget
+from ._wire import UpdateExpression, checked, write
 from .errors import PermitLostError, StalePermitTokenError
-
-_PERMIT_NAMES = {"#owner": PERMIT_OWNER, "#token": PERMIT_TOKEN}
 
 
 class PermitBook:
@@ -110,17 +94,6 @@ class PermitBook:
                 values[":quiet_since"] = {"N": str(now_ms - (seen.start_may_follow_ms or 0))}
                 condition = TAKE_EXPIRED_NO_QUERY
         params = self.update(seen.index, PERMIT_TAKE_UPDATE, condition, values)
-        params["ExpressionAttributeNames"] |= {
-            "#expires": PERMIT_EXPIRES,
-            "#query": PERMIT_QUERY,
-            "#acquired": PERMIT_ACQUIRED,
-            "#semaphore": PERMIT_SEMAPHORE,
-            "#index": PERMIT_INDEX,
-            "#prev_owner": PERMIT_PREV_OWNER,
-            "#prev_token": PERMIT_PREV_TOKEN,
-            "#prev_query": PERMIT_PREV_QUERY,
-            "#start_may_follow": PERMIT_START_MAY_FOLLOW,
-        }
         permit = Permit(
             self.name,
             seen.index,
@@ -172,12 +145,6 @@ class PermitBook:
             ":now": {"N": str(now_ms)},
         }
         params = self.update(seen.index, PERMIT_INHERIT_UPDATE, PERMIT_INHERIT, values)
-        params["ExpressionAttributeNames"] |= {
-            "#expires": PERMIT_EXPIRES,
-            "#acquired": PERMIT_ACQUIRED,
-            "#prev_owner": PERMIT_PREV_OWNER,
-            "#prev_token": PERMIT_PREV_TOKEN,
-        }
         inherited = replace(held, expires_at_ms=expires_at_ms, how="inherited", replaced_token=seen_token)
         if expires_at_ms <= self.clock_ms():
             return None  # the lease ran out while we looked: inherit nothing with an expiry already past
@@ -222,32 +189,21 @@ class PermitBook:
     def release_params(self, permit: Permit) -> dict[str, Any]:
         values = {":now": {"N": str(self.clock_ms())}}
         params = self.update(permit.index, PERMIT_RELEASE_UPDATE, PERMIT_OURS, self.ours(permit, values))
-        params["ExpressionAttributeNames"] |= {
-            "#expires": PERMIT_EXPIRES,
-            "#query": PERMIT_QUERY,
-            "#last_owner": PERMIT_LAST_OWNER,
-            "#last_token": PERMIT_LAST_TOKEN,
-            "#released_at": PERMIT_RELEASED_AT,
-            "#start_may_follow": PERMIT_START_MAY_FOLLOW,
-        }
         return params
 
     @staticmethod
     def ours(permit: Permit, values: Mapping[str, Any]) -> dict[str, Any]:
         return {":owner": {"S": permit.owner.id}, ":token": {"N": str(permit.fencing_token)}, **values}
 
-    def update(self, index: int, update: str, condition: str, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Every write of a permit item: sets the table layout and is conditioned on it (``stamped``)."""
-        return stamped(
-            {
-                "TableName": self.table_name,
-                "Key": {PK: {"S": table.permit_key(self.name, index)}},
-                "UpdateExpression": update,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": dict(_PERMIT_NAMES),
-                "ExpressionAttributeValues": dict(values),
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+    def update(self, index: int, update: UpdateExpression, condition: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Every write of a permit item: sets the table layout and is conditioned on it (:func:`write`)."""
+        return write(
+            self.table_name,
+            key=table.permit_key(self.name, index),
+            expression=update,
+            condition=checked(condition),
+            names=PERMIT_NAMES,
+            values=values,
         )
 
     def old(self, exc: ClientError, index: int) -> PermitRecord:

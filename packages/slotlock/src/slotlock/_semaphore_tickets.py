@@ -6,13 +6,14 @@ the permits), so it is the one hot item of the semaphore, and only while some wa
 :mod:`slotlock._expressions` (``WAITER_*``). A waiter's entry expires ``waiter_ttl_ms`` after its last
 renewal; an expired entry blocks nobody, and a registration prunes entries dead for longer than a TTL
 (conditioned on their expiry as read, so a waiter renewing meanwhile is never pruned). Every write sets the table
-layout and is conditioned on it (:func:`~slotlock._expressions.stamped`); a tickets item of a newer layout raises
+layout and is conditioned on it (:func:`~slotlock._expressions.write`); a tickets item of a newer layout raises
 :class:`~slotlock.errors.UnsupportedSchemaVersionError` (from the failed condition's ALL_OLD, or from the read).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -24,23 +25,24 @@ from ._expressions import (
     NEXT_TICKET,
     PERMIT_SEMAPHORE,
     PK,
+    TICKET_NAMES,
     TICKETS_READY,
     WAITER_ABSENT,
     WAITER_EXPIRES,
     WAITER_PRESENT,
-    WAITER_REGISTER_UPDATE,
+    WAITER_REGISTER_ADD,
+    WAITER_REGISTER_SET,
     WAITER_TICKETS,
-    stamped,
 )
 from ._semaphore_items import Ticket, Waiters, decode_waiters
 from ._transient import RetryBudget
+from ._wire import Condition, UpdateExpression, checked, update, write
 from .errors import LockBackendError, UnsupportedSchemaVersionError
 
 logger = logging.getLogger(__name__)
 
 #: Dead entries one registration removes at most (keeps the item far below 400 KB).
 MAX_PRUNED = 20
-_NAMES = {"#waiters": WAITER_TICKETS, "#waiter_expires": WAITER_EXPIRES, "#me": ""}
 
 
 class TicketBook:
@@ -78,10 +80,16 @@ class TicketBook:
                 self._create(budget)
                 ready = True
             values = {":zero": {"N": "0"}, ":one": {"N": "1"}, ":expires": {"N": str(now_ms + self.waiter_ttl_ms)}}
-            params = self._update(waiter_id, WAITER_REGISTER_UPDATE, f"{TICKETS_READY} AND {WAITER_ABSENT}", values)
-            params["ExpressionAttributeNames"]["#next"] = NEXT_TICKET
-            params["ReturnValues"] = "ALL_NEW"
-            self._add_pruning(params, prune)
+            names: dict[str, str] = {}
+            removals, conditions = [], []
+            for dead, (waiter, expires) in enumerate(prune.items()):  # dead entries, removed as read
+                names[f"#d{dead}"] = waiter
+                values[f":d{dead}"] = {"N": str(expires)}
+                removals.append(f"#waiters.#d{dead}, #waiter_expires.#d{dead}")
+                conditions.append(f"#waiter_expires.#d{dead} = :d{dead}")
+            expression = update(("SET", WAITER_REGISTER_SET), ("REMOVE", removals), ("ADD", [WAITER_REGISTER_ADD]))
+            condition = checked(TICKETS_READY, WAITER_ABSENT, *conditions)
+            params = self._update(waiter_id, expression, condition, values, names, return_values="ALL_NEW")
             try:
                 response = self.io.send("UpdateItem", params, budget)
             except ClientError as exc:
@@ -114,8 +122,8 @@ class TicketBook:
         }
         params = self._update(
             ticket.waiter_id,
-            "SET #waiter_expires.#me = :expires",
-            f"{WAITER_PRESENT} AND #waiter_expires.#me > :now",
+            update(("SET", ["#waiter_expires.#me = :expires"])),
+            checked(WAITER_PRESENT, "#waiter_expires.#me > :now"),
             values,
         )
         try:
@@ -138,7 +146,10 @@ class TicketBook:
     # --- plumbing -------------------------------------------------------------------------------------
     def _remove(self, waiter_id: str, number: int, budget: RetryBudget) -> None:
         params = self._update(
-            waiter_id, "REMOVE #waiters.#me, #waiter_expires.#me", WAITER_PRESENT, {":ticket": {"N": str(number)}}
+            waiter_id,
+            update(("REMOVE", ["#waiters.#me", "#waiter_expires.#me"])),
+            checked(WAITER_PRESENT),
+            {":ticket": {"N": str(number)}},
         )
         try:
             self.io.send("UpdateItem", params, budget)
@@ -149,20 +160,17 @@ class TicketBook:
         try:
             self.io.send(
                 "PutItem",
-                stamped(
-                    {
-                        "TableName": self.table_name,
-                        "Item": {
-                            PK: {"S": self.key},
-                            PERMIT_SEMAPHORE: {"S": self.name},
-                            NEXT_TICKET: {"N": "0"},
-                            WAITER_TICKETS: {"M": {}},
-                            WAITER_EXPIRES: {"M": {}},
-                        },
-                        "ConditionExpression": "attribute_not_exists(#pk)",
-                        "ExpressionAttributeNames": {"#pk": PK},
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
+                write(
+                    self.table_name,
+                    item={
+                        PK: {"S": self.key},
+                        PERMIT_SEMAPHORE: {"S": self.name},
+                        NEXT_TICKET: {"N": "0"},
+                        WAITER_TICKETS: {"M": {}},
+                        WAITER_EXPIRES: {"M": {}},
+                    },
+                    condition=checked("attribute_not_exists(#pk)"),
+                    names=TICKET_NAMES,
                 ),
                 budget,
             )
@@ -178,29 +186,23 @@ class TicketBook:
         )
         return {waiter: expires for expires, waiter in dead[:MAX_PRUNED]}
 
-    @staticmethod
-    def _add_pruning(params: dict[str, Any], prune: dict[str, int]) -> None:
-        removals, conditions = [], []
-        for number, (waiter, expires) in enumerate(prune.items()):
-            params["ExpressionAttributeNames"][f"#d{number}"] = waiter
-            params["ExpressionAttributeValues"][f":d{number}"] = {"N": str(expires)}
-            removals.append(f"#waiters.#d{number}, #waiter_expires.#d{number}")
-            conditions.append(f"#waiter_expires.#d{number} = :d{number}")
-        if removals:
-            set_part, add_part = params["UpdateExpression"].split(" ADD ")
-            params["UpdateExpression"] = f"{set_part} REMOVE {', '.join(removals)} ADD {add_part}"
-            params["ConditionExpression"] += " AND " + " AND ".join(conditions)
-
-    def _update(self, waiter_id: str, update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
-        """Every write of the tickets item: sets the table layout and is conditioned on it (``stamped``)."""
-        return stamped(
-            {
-                "TableName": self.table_name,
-                "Key": {PK: {"S": self.key}},
-                "UpdateExpression": update,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {**_NAMES, "#me": waiter_id},
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+    def _update(
+        self,
+        waiter_id: str,
+        expression: UpdateExpression,
+        condition: Condition,
+        values: dict[str, Any],
+        names: Mapping[str, str] | None = None,
+        *,
+        return_values: str | None = None,
+    ) -> dict[str, Any]:
+        """Every write of the tickets item: sets the table layout and is conditioned on it (:func:`write`)."""
+        return write(
+            self.table_name,
+            key=self.key,
+            expression=expression,
+            condition=condition,
+            names={**TICKET_NAMES, "#me": waiter_id, **(names or {})},
+            values=values,
+            return_values=return_values,
         )

@@ -36,6 +36,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+ClockMs = Callable[[], int]
+
+#: Requests in all (the first included) that a holder spends on transient answers (throttling, a conflicting
+#: transaction, a server error) of one write, within the lease and the invocation deadline.
+DEFAULT_MAX_TRANSIENT_ATTEMPTS = 6
+#: A racer's acquisition or missed-slot record: fewer attempts, within this share of the lease.
+LOSER_TRANSIENT_ATTEMPTS = 3
+LOSER_RETRY_LEASE_SHARE = 0.25
+
+
+def system_clock_ms() -> int:
+    """Wall clock, epoch milliseconds (the default ``clock_ms``)."""
+    return time.time_ns() // 1_000_000
+
+
 #: Cancellation reason codes (``CancellationReasons[i].Code``).
 CONDITION_FAILED = "ConditionalCheckFailed"
 TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"})
@@ -152,6 +167,22 @@ class RetryBudget:
         self.max_delay_ms = max_delay_ms
         self.rng = rng
         self.attempts = 1
+
+    @classmethod
+    def ending(
+        cls,
+        clock_ms: Callable[[], int],
+        sleep_s: Callable[[float], None],
+        ends: Sequence[int | None],
+        max_attempts: int,
+    ) -> RetryBudget:
+        """A budget whose deadline is the earliest of ``ends`` (``None`` entries ignored: an absent deadline)."""
+        return cls(
+            clock_ms=clock_ms,
+            sleep_s=sleep_s,
+            deadline_ms=min(end for end in ends if end is not None),
+            max_attempts=max_attempts,
+        )
 
     def retry(self) -> bool:
         """Back off and count one more attempt; ``False`` (no sleep) when the budget is spent."""

@@ -2,6 +2,8 @@
 
 Every DynamoDB/botocore failure is wrapped in :class:`LockBackendError` with ``raise ... from exc``,
 so callers never need to import botocore to handle lock errors, and the original error stays attached.
+Every public exception of slotlock is defined here; ``slotlock.schedule.CronError`` and
+``slotlock.manual.GenerationRequestError`` are re-exported where 1.0 defined them.
 """
 
 from __future__ import annotations
@@ -264,3 +266,36 @@ class StalePermitTokenError(PermitLostError):
     The write was refused. ``current_token`` is the newer token. Like :class:`StaleFencingTokenError` on the
     lock, the stale holder must write nothing more.
     """
+
+
+# --- operator actions (slotlock.ops), manual generations, cron expressions (slotlock.schedule) -----------
+class LeaseHeldError(SlotLockError):
+    """A fence bump was refused because a lease is live: the bump would fence its holder out mid-run.
+
+    ``current`` is the lock item. Wait for the lease to expire (or stop the schedules first), or bump
+    with ``force=True`` to fence the holder out on purpose (its commit is then rejected as stale).
+    """
+
+    def __init__(self, job_name: str, current: LockRecord, action: str = "bump the fencing token") -> None:
+        super().__init__(
+            f"lock of {job_name!r} is held by {current.owner_id!r} (token {current.fencing_token}) until"
+            f" {current.lease_expires_at_ms} ms: refusing to {action} under a live lease"
+        )
+        self.current = current
+
+
+class LockChangedError(SlotLockError):
+    """The lock item changed between the operator's read and write (another acquisition, another operator):
+    nothing was written; read the status again and decide again. ``current`` is the item as it is now."""
+
+    def __init__(self, job_name: str, action: str, current: LockRecord | None) -> None:
+        super().__init__(f"lock of {job_name!r} changed while {action} was being applied; nothing was written")
+        self.current = current
+
+
+class GenerationRequestError(SlotLockError):
+    """A generation could not be requested (concurrent requests kept moving the slot's counter)."""
+
+
+class CronError(SlotLockError, ValueError):
+    """The expression is not a cron(...) expression this module can evaluate; the message says why."""

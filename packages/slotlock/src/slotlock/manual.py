@@ -27,56 +27,38 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
-from types import MappingProxyType
-from typing import Any, Literal, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import _reads as reads
+from . import _acquire as acquire
 from . import codec, table
-from ._acquire import check_owner_id, racer_expiry_ms, send_acquisition
 from ._client import Cancelled
-from ._context import LockContext
 from ._expressions import (
-    ACQUIRED,
-    EXPIRES,
     GENERATION,
     JOB,
     LAST_GENERATION,
-    LEASE_GENERATION,
-    LEASE_SLOT,
-    MANUAL_ACQUIRE_CONDITION,
-    MANUAL_ACQUIRE_UPDATE,
-    OWNER,
+    LOCK_NAMES,
     PK,
-    PREV_GENERATION,
-    PREV_OWNER,
-    PREV_SLOT,
     REQUEST_REASON,
     REQUESTED_AT,
     REQUESTED_BY,
     RUN_ID,
     RUN_KIND,
-    SCHEMA_NAMES,
-    SCHEMA_VALUES,
     SLOT,
     SLOT_CREATE_CONDITION,
     SLOT_EPOCH,
     STATUS,
     STATUS_REQUESTED,
-    TERMINAL_STATUSES,
-    TOKEN,
     TTL,
-    stamped,
 )
-from ._holder import set_expiry
-from ._lease import Lease, LockRecord, Loss
-from .errors import (
-    CorruptLockItemError,
-    InvalidEventError,
-    LockConfigurationError,
-    SlotLockError,
-)
+from ._lease import Lease, Loss
+from ._wire import checked, update, write
+from .errors import CorruptLockItemError, InvalidEventError, LockConfigurationError
+from .errors import GenerationRequestError as GenerationRequestError  # noqa: PLC0414 (public here since 1.0)
 from .slot import Slot
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +70,6 @@ MAX_REASON_CHARS = 1000
 MAX_REQUESTED_BY_CHARS = 2048
 #: A request transaction that meets a concurrent request of the same slot re-reads the counter and tries again.
 REQUEST_ATTEMPTS = 5
-
-
-class GenerationRequestError(SlotLockError):
-    """A generation could not be requested (concurrent requests kept moving the slot's counter)."""
 
 
 def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | None) -> Lease | Loss:
@@ -111,124 +89,7 @@ def try_acquire(ctx: LockContext, slot: Slot, owner_id: str, deadline_ms: int | 
     CorruptLockItemError, TransientLockError, LockBackendError
         As :func:`slotlock._acquire.try_acquire`.
     """
-    check_owner_id(owner_id)
-    now_ms = ctx.clock_ms()
-    if ctx.max_slot_lead_ms is not None and slot.epoch_ms - now_ms > ctx.max_slot_lead_ms:
-        raise InvalidEventError(
-            "scheduled_time", f"{slot.iso} is in the future: a manual run is for a past or current slot"
-        )
-    expires_ms = racer_expiry_ms(ctx, now_ms, deadline_ms)
-    params = {
-        "TableName": ctx.table_name,
-        "Key": {PK: {"S": ctx.lock_key}},
-        "UpdateExpression": MANUAL_ACQUIRE_UPDATE,
-        "ConditionExpression": MANUAL_ACQUIRE_CONDITION,
-        "ExpressionAttributeNames": {
-            "#pk": PK,
-            "#job": JOB,
-            "#token": TOKEN,
-            "#owner": OWNER,
-            "#expires": EXPIRES,
-            "#acquired": ACQUIRED,
-            "#lease_slot": LEASE_SLOT,
-            "#lease_gen": LEASE_GENERATION,
-            "#prev_owner": PREV_OWNER,
-            "#prev_slot": PREV_SLOT,
-            "#prev_gen": PREV_GENERATION,
-            **SCHEMA_NAMES,
-        },
-        "ExpressionAttributeValues": {
-            ":owner": {"S": owner_id},
-            ":expires": {"N": str(expires_ms)},
-            ":now": {"N": str(now_ms)},
-            ":slot": {"N": str(slot.epoch_s)},
-            ":gen": {"N": str(ctx.generation)},
-            ":job": {"S": ctx.job_name},
-            ":one": {"N": "1"},
-            ":null": {"NULL": True},
-            **SCHEMA_VALUES,
-        },
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    answer = send_acquisition(
-        ctx,
-        slot,
-        owner_id,
-        params,
-        ctx.racer_budget(now_ms, deadline_ms),
-        operation="manual acquire",
-        lost=lambda current: _loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
-    )
-    if isinstance(answer, (Lease, Loss)):
-        return answer
-    record = ctx.decode_lock(answer["Attributes"])
-    return _lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
-
-
-def _lease_from(
-    ctx: LockContext,
-    record: LockRecord,
-    slot: Slot,
-    owner_id: str,
-    now_ms: int,
-    expires_ms: int,
-    deadline_ms: int | None,
-) -> Lease | Loss:
-    same_run = (
-        record.previous_owner_id is not None
-        and record.previous_slot == slot
-        and record.previous_generation == ctx.generation
-    )
-    lease = Lease(
-        job_name=ctx.job_name,
-        slot=slot,
-        owner_id=owner_id,
-        fencing_token=record.fencing_token,
-        acquired_at_ms=now_ms,
-        expires_at_ms=expires_ms,
-        deadline_ms=deadline_ms,
-        takeover_from=record.previous_owner_id if same_run and record.previous_owner_id != owner_id else None,
-        reentered=same_run and record.previous_owner_id == owner_id,
-        generation=ctx.generation,
-    )
-    try:
-        item = reads.get_slot(ctx, slot)
-    except CorruptLockItemError:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        raise
-    if item is None:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        raise InvalidEventError(
-            "manual.generation",
-            f"generation {ctx.generation} of slot {slot.iso} was never requested (no {ctx.slot_key(slot)} item);"
-            " request it first (tools.ops run/rerun/backfill do)",
-        )
-    status = str(item.get(STATUS))
-    if status in TERMINAL_STATUSES:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        logger.info("generation %d of slot %s is already %s: not run", ctx.generation, slot.iso, status)
-        return Loss(
-            ctx.job_name, slot, owner_id, "slot_finished", replace(record, owner_id=None), generation=ctx.generation
-        )
-    state = item.get("state") or {}
-    return replace(lease, state=MappingProxyType(dict(state))) if state else lease
-
-
-def _loss(
-    ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
-) -> Lease | Loss:
-    if current is None:
-        raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
-    ours = current.owner_id == owner_id and current.lease_slot == slot and current.lease_generation == ctx.generation
-    if ours:  # our own acquisition already applied (an SDK resend failed the condition)
-        return _lease_from(ctx, current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
-    if current.locked(now_ms):
-        same_run = current.lease_slot == slot and current.lease_generation == ctx.generation
-        return Loss(ctx.job_name, slot, owner_id, "held" if same_run else "busy", current, generation=ctx.generation)
-    raise CorruptLockItemError(
-        ctx.lock_key, EXPIRES, f"made the manual acquire condition false although no live lease explains it: {current}"
-    )
+    return acquire.try_acquire(ctx, slot, owner_id, deadline_ms, manual=True)
 
 
 @dataclass(frozen=True)
@@ -318,47 +179,39 @@ def request_generation(
         # Both writes set the layout and are conditioned on it; ALL_OLD on failure lets the client refuse a
         # newer item at once (slotlock._client), before the cancellation is judged.
         move_counter = {
-            "Update": stamped(
-                {
-                    "TableName": ctx.table_name,
-                    "Key": {PK: {"S": counter_key}},
-                    "UpdateExpression": "SET #last = :gen, #job = :job, #slot = :slot_iso",
-                    "ConditionExpression": "attribute_not_exists(#pk)" if counter is None else "#last = :last",
-                    "ExpressionAttributeNames": {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT, "#pk": PK}
-                    if counter is None
-                    else {"#last": LAST_GENERATION, "#job": JOB, "#slot": SLOT},
-                    "ExpressionAttributeValues": {
-                        ":gen": {"N": str(generation)},
-                        ":job": {"S": ctx.job_name},
-                        ":slot_iso": {"S": slot.iso},
-                        **({} if counter is None else {":last": {"N": str(last)}}),
-                    },
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+            "Update": write(
+                ctx.table_name,
+                key=counter_key,
+                expression=update(("SET", ["#last = :gen", "#job = :job", "#slot = :slot_iso"])),
+                condition=checked("attribute_not_exists(#pk)" if counter is None else "#last = :last"),
+                names=LOCK_NAMES,
+                values={
+                    ":gen": {"N": str(generation)},
+                    ":job": {"S": ctx.job_name},
+                    ":slot_iso": {"S": slot.iso},
+                    **({} if counter is None else {":last": {"N": str(last)}}),
+                },
             )
         }
         put_request = {
-            "Put": stamped(
-                {
-                    "TableName": ctx.table_name,
-                    "Item": {
-                        PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
-                        JOB: {"S": ctx.job_name},
-                        SLOT: {"S": slot.iso},
-                        SLOT_EPOCH: {"N": str(slot.epoch_s)},
-                        GENERATION: {"N": str(generation)},
-                        STATUS: {"S": STATUS_REQUESTED},
-                        RUN_ID: {"S": run_id},
-                        RUN_KIND: {"S": kind},
-                        REQUESTED_BY: {"S": requested_by},
-                        REQUESTED_AT: {"N": str(now_ms)},
-                        REQUEST_REASON: {"S": reason.strip()},
-                        TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
-                    },
-                    "ConditionExpression": SLOT_CREATE_CONDITION,
-                    "ExpressionAttributeNames": {"#pk": PK},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+            "Put": write(
+                ctx.table_name,
+                item={
+                    PK: {"S": table.slot_key(ctx.job_name, slot.iso, generation)},
+                    JOB: {"S": ctx.job_name},
+                    SLOT: {"S": slot.iso},
+                    SLOT_EPOCH: {"N": str(slot.epoch_s)},
+                    GENERATION: {"N": str(generation)},
+                    STATUS: {"S": STATUS_REQUESTED},
+                    RUN_ID: {"S": run_id},
+                    RUN_KIND: {"S": kind},
+                    REQUESTED_BY: {"S": requested_by},
+                    REQUESTED_AT: {"N": str(now_ms)},
+                    REQUEST_REASON: {"S": reason.strip()},
+                    TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
+                },
+                condition=SLOT_CREATE_CONDITION,
+                names=LOCK_NAMES,
             )
         }
         try:

@@ -31,7 +31,7 @@ import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import SlotLockError
+from .errors import CronError as CronError  # noqa: PLC0414 (defined in slotlock.errors, public here since 1.0)
 
 MONTH_NAMES = {name.upper(): number for number, name in enumerate(calendar.month_abbr) if name}
 # EventBridge numbers weekdays 1 (SUN) .. 7 (SAT).
@@ -44,10 +44,6 @@ DEFAULT_YEARS = range(2028, 2032)
 #: years already show the shortest and the longest one for any realistic expression).
 MAX_SCANNED_YEARS = 8
 _CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
-
-
-class CronError(SlotLockError, ValueError):
-    """The expression is not a cron(...) expression this module can evaluate; the message says why."""
 
 
 @dataclass(frozen=True)

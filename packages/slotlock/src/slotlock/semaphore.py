@@ -43,11 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import table
 from ._client import LockTableClient
-from ._context import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, system_clock_ms
 from ._expressions import (
-    PERMIT_EXPIRES,
     PERMIT_OURS,
-    PERMIT_QUERY,
     PERMIT_RECORD_QUERY,
     PERMIT_RECORD_QUERY_EXPIRY_UPDATE,
     PERMIT_RECORD_QUERY_UPDATE,
@@ -69,7 +66,7 @@ from ._semaphore_items import (
 )
 from ._semaphore_permits import PermitBook
 from ._semaphore_tickets import TicketBook
-from ._transient import RetryBudget
+from ._transient import DEFAULT_MAX_TRANSIENT_ATTEMPTS, ClockMs, RetryBudget, system_clock_ms
 from .errors import LockConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
@@ -354,7 +351,6 @@ class Semaphore:
         params = self.permit_items.update(
             permit.index, PERMIT_RENEW_UPDATE, PERMIT_OURS, self.permit_items.ours(permit, values)
         )
-        params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
         self.permit_items.holder_write(permit, params, "renew", self.budget(permit.expires_at_ms))
         return replace(permit, expires_at_ms=expires_at_ms)
 
@@ -394,9 +390,6 @@ class Semaphore:
             values[":expires"] = {"N": str(expires_at_ms)}
             update = PERMIT_RECORD_QUERY_EXPIRY_UPDATE
         params = self.permit_items.update(permit.index, update, condition, self.permit_items.ours(permit, values))
-        params["ExpressionAttributeNames"]["#query"] = PERMIT_QUERY
-        if expires_at_ms is not None:
-            params["ExpressionAttributeNames"]["#expires"] = PERMIT_EXPIRES
         return {"Update": params}
 
     @staticmethod
