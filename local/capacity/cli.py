@@ -21,6 +21,7 @@ from typing import Any
 from local.capacity.harness import CapacityHarnessError, run_capacity
 from local.capacity.plan import REPO_ROOT, CapacityOptions
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
+from local.reports import write_report
 from tools.cli.program import prog
 
 DEFAULTS = CapacityOptions()
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    report_path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    write_report(report_path, report)
     print("\n".join(summary_lines(report)))
     print(f"report: {report_path}")
     failures = failed_goals(report)

@@ -34,11 +34,8 @@ outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import json
 import shutil
-import sys
 import time
 import uuid
 from collections import deque
@@ -63,7 +60,15 @@ from local.capacity.plan import (
 )
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
-from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, LambdaServiceError, ServiceHooks
+from local.emulators.lambda_service import (
+    Delivery,
+    FakeLambda,
+    FunctionConfig,
+    LambdaServiceError,
+    ServiceHooks,
+    environment_argv,
+)
+from local.reports import write_history
 from slotlock import SlotLock
 from stacks.jobs import default_local_job, load_repo_jobs
 
@@ -172,25 +177,16 @@ class CapacityRun(ServiceHooks):
         return phase
 
     def _worker_argv(self, worker_id: str, seq: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
+        return environment_argv(
             "local.capacity.worker",
-            "--worker-id",
-            worker_id,
-            "--log-file",
-            str(self.logs_dir / f"{worker_id}.log"),
-            "--data-dir",
-            str(self.data_dir),
-            "--state-dir",
-            str(self.workdir / "engine"),
-            "--function-name",
-            FUNCTION_NAME,
-            "--memory-mb",
-            str(self.o.memory_mb),
-            "--timeout-ms",
-            str(self.o.timeout_s * 1000),
-        ]
+            worker_id=worker_id,
+            log_file=self.logs_dir / f"{worker_id}.log",
+            data_dir=self.data_dir,
+            state_dir=self.workdir / "engine",
+            function_name=FUNCTION_NAME,
+            memory_mb=self.o.memory_mb,
+            timeout_s=self.o.timeout_s,
+        )
 
     # ---- deliveries --------------------------------------------------------------------------------
     def _deliver(
@@ -423,9 +419,7 @@ class CapacityRun(ServiceHooks):
                 phase.deployment.close()
         if self._first is not None:
             self._first.close()
-        with contextlib.suppress(OSError):
-            history = self.service.history if self.service is not None else []
-            (self.workdir / "history.jsonl").write_text("".join(json.dumps(e, default=str) + "\n" for e in history))
+        write_history(self.workdir, self.service.history if self.service is not None else [])
 
 
 def run_capacity(options: CapacityOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:

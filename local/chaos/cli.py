@@ -14,7 +14,6 @@ package not fetched) or a work directory that cannot be written, one ``chaos har
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from local.chaos.harness import ChaosHarnessError, run_suite
 from local.chaos.plan import REPO_ROOT, ChaosOptions
 from local.emulators.deployment import BACKENDS
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
+from local.reports import write_report
 from tools.cli.program import prog
 
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     control_slots = None if args.no_control else (args.control_slots or args.slots)
     try:
         report = run_suite(options, control_slots=control_slots)
-        args.report.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        write_report(args.report, report)
     except ChaosHarnessError as exc:
         print(f"chaos harness failed: {one_line(str(exc))}", file=sys.stderr)
         return 2

@@ -48,11 +48,11 @@ be reported as violating: it proves the checker can fail.
 Where the parts live: the seeded plan in :mod:`local.chaos.plan`; the deliveries, Lambda's async retries
 (same request id), timeouts, environments and the recorded history in the fake Lambda service that the demo
 uses too (:mod:`local.emulators.lambda_service`); the tables in :mod:`local.emulators.deployment`; the
-operator's actions and the read-back of every generation in :mod:`local.chaos.operator`; the command line in
-:mod:`local.chaos.cli`. This module is the driver
-(what the plan adds on top of the service: duplicate, late, ancient and near-future deliveries, when a
-stopped holder resumes, when the operator acts) and the report; at about 780 lines, the report's figures
-stay next to the run state they are computed from.
+operator's actions and the read-back of every generation in :mod:`local.chaos.operator`; the checks run and
+the report's figures in :mod:`local.chaos.verdict`; the report and history files written by
+:mod:`local.reports`; the command line in :mod:`local.chaos.cli`. This module is the driver (what the plan
+adds on top of the service: duplicate, late, ancient and near-future deliveries, when a stopped holder
+resumes, when the operator acts).
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
                           [--write-fault-scale 1.0] [--future-fraction 0.1] [--operator-fraction 0.03]
@@ -64,12 +64,9 @@ a violation, the harness failed, or the negative control found none.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import json
 import random
 import shutil
-import sys
 import time
 import uuid
 from collections import Counter
@@ -77,11 +74,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from athena_refresh.engine import client_request_token
-from athena_refresh.settings import Settings
-from athena_refresh.stored import result_sort_key
-from local.chaos import checker as chaos_checker
-from local.chaos.checker import FinalState, percentile
+from local.chaos import operator as chaos_ops
+from local.chaos import verdict
 from local.chaos.operator import ChaosOperator
 from local.chaos.plan import (
     FORCED_MISSED_RESEND,
@@ -95,20 +89,19 @@ from local.chaos.plan import (
     iso,
     make_plan,
 )
-from local.chaos.worker import WRITE_FAULTS
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import (
     ERROR,
     KILLED,
-    MAX_ASYNC_RETRIES,
     Delivery,
     FakeLambda,
     FunctionConfig,
     LambdaServiceError,
     ServiceHooks,
+    environment_argv,
 )
-from slotlock import SlotLockError
+from local.reports import write_history
 from stacks.jobs import default_local_job, load_repo_jobs
 
 MAX_REDELIVERIES = 4  # late deliveries of a stopped holder's slot that arrive while the lease still holds
@@ -217,40 +210,23 @@ class Chaos(ServiceHooks):
     def _worker_argv(self, worker_id: str, seq: int) -> list[str]:
         skew_ms = self.rng.randint(-self.o.max_skew_ms, self.o.max_skew_ms)
         self.skews_ms[worker_id] = skew_ms
-        argv = [
-            sys.executable,
-            "-m",
-            "local.chaos.worker",
-            "--worker-id",
-            worker_id,
-            "--log-file",
-            str(self.logs_dir / f"{worker_id}.log"),
-            "--data-dir",
-            str(self.data_dir),
-            "--state-dir",
-            str(self.state_dir),
-            "--simulated-duration-ms",
-            str(self.o.query_ms),
-            "--function-name",
-            FUNCTION_NAME,
-            "--memory-mb",
-            str(self.job.lambda_memory_mb),
-            "--timeout-ms",
-            str(self.o.timeout_s * 1000),
-            "--region",
-            self.env["AWS_REGION"],
-            "--seed",
-            str(self.o.seed * 1000 + seq),
-            "--transient-rate",
-            str(self.o.transient_rate),
-            "--clock-skew-ms",
-            str(skew_ms),
-            "--write-fault-scale",
-            str(self.o.write_fault_scale),
+        extra = [
+            *("--seed", str(self.o.seed * 1000 + seq), "--transient-rate", str(self.o.transient_rate)),
+            *("--clock-skew-ms", str(skew_ms), "--write-fault-scale", str(self.o.write_fault_scale)),
         ]
-        if not self.o.fencing:
-            argv.append("--no-fencing")
-        return argv
+        return environment_argv(
+            "local.chaos.worker",
+            worker_id=worker_id,
+            log_file=self.logs_dir / f"{worker_id}.log",
+            data_dir=self.data_dir,
+            state_dir=self.state_dir,
+            simulated_duration_ms=self.o.query_ms,
+            function_name=FUNCTION_NAME,
+            memory_mb=self.job.lambda_memory_mb,
+            timeout_s=self.o.timeout_s,
+            region=self.env["AWS_REGION"],
+            extra=extra if self.o.fencing else [*extra, "--no-fencing"],
+        )
 
     # ---- the run -----------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -262,13 +238,13 @@ class Chaos(ServiceHooks):
             while time.monotonic() < self.not_before:
                 service.step(min(0.05, self.not_before - time.monotonic()))
             if plan.pause:
-                self._pause(plan)
+                chaos_ops.pause_before(self, plan)
             self._fire(plan)
             self._settle(plan, run_deadline)
             if plan.pause:
-                self._resume(plan)
+                chaos_ops.resume_after(self, plan)
             if plan.rerun_after:
-                self._rerun(plan.iso, plan, beside=None)
+                chaos_ops.rerun(self, plan.iso, plan, beside=None)
                 self._settle(plan, run_deadline)
             if (plan.index + 1) % 25 == 0 or plan.index + 1 == len(self.plans):
                 commits = sum(1 for d in service.deliveries if d.status == "succeeded")
@@ -318,7 +294,7 @@ class Chaos(ServiceHooks):
         if plan.storm:
             self.faults[f"storm_{plan.storm['target']}"] += 1
         if plan.rerun:
-            self._rerun(plan.rerun, plan, beside=plan.iso)
+            chaos_ops.rerun(self, plan.rerun, plan, beside=plan.iso)
 
     def _event(self, slot_iso: str, racer: int) -> dict[str, Any]:
         # The stack's Scheduler input (slotlock_cdk.FanoutSchedule): same for every racer but the index.
@@ -348,85 +324,6 @@ class Chaos(ServiceHooks):
         if self.operator is None:
             raise ChaosHarnessError("the run has not been set up")
         return self.operator
-
-    def _pause(self, plan: SlotPlan) -> None:
-        try:
-            action = self.ops.pause(plan.iso)
-        except SlotLockError as exc:
-            self.harness_errors.append(f"pause before {plan.iso}: {exc}")
-            return
-        self.operator_actions["pause"] += 1
-        self.lambda_service.record("operator", action="pause", slot=plan.iso, changed=action.changed)
-        self.say(f"operator: paused the job before slot {plan.iso}")
-
-    def _resume(self, plan: SlotPlan) -> None:
-        try:
-            action = self.ops.resume(plan.iso)
-        except SlotLockError as exc:
-            self.harness_errors.append(f"resume after {plan.iso}: {exc}")
-            return
-        through = action.after.paused_through_slot if action.after is not None else None
-        self.operator_actions["resume"] += 1
-        self.lambda_service.record(
-            "operator", action="resume", slot=plan.iso, through=through.iso if through else None, changed=action.changed
-        )
-
-    def _force_release(self, stopped: Delivery, message: dict[str, Any]) -> None:
-        """The operator releases the stopped holder's live lease (``force``): its token is fenced out."""
-        now_ms = time.time_ns() // 1_000_000
-        try:
-            action = self.ops.force_release(stopped.slot)
-        except SlotLockError as exc:
-            self.harness_errors.append(f"force release of {stopped.slot}: {exc}")
-            return
-        before = action.before
-        if before is None or before.owner_id != stopped.request_id or not action.changed:
-            self.harness_errors.append(f"force release of {stopped.slot} did not release its holder: {action.message}")
-            return
-        self.operator_actions["release"] += 1
-        self.lambda_service.record(
-            "operator",
-            action="release",
-            slot=stopped.slot,
-            request_id=stopped.request_id,
-            token=before.fencing_token,
-            checkpoint=message.get("checkpoint"),
-            lease_live=before.locked(now_ms),
-        )
-
-    def _rerun(self, slot: str, plan: SlotPlan, *, beside: str | None) -> None:
-        """The operator re-runs ``slot``: requests its next generation, then invokes it with the manual marker."""
-        try:
-            live = self.ops.live_record(slot)
-            rerun = self.ops.request_rerun(slot)
-        except SlotLockError as exc:
-            self.harness_errors.append(f"re-run of {slot}: {exc}")
-            return
-        self.operator_actions["rerun"] += 1
-        self._invoke_manual(slot, plan.index, rerun.generation, rerun.event, beside=beside, live=live)
-
-    def _invoke_manual(
-        self,
-        slot: str,
-        round_: int,
-        generation: int,
-        event: dict[str, Any],
-        *,
-        beside: str | None = None,
-        live: tuple[str | None, int | None] | None = None,
-        delay_s: float = 0.0,
-    ) -> None:
-        request_id = str(uuid.uuid4())
-        self.manual[request_id] = (slot, generation, event)
-        self.operator_actions["manual_invoke"] += 1
-        fields: dict[str, Any] = {"beside": beside}
-        if live is not None:
-            fields.update(live_status=live[0], live_token=live[1])
-        self.lambda_service.record(
-            "operator", action="rerun", slot=slot, generation=generation, request_id=request_id, **fields
-        )
-        delivery = Delivery(request_id, slot, round_, 0, dict(event), "manual", due=time.monotonic() + delay_s)
-        self.lambda_service.invoke(delivery)
 
     def _drain(self, run_deadline: float) -> None:
         service = self.lambda_service
@@ -463,7 +360,7 @@ class Chaos(ServiceHooks):
         if (delivery.fault or {}).get("operator") == OPERATOR_RELEASE:
             # The operator releases the live lease now: the late delivery need not wait for it to run out,
             # only for the racers' clocks (skewed either way) to agree that it ended.
-            self._force_release(delivery, message)
+            chaos_ops.force_release(self, delivery, message)
             wait_s = 2 * self.o.max_skew_ms / 1000 + TAKEOVER_MARGIN_S
         if policy == RESUME_AFTER_NEXT_SLOT:
             self.deferred.append((delivery.round, delivery))
@@ -477,7 +374,7 @@ class Chaos(ServiceHooks):
             slot, generation, event = manual
             invoked = sum(1 for m in self.manual.values() if m[:2] == (slot, generation))
             if delivery.status == "lost" and delivery.reason in MANUAL_AGAIN_REASONS and invoked <= MAX_REDELIVERIES:
-                self._invoke_manual(slot, delivery.round, generation, event, delay_s=self.o.lease_s / 2)
+                chaos_ops.invoke_manual(self, slot, delivery.round, generation, event, delay_s=self.o.lease_s / 2)
             return
         if delivery.kind != "redelivery" or str(delivery.status).startswith("crashed:"):
             return
@@ -518,234 +415,15 @@ class Chaos(ServiceHooks):
             if delivery.paused and delivery.slot == slot and delivery.resume_policy == policy:
                 self.lambda_service.resume(delivery, f"policy {policy}")
 
-    # ---- verdict -----------------------------------------------------------------------------------
+    # ---- verdict (local.chaos.verdict) -------------------------------------------------------------
     def faults_injected(self) -> Counter[str]:
-        """The plan's faults and the service's (injected, checkpoint faults, retries, timeouts), by kind."""
-        counts = self.faults + self.lambda_service.counts
-        counts.pop("cold_start", None)
-        return counts
-
-    def final_state(self) -> FinalState:
-        return self.deployment.final_state(self.job.job_name)
-
-    def query_tokens(self) -> list[str]:
-        """The ``ClientRequestToken`` of every query the engine started (one file per query execution)."""
-        tokens = []
-        for path in sorted((self.state_dir / "queries").glob("*.json")):
-            with contextlib.suppress(OSError, ValueError):
-                tokens.append(str(json.loads(path.read_text(encoding="utf-8")).get("client_request_token")))
-        return tokens
-
-    def _tokens_of(self, slot: str, generation: int) -> set[str]:
-        """Every token a query of (``slot``, ``generation``) can carry (one per attempt)."""
-        attempts = Settings.from_env(self.env).max_query_attempts
-        key = result_sort_key(slot, generation)
-        return {
-            client_request_token(self.job.job_name, key, attempt, deployment_id=self.deployment.lock_table)
-            for attempt in range(attempts + 2)
-        }
-
-    def expected_rows(self, slots: list[str]) -> dict[str, Any]:
-        """The rows the job's query gives for each slot, computed afresh (DuckDB, no simulated duration)."""
-        return self.deployment.expected_rows(self.env, slots, data_dir=self.data_dir)
-
-    def logged_slot_missed(self) -> Counter[str]:
-        """MISSED records in the environments' logs (JSON lines with ``missed_reason``), by reason."""
-        logged: Counter[str] = Counter()
-        for log in sorted(self.logs_dir.glob("*.log")):
-            with open(log, encoding="utf-8", errors="replace") as lines:
-                logged += chaos_checker.logged_missed_slots(lines)
-        return logged
-
-    def dead_lettered(self, *, future: bool = False) -> list[str]:
-        """Slots whose event went to the on-failure destination (near-future ones apart, or only those)."""
-        return [d.slot for d in self.lambda_service.dead_lettered if (d.kind == "future") == future]
-
-    def lock_writes_sent(self) -> Counter[str]:
-        """The lock's writes the environments sent, by write (``local.chaos.worker.classify_write``)."""
-        sent: Counter[str] = Counter()
-        for event in self.lambda_service.history:
-            if event["what"] == "dynamodb_requests":
-                for write, n in (event.get("writes") or {}).items():
-                    sent[write] += int(n)
-        return sent
-
-    def outcomes(self) -> Counter[str]:
-        """The invocations' outcome statuses, plus ``errors``: the invocations whose handler raised."""
-        deliveries = self.lambda_service.deliveries
-        counts = Counter(str(d.status) for d in deliveries if d.outcome is not None)
-        errors = sum(1 for d in deliveries if d.error is not None)
-        if errors:
-            counts["errors"] = errors
-        return counts
+        """The plan's faults and the service's, by kind (:func:`local.chaos.verdict.faults_injected`)."""
+        return verdict.faults_injected(self)
 
     def report(self) -> dict[str, Any]:
-        final = self.final_state()
-        faults = self.faults_injected()
-        succeeded = sorted(s for s, item in final.slot_items.items() if item.get("status") == "SUCCEEDED")
-        rerun_ok = {s for (s, _), item in final.generation_items.items() if item.get("status") == "SUCCEEDED"}
-        expected = self.expected_rows(sorted(set(succeeded) | rerun_ok))
-        planned = [p.iso for p in self.plans] + self.ancient
-        logged_missed = self.logged_slot_missed()
-        history = self.lambda_service.history
-        tokens = self.query_tokens()
-        paused = [p.iso for p in self.plans if p.pause]
-        paused_queries = {slot: len(self._tokens_of(slot, 1).intersection(tokens)) for slot in paused}
-        manual_tokens = set().union(*(self._tokens_of(s, g) for s, g, _ in self.manual.values()))
-        manual_queries = sum(t in manual_tokens for t in tokens)
-        violations = chaos_checker.check_history(history) + chaos_checker.check_final_state(
-            final,
-            planned_slots=planned,
-            dead_lettered=self.dead_lettered(),
-            expected_rows=expected,
-        )
-        violations += chaos_checker.check_terminal_records(history, final, dead_lettered=self.dead_lettered())
-        violations += chaos_checker.check_slot_missed_logged(logged_missed, final)
-        violations += chaos_checker.check_future_refused(
-            history, final, future_slots=self.future_slots, max_attempts=1 + MAX_ASYNC_RETRIES
-        )
-        violations += chaos_checker.check_paused_slots(history, final, queries_started=paused_queries)
-        violations += chaos_checker.check_force_release(history, final)
-        violations += chaos_checker.check_generations(history, final, expected_rows=expected)
-        violations += chaos_checker.check_manual_isolation(history, final)
-        future_runs = [e for e in history if e["what"] == "deliver" and e.get("kind") == "future"]
-        future_requests = sum(
-            int(e.get("count") or 0) for e in history if e["what"] == "dynamodb_requests" and e.get("kind") == "future"
-        )
-        missed = Counter(
-            str(item.get("reason")) for item in final.slot_items.values() if item.get("status") == "MISSED"
-        )
-        failed = sum(1 for item in final.slot_items.values() if item.get("status") == "FAILED")
-        failed_errors = Counter(
-            str((item.get("error") or {}).get("type"))
-            for item in final.slot_items.values()
-            if item.get("status") == "FAILED"
-        )
-        queries = len(tokens) - manual_queries  # the live schedule's
-        latencies = self.takeover_latencies_s()
-        committed = len(succeeded)
-        return {
-            "racers": self.o.racers,
-            "slots": self.o.slots,
-            "backend": self.o.backend,
-            "fencing": self.o.fencing,
-            "seed": self.o.seed,
-            "lease_duration_s": self.o.lease_s,
-            "heartbeat_interval_s": self.o.heartbeat_s,
-            "max_clock_skew_s": self.o.max_skew_ms / 1000,
-            "clock_skews_ms": {"min": min(self.skews_ms.values()), "max": max(self.skews_ms.values())},
-            "transient_fault_rate": self.o.transient_rate,
-            "write_fault_rates": {
-                write: {"/".join(kinds): round(rate * self.o.write_fault_scale, 4) for kinds, rate in groups}
-                for write, groups in WRITE_FAULTS.items()
-            },
-            "duration_s": round(self.run_s, 1),
-            "invocations": len([d for d in self.lambda_service.deliveries if d.worker_id]),
-            "environments_started": self.lambda_service.worker_seq,
-            "faults_injected": dict(
-                sorted((faults + Counter(clock_skew=sum(1 for skew in self.skews_ms.values() if skew))).items())
-            ),
-            "faults_injected_total": sum(faults.values()),  # events; clock_skew counts environments
-            "violations": violations,
-            "violations_by_check": dict(sorted(Counter(v["check"] for v in violations).items())),
-            "checks": list(chaos_checker.CHECKS),
-            "harness_errors": self.harness_errors + self.lambda_service.errors,
-            "slots_committed": committed,
-            "slots_failed": failed,
-            "slots_failed_errors": dict(sorted(failed_errors.items())),  # the FAILED items' error types
-            "slots_missed": dict(sorted(missed.items())),
-            "slots_dead_lettered": len(set(self.dead_lettered())),
-            "ancient_slots": len(self.ancient),
-            "slot_missed_logged": {
-                "logged": dict(sorted(logged_missed.items())),
-                "stored": dict(sorted(missed.items())),
-            },
-            "future_deliveries": {
-                "slots": len(self.future_slots),
-                "invocations": len(future_runs),
-                "lead_s": {
-                    "min": min(self.future_slots.values(), default=None),
-                    "max": max(self.future_slots.values(), default=None),
-                },
-                "refused": sum(
-                    1
-                    for e in history
-                    if e["what"] == "error" and e.get("kind") == "future" and e.get("error_type") == "InvalidEventError"
-                ),
-                "dead_lettered": len(self.dead_lettered(future=True)),
-                "dynamodb_requests": future_requests,
-            },
-            "lock_writes_sent": dict(sorted(self.lock_writes_sent().items())),
-            "outcomes": dict(sorted(self.outcomes().items())),
-            "takeover_latency_s": {
-                "p50": _round(percentile(latencies, 50)),
-                "p95": _round(percentile(latencies, 95)),
-                "samples": len(latencies),
-            },
-            "queries_started": queries,
-            "queries_started_per_committed_slot": round(queries / committed, 3) if committed else None,
-            "operator": self.operator_report(final, paused_queries, manual_queries),
-        }
-
-    def operator_report(self, final: FinalState, paused_queries: dict[str, int], manual_queries: int) -> dict[str, Any]:
-        """What the operator did and what came of it (the checks judge it; these are the figures)."""
-        deliveries = self.lambda_service.deliveries
-        paused = {p.iso for p in self.plans if p.pause}
-        releases = chaos_checker.operator_events(self.lambda_service.history, "release")
-        released = {e["request_id"] for e in releases}
-        stopped_at = {str(e["request_id"]): str(e.get("checkpoint")) for e in releases}
-        paused_outcomes = Counter(
-            f"{d.status}:{d.reason}" for d in deliveries if d.slot in paused and d.request_id not in self.manual
-        )
-        generations = Counter(str(item.get("status")) for item in final.generation_items.values())
-        latest = final.latest or {}
-        return {
-            "actions": dict(sorted(self.operator_actions.items())),
-            "paused_slots": len(paused),
-            "paused_outcomes": dict(sorted(paused_outcomes.items())),
-            "paused_queries_started": sum(paused_queries.values()),
-            "released_holders": dict(
-                sorted(Counter(str(d.status) for d in deliveries if d.request_id in released and d.done).items())
-            ),
-            # the same by the checkpoint the holder was stopped at: {"before_commit": {"stale_rejected": 1}}
-            "released_holders_by_checkpoint": {
-                checkpoint: dict(
-                    sorted(
-                        Counter(
-                            str(d.status) for d in deliveries if d.done and stopped_at.get(d.request_id) == checkpoint
-                        ).items()
-                    )
-                )
-                for checkpoint in sorted(set(stopped_at.values()))
-            },
-            "generations_requested": len({(s, g) for s, g, _ in self.manual.values()}),
-            "generations": dict(sorted(generations.items())),
-            "generation_results": len(final.generation_results),
-            "max_generation": max((g for _, g in final.generation_items), default=1),
-            "manual_queries_started": manual_queries,
-            "latest": {
-                "slot": latest.get("latest_slot"),
-                "generation": latest.get("latest_generation", 1) if latest else None,
-                "fencing_token": latest.get("fencing_token"),
-            },
-        }
-
-    def takeover_latencies_s(self) -> list[float]:
-        """From each kill/stop of a holder (not after its commit) to the next commit of that slot by anyone."""
-        history = chaos_checker.live_history(self.lambda_service.history)
-        commits = [e for e in history if e["what"] == "checkpoint" and e.get("checkpoint") == "committed"]
-        samples = []
-        for fault in (e for e in history if e["what"] == "fault" and e.get("checkpoint") != "committed"):
-            after = [
-                c
-                for c in commits
-                if c["slot"] == fault["slot"]
-                and c["t_ns"] > fault["t_ns"]
-                and (c["request_id"], c["token"]) != (fault["request_id"], fault["token"])
-            ]
-            if after:
-                samples.append((min(c["t_ns"] for c in after) - fault["t_ns"]) / 1e9)
-        return samples
+        """Check the run and build its report (the keys of ``chaos-report.json``:
+        :func:`local.chaos.verdict.build_report`)."""
+        return verdict.build_report(self)
 
     def close(self) -> None:
         if self._closed:
@@ -754,13 +432,7 @@ class Chaos(ServiceHooks):
         if self.service is not None:
             self.service.close()
         self.deployment.close()
-        with contextlib.suppress(OSError):
-            history = self.service.history if self.service is not None else []
-            (self.workdir / "history.jsonl").write_text("".join(json.dumps(e, default=str) + "\n" for e in history))
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+        write_history(self.workdir, self.service.history if self.service is not None else [])
 
 
 def run_chaos(options: ChaosOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:

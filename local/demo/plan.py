@@ -12,6 +12,10 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from stacks.config import STACK_KEY, StackSettings, load_context
+from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
+from tools.cli.selection import SelectionError, select
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = 8
 DEFAULT_RACERS = 6  # the six instances of the original problem
@@ -22,6 +26,12 @@ DEFAULT_TIMEOUT_S = 60  # the demo's Lambda timeout (the jobs use their lambda_t
 
 KILL, PAUSE = "kill", "pause"
 FAULT_CHECKPOINT = {KILL: "query_started", PAUSE: "before_commit"}
+
+# the local deployment's names (re-exported by local.demo.runner)
+LOCK_TABLE = "athena-refresh-demo-locks"
+RESULTS_TABLE = "athena-refresh-demo-results"
+RESULTS_BUCKET = "athena-refresh-demo-results"
+FUNCTION_NAME = "athena-refresh-demo"
 
 
 @dataclass(frozen=True)
@@ -58,3 +68,27 @@ def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
 
 def iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class UnknownJobError(LookupError):
+    """``--job`` names a job that has no folder: the message lists the jobs there are (one line, exit 2)."""
+
+
+def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefinition]:
+    """The jobs the demo runs: every folder under ``jobs_dir`` (``names`` empty), or only those ``names`` selects
+    (``-s/--select`` patterns, :mod:`tools.cli.selection`), read and
+    validated as synth reads them (``stacks.jobs.load_jobs``), ``stacks.jobs.DEFAULT_LOCAL_JOB`` first if present (it
+    takes the kill), then by name.
+
+    :raises UnknownJobError: a name has no folder (before any folder is read). :raises stacks.config.ConfigError: a
+    job folder is invalid.
+    """
+    folders = [folder.name for folder in discover(jobs_dir)]
+    where = jobs_dir.relative_to(REPO_ROOT) if jobs_dir.is_relative_to(REPO_ROOT) else jobs_dir
+    try:
+        wanted = select(names, folders, where=f"{where}/") if names else ()
+    except SelectionError as exc:
+        raise UnknownJobError("; ".join(str(exc).splitlines())) from exc
+    settings = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
+    jobs = [job for job in load_jobs(jobs_dir, settings, root=jobs_dir.parent) if not wanted or job.job_name in wanted]
+    return sorted(jobs, key=lambda job: (job.job_name != DEFAULT_LOCAL_JOB, job.job_name))

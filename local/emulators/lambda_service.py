@@ -35,132 +35,23 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
+from local.emulators.lambda_model import (
+    DIED,
+    ERROR,
+    KILLED,
+    MAX_ASYNC_RETRIES,
+    TIMEOUT,
+    TIMEOUT_GRACE_S,
+    Delivery,
+    FunctionConfig,
+    LambdaServiceError,
+    ServiceHooks,
+    environment_argv,
+)
 from local.emulators.lambda_pool import Worker, pump
-
-MAX_ASYNC_RETRIES = 2  # Lambda async invocation: two retries, then the on-failure destination
-TIMEOUT_GRACE_S = 5.0
-#: Why an invocation ends without a result: the handler raised, or its environment was killed by a fault,
-#: stopped at the timeout, or died on its own.
-ERROR, KILLED, TIMEOUT, DIED = "error", "killed", "timeout", "died"
-
-
-class LambdaServiceError(RuntimeError):
-    """The fake service itself failed (environments would not start, a wait ran past its bound)."""
-
-
-@dataclass
-class Delivery:
-    """One invocation of one event (a retry is a new Delivery with the same request id).
-
-    ``kind``: the driver's label (``race``, ``retry``, ``late``, ...); ``fault``, ``storm``, ``forced``: the
-    instructions the worker receives with the event (see ``local.chaos.worker``); times are
-    ``time.monotonic()`` seconds.
-    """
-
-    request_id: str
-    slot: str
-    round: int
-    racer: int
-    event: dict[str, Any]
-    kind: str
-    attempt: int = 1
-    fault: dict[str, str] | None = None
-    storm: dict[str, Any] | None = None
-    forced: list[dict[str, Any]] = field(default_factory=list)
-    due: float = 0.0
-    worker_id: str | None = None
-    done: bool = False
-    paused: bool = False
-    resume_policy: str | None = None
-    paused_at: float = 0.0
-    fault_fired: str | None = None  # the action of the checkpoint fault the worker applied (kill / pause)
-    status: str | None = None  # the outcome's status, error:<type> or crashed:<cause>
-    reason: str | None = None
-    token: int | None = None
-    outcome: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    cold: bool | None = None
-    delivered_at: float | None = None
-    finished_at: float | None = None
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
-    retry_of: Delivery | None = field(default=None, repr=False)
-
-    def invoke_message(self, timeout_ms: int) -> dict[str, Any]:
-        """The ``invoke`` line of the worker protocol (``local.emulators.lambda_runtime``)."""
-        return {
-            "type": "invoke",
-            "request_id": self.request_id,
-            "event": self.event,
-            "timeout_ms": timeout_ms,
-            "fault": self.fault,
-            "storm": self.storm,
-            "forced": self.forced,
-        }
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-shaped summary for reports."""
-        outcome = self.outcome or {}
-        return {
-            "request_id": self.request_id,
-            "racer": self.racer,
-            "kind": self.kind,
-            "attempt": self.attempt,
-            "worker": self.worker_id,
-            "cold_start": self.cold,
-            "fault": self.fault,
-            "status": self.status,
-            "reason": self.reason,
-            "fencing_token": outcome.get("fencing_token"),
-            "takeover": outcome.get("takeover"),
-            "reentered": outcome.get("reentered"),
-            "queries_started": outcome.get("queries_started"),
-            "checkpoints": [c.get("checkpoint") for c in self.checkpoints],
-            "duration_s": None
-            if self.finished_at is None or self.delivered_at is None
-            else round(self.finished_at - self.delivered_at, 3),
-            "error": self.error,
-        }
-
-
-class ServiceHooks:
-    """What a driver adds to the service; every method is optional (the defaults do nothing)."""
-
-    def retry_delay_s(self, delivery: Delivery, cause: str) -> float:
-        """How long Lambda waits before retrying ``delivery`` that ended with ``cause`` (ERROR, KILLED, ...)."""
-        return 0.2
-
-    def on_checkpoint(self, delivery: Delivery, message: dict[str, Any]) -> None:
-        """A protocol checkpoint the holder reported (``acquired``, ``query_started``, ...)."""
-
-    def on_fault(self, delivery: Delivery, worker: Worker, message: dict[str, Any]) -> None:
-        """The worker applied ``delivery.fault`` (killed or stopped itself); a stopped one is already paused."""
-
-    def on_finished(self, delivery: Delivery) -> None:
-        """``delivery`` ended (result, error or crash); its retry, if any, is already scheduled."""
-
-    def notice(self, text: str) -> None:
-        """A lifecycle event worth telling a human (a scale-out, a replaced environment, a retry, a timeout)."""
-
-    def on_message(self, delivery: Delivery, message: dict[str, Any]) -> None:
-        """A message of a type the service does not know, sent by the environment serving ``delivery`` (a
-        harness's own worker reports: ``local.capacity`` sends its permit writes, query starts and deferrals)."""
-
-
-@dataclass(frozen=True)
-class FunctionConfig:
-    """The function as the service runs it: ``worker_argv(worker_id, seq)`` builds an environment's command."""
-
-    name: str
-    env: dict[str, str]
-    worker_argv: Callable[[str, int], list[str]]
-    logs_dir: Path
-    timeout_s: float
-    min_environments: int
-    max_environments: int
 
 
 class FakeLambda:
@@ -561,3 +452,20 @@ class ServiceInvoker:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             self.service.step(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
+__all__ = [  # the shared types live in local.emulators.lambda_model; every driver imports them from here
+    "DIED",
+    "ERROR",
+    "KILLED",
+    "MAX_ASYNC_RETRIES",
+    "TIMEOUT",
+    "TIMEOUT_GRACE_S",
+    "Delivery",
+    "FakeLambda",
+    "FunctionConfig",
+    "LambdaServiceError",
+    "ServiceHooks",
+    "ServiceInvoker",
+    "environment_argv",
+]
