@@ -216,6 +216,10 @@ MIN_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 60
 MAX_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 240 * 60
 DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 30 * 60
 
+#: At most this many job stacks (two digits in their names; CloudFormation allows 2,000 stacks per Region): a job's
+#: ``stack_group`` is below it (``stacks.job_groups``).
+MAX_JOB_STACKS: Final = 100
+
 #: Every numeric variable with its inclusive bounds (docs/configuration.md's job.toml table lists them).
 NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(
     {

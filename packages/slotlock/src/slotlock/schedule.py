@@ -43,7 +43,8 @@ DEFAULT_YEARS = range(2028, 2032)
 #: At most this many listed years are scanned (a gap is between consecutive firings, so the first
 #: years already show the shortest and the longest one for any realistic expression).
 MAX_SCANNED_YEARS = 8
-_CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
+#: An EventBridge ``cron(...)`` expression; ``body`` holds its fields (the one pattern: the stack's job checks use it).
+CRON_PATTERN = re.compile(r"cron\((?P<body>[^()]+)\)")
 
 
 class CronError(SlotLockError, ValueError):
@@ -165,7 +166,7 @@ class _Cron:
 
 @functools.lru_cache(maxsize=64)
 def _parse(expression: str, timezone: str) -> _Cron:
-    match = _CRON.fullmatch(expression.strip())
+    match = CRON_PATTERN.fullmatch(expression.strip())
     if not match:
         raise CronError("not a cron(...) expression")
     fields = match["body"].split()
