@@ -111,6 +111,10 @@ JOB_SETTING_ENV_VARS: Final = (
     ENV_ALARM_DATA_SCANNED_BYTES,
     ENV_ALARM_QUERY_DURATION_MS,
 )
+#: The job settings a local run may still tune in the environment beside a catalog (a short lease and heartbeat, a
+#: slot age widened for a replayed backlog: local.demo, local.chaos); every other job setting comes from the
+#: catalog's typed spec, and setting one in the environment then is refused.
+LOCAL_TUNING_ENV_VARS: Final = (ENV_LEASE_DURATION_S, ENV_HEARTBEAT_INTERVAL_S, ENV_MAX_SLOT_AGE_S)
 #: Everything a job's function is configured with (wiring in its environment, settings in the catalog).
 STACK_ENV_VARS: Final = WIRING_ENV_VARS + CAPACITY_ENV_VARS + JOB_SETTING_ENV_VARS
 #: Read by the runtime besides: the inline query and another catalog, for tests and local tools.

@@ -143,6 +143,11 @@ def relationship_problems(
         )
     value_metrics = values.get("value_metrics")
     if value_metrics is not None:
+        if contract.DIMENSION_JOB in value_metrics.dimensions:
+            problems.append(
+                f"{labels.at('value_metrics.dimensions')}: must not name a column {contract.DIMENSION_JOB!r}: every "
+                "value metric already has the job dimension"
+            )
         overlap = sorted(set(value_metrics.columns) & set(value_metrics.dimensions))
         if overlap:
             problems.append(

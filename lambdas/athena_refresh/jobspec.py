@@ -256,6 +256,47 @@ class JobSpec:
         """Gaps between consecutive slots of ``schedule_expression`` in ``schedule_timezone`` (validated)."""
         return schedule_period(self.schedule_expression, self.schedule_timezone)
 
+    def wiring_environment(
+        self,
+        *,
+        lock_table_name: str,
+        results_table_name: str,
+        results_bucket_name: str | None = None,
+        workgroup: str | None = None,
+        database: str | None = None,
+        lease_duration_s: float | None = None,
+        heartbeat_interval_s: float | None = None,
+        max_slot_age_s: float | None = None,
+    ) -> dict[str, str]:
+        """The function's environment beside a job catalog: the wiring (``contract.WIRING_ENV_VARS``: the job's
+        name, the shared resources' names) and Powertools' names, as text; the job's settings travel in the
+        catalog as this spec.
+
+        The stack passes its resources' names (CDK tokens are strings); local harnesses (``local.demo``,
+        ``local.chaos``) pass their own tables and may tune a run with ``contract.LOCAL_TUNING_ENV_VARS`` (a short
+        lease and heartbeat, a widened slot age: only those given are set). ``ATHENA_CATALOG`` is left to its
+        default; no bucket leaves ``RESULTS_BUCKET_NAME`` unset (rows that would not fit an item then fail instead
+        of being truncated).
+        """
+        env = {
+            contract.ENV_JOB_NAME: self.job_name,
+            contract.ENV_LOCK_TABLE_NAME: lock_table_name,
+            contract.ENV_RESULTS_TABLE_NAME: results_table_name,
+            contract.ENV_ATHENA_WORKGROUP: workgroup or self.workgroup,
+            contract.ENV_ATHENA_DATABASE: database or self.database,
+            "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
+        }
+        if results_bucket_name:
+            env[contract.ENV_RESULTS_BUCKET_NAME] = results_bucket_name
+        tuning = (
+            (contract.ENV_LEASE_DURATION_S, lease_duration_s),
+            (contract.ENV_HEARTBEAT_INTERVAL_S, heartbeat_interval_s),
+            (contract.ENV_MAX_SLOT_AGE_S, max_slot_age_s),
+        )
+        env.update({name: str(value) for name, value in tuning if value is not None})
+        return env
+
     def runtime_environment(
         self,
         *,
@@ -268,32 +309,33 @@ class JobSpec:
         heartbeat_interval_s: float | None = None,
         max_slot_age_s: float | None = None,
     ) -> dict[str, str]:
-        """The function's environment: every variable ``Settings.from_env`` reads (contract names), as text.
+        """The inline form, without a job catalog (``QUERY_SQL``: tests and the bench): :meth:`wiring_environment`
+        and every job setting as text (:meth:`job_settings`), the tuning arguments taking precedence. Value
+        metrics off sets the three ``VALUE_METRIC_*`` variables empty, which the runtime reads as off."""
+        wiring = self.wiring_environment(
+            lock_table_name=lock_table_name,
+            results_table_name=results_table_name,
+            results_bucket_name=results_bucket_name,
+            workgroup=workgroup,
+            database=database,
+            lease_duration_s=lease_duration_s,
+            heartbeat_interval_s=heartbeat_interval_s,
+            max_slot_age_s=max_slot_age_s,
+        )
+        return {**self.job_settings(), **wiring}
 
-        The stack passes its resources' names (CDK tokens are strings); local harnesses (``local.demo``,
-        ``local.chaos``, ``bench``) pass their own tables and may shorten the lease for a quick run.
-        ``ATHENA_CATALOG`` is left to its default; no bucket leaves ``RESULTS_BUCKET_NAME`` unset (rows that
-        would not fit an item then fail instead of being truncated). Value metrics off sets the three
-        ``VALUE_METRIC_*`` variables empty, which the runtime reads as off.
-        """
+    def job_settings(self) -> dict[str, str]:
+        """The job's own settings as text under their variable names (``contract.JOB_SETTING_ENV_VARS``): the
+        inline form :meth:`runtime_environment` carries (the catalog carries the typed spec instead)."""
         values = self.value_metrics
-        env = {
-            contract.ENV_JOB_NAME: self.job_name,
-            contract.ENV_LOCK_TABLE_NAME: lock_table_name,
-            contract.ENV_RESULTS_TABLE_NAME: results_table_name,
-            contract.ENV_LEASE_DURATION_S: str(
-                lease_duration_s if lease_duration_s is not None else self.lease_duration_s
-            ),
-            contract.ENV_HEARTBEAT_INTERVAL_S: str(
-                heartbeat_interval_s if heartbeat_interval_s is not None else self.heartbeat_interval_s
-            ),
-            contract.ENV_MAX_SLOT_AGE_S: str(max_slot_age_s if max_slot_age_s is not None else self.max_slot_age_s),
+        return {
+            contract.ENV_LEASE_DURATION_S: str(self.lease_duration_s),
+            contract.ENV_HEARTBEAT_INTERVAL_S: str(self.heartbeat_interval_s),
+            contract.ENV_MAX_SLOT_AGE_S: str(self.max_slot_age_s),
             contract.ENV_HISTORY_TTL_S: str(self.history_ttl_s),
             contract.ENV_MAX_QUERY_ATTEMPTS: str(self.max_query_attempts),
             contract.ENV_WINDOW_S: str(self.window_s),
             contract.ENV_DATA_YEAR: "" if self.data_year is None else str(self.data_year),
-            contract.ENV_ATHENA_WORKGROUP: workgroup or self.workgroup,
-            contract.ENV_ATHENA_DATABASE: database or self.database,
             contract.ENV_RESULT_REUSE_MAX_AGE_MIN: str(self.result_reuse_max_age_min),
             contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
             contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
@@ -301,18 +343,7 @@ class JobSpec:
             contract.ENV_MAX_SLOT_LEAD_S: str(self.max_slot_lead_s),
             contract.ENV_ALARM_DATA_SCANNED_BYTES: str(self.alarms.data_scanned_bytes),
             contract.ENV_ALARM_QUERY_DURATION_MS: str(self.alarms.query_duration_ms),
-            "POWERTOOLS_SERVICE_NAME": contract.SERVICE_NAME,
-            "POWERTOOLS_METRICS_NAMESPACE": contract.METRICS_NAMESPACE,
         }
-        if results_bucket_name:
-            env[contract.ENV_RESULTS_BUCKET_NAME] = results_bucket_name
-        return env
-
-    def job_settings(self) -> dict[str, str]:
-        """The job's own settings as the runtime reads them (``contract.JOB_SETTING_ENV_VARS``, text): what the
-        stack writes into the job catalog's ``settings`` (:mod:`athena_refresh.catalog`)."""
-        env = self.runtime_environment(lock_table_name="-", results_table_name="-")
-        return {name: env[name] for name in contract.JOB_SETTING_ENV_VARS}
 
     @classmethod
     def from_context(
