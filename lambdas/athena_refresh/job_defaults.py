@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from slotlock.schedule import CronError
+from slotlock.schedule import CronError, cron_period
 
 from . import contract
 from .job_rules import (
@@ -31,7 +31,6 @@ from .job_rules import (
     COMMIT_RESERVE_S,
     MIN_SCHEDULE_PERIOD_S,
     largest_heartbeat_s,
-    schedule_period,
 )
 from .jobspec import MAX_LAMBDA_EVENT_AGE_S, MAX_LAMBDA_TIMEOUT_S, JobSpec, check_key
 
@@ -135,7 +134,7 @@ def schedule_period_s(expression: Any, timezone: Any) -> int | None:
     if problems or tz_problems:
         return None
     try:
-        return schedule_period(expression, timezone).shortest_s
+        return cron_period(expression, timezone).shortest_s
     except CronError:
         return None
 

@@ -11,7 +11,6 @@ SQL with sqlglot, which the runtime does not carry).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,13 +43,6 @@ def heartbeat_bound_s(lease_duration_s: float) -> float:
 def largest_heartbeat_s(lease_duration_s: int) -> int:
     """The largest whole heartbeat below :func:`heartbeat_bound_s` (at least 1): the derived default's ceiling."""
     return max(1, -(-(lease_duration_s - CLOCK_SKEW_ALLOWANCE_S) // 2) - 1)
-
-
-@functools.lru_cache(maxsize=1024)
-def schedule_period(expression: str, timezone: str = "UTC") -> CronPeriod:
-    """:func:`slotlock.schedule.cron_period`, cached: a job's validation, its defaults and the stack ask for the
-    same period several times (about 7 ms each). :raises CronError: as ``cron_period``."""
-    return cron_period(expression, timezone)
 
 
 def relationship_problems(
@@ -88,7 +80,7 @@ def relationship_problems(
     period: CronPeriod | None = None
     if schedule is not None:
         try:
-            period = schedule_period(schedule, values.get("schedule_timezone", "UTC"))
+            period = cron_period(schedule, values.get("schedule_timezone", "UTC"))
         except CronError as exc:
             problems.append(f"{labels.at('schedule_expression')}: {exc}, got {schedule!r}")
         else:

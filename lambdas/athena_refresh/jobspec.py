@@ -25,7 +25,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from slotlock import table as lock_table
-from slotlock.schedule import CRON_PATTERN, CronPeriod
+from slotlock.schedule import CRON_PATTERN, CronPeriod, cron_period
 
 from . import contract
 from .checks import (
@@ -46,7 +46,7 @@ from .checks import (
     one_of,
     optional,
 )
-from .job_rules import ASYNC_FIRST_RETRY_DELAY_S, CLOCK_SKEW_ALLOWANCE_S, relationship_problems, schedule_period
+from .job_rules import ASYNC_FIRST_RETRY_DELAY_S, CLOCK_SKEW_ALLOWANCE_S, relationship_problems
 
 CONTEXT_KEY = "job"  # cdk.json's context key holding a job block
 CONTEXT_LABELS = Labels(f"context {CONTEXT_KEY}.", f"{CONTEXT_KEY}.")
@@ -254,7 +254,7 @@ class JobSpec:
     @property
     def period(self) -> CronPeriod:
         """Gaps between consecutive slots of ``schedule_expression`` in ``schedule_timezone`` (validated)."""
-        return schedule_period(self.schedule_expression, self.schedule_timezone)
+        return cron_period(self.schedule_expression, self.schedule_timezone)  # cached by slotlock
 
     def wiring_environment(
         self,
