@@ -214,8 +214,9 @@ def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
     local_gaps_s = {(later - earlier) * 60 for earlier, later in itertools.pairwise(times_min)}
     gaps_s: set[int] = set()
     bounds: list[tuple[int, int]] = []
+    fixed_offset = zone.key == "UTC" or zone.key.startswith("Etc/")  # no offset change ever: skip the probes
     for day in firing_days:
-        if _offset_changes_near(day, zone):
+        if not fixed_offset and _offset_changes_near(day, zone):
             instants = _instants(day, times_min, zone)
             if not instants:
                 continue
