@@ -22,13 +22,15 @@ import hashlib
 from collections.abc import Sequence
 from typing import TypeVar
 
+from athena_refresh import contract
+
 #: The shared stack's name (kept from the one-stack layout, so that existing deployments update in place).
 SHARED_STACK_NAME = "ScheduledAthenaRefresh"
 #: Job stacks default: at 300 jobs of 3 racers the fullest of 16 groups holds about 30 jobs (about 350
 #: resources, under CloudFormation's 500; docs/architecture.md).
 DEFAULT_JOB_STACKS = 16
-#: At most this many job stacks (two digits in the name; CloudFormation allows 2,000 stacks per Region).
-MAX_JOB_STACKS = 100
+#: At most this many job stacks (two digits in the name): the bound of a job's ``stack_group`` (in the contract).
+MAX_JOB_STACKS = contract.MAX_JOB_STACKS
 
 _MULTIPLIER = 2862933555777941757  # Lamping & Veach's 64-bit linear congruential step
 _MASK = (1 << 64) - 1

@@ -2,7 +2,7 @@
 
 Every folder under ``jobs/`` holding a ``job.toml`` is one job; its name is the folder's name (the lock's
 job-name rule: 1 to 64 letters, digits, ``-`` or ``_``). ``job.toml`` (read with :mod:`tomllib`) holds the
-job's settings, the keys of :class:`stacks.config.JobConfig` (schedule, racers, lease, heartbeat, slot age,
+job's settings, the keys of :class:`athena_refresh.jobspec.JobSpec` (schedule, racers, lease, heartbeat, slot age,
 window, attempts, Lambda memory and timeout, alarms, value metrics, bytes-scanned cutoff) plus:
 
 ``schedule_timezone``
@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from athena_refresh.jobspec import JobSpec
 from slotlock import table as lock_table
 from stacks import defaults
-from stacks.config import GLUE_NAME, STACK_KEY, ConfigError, JobConfig, Labels, StackSettings, load_context
+from stacks.config import GLUE_NAME, STACK_KEY, ConfigError, Labels, StackSettings, load_context
 from stacks.defaults import Setting, TeamDefaults
 from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
 
@@ -53,7 +54,7 @@ SAMPLE_TABLES = {"flights": "flights"}
 #: s3://<bucket>/<prefix>/: a bucket name (3-63 lowercase letters, digits, '.', '-'), then a prefix ending in '/'.
 S3_LOCATION = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/(?:[^\s]*/)?")
 MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution parameter is at most 1024 characters)
-#: JobConfig keys a job file does not set: the folder names the job, query.sql holds the SQL, the source
+#: JobSpec keys a job file does not set: the folder names the job, query.sql holds the SQL, the source
 #: gives database and table, [sample] the data year; the workgroup and removal policy are stack-wide.
 DERIVED_KEYS = ("job_name", "sql", "database", "table", "data_year", "workgroup", "removal_policy")
 JOB_KEYS = ("source", "sample", "parameters")
@@ -95,7 +96,7 @@ Source = SampleSource | GlueSource
 class JobDefinition:
     """One validated job: its settings, source, constants and prepared SQL, and where it was read from."""
 
-    config: JobConfig
+    config: JobSpec  # the job's specification, validated (the catalog carries it to the runtime)
     folder: Path
     source: Source
     parameters: Mapping[str, str]
@@ -244,9 +245,9 @@ def load_job(
         "workgroup": stack.workgroup,
         "removal_policy": stack.removal_policy,
     }
-    config: JobConfig | None = None
+    config: JobSpec | None = None
     try:
-        config = JobConfig.from_context(
+        config = JobSpec.from_context(
             values, labels=labels, output_columns=_columns(query), check_output_columns=query is not None
         )
     except ConfigError as exc:
@@ -412,7 +413,7 @@ def _sample(value: Any, source: Source | None, labels: Labels, problems: list[st
     if isinstance(year, bool) or not isinstance(year, int):
         problems.append(f"{labels.at('sample.data_year')}: must be an integer year, got {year!r}")
         return None
-    return year  # its range is JobConfig's data_year check
+    return year  # its range is JobSpec's data_year check
 
 
 def _parameters(value: Any, labels: Labels, problems: list[str]) -> dict[str, str]:

@@ -28,13 +28,14 @@ IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def catalog_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
-    """Each job's prepared query and settings, as the runtime reads them from the catalog."""
+    """Each job's prepared query and its :class:`~athena_refresh.jobspec.JobSpec`, as the runtime reads them from
+    the catalog (typed JSON, loaded back into the same class at cold start)."""
     return {
         job.job_name: CatalogQuery(
             sql=job.query.text,
             parameters=job.query.parameter_order,
             constants=job.parameters,
-            settings=job.config.job_settings(),
+            spec=job.config,
             schedule=CatalogSchedule(
                 expression=job.config.schedule_expression,
                 timezone=job.config.schedule_timezone,

@@ -1,30 +1,37 @@
-"""The job catalog: every job's definition (query and settings) as the stack prepared it at synth, bundled in
+"""The job catalog: every job's definition (query and typed spec) as the stack prepared it at synth, bundled in
 the function's asset.
 
 The stack (``stacks/jobs.py``) reads ``jobs/<job>/query.sql``, translates its named parameters to Athena's
 positional ``?`` and writes ``job_catalog.json`` at the root of the Lambda asset. An environment variable
 could not carry it (Lambda's environment is at most 4 KB in all:
-https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html). Shape, format 1::
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html). Shape, format 2::
 
-    {"format": 1,
-     "jobs": {"<job>": {"sql": "SELECT ... WHERE t >= CAST(? AS timestamp) ...",
+    {"format": 2,
+     "jobs": {"<job>": {"spec": {"job_name": "<job>", "sql": "SELECT ... WHERE t >= CAST(? AS timestamp) ...",
+                                 "lease_duration_s": 45, "window_s": 86400, "data_year": null,
+                                 "alarms": {"data_scanned_bytes": 800000000, ...}, ...},
                         "parameters": ["window_start", "window_end", "carrier"],
                         "constants": {"carrier": "'AA'"},
-                        "settings": {"LEASE_DURATION_S": "45", "WINDOW_S": "86400", ...},
                         "schedule": {"expression": "cron(0/30 * * * ? *)", "timezone": "UTC", "racers": 3}}}}
 
-``settings`` holds the job's own settings under the names of :data:`~athena_refresh.contract.JOB_SETTING_ENV_VARS`
-(text, as environment variables would carry them); ``Settings.from_env`` reads them with the same checks, an
-environment variable of the same name taking precedence. The function's environment carries only the
+``spec`` is the job's :class:`~athena_refresh.jobspec.JobSpec` as typed JSON (:func:`~athena_refresh.jobspec.as_raw`;
+its ``sql`` is the prepared query), loaded back into the same class at cold start: the same rules run as at synth,
+a problem named ``job catalog <path>: jobs.<job>.spec.<key>: ...``. The stack-wide alarm email is left out
+(``null``: the runtime never mails, and changing it does not change every job's asset). An entry without a spec
+(the read side's, which runs no query) holds ``sql`` instead. The function's environment carries only the
 deployment's wiring (job name, table, bucket, workgroup and database names).
+
+Format 1 carried a job's settings as environment-variable text (``settings``); a format-1 catalog is still read
+when it holds none (test and local fixtures, the read side's empty ones), and one with ``settings`` (every catalog the stack wrote before) is
+refused naming the rebuild: the catalog is always written at synth together with the code that reads it, so a
+deployment never meets one.
 
 ``parameters`` names the value bound to each ``?`` in order (a name may repeat); a name is a built-in
 (:data:`BUILTIN_PARAMETERS`, bound per slot by :meth:`athena_refresh.settings.Settings.execution_parameters`)
 or one of the job's ``constants`` (SQL literal text, bound as written). The file is read and validated once,
 at cold start; a broken catalog fails the cold start with :class:`CatalogError` naming what is wrong.
 
-``schedule`` (optional: catalogs written before it have none) is the job's EventBridge Scheduler schedule as
-deployed: the read API reports it.
+``schedule`` (optional) is the job's EventBridge Scheduler schedule as deployed: the read API reports it.
 """
 
 from __future__ import annotations
@@ -38,10 +45,13 @@ from typing import Any, Final
 
 from slotlock import table as lock_table
 
-from . import contract
+from .checks import ConfigError, Labels
 from .errors import ConfigurationError
+from .jobspec import JobSpec, as_raw
 
-CATALOG_FORMAT: Final = 1
+CATALOG_FORMAT: Final = 2
+#: Formats this code reads: format 1 only without job settings (see the module docstring).
+READABLE_FORMATS: Final = (1, 2)
 CATALOG_FILE: Final = "job_catalog.json"
 #: The bundled catalog: at the root of the asset (``lambdas/`` in the repository, where none is committed).
 BUNDLED_CATALOG_PATH: Final = Path(__file__).resolve().parent.parent / CATALOG_FILE
@@ -75,12 +85,12 @@ class CatalogSchedule:
 @dataclass(frozen=True)
 class CatalogQuery:
     """One job's definition: ``sql`` with ``?`` placeholders, the name bound to each, the job's constants, and
-    its settings (contract variable name -> text)."""
+    its :class:`JobSpec` (``None``: an entry that runs no query, the read side's; or a test's inline settings)."""
 
     sql: str
     parameters: tuple[str, ...]
     constants: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    settings: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    spec: JobSpec | None = None
     schedule: CatalogSchedule | None = None
 
 
@@ -100,8 +110,10 @@ def _read_jobs(path: Path | str) -> Mapping[str, Any]:
         raise CatalogError(path, "not found (the stack bundles it in the function's asset at synth)") from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CatalogError(path, f"cannot be read as JSON: {exc}") from exc
-    if not isinstance(document, Mapping) or document.get("format") != CATALOG_FORMAT:
-        raise CatalogError(path, f"must be an object with format {CATALOG_FORMAT}")
+    if not isinstance(document, Mapping) or document.get("format") not in READABLE_FORMATS:
+        raise CatalogError(
+            path, f"must be an object with format {CATALOG_FORMAT} (format 1 is read too, without job settings)"
+        )
     jobs = document.get("jobs")
     if not isinstance(jobs, Mapping):
         raise CatalogError(path, "must hold a 'jobs' object")
@@ -131,7 +143,16 @@ def parse_entry(job_name: str, entry: Any, path: Path | str = "<catalog>") -> Ca
         raise CatalogError(path, f"{where}: the job name must be {lock_table.JOB_NAME_RULE}")
     if not isinstance(entry, Mapping):
         raise CatalogError(path, f"{where}: must be an object with sql, parameters and constants")
-    sql, names, constants = entry.get("sql"), entry.get("parameters", []), entry.get("constants", {})
+    if entry.get("settings"):  # an empty one (the read side's, format 1) carries nothing
+        raise CatalogError(
+            path,
+            f"{where}.settings: job settings as environment-variable text (catalog format 1) are no longer read; "
+            f"this code reads the job's typed spec (format {CATALOG_FORMAT}): rebuild the catalog with it (cdk synth, "
+            "or the local tool that wrote it)",
+        )
+    spec = _parse_spec(job_name, entry.get("spec"), where, path)
+    sql = spec.sql if spec is not None else entry.get("sql")
+    names, constants = entry.get("parameters", []), entry.get("constants", {})
     if not isinstance(sql, str) or not sql.strip():
         raise CatalogError(path, f"{where}.sql: must be a non-empty SQL statement")
     if not isinstance(constants, Mapping) or not all(
@@ -145,20 +166,29 @@ def parse_entry(job_name: str, entry: Any, path: Path | str = "<catalog>") -> Ca
     unknown = sorted({n for n in names if n not in BUILTIN_PARAMETERS and n not in constants})
     if unknown:
         raise CatalogError(path, f"{where}.parameters: {', '.join(unknown)} neither built in nor among the constants")
-    settings = entry.get("settings", {})
-    if not isinstance(settings, Mapping) or not all(isinstance(v, str) for v in settings.values()):
-        raise CatalogError(path, f"{where}.settings: must map setting names to text")
-    foreign = sorted(set(settings) - set(contract.JOB_SETTING_ENV_VARS))
-    if foreign:
-        allowed = ", ".join(contract.JOB_SETTING_ENV_VARS)
-        raise CatalogError(path, f"{where}.settings: unknown {', '.join(map(str, foreign))}; allowed: {allowed}")
     return CatalogQuery(
         sql=sql,
         parameters=tuple(names),
         constants=MappingProxyType(dict(constants)),
-        settings=MappingProxyType(dict(settings)),
+        spec=spec,
         schedule=_parse_schedule(entry.get("schedule"), f"{where}.schedule", path),
     )
+
+
+def _parse_spec(job_name: str, raw: Any, where: str, path: Path | str) -> JobSpec | None:
+    """The entry's ``spec`` loaded into a :class:`JobSpec` (every rule runs, as at synth); ``None`` when absent.
+
+    :raises CatalogError: naming each problem ``jobs.<job>.spec.<key>: ...``, or a spec of another job."""
+    if raw is None:
+        return None
+    labels = Labels(f"{where}.spec.")
+    try:
+        spec = JobSpec.from_context(raw, labels=labels)
+    except ConfigError as exc:
+        raise CatalogError(path, "; ".join(exc.problems)) from exc
+    if spec.job_name != job_name:
+        raise CatalogError(path, f"{where}.spec.job_name: must be the entry's job {job_name!r}, got {spec.job_name!r}")
+    return spec
 
 
 def _parse_schedule(raw: Any, where: str, path: Path | str) -> CatalogSchedule | None:
@@ -182,12 +212,18 @@ def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
         "format": CATALOG_FORMAT,
         "jobs": {
             name: {
-                "sql": q.sql,
+                **({"spec": _spec_document(q.spec)} if q.spec is not None else {"sql": q.sql}),
                 "parameters": list(q.parameters),
                 "constants": dict(q.constants),
-                "settings": dict(q.settings),
                 **({"schedule": q.schedule.as_dict()} if q.schedule is not None else {}),
             }
             for name, q in sorted(queries.items())
         },
     }
+
+
+def _spec_document(spec: JobSpec) -> dict[str, Any]:
+    """The spec as the catalog holds it: typed JSON, without the stack-wide alarm email."""
+    raw = as_raw(spec)
+    raw["alarms"] = {**raw["alarms"], "email": None}
+    return raw

@@ -111,6 +111,10 @@ JOB_SETTING_ENV_VARS: Final = (
     ENV_ALARM_DATA_SCANNED_BYTES,
     ENV_ALARM_QUERY_DURATION_MS,
 )
+#: The job settings a local run may still tune in the environment beside a catalog (a short lease and heartbeat, a
+#: slot age widened for a replayed backlog: local.demo, local.chaos); every other job setting comes from the
+#: catalog's typed spec, and setting one in the environment then is refused.
+LOCAL_TUNING_ENV_VARS: Final = (ENV_LEASE_DURATION_S, ENV_HEARTBEAT_INTERVAL_S, ENV_MAX_SLOT_AGE_S)
 #: Everything a job's function is configured with (wiring in its environment, settings in the catalog).
 STACK_ENV_VARS: Final = WIRING_ENV_VARS + CAPACITY_ENV_VARS + JOB_SETTING_ENV_VARS
 #: Read by the runtime besides: the inline query and another catalog, for tests and local tools.
@@ -215,6 +219,10 @@ DEFAULT_CAPACITY_RETRY_DELAY_S: Final = 120
 MIN_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 60
 MAX_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 240 * 60
 DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S: Final = 30 * 60
+
+#: At most this many job stacks (two digits in their names; CloudFormation allows 2,000 stacks per Region): a job's
+#: ``stack_group`` is below it (``stacks.job_groups``).
+MAX_JOB_STACKS: Final = 100
 
 #: Every numeric variable with its inclusive bounds (docs/configuration.md's job.toml table lists them).
 NUMERIC_BOUNDS: Final[Mapping[str, tuple[float, float]]] = MappingProxyType(

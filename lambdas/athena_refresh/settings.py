@@ -1,7 +1,8 @@
-"""Validated settings of the Athena refresh job, read from the environment once per invocation.
+"""Validated settings of the Athena refresh job, read once per execution environment: the wiring from the
+environment, the job from its typed :class:`~athena_refresh.jobspec.JobSpec` in the job catalog.
 
 Every problem names the environment variable (the names live in :mod:`athena_refresh.contract`, which
-the CDK stack uses to set them) and what is allowed.
+the CDK stack uses to set them) or the catalog's key, and what is allowed.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from slotlock import table as lock_table
 
 from . import catalog, contract
 from .errors import ConfigurationError
+from .jobspec import JobSpec
 from .permits import CapacitySettings
 
 DEFAULT_CATALOG = "AwsDataCatalog"
@@ -147,16 +150,19 @@ class Settings:
         default_factory=CapacitySettings
     )  # the deployment's Athena capacity budget (off by default)
     racers: int = 1  # invocations fanned out per slot (the catalog's schedule): the cost estimate's losers
+    #: The job's spec from the catalog (the settings above are its values, local tuning aside); ``None``: inline.
+    spec: JobSpec | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, catalog_path: Path | str | None = None) -> Settings:
-        """Read and validate the settings from ``env`` (default ``os.environ``) and the job catalog.
+        """Read and validate the settings: the wiring from ``env`` (default ``os.environ``), the job from the catalog.
 
-        The query and the job's settings come from the job catalog (:mod:`athena_refresh.catalog`):
-        ``catalog_path``, else ``JOB_CATALOG_PATH``, else the catalog bundled in the asset when there is one;
-        an environment variable of a setting's name takes precedence. Without a catalog (tests, local tools)
-        every setting comes from ``env`` and the query from ``QUERY_SQL``, its two ``?`` bound to the
-        window's start and end; setting both is refused.
+        The query and the job's spec come from the job catalog (:mod:`athena_refresh.catalog`): ``catalog_path``,
+        else ``JOB_CATALOG_PATH``, else the catalog bundled in the asset when there is one. The spec is typed (its
+        rules ran when the catalog was read: no text is parsed for it); beside it the environment carries the
+        wiring, and a local run may tune ``contract.LOCAL_TUNING_ENV_VARS`` (lease, heartbeat, slot age). Without
+        a catalog, or for an entry without a spec (tests, the bench), every setting comes from ``env`` and the
+        query from ``QUERY_SQL``, its two ``?`` bound to the window's start and end; setting both is refused.
 
         Raises
         ------
@@ -169,34 +175,7 @@ class Settings:
         if not lock_table.is_valid_job_name(job_name):
             raise ConfigurationError(contract.ENV_JOB_NAME, f"must be {lock_table.JOB_NAME_RULE}, got {job_name!r:.80}")
         query = _query(env, job_name, catalog_path)
-        env = {**query.settings, **env}  # the catalog's settings, an environment variable of the same name first
-        lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False)
-        heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False)
-        if heartbeat * 2 >= lease:  # the same rule as SlotLock and the stack's config: strictly below half
-            raise ConfigurationError(
-                contract.ENV_HEARTBEAT_INTERVAL_S,
-                f"{heartbeat} s must be below half of {contract.ENV_LEASE_DURATION_S} ({lease} s)",
-            )
-        max_age_raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
-        max_age = (
-            None
-            if max_age_raw.lower() in ("none", "off")
-            else _number(env, contract.ENV_MAX_SLOT_AGE_S, 1800.0, integer=False)
-        )
-        data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
-        data_year = int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None
-        value_columns, value_dimensions, max_series = _value_metrics(env)
-        alarm_bytes = _optional_integer(env, contract.ENV_ALARM_DATA_SCANNED_BYTES)
-        alarm_duration_ms = _optional_integer(env, contract.ENV_ALARM_QUERY_DURATION_MS)
-        reuse_min = int(
-            _number(
-                env,
-                contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
-                0,
-                integer=True,
-                note="minutes, 0: off; Athena's maximum is 7 days",
-            )
-        )
+        job = _from_spec(query.spec, env) if query.spec is not None else _from_env(env)
         return cls(
             job_name=job_name,
             lock_table_name=_required(env, contract.ENV_LOCK_TABLE_NAME),
@@ -208,28 +187,10 @@ class Settings:
             query_sql=query.sql,
             query_parameters=query.parameters,
             query_constants=tuple(sorted(query.constants.items())),
-            racers=query.schedule.racers if query.schedule is not None else 1,
-            lease_duration_s=lease,
-            heartbeat_interval_s=heartbeat,
-            max_slot_age_s=max_age,
-            history_ttl_s=int(_number(env, contract.ENV_HISTORY_TTL_S, 30 * 24 * 3600, integer=True)),
-            max_query_attempts=int(_number(env, contract.ENV_MAX_QUERY_ATTEMPTS, 3, integer=True)),
-            window_s=int(_number(env, contract.ENV_WINDOW_S, 86400, integer=True)),
-            data_year=data_year,
-            value_metric_columns=value_columns,
-            value_metric_dimensions=value_dimensions,
-            value_metric_max_series=max_series,
-            alarm_data_scanned_bytes=alarm_bytes,
-            alarm_query_duration_ms=alarm_duration_ms,
-            result_reuse_max_age_min=reuse_min,
+            racers=query.spec.racers if query.spec else query.schedule.racers if query.schedule is not None else 1,
             capacity=CapacitySettings.from_env(env, _number),
-            max_slot_lead_s=_number(
-                env,
-                contract.ENV_MAX_SLOT_LEAD_S,
-                float(contract.DEFAULT_MAX_SLOT_LEAD_S),
-                integer=False,
-                note="seconds a slot may be ahead of the clock",
-            ),
+            spec=query.spec,
+            **job,
         )
 
     def window(self, scheduled: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -327,3 +288,96 @@ def _value_metrics(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, 
             " a value or a dimension",
         )
     return columns, dimensions, max_series
+
+
+def _heartbeat_below_half(lease: float, heartbeat: float) -> None:
+    """The lock's own rule (``slotlock.SlotLock``): a renewal every ``heartbeat`` keeps a ``lease`` only while the
+    heartbeat is strictly below half of it. A deployed job's spec holds the stricter rule with the clock-skew
+    allowance (:func:`athena_refresh.job_rules.heartbeat_bound_s`); a local run's tuning (a 2 s lease renewed every
+    0.5 s) only this one."""
+    if heartbeat * 2 >= lease:
+        raise ConfigurationError(
+            contract.ENV_HEARTBEAT_INTERVAL_S,
+            f"{heartbeat} s must be below half of {contract.ENV_LEASE_DURATION_S} ({lease} s)",
+        )
+
+
+def _max_slot_age(env: Mapping[str, str], default: float) -> float | None:
+    raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
+    if raw.lower() in ("none", "off"):
+        return None
+    return _number(env, contract.ENV_MAX_SLOT_AGE_S, default, integer=False)
+
+
+def _from_spec(spec: JobSpec, env: Mapping[str, str]) -> dict[str, Any]:
+    """The job's settings from its catalog spec, typed (its rules ran when the catalog was read): no text parsed
+    but a local run's tuning (``contract.LOCAL_TUNING_ENV_VARS``), checked against the runtime's bounds.
+
+    :raises ConfigurationError: another job setting is in the environment (wiring only beside a catalog).
+    """
+    for name in contract.JOB_SETTING_ENV_VARS:
+        if name not in contract.LOCAL_TUNING_ENV_VARS and env.get(name, "").strip():
+            raise ConfigurationError(
+                name,
+                "must not be set: the job's settings come from its spec in the job catalog (the environment carries "
+                f"the wiring; only {', '.join(contract.LOCAL_TUNING_ENV_VARS)} may tune a local run)",
+            )
+    lease = _number(env, contract.ENV_LEASE_DURATION_S, float(spec.lease_duration_s), integer=False)
+    heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, float(spec.heartbeat_interval_s), integer=False)
+    _heartbeat_below_half(lease, heartbeat)
+    values = spec.value_metrics
+    return {
+        "lease_duration_s": lease,
+        "heartbeat_interval_s": heartbeat,
+        "max_slot_age_s": _max_slot_age(env, float(spec.max_slot_age_s)),
+        "history_ttl_s": spec.history_ttl_s,
+        "max_query_attempts": spec.max_query_attempts,
+        "window_s": spec.window_s,
+        "data_year": spec.data_year,
+        "value_metric_columns": values.columns if values else (),
+        "value_metric_dimensions": values.dimensions if values else (),
+        "value_metric_max_series": values.max_series if values else DEFAULT_VALUE_METRIC_MAX_SERIES,
+        "alarm_data_scanned_bytes": spec.alarms.data_scanned_bytes,
+        "alarm_query_duration_ms": spec.alarms.query_duration_ms,
+        "result_reuse_max_age_min": spec.result_reuse_max_age_min,
+        "max_slot_lead_s": float(spec.max_slot_lead_s),
+    }
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """The inline form's settings (no catalog spec: tests, the bench), each variable parsed and checked."""
+    lease = _number(env, contract.ENV_LEASE_DURATION_S, 45.0, integer=False)
+    heartbeat = _number(env, contract.ENV_HEARTBEAT_INTERVAL_S, lease / 3, integer=False)
+    _heartbeat_below_half(lease, heartbeat)
+    data_year_raw = env.get(contract.ENV_DATA_YEAR, "").strip()
+    value_columns, value_dimensions, max_series = _value_metrics(env)
+    return {
+        "lease_duration_s": lease,
+        "heartbeat_interval_s": heartbeat,
+        "max_slot_age_s": _max_slot_age(env, 1800.0),
+        "history_ttl_s": int(_number(env, contract.ENV_HISTORY_TTL_S, 30 * 24 * 3600, integer=True)),
+        "max_query_attempts": int(_number(env, contract.ENV_MAX_QUERY_ATTEMPTS, 3, integer=True)),
+        "window_s": int(_number(env, contract.ENV_WINDOW_S, 86400, integer=True)),
+        "data_year": int(_number(env, contract.ENV_DATA_YEAR, None, integer=True)) if data_year_raw else None,
+        "value_metric_columns": value_columns,
+        "value_metric_dimensions": value_dimensions,
+        "value_metric_max_series": max_series,
+        "alarm_data_scanned_bytes": _optional_integer(env, contract.ENV_ALARM_DATA_SCANNED_BYTES),
+        "alarm_query_duration_ms": _optional_integer(env, contract.ENV_ALARM_QUERY_DURATION_MS),
+        "result_reuse_max_age_min": int(
+            _number(
+                env,
+                contract.ENV_RESULT_REUSE_MAX_AGE_MIN,
+                0,
+                integer=True,
+                note="minutes, 0: off; Athena's maximum is 7 days",
+            )
+        ),
+        "max_slot_lead_s": _number(
+            env,
+            contract.ENV_MAX_SLOT_LEAD_S,
+            float(contract.DEFAULT_MAX_SLOT_LEAD_S),
+            integer=False,
+            note="seconds a slot may be ahead of the clock",
+        ),
+    }

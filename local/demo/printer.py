@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from athena_refresh.cost import format_usd
+from athena_refresh.jobspec import JobSpec
 from athena_refresh.registry import REGISTRY_PATH_OUTPUT
-from stacks.config import JobConfig
 
 #: The totals the last line shows, in this order (every key of ``Demo.verify``'s totals is in the report).
 TOTALS_SHOWN = (
@@ -167,7 +167,7 @@ def print_tables(
     totals: dict[str, Any],
     *,
     results_table: str,
-    jobs: Mapping[str, JobConfig],
+    jobs: Mapping[str, JobSpec],
 ) -> None:
     """The per-slot table (job, winner, token, takeovers, rows, outcome), each job's stored numbers, then the
     totals (all jobs, then per job)."""
@@ -211,7 +211,7 @@ def print_tables(
         out(f"  {name}: " + ", ".join(f"{k} {job_totals[k]}" for k in shown))
 
 
-def _generic_table(out: Callable[[str], None], summaries: Sequence[dict[str, Any]], config: JobConfig) -> None:
+def _generic_table(out: Callable[[str], None], summaries: Sequence[dict[str, Any]], config: JobSpec) -> None:
     """Per slot: the row count, and the first value-metric column's lowest and highest row (its dimension)."""
     column = config.value_metrics.columns[0] if config.value_metrics else None
     label = config.value_metrics.dimensions[0] if config.value_metrics and config.value_metrics.dimensions else None

@@ -4,7 +4,7 @@ What ``cdk deploy`` creates, stood up on this machine: a DynamoDB endpoint (AWS 
 atomic moto server of :mod:`local.emulators.atomic_moto`, which also serves S3), the lock table
 (:func:`slotlock.create_lock_table`), the results table (:func:`athena_refresh.results.create_results_table`),
 optionally the results bucket (moto only), and the function's environment: what the stack sets
-(:meth:`stacks.config.JobConfig.runtime_environment`) plus what the Lambda service sets, pointed at the
+(:meth:`athena_refresh.jobspec.JobSpec.wiring_environment`) plus what the Lambda service sets, pointed at the
 local endpoint. At the end, :meth:`LocalDeployment.final_state` reads the stores back through the runtime's
 own readers (``slotlock.SlotLock``, ``athena_refresh.results.ResultsStore``) for the checker
 (:class:`local.chaos.checker.FinalState`), and :meth:`LocalDeployment.expected_rows` recomputes what the job's query gives
@@ -148,7 +148,7 @@ class LocalDeployment:
         """The environment of one execution environment of the function.
 
         What the Lambda service sets (function name, memory, version, log group), what the stack sets
-        (``JobConfig.runtime_environment``) with this run's tables and its short lease and widened slot age,
+        (``JobSpec.wiring_environment``) with this run's tables and its short lease and widened slot age,
         and the endpoint: every client on the moto server (it serves S3 too), or DynamoDB's alone on
         DynamoDB Local. ``job``: one of the deployment's jobs (default: the first).
         """
@@ -171,7 +171,7 @@ class LocalDeployment:
             env["POWERTOOLS_LOG_LEVEL"] = log_level
         env[contract.ENV_JOB_CATALOG_PATH] = str(self.catalog_path)
         env.update(
-            config.runtime_environment(
+            config.wiring_environment(
                 lock_table_name=self.lock_table,
                 results_table_name=self.results_table,
                 results_bucket_name=self.results_bucket,

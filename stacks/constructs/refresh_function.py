@@ -50,8 +50,8 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from athena_refresh import contract
+from athena_refresh.jobspec import JobSpec
 from stacks import LAMBDAS_DIR
-from stacks.config import JobConfig
 from stacks.nag import acknowledge, wildcard_finding
 
 HANDLER = "athena_refresh.handler.lambda_handler"
@@ -132,7 +132,7 @@ class RefreshFunction(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        config: JobConfig,
+        config: JobSpec,
         lock_table: dynamodb.ITable,
         results_table: dynamodb.ITable,
         query_target: QueryTarget,
@@ -241,18 +241,17 @@ def acknowledge_runtime_pin(function: lambda_.IFunction) -> None:
 
 
 def function_environment(
-    config: JobConfig, lock_table: dynamodb.ITable, results_table: dynamodb.ITable, target: QueryTarget
+    config: JobSpec, lock_table: dynamodb.ITable, results_table: dynamodb.ITable, target: QueryTarget
 ) -> dict[str, str]:
     """The deployment's wiring (``contract.WIRING_ENV_VARS``: job name, resource names) and Powertools'
-    settings, from :meth:`JobConfig.runtime_environment`; the job's own settings travel in the job catalog."""
-    env = config.runtime_environment(
+    settings, from :meth:`JobSpec.wiring_environment`; the job's spec travels in the job catalog."""
+    return config.wiring_environment(
         lock_table_name=lock_table.table_name,
         results_table_name=results_table.table_name,
         results_bucket_name=target.bucket.bucket_name,
         workgroup=target.workgroup_name,
         database=target.database_name,
     )
-    return {name: value for name, value in env.items() if name not in contract.JOB_SETTING_ENV_VARS}
 
 
 def policy_statements(

@@ -465,10 +465,10 @@ def test_value_search_expression_without_dimensions() -> None:
 
 
 def test_function_gets_the_value_metric_settings(catalog: dict[str, Any]) -> None:
-    settings = catalog[FLIGHTS]["settings"]  # the job's settings travel in its own asset's catalog
-    assert settings[contract.ENV_VALUE_METRIC_COLUMNS] == "flights,delayed_departures,avg_dep_delay_min"
-    assert settings[contract.ENV_VALUE_METRIC_DIMENSIONS] == "origin"
-    assert settings[contract.ENV_VALUE_METRIC_MAX_SERIES] == "10"
+    values = catalog[FLIGHTS]["spec"]["value_metrics"]  # the job's spec travels in its own asset's catalog
+    assert values["columns"] == ["flights", "delayed_departures", "avg_dep_delay_min"]
+    assert values["dimensions"] == ["origin"]
+    assert values["max_series"] == 10
 
 
 def test_without_value_metrics_the_settings_are_empty(tmp_path: Path) -> None:
@@ -477,10 +477,9 @@ def test_without_value_metrics_the_settings_are_empty(tmp_path: Path) -> None:
     text = job_file.read_text(encoding="utf-8")
     job_file.write_text(text[: text.index("[value_metrics]")], encoding="utf-8")
     queries = catalog_queries(load_jobs(jobs_dir, stack_settings(), root=tmp_path))
-    value_settings = [name for name in contract.JOB_SETTING_ENV_VARS if name.startswith("VALUE_METRIC_")]
-    assert len(value_settings) == 3
-    assert [queries[FLIGHTS].settings[name] for name in value_settings] == ["", "", ""]
-    assert all(queries[CARRIERS].settings[name] for name in value_settings)  # untouched
+    flights, carriers = queries[FLIGHTS].spec, queries[CARRIERS].spec
+    assert flights is not None and flights.value_metrics is None
+    assert carriers is not None and carriers.value_metrics is not None  # untouched
 
 
 def test_the_dashboard_names_no_job_but_the_default(body: dict[str, Any], jobs: tuple[JobDefinition, ...]) -> None:

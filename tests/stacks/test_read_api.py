@@ -286,7 +286,6 @@ def test_the_read_side_has_its_own_asset_with_every_jobs_catalog(
             "sql": READ_SIDE_SQL,
             "parameters": [],
             "constants": {},
-            "settings": {},
             "schedule": catalog[name]["schedule"],
         }, name
     read_key = _asset_key(stack.runtime_asset_dir)

@@ -6,6 +6,7 @@ found by their properties (Match/Capture), never by logical id.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -250,17 +251,18 @@ def test_the_environment_wires_the_function_and_the_catalog_carries_the_job(
     assert env["POWERTOOLS_SERVICE_NAME"] == contract.SERVICE_NAME
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == contract.METRICS_NAMESPACE
     assert env[contract.ENV_JOB_NAME] == config.job_name
-    settings = catalog[config.job_name]["settings"]
-    assert set(settings) == set(contract.JOB_SETTING_ENV_VARS)
-    assert settings[contract.ENV_LEASE_DURATION_S] == str(config.lease_duration_s)
-    assert settings[contract.ENV_HEARTBEAT_INTERVAL_S] == str(config.heartbeat_interval_s)
-    assert settings[contract.ENV_MAX_SLOT_AGE_S] == str(config.max_slot_age_s)
-    assert settings[contract.ENV_HISTORY_TTL_S] == str(config.history_ttl_s)
-    assert settings[contract.ENV_MAX_QUERY_ATTEMPTS] == str(config.max_query_attempts)
-    assert settings[contract.ENV_WINDOW_S] == str(config.window_s)
-    assert settings[contract.ENV_DATA_YEAR] == str(config.data_year)
-    assert settings[contract.ENV_MAX_SLOT_LEAD_S] == str(config.max_slot_lead_s)
-    assert catalog[config.job_name]["sql"] == config.sql
+    spec = catalog[config.job_name]["spec"]  # the job's JobSpec as typed JSON, every key
+    assert set(spec) == {field.name for field in dataclasses.fields(config)}
+    assert spec["lease_duration_s"] == config.lease_duration_s
+    assert spec["heartbeat_interval_s"] == config.heartbeat_interval_s
+    assert spec["max_slot_age_s"] == config.max_slot_age_s
+    assert spec["history_ttl_s"] == config.history_ttl_s
+    assert spec["max_query_attempts"] == config.max_query_attempts
+    assert spec["window_s"] == config.window_s
+    assert spec["data_year"] == config.data_year
+    assert spec["max_slot_lead_s"] == config.max_slot_lead_s
+    assert spec["alarms"]["email"] is None  # stack-wide: not in a job's asset
+    assert catalog[config.job_name]["spec"]["sql"] == config.sql
     # Names of deployed resources are references, never hard-coded physical names.
     referenced_types = {
         contract.ENV_LOCK_TABLE_NAME: "AWS::DynamoDB::Table",

@@ -393,3 +393,14 @@ def test_source_columns_are_validated_by_the_job_loader(tmp_path: Path) -> None:
         load_job(folder, StackSettings())
     text = "\n".join(caught.value.problems)
     assert "source.columns.Carrier" in text and "source.columns.amount" in text and "'money'" in text
+
+
+def test_check_settings_and_run_share_the_one_job_spec() -> None:
+    # GIVEN the sample jobs as check and settings load them (stacks.jobs.load_jobs: one JobSpec each)
+    for job in load_fixture_jobs():
+        # WHEN run builds the runtime's settings (through a job catalog, as the cold start does)
+        settings = run.job_settings(job)
+        # THEN they hold the same JobSpec, the stack-wide alarm email aside, and its values
+        assert settings.spec == replace(job.config, alarms=replace(job.config.alarms, email=None))
+        assert (settings.window_s, settings.data_year) == (job.config.window_s, job.config.data_year)
+        assert settings.lease_duration_s == job.config.lease_duration_s

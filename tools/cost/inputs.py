@@ -205,7 +205,7 @@ def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> 
         from stacks.runtime_asset import catalog_queries
 
         (work / CATALOG_FILE).write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
-        env = job.config.runtime_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
+        env = job.config.wiring_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
         try:
             settings = Settings.from_env(env, catalog_path=work / CATALOG_FILE)
         except ConfigurationError as exc:

@@ -164,7 +164,7 @@ def job_settings(job: JobDefinition) -> Settings:
     with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
         path = Path(tmp) / CATALOG_FILE
         path.write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
-        env = job.config.runtime_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
+        env = job.config.wiring_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
         try:
             return Settings.from_env(env, catalog_path=path)
         except ConfigurationError as exc:

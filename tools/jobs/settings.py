@@ -5,7 +5,7 @@
 
 Only ``source`` and ``schedule_expression`` are required in a ``job.toml``; every other key comes from the
 team defaults ``jobs/defaults.toml``, a rule on the schedule's period, or a built-in value
-(:mod:`stacks.defaults`, docs/configuration.md). Offline: reads cdk.json and the job folders, nothing else.
+(:mod:`athena_refresh.job_defaults`, docs/configuration.md). Offline: reads cdk.json and the job folders, nothing else.
 
 Exit status: 0 printed; 2 an unknown job or an invalid job folder (each problem on its own line,
 ``jobs/<job>/job.toml:<line>: key: problem``, on stderr).

@@ -22,6 +22,8 @@ from athena_refresh.catalog import (
     parse_entry,
 )
 from athena_refresh.errors import ConfigurationError
+from athena_refresh.job_defaults import spec_of
+from athena_refresh.jobspec import as_raw
 from athena_refresh.settings import Settings
 
 JOB = "carrier-on-time"
@@ -106,7 +108,7 @@ def test_without_a_catalog_the_inline_query_binds_the_window() -> None:
     ("document", "expected"),
     [
         ("{not json", "cannot be read as JSON"),
-        ({"format": 2, "jobs": {}}, "format 1"),
+        ({"format": 3, "jobs": {}}, "format 2"),
         ({"format": 1}, "must hold a 'jobs' object"),
         ({"format": 1, "jobs": {"other": ENTRY}}, "holds no job 'carrier-on-time' \\(jobs: other\\)"),
         ({"format": 1, "jobs": {JOB: "SELECT 1"}}, "must be an object"),
@@ -142,57 +144,88 @@ def test_an_entry_under_an_invalid_job_name_is_refused() -> None:
         parse_entry("bad name!", ENTRY)
 
 
+def spec_entry(**keys: Any) -> dict[str, Any]:
+    """A catalog entry as the stack writes it: the query's binding and the job's spec as typed JSON."""
+    spec = spec_of(
+        job_name=JOB,
+        schedule_expression="cron(0/30 * * * ? *)",
+        database="db",
+        table="flights",
+        workgroup="wg",
+        sql=SQL,
+        **keys,
+    )
+    return {"parameters": ENTRY["parameters"], "constants": ENTRY["constants"], "spec": as_raw(spec)}
+
+
 def test_the_jobs_settings_come_from_the_catalog_and_the_environment_overrides_them(tmp_path: Path) -> None:
-    # GIVEN the deployed shape: the environment wires the function, the catalog carries the job's settings
-    entry = {**ENTRY, "settings": {contract.ENV_LEASE_DURATION_S: "50", contract.ENV_WINDOW_S: "7200"}}
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: entry}})
+    # GIVEN the deployed shape: the environment wires the function, the catalog carries the job's spec
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry(lease_duration_s=50, window_s=7200)}})
     settings = Settings.from_env(ENV_WIRING, catalog_path=path)
     assert (settings.lease_duration_s, settings.window_s) == (50.0, 7200)
-    # a local tool shortens the lease with an environment variable of the same name
-    assert (
-        Settings.from_env({**ENV_WIRING, contract.ENV_LEASE_DURATION_S: "4"}, catalog_path=path).lease_duration_s == 4.0
-    )
+    assert settings.spec is not None and settings.spec.window_s == 7200  # the same JobSpec, typed
+    # a local tool shortens the lease (and its heartbeat) with environment variables of the same name
+    tuned = {**ENV_WIRING, contract.ENV_LEASE_DURATION_S: "4", contract.ENV_HEARTBEAT_INTERVAL_S: "1"}
+    assert Settings.from_env(tuned, catalog_path=path).lease_duration_s == 4.0
 
 
-def test_a_catalog_setting_out_of_range_is_refused_like_a_variable(tmp_path: Path) -> None:
-    entry = {**ENTRY, "settings": {contract.ENV_WINDOW_S: "10"}}
-    with pytest.raises(ConfigurationError) as caught:
-        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: entry}}))
+def test_a_job_setting_in_the_environment_beside_a_spec_is_refused(tmp_path: Path) -> None:
+    # GIVEN a catalog with the job's spec / WHEN the environment also sets a job setting other than local tuning
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry()}})
+    with pytest.raises(ConfigurationError, match="must not be set: the job's settings come from its spec") as caught:
+        Settings.from_env({**ENV_WIRING, contract.ENV_WINDOW_S: "3600"}, catalog_path=path)
+    # THEN it is refused naming the variable: the environment carries the wiring only
     assert caught.value.key == contract.ENV_WINDOW_S
 
 
+def test_a_catalog_setting_out_of_range_is_refused_like_a_variable(tmp_path: Path) -> None:
+    entry = spec_entry()
+    entry["spec"]["window_s"] = 10
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 2, "jobs": {JOB: entry}}))
+    assert str(caught.value).endswith(
+        "jobs.carrier-on-time.spec.window_s: must be an integer from 60 to 31622400, got 10"
+    )
+
+
 def test_a_catalog_setting_the_runtime_does_not_know_is_refused(tmp_path: Path) -> None:
-    entry = {**ENTRY, "settings": {"LOCK_TABLE_NAME": "elsewhere"}}  # wiring belongs in the environment
-    with pytest.raises(CatalogError, match="settings: unknown LOCK_TABLE_NAME"):
-        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: entry}}))
+    entry = spec_entry()
+    entry["spec"]["lock_table_name"] = "elsewhere"  # wiring belongs in the environment
+    with pytest.raises(CatalogError, match="spec.lock_table_name: unknown key"):
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 2, "jobs": {JOB: entry}}))
 
 
-def test_a_catalog_written_before_the_alarm_thresholds_loads_with_them_off(tmp_path: Path) -> None:
-    # GIVEN a catalog entry whose settings predate issue 23's ALARM_* settings
+def test_the_spec_in_the_catalog_runs_every_rule_again(tmp_path: Path) -> None:
+    # GIVEN a spec whose heartbeat breaks the lease rule (edited after synth) / WHEN read / THEN refused, naming it
+    entry = spec_entry()
+    entry["spec"]["heartbeat_interval_s"] = 25
+    with pytest.raises(CatalogError, match=r"spec.heartbeat_interval_s: must be below \(lease_duration_s - 5 s"):
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 2, "jobs": {JOB: entry}}))
+
+
+def test_a_catalog_written_with_settings_text_is_refused_naming_the_rebuild(tmp_path: Path) -> None:
+    # GIVEN a catalog entry of format 1, its settings as environment-variable text (before the typed spec)
     entry = {**ENTRY, "settings": {contract.ENV_LEASE_DURATION_S: "50", contract.ENV_WINDOW_S: "7200"}}
     path = write(tmp_path, {"format": 1, "jobs": {JOB: entry}})
 
-    # WHEN the function reads its settings
-    settings = Settings.from_env(ENV_WIRING, catalog_path=path)
-
-    # THEN it loads, its other settings as written, and no threshold is compared with (off)
-    assert (settings.lease_duration_s, settings.window_s) == (50.0, 7200)
-    assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (None, None)
+    # WHEN the function reads its settings / THEN it refuses it, saying why and what to do
+    with pytest.raises(CatalogError, match="no longer read; this code reads the job's typed spec .format 2.: rebuild"):
+        Settings.from_env(ENV_WIRING, catalog_path=path)
 
 
 def test_the_alarm_thresholds_come_from_the_catalog(tmp_path: Path) -> None:
-    # GIVEN the stack's catalog: the job's [alarms] thresholds among its settings
-    thresholds = {contract.ENV_ALARM_DATA_SCANNED_BYTES: "5000000000", contract.ENV_ALARM_QUERY_DURATION_MS: "120000"}
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: {**ENTRY, "settings": thresholds}}})
+    # GIVEN the stack's catalog: the job's [alarms] thresholds in its spec
+    alarms = {"data_scanned_bytes": 5_000_000_000, "query_duration_ms": 120_000}
+    entry = spec_entry(alarms=alarms, bytes_scanned_cutoff_per_query=10_000_000_000)
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: entry}})
 
     # WHEN / THEN the runtime reads them as integers (bytes, milliseconds)
     settings = Settings.from_env(ENV_WIRING, catalog_path=path)
     assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (5_000_000_000, 120_000)
     # AND one out of its range is refused naming it, like any setting
-    zero = {**ENTRY, "settings": {contract.ENV_ALARM_QUERY_DURATION_MS: "0"}}
-    with pytest.raises(ConfigurationError) as caught:
-        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 1, "jobs": {JOB: zero}}))
-    assert caught.value.key == contract.ENV_ALARM_QUERY_DURATION_MS
+    entry["spec"]["alarms"]["query_duration_ms"] = 0
+    with pytest.raises(ConfigurationError, match="spec.alarms.query_duration_ms: must be an integer from 1"):
+        Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 2, "jobs": {JOB: entry}}))
 
 
 ENV_WIRING = {
@@ -215,7 +248,17 @@ def test_load_catalog_reads_back_every_job_with_its_schedule(tmp_path: Path) -> 
             sql=SQL,
             parameters=tuple(ENTRY["parameters"]),
             constants={"delay_min": "15"},
-            settings={contract.ENV_WINDOW_S: "7200"},
+            spec=spec_of(
+                job_name=JOB,
+                schedule_expression="cron(0 6 * * ? *)",
+                schedule_timezone="America/New_York",
+                racers=3,
+                database="db",
+                table="flights",
+                workgroup="wg",
+                sql=SQL,
+                window_s=7200,
+            ),
             schedule=CatalogSchedule("cron(0 6 * * ? *)", "America/New_York", 3),
         ),
         "no-schedule": CatalogQuery("SELECT 2 AS b", ()),
@@ -289,7 +332,7 @@ def test_the_catalog_checks_a_schedules_shape_not_its_meaning(tmp_path: Path) ->
     ("document", "expected"),
     [
         ("{not json", "cannot be read as JSON"),
-        ("[]", "must be an object with format 1"),
+        ("[]", "must be an object with format 2"),
         ({"format": 1, "jobs": []}, "must hold a 'jobs' object"),
         (
             {"format": 1, "jobs": {"ok": {"sql": "SELECT 1"}, "bad name": {"sql": "SELECT 1"}}},

@@ -43,7 +43,8 @@ DEFAULT_YEARS = range(2028, 2032)
 #: At most this many listed years are scanned (a gap is between consecutive firings, so the first
 #: years already show the shortest and the longest one for any realistic expression).
 MAX_SCANNED_YEARS = 8
-_CRON = re.compile(r"cron\((?P<body>[^()]+)\)")
+#: An EventBridge ``cron(...)`` expression; ``body`` holds its fields (the one pattern: the stack's job checks use it).
+CRON_PATTERN = re.compile(r"cron\((?P<body>[^()]+)\)")
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class _Cron:
 
 @functools.lru_cache(maxsize=64)
 def _parse(expression: str, timezone: str) -> _Cron:
-    match = _CRON.fullmatch(expression.strip())
+    match = CRON_PATTERN.fullmatch(expression.strip())
     if not match:
         raise CronError("not a cron(...) expression")
     fields = match["body"].split()
@@ -209,8 +210,9 @@ def cron_period(expression: str, timezone: str = "UTC") -> CronPeriod:
     local_gaps_s = {(later - earlier) * 60 for earlier, later in itertools.pairwise(times_min)}
     gaps_s: set[int] = set()
     bounds: list[tuple[int, int]] = []
+    fixed_offset = zone.key == "UTC" or zone.key.startswith("Etc/")  # no offset change ever: skip the probes
     for day in firing_days:
-        if _offset_changes_near(day, zone):
+        if not fixed_offset and _offset_changes_near(day, zone):
             instants = _instants(day, times_min, zone)
             if not instants:
                 continue
