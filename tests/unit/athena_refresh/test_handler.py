@@ -36,6 +36,7 @@ LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVA
 pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
     pytest.mark.usefixtures("fresh_powertools_state"),  # every test is a new execution environment
+    pytest.mark.backends("moto", "dynamodb-local"),
 ]
 
 

@@ -19,6 +19,8 @@ from athena_refresh.results import ResultsStore
 from athena_refresh.results_commit import PreparedResult, latest_condition
 from athena_refresh.stored import LATEST, StoredResult, result_sort_key
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"
 EARLIER = "2026-11-22T00:00:00Z"

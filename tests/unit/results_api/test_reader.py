@@ -20,6 +20,8 @@ from results_api.errors import BackendUnavailableError, BadParameterError, Resul
 from results_api.reader import ResultsReader, parse_slot
 from slotlock import Slot
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 JOB = "flights-dashboard"
 PAUSED_JOB = "carrier-on-time"
 IDLE_JOB = "daily-ny"

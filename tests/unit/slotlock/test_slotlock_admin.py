@@ -21,6 +21,8 @@ from slotlock import (
 )
 from slotlock._expressions import SCHEMA_COMPATIBLE
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 
 def run_slot(lock: SlotLock, slot: Slot, owner: str) -> int:
     """Acquire and commit ``slot``; returns its token."""

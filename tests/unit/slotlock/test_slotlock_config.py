@@ -9,6 +9,8 @@ from botocore.stub import Stubber
 
 from slotlock import CorruptLockItemError, Lease, LockConfigurationError, Slot, SlotLock
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 NOW_MS = 1_795_307_402_000
 
 
@@ -206,7 +208,7 @@ def test_string_fencing_token_on_a_free_lock_is_reported(lock: SlotLock, slot: S
     assert caught.value.__cause__ is not None  # the original ValidationException stays attached
 
 
-@pytest.mark.parametrize("backend", ["moto"], indirect=True)  # moto-only behaviour
+@pytest.mark.backends("moto")  # moto-only behaviour
 @pytest.mark.xfail(
     raises=TypeError,
     strict=True,
@@ -222,7 +224,7 @@ def test_string_lease_expiry_on_moto(lock: SlotLock, slot: Slot, ddb: Any, table
         lock.try_acquire(slot, "B")
 
 
-@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)
+@pytest.mark.backends("dynamodb-local")
 def test_string_lease_expiry_on_dynamodb_local(lock: SlotLock, slot: Slot, ddb: Any, table: str) -> None:
     # GIVEN a lock item whose expiry is a String (what moto cannot evaluate, see the test above)
     ddb.put_item(TableName=table, Item={**GOOD_ITEM, "pk": {"S": lock.lock_key}, "lease_expires_at_ms": {"S": "1"}})

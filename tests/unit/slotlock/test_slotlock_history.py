@@ -28,6 +28,8 @@ from slotlock import (
 from slotlock.history import decode_record
 from slotlock.table import HISTORY_INDEX
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 PERIOD_S = 1800
 OPERATOR = "arn:aws:iam::123456789012:user/op"
 
@@ -358,7 +360,7 @@ def test_since_after_until_is_refused(history: SlotHistory, lock: SlotLock, slot
     assert request_log.operations == []
 
 
-@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)  # moto accepts any start key
+@pytest.mark.backends("dynamodb-local")  # moto accepts any start key
 def test_a_start_key_of_another_query_is_refused_naming_the_start_key(
     history: SlotHistory, lock: SlotLock, slot: Slot, backend: str
 ) -> None:

@@ -30,6 +30,8 @@ from slotlock import (
 from slotlock._client import LockTableClient
 from slotlock.manual import REQUEST_ATTEMPTS, ManualMarker
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800
 OPERATOR = "arn:aws:iam::123456789012:user/op"

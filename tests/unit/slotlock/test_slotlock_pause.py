@@ -28,6 +28,8 @@ from slotlock._decisions import classify_loss
 from slotlock._expressions import SCHEMA_COMPATIBLE, SLOT_CREATE_CONDITION, SLOT_NOT_PAUSED
 from slotlock.slot import MAX_EPOCH_S
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800  # a half-hourly schedule
 OPERATOR = "arn:aws:iam::123456789012:user/op"

@@ -24,6 +24,8 @@ from slotlock import (
     TransientLockError,
 )
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800  # a half-hourly schedule
 

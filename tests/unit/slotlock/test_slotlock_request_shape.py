@@ -45,6 +45,8 @@ from slotlock._expressions import (
     with_schema_version,
 )
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 NOW_MS = 1_795_307_402_000
 SLOT = Slot(1_795_307_400)
 EXPRESSION_KEYS = (

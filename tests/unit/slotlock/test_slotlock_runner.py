@@ -9,6 +9,8 @@ import pytest
 
 from slotlock import InvalidEventError, Lease, Slot, SlotLock, SlotOutcome, SlotRun, SlotRunner, once_per_slot
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 HEARTBEAT_MS = 10_000  # conftest HEARTBEAT_S
 EVENT = {"scheduled_time": "2026-11-22T00:30:00Z"}
