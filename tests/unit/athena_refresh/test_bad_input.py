@@ -458,6 +458,7 @@ def test_results_that_contradict_the_lock_refuse_the_commit_as_a_whole(
     assert lock.get_lock().last_finished_slot == history
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 @pytest.mark.parametrize(
     ("pointer_token", "code", "blames_the_counter", "says"),
     [

@@ -77,6 +77,7 @@ def test_defaults_derive_a_heartbeat_of_a_third_of_the_lease() -> None:
     assert lock.slot_key(Slot(1_795_307_400)) == "slot#job#2026-11-22T00:30:00Z"
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("owner_id", ["", "x" * 513, None, 7], ids=["empty", "too-long", "none", "int"])
 def test_bad_owner_id_is_refused_before_any_request(
     owner_id: Any, lock: SlotLock, slot: Slot, request_log: Any

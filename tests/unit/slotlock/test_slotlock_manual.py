@@ -160,6 +160,7 @@ def test_resume_finds_the_generation_of_the_same_command_instead_of_adding_one(
     assert ask(slot, "bf-1", kind="backfill").generation == 5
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize(
     ("field", "value"),
     [

@@ -266,6 +266,7 @@ def test_dry_runs_write_nothing(
     assert get_item(lock.lock_key) == paused_item
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_a_dry_run_on_a_fresh_table_creates_no_lock_item(lock: SlotLock, get_item: Callable[[str], Any]) -> None:
     plan = pause(lock, reason="maintenance", requested_by=OPERATOR, dry_run=True)
     assert plan.before is None and plan.after is not None and plan.after.paused
@@ -339,6 +340,7 @@ def test_a_bad_pause_reason_is_refused_before_any_request(lock: SlotLock, reques
     assert request_log.operations == []
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("requested_by", ["", "  ", "a" * 2049, None])
 def test_a_bad_identity_is_refused_before_any_request(lock: SlotLock, request_log: Any, requested_by: Any) -> None:
     request_log.clear()

@@ -712,6 +712,7 @@ def test_heartbeat_caps_a_partial_extension_at_the_deadline(lock: SlotLock, slot
     assert lock.get_lock().lease_expires_at_ms == deadline
 
 
+@pytest.mark.backends("moto")  # refused before any request
 def test_acquire_without_time_left_is_refused_before_any_request(
     lock: SlotLock, slot: Slot, clock: Any, request_log: Any
 ) -> None:
