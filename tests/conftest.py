@@ -1,15 +1,15 @@
-"""Shared pytest fixtures. Keep this file generic: fake AWS credentials, the atomic moto server, DynamoDB Local."""
+"""Shared pytest fixtures. Keep this file generic: fake AWS credentials, the atomic moto server; the DynamoDB
+backends (DynamoDB Local, moto, ``backend``, ``ddb``, tables) are the plugin ``tests/backends.py``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
 from local.emulators.atomic_moto import AtomicMotoServer
-from local.emulators.dynamodb_local import DynamoDBLocal, DynamoDBLocalError, ensure_dynamodb_local, java_available
+
+pytest_plugins = ["tests.backends"]
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -37,25 +37,3 @@ def atomic_moto_endpoint() -> Iterator[str]:
     """
     with AtomicMotoServer() as server:
         yield server.endpoint_url
-
-
-@pytest.fixture(scope="session")
-def dynamodb_local() -> Iterator[DynamoDBLocal]:
-    """One DynamoDB Local process for the whole session, started on first use.
-
-    Unavailable (no Java, npm package not fetchable): skip with the reason, or fail under ``CI=true``."""
-
-    def unavailable(reason: str) -> None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"DynamoDB Local unavailable under CI=true (it must run there): {reason}", pytrace=False)
-        pytest.skip(f"DynamoDB Local unavailable: {reason}")
-
-    if not java_available():
-        unavailable("no working `java` on PATH (apt-get install default-jre-headless)")
-    try:
-        emulator = ensure_dynamodb_local()
-    except (DynamoDBLocalError, OSError, subprocess.SubprocessError) as error:
-        unavailable(f"{type(error).__name__}: {error}")
-        raise  # unreachable: skip/fail raise
-    with DynamoDBLocal(emulator) as server:
-        yield server

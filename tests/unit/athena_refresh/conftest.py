@@ -32,14 +32,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-import moto
 import pytest
 from aws_lambda_powertools.logging import logger as powertools_logger
 from aws_lambda_powertools.metrics.provider import cold_start
@@ -49,16 +47,12 @@ from athena_refresh.engine import Column, QueryError, QueryExecution, QueryResul
 from athena_refresh.errors import QueryEngineError
 from athena_refresh.handler import LambdaHandler, make_handler
 from athena_refresh.job import AthenaRefreshJob
-from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
-from local.emulators.dynamodb_local import DynamoDBLocal
-from slotlock import Slot, SlotLock, SlotRunner, create_lock_table
+from slotlock import Slot, SlotLock, SlotRunner
 from slotlock._expressions import LEASE_EXPIRY_UPDATE
 
 REGION = "us-east-1"
-LOCK_TABLE = "refresh-locks"  # prefixes: every test's tables get a unique suffix
-RESULTS_TABLE = "refresh-results"
-BACKENDS = ["moto", "dynamodb-local"]
 BUCKET = "refresh-results-overflow"
 JOB_NAME = "flights-dashboard"
 LEASE_S = 30.0
@@ -271,84 +265,15 @@ class LambdaContext:
 # ---------------------------------------------------------------------------------------------------
 # AWS: DynamoDB on moto or DynamoDB Local, everything else on in-process moto
 # ---------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """The DynamoDB implementation under test: ``"moto"`` or ``"dynamodb-local"`` (started on first use)."""
-    if request.param == "dynamodb-local":
-        request.getfixturevalue("dynamodb_local")
-    return str(request.param)
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    """In-process moto for one test: every test starts from empty backends (S3 always, DynamoDB on moto)."""
-    with moto.mock_aws():
-        yield
-
-
 @pytest.fixture(scope="session")
-def _session() -> boto3.session.Session:
-    """One session: its loader caches the service models, so a client costs ~10 ms instead of ~0.5 s."""
-    return boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
-
-
-@pytest.fixture(scope="session")
-def _clients(_session: boto3.session.Session) -> dict[str, Any]:
-    """moto clients shared by the session (creating one costs about 0.1 s; a mocked backend costs nothing).
-
-    moto answers any client while a ``mock_aws`` is active (its botocore hook is installed at import),
-    and the ``ddb``/``s3`` fixtures below only hand them out inside one. Fake credentials only.
-    """
-    return {"dynamodb": _session.client("dynamodb"), "s3": _session.client("s3")}
-
-
-@pytest.fixture(scope="session")
-def _dynamodb_local_client(_session: boto3.session.Session, dynamodb_local: DynamoDBLocal) -> Any:
-    return _session.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url)
+def _s3_client(boto_session: boto3.session.Session) -> Any:
+    """One S3 client for the session (moto answers it while a ``mock_aws`` is active)."""
+    return boto_session.client("s3")
 
 
 @pytest.fixture
-def ddb(
-    aws: None, backend: str, _clients: dict[str, Any], request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Any:
-    """The test's DynamoDB client. On DynamoDB Local, clients the code under test builds itself (boto3's
-    default session, e.g. the real handler's) are sent there too, through ``AWS_ENDPOINT_URL_DYNAMODB``."""
-    if backend == "moto":
-        monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
-        return _clients["dynamodb"]
-    client = request.getfixturevalue("_dynamodb_local_client")
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", client.meta.endpoint_url)
-    # DynamoDB Local keeps data per access key: mock_aws swapped the environment's keys for its own, so
-    # give default-session clients the same fake keys as this client.
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    return client
-
-
-@pytest.fixture
-def s3(aws: None, _clients: dict[str, Any]) -> Any:
-    return _clients["s3"]
-
-
-@pytest.fixture
-def table_names() -> dict[str, str]:
-    """Unique table names for this test (DynamoDB Local is shared by the session)."""
-    suffix = uuid.uuid4().hex[:12]
-    return {"lock": f"{LOCK_TABLE}-{suffix}", "results": f"{RESULTS_TABLE}-{suffix}"}
-
-
-@pytest.fixture
-def lock_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
-    """A fresh lock table (string partition key ``pk``), as the stack creates it (without TTL, see above)."""
-    yield create_lock_table(ddb, table_names["lock"], enable_ttl=False)
-    ddb.delete_table(TableName=table_names["lock"])
-
-
-@pytest.fixture
-def results_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
-    """A fresh results table (``job`` S partition key, ``slot`` S sort key)."""
-    yield create_results_table(ddb, table_names["results"])
-    ddb.delete_table(TableName=table_names["results"])
+def s3(aws: None, _s3_client: Any) -> Any:
+    return _s3_client
 
 
 @pytest.fixture

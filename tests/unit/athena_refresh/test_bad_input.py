@@ -43,8 +43,10 @@ from slotlock import (
     SlotLock,
 )
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 PREVIOUS_SLOT_OFFSET_S = 600  # a 10-minute schedule: the previous slot is well inside the max slot age
-DYNAMODB_LOCAL_ONLY = pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)
+DYNAMODB_LOCAL_ONLY = pytest.mark.backends("dynamodb-local")
 REMOVE = None  # in a tampering spec: remove the attribute
 
 
@@ -456,6 +458,7 @@ def test_results_that_contradict_the_lock_refuse_the_commit_as_a_whole(
     assert lock.get_lock().last_finished_slot == history
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 @pytest.mark.parametrize(
     ("pointer_token", "code", "blames_the_counter", "says"),
     [
@@ -592,12 +595,12 @@ TYPED_COLUMNS: list[tuple[str, str, str, Any]] = [
 
 
 @pytest.fixture
-def athena_engine_answering(_session: Any) -> Callable[..., tuple[Any, Stubber]]:
+def athena_engine_answering(boto_session: Any) -> Callable[..., tuple[Any, Stubber]]:
     """``athena_engine_answering(columns, rows)``: a real :class:`AthenaQueryEngine` whose client (stubbed)
     answers one start, one SUCCEEDED poll and one results page of ``rows`` (VarCharValues; None is NULL)."""
 
     def make(columns: list[tuple[str, str]], rows: list[list[str | None]]) -> tuple[Any, Stubber]:
-        return _stubbed_engine(_session.client("athena"), columns, rows)
+        return _stubbed_engine(boto_session.client("athena"), columns, rows)
 
     return make
 

@@ -21,6 +21,8 @@ from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotHistory, SlotLock,
 from slotlock._expressions import PERMIT_OWNER, PERMIT_TOKEN, PK
 from slotlock.table import permit_key
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 
 class SimulatedCrash(BaseException):
     """The invocation dies here (as in test_job.py): BaseException, so nothing under test swallows it."""

@@ -44,6 +44,8 @@ from slotlock import (
 )
 from slotlock._expressions import LEASE_EXPIRY_UPDATE
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 SEMAPHORE = "budget"
 DEPLOYMENT = "prod-locks"
 SHORT_LEASE = {"lease_duration_s": 2.0, "heartbeat_interval_s": 0.5}

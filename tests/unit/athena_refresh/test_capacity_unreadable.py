@@ -33,7 +33,10 @@ from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
 from slotlock import PermitOwner, Semaphore, Slot, SlotLock
 
-pytestmark = pytest.mark.usefixtures("fresh_powertools_state")  # the seams installed here are reset afterwards
+pytestmark = [
+    pytest.mark.usefixtures("fresh_powertools_state"),
+    pytest.mark.backends("moto", "dynamodb-local"),
+]  # the seams installed here are reset afterwards
 
 NAME = "123456789012-us-east-1"
 #: The query of another deployment's expired permit (an Athena query execution id is a UUID).

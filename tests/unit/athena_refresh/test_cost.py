@@ -27,6 +27,8 @@ from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock
 from slotlock.capacity import CapacitySnapshot
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 
 @pytest.mark.parametrize(
     ("scanned", "billed_mb"),

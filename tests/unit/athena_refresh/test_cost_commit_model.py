@@ -20,10 +20,12 @@ from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock
 from slotlock.capacity import item_size_bytes
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 COLUMNS = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "double"))
 
 
-@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)  # moto reports no transaction capacity
+@pytest.mark.backends("dynamodb-local")  # moto reports no transaction capacity
 @pytest.mark.parametrize("rows", [3, 40, 400])
 def test_the_commits_model_matches_the_documented_rule_on_the_items_it_wrote(
     lock: SlotLock, store: ResultsStore, slot: Slot, rows: int, ddb: Any, lock_table: str, results_table: str

@@ -41,6 +41,7 @@ pytestmark = [
     # Each scenario is its own job in one process (a deployed function serves one job): expected here.
     pytest.mark.filterwarnings("ignore:Dimension 'job' has already been added"),
     pytest.mark.usefixtures("fresh_powertools_state"),
+    pytest.mark.backends("moto", "dynamodb-local"),
 ]
 
 
@@ -769,7 +770,7 @@ def test_each_outcome_emits_exactly_its_metrics_and_logs_its_facts(
     assert bool(emitted.of(contract.VALUES_NAMESPACE)) == any(line.get("rows_stored") for line in emitted.lines)
 
 
-@pytest.mark.parametrize("backend", ["moto"], indirect=True)  # the scenarios already ran on both backends above
+@pytest.mark.backends("moto")  # the scenarios already ran on both backends above
 def test_the_outcomes_together_emit_every_contract_metric_and_log_every_reason(
     harness: Callable[[str], Harness],
 ) -> None:

@@ -19,6 +19,8 @@ from athena_refresh.settings import Settings
 from athena_refresh.stored import result_sort_key
 from slotlock import Slot, SlotLock, SlotOutcome, SlotRunner, request_generation
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 OPERATOR = "arn:aws:iam::123456789012:user/op"
 ROWS_B = [{"origin": "EWR", "flights": 999, "avg_dep_delay_min": 1.0}]  # what the re-run reads, to tell apart
 

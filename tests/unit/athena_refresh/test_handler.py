@@ -36,6 +36,7 @@ LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVA
 pytestmark = [
     pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
     pytest.mark.usefixtures("fresh_powertools_state"),  # every test is a new execution environment
+    pytest.mark.backends("moto", "dynamodb-local"),
 ]
 
 
@@ -345,6 +346,7 @@ def test_large_event_with_junk_fields_but_a_valid_time_runs(invoke: Any) -> None
 # ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize(
     ("event", "field"),
     [
@@ -418,6 +420,7 @@ def test_malformed_event_raises_naming_the_field_before_any_request(
     assert scan(aws_resources["lock_table"]) == [] and scan(aws_resources["results_table"]) == []
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize(
     ("changes", "key"),
     [
@@ -976,6 +979,7 @@ def test_the_query_and_its_named_parameters_come_from_the_job_catalog(
     assert [r["slot"] for r in store.list_results(JOB)] == [slot.iso]
 
 
+@pytest.mark.backends("moto")  # refused before any request
 def test_an_event_for_another_job_is_refused_before_any_request(
     catalog_env: Path, invoke: Any, handler_requests: list[str], engines: list[Any]
 ) -> None:
@@ -988,6 +992,7 @@ def test_an_event_for_another_job_is_refused_before_any_request(
     assert handler_requests == [] and engines == []
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 def test_a_catalog_without_this_functions_job_fails_the_cold_start(
     catalog_env: Path, invoke: Any, monkeypatch: pytest.MonkeyPatch, handler_requests: list[str]
 ) -> None:

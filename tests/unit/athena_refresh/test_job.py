@@ -22,6 +22,8 @@ from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from slotlock import Lease, Slot, SlotLock, SlotOutcome, SlotRunner, create_lock_table
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 WINDOW_PARAMETERS = ["'2013-11-21 00:30:00'", "'2013-11-22 00:30:00'"]  # slot 2026-11-22T00:30Z, data year 2013
 ROWS_B = [{"origin": "EWR", "flights": 999, "avg_dep_delay_min": 1.0}]  # what a successor reads, to tell apart
 

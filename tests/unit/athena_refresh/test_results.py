@@ -19,6 +19,8 @@ from athena_refresh.results import ResultsStore
 from athena_refresh.results_commit import PreparedResult, latest_condition
 from athena_refresh.stored import LATEST, StoredResult, result_sort_key
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 JOB = "flights-dashboard"
 SLOT = "2026-11-22T00:30:00Z"
 EARLIER = "2026-11-22T00:00:00Z"
@@ -123,6 +125,7 @@ def pointer(store: ResultsStore) -> tuple[str, int | None, int]:
 # ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 def test_prepare_gives_an_immutable_put_and_a_fenced_latest_update(store: ResultsStore) -> None:
     # WHEN a small result is prepared for token 7
     prepared = prepare(store, token=7)
@@ -169,6 +172,7 @@ def test_prepare_gives_an_immutable_put_and_a_fenced_latest_update(store: Result
     }
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 def test_prepare_without_moving_latest_gives_the_put_alone(store: ResultsStore) -> None:
     # WHEN a result is prepared for a commit that must leave the pointer alone (a newer result is there)
     prepared = prepare(store, token=7, generation=2, move_latest=False)
@@ -522,6 +526,7 @@ def test_oversized_rows_go_to_s3_with_their_sha256(make_store: Any, bucket: str,
     assert "rows_s3_uri" not in stored and stored["rows_sha256"] == hashlib.sha256(body).hexdigest()
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 def test_rows_exactly_at_the_budget_stay_inline(make_store: Any, bucket: str, s3: Any) -> None:
     # GIVEN a budget exactly the size of the rows' JSON
     size = len(json.dumps(ROWS, separators=(",", ":")).encode())
@@ -532,6 +537,7 @@ def test_rows_exactly_at_the_budget_stay_inline(make_store: Any, bucket: str, s3
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
 
+@pytest.mark.backends("moto")  # refused before any request
 def test_oversize_without_a_bucket_is_refused_and_writes_nothing(
     make_store: Any, bucket: str, s3: Any, scan: Any, results_table: str
 ) -> None:
@@ -548,6 +554,7 @@ def test_oversize_without_a_bucket_is_refused_and_writes_nothing(
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
 
+@pytest.mark.backends("moto")  # no DynamoDB request
 def test_failed_upload_is_a_results_store_error(make_store: Any, bucket: str) -> None:
     # GIVEN an overflow bucket that does not exist
     store = make_store(bucket_name="no-such-bucket", max_inline_bytes=10)
@@ -587,6 +594,7 @@ def test_missing_s3_object_is_a_results_store_error(make_store: Any, bucket: str
     assert isinstance(info.value.__cause__, ClientError)
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}, b"bytes"], ids=["nan", "inf", "set", "bytes"])
 def test_rows_that_are_not_json_are_refused(store: ResultsStore, bad: Any) -> None:
     # GIVEN / WHEN a row holds a value JSON cannot carry faithfully / THEN it is refused, not mangled
@@ -635,6 +643,7 @@ def test_latest_is_one_get_item_and_equals_the_stored_result(store: ResultsStore
     assert (latest.window_start, latest.window_end, latest.offloaded) == (*WINDOW, False)
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_latest_of_a_job_without_results_is_none(store: ResultsStore) -> None:
     assert store.latest(JOB) is None
     assert store.result(JOB, SLOT) is None and store.result(JOB, SLOT, None) is None

@@ -21,6 +21,8 @@ from athena_refresh.settings import Settings
 from athena_refresh.values import MAX_TIMESTAMP_AGE_MS, ValuePublisher
 from slotlock import Lease, Slot
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 JOB = "flights-dashboard"
 SLOT_MS = 1_795_307_400_000  # 2026-11-22T00:30:00Z
 BASE_ENV = {

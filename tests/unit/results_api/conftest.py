@@ -24,14 +24,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
-import moto
 import pytest
 from botocore.config import Config
 
@@ -39,17 +37,15 @@ from athena_refresh import contract
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule, catalog_document
 from athena_refresh.cost import SlotUsage, estimate_slot_cost, load_prices
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from athena_refresh.results import ResultsStore, create_results_table
+from athena_refresh.results import ResultsStore
 from athena_refresh.stored import StoredResult
-from local.emulators.dynamodb_local import DynamoDBLocal
 from results_api import handler
 from results_api.api import create_app
 from results_api.reader import ResultsReader
-from slotlock import Lease, Loss, Slot, SlotLock, create_lock_table, pause, request_generation
+from slotlock import Lease, Loss, Slot, SlotLock, pause, request_generation
 
 REGION = "us-east-1"
-BACKENDS = ["moto", "dynamodb-local"]
-LOCK_TABLE = "read-locks"  # prefixes: every test's tables get a unique suffix
+LOCK_TABLE = "read-locks"  # the offline reader's names (it sends no request)
 RESULTS_TABLE = "read-results"
 BUCKET = "read-results-overflow"
 OPERATOR = "arn:aws:iam::123456789012:user/operator"
@@ -277,83 +273,15 @@ def api_event(path: str, query: str = "", headers: Mapping[str, str] | None = No
 # ---------------------------------------------------------------------------------------------------
 # AWS: DynamoDB on moto or DynamoDB Local, S3 on in-process moto
 # ---------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    """The DynamoDB implementation under test: ``"moto"`` or ``"dynamodb-local"`` (started on first use)."""
-    if request.param == "dynamodb-local":
-        request.getfixturevalue("dynamodb_local")
-    return str(request.param)
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    """In-process moto for one test: every test starts from empty backends (S3 always, DynamoDB on moto)."""
-    with moto.mock_aws():
-        yield
-
-
 @pytest.fixture(scope="session")
-def _session() -> boto3.session.Session:
-    """One session: its loader caches the service models, so a client costs ~10 ms instead of ~0.5 s."""
-    return boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
-
-
-@pytest.fixture(scope="session")
-def _clients(_session: boto3.session.Session) -> dict[str, Any]:
-    """moto clients shared by the session (moto answers them while a ``mock_aws`` is active)."""
-    return {"dynamodb": _session.client("dynamodb"), "s3": _session.client("s3")}
-
-
-@pytest.fixture(scope="session")
-def _dynamodb_local_client(_session: boto3.session.Session, dynamodb_local: DynamoDBLocal) -> Any:
-    return _session.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url)
+def _s3_client(boto_session: boto3.session.Session) -> Any:
+    """One S3 client for the session (moto answers it while a ``mock_aws`` is active)."""
+    return boto_session.client("s3")
 
 
 @pytest.fixture
-def ddb(
-    aws: None, backend: str, _clients: dict[str, Any], request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Any:
-    """The test's DynamoDB client. On DynamoDB Local, clients the code builds itself (the handlers' readers)
-    are sent there too, through ``AWS_ENDPOINT_URL_DYNAMODB``."""
-    if backend == "moto":
-        monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB", raising=False)
-        return _clients["dynamodb"]
-    client = request.getfixturevalue("_dynamodb_local_client")
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", client.meta.endpoint_url)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    return client
-
-
-@pytest.fixture
-def s3(aws: None, _clients: dict[str, Any]) -> Any:
-    return _clients["s3"]
-
-
-@pytest.fixture
-def table_names() -> dict[str, str]:
-    suffix = uuid.uuid4().hex[:12]
-    return {"lock": f"{LOCK_TABLE}-{suffix}", "results": f"{RESULTS_TABLE}-{suffix}"}
-
-
-@pytest.fixture
-def lock_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
-    """A fresh lock table with its history index, without TTL (DynamoDB Local expires by real time)."""
-    yield create_lock_table(ddb, table_names["lock"], enable_ttl=False)
-    _delete_table(ddb, table_names["lock"])
-
-
-@pytest.fixture
-def results_table(ddb: Any, table_names: dict[str, str]) -> Iterator[str]:
-    yield create_results_table(ddb, table_names["results"])
-    _delete_table(ddb, table_names["results"])
-
-
-def _delete_table(ddb: Any, name: str) -> None:
-    try:
-        ddb.delete_table(TableName=name)
-    except ddb.exceptions.ResourceNotFoundException:
-        pass  # a test deleted it (a backend failure)
+def s3(aws: None, _s3_client: Any) -> Any:
+    return _s3_client
 
 
 @pytest.fixture
@@ -547,14 +475,14 @@ def reader(make_reader: Callable[..., ResultsReader]) -> ResultsReader:
 
 
 @pytest.fixture(scope="session")
-def _offline_clients(_session: boto3.session.Session) -> dict[str, Any]:
+def _offline_clients(boto_session: boto3.session.Session) -> dict[str, Any]:
     """Clients of a closed loopback port (discard, 9): any request they send fails at once and never leaves
     the machine. For reads that must be refused before any request (the request log says none was sent)."""
     config = Config(retries={"max_attempts": 1}, connect_timeout=1, read_timeout=1)
     endpoint = "http://127.0.0.1:9"
     return {
-        "dynamodb": _session.client("dynamodb", endpoint_url=endpoint, config=config),
-        "s3": _session.client("s3", endpoint_url=endpoint, config=config),
+        "dynamodb": boto_session.client("dynamodb", endpoint_url=endpoint, config=config),
+        "s3": boto_session.client("s3", endpoint_url=endpoint, config=config),
     }
 
 

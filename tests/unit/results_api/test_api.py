@@ -50,12 +50,6 @@ OPERATOR = "arn:aws:iam::123456789012:user/operator"
 MB = 1_000_000
 
 
-@pytest.fixture(scope="module")
-def backend() -> str:
-    """moto only (see the module docstring)."""
-    return "moto"
-
-
 def body_of(response: dict[str, Any], model: type[BaseModel], content_type: str = "application/json") -> Any:
     """The response's JSON body, checked against ``model`` and the Content-Type."""
     assert response["headers"]["Content-Type"] == content_type

@@ -44,12 +44,6 @@ MARKUP = "<script>alert(1)</script>"
 OWN_TAGS = {"p", "b", "table", "thead", "tbody", "tr", "th", "td", "br", "code"}
 
 
-@pytest.fixture(scope="module")
-def backend() -> str:
-    """moto only (see the module docstring)."""
-    return "moto"
-
-
 class Page(HTMLParser):
     """What a browser would build from the overview: every start tag, the paragraphs' text, the header cells, and
     the body's rows (each a list of cell texts, ``<br>`` as a newline) with each cell's colspan."""

@@ -20,6 +20,8 @@ from results_api.errors import BackendUnavailableError, BadParameterError, Resul
 from results_api.reader import ResultsReader, parse_slot
 from slotlock import Slot
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 JOB = "flights-dashboard"
 PAUSED_JOB = "carrier-on-time"
 IDLE_JOB = "daily-ny"
@@ -54,6 +56,7 @@ def all_pages(reader: ResultsReader, job: str, **params: Any) -> list[Any]:
 # ---------------------------------------------------------------------------------------------------
 # results
 # ---------------------------------------------------------------------------------------------------
+@pytest.mark.backends("moto")  # plain reads
 def test_latest_is_one_get_item_and_is_the_newest_slots_result(
     reader: ResultsReader, world: Any, request_log: Any
 ) -> None:
@@ -92,6 +95,7 @@ def test_latest_is_one_get_item_and_is_the_newest_slots_result(
     assert reader.result(JOB, s3.iso, 1) == latest
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_a_slots_result_is_its_newest_generation_unless_one_is_named(
     reader: ResultsReader, world: Any, request_log: Any
 ) -> None:
@@ -131,6 +135,7 @@ def test_a_slots_result_is_its_newest_generation_unless_one_is_named(
     assert reader.result(JOB, "2026-11-22T00:00:59.999Z", 1) == live
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_a_slot_without_a_committed_result_is_not_found(reader: ResultsReader, world: Any) -> None:
     s0, s1, s2, s3, s4 = sorted({slot for slot, _, _ in world.history})
     never = Slot(s4.epoch_s + 3600)
@@ -258,6 +263,7 @@ def test_a_tampered_latest_item_is_a_backend_failure_not_a_crash(reader: Results
 # ---------------------------------------------------------------------------------------------------
 # jobs
 # ---------------------------------------------------------------------------------------------------
+@pytest.mark.backends("moto")  # plain reads
 def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer(
     reader: ResultsReader, world: Any, request_log: Any, clock: Any
 ) -> None:
@@ -340,6 +346,7 @@ def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer(
     assert running.lease_fencing_token == 4
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_more_than_fifty_jobs_take_one_batch_per_fifty(
     make_reader: Callable[..., ResultsReader], catalog: dict[str, CatalogQuery], request_log: Any
 ) -> None:
@@ -385,6 +392,7 @@ def unprocessed(ddb: Any) -> Iterator[dict[str, int]]:
     ddb.meta.events.unregister("provide-client-params.dynamodb.BatchGetItem", remember)
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_unprocessed_keys_are_read_again(
     reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -401,6 +409,7 @@ def test_unprocessed_keys_are_read_again(
     assert {summary.job: summary.latest_slot for summary in summaries}[JOB] == world.history[1][0].iso
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_keys_left_unprocessed_every_time_are_a_backend_failure(
     reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -417,6 +426,7 @@ def test_keys_left_unprocessed_every_time_are_a_backend_failure(
 # ---------------------------------------------------------------------------------------------------
 # history
 # ---------------------------------------------------------------------------------------------------
+@pytest.mark.backends("moto")  # plain reads
 def test_history_is_one_query_on_the_index_newest_first_with_what_each_run_recorded(
     reader: ResultsReader, world: Any, request_log: Any
 ) -> None:
@@ -504,6 +514,7 @@ def check_pages(reader: ResultsReader, world: Any, request_log: Any, limit: int)
     assert -(-7 // limit) <= len(pages) <= -(-7 // limit) + 1
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_from_and_to_bound_the_slots(reader: ResultsReader, world: Any) -> None:
     s0, s1, s2, s3, _ = sorted({slot for slot, _, _ in world.history})
     expected = expected_ids(world)
@@ -606,6 +617,7 @@ def test_dynamodb_failures_are_backend_unavailable(reader: ResultsReader, ddb: A
         assert what in caught.value.message and caught.value.status == 503
 
 
+@pytest.mark.backends("moto")  # no DynamoDB reached
 def test_a_connection_failure_is_backend_unavailable(reader: ResultsReader, ddb: Any) -> None:
     # GIVEN every DynamoDB call fails to connect (after botocore's retries)
     def refuse(**_: Any) -> None:

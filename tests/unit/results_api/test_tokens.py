@@ -15,6 +15,8 @@ from results_api.errors import BadParameterError
 from results_api.reader import ResultsReader
 from slotlock import Slot, SlotHistory
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 JOB = "flights-dashboard"
 OTHER_JOB = "carrier-on-time"
 S0 = Slot.parse("2026-11-22T00:00:00Z")
@@ -111,7 +113,7 @@ def test_a_token_may_continue_with_another_limit(reader: ResultsReader, world: A
     assert len(keys) == len(set(keys)) == len(world.history) and rest.next_token is None
 
 
-@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)  # moto accepts any start key
+@pytest.mark.backends("dynamodb-local")  # moto accepts any start key
 def test_a_token_outside_the_querys_bounds_is_refused_by_dynamodb_as_next_token(
     reader: ResultsReader, world: Any
 ) -> None:

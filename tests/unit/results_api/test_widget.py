@@ -26,12 +26,6 @@ S0, S3 = Slot.parse("2026-11-22T00:00:00Z"), Slot.parse("2026-11-22T01:30:00Z")
 SCRIPT = "<script>alert(1)</script>"
 
 
-@pytest.fixture(scope="module")
-def backend() -> str:
-    """moto only (see the module docstring)."""
-    return "moto"
-
-
 class Page(HTMLParser):
     """What a browser would build from the widget's HTML: every start tag, the paragraphs' text and their bold
     facts, the table's header cells (text and title) and its rows of cells (text)."""

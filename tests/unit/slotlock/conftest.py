@@ -1,17 +1,15 @@
-"""Fixtures for the slotlock unit tests: two DynamoDB backends, a fake clock, a Lambda-like context.
+"""Fixtures for the slotlock unit tests: the DynamoDB backends, a fake clock, a Lambda-like context.
 
-Every test that uses a table runs twice, through the ``backend`` fixture:
+The backends (``backend``, ``ddb``, ``boto_session``, DynamoDB Local) are the plugin ``tests/backends.py``: a test
+that uses a table runs on moto, and also on DynamoDB Local where it declares so (``@pytest.mark.backends("moto",
+"dynamodb-local")`` on the test or the module): every test that sends a conditional write, a transaction or a
+permit/ticket write, and every request-shape, ALL_OLD or cancellation-reason test. moto is lenient (it accepts
+unused expression values, raises a Python TypeError for wrong-typed comparisons); DynamoDB Local validates
+requests as AWS does, so every request the lock sends is proven valid there. Stubber tests use ``boto_session``
+only and are not duplicated.
 
-* ``moto``: in-process moto, one per test module;
-* ``dynamodb-local``: AWS's own DynamoDB Local (``local.emulators.dynamodb_local``), one java process per test
-  session. moto is lenient (it accepts unused expression values, raises a Python TypeError for
-  wrong-typed comparisons); DynamoDB Local validates requests as AWS does, so every request the lock
-  sends is proven valid there. Without Java or the npm package these params are skipped with the
-  reason, except under ``CI=true``, where they fail: CI must really run them.
-
-Tests are isolated by a fresh table each (unique names). A test that depends on one backend's
-behaviour narrows the fixture: ``@pytest.mark.parametrize("backend", ["moto"], indirect=True)``.
-Stubber tests use ``boto_session`` only and are not duplicated.
+Tests are isolated by a fresh table each (unique names), so one moto per test module is enough (``aws`` below:
+module scope, not session: it must be stopped before other modules, e.g. the serialized moto server tests, run).
 
 Both backends are used for *sequenced* interleavings only (moto is not atomic under concurrency, see
 the platform facts notes): every test drives the racers one request at a time and moves time with
@@ -26,26 +24,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import moto
 import pytest
 
-from local.emulators.dynamodb_local import DynamoDBLocal
-from slotlock import Semaphore, Slot, SlotLock, create_lock_table
+from slotlock import Semaphore, Slot, SlotLock
 
-TABLE_PREFIX = "slotlock-test"
 SEMAPHORE_NAME = "123456789012-us-east-1"
 WAITER_TTL_S = 20.0
 JOB_NAME = "flights-dashboard"
 LEASE_S = 30.0
 HEARTBEAT_S = 10.0
-
-BACKENDS = ["moto", "dynamodb-local"]
 
 #: The slot every test races for unless it needs several: 2026-11-22T00:30:00Z.
 SLOT_EPOCH_S = int(dt.datetime(2026, 11, 22, 0, 30, tzinfo=dt.UTC).timestamp())
@@ -103,47 +95,18 @@ class RequestLog:
         self.calls.clear()
 
 
-@pytest.fixture(scope="session")
-def boto_session() -> boto3.session.Session:
-    """One session for the whole run: its loader caches the service models, so a client costs ~10 ms
-    instead of ~0.5 s (mock_aws drops boto3's default session, and with it that cache). Explicit fake
-    keys: this is created before any function-scoped credentials fixture runs."""
-    return boto3.session.Session(
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        aws_session_token="testing",
-        region_name="us-east-1",
-    )
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The DynamoDB implementation under test: ``"moto"`` (in-process, one per test module; module
-    scope, not session: it must be stopped before other modules, e.g. the serialized moto server
-    tests, run) or ``"dynamodb-local"`` (the session's DynamoDB Local)."""
-    if request.param == "moto":
-        with moto.mock_aws():
-            yield "moto"
-    else:
-        request.getfixturevalue("dynamodb_local")
-        yield "dynamodb-local"
+@pytest.fixture(scope="module")
+def aws() -> Iterator[None]:
+    """One in-process moto per test module (the plugin's is one per test): tables have unique names."""
+    with moto.mock_aws():
+        yield
 
 
 @pytest.fixture
-def ddb(backend: str, boto_session: boto3.session.Session, request: pytest.FixtureRequest) -> Any:
-    if backend == "moto":
-        return boto_session.client("dynamodb")
-    server: DynamoDBLocal = request.getfixturevalue("dynamodb_local")
-    return boto_session.client("dynamodb", endpoint_url=server.endpoint_url)
-
-
-@pytest.fixture
-def table(ddb: Any) -> Iterator[str]:
-    """A fresh lock table for this test (string partition key ``pk``), as the stack creates it."""
-    name = f"{TABLE_PREFIX}-{uuid.uuid4().hex[:12]}"
-    create_lock_table(ddb, name, enable_ttl=False)
-    yield name
-    ddb.delete_table(TableName=name)
+def table(lock_table: str) -> str:
+    """A fresh lock table for this test (string partition key ``pk``), as the stack creates it (the plugin's
+    ``lock_table``)."""
+    return lock_table
 
 
 @pytest.fixture
@@ -160,7 +123,7 @@ def clock() -> FakeClock:
 @pytest.fixture
 def request_log(ddb: Any) -> RequestLog:
     log = RequestLog()
-    ddb.meta.events.register("before-call.dynamodb", log)
+    ddb.meta.events.register("before-call.dynamodb", log)  # the test's own client (tests/backends.py)
     return log
 
 

@@ -41,6 +41,8 @@ from slotlock import errors as slotlock_errors
 from slotlock.codec import decode_lock_item, decode_slot_item
 from slotlock.table import SCHEMA_VERSION, SCHEMA_VERSION_ATTRIBUTE, SUPPORTED_SCHEMA_VERSIONS
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 OPERATOR = "arn:aws:iam::123456789012:user/op"
 SEMAPHORE = "123456789012-us-east-1"
 LEASE_MS = 30_000  # conftest LEASE_S

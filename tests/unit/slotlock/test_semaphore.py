@@ -26,6 +26,8 @@ from slotlock import (
     Wait,
 )
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 NAME = "123456789012-us-east-1"
 LEASE_MS = 30_000
 TTL_S = 20.0

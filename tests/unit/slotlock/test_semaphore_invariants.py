@@ -24,6 +24,8 @@ from slotlock import (
 )
 from slotlock.semaphore import DEFAULT_MAX_QUERY_ACTIVE_S
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 NAME = "123456789012-us-east-1"  # conftest.SEMAPHORE_NAME
 LEASE_MS = 30_000
 STAGING, PRODUCTION = "staging-locks", "production-locks"

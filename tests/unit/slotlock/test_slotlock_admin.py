@@ -21,6 +21,8 @@ from slotlock import (
 )
 from slotlock._expressions import SCHEMA_COMPATIBLE
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 
 def run_slot(lock: SlotLock, slot: Slot, owner: str) -> int:
     """Acquire and commit ``slot``; returns its token."""
@@ -177,6 +179,7 @@ def test_an_expired_lease_does_not_block_the_bump(lock: SlotLock, slot: Slot, cl
     assert bump_fencing_token(lock, 10).bumped
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("at_least", [0, -1, 10**38, 2.5, True, "10", None])
 def test_invalid_targets_are_rejected_before_any_request(lock: SlotLock, at_least: Any, request_log: Any) -> None:
     with pytest.raises(LockConfigurationError) as info:

@@ -15,6 +15,8 @@ from slotlock.capacity import (
     item_size_bytes,
 )
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 
 @pytest.mark.parametrize(
     ("value", "size"),
@@ -119,7 +121,7 @@ def test_the_meter_is_one_hook_per_client_and_counts_only_requests_that_ask(
     assert used.write_units > 0  # (absent permit items: DynamoDB Local reports 0 read units, moto 1 per item)
 
 
-@pytest.mark.parametrize("backend", ["moto"], indirect=True)
+@pytest.mark.backends("moto")
 def test_a_request_without_an_answer_is_counted_unmetered(ddb: Any) -> None:
     # GIVEN a meter on a client; WHEN a request asking for its capacity gets no answer (the connection fails)
     meter = CapacityMeter.of(ddb)

@@ -9,6 +9,8 @@ from botocore.stub import Stubber
 
 from slotlock import CorruptLockItemError, Lease, LockConfigurationError, Slot, SlotLock
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 NOW_MS = 1_795_307_402_000
 
 
@@ -75,6 +77,7 @@ def test_defaults_derive_a_heartbeat_of_a_third_of_the_lease() -> None:
     assert lock.slot_key(Slot(1_795_307_400)) == "slot#job#2026-11-22T00:30:00Z"
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("owner_id", ["", "x" * 513, None, 7], ids=["empty", "too-long", "none", "int"])
 def test_bad_owner_id_is_refused_before_any_request(
     owner_id: Any, lock: SlotLock, slot: Slot, request_log: Any
@@ -206,7 +209,7 @@ def test_string_fencing_token_on_a_free_lock_is_reported(lock: SlotLock, slot: S
     assert caught.value.__cause__ is not None  # the original ValidationException stays attached
 
 
-@pytest.mark.parametrize("backend", ["moto"], indirect=True)  # moto-only behaviour
+@pytest.mark.backends("moto")  # moto-only behaviour
 @pytest.mark.xfail(
     raises=TypeError,
     strict=True,
@@ -222,7 +225,7 @@ def test_string_lease_expiry_on_moto(lock: SlotLock, slot: Slot, ddb: Any, table
         lock.try_acquire(slot, "B")
 
 
-@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)
+@pytest.mark.backends("dynamodb-local")
 def test_string_lease_expiry_on_dynamodb_local(lock: SlotLock, slot: Slot, ddb: Any, table: str) -> None:
     # GIVEN a lock item whose expiry is a String (what moto cannot evaluate, see the test above)
     ddb.put_item(TableName=table, Item={**GOOD_ITEM, "pk": {"S": lock.lock_key}, "lease_expires_at_ms": {"S": "1"}})

@@ -38,6 +38,8 @@ from slotlock import (
 )
 from slotlock._dynamodb import DEFAULT_MAX_TRANSIENT_ATTEMPTS, LOSER_TRANSIENT_ATTEMPTS
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 TRANSIENT_REASONS = ["ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"]
 PERMANENT_REASONS = ["ValidationError", "ItemCollectionSizeLimitExceeded"]
 Answer = dict[str, Any]

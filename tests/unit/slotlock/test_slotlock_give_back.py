@@ -30,6 +30,8 @@ from slotlock import (
 from slotlock._acquire import superseded_reason
 from slotlock.table import lock_key, manual_lock_key
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 PERIOD_S = 1800
 JOB = "flights-dashboard"  # conftest JOB_NAME
 

@@ -28,6 +28,8 @@ from slotlock import (
 from slotlock.history import decode_record
 from slotlock.table import HISTORY_INDEX
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 PERIOD_S = 1800
 OPERATOR = "arn:aws:iam::123456789012:user/op"
 
@@ -105,6 +107,7 @@ def all_pages(
     raise AssertionError("the pages never ended")
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_every_slot_and_generation_comes_back_newest_first(
     history: SlotHistory, lock: SlotLock, written: Written, request_log: Any
 ) -> None:
@@ -161,6 +164,7 @@ def test_records_pages_through_everything_newest_slot_first(
     assert newest.slot == written.slots[3]
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_since_and_until_bound_the_slots(history: SlotHistory, lock: SlotLock, written: Written) -> None:
     s0, s1, s2, s3 = written.slots
     assert ids(history.page(lock.job_name, since=s1).records) == written.expected[:4]
@@ -204,6 +208,7 @@ def test_next_key_continues_where_the_page_ended(history: SlotHistory, lock: Slo
     assert min(record.slot for record in first.records) >= max(record.slot for record in later)
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_only_history_items_are_in_the_index(
     ddb: Any, table: str, lock: SlotLock, written: Written, history: SlotHistory, get_item: Callable[[str], Any]
 ) -> None:
@@ -315,6 +320,7 @@ def test_decode_record_of_an_item_from_before_generations_is_generation_1() -> N
     assert record.committed and record.run_id is None
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("limit", [0, -1, 1001, True, 2.5, "10", None])
 def test_a_bad_limit_is_refused_before_any_request(
     history: SlotHistory, lock: SlotLock, request_log: Any, limit: Any
@@ -332,6 +338,7 @@ def test_the_limits_bounds_are_accepted(history: SlotHistory, lock: SlotLock, sl
     assert len(history.page(lock.job_name, limit=limit).records) == 1
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("status", ["DONE", "succeeded", "", 1])
 def test_a_bad_status_is_refused(history: SlotHistory, lock: SlotLock, request_log: Any, status: Any) -> None:
     request_log.clear()
@@ -341,6 +348,7 @@ def test_a_bad_status_is_refused(history: SlotHistory, lock: SlotLock, request_l
     assert request_log.operations == []
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("job", ["", "bad#job", "x" * 65, "spaced job", None])
 def test_a_bad_job_is_refused(history: SlotHistory, request_log: Any, job: Any) -> None:
     request_log.clear()
@@ -350,6 +358,7 @@ def test_a_bad_job_is_refused(history: SlotHistory, request_log: Any, job: Any) 
     assert request_log.operations == []
 
 
+@pytest.mark.backends("moto")  # refused before any request
 def test_since_after_until_is_refused(history: SlotHistory, lock: SlotLock, slot: Slot, request_log: Any) -> None:
     request_log.clear()
     with pytest.raises(LockConfigurationError) as info:
@@ -358,7 +367,7 @@ def test_since_after_until_is_refused(history: SlotHistory, lock: SlotLock, slot
     assert request_log.operations == []
 
 
-@pytest.mark.parametrize("backend", ["dynamodb-local"], indirect=True)  # moto accepts any start key
+@pytest.mark.backends("dynamodb-local")  # moto accepts any start key
 def test_a_start_key_of_another_query_is_refused_naming_the_start_key(
     history: SlotHistory, lock: SlotLock, slot: Slot, backend: str
 ) -> None:

@@ -30,6 +30,8 @@ from slotlock import (
 from slotlock._client import LockTableClient
 from slotlock.manual import REQUEST_ATTEMPTS, ManualMarker
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800
 OPERATOR = "arn:aws:iam::123456789012:user/op"
@@ -158,6 +160,7 @@ def test_resume_finds_the_generation_of_the_same_command_instead_of_adding_one(
     assert ask(slot, "bf-1", kind="backfill").generation == 5
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize(
     ("field", "value"),
     [

@@ -28,6 +28,8 @@ from slotlock._decisions import classify_loss
 from slotlock._expressions import SCHEMA_COMPATIBLE, SLOT_CREATE_CONDITION, SLOT_NOT_PAUSED
 from slotlock.slot import MAX_EPOCH_S
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800  # a half-hourly schedule
 OPERATOR = "arn:aws:iam::123456789012:user/op"
@@ -264,6 +266,7 @@ def test_dry_runs_write_nothing(
     assert get_item(lock.lock_key) == paused_item
 
 
+@pytest.mark.backends("moto")  # plain reads
 def test_a_dry_run_on_a_fresh_table_creates_no_lock_item(lock: SlotLock, get_item: Callable[[str], Any]) -> None:
     plan = pause(lock, reason="maintenance", requested_by=OPERATOR, dry_run=True)
     assert plan.before is None and plan.after is not None and plan.after.paused
@@ -337,6 +340,7 @@ def test_a_bad_pause_reason_is_refused_before_any_request(lock: SlotLock, reques
     assert request_log.operations == []
 
 
+@pytest.mark.backends("moto")  # refused before any request
 @pytest.mark.parametrize("requested_by", ["", "  ", "a" * 2049, None])
 def test_a_bad_identity_is_refused_before_any_request(lock: SlotLock, request_log: Any, requested_by: Any) -> None:
     request_log.clear()

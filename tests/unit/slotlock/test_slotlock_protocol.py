@@ -24,6 +24,8 @@ from slotlock import (
     TransientLockError,
 )
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800  # a half-hourly schedule
 
@@ -710,6 +712,7 @@ def test_heartbeat_caps_a_partial_extension_at_the_deadline(lock: SlotLock, slot
     assert lock.get_lock().lease_expires_at_ms == deadline
 
 
+@pytest.mark.backends("moto")  # refused before any request
 def test_acquire_without_time_left_is_refused_before_any_request(
     lock: SlotLock, slot: Slot, clock: Any, request_log: Any
 ) -> None:

@@ -28,6 +28,8 @@ from slotlock import (
 from slotlock._dynamodb import LockContext
 from slotlock._expressions import SCHEMA_COMPATIBLE
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 PERIOD_S = 1800
 OPERATOR = "arn:aws:iam::123456789012:user/op"

@@ -44,6 +44,8 @@ from slotlock._expressions import (
 )
 from slotlock._wire import Condition, checked, either, update, write
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 NOW_MS = 1_795_307_402_000
 SLOT = Slot(1_795_307_400)
 EXPRESSION_KEYS = (

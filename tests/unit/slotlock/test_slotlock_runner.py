@@ -9,6 +9,8 @@ import pytest
 
 from slotlock import InvalidEventError, Lease, Slot, SlotLock, SlotOutcome, SlotRun, SlotRunner, once_per_slot
 
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
+
 LEASE_MS = 30_000  # conftest LEASE_S
 HEARTBEAT_MS = 10_000  # conftest HEARTBEAT_S
 EVENT = {"scheduled_time": "2026-11-22T00:30:00Z"}
@@ -418,6 +420,7 @@ def test_overrun_loser_that_recorded_the_miss_returns_missed(
     assert first["details"]["holder_slot"] == slot.iso
 
 
+@pytest.mark.backends("moto")  # refused before any request
 def test_invalid_event_raises_before_any_request(lock: SlotLock, make_context: Any, request_log: Any) -> None:
     # GIVEN a malformed event / WHEN the handler runs / THEN InvalidEventError, and DynamoDB was not called
     handler = once_per_slot(lock)(lambda run, event, context: pytest.fail("must not run"))

@@ -5,8 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from slotlock import Slot, SlotLock, create_lock_table
 from slotlock.table import HISTORY_INDEX, PARTITION_KEY, TTL_ATTRIBUTE
+
+pytestmark = pytest.mark.backends("moto", "dynamodb-local")
 
 
 def test_create_lock_table_creates_the_layout_the_lock_uses(ddb: Any) -> None:
