@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -89,7 +90,10 @@ class AthenaQueryEngine:
     def client(self) -> AthenaClient:
         """The Athena client, created on first use when none was injected."""
         if self._client is None:
-            self._client = boto3.client("athena", config=DEFAULT_CLIENT_CONFIG)
+            # A copy: botocore rewrites a Config's ``retries`` dict in place when it builds a client (``max_attempts``
+            # becomes ``total_max_attempts``, botocore/args.py ``_compute_retry_max_attempts``), which would change
+            # this module's constant for every later reader.
+            self._client = boto3.client("athena", config=copy.deepcopy(DEFAULT_CLIENT_CONFIG))
         return self._client
 
     # ---- StartQueryExecution ----------------------------------------------------------------------

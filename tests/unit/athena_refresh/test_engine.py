@@ -1092,3 +1092,13 @@ def test_engine_errors_say_whether_a_retry_can_help(code: str, retryable: bool) 
             eng.start_query(sql=SQL, parameters=PARAMS, client_request_token=TOKEN)
     assert (info.value.error_code, info.value.retryable) == (code, retryable)
     assert info.value.as_dict()["retryable"] is retryable
+
+
+def test_building_the_default_client_leaves_its_config_constant_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    # botocore rewrites a Config's retries dict in place when it builds a client; the constant must not change, or a
+    # later reader (the chaos worker's retry arithmetic) meets a KeyError depending on which test ran first
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    before = dict(engine.DEFAULT_CLIENT_CONFIG.retries or {})
+    client = engine.AthenaQueryEngine(workgroup="wg", database="db").client
+    assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 6}
+    assert engine.DEFAULT_CLIENT_CONFIG.retries == before == {"mode": "standard", "max_attempts": 5}
