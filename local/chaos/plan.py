@@ -67,7 +67,7 @@ FORCED_MISSED_RESEND = {"write": RECORD_MISSED, "kind": RESPONSE_LOST}
 #: whose query engine stayed throttled (an Athena storm), so each plan has one and its release meets a conflict.
 FORCED_RELEASE_CONFLICT = {"write": HEARTBEAT, "kind": TRANSACTION_CONFLICT}
 #: The operator's forced release of a live holder rides on a stop fault (``"operator": "release"``): the holder
-#: stops at one of these checkpoints, the operator releases its live lease (``slotlock._admin.release(force=True)``)
+#: stops at one of these checkpoints, the operator releases its live lease (``slotlock.ops.admin.release(force=True)``)
 #: and a late delivery takes the slot over at once, adopting the recorded query. Resumed at ``before_commit`` the
 #: old holder sends its commit (rejected: stale); at ``query_started`` it learns at its next renewal that it lost
 #: the lease. Once resumed it carries no aimed write fault (:mod:`local.chaos.worker`), so that stale write always

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -191,17 +193,42 @@ def test_the_slotlock_layer_holds_the_installed_package_for_python_3_11_and_late
     asset = f"asset.{key.as_string().removesuffix('.zip')}"
     staged = Path(app.synth().directory) / asset / LAYER_PYTHON_DIR / "slotlock"
     installed = slotlock_package_dir()
-    assert {p.name for p in staged.iterdir()} == {p.name for p in installed.glob("*.py")} | {"py.typed"}
+    assert staged_files(staged) == {str(p.relative_to(installed)) for p in installed.rglob("*.py")} | {"py.typed"}
+    assert "ops/__init__.py" in staged_files(staged)
     assert (staged / "__init__.py").read_bytes() == (installed / "__init__.py").read_bytes()
+
+
+def staged_files(directory: Path) -> set[str]:
+    """Every file under ``directory``, as a path relative to it."""
+    return {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()}
 
 
 def test_stage_slotlock_copies_the_package_without_caches(tmp_path: Path) -> None:
     target = stage_slotlock(tmp_path / "asset")
     assert target == tmp_path / "asset" / "slotlock"
-    assert "__pycache__" not in {p.name for p in target.iterdir()}
+    assert not any("__pycache__" in p.parts or p.suffix == ".pyc" for p in target.rglob("*"))
     assert (target / "py.typed").is_file() and (target / "_dynamodb.py").is_file()
+    assert (target / "ops" / "__init__.py").is_file() and (target / "ops" / "admin.py").is_file()
     with pytest.raises(FileExistsError):
         stage_slotlock(tmp_path / "asset")
+
+
+def test_a_staged_asset_imports_slotlock_ops_from_its_own_copy(tmp_path: Path) -> None:
+    """A fresh interpreter with only the staged asset (and boto3) on ``sys.path`` imports ``slotlock.ops`` and the
+    1.x re-exports from the staged copy, not from the checkout: the subpackage is staged."""
+    stage_slotlock(tmp_path / "asset")
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import slotlock, slotlock.ops, slotlock.history, "
+        "slotlock.manual; print(json.dumps({'ops': slotlock.ops.__file__, 'same': slotlock.pause is "
+        "slotlock.ops.pause and slotlock.history.SlotHistory is slotlock.ops.SlotHistory and "
+        "slotlock.manual.find_requested is slotlock.ops.find_requested}))"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(tmp_path / "asset")], capture_output=True, text=True, check=True
+    )
+    found = json.loads(answer.stdout)
+    assert Path(found["ops"]) == tmp_path / "asset" / "slotlock" / "ops" / "__init__.py"
+    assert found["same"] is True
 
 
 def nag_app(outdir: Path, *, acknowledge_user_function: bool) -> cdk.App:

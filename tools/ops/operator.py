@@ -10,7 +10,7 @@ confirmation and renders. Tests drive this module with the local fake Lambda ser
 - ``history``: every generation, newest first, by ``Query`` on the history index (:class:`slotlock.SlotHistory`),
   each with its capacity wait;
 - ``pause``/``resume``/``release``: one conditional UpdateItem each, audited on the lock item
-  (:mod:`slotlock._admin`);
+  (:mod:`slotlock.ops.admin`);
 - ``run`` (the current slot, through the live path like any racer), ``run --slot``/``rerun`` (a new generation
   through the manual path) and ``backfill`` (the range's slots one at a time, resumable: a generation the same
   command requested before is resumed or skipped, never requested twice).

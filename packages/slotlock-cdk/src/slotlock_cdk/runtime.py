@@ -9,7 +9,8 @@ the version the app was synthesized with, and the asset hash changes only when t
   number of functions of the stack (``layers=[layer]``);
 - :func:`stage_slotlock`: copy the package into a directory you bundle yourself (a function's own asset).
 
-Only the package's ``.py`` files and ``py.typed`` are copied (no ``__pycache__``).
+The package's ``.py`` files and ``py.typed`` are copied, its subpackages' too (``slotlock/ops``), keeping the
+directory layout; nothing else (no ``__pycache__``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ PYTHON_RUNTIMES: tuple[lambda_.Runtime, ...] = (
     lambda_.Runtime.PYTHON_3_12,
     lambda_.Runtime.PYTHON_3_13,
 )
+#: What is copied, in the package and in each of its subpackages (``Path.rglob`` patterns).
 _COPIED = ("*.py", "py.typed")
 
 
@@ -61,7 +63,8 @@ def slotlock_version() -> str:
 
 
 def stage_slotlock(destination: Path) -> Path:
-    """Copy the installed ``slotlock`` package into ``destination / "slotlock"`` and return that directory.
+    """Copy the installed ``slotlock`` package, subpackages included, into ``destination / "slotlock"`` and return
+    that directory.
 
     :raises FileExistsError: ``destination / "slotlock"`` already exists.
     """
@@ -69,8 +72,12 @@ def stage_slotlock(destination: Path) -> Path:
     target = destination / "slotlock"
     target.mkdir(parents=True)
     for pattern in _COPIED:
-        for path in sorted(source.glob(pattern)):
-            shutil.copy2(path, target / path.name)
+        for path in sorted(source.rglob(pattern)):
+            if "__pycache__" in path.relative_to(source).parts:
+                continue
+            copied = target / path.relative_to(source)
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copied)
     return target
 
 

@@ -40,18 +40,18 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from . import _reads as reads
-from ._dynamodb import LockContext, SlotLock
-from ._expressions import (
+from .. import _reads as reads
+from .._dynamodb import LockContext, SlotLock
+from .._expressions import (
     HOLDER_CONDITION,
     RELEASED_TOKEN,
     TOKEN,
 )
-from ._lease import LockRecord
-from ._wire import Condition, UpdateExpression, checked, either, old_item, update
-from .errors import LeaseHeldError, LockChangedError, LockConfigurationError
-from .manual import MAX_REASON_CHARS, MAX_REQUESTED_BY_CHARS
-from .slot import MAX_EPOCH_S, Slot
+from .._lease import LockRecord
+from .._wire import Condition, UpdateExpression, checked, either, old_item, update
+from ..errors import LeaseHeldError, LockChangedError, LockConfigurationError
+from ..slot import MAX_EPOCH_S, Slot
+from .requests import MAX_REASON_CHARS, MAX_REQUESTED_BY_CHARS
 
 #: DynamoDB numbers have at most 38 significant digits.
 MAX_FENCING_TOKEN = 10**38 - 1
