@@ -60,8 +60,8 @@ def try_acquire(
 
     ``manual`` (default: ``ctx.manual``, a generation of 2 or more): the race for the job's manual lease to run
     generation ``ctx.generation`` (:mod:`slotlock.manual`): the same one conditional UpdateItem, on the manual lock
-    item with :data:`~slotlock._expressions.MANUAL_ACQUIRE_CONDITION`, judged by :func:`manual_lease_from` and
-    :func:`manual_loss`. No maximum slot age applies to it (a backfill runs old slots); the maximum slot lead does.
+    item with :data:`~slotlock._expressions.MANUAL_ACQUIRE_CONDITION`, judged by :func:`lease_from` (``manual=True``)
+    and :func:`manual_loss`. No maximum slot age applies to it (a backfill runs old slots); the maximum slot lead does.
     """
     manual = ctx.manual if manual is None else manual
     check_owner_id(owner_id)
@@ -104,7 +104,7 @@ def try_acquire(
         values=values,
         return_values="ALL_NEW",
     )
-    judge_lease, judge_loss = (manual_lease_from, manual_loss) if manual else (lease_from, loss)
+    judge_loss = manual_loss if manual else loss
     answer = send_acquisition(
         ctx,
         slot,
@@ -117,7 +117,7 @@ def try_acquire(
     if isinstance(answer, (Lease, Loss)):
         return answer
     record = ctx.decode_lock(answer["Attributes"])
-    return judge_lease(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms)
+    return lease_from(ctx, record, slot, owner_id, now_ms, expires_ms, deadline_ms, manual=manual)
 
 
 def check_owner_id(owner_id: object) -> None:
@@ -199,14 +199,28 @@ def lease_from(
     now_ms: int,
     expires_ms: int,
     deadline_ms: int | None,
+    *,
+    manual: bool = False,
 ) -> Lease | Loss:
     """The winner's lease from the lock item as acquired (ALL_NEW): a takeover or re-entry adopts the
     predecessor's in-flight state (one read of the slot item); a superseded older slot is recorded MISSED
-    (:func:`superseded_reason`)."""
+    (:func:`superseded_reason`).
+
+    ``manual``: from the manual lock item, for generation ``ctx.generation``; a takeover or re-entry is of the same
+    slot *and* generation, nothing is superseded, and the generation's history item is always read
+    (:func:`requested_or_loss`: REQUESTED runs; RUNNING adopts its recorded state, a predecessor's query id, whoever
+    held the manual lease in between; terminal gives the lease back and loses as ``slot_finished``; absent, never
+    requested, gives the lease back and raises :class:`InvalidEventError` ``manual.generation``)."""
     previous_owner, previous_slot = record.previous_owner_id, record.previous_slot
-    same_slot_predecessor = previous_owner is not None and previous_slot == slot
+    same_run = (
+        previous_owner is not None
+        and previous_slot == slot
+        and (not manual or record.previous_generation == ctx.generation)
+    )
     superseded = (
-        previous_slot if previous_owner is not None and previous_slot is not None and previous_slot < slot else None
+        previous_slot
+        if not manual and previous_owner is not None and previous_slot is not None and previous_slot < slot
+        else None
     )
     lease = Lease(
         job_name=ctx.job_name,
@@ -216,12 +230,13 @@ def lease_from(
         acquired_at_ms=now_ms,
         expires_at_ms=expires_ms,
         deadline_ms=deadline_ms,
-        takeover_from=previous_owner if same_slot_predecessor and previous_owner != owner_id else None,
-        reentered=same_slot_predecessor and previous_owner == owner_id,
+        takeover_from=previous_owner if same_run and previous_owner != owner_id else None,
+        reentered=same_run and previous_owner == owner_id,
         superseded_slot=superseded,
         superseded_reason=superseded_reason(record, superseded) if superseded is not None else None,
-        last_succeeded_at_ms=record.last_succeeded_at_ms,
-        stale_missed_slots=frozenset(stale for stale in record.missed_slots if stale < slot),
+        last_succeeded_at_ms=None if manual else record.last_succeeded_at_ms,
+        stale_missed_slots=frozenset() if manual else frozenset(stale for stale in record.missed_slots if stale < slot),
+        generation=ctx.generation,
     )
     if superseded is not None:
         # Recorded now, not at commit: a later re-entry of this slot overwrites the previous_* copy. The
@@ -235,11 +250,11 @@ def lease_from(
             budget=ctx.racer_budget(now_ms, deadline_ms),
         )
         lease = replace(lease, superseded_recorded=recorded)
-    if not same_slot_predecessor:
+    if not same_run and not manual:
         return lease
-    # A takeover or re-entry: one consistent read of the slot item, for the predecessor's in-flight state
-    # to adopt (a query id). A terminal record there (impossible unless the table was edited: the acquire
-    # condition refuses finished and missed slots) forbids running the slot all the same.
+    # A takeover or re-entry (a manual run: always): one consistent read of the slot item, for the predecessor's
+    # in-flight state to adopt (a query id). A terminal record there (live: impossible unless the table was
+    # edited, the acquire condition refuses finished and missed slots) forbids running the slot all the same.
     try:
         item = reads.get_slot(ctx, slot)
     except CorruptLockItemError:
@@ -247,11 +262,43 @@ def lease_from(
         # and slot, expiry now) so the error, not a stuck lease, is what the next racer meets too.
         set_expiry(ctx, lease, now_ms, operation="release")
         raise
-    if item is not None and item.get(STATUS) in TERMINAL_STATUSES:
+    if manual:
+        ended = requested_or_loss(ctx, lease, record, item, now_ms)
+        if ended is not None:
+            return ended
+    elif item is not None and item.get(STATUS) in TERMINAL_STATUSES:
         return abandon_ended_slot(ctx, lease, record, str(item[STATUS]))
     if item is not None:
         lease = replace(lease, state=MappingProxyType(dict(item.get("state") or {})))
     return lease
+
+
+def requested_or_loss(
+    ctx: LockContext, lease: Lease, record: LockRecord, item: Mapping[str, Any] | None, now_ms: int
+) -> Loss | None:
+    """A manual winner's step: ``None`` when the generation's history ``item`` lets it run (REQUESTED, or RUNNING
+    to adopt); a terminal record gives the lease back and loses as ``slot_finished``; no item (never requested)
+    gives the lease back and raises :class:`InvalidEventError` (``manual.generation``)."""
+    if item is None:
+        set_expiry(ctx, lease, now_ms, operation="release")
+        raise InvalidEventError(
+            "manual.generation",
+            f"generation {ctx.generation} of slot {lease.slot.iso} was never requested (no {ctx.slot_key(lease.slot)}"
+            " item); request it first (tools.ops run/rerun/backfill do)",
+        )
+    status = str(item.get(STATUS))
+    if status not in TERMINAL_STATUSES:
+        return None
+    set_expiry(ctx, lease, now_ms, operation="release")
+    logger.info("generation %d of slot %s is already %s: not run", ctx.generation, lease.slot.iso, status)
+    return Loss(
+        ctx.job_name,
+        lease.slot,
+        lease.owner_id,
+        "slot_finished",
+        replace(record, owner_id=None),
+        generation=ctx.generation,
+    )
 
 
 def superseded_reason(record: LockRecord, superseded: Slot) -> str:
@@ -372,60 +419,6 @@ def raise_if_corrupt(ctx: LockContext, exc: ClientError) -> None:
             raise corrupt from exc
 
 
-def manual_lease_from(
-    ctx: LockContext,
-    record: LockRecord,
-    slot: Slot,
-    owner_id: str,
-    now_ms: int,
-    expires_ms: int,
-    deadline_ms: int | None,
-) -> Lease | Loss:
-    """A manual winner's lease from the manual lock item as acquired (ALL_NEW), then one consistent read of the
-    generation's history item: REQUESTED runs; RUNNING adopts its recorded state (a predecessor's query id,
-    whoever held the manual lease in between); a terminal record gives the lease back and loses as
-    ``slot_finished``; no item (never requested) gives the lease back and raises :class:`InvalidEventError`
-    (``manual.generation``)."""
-    same_run = (
-        record.previous_owner_id is not None
-        and record.previous_slot == slot
-        and record.previous_generation == ctx.generation
-    )
-    lease = Lease(
-        job_name=ctx.job_name,
-        slot=slot,
-        owner_id=owner_id,
-        fencing_token=record.fencing_token,
-        acquired_at_ms=now_ms,
-        expires_at_ms=expires_ms,
-        deadline_ms=deadline_ms,
-        takeover_from=record.previous_owner_id if same_run and record.previous_owner_id != owner_id else None,
-        reentered=same_run and record.previous_owner_id == owner_id,
-        generation=ctx.generation,
-    )
-    try:
-        item = reads.get_slot(ctx, slot)
-    except CorruptLockItemError:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        raise
-    if item is None:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        raise InvalidEventError(
-            "manual.generation",
-            f"generation {ctx.generation} of slot {slot.iso} was never requested (no {ctx.slot_key(slot)} item);"
-            " request it first (tools.ops run/rerun/backfill do)",
-        )
-    status = str(item.get(STATUS))
-    if status in TERMINAL_STATUSES:
-        set_expiry(ctx, lease, now_ms, operation="release")
-        logger.info("generation %d of slot %s is already %s: not run", ctx.generation, slot.iso, status)
-        return Loss(
-            ctx.job_name, slot, owner_id, "slot_finished", replace(record, owner_id=None), generation=ctx.generation
-        )
-    state = item.get("state") or {}
-    return replace(lease, state=MappingProxyType(dict(state))) if state else lease
-
-
 def manual_loss(
     ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
 ) -> Lease | Loss:
@@ -435,9 +428,8 @@ def manual_loss(
         raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
     ours = current.owner_id == owner_id and current.lease_slot == slot and current.lease_generation == ctx.generation
     if ours:  # our own acquisition already applied (an SDK resend failed the condition)
-        return manual_lease_from(
-            ctx, current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms
-        )
+        expires_ms = current.lease_expires_at_ms or now_ms
+        return lease_from(ctx, current, slot, owner_id, now_ms, expires_ms, deadline_ms, manual=True)
     if current.locked(now_ms):
         same_run = current.lease_slot == slot and current.lease_generation == ctx.generation
         return Loss(ctx.job_name, slot, owner_id, "held" if same_run else "busy", current, generation=ctx.generation)
