@@ -60,8 +60,8 @@ def try_acquire(
 
     ``manual`` (default: ``ctx.manual``, a generation of 2 or more): the race for the job's manual lease to run
     generation ``ctx.generation`` (:mod:`slotlock.manual`): the same one conditional UpdateItem, on the manual lock
-    item with :data:`~slotlock._expressions.MANUAL_ACQUIRE_CONDITION`, judged by :func:`lease_from` (``manual=True``)
-    and :func:`manual_loss`. No maximum slot age applies to it (a backfill runs old slots); the maximum slot lead does.
+    item with :data:`~slotlock._expressions.MANUAL_ACQUIRE_CONDITION`, judged by :func:`lease_from` and
+    :func:`loss` (``manual=True``). No maximum slot age applies to it (a backfill runs old slots); the maximum slot lead does.
     """
     manual = ctx.manual if manual is None else manual
     check_owner_id(owner_id)
@@ -104,7 +104,6 @@ def try_acquire(
         values=values,
         return_values="ALL_NEW",
     )
-    judge_loss = manual_loss if manual else loss
     answer = send_acquisition(
         ctx,
         slot,
@@ -112,7 +111,7 @@ def try_acquire(
         params,
         ctx.racer_budget(now_ms, deadline_ms),
         operation="manual acquire" if manual else "acquire",
-        lost=lambda current: judge_loss(ctx, slot, owner_id, now_ms, current, deadline_ms),
+        lost=lambda current: loss(ctx, slot, owner_id, now_ms, current, deadline_ms, manual=manual),
     )
     if isinstance(answer, (Lease, Loss)):
         return answer
@@ -356,24 +355,43 @@ def abandon_ended_slot(ctx: LockContext, lease: Lease, record: LockRecord, statu
 
 
 def loss(
-    ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
+    ctx: LockContext,
+    slot: Slot,
+    owner_id: str,
+    now_ms: int,
+    current: LockRecord | None,
+    deadline_ms: int | None,
+    *,
+    manual: bool = False,
 ) -> Lease | Loss:
     """A failed acquire condition, judged from the lock item (ALL_OLD): our own earlier acquisition (a
-    :class:`Lease` after all), or a :class:`Loss`, recording the slot MISSED if it will never run."""
+    :class:`Lease` after all), or a :class:`Loss`, recording the slot MISSED if it will never run.
+
+    ``manual``: judged from the manual lock item (:func:`slotlock._decisions.classify_manual_loss`): our own
+    earlier acquisition, or a loss, ``held`` (the same slot and generation) or ``busy`` (another manual run);
+    a manual run records nothing MISSED."""
     if current is None:
         # The item vanished between the write and the fallback read: only an operator deletes it.
         raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
-    verdict = decisions.classify_loss(current, slot, owner_id, now_ms)
+    if manual:
+        verdict = decisions.classify_manual_loss(current, slot, ctx.generation, owner_id, now_ms)
+    else:
+        verdict = decisions.classify_loss(current, slot, owner_id, now_ms)
     if verdict == "ours":
         # Our own write already applied (an SDK retry of it failed the condition): that is our success.
-        return lease_from(ctx, current, slot, owner_id, now_ms, current.lease_expires_at_ms or now_ms, deadline_ms)
+        expires_ms = current.lease_expires_at_ms or now_ms
+        return lease_from(ctx, current, slot, owner_id, now_ms, expires_ms, deadline_ms, manual=manual)
     if verdict == "unexplained":
+        explained_by = "no live lease" if manual else "no live lease or finished slot"
         raise CorruptLockItemError(
             ctx.lock_key,
             EXPIRES,
-            f"made the acquire condition false although no live lease or finished slot explains it: {current}",
+            f"made the {'manual ' if manual else ''}acquire condition false although {explained_by} explains it:"
+            f" {current}",
         )
     reason: LossReason = verdict
+    if manual:
+        return Loss(ctx.job_name, slot, owner_id, reason, current, generation=ctx.generation)
     recorded = False
     missed_reason: str | None = None
     if reason == "paused":
@@ -417,22 +435,3 @@ def raise_if_corrupt(ctx: LockContext, exc: ClientError) -> None:
             ctx.decode_lock(item)
         except CorruptLockItemError as corrupt:
             raise corrupt from exc
-
-
-def manual_loss(
-    ctx: LockContext, slot: Slot, owner_id: str, now_ms: int, current: LockRecord | None, deadline_ms: int | None
-) -> Lease | Loss:
-    """A failed manual acquire condition, judged from the manual lock item (ALL_OLD): our own earlier acquisition,
-    or a loss, ``held`` (the same slot and generation) or ``busy`` (another manual run)."""
-    if current is None:
-        raise CorruptLockItemError(ctx.lock_key, PK, "disappeared during acquisition (was the lock item deleted?)")
-    ours = current.owner_id == owner_id and current.lease_slot == slot and current.lease_generation == ctx.generation
-    if ours:  # our own acquisition already applied (an SDK resend failed the condition)
-        expires_ms = current.lease_expires_at_ms or now_ms
-        return lease_from(ctx, current, slot, owner_id, now_ms, expires_ms, deadline_ms, manual=True)
-    if current.locked(now_ms):
-        same_run = current.lease_slot == slot and current.lease_generation == ctx.generation
-        return Loss(ctx.job_name, slot, owner_id, "held" if same_run else "busy", current, generation=ctx.generation)
-    raise CorruptLockItemError(
-        ctx.lock_key, EXPIRES, f"made the manual acquire condition false although no live lease explains it: {current}"
-    )

@@ -44,6 +44,18 @@ def classify_loss(current: LockRecord, slot: Slot, owner_id: str, now_ms: int) -
     return "unexplained"
 
 
+def classify_manual_loss(current: LockRecord, slot: Slot, generation: int, owner_id: str, now_ms: int) -> LossVerdict:
+    """Why ``owner_id`` could not take the manual lease for ``generation`` of ``slot``, given the manual lock item
+    ``current``: our own lease for it (``ours``); a live lease for the same slot and generation (``held``) or
+    for another manual run (``busy``); otherwise ``unexplained``."""
+    same_run = current.lease_slot == slot and current.lease_generation == generation
+    if same_run and current.owner_id == owner_id:
+        return "ours"
+    if current.locked(now_ms):
+        return "held" if same_run else "busy"
+    return "unexplained"
+
+
 def records_missed(reason: LossReason, current: LockRecord, slot: Slot) -> bool:
     """Whether a loser for ``reason`` must try to record ``slot`` MISSED: the slot will never run
     (``overrun``, ``superseded``) and is not already among the lock item's missed slots."""
