@@ -105,18 +105,8 @@ class PermitBook:
             replaced_token=seen.fencing_token,
             replaced_query=seen.query_execution_id,
         )
-        if expires_at_ms <= self.clock_ms():
-            return None  # the lease ran out while we looked: a permit born expired, naming no query, is reclaimable
-        try:
-            self.io.send("UpdateItem", params, budget)
-        except ClientError as exc:  # send re-raises only a failed condition
-            current = self.old(exc, seen.index)
-            if current.owner == owner.id and current.fencing_token == token:
-                return permit  # our own take, applied by a request whose answer was lost: the SDK resent it
-            if current.owner == owner.id and (current.fencing_token or 0) > token:
-                raise self.lost(StalePermitTokenError, permit, current, "acquire") from exc
-            return None
-        return permit
+        # The lease ran out while we looked: a permit born expired, naming no query, is reclaimable (take nothing).
+        return self.claim(params, permit, permit, budget)
 
     def inherit(
         self, seen: PermitRecord, owner: PermitOwner, token: int, expires_at_ms: int, now_ms: int, budget: RetryBudget
@@ -146,18 +136,26 @@ class PermitBook:
         }
         params = self.update(seen.index, PERMIT_INHERIT_UPDATE, PERMIT_INHERIT, values)
         inherited = replace(held, expires_at_ms=expires_at_ms, how="inherited", replaced_token=seen_token)
-        if expires_at_ms <= self.clock_ms():
-            return None  # the lease ran out while we looked: inherit nothing with an expiry already past
+        # The lease ran out while we looked: inherit nothing with an expiry already past.
+        return self.claim(params, inherited, held, budget)
+
+    def claim(self, params: Mapping[str, Any], claimed: Permit, judged: Permit, budget: RetryBudget) -> Permit | None:
+        """Send a take or an inheritance (``params``) of ``claimed``: ``claimed`` when it applied, or when ALL_OLD
+        shows our own applied write (a request whose answer was lost: the SDK resent it); ``None`` when another
+        writer changed the permit first, or when the lease (``claimed``'s expiry) ran out before the write.
+        A newer token of our owner raises :class:`StalePermitTokenError` (about ``judged``, as the caller knew it)."""
+        if claimed.expires_at_ms <= self.clock_ms():
+            return None
         try:
             self.io.send("UpdateItem", params, budget)
-        except ClientError as exc:
-            current = self.old(exc, seen.index)
-            if current.owner == owner.id and current.fencing_token == token:
-                return inherited  # our own applied inheritance (resend)
-            if current.owner == owner.id and (current.fencing_token or 0) > token:
-                raise self.lost(StalePermitTokenError, held, current, "acquire") from exc
+        except ClientError as exc:  # send re-raises only a failed condition
+            current = self.old(exc, claimed.index)
+            if current.owner == claimed.owner.id and current.fencing_token == claimed.fencing_token:
+                return claimed
+            if current.owner == claimed.owner.id and (current.fencing_token or 0) > claimed.fencing_token:
+                raise self.lost(StalePermitTokenError, judged, current, "acquire") from exc
             return None
-        return inherited
+        return claimed
 
     # --- the holder's writes and the release ------------------------------------------------------
     def holder_write(self, permit: Permit, params: Mapping[str, Any], operation: str, budget: RetryBudget) -> None:
