@@ -78,13 +78,10 @@ def commit(
     lock_item = lock_update(ctx, lease, expression, lock_values)
     slot_item = {
         "Update": slot_item_update(
-            ctx.table_name,
-            ctx.slot_key(lease.slot),
-            job=ctx.job_name,
-            slot_iso=lease.slot.iso,
-            slot_epoch_s=lease.slot.epoch_s,
+            ctx,
+            lease.slot,
             status={"succeeded": STATUS_SUCCEEDED, "failed": STATUS_FAILED, "missed": STATUS_MISSED}[outcome],
-            ttl_epoch_s=ctx.ttl_epoch_s(now_ms),
+            now_ms=now_ms,
             attributes={
                 TOKEN: {"N": str(lease.fencing_token)},
                 OWNER: {"S": lease.owner_id},

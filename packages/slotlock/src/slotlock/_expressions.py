@@ -9,11 +9,15 @@ Condition expressions: https://docs.aws.amazon.com/amazondynamodb/latest/develop
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _wire as wire
 from . import table
 from ._wire import both, checked, either, update, write
+
+if TYPE_CHECKING:
+    from ._dynamodb import LockContext
+    from .slot import Slot
 
 # --- attribute names (all go through ExpressionAttributeNames) --------------------------------------
 PK = table.PARTITION_KEY
@@ -261,19 +265,17 @@ MARK_SLOT_MISSED = update(("SET", ["#token = if_not_exists(#token, :zero)"]), ("
 
 
 def slot_item_update(
-    table_name: str,
-    key: str,
+    ctx: LockContext,
+    slot: Slot,
     *,
-    job: str,
-    slot_iso: str,
-    slot_epoch_s: int,
     status: str,
-    ttl_epoch_s: int,
+    now_ms: int,
     attributes: Mapping[str, Mapping[str, Any]],
     started_at_ms: int | None = None,
     generation: int = table.LIVE_GENERATION,
 ) -> dict[str, Any]:
-    """The one builder of slot-item writes: an ``Update`` (for UpdateItem or a TransactWriteItems entry).
+    """The one builder of slot-item writes: an ``Update`` (for UpdateItem or a TransactWriteItems entry) of
+    ``slot``'s history item of ``generation`` on ``ctx``'s table, written at ``now_ms`` (its TTL from it).
 
     Sets the slot's identity (job, slot, epoch, ``generation``), ``status``, the TTL attribute and
     ``attributes`` (name -> DynamoDB JSON value), ``started_at_ms`` only if the item has none yet, and the
@@ -283,12 +285,12 @@ def slot_item_update(
     failure. Placeholders are ``#<attribute>`` / ``:<attribute>``.
     """
     values: dict[str, Mapping[str, Any]] = {
-        JOB: {"S": job},
-        SLOT: {"S": slot_iso},
-        SLOT_EPOCH: {"N": str(slot_epoch_s)},
+        JOB: {"S": ctx.job_name},
+        SLOT: {"S": slot.iso},
+        SLOT_EPOCH: {"N": str(slot.epoch_s)},
         GENERATION: {"N": str(generation)},
         STATUS: {"S": status},
-        TTL: {"N": str(ttl_epoch_s)},
+        TTL: {"N": str(ctx.ttl_epoch_s(now_ms))},
         **attributes,
     }
     assignments = [f"#{name} = :{name}" for name in values]
@@ -303,8 +305,8 @@ def slot_item_update(
         placeholders[":requested"] = {"S": STATUS_REQUESTED}
         condition = GENERATION_WRITE_CONDITION
     return write(
-        table_name,
-        key=key,
+        ctx.table_name,
+        key=table.slot_key(ctx.job_name, slot.iso, generation),
         expression=update(("SET", assignments)),
         condition=condition,
         names=names,

@@ -71,13 +71,10 @@ def record_state(
         lock_update(ctx, lease, LEASE_EXPIRY_UPDATE, {":expires": {"N": str(expires_ms)}}),
         {
             "Update": slot_item_update(
-                ctx.table_name,
-                ctx.slot_key(lease.slot),
-                job=ctx.job_name,
-                slot_iso=lease.slot.iso,
-                slot_epoch_s=lease.slot.epoch_s,
+                ctx,
+                lease.slot,
                 status=STATUS_RUNNING,
-                ttl_epoch_s=ctx.ttl_epoch_s(now_ms),
+                now_ms=now_ms,
                 attributes={
                     TOKEN: {"N": str(lease.fencing_token)},
                     OWNER: {"S": lease.owner_id},

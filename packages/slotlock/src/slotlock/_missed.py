@@ -63,13 +63,10 @@ def record_missed(
     now_ms = ctx.clock_ms()
     record_id = uuid.uuid4().hex
     update = slot_item_update(
-        ctx.table_name,
-        ctx.slot_key(slot),
-        job=ctx.job_name,
-        slot_iso=slot.iso,
-        slot_epoch_s=slot.epoch_s,
+        ctx,
+        slot,
         status=STATUS_MISSED,
-        ttl_epoch_s=ctx.ttl_epoch_s(now_ms),
+        now_ms=now_ms,
         attributes={
             REASON: {"S": reason},
             FINISHED_AT: {"N": str(now_ms)},
