@@ -43,7 +43,6 @@ from .errors import (
     InvalidEventError,
     LockBackendError,
     LockConfigurationError,
-    TransientLockError,
 )
 from .slot import Slot
 
@@ -172,7 +171,7 @@ def send_acquisition(
             if budget.retry():
                 continue
             if outcome_unknown:
-                raise TransientLockError("UpdateItem", f"{operation}: {wrapped}", attempts=budget.attempts) from exc
+                raise budget.spent("UpdateItem", f"{operation}: {wrapped}") from exc
             reason: LossReason = "conflict" if wrapped.error_code == "TransactionConflictException" else "unavailable"
             logger.warning(
                 "%s of %s slot %s undecided after %d request(s) (%s): returning a %r loss",
@@ -187,7 +186,7 @@ def send_acquisition(
         except LockBackendError as exc:  # no answer at all: the write may have applied
             outcome_unknown = True
             if not budget.retry():
-                raise TransientLockError("UpdateItem", f"{operation}: {exc}", attempts=budget.attempts) from exc
+                raise budget.spent("UpdateItem", f"{operation}: {exc}") from exc
 
 
 def lease_from(

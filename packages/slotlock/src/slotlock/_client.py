@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -27,10 +27,12 @@ from ._expressions import PK
 from ._lease import LockRecord
 from ._transient import PERMANENT_ERROR_CODES, TRANSIENT_ERROR_CODES, Cancellation, RetryBudget
 from .capacity import CapacityMeter
-from .errors import LockBackendError, TransientLockError, UnsupportedSchemaVersionError, WriteRejectedError
+from .errors import LockBackendError, UnsupportedSchemaVersionError, WriteRejectedError
 
 if TYPE_CHECKING:  # pragma: no cover - stubs are optional
     from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from ._dynamodb import LockContext
 
 
 _SNAKE = {
@@ -41,15 +43,6 @@ _SNAKE = {
     "Query": "query",
     "BatchGetItem": "batch_get_item",
 }
-
-
-class LockReader(Protocol):
-    """What :meth:`Cancelled.lock_record` needs of the lock (:class:`slotlock._dynamodb.SlotLock`): its raw
-    lock item and its decoder."""
-
-    def get_lock_item(self) -> dict[str, Any] | None: ...
-
-    def decode_lock(self, item: Mapping[str, Mapping[str, Any]]) -> LockRecord: ...
 
 
 class LockTableClient:
@@ -147,21 +140,17 @@ class LockTableClient:
                 if not wrapped.retryable:
                     raise wrapped from exc
                 if not budget.retry():
-                    raise TransientLockError(
+                    raise budget.spent(
                         operation,
                         f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
-                        attempts=budget.attempts,
                         error_code=wrapped.error_code,
                     ) from exc
             except LockBackendError as exc:
                 if not exc.retryable:
                     raise
                 if not budget.retry():
-                    raise TransientLockError(
-                        operation,
-                        f"{exc} (after {budget.attempts} request(s))",
-                        attempts=budget.attempts,
-                        error_code=exc.error_code,
+                    raise budget.spent(
+                        operation, f"{exc} (after {budget.attempts} request(s))", error_code=exc.error_code
                     ) from exc
 
     def batch_get(self, keys: Sequence[str], budget: RetryBudget) -> dict[str, dict[str, Any]]:
@@ -181,10 +170,9 @@ class LockTableClient:
                 if not wrapped.retryable:
                     raise wrapped from exc
                 if not budget.retry():
-                    raise TransientLockError(
+                    raise budget.spent(
                         "BatchGetItem",
                         f"{wrapped.error_code}: still failing after {budget.attempts} request(s)",
-                        attempts=budget.attempts,
                         error_code=wrapped.error_code,
                     ) from exc
                 continue
@@ -196,10 +184,9 @@ class LockTableClient:
                 items[str(item[PK]["S"])] = item
             pending = list(response.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
             if pending and not budget.retry():
-                raise TransientLockError(
+                raise budget.spent(
                     "BatchGetItem",
                     f"{len(pending)} key(s) still unprocessed after {budget.attempts} request(s)",
-                    attempts=budget.attempts,
                     error_code="UnprocessedKeys",
                 )
         return items
@@ -250,10 +237,9 @@ class LockTableClient:
                         raise wrapped from exc
                     if budget.retry():
                         continue
-                    raise TransientLockError(
+                    raise budget.spent(
                         "TransactWriteItems",
                         f"{operation}: {wrapped} (after {budget.attempts} request(s))",
-                        attempts=budget.attempts,
                         error_code=wrapped.error_code,
                     ) from exc
                 reasons = wire.cancellation_reasons(exc)
@@ -265,12 +251,11 @@ class LockTableClient:
                 if judged.verdict in ("transient", "undecided"):
                     if budget.retry():
                         continue
-                    raise TransientLockError(
+                    raise budget.spent(
                         "TransactWriteItems",
                         f"{operation}: cancelled with reasons {list(judged.codes)} after {budget.attempts} request(s)",
-                        reasons=judged.codes,
-                        attempts=budget.attempts,
                         error_code="TransactionCanceledException",
+                        reasons=judged.codes,
                     ) from exc
                 if judged.verdict == "permanent":
                     reason = reasons[judged.index or 0] if reasons else {}
@@ -286,10 +271,9 @@ class LockTableClient:
                     raise
                 if budget.retry():
                     continue
-                raise TransientLockError(
+                raise budget.spent(
                     "TransactWriteItems",
                     f"{operation}: {exc} (after {budget.attempts} request(s))",
-                    attempts=budget.attempts,
                     error_code=exc.error_code,
                 ) from exc
 
@@ -311,7 +295,8 @@ class Cancelled(Exception):
         """The ALL_OLD item DynamoDB returned with reason ``index`` (``None`` when it returned none)."""
         return self.reasons[index].get("Item") if index < len(self.reasons) else None
 
-    def lock_record(self, lock: LockReader) -> LockRecord | None:
+    def lock_record(self, lock: LockContext) -> LockRecord | None:
+        """The lock item of the cancelled transaction: as judged, else its ALL_OLD, else one consistent read."""
         if self._current is not None:
             return self._current
         item = self.item(0)

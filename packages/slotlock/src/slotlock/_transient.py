@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .errors import TransientLockError
+
 ClockMs = Callable[[], int]
 
 #: Requests in all (the first included) that a holder spends on transient answers (throttling, a conflicting
@@ -183,6 +185,12 @@ class RetryBudget:
             deadline_ms=min(end for end in ends if end is not None),
             max_attempts=max_attempts,
         )
+
+    def spent(
+        self, operation: str, message: str, *, error_code: str | None = None, reasons: tuple[str, ...] = ()
+    ) -> TransientLockError:
+        """The retryable error to raise once this budget ran out: ``operation``, ``message`` and the attempts made."""
+        return TransientLockError(operation, message, reasons=reasons, attempts=self.attempts, error_code=error_code)
 
     def retry(self) -> bool:
         """Back off and count one more attempt; ``False`` (no sleep) when the budget is spent."""
