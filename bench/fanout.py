@@ -27,7 +27,7 @@ from typing import Any
 from local.emulators.processes import gather
 
 from .backends import Endpoint, make_client
-from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, slot_at
+from .slots import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, slot_at
 from .stats import spread
 
 MODES = ("slotlock", "no lock")

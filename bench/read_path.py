@@ -49,24 +49,8 @@ from slotlock import create_lock_table, table
 
 from .backends import Endpoint, make_client
 from .counting import RequestCounter
-from .read_seed import (
-    BASE_SLOT,
-    COLUMNS,
-    DAY_S,
-    FAILED_EVERY,
-    HISTORY_SLOTS,
-    JOB,
-    MISSED_EVERY,
-    ROWS,
-    SCHEDULE,
-    STATISTICS,
-    catalog,
-    http_event,
-    rows,
-    seed,
-    slot_at,
-)
-from .stats import percentile, ratio
+from .read_seed import COLUMNS, HISTORY_SLOTS, JOB, ROWS, catalog, http_event, seed
+from .stats import latency_summary, percentile, ratio
 
 PAGE_LIMIT = 50
 #: The issue's goal: GET latest's p50 within this many times a bare GetItem's p50.
@@ -86,17 +70,9 @@ class ReadSize:
 # --------------------------------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------------------------------
-def summary_ms(samples_s: list[float]) -> dict[str, Any]:
+def _summary(samples_s: list[float]) -> dict[str, Any]:
     """n, p50, p90, p95 and max of ``samples_s`` (seconds), in milliseconds."""
-    if not samples_s:
-        return {"n": 0, "p50_ms": None, "p90_ms": None, "p95_ms": None, "max_ms": None}
-    return {
-        "n": len(samples_s),
-        "p50_ms": percentile(samples_s, 50) * 1000,
-        "p90_ms": percentile(samples_s, 90) * 1000,
-        "p95_ms": percentile(samples_s, 95) * 1000,
-        "max_ms": max(samples_s) * 1000,
-    }
+    return latency_summary(samples_s, (50, 90, 95))
 
 
 class _Counted:
@@ -347,7 +323,7 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     latest_times, getitem_times = interleaved(get_latest, bare_getitem, size.latest_samples, size.warmup, counted)
     if latest_event != pristine:
         raise RuntimeError("the resolver changed the event: every sample must get a fresh copy")
-    latest_summary, getitem_summary = summary_ms(latest_times), summary_ms(getitem_times)
+    latest_summary, getitem_summary = _summary(latest_times), _summary(getitem_times)
     out["latest"] = {
         "resolver": latest_summary,
         "bare_getitem": getitem_summary,
@@ -390,7 +366,7 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     )
     history_counted = _Counted(counter)
     page_times, query_times = interleaved(get_page, bare_query, size.history_samples, size.warmup, history_counted)
-    page_summary, query_summary = summary_ms(page_times), summary_ms(query_times)
+    page_summary, query_summary = _summary(page_times), _summary(query_times)
     out["history"] = {
         "limit": PAGE_LIMIT,
         "first_page": {
@@ -414,29 +390,3 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     say(f"  [{endpoint.backend}] read path: where GET latest's time goes ({size.stub_samples} rounds, cProfile) ...")
     out["breakdown"] = breakdown(client, (lock_table, results_table), getitem_params, size.stub_samples)
     return out
-
-
-__all__ = [  # the seeded world lives in bench.read_seed; its names stay importable from here
-    "BASE_SLOT",
-    "COLUMNS",
-    "DAY_S",
-    "FAILED_EVERY",
-    "HISTORY_SLOTS",
-    "JOB",
-    "LATEST_RATIO_LIMIT",
-    "MISSED_EVERY",
-    "PAGE_LIMIT",
-    "ROWS",
-    "SCHEDULE",
-    "STATISTICS",
-    "ReadSize",
-    "breakdown",
-    "catalog",
-    "http_event",
-    "interleaved",
-    "read_path",
-    "rows",
-    "seed",
-    "slot_at",
-    "summary_ms",
-]

@@ -5,8 +5,7 @@ the API Gateway event the deployed read API receives.
 (:class:`slotlock.SlotLock` acquires and commits, each successful commit carrying
 :meth:`athena_refresh.results.ResultsStore.prepare`'s writes in its transaction, as the job does): every
 :data:`FAILED_EVERY`-th FAILED, every :data:`MISSED_EVERY`-th delivered late and recorded MISSED (superseded).
-:func:`http_event` builds a payload-2.0 GET event (IAM auth). Every name is importable from
-:mod:`bench.read_path` too.
+:func:`http_event` builds a payload-2.0 GET event (IAM auth).
 """
 
 from __future__ import annotations
@@ -174,22 +173,3 @@ def seed(client: Any, lock_table: str, results_table: str) -> dict[str, Any]:
                 raise RuntimeError(f"seeding: a late slot was not recorded MISSED superseded ({missed})")
             statuses["MISSED"] = statuses.get("MISSED", 0) + 1
     return {"records": sum(statuses.values()), "by_status": dict(sorted(statuses.items())), "latest_slot": latest_slot}
-
-
-__all__ = [
-    "BASE_SLOT",
-    "COLUMNS",
-    "DAY_S",
-    "FAILED_EVERY",
-    "HISTORY_SLOTS",
-    "JOB",
-    "MISSED_EVERY",
-    "ROWS",
-    "SCHEDULE",
-    "STATISTICS",
-    "catalog",
-    "http_event",
-    "rows",
-    "seed",
-    "slot_at",
-]

@@ -331,17 +331,3 @@ def scaling(
             "points": len(ok),
         },
     }
-
-
-__all__ = [
-    "COPIES",
-    "CostModel",
-    "assembly_figures",
-    "join_text",
-    "linear_fit",
-    "make_jobs",
-    "scaling",
-    "synth",
-    "templates",
-    "widget_count",
-]

@@ -18,13 +18,12 @@ from typing import Any
 
 from local.emulators.processes import gather
 
-from .accounting import accounting, heartbeat_cost
+from .accounting import accounting
 from .backends import Endpoint
 from .contenders import BY_NAME, Contender, SlotKey
 from .slots import (
     BARRIER_FIRST_TIMEOUT_S,
     BARRIER_TIMEOUT_S,
-    BASE_SLOT_EPOCH_S,
     HOLDER_READY_TIMEOUT_S,
     create_tables,
     new_run_id,
@@ -396,22 +395,3 @@ def run_all(
         say(f"  [{endpoint.backend}] takeover after SIGKILL, lease {takeover_lease_s} s x {takeover_reps} ...")
         result["takeover"] = takeover(endpoint, run_id, contenders, lease_s=takeover_lease_s, repetitions=takeover_reps)
     return result
-
-
-__all__ = [  # the shared slots and set-up live in bench.slots, scenario 1 in bench.accounting
-    "BARRIER_FIRST_TIMEOUT_S",
-    "BARRIER_TIMEOUT_S",
-    "BASE_SLOT_EPOCH_S",
-    "HOLDER_READY_TIMEOUT_S",
-    "CycleSize",
-    "accounting",
-    "contended",
-    "create_tables",
-    "heartbeat_cost",
-    "new_run_id",
-    "noop",
-    "run_all",
-    "slot_at",
-    "takeover",
-    "uncontended",
-]

@@ -1,7 +1,5 @@
 """What every bench scenario shares: the slots it uses (one fresh minute per cycle or race, in the past), the
 barrier and readiness timeouts of its child processes, the no-op job and the run's tables.
-
-Every name is importable from :mod:`bench.scenarios` too.
 """
 
 from __future__ import annotations
@@ -42,15 +40,3 @@ def create_tables(endpoint: Endpoint, run_id: str, contenders: Sequence[type[Con
     client = make_client(endpoint)
     for contender in contenders:
         contender.create_tables(client, run_id)
-
-
-__all__ = [
-    "BARRIER_FIRST_TIMEOUT_S",
-    "BARRIER_TIMEOUT_S",
-    "BASE_SLOT_EPOCH_S",
-    "HOLDER_READY_TIMEOUT_S",
-    "create_tables",
-    "new_run_id",
-    "noop",
-    "slot_at",
-]

@@ -15,7 +15,9 @@ from bench import report, scenarios
 from bench.backends import Endpoint
 from bench.coldstart import asset_size
 from bench.contenders import Floor, PowertoolsIdempotency, PythonDynamoDBLock, SlotLockContender, select
-from bench.counting import failed_write_units, item_size_bytes, value_size_bytes
+from bench.counting import failed_write_units
+from slotlock.capacity import attribute_value_size as value_size_bytes
+from slotlock.capacity import item_size_bytes
 
 pytestmark = pytest.mark.slow
 
