@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import logging
 import os
 import platform
@@ -276,8 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     result["meta"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     result["meta"]["duration_s"] = round(time.monotonic() - started, 1)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    report.write(args.report, result)
     report.render(result, say)
     say(f"\nwrote {args.report} in {result['meta']['duration_s']} s")
     return 0

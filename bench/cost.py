@@ -17,7 +17,7 @@ against the alternatives.
    endpoint (:mod:`bench.cost_measure`), priced with the price table for our N-racer fan-out, a single unlocked runner and N unlocked runners.
 
 Counts and bytes, not times, are what ``tests/bench/test_cost.py`` checks; the goals are judged in
-:mod:`bench.cost_report`.
+:mod:`bench.report`.
 """
 
 from __future__ import annotations
