@@ -34,37 +34,8 @@ from slotlock.capacity import WRITE_UNIT_BYTES, estimate_write_units, item_size_
 from tools.cost.usage import single_write_units, sized_put
 
 from .cost_slot import modelled_units
-from .fanout import run_unlocked
+from .fanout import CountingEngine, run_unlocked
 from .stats import median
-
-
-class TimedEngine:
-    """A QueryEngine wrapper adding up the seconds spent inside it; ``before_start`` runs (untimed) before the
-    next ``start_query``, once."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.seconds = 0.0
-        self.before_start: Callable[[], None] | None = None
-
-    def _timed(self, call: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            return call()
-        finally:
-            self.seconds += time.perf_counter() - started
-
-    def start_query(self, **kwargs: Any) -> Any:
-        hook, self.before_start = self.before_start, None
-        if hook is not None:
-            hook()
-        return self._timed(lambda: self.engine.start_query(**kwargs))
-
-    def get_query(self, query_execution_id: str) -> Any:
-        return self._timed(lambda: self.engine.get_query(query_execution_id))
-
-    def get_results(self, query_execution_id: str, **kwargs: Any) -> Any:
-        return self._timed(lambda: self.engine.get_results(query_execution_id, **kwargs))
 
 
 class ItemSizer:
@@ -145,7 +116,7 @@ def measure_slot(
     samples: list[dict[str, Any]] = []
     say(f"  cost: one real slot of {query.job} x {warmup + repetitions} (winner, a loser while held, unlocked) ...")
     with tempfile.TemporaryDirectory(prefix="bench-cost-engine-") as state_dir:
-        engine = TimedEngine(DuckDBQueryEngine(data_dir=ensure_flights_table().parent, state_dir=Path(state_dir)))
+        engine = CountingEngine(DuckDBQueryEngine(data_dir=ensure_flights_table().parent, state_dir=Path(state_dir)))
         for number in range(warmup + repetitions):
             name = f"{query.job}-r{number}"
             settings = replace(
