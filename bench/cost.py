@@ -35,6 +35,7 @@ import sqlglot
 from sqlglot import exp
 
 from athena_refresh.settings import Settings
+from local.emulators.duckdb_engine.scans import conjuncts
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, default_local_job, job_named, load_repo_jobs
 from stacks.query_sql import BUILTIN_PARAMETERS, DIALECT, PreparedSql, prepare_sql
 from tools.jobs.run import job_settings
@@ -82,24 +83,17 @@ def strip_partition_filter(sql: str, column: str = PARTITION_COLUMN) -> tuple[st
         if where is None:
             continue
         kept = []
-        for conjunct in _conjuncts(where.this):
+        for conjunct in conjuncts(where.this):
             names = {c.name.lower() for c in conjunct.find_all(exp.Column)}
             if names == {column.lower()}:
                 removed.append(conjunct.sql(dialect=DIALECT))
             else:
                 kept.append(conjunct)
-        if len(kept) < len(list(_conjuncts(where.this))):
+        if len(kept) < len(list(conjuncts(where.this))):
             select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     if not removed:
         raise ValueError(f"no WHERE conjunct on {column!r} only in the query")
     return tree.sql(dialect=DIALECT, pretty=True), tuple(removed)
-
-
-def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
-    condition = condition.unnest()
-    if isinstance(condition, exp.And):
-        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
-    return [condition]
 
 
 def _settings(base: Settings, order: Sequence[str]) -> Settings:

@@ -81,16 +81,13 @@ class _Counted:
     def __init__(self, counter: RequestCounter) -> None:
         self.counter = counter
         self.per_call: list[dict[str, int]] = []
-        self._before: dict[str, int] = {}
+        self._before = counter.snapshot()
 
     def start(self) -> None:
-        self._before = dict(self.counter.tally.calls)
+        self._before = self.counter.snapshot()
 
     def stop(self) -> None:
-        after = self.counter.tally.calls
-        self.per_call.append(
-            {op: n - self._before.get(op, 0) for op, n in after.items() if n - self._before.get(op, 0)}
-        )
+        self.per_call.append(dict((self.counter.snapshot() - self._before).calls))
 
     def figures(self) -> dict[str, Any]:
         totals = [sum(calls.values()) for calls in self.per_call]

@@ -28,7 +28,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-__all__ = ["RangeFilter", "Scan", "TableSchema", "find_scans"]
+__all__ = ["RangeFilter", "Scan", "TableSchema", "conjuncts", "find_scans"]
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +264,7 @@ def _filters(
         return (), ()
     partition_filters: list[exp.Expr] = []
     range_filters: list[RangeFilter] = []
-    for conjunct in _conjuncts(where.this):
+    for conjunct in conjuncts(where.this):
         if any(isinstance(n, (exp.Query, exp.Subquery, exp.AggFunc, exp.Window, *_VOLATILE)) for n in conjunct.walk()):
             continue
         columns = list(conjunct.find_all(exp.Column))
@@ -287,12 +287,12 @@ def _filters(
     return tuple(partition_filters), tuple(range_filters)
 
 
-def _conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
+def conjuncts(condition: exp.Expr) -> Iterator[exp.Expr]:
     """The top-level AND operands of `condition`, parentheses removed."""
     condition = condition.unnest()
     if isinstance(condition, exp.And):
-        yield from _conjuncts(condition.this)
-        yield from _conjuncts(condition.expression)
+        yield from conjuncts(condition.this)
+        yield from conjuncts(condition.expression)
     else:
         yield condition
 
