@@ -109,26 +109,8 @@ def interleaved(
     for _ in range(warmup):
         measured()
         reference()
-    times_measured: list[float] = []
-    times_reference: list[float] = []
-
-    def run_measured() -> None:
-        counted.start()
-        started = time.perf_counter()
-        measured()
-        times_measured.append(time.perf_counter() - started)
-        counted.stop()
-
-    def run_reference() -> None:
-        started = time.perf_counter()
-        reference()
-        times_reference.append(time.perf_counter() - started)
-
-    for index in range(samples):
-        first, second = (run_measured, run_reference) if index % 2 == 0 else (run_reference, run_measured)
-        first()
-        second()
-    return times_measured, times_reference
+    times = _timed_rounds({"measured": measured, "reference": reference}, samples, counted=("measured", counted))
+    return times["measured"], times["reference"]
 
 
 def _resolver_call(app: Any, event: dict[str, Any], expect: int = 200) -> Callable[[], dict[str, Any]]:
@@ -167,11 +149,15 @@ def _package(filename: str) -> str:
     return "stdlib " + parts[-1].removesuffix(".py")
 
 
-def _round_robin(
-    arms: Mapping[str, Callable[[], Any]], rounds: int, before: Callable[[], Any] | None = None
-) -> dict[str, float]:
-    """p50 (µs) of each arm over ``rounds`` rounds, the order rotating every round; ``before`` (untimed) runs
-    ahead of every timed call."""
+def _timed_rounds(
+    arms: Mapping[str, Callable[[], Any]],
+    rounds: int,
+    *,
+    before: Callable[[], Any] | None = None,
+    counted: tuple[str, _Counted] | None = None,
+) -> dict[str, list[float]]:
+    """Seconds of each arm over ``rounds`` rounds, the order rotating every round; ``before`` (untimed) runs ahead of
+    every timed call; ``counted`` (arm, counter) records the requests of each of that arm's timed calls."""
     names = list(arms)
     times: dict[str, list[float]] = {name: [] for name in names}
     for index in range(rounds):
@@ -179,9 +165,21 @@ def _round_robin(
         for name in names[shift:] + names[:shift]:
             if before is not None:
                 before()
+            if counted is not None and counted[0] == name:
+                counted[1].start()
             started = time.perf_counter()
             arms[name]()
             times[name].append(time.perf_counter() - started)
+            if counted is not None and counted[0] == name:
+                counted[1].stop()
+    return times
+
+
+def _round_robin(
+    arms: Mapping[str, Callable[[], Any]], rounds: int, before: Callable[[], Any] | None = None
+) -> dict[str, float]:
+    """p50 (µs) of each arm over ``rounds`` rounds, the order rotating every round (:func:`_timed_rounds`)."""
+    times = _timed_rounds(arms, rounds, before=before)
     return {name: round(percentile(samples, 50) * 1e6, 1) for name, samples in times.items()}
 
 
