@@ -86,8 +86,8 @@ def accounting_table(accounting: dict[str, Any], reports_capacity: bool) -> str:
 
 
 def uncontended_table(uncontended: dict[str, Any]) -> str:
-    cells = (("cycle_p50_ms", 2, ""), ("cycle_p50_vs_floor", 2, "x"), ("cycle_p95_ms", 2, ""), ("cycles_per_s", 0, ""))
-    cells += (("loser_p50_ms", 2, ""), ("loser_p50_vs_floor", 2, "x"))
+    cells: tuple[tuple[str, int, str], ...] = (("cycle_p50_ms", 2, ""), ("cycle_p50_vs_floor", 2, "x"))
+    cells += (("cycle_p95_ms", 2, ""), ("cycles_per_s", 0, ""), ("loser_p50_ms", 2, ""), ("loser_p50_vs_floor", 2, "x"))
     rows = [[_label(name), *(_range(e.get(k), d, x) for k, d, x in cells)] for name, e in uncontended.items()]
     headers = ["contender", "cycle p50 ms", "vs floor p50", "cycle p95 ms", "cycles/s", "loser p50 ms"]
     return table([*headers, "loser vs floor p50"], rows)
