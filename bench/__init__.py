@@ -12,7 +12,10 @@ idempotency utility and python-dynamodb-lock:
 6. Athena queries started per slot under fan-out, with our lease and with no lock.
 
 It prints tables and writes ``bench-report.json``. Performance goals live here, never in timed tests.
-Modules: ``backends`` (endpoints), ``counting`` (request hooks, item sizes), ``contenders`` (adapters),
-``scenarios`` (1-4), ``coldstart`` and ``invoke_once`` (5), ``fanout`` (6), ``report``, ``stats``, ``tables``
-(the one table format of every report).
+Modules: ``backends`` (endpoints), ``counting`` (request hooks), ``contenders`` (adapters), ``slots`` (what every
+scenario shares: slots, tables, racer processes), ``scenarios`` over ``accounting`` (1-4), ``coldstart`` and
+``invoke_once`` (5), ``fanout`` (6), ``read_path`` over ``read_seed`` (7), ``cost`` (8; 9 measured by
+``cost_measure``, priced by ``cost_slot`` with the one cost model, :mod:`athena_refresh.cost`), ``scaling`` (10),
+``report`` (the one report writer: targets, rendering, ``bench-report.json``) over ``report_tables``, ``stats``,
+``tables`` (the one table format of every report).
 """

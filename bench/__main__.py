@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import logging
 import os
 import platform
@@ -56,48 +55,14 @@ class Size:
     scaling_copies: tuple[int, ...] = scaling.COPIES["full"]  # jobs synthesized, each N in a fresh process
 
 
+#: Per size, in the order of :class:`Size`'s fields (a :class:`CycleSize` is warm-up, repetitions, cycles, loser
+#: calls; a :class:`ReadSize` GET latest samples, history samples, warm-up, stub samples).
 SIZES = {
-    "full": Size(
-        3,
-        CycleSize(warmup=10, repetitions=5, cycles=60, loser_calls=30),
-        (2, 8, 32),
-        12,
-        2,
-        1.0,
-        3,
-        5,
-        6,
-        3,
-        read=ReadSize(latest_samples=1000, history_samples=300, warmup=50, stub_samples=1000),
-    ),
-    "quick": Size(
-        2,
-        CycleSize(warmup=5, repetitions=3, cycles=30, loser_calls=15),
-        (2, 8, 32),
-        5,
-        1,
-        1.0,
-        2,
-        3,
-        4,
-        2,
-        read=ReadSize(latest_samples=500, history_samples=150, warmup=30, stub_samples=500),
-    ),
+    "full": Size(3, CycleSize(10, 5, 60, 30), (2, 8, 32), 12, 2, 1.0, 3, 5, 6, 3, ReadSize(1000, 300, 50, 1000)),
+    "quick": Size(2, CycleSize(5, 3, 30, 15), (2, 8, 32), 5, 1, 1.0, 2, 3, 4, 2, ReadSize(500, 150, 30, 500)),
     "smoke": Size(
-        2,
-        CycleSize(warmup=2, repetitions=1, cycles=5, loser_calls=3),
-        (2,),
-        2,
-        1,
-        0.5,
-        1,
-        1,
-        2,
-        1,
-        read=ReadSize(latest_samples=200, history_samples=50, warmup=20, stub_samples=300),
-        cost_histories=cost.HISTORIES["smoke"],
-        cost_slots=2,
-        scaling_copies=scaling.COPIES["smoke"],
+        *(2, CycleSize(2, 1, 5, 3), (2,), 2, 1, 0.5, 1, 1, 2, 1, ReadSize(200, 50, 20, 300)),
+        *(cost.HISTORIES["smoke"], 2, scaling.COPIES["smoke"]),
     ),
 }
 
@@ -276,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     result["meta"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     result["meta"]["duration_s"] = round(time.monotonic() - started, 1)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    report.write(args.report, result)
     report.render(result, say)
     say(f"\nwrote {args.report} in {result['meta']['duration_s']} s")
     return 0

@@ -1,7 +1,5 @@
 """Scenario 1 of :mod:`bench.scenarios`: the requests and capacity per slot of each contender (a winner, a
 loser while the winner holds, a loser after it finished) and the cost of one heartbeat.
-
-Both functions are importable from :mod:`bench.scenarios` too.
 """
 
 from __future__ import annotations
@@ -110,6 +108,3 @@ def heartbeat_cost(cls: type[Contender], endpoint: Endpoint, run_id: str) -> dic
             "requests_per_heartbeat": 1.0 if heartbeats else None,
         }
     return None
-
-
-__all__ = ["accounting", "heartbeat_cost"]

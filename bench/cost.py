@@ -17,7 +17,7 @@ against the alternatives.
    endpoint (:mod:`bench.cost_measure`), priced with the price table for our N-racer fan-out, a single unlocked runner and N unlocked runners.
 
 Counts and bytes, not times, are what ``tests/bench/test_cost.py`` checks; the goals are judged in
-:mod:`bench.cost_report`.
+:mod:`bench.report`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ import sqlglot
 from sqlglot import exp
 
 from athena_refresh.settings import Settings
+from local.emulators.duckdb_engine.scans import conjuncts
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, default_local_job, job_named, load_repo_jobs
 from stacks.query_sql import BUILTIN_PARAMETERS, DIALECT, PreparedSql, prepare_sql
+from tools.jobs.run import job_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The job whose query is measured, and its slot (a past slot: 2026-11-21 00:30 UTC, mapped onto 2013-11-21).
@@ -81,24 +83,17 @@ def strip_partition_filter(sql: str, column: str = PARTITION_COLUMN) -> tuple[st
         if where is None:
             continue
         kept = []
-        for conjunct in _conjuncts(where.this):
+        for conjunct in conjuncts(where.this):
             names = {c.name.lower() for c in conjunct.find_all(exp.Column)}
             if names == {column.lower()}:
                 removed.append(conjunct.sql(dialect=DIALECT))
             else:
                 kept.append(conjunct)
-        if len(kept) < len(list(_conjuncts(where.this))):
+        if len(kept) < len(list(conjuncts(where.this))):
             select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     if not removed:
         raise ValueError(f"no WHERE conjunct on {column!r} only in the query")
     return tree.sql(dialect=DIALECT, pretty=True), tuple(removed)
-
-
-def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
-    condition = condition.unnest()
-    if isinstance(condition, exp.And):
-        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
-    return [condition]
 
 
 def _settings(base: Settings, order: Sequence[str]) -> Settings:
@@ -118,21 +113,12 @@ def job_query(job: JobDefinition | None = None, slot: dt.datetime = SLOT) -> Job
     raw = (job.folder / "query.sql").read_text(encoding="utf-8")
     stripped, removed = strip_partition_filter(raw)
     unpartitioned = prepare_sql(stripped, defined=(*BUILTIN_PARAMETERS, *job.parameters))
-    settings = Settings(
-        job_name=config.job_name,
+    # the runtime's settings as the stack writes them (tools.jobs.run), for past slots and the bench's tables
+    settings = replace(
+        job_settings(job),
         lock_table_name="bench-cost-locks",
         results_table_name="bench-cost-results",
-        athena_workgroup=config.workgroup,
-        athena_database=config.database,
-        query_sql=job.query.text,
-        lease_duration_s=float(config.lease_duration_s),
-        heartbeat_interval_s=float(config.heartbeat_interval_s),
         max_slot_age_s=None,
-        window_s=config.window_s,
-        data_year=config.data_year,
-        query_parameters=job.query.parameter_order,
-        query_constants=tuple(job.parameters.items()),
-        racers=config.racers,
     )
     return JobQuery(config.job_name, slot, job.query, unpartitioned, removed, settings)
 
@@ -278,17 +264,3 @@ def cost(
         "overhead_by_units": by_units,
         "accounting_reference": cost_slot.accounting_reference(accounting),
     }
-
-
-__all__ = [
-    "FLAT_LIMIT",
-    "HISTORIES",
-    "JOB",
-    "SLOT",
-    "JobQuery",
-    "cost",
-    "job_query",
-    "measure_table",
-    "scan_versus_history",
-    "strip_partition_filter",
-]

@@ -14,15 +14,14 @@ what is left is each path's own work (DynamoDB requests, preparing the items, th
 DynamoDB units three ways: **reported** by the endpoint (DynamoDB Local's ``ConsumedCapacity``; a failed
 conditional write computed from its ALL_OLD item, as the accounting scenario does); by **AWS's published rule**
 applied to the items each transaction actually wrote, read back after it by an uncounted client
-(:class:`ItemSizer`: 2 WRU per started KB per item, and the same again for an item's copy in a global secondary
-index, the lock table's history index); and **modelled** by ``tools.cost`` (:func:`bench.cost_slot.modelled_units`).
+(:class:`ItemSizer`: 2 WRU per started KB per item, :func:`slotlock.capacity.estimate_write_units`, and the same
+again for an item's copy in a global secondary index, the lock table's history index); and **modelled** by ``tools.cost`` (:func:`bench.cost_slot.modelled_units`).
 DynamoDB Local 1.25.1 does not follow the per-item rule in transactions (in a probe it reported 4 WRU for a
 transaction of one, two or three small items, 8 for one 1.5 KB item), hence the second figure.
 """
 
 from __future__ import annotations
 
-import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -31,47 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh.cost import InvocationCost, load_prices
-from slotlock.capacity import item_size_bytes
+from slotlock.capacity import WRITE_UNIT_BYTES, estimate_write_units, item_size_bytes
+from tools.cost.usage import single_write_units, sized_put
 
 from .cost_slot import modelled_units
-from .fanout import run_unlocked
+from .fanout import CountingEngine, run_unlocked
 from .stats import median
-
-WRITE_UNIT_BYTES = 1024
-
-
-class TimedEngine:
-    """A QueryEngine wrapper adding up the seconds spent inside it; ``before_start`` runs (untimed) before the
-    next ``start_query``, once."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.seconds = 0.0
-        self.before_start: Callable[[], None] | None = None
-
-    def _timed(self, call: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        try:
-            return call()
-        finally:
-            self.seconds += time.perf_counter() - started
-
-    def start_query(self, **kwargs: Any) -> Any:
-        hook, self.before_start = self.before_start, None
-        if hook is not None:
-            hook()
-        return self._timed(lambda: self.engine.start_query(**kwargs))
-
-    def get_query(self, query_execution_id: str) -> Any:
-        return self._timed(lambda: self.engine.get_query(query_execution_id))
-
-    def get_results(self, query_execution_id: str, **kwargs: Any) -> Any:
-        return self._timed(lambda: self.engine.get_results(query_execution_id, **kwargs))
-
-
-def transaction_units(size_bytes: int) -> int:
-    """WRU of one item in a TransactWriteItems by AWS's rule: 2 per started KB, at least 2."""
-    return 2 * max(1, math.ceil(size_bytes / WRITE_UNIT_BYTES))
 
 
 class ItemSizer:
@@ -111,11 +75,11 @@ class ItemSizer:
         table_units = index_units = 0
         for table, key in self.pending:
             item = self.reader.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item") or {}
-            size = item_size_bytes(item) if item else WRITE_UNIT_BYTES
-            table_units += transaction_units(size)
+            units = estimate_write_units([sized_put(item_size_bytes(item) if item else WRITE_UNIT_BYTES)])
+            table_units += units
             for index_key in self._schema(table)["indexes"]:
                 if all(name in item for name in index_key):
-                    index_units += transaction_units(size)
+                    index_units += units
         self.pending.clear()
         self.seconds += time.perf_counter() - started
         return {"table": table_units, "index": index_units}
@@ -152,7 +116,7 @@ def measure_slot(
     samples: list[dict[str, Any]] = []
     say(f"  cost: one real slot of {query.job} x {warmup + repetitions} (winner, a loser while held, unlocked) ...")
     with tempfile.TemporaryDirectory(prefix="bench-cost-engine-") as state_dir:
-        engine = TimedEngine(DuckDBQueryEngine(data_dir=ensure_flights_table().parent, state_dir=Path(state_dir)))
+        engine = CountingEngine(DuckDBQueryEngine(data_dir=ensure_flights_table().parent, state_dir=Path(state_dir)))
         for number in range(warmup + repetitions):
             name = f"{query.job}-r{number}"
             settings = replace(
@@ -289,10 +253,7 @@ def summarise(samples: list[dict[str, Any]], backend: str, reports_capacity: boo
             "by_phase": by_phase,
             "index_write_units": sum(u["index"] for u in rule.values()),
             "loser_write_units": reported["loser_write_units"] if reported else 1.0,
-            "put_write_units": float(max(1, math.ceil(last["put_item_bytes"] / WRITE_UNIT_BYTES))),
+            "put_write_units": float(single_write_units(last["put_item_bytes"])),
         },
         "modelled_units": modelled_units(job, last["commit"]),
     }
-
-
-__all__ = ["ItemSizer", "TimedEngine", "measure_slot", "summarise", "transaction_units"]

@@ -261,17 +261,3 @@ def accounting_reference(accounting: Mapping[str, Any] | None) -> dict[str, Any]
         }
         for role in ("winner", "loser", "late")
     }
-
-
-__all__ = [
-    "ALTERNATIVES",
-    "ASSUMED_QUERY_MS",
-    "RACER_COUNTS",
-    "SlotFigures",
-    "accounting_reference",
-    "alternatives",
-    "alternatives_for",
-    "modelled_units",
-    "slot_figures",
-    "unit_sets",
-]

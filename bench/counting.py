@@ -12,7 +12,8 @@ DynamoDB reports no consumed capacity on a failed conditional write, although AW
 ConditionExpression evaluates to false, DynamoDB still consumes write capacity from the table": 1 WCU per
 started KB of the existing item (1 WCU when the item is absent).
 https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption
-For those, the units are computed here from the item's size (:func:`item_size_bytes`): the old item from
+For those, the units are computed here from the item's size (:func:`slotlock.capacity.item_size_bytes`, AWS's
+sizing rules): the old item from
 ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` when the request asked for it, otherwise one consistent read,
 right after the failure, by a separate, uncounted ``reader`` client.
 """
@@ -20,10 +21,12 @@ right after the failure, by a separate, uncounted ``reader`` client.
 from __future__ import annotations
 
 import collections
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from slotlock.capacity import item_size_bytes
+from tools.cost.usage import single_write_units
 
 #: Operations that accept ReturnConsumedCapacity (the ones the contenders use, and a few more).
 CAPACITY_OPERATIONS = frozenset(
@@ -42,53 +45,12 @@ CAPACITY_OPERATIONS = frozenset(
 )
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 CONDITIONAL_FAILURE = "ConditionalCheckFailedException"
-WRITE_UNIT_BYTES = 1024
-
-
-def _number_size(text: str) -> int:
-    digits = text.lstrip("+-").replace(".", "").lower().split("e")[0].strip("0") or "0"
-    return math.ceil(len(digits) / 2) + 1
-
-
-def value_size_bytes(value: Mapping[str, Any]) -> int:
-    """Size of one attribute value in DynamoDB JSON, by AWS's published rules.
-
-    Strings: UTF-8 bytes; numbers: one byte per two significant digits plus one; binary: raw bytes;
-    null and booleans: 1; lists and maps: 3 bytes plus, per element, its size plus 1 (map keys count).
-    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html
-    """
-    ((kind, inner),) = value.items()
-    if kind == "S":
-        return len(inner.encode())
-    if kind == "N":
-        return _number_size(inner)
-    if kind == "B":
-        return len(inner)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(len(s.encode()) for s in inner)
-    if kind == "NS":
-        return sum(_number_size(n) for n in inner)
-    if kind == "BS":
-        return sum(len(b) for b in inner)
-    if kind == "L":
-        return 3 + sum(value_size_bytes(v) + 1 for v in inner)
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + value_size_bytes(v) + 1 for k, v in inner.items())
-    raise ValueError(f"unknown DynamoDB type {kind!r}")
-
-
-def item_size_bytes(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """Size of an item in DynamoDB JSON: attribute names (UTF-8) plus values (:func:`value_size_bytes`)."""
-    return sum(len(name.encode()) + value_size_bytes(value) for name, value in item.items())
 
 
 def failed_write_units(existing_item: Mapping[str, Mapping[str, Any]] | None) -> float:
-    """Write units a failed conditional write costs: one per started KB of the existing item, at least 1."""
-    if not existing_item:
-        return 1.0
-    return float(max(1, math.ceil(item_size_bytes(existing_item) / WRITE_UNIT_BYTES)))
+    """Write units a failed conditional write costs: one per started KB of the existing item, at least 1 (the
+    plain write's units of :mod:`tools.cost.usage`, the item sized by :func:`slotlock.capacity.item_size_bytes`)."""
+    return float(single_write_units(item_size_bytes(existing_item))) if existing_item else 1.0
 
 
 @dataclass

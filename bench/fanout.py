@@ -16,42 +16,52 @@ queues per started execution, and without a lock every racer also writes the res
 
 from __future__ import annotations
 
-import multiprocessing
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from local.emulators.processes import gather
-
 from .backends import Endpoint, make_client
-from .scenarios import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, slot_at
+from .slots import BARRIER_FIRST_TIMEOUT_S, BARRIER_TIMEOUT_S, run_racers, slot_at
 from .stats import spread
 
 MODES = ("slotlock", "no lock")
 
 
 class CountingEngine:
-    """A QueryEngine wrapper counting ``start_query`` calls and remembering the ids they returned."""
+    """A QueryEngine wrapper counting ``start_query`` calls (``started``: the ids they returned) and adding up the
+    seconds spent inside the engine (``seconds``); ``before_start`` runs (untimed) before the next ``start_query``,
+    once."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.started: list[str] = []
+        self.seconds = 0.0
+        self.before_start: Callable[[], None] | None = None
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self.seconds += time.perf_counter() - started
 
     def start_query(self, *, sql: str, parameters: Sequence[str], client_request_token: str) -> str:
-        query_execution_id = self.engine.start_query(
-            sql=sql, parameters=parameters, client_request_token=client_request_token
+        hook, self.before_start = self.before_start, None
+        if hook is not None:
+            hook()
+        query_execution_id: str = self._timed(
+            lambda: self.engine.start_query(sql=sql, parameters=parameters, client_request_token=client_request_token)
         )
         self.started.append(query_execution_id)
         return query_execution_id
 
     def get_query(self, query_execution_id: str) -> Any:
-        return self.engine.get_query(query_execution_id)
+        return self._timed(lambda: self.engine.get_query(query_execution_id))
 
     def get_results(self, query_execution_id: str, **kwargs: Any) -> Any:
-        return self.engine.get_results(query_execution_id, **kwargs)
+        return self._timed(lambda: self.engine.get_results(query_execution_id, **kwargs))
 
 
 def run_unlocked(
@@ -104,69 +114,64 @@ def fanout_racer(
     tables: dict[str, str],
     data_dir: str,
     state_dir: str,
-    index: int,
     slots: int,
+    index: int,
     barrier: Any,
-    results: Any,
+    records: list[Any],
 ) -> None:
-    """One racer process: per slot, one race under the lease, then one race without a lock."""
-    records: list[tuple[str, int, int, list[str], bool]] = []
-    try:
-        from dataclasses import replace
+    """One racer process: per slot, one race under the lease, then one race without a lock; records
+    ``(mode, slot number, start_query calls, the query execution ids they returned, committed)``."""
+    from dataclasses import replace
 
-        from athena_refresh.engine import client_request_token
-        from athena_refresh.job import AthenaRefreshJob
-        from athena_refresh.results import ResultsStore
-        from athena_refresh.settings import Settings
-        from local.emulators.duckdb_engine import DuckDBQueryEngine
-        from slotlock import SlotLock, SlotRunner
+    from athena_refresh.engine import client_request_token
+    from athena_refresh.job import AthenaRefreshJob
+    from athena_refresh.results import ResultsStore
+    from athena_refresh.settings import Settings
+    from local.emulators.duckdb_engine import DuckDBQueryEngine
+    from slotlock import SlotLock, SlotRunner
 
-        from .cost import job_query
+    from .cost import job_query
 
-        job_settings = job_query().settings  # the job's prepared SQL with its parameter order and constants
-        client = make_client(endpoint)
-        engine = CountingEngine(DuckDBQueryEngine(data_dir=Path(data_dir), state_dir=Path(state_dir)))
-        results_store = ResultsStore(tables["results"], dynamodb_client=client)
+    job_settings = job_query().settings  # the job's prepared SQL with its parameter order and constants
+    client = make_client(endpoint)
+    engine = CountingEngine(DuckDBQueryEngine(data_dir=Path(data_dir), state_dir=Path(state_dir)))
+    results_store = ResultsStore(tables["results"], dynamodb_client=client)
 
-        def settings(mode: str) -> Settings:
-            return replace(
-                job_settings,
-                job_name=f"fanout-{mode.replace(' ', '-')}",
-                lock_table_name=tables["locks"],
-                results_table_name=tables["results"],
-            )
-
-        leased = settings("slotlock")
-        runner = SlotRunner(
-            SlotLock(tables["locks"], leased.job_name, client=client, lease_duration_s=leased.lease_duration_s)
+    def settings(mode: str) -> Settings:
+        return replace(
+            job_settings,
+            job_name=f"fanout-{mode.replace(' ', '-')}",
+            lock_table_name=tables["locks"],
+            results_table_name=tables["results"],
         )
-        unlocked = settings("no lock")
-        client.describe_table(TableName=tables["locks"])  # open the connection outside the races
 
-        def race_unlocked(slot: Any) -> bool:
-            token = client_request_token(unlocked.job_name, slot.iso, 1, deployment_id=unlocked.lock_table_name)
-            run_unlocked(engine, results_store, client, unlocked, slot, token=token, initial_delay_ms=20)
-            return True
+    leased = settings("slotlock")
+    runner = SlotRunner(
+        SlotLock(tables["locks"], leased.job_name, client=client, lease_duration_s=leased.lease_duration_s)
+    )
+    unlocked = settings("no lock")
+    client.describe_table(TableName=tables["locks"])  # open the connection outside the races
 
-        for number in range(slots):
-            slot = slot_at(number)
-            for mode in MODES:
-                barrier.wait(BARRIER_FIRST_TIMEOUT_S if not records else BARRIER_TIMEOUT_S)
-                before = len(engine.started)
-                if mode == "slotlock":
-                    job_run = AthenaRefreshJob(
-                        settings=leased, engine=engine, results=results_store, poll_initial_delay_ms=20
-                    )
-                    outcome = runner.run(job_run, slot=slot, owner_id=f"p{index}-s{number}")
-                    committed = outcome.status == "succeeded"
-                else:
-                    committed = race_unlocked(slot)
-                started = engine.started[before:]
-                records.append((mode, number, len(started), started, committed))
-        results.put((index, records, None))
-    except BaseException:  # noqa: BLE001 - a child process reports any failure to the parent, then frees the barrier
-        barrier.abort()
-        results.put((index, records, traceback.format_exc()))
+    def race_unlocked(slot: Any) -> bool:
+        token = client_request_token(unlocked.job_name, slot.iso, 1, deployment_id=unlocked.lock_table_name)
+        run_unlocked(engine, results_store, client, unlocked, slot, token=token, initial_delay_ms=20)
+        return True
+
+    for number in range(slots):
+        slot = slot_at(number)
+        for mode in MODES:
+            barrier.wait(BARRIER_FIRST_TIMEOUT_S if not records else BARRIER_TIMEOUT_S)
+            before = len(engine.started)
+            if mode == "slotlock":
+                job_run = AthenaRefreshJob(
+                    settings=leased, engine=engine, results=results_store, poll_initial_delay_ms=20
+                )
+                outcome = runner.run(job_run, slot=slot, owner_id=f"p{index}-s{number}")
+                committed = outcome.status == "succeeded"
+            else:
+                committed = race_unlocked(slot)
+            started = engine.started[before:]
+            records.append((mode, number, len(started), started, committed))
 
 
 def fanout(
@@ -183,23 +188,13 @@ def fanout(
 
     create_lock_table(client, tables["locks"])
     create_results_table(client, tables["results"])
-    ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as state_dir:
-        barrier = ctx.Barrier(racers)
-        queue = ctx.Queue()
-        procs = [
-            ctx.Process(
-                target=fanout_racer,
-                name=f"fanout-{i}",
-                args=(endpoint, tables, str(table_dir.parent), state_dir, i, slots, barrier, queue),
-            )
-            for i in range(racers)
-        ]
         say(f"  fan-out: {racers} racer processes x {slots} slots, real job on DuckDB, with and without the lease ...")
-        reports = gather(procs, queue, BARRIER_FIRST_TIMEOUT_S + 60.0 * slots)
-    errors = [f"racer {i}: {error}" for i, _, error in reports if error]
-    if errors:
-        raise RuntimeError("fan-out racers failed:\n" + "\n".join(errors))
+        args = (endpoint, tables, str(table_dir.parent), state_dir, slots)
+        timeout_s = BARRIER_FIRST_TIMEOUT_S + 60.0 * slots
+        reports = run_racers(
+            fanout_racer, args, racers=racers, timeout_s=timeout_s, name="fanout", what="fan-out racers"
+        )
     out: dict[str, Any] = {"racers": racers, "slots": slots}
     for mode in MODES:
         starts, executions, commits = [], [], []

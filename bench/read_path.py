@@ -49,24 +49,8 @@ from slotlock import create_lock_table, table
 
 from .backends import Endpoint, make_client
 from .counting import RequestCounter
-from .read_seed import (
-    BASE_SLOT,
-    COLUMNS,
-    DAY_S,
-    FAILED_EVERY,
-    HISTORY_SLOTS,
-    JOB,
-    MISSED_EVERY,
-    ROWS,
-    SCHEDULE,
-    STATISTICS,
-    catalog,
-    http_event,
-    rows,
-    seed,
-    slot_at,
-)
-from .stats import percentile, ratio
+from .read_seed import COLUMNS, HISTORY_SLOTS, JOB, ROWS, catalog, http_event, seed
+from .stats import latency_summary, percentile, ratio
 
 PAGE_LIMIT = 50
 #: The issue's goal: GET latest's p50 within this many times a bare GetItem's p50.
@@ -86,17 +70,9 @@ class ReadSize:
 # --------------------------------------------------------------------------------------------------
 # Measuring
 # --------------------------------------------------------------------------------------------------
-def summary_ms(samples_s: list[float]) -> dict[str, Any]:
+def _summary(samples_s: list[float]) -> dict[str, Any]:
     """n, p50, p90, p95 and max of ``samples_s`` (seconds), in milliseconds."""
-    if not samples_s:
-        return {"n": 0, "p50_ms": None, "p90_ms": None, "p95_ms": None, "max_ms": None}
-    return {
-        "n": len(samples_s),
-        "p50_ms": percentile(samples_s, 50) * 1000,
-        "p90_ms": percentile(samples_s, 90) * 1000,
-        "p95_ms": percentile(samples_s, 95) * 1000,
-        "max_ms": max(samples_s) * 1000,
-    }
+    return latency_summary(samples_s, (50, 90, 95))
 
 
 class _Counted:
@@ -105,16 +81,13 @@ class _Counted:
     def __init__(self, counter: RequestCounter) -> None:
         self.counter = counter
         self.per_call: list[dict[str, int]] = []
-        self._before: dict[str, int] = {}
+        self._before = counter.snapshot()
 
     def start(self) -> None:
-        self._before = dict(self.counter.tally.calls)
+        self._before = self.counter.snapshot()
 
     def stop(self) -> None:
-        after = self.counter.tally.calls
-        self.per_call.append(
-            {op: n - self._before.get(op, 0) for op, n in after.items() if n - self._before.get(op, 0)}
-        )
+        self.per_call.append(dict((self.counter.snapshot() - self._before).calls))
 
     def figures(self) -> dict[str, Any]:
         totals = [sum(calls.values()) for calls in self.per_call]
@@ -136,26 +109,8 @@ def interleaved(
     for _ in range(warmup):
         measured()
         reference()
-    times_measured: list[float] = []
-    times_reference: list[float] = []
-
-    def run_measured() -> None:
-        counted.start()
-        started = time.perf_counter()
-        measured()
-        times_measured.append(time.perf_counter() - started)
-        counted.stop()
-
-    def run_reference() -> None:
-        started = time.perf_counter()
-        reference()
-        times_reference.append(time.perf_counter() - started)
-
-    for index in range(samples):
-        first, second = (run_measured, run_reference) if index % 2 == 0 else (run_reference, run_measured)
-        first()
-        second()
-    return times_measured, times_reference
+    times = _timed_rounds({"measured": measured, "reference": reference}, samples, counted=("measured", counted))
+    return times["measured"], times["reference"]
 
 
 def _resolver_call(app: Any, event: dict[str, Any], expect: int = 200) -> Callable[[], dict[str, Any]]:
@@ -194,11 +149,15 @@ def _package(filename: str) -> str:
     return "stdlib " + parts[-1].removesuffix(".py")
 
 
-def _round_robin(
-    arms: Mapping[str, Callable[[], Any]], rounds: int, before: Callable[[], Any] | None = None
-) -> dict[str, float]:
-    """p50 (µs) of each arm over ``rounds`` rounds, the order rotating every round; ``before`` (untimed) runs
-    ahead of every timed call."""
+def _timed_rounds(
+    arms: Mapping[str, Callable[[], Any]],
+    rounds: int,
+    *,
+    before: Callable[[], Any] | None = None,
+    counted: tuple[str, _Counted] | None = None,
+) -> dict[str, list[float]]:
+    """Seconds of each arm over ``rounds`` rounds, the order rotating every round; ``before`` (untimed) runs ahead of
+    every timed call; ``counted`` (arm, counter) records the requests of each of that arm's timed calls."""
     names = list(arms)
     times: dict[str, list[float]] = {name: [] for name in names}
     for index in range(rounds):
@@ -206,9 +165,21 @@ def _round_robin(
         for name in names[shift:] + names[:shift]:
             if before is not None:
                 before()
+            if counted is not None and counted[0] == name:
+                counted[1].start()
             started = time.perf_counter()
             arms[name]()
             times[name].append(time.perf_counter() - started)
+            if counted is not None and counted[0] == name:
+                counted[1].stop()
+    return times
+
+
+def _round_robin(
+    arms: Mapping[str, Callable[[], Any]], rounds: int, before: Callable[[], Any] | None = None
+) -> dict[str, float]:
+    """p50 (µs) of each arm over ``rounds`` rounds, the order rotating every round (:func:`_timed_rounds`)."""
+    times = _timed_rounds(arms, rounds, before=before)
     return {name: round(percentile(samples, 50) * 1e6, 1) for name, samples in times.items()}
 
 
@@ -347,7 +318,7 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     latest_times, getitem_times = interleaved(get_latest, bare_getitem, size.latest_samples, size.warmup, counted)
     if latest_event != pristine:
         raise RuntimeError("the resolver changed the event: every sample must get a fresh copy")
-    latest_summary, getitem_summary = summary_ms(latest_times), summary_ms(getitem_times)
+    latest_summary, getitem_summary = _summary(latest_times), _summary(getitem_times)
     out["latest"] = {
         "resolver": latest_summary,
         "bare_getitem": getitem_summary,
@@ -390,7 +361,7 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     )
     history_counted = _Counted(counter)
     page_times, query_times = interleaved(get_page, bare_query, size.history_samples, size.warmup, history_counted)
-    page_summary, query_summary = summary_ms(page_times), summary_ms(query_times)
+    page_summary, query_summary = _summary(page_times), _summary(query_times)
     out["history"] = {
         "limit": PAGE_LIMIT,
         "first_page": {
@@ -414,29 +385,3 @@ def read_path(endpoint: Endpoint, run_id: str, size: ReadSize, *, say: Callable[
     say(f"  [{endpoint.backend}] read path: where GET latest's time goes ({size.stub_samples} rounds, cProfile) ...")
     out["breakdown"] = breakdown(client, (lock_table, results_table), getitem_params, size.stub_samples)
     return out
-
-
-__all__ = [  # the seeded world lives in bench.read_seed; its names stay importable from here
-    "BASE_SLOT",
-    "COLUMNS",
-    "DAY_S",
-    "FAILED_EVERY",
-    "HISTORY_SLOTS",
-    "JOB",
-    "LATEST_RATIO_LIMIT",
-    "MISSED_EVERY",
-    "PAGE_LIMIT",
-    "ROWS",
-    "SCHEDULE",
-    "STATISTICS",
-    "ReadSize",
-    "breakdown",
-    "catalog",
-    "http_event",
-    "interleaved",
-    "read_path",
-    "rows",
-    "seed",
-    "slot_at",
-    "summary_ms",
-]

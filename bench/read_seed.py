@@ -5,8 +5,7 @@ the API Gateway event the deployed read API receives.
 (:class:`slotlock.SlotLock` acquires and commits, each successful commit carrying
 :meth:`athena_refresh.results.ResultsStore.prepare`'s writes in its transaction, as the job does): every
 :data:`FAILED_EVERY`-th FAILED, every :data:`MISSED_EVERY`-th delivered late and recorded MISSED (superseded).
-:func:`http_event` builds a payload-2.0 GET event (IAM auth). Every name is importable from
-:mod:`bench.read_path` too.
+:func:`http_event` builds a payload-2.0 GET event (IAM auth).
 """
 
 from __future__ import annotations
@@ -60,6 +59,9 @@ FAILED_EVERY = 10
 MISSED_EVERY = 10
 BASE_SLOT = Slot.parse("2024-03-01T11:15:00Z")  # past: slotlock refuses future slots
 DAY_S = 86_400
+#: The deployed API's host and account in the events (:func:`http_event`).
+HOST = "abcdef1234.execute-api.us-east-1.amazonaws.com"
+ACCOUNT_ID = "123456789012"
 
 
 def slot_at(index: int) -> Slot:
@@ -76,58 +78,30 @@ def catalog() -> dict[str, CatalogQuery]:
 
 
 def http_event(path: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload format 2.0) GET event as the deployed ``ReadApi`` delivers it (IAM auth)."""
-    raw_query = "&".join(f"{name}={value}" for name, value in (query or {}).items())
+    """An API Gateway HTTP API (payload format 2.0) GET event as the deployed ``ReadApi`` delivers it: the one
+    event builder of the house (:func:`local.serve.adapter.build_event`) over HTTPS on 443, with the IAM
+    authorizer's context that the deployed API's SigV4 authorization adds."""
+    from urllib.parse import urlencode
+
+    from local.serve.adapter import build_event
+
     now = dt.datetime.now(dt.UTC)
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": raw_query,
-        "headers": {
-            "accept": "application/json",
-            "accept-encoding": "gzip, deflate",
-            "content-length": "0",
-            "host": "abcdef1234.execute-api.us-east-1.amazonaws.com",
-            "user-agent": "python-requests/2.32.3",
-            "x-amz-date": now.strftime("%Y%m%dT%H%M%SZ"),
-            "x-amzn-trace-id": "Root=1-67d0c0de-0123456789abcdef01234567",
-            "x-forwarded-for": "203.0.113.7",
-            "x-forwarded-port": "443",
-            "x-forwarded-proto": "https",
-        },
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abcdef1234",
-            "authorizer": {
-                "iam": {
-                    "accessKey": "ASIAEXAMPLEEXAMPLE00",
-                    "accountId": "123456789012",
-                    "callerId": "AROAEXAMPLEEXAMPLE000:reader",
-                    "principalOrgId": None,
-                    "userArn": "arn:aws:sts::123456789012:assumed-role/dashboard-reader/reader",
-                    "userId": "AROAEXAMPLEEXAMPLE000:reader",
-                }
-            },
-            "domainName": "abcdef1234.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abcdef1234",
-            "http": {
-                "method": "GET",
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.7",
-                "userAgent": "python-requests/2.32.3",
-            },
-            "requestId": "Vb8xJjZ0oAMEVzg=",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now.timestamp() * 1000),
-        },
-        "isBase64Encoded": False,
+    headers = {"accept": "application/json", "accept-encoding": "gzip, deflate", "host": HOST}
+    headers |= {"user-agent": "python-requests/2.32.3", "x-amz-date": now.strftime("%Y%m%dT%H%M%SZ")}
+    target = path + (f"?{urlencode(query)}" if query else "")
+    event = build_event(method="GET", target=target, headers=headers.items(), source_ip="203.0.113.7", server_port=443)
+    event["headers"]["x-forwarded-proto"] = "https"
+    event["requestContext"] |= {"accountId": ACCOUNT_ID, "apiId": HOST.split(".", 1)[0]}
+    event["requestContext"]["authorizer"] = {
+        "iam": {
+            "accessKey": "ASIAEXAMPLEEXAMPLE00",
+            "accountId": ACCOUNT_ID,
+            "callerId": "AROAEXAMPLEEXAMPLE000:reader",
+            "principalOrgId": None,
+            "userArn": f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/dashboard-reader/reader",
+            "userId": "AROAEXAMPLEEXAMPLE000:reader",
+        }
     }
-    if query:
-        event["queryStringParameters"] = dict(query)
     return event
 
 
@@ -174,22 +148,3 @@ def seed(client: Any, lock_table: str, results_table: str) -> dict[str, Any]:
                 raise RuntimeError(f"seeding: a late slot was not recorded MISSED superseded ({missed})")
             statuses["MISSED"] = statuses.get("MISSED", 0) + 1
     return {"records": sum(statuses.values()), "by_status": dict(sorted(statuses.items())), "latest_slot": latest_slot}
-
-
-__all__ = [
-    "BASE_SLOT",
-    "COLUMNS",
-    "DAY_S",
-    "FAILED_EVERY",
-    "HISTORY_SLOTS",
-    "JOB",
-    "MISSED_EVERY",
-    "ROWS",
-    "SCHEDULE",
-    "STATISTICS",
-    "catalog",
-    "http_event",
-    "rows",
-    "seed",
-    "slot_at",
-]

@@ -14,7 +14,7 @@ For every N (``full``: 2, 50 and 300 copies of ``tests/fixtures/jobs/flights-das
   its share of the deployment's), computed from the counts of that N's templates, without another synth.
 
 Then the least-squares line through (N, seconds): seconds per job and the intercept. The goals are judged by
-:mod:`bench.scaling_report`.
+:mod:`bench.report`.
 """
 
 from __future__ import annotations
@@ -331,17 +331,3 @@ def scaling(
             "points": len(ok),
         },
     }
-
-
-__all__ = [
-    "COPIES",
-    "CostModel",
-    "assembly_figures",
-    "join_text",
-    "linear_fit",
-    "make_jobs",
-    "scaling",
-    "synth",
-    "templates",
-    "widget_count",
-]

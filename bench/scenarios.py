@@ -16,19 +16,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from local.emulators.processes import gather
-
-from .accounting import accounting, heartbeat_cost
+from .accounting import accounting
 from .backends import Endpoint
 from .contenders import BY_NAME, Contender, SlotKey
 from .slots import (
     BARRIER_FIRST_TIMEOUT_S,
     BARRIER_TIMEOUT_S,
-    BASE_SLOT_EPOCH_S,
     HOLDER_READY_TIMEOUT_S,
     create_tables,
     new_run_id,
     noop,
+    run_racers,
     slot_at,
 )
 from .stats import latency_summary, ratio, spread
@@ -159,32 +157,28 @@ class Race:
     warmup: bool
 
 
-def racer_main(endpoint: Endpoint, run_id: str, index: int, races: list[Race], barrier: Any, results: Any) -> None:
+def racer_main(
+    endpoint: Endpoint, run_id: str, races: list[Race], index: int, barrier: Any, records: list[Any]
+) -> None:
     """One racer process: one adapter per contender (its own client), warmed, then every race in order.
 
-    Reports ``(index, [(race number, t_released, t_returned, ran, detail, requests)], error)``; times are
-    ``time.monotonic()`` seconds (system-wide on Linux).
+    Records ``(race number, t_released, t_returned, ran, detail, requests)`` (:func:`bench.slots.run_racers`
+    reports them); times are ``time.monotonic()`` seconds (system-wide on Linux).
     """
-    records: list[tuple[int, float, float, bool, str, int]] = []
-    try:
-        adapters = {name: BY_NAME[name](endpoint, run_id) for name in sorted({r.contender for r in races})}
-        for adapter in adapters.values():
-            adapter.warm()
-        for number, race in enumerate(races):
-            adapter = adapters[race.contender]
-            key = SlotKey(f"race-{race.contender}", slot_at(race.slot_index))
-            barrier.wait(BARRIER_FIRST_TIMEOUT_S if number == 0 else BARRIER_TIMEOUT_S)
-            before = adapter.counter.tally.requests
-            released = time.monotonic()
-            outcome = adapter.invoke(key, f"p{index}-r{number}", noop)
-            returned = time.monotonic()
-            records.append(
-                (number, released, returned, outcome.ran, outcome.detail, adapter.counter.tally.requests - before)
-            )
-        results.put((index, records, None))
-    except BaseException:  # noqa: BLE001 - report instead of dying silently; free the others from the barrier
-        barrier.abort()
-        results.put((index, records, traceback.format_exc()))
+    adapters = {name: BY_NAME[name](endpoint, run_id) for name in sorted({r.contender for r in races})}
+    for adapter in adapters.values():
+        adapter.warm()
+    for number, race in enumerate(races):
+        adapter = adapters[race.contender]
+        key = SlotKey(f"race-{race.contender}", slot_at(race.slot_index))
+        barrier.wait(BARRIER_FIRST_TIMEOUT_S if number == 0 else BARRIER_TIMEOUT_S)
+        before = adapter.counter.tally.requests
+        released = time.monotonic()
+        outcome = adapter.invoke(key, f"p{index}-r{number}", noop)
+        returned = time.monotonic()
+        records.append(
+            (number, released, returned, outcome.ran, outcome.detail, adapter.counter.tally.requests - before)
+        )
 
 
 def plan_races(contenders: Sequence[str], rounds: int, warmup: int, first_slot: int) -> list[Race]:
@@ -217,18 +211,10 @@ def contended(
     run_id = f"{run_id}c{racers}"  # fresh, small tables for each racer count (see uncontended)
     create_tables(endpoint, run_id, contenders)
     races = plan_races(names, rounds, warmup, first_slot)
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(racers)
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=racer_main, args=(endpoint, run_id, i, races, barrier, results), name=f"racer-{i}")
-        for i in range(racers)
-    ]
     budget = timeout_s if timeout_s is not None else BARRIER_FIRST_TIMEOUT_S + 10.0 * len(races)
-    reports = gather(procs, results, budget)
-    errors = [f"racer {i}: {error}" for i, _, error in reports if error]
-    if errors:
-        raise RuntimeError("racers failed:\n" + "\n".join(errors))
+    reports = run_racers(
+        racer_main, (endpoint, run_id, races), racers=racers, timeout_s=budget, name="racer", what="racers"
+    )
     by_race: dict[int, list[tuple[float, float, bool, str, int]]] = {}
     for _, records, _ in reports:
         for number, released, returned, ran, detail, requests in records:
@@ -396,22 +382,3 @@ def run_all(
         say(f"  [{endpoint.backend}] takeover after SIGKILL, lease {takeover_lease_s} s x {takeover_reps} ...")
         result["takeover"] = takeover(endpoint, run_id, contenders, lease_s=takeover_lease_s, repetitions=takeover_reps)
     return result
-
-
-__all__ = [  # the shared slots and set-up live in bench.slots, scenario 1 in bench.accounting
-    "BARRIER_FIRST_TIMEOUT_S",
-    "BARRIER_TIMEOUT_S",
-    "BASE_SLOT_EPOCH_S",
-    "HOLDER_READY_TIMEOUT_S",
-    "CycleSize",
-    "accounting",
-    "contended",
-    "create_tables",
-    "heartbeat_cost",
-    "new_run_id",
-    "noop",
-    "run_all",
-    "slot_at",
-    "takeover",
-    "uncontended",
-]

@@ -36,14 +36,15 @@ def spread(values: Sequence[float]) -> dict[str, Any]:
     return {"median": median(values), "min": float(min(values)), "max": float(max(values)), "n": len(values)}
 
 
-def latency_summary(samples_s: Sequence[float]) -> dict[str, Any]:
-    """p50/p95/max of latency samples given in seconds, reported in milliseconds."""
+def latency_summary(samples_s: Sequence[float], quantiles: Sequence[int] = (50, 95)) -> dict[str, Any]:
+    """``n``, ``p<q>_ms`` for each of ``quantiles`` and ``max_ms`` of latency samples given in seconds, reported in
+    milliseconds (all ``None`` but ``n`` without samples)."""
+    keys = [f"p{q}_ms" for q in quantiles]
     if not samples_s:
-        return {"n": 0, "p50_ms": None, "p95_ms": None, "max_ms": None}
+        return {"n": 0, **dict.fromkeys(keys), "max_ms": None}
     return {
         "n": len(samples_s),
-        "p50_ms": percentile(samples_s, 50) * 1000,
-        "p95_ms": percentile(samples_s, 95) * 1000,
+        **{key: percentile(samples_s, q) * 1000 for key, q in zip(keys, quantiles, strict=True)},
         "max_ms": max(samples_s) * 1000,
     }
 

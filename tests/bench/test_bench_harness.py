@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 import slotlock
-from bench import report, scenarios
+from bench import report_tables, scenarios
 from bench.backends import Endpoint
 from bench.coldstart import asset_size
 from bench.contenders import Floor, PowertoolsIdempotency, PythonDynamoDBLock, SlotLockContender, select
-from bench.counting import failed_write_units, item_size_bytes, value_size_bytes
+from bench.counting import failed_write_units
+from slotlock.capacity import attribute_value_size as value_size_bytes
+from slotlock.capacity import item_size_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +82,7 @@ def test_accounting_counts_every_request_of_every_role(endpoint: Endpoint) -> No
     assert figures["slotlock"]["heartbeat"]["requests"] == 2 + 3
     assert figures["slotlock"]["heartbeat"]["requests_per_heartbeat"] == 1.0
     # AND the table shows the counts
-    assert "2: TransactWriteItems+UpdateItem" in report.accounting_table(figures, reports_capacity=False)
+    assert "2: TransactWriteItems+UpdateItem" in report_tables.accounting_table(figures, reports_capacity=False)
 
 
 def test_contended_races_run_each_slot_once_with_one_request_per_loser(endpoint: Endpoint) -> None:

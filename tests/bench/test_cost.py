@@ -1,7 +1,7 @@
 """The cost scenarios (issue 14) at their smallest: bytes versus a tiny history, one measured slot's counts, and the
 per-slot arithmetic and goals on given figures (hand-computed).
 
-Bytes and counts, never times: the goals are judged by ``make bench`` (:mod:`bench.cost_report`).
+Bytes and counts, never times: the goals are judged by ``make bench`` (:mod:`bench.report`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from athena_refresh.cost import MB, TB, Prices
-from bench import cost, cost_measure, cost_report, cost_slot, scenarios
+from bench import cost, cost_measure, cost_slot, report, report_tables, scenarios
 from bench.backends import Endpoint
 from bench.cost_slot import SlotFigures
 from tests.sample_jobs import sample_repo_fixture
@@ -88,7 +88,7 @@ def test_scan_versus_a_tiny_history(tmp_path: Path) -> None:
     assert scan["row_group_rows"] > 0
     # AND the temporary tables are gone; the table prints
     assert list(tmp_path.iterdir()) == []
-    assert "| partitioned   | 2x" in cost_report.scan_table(scan)
+    assert "| partitioned   | 2x" in report_tables.scan_table(scan)
 
 
 def test_strip_partition_filter_keeps_every_other_conjunct() -> None:
@@ -163,9 +163,9 @@ def _cost_report(per_slot: dict[str, Any], deviation: float = 0.0) -> dict[str, 
 
 def test_the_goals_met_and_missed() -> None:
     # GIVEN the figures above (met), and the same with a winner writing 40 WRU (N=9: 56.8e-6 > one query)
-    met = cost_report.cost_checks(_cost_report(cost_slot.alternatives_for(figures(), (3, 9), PRICES)))
+    met = report.cost_checks(_cost_report(cost_slot.alternatives_for(figures(), (3, 9), PRICES)))
     heavy = cost_slot.alternatives_for(figures(winner_write_units=40.0), (3, 9), PRICES)
-    missed = cost_report.cost_checks(_cost_report(heavy, deviation=0.25))
+    missed = report.cost_checks(_cost_report(heavy, deviation=0.25))
 
     # THEN every goal is met in the first
     assert [c["met"] for c in met] == [True] * 5
@@ -180,10 +180,10 @@ def test_the_goals_met_and_missed() -> None:
     # AND an Athena multiple below N is missed
     fewer = copy.deepcopy(heavy)
     fewer["3"]["athena_multiple"] = {"ratio": 1.0, "limit": 3, "met": False}
-    athena = [c for c in cost_report.cost_checks(_cost_report(fewer)) if c["target"].startswith("N=3: N unlocked")]
+    athena = [c for c in report.cost_checks(_cost_report(fewer)) if c["target"].startswith("N=3: N unlocked")]
     assert athena[0]["met"] is False and athena[0]["missed_by"] == "2.00 below"
     # AND the per-slot table prints the verdict
-    assert "MISSED: limit 47.68" in cost_report.per_slot_table(heavy["9"])
+    assert "MISSED: limit 47.68" in report_tables.per_slot_table(heavy["9"])
 
 
 def test_without_a_measurement_every_figure_but_the_bytes_is_modelled() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import read_path, report, scenarios
+from bench import read_path, report, report_tables, scenarios
 from bench.backends import Endpoint
 
 pytestmark = pytest.mark.slow
@@ -58,9 +58,9 @@ def test_read_path_sends_one_getitem_per_latest_and_one_query_per_page(endpoint:
     assert met[report.READ_TARGETS["history_requests"]] is True
     assert met[report.READ_TARGETS["history_page"]] is True
     assert report.READ_TARGETS["latest_vs_getitem_p50"] in met
-    assert "1: GetItem per request" in report.read_path_table(figures)
-    assert "1: Query per page" in report.read_path_table(figures)
-    assert "GET latest cut at each layer" in report.read_breakdown_table(figures)
+    assert "1: GetItem per request" in report_tables.read_path_table(figures)
+    assert "1: Query per page" in report_tables.read_path_table(figures)
+    assert "GET latest cut at each layer" in report_tables.read_breakdown_table(figures)
 
 
 def test_read_checks_fail_on_a_second_request_and_a_slow_resolver() -> None:

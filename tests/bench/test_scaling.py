@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from bench import scaling, scaling_report
-from bench.report import check_targets, targets_table
+from bench import report, scaling
+from bench.report import check_targets
+from bench.report_tables import targets_table
 
 FIXTURE_JOB = Path(__file__).resolve().parents[1] / "fixtures" / "jobs" / "flights-dashboard"
 
@@ -123,14 +124,14 @@ def test_goals_on_hand_made_figures() -> None:
 def test_widgets_growing_with_n_and_a_failed_synth_are_misses() -> None:
     failed = {"jobs": 300, "exit_status": 2, "wall_s": 90.0, "cpu_s": 80.0, "stderr": ["over 500 resources"]}
     result = _result([_run(2, wall=20.0, widgets=11), _run(50, wall=40.0, widgets=13), failed])
-    checks = {c["target"]: c for c in scaling_report.scaling_checks(result)}
+    checks = {c["target"]: c for c in report.scaling_checks(result)}
 
     assert not checks["synth of 300 jobs succeeds"]["met"] and "500" in checks["synth of 300 jobs succeeds"]["note"]
     assert not checks["dashboard widgets constant in N"]["met"]
     synth = checks["synth of 300 jobs < 300 s"]  # no 300-job run: the fit (0.4167 s per job + 19.2 s), extrapolated
     assert synth["note"] == "extrapolated from the fit" and synth["measured"] == pytest.approx(144.2, abs=0.1)
     lines: list[str] = []
-    scaling_report.render_scaling(result, lines.append)
+    report.render_scaling(result, lines.append)
     assert "FAILED (exit 2)" in "\n".join(lines)
 
 
@@ -156,4 +157,4 @@ def test_one_copy_synthesized_in_a_fresh_process() -> None:
     assert cost["deployment_share_usd"] == cost["deployment_usd"] > 0
     assert cost["fixed_monthly_usd"] == pytest.approx(cost["own_fixed_usd"] + cost["deployment_share_usd"], abs=1e-6)
     assert result["fit"]["points"] == 1 and result["fit"]["seconds_per_job"] is None
-    assert scaling_report.scaling_checks(result)  # resources, outputs, bytes, widgets
+    assert report.scaling_checks(result)  # resources, outputs, bytes, widgets

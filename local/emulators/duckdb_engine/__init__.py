@@ -10,9 +10,11 @@ Modules:
 - :mod:`.values`: DuckDB values -> Athena ``VarCharValue`` text, DuckDB types -> Trino type names.
 - :mod:`.scan`: the tables' files (Hive partitions, hidden files) and ``DataScannedInBytes`` as Athena would
   bill it: the referenced columns' chunks in the row groups left by partition and min/max pruning
-  (``scanned_bytes`` for a benchmark's breakdown).
-- :mod:`.engine`: ``DuckDBQueryEngine``: execution on DuckDB, ClientRequestToken idempotency across
-  processes, and the execution state (outcome, results, statistics) shared through ``state_dir``.
+  (``scanned_bytes`` for a benchmark's breakdown); :mod:`.scans`: which tables, columns and filters a query
+  reads (pure sqlglot).
+- :mod:`.engine`: ``DuckDBQueryEngine``: ClientRequestToken idempotency across processes, and the execution
+  state (outcome, results, statistics) shared through ``state_dir``; :mod:`.session`: the DuckDB connection
+  that runs the queries (views over the tables, the bytes accounted, Athena's error shape).
 - :mod:`.quota`: Athena's active-query quota and StartQueryExecution rate, opt-in (``EngineQuota``), enforced
   across processes; ``quota_report(state_dir)`` reads what it saw (starts, refusals, the active intervals).
 - :mod:`.files`: the state files, complete when they appear (rename, or exclusive link).

@@ -1,0 +1,218 @@
+"""One DuckDB session of :class:`.engine.DuckDBQueryEngine`: the connection, the tables' views, running a query and
+accounting its bytes, and Athena's error shape for what fails.
+
+- **Tables** are the directories of ``data_dir`` exposed as DuckDB views over their visible Parquet files (re-created
+  when the files change; partition columns are VARCHAR). The session time zone is UTC, one thread (deterministic
+  approximate aggregates); DuckDB may read files under ``data_dir`` only.
+- **A query** is prepared (:mod:`.sql`), run, its values rendered as Athena text (:mod:`.values`) and its
+  ``DataScannedInBytes`` accounted (:mod:`.scan`; an accounting failure bills every byte of the tables' files,
+  never fails the query).
+- **Failures** become the record of a FAILED execution: a rejected query or a DuckDB error is a user error
+  (``ErrorCategory`` 2, ``ErrorType`` 1000, a Trino-style code first), anything else an internal one (1, 100).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+
+from .layout import MetadataCache, TableLayout, list_table
+from .scan import account
+from .sql import PreparedQuery, QueryRejected, prepare_query
+from .values import _render
+
+__all__ = ["DuckDBSession"]
+
+logger = logging.getLogger("local.emulators.duckdb_engine.engine")
+
+#: Athena ``AthenaError.ErrorCategory`` values (https://docs.aws.amazon.com/athena/latest/ug/error-reference.html).
+ERROR_CATEGORY_SYSTEM: Final = 1
+ERROR_CATEGORY_USER: Final = 2
+#: Athena ``ErrorType`` values from the same catalog: 1000 "User error", 100 "Internal service error".
+ERROR_TYPE_USER: Final = 1000
+ERROR_TYPE_INTERNAL: Final = 100
+
+_TABLE_NAME_RE: Final = re.compile(r"[a-z_][a-z0-9_]*")
+#: Shared by the engines of a process (tests and tools create many): entries are keyed by path, mtime and size.
+_METADATA: Final = MetadataCache()
+
+
+class DuckDBSession:
+    """The DuckDB connection of one engine over the tables of `data_dir` (opened on first use, thread-safe)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._con_lock = threading.Lock()
+        self._views: dict[str, tuple[str, ...]] = {}  # table -> the files of its view on the current connection
+        self._metadata = _METADATA  # Parquet metadata per file (path, mtime, size), for the bytes scanned
+
+    def close(self) -> None:
+        """Close the DuckDB connection (a later query opens a new one)."""
+        with self._con_lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+    def execute(self, sql: str, params: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Run the query now. Returns (outcome fields of the record, results or None when FAILED)."""
+        started = time.perf_counter()
+        duckdb_sql: str | None = None
+        try:
+            prepared = prepare_query(sql, params)
+            duckdb_sql = prepared.duckdb_sql
+            layouts = self._check_tables(prepared.tables)
+            with self._con_lock:
+                con = self._connection()
+                self._register_views(con, layouts)
+                relation = con.sql(prepared.duckdb_sql)
+                names = list(relation.columns)
+                duck_types = list(relation.types)
+                raw_rows = relation.fetchall()
+                scan = self._account(con, prepared, layouts)
+            columns, rows = _render(names, duck_types, raw_rows)
+        except QueryRejected as exc:
+            return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, str(exc)), None
+        except duckdb.Error as exc:
+            if isinstance(exc, duckdb.FatalException):
+                self._reset_connection()
+            message = f"{_duckdb_error_code(exc)}: {exc} [DuckDB {type(exc).__name__}]"
+            return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, message), None
+        except Exception as exc:  # a bug here, not in the query: Athena's "internal service error"
+            logger.exception("local engine failure")
+            message = f"INTERNAL_ERROR: {type(exc).__name__}: {exc}"
+            return self._failed(started, duckdb_sql, ERROR_CATEGORY_SYSTEM, ERROR_TYPE_INTERNAL, message), None
+        measured_ms = _elapsed_ms(started)
+        record = {
+            "outcome": "SUCCEEDED",
+            "duckdb_sql": duckdb_sql,
+            "measured_ms": measured_ms,
+            "data_scanned_bytes": sum(int(report["bytes"]) for report in scan.values()),
+            "scan": scan,
+            "row_count": len(rows),
+            "error": None,
+        }
+        return record, {"columns": columns, "rows": rows}
+
+    @staticmethod
+    def _failed(started: float, duckdb_sql: str | None, category: int, error_type: int, message: str) -> dict[str, Any]:
+        return {
+            "outcome": "FAILED",
+            "duckdb_sql": duckdb_sql,
+            "measured_ms": _elapsed_ms(started),
+            "data_scanned_bytes": 0,
+            "scan": {},
+            "row_count": 0,
+            "error": {
+                "error_category": category,
+                "error_type": error_type,
+                "retryable": False,
+                "error_message": message,
+                "state_change_reason": message,
+            },
+        }
+
+    def _check_tables(self, tables: Sequence[str]) -> dict[str, TableLayout]:
+        """The files of each table the query reads; a table without a visible Parquet file -> rejected."""
+        layouts = {}
+        for table in tables:
+            layout = list_table(self.data_dir / table, table) if _TABLE_NAME_RE.fullmatch(table) else None
+            if layout is None or not layout.files:
+                raise QueryRejected(
+                    "TABLE_NOT_FOUND", f"Table '{table}' does not exist (no *.parquet in {self.data_dir / table})"
+                )
+            layouts[table] = layout
+        return layouts
+
+    def _account(
+        self, con: duckdb.DuckDBPyConnection, prepared: PreparedQuery, layouts: dict[str, TableLayout]
+    ) -> dict[str, dict[str, Any]]:
+        """Per table, what the query reads (:class:`.scan.ScanReport` as a dict); never fails the query."""
+        try:
+            if prepared.tree is None:
+                raise ValueError("the prepared query carries no tree")
+            reports = account(con, prepared.tree, layouts, self._metadata)
+            return {name: report.as_dict() for name, report in reports.items()}
+        except Exception as exc:  # an accounting bug must not fail the query: bill every byte of every file
+            logger.exception("scan accounting failed; reporting the tables' file sizes")
+            return {
+                name: {"bytes": _size(layout), "error": f"{type(exc).__name__}: {exc}"}
+                for name, layout in layouts.items()
+            }
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            con = duckdb.connect(":memory:")
+            try:
+                con.execute("SET TimeZone = 'UTC'")
+                # One thread: approx_quantile (approx_percentile) is then deterministic, so re-running a query
+                # gives the same numbers (with several threads they vary run to run); still ~0.1 s per query.
+                con.execute("SET threads = 1")
+                # Only data_dir is readable; set before disabling external access (it cannot change after).
+                con.execute("SET allowed_directories = ?", [[str(self.data_dir) + os.sep]])
+                con.execute("SET enable_external_access = false")
+            except BaseException:
+                con.close()
+                raise
+            self._con = con
+            self._views = {}
+        return self._con
+
+    def _reset_connection(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._con is not None:
+                self._con.close()
+        self._con = None
+
+    def _register_views(self, con: duckdb.DuckDBPyConnection, layouts: dict[str, TableLayout]) -> None:
+        """One view per table over its files (re-created when they change); partition columns are VARCHAR."""
+        for table, layout in layouts.items():
+            paths = tuple(str(f.path) for f in layout.files)
+            if self._views.get(table) == paths:
+                continue
+            listing = ", ".join("'" + path.replace("'", "''") + "'" for path in paths)
+            hive = "true" if layout.partition_keys else "false"
+            con.execute(
+                f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet([{listing}],'
+                f" hive_partitioning = {hive}, hive_types_autocast = false)"
+            )
+            self._views[table] = paths
+
+
+def _duckdb_error_code(exc: duckdb.Error) -> str:
+    """A Trino-style error code for a DuckDB exception (Athena prefixes its messages with one)."""
+    if isinstance(exc, duckdb.ParserException):
+        return "SYNTAX_ERROR"
+    if isinstance(exc, duckdb.ConversionException):
+        return "INVALID_CAST_ARGUMENT"
+    if isinstance(exc, duckdb.OutOfRangeException):
+        return "NUMERIC_VALUE_OUT_OF_RANGE"
+    message = str(exc)
+    if isinstance(exc, duckdb.CatalogException) and "Table with name" in message:
+        return "TABLE_NOT_FOUND"
+    if isinstance(exc, duckdb.CatalogException) and "Function with name" in message:
+        return "FUNCTION_NOT_FOUND"
+    if isinstance(exc, duckdb.BinderException) and "Referenced column" in message:
+        return "COLUMN_NOT_FOUND"
+    return "GENERIC_USER_ERROR"
+
+
+def _size(layout: TableLayout) -> int:
+    total = 0
+    for file in layout.files:
+        with contextlib.suppress(OSError):
+            total += file.path.stat().st_size
+    return total
+
+
+def _elapsed_ms(started: float) -> int:
+    return max(0, round((time.perf_counter() - started) * 1000))
