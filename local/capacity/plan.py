@@ -24,6 +24,7 @@ from pathlib import Path
 
 from athena_refresh import contract
 from local.capacity.worker import LOSE_START_ANSWER
+from local.scenario.driver import iso
 from slotlock import PermitOwner, Slot
 from slotlock.schedule import latest_firings
 from stacks.jobs import JobDefinition
@@ -177,10 +178,6 @@ def longest_query_ms(options: CapacityOptions) -> int:
 def job_definitions(template: JobDefinition, names: list[str]) -> list[JobDefinition]:
     """Copies of ``template`` (its query, source and schedule) under the given job names."""
     return [dataclasses.replace(template, config=dataclasses.replace(template.config, job_name=name)) for name in names]
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def make_plan(

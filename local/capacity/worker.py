@@ -265,28 +265,19 @@ class CapacityRuntime(Runtime):
     deferral: LocalDeferral
 
     def init(self) -> None:
-        import boto3
-
         self.observer = DynamoDBObserver(self.channel.send)
-        if boto3.DEFAULT_SESSION is None:  # before the handler builds any client: clients copy the session's hooks
-            boto3.setup_default_session()
-        self.observer.install(boto3.DEFAULT_SESSION.events)
         self.deferral = LocalDeferral(self.channel.send)
         super().init()
         self._warm_up()
-        handler = self.handler
-        assert handler is not None
 
-        def counted(event: Any, context: Any) -> Any:
-            try:
-                return handler(event, context)
-            finally:  # before the result line: the parent still has the invocation in flight
-                operations = dict(self.observer.operations)
-                self.channel.send(
-                    {"type": "request_counts", "count": sum(operations.values()), "operations": operations}
-                )
+    def install_hooks(self, events: Any) -> None:
+        """The observer of the DynamoDB requests and permit writes (:class:`DynamoDBObserver`)."""
+        self.observer.install(events)
 
-        self.handler = counted
+    def invocation_report(self, context: Any) -> dict[str, Any]:
+        """The invocation's DynamoDB requests by operation (resends included)."""
+        operations = dict(self.observer.operations)
+        return {"type": "request_counts", "count": sum(operations.values()), "operations": operations}
 
     def _warm_up(self) -> None:
         """Run the pool's job query once, at the cold start, into a scratch state directory: the stand-in's one-time

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from local.chaos.worker import (
+from local.chaos.faults import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
     ATHENA_THROTTLE,
@@ -33,6 +33,7 @@ from local.chaos.worker import (
     TRANSACTION_CONFLICT,
     TRANSIENT_CANCELLATION_KINDS,
 )
+from local.scenario.driver import iso
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SLOT_PERIOD_S = 1800  # jobs/flights-dashboard/job.toml: cron(0/30 * * * ? *)
@@ -114,10 +115,6 @@ class ChaosOptions:
     @property
     def max_slot_age_s(self) -> int:
         return self.slots * SLOT_PERIOD_S + 3600
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --------------------------------------------------------------------------------------------------

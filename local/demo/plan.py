@@ -8,7 +8,6 @@ SIGSTOP of the winner just before its commit two thirds in (:data:`FAULT_CHECKPO
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,10 +63,6 @@ def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
     if pause_at not in plan:
         plan[pause_at] = PAUSE
     return plan
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class UnknownJobError(LookupError):

@@ -18,6 +18,7 @@ from local.chaos import checker
 from local.demo.plan import KILL, PAUSE, fault_plan
 from local.demo.printer import failure_reason
 from local.emulators.lambda_service import DIED
+from local.scenario.driver import core_violations, logged_missed
 
 if TYPE_CHECKING:
     from local.demo.runner import Demo, SlotRecord
@@ -115,16 +116,14 @@ def verify_job(demo: Demo, job: JobDefinition) -> dict[str, Any]:
     succeeded = [s for s in planned if (final.slot_items.get(s) or {}).get("status") == "SUCCEEDED"]
     expected = demo.deployment.expected_rows(demo.envs[name], succeeded, data_dir=demo.data_dir)
     dead_lettered = [d.slot for d in service.dead_lettered]
-    logged_missed: Counter[str] = Counter()
-    for log in sorted((demo.logs_dir / name).glob("*.log")):
-        with open(log, encoding="utf-8", errors="replace") as lines:
-            logged_missed += checker.logged_missed_slots(lines)
-    violations = checker.check_history(service.history)
-    violations += checker.check_final_state(
-        final, planned_slots=planned, dead_lettered=dead_lettered, expected_rows=expected
+    violations = core_violations(
+        service.history,
+        final,
+        planned=planned,
+        dead_lettered=dead_lettered,
+        expected_rows=expected,
+        missed_logged=logged_missed((demo.logs_dir / name).glob("*.log")),
     )
-    violations += checker.check_terminal_records(service.history, final, dead_lettered=dead_lettered)
-    violations += checker.check_slot_missed_logged(logged_missed, final)
     violations = [{**v, "job": name} for v in violations]
     for violation in violations:
         if violation["slot"] not in planned:
