@@ -287,16 +287,10 @@ class Demo(Scenario):
             expires_ms = int(message.get("lease_expires_at_ms") or 0)
             wait_s = max(self.o.lease_s, (expires_ms - time.time_ns() // 1_000_000) / 1000) + RETRY_MARGIN_S
             donor = next((d for d in self.deliveries(rec) if d.kind == "race" and d.racer != delivery.racer), delivery)
-            late = Delivery(
-                str(uuid.uuid4()),
-                rec.iso,
-                rec.index,
-                donor.racer,
-                dict(donor.event),
-                "late",
-                due=time.monotonic() + wait_s,
+            service = self.service_of(rec.job)
+            self.late_delivery(
+                service, delivery, racer=donor.racer, event=dict(donor.event), wait_s=wait_s, kind="late"
             )
-            self.service_of(rec.job).invoke(late)
             self.say(
                 f"  ! {rec.job} slot {rec.number}: winner racer {delivery.racer} ({worker.id}, token {token}) finished"
                 f" query {qid}... -> SIGSTOP before its commit; a late delivery of racer {donor.racer}'s"

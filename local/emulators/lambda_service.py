@@ -35,7 +35,6 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from local.emulators.lambda_model import (
@@ -200,32 +199,7 @@ class FakeLambda:
         self.hooks.notice(
             f"{why}; Lambda async retry of request {delivery.request_id[:8]} (same request id) in {delay_s:.1f} s"
         )
-        self.invoke(
-            replace(
-                delivery,
-                attempt=delivery.attempt + 1,
-                kind="future" if future else "retry",
-                fault=None,
-                storm=None,
-                forced=[],
-                due=time.monotonic() + delay_s,
-                worker_id=None,
-                done=False,
-                paused=False,
-                resume_policy=None,
-                fault_fired=None,
-                status=None,
-                reason=None,
-                token=None,
-                outcome=None,
-                error=None,
-                cold=None,
-                delivered_at=None,
-                finished_at=None,
-                checkpoints=[],
-                retry_of=delivery,
-            )
-        )
+        self.invoke(delivery.retried(kind="future" if future else "retry", due=time.monotonic() + delay_s))
 
     # ---- messages ----------------------------------------------------------------------------------
     def _handle(self, worker_id: str, message: dict[str, Any] | None) -> None:

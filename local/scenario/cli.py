@@ -22,6 +22,8 @@ from local.reports import write_report
 from local.scenario.driver import ScenarioError
 
 MAX_FAIL_LINES = 20
+#: Why a run could not happen (exit 2): the harness failed, or the machine lacks something.
+CANNOT_RUN: tuple[type[Exception], ...] = (ScenarioError, *LOCAL_RUN_ERRORS)
 Options = TypeVar("Options")
 
 
@@ -48,7 +50,7 @@ def run_and_report(
     try:
         report = run()
         write_report(report_path, report)
-    except (ScenarioError, *LOCAL_RUN_ERRORS) as exc:  # never a bug's class: one line, no traceback
+    except CANNOT_RUN as exc:  # never a bug's class: one line, no traceback
         print(f"{failed} {describe(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the run has stopped its processes on the way out

@@ -188,17 +188,25 @@ class Scenario(ServiceHooks):
 
     # ---- stopped holders ---------------------------------------------------------------------------
     def late_delivery(
-        self, service: FakeLambda, stopped: Delivery, *, racer: int, event: dict[str, Any], wait_s: float, **fields: Any
+        self,
+        service: FakeLambda,
+        stopped: Delivery,
+        *,
+        racer: int,
+        event: dict[str, Any],
+        wait_s: float,
+        kind: str = "redelivery",
+        **fields: Any,
     ) -> Delivery:
-        """A late delivery of ``stopped``'s slot (a new request id, ``kind`` ``redelivery``), due in ``wait_s``: once
-        the stopped holder's lease has run out it takes the slot over. ``fields``: more :class:`Delivery` fields."""
+        """A late delivery of ``stopped``'s slot (a new request id, ``kind``), due in ``wait_s``: once the stopped
+        holder's lease has run out it takes the slot over. ``fields``: more :class:`Delivery` fields."""
         late = Delivery(
             str(uuid.uuid4()),
             stopped.slot,
             stopped.round,
             racer,
             event,
-            "redelivery",
+            kind,
             due=time.monotonic() + wait_s,
             retry_of=stopped,
             **fields,
