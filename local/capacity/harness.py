@@ -28,7 +28,7 @@ the chaos suite drive (:mod:`local.emulators.lambda_service`):
   Athena's quota must then refuse starts (``TooManyRequestsException``), or the budget proved nothing.
 
 The verdict (:mod:`local.capacity.report`) reads the engine's intervals, the permit writes DynamoDB accepted, the
-outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.chaos.capacity_check`) and writes
+outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.scenario.checker.capacity`) and writes
 ``capacity-report.json``. Every wait is bounded (``--max-run-s``, the function's timeout).
 """
 

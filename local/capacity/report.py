@@ -30,9 +30,9 @@ from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from local.capacity.goals import goals
 from local.capacity.plan import LOSE_START_ANSWER, PROBE_JOB, permit_owner
-from local.chaos.capacity_check import CapacityCheck, PermitEvent, check_capacity, holdings, token_index
-from local.chaos.checker import percentile
 from local.emulators.duckdb_engine import QuotaReport, quota_report
+from local.scenario.checker import percentile
+from local.scenario.checker.capacity import CapacityCheck, PermitEvent, check_capacity, holdings, token_index
 from local.scenario.driver import outcome_lines
 from slotlock import PermitOwner, SlotLock
 

@@ -23,7 +23,7 @@ botocore's event hooks, never by editing the runtime:
   records it) and a ``query_start`` with ``answer_lost``;
 - **the deferral** (the deps' ``deferral``): a slot given back for capacity asks the parent (``defer``) to deliver
   the event again; the parent scales the delay (the runtime's retry delay is at least 60 s);
-- **what the checker needs** (:mod:`local.chaos.capacity_check`): every permit write DynamoDB accepted (``permit``:
+- **what the checker needs** (:mod:`local.scenario.checker.capacity`): every permit write DynamoDB accepted (``permit``:
   take, inherit, record, renew, release, from the request and the answer of the real boto3 client, by a
   ``before-parameter-build``/``after-call`` hook pair), and the DynamoDB requests of each invocation by operation
   (``request_counts``, a ``before-send`` hook: resends included).

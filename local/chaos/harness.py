@@ -39,7 +39,7 @@ random plan adds, per run:
   result and never disturb the live schedule (see :func:`local.chaos.plan._plan_operator_actions`).
 
 Every observation (who, what, slot, fencing token, outcome, machine-wide monotonic time) is recorded; at
-the end :mod:`local.chaos.checker` checks the history, the stored state (every slot item of the lock table)
+the end :mod:`local.scenario.checker` checks the history, the stored state (every slot item of the lock table)
 and the MISSED records the environments logged (the JSON log lines carrying ``missed_reason``), and
 the run writes ``chaos-report.json``. The **negative control** repeats the run with fencing switched off by
 a test-only knob (the commit transaction's conditions made vacuous, ``--no-fencing`` in the worker) and must

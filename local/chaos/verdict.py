@@ -1,4 +1,4 @@
-"""The chaos run's verdict: the history and the stores read back, every check of :mod:`local.chaos.checker`
+"""The chaos run's verdict: the history and the stores read back, every check of :mod:`local.scenario.checker`
 run, and the report (the keys of ``chaos-report.json``, documented in docs/local.md).
 
 Each function reads one finished (or interrupted) run, :class:`local.chaos.harness.Chaos`: its fake Lambda
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from athena_refresh.engine import client_request_token
 from athena_refresh.settings import Settings
 from athena_refresh.stored import result_sort_key
-from local.chaos import checker as chaos_checker
-from local.chaos.checker import FinalState, percentile
 from local.chaos.faults import WRITE_FAULTS
 from local.emulators.lambda_service import MAX_ASYNC_RETRIES
+from local.scenario import checker as chaos_checker
+from local.scenario.checker import FinalState, percentile
 from local.scenario.driver import core_violations, logged_missed
 
 if TYPE_CHECKING:

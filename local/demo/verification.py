@@ -2,7 +2,7 @@
 
 :func:`summarise` turns one slot's deliveries and outcomes (on the fake Lambda service) into the per-slot dict of
 ``demo-report.json``'s ``per_slot``; :func:`verify` reads each job's lock and results tables back
-(``LocalDeployment.final_state``), runs the chaos suite's checker (:mod:`local.chaos.checker`) and the demo's
+(``LocalDeployment.final_state``), runs the chaos suite's checker (:mod:`local.scenario.checker`) and the demo's
 own expectations (one query per slot, both faults injected, the stale commit rejected), fills each summary's
 ``store``, ``results`` and ``problems`` and appends every failure to ``Demo.failures``. The driver
 (:class:`local.demo.runner.Demo`) calls both through its methods of the same names.
@@ -14,10 +14,10 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from local.chaos import checker
 from local.demo.plan import KILL, PAUSE, fault_plan
 from local.demo.printer import failure_reason
 from local.emulators.lambda_service import DIED
+from local.scenario import checker
 from local.scenario.driver import core_violations, logged_missed
 
 if TYPE_CHECKING:

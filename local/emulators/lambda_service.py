@@ -18,7 +18,7 @@ It stands for what AWS Lambda does with the Scheduler's asynchronous invocations
   invocation until the driver resumes it (:meth:`FakeLambda.resume`), and at most the function's timeout.
 
 Every message of every environment is recorded in :attr:`FakeLambda.history` in the shape
-:mod:`local.chaos.checker` reads (``deliver``, ``checkpoint``, ``fault``, ``resumed``, ``result``, ``error``,
+:mod:`local.scenario.checker` reads (``deliver``, ``checkpoint``, ``fault``, ``resumed``, ``result``, ``error``,
 ``crash``, ``dlq``, ``injected``, ``superseded``, ``dynamodb_requests``, ``sigcont``), with machine-wide
 monotonic times; a message of any other type goes to :meth:`ServiceHooks.on_message`. What a run does on top
 (its plan, when to redeliver or resume, what to print) comes in through :class:`ServiceHooks`, so ``local.demo``,

@@ -9,8 +9,8 @@ judged by one checker and written as one report:
   waits, the late deliveries that take a stopped holder's slot over, the verdict's common checks, the teardown;
 - **the workers**: :mod:`local.emulators.lambda_runtime` (the REAL handler), extended by a preset's own seams
   (:mod:`local.chaos.worker`'s faults, :mod:`local.capacity.worker`'s observers and engine);
-- **the checker**, by invariant family: :mod:`local.chaos.checker` (fencing, final state, terminal records, future
-  slots, operator actions, generations) and :mod:`local.chaos.capacity_check` (the capacity budget);
+- **the checker**, by invariant family: :mod:`local.scenario.checker` (fencing, final state, terminal records, future
+  slots, operator actions, generations) and :mod:`local.scenario.checker.capacity` (the capacity budget);
 - **the report**: :mod:`local.reports` (``<name>-report.json``, ``history.jsonl``), and the command line's verdict and
   exit statuses (:mod:`local.scenario.cli`).
 

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from athena_refresh import contract
-from local.chaos import checker
 from local.emulators.lambda_service import (
     Delivery,
     FakeLambda,
@@ -43,10 +42,11 @@ from local.emulators.lambda_service import (
     environment_argv,
 )
 from local.reports import write_history
+from local.scenario import checker
 
 if TYPE_CHECKING:
-    from local.chaos.checker import FinalState
     from local.emulators.deployment import LocalDeployment
+    from local.scenario.checker import FinalState
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: A stopped holder's slot is delivered late again at most this often while the stopped holder's lease still holds.
@@ -279,8 +279,8 @@ def core_violations(
     expected_rows: Mapping[str, Any],
     missed_logged: Counter[str],
 ) -> list[dict[str, Any]]:
-    """The checks every preset runs on one function's history and stores (:mod:`local.chaos.checker`): fencing
-    (:func:`~local.chaos.checker.check_history`), the final state, the terminal records and the logged MISSED records."""
+    """The checks every preset runs on one function's history and stores (:mod:`local.scenario.checker`): fencing
+    (:func:`~local.scenario.checker.check_history`), the final state, the terminal records and the logged MISSED records."""
     violations = checker.check_history(history)
     violations += checker.check_final_state(
         final, planned_slots=planned, dead_lettered=dead_lettered, expected_rows=expected_rows
