@@ -40,7 +40,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract
@@ -60,11 +59,10 @@ from local.capacity.plan import (
 )
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import Delivery
-from local.scenario.driver import Scenario, ScenarioError
+from local.scenario.driver import REPO_ROOT, Scenario, ScenarioError
 from slotlock import SlotLock
 from stacks.jobs import default_local_job, load_repo_jobs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_NAME = "athena-refresh-capacity"
 WORKER_START_TIMEOUT_S = 600.0
 PROGRESS_EVERY_S = 15.0

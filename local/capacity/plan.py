@@ -24,12 +24,11 @@ from pathlib import Path
 
 from athena_refresh import contract
 from local.capacity.worker import LOSE_START_ANSWER
-from local.scenario.driver import iso
+from local.scenario.driver import REPO_ROOT, iso
 from slotlock import PermitOwner, Slot
 from slotlock.schedule import latest_firings
 from stacks.jobs import JobDefinition
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 JOB_PREFIX = "cap-"
 PROBE_JOB = "cap-probe"
 #: A probe query is short enough for its invocation to need no lease renewal (so no permit renewal either).

@@ -33,9 +33,8 @@ from local.chaos.faults import (
     TRANSACTION_CONFLICT,
     TRANSIENT_CANCELLATION_KINDS,
 )
-from local.scenario.driver import iso
+from local.scenario.driver import REPO_ROOT, iso
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SLOT_PERIOD_S = 1800  # jobs/flights-dashboard/job.toml: cron(0/30 * * * ? *)
 KILL_POINTS = ("acquired", "query_started", "query_finished", "committed")
 PAUSE_POINTS = ("query_started", "query_finished", "before_commit")

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from local.scenario.driver import REPO_ROOT
 from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
 from tools.cli.selection import SelectionError, select
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = 8
 DEFAULT_RACERS = 6  # the six instances of the original problem
 DEFAULT_LEASE_S = 4.0  # short, so takeovers happen within seconds (the sample jobs use 45 s and 50 s)
