@@ -38,7 +38,7 @@ The demo is a small fixed plan on the fake Lambda service the chaos suite also d
 (:mod:`local.emulators.lambda_service`: environments, deliveries, retries with the same request id, timeouts)
 and the same local deployment (:mod:`local.emulators.deployment`). At the end it reads the stores back (the
 lock table's slot items through ``slotlock.SlotLock``, the results table through
-``athena_refresh.results.ResultsStore``), runs the chaos suite's checker (:mod:`local.scenario.checker`: one
+``athena_refresh.results.ResultsStore``), runs the scenario checker (:mod:`local.scenario.checker`: one
 commit per slot, increasing tokens, no stale write accepted, every slot accounted for, stored rows equal to
 the query's, one terminal record per slot) plus the demo's own expectations (one query per slot, both faults
 injected, the stale commit rejected), prints a per-slot table and totals (:mod:`local.demo.printer`), writes
@@ -416,7 +416,7 @@ class Demo(Scenario):
 
     # ---- verification and outputs (local.demo.verification, local.demo.output) ---------------------
     def verify(self) -> dict[str, Any]:
-        """Read the stores back, run the chaos checker and the demo's own expectations per job; returns the
+        """Read the stores back, run the scenario checker and the demo's own expectations per job; returns the
         totals (all jobs) with ``jobs`` and ``per_job`` (:func:`local.demo.verification.verify`)."""
         return verification.verify(self)
 

@@ -2,7 +2,7 @@
 
 :func:`summarise` turns one slot's deliveries and outcomes (on the fake Lambda service) into the per-slot dict of
 ``demo-report.json``'s ``per_slot``; :func:`verify` reads each job's lock and results tables back
-(``LocalDeployment.final_state``), runs the chaos suite's checker (:mod:`local.scenario.checker`) and the demo's
+(``LocalDeployment.final_state``), runs the scenario checker (:mod:`local.scenario.checker`) and the demo's
 own expectations (one query per slot, both faults injected, the stale commit rejected), fills each summary's
 ``store``, ``results`` and ``problems`` and appends every failure to ``Demo.failures``. The driver
 (:class:`local.demo.runner.Demo`) calls both through its methods of the same names.
@@ -77,7 +77,7 @@ def summarise(demo: Demo, rec: SlotRecord) -> dict[str, Any]:
 
 
 def verify(demo: Demo) -> dict[str, Any]:
-    """Read the stores back, run the chaos checker and the demo's own expectations per job; returns the
+    """Read the stores back, run the scenario checker and the demo's own expectations per job; returns the
     totals (all jobs) with ``jobs`` and ``per_job`` (the same totals for each job)."""
     per_job = {job.job_name: verify_job(demo, job) for job in demo.jobs}
     totals: dict[str, Any] = {"jobs": [job.job_name for job in demo.jobs], "slots_per_job": demo.o.slots}

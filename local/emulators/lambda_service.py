@@ -22,7 +22,7 @@ Every message of every environment is recorded in :attr:`FakeLambda.history` in 
 ``crash``, ``dlq``, ``injected``, ``superseded``, ``dynamodb_requests``, ``sigcont``), with machine-wide
 monotonic times; a message of any other type goes to :meth:`ServiceHooks.on_message`. What a run does on top
 (its plan, when to redeliver or resume, what to print) comes in through :class:`ServiceHooks`, so ``local.demo``,
-``local.chaos`` and ``local.capacity`` are three drivers of one service.
+``local.chaos`` and ``local.capacity`` (the presets of :mod:`local.scenario`) drive one service.
 """
 
 from __future__ import annotations
