@@ -58,7 +58,7 @@ from local.capacity.plan import (
     second_plan,
 )
 from local.emulators.lambda_pool import Worker
-from local.emulators.lambda_service import Delivery
+from local.emulators.lambda_service import PAUSE, Delivery
 from local.scenario.driver import REPO_ROOT, Scenario, ScenarioError
 from slotlock import SlotLock
 from stacks.jobs import default_local_job, load_repo_jobs
@@ -250,7 +250,7 @@ class CapacityRun(Scenario):
         for other in self.lambda_service.deliveries:  # one fault per slot: later deliveries carry none
             if isinstance(other, FunctionDelivery) and other.owner == delivery.owner and other is not delivery:
                 other.fault = None
-        if message.get("action") == "pause":
+        if message.get("action") == PAUSE:
             self.stopped[delivery.owner] = delivery
             self._redeliver(delivery, self.o.lease_s + TAKEOVER_MARGIN_S)
 

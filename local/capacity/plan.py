@@ -24,6 +24,7 @@ from pathlib import Path
 
 from athena_refresh import contract
 from local.capacity.worker import LOSE_START_ANSWER
+from local.emulators.lambda_model import KILL, PAUSE
 from local.scenario.driver import REPO_ROOT, iso
 from slotlock import PermitOwner, Slot
 from slotlock.schedule import latest_firings
@@ -33,7 +34,6 @@ JOB_PREFIX = "cap-"
 PROBE_JOB = "cap-probe"
 #: A probe query is short enough for its invocation to need no lease renewal (so no permit renewal either).
 PROBE_QUERY_MS = 200
-KILL, PAUSE = "kill", "pause"
 #: The worker's engine applies StartQueryExecution, then the call fails retryably (its answer lost), once per
 #: slot attempt (LOSE_START_ANSWER, :mod:`local.capacity.worker`); not a job checkpoint (the runtime's checkpoint
 #: listener ignores it).

@@ -91,7 +91,7 @@ from local.chaos.plan import (
 )
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
-from local.emulators.lambda_service import ERROR, KILLED, Delivery
+from local.emulators.lambda_service import ERROR, KILLED, PAUSE, Delivery
 from local.scenario.driver import MAX_REDELIVERIES, Scenario, ScenarioError
 from stacks.jobs import default_local_job, load_repo_jobs
 
@@ -308,7 +308,7 @@ class Chaos(Scenario):
         for other in self.lambda_service.deliveries:  # one fault per slot: later deliveries of the slot carry none
             if other.slot == delivery.slot and not other.done and other is not delivery:
                 other.fault = None
-        if message.get("action") != "pause":
+        if message.get("action") != PAUSE:
             return
         policy = (delivery.fault or {}).get("policy", RESUME_ON_TAKEOVER_DONE)
         delivery.resume_policy = policy

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from local.emulators.lambda_model import KILL, PAUSE
 from local.scenario.driver import REPO_ROOT
 from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
@@ -23,7 +24,6 @@ DEFAULT_QUERY_MS = 1500  # how long each query appears QUEUED/RUNNING, like an A
 DEFAULT_TIMEOUT_S = 60  # the demo's Lambda timeout (the jobs use their lambda_timeout_s)
 
 
-KILL, PAUSE = "kill", "pause"
 FAULT_CHECKPOINT = {KILL: "query_started", PAUSE: "before_commit"}
 
 # the local deployment's names (re-exported by local.demo.runner)

@@ -23,6 +23,8 @@ TIMEOUT_GRACE_S = 5.0
 #: Why an invocation ends without a result: the handler raised, or its environment was killed by a fault,
 #: stopped at the timeout, or died on its own.
 ERROR, KILLED, TIMEOUT, DIED = "error", "killed", "timeout", "died"
+#: A checkpoint fault's actions (the worker protocol's ``fault`` instruction): SIGKILL, or SIGSTOP until SIGCONT.
+KILL, PAUSE = "kill", "pause"
 
 
 class LambdaServiceError(RuntimeError):
@@ -194,8 +196,10 @@ def environment_argv(
 __all__ = [
     "DIED",
     "ERROR",
+    "KILL",
     "KILLED",
     "MAX_ASYNC_RETRIES",
+    "PAUSE",
     "TIMEOUT",
     "TIMEOUT_GRACE_S",
     "Delivery",

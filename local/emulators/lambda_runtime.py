@@ -57,6 +57,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from local.emulators.lambda_model import KILL, PAUSE
+
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"  # moto's account for the "testing" credentials
 
@@ -225,10 +227,10 @@ class Runtime:
         action = fault.get("action")
         self.channel.send({"type": "fault", **info, "action": action, "pid": os.getpid()})
         sys.stdout.flush()
-        if action == "kill":
+        if action == KILL:
             os.kill(os.getpid(), signal.SIGKILL)  # a crash: no cleanup, no response, the lease stays held
             time.sleep(60)  # not reached
-        elif action == "pause":
+        elif action == PAUSE:
             os.kill(os.getpid(), signal.SIGSTOP)  # frozen until the parent sends SIGCONT
             self.channel.send({"type": "resumed", "request_id": request_id, "mono_ns": time.monotonic_ns()})
 

@@ -40,8 +40,10 @@ from typing import Any
 from local.emulators.lambda_model import (
     DIED,
     ERROR,
+    KILL,
     KILLED,
     MAX_ASYNC_RETRIES,
+    PAUSE,
     TIMEOUT,
     TIMEOUT_GRACE_S,
     Delivery,
@@ -298,7 +300,7 @@ class FakeLambda:
             token=message.get("fencing_token"),
             worker=worker.id,
         )
-        if action == "pause":
+        if action == PAUSE:
             delivery.paused = True
             delivery.paused_at = time.monotonic()
             worker.state = "paused"
@@ -372,7 +374,7 @@ class FakeLambda:
             if delivery.status == f"crashed:{TIMEOUT}":
                 cause = TIMEOUT
             else:
-                cause = KILLED if delivery.fault_fired == "kill" else DIED
+                cause = KILLED if delivery.fault_fired == KILL else DIED
             delivery.status = f"crashed:{cause}"
             if cause == DIED:
                 self.errors.append(f"{worker.id} died unexpectedly (code {worker.exit_code}); see its log")
@@ -431,8 +433,10 @@ class ServiceInvoker:
 __all__ = [  # the shared types live in local.emulators.lambda_model; every driver imports them from here
     "DIED",
     "ERROR",
+    "KILL",
     "KILLED",
     "MAX_ASYNC_RETRIES",
+    "PAUSE",
     "TIMEOUT",
     "TIMEOUT_GRACE_S",
     "Delivery",
