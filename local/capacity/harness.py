@@ -59,7 +59,7 @@ from local.capacity.plan import (
 )
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import PAUSE, Delivery
-from local.scenario.driver import REPO_ROOT, Scenario, ScenarioError
+from local.scenario.driver import REPO_ROOT, Scenario, ScenarioError, scheduler_event
 from slotlock import SlotLock
 from stacks.jobs import default_local_job, load_repo_jobs
 
@@ -193,8 +193,8 @@ class CapacityRun(Scenario):
         for racer in range(self.o.racers):
             for phase in phases:
                 for job in phase.plan.jobs:
-                    event = {"job": job, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4())}
-                    self._deliver(phase, job, {**event, "racer": racer}, "race", racer=racer, due=now, fan_out=True)
+                    event = scheduler_event(job, phase.plan.slot, racer)
+                    self._deliver(phase, job, event, "race", racer=racer, due=now, fan_out=True)
 
     def _feed(self) -> None:
         """Hand the fan-out's deliveries to the service only as environments fall idle. The pool stands for Lambda's
@@ -353,7 +353,7 @@ class CapacityRun(Scenario):
 
     def _probe(self, phase: Phase, deadline: float) -> None:
         """One invocation of the probe job (nothing waits any more): the DynamoDB requests of a winner's slot."""
-        event = {"job": PROBE_JOB, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4()), "racer": 0}
+        event = scheduler_event(PROBE_JOB, phase.plan.slot, 0)
         delivery = self._deliver(phase, PROBE_JOB, event, "probe", env=PROBE_LEASE)
         phase.probe_request_id = delivery.request_id
         self.settle(deadline=deadline, what=f"{phase.name} probe")

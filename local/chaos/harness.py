@@ -92,7 +92,7 @@ from local.chaos.plan import (
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
 from local.emulators.lambda_service import ERROR, KILLED, PAUSE, Delivery
-from local.scenario.driver import MAX_REDELIVERIES, Scenario, ScenarioError
+from local.scenario.driver import MAX_REDELIVERIES, Scenario, ScenarioError, scheduler_event
 from stacks.jobs import default_local_job, load_repo_jobs
 
 EXTRA_ENVIRONMENTS = 8  # Lambda scales out beyond the racers for retries and late deliveries
@@ -258,8 +258,7 @@ class Chaos(Scenario):
             chaos_ops.rerun(self, plan.rerun, plan, beside=plan.iso)
 
     def _event(self, slot_iso: str, racer: int) -> dict[str, Any]:
-        # The stack's Scheduler input (slotlock_cdk.FanoutSchedule): same for every racer but the index.
-        return {"scheduled_time": slot_iso, "execution_id": str(uuid.uuid4()), "racer": racer, "job": self.job.job_name}
+        return scheduler_event(self.job.job_name, slot_iso, racer)
 
     def _settle(self, plan: SlotPlan, run_deadline: float) -> None:
         service = self.lambda_service

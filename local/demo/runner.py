@@ -94,7 +94,7 @@ from local.emulators.lambda_service import (
     FakeLambda,
     LambdaServiceError,
 )
-from local.scenario.driver import Scenario, iso
+from local.scenario.driver import Scenario, iso, scheduler_event
 from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT
 from slotlock import Slot
 from slotlock.schedule import latest_firings
@@ -381,12 +381,7 @@ class Demo(Scenario):
         racers = list(range(self.o.racers))
         self.rng.shuffle(racers)  # which racer meets which warm environment
         for racer in racers:  # all racers at the same moment, like the Scheduler's fan-out
-            event = {
-                "scheduled_time": rec.iso,
-                "execution_id": str(uuid.uuid4()),
-                "racer": racer,
-                "job": rec.job,
-            }
+            event = scheduler_event(rec.job, rec.iso, racer)
             delivery = Delivery(
                 str(uuid.uuid4()), rec.iso, rec.index, racer, event, "race", fault=dict(fault) if fault else None
             )

@@ -45,6 +45,12 @@ def iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def scheduler_event(job: str, slot_iso: str, racer: int) -> dict[str, Any]:
+    """The stack's Scheduler input (``slotlock_cdk.FanoutSchedule``), the same for every racer of a slot but the index:
+    ``{"scheduled_time", "execution_id", "racer", "job"}`` (a fresh execution id each time)."""
+    return {"scheduled_time": slot_iso, "execution_id": str(uuid.uuid4()), "racer": racer, "job": job}
+
+
 class ScenarioError(RuntimeError):
     """The harness itself failed (environments would not start, a wait ran past its bound): not a protocol verdict."""
 
@@ -305,4 +311,5 @@ __all__ = [
     "iso",
     "logged_missed",
     "outcome_lines",
+    "scheduler_event",
 ]
