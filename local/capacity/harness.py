@@ -29,7 +29,8 @@ the chaos suite drive (:mod:`local.emulators.lambda_service`):
 
 The verdict (:mod:`local.capacity.report`) reads the engine's intervals, the permit writes DynamoDB accepted, the
 outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.scenario.checker.capacity`) and writes
-``capacity-report.json``. Every wait is bounded (``--max-run-s``, the function's timeout).
+``capacity-report.json``. Every wait is bounded (``--max-run-s``, the function's timeout). This module is the
+capacity preset of the scenario driver (:class:`local.scenario.driver.Scenario`).
 """
 
 from __future__ import annotations

@@ -50,9 +50,10 @@ Where the parts live: the seeded plan in :mod:`local.chaos.plan`; the deliveries
 uses too (:mod:`local.emulators.lambda_service`); the tables in :mod:`local.emulators.deployment`; the
 operator's actions and the read-back of every generation in :mod:`local.chaos.operator`; the checks run and
 the report's figures in :mod:`local.chaos.verdict`; the report and history files written by
-:mod:`local.reports`; the command line in :mod:`local.chaos.cli`. This module is the driver (what the plan
-adds on top of the service: duplicate, late, ancient and near-future deliveries, when a stopped holder
-resumes, when the operator acts).
+:mod:`local.reports`; the command line in :mod:`local.chaos.cli`. This module is the chaos preset of the scenario
+driver (:class:`local.scenario.driver.Scenario`: set-up, bounded waits, takeovers, teardown): what the plan adds on
+top of the service (duplicate, late, ancient and near-future deliveries, when a stopped holder resumes, when the
+operator acts).
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
                           [--write-fault-scale 1.0] [--future-fraction 0.1] [--operator-fraction 0.03]

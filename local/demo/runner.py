@@ -50,7 +50,8 @@ API (:mod:`local.serve`).
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
 per-slot summary and the verification in :mod:`local.demo.verification`, the store, the curl lines and the
 report in :mod:`local.demo.output` (written by :mod:`local.reports`), the command line in :mod:`local.demo.cli`;
-this module is the driver (set-up, the slot loop) and its narration of each fault.
+this module is the demo preset of the scenario driver (:class:`local.scenario.driver.Scenario`): its set-up, the
+slot loop and its narration of each fault.
 
     python -m local.demo [--slots K (per job)] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
 """
