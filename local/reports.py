@@ -6,7 +6,7 @@ hands it here; the files look the same whichever harness wrote them:
 - ``<name>-report.json`` (:func:`write_report`): the report as indented JSON, one trailing newline, values JSON
   cannot hold (paths, datetimes) written as ``str(value)``; ASCII only (``json.dumps``' default escaping).
 - ``<workdir>/history.jsonl`` (:func:`write_history`): the fake Lambda service's history, one JSON object per
-  line, in the order recorded; read back by ``local.chaos.checker.history`` readers and by hand.
+  line, in the order recorded; read back by ``local.scenario.checker.history`` readers and by hand.
 """
 
 from __future__ import annotations

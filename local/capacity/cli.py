@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from local.capacity.harness import CapacityHarnessError, run_capacity
+from local.capacity.harness import run_capacity
 from local.capacity.plan import REPO_ROOT, CapacityOptions
-from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
-from local.reports import write_report
+from local.scenario.cli import options_from, run_and_report
 from tools.cli.program import prog
 
 DEFAULTS = CapacityOptions()
@@ -121,7 +119,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
     add("--racers", type=int, default=d.racers, help="deliveries per job and slot")
     add("--budget", type=int, default=d.budget, help="CAPACITY_PERMITS: the semaphore's permits")
     add("--quota", type=int, default=d.quota, help="Athena's active-query quota the local engine enforces")
-    add("--start-rate", type=float, default=d.start_rate_per_s, help="StartQueryExecution calls per second")
+    add(
+        "--start-rate",
+        dest="start_rate_per_s",
+        metavar="START_RATE",
+        type=float,
+        default=d.start_rate_per_s,
+        help="StartQueryExecution calls per second",
+    )
     add("--start-burst", type=int, default=d.start_burst, help="StartQueryExecution burst")
     add("--environments", type=int, default=d.environments, help="execution environments shared by the functions")
     add("--lease-s", type=float, default=d.lease_s, help="the jobs' lease (the heartbeat is a quarter of it)")
@@ -158,35 +163,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
     add("--max-run-s", type=float, default=d.max_run_s, help="bound of the whole run")
     add("--report", type=Path, default=REPO_ROOT / "capacity-report.json", help="where the report goes")
     args = parser.parse_args(argv)
-    options = CapacityOptions(
-        jobs=args.jobs,
-        racers=args.racers,
-        budget=args.budget,
-        quota=args.quota,
-        start_rate_per_s=args.start_rate,
-        start_burst=args.start_burst,
-        environments=args.environments,
-        lease_s=args.lease_s,
+    options = options_from(
+        CapacityOptions,
+        args,
         heartbeat_s=round(args.lease_s / 4, 3),
-        query_ms=args.query_ms,
-        long_query_ms=args.long_query_ms,
-        long_fraction=args.long_fraction,
-        kills=args.kills,
-        pauses=args.pauses,
-        lost_answers=args.lost_answers,
-        second_jobs=args.second_jobs,
-        max_query_active_s=args.max_query_active_s,
-        backfill_slots=args.backfill_slots,
-        wait_in_place_s=args.wait_in_place_s,
-        manual_headroom=args.manual_headroom,
-        time_scale=args.time_scale,
-        timeout_s=args.timeout_s,
-        max_slot_age_s=args.max_slot_age_s,
-        memory_mb=args.memory_mb,
         control_jobs=0 if args.no_control else args.control_jobs,
-        seed=args.seed,
-        workdir=args.workdir,
-        max_run_s=args.max_run_s,
     )
     problems = options.problems()
     if problems:
@@ -196,21 +177,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     options, report_path = parse_args(argv)
-    try:
-        report = run_capacity(options)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except (CapacityHarnessError, *LOCAL_RUN_ERRORS) as exc:
-        print(
-            f"capacity run failed: {describe(exc) if not isinstance(exc, CapacityHarnessError) else one_line(str(exc))}",
-            file=sys.stderr,
-        )
-        return 2
-    write_report(report_path, report)
-    print("\n".join(summary_lines(report)))
-    print(f"report: {report_path}")
-    failures = failed_goals(report)
-    for failure in failures:
-        print(f"FAIL {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    return run_and_report(
+        lambda: run_capacity(options),
+        report_path=report_path,
+        failed="capacity run failed:",
+        summary=summary_lines,
+        problems=failed_goals,
+    )

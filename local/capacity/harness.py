@@ -28,8 +28,9 @@ the chaos suite drive (:mod:`local.emulators.lambda_service`):
   Athena's quota must then refuse starts (``TooManyRequestsException``), or the budget proved nothing.
 
 The verdict (:mod:`local.capacity.report`) reads the engine's intervals, the permit writes DynamoDB accepted, the
-outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.chaos.capacity_check`) and writes
-``capacity-report.json``. Every wait is bounded (``--max-run-s``, the function's timeout).
+outcomes and the invocations' log lines, runs the capacity checker (:mod:`local.scenario.checker.capacity`) and writes
+``capacity-report.json``. Every wait is bounded (``--max-run-s``, the function's timeout). This module is the
+capacity preset of the scenario driver (:class:`local.scenario.driver.Scenario`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract
@@ -58,46 +58,34 @@ from local.capacity.plan import (
     permit_owner,
     second_plan,
 )
-from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
-from local.emulators.lambda_service import (
-    Delivery,
-    FakeLambda,
-    FunctionConfig,
-    LambdaServiceError,
-    ServiceHooks,
-    environment_argv,
-)
-from local.reports import write_history
+from local.emulators.lambda_service import PAUSE, Delivery
+from local.scenario.driver import REPO_ROOT, Scenario, ScenarioError, scheduler_event
 from slotlock import SlotLock
 from stacks.jobs import default_local_job, load_repo_jobs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_NAME = "athena-refresh-capacity"
 WORKER_START_TIMEOUT_S = 600.0
-MAX_REDELIVERIES = 4
 PROGRESS_EVERY_S = 15.0
 #: The probe's lease and heartbeat: the job's defaults (45 s, 15 s), so its short invocation renews nothing.
 PROBE_LEASE = {contract.ENV_LEASE_DURATION_S: "45", contract.ENV_HEARTBEAT_INTERVAL_S: "15"}
 
 
-class CapacityHarnessError(RuntimeError):
+class CapacityHarnessError(ScenarioError):
     """The harness itself failed (environments would not start, a phase never settled): not a verdict."""
 
 
-class CapacityRun(ServiceHooks):
+class CapacityRun(Scenario):
     """The run: set-up, the budgeted phase (with the second deployment on its budget), the probes, the negative
-    control; :meth:`close` is idempotent."""
+    control; its environments run :mod:`local.capacity.worker`, the rest of the run's skeleton is
+    :class:`local.scenario.driver.Scenario`'s. :meth:`close` is idempotent."""
+
+    error = CapacityHarnessError
+    worker_module = "local.capacity.worker"
 
     def __init__(self, options: CapacityOptions, *, out: Callable[[str], None] | None = None) -> None:
-        self.o = options
-        self.out = out or (lambda text: print(text, flush=True))
-        self.t0 = time.monotonic()
+        super().__init__(options, workdir=options.workdir, out=out)
         self.template = default_local_job(load_repo_jobs(REPO_ROOT)[1])
-        self.workdir = options.workdir.resolve()
-        self.logs_dir = self.workdir / "logs"
-        self.run_id = uuid.uuid4().hex[:8]
-        self.service: FakeLambda | None = None
         self.phases: list[Phase] = []
         self.base_env: dict[str, str] = {}
         self.deferrals: dict[str, str] = {}  # deferral key -> the request id of its delivery
@@ -105,55 +93,33 @@ class CapacityRun(ServiceHooks):
         self.stopped: dict[str, FunctionDelivery] = {}  # owner -> its stopped holder
         self.fan_out: deque[FunctionDelivery] = deque()  # fired racers not yet handed to the service (:meth:`_feed`)
         self.notices = 0
-        self.harness_errors: list[str] = []
         self._endpoint: str | None = options.dynamodb_endpoint
-        self._first: LocalDeployment | None = None
-        self._closed = False
-
-    def say(self, text: str) -> None:
-        self.out(f"[{time.monotonic() - self.t0:7.1f}s] {text}")
-
-    @property
-    def lambda_service(self) -> FakeLambda:
-        if self.service is None:
-            raise CapacityHarnessError("the run has not been set up")
-        return self.service
 
     # ---- set-up ------------------------------------------------------------------------------------
     def setup(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        from sample_data.flights import ensure_flights_table
-
-        self.data_dir = ensure_flights_table().parent
+        self.prepare_data()
         now = dt.datetime.now(dt.UTC)
         budgeted = self._phase("budget", make_plan(self.o, self.template, now), self.o.budget)
         if budgeted.plan.second_jobs:
             self._phase("second", second_plan(self.o, budgeted.plan), self.o.budget, shares=budgeted)
         self.base_env = budgeted.env
-        self.service = FakeLambda(
-            FunctionConfig(
-                name=FUNCTION_NAME,
-                env=self.base_env,
-                worker_argv=self._worker_argv,
-                logs_dir=self.logs_dir,
-                timeout_s=self.o.timeout_s,
-                min_environments=self.o.environments,
-                max_environments=self.o.environments,
-            ),
-            hooks=self,
-        )
+        service = self.add_service(name=FUNCTION_NAME, env=self.base_env, environments=self.o.environments)
         self.say(
             f"DynamoDB Local at {self._endpoint}; {self.o.jobs} jobs x {self.o.racers} racers on slot"
             f" {budgeted.plan.slot}, budget {self.o.budget}, Athena quota {self.o.quota}"
             + (f", {len(budgeted.plan.second_jobs)} jobs of a second deployment" if budgeted.plan.second_jobs else "")
             + f"; starting {self.o.environments} execution environments"
         )
-        try:
-            self.lambda_service.ensure_ready(self.o.environments, WORKER_START_TIMEOUT_S)
-        except LambdaServiceError as exc:
-            raise CapacityHarnessError(str(exc)) from exc
+        self.ensure_ready(service, self.o.environments, WORKER_START_TIMEOUT_S)
         self.say("environments ready")
+
+    def report(self) -> dict[str, Any]:
+        """The report (:func:`local.capacity.report.build_report`)."""
+        from local.capacity.report import build_report
+
+        return build_report(self)
 
     def _phase(self, name: str, plan: CapacityPlan, budget: int, *, shares: Phase | None = None) -> Phase:
         """A deployment (its tables on the shared DynamoDB Local, its engine state) and its functions' env
@@ -171,22 +137,12 @@ class CapacityRun(ServiceHooks):
             shares=shares,
         )
         self._endpoint = phase.deployment.endpoint
-        if self._first is None:
-            self._first = phase.deployment  # it owns DynamoDB Local when the harness started it
+        self.add_deployment(phase.deployment)  # the first owns DynamoDB Local when the harness started it
         self.phases.append(phase)
         return phase
 
-    def _worker_argv(self, worker_id: str, seq: int) -> list[str]:
-        return environment_argv(
-            "local.capacity.worker",
-            worker_id=worker_id,
-            log_file=self.logs_dir / f"{worker_id}.log",
-            data_dir=self.data_dir,
-            state_dir=self.workdir / "engine",
-            function_name=FUNCTION_NAME,
-            memory_mb=self.o.memory_mb,
-            timeout_s=self.o.timeout_s,
-        )
+    def environment_options(self, worker_id: str, seq: int) -> dict[str, Any]:
+        return {"function_name": FUNCTION_NAME, "memory_mb": self.o.memory_mb}
 
     # ---- deliveries --------------------------------------------------------------------------------
     def _deliver(
@@ -238,8 +194,8 @@ class CapacityRun(ServiceHooks):
         for racer in range(self.o.racers):
             for phase in phases:
                 for job in phase.plan.jobs:
-                    event = {"job": job, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4())}
-                    self._deliver(phase, job, {**event, "racer": racer}, "race", racer=racer, due=now, fan_out=True)
+                    event = scheduler_event(job, phase.plan.slot, racer)
+                    self._deliver(phase, job, event, "race", racer=racer, due=now, fan_out=True)
 
     def _feed(self) -> None:
         """Hand the fan-out's deliveries to the service only as environments fall idle. The pool stands for Lambda's
@@ -295,7 +251,7 @@ class CapacityRun(ServiceHooks):
         for other in self.lambda_service.deliveries:  # one fault per slot: later deliveries carry none
             if isinstance(other, FunctionDelivery) and other.owner == delivery.owner and other is not delivery:
                 other.fault = None
-        if message.get("action") == "pause":
+        if message.get("action") == PAUSE:
             self.stopped[delivery.owner] = delivery
             self._redeliver(delivery, self.o.lease_s + TAKEOVER_MARGIN_S)
 
@@ -313,8 +269,7 @@ class CapacityRun(ServiceHooks):
         stopped = self.stopped.get(delivery.owner)
         if stopped is None or not stopped.paused:
             return
-        late = sum(1 for d in self.lambda_service.deliveries if d.kind == "redelivery" and d.slot == delivery.slot)
-        if delivery.status == "lost" and delivery.reason == "held" and late <= MAX_REDELIVERIES:
+        if self.lease_still_held(self.lambda_service, delivery, stopped):
             self._redeliver(stopped, self.o.lease_s / 2)  # the stopped holder's lease still held
         else:
             self.lambda_service.resume(stopped, "its slot was taken over")
@@ -399,41 +354,16 @@ class CapacityRun(ServiceHooks):
 
     def _probe(self, phase: Phase, deadline: float) -> None:
         """One invocation of the probe job (nothing waits any more): the DynamoDB requests of a winner's slot."""
-        event = {"job": PROBE_JOB, "scheduled_time": phase.plan.slot, "execution_id": str(uuid.uuid4()), "racer": 0}
+        event = scheduler_event(PROBE_JOB, phase.plan.slot, 0)
         delivery = self._deliver(phase, PROBE_JOB, event, "probe", env=PROBE_LEASE)
         phase.probe_request_id = delivery.request_id
-        try:
-            self.lambda_service.run_until(self.lambda_service.quiet, deadline=deadline, what=f"{phase.name} probe")
-        except LambdaServiceError as exc:
-            raise CapacityHarnessError(str(exc)) from exc
-
-    # ---- teardown ----------------------------------------------------------------------------------
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self.service is not None:
-            self.service.close()
-        for phase in reversed(self.phases):
-            if phase.deployment is not self._first:
-                phase.deployment.close()
-        if self._first is not None:
-            self._first.close()
-        write_history(self.workdir, self.service.history if self.service is not None else [])
+        self.settle(deadline=deadline, what=f"{phase.name} probe")
 
 
 def run_capacity(options: CapacityOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the scenario and return its report (:func:`local.capacity.report.build_report`); always stops its
     processes."""
-    from local.capacity.report import build_report
-
-    run = CapacityRun(options, out=out)
-    try:
-        run.setup()
-        run.run()
-        return build_report(run)
-    finally:
-        run.close()
+    return CapacityRun(options, out=out).execute()
 
 
 __all__ = ["CapacityHarnessError", "CapacityOptions", "CapacityRun", "FunctionDelivery", "run_capacity"]

@@ -24,16 +24,16 @@ from pathlib import Path
 
 from athena_refresh import contract
 from local.capacity.worker import LOSE_START_ANSWER
+from local.emulators.lambda_model import KILL, PAUSE
+from local.scenario.driver import REPO_ROOT, iso
 from slotlock import PermitOwner, Slot
 from slotlock.schedule import latest_firings
 from stacks.jobs import JobDefinition
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 JOB_PREFIX = "cap-"
 PROBE_JOB = "cap-probe"
 #: A probe query is short enough for its invocation to need no lease renewal (so no permit renewal either).
 PROBE_QUERY_MS = 200
-KILL, PAUSE = "kill", "pause"
 #: The worker's engine applies StartQueryExecution, then the call fails retryably (its answer lost), once per
 #: slot attempt (LOSE_START_ANSWER, :mod:`local.capacity.worker`); not a job checkpoint (the runtime's checkpoint
 #: listener ignores it).
@@ -177,10 +177,6 @@ def longest_query_ms(options: CapacityOptions) -> int:
 def job_definitions(template: JobDefinition, names: list[str]) -> list[JobDefinition]:
     """Copies of ``template`` (its query, source and schedule) under the given job names."""
     return [dataclasses.replace(template, config=dataclasses.replace(template.config, job_name=name)) for name in names]
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def make_plan(

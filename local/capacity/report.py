@@ -21,20 +21,19 @@ DynamoDB requests to a winner's slot when no one waits, and the negative control
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from local.capacity.goals import goals
 from local.capacity.plan import LOSE_START_ANSWER, PROBE_JOB, permit_owner
-from local.chaos.capacity_check import CapacityCheck, PermitEvent, check_capacity, holdings, token_index
-from local.chaos.checker import percentile
 from local.emulators.duckdb_engine import QuotaReport, quota_report
+from local.scenario.checker import percentile
+from local.scenario.checker.capacity import CapacityCheck, PermitEvent, check_capacity, holdings, token_index
+from local.scenario.driver import outcome_lines
 from slotlock import PermitOwner, SlotLock
 
 if TYPE_CHECKING:
@@ -42,25 +41,6 @@ if TYPE_CHECKING:
     from local.capacity.phases import FunctionDelivery, Phase
 
 REPORT_FORMAT = 1
-
-
-def outcome_lines(logs_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """The invocations' outcome log lines (JSON, ``"slot <iso>: <outcome>"``), by request id, in log order."""
-    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for path in sorted(logs_dir.glob("*.log")):
-        with open(path, encoding="utf-8", errors="replace") as lines:
-            for text in lines:
-                if '"outcome"' not in text or not text.startswith("{"):
-                    continue
-                try:
-                    line = json.loads(text)
-                except ValueError:
-                    continue
-                message = str(line.get("message", ""))
-                request_id = line.get("function_request_id") or line.get("owner")
-                if message.startswith("slot ") and request_id and contract.LOG_FIELD_OUTCOME in line:
-                    found[str(request_id)].append(line)
-    return found
 
 
 def _stats_s(values_ms: Sequence[float]) -> dict[str, float | None]:

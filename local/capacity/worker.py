@@ -23,7 +23,7 @@ botocore's event hooks, never by editing the runtime:
   records it) and a ``query_start`` with ``answer_lost``;
 - **the deferral** (the deps' ``deferral``): a slot given back for capacity asks the parent (``defer``) to deliver
   the event again; the parent scales the delay (the runtime's retry delay is at least 60 s);
-- **what the checker needs** (:mod:`local.chaos.capacity_check`): every permit write DynamoDB accepted (``permit``:
+- **what the checker needs** (:mod:`local.scenario.checker.capacity`): every permit write DynamoDB accepted (``permit``:
   take, inherit, record, renew, release, from the request and the answer of the real boto3 client, by a
   ``before-parameter-build``/``after-call`` hook pair), and the DynamoDB requests of each invocation by operation
   (``request_counts``, a ``before-send`` hook: resends included).
@@ -265,28 +265,19 @@ class CapacityRuntime(Runtime):
     deferral: LocalDeferral
 
     def init(self) -> None:
-        import boto3
-
         self.observer = DynamoDBObserver(self.channel.send)
-        if boto3.DEFAULT_SESSION is None:  # before the handler builds any client: clients copy the session's hooks
-            boto3.setup_default_session()
-        self.observer.install(boto3.DEFAULT_SESSION.events)
         self.deferral = LocalDeferral(self.channel.send)
         super().init()
         self._warm_up()
-        handler = self.handler
-        assert handler is not None
 
-        def counted(event: Any, context: Any) -> Any:
-            try:
-                return handler(event, context)
-            finally:  # before the result line: the parent still has the invocation in flight
-                operations = dict(self.observer.operations)
-                self.channel.send(
-                    {"type": "request_counts", "count": sum(operations.values()), "operations": operations}
-                )
+    def install_hooks(self, events: Any) -> None:
+        """The observer of the DynamoDB requests and permit writes (:class:`DynamoDBObserver`)."""
+        self.observer.install(events)
 
-        self.handler = counted
+    def invocation_report(self, context: Any) -> dict[str, Any]:
+        """The invocation's DynamoDB requests by operation (resends included)."""
+        operations = dict(self.observer.operations)
+        return {"type": "request_counts", "count": sum(operations.values()), "operations": operations}
 
     def _warm_up(self) -> None:
         """Run the pool's job query once, at the cold start, into a scratch state directory: the stand-in's one-time

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from local.chaos import harness
-from local.chaos.harness import ChaosHarnessError, run_suite
+from local.chaos.harness import run_suite
 from local.chaos.plan import REPO_ROOT, ChaosOptions
 from local.emulators.deployment import BACKENDS
-from local.emulators.environment import LOCAL_RUN_ERRORS, describe, one_line
-from local.reports import write_report
+from local.scenario.cli import options_from, run_and_report
 from tools.cli.program import prog
 
 
@@ -130,38 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.racers < 2 or args.slots < 3:
         parser.error("need at least 2 racers and 3 slots")
-    options = ChaosOptions(
-        racers=args.racers,
-        slots=args.slots,
-        backend=args.backend,
-        seed=args.seed,
-        lease_s=args.lease_s,
-        transient_rate=args.transient_rate,
-        workdir=args.workdir,
-        write_fault_scale=args.write_fault_scale,
-        future_fraction=args.future_fraction,
-        operator_fraction=args.operator_fraction,
-    )
+    options = options_from(ChaosOptions, args)
     control_slots = None if args.no_control else (args.control_slots or args.slots)
-    try:
-        report = run_suite(options, control_slots=control_slots)
-        write_report(args.report, report)
-    except ChaosHarnessError as exc:
-        print(f"chaos harness failed: {one_line(str(exc))}", file=sys.stderr)
-        return 2
-    except LOCAL_RUN_ERRORS as exc:  # DynamoDB Local, moto, the Lambda emulator, files (never a bug's class)
-        print(f"chaos harness failed: {describe(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # run_chaos has stopped its processes on the way out
-        print("interrupted", file=sys.stderr)
-        return 130
-    for line in summary_lines(report):
-        print(line)
-    problems = verdict(report)
-    for problem in problems[:20]:
-        print(f"FAIL {problem}", file=sys.stderr)
-    print(f"report: {args.report}")
-    return 1 if problems else 0
+    return run_and_report(
+        lambda: run_suite(options, control_slots=control_slots),
+        report_path=args.report,
+        failed="chaos harness failed:",
+        summary=summary_lines,
+        problems=verdict,
+    )
 
 
 if __name__ == "__main__":

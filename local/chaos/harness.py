@@ -39,7 +39,7 @@ random plan adds, per run:
   result and never disturb the live schedule (see :func:`local.chaos.plan._plan_operator_actions`).
 
 Every observation (who, what, slot, fencing token, outcome, machine-wide monotonic time) is recorded; at
-the end :mod:`local.chaos.checker` checks the history, the stored state (every slot item of the lock table)
+the end :mod:`local.scenario.checker` checks the history, the stored state (every slot item of the lock table)
 and the MISSED records the environments logged (the JSON log lines carrying ``missed_reason``), and
 the run writes ``chaos-report.json``. The **negative control** repeats the run with fencing switched off by
 a test-only knob (the commit transaction's conditions made vacuous, ``--no-fencing`` in the worker) and must
@@ -50,9 +50,10 @@ Where the parts live: the seeded plan in :mod:`local.chaos.plan`; the deliveries
 uses too (:mod:`local.emulators.lambda_service`); the tables in :mod:`local.emulators.deployment`; the
 operator's actions and the read-back of every generation in :mod:`local.chaos.operator`; the checks run and
 the report's figures in :mod:`local.chaos.verdict`; the report and history files written by
-:mod:`local.reports`; the command line in :mod:`local.chaos.cli`. This module is the driver (what the plan
-adds on top of the service: duplicate, late, ancient and near-future deliveries, when a stopped holder
-resumes, when the operator acts).
+:mod:`local.reports`; the command line in :mod:`local.chaos.cli`. This module is the chaos preset of the scenario
+driver (:class:`local.scenario.driver.Scenario`: set-up, bounded waits, takeovers, teardown): what the plan adds on
+top of the service (duplicate, late, ancient and near-future deliveries, when a stopped holder resumes, when the
+operator acts).
 
     python -m local.chaos [--racers 16] [--slots 200] [--backend dynamodb-local|atomic-moto] [--seed N]
                           [--write-fault-scale 1.0] [--future-fraction 0.1] [--operator-fraction 0.03]
@@ -91,20 +92,10 @@ from local.chaos.plan import (
 )
 from local.emulators.deployment import LocalDeployment
 from local.emulators.lambda_pool import Worker
-from local.emulators.lambda_service import (
-    ERROR,
-    KILLED,
-    Delivery,
-    FakeLambda,
-    FunctionConfig,
-    LambdaServiceError,
-    ServiceHooks,
-    environment_argv,
-)
-from local.reports import write_history
+from local.emulators.lambda_service import ERROR, KILLED, PAUSE, Delivery
+from local.scenario.driver import MAX_REDELIVERIES, Scenario, ScenarioError, scheduler_event
 from stacks.jobs import default_local_job, load_repo_jobs
 
-MAX_REDELIVERIES = 4  # late deliveries of a stopped holder's slot that arrive while the lease still holds
 EXTRA_ENVIRONMENTS = 8  # Lambda scales out beyond the racers for retries and late deliveries
 WORKER_START_TIMEOUT_S = 180.0
 TAKEOVER_MARGIN_S = 0.3
@@ -114,39 +105,40 @@ FUNCTION_NAME = "athena-refresh-chaos"
 MANUAL_AGAIN_REASONS = ("busy", "held", "conflict", "unavailable")
 
 
-class ChaosHarnessError(RuntimeError):
+class ChaosHarnessError(ScenarioError):
     """The harness itself failed (a process would not start, a slot never settled): not a protocol verdict."""
 
 
-class Chaos(ServiceHooks):
+class Chaos(Scenario):
     """One run: the plan carried out on the fake Lambda service, final state, checks, report.
 
     The service (:class:`local.emulators.lambda_service.FakeLambda`) delivers, retries, times out and records
     the history; this driver decides what the plan adds on top (duplicate, late, ancient and near-future
-    deliveries, when a stopped holder resumes, the late deliveries that take its lease over).
-    :meth:`close` is idempotent.
+    deliveries, when a stopped holder resumes, the late deliveries that take its lease over). Its environments
+    run :mod:`local.chaos.worker`; the rest of the run's skeleton is :class:`local.scenario.driver.Scenario`'s.
     """
 
+    error = ChaosHarnessError
+    worker_module = "local.chaos.worker"
+
     def __init__(self, options: ChaosOptions, *, out: Callable[[str], None] | None = None) -> None:
-        self.o = options
-        self.out = out or (lambda text: print(text, flush=True))
+        super().__init__(
+            options, workdir=options.workdir.resolve() / ("fenced" if options.fencing else "unfenced"), out=out
+        )
         self.rng = random.Random(options.seed + 1)
-        self.t0 = time.monotonic()
         self.definition = default_local_job(load_repo_jobs(REPO_ROOT)[1])
         self.job = self.definition.config
-        self.run_id = uuid.uuid4().hex[:8]
-        self.workdir = options.workdir.resolve() / ("fenced" if options.fencing else "unfenced")
-        self.state_dir = self.workdir / "engine"
-        self.logs_dir = self.workdir / "logs"
-        self.deployment = LocalDeployment(
-            self.definition,
-            backend=options.backend,
-            workdir=self.workdir,
-            lock_table=f"chaos-locks-{self.run_id}",
-            results_table=f"chaos-results-{self.run_id}",
-            dynamodb_endpoint=options.dynamodb_endpoint,
+        self.deployment = self.add_deployment(
+            LocalDeployment(
+                self.definition,
+                backend=options.backend,
+                workdir=self.workdir,
+                lock_table=f"chaos-locks-{self.run_id}",
+                results_table=f"chaos-results-{self.run_id}",
+                dynamodb_endpoint=options.dynamodb_endpoint,
+            )
         )
-        self.service: FakeLambda | None = None
+        self.env: dict[str, str] = {}
         self.skews_ms: dict[str, int] = {}
         self.deferred: list[tuple[int, Delivery]] = []  # stopped holders resumed after a later slot
         self.faults: Counter[str] = Counter()  # what the plan added (deliveries, storms); the service counts the rest
@@ -154,22 +146,10 @@ class Chaos(ServiceHooks):
         self.operator: ChaosOperator | None = None
         self.operator_actions: Counter[str] = Counter()  # pause, resume, release, rerun (requests), manual_invoke
         self.manual: dict[str, tuple[str, int, dict[str, Any]]] = {}  # request id -> (slot, generation, event)
-        self.harness_errors: list[str] = []
         self.not_before = 0.0
         self.plans: list[SlotPlan] = []
         self.ancient: list[str] = []
         self.run_s = 0.0
-        self._closed = False
-
-    # ---- output ------------------------------------------------------------------------------------
-    def say(self, text: str) -> None:
-        self.out(f"[{time.monotonic() - self.t0:7.1f}s] {text}")
-
-    @property
-    def lambda_service(self) -> FakeLambda:
-        if self.service is None:
-            raise ChaosHarnessError("the run has not been set up")
-        return self.service
 
     # ---- set-up ------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -178,9 +158,7 @@ class Chaos(ServiceHooks):
             sub.mkdir(parents=True, exist_ok=True)
         endpoint = self.deployment.start()
         self.operator = ChaosOperator(self.deployment, self.job.job_name, lease_s=self.o.lease_s, run_id=self.run_id)
-        from sample_data.flights import ensure_flights_table
-
-        self.data_dir = ensure_flights_table().parent
+        self.prepare_data()
         # What the stack sets, with the short chaos lease and a slot age covering the replayed backlog
         self.env = self.deployment.function_env(
             function_name=FUNCTION_NAME,
@@ -189,47 +167,32 @@ class Chaos(ServiceHooks):
             max_slot_age_s=self.o.max_slot_age_s,
             log_level="WARNING",
         )
-        self.service = FakeLambda(
-            FunctionConfig(
-                name=FUNCTION_NAME,
-                env=self.env,
-                worker_argv=self._worker_argv,
-                logs_dir=self.logs_dir,
-                timeout_s=self.o.timeout_s,
-                min_environments=self.o.racers,
-                max_environments=self.o.racers + EXTRA_ENVIRONMENTS,
-            ),
-            hooks=self,
+        service = self.add_service(
+            name=FUNCTION_NAME, env=self.env, environments=self.o.racers, extra_environments=EXTRA_ENVIRONMENTS
         )
         self.say(
             f"{self.o.backend} at {endpoint}; tables {self.deployment.lock_table}, {self.deployment.results_table};"
             f" starting {self.o.racers} execution environments (fencing {'on' if self.o.fencing else 'OFF'})"
         )
-        self.service.ensure_ready(self.o.racers, WORKER_START_TIMEOUT_S)
+        service.ensure_ready(self.o.racers, WORKER_START_TIMEOUT_S)
 
-    def _worker_argv(self, worker_id: str, seq: int) -> list[str]:
+    def environment_options(self, worker_id: str, seq: int) -> dict[str, Any]:
         skew_ms = self.rng.randint(-self.o.max_skew_ms, self.o.max_skew_ms)
         self.skews_ms[worker_id] = skew_ms
         extra = [
             *("--seed", str(self.o.seed * 1000 + seq), "--transient-rate", str(self.o.transient_rate)),
             *("--clock-skew-ms", str(skew_ms), "--write-fault-scale", str(self.o.write_fault_scale)),
         ]
-        return environment_argv(
-            "local.chaos.worker",
-            worker_id=worker_id,
-            log_file=self.logs_dir / f"{worker_id}.log",
-            data_dir=self.data_dir,
-            state_dir=self.state_dir,
-            simulated_duration_ms=self.o.query_ms,
-            function_name=FUNCTION_NAME,
-            memory_mb=self.job.lambda_memory_mb,
-            timeout_s=self.o.timeout_s,
-            region=self.env["AWS_REGION"],
-            extra=extra if self.o.fencing else [*extra, "--no-fencing"],
-        )
+        return {
+            "simulated_duration_ms": self.o.query_ms,
+            "function_name": FUNCTION_NAME,
+            "memory_mb": self.job.lambda_memory_mb,
+            "region": self.env["AWS_REGION"],
+            "extra": extra if self.o.fencing else [*extra, "--no-fencing"],
+        }
 
     # ---- the run -----------------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> None:
         service = self.lambda_service
         self.plans, self.ancient = make_plan(self.o)
         started = time.monotonic()
@@ -252,7 +215,6 @@ class Chaos(ServiceHooks):
                 self.say(f"slot {plan.index + 1}/{len(self.plans)} settled; {commits} commits, {faults} faults so far")
         self._drain(run_deadline)
         self.run_s = time.monotonic() - started
-        return self.report()
 
     def _delivery(self, slot: str, plan: SlotPlan, racer: int, kind: str, **fields: Any) -> Delivery:
         return Delivery(str(uuid.uuid4()), slot, plan.index, racer, self._event(slot, racer), kind, **fields)
@@ -297,20 +259,16 @@ class Chaos(ServiceHooks):
             chaos_ops.rerun(self, plan.rerun, plan, beside=plan.iso)
 
     def _event(self, slot_iso: str, racer: int) -> dict[str, Any]:
-        # The stack's Scheduler input (slotlock_cdk.FanoutSchedule): same for every racer but the index.
-        return {"scheduled_time": slot_iso, "execution_id": str(uuid.uuid4()), "racer": racer, "job": self.job.job_name}
+        return scheduler_event(self.job.job_name, slot_iso, racer)
 
     def _settle(self, plan: SlotPlan, run_deadline: float) -> None:
         service = self.lambda_service
         deadline = min(run_deadline, time.monotonic() + max(120.0, 4 * self.o.timeout_s))
-        try:
-            service.run_until(
-                lambda: service.quiet(ignore=lambda d: d.paused and d.resume_policy == RESUME_AFTER_NEXT_SLOT),
-                deadline=deadline,
-                what=f"slot {plan.iso}",
-            )
-        except LambdaServiceError as exc:
-            raise ChaosHarnessError(str(exc)) from exc
+        self.settle(
+            lambda: service.quiet(ignore=lambda d: d.paused and d.resume_policy == RESUME_AFTER_NEXT_SLOT),
+            deadline=deadline,
+            what=f"slot {plan.iso}",
+        )
         # Stopped holders waiting for a later slot: resume those whose slot is now behind us.
         for entry in list(self.deferred):
             round_, delivery = entry
@@ -330,11 +288,9 @@ class Chaos(ServiceHooks):
         for _, delivery in self.deferred:
             service.resume(delivery, "end of run")
         self.deferred.clear()
-        deadline = min(run_deadline, time.monotonic() + max(120.0, 4 * self.o.timeout_s))
-        try:
-            service.run_until(service.quiet, deadline=deadline, what="the last deliveries")
-        except LambdaServiceError as exc:
-            raise ChaosHarnessError(str(exc)) from exc
+        self.settle(
+            deadline=min(run_deadline, time.monotonic() + max(120.0, 4 * self.o.timeout_s)), what="the last deliveries"
+        )
 
     # ---- hooks (local.emulators.lambda_service.ServiceHooks) ---------------------------------------
     def retry_delay_s(self, delivery: Delivery, cause: str) -> float:
@@ -352,7 +308,7 @@ class Chaos(ServiceHooks):
         for other in self.lambda_service.deliveries:  # one fault per slot: later deliveries of the slot carry none
             if other.slot == delivery.slot and not other.done and other is not delivery:
                 other.fault = None
-        if message.get("action") != "pause":
+        if message.get("action") != PAUSE:
             return
         policy = (delivery.fault or {}).get("policy", RESUME_ON_TAKEOVER_DONE)
         delivery.resume_policy = policy
@@ -379,16 +335,7 @@ class Chaos(ServiceHooks):
         if delivery.kind != "redelivery" or str(delivery.status).startswith("crashed:"):
             return
         stopped = delivery.retry_of
-        redeliveries = sum(
-            1 for d in self.lambda_service.deliveries if d.kind == "redelivery" and d.slot == delivery.slot
-        )
-        if (
-            delivery.status == "lost"
-            and delivery.reason == "held"
-            and stopped is not None
-            and stopped.paused
-            and redeliveries <= MAX_REDELIVERIES
-        ):
+        if stopped is not None and self.lease_still_held(self.lambda_service, delivery, stopped):
             self._redeliver(stopped, self.o.lease_s / 2)  # the stopped holder's lease still held
         else:
             self._resume_stopped(delivery.slot, RESUME_ON_TAKEOVER_DONE)
@@ -398,17 +345,8 @@ class Chaos(ServiceHooks):
         """A late delivery of the stopped holder's slot (EventBridge delivers at least once)."""
         self.faults["late_delivery"] += 1
         racer = (stopped.racer + 1) % self.o.racers
-        late = Delivery(
-            str(uuid.uuid4()),
-            stopped.slot,
-            stopped.round,
-            racer,
-            self._event(stopped.slot, racer),
-            "redelivery",
-            due=time.monotonic() + wait_s,
-            retry_of=stopped,
-        )
-        self.lambda_service.invoke(late)
+        event = self._event(stopped.slot, racer)
+        self.late_delivery(self.lambda_service, stopped, racer=racer, event=event, wait_s=wait_s)
 
     def _resume_stopped(self, slot: str, policy: str) -> None:
         for delivery in list(self.lambda_service.in_flight.values()):
@@ -425,24 +363,10 @@ class Chaos(ServiceHooks):
         :func:`local.chaos.verdict.build_report`)."""
         return verdict.build_report(self)
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self.service is not None:
-            self.service.close()
-        self.deployment.close()
-        write_history(self.workdir, self.service.history if self.service is not None else [])
-
 
 def run_chaos(options: ChaosOptions, *, out: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run one chaos run and return its report (see :meth:`Chaos.report`); always stops its processes."""
-    chaos = Chaos(options, out=out)
-    try:
-        chaos.setup()
-        return chaos.run()
-    finally:
-        chaos.close()
+    return Chaos(options, out=out).execute()
 
 
 def run_suite(

@@ -17,7 +17,7 @@ The final state, every generation included, is read back by
 
 The driver's side of each action (:func:`pause_before`, :func:`resume_after`, :func:`force_release`,
 :func:`rerun`, :func:`invoke_manual`): act through ``Chaos.ops``, count it in ``Chaos.operator_actions``,
-record an ``operator`` event in the service's history (what :mod:`local.chaos.checker` checks the operator
+record an ``operator`` event in the service's history (what :mod:`local.scenario.checker` checks the operator
 against) and, for a re-run, send the manual invocation; a refused action becomes a harness error.
 """
 

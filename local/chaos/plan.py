@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from local.chaos.worker import (
+from local.chaos.faults import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
     ATHENA_THROTTLE,
@@ -33,8 +33,9 @@ from local.chaos.worker import (
     TRANSACTION_CONFLICT,
     TRANSIENT_CANCELLATION_KINDS,
 )
+from local.emulators.lambda_model import KILL, PAUSE
+from local.scenario.driver import REPO_ROOT, iso
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SLOT_PERIOD_S = 1800  # jobs/flights-dashboard/job.toml: cron(0/30 * * * ? *)
 KILL_POINTS = ("acquired", "query_started", "query_finished", "committed")
 PAUSE_POINTS = ("query_started", "query_finished", "before_commit")
@@ -116,10 +117,6 @@ class ChaosOptions:
         return self.slots * SLOT_PERIOD_S + 3600
 
 
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # --------------------------------------------------------------------------------------------------
 # The plan
 # --------------------------------------------------------------------------------------------------
@@ -127,7 +124,7 @@ def iso(moment: dt.datetime) -> str:
 class SlotPlan:
     index: int
     scheduled: dt.datetime
-    fault: dict[str, str] | None = None  # {"action": "kill"|"pause", "checkpoint": ..., "policy": ...}
+    fault: dict[str, str] | None = None  # {"action": KILL|"pause", "checkpoint": ..., "policy": ...}
     duplicates: int = 0
     late: str | None = None  # iso of an older slot delivered again with this one
     storm: dict[str, Any] | None = None  # {"target", "kind", "calls", "racer"}
@@ -161,10 +158,10 @@ def make_plan(o: ChaosOptions, now: dt.datetime | None = None) -> tuple[list[Slo
     for plan in plans:
         if rng.random() < o.fault_fraction:
             if rng.random() < 0.6:
-                plan.fault = {"action": "kill", "checkpoint": rng.choice(KILL_POINTS)}
+                plan.fault = {"action": KILL, "checkpoint": rng.choice(KILL_POINTS)}
             else:
                 plan.fault = {
-                    "action": "pause",
+                    "action": PAUSE,
                     "checkpoint": rng.choice(PAUSE_POINTS),
                     "policy": rng.choice(RESUME_POLICIES),
                 }
@@ -257,25 +254,25 @@ def _ensure_coverage(plans: list[SlotPlan], rng: random.Random) -> None:
         for p in plans
         if p.fault
         and p.storm is None
-        and p.fault["action"] == "pause"
+        and p.fault["action"] == PAUSE
         and p.fault["checkpoint"] in STALE_COMMIT_POINTS
         and p.fault.get("policy") != RESUME_AFTER_NEXT_SLOT
     ]
     # In priority order (a very short run may not have room for all): stale commits, kill points, policies.
     wanted: list[dict[str, str]] = [
         {
-            "action": "pause",
+            "action": PAUSE,
             "checkpoint": rng.choice(STALE_COMMIT_POINTS),
             "policy": (RESUME_ON_TAKEOVER_ACQUIRED, RESUME_ON_TAKEOVER_DONE)[n % 2],
         }
         for n in range(MIN_STALE_COMMIT_SCENARIOS - len(stale))
     ]
     for point in KILL_POINTS:
-        if not any(f["action"] == "kill" and f["checkpoint"] == point for f in faults):
-            wanted.append({"action": "kill", "checkpoint": point})
+        if not any(f["action"] == KILL and f["checkpoint"] == point for f in faults):
+            wanted.append({"action": KILL, "checkpoint": point})
     for policy in RESUME_POLICIES:
         if not any(f.get("policy") == policy for f in faults + wanted):
-            wanted.append({"action": "pause", "checkpoint": rng.choice(PAUSE_POINTS), "policy": policy})
+            wanted.append({"action": PAUSE, "checkpoint": rng.choice(PAUSE_POINTS), "policy": policy})
     calm = [p for p in plans[1:] if p.fault is None and p.storm is None]
     stormy = [p for p in plans[1:] if p.fault is None and p.storm is not None]
     rng.shuffle(calm)
@@ -328,7 +325,7 @@ def _plan_operator_actions(o: ChaosOptions, plans: list[SlotPlan]) -> None:
 
     def release(plan: SlotPlan, checkpoint: str) -> None:
         policy = rng.choice(RELEASE_POLICIES)
-        plan.fault = {"action": "pause", "checkpoint": checkpoint, "policy": policy, "operator": OPERATOR_RELEASE}
+        plan.fault = {"action": PAUSE, "checkpoint": checkpoint, "policy": policy, "operator": OPERATOR_RELEASE}
 
     def targets(i: int) -> list[SlotPlan]:
         return [p for p in plans[max(0, i - RERUN_WINDOW) : i] if not deferred(p)]

@@ -1,4 +1,4 @@
-"""The chaos run's verdict: the history and the stores read back, every check of :mod:`local.chaos.checker`
+"""The chaos run's verdict: the history and the stores read back, every check of :mod:`local.scenario.checker`
 run, and the report (the keys of ``chaos-report.json``, documented in docs/local.md).
 
 Each function reads one finished (or interrupted) run, :class:`local.chaos.harness.Chaos`: its fake Lambda
@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 from athena_refresh.engine import client_request_token
 from athena_refresh.settings import Settings
 from athena_refresh.stored import result_sort_key
-from local.chaos import checker as chaos_checker
-from local.chaos.checker import FinalState, percentile
-from local.chaos.worker import WRITE_FAULTS
+from local.chaos.faults import WRITE_FAULTS
 from local.emulators.lambda_service import MAX_ASYNC_RETRIES
+from local.scenario import checker as chaos_checker
+from local.scenario.checker import FinalState, percentile
+from local.scenario.driver import core_violations, logged_missed
 
 if TYPE_CHECKING:
     from local.chaos.harness import Chaos
@@ -67,11 +68,7 @@ def expected_rows(chaos: Chaos, slots: list[str]) -> dict[str, Any]:
 
 def logged_slot_missed(chaos: Chaos) -> Counter[str]:
     """MISSED records in the environments' logs (JSON lines with ``missed_reason``), by reason."""
-    logged: Counter[str] = Counter()
-    for log in sorted(chaos.logs_dir.glob("*.log")):
-        with open(log, encoding="utf-8", errors="replace") as lines:
-            logged += chaos_checker.logged_missed_slots(lines)
-    return logged
+    return logged_missed(chaos.logs_dir.glob("*.log"))
 
 
 def dead_lettered(chaos: Chaos, *, future: bool = False) -> list[str]:
@@ -106,21 +103,21 @@ def build_report(chaos: Chaos) -> dict[str, Any]:
     rerun_ok = {s for (s, _), item in final.generation_items.items() if item.get("status") == "SUCCEEDED"}
     expected = expected_rows(chaos, sorted(set(succeeded) | rerun_ok))
     planned = [p.iso for p in chaos.plans] + chaos.ancient
-    logged_missed = logged_slot_missed(chaos)
+    missed_logs = logged_slot_missed(chaos)
     history = chaos.lambda_service.history
     tokens = query_tokens(chaos)
     paused = [p.iso for p in chaos.plans if p.pause]
     paused_queries = {slot: len(tokens_of(chaos, slot, 1).intersection(tokens)) for slot in paused}
     manual_tokens = set().union(*(tokens_of(chaos, s, g) for s, g, _ in chaos.manual.values()))
     manual_queries = sum(t in manual_tokens for t in tokens)
-    violations = chaos_checker.check_history(history) + chaos_checker.check_final_state(
+    violations = core_violations(
+        history,
         final,
-        planned_slots=planned,
+        planned=planned,
         dead_lettered=dead_lettered(chaos),
         expected_rows=expected,
+        missed_logged=missed_logs,
     )
-    violations += chaos_checker.check_terminal_records(history, final, dead_lettered=dead_lettered(chaos))
-    violations += chaos_checker.check_slot_missed_logged(logged_missed, final)
     violations += chaos_checker.check_future_refused(
         history, final, future_slots=chaos.future_slots, max_attempts=1 + MAX_ASYNC_RETRIES
     )
@@ -175,7 +172,7 @@ def build_report(chaos: Chaos) -> dict[str, Any]:
         "slots_dead_lettered": len(set(dead_lettered(chaos))),
         "ancient_slots": len(chaos.ancient),
         "slot_missed_logged": {
-            "logged": dict(sorted(logged_missed.items())),
+            "logged": dict(sorted(missed_logs.items())),
             "stored": dict(sorted(missed.items())),
         },
         "future_deliveries": {

@@ -8,15 +8,15 @@ SIGSTOP of the winner just before its commit two thirds in (:data:`FAULT_CHECKPO
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from local.emulators.lambda_model import KILL, PAUSE
+from local.scenario.driver import REPO_ROOT
 from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
 from tools.cli.selection import SelectionError, select
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = 8
 DEFAULT_RACERS = 6  # the six instances of the original problem
 DEFAULT_LEASE_S = 4.0  # short, so takeovers happen within seconds (the sample jobs use 45 s and 50 s)
@@ -24,7 +24,6 @@ DEFAULT_QUERY_MS = 1500  # how long each query appears QUEUED/RUNNING, like an A
 DEFAULT_TIMEOUT_S = 60  # the demo's Lambda timeout (the jobs use their lambda_timeout_s)
 
 
-KILL, PAUSE = "kill", "pause"
 FAULT_CHECKPOINT = {KILL: "query_started", PAUSE: "before_commit"}
 
 # the local deployment's names (re-exported by local.demo.runner)
@@ -64,10 +63,6 @@ def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
     if pause_at not in plan:
         plan[pause_at] = PAUSE
     return plan
-
-
-def iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class UnknownJobError(LookupError):

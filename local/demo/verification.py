@@ -2,7 +2,7 @@
 
 :func:`summarise` turns one slot's deliveries and outcomes (on the fake Lambda service) into the per-slot dict of
 ``demo-report.json``'s ``per_slot``; :func:`verify` reads each job's lock and results tables back
-(``LocalDeployment.final_state``), runs the chaos suite's checker (:mod:`local.chaos.checker`) and the demo's
+(``LocalDeployment.final_state``), runs the scenario checker (:mod:`local.scenario.checker`) and the demo's
 own expectations (one query per slot, both faults injected, the stale commit rejected), fills each summary's
 ``store``, ``results`` and ``problems`` and appends every failure to ``Demo.failures``. The driver
 (:class:`local.demo.runner.Demo`) calls both through its methods of the same names.
@@ -14,10 +14,11 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from local.chaos import checker
 from local.demo.plan import KILL, PAUSE, fault_plan
 from local.demo.printer import failure_reason
 from local.emulators.lambda_service import DIED
+from local.scenario import checker
+from local.scenario.driver import core_violations, logged_missed
 
 if TYPE_CHECKING:
     from local.demo.runner import Demo, SlotRecord
@@ -76,7 +77,7 @@ def summarise(demo: Demo, rec: SlotRecord) -> dict[str, Any]:
 
 
 def verify(demo: Demo) -> dict[str, Any]:
-    """Read the stores back, run the chaos checker and the demo's own expectations per job; returns the
+    """Read the stores back, run the scenario checker and the demo's own expectations per job; returns the
     totals (all jobs) with ``jobs`` and ``per_job`` (the same totals for each job)."""
     per_job = {job.job_name: verify_job(demo, job) for job in demo.jobs}
     totals: dict[str, Any] = {"jobs": [job.job_name for job in demo.jobs], "slots_per_job": demo.o.slots}
@@ -115,16 +116,14 @@ def verify_job(demo: Demo, job: JobDefinition) -> dict[str, Any]:
     succeeded = [s for s in planned if (final.slot_items.get(s) or {}).get("status") == "SUCCEEDED"]
     expected = demo.deployment.expected_rows(demo.envs[name], succeeded, data_dir=demo.data_dir)
     dead_lettered = [d.slot for d in service.dead_lettered]
-    logged_missed: Counter[str] = Counter()
-    for log in sorted((demo.logs_dir / name).glob("*.log")):
-        with open(log, encoding="utf-8", errors="replace") as lines:
-            logged_missed += checker.logged_missed_slots(lines)
-    violations = checker.check_history(service.history)
-    violations += checker.check_final_state(
-        final, planned_slots=planned, dead_lettered=dead_lettered, expected_rows=expected
+    violations = core_violations(
+        service.history,
+        final,
+        planned=planned,
+        dead_lettered=dead_lettered,
+        expected_rows=expected,
+        missed_logged=logged_missed((demo.logs_dir / name).glob("*.log")),
     )
-    violations += checker.check_terminal_records(service.history, final, dead_lettered=dead_lettered)
-    violations += checker.check_slot_missed_logged(logged_missed, final)
     violations = [{**v, "job": name} for v in violations]
     for violation in violations:
         if violation["slot"] not in planned:

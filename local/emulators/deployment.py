@@ -7,7 +7,7 @@ optionally the results bucket (moto only), and the function's environment: what 
 (:meth:`athena_refresh.jobspec.JobSpec.wiring_environment`) plus what the Lambda service sets, pointed at the
 local endpoint. At the end, :meth:`LocalDeployment.final_state` reads the stores back through the runtime's
 own readers (``slotlock.SlotLock``, ``athena_refresh.results.ResultsStore``) for the checker
-(:class:`local.chaos.checker.FinalState`), and :meth:`LocalDeployment.expected_rows` recomputes what the job's query gives
+(:class:`local.scenario.checker.FinalState`), and :meth:`LocalDeployment.expected_rows` recomputes what the job's query gives
 for each slot on DuckDB.
 """
 
@@ -30,7 +30,7 @@ from athena_refresh.engine import client_request_token
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from athena_refresh.stored import LIVE_GENERATION
-from local.chaos.checker import FinalState
+from local.scenario.checker import FinalState
 from slotlock import Slot, SlotLock, create_lock_table
 from stacks.jobs import JobDefinition
 from stacks.runtime_asset import catalog_queries

@@ -1,5 +1,5 @@
-"""What stops a local run for want of something on this machine, as the one line ``python -m local.demo`` and
-``python -m local.chaos`` print instead of a traceback.
+"""What stops a local run for want of something on this machine, as the one line ``python -m local.demo``,
+``python -m local.chaos`` and ``python -m local.capacity`` print instead of a traceback (:mod:`local.scenario.cli`).
 
 - **DynamoDB Local** (:class:`~local.emulators.dynamodb_local.DynamoDBLocalError`): no working ``java``, the npm
   package not fetched and ``npm`` missing or offline, the process exiting or not answering;

@@ -9,7 +9,7 @@ Every name here is importable from :mod:`local.emulators.lambda_service` too, wh
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,6 +23,8 @@ TIMEOUT_GRACE_S = 5.0
 #: Why an invocation ends without a result: the handler raised, or its environment was killed by a fault,
 #: stopped at the timeout, or died on its own.
 ERROR, KILLED, TIMEOUT, DIED = "error", "killed", "timeout", "died"
+#: A checkpoint fault's actions (the worker protocol's ``fault`` instruction): SIGKILL, or SIGSTOP until SIGCONT.
+KILL, PAUSE = "kill", "pause"
 
 
 class LambdaServiceError(RuntimeError):
@@ -77,6 +79,18 @@ class Delivery:
             "storm": self.storm,
             "forced": self.forced,
         }
+
+    def retried(self, *, kind: str, due: float) -> Delivery:
+        """Lambda's async retry of this invocation (``kind``, due at ``due``): the same request id, slot, racer and
+        event (and a subclass's own fields), the next attempt, ``retry_of`` this one; every instruction (fault, storm,
+        forced writes: a retry carries none) and every observation back to its default."""
+        identity = {"request_id", "slot", "round", "racer", "event", "kind", "attempt", "due", "paused_at", "retry_of"}
+        reset = {
+            f.name: f.default if f.default_factory is MISSING else f.default_factory()
+            for f in fields(Delivery)
+            if f.name not in identity
+        }
+        return replace(self, **reset, kind=kind, attempt=self.attempt + 1, due=due, retry_of=self)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-shaped summary for reports."""
@@ -182,8 +196,10 @@ def environment_argv(
 __all__ = [
     "DIED",
     "ERROR",
+    "KILL",
     "KILLED",
     "MAX_ASYNC_RETRIES",
+    "PAUSE",
     "TIMEOUT",
     "TIMEOUT_GRACE_S",
     "Delivery",

@@ -57,6 +57,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from local.emulators.lambda_model import KILL, PAUSE
+
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "123456789012"  # moto's account for the "testing" credentials
 
@@ -152,10 +154,34 @@ class Runtime:
         self.log_stream_name = f"{dt.datetime.now(dt.UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
 
     def init(self) -> None:
-        """Import the handler (the cold start) and build it on this environment's deps (:meth:`deps`)."""
+        """The cold start: install :meth:`install_hooks` on boto3's default session (before the handler builds any
+        client: clients copy the session's handlers when created), import the handler and build it on this
+        environment's deps (:meth:`deps`), each invocation followed by its :meth:`invocation_report`."""
+        import boto3
+
         from athena_refresh import handler
 
-        self.handler = handler.make_handler(self.deps)
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        self.install_hooks(boto3.DEFAULT_SESSION.events)
+        deployed = handler.make_handler(self.deps)
+
+        def reported(event: Any, context: Any) -> Any:
+            try:
+                return deployed(event, context)
+            finally:  # before the result line: the parent still has the invocation in flight
+                report = self.invocation_report(context)
+                if report is not None:
+                    self.channel.send(report)
+
+        self.handler = reported
+
+    def install_hooks(self, events: Any) -> None:
+        """botocore event handlers for every client of the handler (a harness's fault seams, observers); none here."""
+
+    def invocation_report(self, context: Any) -> dict[str, Any] | None:
+        """A message for the parent after each invocation, before its result line (request counts); none here."""
+        return None
 
     def deps(self, settings: Any) -> Any:
         """The deps of the invocations with ``settings`` (the handler builds them once per settings and reuses
@@ -201,10 +227,10 @@ class Runtime:
         action = fault.get("action")
         self.channel.send({"type": "fault", **info, "action": action, "pid": os.getpid()})
         sys.stdout.flush()
-        if action == "kill":
+        if action == KILL:
             os.kill(os.getpid(), signal.SIGKILL)  # a crash: no cleanup, no response, the lease stays held
             time.sleep(60)  # not reached
-        elif action == "pause":
+        elif action == PAUSE:
             os.kill(os.getpid(), signal.SIGSTOP)  # frozen until the parent sends SIGCONT
             self.channel.send({"type": "resumed", "request_id": request_id, "mono_ns": time.monotonic_ns()})
 

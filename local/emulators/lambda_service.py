@@ -18,11 +18,11 @@ It stands for what AWS Lambda does with the Scheduler's asynchronous invocations
   invocation until the driver resumes it (:meth:`FakeLambda.resume`), and at most the function's timeout.
 
 Every message of every environment is recorded in :attr:`FakeLambda.history` in the shape
-:mod:`local.chaos.checker` reads (``deliver``, ``checkpoint``, ``fault``, ``resumed``, ``result``, ``error``,
+:mod:`local.scenario.checker` reads (``deliver``, ``checkpoint``, ``fault``, ``resumed``, ``result``, ``error``,
 ``crash``, ``dlq``, ``injected``, ``superseded``, ``dynamodb_requests``, ``sigcont``), with machine-wide
 monotonic times; a message of any other type goes to :meth:`ServiceHooks.on_message`. What a run does on top
 (its plan, when to redeliver or resume, what to print) comes in through :class:`ServiceHooks`, so ``local.demo``,
-``local.chaos`` and ``local.capacity`` are three drivers of one service.
+``local.chaos`` and ``local.capacity`` (the presets of :mod:`local.scenario`) drive one service.
 """
 
 from __future__ import annotations
@@ -35,14 +35,15 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from local.emulators.lambda_model import (
     DIED,
     ERROR,
+    KILL,
     KILLED,
     MAX_ASYNC_RETRIES,
+    PAUSE,
     TIMEOUT,
     TIMEOUT_GRACE_S,
     Delivery,
@@ -200,32 +201,7 @@ class FakeLambda:
         self.hooks.notice(
             f"{why}; Lambda async retry of request {delivery.request_id[:8]} (same request id) in {delay_s:.1f} s"
         )
-        self.invoke(
-            replace(
-                delivery,
-                attempt=delivery.attempt + 1,
-                kind="future" if future else "retry",
-                fault=None,
-                storm=None,
-                forced=[],
-                due=time.monotonic() + delay_s,
-                worker_id=None,
-                done=False,
-                paused=False,
-                resume_policy=None,
-                fault_fired=None,
-                status=None,
-                reason=None,
-                token=None,
-                outcome=None,
-                error=None,
-                cold=None,
-                delivered_at=None,
-                finished_at=None,
-                checkpoints=[],
-                retry_of=delivery,
-            )
-        )
+        self.invoke(delivery.retried(kind="future" if future else "retry", due=time.monotonic() + delay_s))
 
     # ---- messages ----------------------------------------------------------------------------------
     def _handle(self, worker_id: str, message: dict[str, Any] | None) -> None:
@@ -324,7 +300,7 @@ class FakeLambda:
             token=message.get("fencing_token"),
             worker=worker.id,
         )
-        if action == "pause":
+        if action == PAUSE:
             delivery.paused = True
             delivery.paused_at = time.monotonic()
             worker.state = "paused"
@@ -398,7 +374,7 @@ class FakeLambda:
             if delivery.status == f"crashed:{TIMEOUT}":
                 cause = TIMEOUT
             else:
-                cause = KILLED if delivery.fault_fired == "kill" else DIED
+                cause = KILLED if delivery.fault_fired == KILL else DIED
             delivery.status = f"crashed:{cause}"
             if cause == DIED:
                 self.errors.append(f"{worker.id} died unexpectedly (code {worker.exit_code}); see its log")
@@ -457,8 +433,10 @@ class ServiceInvoker:
 __all__ = [  # the shared types live in local.emulators.lambda_model; every driver imports them from here
     "DIED",
     "ERROR",
+    "KILL",
     "KILLED",
     "MAX_ASYNC_RETRIES",
+    "PAUSE",
     "TIMEOUT",
     "TIMEOUT_GRACE_S",
     "Delivery",

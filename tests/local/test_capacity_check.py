@@ -1,4 +1,4 @@
-"""The capacity checker (``local.chaos.capacity_check``) on synthetic histories: a clean run passes, and each
+"""The capacity checker (``local.scenario.checker.capacity``) on synthetic histories: a clean run passes, and each
 violation (over the budget, a start without a permit, a permit reclaimed under a running query, a second query for
 one slot attempt, a query nobody can account for) is caught; so are the two faults of issue 31 as they showed
 before the fix (two deployments sharing one budget with colliding job names; a start whose answer was lost, its
@@ -10,7 +10,8 @@ import pytest
 
 from athena_refresh.engine import client_request_token
 from athena_refresh.stored import result_sort_key
-from local.chaos.capacity_check import (
+from local.emulators.duckdb_engine import QuotaInterval
+from local.scenario.checker.capacity import (
     CHECKS,
     PermitEvent,
     SlotAttempt,
@@ -19,7 +20,6 @@ from local.chaos.capacity_check import (
     max_overlap,
     token_index,
 )
-from local.emulators.duckdb_engine import QuotaInterval
 
 BUDGET = 2
 

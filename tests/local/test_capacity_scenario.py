@@ -22,7 +22,7 @@ import pytest
 from local.capacity.cli import failed_goals, summary_lines
 from local.capacity.harness import run_capacity
 from local.capacity.plan import LOSE_START_ANSWER, CapacityOptions
-from local.chaos.capacity_check import CHECKS
+from local.scenario.checker.capacity import CHECKS
 from tests.sample_jobs import sample_repo_fixture
 
 pytestmark = pytest.mark.slow  # 8 execution environments on DynamoDB Local: not in test-fast

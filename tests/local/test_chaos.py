@@ -1,6 +1,6 @@
 """The chaos suite, bounded for ``make test``: 16 racer processes on AWS DynamoDB Local, seeded faults (the
 faults aimed at the lock's writes, the near-future deliveries and the operator's actions included), every
-check of :mod:`local.chaos.checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
+check of :mod:`local.scenario.checker`, and the negative control. ``make chaos`` runs the full size (16 x 200) and writes
 chaos-report.json."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from local.chaos.checker import CHECKS
 from local.chaos.cli import summary_lines, verdict
 from local.chaos.harness import run_suite
 from local.chaos.plan import FORCED_WRITE_FAULTS, KILL_POINTS, ChaosOptions
 from local.emulators.lambda_service import MAX_ASYNC_RETRIES
+from local.scenario.checker import CHECKS
 from tests.sample_jobs import sample_repo_fixture
 
 pytestmark = pytest.mark.slow  # 16 racer processes on DynamoDB Local, then the atomic moto server: not in test-fast

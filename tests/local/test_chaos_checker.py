@@ -9,7 +9,21 @@ from typing import Any
 
 import pytest
 
-from local.chaos.checker import (
+from local.chaos.plan import (
+    FORCED_MISSED_RESEND,
+    FORCED_RELEASE_CONFLICT,
+    FORCED_WRITE_FAULTS,
+    KILL_POINTS,
+    MIN_STALE_COMMIT_SCENARIOS,
+    OPERATOR_RELEASE,
+    RERUN_WINDOW,
+    RESUME_AFTER_NEXT_SLOT,
+    RESUME_POLICIES,
+    STALE_COMMIT_POINTS,
+    ChaosOptions,
+    make_plan,
+)
+from local.scenario.checker import (
     FinalState,
     accepted_commits,
     check_final_state,
@@ -27,20 +41,6 @@ from local.chaos.checker import (
     manual_requests,
     percentile,
     terminal_writes,
-)
-from local.chaos.plan import (
-    FORCED_MISSED_RESEND,
-    FORCED_RELEASE_CONFLICT,
-    FORCED_WRITE_FAULTS,
-    KILL_POINTS,
-    MIN_STALE_COMMIT_SCENARIOS,
-    OPERATOR_RELEASE,
-    RERUN_WINDOW,
-    RESUME_AFTER_NEXT_SLOT,
-    RESUME_POLICIES,
-    STALE_COMMIT_POINTS,
-    ChaosOptions,
-    make_plan,
 )
 
 S1, S2, S3 = "2026-11-22T00:00:00Z", "2026-11-22T00:30:00Z", "2026-11-22T01:00:00Z"

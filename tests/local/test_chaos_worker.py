@@ -14,7 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from athena_refresh.errors import QueryEngineError
-from local.chaos.worker import (
+from local.chaos.faults import (
     ACQUIRE,
     ATHENA_MAX_ATTEMPTS,
     ATHENA_THROTTLE,
@@ -30,11 +30,8 @@ from local.chaos.worker import (
     TRANSACTION_CONFLICT,
     TRANSIENT_CANCELLATION_KINDS,
     TRANSIENT_CANCELLATION_MESSAGES,
-    BotocoreFaults,
-    ChaosRuntime,
-    FaultPlan,
-    FaultyEngine,
 )
+from local.chaos.worker import BotocoreFaults, ChaosRuntime, FaultPlan, FaultyEngine
 from local.emulators import lambda_runtime
 from slotlock import Slot, SlotLock, WriteRejectedError, create_lock_table
 

@@ -11,7 +11,7 @@ from typing import Any
 
 #: The results that report a commit (the slot's final outcome: SUCCEEDED or FAILED).
 FINAL_COMMIT_STATUSES = ("succeeded", "failed")
-#: Every check, as named in the violations' ``check`` (:mod:`local.chaos.checker` says what each one means).
+#: Every check, as named in the violations' ``check`` (:mod:`local.scenario.checker` says what each one means).
 CHECKS = (
     "one_commit_per_slot",
     "tokens_increase",

@@ -9,12 +9,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from local.chaos.checker.history import accepted_commits, acquisitions, live_history
-from local.chaos.checker.model import Commit, violation
+from local.scenario.checker.history import accepted_commits, acquisitions, live_history
+from local.scenario.checker.model import Commit, violation
 
 
 def check_history(history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Violations visible in the history alone (the first four checks of :mod:`local.chaos.checker`), of the live
+    """Violations visible in the history alone (the first four checks of :mod:`local.scenario.checker`), of the live
     schedule (generation 1: :func:`live_history`)."""
     history = live_history(history)
     violations: list[dict[str, Any]] = []

@@ -1,4 +1,5 @@
-"""The chaos suite's history checker: pure functions over a recorded history and the final stored state.
+"""The scenarios' history checker (the chaos suite's, the demo's): pure functions over a recorded history and the
+final stored state; the capacity budget's family is :mod:`local.scenario.checker.capacity`.
 
 In the manner of Jepsen's checkers (https://jepsen.io/consistency), the checker trusts nothing the
 racers *say* about the protocol's guarantees: it replays what every racer observed, with machine-wide
@@ -67,29 +68,35 @@ records them (for the chaos suite and the demo alike). The chaos harness adds ``
 The specification stays here, in one list; the checks live by invariant family, each a pure function with its
 helpers next to it:
 
-- :mod:`~local.chaos.checker.model`: the shared vocabulary (:data:`CHECKS`, :class:`Commit`, :class:`FinalState`,
-  a violation's shape, :func:`percentile` for the reports); :mod:`~local.chaos.checker.history`: reading the
+- :mod:`~local.scenario.checker.model`: the shared vocabulary (:data:`CHECKS`, :class:`Commit`, :class:`FinalState`,
+  a violation's shape, :func:`percentile` for the reports); :mod:`~local.scenario.checker.history`: reading the
   history (:func:`live_history`, :func:`accepted_commits`, :func:`operator_events`, ...);
-- :mod:`~local.chaos.checker.fencing`: the first four checks (:func:`check_history`);
-- :mod:`~local.chaos.checker.final_state`: ``slot_unaccounted``, ``results_mismatch`` and the stored token order
+- :mod:`~local.scenario.checker.fencing`: the first four checks (:func:`check_history`);
+- :mod:`~local.scenario.checker.final_state`: ``slot_unaccounted``, ``results_mismatch`` and the stored token order
   (:func:`check_final_state`);
-- :mod:`~local.chaos.checker.terminal`: ``terminal_records`` and ``slot_missed_logged``;
-- :mod:`~local.chaos.checker.future`: ``future_slot_refused``;
-- :mod:`~local.chaos.checker.operator_actions`: ``paused_slot`` and ``force_release``;
-- :mod:`~local.chaos.checker.generations`: ``generation_commits`` and ``manual_isolated``.
+- :mod:`~local.scenario.checker.terminal`: ``terminal_records`` and ``slot_missed_logged``;
+- :mod:`~local.scenario.checker.future`: ``future_slot_refused``;
+- :mod:`~local.scenario.checker.operator_actions`: ``paused_slot`` and ``force_release``;
+- :mod:`~local.scenario.checker.generations`: ``generation_commits`` and ``manual_isolated``.
 
-Every name is importable from ``local.chaos.checker`` (the chaos harness, the demo, the capacity report and the
+Every name is importable from ``local.scenario.checker`` (the chaos harness, the demo, the capacity report and the
 tests import it from here).
 """
 
 from __future__ import annotations
 
-from local.chaos.checker.fencing import check_history
-from local.chaos.checker.final_state import check_final_state
-from local.chaos.checker.future import check_future_refused
-from local.chaos.checker.generations import MANUAL_LEASE_REASON, check_generations, check_manual_isolation
-from local.chaos.checker.history import accepted_commits, acquisitions, live_history, manual_requests, operator_events
-from local.chaos.checker.model import (
+from local.scenario.checker.fencing import check_history
+from local.scenario.checker.final_state import check_final_state
+from local.scenario.checker.future import check_future_refused
+from local.scenario.checker.generations import MANUAL_LEASE_REASON, check_generations, check_manual_isolation
+from local.scenario.checker.history import (
+    accepted_commits,
+    acquisitions,
+    live_history,
+    manual_requests,
+    operator_events,
+)
+from local.scenario.checker.model import (
     CHECKS,
     FINAL_COMMIT_STATUSES,
     OPERATOR,
@@ -99,8 +106,8 @@ from local.chaos.checker.model import (
     percentile,
     slot_epoch_s,
 )
-from local.chaos.checker.operator_actions import PAUSED_REASON, check_force_release, check_paused_slots
-from local.chaos.checker.terminal import (
+from local.scenario.checker.operator_actions import PAUSED_REASON, check_force_release, check_paused_slots
+from local.scenario.checker.terminal import (
     MISSED_REASON_FIELD,
     TERMINAL_STATUSES,
     TerminalWrite,

@@ -37,7 +37,7 @@ release or another owner's take of the same permit ends it) and reports every vi
 ``unknown_query``
     every query the engine registered belongs to a known slot attempt.
 
-Violations are dicts ``{"check", "owner", "detail"}`` (the shape of :mod:`local.chaos.checker`'s, ``owner`` in
+Violations are dicts ``{"check", "owner", "detail"}`` (the shape of :mod:`local.scenario.checker`'s, ``owner`` in
 place of ``slot``). The unit tests feed synthetic histories, one of them over the budget, which must be caught.
 """
 

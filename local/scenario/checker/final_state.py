@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from local.chaos.checker.model import FinalState, slot_epoch_s, violation
+from local.scenario.checker.model import FinalState, slot_epoch_s, violation
 
 
 def check_final_state(

@@ -8,8 +8,14 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from local.chaos.checker.history import accepted_commits, acquisitions, live_history, manual_requests, operator_events
-from local.chaos.checker.model import FINAL_COMMIT_STATUSES, OPERATOR, FinalState, slot_epoch_s, violation
+from local.scenario.checker.history import (
+    accepted_commits,
+    acquisitions,
+    live_history,
+    manual_requests,
+    operator_events,
+)
+from local.scenario.checker.model import FINAL_COMMIT_STATUSES, OPERATOR, FinalState, slot_epoch_s, violation
 
 #: Why a loser lost to the manual lease: never a live racer's reason.
 MANUAL_LEASE_REASON = "busy"

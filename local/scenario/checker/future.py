@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from local.chaos.checker.model import FinalState, slot_epoch_s, violation
+from local.scenario.checker.model import FinalState, slot_epoch_s, violation
 
 
 def check_future_refused(

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from athena_refresh import contract
-from local.chaos.checker.history import accepted_commits, live_history
-from local.chaos.checker.model import FINAL_COMMIT_STATUSES, FinalState, slot_epoch_s, violation
+from local.scenario.checker.history import accepted_commits, live_history
+from local.scenario.checker.model import FINAL_COMMIT_STATUSES, FinalState, slot_epoch_s, violation
 
 #: The slot item statuses that end a slot.
 TERMINAL_STATUSES = ("SUCCEEDED", "FAILED", "MISSED")

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from local.chaos.checker.model import FINAL_COMMIT_STATUSES, OPERATOR, Acquisition, Commit
+from local.scenario.checker.model import FINAL_COMMIT_STATUSES, OPERATOR, Acquisition, Commit
 
 
 def operator_events(history: Iterable[Mapping[str, Any]], action: str | None = None) -> list[Mapping[str, Any]]:

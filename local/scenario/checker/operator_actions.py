@@ -8,8 +8,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from local.chaos.checker.history import accepted_commits, live_history, operator_events
-from local.chaos.checker.model import FINAL_COMMIT_STATUSES, FinalState, slot_epoch_s, violation
+from local.scenario.checker.history import accepted_commits, live_history, operator_events
+from local.scenario.checker.model import FINAL_COMMIT_STATUSES, FinalState, slot_epoch_s, violation
 
 #: Why a racer of a paused job lost, and the reason of the paused slot's MISSED record.
 PAUSED_REASON = "paused"
