@@ -193,3 +193,42 @@ def test_check_honours_every_repeated_selection(capsys: pytest.CaptureFixture[st
     )
     assert (status, err) == (ExitStatus.OK, "")
     assert out.splitlines()[-1] == "2 jobs checked"
+
+
+# --- the one renderer (tools/cli/render.py) -------------------------------------------------------------------
+
+
+def test_a_bracketed_cell_prints_as_written_never_as_markup() -> None:
+    """Issue 34: rich read ``[mobile, tablet]`` as a style tag and printed nothing; every cell is text."""
+    from tools.cli import render
+
+    out = io.StringIO()
+    rows = [["[mobile, tablet]", "[bold]x[/bold]", "a\x1b[31mred"]]
+    render.console_for(out).print(render.table(["dims", "markup", "escape"], rows, title="[t]"))
+    text = out.getvalue()
+    assert "[mobile, tablet]" in text and "[bold]x[/bold]" in text and "[t]" in text
+    assert "\x1b" not in text and "a\\x1b[31mred" in text
+
+
+def test_the_run_table_keeps_a_bracketed_value() -> None:
+    from athena_refresh.engine.model import Column, QueryResult
+    from tools.jobs import run
+
+    out = io.StringIO()
+    result = QueryResult(columns=(Column("devices", "array(varchar)"),), rows=[{"devices": "[mobile, tablet]"}])
+    run.print_table(result, out)
+    assert "[mobile, tablet]" in out.getvalue()
+
+
+def test_csv_markdown_and_padded_lines() -> None:
+    from bench.tables import table as bench_table
+    from tools.cli import render
+
+    assert render.csv_text(["a", "b"], [[1, "x,y"], ["", None]]) == 'a,b\r\n1,"x,y"\r\n,\r\n'
+    assert render.csv_text(["a"], [["1"]], lineterminator="\n") == "a\n1\n"
+    assert bench_table is render.markdown_table
+    assert render.markdown_table(["n", "value"], [["1", "abc"]]) == "| n | value |\n|---|-------|\n| 1 | abc   |"
+    assert render.padded_line([("#", 2, ">"), ("job", 5, "<"), ("end", 0, "<")]) == " #  job    end"
+    out = io.StringIO()
+    render.print_json(out, {"é": 1})
+    assert out.getvalue() == '{\n  "\u00e9": 1\n}\n'

@@ -23,7 +23,6 @@ built); 2 bad input (a malformed flag, an unknown job, a broken job folder, a qu
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -37,9 +36,10 @@ from slotlock.schedule import CronError
 from stacks.jobs import JobDefinition
 from tools.cli.exit_status import ExitStatus
 from tools.cli.program import prog
+from tools.cli.render import console_for, print_json
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
-from tools.cost.render import Report, console_for, render, report_json
+from tools.cost.render import Report, render, report_json
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
 
 FORMATS = ("table", "json")
@@ -289,7 +289,7 @@ def main(
         err.write("interrupted\n")
         return EXIT_INTERRUPTED
     if args.format == "json":
-        out.write(json.dumps(report_json(report), indent=2, allow_nan=False) + "\n")
+        print_json(out, report_json(report), ensure_ascii=True)
     else:
         render(report, console_for(out))
     return 0

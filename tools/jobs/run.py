@@ -28,7 +28,6 @@ on stderr); 2 bad arguments, an invalid job folder (each problem on its own line
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
 import math
@@ -114,6 +113,8 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f" {len(result.rows)} row(s), {scanned:,} bytes scanned, estimated Athena cost ${cost:.6f}"
         f" ({billed / 2**20:,.0f} MB billed at ${prices.athena_usd_per_tb_scanned:g}/TB, {prices.region}; estimate)"
     )
+    from tools.cli import render
+
     if args.format == "json":
         document = {
             "job": job.job_name,
@@ -127,11 +128,10 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "estimate": f"Athena: {billed} bytes billed (rounded up to the MB, 10 MB minimum) at"
             f" ${prices.athena_usd_per_tb_scanned:g} per TB ({prices.region}, prices of {prices.retrieved})",
         }
-        out.write(json.dumps(document, indent=2) + "\n")
+        render.print_json(out, document, ensure_ascii=True)
     elif args.format == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow([c.name for c in result.columns])
-        writer.writerows([[_csv_value(row[c.name]) for c in result.columns] for row in result.rows])
+        rows = ([_csv_value(row[c.name]) for c in result.columns] for row in result.rows)
+        out.write(render.csv_text([c.name for c in result.columns], rows, lineterminator="\n"))
         err.write(summary + "\n")
     else:
         print_table(result, out)
@@ -212,24 +212,21 @@ def _read(job: JobDefinition) -> str:
 
 
 # --- output ----------------------------------------------------------------------------------------------------
-def print_table(result: QueryResult, out: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
+_NUMERIC_TYPES = ("tinyint", "smallint", "integer", "bigint", "double", "real")
 
-    table = Table(show_lines=False)
-    for column in result.columns:
-        numeric = column.type in (
-            "tinyint",
-            "smallint",
-            "integer",
-            "bigint",
-            "double",
-            "real",
-        ) or column.type.startswith("decimal")
-        table.add_column(f"{column.name}\n{column.type}", justify="right" if numeric else "left")
-    for row in result.rows:
-        table.add_row(*(_csv_value(row[c.name]) for c in result.columns))
-    Console(file=out, width=200, highlight=False, soft_wrap=False).print(table)
+
+def print_table(result: QueryResult, out: TextIO) -> None:
+    """The rows as a table: each column headed by its name and type, numbers right-justified."""
+    headers = [f"{c.name}\n{c.type}" for c in result.columns]
+    numeric = {
+        h
+        for h, c in zip(headers, result.columns, strict=True)
+        if c.type in _NUMERIC_TYPES or c.type.startswith("decimal")
+    }
+    rows = ([_csv_value(row[c.name]) for c in result.columns] for row in result.rows)
+    from tools.cli import render  # rich only when a table is printed
+
+    render.console_for(out, width=200).print(render.table(headers, rows, right=numeric))
 
 
 def _csv_value(value: Any) -> str:

@@ -33,6 +33,7 @@ from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
 from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
 from tools.cli.program import prog
+from tools.cli.render import console_for
 from tools.cli.selection import SELECT_HELP, SelectionError, add_select_argument, patterns, select, select_one
 from tools.ops.operator import (
     BackfillSelection,
@@ -415,7 +416,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console(file=out or sys.stdout)
+    console = console_for(out or sys.stdout)
     config = Config(retries={"mode": "standard"})
     try:
         session = boto3.session.Session(region_name=args.region)

@@ -34,6 +34,7 @@ from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe
 from tools.cli.program import prog
+from tools.cli.render import console_for, print_json
 from tools.ops.cli import add_deployment_arguments, job_registry_path, read_registry, read_stack_outputs
 from tools.ops.operator import OpsError
 from tools.registry import JobRegistryEntry
@@ -47,13 +48,7 @@ from tools.results.client import (
     problem_line,
     region_from_url,
 )
-from tools.results.render import (
-    console_for,
-    print_json,
-    render_history,
-    render_jobs,
-    render_result,
-)
+from tools.results.render import render_history, render_jobs, render_result
 
 FORMATS = ("table", "json", "csv")
 #: ``--api`` without a URL: the stack's ``ReadApiUrl`` output.
@@ -344,7 +339,7 @@ def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_
         elif args.format == "json":
             print_json(out, document)
         else:
-            render_jobs(console_for(out), document, now_s)
+            render_jobs(_console(out), document, now_s)
         return 0
     if args.command in ("latest", "slot"):
         slot = args.slot if args.command == "slot" else None
@@ -357,7 +352,7 @@ def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_
         elif args.format == "json":
             print_json(out, result)
         else:
-            render_result(console_for(out), result, now_s)
+            render_result(_console(out), result, now_s)
         return 0
     return _history(args, source, out, err)
 
@@ -397,13 +392,18 @@ def _history(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO)
         document["slots"], document["next_token"] = entries, token
         print_json(out, document)
     else:
-        render_history(console_for(out), args.job, entries)
+        render_history(_console(out), args.job, entries)
     if token is not None:
         if args.all:
             err.write(f"stopped after {MAX_PAGES} pages (the --all cap); continue with --next-token {token}\n")
         else:
             err.write(f"more history: continue with --next-token {token} (or --pages N, --all)\n")
     return 0
+
+
+def _console(out: TextIO) -> Any:
+    # Off a terminal nothing wraps or truncates (a pager, a file): the table is as wide as its data.
+    return console_for(out, width=100_000, soft_wrap=True)
 
 
 def main(
