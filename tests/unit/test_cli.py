@@ -16,7 +16,7 @@ import pytest
 import tools.cli
 from tools.cli import SECTIONS, Command, Group
 from tools.cli.exit_status import ExitStatus
-from tools.cli.selection import SelectionError, patterns, select, select_one
+from tools.cli.selection import SelectionError, is_glob, patterns, plain_name, select, select_one
 from tools.jobs import cli as jobs_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -185,6 +185,13 @@ def test_one_job_commands_take_exactly_one() -> None:
     with pytest.raises(SelectionError, match="none was named"):
         select_one([","], NAMES)
     assert patterns(["a,b  c", "b"]) == ("a", "b", "c")
+
+
+def test_a_plain_name_is_one_pattern_that_is_no_glob() -> None:
+    """What ``ops status`` reads one registry entry for (one GetParameter) instead of the whole registry."""
+    assert [is_glob(p) for p in ("daily-*", "f?ights", "[ab]", "flights-dashboard")] == [True, True, True, False]
+    assert plain_name(("flights-dashboard",)) == "flights-dashboard"
+    assert plain_name(("daily-*",)) is None and plain_name(("a", "b")) is None and plain_name(()) is None
 
 
 def test_check_honours_every_repeated_selection(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,7 +34,15 @@ from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
 from tools.cli.program import prog
 from tools.cli.render import console_for
-from tools.cli.selection import SELECT_HELP, SelectionError, add_select_argument, patterns, select, select_one
+from tools.cli.selection import (
+    SELECT_HELP,
+    SelectionError,
+    add_select_argument,
+    patterns,
+    plain_name,
+    select,
+    select_one,
+)
 from tools.ops.operator import (
     BackfillSelection,
     Deployment,
@@ -220,7 +228,7 @@ def _selected_entries(args: argparse.Namespace, ssm: Any, path: str) -> tuple[di
     """The registry entries to read for ``-s/--select`` (:mod:`tools.cli.selection`), and the one plain name when the
     selection is one (``GetParameter``: its own "no job" answer); any other selection reads every entry
     (``GetParametersByPath``) and :func:`selected_jobs` chooses."""
-    single = _plain_name(patterns(_select_values(args)))
+    single = plain_name(patterns(_select_values(args)))
     return read_registry(ssm, path, single), single
 
 
@@ -231,17 +239,13 @@ def _select_values(args: argparse.Namespace) -> list[str]:
     return list(values)
 
 
-def _plain_name(wanted: tuple[str, ...]) -> str | None:
-    return wanted[0] if len(wanted) == 1 and not any(c in wanted[0] for c in "*?[") else None
-
-
 def selected_jobs(args: argparse.Namespace, deployment: Deployment) -> str | tuple[str, ...] | None:
     """The job the command acts on, from ``-s/--select`` against the deployment's jobs: one name; for ``status``
     also the names a selection of several chooses, or ``None`` (every job).
 
     :raises OpsError: a pattern matches no job; a one-job command's selection matches several."""
     wanted = patterns(_select_values(args))
-    single = _plain_name(wanted)
+    single = plain_name(wanted)
     if not wanted or single is not None:
         return single
     names = sorted(deployment.jobs)
