@@ -112,8 +112,7 @@ def assumptions(report: Report) -> list[str]:
         f" Insights query over the one job log group for the dashboard's default {usage.DASHBOARD_RANGE_H} hours: the"
         f" log bytes every job writes in {usage.DASHBOARD_RANGE_H} hours"
         f" ({dep.logs_insights_gb_per_view * 1024:,.3f} MB per view), at"
-        f" {usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED:g} USD per GB scanned (us-east-1; not in the price table, used for"
-        " every region). Graphs and the job variable's drop-down are read by the console: not counted."
+        f" {p.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD per GB scanned. Graphs and the job variable's drop-down are read by the console: not counted."
     )
     lines.append(
         f"Fixed monthly cost of a job: every line but Athena (its query's scan) for the job without its value metrics,"
@@ -326,7 +325,7 @@ def render(report: Report, console: Console) -> None:
         "widget_dynamodb": f"{dep.views_per_month:g} views x {dep.overview_read_units_per_view} RRU",
         "logs_insights": f"{dep.views_per_month:g} views x {_bytes(dep.logs_insights_gb_per_view * 2**30)}"
         f" ({usage.DASHBOARD_RANGE_H} h of every job's logs) at"
-        f" {usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED:g} USD/GB",
+        f" {report.prices.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD/GB",
     }
     labels = {
         "dashboard": "CloudWatch dashboard",

@@ -212,9 +212,6 @@ DEFAULT_DASHBOARD_VIEWS_PER_MONTH: Final = 600
 #: The dashboard's default time range (stacks/constructs/dashboard.py ``DEFAULT_INTERVAL``): what the "Latest runs"
 #: widget scans of the one job log group per view.
 DASHBOARD_RANGE_H: Final = 3
-#: Logs Insights: USD per GB of log data scanned (us-east-1, https://aws.amazon.com/cloudwatch/pricing/; the price
-#: table has no such price, so every region is estimated at it).
-LOGS_INSIGHTS_USD_PER_GB_SCANNED: Final = 0.005
 #: One overview render of the widget function: INIT (views are minutes apart: mostly cold) plus ceil(N / 50) and
 #: ceil(N / 100) BatchGetItem requests and the HTML.
 WIDGET_DURATION_MS: Final = 1_000.0
