@@ -29,9 +29,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.prompt import Confirm
 
-from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
+from slotlock import LeaseHeldError, SlotLockError
 from slotlock.history import STATUSES
-from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, one_line
+from tools.cli.params import add_deployment_arguments, slot_time
 from tools.cli.program import prog
 from tools.cli.render import console_for
 from tools.cli.selection import (
@@ -55,45 +56,7 @@ from tools.ops.operator import (
 from tools.ops.render import render_history, render_results, render_status
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs, registry_path
 
-DEFAULT_STACK = "ScheduledAthenaRefresh"
 DEFAULT_WAIT_S = 900.0
-
-
-def _slot(text: str) -> Slot:
-    try:
-        return Slot.parse(text if ("Z" in text or "+" in text[10:]) else f"{text}Z", field="time")
-    except InvalidEventError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an ISO 8601 time such as 2026-11-22T00:30:00Z") from exc
-
-
-def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool = True, defaults: bool = True) -> None:
-    """The options that name a deployment: ``--stack``, ``--region``, ``--lock-table``, ``--results-table``,
-    (``functions``) ``--function`` and ``--endpoint-url``. Shared with ``python -m tools.results``;
-    ``defaults=False`` leaves an option out of the namespace unless given (for a subcommand's copy of options
-    that the main parser also takes)."""
-
-    def default(value: Any) -> Any:
-        return value if defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--stack",
-        default=default(DEFAULT_STACK),
-        help=f"the deployment's shared stack (default {DEFAULT_STACK}); its job registry lists the jobs",
-    )
-    parser.add_argument("--region", default=default(None), help="AWS region (default: the environment's)")
-    parser.add_argument("--lock-table", default=default(None), help="the lock table (instead of the stack's output)")
-    parser.add_argument(
-        "--results-table", default=default(None), help="the results table (instead of the stack's output)"
-    )
-    if functions:
-        parser.add_argument(
-            "--function",
-            action="append",
-            default=default([]),
-            metavar="JOB=NAME",
-            help="a job's function (instead of its job registry entry's)",
-        )
-    parser.add_argument("--endpoint-url", default=default(None), help="DynamoDB endpoint (e.g. DynamoDB Local)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("history", "every generation of the job's slots, newest first (Query on the history index)")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--since", type=_slot, help="only slots at or after this time")
+    p.add_argument("--since", type=slot_time, help="only slots at or after this time")
     p.add_argument("--limit", type=int, default=50, help="at most this many records (default 50)")
     p.add_argument("--status", choices=STATUSES, help="only records of this status")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
@@ -150,22 +113,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("run", "run the current slot like any racer, or (--slot) a new generation of a past slot")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--slot", type=_slot, help="a past slot: a new generation through the manual path")
+    p.add_argument("--slot", type=slot_time, help="a past slot: a new generation through the manual path")
     p.add_argument("--reason", default="operator run", help="why (audited)")
     changes(p)
     waits(p)
 
     p = command("rerun", "a new generation of a finished, failed or missed slot")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--slot", type=_slot, required=True)
+    p.add_argument("--slot", type=slot_time, required=True)
     p.add_argument("--reason", required=True, help="why (audited on the generation's history item)")
     changes(p)
     waits(p)
 
     p = command("backfill", "the range's slots, one at a time, through the manual path (resumable)")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--from", dest="start", type=_slot, required=True, help="first slot time")
-    p.add_argument("--to", dest="end", type=_slot, required=True, help="last slot time")
+    p.add_argument("--from", dest="start", type=slot_time, required=True, help="first slot time")
+    p.add_argument("--to", dest="end", type=slot_time, required=True, help="last slot time")
     p.add_argument("--only", choices=("missed", "failed", "all"), default="missed", help="which slots (default missed)")
     p.add_argument("--reason", default="backfill", help="why (audited on each generation)")
     p.add_argument("--run-id", help="this backfill's id (default: derived from its arguments, so reruns resume)")
@@ -416,24 +379,22 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     and credentials lazily, at the first client or request (see :mod:`tools.aws_errors` for why botocore's
     errors are caught as a whole and nothing else is)."""
     import boto3
-    from botocore.config import Config
 
     parser = build_parser()
     args = parser.parse_args(argv)
     console = console_for(out or sys.stdout)
-    config = Config(retries={"mode": "standard"})
     try:
         session = boto3.session.Session(region_name=args.region)
         deployment = resolve_deployment(
             args,
-            lambda: session.client("cloudformation", config=config),
-            lambda: session.client("ssm", config=config),
+            lambda: client(session, "cloudformation"),
+            lambda: client(session, "ssm"),
         )
         operator = Operator(
             deployment,
-            dynamodb=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),
-            invoker=LambdaInvoker(session.client("lambda", config=config)),
-            identity=lambda: str(session.client("sts", config=config).get_caller_identity()["Arn"]),
+            dynamodb=client(session, "dynamodb", endpoint_url=args.endpoint_url),
+            invoker=LambdaInvoker(client(session, "lambda")),
+            identity=lambda: str(client(session, "sts").get_caller_identity()["Arn"]),
         )
         return run_command(args, operator, console)
     except OpsError as exc:

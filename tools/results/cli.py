@@ -32,10 +32,11 @@ from results_api.errors import ResultsApiError
 from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
-from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe
+from tools.cli.params import add_deployment_arguments, add_profile_argument, positive_int
 from tools.cli.program import prog
 from tools.cli.render import console_for, print_json
-from tools.ops.cli import add_deployment_arguments, job_registry_path, read_registry, read_stack_outputs
+from tools.ops.cli import job_registry_path, read_registry, read_stack_outputs
 from tools.ops.operator import OpsError
 from tools.registry import JobRegistryEntry
 from tools.results.client import (
@@ -89,18 +90,8 @@ EXAMPLES = {
 # --- arguments ---------------------------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
 def _page_limit(text: str) -> int:
-    value = _positive(text)
+    value = positive_int(text)
     if value > MAX_PAGE_LIMIT:
         raise argparse.ArgumentTypeError(f"{value} is above {MAX_PAGE_LIMIT}")
     return value
@@ -108,11 +99,7 @@ def _page_limit(text: str) -> int:
 
 def _session_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     add_deployment_arguments(parser, functions=False, defaults=defaults)
-    parser.add_argument(
-        "--profile",
-        default=None if defaults else argparse.SUPPRESS,
-        help="AWS profile of the credentials (default: the environment's)",
-    )
+    add_profile_argument(parser, defaults=defaults)
 
 
 #: The read commands name one job, by its exact name (the read API answers one job per request).
@@ -167,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("slot", "one slot's result (default: its newest committed generation)")
     p.add_argument("-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB)
     p.add_argument("--slot", required=True, help="the slot, ISO 8601 (2026-11-22T00:30:00Z)")
-    p.add_argument("--generation", type=_positive, help="the generation (1: the live run; default: the newest)")
+    p.add_argument("--generation", type=positive_int, help="the generation (1: the live run; default: the newest)")
     p = command("history", "every generation of the job's slots, newest first, page by page")
     p.add_argument("-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB)
     p.add_argument("--from", dest="since", metavar="ISO", help="earliest slot, ISO 8601")
@@ -181,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         " applies after it, so a page may be short)",
     )
     pages = p.add_mutually_exclusive_group()
-    pages.add_argument("--pages", type=_positive, default=1, help="read this many pages (default 1)")
+    pages.add_argument("--pages", type=positive_int, default=1, help="read this many pages (default 1)")
     pages.add_argument("--all", action="store_true", help=f"read every page (at most {MAX_PAGES})")
     p.add_argument("--next-token", help="continue after the page that gave this token")
     return parser
@@ -271,10 +258,9 @@ class DirectSource:
 
 def open_source(args: argparse.Namespace, session: Any) -> Source:
     """The API client (``--api``) or the direct reader, with the deployment resolved as ``tools.ops`` does."""
-    from botocore.config import Config
 
     def cloudformation() -> Any:
-        return session.client("cloudformation", config=Config(retries={"mode": "standard"}))
+        return client(session, "cloudformation")
 
     if args.api is not None:
         url = args.api
@@ -303,14 +289,13 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
     results_table = args.results_table or outputs.get("ResultsTableName")
     if not lock_table or not results_table:
         raise ReadError(f"stack {args.stack} has no LockTableName/ResultsTableName output", EXIT_REFUSED)
-    config = Config(retries={"mode": "standard"})
-    catalog = registry_catalog(read_registry(session.client("ssm", config=config), job_registry_path(args, outputs)))
+    catalog = registry_catalog(read_registry(client(session, "ssm"), job_registry_path(args, outputs)))
     reader = ResultsReader(
         lock_table,
         results_table,
         catalog,
-        dynamodb_client=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),
-        s3_client=session.client("s3", config=Config(retries={"mode": "standard"}, signature_version="s3v4")),
+        dynamodb_client=client(session, "dynamodb", endpoint_url=args.endpoint_url),
+        s3_client=client(session, "s3", signature_version="s3v4"),
     )
     return DirectSource(reader)
 
