@@ -158,16 +158,7 @@ def resolve_deployment(
         if not sep or not name or not function:
             raise OpsError(f"--function {spec!r}: expected JOB=FUNCTION_NAME")
         functions[name] = function
-    lock_table, results_table = args.lock_table, args.results_table
-    outputs: dict[str, str] = {}
-    if not (lock_table and results_table):
-        outputs = read_stack_outputs(
-            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
-        )
-        lock_table = lock_table or outputs.get("LockTableName")
-        results_table = results_table or outputs.get("ResultsTableName")
-        if not lock_table or not results_table:
-            raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
+    lock_table, results_table, outputs = deployment_tables(args, cloudformation)
     path = job_registry_path(args, outputs)
     if ssm is None:
         raise OpsError(f"no SSM client to read the job registry {path} with")
@@ -185,6 +176,26 @@ def resolve_deployment(
         for name, entry in entries.items()
     }
     return Deployment(lock_table, results_table, targets)
+
+
+def deployment_tables(
+    args: argparse.Namespace, cloudformation: Callable[[], Any] | None
+) -> tuple[str, str, dict[str, str]]:
+    """The lock and results tables (``--lock-table``/``--results-table``, else the stack's outputs) and the stack's
+    outputs when they were read (``{}`` when the flags name both tables). Shared with ``tools.results``.
+
+    :raises OpsError: the stack cannot be read, or lacks a table's output."""
+    lock_table, results_table = args.lock_table, args.results_table
+    outputs: dict[str, str] = {}
+    if not (lock_table and results_table):
+        outputs = read_stack_outputs(
+            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
+        )
+        lock_table = lock_table or outputs.get("LockTableName")
+        results_table = results_table or outputs.get("ResultsTableName")
+        if not lock_table or not results_table:
+            raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
+    return lock_table, results_table, outputs
 
 
 def _selected_entries(args: argparse.Namespace, ssm: Any, path: str) -> tuple[dict[str, JobRegistryEntry], str | None]:

@@ -36,7 +36,7 @@ from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe
 from tools.cli.params import add_deployment_arguments, add_profile_argument, positive_int
 from tools.cli.program import prog
 from tools.cli.render import console_for, print_json
-from tools.ops.cli import job_registry_path, read_registry, read_stack_outputs
+from tools.ops.cli import deployment_tables, job_registry_path, read_registry, read_stack_outputs
 from tools.ops.operator import OpsError
 from tools.registry import JobRegistryEntry
 from tools.results.client import (
@@ -276,19 +276,11 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
             raise ReadError("no AWS credentials to sign with (set AWS_PROFILE or pass --profile)", EXIT_USAGE)
         return ApiClient(url, credentials=credentials, region=region, timeout_s=args.timeout_s)
 
-    outputs: dict[str, str] = {}
-    if not (args.lock_table and args.results_table):
-        outputs = read_stack_outputs(
-            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
-        )
+    lock_table, results_table, outputs = deployment_tables(args, cloudformation)  # as tools.ops resolves them
     if session.get_credentials() is None:  # else every table read fails later as "could not read" (exit 3)
         from botocore.exceptions import NoCredentialsError
 
         raise NoCredentialsError()
-    lock_table = args.lock_table or outputs.get("LockTableName")
-    results_table = args.results_table or outputs.get("ResultsTableName")
-    if not lock_table or not results_table:
-        raise ReadError(f"stack {args.stack} has no LockTableName/ResultsTableName output", EXIT_REFUSED)
     catalog = registry_catalog(read_registry(client(session, "ssm"), job_registry_path(args, outputs)))
     reader = ResultsReader(
         lock_table,
