@@ -24,7 +24,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from results_api.api import SLOT_COLUMNS
@@ -177,27 +177,6 @@ def build_parser() -> argparse.ArgumentParser:
 # --- where the results come from ---------------------------------------------------------------------------
 
 
-class Source(Protocol):
-    """The reads, from the tables (:class:`DirectSource`) or the API (:class:`tools.results.client.ApiClient`):
-    JSON documents as the API answers them, or CSV text where the API answers ``Accept: text/csv`` with it."""
-
-    def jobs(self, *, csv: bool = False) -> Any: ...
-
-    def result(self, job: str, slot: str | None = None, generation: int | None = None, *, csv: bool = False) -> Any: ...
-
-    def slots(
-        self,
-        job: str,
-        *,
-        since: str | None = None,
-        until: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-        next_token: str | None = None,
-        csv: bool = False,
-    ) -> tuple[Any, str | None]: ...
-
-
 class DirectSource:
     """The reads straight from the tables through ``reader``; always JSON documents except ``jobs`` CSV."""
 
@@ -254,6 +233,11 @@ class DirectSource:
             "filters": view.filters,
         }
         return page, view.next_token
+
+
+#: The reads, from the tables (:class:`DirectSource`) or the API (:class:`tools.results.client.ApiClient`), with one
+#: interface: JSON documents as the API answers them, or CSV text where the API answers ``Accept: text/csv`` with it.
+Source = DirectSource | ApiClient
 
 
 def open_source(args: argparse.Namespace, session: Any) -> Source:
