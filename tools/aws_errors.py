@@ -15,7 +15,7 @@ and still ends in a traceback.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TextIO
 
 from botocore.config import Config
 from botocore.exceptions import (
@@ -75,6 +75,12 @@ def one_line(text: str, limit: int = MAX_LINE) -> str:
     """``text`` on one line (every run of whitespace, line breaks included, one space), cut at ``limit``."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def error_line(err: TextIO, text: object, prefix: str = "error") -> None:
+    """Write ``<prefix>: <text>`` to ``err`` as one line (every run of whitespace one space, never cut): how every
+    tool reports a failure instead of a traceback."""
+    err.write(f"{prefix}: {' '.join(str(text).split())}\n")
 
 
 def describe(exc: BaseException, *, profile_option: str | None = None) -> str:

@@ -30,7 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from athena_refresh.stored import LATEST
 from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
-from tools.aws_errors import client
+from tools.aws_errors import client, error_line
 from tools.cli.params import ENDPOINT_HELP, REGION_HELP
 from tools.cli.program import prog
 
@@ -143,10 +143,10 @@ def main(
             return 0
         bump = bump_fencing_token(lock, target, dry_run=args.dry_run, force=args.force)
     except LeaseHeldError as exc:
-        print(f"refused: {exc}. Stop the schedules or wait for the lease to expire, or pass --force.", file=err)
+        error_line(err, f"{exc}. Stop the schedules or wait for the lease to expire, or pass --force.", "refused")
         return 1
     except (SlotLockError, ClientError, BotoCoreError) as exc:
-        print(f"error: {exc}", file=err)
+        error_line(err, exc)
         return 1
     before = "none" if bump.before is None else str(bump.before)
     if bump.dry_run and bump.before != bump.after:

@@ -42,7 +42,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock, SlotLockError
-from tools.aws_errors import client
+from tools.aws_errors import client, error_line
 from tools.cli.params import REGION_HELP
 from tools.cli.program import prog
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs
@@ -394,7 +394,7 @@ def main(
             **run_options,
         )
     except (SmokeTestError, SlotLockError, ClientError, BotoCoreError) as exc:
-        print(f"smoke test could not run: {exc}", file=err)
+        error_line(err, exc, "smoke test could not run")
         return 1
     for line in report.lines():
         print(line, file=out)

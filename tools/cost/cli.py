@@ -33,6 +33,7 @@ from typing import TextIO
 from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
 from slotlock.schedule import CronError
 from stacks.jobs import JobDefinition
+from tools.aws_errors import error_line
 from tools.cli.exit_status import ExitStatus
 from tools.cli.params import OneLineParser, non_negative_float
 from tools.cli.program import prog
@@ -263,10 +264,10 @@ def main(
     try:
         report = build_report(args, env=os.environ if env is None else env, synthesize=synthesize, data_dir=data_dir)
     except CostEnvironmentError as exc:
-        err.write(f"error: {' '.join(str(exc).split())}\n")
+        error_line(err, exc)
         return EXIT_ENVIRONMENT
     except CostInputError as exc:
-        err.write(f"error: {' '.join(str(exc).split())}\n")
+        error_line(err, exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.write("interrupted\n")

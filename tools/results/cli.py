@@ -32,7 +32,7 @@ from results_api.errors import ResultsApiError
 from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
-from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, error_line
 from tools.cli.params import add_deployment_arguments, add_profile_argument, positive_int
 from tools.cli.program import prog
 from tools.cli.render import console_for, print_json
@@ -388,16 +388,16 @@ def main(
         source = open_source(args, session)
         return run(args, source, out, err)
     except ReadError as exc:
-        err.write(f"error: {exc.message}\n")
+        error_line(err, exc.message)
         return exc.exit_status
     except OpsError as exc:
-        err.write(f"error: {exc}\n")
+        error_line(err, exc)
         return EXIT_REFUSED
     except CONFIGURATION_ERRORS as exc:  # no region, no credentials, an unknown profile (tools.aws_errors)
-        err.write(f"error: {describe(exc, profile_option='--profile')}\n")
+        error_line(err, describe(exc, profile_option="--profile"))
         return EXIT_USAGE
     except AWS_ERRORS as exc:  # the endpoint, the network, an AWS refusal
-        err.write(f"error: {describe(exc)}\n")
+        error_line(err, describe(exc))
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         err.write("interrupted\n")
