@@ -17,6 +17,7 @@ from typing import Final
 
 from athena_refresh import contract
 from athena_refresh.cost import CostEstimate, Prices, SlotUsage, Usage, estimate, estimate_slot_cost
+from stacks.value_metrics_cost import GB
 from tools.cost.usage import (
     DASHBOARD_RANGE_H,
     DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
@@ -34,7 +35,6 @@ from tools.cost.usage import (
     slot_usage,
 )
 
-GB: Final = 2**30
 USD_DIGITS: Final = 6  # monthly figures are rounded to the micro-dollar; totals are sums of the rounded parts
 #: The read API: one warm invocation reading LATEST (one strongly consistent GetItem, up to 4 KB: 1 RRU).
 READ_API_DURATION_MS: Final = 30.0

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from athena_refresh import contract
 from athena_refresh.cost import COST_ATTRIBUTE_BYTES, LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
-from slotlock.capacity import estimate_write_units, item_size_bytes
+from slotlock.capacity import READ_UNIT_BYTES, estimate_write_units, item_size_bytes
 
 # The arithmetic the stack's value-metrics warning shares (stacks may not import tools/), re-exported here.
 from stacks.value_metrics_cost import (  # noqa: F401
@@ -215,8 +215,6 @@ DASHBOARD_RANGE_H: Final = 3
 #: One overview render of the widget function: INIT (views are minutes apart: mostly cold) plus ceil(N / 50) and
 #: ceil(N / 100) BatchGetItem requests and the HTML.
 WIDGET_DURATION_MS: Final = 1_000.0
-#: Strongly consistent reads are 1 RRU per started 4 KB of each item.
-READ_UNIT_BYTES: Final = 4096
 
 
 def overview_read_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:
