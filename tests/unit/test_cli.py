@@ -239,3 +239,14 @@ def test_csv_markdown_and_padded_lines() -> None:
     out = io.StringIO()
     render.print_json(out, {"é": 1})
     assert out.getvalue() == '{\n  "\u00e9": 1\n}\n'
+
+
+def test_a_reader_leaving_the_pipe_ends_the_command_quietly() -> None:
+    """``athena-once settings --format json | head``: the reader is gone before the command writes; no traceback,
+    status 1 (as ``python -m tools.results|tools.cost`` always did; rich exits so on its own, plain writes did not)."""
+    argv = [sys.executable, "-m", "tools.cli", "settings", "--format", "json", "--jobs-dir", str(FIXTURE_JOBS)]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # long before the command has loaded the jobs
+    status = child.wait(timeout=120)
+    assert (status, child.stderr.read()) == (ExitStatus.FAILED, b"")

@@ -29,13 +29,18 @@ def invoked_as(name: str) -> Iterator[None]:
         _PROG.reset(token)
 
 
-def exit_with(main: Callable[[], int]) -> NoReturn:
-    """A ``python -m`` alias's body: exit with ``main()``'s status; when the reader of stdout left (``... | head``)
-    say nothing more (no traceback) and exit 1."""
+def until_broken_pipe(main: Callable[[], int]) -> int:
+    """``main()``'s status, stdout flushed; when the reader of stdout left (``... | head``), nothing more is said
+    (no traceback, nothing at exit) and the status is 1."""
     try:
         status = main()
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        status = 1
-    sys.exit(status)
+        return 1
+    return status
+
+
+def exit_with(main: Callable[[], int]) -> NoReturn:
+    """A ``python -m`` alias's body: exit with :func:`until_broken_pipe` of ``main``."""
+    sys.exit(until_broken_pipe(main))
