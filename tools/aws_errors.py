@@ -1,4 +1,5 @@
-"""botocore's errors about the caller's environment, as the one line a command-line tool prints instead of a traceback.
+"""The AWS side of the command-line tools: their clients (:func:`client`: standard retries) and botocore's errors
+about the caller's environment, as the one line a tool prints instead of a traceback.
 
 Used at the ``main`` of ``python -m tools.ops`` and ``python -m tools.results``; each maps them to its own exit
 status (``tools.ops``: 1 refused; ``tools.results``: 2 for :data:`CONFIGURATION_ERRORS`, 3 for the rest).
@@ -14,6 +15,9 @@ and still ends in a traceback.
 
 from __future__ import annotations
 
+from typing import Any, TextIO
+
+from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -51,6 +55,18 @@ CONFIGURATION_ERRORS: tuple[type[BotoCoreError], ...] = (
     SSOError,
     TokenRetrievalError,
 )
+
+
+def client(session: Any, service: str, *, endpoint_url: str | None = None, **config: Any) -> Any:
+    """``session``'s client of ``service`` with botocore's standard retry mode and ``config`` (``read_timeout``,
+    ``signature_version``, ...); ``endpoint_url``: another endpoint (DynamoDB Local). Each client gets its own
+    :class:`~botocore.config.Config`: botocore rewrites a config's ``retries`` in place when it builds a client."""
+    options: dict[str, Any] = {"config": Config(retries={"mode": "standard"}, **config)}
+    if endpoint_url is not None:
+        options["endpoint_url"] = endpoint_url
+    return session.client(service, **options)
+
+
 #: Longest message printed (a message can quote a whole response).
 MAX_LINE = 400
 
@@ -59,6 +75,12 @@ def one_line(text: str, limit: int = MAX_LINE) -> str:
     """``text`` on one line (every run of whitespace, line breaks included, one space), cut at ``limit``."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def error_line(err: TextIO, text: object, prefix: str = "error") -> None:
+    """Write ``<prefix>: <text>`` to ``err`` as one line (every run of whitespace one space, never cut): how every
+    tool reports a failure instead of a traceback."""
+    err.write(f"{prefix}: {' '.join(str(text).split())}\n")
 
 
 def describe(exc: BaseException, *, profile_option: str | None = None) -> str:

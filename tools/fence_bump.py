@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from athena_refresh.stored import LATEST
 from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
+from tools.aws_errors import client, error_line
+from tools.cli.params import ENDPOINT_HELP, REGION_HELP
 from tools.cli.program import prog
 
 #: Default headroom above the highest stored token. Tokens only need to be higher, never dense, and
@@ -106,8 +107,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--dry-run", action="store_true", help="read and report only; write nothing")
     parser.add_argument("--force", action="store_true", help="bump even while a lease is live (fences its holder out)")
-    parser.add_argument("--region", help="AWS region (default: the environment's)")
-    parser.add_argument("--endpoint-url", help="DynamoDB endpoint (e.g. DynamoDB Local)")
+    parser.add_argument("--region", help=REGION_HELP)
+    parser.add_argument("--endpoint-url", help=ENDPOINT_HELP)
     args = parser.parse_args(argv)
     if args.margin < 0:
         parser.error(f"--margin must be >= 0, got {args.margin}")
@@ -122,12 +123,7 @@ def main(
     err = err or sys.stderr
     args = parse_args(argv)
     if dynamodb is None:
-        dynamodb = boto3.client(
-            "dynamodb",
-            region_name=args.region,
-            endpoint_url=args.endpoint_url,
-            config=Config(retries={"mode": "standard"}),
-        )
+        dynamodb = client(boto3.session.Session(region_name=args.region), "dynamodb", endpoint_url=args.endpoint_url)
     try:
         stored = stored_tokens(dynamodb, args.results_table, args.job)
         lock = SlotLock(args.lock_table, args.job, client=dynamodb)
@@ -147,10 +143,10 @@ def main(
             return 0
         bump = bump_fencing_token(lock, target, dry_run=args.dry_run, force=args.force)
     except LeaseHeldError as exc:
-        print(f"refused: {exc}. Stop the schedules or wait for the lease to expire, or pass --force.", file=err)
+        error_line(err, f"{exc}. Stop the schedules or wait for the lease to expire, or pass --force.", "refused")
         return 1
     except (SlotLockError, ClientError, BotoCoreError) as exc:
-        print(f"error: {exc}", file=err)
+        error_line(err, exc)
         return 1
     before = "none" if bump.before is None else str(bump.before)
     if bump.dry_run and bump.before != bump.after:

@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock, SlotLockError
+from tools.aws_errors import client, error_line
+from tools.cli.params import REGION_HELP
 from tools.cli.program import prog
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs
 
@@ -343,7 +344,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--job", help="the job to race (one of the stack's job registry; optional when it lists one job)"
     )
-    parser.add_argument("--region")
+    parser.add_argument("--region", help=REGION_HELP)
     parser.add_argument(
         "--invocations", type=int, help="racers to invoke (default: the job's racers, from its registry entry)"
     )
@@ -377,16 +378,15 @@ def main(
     try:
         slot = Slot.parse(args.slot, field="--slot") if args.slot else None
         session = session or boto3.session.Session(region_name=args.region)
-        config = Config(retries={"mode": "standard"})
-        cloudformation = session.client("cloudformation", config=config)
-        lambda_client = session.client("lambda", config=Config(retries={"mode": "standard"}, read_timeout=900))
-        ssm = session.client("ssm", config=config)
+        cloudformation = client(session, "cloudformation")
+        lambda_client = client(session, "lambda", read_timeout=900)
+        ssm = client(session, "ssm")
         targets = discover(cloudformation, ssm, lambda_client, args.stack_name, args.job)
         report = run_smoke(
             targets,
             lambda_client=lambda_client,
-            dynamodb=session.client("dynamodb", config=config),
-            s3=session.client("s3", config=config),
+            dynamodb=client(session, "dynamodb"),
+            s3=client(session, "s3"),
             invocations=args.invocations,
             slot=slot,
             sync=args.sync,
@@ -394,7 +394,7 @@ def main(
             **run_options,
         )
     except (SmokeTestError, SlotLockError, ClientError, BotoCoreError) as exc:
-        print(f"smoke test could not run: {exc}", file=err)
+        error_line(err, exc, "smoke test could not run")
         return 1
     for line in report.lines():
         print(line, file=out)

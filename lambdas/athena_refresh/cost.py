@@ -78,7 +78,8 @@ class Usage:
     ``metrics``: CloudWatch custom metrics, billed for ``metric_month_fraction`` of the month's hours (custom
     metrics are prorated by the hour: 1.0 when they are sent every hour). ``alarm_metrics``: metrics evaluated by
     standard alarms, a month each. ``dashboards``: dashboard-months. ``log_gb``: GB of logs ingested and stored
-    for a month. ``http_requests``: API Gateway HTTP API requests.
+    for a month; ``logs_insights_gb_scanned``: GB of logs that Logs Insights queries scan. ``http_requests``: API
+    Gateway HTTP API requests.
     """
 
     athena_billed_bytes: int = 0
@@ -95,6 +96,7 @@ class Usage:
     alarm_metrics: float = 0
     dashboards: float = 0
     log_gb: float = 0.0
+    logs_insights_gb_scanned: float = 0.0
     http_requests: float = 0
 
     def __post_init__(self) -> None:
@@ -139,7 +141,8 @@ def estimate(usage: Usage, prices: Prices) -> Cost:
     Athena: billed bytes / TB x $/TB; Lambda: GB-s x $/GB-s of the architecture + requests x $/request; DynamoDB:
     units x $/unit, read and write; Scheduler, S3 and API Gateway: requests x their price; CloudWatch: custom
     metrics x $/metric-month x the share of the month's hours they are sent in, alarm metrics x $/alarm-month,
-    dashboards x $/dashboard-month, log GB x ($/GB ingested + $/GB-month stored).
+    dashboards x $/dashboard-month, CloudWatch Logs: log GB x ($/GB ingested + $/GB-month stored) + GB scanned by
+    Logs Insights x $/GB scanned.
     """
     p = prices
     return Cost(
@@ -155,7 +158,8 @@ def estimate(usage: Usage, prices: Prices) -> Cost:
         cloudwatch_alarms=usage.alarm_metrics * p.cloudwatch_usd_per_alarm_month,
         cloudwatch_dashboards=usage.dashboards * p.cloudwatch_usd_per_dashboard_month,
         cloudwatch_logs=usage.log_gb
-        * (p.cloudwatch_usd_per_gb_logs_ingested + p.cloudwatch_usd_per_gb_month_logs_stored),
+        * (p.cloudwatch_usd_per_gb_logs_ingested + p.cloudwatch_usd_per_gb_month_logs_stored)
+        + usage.logs_insights_gb_scanned * p.cloudwatch_usd_per_gb_logs_insights_scanned,
         apigateway=usage.http_requests / 1e6 * p.apigateway_usd_per_million_http_requests,
     )
 

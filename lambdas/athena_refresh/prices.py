@@ -61,6 +61,7 @@ class Prices:
     cloudwatch_usd_per_dashboard_month: float
     cloudwatch_usd_per_gb_logs_ingested: float
     cloudwatch_usd_per_gb_month_logs_stored: float
+    cloudwatch_usd_per_gb_logs_insights_scanned: float
     s3_usd_per_thousand_put: float
     s3_usd_per_thousand_get: float
     apigateway_usd_per_million_http_requests: float
@@ -89,6 +90,7 @@ _PRICE_FIELDS: Final = {
     ("cloudwatch", "usd_per_dashboard_month"): "cloudwatch_usd_per_dashboard_month",
     ("cloudwatch", "usd_per_gb_logs_ingested"): "cloudwatch_usd_per_gb_logs_ingested",
     ("cloudwatch", "usd_per_gb_month_logs_stored"): "cloudwatch_usd_per_gb_month_logs_stored",
+    ("cloudwatch", "usd_per_gb_logs_insights_scanned"): "cloudwatch_usd_per_gb_logs_insights_scanned",
     ("s3", "usd_per_thousand_put"): "s3_usd_per_thousand_put",
     ("s3", "usd_per_thousand_get"): "s3_usd_per_thousand_get",
     ("apigateway", "usd_per_million_http_requests"): "apigateway_usd_per_million_http_requests",

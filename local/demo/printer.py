@@ -15,6 +15,7 @@ from typing import Any
 from athena_refresh.cost import format_usd
 from athena_refresh.jobspec import JobSpec
 from athena_refresh.registry import REGISTRY_PATH_OUTPUT
+from tools.cli.render import padded_line
 
 #: The totals the last line shows, in this order (every key of ``Demo.verify``'s totals is in the report).
 TOTALS_SHOWN = (
@@ -173,24 +174,31 @@ def print_tables(
     totals (all jobs, then per job)."""
     out("")
     width = max(len(name) for name in jobs)
-    header = (
-        f"{'#':>2}  {'job':<{width}}  {'slot (UTC)':<20}  {'2013 window end':<16}  {'winner':<8}  {'owner':<8}"
-        f"  {'token':>5}  {'takeovers':>9}  {'rows':>4}  {'scanned B':>9}  {'est. USD':>9}  outcome"
-    )
+    columns = (("#", 2, ">"), ("job", width, "<"), ("slot (UTC)", 20, "<"), ("2013 window end", 16, "<"))
+    columns += (("winner", 8, "<"), ("owner", 8, "<"), ("token", 5, ">"), ("takeovers", 9, ">"), ("rows", 4, ">"))
+    columns += (("scanned B", 9, ">"), ("est. USD", 9, ">"), ("outcome", 0, "<"))
+    header = padded_line(columns)
     out(header)
     out("-" * (len(header) + 30))
     for s in summaries:
-        number = s.get("number", "")
         window_end = (s.get("window") or [None, None])[1]
-        window_end = window_end.replace("T", " ")[:16] if window_end else "-"
-        racer = f"racer {s['winner_racer']}" if s["winner_racer"] is not None else "-"
+        cells = (
+            s.get("number", ""),
+            s["job"],
+            s["slot"],
+            window_end.replace("T", " ")[:16] if window_end else "-",
+            f"racer {s['winner_racer']}" if s["winner_racer"] is not None else "-",
+            short(s["winner_owner_id"]),
+            _or_dash(s["fencing_token"]),
+            s["takeovers"],
+            _or_dash(s["rows"]),
+            _or_dash(s.get("data_scanned_bytes")),
+            format_usd(s.get("estimated_cost_usd")),
+            s["outcome"],
+        )
         out(
-            f"{number:>2}  {s['job']:<{width}}  {s['slot']:<20}  {window_end:<16}  {racer:<8}"
-            f"  {short(s['winner_owner_id']):<8}  {s['fencing_token'] if s['fencing_token'] is not None else '-':>5}"
-            f"  {s['takeovers']:>9}  {s['rows'] if s['rows'] is not None else '-':>4}"
-            f"  {s.get('data_scanned_bytes') if s.get('data_scanned_bytes') is not None else '-':>9}"
-            f"  {format_usd(s.get('estimated_cost_usd')):>9}  {s['outcome']}"
-            f"{': ' + s['error_reason'] if s.get('error_reason') and s.get('status') != 'succeeded' else ''}"
+            padded_line([(cell, w, align) for cell, (_, w, align) in zip(cells, columns, strict=True)])
+            + f"{': ' + s['error_reason'] if s.get('error_reason') and s.get('status') != 'succeeded' else ''}"
             f"{'  PROBLEM: ' + '; '.join(s.get('problems') or []) if s.get('problems') else ''}"
         )
     for name, config in jobs.items():
@@ -209,6 +217,10 @@ def print_tables(
     for name, job_totals in (totals.get("per_job") or {}).items():
         shown = ("slots", "invocations", "slots_completed", "takeovers", "reentries", "stale_writes_rejected")
         out(f"  {name}: " + ", ".join(f"{k} {job_totals[k]}" for k in shown))
+
+
+def _or_dash(value: Any) -> Any:
+    return "-" if value is None else value
 
 
 def _generic_table(out: Callable[[str], None], summaries: Sequence[dict[str, Any]], config: JobSpec) -> None:

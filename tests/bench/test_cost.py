@@ -40,6 +40,7 @@ PRICES = Prices(
     cloudwatch_usd_per_dashboard_month=3.0,
     cloudwatch_usd_per_gb_logs_ingested=0.5,
     cloudwatch_usd_per_gb_month_logs_stored=0.03,
+    cloudwatch_usd_per_gb_logs_insights_scanned=0.005,
     s3_usd_per_thousand_put=0.005,
     s3_usd_per_thousand_get=0.0004,
     apigateway_usd_per_million_http_requests=1.0,

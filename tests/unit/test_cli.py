@@ -16,7 +16,7 @@ import pytest
 import tools.cli
 from tools.cli import SECTIONS, Command, Group
 from tools.cli.exit_status import ExitStatus
-from tools.cli.selection import SelectionError, patterns, select, select_one
+from tools.cli.selection import SelectionError, is_glob, patterns, plain_name, select, select_one
 from tools.jobs import cli as jobs_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -187,9 +187,66 @@ def test_one_job_commands_take_exactly_one() -> None:
     assert patterns(["a,b  c", "b"]) == ("a", "b", "c")
 
 
+def test_a_plain_name_is_one_pattern_that_is_no_glob() -> None:
+    """What ``ops status`` reads one registry entry for (one GetParameter) instead of the whole registry."""
+    assert [is_glob(p) for p in ("daily-*", "f?ights", "[ab]", "flights-dashboard")] == [True, True, True, False]
+    assert plain_name(("flights-dashboard",)) == "flights-dashboard"
+    assert plain_name(("daily-*",)) is None and plain_name(("a", "b")) is None and plain_name(()) is None
+
+
 def test_check_honours_every_repeated_selection(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = one(
         ["check", "--job", FIXTURE_NAMES[0], "-s", FIXTURE_NAMES[1], "--jobs-dir", str(FIXTURE_JOBS)], capsys
     )
     assert (status, err) == (ExitStatus.OK, "")
     assert out.splitlines()[-1] == "2 jobs checked"
+
+
+# --- the one renderer (tools/cli/render.py) -------------------------------------------------------------------
+
+
+def test_a_bracketed_cell_prints_as_written_never_as_markup() -> None:
+    """Issue 34: rich read ``[mobile, tablet]`` as a style tag and printed nothing; every cell is text."""
+    from tools.cli import render
+
+    out = io.StringIO()
+    rows = [["[mobile, tablet]", "[bold]x[/bold]", "a\x1b[31mred"]]
+    render.console_for(out).print(render.table(["dims", "markup", "escape"], rows, title="[t]"))
+    text = out.getvalue()
+    assert "[mobile, tablet]" in text and "[bold]x[/bold]" in text and "[t]" in text
+    assert "\x1b" not in text and "a\\x1b[31mred" in text
+
+
+def test_the_run_table_keeps_a_bracketed_value() -> None:
+    from athena_refresh.engine.model import Column, QueryResult
+    from tools.jobs import run
+
+    out = io.StringIO()
+    result = QueryResult(columns=(Column("devices", "array(varchar)"),), rows=[{"devices": "[mobile, tablet]"}])
+    run.print_table(result, out)
+    assert "[mobile, tablet]" in out.getvalue()
+
+
+def test_csv_markdown_and_padded_lines() -> None:
+    from bench.tables import table as bench_table
+    from tools.cli import render
+
+    assert render.csv_text(["a", "b"], [[1, "x,y"], ["", None]]) == 'a,b\r\n1,"x,y"\r\n,\r\n'
+    assert render.csv_text(["a"], [["1"]], lineterminator="\n") == "a\n1\n"
+    assert bench_table is render.markdown_table
+    assert render.markdown_table(["n", "value"], [["1", "abc"]]) == "| n | value |\n|---|-------|\n| 1 | abc   |"
+    assert render.padded_line([("#", 2, ">"), ("job", 5, "<"), ("end", 0, "<")]) == " #  job    end"
+    out = io.StringIO()
+    render.print_json(out, {"é": 1})
+    assert out.getvalue() == '{\n  "\u00e9": 1\n}\n'
+
+
+def test_a_reader_leaving_the_pipe_ends_the_command_quietly() -> None:
+    """``athena-once settings --format json | head``: the reader is gone before the command writes; no traceback,
+    status 1 (as ``python -m tools.results|tools.cost`` always did; rich exits so on its own, plain writes did not)."""
+    argv = [sys.executable, "-m", "tools.cli", "settings", "--format", "json", "--jobs-dir", str(FIXTURE_JOBS)]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # long before the command has loaded the jobs
+    status = child.wait(timeout=120)
+    assert (status, child.stderr.read()) == (ExitStatus.FAILED, b"")

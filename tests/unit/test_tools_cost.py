@@ -338,7 +338,13 @@ def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
     # per view: the jobs' 3 hours of logs scanned, and 3 RRU per job read
     scanned = 2 * job.log_bytes_per_month * 3 / 730.5 / 2**30
     assert two.logs_insights_gb_per_view == pytest.approx(scanned)
+    assert prices.cloudwatch_usd_per_gb_logs_insights_scanned == 0.005  # prices.toml, with the others
     assert two.parts["logs_insights"] == pytest.approx(600 * scanned * 0.005, abs=1e-6)
+    dearer = replace(prices, cloudwatch_usd_per_gb_logs_insights_scanned=0.05)  # the table's price, none other
+    ten_times = monthly.estimate_deployment(
+        [job] * 2, dashboards=1, alarms=alarms, prices=dearer, read_api_memory_mb=256, views_per_month=600
+    )
+    assert ten_times.parts["logs_insights"] == pytest.approx(600 * scanned * 0.05, abs=1e-6)
     assert fifty.logs_insights_gb_per_view == pytest.approx(25 * scanned)
     assert (two.overview_read_units_per_view, fifty.overview_read_units_per_view) == (6, 150)
     assert two.parts["widget_dynamodb"] == pytest.approx(600 * 6 * prices.dynamodb_usd_per_million_read_units / 1e6)

@@ -119,13 +119,13 @@ def test_waiting_in_place_against_giving_back(prices: Prices) -> None:
     job, sem = job_inputs(capacity_permits=10), usage.SemaphoreRequests.of(10)
     # in place for 60 s at 256 MB: 15 GB-s; 18 polls of 11 RRU; 4 lease renewals (15 s) and 2 ticket renewals (30 s)
     waiting = capacity.in_place(60, job, sem, prices)
-    assert (waiting.lambda_gb_s, waiting.read_units, waiting.write_units) == (15.0, 18 * 11, 4 + 2)
+    assert (waiting.usage.lambda_gb_s, waiting.usage.read_units, waiting.usage.write_units) == (15.0, 18 * 11, 4 + 2)
     assert waiting.usd == pytest.approx(gb_s_usd(prices, 15.0) + dynamodb_usd(prices, 198, 6), abs=1e-8)
     # give back: 1 Scheduler invocation, 1 Lambda request of a loser's 100 ms (warm: back 120 s later), the wait
     # recorded (record_state: 5 WRU), the line left (1), the lease released (1) and taken over (1), the slot item read
     back = capacity.give_back(job, Durations(), prices, retry_delay_s=120)
-    assert (back.scheduler_invocations, back.lambda_requests, back.lambda_gb_s) == (1, 1, 0.025)
-    assert (back.read_units, back.write_units) == (1, 5 + 1 + 1 + 1)
+    assert (back.usage.scheduler_invocations, back.usage.lambda_requests, back.usage.lambda_gb_s) == (1, 1, 0.025)
+    assert (back.usage.read_units, back.usage.write_units) == (1, 5 + 1 + 1 + 1)
     expected = (
         prices.scheduler_usd_per_million_invocations / 1e6
         + prices.lambda_usd_per_million_requests / 1e6
@@ -136,7 +136,7 @@ def test_waiting_in_place_against_giving_back(prices: Prices) -> None:
     assert waiting.usd > 30 * back.usd  # a minute in place costs over 30 give-backs
     # back after 15 idle minutes or more: the environment is cold, INIT is billed too
     cold = capacity.give_back(job, Durations(cold_start_ms=700), prices, retry_delay_s=900)
-    assert cold.lambda_gb_s == pytest.approx(0.25 * 0.8)
+    assert cold.usage.lambda_gb_s == pytest.approx(0.25 * 0.8)
     # break-even: the wait in place that costs a give-back
     even = capacity.break_even_s(job, sem, prices, back.usd)
     assert even is not None and 0.5 < even < 5

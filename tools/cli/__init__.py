@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from tools.cli.exit_status import ExitStatus
-from tools.cli.program import invoked_as
+from tools.cli.program import invoked_as, until_broken_pipe
 
 PROG = "athena-once"
 
@@ -190,7 +190,12 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     """The one command; returns the exit status (:class:`~tools.cli.exit_status.ExitStatus`).
 
     Output of a command goes where the command writes it (stdout/stderr); ``out``/``err`` carry this dispatcher's
-    own lines (the listings, an unknown command)."""
+    own lines (the listings, an unknown command). A reader that leaves the pipe (``| head``) ends it quietly with
+    status 1, as the ``python -m`` aliases do."""
+    return until_broken_pipe(lambda: _main(argv, out, err))
+
+
+def _main(argv: Sequence[str] | None, out: TextIO | None, err: TextIO | None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     words = list(sys.argv[1:] if argv is None else argv)
     if not words or words[0] in ("-h", "--help"):

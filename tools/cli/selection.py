@@ -91,10 +91,17 @@ def select_one(values: Sequence[str], names: Sequence[str], *, option: str = "-s
 def _no_match(pattern: str, names: Sequence[str], where: str | None = None) -> str:
     close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-    what = f"matches {pattern!r}" if _is_glob(pattern) else repr(pattern)
+    what = f"matches {pattern!r}" if is_glob(pattern) else repr(pattern)
     place = f" in {where}" if where else ""
     return f"no job {what}{place}{hint}; jobs: {', '.join(names) or 'none'}"
 
 
-def _is_glob(pattern: str) -> bool:
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` is a glob (holds ``*``, ``?`` or ``[``) rather than a job's name."""
     return any(c in pattern for c in "*?[")
+
+
+def plain_name(wanted: Sequence[str]) -> str | None:
+    """The one job name of a selection of one pattern that is no glob (``None`` otherwise): a command may then
+    read that one job only."""
+    return wanted[0] if len(wanted) == 1 and not is_glob(wanted[0]) else None

@@ -71,29 +71,15 @@ def polls_within(wait_s: float) -> int:
 
 @dataclass(frozen=True)
 class Cost:
-    """One way of spending a wait: Lambda GB-seconds and requests, Scheduler invocations, DynamoDB units; USD."""
+    """One way of spending a wait: its ``usage`` (Lambda GB-seconds and requests, Scheduler invocations, DynamoDB
+    units) at ``prices``; USD."""
 
-    lambda_gb_s: float
-    lambda_requests: int
-    scheduler_invocations: int
-    read_units: int
-    write_units: int
+    usage: Usage
     prices: Prices
-    architecture: str
 
     @property
     def parts_usd(self) -> dict[str, float]:
-        cost = estimate(
-            Usage(
-                lambda_gb_s=self.lambda_gb_s,
-                lambda_requests=self.lambda_requests,
-                architecture=self.architecture,
-                scheduler_invocations=self.scheduler_invocations,
-                read_units=self.read_units,
-                write_units=self.write_units,
-            ),
-            self.prices,
-        )
+        cost = estimate(self.usage, self.prices)
         return {"lambda": _usd(cost.lambda_), "scheduler": _usd(cost.scheduler), "dynamodb": _usd(cost.dynamodb)}
 
     @property
@@ -101,14 +87,15 @@ class Cost:
         return _usd(sum(self.parts_usd.values()))
 
     def as_dict(self) -> dict[str, Any]:
+        u = self.usage
         return {
             "usd": self.usd,
             "by_service_usd": self.parts_usd,
-            "lambda_gb_s": round(self.lambda_gb_s, 6),
-            "lambda_requests": self.lambda_requests,
-            "scheduler_invocations": self.scheduler_invocations,
-            "read_units": self.read_units,
-            "write_units": self.write_units,
+            "lambda_gb_s": round(u.lambda_gb_s, 6),
+            "lambda_requests": u.lambda_requests,
+            "scheduler_invocations": u.scheduler_invocations,
+            "read_units": u.read_units,
+            "write_units": u.write_units,
         }
 
 
@@ -116,15 +103,15 @@ def in_place(wait_s: float, job: JobInputs, semaphore: SemaphoreRequests, prices
     """Waiting ``wait_s`` seconds inside the invocation: the job's memory for that long, one semaphore read of
     N + 1 items per poll after the first, the lease renewed every heartbeat interval and the ticket every 30 s."""
     renewals = math.floor(wait_s / job.heartbeat_interval_s) if job.heartbeat_interval_s > 0 else 0
-    return Cost(
+    usage = Usage(
         lambda_gb_s=job.memory_mb / 1024 * wait_s,
         lambda_requests=0,
+        architecture=job.architecture,
         scheduler_invocations=0,
         read_units=polls_within(wait_s) * semaphore.read_units,
         write_units=renewals * single_write_units(LOCK_ITEM_BYTES) + math.floor(wait_s / TICKET_RENEWAL_S),
-        prices=prices,
-        architecture=job.architecture,
     )
+    return Cost(usage, prices)
 
 
 def give_back(job: JobInputs, durations: Durations, prices: Prices, *, retry_delay_s: float) -> Cost:
@@ -141,15 +128,15 @@ def give_back(job: JobInputs, durations: Durations, prices: Prices, *, retry_del
     ).record_state
     init_ms = durations.cold_start_ms if retry_delay_s >= COLD_AFTER_IDLE_S else 0.0
     lock = single_write_units(LOCK_ITEM_BYTES)
-    return Cost(
+    usage = Usage(
         lambda_gb_s=job.memory_mb / 1024 * math.ceil(durations.loser_ms + init_ms) / 1000,
         lambda_requests=1,
+        architecture=job.architecture,
         scheduler_invocations=1,
         read_units=math.ceil((SLOT_ITEM_BYTES + STATE_BYTES) / READ_UNIT_BYTES),
         write_units=record_state + 1 + lock + lock,
-        prices=prices,
-        architecture=job.architecture,
     )
+    return Cost(usage, prices)
 
 
 def break_even_s(job: JobInputs, semaphore: SemaphoreRequests, prices: Prices, give_back_usd: float) -> float | None:

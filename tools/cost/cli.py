@@ -23,23 +23,24 @@ built); 2 bad input (a malformed flag, an unknown job, a broken job folder, a qu
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
 from slotlock.schedule import CronError
 from stacks.jobs import JobDefinition
+from tools.aws_errors import error_line
 from tools.cli.exit_status import ExitStatus
+from tools.cli.params import OneLineParser, non_negative_float
 from tools.cli.program import prog
+from tools.cli.render import console_for, print_json
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
-from tools.cost.render import Report, console_for, render, report_json
+from tools.cost.render import Report, render, report_json
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
 
 FORMATS = ("table", "json")
@@ -49,25 +50,8 @@ EXIT_USAGE = ExitStatus.USAGE
 EXIT_INTERRUPTED = ExitStatus.INTERRUPTED
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors on one line, exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"error: {message} (python -m tools.cost --help)\n")
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog=prog("python -m tools.cost"),
         description=__doc__.split("\n\n")[0],
         epilog="Every figure is an ESTIMATE (docs/cost.md). Exit status: 0 estimated; 1 the machine lacks"
@@ -89,28 +73,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--winner-duration-s",
-        type=_non_negative,
+        type=non_negative_float,
         default=usage.DEFAULT_WINNER_DURATION_S,
         help=f"the winner's duration (default {usage.DEFAULT_WINNER_DURATION_S:g}: a query of a few seconds"
         " and its polling)",
     )
     parser.add_argument(
         "--loser-duration-ms",
-        type=_non_negative,
+        type=non_negative_float,
         default=usage.DEFAULT_LOSER_DURATION_MS,
         help=f"a loser's duration (default {usage.DEFAULT_LOSER_DURATION_MS:g}: one DynamoDB request and the"
         " handler's own work)",
     )
     parser.add_argument(
         "--cold-start-ms",
-        type=_non_negative,
+        type=non_negative_float,
         default=usage.DEFAULT_COLD_START_MS,
         help=f"INIT added to every invocation that follows an idle gap over"
         f" {usage.COLD_AFTER_IDLE_S // 60} min (default {usage.DEFAULT_COLD_START_MS:g})",
     )
     parser.add_argument(
         "--dashboard-views",
-        type=_non_negative,
+        type=non_negative_float,
         default=usage.DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
         help=f"views (and refreshes) of the dashboard per month (default {usage.DEFAULT_DASHBOARD_VIEWS_PER_MONTH}:"
         " about 20 a day); each runs the overview widget and the Logs Insights query",
@@ -280,16 +264,16 @@ def main(
     try:
         report = build_report(args, env=os.environ if env is None else env, synthesize=synthesize, data_dir=data_dir)
     except CostEnvironmentError as exc:
-        err.write(f"error: {' '.join(str(exc).split())}\n")
+        error_line(err, exc)
         return EXIT_ENVIRONMENT
     except CostInputError as exc:
-        err.write(f"error: {' '.join(str(exc).split())}\n")
+        error_line(err, exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.write("interrupted\n")
         return EXIT_INTERRUPTED
     if args.format == "json":
-        out.write(json.dumps(report_json(report), indent=2, allow_nan=False) + "\n")
+        print_json(out, report_json(report), ensure_ascii=True)
     else:
         render(report, console_for(out))
     return 0

@@ -22,17 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from athena_refresh.catalog import CATALOG_FILE, catalog_document
-from athena_refresh.engine import QueryResult, QueryStatistics, client_request_token
-from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultsStoreError, ResultTypeError
+from athena_refresh.engine import QueryResult, QueryStatistics
+from athena_refresh.errors import ResultsStoreError
 from athena_refresh.results import ResultsStore
-from athena_refresh.settings import Settings
 from slotlock import Slot
 from slotlock.schedule import CronError, next_firing
-from stacks.config import STACK_KEY, ConfigError, StackSettings, load_context
+from stacks.config import ConfigError
 from stacks.jobs import JobDefinition, SampleSource, load_jobs
 from stacks.stack_settings import CapacitySettings
 from tools.cost.usage import AlarmCount
+from tools.jobs import common as jobs_common
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 CDK_JSON: Final = REPO_ROOT / "cdk.json"
@@ -61,8 +60,7 @@ class CostEnvironmentError(CostInputError):
 def load_definitions(jobs_dir: Path, *, cdk_json: Path = CDK_JSON) -> tuple[JobDefinition, ...]:
     """The job folders under ``jobs_dir``, validated as the stack validates them (``cdk.json``'s stack settings)."""
     try:
-        settings = StackSettings.from_context(load_context(cdk_json).get(STACK_KEY))
-        return load_jobs(jobs_dir, settings, root=jobs_dir.parent)
+        return load_jobs(jobs_dir, jobs_common.stack_settings(cdk_json), root=jobs_dir.parent)
     except ConfigError as exc:
         raise CostInputError(one_line(exc.problems)) from exc
     except (OSError, ValueError) as exc:
@@ -72,7 +70,7 @@ def load_definitions(jobs_dir: Path, *, cdk_json: Path = CDK_JSON) -> tuple[JobD
 def load_capacity(*, cdk_json: Path = CDK_JSON) -> CapacitySettings:
     """The deployment's capacity budget (cdk.json ``context.stack.capacity``), validated as the stack validates it."""
     try:
-        return StackSettings.from_context(load_context(cdk_json).get(STACK_KEY)).capacity
+        return jobs_common.stack_settings(cdk_json).capacity
     except ConfigError as exc:
         raise CostInputError(one_line(exc.problems)) from exc
     except (OSError, ValueError) as exc:
@@ -196,33 +194,20 @@ def sample_data_dir() -> Path:
 
 def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> SampleRun:
     """Run the job's prepared query for ``slot`` on the sample with the local engine, with the parameters the
-    runtime would pass (its settings read from a job catalog like the bundled one)."""
-    from local.emulators.duckdb_engine import DuckDBQueryEngine
-
-    query_file = f"{job.folder.parent.name}/{job.folder.name}/query.sql"
-    with tempfile.TemporaryDirectory(prefix="cost-") as tmp:
-        work = Path(tmp)
-        from stacks.runtime_asset import catalog_queries
-
-        (work / CATALOG_FILE).write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
-        env = job.config.wiring_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
-        try:
-            settings = Settings.from_env(env, catalog_path=work / CATALOG_FILE)
-        except ConfigurationError as exc:
-            raise CostInputError(f"{_job_file(job)}: {exc}") from exc
-        parameters = settings.execution_parameters(slot)
-        slot_iso = Slot(int(slot.timestamp())).iso
-        token = client_request_token(job.job_name, slot_iso, 1, deployment_id=STAND_IN)
-        try:
-            with DuckDBQueryEngine(data_dir=data_dir, state_dir=work / "engine") as engine:
-                query_id = engine.start_query(sql=settings.query_sql, parameters=parameters, client_request_token=token)
-                execution = engine.get_query(query_id)
-                if execution.state != "SUCCEEDED":
-                    reason = execution.error.error_message if execution.error else execution.state
-                    raise CostInputError(f"{query_file}: fails on the sample data for slot {slot_iso}: {reason}")
-                result = engine.get_results(query_id)
-        except (QueryEngineError, ResultTypeError) as exc:
-            raise CostInputError(f"{query_file}: fails on the sample data for slot {slot_iso}: {exc}") from exc
+    runtime would pass (its settings read from a job catalog like the bundled one: :func:`tools.jobs.common.run_query`,
+    what ``athena-once run`` runs)."""
+    try:
+        settings = jobs_common.job_settings(job, stand_in=STAND_IN)
+    except jobs_common.JobsError as exc:
+        raise CostInputError(str(exc)) from exc
+    query_file = jobs_common.job_file(job)
+    try:
+        run = jobs_common.run_query(job, settings, slot, data_dir=data_dir, stand_in=STAND_IN)
+    except jobs_common.LocalQueryError as exc:
+        raise CostInputError(
+            f"{query_file}: fails on the sample data for slot {Slot(int(slot.timestamp())).iso}: {exc}"
+        ) from exc
+    execution, result = run.execution, run.result
     start, end = settings.window(slot)
     try:
         commit = commit_of(job, slot, execution.statistics, result, (start.isoformat(), end.isoformat()))
@@ -232,7 +217,7 @@ def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> 
     series = {tuple(str(row.get(d)) for d in dimensions) for row in result.rows}
     return SampleRun(
         slot=slot,
-        parameters=tuple(parameters),
+        parameters=run.parameters,
         data_scanned_bytes=execution.statistics.data_scanned_bytes,
         commit=commit,
         series_observed=len(series),

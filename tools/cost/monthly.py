@@ -4,7 +4,7 @@ custom metrics, the job's alarm, logs), what moves the total, and what the deplo
 (the dashboard, the deployment-wide alarms, the capacity budget's two metrics, the overview widget's Lambda and
 reads, the "Latest runs" Logs Insights scans at a stated number of views), shared equally by the jobs. A job's **fixed monthly cost** is
 everything but its query's scan and its opt-in value metrics, plus that share. Every price comes from
-:mod:`athena_refresh.cost` (``prices.toml``), but Logs Insights' (:data:`tools.cost.usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED`).
+:mod:`athena_refresh.cost` (``prices.toml``).
 
 A month is 365.25 / 12 = 30.4375 days (730.5 hours). Every figure is an ESTIMATE.
 """
@@ -17,11 +17,11 @@ from typing import Final
 
 from athena_refresh import contract
 from athena_refresh.cost import CostEstimate, Prices, SlotUsage, Usage, estimate, estimate_slot_cost
+from stacks.value_metrics_cost import GB
 from tools.cost.usage import (
     DASHBOARD_RANGE_H,
     DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
     HOURS_PER_MONTH,
-    LOGS_INSIGHTS_USD_PER_GB_SCANNED,
     WIDGET_DURATION_MS,
     AlarmCount,
     Durations,
@@ -35,7 +35,6 @@ from tools.cost.usage import (
     slot_usage,
 )
 
-GB: Final = 2**30
 USD_DIGITS: Final = 6  # monthly figures are rounded to the micro-dollar; totals are sums of the rounded parts
 #: The read API: one warm invocation reading LATEST (one strongly consistent GetItem, up to 4 KB: 1 RRU).
 READ_API_DURATION_MS: Final = 30.0
@@ -262,7 +261,9 @@ def estimate_deployment(
         "capacity_metrics": usd(month.cloudwatch_metrics),
         "widget_lambda": usd(views_per_month * view.lambda_),
         "widget_dynamodb": usd(views_per_month * view.dynamodb),
-        "logs_insights": usd(views_per_month * gb_per_view * LOGS_INSIGHTS_USD_PER_GB_SCANNED),
+        "logs_insights": usd(
+            estimate(Usage(logs_insights_gb_scanned=views_per_month * gb_per_view), prices).cloudwatch_logs
+        ),
     }
     return DeploymentEstimate(
         jobs=len(jobs),

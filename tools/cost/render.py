@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from athena_refresh.cost import Prices, athena_billed_bytes, format_usd
 from stacks.jobs import JobDefinition
+from tools.cli.render import table as render_table
 from tools.cost import monthly, usage
 from tools.cost.capacity import CapacityEstimate
 from tools.cost.inputs import REPRESENTATIVE_DAY, SampleRun
@@ -112,8 +112,7 @@ def assumptions(report: Report) -> list[str]:
         f" Insights query over the one job log group for the dashboard's default {usage.DASHBOARD_RANGE_H} hours: the"
         f" log bytes every job writes in {usage.DASHBOARD_RANGE_H} hours"
         f" ({dep.logs_insights_gb_per_view * 1024:,.3f} MB per view), at"
-        f" {usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED:g} USD per GB scanned (us-east-1; not in the price table, used for"
-        " every region). Graphs and the job variable's drop-down are read by the console: not counted."
+        f" {p.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD per GB scanned. Graphs and the job variable's drop-down are read by the console: not counted."
     )
     lines.append(
         f"Fixed monthly cost of a job: every line but Athena (its query's scan) for the job without its value metrics,"
@@ -275,15 +274,14 @@ def render(report: Report, console: Console) -> None:
         i = job.inputs
         config = report.definitions[i.name].config
         per_slot = job.per_slot.as_dict()["by_service_usd"]
-        table = Table(
+        table = render_table(
+            ("service", "per slot", "per month", "basis"),
+            right=("per slot", "per month"),
+            fold=("basis",),
             title=f"{i.name}: `{config.schedule_expression}` in {config.schedule_timezone}, {i.racers} racers,"
             f" {i.schedule.slots_per_month:,.2f} slots/month (ESTIMATE)",
             title_justify="left",
         )
-        table.add_column("service")
-        table.add_column("per slot", justify="right")
-        table.add_column("per month", justify="right")
-        table.add_column("basis", overflow="fold")
         basis = _basis(job, report.durations)
         for service in monthly.SERVICES:
             if service == "s3" and not job.monthly[service]:
@@ -307,10 +305,13 @@ def render(report: Report, console: Console) -> None:
         console.print(table)
         console.print()
     dep = report.deployment
-    table = Table(title=f"deployment (shared by its {dep.jobs} jobs)", title_justify="left")
-    table.add_column("line")
-    table.add_column("per month", justify="right")
-    table.add_column("basis", overflow="fold")
+    table = render_table(
+        ("line", "per month", "basis"),
+        right=("per month",),
+        fold=("basis",),
+        title=f"deployment (shared by its {dep.jobs} jobs)",
+        title_justify="left",
+    )
     basis = {
         "dashboard": f"{dep.dashboards} dashboard(s): an overview of every job, one job's graphs by a variable",
         "alarms": f"{dep.alarms.alarms} deployment-wide alarms, {dep.alarms.alarm_metrics} alarm metrics",
@@ -324,7 +325,7 @@ def render(report: Report, console: Console) -> None:
         "widget_dynamodb": f"{dep.views_per_month:g} views x {dep.overview_read_units_per_view} RRU",
         "logs_insights": f"{dep.views_per_month:g} views x {_bytes(dep.logs_insights_gb_per_view * 2**30)}"
         f" ({usage.DASHBOARD_RANGE_H} h of every job's logs) at"
-        f" {usage.LOGS_INSIGHTS_USD_PER_GB_SCANNED:g} USD/GB",
+        f" {report.prices.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD/GB",
     }
     labels = {
         "dashboard": "CloudWatch dashboard",
@@ -432,9 +433,12 @@ def render_capacity(budget: CapacityEstimate, console: Console) -> None:
         f" (nothing per heartbeat).",
         soft_wrap=True,
     )
-    table = Table(title="waiting for a permit: in place against giving the slot back (per wait)", title_justify="left")
-    for column in ("job", "wait", "from", "in place", "give back", "cheaper", "break-even"):
-        table.add_column(column, justify="right" if column in ("wait", "in place", "give back", "break-even") else None)
+    table = render_table(
+        ("job", "wait", "from", "in place", "give back", "cheaper", "break-even"),
+        right=("wait", "in place", "give back", "break-even"),
+        title="waiting for a permit: in place against giving the slot back (per wait)",
+        title_justify="left",
+    )
     for job in budget.jobs:
         even = "never (900 s)" if job.break_even_s is None else f"{job.break_even_s:g} s"
         for wait in job.waits:
@@ -451,9 +455,3 @@ def render_capacity(budget: CapacityEstimate, console: Console) -> None:
     if budget.p95_wait_s is None:
         console.print("  (no capacity-report.json with wait_s.p95: only the configured wait is priced)", soft_wrap=True)
     console.print()
-
-
-def console_for(out: TextIO) -> Console:
-    terminal = out.isatty()
-    # Off a terminal (a pipe, a file) the tables are 160 columns wide; no markup: the text is data.
-    return Console(file=out, width=None if terminal else 160, highlight=False, markup=False, soft_wrap=False)

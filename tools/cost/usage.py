@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from athena_refresh import contract
 from athena_refresh.cost import COST_ATTRIBUTE_BYTES, LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
-from slotlock.capacity import estimate_write_units, item_size_bytes
+from slotlock.capacity import READ_UNIT_BYTES, estimate_write_units, item_size_bytes
 
 # The arithmetic the stack's value-metrics warning shares (stacks may not import tools/), re-exported here.
 from stacks.value_metrics_cost import (  # noqa: F401
@@ -212,14 +212,9 @@ DEFAULT_DASHBOARD_VIEWS_PER_MONTH: Final = 600
 #: The dashboard's default time range (stacks/constructs/dashboard.py ``DEFAULT_INTERVAL``): what the "Latest runs"
 #: widget scans of the one job log group per view.
 DASHBOARD_RANGE_H: Final = 3
-#: Logs Insights: USD per GB of log data scanned (us-east-1, https://aws.amazon.com/cloudwatch/pricing/; the price
-#: table has no such price, so every region is estimated at it).
-LOGS_INSIGHTS_USD_PER_GB_SCANNED: Final = 0.005
 #: One overview render of the widget function: INIT (views are minutes apart: mostly cold) plus ceil(N / 50) and
 #: ceil(N / 100) BatchGetItem requests and the HTML.
 WIDGET_DURATION_MS: Final = 1_000.0
-#: Strongly consistent reads are 1 RRU per started 4 KB of each item.
-READ_UNIT_BYTES: Final = 4096
 
 
 def overview_read_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:

@@ -1,6 +1,7 @@
-"""What ``run`` and ``check`` share: the job folders loaded as synth loads them, where a job's local data lives,
-a table's schema (``source.columns``, the sample's declared columns, a Parquet file's), and where an identifier
-stands in ``query.sql``.
+"""What ``run``, ``check`` and ``cost`` share: the job folders loaded as synth loads them, a job's settings as the
+runtime reads them and its query run for one slot on the local engine (:func:`run_query`), where a job's local data
+lives, a table's schema (``source.columns``, the sample's declared columns, a Parquet file's), and where an
+identifier stands in ``query.sql``.
 
 ``source.columns`` (``{ carrier = "string", dep_delay = "double" }``: column name -> Glue type) is an optional
 key of a Glue ``source``, validated by :mod:`stacks.jobs` (:attr:`stacks.jobs.GlueSource.columns`).
@@ -9,6 +10,9 @@ key of a Glue ``source``, validated by :mod:`stacks.jobs` (:attr:`stacks.jobs.Gl
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, TextIO
@@ -17,6 +21,11 @@ import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
+from athena_refresh.catalog import CATALOG_FILE, catalog_document
+from athena_refresh.engine import QueryExecution, QueryResult, client_request_token
+from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
+from athena_refresh.settings import Settings
+from slotlock import Slot
 from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
 from stacks.jobs import QUERY_FILE, GlueSource, JobDefinition, SampleSource, load_jobs
 from tools.cli.selection import SelectionError, select, select_one
@@ -95,6 +104,65 @@ def load(jobs_dir: Path = JOBS_DIR, *, cdk_json: Path = CDK_JSON) -> LoadedJobs:
         if isinstance(job.source, GlueSource) and job.source.columns
     }
     return LoadedJobs(jobs=jobs, declared_columns=columns, root=root)
+
+
+# --- one slot's query on the local engine -------------------------------------------------------------------
+class LocalQueryError(Exception):
+    """The query failed on the local engine; the message is the engine's (its error message, else its state)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalRun:
+    """One slot's query as the deployed function would run it, run on DuckDB: the parameters it was bound to,
+    its execution (state, statistics: ``data_scanned_bytes`` as Athena bills them) and its rows."""
+
+    slot_iso: str
+    parameters: tuple[str, ...]
+    execution: QueryExecution
+    result: QueryResult
+
+
+def job_settings(job: JobDefinition, *, stand_in: str = "local-run") -> Settings:
+    """The runtime's settings of ``job``, from a job catalog as the stack writes it (window, data year, parameter
+    order, constants); ``stand_in`` names the tables the settings need (nothing is created).
+
+    :raises JobsError: the runtime refuses the settings (one line naming the job's ``job.toml``)."""
+    from stacks.runtime_asset import catalog_queries
+
+    with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
+        path = Path(tmp) / CATALOG_FILE
+        path.write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
+        env = job.config.wiring_environment(lock_table_name=stand_in, results_table_name=stand_in)
+        try:
+            return Settings.from_env(env, catalog_path=path)
+        except ConfigurationError as exc:
+            raise JobsError([f"{job_file(job, 'job.toml')}: {exc}"]) from exc
+
+
+def run_query(
+    job: JobDefinition, settings: Settings, slot: dt.datetime, *, data_dir: Path, stand_in: str = "local-run"
+) -> LocalRun:
+    """Run ``job``'s prepared query for ``slot`` on :class:`local.emulators.duckdb_engine.DuckDBQueryEngine` (a
+    temporary state directory) with the parameters the runtime would pass (:meth:`Settings.execution_parameters`)
+    and the client request token of the slot's first generation (``stand_in`` its deployment).
+
+    :raises LocalQueryError: the query did not succeed, or its rows cannot be read."""
+    from local.emulators.duckdb_engine import DuckDBQueryEngine
+
+    parameters = settings.execution_parameters(slot)
+    slot_iso = Slot(int(slot.timestamp())).iso
+    token = client_request_token(job.job_name, slot_iso, 1, deployment_id=stand_in)
+    with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
+        try:
+            with DuckDBQueryEngine(data_dir=data_dir, state_dir=Path(tmp)) as engine:
+                query_id = engine.start_query(sql=settings.query_sql, parameters=parameters, client_request_token=token)
+                execution = engine.get_query(query_id)
+                if execution.state != "SUCCEEDED":
+                    raise LocalQueryError((execution.error.error_message if execution.error else "") or execution.state)
+                result = engine.get_results(query_id)
+        except (QueryEngineError, ResultTypeError) as exc:
+            raise LocalQueryError(str(exc)) from exc
+    return LocalRun(slot_iso, tuple(parameters), execution, result)
 
 
 # --- where things are ----------------------------------------------------------------------------------------

@@ -28,21 +28,15 @@ on stderr); 2 bad arguments, an invalid job folder (each problem on its own line
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
-import json
 import math
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from athena_refresh.catalog import CATALOG_FILE, catalog_document
 from athena_refresh.cost import TB, PriceTableError, athena_billed_bytes, load_prices
-from athena_refresh.engine import QueryResult, client_request_token
-from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
+from athena_refresh.engine import QueryResult
 from athena_refresh.settings import Settings
-from slotlock import Slot
 from slotlock.schedule import CronError, latest_firings
 from stacks.jobs import JobDefinition
 from tools.cli.exit_status import ExitStatus
@@ -87,25 +81,13 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except PriceTableError as exc:
         err.write(f"{exc}\n")
         return EXIT_USAGE
-    parameters = settings.execution_parameters(slot)
-    slot_iso = Slot(int(slot.timestamp())).iso
-    token = client_request_token(job.job_name, slot_iso, 1, deployment_id=STAND_IN)
-    from local.emulators.duckdb_engine import DuckDBQueryEngine
-
-    with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
-        try:
-            with DuckDBQueryEngine(data_dir=data_dir, state_dir=Path(tmp)) as engine:
-                query_id = engine.start_query(sql=settings.query_sql, parameters=parameters, client_request_token=token)
-                execution = engine.get_query(query_id)
-                if execution.state != "SUCCEEDED":
-                    message = execution.error.error_message if execution.error else execution.state
-                    err.write(failure_line(job, message or execution.state) + "\n")
-                    return EXIT_FAILED
-                result = engine.get_results(query_id)
-        except (QueryEngineError, ResultTypeError) as exc:
-            err.write(failure_line(job, str(exc)) + "\n")
-            return EXIT_FAILED
-    scanned = execution.statistics.data_scanned_bytes
+    try:
+        run = common.run_query(job, settings, slot, data_dir=data_dir, stand_in=STAND_IN)
+    except common.LocalQueryError as exc:
+        err.write(failure_line(job, str(exc)) + "\n")
+        return EXIT_FAILED
+    slot_iso, parameters, result = run.slot_iso, run.parameters, run.result
+    scanned = run.execution.statistics.data_scanned_bytes
     billed = athena_billed_bytes(scanned, min_mb=prices.athena_min_mb_per_query)
     cost = billed / TB * prices.athena_usd_per_tb_scanned
     start, end = settings.window(slot)
@@ -114,6 +96,8 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f" {len(result.rows)} row(s), {scanned:,} bytes scanned, estimated Athena cost ${cost:.6f}"
         f" ({billed / 2**20:,.0f} MB billed at ${prices.athena_usd_per_tb_scanned:g}/TB, {prices.region}; estimate)"
     )
+    from tools.cli import render
+
     if args.format == "json":
         document = {
             "job": job.job_name,
@@ -127,11 +111,10 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "estimate": f"Athena: {billed} bytes billed (rounded up to the MB, 10 MB minimum) at"
             f" ${prices.athena_usd_per_tb_scanned:g} per TB ({prices.region}, prices of {prices.retrieved})",
         }
-        out.write(json.dumps(document, indent=2) + "\n")
+        render.print_json(out, document, ensure_ascii=True)
     elif args.format == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow([c.name for c in result.columns])
-        writer.writerows([[_csv_value(row[c.name]) for c in result.columns] for row in result.rows])
+        rows = ([_csv_value(row[c.name]) for c in result.columns] for row in result.rows)
+        out.write(render.csv_text([c.name for c in result.columns], rows, lineterminator="\n"))
         err.write(summary + "\n")
     else:
         print_table(result, out)
@@ -157,18 +140,8 @@ def latest_slot(job: JobDefinition, now: dt.datetime) -> dt.datetime:
 
 
 def job_settings(job: JobDefinition) -> Settings:
-    """The runtime's settings of ``job``, from a job catalog as the stack writes it (window, data year, parameter
-    order, constants)."""
-    from stacks.runtime_asset import catalog_queries
-
-    with tempfile.TemporaryDirectory(prefix="jobs-run-") as tmp:
-        path = Path(tmp) / CATALOG_FILE
-        path.write_text(json.dumps(catalog_document(catalog_queries([job]))), encoding="utf-8")
-        env = job.config.wiring_environment(lock_table_name=STAND_IN, results_table_name=STAND_IN)
-        try:
-            return Settings.from_env(env, catalog_path=path)
-        except ConfigurationError as exc:
-            raise common.JobsError([f"{common.job_file(job, 'job.toml')}: {exc}"]) from exc
+    """The runtime's settings of ``job`` (:func:`tools.jobs.common.job_settings`)."""
+    return common.job_settings(job, stand_in=STAND_IN)
 
 
 # --- the engine's error, mapped onto query.sql ---------------------------------------------------------------------
@@ -212,24 +185,21 @@ def _read(job: JobDefinition) -> str:
 
 
 # --- output ----------------------------------------------------------------------------------------------------
-def print_table(result: QueryResult, out: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
+_NUMERIC_TYPES = ("tinyint", "smallint", "integer", "bigint", "double", "real")
 
-    table = Table(show_lines=False)
-    for column in result.columns:
-        numeric = column.type in (
-            "tinyint",
-            "smallint",
-            "integer",
-            "bigint",
-            "double",
-            "real",
-        ) or column.type.startswith("decimal")
-        table.add_column(f"{column.name}\n{column.type}", justify="right" if numeric else "left")
-    for row in result.rows:
-        table.add_row(*(_csv_value(row[c.name]) for c in result.columns))
-    Console(file=out, width=200, highlight=False, soft_wrap=False).print(table)
+
+def print_table(result: QueryResult, out: TextIO) -> None:
+    """The rows as a table: each column headed by its name and type, numbers right-justified."""
+    headers = [f"{c.name}\n{c.type}" for c in result.columns]
+    numeric = {
+        h
+        for h, c in zip(headers, result.columns, strict=True)
+        if c.type in _NUMERIC_TYPES or c.type.startswith("decimal")
+    }
+    rows = ([_csv_value(row[c.name]) for c in result.columns] for row in result.rows)
+    from tools.cli import render  # rich only when a table is printed
+
+    render.console_for(out, width=200).print(render.table(headers, rows, right=numeric))
 
 
 def _csv_value(value: Any) -> str:

@@ -97,14 +97,12 @@ def _text(value: Any) -> str:
 
 
 def _print_tables(jobs: tuple[JobDefinition, ...], out: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from tools.cli import render  # rich only when a table is printed
 
-    console = Console(file=out, width=160, highlight=False, soft_wrap=False)
+    console = render.console_for(out)
     for job in jobs:
-        table = Table(title=f"{job.job_name} ({job.folder.name}/job.toml)", title_justify="left")
-        for column in ("key", "value", "origin", "why"):
-            table.add_column(column, overflow="fold")
-        for setting in job.settings:
-            table.add_row(setting.key, _text(setting.value), setting.origin, setting.why)
-        console.print(table)
+        rows = ((s.key, _text(s.value), s.origin, s.why) for s in job.settings)
+        title = f"{job.job_name} ({job.folder.name}/job.toml)"
+        console.print(
+            render.table(("key", "value", "origin", "why"), rows, fold=True, title=title, title_justify="left")
+        )

@@ -1,7 +1,6 @@
 """``python -m tools.ops``."""
 
-import sys
-
+from tools.cli.program import exit_with
 from tools.ops.cli import main
 
-sys.exit(main())
+exit_with(main)

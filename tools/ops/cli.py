@@ -29,11 +29,21 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.prompt import Confirm
 
-from slotlock import InvalidEventError, LeaseHeldError, Slot, SlotLockError
+from slotlock import LeaseHeldError, SlotLockError
 from slotlock.history import STATUSES
-from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe, one_line
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, one_line
+from tools.cli.params import add_deployment_arguments, slot_time
 from tools.cli.program import prog
-from tools.cli.selection import SELECT_HELP, SelectionError, add_select_argument, patterns, select, select_one
+from tools.cli.render import console_for
+from tools.cli.selection import (
+    SELECT_HELP,
+    SelectionError,
+    add_select_argument,
+    patterns,
+    plain_name,
+    select,
+    select_one,
+)
 from tools.ops.operator import (
     BackfillSelection,
     Deployment,
@@ -46,45 +56,7 @@ from tools.ops.operator import (
 from tools.ops.render import render_history, render_results, render_status
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs, registry_path
 
-DEFAULT_STACK = "ScheduledAthenaRefresh"
 DEFAULT_WAIT_S = 900.0
-
-
-def _slot(text: str) -> Slot:
-    try:
-        return Slot.parse(text if ("Z" in text or "+" in text[10:]) else f"{text}Z", field="time")
-    except InvalidEventError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an ISO 8601 time such as 2026-11-22T00:30:00Z") from exc
-
-
-def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool = True, defaults: bool = True) -> None:
-    """The options that name a deployment: ``--stack``, ``--region``, ``--lock-table``, ``--results-table``,
-    (``functions``) ``--function`` and ``--endpoint-url``. Shared with ``python -m tools.results``;
-    ``defaults=False`` leaves an option out of the namespace unless given (for a subcommand's copy of options
-    that the main parser also takes)."""
-
-    def default(value: Any) -> Any:
-        return value if defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--stack",
-        default=default(DEFAULT_STACK),
-        help=f"the deployment's shared stack (default {DEFAULT_STACK}); its job registry lists the jobs",
-    )
-    parser.add_argument("--region", default=default(None), help="AWS region (default: the environment's)")
-    parser.add_argument("--lock-table", default=default(None), help="the lock table (instead of the stack's output)")
-    parser.add_argument(
-        "--results-table", default=default(None), help="the results table (instead of the stack's output)"
-    )
-    if functions:
-        parser.add_argument(
-            "--function",
-            action="append",
-            default=default([]),
-            metavar="JOB=NAME",
-            help="a job's function (instead of its job registry entry's)",
-        )
-    parser.add_argument("--endpoint-url", default=default(None), help="DynamoDB endpoint (e.g. DynamoDB Local)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("history", "every generation of the job's slots, newest first (Query on the history index)")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--since", type=_slot, help="only slots at or after this time")
+    p.add_argument("--since", type=slot_time, help="only slots at or after this time")
     p.add_argument("--limit", type=int, default=50, help="at most this many records (default 50)")
     p.add_argument("--status", choices=STATUSES, help="only records of this status")
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
@@ -141,22 +113,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("run", "run the current slot like any racer, or (--slot) a new generation of a past slot")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--slot", type=_slot, help="a past slot: a new generation through the manual path")
+    p.add_argument("--slot", type=slot_time, help="a past slot: a new generation through the manual path")
     p.add_argument("--reason", default="operator run", help="why (audited)")
     changes(p)
     waits(p)
 
     p = command("rerun", "a new generation of a finished, failed or missed slot")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--slot", type=_slot, required=True)
+    p.add_argument("--slot", type=slot_time, required=True)
     p.add_argument("--reason", required=True, help="why (audited on the generation's history item)")
     changes(p)
     waits(p)
 
     p = command("backfill", "the range's slots, one at a time, through the manual path (resumable)")
     add_select_argument(p, required=True, one=True)
-    p.add_argument("--from", dest="start", type=_slot, required=True, help="first slot time")
-    p.add_argument("--to", dest="end", type=_slot, required=True, help="last slot time")
+    p.add_argument("--from", dest="start", type=slot_time, required=True, help="first slot time")
+    p.add_argument("--to", dest="end", type=slot_time, required=True, help="last slot time")
     p.add_argument("--only", choices=("missed", "failed", "all"), default="missed", help="which slots (default missed)")
     p.add_argument("--reason", default="backfill", help="why (audited on each generation)")
     p.add_argument("--run-id", help="this backfill's id (default: derived from its arguments, so reruns resume)")
@@ -186,16 +158,7 @@ def resolve_deployment(
         if not sep or not name or not function:
             raise OpsError(f"--function {spec!r}: expected JOB=FUNCTION_NAME")
         functions[name] = function
-    lock_table, results_table = args.lock_table, args.results_table
-    outputs: dict[str, str] = {}
-    if not (lock_table and results_table):
-        outputs = read_stack_outputs(
-            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
-        )
-        lock_table = lock_table or outputs.get("LockTableName")
-        results_table = results_table or outputs.get("ResultsTableName")
-        if not lock_table or not results_table:
-            raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
+    lock_table, results_table, outputs = deployment_tables(args, cloudformation)
     path = job_registry_path(args, outputs)
     if ssm is None:
         raise OpsError(f"no SSM client to read the job registry {path} with")
@@ -215,11 +178,31 @@ def resolve_deployment(
     return Deployment(lock_table, results_table, targets)
 
 
+def deployment_tables(
+    args: argparse.Namespace, cloudformation: Callable[[], Any] | None
+) -> tuple[str, str, dict[str, str]]:
+    """The lock and results tables (``--lock-table``/``--results-table``, else the stack's outputs) and the stack's
+    outputs when they were read (``{}`` when the flags name both tables). Shared with ``tools.results``.
+
+    :raises OpsError: the stack cannot be read, or lacks a table's output."""
+    lock_table, results_table = args.lock_table, args.results_table
+    outputs: dict[str, str] = {}
+    if not (lock_table and results_table):
+        outputs = read_stack_outputs(
+            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
+        )
+        lock_table = lock_table or outputs.get("LockTableName")
+        results_table = results_table or outputs.get("ResultsTableName")
+        if not lock_table or not results_table:
+            raise OpsError(f"stack {args.stack} has no LockTableName/ResultsTableName output")
+    return lock_table, results_table, outputs
+
+
 def _selected_entries(args: argparse.Namespace, ssm: Any, path: str) -> tuple[dict[str, JobRegistryEntry], str | None]:
     """The registry entries to read for ``-s/--select`` (:mod:`tools.cli.selection`), and the one plain name when the
     selection is one (``GetParameter``: its own "no job" answer); any other selection reads every entry
     (``GetParametersByPath``) and :func:`selected_jobs` chooses."""
-    single = _plain_name(patterns(_select_values(args)))
+    single = plain_name(patterns(_select_values(args)))
     return read_registry(ssm, path, single), single
 
 
@@ -230,17 +213,13 @@ def _select_values(args: argparse.Namespace) -> list[str]:
     return list(values)
 
 
-def _plain_name(wanted: tuple[str, ...]) -> str | None:
-    return wanted[0] if len(wanted) == 1 and not any(c in wanted[0] for c in "*?[") else None
-
-
 def selected_jobs(args: argparse.Namespace, deployment: Deployment) -> str | tuple[str, ...] | None:
     """The job the command acts on, from ``-s/--select`` against the deployment's jobs: one name; for ``status``
     also the names a selection of several chooses, or ``None`` (every job).
 
     :raises OpsError: a pattern matches no job; a one-job command's selection matches several."""
     wanted = patterns(_select_values(args))
-    single = _plain_name(wanted)
+    single = plain_name(wanted)
     if not wanted or single is not None:
         return single
     names = sorted(deployment.jobs)
@@ -411,24 +390,22 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     and credentials lazily, at the first client or request (see :mod:`tools.aws_errors` for why botocore's
     errors are caught as a whole and nothing else is)."""
     import boto3
-    from botocore.config import Config
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console(file=out or sys.stdout)
-    config = Config(retries={"mode": "standard"})
+    console = console_for(out or sys.stdout)
     try:
         session = boto3.session.Session(region_name=args.region)
         deployment = resolve_deployment(
             args,
-            lambda: session.client("cloudformation", config=config),
-            lambda: session.client("ssm", config=config),
+            lambda: client(session, "cloudformation"),
+            lambda: client(session, "ssm"),
         )
         operator = Operator(
             deployment,
-            dynamodb=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),
-            invoker=LambdaInvoker(session.client("lambda", config=config)),
-            identity=lambda: str(session.client("sts", config=config).get_caller_identity()["Arn"]),
+            dynamodb=client(session, "dynamodb", endpoint_url=args.endpoint_url),
+            invoker=LambdaInvoker(client(session, "lambda")),
+            identity=lambda: str(client(session, "sts").get_caller_identity()["Arn"]),
         )
         return run_command(args, operator, console)
     except OpsError as exc:

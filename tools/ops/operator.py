@@ -210,16 +210,18 @@ class Operator:
         target = self.deployment.job(job)
         if slot.epoch_ms > self.clock_ms():
             raise OpsError(f"slot {slot.iso} is in the future: a manual run is for a past or the current slot")
-        try:
-            firings = firings_between(
-                target.schedule_expression, target.schedule_timezone, slot.datetime, slot.datetime
-            )
-        except CronError as exc:
-            raise OpsError(f"job {job}: {exc}") from exc
-        if not firings:
+        if not self.firings(job, slot, slot):
             raise OpsError(
                 f"{slot.iso} is not a slot of {job} ({target.schedule_expression} in {target.schedule_timezone})"
             )
+
+    def firings(self, job: str, start: Slot, end: Slot) -> list[dt.datetime]:
+        """The job's schedule firings from ``start`` to ``end`` (both included). :raises OpsError: a bad cron."""
+        target = self.deployment.job(job)
+        try:
+            return firings_between(target.schedule_expression, target.schedule_timezone, start.datetime, end.datetime)
+        except CronError as exc:
+            raise OpsError(f"job {job}: {exc}") from exc
 
     # --- read -----------------------------------------------------------------------------------------
     def status(self, job: str | Sequence[str] | None = None) -> list[JobStatus]:
@@ -325,15 +327,10 @@ class Operator:
         self, job: str, start: Slot, end: Slot, *, only: BackfillSelection, run_id: str | None = None
     ) -> BackfillPlan:
         """The slots of ``[start, end]`` (schedule firings) that a backfill runs, resumes or skips."""
-        target = self.deployment.job(job)
+        self.deployment.job(job)
         if end.epoch_ms > self.clock_ms():
             raise OpsError(f"--to {end.iso} is in the future: a backfill ends at a past slot")
-        try:
-            firings = firings_between(
-                target.schedule_expression, target.schedule_timezone, start.datetime, end.datetime
-            )
-        except CronError as exc:
-            raise OpsError(f"job {job}: {exc}") from exc
+        firings = self.firings(job, start, end)
         plan = BackfillPlan(job, run_id or backfill_run_id(job, start, end, only))
         ctx = self.lock(job).context
         for firing in firings:

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from athena_refresh.cost import format_usd
+from tools.cli.render import add_row, table
 from tools.ops.operator import Operator
 from tools.ops.views import RunResult, capacity_wait
 
@@ -51,10 +51,8 @@ def render_status(console: Console, operator: Operator, job: str | Sequence[str]
     if as_json:
         console.print_json(json.dumps([s.as_dict() for s in statuses]))
         return
-    table = Table(title="status", show_lines=True)
     columns = ("job", "holder", "token", "lease", "manual run", "last finished", "last success", "paused")
-    for column in (*columns, "capacity wait"):
-        table.add_column(column)
+    rendered = table((*columns, "capacity wait"), title="status", show_lines=True)
     for status in statuses:
         d = status.as_dict()
         holder = d["holder"]
@@ -77,7 +75,8 @@ def render_status(console: Console, operator: Operator, job: str | Sequence[str]
             paused = (
                 f"yes, by {audit.get('paused_by')} at {_ms(audit.get('paused_at_ms'))}: {audit.get('pause_reason')}"
             )
-        table.add_row(
+        add_row(
+            rendered,
             status.job,
             f"{holder['owner_id'] or '-'}" + (f" (slot {holder['slot']})" if holder["locked"] else ""),
             str(holder["fencing_token"]),
@@ -88,7 +87,7 @@ def render_status(console: Console, operator: Operator, job: str | Sequence[str]
             paused,
             f"slot {d['capacity']['slot']}: {wait_text(d['capacity'])}" if d["capacity"] else "-",
         )
-    console.print(table)
+    console.print(rendered)
 
 
 def render_history(console: Console, operator: Operator, args: argparse.Namespace) -> None:
@@ -97,14 +96,13 @@ def render_history(console: Console, operator: Operator, args: argparse.Namespac
         for record in records:
             console.print_json(json.dumps({**record.as_dict(), "capacity": capacity_wait(record)}))
         return
-    table = Table(title=f"history of {args.job} (newest first)")
     columns = ("slot", "gen", "status", "reason", "token", "owner / requested by", "query", "duration", "rows")
-    for column in (*columns, "capacity wait", "est. cost"):
-        table.add_column(column)
+    rendered = table((*columns, "capacity wait", "est. cost"), title=f"history of {args.job} (newest first)")
     for record in records:
         summary, state = record.summary, record.state
         query = summary.get("query_execution_id") or state.get("query_execution_id") or "-"
-        table.add_row(
+        add_row(
+            rendered,
             record.slot.iso,
             str(record.generation),
             record.status,
@@ -117,13 +115,11 @@ def render_history(console: Console, operator: Operator, args: argparse.Namespac
             wait_text(capacity_wait(record)),
             format_usd(cost.get("estimated_cost_usd")) if isinstance(cost := summary.get("cost"), dict) else "-",
         )
-    console.print(table)
+    console.print(rendered)
 
 
 def render_results(console: Console, title: str, results: Sequence[RunResult]) -> None:
-    table = Table(title=title)
-    for column in ("slot", "gen", "status", "token", "query", "note"):
-        table.add_column(column)
+    rendered = table(("slot", "gen", "status", "token", "query", "note"), title=title)
     for result in results:
         record = result.record
         query = (record.summary.get("query_execution_id") if record else None) or "-"
@@ -132,7 +128,8 @@ def render_results(console: Console, title: str, results: Sequence[RunResult]) -
             note = f"still {result.status} after {result.elapsed_s:.0f} s"
         if record is not None and record.reason:
             note = f"{note} {record.reason}".strip()
-        table.add_row(
+        add_row(
+            rendered,
             result.slot.iso,
             str(result.generation),
             result.status,
@@ -140,7 +137,7 @@ def render_results(console: Console, title: str, results: Sequence[RunResult]) -
             str(query),
             note,
         )
-    console.print(table)
+    console.print(rendered)
 
 
 __all__ = ["render_history", "render_results", "render_status", "wait_text"]

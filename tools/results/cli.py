@@ -24,7 +24,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from results_api.api import SLOT_COLUMNS
@@ -32,9 +32,11 @@ from results_api.errors import ResultsApiError
 from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
 from results_api.responses import result_document, to_csv
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
-from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, describe
+from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, error_line
+from tools.cli.params import add_deployment_arguments, add_profile_argument, positive_int
 from tools.cli.program import prog
-from tools.ops.cli import add_deployment_arguments, job_registry_path, read_registry, read_stack_outputs
+from tools.cli.render import console_for, print_json
+from tools.ops.cli import deployment_tables, job_registry_path, read_registry, read_stack_outputs
 from tools.ops.operator import OpsError
 from tools.registry import JobRegistryEntry
 from tools.results.client import (
@@ -47,13 +49,7 @@ from tools.results.client import (
     problem_line,
     region_from_url,
 )
-from tools.results.render import (
-    console_for,
-    print_json,
-    render_history,
-    render_jobs,
-    render_result,
-)
+from tools.results.render import render_history, render_jobs, render_result
 
 FORMATS = ("table", "json", "csv")
 #: ``--api`` without a URL: the stack's ``ReadApiUrl`` output.
@@ -94,18 +90,8 @@ EXAMPLES = {
 # --- arguments ---------------------------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
 def _page_limit(text: str) -> int:
-    value = _positive(text)
+    value = positive_int(text)
     if value > MAX_PAGE_LIMIT:
         raise argparse.ArgumentTypeError(f"{value} is above {MAX_PAGE_LIMIT}")
     return value
@@ -113,11 +99,7 @@ def _page_limit(text: str) -> int:
 
 def _session_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     add_deployment_arguments(parser, functions=False, defaults=defaults)
-    parser.add_argument(
-        "--profile",
-        default=None if defaults else argparse.SUPPRESS,
-        help="AWS profile of the credentials (default: the environment's)",
-    )
+    add_profile_argument(parser, defaults=defaults)
 
 
 #: The read commands name one job, by its exact name (the read API answers one job per request).
@@ -172,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("slot", "one slot's result (default: its newest committed generation)")
     p.add_argument("-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB)
     p.add_argument("--slot", required=True, help="the slot, ISO 8601 (2026-11-22T00:30:00Z)")
-    p.add_argument("--generation", type=_positive, help="the generation (1: the live run; default: the newest)")
+    p.add_argument("--generation", type=positive_int, help="the generation (1: the live run; default: the newest)")
     p = command("history", "every generation of the job's slots, newest first, page by page")
     p.add_argument("-s", "--select", "--job", dest="job", metavar="JOB", required=True, help=ONE_JOB)
     p.add_argument("--from", dest="since", metavar="ISO", help="earliest slot, ISO 8601")
@@ -186,34 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
         " applies after it, so a page may be short)",
     )
     pages = p.add_mutually_exclusive_group()
-    pages.add_argument("--pages", type=_positive, default=1, help="read this many pages (default 1)")
+    pages.add_argument("--pages", type=positive_int, default=1, help="read this many pages (default 1)")
     pages.add_argument("--all", action="store_true", help=f"read every page (at most {MAX_PAGES})")
     p.add_argument("--next-token", help="continue after the page that gave this token")
     return parser
 
 
 # --- where the results come from ---------------------------------------------------------------------------
-
-
-class Source(Protocol):
-    """The reads, from the tables (:class:`DirectSource`) or the API (:class:`tools.results.client.ApiClient`):
-    JSON documents as the API answers them, or CSV text where the API answers ``Accept: text/csv`` with it."""
-
-    def jobs(self, *, csv: bool = False) -> Any: ...
-
-    def result(self, job: str, slot: str | None = None, generation: int | None = None, *, csv: bool = False) -> Any: ...
-
-    def slots(
-        self,
-        job: str,
-        *,
-        since: str | None = None,
-        until: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-        next_token: str | None = None,
-        csv: bool = False,
-    ) -> tuple[Any, str | None]: ...
 
 
 class DirectSource:
@@ -274,12 +235,16 @@ class DirectSource:
         return page, view.next_token
 
 
+#: The reads, from the tables (:class:`DirectSource`) or the API (:class:`tools.results.client.ApiClient`), with one
+#: interface: JSON documents as the API answers them, or CSV text where the API answers ``Accept: text/csv`` with it.
+Source = DirectSource | ApiClient
+
+
 def open_source(args: argparse.Namespace, session: Any) -> Source:
     """The API client (``--api``) or the direct reader, with the deployment resolved as ``tools.ops`` does."""
-    from botocore.config import Config
 
     def cloudformation() -> Any:
-        return session.client("cloudformation", config=Config(retries={"mode": "standard"}))
+        return client(session, "cloudformation")
 
     if args.api is not None:
         url = args.api
@@ -295,27 +260,18 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
             raise ReadError("no AWS credentials to sign with (set AWS_PROFILE or pass --profile)", EXIT_USAGE)
         return ApiClient(url, credentials=credentials, region=region, timeout_s=args.timeout_s)
 
-    outputs: dict[str, str] = {}
-    if not (args.lock_table and args.results_table):
-        outputs = read_stack_outputs(
-            args, cloudformation, missing="name --lock-table and --results-table, or let --stack be read"
-        )
+    lock_table, results_table, outputs = deployment_tables(args, cloudformation)  # as tools.ops resolves them
     if session.get_credentials() is None:  # else every table read fails later as "could not read" (exit 3)
         from botocore.exceptions import NoCredentialsError
 
         raise NoCredentialsError()
-    lock_table = args.lock_table or outputs.get("LockTableName")
-    results_table = args.results_table or outputs.get("ResultsTableName")
-    if not lock_table or not results_table:
-        raise ReadError(f"stack {args.stack} has no LockTableName/ResultsTableName output", EXIT_REFUSED)
-    config = Config(retries={"mode": "standard"})
-    catalog = registry_catalog(read_registry(session.client("ssm", config=config), job_registry_path(args, outputs)))
+    catalog = registry_catalog(read_registry(client(session, "ssm"), job_registry_path(args, outputs)))
     reader = ResultsReader(
         lock_table,
         results_table,
         catalog,
-        dynamodb_client=session.client("dynamodb", config=config, endpoint_url=args.endpoint_url),
-        s3_client=session.client("s3", config=Config(retries={"mode": "standard"}, signature_version="s3v4")),
+        dynamodb_client=client(session, "dynamodb", endpoint_url=args.endpoint_url),
+        s3_client=client(session, "s3", signature_version="s3v4"),
     )
     return DirectSource(reader)
 
@@ -344,7 +300,7 @@ def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_
         elif args.format == "json":
             print_json(out, document)
         else:
-            render_jobs(console_for(out), document, now_s)
+            render_jobs(_console(out), document, now_s)
         return 0
     if args.command in ("latest", "slot"):
         slot = args.slot if args.command == "slot" else None
@@ -357,7 +313,7 @@ def run(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO, now_
         elif args.format == "json":
             print_json(out, result)
         else:
-            render_result(console_for(out), result, now_s)
+            render_result(_console(out), result, now_s)
         return 0
     return _history(args, source, out, err)
 
@@ -397,13 +353,18 @@ def _history(args: argparse.Namespace, source: Source, out: TextIO, err: TextIO)
         document["slots"], document["next_token"] = entries, token
         print_json(out, document)
     else:
-        render_history(console_for(out), args.job, entries)
+        render_history(_console(out), args.job, entries)
     if token is not None:
         if args.all:
             err.write(f"stopped after {MAX_PAGES} pages (the --all cap); continue with --next-token {token}\n")
         else:
             err.write(f"more history: continue with --next-token {token} (or --pages N, --all)\n")
     return 0
+
+
+def _console(out: TextIO) -> Any:
+    # Off a terminal nothing wraps or truncates (a pager, a file): the table is as wide as its data.
+    return console_for(out, width=100_000, soft_wrap=True)
 
 
 def main(
@@ -427,16 +388,16 @@ def main(
         source = open_source(args, session)
         return run(args, source, out, err)
     except ReadError as exc:
-        err.write(f"error: {exc.message}\n")
+        error_line(err, exc.message)
         return exc.exit_status
     except OpsError as exc:
-        err.write(f"error: {exc}\n")
+        error_line(err, exc)
         return EXIT_REFUSED
     except CONFIGURATION_ERRORS as exc:  # no region, no credentials, an unknown profile (tools.aws_errors)
-        err.write(f"error: {describe(exc, profile_option='--profile')}\n")
+        error_line(err, describe(exc, profile_option="--profile"))
         return EXIT_USAGE
     except AWS_ERRORS as exc:  # the endpoint, the network, an AWS refusal
-        err.write(f"error: {describe(exc)}\n")
+        error_line(err, describe(exc))
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         err.write("interrupted\n")

@@ -1,53 +1,25 @@
-"""How ``python -m tools.results`` prints: ``rich`` tables of a result, the jobs and a history page, aligned
-(text left, numbers right), with every value made printable so data never drives the terminal; JSON output.
-"""
+"""How ``python -m tools.results`` prints its tables: a result, the jobs and a history page, aligned (text left,
+numbers right), through the one renderer (:mod:`tools.cli.render`: every value printable and never markup, so data
+never drives the terminal; JSON and CSV output too)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import unicodedata
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from athena_refresh.cost import format_usd
+from tools.cli.render import add_row, data_cell, printable, table
 
 _NUMERIC_TYPES = ("tinyint", "smallint", "integer", "int", "bigint", "real", "double", "float", "decimal")
-_BIDI_CONTROLS = set(range(0x202A, 0x202F)) | set(range(0x2066, 0x206A))
-
-
-def printable(value: str) -> str:
-    """``value`` with control characters (ANSI escapes among them) and bidi overrides made visible, so data
-    never drives the terminal."""
-    if value.isprintable():
-        return value
-    out = []
-    for char in value:
-        if unicodedata.category(char) == "Cc" or ord(char) in _BIDI_CONTROLS:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def cell(value: Any) -> Text:
-    """A table cell: NULL dimmed, booleans and nested values as JSON text, never markup."""
-    if value is None:
-        return Text("NULL", style="dim")
-    if isinstance(value, bool):
-        return Text("true" if value else "false")
-    if isinstance(value, (dict, list)):
-        return Text(printable(json.dumps(value, separators=(",", ":"), ensure_ascii=False)))
-    return Text(printable(str(value)))
 
 
 def meta(value: Any) -> Text:
     """A cell of the jobs and history tables: ``-`` for nothing."""
-    return Text("-") if value is None or value == "" else cell(value)
+    return Text("-") if value is None or value == "" else data_cell(value)
 
 
 def is_numeric(column: dict[str, Any], rows: Sequence[dict[str, Any]]) -> bool:
@@ -96,29 +68,17 @@ def render_result(console: Console, document: dict[str, Any], now_s: float) -> N
     console.print(header)
     rows: list[dict[str, Any]] = document.get("rows") or []
     columns: list[dict[str, Any]] = document.get("columns") or []
-    table = Table(caption=f"{len(rows)} row(s)", caption_justify="left")
-    for column in columns:
-        name = printable(str(column.get("name")))
-        table.add_column(name, justify="right" if is_numeric(column, rows) else "left", overflow="fold")
+    names = [printable(str(column.get("name"))) for column in columns]
+    right = [name for name, column in zip(names, columns, strict=True) if is_numeric(column, rows)]
+    rendered = table(names, right=right, fold=True, caption=f"{len(rows)} row(s)", caption_justify="left")
     for row in rows:
-        table.add_row(*(cell(row.get(column["name"])) for column in columns))
-    console.print(table)
+        add_row(rendered, *(data_cell(row.get(column["name"])) for column in columns))
+    console.print(rendered)
 
 
 def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> None:
-    table = Table(title="jobs")
-    for name, justify in (
-        ("job", "left"),
-        ("schedule", "left"),
-        ("lease", "left"),
-        ("paused", "left"),
-        ("latest slot", "left"),
-        ("gen", "right"),
-        ("token", "right"),
-        ("committed", "left"),
-        ("last success", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns = ("job", "schedule", "lease", "paused", "latest slot", "gen", "token", "committed", "last success")
+    rendered = table(columns, right=("gen", "token"), title="jobs")
     for job in document.get("jobs", []):
         schedule = job.get("schedule") or {}
         lease, latest, success = job.get("lease") or {}, job.get("latest") or {}, job.get("last_success") or {}
@@ -132,7 +92,7 @@ def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> Non
         paused = "no"
         if job.get("paused"):
             paused = f"yes, through {job.get('paused_through_slot') or '-'}"
-        table.add_row(
+        rendered.add_row(
             meta(job.get("job")),
             meta(
                 f"{schedule.get('expression')} {schedule.get('timezone')} x{schedule.get('racers')}"
@@ -149,31 +109,22 @@ def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> Non
             else meta("-"),
             meta(f"{success.get('slot')} ({age(success.get('at_ms'), now_s)})" if success.get("slot") else "-"),
         )
-    console.print(table)
+    console.print(rendered)
 
 
 def render_history(console: Console, job: str, entries: list[dict[str, Any]]) -> None:
-    table = Table(title=f"history of {printable(job)} (newest first)", caption=f"{len(entries)} generation(s)")
-    for name, justify in (
-        ("slot", "left"),
-        ("gen", "right"),
-        ("status", "left"),
-        ("reason / error", "left"),
-        ("token", "right"),
-        ("owner / requested by", "left"),
-        ("query", "left"),
-        ("started", "left"),
-        ("duration s", "right"),
-        ("scanned bytes", "right"),
-        ("rows", "right"),
-        ("est. cost USD", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns = ("slot", "gen", "status", "reason / error", "token", "owner / requested by", "query", "started")
+    rendered = table(
+        (*columns, "duration s", "scanned bytes", "rows", "est. cost USD"),
+        right=("gen", "token", "duration s", "scanned bytes", "rows", "est. cost USD"),
+        title=f"history of {printable(job)} (newest first)",
+        caption=f"{len(entries)} generation(s)",
+    )
     for entry in entries:
         duration = entry.get("duration_ms")
         error: dict[str, Any] = entry["error"] if isinstance(entry.get("error"), dict) else {}
         reason = entry.get("reason") or error.get("type") or ("corrupt" if entry.get("corrupt") else None)
-        table.add_row(
+        rendered.add_row(
             meta(entry.get("slot")),
             meta(entry.get("generation")),
             meta(entry.get("status")),
@@ -187,17 +138,4 @@ def render_history(console: Console, job: str, entries: list[dict[str, Any]]) ->
             meta(entry.get("row_count")),
             meta(format_usd(entry.get("estimated_cost_usd")) if entry.get("estimated_cost_usd") is not None else None),
         )
-    console.print(table)
-
-
-# --- the commands ------------------------------------------------------------------------------------------
-
-
-def print_json(out: TextIO, document: Any) -> None:
-    out.write(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-
-
-def console_for(out: TextIO) -> Console:
-    terminal = out.isatty()
-    # Off a terminal nothing wraps or truncates (a pager, a file): the table is as wide as its data.
-    return Console(file=out, width=None if terminal else 100_000, highlight=False, soft_wrap=not terminal)
+    console.print(rendered)
