@@ -124,7 +124,7 @@ ALL_ENV_VARS: Final = STACK_ENV_VARS + LOCAL_ENV_VARS
 
 # --- Bounds of the numeric settings ----------------------------------------------------------------
 # Inclusive [MIN_<VARIABLE>, MAX_<VARIABLE>] of each numeric environment variable above, in its unit.
-# ``Settings.from_env`` refuses a value outside them naming the variable, and ``stacks/config.py`` refuses
+# ``Settings.from_env`` refuses a value outside them naming the variable, and :class:`athena_refresh.jobspec.JobSpec` refuses
 # the matching cdk.json key at synth time with the same numbers (integer keys: the integers in the range),
 # so the stack cannot deploy a value the runtime refuses, and no accepted value can overflow a datetime or
 # millisecond computation at run time. Each bound says why it is where it is.
@@ -152,7 +152,7 @@ MAX_LEASE_DURATION_S: Final = ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S
 MIN_HEARTBEAT_INTERVAL_S: Final = 0.1
 MAX_HEARTBEAT_INTERVAL_S: Final = MAX_LEASE_DURATION_S // 2  # 27
 #: Maximum slot age, seconds. At least Lambda's minimum MaximumEventAgeInSeconds (60 s), which the stack
-#: sets from it; the stack also caps it at Lambda's maximum (21,600 s, ``stacks.config``). The runtime
+#: sets from it; the stack also caps it at Lambda's maximum (21,600 s, ``athena_refresh.jobspec``). The runtime
 #: allows up to 366 days because the local harnesses (``local/demo/runner.py``, ``local/chaos/harness.py``) widen it to
 #: cover a replayed backlog (chaos: 200 half-hour slots + 1 h = 363,600 s); a delivery a year late is no
 #: schedule slot anyone waits for.

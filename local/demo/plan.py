@@ -12,8 +12,8 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefiniti
     validated as synth reads them (``stacks.jobs.load_jobs``), ``stacks.jobs.DEFAULT_LOCAL_JOB`` first if present (it
     takes the kill), then by name.
 
-    :raises UnknownJobError: a name has no folder (before any folder is read). :raises stacks.config.ConfigError: a
+    :raises UnknownJobError: a name has no folder (before any folder is read). :raises athena_refresh.checks.ConfigError: a
     job folder is invalid.
     """
     folders = [folder.name for folder in discover(jobs_dir)]

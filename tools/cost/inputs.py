@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from athena_refresh.catalog import CATALOG_FILE, catalog_document
+from athena_refresh.checks import ConfigError
 from athena_refresh.engine import QueryResult, QueryStatistics, client_request_token
 from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultsStoreError, ResultTypeError
 from athena_refresh.results import ResultsStore
 from athena_refresh.settings import Settings
 from slotlock import Slot
 from slotlock.schedule import CronError, next_firing
-from stacks.config import STACK_KEY, ConfigError, StackSettings, load_context
 from stacks.jobs import JobDefinition, SampleSource, load_jobs
-from stacks.stack_settings import CapacitySettings
+from stacks.stack_settings import STACK_KEY, CapacitySettings, StackSettings, load_context
 from tools.cost.usage import AlarmCount
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
