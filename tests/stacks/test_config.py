@@ -3,13 +3,17 @@ schedule's period. Every message names the key (and the other key of a relations
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from athena_refresh import contract
+from athena_refresh.catalog import CatalogQuery, catalog_document
 from athena_refresh.checks import ConfigError
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.job_rules import ASYNC_FIRST_RETRY_DELAY_S, CLOCK_SKEW_ALLOWANCE_S
@@ -26,6 +30,7 @@ from athena_refresh.jobspec import (
     AlarmsSpec,
     JobSpec,
     ValueMetricsSpec,
+    as_raw,
 )
 from athena_refresh.settings import Settings
 from slotlock.schedule import CronError, CronPeriod, cron_period
@@ -261,7 +266,6 @@ def test_result_reuse_is_off_unless_configured(config: JobSpec) -> None:
 # --- bounds of every number (issue rule 6) ------------------------------------------------------------
 
 #: A query for the runtime's inline form (exactly two ?: the window's start and end).
-INLINE_SQL = "SELECT 1 AS a FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
 #: The deployment's wiring, as the stack sets it in the function's environment (names only matter here).
 WIRING = {
     contract.ENV_JOB_NAME: "flights-dashboard",
@@ -379,23 +383,43 @@ def test_an_absurd_window_is_refused_at_synth_naming_the_key_and_range(job_conte
     assert message == f"context job.window_s: must be an integer from 60 to {366 * 86400}, got 1000000000000"
 
 
+def read_back(tmp_path: Path, raw: dict[str, Any], env: dict[str, str] | None = None) -> Settings:
+    """The settings the cold start reads from a catalog holding the spec ``raw`` (typed JSON, as the stack writes
+    it) beside ``env`` (default: the wiring). :raises ConfigurationError: as ``Settings.from_env``."""
+    entry = {"spec": raw, "parameters": ["window_start", "window_end"], "constants": {}}
+    path = tmp_path / "job_catalog.json"
+    path.write_text(json.dumps({"format": 2, "jobs": {raw["job_name"]: entry}}), encoding="utf-8")
+    return Settings.from_env(env or WIRING, catalog_path=path)
+
+
 @pytest.mark.parametrize("key", list(SHARED))
-def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[str, Any], key: str) -> None:
-    # GIVEN a key that the stack checks at synth and the runtime checks again in Settings.from_env
+def test_the_stack_and_the_runtime_share_each_numbers_bounds(
+    job_context: dict[str, Any], key: str, tmp_path: Path
+) -> None:
+    # GIVEN a key that the stack checks at synth and the runtime checks again at cold start: in the catalog's spec
+    # (the same JobSpec rules), or for a local run's tuning in the environment (the same contract bounds)
     variable = SHARED[key]
     runtime_lo, runtime_hi = contract.NUMERIC_BOUNDS[variable]
     lo, hi = stack_bounds(key)
-    env = spec_from_context(job_context).runtime_environment(lock_table_name="locks", results_table_name="results")
-    env[contract.ENV_QUERY_SQL] = INLINE_SQL  # the stack bundles the job's query in the job catalog instead
+    spec = as_raw(spec_from_context(job_context))
     partner = {contract.ENV_LEASE_DURATION_S: str(contract.MAX_LEASE_DURATION_S)}  # heartbeat < lease / 2
     if key == "lease_duration_s":
         partner = {contract.ENV_HEARTBEAT_INTERVAL_S: "0.3"}  # below half the shortest lease
 
     def runtime_accepts(value: float) -> bool:
+        raw, env = copy.deepcopy(spec), dict(WIRING)
+        if variable in contract.LOCAL_TUNING_ENV_VARS:
+            env |= {**partner, variable: str(value)}
+        elif "." in key:
+            top, sub = key.split(".")
+            raw[top][sub] = value
+            raw["bytes_scanned_cutoff_per_query"] = MAX_BYTES_SCANNED_CUTOFF  # a byte threshold stays below it
+        else:
+            raw[key] = value
         try:
-            Settings.from_env({**env, **partner, variable: str(value)})
+            read_back(tmp_path, raw, env)
         except ConfigurationError as error:
-            assert error.key == variable, error
+            assert error.key == variable or f"spec.{key}: must be an integer" in str(error), error
             return False
         return True
 
@@ -417,38 +441,38 @@ def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[s
         assert hi == runtime_hi
 
 
-def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, Any], config: JobSpec) -> None:
+def test_the_catalog_carries_the_slot_lead(job_context: dict[str, Any], config: JobSpec, tmp_path: Path) -> None:
     # GIVEN cdk.json (no max_slot_lead_s: the default) and a configured lead
     configured = spec_from_context({**job_context, "max_slot_lead_s": 2})
 
-    # WHEN the function's environment is rendered and read back as the runtime does
-    default_env = config.runtime_environment(lock_table_name="locks", results_table_name="results")
-    configured_env = configured.runtime_environment(lock_table_name="locks", results_table_name="results")
-
-    # THEN MAX_SLOT_LEAD_S carries the key, and the runtime reads it as seconds
+    # WHEN each spec is written into the catalog and read back as the runtime does
+    # THEN the spec carries the key, and the runtime reads it as seconds
     assert config.max_slot_lead_s == contract.DEFAULT_MAX_SLOT_LEAD_S == 5
-    assert default_env[contract.ENV_MAX_SLOT_LEAD_S] == "5" and configured_env[contract.ENV_MAX_SLOT_LEAD_S] == "2"
-    query = {contract.ENV_QUERY_SQL: INLINE_SQL}  # the stack bundles the job's query in the job catalog instead
-    assert Settings.from_env({**default_env, **query}).max_slot_lead_s == 5.0
-    assert Settings.from_env({**configured_env, **query}).max_slot_lead_s == 2.0
-    # The capacity budget is deployment-wide: CapacitySettings.runtime_environment (tests/stacks/test_capacity.py).
-    assert set(default_env) >= set(contract.STACK_ENV_VARS) - set(contract.CAPACITY_ENV_VARS) - {
+    assert read_back(tmp_path, as_raw(config)).max_slot_lead_s == 5.0
+    assert read_back(tmp_path, as_raw(configured)).max_slot_lead_s == 2.0
+    # AND the function's environment carries the wiring only (the capacity budget is deployment-wide:
+    # CapacitySettings.runtime_environment, tests/stacks/test_capacity.py)
+    wiring = config.wiring_environment(lock_table_name="locks", results_table_name="results")
+    assert set(wiring) >= set(contract.WIRING_ENV_VARS) - {
         contract.ENV_ATHENA_CATALOG,
         contract.ENV_RESULTS_BUCKET_NAME,
     }
+    assert not set(wiring) & set(contract.JOB_SETTING_ENV_VARS)
 
 
-def test_the_job_settings_carry_the_alarm_thresholds_the_runtime_compares_with(config: JobSpec) -> None:
+def test_the_catalog_carries_the_alarm_thresholds_the_runtime_compares_with(config: JobSpec, tmp_path: Path) -> None:
     # GIVEN a job's [alarms] thresholds
     alarms = config.alarms
 
-    # WHEN its settings are written for the job catalog, and read back as the runtime does
-    settings = config.job_settings()
-    runtime = Settings.from_env({**settings, **WIRING, contract.ENV_QUERY_SQL: INLINE_SQL})
+    # WHEN its spec is written for the job catalog, and read back as the runtime does
+    document = catalog_document(
+        {config.job_name: CatalogQuery(config.sql, ("window_start", "window_end"), spec=config)}
+    )
+    runtime = read_back(tmp_path, document["jobs"][config.job_name]["spec"])
 
-    # THEN the two ALARM_* settings carry them, as text, and the runtime compares with the same numbers
-    assert settings[contract.ENV_ALARM_DATA_SCANNED_BYTES] == str(alarms.data_scanned_bytes)
-    assert settings[contract.ENV_ALARM_QUERY_DURATION_MS] == str(alarms.query_duration_ms)
+    # THEN the spec's alarms carry them, as integers, and the runtime compares with the same numbers
+    assert document["jobs"][config.job_name]["spec"]["alarms"]["data_scanned_bytes"] == alarms.data_scanned_bytes
+    assert document["jobs"][config.job_name]["spec"]["alarms"]["query_duration_ms"] == alarms.query_duration_ms
     assert (runtime.alarm_data_scanned_bytes, runtime.alarm_query_duration_ms) == (
         alarms.data_scanned_bytes,
         alarms.query_duration_ms,
