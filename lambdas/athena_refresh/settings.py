@@ -41,7 +41,8 @@ def _number(env: Mapping[str, str], key: str, default: float | None, *, integer:
     """The variable ``key`` as a number within its bounds from :data:`contract.NUMERIC_BOUNDS`.
 
     Every refusal names the variable and the allowed range, e.g.
-    ``WINDOW_S: must be from 60 to 31622400, got 1000000000000`` (``note`` adds why, in parentheses).
+    ``LEASE_DURATION_S: must be from 1 to 55, got 100`` (``note`` adds why, in parentheses). Read for a local run's
+    tuning and the capacity budget only: a job's own numbers come from its spec.
     """
     lo, hi = contract.NUMERIC_BOUNDS[key]
     allowed = f"from {_text(lo)} to {_text(hi)}" + (f" ({note})" if note else "")
@@ -195,8 +196,8 @@ class Settings:
     ) -> Settings:
         """The settings of ``spec``'s job (its SQL, bound by ``query_parameters``/``query_constants``) with the
         wiring given; workgroup and database default to the spec's. A local run's tuning (``lease_duration_s``,
-        ``heartbeat_interval_s``, ``max_slot_age_s``; each left out: the spec's) need only
-        keep the lock's own rule, the heartbeat strictly below half the lease.
+        ``heartbeat_interval_s``, ``max_slot_age_s``; each left out: the spec's) need only keep the lock's own rule,
+        the heartbeat strictly below half the lease.
 
         :raises ConfigurationError: the tuned heartbeat is not below half the tuned lease.
         """
