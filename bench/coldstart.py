@@ -175,7 +175,7 @@ def lambda_environment(
     env.update(spec.wiring_environment(lock_table_name=lock_table, results_table_name=results_table))
     catalog_dir = Path(tempfile.mkdtemp(prefix="bench-catalog-"))
     atexit.register(shutil.rmtree, catalog_dir, True)
-    query = CatalogQuery(BENCH_SQL, ("window_start", "window_end"), spec=spec)
+    query = CatalogQuery(BENCH_SQL, spec=spec)
     env[contract.ENV_JOB_CATALOG_PATH] = str(write_catalog(catalog_dir / CATALOG_FILE, {name: query}))
     if endpoint_url:
         env["AWS_ENDPOINT_URL"] = endpoint_url

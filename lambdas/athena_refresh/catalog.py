@@ -88,7 +88,7 @@ class CatalogQuery:
     its :class:`JobSpec` (``None``: an entry that runs no query, the read side's)."""
 
     sql: str
-    parameters: tuple[str, ...]
+    parameters: tuple[str, ...] = ("window_start", "window_end")  # the name bound to each ?, in order
     constants: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     spec: JobSpec | None = None
     schedule: CatalogSchedule | None = None

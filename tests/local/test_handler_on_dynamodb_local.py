@@ -77,9 +77,7 @@ def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: 
         workgroup="primary",
         sql=SQL,
     )
-    catalog = write_catalog(
-        tmp_path / "job_catalog.json", {"flights": CatalogQuery(SQL, ("window_start", "window_end"), spec=spec)}
-    )
+    catalog = write_catalog(tmp_path / "job_catalog.json", {"flights": CatalogQuery(SQL, spec=spec)})
     env = {
         "AWS_ENDPOINT_URL": dynamodb_local.endpoint_url,
         contract.ENV_JOB_NAME: "flights",

@@ -465,9 +465,7 @@ def test_the_catalog_carries_the_alarm_thresholds_the_runtime_compares_with(conf
     alarms = config.alarms
 
     # WHEN its spec is written for the job catalog, and read back as the runtime does
-    document = catalog_document(
-        {config.job_name: CatalogQuery(config.sql, ("window_start", "window_end"), spec=config)}
-    )
+    document = catalog_document({config.job_name: CatalogQuery(config.sql, spec=config)})
     runtime = read_back(tmp_path, document["jobs"][config.job_name]["spec"])
 
     # THEN the spec's alarms carry them, as integers, and the runtime compares with the same numbers

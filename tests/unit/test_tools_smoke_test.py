@@ -350,15 +350,10 @@ class InProcessLambda:
 
 @pytest.fixture
 def deployed(tables: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[InProcessLambda]:
-    """The function's environment as the stack sets it (its job catalog too), on the moto tables, with an
-    in-process engine."""
-    sql = "SELECT 1 FROM t WHERE a >= ? AND a < ?"
-    spec = spec_of(
-        job_name=JOB, schedule_expression="cron(0/30 * * * ? *)", database="db", table="t", workgroup="wg", sql=sql
-    )
-    catalog = write_catalog(
-        tmp_path / "job_catalog.json", {JOB: CatalogQuery(sql, ("window_start", "window_end"), spec=spec)}
-    )
+    """The function's environment and job catalog as the stack sets them, on moto, with an in-process engine."""
+    keys = {"schedule_expression": "cron(0/30 * * * ? *)", "database": "db", "table": "t", "workgroup": "wg"}
+    spec = spec_of(job_name=JOB, sql="SELECT 1 FROM t WHERE a >= ? AND a < ?", **keys)
+    catalog = write_catalog(tmp_path / "job_catalog.json", {JOB: CatalogQuery(spec.sql, spec=spec)})
     for key, value in {
         contract.ENV_JOB_NAME: JOB,
         contract.ENV_LOCK_TABLE_NAME: LOCK_TABLE,

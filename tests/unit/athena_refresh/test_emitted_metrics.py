@@ -702,7 +702,7 @@ def harness(
                     **changes,
                 }
             )
-            write_catalog(catalog_path, {job: CatalogQuery(SQL, ("window_start", "window_end"), spec=spec)})
+            write_catalog(catalog_path, {job: CatalogQuery(SQL, spec=spec)})
 
         with_spec()
         env = {

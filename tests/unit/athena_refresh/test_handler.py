@@ -64,7 +64,7 @@ def job_spec(**changes: Any) -> JobSpec:
 
 def write_job_catalog(path: Path, spec: JobSpec) -> Path:
     """The job catalog the stack bundles for ``spec``, its query bound to the window's start and end."""
-    return write_catalog(path, {spec.job_name: CatalogQuery(spec.sql, ("window_start", "window_end"), spec=spec)})
+    return write_catalog(path, {spec.job_name: CatalogQuery(spec.sql, spec=spec)})
 
 
 # Powertools warns when an invocation flushes no buffered metric: expected when the handler raises before

@@ -92,7 +92,7 @@ TUNING_ENV = {
 
 def catalog_of(spec: JobSpec, directory: Path) -> Path:
     """The job catalog the stack would bundle for ``spec`` (its query bound to the window's start and end)."""
-    query = CatalogQuery(sql=spec.sql, parameters=("window_start", "window_end"), spec=spec)
+    query = CatalogQuery(spec.sql, spec=spec)
     return write_catalog(directory / "job_catalog.json", {spec.job_name: query})
 
 
@@ -314,7 +314,7 @@ def test_a_job_setting_in_the_environment_is_refused(key: str, env: Any) -> None
 
 def test_a_catalog_entry_without_a_spec_is_refused(tmp_path: Path, env: Any) -> None:
     # GIVEN an entry holding only a query (the read side's shape) / WHEN the job reads it / THEN refused, naming it
-    path = write_catalog(tmp_path / "c.json", {JOB: CatalogQuery(sql=SQL, parameters=("window_start", "window_end"))})
+    path = write_catalog(tmp_path / "c.json", {JOB: CatalogQuery(SQL)})
     with pytest.raises(ConfigurationError, match=f"jobs.{JOB}.spec: missing"):
         Settings.from_env(env(**{contract.ENV_JOB_CATALOG_PATH: str(path)}))
 
