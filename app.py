@@ -22,12 +22,13 @@ from typing import Any, TextIO
 
 import aws_cdk as cdk
 
+from athena_refresh.checks import ConfigError, format_problems
 from stacks import JOBS_DIR, REPO_ROOT, quotas
-from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_app_options, load_context
 from stacks.deployment import Deployment, build_deployment
 from stacks.job_groups import SHARED_STACK_NAME
 from stacks.jobs import load_jobs
 from stacks.nag import enable_nag
+from stacks.stack_settings import STACK_KEY, StackSettings, load_app_options, load_context
 from stacks.value_metrics_cost import value_metrics_warnings
 
 EXIT_INVALID_CONFIG = 2  # a configuration problem: the list is on stderr
@@ -46,7 +47,7 @@ def build_app(
     """Build the app and its stacks (not yet synthesized). ``context`` defaults to cdk.json's; ``jobs_dir``
     holds the job folders.
 
-    :raises stacks.config.ConfigError: every problem of the stack settings or of any job.
+    :raises athena_refresh.checks.ConfigError: every problem of the stack settings or of any job.
 
     cdk-nag's AwsSolutions checks run on every synthesis of the app: an unacknowledged finding makes
     ``app.synth()`` raise and writes ``validation-report.json`` into the cloud assembly (``outdir``;

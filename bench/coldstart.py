@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import dataclasses
 import datetime as dt
 import fnmatch
 import functools
@@ -60,8 +61,8 @@ RESULT_COLUMNS = (
     ("p90_arr_delay_min", "double"),
     ("worst_delay_dest", "varchar"),
 )
-#: The query the bench passes inline (the inline form binds exactly two ?: the window's start and end).
-INLINE_SQL = (
+#: The query of the bench's catalog entry, bound to the window's start and end (moto's Athena ignores the SQL).
+BENCH_SQL = (
     "SELECT origin, count(*) AS flights FROM flights WHERE sched_dep_utc >= CAST(? AS timestamp)"
     " AND sched_dep_utc < CAST(? AS timestamp) GROUP BY origin ORDER BY origin"
 )
@@ -145,6 +146,7 @@ def lambda_environment(
 ) -> dict[str, str]:
     """The function's environment as the stack sets it, plus what the Lambda service sets, for a child."""
     from athena_refresh import contract
+    from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, write_catalog
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_", "_X_AMZN"))}
     env.update(
@@ -166,14 +168,15 @@ def lambda_environment(
             "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
         }
     )
-    # What the stack sets (stacks/constructs/refresh_function.py), from the same builder
-    env.update(job.runtime_environment(lock_table_name=lock_table, results_table_name=results_table))
-    # The stack bundles the query in the job catalog; the bench passes an inline query instead, whose two ? are
-    # the inline form's binding (the window's start and end; the job's own SQL also binds its partition dates).
-    # moto's Athena ignores the SQL and returns RESULT_ROWS.
-    env[contract.ENV_QUERY_SQL] = INLINE_SQL
-    if job_name:
-        env[contract.ENV_JOB_NAME] = job_name
+    # What the stack sets (stacks/constructs/refresh_function.py), from the same builder, and the job catalog it
+    # bundles: the job's spec (its SQL the bench's, renamed per cold start), read and validated by the cold start.
+    name = job_name or job.job_name
+    spec = dataclasses.replace(job, job_name=name, sql=BENCH_SQL)
+    env.update(spec.wiring_environment(lock_table_name=lock_table, results_table_name=results_table))
+    catalog_dir = Path(tempfile.mkdtemp(prefix="bench-catalog-"))
+    atexit.register(shutil.rmtree, catalog_dir, True)
+    query = CatalogQuery(BENCH_SQL, spec=spec)
+    env[contract.ENV_JOB_CATALOG_PATH] = str(write_catalog(catalog_dir / CATALOG_FILE, {name: query}))
     if endpoint_url:
         env["AWS_ENDPOINT_URL"] = endpoint_url
     return env

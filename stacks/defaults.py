@@ -5,7 +5,7 @@ Every other key takes, in this order of precedence: the job's ``job.toml``; the 
 ``jobs/defaults.toml`` (:data:`TEAM_KEYS`: every job setting but the job's own ``source``,
 ``schedule_expression``, ``[sample]``, ``[parameters]`` and ``[value_metrics]``); a value derived from the
 schedule's period; a built-in constant. The derivation lives with the job model in the runtime package
-(:mod:`athena_refresh.job_defaults`: :func:`resolve`, :class:`Setting`, :data:`BUILT_IN`), re-exported here.
+(:mod:`athena_refresh.job_defaults`: ``resolve``, ``Setting``, ``BUILT_IN``); this module reads the TOML files.
 
 :func:`key_lines` finds the line of each key in a TOML file's text (``tomllib`` gives none), so a problem reads
 ``jobs/x/job.toml:7: racer: ...``.
@@ -21,50 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh.checks import Labels
-from athena_refresh.job_defaults import (
-    ALARM_KEYS,
-    ALARM_PERCENT,
-    BUILT_IN,
-    BUILT_IN_WHY,
-    ORIGIN_BUILT_IN,
-    ORIGIN_DERIVED,
-    ORIGIN_JOB,
-    ORIGIN_TEAM,
-    SETTING_KEYS,
-    Setting,
-    TeamDefaults,
-    located,
-    resolve,
-    schedule_period_s,
-    spec_of,
-)
+from athena_refresh.job_defaults import ALARM_KEYS, ORIGIN_TEAM, SETTING_KEYS, TeamDefaults, located
 from athena_refresh.jobspec import check_key
 from sample_data import flights
-
-__all__ = [
-    "ALARM_KEYS",
-    "ALARM_PERCENT",
-    "BUILT_IN",
-    "BUILT_IN_WHY",
-    "JOB_TOML_KEYS",
-    "ORIGIN_BUILT_IN",
-    "ORIGIN_DERIVED",
-    "ORIGIN_JOB",
-    "ORIGIN_TEAM",
-    "SAMPLE_DATA_YEARS",
-    "SETTING_KEYS",
-    "TEAM_FILE",
-    "TEAM_KEYS",
-    "Setting",
-    "TeamDefaults",
-    "key_lines",
-    "load_team_defaults",
-    "located",
-    "resolve",
-    "schedule_period_s",
-    "spec_of",
-    "unknown_key",
-]
 
 TEAM_FILE = "defaults.toml"  # jobs/defaults.toml, next to the job folders
 

@@ -18,11 +18,11 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from stacks import quotas
-from stacks.config import StackSettings
 from stacks.job_groups import SHARED_STACK_NAME, group_jobs, group_stack_name
 from stacks.job_stack import JobGroupStack
 from stacks.jobs import JobDefinition
 from stacks.refresh_stack import ScheduledAthenaRefreshStack
+from stacks.stack_settings import StackSettings
 
 SHARED_DESCRIPTION = "Scheduled Athena refresh: what every job shares (tables, bucket, workgroup, read side, dashboard)"
 

@@ -19,14 +19,14 @@ window, attempts, Lambda memory and timeout, alarms, value metrics, bytes-scanne
     ``:window_end`` and ``:slot_time`` (:mod:`stacks.query_sql`).
 
 Stack-wide settings (removal policy, workgroup, the sample's database, alarm email) stay in cdk.json
-(:class:`stacks.config.StackSettings`).
+(:class:`stacks.stack_settings.StackSettings`).
 
 Only ``source`` and ``schedule_expression`` are required: every other key defaults (``jobs/defaults.toml``, a
-rule on the schedule's period, or a built-in value: :mod:`stacks.defaults`), and each job keeps where each
-value came from (:attr:`JobDefinition.settings`). Problems name the file and line, ``jobs/x/job.toml:7: key: ...``.
+rule on the schedule's period, or a built-in value: :mod:`athena_refresh.job_defaults`), and each job keeps where
+each value came from (:attr:`JobDefinition.settings`). Problems name the file and line, ``jobs/x/job.toml:7: key: ...``.
 
 :func:`load_jobs` reports every problem of every job at once, each naming its file and key, and raises
-:class:`~stacks.config.ConfigError` before any construct exists: a mistyped job file never yields a
+:class:`~athena_refresh.checks.ConfigError` before any construct exists: a mistyped job file never yields a
 half-built stack.
 """
 
@@ -39,12 +39,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from athena_refresh.checks import GLUE_NAME, ConfigError, Labels
+from athena_refresh.job_defaults import (
+    ALARM_KEYS,
+    ORIGIN_BUILT_IN,
+    ORIGIN_DERIVED,
+    ORIGIN_JOB,
+    ORIGIN_TEAM,
+    SETTING_KEYS,
+    Setting,
+    TeamDefaults,
+    located,
+    resolve,
+)
 from athena_refresh.jobspec import JobSpec
 from slotlock import table as lock_table
 from stacks import defaults
-from stacks.config import GLUE_NAME, STACK_KEY, ConfigError, Labels, StackSettings, load_context
-from stacks.defaults import Setting, TeamDefaults
 from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 
 JOB_FILE = "job.toml"
 QUERY_FILE = "query.sql"
@@ -182,7 +194,7 @@ def load_job(
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError([*problems, f"{job_file}: not a valid TOML file: {exc}"]) from exc
     lines = defaults.key_lines(text)
-    labels = Labels(f"{job_file}: ", "", {key: (defaults.located(job_file, lines, key), "") for key in lines})
+    labels = Labels(f"{job_file}: ", "", {key: (located(job_file, lines, key), "") for key in lines})
     try:
         sql = (folder / QUERY_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -193,26 +205,18 @@ def load_job(
         sql = None
 
     flat = _job_settings(document, labels, problems)
-    settings = defaults.resolve(flat, team, job_label=job_file, job_lines=lines)
+    settings = resolve(flat, team, job_label=job_file, job_lines=lines)
     labels = _labels_with_origins(labels, settings, job_file, team)
     source = _source(document.get("source"), labels, problems)
     data_year = _sample(document.get("sample"), source, labels, problems)
     parameters = _parameters(document.get("parameters", {}), labels, problems)
     if isinstance(source, SampleSource):
-        origin = defaults.ORIGIN_JOB if "sample.data_year" in lines else defaults.ORIGIN_BUILT_IN
-        why = (
-            defaults.located(job_file, lines, "sample.data_year")
-            if lines.get("sample.data_year")
-            else "the sample's year"
-        )
+        origin = ORIGIN_JOB if "sample.data_year" in lines else ORIGIN_BUILT_IN
+        why = located(job_file, lines, "sample.data_year") if lines.get("sample.data_year") else "the sample's year"
         settings.append(Setting("sample.data_year", data_year, origin, why))
-    settings.insert(
-        0, Setting("source", document.get("source"), defaults.ORIGIN_JOB, defaults.located(job_file, lines, "source"))
-    )
+    settings.insert(0, Setting("source", document.get("source"), ORIGIN_JOB, located(job_file, lines, "source")))
     settings.extend(
-        Setting(
-            f"parameters.{name}", text, defaults.ORIGIN_JOB, defaults.located(job_file, lines, f"parameters.{name}")
-        )
+        Setting(f"parameters.{name}", text, ORIGIN_JOB, located(job_file, lines, f"parameters.{name}"))
         for name, text in parameters.items()
     )
 
@@ -223,9 +227,7 @@ def load_job(
         except QuerySqlError as exc:
             problems.extend(f"{query_file}: {problem}" for problem in exc.problems)
     effective = {setting.key: setting.value for setting in settings}
-    values: dict[str, Any] = {
-        key: effective[key] for key in defaults.SETTING_KEYS if key in effective and "." not in key
-    }
+    values: dict[str, Any] = {key: effective[key] for key in SETTING_KEYS if key in effective and "." not in key}
     group = effective.get("stack_group")
     if isinstance(group, int) and not isinstance(group, bool) and group >= stack.job_stacks:
         problems.append(
@@ -233,7 +235,7 @@ def load_job(
             f"stack.job_stacks = {stack.job_stacks}), got {group}"
         )
     values["alarms"] = {
-        **{key: effective[f"alarms.{key}"] for key in defaults.ALARM_KEYS},
+        **{key: effective[f"alarms.{key}"] for key in ALARM_KEYS},
         "email": stack.alarm_email,
     }
     values |= {
@@ -275,14 +277,14 @@ def _job_settings(document: Mapping[str, Any], labels: Labels, problems: list[st
             problems.append(f"{labels.at(key)}: {defaults.unknown_key(key, defaults.JOB_TOML_KEYS)}")
         elif key == "alarms":
             if not isinstance(value, Mapping):
-                allowed = ", ".join(defaults.ALARM_KEYS)
+                allowed = ", ".join(ALARM_KEYS)
                 problems.append(f"{labels.at(key)}: must be a table with {allowed}, got {value!r}")
                 continue
             for sub, sub_value in value.items():
                 if sub == "email":
                     problems.append(f"{labels.at('alarms.email')}: not a job setting here (stack-wide, in cdk.json)")
-                elif sub not in defaults.ALARM_KEYS:
-                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_key(sub, defaults.ALARM_KEYS)}")
+                elif sub not in ALARM_KEYS:
+                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_key(sub, ALARM_KEYS)}")
                 else:
                     flat[f"alarms.{sub}"] = sub_value
         elif key not in JOB_KEYS and key != "source":
@@ -295,9 +297,9 @@ def _labels_with_origins(labels: Labels, settings: Sequence[Setting], job_file: 
     or the job file with the default and its rule (``max_slot_age_s (not set; derived 1800: one period)``)."""
     where = dict(labels.where)
     for setting in settings:
-        if setting.origin == defaults.ORIGIN_TEAM:
+        if setting.origin == ORIGIN_TEAM:
             where[setting.key] = (setting.why, f" (team default, for {job_file})")
-        elif setting.origin in (defaults.ORIGIN_DERIVED, defaults.ORIGIN_BUILT_IN):
+        elif setting.origin in (ORIGIN_DERIVED, ORIGIN_BUILT_IN):
             rule = f": {setting.why}" if setting.why else ""
             where[setting.key] = (job_file, f" (not set; {setting.origin} default {setting.value!r}{rule})")
     return Labels(labels.prefix, labels.ref_prefix, where)

@@ -19,7 +19,6 @@ from constructs import Construct, IConstruct
 from athena_refresh import registry
 from slotlock_cdk.failure_queue import FailureQueue
 from slotlock_cdk.lock_table import LockTable
-from stacks.config import StackSettings
 from stacks.constructs.alarms import DeploymentAlarms, alarm_topic
 from stacks.constructs.athena_job import SharedResources
 from stacks.constructs.athena_workgroup import AthenaWorkgroup
@@ -31,6 +30,7 @@ from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX
 from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource
 from stacks.nag import acknowledge, wildcard_finding
 from stacks.runtime_asset import stage_read_asset
+from stacks.stack_settings import StackSettings
 
 
 class ScheduledAthenaRefreshStack(cdk.Stack):

@@ -13,13 +13,12 @@ directory's content depends only on those files, so its asset hash (and the temp
 from __future__ import annotations
 
 import atexit
-import json
 import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, catalog_document
+from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, write_catalog
 from stacks import LAMBDAS_DIR
 from stacks.jobs import JobDefinition
 
@@ -87,6 +86,5 @@ def _stage(queries: dict[str, CatalogQuery], source_dir: Path) -> Path:
     from slotlock_cdk.runtime import stage_slotlock
 
     stage_slotlock(staged)
-    document = catalog_document(queries)
-    (staged / CATALOG_FILE).write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_catalog(staged / CATALOG_FILE, queries)
     return staged

@@ -2,12 +2,10 @@
 (the deployment's Athena capacity budget, issue 24), and reading cdk.json.
 
 What every job of a deployment shares: names, removal policy, alarm email, the read API's throttling, the number of
-job stacks, and the capacity budget. Each key is checked as the job keys are (:mod:`stacks.checks`); every problem
-names its context key and the allowed values, e.g. ``context stack.capacity.permits: must be an integer from 0 to
-99 (...), got 100``, and all of them are raised together in one :class:`~stacks.checks.ConfigError`. A number the
-runtime reads as well takes its bounds from ``athena_refresh.contract.NUMERIC_BOUNDS``.
-
-:mod:`stacks.config` re-exports every name here (``from stacks.config import StackSettings`` keeps working).
+job stacks, and the capacity budget. Each key is checked as the job keys are (:mod:`athena_refresh.checks`); every
+problem names its context key and the allowed values, e.g. ``context stack.capacity.permits: must be an integer from 0
+to 99 (...), got 100``, and all of them are raised together in one :class:`~athena_refresh.checks.ConfigError`. A
+number the runtime reads as well takes its bounds from ``athena_refresh.contract.NUMERIC_BOUNDS``.
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
-from slotlock import table as lock_table
-from stacks.checks import (
+from athena_refresh.checks import (
     GLUE_NAME,
     GLUE_NAME_RULE,
     REMOVAL_POLICIES,
@@ -38,6 +35,7 @@ from stacks.checks import (
     one_of,
     optional,
 )
+from slotlock import table as lock_table
 from stacks.job_groups import DEFAULT_JOB_STACKS, MAX_JOB_STACKS
 
 STACK_KEY = "stack"  # the context key holding the stack-wide settings

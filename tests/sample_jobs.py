@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stacks.config import STACK_KEY, StackSettings, load_context
+from athena_refresh.jobspec import JobSpec
 from stacks.jobs import JobDefinition, discover, load_job
+from stacks.query_sql import output_columns
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REPO_JOBS_DIR = REPO_ROOT / "jobs"
@@ -36,6 +38,17 @@ SAMPLE_JOBS = (CARRIERS, FLIGHTS)
 def repo_job_names() -> list[str]:
     """The jobs ``jobs/`` holds right now (``stacks.jobs.discover``), sorted by name."""
     return [folder.name for folder in discover(REPO_JOBS_DIR)]
+
+
+def spec_from_context(job: Any) -> JobSpec:
+    """:meth:`JobSpec.from_context` with the value metrics checked against the query's output columns (sqlglot), as
+    ``stacks.jobs`` checks a job folder (a raw ``job`` without a non-empty ``sql``: not checked).
+
+    :raises ConfigError: as :meth:`JobSpec.from_context`.
+    """
+    sql = job.get("sql") if isinstance(job, Mapping) else None
+    columns = output_columns(sql) if isinstance(sql, str) and sql.strip() else None
+    return JobSpec.from_context(job, output_columns=columns)
 
 
 def stack_settings() -> StackSettings:

@@ -85,10 +85,10 @@ class CatalogSchedule:
 @dataclass(frozen=True)
 class CatalogQuery:
     """One job's definition: ``sql`` with ``?`` placeholders, the name bound to each, the job's constants, and
-    its :class:`JobSpec` (``None``: an entry that runs no query, the read side's; or a test's inline settings)."""
+    its :class:`JobSpec` (``None``: an entry that runs no query, the read side's)."""
 
     sql: str
-    parameters: tuple[str, ...]
+    parameters: tuple[str, ...] = ("window_start", "window_end")  # the name bound to each ?, in order
     constants: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     spec: JobSpec | None = None
     schedule: CatalogSchedule | None = None
@@ -220,6 +220,14 @@ def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
             for name, q in sorted(queries.items())
         },
     }
+
+
+def write_catalog(path: Path | str, queries: Mapping[str, CatalogQuery]) -> Path:
+    """Write :func:`catalog_document` of ``queries`` to ``path`` (the stack's asset, local tools, tests), and
+    return the path."""
+    path = Path(path)
+    path.write_text(json.dumps(catalog_document(queries), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 def _spec_document(spec: JobSpec) -> dict[str, Any]:

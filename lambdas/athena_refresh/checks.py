@@ -8,8 +8,8 @@ A check takes a raw value and returns it normalized, or raises :class:`Invalid` 
 dotted (``capacity.permits``). Every problem of a block is collected into one :class:`ConfigError`.
 
 Standard library only (it ships in the Lambda asset: the cold start runs the same checks as synth); no AWS call,
-no environment variable: the bounds come from the callers (and :mod:`athena_refresh.contract`).
-``stacks.checks`` re-exports every name.
+no environment variable: the bounds come from the callers (and :mod:`athena_refresh.contract`). ``stacks/`` and
+``tools/`` import it directly.
 """
 
 from __future__ import annotations

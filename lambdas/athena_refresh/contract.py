@@ -34,7 +34,7 @@ ENV_DATA_YEAR: Final = "DATA_YEAR"  # the slot is mapped onto this year of the d
 ENV_ATHENA_WORKGROUP: Final = "ATHENA_WORKGROUP"
 ENV_ATHENA_DATABASE: Final = "ATHENA_DATABASE"
 ENV_ATHENA_CATALOG: Final = "ATHENA_CATALOG"
-ENV_QUERY_SQL: Final = "QUERY_SQL"  # tests and local tools only: the stack bundles the job catalog instead
+ENV_QUERY_SQL: Final = "QUERY_SQL"  # no longer read (the query is the catalog spec's sql): refused when set
 ENV_JOB_CATALOG_PATH: Final = "JOB_CATALOG_PATH"  # a job catalog other than the bundled one (local tools)
 # Athena query result reuse, minutes (0 or unset: off). Per query, on StartQueryExecution:
 # https://docs.aws.amazon.com/athena/latest/ug/reusing-query-results.html
@@ -92,9 +92,9 @@ CAPACITY_ENV_VARS: Final = (
     ENV_DEFERRAL_SCHEDULE_GROUP,
     ENV_DEFERRAL_SCHEDULE_PREFIX,
 )
-#: The job's own settings, from its folder: the stack writes them into the job catalog bundled in the asset
-#: (``athena_refresh.catalog``, entry ``settings``) with the query; an environment variable of the same
-#: name overrides one (local tools shorten the lease that way).
+#: The names of the job's own settings (the keys of their bounds in :data:`NUMERIC_BOUNDS`). Their values come only
+#: from the job's spec in the job catalog (``athena_refresh.catalog``); one of them set in the environment is refused,
+#: the local tuning (:data:`LOCAL_TUNING_ENV_VARS`) aside.
 JOB_SETTING_ENV_VARS: Final = (
     ENV_LEASE_DURATION_S,
     ENV_HEARTBEAT_INTERVAL_S,
@@ -115,16 +115,16 @@ JOB_SETTING_ENV_VARS: Final = (
 #: slot age widened for a replayed backlog: local.demo, local.chaos); every other job setting comes from the
 #: catalog's typed spec, and setting one in the environment then is refused.
 LOCAL_TUNING_ENV_VARS: Final = (ENV_LEASE_DURATION_S, ENV_HEARTBEAT_INTERVAL_S, ENV_MAX_SLOT_AGE_S)
-#: Everything a job's function is configured with (wiring in its environment, settings in the catalog).
-STACK_ENV_VARS: Final = WIRING_ENV_VARS + CAPACITY_ENV_VARS + JOB_SETTING_ENV_VARS
-#: Read by the runtime besides: the inline query and another catalog, for tests and local tools.
-LOCAL_ENV_VARS: Final = (ENV_QUERY_SQL, ENV_JOB_CATALOG_PATH)
-#: Every variable ``Settings.from_env`` reads.
+#: What the stack sets in a job function's environment (its settings travel in the catalog).
+STACK_ENV_VARS: Final = WIRING_ENV_VARS + CAPACITY_ENV_VARS
+#: Read by the runtime besides, for tests and local tools: another catalog, and a local run's tuning.
+LOCAL_ENV_VARS: Final = (ENV_JOB_CATALOG_PATH, *LOCAL_TUNING_ENV_VARS)
+#: Every variable ``Settings.from_env`` reads (``QUERY_SQL`` and the other job settings are refused when set).
 ALL_ENV_VARS: Final = STACK_ENV_VARS + LOCAL_ENV_VARS
 
 # --- Bounds of the numeric settings ----------------------------------------------------------------
 # Inclusive [MIN_<VARIABLE>, MAX_<VARIABLE>] of each numeric environment variable above, in its unit.
-# ``Settings.from_env`` refuses a value outside them naming the variable, and ``stacks/config.py`` refuses
+# ``Settings.from_env`` refuses a value outside them naming the variable, and :class:`athena_refresh.jobspec.JobSpec` refuses
 # the matching cdk.json key at synth time with the same numbers (integer keys: the integers in the range),
 # so the stack cannot deploy a value the runtime refuses, and no accepted value can overflow a datetime or
 # millisecond computation at run time. Each bound says why it is where it is.
@@ -152,7 +152,7 @@ MAX_LEASE_DURATION_S: Final = ASYNC_FIRST_RETRY_DELAY_S - CLOCK_SKEW_ALLOWANCE_S
 MIN_HEARTBEAT_INTERVAL_S: Final = 0.1
 MAX_HEARTBEAT_INTERVAL_S: Final = MAX_LEASE_DURATION_S // 2  # 27
 #: Maximum slot age, seconds. At least Lambda's minimum MaximumEventAgeInSeconds (60 s), which the stack
-#: sets from it; the stack also caps it at Lambda's maximum (21,600 s, ``stacks.config``). The runtime
+#: sets from it; the stack also caps it at Lambda's maximum (21,600 s, ``athena_refresh.jobspec``). The runtime
 #: allows up to 366 days because the local harnesses (``local/demo/runner.py``, ``local/chaos/harness.py``) widen it to
 #: cover a replayed backlog (chaos: 200 half-hour slots + 1 h = 363,600 s); a delivery a year late is no
 #: schedule slot anyone waits for.

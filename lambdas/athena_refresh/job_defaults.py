@@ -4,7 +4,7 @@ Only ``source`` and ``schedule_expression`` are required in a ``job.toml`` (plus
 Every other key takes, in this order of precedence:
 
 1. the job's ``job.toml``;
-2. the team defaults ``jobs/defaults.toml`` (:class:`TeamDefaults`, read by ``stacks.defaults``);
+2. the team defaults ``jobs/defaults.toml`` (:class:`TeamDefaults`, read by ``stacks.defaults.load_team_defaults``);
 3. a value derived from the schedule's period P (its shortest gap, ``slotlock.schedule.cron_period``) or
    from other effective keys (:func:`resolve`), chosen so that every relationship of
    :func:`athena_refresh.job_rules.relationship_problems` holds;

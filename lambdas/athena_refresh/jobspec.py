@@ -297,54 +297,6 @@ class JobSpec:
         env.update({name: str(value) for name, value in tuning if value is not None})
         return env
 
-    def runtime_environment(
-        self,
-        *,
-        lock_table_name: str,
-        results_table_name: str,
-        results_bucket_name: str | None = None,
-        workgroup: str | None = None,
-        database: str | None = None,
-        lease_duration_s: float | None = None,
-        heartbeat_interval_s: float | None = None,
-        max_slot_age_s: float | None = None,
-    ) -> dict[str, str]:
-        """The inline form, without a job catalog (``QUERY_SQL``: tests and the bench): :meth:`wiring_environment`
-        and every job setting as text (:meth:`job_settings`), the tuning arguments taking precedence. Value
-        metrics off sets the three ``VALUE_METRIC_*`` variables empty, which the runtime reads as off."""
-        wiring = self.wiring_environment(
-            lock_table_name=lock_table_name,
-            results_table_name=results_table_name,
-            results_bucket_name=results_bucket_name,
-            workgroup=workgroup,
-            database=database,
-            lease_duration_s=lease_duration_s,
-            heartbeat_interval_s=heartbeat_interval_s,
-            max_slot_age_s=max_slot_age_s,
-        )
-        return {**self.job_settings(), **wiring}
-
-    def job_settings(self) -> dict[str, str]:
-        """The job's own settings as text under their variable names (``contract.JOB_SETTING_ENV_VARS``): the
-        inline form :meth:`runtime_environment` carries (the catalog carries the typed spec instead)."""
-        values = self.value_metrics
-        return {
-            contract.ENV_LEASE_DURATION_S: str(self.lease_duration_s),
-            contract.ENV_HEARTBEAT_INTERVAL_S: str(self.heartbeat_interval_s),
-            contract.ENV_MAX_SLOT_AGE_S: str(self.max_slot_age_s),
-            contract.ENV_HISTORY_TTL_S: str(self.history_ttl_s),
-            contract.ENV_MAX_QUERY_ATTEMPTS: str(self.max_query_attempts),
-            contract.ENV_WINDOW_S: str(self.window_s),
-            contract.ENV_DATA_YEAR: "" if self.data_year is None else str(self.data_year),
-            contract.ENV_RESULT_REUSE_MAX_AGE_MIN: str(self.result_reuse_max_age_min),
-            contract.ENV_VALUE_METRIC_COLUMNS: ",".join(values.columns) if values else "",
-            contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(values.dimensions) if values else "",
-            contract.ENV_VALUE_METRIC_MAX_SERIES: str(values.max_series) if values else "",
-            contract.ENV_MAX_SLOT_LEAD_S: str(self.max_slot_lead_s),
-            contract.ENV_ALARM_DATA_SCANNED_BYTES: str(self.alarms.data_scanned_bytes),
-            contract.ENV_ALARM_QUERY_DURATION_MS: str(self.alarms.query_duration_ms),
-        }
-
     @classmethod
     def from_context(
         cls,
@@ -455,7 +407,9 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "sql": _query_sql,
     "bytes_scanned_cutoff_per_query": integer(MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
     "alarms": _sub_spec(_ALARM_CHECKS, AlarmsSpec),
-    "result_reuse_max_age_min": bounded(contract.ENV_RESULT_REUSE_MAX_AGE_MIN),
+    "result_reuse_max_age_min": bounded(
+        contract.ENV_RESULT_REUSE_MAX_AGE_MIN, "minutes, 0: off; Athena's maximum is 7 days"
+    ),
     "value_metrics": optional(_sub_spec(_VALUE_METRIC_CHECKS, ValueMetricsSpec)),
     "removal_policy": one_of(REMOVAL_POLICIES),
     "schedule_timezone": _timezone,

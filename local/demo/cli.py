@@ -22,11 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from athena_refresh.checks import ConfigError, format_problems
 from local.demo import runner
 from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, DEFAULT_SLOTS, REPO_ROOT, DemoOptions
 from local.demo.runner import Demo, UnknownJobError
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe
-from stacks.config import ConfigError, format_problems
 from tools.cli.program import prog
 from tools.cli.selection import SELECT_HELP, add_select_argument, patterns
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from local.emulators.lambda_model import KILL, PAUSE
 from local.scenario.driver import REPO_ROOT
-from stacks.config import STACK_KEY, StackSettings, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select
 
 DEFAULT_SLOTS = 8
@@ -75,7 +75,7 @@ def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefiniti
     validated as synth reads them (``stacks.jobs.load_jobs``), ``stacks.jobs.DEFAULT_LOCAL_JOB`` first if present (it
     takes the kill), then by name.
 
-    :raises UnknownJobError: a name has no folder (before any folder is read). :raises stacks.config.ConfigError: a
+    :raises UnknownJobError: a name has no folder (before any folder is read). :raises athena_refresh.checks.ConfigError: a
     job folder is invalid.
     """
     folders = [folder.name for folder in discover(jobs_dir)]

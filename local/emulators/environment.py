@@ -10,7 +10,7 @@
 - **the file system and sockets** (``OSError``): a work directory that cannot be written, a full disk, the sample
   data's source package missing;
 - **the local endpoints** (botocore's ``BotoCoreError``/``ClientError``): an emulator that died mid-run;
-- and one user's mistake: **the job folders** (:class:`stacks.config.ConfigError`, a broken ``jobs/<job>/job.toml``),
+- and one user's mistake: **the job folders** (:class:`athena_refresh.checks.ConfigError`, a broken ``jobs/<job>/job.toml``),
   named on one line as ``cdk synth`` names it.
 
 These are the classes the entry points catch (:data:`LOCAL_RUN_ERRORS`), and only these: anything else (a
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from athena_refresh.checks import ConfigError
 from local.emulators.atomic_moto import AtomicMotoError
 from local.emulators.deployment import LocalDeploymentError
 from local.emulators.dynamodb_local import DynamoDBLocalError
 from local.emulators.lambda_service import LambdaServiceError
-from stacks.config import ConfigError
 from tools.aws_errors import one_line  # one line, whitespace folded, cut at its limit
 
 LOCAL_RUN_ERRORS: tuple[type[Exception], ...] = (

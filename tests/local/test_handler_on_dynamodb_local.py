@@ -11,14 +11,17 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
 from athena_refresh import contract, service
+from athena_refresh.catalog import CatalogQuery, write_catalog
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import make_handler
+from athena_refresh.job_defaults import spec_of
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
 from slotlock import Slot, SlotLock, StaleFencingTokenError, create_lock_table
@@ -58,12 +61,23 @@ class Context:
 
 
 @pytest.fixture
-def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[str, str]]:
     suffix = uuid.uuid4().hex[:8]
     client = boto3.client("dynamodb", endpoint_url=dynamodb_local.endpoint_url)
     lock_table, results_table = f"locks-{suffix}", f"results-{suffix}"
     create_lock_table(client, lock_table, enable_ttl=False)
     create_results_table(client, results_table)
+    spec = spec_of(
+        job_name="flights",
+        schedule_expression="cron(0/30 * * * ? *)",
+        window_s=86_400,
+        data_year=2013,
+        database="flights_demo",
+        table="flights",
+        workgroup="primary",
+        sql=SQL,
+    )
+    catalog = write_catalog(tmp_path / "job_catalog.json", {"flights": CatalogQuery(SQL, spec=spec)})
     env = {
         "AWS_ENDPOINT_URL": dynamodb_local.endpoint_url,
         contract.ENV_JOB_NAME: "flights",
@@ -71,8 +85,7 @@ def environment(dynamodb_local: Any, monkeypatch: pytest.MonkeyPatch) -> Iterato
         contract.ENV_RESULTS_TABLE_NAME: results_table,
         contract.ENV_ATHENA_WORKGROUP: "primary",
         contract.ENV_ATHENA_DATABASE: "flights_demo",
-        contract.ENV_QUERY_SQL: SQL,
-        contract.ENV_DATA_YEAR: "2013",
+        contract.ENV_JOB_CATALOG_PATH: str(catalog),
         contract.ENV_LEASE_DURATION_S: "30",
         contract.ENV_HEARTBEAT_INTERVAL_S: "10",
         contract.ENV_MAX_SLOT_AGE_S: "3600",

@@ -16,9 +16,10 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app
+from athena_refresh.jobspec import JobSpec
 from stacks import REPO_ROOT
-from stacks.config import STACK_KEY, JobConfig, load_context
 from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, job_named
+from stacks.stack_settings import STACK_KEY, load_context
 from tests.sample_jobs import load_fixture_jobs, stage_repo
 from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER, SHARED_BUDGET
@@ -39,7 +40,7 @@ def job(jobs: tuple[JobDefinition, ...]) -> JobDefinition:
 
 @pytest.fixture(scope="session")
 def job_context(job: JobDefinition) -> dict[str, Any]:
-    """The flights job's settings as the flat mapping ``JobConfig.from_context`` validates (what the job
+    """The flights job's settings as the flat mapping ``JobSpec.from_context`` validates (what the job
     loader passes it: job.toml's keys plus the ones the folder, source and stack settings give)."""
     document = tomllib.loads((job.folder / "job.toml").read_text(encoding="utf-8"))
     values = {k: v for k, v in document.items() if k not in ("source", "schedule_timezone", "sample", "parameters")}
@@ -57,7 +58,7 @@ def job_context(job: JobDefinition) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def config(job: JobDefinition) -> JobConfig:
+def config(job: JobDefinition) -> JobSpec:
     return job.config
 
 

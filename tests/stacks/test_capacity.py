@@ -23,16 +23,16 @@ from aws_cdk.assertions import Capture, Match, Template
 
 import app
 from athena_refresh import contract
+from athena_refresh.checks import ConfigError
 from slotlock import table as lock_table
 from stacks import REPO_ROOT
-from stacks.config import STACK_KEY, CapacitySettings, ConfigError, StackSettings, load_context
 from stacks.constructs.capacity import (
     MAX_DEFERRAL_SCHEDULE_PREFIX,
     SCHEDULE_NAME,
     deferral_schedule_prefix,
 )
 from stacks.constructs.dashboard import CAPACITY_TITLE
-from stacks.stack_settings import MAX_SHARED_WORKGROUPS
+from stacks.stack_settings import MAX_SHARED_WORKGROUPS, STACK_KEY, CapacitySettings, StackSettings, load_context
 from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER, SHARED_BUDGET, as_list, dashboard_body, of_type
 

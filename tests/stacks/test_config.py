@@ -3,20 +3,21 @@ schedule's period. Every message names the key (and the other key of a relations
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from athena_refresh import contract
+from athena_refresh.catalog import CatalogQuery, catalog_document
+from athena_refresh.checks import ConfigError
 from athena_refresh.errors import ConfigurationError
-from athena_refresh.settings import Settings
-from slotlock.schedule import CronError, CronPeriod, cron_period
-from stacks import REPO_ROOT
-from stacks.config import (
-    ASYNC_FIRST_RETRY_DELAY_S,
-    CLOCK_SKEW_ALLOWANCE_S,
+from athena_refresh.job_rules import ASYNC_FIRST_RETRY_DELAY_S, CLOCK_SKEW_ALLOWANCE_S
+from athena_refresh.jobspec import (
     MAX_ALARM_DATA_SCANNED_BYTES,
     MAX_ALARM_QUERY_DURATION_MS,
     MAX_BYTES_SCANNED_CUTOFF,
@@ -26,19 +27,23 @@ from stacks.config import (
     MAX_RACERS,
     MIN_BYTES_SCANNED_CUTOFF,
     MIN_LAMBDA_MEMORY_MB,
-    AlarmsConfig,
-    ConfigError,
-    JobConfig,
-    ValueMetricsConfig,
+    AlarmsSpec,
+    JobSpec,
+    ValueMetricsSpec,
+    as_raw,
 )
+from athena_refresh.settings import Settings
+from slotlock.schedule import CronError, CronPeriod, cron_period
+from stacks import REPO_ROOT
 from stacks.job_groups import MAX_JOB_STACKS
 from stacks.query_sql import output_columns
+from tests.sample_jobs import spec_from_context
 from tests.stacks.test_capacity import CAPACITY_NUMBERS
 
 
 def _problems(job_context: dict[str, Any], **override: Any) -> list[str]:
     with pytest.raises(ConfigError) as excinfo:
-        JobConfig.from_context({**job_context, **override})
+        spec_from_context({**job_context, **override})
     return list(excinfo.value.problems)
 
 
@@ -48,10 +53,10 @@ def _only_problem(job_context: dict[str, Any], **override: Any) -> str:
     return problems[0]
 
 
-def test_cdk_json_sets_the_new_keys(config: JobConfig) -> None:
+def test_cdk_json_sets_the_new_keys(config: JobSpec) -> None:
     assert config.bytes_scanned_cutoff_per_query == 1_000_000_000
-    assert config.alarms == AlarmsConfig(data_scanned_bytes=100_000_000, query_duration_ms=60_000, email=None)
-    assert config.value_metrics == ValueMetricsConfig(
+    assert config.alarms == AlarmsSpec(data_scanned_bytes=100_000_000, query_duration_ms=60_000, email=None)
+    assert config.value_metrics == ValueMetricsSpec(
         columns=("flights", "delayed_departures", "avg_dep_delay_min"), dimensions=("origin",), max_series=10
     )
     assert config.period == CronPeriod(shortest_s=1800, longest_s=1800)
@@ -170,9 +175,9 @@ def test_rate_schedules_are_rejected(job_context: dict[str, Any]) -> None:
 
 
 def test_max_series_is_documented_as_billed(job_context: dict[str, Any]) -> None:
-    from stacks.config import ValueMetricsConfig
+    from athena_refresh.jobspec import ValueMetricsSpec
 
-    assert "billed custom metric" in (ValueMetricsConfig.__doc__ or "")
+    assert "billed custom metric" in (ValueMetricsSpec.__doc__ or "")
     message = _only_problem(job_context, value_metrics={"columns": ["flights"], "max_series": 0})
     assert "from 1 to 50" in message
 
@@ -185,18 +190,18 @@ def test_a_relationship_is_skipped_when_one_of_its_keys_is_invalid(job_context: 
 
 def test_value_metrics_are_optional(job_context: dict[str, Any]) -> None:
     job = {key: value for key, value in job_context.items() if key != "value_metrics"}
-    assert JobConfig.from_context(job).value_metrics is None
-    assert JobConfig.from_context({**job_context, "value_metrics": None}).value_metrics is None
+    assert spec_from_context(job).value_metrics is None
+    assert spec_from_context({**job_context, "value_metrics": None}).value_metrics is None
 
 
 def test_value_metric_defaults(job_context: dict[str, Any]) -> None:
-    config = JobConfig.from_context({**job_context, "value_metrics": {"columns": ["flights"]}})
-    assert config.value_metrics == ValueMetricsConfig(columns=("flights",), dimensions=(), max_series=10)
+    config = spec_from_context({**job_context, "value_metrics": {"columns": ["flights"]}})
+    assert config.value_metrics == ValueMetricsSpec(columns=("flights",), dimensions=(), max_series=10)
 
 
 def test_alarm_email_is_accepted(job_context: dict[str, Any]) -> None:
     alarms = {"data_scanned_bytes": 1, "query_duration_ms": 1, "email": "ops@example.com"}
-    assert JobConfig.from_context({**job_context, "alarms": alarms}).alarms.email == "ops@example.com"
+    assert spec_from_context({**job_context, "alarms": alarms}).alarms.email == "ops@example.com"
 
 
 @pytest.mark.parametrize(
@@ -254,14 +259,13 @@ def test_result_reuse_age_must_be_athenas_range(job_context: dict[str, Any], val
     assert problem.startswith("context job.result_reuse_max_age_min: must be an integer from 0 to 10080")
 
 
-def test_result_reuse_is_off_unless_configured(config: JobConfig) -> None:
+def test_result_reuse_is_off_unless_configured(config: JobSpec) -> None:
     assert config.result_reuse_max_age_min == 0
 
 
 # --- bounds of every number (issue rule 6) ------------------------------------------------------------
 
 #: A query for the runtime's inline form (exactly two ?: the window's start and end).
-INLINE_SQL = "SELECT 1 AS a FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
 #: The deployment's wiring, as the stack sets it in the function's environment (names only matter here).
 WIRING = {
     contract.ENV_JOB_NAME: "flights-dashboard",
@@ -318,7 +322,7 @@ def with_key(job_context: dict[str, Any], key: str, value: Any) -> dict[str, Any
 def range_problems(job: dict[str, Any], key: str) -> list[str]:
     """The problems about ``key``'s own type and range (relationship problems are another rule's)."""
     try:
-        JobConfig.from_context(job)
+        spec_from_context(job)
     except ConfigError as error:
         return [problem for problem in error.problems if problem.startswith(f"context job.{key}: must be an integer")]
     return []
@@ -344,9 +348,9 @@ def numeric_key_cases() -> list[Any]:
 
 def test_every_numeric_key_is_classified(job_context: dict[str, Any]) -> None:
     # GIVEN the job's fields / WHEN the numbers among them are listed / THEN each one has its bounds here
-    numeric = {field.name for field in dataclasses.fields(JobConfig) if field.type in ("int", "int | None")}
-    numeric |= {f"alarms.{f.name}" for f in dataclasses.fields(AlarmsConfig) if f.type == "int"}
-    numeric |= {f"value_metrics.{f.name}" for f in dataclasses.fields(ValueMetricsConfig) if f.type == "int"}
+    numeric = {field.name for field in dataclasses.fields(JobSpec) if field.type in ("int", "int | None")}
+    numeric |= {f"alarms.{f.name}" for f in dataclasses.fields(AlarmsSpec) if f.type == "int"}
+    numeric |= {f"value_metrics.{f.name}" for f in dataclasses.fields(ValueMetricsSpec) if f.type == "int"}
     assert numeric == set(SHARED) | set(STACK_ONLY)
     # ... and the stack-wide numbers the runtime reads too (context stack.capacity: tests/stacks/test_capacity.py)
     assert set(SHARED.values()) | set(CAPACITY_NUMBERS.values()) == set(contract.NUMERIC_BOUNDS)
@@ -379,23 +383,43 @@ def test_an_absurd_window_is_refused_at_synth_naming_the_key_and_range(job_conte
     assert message == f"context job.window_s: must be an integer from 60 to {366 * 86400}, got 1000000000000"
 
 
+def read_back(tmp_path: Path, raw: dict[str, Any], env: dict[str, str] | None = None) -> Settings:
+    """The settings the cold start reads from a catalog holding the spec ``raw`` (typed JSON, as the stack writes
+    it) beside ``env`` (default: the wiring). :raises ConfigurationError: as ``Settings.from_env``."""
+    entry = {"spec": raw, "parameters": ["window_start", "window_end"], "constants": {}}
+    path = tmp_path / "job_catalog.json"
+    path.write_text(json.dumps({"format": 2, "jobs": {raw["job_name"]: entry}}), encoding="utf-8")
+    return Settings.from_env(env or WIRING, catalog_path=path)
+
+
 @pytest.mark.parametrize("key", list(SHARED))
-def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[str, Any], key: str) -> None:
-    # GIVEN a key that the stack checks at synth and the runtime checks again in Settings.from_env
+def test_the_stack_and_the_runtime_share_each_numbers_bounds(
+    job_context: dict[str, Any], key: str, tmp_path: Path
+) -> None:
+    # GIVEN a key that the stack checks at synth and the runtime checks again at cold start: in the catalog's spec
+    # (the same JobSpec rules), or for a local run's tuning in the environment (the same contract bounds)
     variable = SHARED[key]
     runtime_lo, runtime_hi = contract.NUMERIC_BOUNDS[variable]
     lo, hi = stack_bounds(key)
-    env = JobConfig.from_context(job_context).runtime_environment(lock_table_name="locks", results_table_name="results")
-    env[contract.ENV_QUERY_SQL] = INLINE_SQL  # the stack bundles the job's query in the job catalog instead
+    spec = as_raw(spec_from_context(job_context))
     partner = {contract.ENV_LEASE_DURATION_S: str(contract.MAX_LEASE_DURATION_S)}  # heartbeat < lease / 2
     if key == "lease_duration_s":
         partner = {contract.ENV_HEARTBEAT_INTERVAL_S: "0.3"}  # below half the shortest lease
 
     def runtime_accepts(value: float) -> bool:
+        raw, env = copy.deepcopy(spec), dict(WIRING)
+        if variable in contract.LOCAL_TUNING_ENV_VARS:
+            env |= {**partner, variable: str(value)}
+        elif "." in key:
+            top, sub = key.split(".")
+            raw[top][sub] = value
+            raw["bytes_scanned_cutoff_per_query"] = MAX_BYTES_SCANNED_CUTOFF  # a byte threshold stays below it
+        else:
+            raw[key] = value
         try:
-            Settings.from_env({**env, **partner, variable: str(value)})
+            read_back(tmp_path, raw, env)
         except ConfigurationError as error:
-            assert error.key == variable, error
+            assert error.key == variable or f"spec.{key}: must be an integer" in str(error), error
             return False
         return True
 
@@ -417,38 +441,36 @@ def test_the_stack_and_the_runtime_share_each_numbers_bounds(job_context: dict[s
         assert hi == runtime_hi
 
 
-def test_the_runtime_environment_carries_the_slot_lead(job_context: dict[str, Any], config: JobConfig) -> None:
+def test_the_catalog_carries_the_slot_lead(job_context: dict[str, Any], config: JobSpec, tmp_path: Path) -> None:
     # GIVEN cdk.json (no max_slot_lead_s: the default) and a configured lead
-    configured = JobConfig.from_context({**job_context, "max_slot_lead_s": 2})
+    configured = spec_from_context({**job_context, "max_slot_lead_s": 2})
 
-    # WHEN the function's environment is rendered and read back as the runtime does
-    default_env = config.runtime_environment(lock_table_name="locks", results_table_name="results")
-    configured_env = configured.runtime_environment(lock_table_name="locks", results_table_name="results")
-
-    # THEN MAX_SLOT_LEAD_S carries the key, and the runtime reads it as seconds
+    # WHEN each spec is written into the catalog and read back as the runtime does
+    # THEN the spec carries the key, and the runtime reads it as seconds
     assert config.max_slot_lead_s == contract.DEFAULT_MAX_SLOT_LEAD_S == 5
-    assert default_env[contract.ENV_MAX_SLOT_LEAD_S] == "5" and configured_env[contract.ENV_MAX_SLOT_LEAD_S] == "2"
-    query = {contract.ENV_QUERY_SQL: INLINE_SQL}  # the stack bundles the job's query in the job catalog instead
-    assert Settings.from_env({**default_env, **query}).max_slot_lead_s == 5.0
-    assert Settings.from_env({**configured_env, **query}).max_slot_lead_s == 2.0
-    # The capacity budget is deployment-wide: CapacitySettings.runtime_environment (tests/stacks/test_capacity.py).
-    assert set(default_env) >= set(contract.STACK_ENV_VARS) - set(contract.CAPACITY_ENV_VARS) - {
+    assert read_back(tmp_path, as_raw(config)).max_slot_lead_s == 5.0
+    assert read_back(tmp_path, as_raw(configured)).max_slot_lead_s == 2.0
+    # AND the function's environment carries the wiring only (the capacity budget is deployment-wide:
+    # CapacitySettings.runtime_environment, tests/stacks/test_capacity.py)
+    wiring = config.wiring_environment(lock_table_name="locks", results_table_name="results")
+    assert set(wiring) >= set(contract.WIRING_ENV_VARS) - {
         contract.ENV_ATHENA_CATALOG,
         contract.ENV_RESULTS_BUCKET_NAME,
     }
+    assert not set(wiring) & set(contract.JOB_SETTING_ENV_VARS)
 
 
-def test_the_job_settings_carry_the_alarm_thresholds_the_runtime_compares_with(config: JobConfig) -> None:
+def test_the_catalog_carries_the_alarm_thresholds_the_runtime_compares_with(config: JobSpec, tmp_path: Path) -> None:
     # GIVEN a job's [alarms] thresholds
     alarms = config.alarms
 
-    # WHEN its settings are written for the job catalog, and read back as the runtime does
-    settings = config.job_settings()
-    runtime = Settings.from_env({**settings, **WIRING, contract.ENV_QUERY_SQL: INLINE_SQL})
+    # WHEN its spec is written for the job catalog, and read back as the runtime does
+    document = catalog_document({config.job_name: CatalogQuery(config.sql, spec=config)})
+    runtime = read_back(tmp_path, document["jobs"][config.job_name]["spec"])
 
-    # THEN the two ALARM_* settings carry them, as text, and the runtime compares with the same numbers
-    assert settings[contract.ENV_ALARM_DATA_SCANNED_BYTES] == str(alarms.data_scanned_bytes)
-    assert settings[contract.ENV_ALARM_QUERY_DURATION_MS] == str(alarms.query_duration_ms)
+    # THEN the spec's alarms carry them, as integers, and the runtime compares with the same numbers
+    assert document["jobs"][config.job_name]["spec"]["alarms"]["data_scanned_bytes"] == alarms.data_scanned_bytes
+    assert document["jobs"][config.job_name]["spec"]["alarms"]["query_duration_ms"] == alarms.query_duration_ms
     assert (runtime.alarm_data_scanned_bytes, runtime.alarm_query_duration_ms) == (
         alarms.data_scanned_bytes,
         alarms.query_duration_ms,
@@ -516,7 +538,7 @@ def test_an_unknown_time_zone_is_a_cron_error() -> None:
 
 def test_a_daylight_saving_period_sizes_the_jobs_alarms(job_context: dict[str, Any]) -> None:
     # GIVEN a daily job in New York time / WHEN validated / THEN its period is 23 h to 25 h, not 24 h
-    config = JobConfig.from_context(
+    config = spec_from_context(
         {**job_context, "schedule_expression": "cron(0 6 * * ? *)", "schedule_timezone": "America/New_York"}
     )
     assert config.period == CronPeriod(23 * 3600, 25 * 3600)

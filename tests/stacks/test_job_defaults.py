@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 import app
-from slotlock.schedule import cron_period
-from stacks import REPO_ROOT
-from stacks.config import ConfigError, format_problems
-from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
-from stacks.job_relationships import (
+from athena_refresh.checks import ConfigError, format_problems
+from athena_refresh.job_rules import (
     ASYNC_FIRST_RETRY_DELAY_S,
     CLOCK_SKEW_ALLOWANCE_S,
     COMMIT_RESERVE_S,
     MIN_SCHEDULE_PERIOD_S,
 )
+from slotlock.schedule import cron_period
+from stacks import REPO_ROOT
+from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
 from stacks.jobs import JobDefinition, StackSettings, load_job, load_jobs
 from tools.jobs import settings as settings_command
 

@@ -18,8 +18,8 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app
+from athena_refresh.checks import ConfigError
 from stacks import quotas
-from stacks.config import ConfigError
 from stacks.job_groups import group_jobs, group_stack_name, job_group, jump_hash, name_key
 from tests.sample_jobs import stage_jobs
 from tests.stacks import deployment_view

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.config import ConfigError
+from athena_refresh.checks import ConfigError
 from stacks.jobs import GlueSource, SampleSource, StackSettings, load_jobs
 from tests.sample_jobs import REPO_JOBS_DIR, SAMPLE_JOBS, repo_job_names, stage_jobs
 

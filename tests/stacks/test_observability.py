@@ -21,7 +21,6 @@ from aws_cdk.assertions import Capture, Template
 import app
 from athena_refresh import contract
 from stacks import REPO_ROOT
-from stacks.config import STACK_KEY, load_context
 from stacks.constructs.alarms import MAX_ALARM_PERIOD_S, OBSERVABILITY_DOC, STALE_AFTER_PERIODS
 from stacks.constructs.dashboard import (
     CAPACITY_METRICS,
@@ -34,6 +33,7 @@ from stacks.constructs.dashboard import (
 from stacks.constructs.job_metrics import value_search_expression
 from stacks.jobs import JobDefinition, load_jobs
 from stacks.runtime_asset import catalog_queries
+from stacks.stack_settings import STACK_KEY, load_context
 from tests.sample_jobs import CARRIERS, FLIGHTS, stack_settings, stage_jobs
 from tests.stacks.deployment_view import STACK_OF
 from tests.stacks.helpers import HANDLER, dashboard_body, expressions, job_prefix, metric_rows, of_job, of_type

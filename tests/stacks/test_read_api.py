@@ -19,11 +19,12 @@ from aws_cdk.assertions import Capture, Match, Template
 import app
 from athena_refresh import contract
 from athena_refresh.catalog import CATALOG_FILE
+from athena_refresh.checks import ConfigError
 from stacks import REPO_ROOT
-from stacks.config import STACK_KEY, ConfigError, StackSettings, load_context
 from stacks.constructs.dashboard import OVERVIEW_PARAMS, overview_height
 from stacks.jobs import JobDefinition
 from stacks.runtime_asset import READ_SIDE_SQL
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tests.stacks.helpers import HANDLER, as_list, dashboard_body, of_type, render
 
 API_HANDLER = "results_api.handler.api_handler"

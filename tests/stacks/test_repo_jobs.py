@@ -14,9 +14,9 @@ import pytest
 
 import app
 from athena_refresh import contract
-from stacks.config import StackSettings
 from stacks.job_groups import group_stack_name, job_group
 from stacks.jobs import JobDefinition, load_repo_jobs
+from stacks.stack_settings import StackSettings
 from tests.sample_jobs import REPO_JOBS_DIR, REPO_ROOT, repo_job_names
 from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER, of_job, of_type

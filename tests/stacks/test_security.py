@@ -19,8 +19,8 @@ from athena_refresh import contract
 from slotlock_cdk import acknowledgments as acknowledgments_module
 from slotlock_cdk.runtime import slotlock_package_dir
 from stacks import LAMBDAS_DIR, REPO_ROOT, nag
-from stacks.config import STACK_KEY, load_context
 from stacks.constructs.capacity import deferral_schedule_prefix
+from stacks.stack_settings import STACK_KEY, load_context
 from tests.stacks import deployment_view
 from tests.stacks.helpers import as_list, of_job, of_type, render, single
 

@@ -22,8 +22,10 @@ from aws_cdk.assertions import Capture, Match, Template
 
 import app
 from athena_refresh import contract
+from athena_refresh.checks import ConfigError
+from athena_refresh.jobspec import JobSpec
 from stacks import REPO_ROOT
-from stacks.config import ConfigError, JobConfig
+from tests.sample_jobs import spec_from_context
 from tests.stacks.helpers import as_list
 
 POWERTOOLS_SSM_PARAMETER = "/aws/service/powertools/python/arm64/python3.13/latest"
@@ -152,7 +154,7 @@ def test_sample_data_is_deployed_under_data_flights(template: Template, results_
 
 
 def test_glue_table_is_external_parquet_over_the_data_prefix(
-    template: Template, config: JobConfig, results_bucket_id: str
+    template: Template, config: JobSpec, results_bucket_id: str
 ) -> None:
     bucket_id = results_bucket_id
     template.has_resource_properties("AWS::Glue::Database", {"DatabaseInput": {"Name": config.database}})
@@ -190,7 +192,7 @@ def test_glue_columns_match_the_parquet_file_local_data_writes() -> None:
     assert list(FLIGHTS_GLUE_COLUMNS) == EXPECTED_FLIGHTS_COLUMNS
 
 
-def test_workgroup_enforces_its_configuration(template: Template, config: JobConfig, results_bucket_id: str) -> None:
+def test_workgroup_enforces_its_configuration(template: Template, config: JobSpec, results_bucket_id: str) -> None:
     bucket_id = results_bucket_id
     template.has_resource_properties(
         "AWS::Athena::WorkGroup",
@@ -216,7 +218,7 @@ def test_workgroup_enforces_its_configuration(template: Template, config: JobCon
 
 
 def test_function_runtime_architecture_tracing_and_sizing(
-    template: Template, function_props: dict[str, Any], config: JobConfig
+    template: Template, function_props: dict[str, Any], config: JobSpec
 ) -> None:
     assert function_props["Runtime"] == "python3.13"
     assert function_props["Architectures"] == ["arm64"]
@@ -239,7 +241,7 @@ def test_function_logs_json_to_a_log_group_kept_one_month(
 
 
 def test_the_environment_wires_the_function_and_the_catalog_carries_the_job(
-    function_props: dict[str, Any], resources: dict[str, Any], config: JobConfig, catalog: dict[str, Any]
+    function_props: dict[str, Any], resources: dict[str, Any], config: JobSpec, catalog: dict[str, Any]
 ) -> None:
     env = function_props["Environment"]["Variables"]
     expected = (set(contract.WIRING_ENV_VARS) - {contract.ENV_ATHENA_CATALOG}) | {
@@ -279,7 +281,7 @@ def test_the_environment_wires_the_function_and_the_catalog_carries_the_job(
 
 
 def test_function_async_retries_are_bounded_by_the_slot_age_and_failures_go_to_a_queue(
-    template: Template, resources: dict[str, Any], function_id: str, config: JobConfig
+    template: Template, resources: dict[str, Any], function_id: str, config: JobSpec
 ) -> None:
     destination = Capture()
     template.has_resource_properties(
@@ -300,7 +302,7 @@ def test_function_async_retries_are_bounded_by_the_slot_age_and_failures_go_to_a
 
 
 def test_racers_share_one_cron_and_get_the_scheduled_time(
-    template: Template, function_id: str, config: JobConfig
+    template: Template, function_id: str, config: JobSpec
 ) -> None:
     schedules = {
         logical_id: schedule
@@ -373,7 +375,7 @@ def test_outputs_name_what_an_operator_needs(shared_template: Template, stack_te
 # --- configuration ----------------------------------------------------------------------------------
 
 
-def test_cdk_json_job_block_is_valid(config: JobConfig) -> None:
+def test_cdk_json_job_block_is_valid(config: JobSpec) -> None:
     assert config.racers == 3
     assert config.removal_policy == "RETAIN"
 
@@ -405,7 +407,7 @@ def test_invalid_context_names_the_key(
     job_context: dict[str, Any], override: dict[str, Any], key: str, fragment: str
 ) -> None:
     with pytest.raises(ConfigError) as excinfo:
-        JobConfig.from_context({**job_context, **override})
+        spec_from_context({**job_context, **override})
     message = str(excinfo.value)
     assert f"context job.{key}:" in message
     assert fragment in message
@@ -416,18 +418,18 @@ def test_every_problem_is_reported_at_once(job_context: dict[str, Any]) -> None:
     broken = {**job_context, "racers": 0, "sql": ""}
     del broken["workgroup"]
     with pytest.raises(ConfigError) as excinfo:
-        JobConfig.from_context(broken)
+        spec_from_context(broken)
     keys = sorted(problem.split(":")[0] for problem in excinfo.value.problems)
     assert keys == ["context job.racers", "context job.sql", "context job.workgroup"]
 
 
 def test_missing_job_block_is_reported() -> None:
     with pytest.raises(ConfigError, match="context job: must be an object"):
-        JobConfig.from_context(None)
+        spec_from_context(None)
 
 
 def test_removal_policy_destroy_is_accepted(job_context: dict[str, Any]) -> None:
-    assert JobConfig.from_context({**job_context, "removal_policy": "destroy"}).removal_policy == "DESTROY"
+    assert spec_from_context({**job_context, "removal_policy": "destroy"}).removal_policy == "DESTROY"
 
 
 def test_missing_sample_data_dir_fails_with_a_hint(tmp_path: Path, sample_jobs_dir: Path) -> None:

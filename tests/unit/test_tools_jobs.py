@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from athena_refresh.cost import load_prices
+from athena_refresh.jobspec import ValueMetricsSpec
 from sample_data.flights import ensure_flights_table
 from stacks import value_metrics_cost
-from stacks.config import ValueMetricsConfig
 from stacks.jobs import load_repo_jobs
 from tests.sample_jobs import load_fixture_jobs, repo_job_names
 from tools.cost import monthly
@@ -336,7 +336,7 @@ def test_value_metrics_figure_is_make_costs(jobs_dir: Path) -> None:
     for job in load_fixture_jobs():  # the samples as shipped: both publish value metrics
         config = job.config
         assert config.value_metrics is not None
-        for values in (config.value_metrics, ValueMetricsConfig(columns=("a", "b", "c", "d"), max_series=50)):
+        for values in (config.value_metrics, ValueMetricsSpec(columns=("a", "b", "c", "d"), max_series=50)):
             cost = value_metrics_cost.value_metrics_cost(
                 replace(job, config=replace(config, value_metrics=values)), prices
             )
@@ -373,8 +373,9 @@ def test_the_works_durations_are_make_costs_defaults() -> None:
 
 def test_source_columns_are_validated_by_the_job_loader(tmp_path: Path) -> None:
     """``source.columns`` is a key of stacks.jobs' Glue source: a bad name or type is a configuration problem."""
-    from stacks.config import ConfigError, StackSettings
+    from athena_refresh.checks import ConfigError
     from stacks.jobs import GlueSource, load_job
+    from stacks.stack_settings import StackSettings
 
     folder = tmp_path / "jobs" / "own"
     folder.mkdir(parents=True)

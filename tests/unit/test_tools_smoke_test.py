@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -24,8 +25,10 @@ from aws_lambda_powertools.metrics.provider import cold_start
 from botocore.stub import ANY, Stubber
 
 from athena_refresh import contract, service
+from athena_refresh.catalog import CatalogQuery, write_catalog
 from athena_refresh.engine import Column, QueryExecution, QueryResult, QueryStatistics
 from athena_refresh.handler import make_handler
+from athena_refresh.job_defaults import spec_of
 from athena_refresh.results import ResultsStore, create_results_table
 from slotlock import Slot, create_lock_table
 from tests.job_registry import PATH, entry, put_raw, register
@@ -346,17 +349,18 @@ class InProcessLambda:
 
 
 @pytest.fixture
-def deployed(tables: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessLambda]:
-    """The function's environment as the stack sets it, on the moto tables, with an in-process engine."""
+def deployed(tables: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[InProcessLambda]:
+    """The function's environment and job catalog as the stack sets them, on moto, with an in-process engine."""
+    keys = {"schedule_expression": "cron(0/30 * * * ? *)", "database": "db", "table": "t", "workgroup": "wg"}
+    spec = spec_of(job_name=JOB, sql="SELECT 1 FROM t WHERE a >= ? AND a < ?", **keys)
+    catalog = write_catalog(tmp_path / "job_catalog.json", {JOB: CatalogQuery(spec.sql, spec=spec)})
     for key, value in {
         contract.ENV_JOB_NAME: JOB,
         contract.ENV_LOCK_TABLE_NAME: LOCK_TABLE,
         contract.ENV_RESULTS_TABLE_NAME: RESULTS_TABLE,
         contract.ENV_ATHENA_WORKGROUP: "wg",
         contract.ENV_ATHENA_DATABASE: "db",
-        contract.ENV_QUERY_SQL: "SELECT 1 FROM t WHERE a >= ? AND a < ?",
-        contract.ENV_LEASE_DURATION_S: "45",
-        contract.ENV_HEARTBEAT_INTERVAL_S: "15",
+        contract.ENV_JOB_CATALOG_PATH: str(catalog),
     }.items():
         monkeypatch.setenv(key, value)
     service.metrics.clear_metrics()

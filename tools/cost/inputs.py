@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from athena_refresh.checks import ConfigError
 from athena_refresh.engine import QueryResult, QueryStatistics
 from athena_refresh.errors import ResultsStoreError
 from athena_refresh.results import ResultsStore
 from slotlock import Slot
 from slotlock.schedule import CronError, next_firing
-from stacks.config import ConfigError
 from stacks.jobs import JobDefinition, SampleSource, load_jobs
 from stacks.stack_settings import CapacitySettings
 from tools.cost.usage import AlarmCount

@@ -22,12 +22,13 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from athena_refresh.catalog import CATALOG_FILE, catalog_document
+from athena_refresh.checks import ConfigError, format_problems
 from athena_refresh.engine import QueryExecution, QueryResult, client_request_token
 from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
 from athena_refresh.settings import Settings
 from slotlock import Slot
-from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
 from stacks.jobs import QUERY_FILE, GlueSource, JobDefinition, SampleSource, load_jobs
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select, select_one
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -80,7 +81,7 @@ class LoadedJobs:
 
 
 def print_problems(problems: Sequence[str], err: TextIO) -> None:
-    """Each problem on its own line, as synth prints them (:func:`stacks.config.format_problems`)."""
+    """Each problem on its own line, as synth prints them (:func:`athena_refresh.checks.format_problems`)."""
     err.write(format_problems(problems) + "\n")
 
 

@@ -18,9 +18,10 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from athena_refresh.checks import ConfigError, format_problems
 from stacks import JOBS_DIR, REPO_ROOT
-from stacks.config import STACK_KEY, ConfigError, StackSettings, format_problems, load_context
 from stacks.jobs import JobDefinition, load_job, load_jobs
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.exit_status import ExitStatus
 from tools.cli.selection import SelectionError, add_select_argument, patterns, select
 

@@ -33,14 +33,6 @@ ENTRY = {
     "parameters": ["window_start", "window_end", "delay_min", "window_start"],
     "constants": {"delay_min": "15"},
 }
-ENV = {
-    contract.ENV_JOB_NAME: JOB,
-    contract.ENV_LOCK_TABLE_NAME: "locks",
-    contract.ENV_RESULTS_TABLE_NAME: "results",
-    contract.ENV_ATHENA_WORKGROUP: "wg",
-    contract.ENV_ATHENA_DATABASE: "db",
-    contract.ENV_WINDOW_S: "3600",
-}
 
 
 def write(tmp_path: Path, document: Any) -> Path:
@@ -57,8 +49,8 @@ def test_a_written_catalog_reads_back_as_the_same_query(tmp_path: Path) -> None:
 
 
 def test_settings_bind_each_named_parameter_in_order_with_constants_as_written(tmp_path: Path) -> None:
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
-    settings = Settings.from_env(ENV, catalog_path=path)
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry(window_s=3600)}})
+    settings = Settings.from_env(ENV_WIRING, catalog_path=path)
     assert settings.query_sql == SQL
     scheduled = dt.datetime(2026, 11, 24, 6, 15, tzinfo=dt.UTC)
     assert settings.execution_parameters(scheduled) == [
@@ -70,38 +62,42 @@ def test_settings_bind_each_named_parameter_in_order_with_constants_as_written(t
 
 
 def test_slot_time_is_the_windows_end_on_the_datas_timeline(tmp_path: Path) -> None:
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: {"sql": "SELECT ? AS t", "parameters": ["slot_time"]}}})
-    settings = Settings.from_env({**ENV, contract.ENV_DATA_YEAR: "2013"}, catalog_path=path)
+    entry = {**spec_entry(sql="SELECT ? AS t", data_year=2013), "parameters": ["slot_time"], "constants": {}}
+    settings = Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 2, "jobs": {JOB: entry}}))
     assert settings.execution_parameters(dt.datetime(2026, 11, 24, 6, 15, tzinfo=dt.UTC)) == ["'2013-11-24 06:15:00'"]
 
 
 def test_the_window_dates_are_built_in_and_bound_on_the_datas_timeline(tmp_path: Path) -> None:
     entry = {
-        "sql": "SELECT 1 AS a FROM t WHERE dt BETWEEN ? AND ?",
+        **spec_entry(sql="SELECT 1 AS a FROM t WHERE dt BETWEEN ? AND ?", data_year=2013, window_s=3600),
         "parameters": ["window_first_date", "window_last_date"],
+        "constants": {},
     }
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: entry}})
-    settings = Settings.from_env({**ENV, contract.ENV_DATA_YEAR: "2013"}, catalog_path=path)
+    settings = Settings.from_env(ENV_WIRING, catalog_path=write(tmp_path, {"format": 2, "jobs": {JOB: entry}}))
     # the one-hour window [2013-11-24 00:00, 01:00) ends within its day
     assert settings.execution_parameters(dt.datetime(2026, 11, 24, 1, 0, tzinfo=dt.UTC)) == ["'2013-11-24'"] * 2
 
 
 def test_the_catalog_path_may_come_from_the_environment(tmp_path: Path) -> None:
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
-    settings = Settings.from_env({**ENV, contract.ENV_JOB_CATALOG_PATH: str(path)})
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry()}})
+    settings = Settings.from_env({**ENV_WIRING, contract.ENV_JOB_CATALOG_PATH: str(path)})
     assert settings.query_parameters == tuple(ENTRY["parameters"])
 
 
 def test_a_catalog_and_an_inline_query_together_are_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, {"format": 1, "jobs": {JOB: ENTRY}})
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry()}})
     with pytest.raises(ConfigurationError, match="QUERY_SQL: must not be set"):
-        Settings.from_env({**ENV, contract.ENV_QUERY_SQL: SQL}, catalog_path=path)
+        Settings.from_env({**ENV_WIRING, contract.ENV_QUERY_SQL: SQL}, catalog_path=path)
 
 
-def test_without_a_catalog_the_inline_query_binds_the_window() -> None:
-    inline = "SELECT 1 AS a FROM t WHERE x >= ? AND x < ?"
-    settings = Settings.from_env({**ENV, contract.ENV_QUERY_SQL: inline})
-    assert settings.query_parameters == ("window_start", "window_end")
+def test_without_a_catalog_the_cold_start_names_the_missing_catalog() -> None:
+    # GIVEN no catalog (none is bundled in the repository) / WHEN the settings are read / THEN the catalog is named;
+    # the former inline query (QUERY_SQL) is no longer read: the job's settings come from its spec only
+    with pytest.raises(CatalogError, match="job_catalog.json: not found"):
+        Settings.from_env(ENV_WIRING)
+    with pytest.raises(ConfigurationError, match="QUERY_SQL: must not be set") as caught:
+        Settings.from_env({**ENV_WIRING, contract.ENV_QUERY_SQL: "SELECT 1 AS a FROM t WHERE x >= ? AND x < ?"})
+    assert caught.value.key == contract.ENV_QUERY_SQL
 
 
 @pytest.mark.parametrize(
@@ -130,7 +126,7 @@ def test_a_broken_catalog_fails_the_cold_start_naming_what_is_wrong(
 ) -> None:
     path = write(tmp_path, document)
     with pytest.raises(CatalogError, match=expected) as caught:
-        Settings.from_env(ENV, catalog_path=path)
+        Settings.from_env(ENV_WIRING, catalog_path=path)
     assert caught.value.path == str(path)
 
 
@@ -146,15 +142,8 @@ def test_an_entry_under_an_invalid_job_name_is_refused() -> None:
 
 def spec_entry(**keys: Any) -> dict[str, Any]:
     """A catalog entry as the stack writes it: the query's binding and the job's spec as typed JSON."""
-    spec = spec_of(
-        job_name=JOB,
-        schedule_expression="cron(0/30 * * * ? *)",
-        database="db",
-        table="flights",
-        workgroup="wg",
-        sql=SQL,
-        **keys,
-    )
+    required = {"schedule_expression": "cron(0/30 * * * ? *)", "database": "db", "table": "flights", "sql": SQL}
+    spec = spec_of(**{"job_name": JOB, "workgroup": "wg", **required, **keys})
     return {"parameters": ENTRY["parameters"], "constants": ENTRY["constants"], "spec": as_raw(spec)}
 
 
@@ -172,7 +161,9 @@ def test_the_jobs_settings_come_from_the_catalog_and_the_environment_overrides_t
 def test_a_job_setting_in_the_environment_beside_a_spec_is_refused(tmp_path: Path) -> None:
     # GIVEN a catalog with the job's spec / WHEN the environment also sets a job setting other than local tuning
     path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry()}})
-    with pytest.raises(ConfigurationError, match="must not be set: the job's settings come from its spec") as caught:
+    with pytest.raises(
+        ConfigurationError, match="must not be set: the job's query and settings come from its spec"
+    ) as caught:
         Settings.from_env({**ENV_WIRING, contract.ENV_WINDOW_S: "3600"}, catalog_path=path)
     # THEN it is refused naming the variable: the environment carries the wiring only
     assert caught.value.key == contract.ENV_WINDOW_S

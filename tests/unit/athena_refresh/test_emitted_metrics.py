@@ -18,12 +18,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from athena_refresh import contract, service
+from athena_refresh.catalog import CatalogQuery, write_catalog
 from athena_refresh.handler import make_handler
+from athena_refresh.job_defaults import spec_of
 from athena_refresh.settings import Settings
 from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotLock, pause, request_generation
 
@@ -116,8 +119,9 @@ class Harness:
         make_context: Any,
         read: Any,
         setenv: Callable[[str, str], None],
+        with_spec: Callable[..., None],
     ) -> None:
-        self.job, self.ddb, self.setenv = job, ddb, setenv
+        self.job, self.ddb, self.setenv, self.with_spec = job, ddb, setenv, with_spec
         self.lock_table, self.results_table = tables["lock_table"], tables["results_table"]
         self.make_engine, self.make_context, self._read = make_engine, make_context, read
         self.slot = Slot(int(time.time()) - 5)  # scheduled a few seconds ago (the handler's lock: system clock)
@@ -268,8 +272,7 @@ def win_and_commit(h: Harness) -> tuple[Emitted, Expected]:
 
 def threshold_exceeded(h: Harness) -> tuple[Emitted, Expected]:
     # the job's [alarms] data_scanned_bytes is below what the query scans; its duration threshold is not reached
-    h.setenv(contract.ENV_ALARM_DATA_SCANNED_BYTES, str(SCANNED_BYTES - 1))
-    h.setenv(contract.ENV_ALARM_QUERY_DURATION_MS, str(DURATION_MS))  # equal is not above
+    h.with_spec(alarms={"data_scanned_bytes": SCANNED_BYTES - 1, "query_duration_ms": DURATION_MS})  # equal: not above
     assert h.invoke("req-A")["status"] == "succeeded"
     line = {**WIN_LINE, "threshold_exceeded": contract.METRIC_DATA_SCANNED_BYTES}
     return h.emitted(), Expected(
@@ -657,10 +660,11 @@ def harness(
     make_engine: Any,
     make_context: Any,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> Iterator[Callable[[str], Harness]]:
-    """``harness(job)``: sets the function's environment for ``job`` (values: flights and delay by origin,
-    at most 2 series, so the default three origins also drop one; no ``ALARM_*`` threshold, as in a catalog
-    written before them) and returns a :class:`Harness`. The Powertools log lines go to capsys too."""
+    """``harness(job)``: sets the function's environment for ``job`` and writes its job catalog (values: flights and
+    delay by origin, at most 2 series, so the default three origins also drop one; the alarm thresholds derived, far
+    above the fake engine's statistics) and returns a :class:`Harness`. The Powertools log lines go to capsys too."""
     import json
 
     handler = service.logger.registered_handler
@@ -671,28 +675,49 @@ def harness(
         return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
 
     def make(job: str) -> Harness:
+        catalog_path = tmp_path / job / "job_catalog.json"
+        catalog_path.parent.mkdir()
+
+        def with_spec(**changes: Any) -> None:
+            """(Re)write the job's catalog: its spec with ``changes`` (one racer: no losers in the cost estimate)."""
+            spec = spec_of(
+                **{
+                    "job_name": job,
+                    "schedule_expression": "cron(0/30 * * * ? *)",
+                    "racers": 1,
+                    "lease_duration_s": 45,
+                    "heartbeat_interval_s": 15,
+                    "max_slot_age_s": 1800,
+                    "window_s": 86_400,
+                    "data_year": 2013,
+                    "database": "flights_demo",
+                    "table": "flights",
+                    "workgroup": "athena-refresh",
+                    "sql": SQL,
+                    "value_metrics": {
+                        "columns": ["flights", "avg_dep_delay_min"],
+                        "dimensions": ["origin"],
+                        "max_series": 2,
+                    },
+                    **changes,
+                }
+            )
+            write_catalog(catalog_path, {job: CatalogQuery(SQL, spec=spec)})
+
+        with_spec()
         env = {
             contract.ENV_JOB_NAME: job,
             contract.ENV_LOCK_TABLE_NAME: aws_resources["lock_table"],
             contract.ENV_RESULTS_TABLE_NAME: aws_resources["results_table"],
             contract.ENV_RESULTS_BUCKET_NAME: aws_resources["bucket"],
-            contract.ENV_LEASE_DURATION_S: "45",
-            contract.ENV_HEARTBEAT_INTERVAL_S: "15",
-            contract.ENV_MAX_SLOT_AGE_S: "1800",
             contract.ENV_ATHENA_WORKGROUP: "athena-refresh",
             contract.ENV_ATHENA_DATABASE: "flights_demo",
-            contract.ENV_QUERY_SQL: SQL,
-            contract.ENV_DATA_YEAR: "2013",
-            contract.ENV_VALUE_METRIC_COLUMNS: "flights,avg_dep_delay_min",
-            contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
-            contract.ENV_VALUE_METRIC_MAX_SERIES: "2",
+            contract.ENV_JOB_CATALOG_PATH: str(catalog_path),
         }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        for key in (contract.ENV_ALARM_DATA_SCANNED_BYTES, contract.ENV_ALARM_QUERY_DURATION_MS):
-            monkeypatch.delenv(key, raising=False)
         read()  # start from an empty capture
-        return Harness(job, ddb, aws_resources, make_engine, make_context, read, monkeypatch.setenv)
+        return Harness(job, ddb, aws_resources, make_engine, make_context, read, monkeypatch.setenv, with_spec)
 
     yield make
     handler.stream = previous

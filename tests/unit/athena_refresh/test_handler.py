@@ -23,13 +23,49 @@ import boto3
 import pytest
 
 from athena_refresh import contract, service
-from athena_refresh.catalog import CatalogError
+from athena_refresh.catalog import CatalogError, CatalogQuery, catalog_document, write_catalog
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
+from athena_refresh.job_defaults import spec_of
+from athena_refresh.jobspec import JobSpec, ValueMetricsSpec
 from athena_refresh.settings import Settings
 from slotlock import InvalidEventError, Slot, SlotLock
 
 JOB = "flights-dashboard"
 LEASE, HEARTBEAT = contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVAL_S
+#: The job's spec as the stack writes it into the job catalog (one racer: the inline form's cost estimate).
+SPEC_KEYS: dict[str, Any] = {
+    "job_name": JOB,
+    "schedule_expression": "cron(0/30 * * * ? *)",
+    "racers": 1,
+    "lease_duration_s": 45,
+    "heartbeat_interval_s": 15,
+    "max_slot_age_s": 1800,
+    "history_ttl_s": 2_592_000,
+    "max_query_attempts": 3,
+    "window_s": 86_400,
+    "data_year": 2013,
+    "database": "flights_demo",
+    "table": "flights",
+    "workgroup": "athena-refresh",
+    "sql": "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1",
+    "value_metrics": ValueMetricsSpec(columns=("flights", "avg_dep_delay_min"), dimensions=("origin",), max_series=10),
+    "result_reuse_max_age_min": 0,
+    "max_slot_lead_s": 5,
+    "bytes_scanned_cutoff_per_query": 10_000_000_000,
+    # above the fake engine's statistics (7 MiB, 910 ms): no threshold exceeded unless a test lowers one
+    "alarms": {"data_scanned_bytes": 2**30, "query_duration_ms": 600_000},
+}
+
+
+def job_spec(**changes: Any) -> JobSpec:
+    """The handler tests' job (SPEC_KEYS) with ``changes``."""
+    return spec_of(**{**SPEC_KEYS, **changes})
+
+
+def write_job_catalog(path: Path, spec: JobSpec) -> Path:
+    """The job catalog the stack bundles for ``spec``, its query bound to the window's start and end."""
+    return write_catalog(path, {spec.job_name: CatalogQuery(spec.sql, spec=spec)})
+
 
 # Powertools warns when an invocation flushes no buffered metric: expected when the handler raises before
 # the run, and for a loser or a failed run on a fresh table (there is no last success to report yet).
@@ -84,32 +120,18 @@ def rule_event(slot: Slot) -> dict[str, Any]:
 
 
 @pytest.fixture
-def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) -> dict[str, str]:
-    """Every contract variable, as the stack sets them, pointing at the (moto) tables and bucket."""
+def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """Every variable the stack sets, pointing at the (moto) tables and bucket, and the job catalog with the job's
+    spec (``JOB_CATALOG_PATH``: the asset's bundled catalog in a deployment)."""
     values = {
         contract.ENV_JOB_NAME: JOB,
         contract.ENV_LOCK_TABLE_NAME: aws_resources["lock_table"],
         contract.ENV_RESULTS_TABLE_NAME: aws_resources["results_table"],
         contract.ENV_RESULTS_BUCKET_NAME: aws_resources["bucket"],
-        contract.ENV_LEASE_DURATION_S: "45",
-        contract.ENV_HEARTBEAT_INTERVAL_S: "15",
-        contract.ENV_MAX_SLOT_AGE_S: "1800",
-        contract.ENV_HISTORY_TTL_S: "2592000",
-        contract.ENV_MAX_QUERY_ATTEMPTS: "3",
-        contract.ENV_WINDOW_S: "86400",
-        contract.ENV_DATA_YEAR: "2013",
         contract.ENV_ATHENA_WORKGROUP: "athena-refresh",
         contract.ENV_ATHENA_DATABASE: "flights_demo",
         contract.ENV_ATHENA_CATALOG: "AwsDataCatalog",
-        contract.ENV_QUERY_SQL: "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1",
-        contract.ENV_VALUE_METRIC_COLUMNS: "flights,avg_dep_delay_min",
-        contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
-        contract.ENV_VALUE_METRIC_MAX_SERIES: "10",
-        contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "0",
-        contract.ENV_MAX_SLOT_LEAD_S: "5",
-        # above the fake engine's statistics (7 MiB, 910 ms): no threshold exceeded unless a test lowers one
-        contract.ENV_ALARM_DATA_SCANNED_BYTES: str(2**30),
-        contract.ENV_ALARM_QUERY_DURATION_MS: "600000",
+        contract.ENV_JOB_CATALOG_PATH: str(write_job_catalog(tmp_path / "job_catalog.json", job_spec())),
         # the capacity budget is off here (tests/unit/athena_refresh/test_capacity.py turns it on)
         contract.ENV_CAPACITY_PERMITS: "0",
         contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
@@ -122,7 +144,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str]) 
         contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
         contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",
     }
-    assert set(values) == set(contract.STACK_ENV_VARS) | {contract.ENV_QUERY_SQL}  # the inline query: no catalog
+    assert set(values) == set(contract.STACK_ENV_VARS) | {contract.ENV_JOB_CATALOG_PATH}  # the job: in the catalog
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     return values
@@ -427,8 +449,8 @@ def test_malformed_event_raises_naming_the_field_before_any_request(
         ({contract.ENV_LOCK_TABLE_NAME: None}, contract.ENV_LOCK_TABLE_NAME),
         ({LEASE: "20", HEARTBEAT: "15"}, HEARTBEAT),
         ({LEASE: "30", HEARTBEAT: "15"}, HEARTBEAT),
-        ({contract.ENV_QUERY_SQL: ""}, contract.ENV_QUERY_SQL),
-        ({contract.ENV_QUERY_SQL: "  "}, contract.ENV_QUERY_SQL),
+        ({contract.ENV_QUERY_SQL: "SELECT 1 WHERE t >= ? AND t < ?"}, contract.ENV_QUERY_SQL),
+        ({contract.ENV_WINDOW_S: "3600"}, contract.ENV_WINDOW_S),
         ({LEASE: "nan"}, LEASE),
         ({contract.ENV_RESULTS_TABLE_NAME: None}, contract.ENV_RESULTS_TABLE_NAME),
         ({contract.ENV_ATHENA_WORKGROUP: ""}, contract.ENV_ATHENA_WORKGROUP),
@@ -444,8 +466,8 @@ def test_malformed_event_raises_naming_the_field_before_any_request(
         "no-lock-table",
         "lease-below-2x-heartbeat",
         "lease-equal-2x-heartbeat",
-        "empty-sql",
-        "blank-sql",
+        "inline-sql-beside-the-catalog",
+        "job-setting-beside-the-catalog",
         "nan-lease",
         "no-results-table",
         "empty-workgroup",
@@ -454,7 +476,7 @@ def test_malformed_event_raises_naming_the_field_before_any_request(
         "lease-below-heartbeat",
         "zero-attempts",
         "fractional-attempts",
-        "one-placeholder",
+        "inline-sql-with-one-placeholder",
         "job-name-with-key-separator",
     ],
 )
@@ -735,11 +757,11 @@ def test_held_loser_of_a_fresh_job_emits_no_metric(invoke: Any, stdout_json: Any
 
 
 def test_a_slot_above_a_threshold_emits_one_deployment_wide_count_and_a_warning(
-    invoke: Any, stdout_json: Any, monkeypatch: pytest.MonkeyPatch
+    invoke: Any, stdout_json: Any, handler_env: dict[str, str]
 ) -> None:
     # GIVEN thresholds below the fake engine's statistics (7,340,032 bytes, 910 ms): both are exceeded
-    monkeypatch.setenv(contract.ENV_ALARM_DATA_SCANNED_BYTES, "1000000")
-    monkeypatch.setenv(contract.ENV_ALARM_QUERY_DURATION_MS, "500")
+    alarms = {"data_scanned_bytes": 1_000_000, "query_duration_ms": 500}
+    write_job_catalog(Path(handler_env[contract.ENV_JOB_CATALOG_PATH]), job_spec(alarms=alarms))
     slot = current_slot()
 
     # WHEN the winner commits the slot
@@ -948,15 +970,16 @@ CATALOG_SQL = "SELECT carrier, count(*) AS n FROM flights WHERE t >= ? AND t < ?
 
 @pytest.fixture
 def catalog_env(handler_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The deployed shape: no QUERY_SQL; the query (named parameters, a constant) comes from a catalog."""
-    path = tmp_path / "job_catalog.json"
-    entry = {
-        "sql": CATALOG_SQL,
-        "parameters": ["window_start", "window_end", "delay_min", "window_start"],
-        "constants": {"delay_min": "15"},
-    }
-    path.write_text(json.dumps({"format": 1, "jobs": {JOB: entry, "other-job": {"sql": "SELECT 1 AS a"}}}))
-    monkeypatch.delenv(contract.ENV_QUERY_SQL)
+    """The query with named parameters and a constant, beside another job's entry (no spec: the read side's)."""
+    path = tmp_path / "catalog" / "job_catalog.json"
+    path.parent.mkdir()
+    query = CatalogQuery(
+        CATALOG_SQL,
+        ("window_start", "window_end", "delay_min", "window_start"),
+        constants={"delay_min": "15"},
+        spec=job_spec(sql=CATALOG_SQL),
+    )
+    path.write_text(json.dumps(catalog_document({JOB: query, "other-job": CatalogQuery("SELECT 1 AS a", ())})))
     monkeypatch.setenv(contract.ENV_JOB_CATALOG_PATH, str(path))
     return path
 

@@ -1,4 +1,9 @@
-"""``Settings.from_env``: every variable of the contract, every rule, and the slot-to-window mapping."""
+"""``Settings``: the wiring from the environment, the job from its ``JobSpec`` (the job catalog, or
+``Settings.from_spec``), a local run's tuning, every rule, and the slot-to-window mapping.
+
+A job's own settings are never read from text: their rules are those of the spec's construction
+(``spec_of``/``JobSpec``, keyword arguments), tested here with the same expectations the environment variables had.
+"""
 
 from __future__ import annotations
 
@@ -6,42 +11,57 @@ import dataclasses
 import datetime as dt
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from athena_refresh import contract
+from athena_refresh.catalog import CatalogQuery, write_catalog
+from athena_refresh.checks import ConfigError
 from athena_refresh.errors import ConfigurationError
+from athena_refresh.job_defaults import spec_of
+from athena_refresh.jobspec import JobSpec, ValueMetricsSpec
 from athena_refresh.permits import CapacitySettings
 from athena_refresh.settings import DEFAULT_CATALOG, Settings
 from slotlock import _dynamodb as slotlock_dynamodb
 
 SQL = "SELECT origin, count(*) AS n FROM flights WHERE t >= CAST(? AS timestamp) AND t < CAST(? AS timestamp)"
-
-#: Every variable of the contract, set to a valid non-default value.
-FULL_ENV = {
-    contract.ENV_JOB_NAME: "flights-dashboard",
+JOB = "flights-dashboard"
+#: The spec's required keys (every other key defaults as a job file's would: ``spec_of``).
+REQUIRED_KEYS: dict[str, Any] = {
+    "job_name": JOB,
+    "schedule_expression": "cron(0/30 * * * ? *)",
+    "database": "flights_demo",
+    "table": "flights",
+    "workgroup": "athena-refresh",
+    "sql": SQL,
+}
+#: Every job setting, set to a valid non-default value.
+FULL_SPEC = spec_of(
+    **REQUIRED_KEYS,
+    lease_duration_s=45,
+    heartbeat_interval_s=15,
+    max_slot_age_s=1800,
+    history_ttl_s=2_592_000,
+    max_query_attempts=4,
+    window_s=86_400,
+    data_year=2013,
+    value_metrics=ValueMetricsSpec(columns=("n", "avg_delay"), dimensions=("origin",), max_series=20),
+    result_reuse_max_age_min=90,
+    max_slot_lead_s=3,
+    bytes_scanned_cutoff_per_query=10_000_000_000,
+    alarms={"data_scanned_bytes": 5_000_000_000, "query_duration_ms": 120_000},
+)
+#: The wiring and the capacity budget, as the stack sets them, beside the catalog (JOB_CATALOG_PATH: ``full_env``).
+WIRING_ENV = {
+    contract.ENV_JOB_NAME: JOB,
     contract.ENV_LOCK_TABLE_NAME: "locks-table",
     contract.ENV_RESULTS_TABLE_NAME: "results-table",
     contract.ENV_RESULTS_BUCKET_NAME: "results-bucket",
-    contract.ENV_LEASE_DURATION_S: "45",
-    contract.ENV_HEARTBEAT_INTERVAL_S: "15",
-    contract.ENV_MAX_SLOT_AGE_S: "1800",
-    contract.ENV_HISTORY_TTL_S: "2592000",
-    contract.ENV_MAX_QUERY_ATTEMPTS: "4",
-    contract.ENV_WINDOW_S: "86400",
-    contract.ENV_DATA_YEAR: "2013",
     contract.ENV_ATHENA_WORKGROUP: "athena-refresh",
     contract.ENV_ATHENA_DATABASE: "flights_demo",
     contract.ENV_ATHENA_CATALOG: "OtherCatalog",
-    contract.ENV_QUERY_SQL: SQL,
-    contract.ENV_VALUE_METRIC_COLUMNS: "n, avg_delay",
-    contract.ENV_VALUE_METRIC_DIMENSIONS: "origin",
-    contract.ENV_VALUE_METRIC_MAX_SERIES: "20",
-    contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "90",
-    contract.ENV_MAX_SLOT_LEAD_S: "3",
-    contract.ENV_ALARM_DATA_SCANNED_BYTES: "5000000000",
-    contract.ENV_ALARM_QUERY_DURATION_MS: "120000",
     contract.ENV_CAPACITY_PERMITS: "10",
     contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-eu-west-1",
     contract.ENV_CAPACITY_TABLE_NAME: "other-deployment-locks",
@@ -59,21 +79,44 @@ REQUIRED = (
     contract.ENV_RESULTS_TABLE_NAME,
     contract.ENV_ATHENA_WORKGROUP,
     contract.ENV_ATHENA_DATABASE,
-    contract.ENV_QUERY_SQL,
+    contract.ENV_JOB_CATALOG_PATH,  # no catalog is bundled in the repository
 )
-#: The catalog path is optional too, but not beside QUERY_SQL (test_catalog covers it).
-OPTIONAL = tuple(name for name in contract.ALL_ENV_VARS if name not in (*REQUIRED, contract.ENV_JOB_CATALOG_PATH))
+OPTIONAL = tuple(name for name in contract.ALL_ENV_VARS if name not in REQUIRED)
+#: The local tuning, set to valid values (the lease and heartbeat of the spec).
+TUNING_ENV = {
+    contract.ENV_LEASE_DURATION_S: "45",
+    contract.ENV_HEARTBEAT_INTERVAL_S: "15",
+    contract.ENV_MAX_SLOT_AGE_S: "1800",
+}
 
 
-def env(**changes: str | None) -> dict[str, str]:
-    """FULL_ENV with ``changes`` applied (``None`` removes the variable)."""
-    result = dict(FULL_ENV)
-    for key, value in changes.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = value
-    return result
+def catalog_of(spec: JobSpec, directory: Path) -> Path:
+    """The job catalog the stack would bundle for ``spec`` (its query bound to the window's start and end)."""
+    query = CatalogQuery(spec.sql, spec=spec)
+    return write_catalog(directory / "job_catalog.json", {spec.job_name: query})
+
+
+@pytest.fixture(scope="module")
+def full_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Every variable the runtime reads, valid: the wiring, the budget, the tuning and the catalog of FULL_SPEC."""
+    path = catalog_of(FULL_SPEC, tmp_path_factory.mktemp("catalog"))
+    return {**WIRING_ENV, **TUNING_ENV, contract.ENV_JOB_CATALOG_PATH: str(path)}
+
+
+@pytest.fixture
+def env(full_env: dict[str, str]) -> Any:
+    """``env(**changes)``: ``full_env`` with ``changes`` applied (``None`` removes the variable)."""
+
+    def changed(**changes: str | None) -> dict[str, str]:
+        result = dict(full_env)
+        for key, value in changes.items():
+            if value is None:
+                result.pop(key, None)
+            else:
+                result[key] = value
+        return result
+
+    return changed
 
 
 def config_error(environment: dict[str, str]) -> ConfigurationError:
@@ -82,19 +125,32 @@ def config_error(environment: dict[str, str]) -> ConfigurationError:
     return info.value
 
 
+def spec_problem(**keys: Any) -> str:
+    """The one problem of a spec built from REQUIRED_KEYS and ``keys`` (``spec_of``: the defaults derived)."""
+    with pytest.raises(ConfigError) as info:
+        spec_of(**{**REQUIRED_KEYS, **keys})
+    assert len(info.value.problems) == 1, info.value.problems
+    return info.value.problems[0]
+
+
+def of_spec(**keys: Any) -> Settings:
+    """The settings of a spec built from REQUIRED_KEYS and ``keys``, wired to stand-in tables."""
+    return Settings.from_spec(spec_of(**{**REQUIRED_KEYS, **keys}), lock_table_name="locks", results_table_name="r")
+
+
 # ---------------------------------------------------------------------------------------------------
 # happy paths
 # ---------------------------------------------------------------------------------------------------
 
 
-def test_from_env_reads_every_contract_variable() -> None:
-    # GIVEN every variable of the contract (the test's table covers them all; the inline query, not a catalog)
-    assert set(FULL_ENV) == set(contract.ALL_ENV_VARS) - {contract.ENV_JOB_CATALOG_PATH}
+def test_from_env_reads_the_wiring_and_the_jobs_spec(full_env: dict[str, str]) -> None:
+    # GIVEN every variable the runtime reads (the test's table covers them all) and the job's spec in the catalog
+    assert set(full_env) == set(contract.ALL_ENV_VARS)
 
     # WHEN the settings are read
-    settings = Settings.from_env(FULL_ENV)
+    settings = Settings.from_env(full_env)
 
-    # THEN each variable landed in its field, with its type
+    # THEN each variable and each key of the spec landed in its field, with its type
     assert settings == Settings(
         job_name="flights-dashboard",
         lock_table_name="locks-table",
@@ -130,13 +186,25 @@ def test_from_env_reads_every_contract_variable() -> None:
             deferral_schedule_group="default",
             deferral_schedule_prefix="sar-0123456789ab-",
         ),
+        racers=3,
+        spec=FULL_SPEC,
     )
     assert isinstance(settings.history_ttl_s, int) and isinstance(settings.max_query_attempts, int)
+    # AND from_spec with the same wiring builds the same settings (the tuning equal to the spec's)
+    wired = Settings.from_spec(
+        FULL_SPEC,
+        lock_table_name="locks-table",
+        results_table_name="results-table",
+        results_bucket_name="results-bucket",
+        athena_catalog="OtherCatalog",
+        capacity=settings.capacity,
+    )
+    assert wired == settings
 
 
-def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch, full_env: dict[str, str]) -> None:
     # GIVEN the variables in the process environment
-    for key, value in FULL_ENV.items():
+    for key, value in full_env.items():
         monkeypatch.setenv(key, value)
 
     # WHEN no mapping is passed
@@ -146,44 +214,44 @@ def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -
     assert settings.lock_table_name == "locks-table" and settings.data_year == 2013
 
 
-def test_optional_variables_have_documented_defaults() -> None:
-    # GIVEN only the required variables
-    settings = Settings.from_env({key: FULL_ENV[key] for key in REQUIRED})
+def test_optional_variables_and_keys_have_documented_defaults(tmp_path: Path) -> None:
+    # GIVEN only the required variables, and a spec of only the required keys (a 30-minute schedule)
+    spec = spec_of(**REQUIRED_KEYS)
+    environment = {key: WIRING_ENV[key] for key in REQUIRED if key in WIRING_ENV}
+    settings = Settings.from_env({**environment, contract.ENV_JOB_CATALOG_PATH: str(catalog_of(spec, tmp_path))})
 
-    # THEN everything else takes its default
+    # THEN everything else takes its default: the wiring's, and the spec's (derived from the period as a job file's)
     assert settings.results_bucket_name is None
     assert settings.athena_catalog == DEFAULT_CATALOG == "AwsDataCatalog"
     assert settings.lease_duration_s == 45.0
-    assert settings.heartbeat_interval_s == 15.0  # a third of the lease
-    assert settings.max_slot_age_s == 1800.0
+    assert settings.heartbeat_interval_s == 15.0
+    assert settings.max_slot_age_s == 1800.0  # one period
     assert settings.history_ttl_s == 30 * 24 * 3600
     assert settings.max_query_attempts == 3
-    assert settings.window_s == 86400
+    assert settings.window_s == 1800  # one period
     assert settings.data_year is None
     assert (
         settings.max_slot_lead_s == 5.0 == contract.DEFAULT_MAX_SLOT_LEAD_S == slotlock_dynamodb.DEFAULT_MAX_SLOT_LEAD_S
     )
+    assert not settings.capacity.enabled
 
 
-def test_default_heartbeat_is_a_third_of_the_lease() -> None:
-    # GIVEN a lease of 54 s and no heartbeat variable
-    environment = env(**{contract.ENV_LEASE_DURATION_S: "54", contract.ENV_HEARTBEAT_INTERVAL_S: None})
-    # WHEN the settings are read
-    settings = Settings.from_env(environment)
-    # THEN the heartbeat is a third of the lease
-    assert settings.heartbeat_interval_s == 18.0
+def test_the_default_heartbeat_is_derived_from_the_lease() -> None:
+    # GIVEN a lease of 20 s and no heartbeat / WHEN the spec derives it / THEN it is below (20 - 5 s skew) / 2
+    assert of_spec(lease_duration_s=20).heartbeat_interval_s == 7.0
+    assert of_spec(lease_duration_s=54).heartbeat_interval_s == 15.0  # the built-in 15 s when it fits
 
 
 @pytest.mark.parametrize("raw", ["none", "None", "off"])
-def test_max_slot_age_can_be_turned_off(raw: str) -> None:
-    # GIVEN / WHEN the maximum slot age is set to a word meaning "off"
+def test_max_slot_age_can_be_turned_off(raw: str, env: Any) -> None:
+    # GIVEN / WHEN a local run sets the maximum slot age to a word meaning "off"
     settings = Settings.from_env(env(**{contract.ENV_MAX_SLOT_AGE_S: raw}))
     # THEN deliveries of any age are accepted
     assert settings.max_slot_age_s is None
 
 
-def test_values_are_stripped_and_blank_optionals_mean_default() -> None:
-    # GIVEN values with surrounding whitespace, and blank optional values
+def test_values_are_stripped_and_blank_optionals_mean_default(env: Any) -> None:
+    # GIVEN values with surrounding whitespace, and blank optional values (a blank job setting is no setting)
     # WHEN the settings are read
     settings = Settings.from_env(
         env(
@@ -195,23 +263,28 @@ def test_values_are_stripped_and_blank_optionals_mean_default() -> None:
             }
         )
     )
-    # THEN values are stripped and blank optionals take their defaults
+    # THEN values are stripped and blank optionals take their defaults (the data year: the spec's)
     assert settings.lock_table_name == "locks-table"
     assert settings.results_bucket_name is None
     assert settings.athena_catalog == DEFAULT_CATALOG
-    assert settings.data_year is None
+    assert settings.data_year == FULL_SPEC.data_year == 2013
 
 
 # ---------------------------------------------------------------------------------------------------
-# missing and invalid values: the error names the variable
+# missing and invalid values: the error names the variable (or the spec's key)
 # ---------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("key", REQUIRED)
 @pytest.mark.parametrize("value", [None, "", "   "], ids=["missing", "empty", "blank"])
-def test_each_missing_required_variable_is_named(key: str, value: str | None) -> None:
+def test_each_missing_required_variable_is_named(key: str, value: str | None, env: Any) -> None:
     # GIVEN a complete environment except one required variable
     # WHEN the settings are read
+    if key == contract.ENV_JOB_CATALOG_PATH:  # no catalog: the bundled one is not in the repository
+        with pytest.raises(ConfigurationError, match="job catalog .*job_catalog.json: not found") as info:
+            Settings.from_env(env(**{key: value}))
+        assert isinstance(info.value, ValueError)
+        return
     error = config_error(env(**{key: value}))
 
     # THEN the error names that variable, in .key and in the message
@@ -221,11 +294,29 @@ def test_each_missing_required_variable_is_named(key: str, value: str | None) ->
 
 
 @pytest.mark.parametrize("key", OPTIONAL)
-def test_no_optional_variable_is_required(key: str) -> None:
+def test_no_optional_variable_is_required(key: str, env: Any) -> None:
     # GIVEN a complete environment without one optional variable
     # WHEN / THEN the settings are read without error, with that field's default
     settings = Settings.from_env(env(**{key: None}))
-    assert settings.job_name == FULL_ENV[contract.ENV_JOB_NAME]
+    assert settings.job_name == WIRING_ENV[contract.ENV_JOB_NAME]
+
+
+@pytest.mark.parametrize(
+    "key", [name for name in (contract.ENV_QUERY_SQL, *contract.JOB_SETTING_ENV_VARS) if name not in TUNING_ENV]
+)
+def test_a_job_setting_in_the_environment_is_refused(key: str, env: Any) -> None:
+    # GIVEN / WHEN a job setting (or the former inline query) set in the environment
+    error = config_error(env(**{key: "1"}))
+    # THEN it is refused naming the variable: the job's settings come from its spec only
+    assert error.key == key
+    assert "must not be set: the job's query and settings come from its spec in the job catalog" in str(error)
+
+
+def test_a_catalog_entry_without_a_spec_is_refused(tmp_path: Path, env: Any) -> None:
+    # GIVEN an entry holding only a query (the read side's shape) / WHEN the job reads it / THEN refused, naming it
+    path = write_catalog(tmp_path / "c.json", {JOB: CatalogQuery(SQL)})
+    with pytest.raises(ConfigurationError, match=f"jobs.{JOB}.spec: missing"):
+        Settings.from_env(env(**{contract.ENV_JOB_CATALOG_PATH: str(path)}))
 
 
 @pytest.mark.parametrize(
@@ -235,17 +326,10 @@ def test_no_optional_variable_is_required(key: str) -> None:
         (contract.ENV_LEASE_DURATION_S, "45s"),
         (contract.ENV_HEARTBEAT_INTERVAL_S, "fast"),
         (contract.ENV_MAX_SLOT_AGE_S, "1h"),
-        (contract.ENV_HISTORY_TTL_S, "30d"),
-        (contract.ENV_HISTORY_TTL_S, "60.5"),  # integers only
-        (contract.ENV_MAX_QUERY_ATTEMPTS, "three"),
-        (contract.ENV_MAX_QUERY_ATTEMPTS, "2.5"),
-        (contract.ENV_WINDOW_S, "1 day"),
-        (contract.ENV_DATA_YEAR, "MMXIII"),
-        (contract.ENV_DATA_YEAR, "2013.0"),
     ],
 )
-def test_non_numeric_values_are_rejected(key: str, raw: str) -> None:
-    # GIVEN / WHEN a number variable holds text that is not a number of the required kind
+def test_non_numeric_tuning_is_rejected(key: str, raw: str, env: Any) -> None:
+    # GIVEN / WHEN a local run's tuning holds text that is not a number
     error = config_error(env(**{key: raw}))
     # THEN the variable is named, and the value quoted
     assert error.key == key
@@ -253,15 +337,35 @@ def test_non_numeric_values_are_rejected(key: str, raw: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("key", "raw"),
+    [
+        ("history_ttl_s", "30d"),
+        ("history_ttl_s", 60.5),  # integers only
+        ("max_query_attempts", "three"),
+        ("max_query_attempts", 2.5),
+        ("window_s", "1 day"),
+        ("data_year", "MMXIII"),
+        ("data_year", 2013.0),
+    ],
+)
+def test_non_integer_keys_are_rejected(key: str, raw: Any) -> None:
+    # GIVEN / WHEN a job's number key holds something that is not an integer
+    problem = spec_problem(**{key: raw})
+    # THEN the key is named, and the value quoted
+    assert problem.startswith(f"{key}: must be an integer")
+    assert repr(raw) in problem
+
+
+@pytest.mark.parametrize(
     "key", [contract.ENV_LEASE_DURATION_S, contract.ENV_HEARTBEAT_INTERVAL_S, contract.ENV_MAX_SLOT_AGE_S]
 )
 @pytest.mark.parametrize("raw", ["nan", "NaN", "inf", "-inf", "infinity"])
-def test_non_finite_numbers_are_rejected(key: str, raw: str) -> None:
+def test_non_finite_numbers_are_rejected(key: str, raw: str, env: Any) -> None:
     # GIVEN a float that Python parses but that is no duration ("nan" compares false with everything,
     # so a minimum check alone lets it through to the lock, which rejects it with another error type)
     environment = env(**{key: raw})
     if key == contract.ENV_LEASE_DURATION_S:
-        environment.pop(contract.ENV_HEARTBEAT_INTERVAL_S)  # let the heartbeat default from the lease
+        environment.pop(contract.ENV_HEARTBEAT_INTERVAL_S)  # let the heartbeat come from the spec
 
     # WHEN / THEN it is refused here, naming the variable
     assert config_error(environment).key == key
@@ -276,37 +380,55 @@ def test_non_finite_numbers_are_rejected(key: str, raw: str) -> None:
         (contract.ENV_HEARTBEAT_INTERVAL_S, "0"),
         (contract.ENV_MAX_SLOT_AGE_S, "-1800"),
         (contract.ENV_MAX_SLOT_AGE_S, "0"),
-        (contract.ENV_HISTORY_TTL_S, "-1"),
-        (contract.ENV_HISTORY_TTL_S, "59"),
-        (contract.ENV_MAX_QUERY_ATTEMPTS, "0"),
-        (contract.ENV_MAX_QUERY_ATTEMPTS, "-3"),
-        (contract.ENV_WINDOW_S, "-86400"),
-        (contract.ENV_WINDOW_S, "59"),
-        (contract.ENV_DATA_YEAR, "-2013"),
-        (contract.ENV_DATA_YEAR, "1899"),
-        (contract.ENV_DATA_YEAR, "2101"),
     ],
 )
-def test_negative_and_out_of_range_numbers_are_rejected(key: str, raw: str) -> None:
-    # GIVEN / WHEN a number below its minimum (or a year outside 1900..2100)
-    error = config_error(env(**{key: raw}))
-    # THEN the variable is named
-    assert error.key == key
+def test_negative_and_out_of_range_tuning_is_rejected(key: str, raw: str, env: Any) -> None:
+    # GIVEN / WHEN a local run's tuning below its minimum / THEN the variable is named
+    assert config_error(env(**{key: raw})).key == key
+
+
+@pytest.mark.parametrize(
+    ("key", "raw"),
+    [
+        ("history_ttl_s", -1),
+        ("history_ttl_s", 59),
+        ("max_query_attempts", 0),
+        ("max_query_attempts", -3),
+        ("window_s", -86400),
+        ("window_s", 59),
+        ("data_year", -2013),
+        ("data_year", 1899),
+        ("data_year", 2101),
+    ],
+)
+def test_negative_and_out_of_range_keys_are_rejected(key: str, raw: int) -> None:
+    # GIVEN / WHEN a number below its minimum (or a year outside 1900..2100) / THEN the key is named
+    assert spec_problem(**{key: raw}).startswith(f"{key}: must be an integer from ")
 
 
 @pytest.mark.parametrize(("lease", "heartbeat"), [("45", "23"), ("44", "22"), ("40", "27"), ("30", "15")])
-def test_heartbeat_must_be_below_half_the_lease(lease: str, heartbeat: str) -> None:
-    # GIVEN a heartbeat of half the lease or more: one late heartbeat would lose the lease. The lock
-    # (SlotLock) and the stack's config both require strictly less than half, so the settings must too,
+def test_heartbeat_must_be_below_half_the_lease(lease: str, heartbeat: str, env: Any) -> None:
+    # GIVEN a local run's heartbeat of half the lease or more: one late heartbeat would lose the lease. The lock
+    # (SlotLock) requires strictly less than half (a spec: less than (lease - skew) / 2), so the settings must too,
     # or a value accepted here fails later with a LockConfigurationError that names no variable.
     error = config_error(env(**{contract.ENV_LEASE_DURATION_S: lease, contract.ENV_HEARTBEAT_INTERVAL_S: heartbeat}))
 
     # THEN the heartbeat variable is named
     assert error.key == contract.ENV_HEARTBEAT_INTERVAL_S
     assert contract.ENV_LEASE_DURATION_S in str(error)
+    # AND the same tuning through from_spec is refused the same way
+    with pytest.raises(ConfigurationError) as info:
+        Settings.from_spec(
+            FULL_SPEC,
+            lock_table_name="l",
+            results_table_name="r",
+            lease_duration_s=float(lease),
+            heartbeat_interval_s=float(heartbeat),
+        )
+    assert info.value.key == contract.ENV_HEARTBEAT_INTERVAL_S
 
 
-def test_heartbeat_just_below_half_the_lease_is_accepted() -> None:
+def test_heartbeat_just_below_half_the_lease_is_accepted(env: Any) -> None:
     # GIVEN / WHEN a heartbeat just below half the lease
     settings = Settings.from_env(
         env(**{contract.ENV_LEASE_DURATION_S: "30", contract.ENV_HEARTBEAT_INTERVAL_S: "14.9"})
@@ -315,29 +437,19 @@ def test_heartbeat_just_below_half_the_lease_is_accepted() -> None:
     assert settings.heartbeat_interval_s == 14.9
 
 
-@pytest.mark.parametrize(
-    "sql",
-    [
-        "SELECT count(*) FROM flights",
-        "SELECT count(*) FROM flights WHERE t >= CAST(? AS timestamp)",
-        "SELECT count(*) FROM flights WHERE t >= ? AND t < ? AND origin = ?",
-    ],
-    ids=["none", "one", "three"],
-)
-def test_sql_needs_exactly_two_placeholders(sql: str) -> None:
-    # GIVEN / WHEN SQL without exactly one placeholder for each end of the window
-    error = config_error(env(**{contract.ENV_QUERY_SQL: sql}))
-    # THEN the SQL variable is named
-    assert error.key == contract.ENV_QUERY_SQL
-    assert "exactly two ?" in str(error)
+@pytest.mark.parametrize("sql", ["", "   ", None], ids=["empty", "blank", "none"])
+def test_sql_must_be_a_statement(sql: str | None) -> None:
+    # GIVEN / WHEN a spec without SQL / THEN the key is named
+    assert spec_problem(sql=sql).startswith("sql: must be a non-empty SQL statement")
 
 
 @pytest.mark.parametrize("job_name", ["flights#dashboard", "j" * 65, "flights dashboard", "flights/x"])
-def test_job_name_must_fit_the_lock_keys(job_name: str) -> None:
+def test_job_name_must_fit_the_lock_keys(job_name: str, env: Any) -> None:
     # GIVEN / WHEN a job name outside the one rule ('#' separates key parts; 64 characters at most)
     error = config_error(env(**{contract.ENV_JOB_NAME: job_name}))
-    # THEN the variable is named
+    # THEN the variable is named (and the spec refuses the name too)
     assert error.key == contract.ENV_JOB_NAME
+    assert spec_problem(job_name=job_name).startswith("job_name: must be ")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -351,7 +463,7 @@ def at(text: str) -> dt.datetime:
 
 def test_data_year_maps_the_slot_onto_the_data_timeline() -> None:
     # GIVEN the demo's settings: a one-day window on the 2013 flights data
-    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: "2013", contract.ENV_WINDOW_S: "86400"}))
+    settings = of_spec(data_year=2013, window_s=86400)
 
     # WHEN the slot 2026-11-22T00:30Z asks for its window
     start, end = settings.window(at("2026-11-22T00:30:00Z"))
@@ -366,7 +478,7 @@ def test_data_year_maps_the_slot_onto_the_data_timeline() -> None:
 
 def test_29_february_maps_to_28_february_in_a_common_year() -> None:
     # GIVEN a one-hour window on 2013's data (2013 has no 29 February)
-    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: "2013", contract.ENV_WINDOW_S: "3600"}))
+    settings = of_spec(data_year=2013, window_s=3600)
 
     # WHEN the leap-day slot 2028-02-29T12:00Z asks for its window
     start, end = settings.window(at("2028-02-29T12:00:00Z"))
@@ -382,7 +494,7 @@ def test_29_february_maps_to_28_february_in_a_common_year() -> None:
 
 def test_29_february_stays_in_a_leap_data_year() -> None:
     # GIVEN a leap data year
-    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: "2012", contract.ENV_WINDOW_S: "3600"}))
+    settings = of_spec(data_year=2012, window_s=3600)
     # WHEN the leap-day slot asks for its window
     end = settings.window(at("2028-02-29T12:00:00Z"))[1]
     # THEN 29 February exists there and is kept
@@ -391,7 +503,7 @@ def test_29_february_stays_in_a_leap_data_year() -> None:
 
 def test_without_data_year_the_window_ends_at_the_slot_in_utc() -> None:
     # GIVEN no data year: the query covers the slot's own time
-    settings = Settings.from_env(env(**{contract.ENV_DATA_YEAR: None, contract.ENV_WINDOW_S: "1800"}))
+    settings = of_spec(data_year=None, window_s=1800)
 
     # WHEN a time with a +01:00 offset and sub-second noise asks for its window
     start, end = settings.window(dt.datetime(2026, 11, 22, 1, 30, 0, 999, tzinfo=dt.timezone(dt.timedelta(hours=1))))
@@ -402,9 +514,9 @@ def test_without_data_year_the_window_ends_at_the_slot_in_utc() -> None:
 
 # the window's dates, for a partition filter ``dt BETWEEN :window_first_date AND :window_last_date``
 # ---------------------------------------------------------------------------------------------------
-def window_dates(slot: str, *, window_s: int, data_year: str | None = None) -> list[str]:
+def window_dates(slot: str, *, window_s: int, data_year: int | None = None) -> list[str]:
     """``window_first_date`` and ``window_last_date`` of the slot, as Athena receives them."""
-    settings = Settings.from_env(env(**{contract.ENV_WINDOW_S: str(window_s), contract.ENV_DATA_YEAR: data_year}))
+    settings = of_spec(window_s=window_s, data_year=data_year)
     settings = dataclasses.replace(settings, query_parameters=("window_first_date", "window_last_date"))
     return settings.execution_parameters(at(slot))
 
@@ -425,8 +537,7 @@ def test_a_window_crossing_midnight_spans_both_days() -> None:
 def test_a_window_inside_one_day_is_that_day_in_utc() -> None:
     # GIVEN a 30-minute window at 01:30+01:00 = 00:30 UTC: the dates are UTC dates
     settings = dataclasses.replace(
-        Settings.from_env(env(**{contract.ENV_WINDOW_S: "1800", contract.ENV_DATA_YEAR: None})),
-        query_parameters=("window_first_date", "window_last_date"),
+        of_spec(window_s=1800, data_year=None), query_parameters=("window_first_date", "window_last_date")
     )
     slot = dt.datetime(2026, 11, 22, 1, 30, tzinfo=dt.timezone(dt.timedelta(hours=1)))
     assert settings.execution_parameters(slot) == ["'2026-11-22'", "'2026-11-22'"]
@@ -434,16 +545,18 @@ def test_a_window_inside_one_day_is_that_day_in_utc() -> None:
 
 def test_the_window_dates_follow_the_data_year() -> None:
     # GIVEN the demo's mapping onto 2013 (the sample's partitions are 2013-01-01..2014-01-01)
-    assert window_dates("2026-11-22T00:30:00Z", window_s=86400, data_year="2013") == ["'2013-11-21'", "'2013-11-22'"]
+    assert window_dates("2026-11-22T00:30:00Z", window_s=86400, data_year=2013) == ["'2013-11-21'", "'2013-11-22'"]
     # and the leap day mapped onto 28 February 2013, a one-hour window
-    assert window_dates("2028-02-29T12:00:00Z", window_s=3600, data_year="2013") == ["'2013-02-28'", "'2013-02-28'"]
+    assert window_dates("2028-02-29T12:00:00Z", window_s=3600, data_year=2013) == ["'2013-02-28'", "'2013-02-28'"]
     # and New Year's first half hour: the window starts in the previous year
-    assert window_dates("2027-01-01T00:15:00Z", window_s=1800, data_year="2013") == ["'2012-12-31'", "'2013-01-01'"]
+    assert window_dates("2027-01-01T00:15:00Z", window_s=1800, data_year=2013) == ["'2012-12-31'", "'2013-01-01'"]
 
 
 def test_every_built_in_parameter_is_bound_in_the_querys_order() -> None:
-    settings = dataclasses.replace(
-        Settings.from_env(env(**{contract.ENV_WINDOW_S: "86400", contract.ENV_DATA_YEAR: "2013"})),
+    settings = Settings.from_spec(
+        spec_of(**REQUIRED_KEYS, window_s=86400, data_year=2013),
+        lock_table_name="locks",
+        results_table_name="results",
         query_parameters=("window_last_date", "slot_time", "window_first_date", "window_start", "window_end"),
     )
     assert settings.execution_parameters(at("2026-11-22T00:00:00Z")) == [
@@ -458,44 +571,47 @@ def test_every_built_in_parameter_is_bound_in_the_querys_order() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ("10081", "must be from 0 to 10080 (minutes, 0: off; Athena's maximum is 7 days), got 10081"),
-        ("-1", "must be from 0 to 10080"),
-        ("1.5", "must be an integer from 0 to 10080"),
+        (10081, "must be an integer from 0 to 10080 (minutes, 0: off; Athena's maximum is 7 days), got 10081"),
+        (-1, "must be an integer from 0 to 10080"),
+        (1.5, "must be an integer from 0 to 10080"),
     ],
 )
-def test_result_reuse_age_is_checked_against_athenas_range(raw: str, message: str) -> None:
-    with pytest.raises(ConfigurationError, match=re.escape(message)) as caught:
-        Settings.from_env(env(**{contract.ENV_RESULT_REUSE_MAX_AGE_MIN: raw}))
-    assert caught.value.key == contract.ENV_RESULT_REUSE_MAX_AGE_MIN
+def test_result_reuse_age_is_checked_against_athenas_range(raw: Any, message: str) -> None:
+    problem = spec_problem(result_reuse_max_age_min=raw)
+    assert problem.startswith("result_reuse_max_age_min: ")
+    assert re.search(re.escape(message), problem)
 
 
 def test_result_reuse_is_off_by_default() -> None:
-    assert Settings.from_env(env(**{contract.ENV_RESULT_REUSE_MAX_AGE_MIN: None})).result_reuse_max_age_min == 0
+    assert of_spec().result_reuse_max_age_min == 0
 
 
 # ---------------------------------------------------------------------------------------------------
 # bounds of every number (issue rule 6): shared with the stack through contract.NUMERIC_BOUNDS
 # ---------------------------------------------------------------------------------------------------
 
-#: Every numeric variable and whether it is read as an integer (else: a float number of seconds).
-NUMERIC = {
+#: The numbers read from the environment (a local run's tuning, the budget): whether each is an integer.
+ENV_NUMERIC = {
     contract.ENV_LEASE_DURATION_S: False,
     contract.ENV_HEARTBEAT_INTERVAL_S: False,
     contract.ENV_MAX_SLOT_AGE_S: False,
-    contract.ENV_HISTORY_TTL_S: True,
-    contract.ENV_MAX_QUERY_ATTEMPTS: True,
-    contract.ENV_WINDOW_S: True,
-    contract.ENV_DATA_YEAR: True,
-    contract.ENV_RESULT_REUSE_MAX_AGE_MIN: True,
-    contract.ENV_VALUE_METRIC_MAX_SERIES: True,
-    contract.ENV_MAX_SLOT_LEAD_S: False,
-    contract.ENV_ALARM_DATA_SCANNED_BYTES: True,
-    contract.ENV_ALARM_QUERY_DURATION_MS: True,
     contract.ENV_CAPACITY_PERMITS: True,
     contract.ENV_CAPACITY_WAIT_IN_PLACE_S: False,
     contract.ENV_CAPACITY_MANUAL_HEADROOM: True,
     contract.ENV_CAPACITY_RETRY_DELAY_S: False,
     contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: False,
+}
+#: The job's numbers (the spec's keys, integers), by the bound's name in contract.NUMERIC_BOUNDS.
+SPEC_NUMERIC = {
+    contract.ENV_HISTORY_TTL_S: "history_ttl_s",
+    contract.ENV_MAX_QUERY_ATTEMPTS: "max_query_attempts",
+    contract.ENV_WINDOW_S: "window_s",
+    contract.ENV_DATA_YEAR: "data_year",
+    contract.ENV_RESULT_REUSE_MAX_AGE_MIN: "result_reuse_max_age_min",
+    contract.ENV_VALUE_METRIC_MAX_SERIES: "value_metrics.max_series",
+    contract.ENV_MAX_SLOT_LEAD_S: "max_slot_lead_s",
+    contract.ENV_ALARM_DATA_SCANNED_BYTES: "alarms.data_scanned_bytes",
+    contract.ENV_ALARM_QUERY_DURATION_MS: "alarms.query_duration_ms",
 }
 TEXT = (
     contract.ENV_JOB_NAME,
@@ -505,10 +621,7 @@ TEXT = (
     contract.ENV_ATHENA_WORKGROUP,
     contract.ENV_ATHENA_DATABASE,
     contract.ENV_ATHENA_CATALOG,
-    contract.ENV_QUERY_SQL,
     contract.ENV_JOB_CATALOG_PATH,
-    contract.ENV_VALUE_METRIC_COLUMNS,
-    contract.ENV_VALUE_METRIC_DIMENSIONS,
     contract.ENV_CAPACITY_SEMAPHORE_NAME,
     contract.ENV_CAPACITY_TABLE_NAME,
     contract.ENV_DEFERRAL_ROLE_ARN,
@@ -521,12 +634,11 @@ def _text(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
 
 
-def bound_cases() -> list[Any]:
-    """(variable, raw value, accepted?) at and around each variable's bounds, plus absurd values."""
+def _cases(bounds: dict[str, Any], integer: Any) -> list[tuple[str, str, Any, bool]]:
     cases = []
-    for key, integer in NUMERIC.items():
+    for key in bounds:
         lo, hi = contract.NUMERIC_BOUNDS[key]
-        step = 1 if integer else 0.001
+        step = 1 if integer(key) else 0.001
         for label, raw, accepted in [
             ("below-min", _text(round(lo - step, 3)), False),
             ("min", _text(lo), True),
@@ -537,15 +649,32 @@ def bound_cases() -> list[Any]:
             ("1e308", "1e308", False),
             ("inf", "inf", False),
         ]:
-            cases.append(pytest.param(key, raw, accepted, id=f"{key}-{label}"))
+            cases.append((key, label, raw, accepted))
     return cases
 
 
-def with_partners(key: str, raw: str) -> dict[str, str]:
-    """FULL_ENV with ``key`` set to ``raw``, and the lease/heartbeat partner chosen so that only ``key``'s own
-    range decides (the heartbeat must stay below half the lease)."""
+def env_bound_cases() -> list[Any]:
+    """(variable, raw value, accepted?) at and around each environment number's bounds, plus absurd values."""
+    return [
+        pytest.param(key, raw, accepted, id=f"{key}-{label}")
+        for key, label, raw, accepted in _cases(ENV_NUMERIC, ENV_NUMERIC.__getitem__)
+    ]
+
+
+def spec_bound_cases() -> list[Any]:
+    """(key, value, accepted?) at and around each spec number's bounds (the integers of the runtime's range)."""
+    cases = []
+    for variable, label, raw, accepted in _cases(SPEC_NUMERIC, lambda _: True):
+        value = float(raw) if label in ("1e308", "inf") else int(raw)
+        cases.append(pytest.param(variable, value, accepted, id=f"{SPEC_NUMERIC[variable]}-{label}"))
+    return cases
+
+
+def with_partners(key: str, raw: str, env: Any) -> dict[str, str]:
+    """The full environment with ``key`` set to ``raw``, and the lease/heartbeat partner chosen so that only
+    ``key``'s own range decides (the heartbeat must stay below half the lease)."""
     if key == contract.ENV_LEASE_DURATION_S:
-        return env(**{key: raw, contract.ENV_HEARTBEAT_INTERVAL_S: None})  # heartbeat: a third of the lease
+        return env(**{key: raw, contract.ENV_HEARTBEAT_INTERVAL_S: "0.1"})
     if key == contract.ENV_HEARTBEAT_INTERVAL_S:
         return env(**{key: raw, contract.ENV_LEASE_DURATION_S: _text(contract.MAX_LEASE_DURATION_S)})
     if key == contract.ENV_CAPACITY_MANUAL_HEADROOM:  # the headroom must stay below the permits
@@ -555,18 +684,31 @@ def with_partners(key: str, raw: str) -> dict[str, str]:
     return env(**{key: raw})
 
 
+def spec_keys(key: str, value: Any) -> dict[str, Any]:
+    """The spec's keys with ``key`` (dotted: a sub key) set to ``value``, partners chosen so that only its own range
+    decides (a byte threshold below the largest cutoff, value metrics on for their series cap)."""
+    if key.startswith("alarms."):
+        return {"alarms": {key.removeprefix("alarms."): value}, "bytes_scanned_cutoff_per_query": 2**63 - 1}
+    if key == "value_metrics.max_series":
+        return {"value_metrics": {"columns": ["n"], "max_series": value}}
+    return {key: value}
+
+
 def test_every_variable_is_either_text_or_a_number_with_bounds() -> None:
     # GIVEN the contract's variables / WHEN classified / THEN each number has bounds, and nothing is left out
-    assert set(NUMERIC) == set(contract.NUMERIC_BOUNDS)
-    assert set(NUMERIC) | set(TEXT) == set(contract.ALL_ENV_VARS) and not set(NUMERIC) & set(TEXT)
+    assert set(ENV_NUMERIC) | set(SPEC_NUMERIC) == set(contract.NUMERIC_BOUNDS)
+    assert set(ENV_NUMERIC) | set(TEXT) == set(contract.ALL_ENV_VARS) and not set(ENV_NUMERIC) & set(TEXT)
+    assert not set(SPEC_NUMERIC) & set(contract.ALL_ENV_VARS)  # a job's numbers come from its spec only
     for key, (lo, hi) in contract.NUMERIC_BOUNDS.items():
         assert math.isfinite(lo) and math.isfinite(hi) and lo < hi, key
 
 
-@pytest.mark.parametrize(("key", "raw", "accepted"), bound_cases())
-def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, accepted: bool) -> None:
+@pytest.mark.parametrize(("key", "raw", "accepted"), env_bound_cases())
+def test_every_environment_number_is_checked_against_both_of_its_bounds(
+    key: str, raw: str, accepted: bool, env: Any
+) -> None:
     # GIVEN a numeric variable at, just outside, or far outside its range
-    environment = with_partners(key, raw)
+    environment = with_partners(key, raw, env)
     lo, hi = contract.NUMERIC_BOUNDS[key]
 
     if accepted:
@@ -574,7 +716,7 @@ def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, 
         settings = Settings.from_env(environment)
         holder = settings.capacity if key.startswith("CAPACITY_") else settings
         field = key.lower().removeprefix("capacity_") if key.startswith("CAPACITY_") else key.lower()
-        expected = int(raw) if NUMERIC[key] else float(raw)
+        expected = int(raw) if ENV_NUMERIC[key] else float(raw)
         if key == contract.ENV_CAPACITY_PERMITS and expected == 0:
             assert not settings.capacity.enabled  # 0: off
         else:
@@ -588,37 +730,58 @@ def test_every_number_is_checked_against_both_of_its_bounds(key: str, raw: str, 
         assert raw in str(error)
 
 
-@pytest.mark.parametrize("raw", [None, "", "  "])
-def test_the_alarm_thresholds_are_off_unless_set(raw: str | None) -> None:
-    # GIVEN / WHEN neither ALARM_* setting (a catalog written before them), or empty ones
-    settings = Settings.from_env(
-        env(**{contract.ENV_ALARM_DATA_SCANNED_BYTES: raw, contract.ENV_ALARM_QUERY_DURATION_MS: raw})
-    )
-    # THEN no threshold is compared with
-    assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (None, None)
+@pytest.mark.parametrize(("variable", "value", "accepted"), spec_bound_cases())
+def test_every_spec_number_is_checked_against_both_of_its_bounds(variable: str, value: Any, accepted: bool) -> None:
+    # GIVEN a job's number key at, just outside, or far outside its range (the bounds the runtime shares with synth)
+    key = SPEC_NUMERIC[variable]
+    lo, hi = contract.NUMERIC_BOUNDS[variable]
+
+    if accepted:
+        # WHEN it is at a bound / THEN the settings hold that number
+        settings = of_spec(**spec_keys(key, value))
+        field = {"value_metrics.max_series": "value_metric_max_series"}.get(key, key.replace("alarms.", "alarm_"))
+        assert getattr(settings, field) == value
+    else:
+        # WHEN it is outside / THEN it is refused naming the key, the allowed range and the value
+        problem = spec_problem(**spec_keys(key, value))
+        assert problem.startswith(f"{key}: must be ")
+        assert f"from {math.ceil(lo)} to {math.floor(hi)}" in problem
+        assert repr(value) in problem
+
+
+def test_the_alarm_thresholds_are_off_unless_set(env: Any) -> None:
+    # GIVEN settings constructed without a spec (the job's unit tests) / THEN no threshold is compared with
+    settings = of_spec()
+    bare = dataclasses.replace(settings, spec=None, alarm_data_scanned_bytes=None, alarm_query_duration_ms=None)
+    assert Settings(**{f.name: getattr(bare, f.name) for f in dataclasses.fields(Settings)}) == bare
+    assert (bare.alarm_data_scanned_bytes, bare.alarm_query_duration_ms) == (None, None)
+    # AND a spec always has them (derived: 80% of the cutoff and of the timeout); blank variables change nothing
+    for raw in ("", "  "):
+        read = Settings.from_env(
+            env(**{contract.ENV_ALARM_DATA_SCANNED_BYTES: raw, contract.ENV_ALARM_QUERY_DURATION_MS: raw})
+        )
+        assert (read.alarm_data_scanned_bytes, read.alarm_query_duration_ms) == (5_000_000_000, 120_000)
+    assert (settings.alarm_data_scanned_bytes, settings.alarm_query_duration_ms) == (800_000_000, 720_000)
 
 
 def test_the_largest_byte_threshold_is_read_exactly() -> None:
     # GIVEN / WHEN the largest byte threshold (int64's maximum minus one: below any workgroup cutoff)
-    settings = Settings.from_env(env(**{contract.ENV_ALARM_DATA_SCANNED_BYTES: str(2**63 - 2)}))
+    settings = of_spec(alarms={"data_scanned_bytes": 2**63 - 2}, bytes_scanned_cutoff_per_query=2**63 - 1)
     # THEN it is that integer, not a float rounded to 2**63
     assert settings.alarm_data_scanned_bytes == 2**63 - 2 and isinstance(settings.alarm_data_scanned_bytes, int)
 
 
 def test_an_absurd_window_is_refused_with_the_range() -> None:
     # GIVEN / WHEN a window of 10**12 s (which would overflow the datetime arithmetic of every slot)
-    error = config_error(env(**{contract.ENV_WINDOW_S: str(10**12)}))
-    # THEN the message names the variable and the range
-    assert str(error) == f"WINDOW_S: must be from 60 to {366 * 86400}, got 1000000000000"
+    # THEN the message names the key and the range
+    assert spec_problem(window_s=10**12) == f"window_s: must be an integer from 60 to {366 * 86400}, got 1000000000000"
 
 
-@pytest.mark.parametrize("data_year", [None, str(contract.MIN_DATA_YEAR), str(contract.MAX_DATA_YEAR)])
+@pytest.mark.parametrize("data_year", [None, contract.MIN_DATA_YEAR, contract.MAX_DATA_YEAR])
 @pytest.mark.parametrize("slot", ["1970-01-01T00:00:00Z", "2028-02-29T12:00:00Z", "9999-12-31T23:30:00Z"])
-def test_the_longest_window_is_a_valid_timestamp_for_any_slot_year(data_year: str | None, slot: str) -> None:
+def test_the_longest_window_is_a_valid_timestamp_for_any_slot_year(data_year: int | None, slot: str) -> None:
     # GIVEN the longest window, with and without a data year at its bounds
-    settings = Settings.from_env(
-        env(**{contract.ENV_WINDOW_S: str(contract.MAX_WINDOW_S), contract.ENV_DATA_YEAR: data_year})
-    )
+    settings = of_spec(window_s=contract.MAX_WINDOW_S, data_year=data_year)
 
     # WHEN a slot of an extreme year asks for its window
     start, end = settings.window(at(slot))
@@ -629,18 +792,18 @@ def test_the_longest_window_is_a_valid_timestamp_for_any_slot_year(data_year: st
     assert len(parameters) == 2 and all(len(value) == len("'1970-01-01 00:00:00'") for value in parameters)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("0", 0.0), ("0.5", 0.5), ("5", 5.0), ("60", 60.0)])
-def test_max_slot_lead_is_read_as_seconds(raw: str, expected: float) -> None:
-    # GIVEN / WHEN the slot lead allowance is set (0: refuse any lead)
-    settings = Settings.from_env(env(**{contract.ENV_MAX_SLOT_LEAD_S: raw}))
+@pytest.mark.parametrize(("raw", "expected"), [(0, 0.0), (5, 5.0), (60, 60.0)])
+def test_max_slot_lead_is_read_as_seconds(raw: int, expected: float) -> None:
+    # GIVEN / WHEN the slot lead allowance is set (0: refuse any lead; whole seconds, as every job key)
+    settings = of_spec(max_slot_lead_s=raw)
     # THEN it is a float number of seconds
     assert settings.max_slot_lead_s == expected and isinstance(settings.max_slot_lead_s, float)
 
 
-@pytest.mark.parametrize("raw", ["-1", "61", "off", "nan"])
-def test_max_slot_lead_outside_0_to_60_seconds_is_refused(raw: str) -> None:
-    # GIVEN / WHEN a negative, too large, or non-numeric slot lead
-    error = config_error(env(**{contract.ENV_MAX_SLOT_LEAD_S: raw}))
-    # THEN the variable and its range are named
-    assert error.key == contract.ENV_MAX_SLOT_LEAD_S
-    assert "from 0 to 60" in str(error)
+@pytest.mark.parametrize("raw", [-1, 61, "off", math.nan, 0.5])
+def test_max_slot_lead_outside_0_to_60_seconds_is_refused(raw: Any) -> None:
+    # GIVEN / WHEN a negative, too large, fractional or non-numeric slot lead
+    problem = spec_problem(max_slot_lead_s=raw)
+    # THEN the key and its range are named
+    assert problem.startswith("max_slot_lead_s: ")
+    assert "from 0 to 60" in problem

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from athena_refresh import contract
+from athena_refresh.checks import ConfigError
 from athena_refresh.engine import Column, QueryResult
-from athena_refresh.errors import ConfigurationError
+from athena_refresh.job_defaults import spec_of
 from athena_refresh.settings import Settings
 from athena_refresh.values import MAX_TIMESTAMP_AGE_MS, ValuePublisher
 from slotlock import Lease, Slot
@@ -25,24 +26,27 @@ pytestmark = pytest.mark.backends("moto", "dynamodb-local")
 
 JOB = "flights-dashboard"
 SLOT_MS = 1_795_307_400_000  # 2026-11-22T00:30:00Z
-BASE_ENV = {
-    contract.ENV_JOB_NAME: JOB,
-    contract.ENV_LOCK_TABLE_NAME: "locks",
-    contract.ENV_RESULTS_TABLE_NAME: "results",
-    contract.ENV_ATHENA_WORKGROUP: "wg",
-    contract.ENV_ATHENA_DATABASE: "db",
-    contract.ENV_QUERY_SQL: "SELECT 1 FROM t WHERE a >= ? AND a < ?",
+#: The spec's required keys (every other key defaults: ``spec_of``).
+REQUIRED_KEYS: dict[str, Any] = {
+    "job_name": JOB,
+    "schedule_expression": "cron(0/30 * * * ? *)",
+    "database": "db",
+    "table": "t",
+    "workgroup": "wg",
+    "sql": "SELECT 1 FROM t WHERE a >= ? AND a < ?",
 }
 COLUMNS = (Column("origin", "varchar"), Column("flights", "bigint"), Column("avg_dep_delay_min", "double"))
 
 
-def settings_from(**values: str) -> Settings:
-    return Settings.from_env({**BASE_ENV, **values})
+def settings_from(**keys: Any) -> Settings:
+    """The settings of the job's spec with ``keys`` (``value_metrics``: a mapping of its keys, as a job file's)."""
+    spec = spec_of(**{**REQUIRED_KEYS, **keys})
+    return Settings.from_spec(spec, lock_table_name="locks", results_table_name="results")
 
 
-def config_error(**values: str) -> ConfigurationError:
-    with pytest.raises(ConfigurationError) as info:
-        settings_from(**values)
+def config_error(**keys: Any) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        settings_from(**keys)
     return info.value
 
 
@@ -90,12 +94,12 @@ def test_value_metrics_are_off_by_default() -> None:
     assert ValuePublisher.from_settings(settings) is None
 
 
-def test_value_metric_variables_are_parsed_as_column_lists() -> None:
+def test_value_metric_keys_become_the_column_lists() -> None:
     settings = settings_from(
-        **{
-            contract.ENV_VALUE_METRIC_COLUMNS: " flights , avg_dep_delay_min",
-            contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,carrier",
-            contract.ENV_VALUE_METRIC_MAX_SERIES: "50",
+        value_metrics={
+            "columns": ["flights", "avg_dep_delay_min"],
+            "dimensions": ["origin", "carrier"],
+            "max_series": 50,
         }
     )
     assert settings.value_metric_columns == ("flights", "avg_dep_delay_min")
@@ -106,36 +110,24 @@ def test_value_metric_variables_are_parsed_as_column_lists() -> None:
     hash(settings)  # the service caches dependencies per settings
 
 
+MAX_SERIES, COLUMNS_KEY, DIMENSIONS = "value_metrics.max_series", "value_metrics.columns", "value_metrics.dimensions"
+
+
 @pytest.mark.parametrize(
     ("values", "key", "fragment"),
     [
-        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "0"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "from 1 to 50"),
-        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "51"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "from 1 to 50"),
-        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "ten"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "integer"),
-        ({contract.ENV_VALUE_METRIC_MAX_SERIES: "2.5"}, contract.ENV_VALUE_METRIC_MAX_SERIES, "integer"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights,,delay"}, contract.ENV_VALUE_METRIC_COLUMNS, "empty column"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "flights,flights"}, contract.ENV_VALUE_METRIC_COLUMNS, "more than once"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "vols_réels"}, contract.ENV_VALUE_METRIC_COLUMNS, "ASCII"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: ":flights"}, contract.ENV_VALUE_METRIC_COLUMNS, "':'"),
-        ({contract.ENV_VALUE_METRIC_COLUMNS: "f" * 256}, contract.ENV_VALUE_METRIC_COLUMNS, "255"),
-        (
-            {contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "origin,flights"},
-            contract.ENV_VALUE_METRIC_DIMENSIONS,
-            "either a value or a dimension",
-        ),
-        (
-            {contract.ENV_VALUE_METRIC_COLUMNS: "flights", contract.ENV_VALUE_METRIC_DIMENSIONS: "job"},
-            contract.ENV_VALUE_METRIC_DIMENSIONS,
-            "job dimension",
-        ),
-        (
-            {
-                contract.ENV_VALUE_METRIC_COLUMNS: "flights",
-                contract.ENV_VALUE_METRIC_DIMENSIONS: ",".join(f"d{i}" for i in range(29)),
-            },
-            contract.ENV_VALUE_METRIC_DIMENSIONS,
-            "at most 28",
-        ),
+        ({"columns": ["flights"], "max_series": 0}, MAX_SERIES, "from 1 to 50"),
+        ({"columns": ["flights"], "max_series": 51}, MAX_SERIES, "from 1 to 50"),
+        ({"columns": ["flights"], "max_series": "ten"}, MAX_SERIES, "integer"),
+        ({"columns": ["flights"], "max_series": 2.5}, MAX_SERIES, "integer"),
+        ({"columns": ["flights", "", "delay"]}, COLUMNS_KEY, "lowercase column names"),
+        ({"columns": ["flights", "flights"]}, COLUMNS_KEY, "distinct"),
+        ({"columns": ["vols_réels"]}, COLUMNS_KEY, "(letters, digits, '_')"),
+        ({"columns": [":flights"]}, COLUMNS_KEY, "(letters, digits, '_')"),
+        ({"columns": ["f" * 256]}, COLUMNS_KEY, "lowercase column names"),
+        ({"columns": ["flights"], "dimensions": ["origin", "flights"]}, DIMENSIONS, "must not repeat a value column"),
+        ({"columns": ["flights"], "dimensions": ["job"]}, DIMENSIONS, "job dimension"),
+        ({"columns": ["flights"], "dimensions": [f"d{i}" for i in range(29)]}, DIMENSIONS, "0 to 28"),
     ],
     ids=[
         "max-0",
@@ -152,10 +144,11 @@ def test_value_metric_variables_are_parsed_as_column_lists() -> None:
         "too-many-dimensions",
     ],
 )
-def test_bad_value_metric_configuration_names_the_variable(values: dict[str, str], key: str, fragment: str) -> None:
-    error = config_error(**values)
-    assert error.key == key
-    assert fragment in str(error)
+def test_bad_value_metric_configuration_names_the_key(values: dict[str, Any], key: str, fragment: str) -> None:
+    error = config_error(value_metrics=values)
+    [problem] = error.problems
+    assert problem.startswith(f"{key}: ")
+    assert fragment in problem
 
 
 # ---------------------------------------------------------------------------------------------------
