@@ -90,7 +90,8 @@ class ValuePublisher:
         Cap on distinct dimension combinations per run (each is a billed custom metric per value column).
     emit:
         Where one serialized EMF blob goes (default: Powertools prints it to stdout, which Lambda sends
-        to CloudWatch Logs, which extracts the metrics).
+        to CloudWatch Logs, which extracts the metrics). Called once per blob with the provider holding
+        that blob only; the provider is emptied and reused for the next blob, so serialize or flush it in the call.
     """
 
     def __init__(
