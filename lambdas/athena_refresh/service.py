@@ -188,23 +188,16 @@ def invocation_deps(deps: DepsSource) -> InvocationDeps:
         fixed = deps
         return lambda: (fixed.settings, lambda: fixed)
     build = functools.lru_cache(maxsize=4)(deps)
-    # The last settings read, with the environment they were read from and their deps' builder.
-    read: list[tuple[dict[Any, Any], Settings, Callable[[], Deps]]] = []
+    # The environment of the last settings read, those settings, and their deps once built (no hashing of the
+    # settings at every warm invocation).
+    read: list[Any] = []
 
     def resolve() -> tuple[Settings, Callable[[], Deps]]:
         environment = _environment()
-        if read and read[0][0] == environment:
-            return read[0][1], read[0][2]
-        settings = Settings.from_env()
-        built: list[Deps] = []
-
-        def builder() -> Deps:
-            if not built:  # once per settings read: no hashing of the settings at every warm invocation
-                built.append(build(settings))
-            return built[0]
-
-        read[:] = [(environment, settings, builder)]
-        return settings, builder
+        if not read or read[0] != environment:
+            settings = Settings.from_env()
+            read[:] = [environment, settings, functools.cache(functools.partial(build, settings))]
+        return read[1], read[2]
 
     return resolve
 
