@@ -12,7 +12,7 @@ printed when it happens). :func:`emit_outcome_metrics` decides which an outcome 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -38,26 +38,15 @@ def _job_metric(name: str, value: float, unit: str) -> None:
     metrics.add_metric(name=name, unit=_UNITS[unit], value=value)
 
 
-def _deployment_metric(name: str, value: float, unit: MetricUnit) -> None:
-    """A deployment-wide measurement (:data:`contract.DEPLOYMENT_METRICS`), dimension service only, printed now."""
+def _deployment_metric(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
+    """A deployment-wide measurement or count (:data:`contract.DEPLOYMENT_METRICS`; by default a count of 1), in a
+    blob of its own printed now, with the ``service`` dimension only: one custom metric for all jobs (the log line
+    names the job). Powertools' ``single_metric`` is its way to give one metric other dimensions than the
+    ``Metrics`` singleton's."""
     with single_metric(
         name=name,
         unit=unit,
         value=value,
-        namespace=contract.METRICS_NAMESPACE,
-        default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
-    ):
-        pass
-
-
-def _deployment_count(name: str) -> None:
-    """A deployment-wide count (:data:`contract.DEPLOYMENT_METRICS`) of 1, in a blob of its own printed now, with
-    the ``service`` dimension only: one custom metric for all jobs (the log line names the job). Powertools'
-    ``single_metric`` is its way to give one metric other dimensions than the ``Metrics`` singleton's."""
-    with single_metric(
-        name=name,
-        unit=MetricUnit.Count,
-        value=1,
         namespace=contract.METRICS_NAMESPACE,
         default_dimensions={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
     ):
@@ -86,9 +75,9 @@ def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) 
         _job_metric(contract.METRIC_DATA_SCANNED_BYTES, report.data_scanned_bytes, "Bytes")
         _job_metric(contract.METRIC_QUERY_DURATION_MS, report.query_duration_ms, "Milliseconds")
         if report.thresholds:
-            _deployment_count(contract.METRIC_THRESHOLD_EXCEEDED)
+            _deployment_metric(contract.METRIC_THRESHOLD_EXCEEDED)
     if outcome.status == "stale_rejected":
-        _deployment_count(contract.METRIC_STALE_WRITE_REJECTED)
+        _deployment_metric(contract.METRIC_STALE_WRITE_REJECTED)
     if report.permits_in_use is not None:  # this invocation took a permit: the semaphore's two measurements
         _deployment_metric(contract.METRIC_PERMITS_IN_USE, report.permits_in_use, MetricUnit.Count)
         _deployment_metric(contract.METRIC_PERMIT_WAIT_MS, report.permit_wait_ms or 0, MetricUnit.Milliseconds)
@@ -125,20 +114,10 @@ def unsupported_layout_outcome(
         "error": str(error),
         "error_type": type(error).__name__,
     }
-    logger.error(
-        f"slot {slot.iso}: unsupported_schema (table layout), not retried: {error}",
-        extra={contract.LOG_FIELD_OUTCOME: "unsupported_schema", **details, **report.log_fields()},
+    message = f"slot {slot.iso}: unsupported_schema (table layout), not retried: {error}"
+    return _not_retried(
+        "unsupported_schema", "schema_version", message, details, job_name, slot, owner_id, report, generation
     )
-    outcome = SlotOutcome(
-        "unsupported_schema",
-        job_name,
-        slot.iso,
-        owner_id,
-        reason="schema_version",
-        details=details,
-        generation=generation,
-    )
-    return {**outcome.as_dict(), "queries_started": report.queries_started}
 
 
 def corrupt_outcome(
@@ -165,26 +144,33 @@ def corrupt_outcome(
         corrupt.__cause__ = error
     else:
         corrupt = error
-    _deployment_count(contract.METRIC_CORRUPT_LOCK_ITEM)
+    _deployment_metric(contract.METRIC_CORRUPT_LOCK_ITEM)
     details = {
         "item_key": corrupt.key,
         "attribute": corrupt.attribute,
         "error": str(corrupt),
         "error_type": type(corrupt).__name__,
     }
-    logger.error(
-        f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}",
-        extra={contract.LOG_FIELD_OUTCOME: "corrupt", **details, **report.log_fields()},
-    )
-    outcome = SlotOutcome(
-        "corrupt",
-        job_name,
-        slot.iso,
-        owner_id,
-        reason="corrupt_item",
-        details=details,
-        generation=generation,
-    )
+    message = f"slot {slot.iso}: corrupt stored item, not retried: {corrupt}"
+    return _not_retried("corrupt", "corrupt_item", message, details, job_name, slot, owner_id, report, generation)
+
+
+def _not_retried(
+    status: Literal["corrupt", "unsupported_schema"],
+    reason: str,
+    message: str,
+    details: dict[str, Any],
+    job_name: str,
+    slot: Slot,
+    owner_id: str,
+    report: SlotReport,
+    generation: int,
+) -> dict[str, Any]:
+    """The ERROR line (outcome ``status``, ``details`` and the report's fields) and the returned outcome (status
+    ``status``, ``reason``, ``details``) of an invocation that ends without the runner's outcome and is not retried."""
+    # stacklevel 3: the line's location names the caller (corrupt_outcome, unsupported_layout_outcome)
+    logger.error(message, stacklevel=3, extra={contract.LOG_FIELD_OUTCOME: status, **details, **report.log_fields()})
+    outcome = SlotOutcome(status, job_name, slot.iso, owner_id, reason=reason, details=details, generation=generation)
     return {**outcome.as_dict(), "queries_started": report.queries_started}
 
 

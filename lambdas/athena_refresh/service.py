@@ -158,23 +158,46 @@ DepsSource = Deps | Callable[[Settings], Deps]
 InvocationDeps = Callable[[], tuple[Settings, Callable[[], Deps]]]
 
 
+#: Variables the Lambda runtime sets at every invocation (the X-Ray trace header), which the settings never read:
+#: as ``os.environ``'s own table spells them (bytes on POSIX) and as text.
+_PER_INVOCATION_VARIABLES = (b"_X_AMZN_TRACE_ID", "_X_AMZN_TRACE_ID")
+
+
+def _environment() -> dict[Any, Any]:
+    """The process environment the settings are read from: a copy of ``os.environ``'s own table (copied and compared
+    in C, no Python-level call per variable), without the variables set at every invocation."""
+    data = getattr(os.environ, "_data", None)
+    environment = dict(data) if isinstance(data, dict) else dict(os.environ)
+    for name in _PER_INVOCATION_VARIABLES:
+        environment.pop(name, None)
+    return environment
+
+
 def invocation_deps(deps: DepsSource) -> InvocationDeps:
     """Resolve ``deps`` per invocation: the invocation's settings, and its deps (built only when called, after
     the event was checked).
 
     A :class:`Deps`: every invocation runs with it and its settings (no environment read). A builder (the deployed
-    :meth:`Deps.from_settings`): each invocation reads its settings from the environment (``Settings.from_env``:
-    a bad variable raises ``ConfigurationError`` before any request) and gets the deps built for them, built once
-    per settings for the life of this resolver (up to 4 settings cached), so warm invocations reuse them.
+    :meth:`Deps.from_settings`): the settings are read from the environment (``Settings.from_env``: a bad variable
+    raises ``ConfigurationError`` before any request) once per execution environment, and again only when an
+    invocation finds the environment's variables changed (a test's or a local tool's edit; they are compared at
+    every invocation); the deps are built once per settings for the life of this resolver (up to 4 settings
+    cached), so warm invocations reuse both. The job catalog the settings read is part of the immutable asset.
     """
     if isinstance(deps, Deps):
         fixed = deps
         return lambda: (fixed.settings, lambda: fixed)
     build = functools.lru_cache(maxsize=4)(deps)
+    # The environment of the last settings read, those settings, and their deps once built (no hashing of the
+    # settings at every warm invocation).
+    read: list[Any] = []
 
     def resolve() -> tuple[Settings, Callable[[], Deps]]:
-        settings = Settings.from_env()
-        return settings, lambda: build(settings)
+        environment = _environment()
+        if not read or read[0] != environment:
+            settings = Settings.from_env()
+            read[:] = [environment, settings, functools.cache(functools.partial(build, settings))]
+        return read[1], read[2]
 
     return resolve
 
@@ -296,7 +319,6 @@ def _invocation_cost(settings: Settings, lock: SlotLock, context: Any) -> Invoca
     return None
 
 
-@tracer.capture_method(capture_response=False)
 def handle(event: Any, context: Any, deps: InvocationDeps) -> dict[str, Any]:
     """Run the refresh for the event's slot; returns the :class:`SlotOutcome` as a dict.
 

@@ -64,6 +64,16 @@ class ValuesReport:
     values_skipped: int = 0
     missing_columns: tuple[str, ...] = ()
 
+    def as_dict(self) -> dict[str, Any]:
+        """The report as the log line's ``value_metrics`` field (``dataclasses.asdict``'s shape, built directly)."""
+        return {
+            "series_published": self.series_published,
+            "series_dropped": self.series_dropped,
+            "datapoints": self.datapoints,
+            "values_skipped": self.values_skipped,
+            "missing_columns": self.missing_columns,
+        }
+
 
 class ValuePublisher:
     """Publishes configured result columns as metrics (see the module docstring for the shape).
@@ -80,7 +90,8 @@ class ValuePublisher:
         Cap on distinct dimension combinations per run (each is a billed custom metric per value column).
     emit:
         Where one serialized EMF blob goes (default: Powertools prints it to stdout, which Lambda sends
-        to CloudWatch Logs, which extracts the metrics).
+        to CloudWatch Logs, which extracts the metrics). Called once per blob with the provider holding
+        that blob only; the provider is emptied and reused for the next blob, so serialize or flush it in the call.
     """
 
     def __init__(
@@ -150,6 +161,7 @@ class ValuePublisher:
         seen: set[tuple[str, ...]] = set()
         dropped: set[tuple[str, ...]] = set()
         datapoints = skipped = 0
+        provider: AmazonCloudWatchEMFProvider | None = None  # one for the run's blobs, emptied between them
         for index, row in enumerate(result.rows):
             dimensions = self._dimensions(row, index)
             if dimensions is None:
@@ -170,18 +182,21 @@ class ValuePublisher:
                     values[column] = number
             if not values:
                 continue
-            provider = AmazonCloudWatchEMFProvider(
-                namespace=contract.VALUES_NAMESPACE,
-                # "" (not None): never pick up POWERTOOLS_SERVICE_NAME, whose "service" dimension would
-                # put the values outside the dashboard's SEARCH schema {namespace,job,<dims>}.
-                service="",
-            )
+            if provider is None:
+                provider = AmazonCloudWatchEMFProvider(
+                    namespace=contract.VALUES_NAMESPACE,
+                    # "" (not None): never pick up POWERTOOLS_SERVICE_NAME, whose "service" dimension would
+                    # put the values outside the dashboard's SEARCH schema {namespace,job,<dims>}.
+                    service="",
+                )
+                if timestamp_ms is not None:
+                    provider.set_timestamp(timestamp_ms)  # kept by the provider from blob to blob
+            elif provider.metric_set or provider.dimension_set:  # an ``emit`` that did not flush (Powertools' does)
+                provider.clear_metrics()
             for name, text in {contract.DIMENSION_JOB: self.job_name, **dimensions}.items():
                 provider.add_dimension(name=name, value=text)
             for name, value in values.items():
                 provider.add_metric(name=name, unit=VALUE_UNIT, value=value)
-            if timestamp_ms is not None:
-                provider.set_timestamp(timestamp_ms)
             self._emit(provider)
             datapoints += len(values)
         if dropped:
@@ -193,7 +208,7 @@ class ValuePublisher:
                 dict(zip(self.dimension_columns, min(dropped))),
             )
         report = ValuesReport(len(seen), len(dropped), datapoints, skipped, missing)
-        logger.info("value metrics published", extra={"value_metrics": dataclasses.asdict(report)})
+        logger.info("value metrics published", extra={"value_metrics": report.as_dict()})
         return report
 
     def _dimensions(self, row: Mapping[str, Any], index: int) -> dict[str, str] | None:

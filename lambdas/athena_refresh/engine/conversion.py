@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import date, datetime
@@ -32,6 +33,7 @@ class _BadValue(Exception):
     """Internal: a value does not parse as its column type (turned into ResultTypeError by the caller)."""
 
 
+@functools.lru_cache(maxsize=256)  # a result's few column types, met again in every row of every page
 def _type_kind(column_type: str) -> str:
     """Reduce an Athena type name to the conversion kind: 'timestamp(3) with time zone' -> 'timestamptz'."""
     normalized = " ".join(column_type.strip().lower().split())

@@ -961,6 +961,59 @@ def test_the_deps_reach_the_lock_and_the_runner_explicitly(invoke: Any, handler_
     assert clock_calls and handler_deps(Settings.from_env()).lock.clock_ms is behind_clock_ms
 
 
+@pytest.fixture
+def settings_reads(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
+    """Every ``Settings.from_env`` read that succeeded, in order (the handler's and the test's)."""
+    reads: list[Settings] = []
+    read = Settings.from_env
+
+    def counted(*args: Any, **kwargs: Any) -> Settings:
+        settings = read(*args, **kwargs)
+        reads.append(settings)
+        return settings
+
+    monkeypatch.setattr(Settings, "from_env", counted)
+    return reads
+
+
+@pytest.mark.backends("moto")  # what the handler reads, not how the table answers
+def test_the_settings_are_read_once_per_environment_and_again_when_a_variable_changes(
+    invoke: Any, engines: list[Any], settings_reads: list[Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN warm invocations, the Lambda runtime setting a new X-Ray trace header for each
+    slot = current_slot()
+    for number in (1, 2):
+        monkeypatch.setenv("_X_AMZN_TRACE_ID", f"Root=1-5759e988-bd862e3fe1be46a99427297{number};Sampled=0")
+        invoke(scheduler_event(slot), f"req-{number}")
+
+    # THEN the settings were read once, and both ran with the same deps (one engine built)
+    assert len(settings_reads) == 1 and len(engines) == 1
+
+    # WHEN a variable changes (a test's or a local tool's edit) before the next invocation
+    monkeypatch.setenv(contract.ENV_ALARM_QUERY_DURATION_MS, "500")
+    invoke(scheduler_event(slot), "req-3")
+
+    # THEN that invocation read the settings again and ran with deps built for them
+    assert [s.alarm_query_duration_ms for s in settings_reads] == [600_000, 500] and len(engines) == 2
+
+
+@pytest.mark.backends("moto")  # refused before any request
+def test_a_bad_variable_is_refused_at_every_invocation_until_it_is_fixed(
+    invoke: Any, engines: list[Any], settings_reads: list[Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a deployment with a bad variable: every invocation refuses it, none is remembered as read
+    monkeypatch.setenv(LEASE, "0")
+    for request_id in ("req-1", "req-2"):
+        with pytest.raises(ConfigurationError, match=f"^{LEASE}: "):
+            invoke(scheduler_event(current_slot()), request_id)
+    assert settings_reads == [] and engines == []
+
+    # WHEN it is fixed / THEN the next invocation reads the settings and runs the slot
+    monkeypatch.setenv(LEASE, "45")
+    assert invoke(scheduler_event(current_slot()), "req-3")["status"] == "succeeded"
+    assert len(settings_reads) == 1 and len(engines) == 1
+
+
 # ---------------------------------------------------------------------------------------------------
 # the job catalog (jobs as folders: the stack bundles each job's prepared query in the asset)
 # ---------------------------------------------------------------------------------------------------

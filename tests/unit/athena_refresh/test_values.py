@@ -200,6 +200,30 @@ def test_each_row_is_one_blob_in_the_values_namespace_with_job_and_dimension_col
     assert all(shape(b)[0] == contract.VALUES_NAMESPACE for b in printed)
 
 
+def test_an_emit_of_its_own_gets_each_rows_blob_alone(publisher: Callable[..., ValuePublisher]) -> None:
+    # GIVEN an emit that keeps each blob and does not flush (Powertools' own flush empties the provider)
+    emitted: list[dict[str, Any]] = []
+    result = QueryResult(
+        COLUMNS,
+        [
+            {"origin": "EWR", "flights": 320, "avg_dep_delay_min": 14.25},
+            {"origin": "JFK", "flights": 301, "avg_dep_delay_min": None},
+        ],
+    )
+
+    # WHEN the result is published
+    publisher(emit=lambda provider: emitted.append(provider.serialize_metric_set())).publish(
+        result, slot_epoch_ms=SLOT_MS, now_ms=SLOT_MS
+    )
+
+    # THEN each blob holds its own row only: nothing of the row before it (the second has no delay value)
+    assert [shape(b)[2:] for b in emitted] == [
+        ({"job": JOB, "origin": "EWR"}, {"flights": [320.0], "avg_dep_delay_min": [14.25]}),
+        ({"job": JOB, "origin": "JFK"}, {"flights": [301.0]}),
+    ]
+    assert [b["_aws"]["Timestamp"] for b in emitted] == [SLOT_MS, SLOT_MS]
+
+
 def test_without_dimension_columns_each_value_is_one_series_per_job(
     publisher: Callable[..., ValuePublisher], capsys: pytest.CaptureFixture[str]
 ) -> None:
