@@ -990,11 +990,13 @@ def test_the_settings_are_read_once_per_environment_and_again_when_a_variable_ch
     assert len(settings_reads) == 1 and len(engines) == 1
 
     # WHEN a variable changes (a test's or a local tool's edit) before the next invocation
-    monkeypatch.setenv(contract.ENV_ALARM_QUERY_DURATION_MS, "500")
+    # (the lease: one of the variables a local run may tune; a job's settings come from its catalog spec)
+    first_lease_s = settings_reads[0].lease_duration_s
+    monkeypatch.setenv(LEASE, str(int(first_lease_s) + 5))
     invoke(scheduler_event(slot), "req-3")
 
     # THEN that invocation read the settings again and ran with deps built for them
-    assert [s.alarm_query_duration_ms for s in settings_reads] == [600_000, 500] and len(engines) == 2
+    assert [s.lease_duration_s for s in settings_reads] == [first_lease_s, first_lease_s + 5] and len(engines) == 2
 
 
 @pytest.mark.backends("moto")  # refused before any request
