@@ -7,6 +7,7 @@ clauses, the attribute names and their timelines: :mod:`slotlock._expressions`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -133,14 +134,20 @@ def update(*clauses: tuple[str, str | Sequence[str]]) -> UpdateExpression:
     return UpdateExpression(" ".join(f"{action} {', '.join(parts)}" for action, parts in actions))
 
 
-def placeholders(text: str, mark: str = "#") -> list[str]:
-    """The ``#name`` (or ``:value``) placeholders of an expression, in order of first appearance."""
+@functools.lru_cache(maxsize=512)
+def placeholders(text: str, mark: str = "#") -> tuple[str, ...]:
+    """The ``#name`` (or ``:value``) placeholders of an expression, in order of first appearance.
+
+    Cached: slotlock's expressions are a few dozen constant strings (a request's own values are ``:values``,
+    never part of the text), so each is scanned once per process instead of on every request (the racer's hot
+    path; the cache is bounded in case a caller composes texts).
+    """
     found: list[str] = []
     for part in text.split(mark)[1:]:
         length = next((i for i, char in enumerate(part) if not (char.isalnum() or char == "_")), len(part))
         if length and mark + part[:length] not in found:
             found.append(mark + part[:length])
-    return found
+    return tuple(found)
 
 
 def write(
