@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from athena_refresh import contract
 from athena_refresh.results import ResultsStore
+from athena_refresh.settings import Settings
 from local.capacity.goals import goals
 from local.capacity.plan import LOSE_START_ANSWER, PROBE_JOB, permit_owner
 from local.emulators.duckdb_engine import QuotaReport, quota_report
@@ -93,7 +94,7 @@ def judge(run: CapacityRun, phases: Sequence[Phase], budget: int | None) -> Judg
     for phase in phases:
         live, backfill = slot_owners(phase)
         owners += [*live, *backfill, permit_owner(PROBE_JOB, phase.plan.slot, 1, phase.lock_table)]
-    max_attempts = int(phases[0].env.get(contract.ENV_MAX_QUERY_ATTEMPTS) or 3)
+    max_attempts = Settings.from_env(phases[0].env).max_query_attempts  # the jobs' spec, as their functions read it
     quota = quota_report(phases[0].state_dir)
     events = permit_events(run.lambda_service.history, phases)
     return check_capacity(quota.intervals, token_index(owners, max_attempts), events, budget=budget), quota, events
@@ -263,7 +264,7 @@ def _faults(
     answer, also the query whose answer was lost (as the environment reported it), whether a later start of the
     same ClientRequestToken got that same query back, and how many queries the engine registered for the slot."""
     found = []
-    max_attempts = int(phase.env.get(contract.ENV_MAX_QUERY_ATTEMPTS) or 3)
+    max_attempts = Settings.from_env(phase.env).max_query_attempts
     starts = [e for e in run.lambda_service.history if e["what"] == "query_start"]
     for job, fault in sorted(phase.plan.faults.items()):
         owner = permit_owner(job, phase.plan.slot, 1, phase.lock_table)

@@ -10,7 +10,6 @@ more. Operator tools call these (``tools.ops run/rerun/backfill``), never a race
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,7 +41,6 @@ from ..slot import Slot
 if TYPE_CHECKING:
     from .._dynamodb import LockContext
 
-logger = logging.getLogger(__name__)
 
 RunKind = Literal["run", "rerun", "backfill"]
 RUN_KINDS: tuple[RunKind, ...] = ("run", "rerun", "backfill")
