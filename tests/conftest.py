@@ -1,5 +1,6 @@
 """Shared pytest fixtures. Keep this file generic: fake AWS credentials, the atomic moto server; the DynamoDB
-backends (DynamoDB Local, moto, ``backend``, ``ddb``, tables) are the plugin ``tests/backends.py``."""
+backends (DynamoDB Local, moto, ``backend``, ``ddb``, tables) are the plugin ``tests/backends.py``; the order
+pytest-xdist hands modules to its workers (the longest first) is the plugin ``tests/scheduling.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from local.emulators.atomic_moto import AtomicMotoServer
 
-pytest_plugins = ["tests.backends"]
+pytest_plugins = ["tests.backends", "tests.scheduling"]
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
