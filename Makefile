@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check dist example
+.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check dist example
 
 all: test
 
@@ -41,6 +41,12 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
 
 test: venv node data
 	$(PY) -m pytest -q $(PYTEST_PARALLEL)
+
+# The unit tests alone (tests/unit): no I/O, no Java, no moto, no subprocess, no server; in seconds, in this process.
+# The other folders by kind: tests/integration (moto, DynamoDB Local, DuckDB, subprocesses, local servers),
+# tests/stacks (the CDK app and its templates), tests/scenarios (demo, chaos, capacity runs, races, bench).
+test-unit: venv
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
 # The fast subset: every test not marked slow (without the multi-process races, the chaos suite and the demo runs).
 .PHONY: test-fast

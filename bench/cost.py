@@ -16,7 +16,7 @@ against the alternatives.
 2. **Cost per slot versus the alternatives** (:mod:`bench.cost_slot`): one real slot measured on a DynamoDB
    endpoint (:mod:`bench.cost_measure`), priced with the price table for our N-racer fan-out, a single unlocked runner and N unlocked runners.
 
-Counts and bytes, not times, are what ``tests/bench/test_cost.py`` checks; the goals are judged in
+Counts and bytes, not times, are what ``tests/scenarios/bench/test_cost.py`` checks; the goals are judged in
 :mod:`bench.report`.
 """
 

@@ -23,7 +23,7 @@ Then, on one client (the bench's :data:`bench.backends.CLIENT_CONFIG`, counted b
    cron computation of ``Cache-Control``, the JSON body, the ETag), and a cProfile of the stub path with self
    time grouped by package.
 
-Counts, not times, are what ``tests/bench`` checks; the goals are judged in :mod:`bench.report`.
+Counts, not times, are what ``tests/scenarios/bench`` checks; the goals are judged in :mod:`bench.report`.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ LONGEST_FIRST = (
     "test_demo.py",  # slow
     "test_capacity_scenario.py",  # slow
     "test_schema_version.py",
-    "test_cost.py",  # tests/bench's is slow; athena_refresh's is not short either
+    "test_cost.py",  # tests/scenarios/bench's is slow; athena_refresh's is not short either
     "test_emitted_metrics.py",
     "test_scaling.py",  # slow
     "test_duckdb_engine.py",

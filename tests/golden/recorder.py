@@ -1,6 +1,6 @@
 """Record every DynamoDB request a client sends, labelled by scenario step, and compare transcripts.
 
-:class:`Recorder` hooks botocore's ``before-call`` event (as ``RequestLog`` in tests/unit/slotlock/conftest.py
+:class:`Recorder` hooks botocore's ``before-call`` event (as ``RequestLog`` in tests/integration/slotlock/conftest.py
 does): it fires once per API call the caller makes, botocore's own resends are below it, and its ``body`` is the
 JSON request as it goes on the wire. Each entry is ``{"step", "operation", "request"}``.
 

@@ -76,7 +76,7 @@ def slot(n: int) -> Slot:
 
 @dataclass
 class Clock:
-    """The callers' wall clock, epoch milliseconds (``tests/unit/slotlock/conftest.py``'s ``FakeClock``)."""
+    """The callers' wall clock, epoch milliseconds (``tests/integration/slotlock/conftest.py``'s ``FakeClock``)."""
 
     now: int
 

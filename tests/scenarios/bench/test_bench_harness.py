@@ -120,7 +120,7 @@ def test_takeover_after_the_holder_is_killed(endpoint: Endpoint) -> None:
 def test_asset_size_packages_the_lambda_code_without_bytecode() -> None:
     asset = asset_size()
     assert "**/__pycache__" in asset["excludes"] and "**/*.pyc" in asset["excludes"]
-    lambdas = Path(__file__).resolve().parents[2] / "lambdas"
+    lambdas = Path(__file__).resolve().parents[3] / "lambdas"
     sources = [p for p in lambdas.rglob("*.py") if "__pycache__" not in p.parts]
     slotlock_sources = list(Path(slotlock.__file__).resolve().parent.glob("*.py"))
     assert asset["files"] >= len(sources) + len(slotlock_sources) > len(sources) > 0

@@ -19,7 +19,7 @@ from local.emulators.lambda_service import (
 )
 from tests.sample_jobs import FLIGHTS, fixture_job
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 class Notes(ServiceHooks):

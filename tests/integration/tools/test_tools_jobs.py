@@ -20,7 +20,7 @@ from tools.cost import monthly
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
 from tools.jobs import check, cli, run
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SLOT = "2026-11-24T20:30Z"  # mapped onto 2013-11-24 20:30 by the sample's data_year
 
 #: A job's settings but its source: the two-line job.toml's schedule (every other key defaulted), and the sample's

@@ -12,7 +12,7 @@ import pytest
 
 from athena_refresh.cost import Prices, load_prices
 from stacks.stack_settings import CapacitySettings
-from tests.unit.test_tools_cost import job_inputs, run
+from tests.integration.tools.test_tools_cost import job_inputs, run
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.usage import AlarmCount, Durations, ScheduleRate
 

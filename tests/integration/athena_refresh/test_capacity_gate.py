@@ -3,7 +3,7 @@ and never starts a query without its permit.
 
 Defects found by ``make capacity`` (200 jobs on a budget of 20, with short leases; docs/local.md), each pinned here
 with the fake clock (the semaphore's own part, a take written with an expiry already past, is in
-tests/unit/slotlock/test_semaphore.py):
+tests/integration/slotlock/test_semaphore.py):
 
 - a winner waiting on Athena's own quota (``TooManyRequestsException``) with a permit held renewed its lease but not
   its permit: past the lease the permit expired naming no query, another slot reclaimed it, and both then started

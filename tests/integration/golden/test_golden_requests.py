@@ -9,7 +9,7 @@ request (whitespace and clause order included), and must send the same requests 
 On a difference the test names the request's position, its scenario step and the first differing key. If the change
 is intended (a deliberate new request shape, reviewed), regenerate the file explicitly and review its diff::
 
-    SLOTLOCK_GOLDEN_UPDATE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/golden/test_golden_requests.py
+    SLOTLOCK_GOLDEN_UPDATE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration/golden/test_golden_requests.py
     git diff tests/fixtures/golden/
 
 The update runs the scenario twice and refuses to write a transcript that differs between the two runs; the test is
@@ -30,12 +30,12 @@ import pytest
 from tests.golden.recorder import compare
 from tests.golden.scenario import run_scenario
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "slotlock_requests.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "slotlock_requests.json"
 UPDATE_VARIABLE = "SLOTLOCK_GOLDEN_UPDATE"
 ABOUT = (
     "Every DynamoDB request of tests/golden/scenario.py, in order, as sent (botocore before-call body), random ids "
     "labelled and placeholders renamed canonically (tests/golden/recorder.py, tests/golden/normalise.py). "
-    "Regenerate only on purpose: see tests/golden/test_golden_requests.py."
+    "Regenerate only on purpose: see tests/integration/golden/test_golden_requests.py."
 )
 #: Every operation slotlock sends in the scenario; a regenerated file missing one is refused.
 OPERATIONS = {"UpdateItem", "PutItem", "GetItem", "BatchGetItem", "TransactWriteItems", "Query"}

@@ -31,7 +31,7 @@ from tests.sample_jobs import fixture_job, stack_settings
 from tools.ops.cli import build_parser, run_command
 from tools.ops.operator import Deployment, JobTarget, Operator
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 JOB = DEFAULT_LOCAL_JOB
 FUNCTION = f"ops-test-{JOB}"
 LEASE_S = 6.0

@@ -24,8 +24,9 @@ lock never depends on history items surviving.
 A test that depends on one backend's behaviour narrows the fixture:
 ``@pytest.mark.parametrize("backend", ["moto"], indirect=True)``.
 
-This directory has no ``__init__.py`` (a package named ``athena_refresh`` here would shadow the code
-under test), so helpers are handed out through fixtures instead of being imported.
+This directory is the package ``tests.integration.athena_refresh`` (every folder up to tests/ has an
+``__init__.py``), so it never shadows the code under test ``athena_refresh``; the helpers are handed out through
+fixtures.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ the platform facts notes): every test drives the racers one request at a time an
 :class:`FakeClock`. The table has no TTL enabled, so DynamoDB Local's real-time TTL deletion never
 removes items written under the fake clock.
 
-This directory has no ``__init__.py`` (a package named ``slotlock`` here would shadow the code under
-test), so the helpers are handed out through fixtures instead of being imported.
+This directory is the package ``tests.integration.slotlock`` (every folder up to tests/ has an
+``__init__.py``), so it never shadows the code under test ``slotlock``; the helpers are handed out through
+fixtures.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from tools.cli.exit_status import ExitStatus
 from tools.cli.selection import SelectionError, is_glob, patterns, plain_name, select, select_one
 from tools.jobs import cli as jobs_cli
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 FIXTURE_JOBS = REPO_ROOT / "tests" / "fixtures" / "jobs"
 FIXTURE_NAMES = sorted(p.parent.name for p in FIXTURE_JOBS.glob("*/job.toml"))
 NAMES = ["carrier-on-time", "daily-kpis", "daily-revenue", "flights-dashboard"]

@@ -31,7 +31,7 @@ from local.emulators.dynamodb_local import NPM_PACKAGE, NPM_VERSION
 from stacks.jobs import load_repo_jobs
 from stacks.runtime_asset import catalog_queries
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CHILD_TIMEOUT_S = 120  # each child needs a second or two; bounded so a hang fails instead of blocking the suite
 
 

@@ -58,7 +58,7 @@ from slotlock.table import HISTORY_INDEX
 from stacks.runtime_asset import catalog_queries
 from tests.sample_jobs import load_fixture_jobs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 REGION = "us-east-1"
 HTTP_TIMEOUT_S = 10.0
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_session_token": "testing"}

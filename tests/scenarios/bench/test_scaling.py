@@ -14,7 +14,7 @@ from bench import report, scaling
 from bench.report import check_targets
 from bench.report_tables import targets_table
 
-FIXTURE_JOB = Path(__file__).resolve().parents[1] / "fixtures" / "jobs" / "flights-dashboard"
+FIXTURE_JOB = Path(__file__).resolve().parents[2] / "fixtures" / "jobs" / "flights-dashboard"
 
 
 def test_copies_are_distinct_folders(tmp_path: Path) -> None:

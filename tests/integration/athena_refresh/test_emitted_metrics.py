@@ -32,7 +32,7 @@ from slotlock import Lease, PermitOwner, Semaphore, Slot, SlotLock, pause, reque
 
 SQL = "SELECT origin, count(*) AS flights FROM flights WHERE t >= ? AND t < ? GROUP BY 1"
 OPERATOR = "arn:aws:iam::123456789012:user/op"
-#: The fake engine's statistics of every query (tests/unit/athena_refresh/conftest.py).
+#: The fake engine's statistics of every query (tests/integration/athena_refresh/conftest.py).
 SCANNED_BYTES, DURATION_MS = 7_340_032, 910
 #: A field the line must carry, whatever its value.
 PRESENT = object()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 MAX_README_LINES = 200
 DOCUMENTS = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]

@@ -132,7 +132,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str], 
         contract.ENV_ATHENA_DATABASE: "flights_demo",
         contract.ENV_ATHENA_CATALOG: "AwsDataCatalog",
         contract.ENV_JOB_CATALOG_PATH: str(write_job_catalog(tmp_path / "job_catalog.json", job_spec())),
-        # the capacity budget is off here (tests/unit/athena_refresh/test_capacity.py turns it on)
+        # the capacity budget is off here (tests/integration/athena_refresh/test_capacity.py turns it on)
         contract.ENV_CAPACITY_PERMITS: "0",
         contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
         contract.ENV_CAPACITY_TABLE_NAME: "",  # the lock table
