@@ -82,7 +82,8 @@ def declared_backends(metafunc: pytest.Metafunc) -> tuple[str, ...]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize ``backend`` (module scope: tests are grouped by backend) with the declared backends, where
-    ``backend`` is this plugin's fixture (a module may define a ``backend`` of its own, e.g. tests/integration/local/test_ops)."""
+    ``backend`` is this plugin's fixture (a module may define a ``backend`` of its own, e.g.
+    tests/integration/local/test_ops)."""
     if "backend" not in metafunc.fixturenames:
         return
     definitions = metafunc.definition._fixtureinfo.name2fixturedefs.get("backend", ())

@@ -9,7 +9,7 @@ request (whitespace and clause order included), and must send the same requests 
 On a difference the test names the request's position, its scenario step and the first differing key. If the change
 is intended (a deliberate new request shape, reviewed), regenerate the file explicitly and review its diff::
 
-    SLOTLOCK_GOLDEN_UPDATE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration/golden/test_golden_requests.py
+    SLOTLOCK_GOLDEN_UPDATE=1 .venv/bin/python -m pytest -q tests/integration/golden/test_golden_requests.py
     git diff tests/fixtures/golden/
 
 The update runs the scenario twice and refuses to write a transcript that differs between the two runs; the test is

@@ -1,6 +1,7 @@
 """sample_data.flights: the flights table (row count, schema as the Glue table declares it, derived column, layout).
 
-The partition layout in detail (and the benchmark's history) is tested in tests/integration/tools/test_sample_data_layout.py.
+The partition layout in detail (and the benchmark's history) is tested in
+tests/integration/tools/test_sample_data_layout.py.
 """
 
 from __future__ import annotations
