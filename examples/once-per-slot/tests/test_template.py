@@ -89,7 +89,11 @@ def test_the_layer_asset_holds_the_installed_slotlock_package(synthesized: Synth
     staged = asset_dir(synthesized, "AWS::Lambda::LayerVersion", "Content") / "python" / "slotlock"
     assert (staged / "__init__.py").is_file() and (staged / "py.typed").is_file()
     installed = Path(slotlock.__file__ or "").resolve().parent
-    assert {p.name for p in staged.iterdir()} == {p.name for p in installed.glob("*.py")} | {"py.typed"}
+    # the whole package tree: top-level modules and subpackages (slotlock.ops), no byte code
+    assert {p.relative_to(staged) for p in staged.rglob("*") if p.is_file()} == {
+        p.relative_to(installed) for p in installed.rglob("*.py") if "__pycache__" not in p.parts
+    } | {Path("py.typed")}
+    assert (staged / "ops" / "__init__.py").is_file()
     assert (staged / "__init__.py").read_bytes() == (installed / "__init__.py").read_bytes()
 
 
