@@ -16,6 +16,6 @@ Modules: ``backends`` (endpoints), ``counting`` (request hooks), ``contenders`` 
 scenario shares: slots, tables, racer processes), ``scenarios`` over ``accounting`` (1-4), ``coldstart`` and
 ``invoke_once`` (5), ``fanout`` (6), ``read_path`` over ``read_seed`` (7), ``cost`` (8; 9 measured by
 ``cost_measure``, priced by ``cost_slot`` with the one cost model, :mod:`athena_refresh.cost`), ``scaling`` (10),
-``report`` (the one report writer: targets, rendering, ``bench-report.json``) over ``report_tables``, ``stats``,
-``tables`` (the one table format of every report).
+``report`` (the one report writer: targets, rendering, ``bench-report.json``) over ``report_tables`` (its tables,
+in the one renderer's Markdown: :func:`tools.cli.render.markdown_table`) and ``stats``.
 """

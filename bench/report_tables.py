@@ -1,5 +1,5 @@
 """The tables of :mod:`bench.report` (the one report writer): one function per table or list of notes, each taking
-the figures as written to ``bench-report.json`` and returning text (tables: :func:`bench.tables.table`). USD
+the figures as written to ``bench-report.json`` and returning text (tables: :func:`tools.cli.render.markdown_table`, the renderer every command uses). USD
 figures of the cost tables are in micro-dollars (µUSD, 1e-6 USD): a slot costs tens of them."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from athena_refresh.cost import MB, athena_billed_bytes
+from tools.cli.render import markdown_table as table
 
 from .contenders import BY_NAME
 from .cost import HISTORIES
 from .cost_slot import LABELS
-from .tables import table
 
 FULL_HISTORIES = HISTORIES["full"]
 CONTENDED_NOTE = (

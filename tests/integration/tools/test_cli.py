@@ -228,7 +228,7 @@ def test_the_run_table_keeps_a_bracketed_value() -> None:
 
 
 def test_csv_markdown_and_padded_lines() -> None:
-    from bench.tables import table as bench_table
+    from bench.report_tables import table as bench_table
     from tools.cli import render
 
     assert render.csv_text(["a", "b"], [[1, "x,y"], ["", None]]) == 'a,b\r\n1,"x,y"\r\n,\r\n'
