@@ -5,6 +5,8 @@
 - ``lambdas/`` (the runtime, the Lambda asset) never imports ``aws_cdk``, ``local``, ``stacks`` or
   ``sample_data``: the asset holds ``lambdas/`` only.
 - ``slotlock`` (``packages/slotlock``) depends on boto3/botocore and the standard library only.
+- ``athena_sql`` (Athena's SQL, offline: synth, ``check`` and the local engine use it) depends on sqlglot and the
+  standard library only.
 - ``slotlock_cdk`` (``packages/slotlock-cdk``) imports aws_cdk, constructs, jsii, slotlock and the standard library
   only: never this project's ``stacks``, ``athena_refresh`` or ``cdk_nag``.
 - Outside ``slotlock`` and the tests, nothing imports an internal ``slotlock._*`` module (the local tools may).
@@ -58,6 +60,12 @@ def test_infrastructure_never_imports_the_local_tools(path: Path) -> None:
 @pytest.mark.parametrize("path", python_files("lambdas"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_the_runtime_imports_nothing_outside_the_asset(path: Path) -> None:
     assert not imported_top_levels(path) & {"aws_cdk", "constructs", "cdk_nag", "local", "stacks", "sample_data"}
+
+
+@pytest.mark.parametrize("path", python_files("athena_sql"), ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_athena_sql_depends_on_sqlglot_only(path: Path) -> None:
+    allowed = set(sys.stdlib_module_names) | {"sqlglot", "athena_sql"}
+    assert imported_top_levels(path) <= allowed, imported_top_levels(path) - allowed
 
 
 SLOTLOCK = "packages/slotlock/src/slotlock"
@@ -123,6 +131,7 @@ PROJECT_MODULES = {
     "stacks": "stacks",
     "tools": "tools",
     "bench": "bench",
+    "athena_sql": "athena_sql",
     "local": "local",
     "sample_data": "sample_data",
     "app": "app.py",

@@ -1,0 +1,18 @@
+"""Athena's SQL, offline: what Athena engine version 3 refuses and how it types a query, for ``check``, ``compile``,
+synth and the local engine.
+
+Athena engine v3 is built on Trino, integrated continuously, and documents where it differs (functions not
+supported, changed behaviour): https://docs.aws.amazon.com/athena/latest/ug/engine-versions-reference-0003.html.
+The specification used here is the Trino release pinned in :mod:`athena_sql.functions` (its docs and its own tests),
+plus Athena's documented differences; Athena may lag or lead that release. sqlglot tokenizes and parses; it is a
+tool, not the reference: strictness comes from the tokens, the function list and the types.
+
+Public API (shapes in each module):
+
+- :func:`athena_sql.analyzer.check_query` -> :class:`athena_sql.diagnostics.CheckResult`: the refusals (each with
+  line, column, construct and Athena's error class) and what was not checked;
+- :mod:`athena_sql.functions`: the function list of Athena engine v3, as data, with its source and date.
+
+Depends on sqlglot and the standard library only (synth, ``check`` and the local tools import it; the Lambda
+runtime does not).
+"""
