@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -202,5 +203,8 @@ def _what(outcome: Outcome) -> str:
     if "error" in answer:
         return f"local: {answer['error'][:160]}"
     if "value" in answer:
-        return f"expected {case.value!r} {case.type}; local {answer['value']!r} {answer['type']}"
+        expected = json.dumps(case.value, ensure_ascii=False)
+        return (
+            f"expected {expected} {case.type}; local {json.dumps(answer['value'], ensure_ascii=False)} {answer['type']}"
+        )
     return f"local answered {answer.get('answered')}"

@@ -34,6 +34,21 @@ EQUAL_GOAL_PERCENT = 90.0
 #: Categories where refusing to run is acceptable (the 90% EQUAL goal does not apply).
 EQUAL_GOAL_EXEMPT = frozenset({"maps", "json"})
 ALL = "all"
+#: The categories of issue 33, in its order; others follow in the order the cases name them.
+CATEGORY_ORDER = (
+    "arithmetic",
+    "decimals",
+    "casts",
+    "strings",
+    "dates",
+    "time zones",
+    "conditionals",
+    "arrays",
+    "maps",
+    "json",
+    "regexp",
+    "aggregation",
+)
 
 
 def _empty() -> dict[str, Any]:
@@ -56,7 +71,7 @@ def _empty() -> dict[str, Any]:
 
 
 def totals(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
-    """Category -> its counts (categories in first-seen order, then ``all``)."""
+    """Category -> its counts (:data:`CATEGORY_ORDER` first, then the others in first-seen order, then ``all``)."""
     by_category: dict[str, dict[str, Any]] = {}
     overall = _empty()
     for outcome in outcomes:
@@ -76,7 +91,9 @@ def totals(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
     for counts in (*by_category.values(), overall):
         if counts["value_cases"]:
             counts["equal_percent"] = round(100.0 * counts["EQUAL"] / counts["value_cases"], 1)
-    return {**by_category, ALL: overall}
+    rank = {name: position for position, name in enumerate(CATEGORY_ORDER)}
+    ordered = sorted(by_category, key=lambda name: rank.get(name, len(rank)))  # stable: first-seen among the rest
+    return {**{name: by_category[name] for name in ordered}, ALL: overall}
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from tools.conformance.compare import same_type, same_value
 __all__ = ["CHECK_STATUSES", "RUN_STATUSES", "Outcome", "run_cases", "sample_tables"]
 
 RUN_STATUSES = ("EQUAL", "DIFFERENT", "REFUSED")
+#: A local answer longer than this is cut in the report (an aggregate over the whole sample can be megabytes).
+SHOWN_CHARS = 200
 CHECK_STATUSES = ("REFUSED_BY_CHECK", "ACCEPTED")
 
 #: Glue (Hive DDL) types of the sample's table -> Trino's (Athena engine v3 reads Glue ``timestamp`` as
@@ -95,16 +97,17 @@ def _run(session: Any, case: Case) -> tuple[str, dict[str, Any]]:
     if results is None:
         error = (record.get("error") or {}).get("error_message") or record.get("outcome", "FAILED")
         code = error.split(":", 1)[0] if ":" in error else ""
-        answer: dict[str, Any] = {"error": " ".join(str(error).split()), "error_code": code}
+        answer: dict[str, Any] = {"error": _shown(" ".join(str(error).split())), "error_code": code}
         if case.refusal:
             answer["error_matches"] = code == case.error
         return "REFUSED", answer
     columns, rows = results["columns"], results["rows"]
     if len(columns) != 1 or len(rows) != 1:
         shape = f"{len(rows)} row(s) of {len(columns)} column(s)"
-        return "DIFFERENT", {"answered": shape, "types": [c["type"] for c in columns], "rows": rows[:3]}
+        shown = [[_shown(cell) for cell in row] for row in rows[:3]]
+        return "DIFFERENT", {"answered": shape, "types": [c["type"] for c in columns], "rows": shown}
     value, type_text = rows[0][0], columns[0]["type"]
-    answer = {"value": value, "type": type_text}
+    answer = {"value": _shown(value), "type": type_text}
     if case.refusal:
         return "DIFFERENT", {**answer, "difference": f"answered; Athena refuses it ({case.error})"}
     assert case.type is not None  # a value case has a type (cases.py)
@@ -113,6 +116,13 @@ def _run(session: Any, case: Case) -> tuple[str, dict[str, Any]]:
         return "EQUAL", answer
     answer["difference"] = " and ".join(name for name, ok in (("value", value_ok), ("type", type_ok)) if not ok)
     return "DIFFERENT", answer
+
+
+def _shown(value: str | None) -> str | None:
+    """``value``, cut to :data:`SHOWN_CHARS` characters with the length said."""
+    if value is None or len(value) <= SHOWN_CHARS:
+        return value
+    return f"{value[:SHOWN_CHARS]}... ({len(value)} characters)"
 
 
 def _check(case: Case, tables: Mapping[str, Mapping[str, str]]) -> tuple[str, tuple[str, ...], str]:
