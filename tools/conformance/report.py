@@ -5,11 +5,13 @@ Totals per category (and ``all``):
 - of the value cases: ``EQUAL``, ``DIFFERENT``, ``REFUSED`` (the local run), ``DIFFERENT_type_only`` (the value
   is right, the type text is not: ``varchar`` for ``varchar(13)``), ``equal_percent``, and
   ``valid_refused_by_check`` (value cases the check refused: it should refuse none);
-- of the refusal cases Trino's analysis raises (syntax, types, functions, aggregation): ``REFUSED_BY_CHECK``,
-  ``ACCEPTED`` (the check), and ``refused_locally`` (the local engine failed the statement too);
+- of the refusal cases Trino's analysis raises (syntax, types, functions, aggregation): ``REFUSED_BY_CHECK``
+  (``refused_with_trino_code``: with Trino's error code among the check's), ``ACCEPTED`` (the check), and
+  ``refused_locally`` (the local engine failed the statement too);
 - of the refusal cases Trino raises while executing (``DIVISION_BY_ZERO``, ``INVALID_CAST_ARGUMENT``...,
-  :data:`tools.conformance.cases.EXECUTION_ERRORS`): ``failing_cases``, ``failed_locally`` (good) and
-  ``answered_locally`` (the local engine answered where Athena fails the query).
+  :data:`tools.conformance.cases.EXECUTION_ERRORS`): ``failing_cases``, ``failed_locally`` (good;
+  ``failed_with_trino_code``: with Trino's error code) and ``answered_locally`` (the local engine answered where
+  Athena fails the query).
 
 The goals, all of which must hold for exit status 0:
 
@@ -62,10 +64,12 @@ def _empty() -> dict[str, Any]:
         "valid_refused_by_check": 0,
         "refusal_cases": 0,
         "REFUSED_BY_CHECK": 0,
+        "refused_with_trino_code": 0,
         "ACCEPTED": 0,
         "refused_locally": 0,
         "failing_cases": 0,
         "failed_locally": 0,
+        "failed_with_trino_code": 0,
         "answered_locally": 0,
     }
 
@@ -79,9 +83,11 @@ def totals(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
             if outcome.case.fails_at_run:
                 counts["failing_cases"] += 1
                 counts["failed_locally" if outcome.run == "REFUSED" else "answered_locally"] += 1
+                counts["failed_with_trino_code"] += outcome.answer.get("error_code") == outcome.case.error
             elif outcome.case.refusal:
                 counts["refusal_cases"] += 1
                 counts[outcome.check] += 1
+                counts["refused_with_trino_code"] += outcome.case.error in outcome.check_errors
                 counts["refused_locally"] += outcome.run == "REFUSED"
             else:
                 counts["value_cases"] += 1

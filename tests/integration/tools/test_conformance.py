@@ -146,6 +146,8 @@ def test_totals_add_up_per_category(quick_report: dict[str, Any]) -> None:
     for category, counts in totals.items():
         assert counts["EQUAL"] + counts["DIFFERENT"] + counts["REFUSED"] == counts["value_cases"], category
         assert counts["REFUSED_BY_CHECK"] + counts["ACCEPTED"] == counts["refusal_cases"], category
+        assert counts["refused_with_trino_code"] <= counts["REFUSED_BY_CHECK"], category
+        assert counts["failed_with_trino_code"] <= counts["failed_locally"], category
         assert counts["failed_locally"] + counts["answered_locally"] == counts["failing_cases"], category
     assert totals["all"]["value_cases"] + totals["all"]["refusal_cases"] + totals["all"]["failing_cases"] == len(QUICK)
 
