@@ -203,3 +203,50 @@ def test_a_missing_cases_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     status, _, stderr = run("--cases", str(tmp_path / "absent.json"))
     assert status == 2
     assert stderr.count("\n") == 1 and "cannot read" in stderr
+
+
+def _one_case_file(tmp_path: Path) -> Path:
+    cases = tmp_path / "cases.json"
+    cases.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "one-plus-one",
+                    "category": "arithmetic",
+                    "sql": "SELECT 1 + 1",
+                    "expect": {"value": 2, "type": "integer"},
+                },
+                {
+                    "id": "wrong-on-purpose",
+                    "category": "arithmetic",
+                    "sql": "SELECT 1 + 1",
+                    "expect": {"value": 3, "type": "integer"},
+                },
+            ]
+        ),
+        encoding="utf-8",
+    )
+    return cases
+
+
+def test_only_selects_cases_by_id_and_details_lists_the_misses(tmp_path: Path) -> None:
+    cases = _one_case_file(tmp_path)
+    status, stdout, _ = run("--cases", str(cases), "--only", "one-*")
+    assert status == 0 and "met: no case DIFFERENT" in stdout and "cases that miss" not in stdout
+    status, stdout, _ = run("--cases", str(cases), "--details")
+    assert status == 1
+    assert (
+        "cases that miss" in stdout
+        and "wrong-on-purpose" in stdout
+        and 'expected 3 integer; local "2" integer' in stdout
+    )
+
+
+def test_only_matching_nothing_is_a_usage_error(tmp_path: Path) -> None:
+    status, _, stderr = run("--cases", str(_one_case_file(tmp_path)), "--only", "nothing-*")
+    assert status == 2 and stderr == "no case matches --only nothing-*\n"
+
+
+def test_out_naming_a_directory_is_a_usage_error(tmp_path: Path) -> None:
+    status, _, stderr = run("--cases", str(_one_case_file(tmp_path)), "--out", str(tmp_path))
+    assert status == 2 and "is a directory" in stderr
