@@ -55,7 +55,7 @@ _COLUMNS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog("python -m tools.conformance"),
+        prog=prog("athena-once conformance"),
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         epilog="Exit status: 0 every goal met; 1 a goal missed; 2 bad arguments or cases file (docs/cli.md).",
     )
