@@ -98,16 +98,26 @@ def load_cases(paths: Sequence[Path]) -> list[Case]:
 
 def _load_file(path: Path) -> list[Case]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except OSError as exc:
         raise CasesError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise CasesError(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except json.JSONDecodeError as exc:
         raise CasesError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from exc
+    except _NotJsonConstant as exc:
+        raise CasesError(f"{path}: not JSON: {exc}") from exc
     if not isinstance(document, list):
         raise CasesError(f"{path}: expected a JSON list of cases, got {type(document).__name__}")
     return [_case(path, position, item) for position, item in enumerate(document, start=1)]
+
+
+class _NotJsonConstant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a cases file: Python's json reads them, JSON has no such value."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJsonConstant(f'{name} is not a JSON value (write the string "{name}" for a double)')
 
 
 def _case(path: Path, position: int, item: Any) -> Case:

@@ -177,6 +177,7 @@ def test_the_command_is_registered_in_the_one_command(tmp_path: Path) -> None:
     [
         ("{not json", "not JSON"),
         ('{"id": 1}', "expected a JSON list of cases"),
+        ('[{"id": "a", "category": "x", "sql": "SELECT 1", "expect": {"value": NaN, "type": "double"}}]', "NaN is not"),
         ('[{"id": "a", "category": "x", "sql": "SELECT 1"}]', "'expect' must be an object"),
         ('[{"id": "a", "category": "x", "sql": "SELECT 1", "expect": {"value": 1}}]', "exactly 'value' and 'type'"),
         ('[{"id": "a", "category": "x", "sql": "SELECT 1", "expect": {"error": "type mismatch"}}]', "Trino error code"),
