@@ -17,11 +17,15 @@ Shape of ``functions.toml``::
     signatures = ["<name>(<type>, ...) -> <type>", ...]  # as Trino's docs write them (whitespace normalized)
     doc = "functions/math.md"     # the doc page, relative to trino_docs' parent
     listed = false                # optional: documented on a topic page but absent from list.md
+    min_arguments = 2             # optional: a documented lower bound the signatures do not show
     notes = "..."                 # optional
 
     [athena]
     not_supported = ["<name>", ...]      # Trino functions Athena engine v3 does not have (documented)
+    additions = []                       # Athena-only functions (none documented)
+    max_arguments = 127                  # "Functions cannot take more than 127 parameters"
     [athena.why]                         # name -> the reason and its source, for every not_supported name
+    [athena.changed]                     # name -> a documented engine v3 behaviour change
     [athena.unverified]                  # name -> why Athena's support is undocumented (kept in the catalog)
 
 Source: Trino's docs (docs/src/main/sphinx/functions/list.md and the topic pages' ``:::{function}`` and
@@ -49,6 +53,7 @@ __all__ = [
     "Signature",
     "catalog",
     "lookup",
+    "max_arguments",
     "not_supported",
     "parse_signature",
     "source",
@@ -102,7 +107,9 @@ class Function:
     functions, row pattern navigation), so its arguments are not an ordinary list; ``"niladic"`` written without
     parentheses (``current_date``, ``localtimestamp``, ``current_user``). ``listed`` is false for a function its
     topic page documents but list.md (read at an older commit) does not. ``unverified`` is empty when Athena's
-    support follows from its docs, else why it does not (a plugin Athena does not document, newer than the pin).
+    support follows from its docs, else why it does not (newer than the pin, or undocumented by Athena).
+    ``changed`` is Athena's documented behaviour change for it (empty when none); ``min_arguments`` a documented
+    lower bound on the argument count (0 when the signatures say it all).
     """
 
     name: str
@@ -113,6 +120,8 @@ class Function:
     listed: bool = True
     notes: str = ""
     unverified: str = ""
+    changed: str = ""
+    min_arguments: int = 0
 
     @property
     def arities(self) -> frozenset[int] | None:
@@ -126,6 +135,17 @@ class Function:
                 return None
             counts |= allowed
         return frozenset(counts)
+
+    def accepts(self, count: int) -> bool | None:
+        """Whether a call with ``count`` arguments matches a documented form; ``None`` when the docs cannot say
+        (no signature, or a special form). Variadic forms accept any count from ``min_arguments`` up to
+        Athena's limit (:func:`max_arguments`)."""
+        if self.form == "special" or not self.signatures:
+            return None
+        if count < self.min_arguments or count > max_arguments():
+            return False
+        allowed = self.arities
+        return True if allowed is None else count in allowed
 
 
 def parse_signature(text: str) -> Signature:
@@ -185,7 +205,7 @@ def _split_arguments(text: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _entry(name: str, entry: Mapping[str, Any], unverified: str) -> Function:
+def _entry(name: str, entry: Mapping[str, Any], unverified: str, changed: str) -> Function:
     kind = entry.get("kind", "scalar")
     if kind not in _KINDS:
         raise FunctionCatalogError(f"{CATALOG_PATH.name}: functions.{name}: unknown kind {kind!r}")
@@ -206,11 +226,13 @@ def _entry(name: str, entry: Mapping[str, Any], unverified: str) -> Function:
         bool(entry.get("listed", True)),
         entry.get("notes", ""),
         unverified,
+        changed,
+        int(entry.get("min_arguments", 0)),
     )
 
 
 @functools.cache
-def _load() -> tuple[Mapping[str, Function], Mapping[str, Any], Mapping[str, str]]:
+def _load() -> tuple[Mapping[str, Function], Mapping[str, Any], Mapping[str, str], int]:
     try:
         data = tomllib.loads(CATALOG_PATH.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -219,11 +241,23 @@ def _load() -> tuple[Mapping[str, Function], Mapping[str, Any], Mapping[str, str
     why = dict(athena.get("why", {}))
     unsupported = {name: why.get(name, "") for name in athena.get("not_supported", [])}
     unverified = dict(athena.get("unverified", {}))
+    changed = dict(athena.get("changed", {}))
+    known = data.get("functions", {})
+    for table, names in (("not_supported", unsupported), ("unverified", unverified), ("changed", changed)):
+        for name in names:
+            if name not in known:
+                raise FunctionCatalogError(f"{CATALOG_PATH.name}: athena.{table}: {name} is not a Trino function")
     functions: dict[str, Function] = {}
-    for name, entry in data.get("functions", {}).items():
+    for name, entry in known.items():
         if name not in unsupported:
-            functions[name] = _entry(name, entry, unverified.get(name, ""))
-    return MappingProxyType(functions), MappingProxyType(dict(data.get("source", {}))), MappingProxyType(unsupported)
+            functions[name] = _entry(name, entry, unverified.get(name, ""), changed.get(name, ""))
+    limit = int(athena.get("max_arguments", 127))
+    return (
+        MappingProxyType(functions),
+        MappingProxyType(dict(data.get("source", {}))),
+        MappingProxyType(unsupported),
+        limit,
+    )
 
 
 def catalog() -> Mapping[str, Function]:
@@ -239,6 +273,11 @@ def source() -> Mapping[str, Any]:
 def not_supported() -> Mapping[str, str]:
     """Trino functions Athena engine v3 does not have: lowercase name -> the reason and its source."""
     return _load()[2]
+
+
+def max_arguments() -> int:
+    """The most arguments Athena engine v3 allows in one call (127, engine-versions-reference-0003.html)."""
+    return _load()[3]
 
 
 def lookup(name: str) -> Function | None:

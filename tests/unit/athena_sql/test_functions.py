@@ -105,15 +105,35 @@ def test_not_supported_names_are_excluded_by_lookup_with_a_reason() -> None:
     for name, why in unsupported.items():
         assert name in RAW["functions"], name  # a Trino function ...
         assert functions.lookup(name) is None  # ... that Athena does not have
-        assert "connector" in why and "other-notable-limitations" in why
+        assert "connector" in why and "Limitations" in why
 
 
 def test_unverified_functions_stay_in_the_catalog_with_why() -> None:
-    to_char = functions.lookup("to_char")
-    assert to_char is not None and "Teradata" in to_char.unverified
+    transform = functions.lookup("ST_Transform")
+    assert transform is not None and "483" in transform.unverified
     assert functions.lookup("format_datetime").unverified == ""  # type: ignore[union-attr]
     for name in RAW["athena"]["unverified"]:
         assert functions.lookup(name) is not None, name
+
+
+@pytest.mark.parametrize("name", ["to_char", "char2hexint", "learn_classifier", "classify"])
+def test_plugin_sections_athena_lists_are_supported(name: str) -> None:
+    # Athena's "Functions in Amazon Athena" lists Trino's Teradata and Machine learning sections for engine v3.
+    function = functions.lookup(name)
+    assert function is not None and function.unverified == ""
+
+
+def test_athena_documented_changes_and_limits() -> None:
+    concat = functions.lookup("concat")
+    assert concat is not None and "two or more" in concat.changed
+    assert concat.accepts(1) is False and concat.accepts(2) is True and concat.accepts(127) is True
+    assert concat.accepts(128) is False
+    assert functions.max_arguments() == 127
+    assert "null treatment" in functions.lookup("bool_or").changed  # type: ignore[union-attr]
+    assert functions.lookup("abs").accepts(2) is False  # type: ignore[union-attr]
+    assert functions.lookup("cast").accepts(1) is None  # type: ignore[union-attr]  # special form: not judged
+    assert functions.lookup("json_scalar").accepts(1) is None  # type: ignore[union-attr]  # no signature
+    assert RAW["athena"]["additions"] == []
 
 
 def test_suggestions_for_a_misspelling() -> None:
@@ -169,3 +189,16 @@ def test_optional_argument_groups_are_expanded() -> None:
 def test_a_malformed_signature_is_a_catalog_error() -> None:
     with pytest.raises(FunctionCatalogError, match="not a signature"):
         parse_signature("row.fields() -> array(varchar)")
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"kind": "scalarish"}, "unknown kind"),
+        ({"form": "macro"}, "unknown form"),
+        ({"signatures": ["other(x) -> x"]}, "signature of another name"),
+    ],
+)
+def test_a_malformed_entry_is_a_catalog_error(entry: dict[str, object], message: str) -> None:
+    with pytest.raises(FunctionCatalogError, match=message):
+        functions._entry("f", entry, "", "")
