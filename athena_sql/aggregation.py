@@ -16,6 +16,7 @@ A function is an aggregate when the function list says so (:mod:`athena_sql.func
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 
 from sqlglot import exp
 
@@ -28,18 +29,22 @@ __all__ = ["refusals"]
 _QUERY = (exp.Subquery, exp.Select, exp.SetOperation, exp.Exists)
 
 
-def refusals(statement: exp.Expr, source: Source, functions: Mapping[int, Function]) -> list[Diagnostic]:
-    """Every aggregation rule ``statement`` breaks, in each of its SELECTs."""
-    rules = _Rules(source, functions)
+def refusals(
+    statement: exp.Expr, source: Source, functions: Mapping[int, Function], refused: AbstractSet[int] = frozenset()
+) -> list[Diagnostic]:
+    """Every aggregation rule ``statement`` breaks, in each of its SELECTs (``functions``: the catalog entry of each
+    call node by ``id``; ``refused``: calls already refused, which are not judged again)."""
+    rules = _Rules(source, functions, refused)
     for select in statement.find_all(exp.Select):
         rules.select(select)
     return rules.found
 
 
 class _Rules:
-    def __init__(self, source: Source, functions: Mapping[int, Function]):
+    def __init__(self, source: Source, functions: Mapping[int, Function], refused: AbstractSet[int]):
         self.source = source
         self.functions = functions
+        self.refused = refused
         self.found: list[Diagnostic] = []
 
     def refuse(self, node: exp.Expr, error: str, message: str) -> None:
@@ -144,7 +149,7 @@ class _Rules:
     def constant(self, node: exp.Expr, grouped: set[str], bound: frozenset[str]) -> bool:
         """Whether ``node`` is constant for a group (AggregationAnalyzer's visitor): a grouping key, an aggregate,
         a literal, or made only of such."""
-        if _key(node) in grouped or self.is_aggregate(node) or isinstance(node, _QUERY):
+        if _key(node) in grouped or self.is_aggregate(node) or isinstance(node, _QUERY) or id(node) in self.refused:
             return True
         if isinstance(node, exp.Filter) and self.is_aggregate(node.this):
             return True  # an aggregate's FILTER (WHERE ...) is part of the aggregate
@@ -161,12 +166,22 @@ class _Rules:
 
 
 def _grouping(group: exp.Group) -> Iterator[exp.Expr]:
-    yield from group.expressions
+    """Every grouping expression: plain ones, and those inside GROUPING SETS, ROLLUP and CUBE."""
+    sets = (exp.GroupingSets, exp.Rollup, exp.Cube)
+    items = [*group.expressions]
     for key in ("grouping_sets", "rollup", "cube"):
-        for item in group.args.get(key) or []:
-            for node in item.walk() if isinstance(item, exp.Expr) else []:
-                if isinstance(node, exp.Column):
-                    yield node
+        items.extend(group.args.get(key) or [])
+    for item in items:
+        if not isinstance(item, sets):
+            yield item
+            continue
+        for element in item.expressions:
+            if isinstance(element, exp.Tuple):
+                yield from element.expressions
+            elif isinstance(element, exp.Paren):
+                yield element.this
+            else:
+                yield element
 
 
 def _key(node: exp.Expr) -> str:

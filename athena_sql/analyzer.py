@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, SqlglotError, TokenError
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 
 from athena_sql import aggregation, typecheck
 from athena_sql.diagnostics import CheckResult, Diagnostic, Unchecked
@@ -43,17 +43,19 @@ def check_query(
     try:
         tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql)
     except TokenError as exc:
-        return CheckResult(refusals=(Diagnostic(1, 1, "SYNTAX_ERROR", "", f"cannot be tokenized: {_first(exc)}"),))
+        return CheckResult(refusals=(_token_refusal(sql, exc),))
     source = Source(sql, tokens)
     refusals = syntax_refusals(source)
     if refusals:  # sqlglot may have rewritten or misread what Trino refuses: the tree is not judged
         return CheckResult(refusals=tuple(refusals))
     try:
-        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+        statements = _parse(sql)
     except ParseError as exc:
         return CheckResult(refusals=(_parse_refusal(source, exc),))
     except SqlglotError as exc:
         return CheckResult(refusals=(Diagnostic(1, 1, "SYNTAX_ERROR", "", f"does not parse: {_first(exc)}"),))
+    except RecursionError:
+        return CheckResult(unchecked=(Unchecked(1, 1, "query", "nested too deeply for the check to parse"),))
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         return CheckResult(
             unchecked=(Unchecked(1, 1, "statement", "not a single query (synth refuses it; nothing else checked)"),)
@@ -61,7 +63,7 @@ def check_query(
     statement = statements[0]
     try:
         typed = typecheck.analyze(statement, source, tables=tables, parameters=parameters)
-        found = [*typed.refusals, *aggregation.refusals(statement, source, typed.functions)]
+        found = [*typed.refusals, *aggregation.refusals(statement, source, typed.functions, typed.refused_calls)]
         unchecked = list(typed.unchecked)
     except (SqlglotError, RecursionError, ValueError, KeyError, TypeError, AttributeError) as exc:
         # our limit, never the user's error: what could not be analyzed is said, and counts as not refused
@@ -69,6 +71,35 @@ def check_query(
     unique = {(d.line, d.column, d.error_class, d.message): d for d in found}
     ordered = sorted(unique.values(), key=lambda d: (d.line, d.column))
     return CheckResult(refusals=tuple(ordered), unchecked=tuple(sorted(unchecked, key=lambda u: (u.line, u.column))))
+
+
+#: sqlglot's own checks of the arguments of the functions it models: not syntax errors in Trino (the call's
+#: arguments are judged against the function list instead).
+_VALIDATION = ("Required keyword:", "The number of provided arguments")
+
+
+def _parse(sql: str) -> list[exp.Expr]:
+    """The statements of ``sql``; a call sqlglot finds short of arguments is parsed anyway (Trino parses it and
+    refuses it in analysis: FUNCTION_NOT_FOUND, which :mod:`athena_sql.calls` reports)."""
+    try:
+        return [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+    except ParseError as exc:
+        if not exc.errors or not all(str(e.get("description", "")).startswith(_VALIDATION) for e in exc.errors):
+            raise
+    return [s for s in sqlglot.parse(sql, read=DIALECT, error_level=ErrorLevel.IGNORE) if s is not None]
+
+
+def _token_refusal(sql: str, exc: TokenError) -> Diagnostic:
+    """Text that does not tokenize: the likeliest cause (a ``$$`` string, an unterminated quote) where it is."""
+    dollar = sql.find("$$")
+    if dollar >= 0:
+        line = sql.count("\n", 0, dollar) + 1
+        column = dollar - (sql.rfind("\n", 0, dollar) + 1) + 1
+        message = "'$' is not Trino syntax ($$...$$ strings); use '...' strings (double a quote: '')"
+        return Diagnostic(line, column, "SYNTAX_ERROR", "$$", message)
+    return Diagnostic(
+        1, 1, "SYNTAX_ERROR", "", f"cannot be tokenized (an unterminated string or comment?): {_first(exc)}"
+    )
 
 
 def _parse_refusal(source: Source, exc: ParseError) -> Diagnostic:

@@ -165,6 +165,8 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     )
     if function is not None:
         typer.analysis.functions[id(node)] = function
+    else:
+        typer.analysis.refused_calls.add(id(node))
     return result
 
 

@@ -90,17 +90,22 @@ class Source:
         return fallback if offset is None else self.position(offset)
 
     def operator_position(self, node: exp.Expr, kinds: Iterable[TokenType]) -> tuple[int, int]:
-        """The position of a binary operator's token (``>=`` of ``a >= b``): the first token of ``kinds`` after
-        the left operand's last known token and before the right operand; the node's first token when none."""
+        """The position of a binary operator's token (``>=`` of ``a >= b``): the last token of ``kinds`` before the
+        right operand's first token (after the left operand's last known one), else the first after the left
+        operand; the node's first token when neither is known."""
         wanted = frozenset(kinds)
         left, right = node.args.get("this"), node.args.get("expression")
         left_span = self.span(left) if isinstance(left, exp.Expr) else None
-        right_span = self.span(right) if isinstance(right, exp.Expr) else None
+        right_offset = self.node_offset(right) if isinstance(right, exp.Expr) else None
+        floor = self.token_index_of(left_span[1]) if left_span is not None else -1
+        if right_offset is not None:
+            index = self.token_index_of(right_offset) - 1
+            while index > floor:
+                if self.tokens[index].token_type in wanted:
+                    return self.position(self.tokens[index].start)
+                index -= 1
         if left_span is not None:
-            index = bisect_right(self._token_starts, left_span[1]) - 1
-            for token in self.tokens[index + 1 :]:
-                if right_span is not None and token.start >= right_span[0]:
-                    break
+            for token in self.tokens[floor + 1 :]:
                 if token.token_type in wanted:
                     return self.position(token.start)
         return self.node_position(node)

@@ -62,11 +62,13 @@ _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$", re.IGNORECASE)
 @dataclass
 class Analysis:
     """What :func:`analyze` found: ``refusals``, ``unchecked``, and the catalog entry of each function call node
-    (``id(node)`` -> :class:`Function`, for the aggregation rules)."""
+    (``id(node)`` -> :class:`Function`, for the aggregation rules) and the calls refused as unknown."""
 
     refusals: list[Diagnostic] = field(default_factory=list)
     unchecked: list[Unchecked] = field(default_factory=list)
     functions: dict[int, Function] = field(default_factory=dict)
+    #: ``id(node)`` of calls already refused (unknown function): not judged again by the aggregation rules
+    refused_calls: set[int] = field(default_factory=set)
 
 
 def analyze(
@@ -185,7 +187,15 @@ class _Typer:
             if not item.db and name in scope.ctes:
                 return Relation(alias, _renamed(scope.ctes[name], item.args.get("alias")))
             if name in self.tables:
-                columns: Columns = {c.lower(): parse_type(t) for c, t in self.tables[name].items()}
+                columns: Columns = {}
+                for column, text in self.tables[name].items():
+                    columns[column.lower()] = parse_type(text)
+                    if columns[column.lower()] is None:
+                        self.note(
+                            item,
+                            f"{name}.{column.lower()}",
+                            f"its type {text!r} is not one the check knows: what uses it was not type-checked",
+                        )
                 return Relation(alias, _renamed(columns, item.args.get("alias")))
             shown = ".".join(part for part in (item.catalog, item.db, item.name) if part)
             self.note(item, shown, "its columns are not known: their names and types were not checked", kind="table")
