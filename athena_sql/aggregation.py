@@ -111,6 +111,8 @@ class _Rules:
         checked = [*items, *([having.this] if isinstance(having, exp.Having) else [])]
         for node in checked:
             self.nested(node)
+            for function in (n for n in self._inside(node) if isinstance(n, exp.Lambda)):
+                self.scalar_only(function.this, "Lambda expression")
         aggregates = any(self.is_aggregate(n) for node in checked for n in self._inside(node))
         order_items = [o.this for o in order.expressions] if isinstance(order, exp.Order) else []
         aggregates = aggregates or any(self.is_aggregate(n) for node in order_items for n in self._inside(node))

@@ -21,7 +21,7 @@ from athena_sql import functions, signatures
 from athena_sql.source import Source
 from athena_sql.types import TrinoType, literal_number, parse_type
 
-__all__ = ["Call", "find_call", "judge"]
+__all__ = ["Call", "find_call", "judge", "not_found"]
 
 #: Other dialects' functions and Trino's way (for "did you mean"); names Trino has are never here.
 FOREIGN = {
@@ -67,6 +67,8 @@ class Call:
     name_index: int
     arguments: tuple[tuple[int, int], ...]
     special: bool  # FROM/IN/FOR/AS inside the brackets: a special form's syntax, not a list
+    distinct: bool = False  # f(DISTINCT x)
+    ordered: bool = False  # f(x ORDER BY y)
 
 
 def find_call(source: Source, node: exp.Expr) -> Call | None:
@@ -83,12 +85,14 @@ def find_call(source: Source, node: exp.Expr) -> Call | None:
     if index + 1 >= len(tokens) or tokens[index + 1].token_type != TokenType.L_PAREN:
         return None
     name_token = tokens[index]
-    if name_token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and not name_token.text.isidentifier():
-        return None
+    if name_token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and functions.lookup(name_token.text) is None:
+        return None  # a keyword before a bracket (``ALL (``, ``IN (``), not a function's name
     if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
         return None  # a qualified name (catalog.schema.f): not the built-in list's to judge
+    if index > 0 and tokens[index - 1].text.upper() in ("RETURNING", "AS"):
+        return None  # a type (``RETURNING varchar(100)``, ``AS decimal(10, 2)``)
     arguments: list[tuple[int, int]] = []
-    depth, first, special = 0, index + 2, False
+    depth, first, special, ordered = 0, index + 2, False, False
     position = index + 2
     while position < len(tokens):
         token = tokens[position]
@@ -107,14 +111,15 @@ def find_call(source: Source, node: exp.Expr) -> Call | None:
         elif depth == 0 and kind == TokenType.ORDER_BY:
             if position > first:
                 arguments.append((first, position - 1))
-            first = len(tokens)  # the rest is the ORDER BY of an aggregate
+            first, ordered = len(tokens), True  # the rest is the ORDER BY of an aggregate
         elif depth == 0 and kind in _SPECIAL_WORDS:
             special = True
         position += 1
+    distinct = bool(arguments) and tokens[arguments[0][0]].token_type == TokenType.DISTINCT
     if arguments and tokens[arguments[0][0]].token_type in (TokenType.DISTINCT, TokenType.ALL):
         start, end = arguments[0]
         arguments[0] = (start + 1, end)
-    return Call(name_token.text.lower(), index, tuple(arguments), special)
+    return Call(name_token.text.lower(), index, tuple(arguments), special, distinct, ordered)
 
 
 def argument_nodes(source: Source, node: exp.Expr, call: Call) -> list[exp.Expr | None]:
@@ -165,10 +170,19 @@ def judge(
     function = functions.lookup(call.name)
     written = source.raw(source.tokens[call.name_index])
     if function is None:
-        refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _not_found(call.name))
+        refuse(call.name_index, "FUNCTION_NOT_FOUND", written, not_found(call.name))
         return None, None
     if call.special or function.form == "special":
         return _catalog_result(function, types), function
+    if function.kind != "aggregate" and (call.distinct or call.ordered):
+        what = "DISTINCT is not supported" if call.distinct else "ORDER BY is only valid"
+        message = f"{what} for non-aggregation functions" if call.distinct else f"{what} for aggregation functions"
+        refuse(call.name_index, "FUNCTION_NOT_AGGREGATE", written, f"{message} ({call.name} is not one)")
+        return None, function
+    if len(call.arguments) > functions.max_arguments():
+        message = f"Too many arguments for function call {call.name}() (Athena's limit: {functions.max_arguments()})"
+        refuse(call.name_index, "TOO_MANY_ARGUMENTS", written, message)
+        return None, function
     if function.accepts(len(call.arguments)) is False:
         refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _unexpected(call.name, types, function))
         return None, function
@@ -179,6 +193,26 @@ def judge(
     if isinstance(overload, tuple):
         return signatures.result_type(overload[1], types), function
     return _catalog_result(function, types), function
+
+
+#: Function -> (argument position, the number of parameters its lambda takes), from Trino's signatures
+#: (docs/src/main/sphinx/functions/lambda.md, array.md, map.md).
+LAMBDA_ARITY: dict[str, dict[int, int]] = {
+    "apply": {1: 1},
+    "transform": {1: 1},
+    "filter": {1: 1},
+    "any_match": {1: 1},
+    "all_match": {1: 1},
+    "none_match": {1: 1},
+    "find_first": {1: 1},
+    "map_filter": {1: 2},
+    "transform_keys": {1: 2},
+    "transform_values": {1: 2},
+    "map_zip_with": {2: 3},
+    "zip_with": {2: 2},
+    "reduce": {2: 2, 3: 1},
+    "array_sort": {1: 2},
+}
 
 
 def lambda_parameter_types(name: str, argument_types: list[TrinoType | None]) -> list[TrinoType | None]:
@@ -192,7 +226,7 @@ def lambda_parameter_types(name: str, argument_types: list[TrinoType | None]) ->
     return []
 
 
-def _not_found(name: str) -> str:
+def not_found(name: str) -> str:
     hint = FOREIGN.get(name)
     close = functions.suggestions(name)
     if hint:

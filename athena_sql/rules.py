@@ -91,6 +91,10 @@ def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
     if left is None or right is None:
         return None
+    exact = all(t.is_integer or t.name == "decimal" for t in (left, right))  # double: Infinity/NaN, no error
+    if operator in "/%" and exact and _constant_zero(node.expression) and _constant(node.this) and not in_try(node):
+        where = typer.source.operator_position(node, (token,))
+        typer.refuse(where, "DIVISION_BY_ZERO", typer.source.text_of(node), "Division by zero")
     allowed, result = _arithmetic_type(operator, left, right)
     if not allowed:
         where = typer.source.operator_position(node, (token,))
@@ -103,6 +107,35 @@ def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token:
             where, TYPE_MISMATCH, typer.source.text_of(node), f"Cannot apply operator: {left} {operator} {right}{hint}"
         )
     return result
+
+
+def _literal(node: exp.Expr) -> exp.Literal | None:
+    """The literal ``node`` is (``0``, ``INTEGER '0'``, ``CAST('0' AS integer)``), else ``None``."""
+    while isinstance(node, exp.Cast | exp.Paren):
+        node = node.this
+    return node if isinstance(node, exp.Literal) else None
+
+
+def in_try(node: exp.Expr) -> bool:
+    """Whether ``node`` is inside ``TRY(...)``, which turns its evaluation errors into NULL."""
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Try):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _constant(node: exp.Expr) -> bool:
+    return _literal(node) is not None
+
+
+def _constant_zero(node: exp.Expr) -> bool:
+    literal = _literal(node)
+    try:
+        return literal is not None and int(literal.this) == 0
+    except ValueError:
+        return False
 
 
 def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
@@ -144,6 +177,14 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
             continue
         if isinstance(argument, exp.Lambda):
             names = [p.name.lower() for p in argument.expressions]
+            expected = calls.LAMBDA_ARITY.get(written.name, {}).get(position)
+            if expected is not None and expected != len(names):
+                typer.refuse(
+                    argument,
+                    "INVALID_PARAMETER_USAGE",
+                    typer.source.text_of(argument),
+                    f"Expected a lambda that takes {expected} argument(s) but got {len(names)}",
+                )
             bound = calls.lambda_parameter_types(written.name, types)
             typer.expr(
                 argument.this,
@@ -168,6 +209,22 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     else:
         typer.analysis.refused_calls.add(id(node))
     return result
+
+
+#: Names before a bracket that are syntax, not functions (ROW(...), GROUPING(...), EXISTS (...)).
+SYNTAX_NAMES = frozenset({"row", "grouping", "exists", "array", "values", "unnest", "lateral", "in"})
+
+
+def name_check(typer: Typer, node: exp.Expr) -> None:
+    """A node sqlglot models with a rule of its own (``nvl(a, b)`` becomes a COALESCE) still has its name as
+    written judged against the function list."""
+    written = calls.find_call(typer.source, node)
+    if written is None or written.name in SYNTAX_NAMES or calls.functions.lookup(written.name) is not None:
+        return
+    where = written.name_index
+    construct = typer.source.raw(typer.source.tokens[where])
+    typer.refuse(where, "FUNCTION_NOT_FOUND", construct, calls.not_found(written.name))
+    typer.analysis.refused_calls.add(id(node))
 
 
 def _between(typer: Typer, node: exp.Between, scope: Scope) -> TrinoType:
@@ -371,7 +428,12 @@ def _filter(typer: Typer, node: exp.Filter, scope: Scope) -> TrinoType | None:
     where = node.args.get("expression")
     if isinstance(where, exp.Where):
         typer.condition(where.this, scope, "FILTER clause")
-    return typer.expr(node.this, scope)
+    kind = typer.expr(node.this, scope)
+    function = typer.analysis.functions.get(id(node.this))
+    if function is not None and function.kind != "aggregate":
+        message = f"Filter is only valid for aggregation functions ({function.name} is not one)"
+        typer.refuse(node.this, "FUNCTION_NOT_AGGREGATE", typer.source.text_of(node), message)
+    return kind
 
 
 RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {

@@ -77,6 +77,16 @@ class Scope:
                 return True, None
         return False, None
 
+    def visible_names(self) -> list[str]:
+        """Every column name this scope and its parents see (for "did you mean")."""
+        names: list[str] = []
+        scope: Scope | None = self
+        while scope is not None:
+            for relation in scope.relations:
+                names.extend(relation.columns or {})
+            scope = scope.parent
+        return names
+
     def all_columns(self) -> Columns | None:
         """Every column of every relation (``SELECT *``), ``None`` when one relation's columns are unknown."""
         columns: Columns = {}

@@ -45,7 +45,7 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "to_iso8601": tuple((((t,), "varchar")) for t in _DATE_PARTS),
     "date": ((("varchar",), "date"), (("timestamp",), "date"), (("timestamptz",), "date")),
     "with_timezone": ((("timestamp", "varchar"), "timestamp(3) with time zone"),),
-    "at_timezone": ((("timestamptz", "varchar"), "$1"),),
+    "at_timezone": ((("timestamptz", "varchar"), "$1"), (("timestamptz", "interval"), "$1")),
     "lower": ((("varchar",), "varchar"),),
     "upper": ((("varchar",), "varchar"),),
     "trim": ((("varchar",), "varchar"),),

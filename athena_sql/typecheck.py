@@ -14,6 +14,7 @@ A type that cannot be derived is ``None``, and nothing that depends on it is ref
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -150,6 +151,8 @@ class _Typer:
                 self.condition(on, scope, "JOIN ON clause")
         outputs: Columns = {}
         for index, item in enumerate(node.expressions):
+            if isinstance(item, exp.Star) and not items:
+                self.refuse(item, "COLUMN_NOT_FOUND", "*", "SELECT * not allowed in queries without FROM clause")
             if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star):
                 expanded = scope.all_columns() if isinstance(item, exp.Star) else None
                 if expanded is None:
@@ -252,17 +255,23 @@ class _Typer:
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 return None
-            return scope.resolve(node.name, node.table or None)[1]
+            found, kind = scope.resolve(node.name, node.table or None)
+            if not found and not node.args.get("db"):
+                self.column_not_found(node, scope)
+            return kind
         if isinstance(node, exp.Cast | exp.TryCast):
             self.expr(node.this, scope)
-            return parse_type(node.to.sql(dialect="trino"))
+            target = parse_type(node.to.sql(dialect="trino"))
+            if not isinstance(node, exp.TryCast) and target is not None and not rules.in_try(node):
+                self.constant_cast(node, target)
+            return target
         if type(node) in _COMPARISONS:
             return rules.comparison(self, node, scope, *_COMPARISONS[type(node)])
         if type(node) in _ARITHMETIC:
             return rules.arithmetic(self, node, scope, *_ARITHMETIC[type(node)])
         if isinstance(node, exp.DPipe):
             return rules.concatenation(self, node, scope)
-        if isinstance(node, exp.Subquery | exp.Select | exp.SetOperation):
+        if isinstance(node, exp.Subquery | exp.Select | exp.SetOperation | exp.Values):
             columns = self.query(node, scope.child())
             return next(iter(columns.values()), None) if columns else None
         if isinstance(node, exp.Window):
@@ -274,12 +283,45 @@ class _Typer:
             return None  # typed by the call that receives it (rules.call)
         for rule_kind, rule in rules.RULES.items():
             if isinstance(node, rule_kind):
+                if isinstance(node, exp.Func):
+                    rules.name_check(self, node)
                 return rule(self, node, scope)
         if isinstance(node, exp.Func):
             return rules.call(self, node, scope)
         for child in node.iter_expressions():
             self.expr(child, scope)
         return None
+
+    def constant_cast(self, node: exp.Cast, target: TrinoType) -> None:
+        """A cast of a varchar literal that can never succeed (``CAST('P332a' AS bigint)``, ``INTEGER
+        '2147483648'``): Trino evaluates constant casts before running (INVALID_CAST_ARGUMENT)."""
+        literal = node.this
+        if not (isinstance(literal, exp.Literal) and literal.is_string) or not (
+            target.is_integer or target.name in ("real", "double")
+        ):
+            return
+        text = literal.this.strip()
+        if target.is_integer:
+            bits = {"tinyint": 8, "smallint": 16, "integer": 32, "bigint": 64}[target.name]
+            fits = bool(re.fullmatch(r"[+-]?\d+", text)) and -(2 ** (bits - 1)) <= int(text) < 2 ** (bits - 1)
+        else:
+            try:
+                float(text)
+                fits = True
+            except ValueError:
+                fits = False
+        if not fits:
+            where = self.source.node_position(node)
+            message = f"Cannot cast '{literal.this}' to {str(target).upper()}"
+            self.refuse(where, "INVALID_CAST_ARGUMENT", self.source.text_of(node), message)
+
+    def column_not_found(self, node: exp.Column, scope: Scope) -> None:
+        """``Column 'x' cannot be resolved`` (COLUMN_NOT_FOUND, StatementAnalyzer's words), with the closest names."""
+        shown = f"{node.table}.{node.name}" if node.table else node.name
+        names = scope.visible_names()
+        close = difflib.get_close_matches(node.name.lower(), names, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        self.refuse(node, "COLUMN_NOT_FOUND", shown, f"Column '{shown}' cannot be resolved{hint}")
 
     def parameter(self, name: str) -> TrinoType | None:
         """The type of the literal Athena binds to ``:name`` (``None``: not a parameter the check was given)."""

@@ -148,7 +148,15 @@ def check_job_report(
         )
         schema = {}
     problem = resolve_problem(job, sql, schema, checked=bool(schema))
-    return JobReport([problem, *problems] if problem else problems, notes, warnings)
+    if problem is None:
+        return JobReport(problems, notes, warnings)
+    # the name resolution's line (its words and "did you mean" are check's own) stands for the analyzer's
+    others = [
+        refusal.located(common.job_file(job))
+        for refusal in result.refusals
+        if refusal.error_class != "COLUMN_NOT_FOUND"
+    ]
+    return JobReport([problem, *others], notes, warnings)
 
 
 def _syntax_refused(result: CheckResult) -> bool:

@@ -387,3 +387,75 @@ def test_never_raises_for_the_users_sql(sql: str) -> None:
 def test_a_parse_error_is_a_syntax_error_at_its_line() -> None:
     result = check("SELECT origin\nFROM flights\nWHERE (origin = 'JFK'")
     assert [(r.line, r.error_class) for r in result.refusals] == [(3, "SYNTAX_ERROR")]
+
+
+# --- more of Trino's analyzer (cases from io/trino/sql/analyzer/TestAnalyzer.java) -------------------------------
+@pytest.mark.parametrize(
+    ("sql", "error", "words"),
+    [
+        ("SELECT dst FROM flights", "COLUMN_NOT_FOUND", "Column 'dst' cannot be resolved; did you mean dest"),
+        ("SELECT f.dst FROM flights f", "COLUMN_NOT_FOUND", "Column 'f.dst' cannot be resolved"),
+        ('SELECT count(*) FROM flights WHERE carrier = "UA"', "COLUMN_NOT_FOUND", "Column 'UA' cannot be resolved"),
+        ("SELECT *", "COLUMN_NOT_FOUND", "SELECT * not allowed in queries without FROM clause"),
+        ("SELECT nvl(dep_delay, 0) FROM flights", "FUNCTION_NOT_FOUND", "Function 'nvl' not registered; Trino's way"),
+        ("SELECT ifnull(dep_delay, 0) FROM flights", "FUNCTION_NOT_FOUND", "Function 'ifnull' not registered"),
+        ("SELECT lower(DISTINCT origin) FROM flights", "FUNCTION_NOT_AGGREGATE", "DISTINCT is not supported"),
+        ("SELECT abs(flight) FILTER (WHERE flight > 1) FROM flights", "FUNCTION_NOT_AGGREGATE", "Filter is only valid"),
+        ("SELECT abs(flight ORDER BY dep_delay) FROM flights", "FUNCTION_NOT_AGGREGATE", "ORDER BY is only valid"),
+        (
+            "SELECT transform(ARRAY[5, 6], (x, y) -> x + y)",
+            "INVALID_PARAMETER_USAGE",
+            "Expected a lambda that takes 1 argument(s) but got 2",
+        ),
+        (
+            "SELECT reduce(ARRAY[5, 20], 0, (s) -> s, s -> s)",
+            "INVALID_PARAMETER_USAGE",
+            "Expected a lambda that takes 2 argument(s) but got 1",
+        ),
+        (
+            "SELECT transform(ARRAY[1], y -> max(flight)) FROM flights",
+            "EXPRESSION_NOT_SCALAR",
+            "Lambda expression cannot contain aggregations, window functions or grouping operations: [max(flight)]",
+        ),
+        ("SELECT CAST('P332a' AS bigint)", "INVALID_CAST_ARGUMENT", "Cannot cast 'P332a' to BIGINT"),
+        ("SELECT INTEGER '2147483648'", "INVALID_CAST_ARGUMENT", "Cannot cast '2147483648' to INTEGER"),
+        ("SELECT 155 / 0", "DIVISION_BY_ZERO", "Division by zero"),
+        ("SELECT CONCAT(" + ", ".join(["'x'"] * 128) + ")", "TOO_MANY_ARGUMENTS", "Too many arguments"),
+        ("SELECT y FROM (VALUES 'a') t(y) WHERE y IN (VALUES 1)", "TYPE_MISMATCH", "IN value and list items"),
+    ],
+)
+def test_more_analysis_errors(sql: str, error: str, words: str) -> None:
+    _, _, found_error, message = only(sql)
+    assert found_error == error and words in message, message
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT TRY(CAST('P332a' AS bigint))",
+        "SELECT COALESCE(TRY(155 / 0), 0)",
+        "SELECT try_cast('x' AS integer), 1e0 / 0, CAST(' 12 ' AS integer), CAST('1.5e3' AS double)",
+        "SELECT origin, count(*) AS n FROM flights GROUP BY origin ORDER BY n",
+        (
+            "SELECT a.origin, b.n FROM flights a JOIN (SELECT origin, count(*) AS n FROM flights GROUP BY 1) b"
+            " ON a.origin = b.origin"
+        ),
+        "SELECT (SELECT max(f2.dep_delay) FROM flights f2 WHERE f2.origin = f1.origin) FROM flights f1",
+        "SELECT current_user, localtimestamp, current_timezone()",
+        "SELECT v > ALL (VALUES 0, 1) FROM (VALUES 1, 2) t(v)",
+    ],
+)
+def test_more_valid_trino(sql: str) -> None:
+    assert check(sql).refusals == ()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT json_array(true, 1 RETURNING VARCHAR(100))",
+        "SELECT apply(sum(x), i -> i * x) FROM (VALUES 1, 2) t(x)",
+    ],
+)
+def test_trino_syntax_sqlglot_cannot_parse_is_unchecked_not_refused(sql: str) -> None:
+    result = check(sql)
+    assert result.refusals == () and result.unchecked
