@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import calls
+from athena_sql import calls, functions
 from athena_sql.scopes import Scope
 from athena_sql.types import (
     BIGINT,
@@ -219,7 +219,7 @@ def name_check(typer: Typer, node: exp.Expr) -> None:
     """A node sqlglot models with a rule of its own (``nvl(a, b)`` becomes a COALESCE) still has its name as
     written judged against the function list."""
     written = calls.find_call(typer.source, node)
-    if written is None or written.name in SYNTAX_NAMES or calls.functions.lookup(written.name) is not None:
+    if written is None or written.name in SYNTAX_NAMES or functions.lookup(written.name) is not None:
         return
     where = written.name_index
     construct = typer.source.raw(typer.source.tokens[where])
