@@ -206,6 +206,10 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     )
     if function is not None:
         typer.analysis.functions[id(node)] = function
+        over = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent
+        if function.kind == "window" and not isinstance(over, exp.Window):
+            message = f"Window function {function.name} requires an OVER clause"
+            typer.refuse(written.name_index, "MISSING_OVER", typer.source.text_of(node), message)
     else:
         typer.analysis.refused_calls.add(id(node))
     return result

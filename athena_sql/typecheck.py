@@ -278,7 +278,12 @@ class _Typer:
             for part in node.iter_expressions():
                 if part is not node.this:
                     self.expr(part, scope)
-            return self.expr(node.this, scope)
+            kind = self.expr(node.this, scope)
+            function = self.analysis.functions.get(id(node.this))
+            if function is not None and not function.windowable:
+                construct = self.source.text_of(node.this)
+                self.refuse(node.this, "FUNCTION_NOT_WINDOW", construct, f"Not a window function: {function.name}")
+            return kind
         if isinstance(node, exp.Lambda):
             return None  # typed by the call that receives it (rules.call)
         for rule_kind, rule in rules.RULES.items():

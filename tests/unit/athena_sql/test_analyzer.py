@@ -422,6 +422,8 @@ def test_a_parse_error_is_a_syntax_error_at_its_line() -> None:
         ("SELECT 155 / 0", "DIVISION_BY_ZERO", "Division by zero"),
         ("SELECT CONCAT(" + ", ".join(["'x'"] * 128) + ")", "TOO_MANY_ARGUMENTS", "Too many arguments"),
         ("SELECT y FROM (VALUES 'a') t(y) WHERE y IN (VALUES 1)", "TYPE_MISMATCH", "IN value and list items"),
+        ("SELECT row_number() FROM flights", "MISSING_OVER", "Window function row_number requires an OVER clause"),
+        ("SELECT abs(flight) OVER () FROM flights", "FUNCTION_NOT_WINDOW", "Not a window function: abs"),
     ],
 )
 def test_more_analysis_errors(sql: str, error: str, words: str) -> None:
