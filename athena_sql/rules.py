@@ -55,11 +55,11 @@ def _hint(left: TrinoType, right: TrinoType) -> str:
     for a, b in ((left, right), (right, left)):
         if b.is_string and (a.is_temporal or a.is_numeric):
             target = "timestamp" if a.name.startswith("timestamp") else a.name.split("(")[0]
-            return (
-                f" (Trino does not convert varchar implicitly: CAST the varchar AS {target}, e.g. CAST(:window_start AS timestamp))"
-                if a.is_temporal
-                else f" (compare with a number, or CAST the varchar AS {target})"
-            )
+            if a.is_temporal:
+                examples = {"timestamp": "CAST(:window_start AS timestamp)", "date": "CAST(:window_first_date AS date)"}
+                example = examples.get(target, f"CAST('...' AS {target})")
+                return f" (Trino does not convert varchar implicitly: CAST the varchar AS {target}, e.g. {example})"
+            return f" (compare with a number, or CAST the varchar AS {target})"
     return ""
 
 

@@ -285,8 +285,8 @@ def _token_rules(source: Source) -> Iterator[Diagnostic]:
                     source,
                     token,
                     f"IS {target.text.upper()}",
-                    f"IS [NOT] {target.text.upper()} is not Trino syntax; use the boolean itself, = {target.text.lower()},"
-                    " or IS [NOT] DISTINCT FROM",
+                    f"IS [NOT] {target.text.upper()} is not Trino syntax; use the boolean itself,"
+                    f" = {target.text.lower()}, or IS [NOT] DISTINCT FROM",
                 )
         elif (
             kind in (TokenType.ANY, TokenType.SOME, TokenType.ALL)
