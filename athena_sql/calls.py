@@ -34,9 +34,6 @@ FOREIGN = {
     "date_sub": "date_add(unit, -value, ts)",
     "date_part": "extract(field FROM ts) or year(ts), hour(ts) ...",
     "datepart": "extract(field FROM ts)",
-    "to_char": "format_datetime(ts, format) or date_format(ts, format)",
-    "to_date": "date_parse(string, format) or CAST(string AS date)",
-    "to_timestamp": "from_unixtime(seconds) or date_parse(string, format)",
     "ifnull": "coalesce(a, b)",
     "nvl": "coalesce(a, b)",
     "isnull": "x IS NULL",
@@ -54,7 +51,40 @@ FOREIGN = {
     "median": "approx_percentile(x, 0.5)",
     "quantile": "approx_percentile(x, q)",
     "countif": "count_if(condition)",
+    "generate_series": "sequence(start, stop[, step]), with UNNEST for rows",
+    "range": "sequence(start, stop[, step])",
+    "array_length": "cardinality(array)",
+    "list_value": "ARRAY[...]",
+    "left": "substr(s, 1, n)",
+    "right": "substr(s, -n)",
+    "iif": "if(condition, a, b)",
+    "nvl2": "if(x IS NOT NULL, a, b)",
+    "decode": "CASE x WHEN ... THEN ... END",
+    "charindex": "strpos(string, substring)",
+    "char_length": "length(string)",
+    "approx_quantile": "approx_percentile(x, q)",
+    "percentile_cont": "approx_percentile(x, q)",
+    "arg_max": "max_by(x, y)",
+    "arg_min": "min_by(x, y)",
+    "list_distinct": "array_distinct(array)",
+    "list_contains": "contains(array, x)",
+    "array_contains": "contains(array, x)",
+    "array_has": "contains(array, x)",
+    "regexp_split_to_array": "regexp_split(string, pattern)",
+    "string_split": "split(string, delimiter)",
+    "str_split": "split(string, delimiter)",
+    "string_to_array": "split(string, delimiter)",
+    "array_to_string": "array_join(array, delimiter)",
+    "trunc": "truncate(x) or date_trunc(unit, ts)",
+    "datetrunc": "date_trunc(unit, ts)",
+    "json_extract_path_text": "json_extract_scalar(json, '$.a.b')",
+    "btrim": "trim(string)",
+    "initcap": "upper(substr(s, 1, 1)) || lower(substr(s, 2))",
+    "make_timestamp": "from_iso8601_timestamp(text) or date_parse(text, format)",
+    "unnest": "CROSS JOIN UNNEST(array) AS t(x) in FROM",
 }
+#: Keywords that name no Trino function, yet are called as functions in other dialects (``left(s, 3)``).
+_KEYWORD_CALLS = frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.GLOB})
 #: Keywords that open a special form with their own syntax inside the brackets (not an argument list).
 _SPECIAL_WORDS = frozenset({TokenType.FROM, TokenType.IN, TokenType.FOR, TokenType.ALIAS, TokenType.USING})
 
@@ -85,7 +115,8 @@ def find_call(source: Source, node: exp.Expr) -> Call | None:
     if index + 1 >= len(tokens) or tokens[index + 1].token_type != TokenType.L_PAREN:
         return None
     name_token = tokens[index]
-    if name_token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and functions.lookup(name_token.text) is None:
+    called = (TokenType.VAR, TokenType.IDENTIFIER, *_KEYWORD_CALLS)
+    if name_token.token_type not in called and functions.lookup(name_token.text) is None:
         return None  # a keyword before a bracket (``ALL (``, ``IN (``), not a function's name
     if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
         return None  # a qualified name (catalog.schema.f): not the built-in list's to judge

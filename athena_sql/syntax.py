@@ -105,6 +105,7 @@ _FOREIGN_OPERATORS: dict[TokenType, str] = {
     TokenType.IRLIKE: "'~*' is not a Trino operator; use regexp_like(x, '(?i)pattern')",
     TokenType.RLIKE: "RLIKE/REGEXP is not Trino syntax; use regexp_like(x, pattern)",
     TokenType.SIMILAR_TO: "SIMILAR TO is not Trino syntax; use regexp_like(x, pattern)",
+    TokenType.GLOB: "GLOB is not Trino syntax; use LIKE (with % and _) or regexp_like(x, pattern)",
     TokenType.NULLSAFE_EQ: "'<=>' is not a Trino operator; use a IS NOT DISTINCT FROM b",
     TokenType.DARROW: "'->>' is not a Trino operator; use json_extract_scalar(json, '$.key')",
     TokenType.DAMP: "'&&' is not a Trino operator; use AND, or arrays_overlap(a, b) for arrays",

@@ -165,6 +165,8 @@ def test_the_uncast_window_parameter_says_the_fix() -> None:
         ("SELECT sched_dep_utc + INTERVAL '2' DAYS FROM flights", "the field is singular"),
         ("SELECT EXTRACT(epoch FROM sched_dep_utc) FROM flights", "Invalid EXTRACT field: epoch"),
         ("SELECT TOP 5 origin FROM flights", "use LIMIT n"),
+        ("SELECT 1 FROM flights WHERE origin GLOB 'J*'", "GLOB is not Trino syntax"),
+        ("SELECT 1 FROM flights WHERE origin REGEXP '^J'", "RLIKE/REGEXP is not Trino syntax"),
         ("SELECT origin, FROM flights", "trailing comma"),
     ],
 )
@@ -469,3 +471,16 @@ def test_every_prefix_of_a_valid_query_is_judged_never_crashes(sql: str) -> None
     for end in range(1, len(sql), 5):
         result = check(sql[:end])
         assert not any("not analyzed" in item.reason for item in result.unchecked), (sql[:end], result.unchecked)
+
+
+def test_other_dialects_functions_are_not_trinos_and_say_trinos_way() -> None:
+    from athena_sql import calls, functions
+
+    assert [name for name in calls.FOREIGN if functions.lookup(name) is not None] == []
+    for sql, name in [
+        ("SELECT left(origin, 1) FROM flights", "left"),
+        ("SELECT generate_series(1, 3)", "generate_series"),
+        ("SELECT array_length(ARRAY[1])", "array_length"),
+    ]:
+        *_, error, message = only(sql)
+        assert error == "FUNCTION_NOT_FOUND" and message.startswith(f"Function '{name}' not registered; Trino's way:")
