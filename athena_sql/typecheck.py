@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import rules
+from athena_sql import rules, types
 from athena_sql.diagnostics import Diagnostic, Unchecked
 from athena_sql.functions import Function
 from athena_sql.scopes import Columns, Relation, Scope
@@ -260,9 +260,12 @@ class _Typer:
                 self.column_not_found(node, scope)
             return kind
         if isinstance(node, exp.Cast | exp.TryCast):
-            self.expr(node.this, scope)
+            value = self.expr(node.this, scope)
             target = parse_type(node.to.sql(dialect="trino"))
-            if not isinstance(node, exp.TryCast) and target is not None and not rules.in_try(node):
+            if value is not None and target is not None and not types.castable(value, target):
+                where = self.source.node_position(node)
+                self.refuse(where, TYPE_MISMATCH, self.source.text_of(node), f"Cannot cast {value} to {target}")
+            elif not isinstance(node, exp.TryCast) and target is not None and not rules.in_try(node):
                 self.constant_cast(node, target)
             return target
         if type(node) in _COMPARISONS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TrinoType", "can_coerce", "common_super_type", "parse_type"]
+__all__ = ["TrinoType", "can_coerce", "castable", "common_super_type", "parse_type"]
 
 #: Exact integers by width: (name, decimal precision that holds every value).
 _INTEGERS = {"tinyint": 3, "smallint": 5, "integer": 10, "bigint": 19}
@@ -277,3 +277,15 @@ def literal_number(text: str) -> TrinoType:
     if -(2**63) <= value < 2**63:
         return BIGINT
     return TrinoType("decimal", (len(str(abs(value))), 0))
+
+
+def castable(source: TrinoType, target: TrinoType) -> bool:
+    """Whether Trino has a cast from ``source`` to ``target``; refused only where it certainly has none (a date,
+    time or timestamp to or from a number or a boolean: ``Cannot cast timestamp(3) to bigint``, TYPE_MISMATCH;
+    the casts of docs/src/main/sphinx/functions/conversion.md and datetime.md), everything else is allowed."""
+    if source.is_unknown or target.is_unknown:
+        return True
+    if source.is_temporal == target.is_temporal:
+        return True
+    other = target if source.is_temporal else source
+    return not (other.is_numeric or other.name == "boolean")

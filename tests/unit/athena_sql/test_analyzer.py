@@ -259,6 +259,8 @@ def test_a_non_aggregated_column_is_located_at_its_expression() -> None:
         ("SELECT EXTRACT(hour FROM origin) FROM flights", "Type of argument to extract must be DATE"),
         ("SELECT 1 FROM flights WHERE sched_dep_utc > DATE '2013-01-01' AND flight", "Logical expression term"),
         ("SELECT ARRAY[1, 'a']", "All ARRAY elements must be the same type"),
+        ("SELECT CAST(sched_dep_utc AS bigint) FROM flights", "Cannot cast timestamp(3) to bigint"),
+        ("SELECT try_cast(flight AS date) FROM flights", "Cannot cast integer to date"),
     ],
 )
 def test_other_type_mismatches(sql: str, message: str) -> None:
