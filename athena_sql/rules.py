@@ -165,7 +165,7 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     """A function call: its arguments typed (lambdas with their parameters' types), then judged by
     :func:`athena_sql.calls.judge`."""
     written = calls.find_call(typer.source, node)
-    if written is None:
+    if written is None or written.name in SYNTAX_NAMES:
         for child in node.iter_expressions():
             typer.expr(child, scope)
         return None

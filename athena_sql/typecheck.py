@@ -219,9 +219,11 @@ class _Typer:
                     columns.update({f"_u{len(columns)}": kind.children[0], f"_u{len(columns) + 1}": kind.children[1]})
                 else:
                     return Relation(alias, _renamed(None, item.args.get("alias")))
-            if item.args.get("offset"):
-                columns[f"_u{len(columns)}"] = BIGINT
-            return Relation(alias, _renamed(columns, item.args.get("alias")))
+            renamed = _renamed(columns, item.args.get("alias")) or {}
+            offset = item.args.get("offset")  # WITH ORDINALITY: sqlglot keeps its column's name here
+            if offset:
+                renamed[offset.name.lower() if isinstance(offset, exp.Identifier) else f"_u{len(renamed)}"] = BIGINT
+            return Relation(alias, renamed)
         if isinstance(item, exp.Lateral | exp.Values):
             inner = item.this if isinstance(item, exp.Lateral) else item
             return Relation(alias, self.query(inner, scope.child()) if isinstance(inner, exp.Expr) else None)

@@ -350,7 +350,48 @@ VALID = [
 ]
 
 
-@pytest.mark.parametrize("sql", VALID)
+#: Shapes a team's jobs use (time zones, ROLLUP/CUBE, named windows, UNNEST WITH ORDINALITY, JSON, ...).
+VALID_JOB_SHAPES = [
+    "SELECT date_format(sched_dep_utc AT TIME ZONE 'America/New_York', '%H') AS h, hour(sched_dep_utc AT TIME ZONE 'Europe/Berlin') FROM flights",
+    "SELECT origin, dest, count(*), grouping(origin) FROM flights GROUP BY ROLLUP (origin, dest)",
+    "SELECT origin, dest, count(*) FROM flights GROUP BY CUBE (origin, dest)",
+    "SELECT * FROM flights TABLESAMPLE BERNOULLI (10)",
+    "WITH a AS (SELECT origin, count(*) AS n FROM flights GROUP BY origin), b AS (SELECT * FROM a WHERE n > 1) SELECT b.origin, b.n FROM b ORDER BY 2 DESC",
+    "SELECT origin, x.n FROM flights JOIN (SELECT origin, count(*) AS n FROM flights GROUP BY origin) x USING (origin)",
+    "SELECT t.* FROM flights t",
+    "SELECT origin, avg(dep_delay) OVER w FROM flights WINDOW w AS (PARTITION BY origin)",
+    "SELECT origin FROM flights WHERE origin IN (:window_first_date, :window_last_date) AND regexp_extract(tailnum, '\\d+') IS NOT NULL AND cardinality(split(tailnum, 'N')) > 1",
+    "SELECT r.a FROM (SELECT CAST(ROW(1) AS ROW(a integer)) AS r)",
+    "SELECT origin, count(*) AS n FROM flights GROUP BY origin ORDER BY n * 2",
+    "SELECT count(*) FROM sampledb.flights WHERE date_add('hour', -1, CAST(:slot_time AS timestamp)) < sched_dep_utc",
+    'SELECT count(*) FROM "AwsDataCatalog"."sampledb"."flights"',
+    "SELECT origin, max(dep_delay) - min(dep_delay) AS spread, sum(CASE WHEN dep_delay > 15 THEN 1 ELSE 0 END) AS late, 100.0 * count_if(dep_delay > 15) / count(*) AS pct FROM flights GROUP BY origin",
+    "SELECT date_trunc('hour', sched_dep_utc) AS h, count(*) FROM flights GROUP BY date_trunc('hour', sched_dep_utc) ORDER BY h",
+    "SELECT date_trunc('hour', sched_dep_utc) AS h, count(*) FROM flights GROUP BY 1 ORDER BY 1",
+    "SELECT coalesce(dep_delay, 0), coalesce(carrier, 'none'), nullif(dep_delay, 0), if(dep_delay > 0, 'late', 'ok'), greatest(dep_delay, arr_delay), least(1, 2) FROM flights",
+    "SELECT origin, lag(origin) OVER (ORDER BY sched_dep_utc), first_value(dep_delay) OVER (PARTITION BY origin ORDER BY sched_dep_utc ROWS UNBOUNDED PRECEDING), rank() OVER (ORDER BY dep_delay), percent_rank() OVER (ORDER BY dep_delay) FROM flights",
+    "SELECT sum(dep_delay) OVER (PARTITION BY origin) / sum(dep_delay) OVER () FROM flights",
+    "SELECT origin, count(*) FROM flights WHERE dt = '2013-01-01' OR dt >= :window_first_date GROUP BY origin HAVING avg(dep_delay) > 10 ORDER BY count(*) DESC",
+    "SELECT x, y FROM UNNEST(ARRAY[1, 2], ARRAY['a', 'b']) AS t(x, y)",
+    "SELECT k, v FROM UNNEST(MAP(ARRAY['a'], ARRAY[1])) AS t(k, v)",
+    "SELECT x, o FROM UNNEST(ARRAY[5, 6]) WITH ORDINALITY AS t(x, o)",
+    "SELECT CAST(sched_dep_utc AS varchar) || ' UTC', CAST(flight AS varchar) || carrier FROM flights",
+    "SELECT json_extract_scalar('{\"a\": 1}', '$.a'), json_format(json_parse('[1]')), CAST(json_parse('[1,2]') AS array(integer))",
+    "SELECT * FROM flights WHERE sched_dep_utc BETWEEN CAST(:window_start AS timestamp) AND CAST(:window_end AS timestamp) - INTERVAL '1' SECOND",
+    "SELECT to_iso8601(sched_dep_utc), format_datetime(from_unixtime(0), 'yyyy'), date_parse('2013-01-01', '%Y-%m-%d') FROM flights",
+    "SELECT approx_distinct(origin), approx_percentile(dep_delay, ARRAY[0.5, 0.9]), histogram(origin), map_agg(origin, dep_delay), checksum(origin), bool_and(dep_delay > 0), every(dep_delay > 0), arbitrary(origin) FROM flights",
+    "SELECT a.origin FROM flights AS a LEFT JOIN flights AS b ON a.flight = b.flight WHERE b.flight IS NULL",
+    "SELECT (SELECT count(*) FROM flights) AS total, origin FROM flights GROUP BY origin",
+    "SELECT day_of_week(sched_dep_utc), week(sched_dep_utc), quarter(sched_dep_utc), year_of_week(sched_dep_utc), extract(dow FROM sched_dep_utc) FROM flights",
+    "SELECT origin, count(*) c FROM flights GROUP BY origin HAVING count(*) > (SELECT avg(c2) FROM (SELECT count(*) AS c2 FROM flights GROUP BY origin))",
+    "SELECT DISTINCT origin FROM flights ORDER BY origin",
+    "SELECT origin FROM flights UNION SELECT dest FROM flights ORDER BY 1",
+    "SELECT CASE WHEN dep_delay IS NULL THEN NULL ELSE dep_delay END, CASE WHEN origin = 'JFK' THEN NULL ELSE 1 END FROM flights",
+    "SELECT substr(origin, 1, 2), substring(origin FROM 1 FOR 2), trim(BOTH ' ' FROM origin), position('J' IN origin), strpos(origin, 'J'), replace(origin, 'J'), lower(origin) LIKE 'j%' ESCAPE '\\' FROM flights",
+]
+
+
+@pytest.mark.parametrize("sql", VALID + VALID_JOB_SHAPES)
 def test_valid_trino_is_not_refused(sql: str) -> None:
     assert check(sql).refusals == ()
 
