@@ -36,6 +36,8 @@ class Scope:
     lambdas: dict[str, TrinoType | None] = field(default_factory=dict)
     #: the select list's aliases -> types (ORDER BY may name them)
     outputs: Columns = field(default_factory=dict)
+    #: the columns of ``JOIN ... USING (...)``: one column, never ambiguous
+    using: set[str] = field(default_factory=set)
 
     def child(self) -> Scope:
         """A subquery's scope: the same WITH queries, this scope as its parent."""
@@ -76,6 +78,22 @@ class Scope:
             if found:
                 return True, None
         return False, None
+
+    def ambiguous(self, name: str) -> bool:
+        """Whether the unqualified ``name`` names a column of more than one relation where it is first found
+        (Trino: AMBIGUOUS_NAME); never when a relation's columns are unknown."""
+        key = name.lower()
+        scope: Scope | None = self
+        while scope is not None:
+            if key in scope.lambdas or key in scope.outputs or key in scope.using:
+                return False
+            if any(relation.columns is None for relation in scope.relations):
+                return False
+            having = [r for r in scope.relations if r.columns is not None and key in r.columns]
+            if having:
+                return len(having) > 1
+            scope = scope.parent
+        return False
 
     def visible_names(self) -> list[str]:
         """Every column name this scope and its parents see (for "did you mean")."""

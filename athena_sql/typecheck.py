@@ -146,6 +146,8 @@ class _Typer:
         for item in items:
             scope.relations.append(self.relation(item, scope))
         for join in joins:
+            scope.using.update(c.name.lower() for c in join.args.get("using") or [] if isinstance(c, exp.Expr))
+        for join in joins:
             on = join.args.get("on")
             if isinstance(on, exp.Expr):
                 self.condition(on, scope, "JOIN ON clause")
@@ -260,6 +262,8 @@ class _Typer:
             found, kind = scope.resolve(node.name, node.table or None)
             if not found and not node.args.get("db"):
                 self.column_not_found(node, scope)
+            elif found and not node.table and scope.ambiguous(node.name):
+                self.refuse(node, "AMBIGUOUS_NAME", node.name, f"Column '{node.name}' is ambiguous")
             return kind
         if isinstance(node, exp.Cast | exp.TryCast):
             value = self.expr(node.this, scope)

@@ -467,6 +467,23 @@ def test_a_parse_error_is_a_syntax_error_at_its_line() -> None:
         ("SELECT 155 / 0", "DIVISION_BY_ZERO", "Division by zero"),
         ("SELECT CONCAT(" + ", ".join(["'x'"] * 128) + ")", "TOO_MANY_ARGUMENTS", "Too many arguments"),
         ("SELECT y FROM (VALUES 'a') t(y) WHERE y IN (VALUES 1)", "TYPE_MISMATCH", "IN value and list items"),
+        (
+            "SELECT a.origin FROM flights a JOIN flights b ON a.flight = b.flight WHERE flight > 1",
+            "AMBIGUOUS_NAME",
+            "Column 'flight' is ambiguous",
+        ),
+        (
+            "SELECT origin, count(*) FROM flights GROUP BY 3",
+            "INVALID_COLUMN_REFERENCE",
+            "GROUP BY position 3 is not in",
+        ),
+        ("SELECT origin FROM flights ORDER BY 2", "INVALID_COLUMN_REFERENCE", "ORDER BY position 2 is not in select"),
+        ("SELECT origin, count(*) FROM flights GROUP BY 2", "EXPRESSION_NOT_SCALAR", "GROUP BY clause cannot contain"),
+        (
+            "SELECT DISTINCT origin FROM flights ORDER BY dest",
+            "EXPRESSION_NOT_IN_DISTINCT",
+            "For SELECT DISTINCT, ORDER BY expressions must appear in select list",
+        ),
         ("SELECT row_number() FROM flights", "MISSING_OVER", "Window function row_number requires an OVER clause"),
         ("SELECT abs(flight) OVER () FROM flights", "FUNCTION_NOT_WINDOW", "Not a window function: abs"),
     ],
