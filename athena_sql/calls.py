@@ -154,26 +154,20 @@ def find_call(source: Source, node: exp.Expr) -> Call | None:
 
 
 def argument_nodes(source: Source, node: exp.Expr, call: Call) -> list[exp.Expr | None]:
-    """The tree node of each written argument: the largest node of ``node``'s subtree inside its token range."""
-    found: list[exp.Expr | None] = []
-    spans = []
-    for child in node.walk():
+    """The tree node of each written argument: the node nearest to the call (breadth first) whose known tokens all
+    lie inside the argument's token range (``None`` when no node has known tokens there)."""
+    spans: list[tuple[int, int, exp.Expr]] = []
+    for child in node.walk(bfs=True):
         if child is node:
             continue
         offset = source.node_offset(child)
         span = source.span(child)
-        if offset is None or span is None:
-            continue
-        first = source.token_at(offset)
-        last = source.token_index_of(span[1])
-        if first is not None:
-            spans.append((first, last, child))
+        first = source.token_at(offset) if offset is not None else None
+        if first is not None and span is not None:
+            spans.append((first, source.token_index_of(span[1]), child))
+    found: list[exp.Expr | None] = []
     for start, end in call.arguments:
-        best: tuple[int, exp.Expr] | None = None
-        for first, last, child in spans:
-            if start <= first and last <= end and (best is None or last - first > best[0]):
-                best = (last - first, child)
-        found.append(best[1] if best else None)
+        found.append(next((child for first, last, child in spans if start <= first and last <= end), None))
     return found
 
 

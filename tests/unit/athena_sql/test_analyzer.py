@@ -507,6 +507,8 @@ def test_more_analysis_errors(sql: str, error: str, words: str) -> None:
         "SELECT (SELECT max(f2.dep_delay) FROM flights f2 WHERE f2.origin = f1.origin) FROM flights f1",
         "SELECT current_user, localtimestamp, current_timezone()",
         "SELECT v > ALL (VALUES 0, 1) FROM (VALUES 1, 2) t(v)",
+        # an argument is the node nearest the call, not the widest one with known tokens
+        "SELECT count_if(CAST(sched_dep_utc AS date) = current_date), sum(CAST(flight AS double) * 2) FROM flights",
     ],
 )
 def test_more_valid_trino(sql: str) -> None:
