@@ -38,6 +38,7 @@ def _known(kind: TrinoType | None) -> bool:
 
 def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    typer.note_underived(node, (node.this, node.expression), operator)
     if left is not None and right is not None and common_super_type(left, right) is None:
         where = typer.source.operator_position(node, (token,))
         typer.refuse(
@@ -89,6 +90,7 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
 
 def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType | None:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    typer.note_underived(node, (node.this, node.expression), operator)
     if left is None or right is None:
         return None
     exact = all(t.is_integer or t.name == "decimal" for t in (left, right))  # double: Infinity/NaN, no error
@@ -141,6 +143,7 @@ def _constant_zero(node: exp.Expr) -> bool:
 def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     """``a || b`` is Trino's ``concat(a, b)`` (AstBuilder.visitConcatenation): strings, arrays or varbinary."""
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    typer.note_underived(node, (node.this, node.expression), "||")
     if left is None or right is None:
         return None
     if all(t.is_unknown or t.is_string for t in (left, right)):
@@ -233,6 +236,7 @@ def name_check(typer: Typer, node: exp.Expr) -> None:
 
 def _between(typer: Typer, node: exp.Between, scope: Scope) -> TrinoType:
     value, low, high = (typer.expr(node.args[k], scope) for k in ("this", "low", "high"))
+    typer.note_underived(node, tuple(node.args[k] for k in ("this", "low", "high")), "BETWEEN")
     if value is not None and low is not None and high is not None:
         common = common_super_type(value, low)
         if common is None or common_super_type(common, high) is None:

@@ -256,6 +256,10 @@ class _Typer:
             return BOOLEAN
         if isinstance(node, exp.Placeholder):
             return self.parameter(node.name)
+        if isinstance(node, exp.Identifier):  # a lambda's parameter in its body
+            return scope.lambdas.get(node.name.lower())
+        if isinstance(node, exp.All | exp.Any):  # a quantified comparison's subquery
+            return self.expr(node.this, scope)
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 return None
@@ -329,6 +333,20 @@ class _Typer:
             message = f"Cannot cast '{literal.this}' to {str(target).upper()}"
             self.refuse(where, "INVALID_CAST_ARGUMENT", self.source.text_of(node), message)
 
+    def note_underived(self, node: exp.Expr, operands: tuple[exp.Expr, ...], operator: str) -> None:
+        """Say that ``operator`` was not type-checked when an operand's type was not derived for a reason not said
+        already (a column of an unknown table or type is noted with its table): a function or construct whose
+        result type the check does not know."""
+        for operand in operands:
+            if self.types.get(id(operand)) is not None or isinstance(operand, exp.Lambda):
+                continue
+            if any(_names_untyped(n, self.types) for n in operand.walk()):
+                continue
+            text = self.source.text_of(operand)
+            self.note(
+                operand, text, f"its type is not derived by the check: the {operator} it is used with was not checked"
+            )
+
     def column_not_found(self, node: exp.Column, scope: Scope) -> None:
         """``Column 'x' cannot be resolved`` (COLUMN_NOT_FOUND, StatementAnalyzer's words), with the closest names."""
         shown = f"{node.table}.{node.name}" if node.table else node.name
@@ -353,6 +371,14 @@ class _Typer:
         if match:
             return DATE if match.group(1).lower() == "date" else TrinoType("timestamp", (3,))
         return None
+
+
+def _names_untyped(node: exp.Expr, types: Mapping[int, TrinoType | None]) -> bool:
+    """Whether ``node`` is a name (a column, a lambda parameter) whose type is not known."""
+    if isinstance(node, exp.Column):
+        return types.get(id(node)) is None
+    parents = (exp.Column, exp.Table, exp.TableAlias, exp.Alias)
+    return isinstance(node, exp.Identifier) and not isinstance(node.parent, parents) and types.get(id(node)) is None
 
 
 def _renamed(columns: Columns | None, alias: exp.Expr | None) -> Columns | None:

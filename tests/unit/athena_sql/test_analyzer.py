@@ -546,3 +546,16 @@ def test_other_dialects_functions_are_not_trinos_and_say_trinos_way() -> None:
     ]:
         *_, error, message = only(sql)
         assert error == "FUNCTION_NOT_FOUND" and message.startswith(f"Function '{name}' not registered; Trino's way:")
+
+
+def test_a_lambdas_parameter_has_its_arrays_element_type() -> None:
+    *_, error, message = only("SELECT transform(ARRAY['a'], x -> x + 1)")
+    assert (error, message) == ("TYPE_MISMATCH", "Cannot apply operator: varchar(1) + integer" + message[43:])
+    assert check("SELECT transform(ARRAY[1], x -> x + 1), filter(ARRAY['a'], s -> s LIKE 'a%')").refusals == ()
+
+
+def test_an_operand_of_a_type_not_derived_is_said_not_checked() -> None:
+    result = check("SELECT map_keys(MAP(ARRAY['a'], ARRAY[1])) = ARRAY['a']")
+    assert result.refusals == ()
+    assert [u.construct for u in result.unchecked] == ["map_keys(MAP(ARRAY['a'], ARRAY[1]))"]
+    assert "the = it is used with was not checked" in result.unchecked[0].reason
