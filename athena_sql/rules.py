@@ -39,7 +39,8 @@ def _known(kind: TrinoType | None) -> bool:
 def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
     typer.note_underived(node, (node.this, node.expression), operator)
-    if left is not None and right is not None and common_super_type(left, right) is None:
+    unordered = operator in ("<", "<=", ">", ">=") and any(t is not None and t.name == "map" for t in (left, right))
+    if left is not None and right is not None and (unordered or common_super_type(left, right) is None):
         where = typer.source.operator_position(node, (token,))
         typer.refuse(
             where,

@@ -83,6 +83,12 @@ class Source:
             if index == 0 or self.tokens[index - 1].text.upper() not in step:
                 break
             index -= 1
+        if isinstance(node, exp.Lambda) and index > 0 and node.expressions:
+            # ``(x, y) -> ...``: its parameters' bracket (not the bracket of a call around ``x -> ...``)
+            last = node.expressions[-1].meta.get("end") if node.expressions[-1].meta else None
+            after = self.token_index_of(int(last)) + 1 if last is not None else None
+            if after is not None and after < len(self.tokens) and self.tokens[after].token_type == TokenType.R_PAREN:
+                index -= 1
         return self.tokens[index].start
 
     def node_position(self, node: exp.Expr, fallback: tuple[int, int] = (1, 1)) -> tuple[int, int]:

@@ -519,7 +519,6 @@ def test_more_valid_trino(sql: str) -> None:
     "sql",
     [
         "SELECT json_array(true, 1 RETURNING VARCHAR(100))",
-        "SELECT apply(sum(x), i -> i * x) FROM (VALUES 1, 2) t(x)",
     ],
 )
 def test_trino_syntax_sqlglot_cannot_parse_is_unchecked_not_refused(sql: str) -> None:
@@ -559,3 +558,16 @@ def test_an_operand_of_a_type_not_derived_is_said_not_checked() -> None:
     assert result.refusals == ()
     assert [u.construct for u in result.unchecked] == ["map_keys(MAP(ARRAY['a'], ARRAY[1]))"]
     assert "the = it is used with was not checked" in result.unchecked[0].reason
+
+
+def test_apply_is_parsed_although_sqlglot_reads_apply_as_a_keyword() -> None:
+    # TestAnalyzer.testLambdaInAggregationContext: the lambda's x is a column outside GROUP BY
+    line, column, error, message = only("SELECT apply(sum(x), i -> i * x) FROM (VALUES 1, 2) t(x)")
+    assert (line, column, error) == (1, 8, "EXPRESSION_NOT_AGGREGATE")
+    assert message == "'apply(sum(x), i -> i * x)' must be an aggregate expression or appear in GROUP BY clause"
+
+
+def test_a_call_sqlglot_finds_too_long_is_judged_by_the_function_list() -> None:
+    line, column, error, message = only("SELECT transform(ARRAY[1], x -> 6, 1)")
+    assert (line, column, error) == (1, 8, "FUNCTION_NOT_FOUND")
+    assert message.startswith("Unexpected parameters (array(integer), ?, integer) for function transform")
