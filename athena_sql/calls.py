@@ -2,7 +2,9 @@
 (:mod:`athena_sql.functions`: unknown -> ``FUNCTION_NOT_FOUND`` "Function 'x' not registered", with "did you mean"),
 the number of arguments against its documented forms, and for the functions :mod:`athena_sql.signatures` types,
 the argument types (``FUNCTION_NOT_FOUND`` "Unexpected parameters (varchar(3), varchar(10)) for function date_trunc.
-Expected: ...", the words of io/trino/metadata/FunctionResolver.java at trinodb/trino@01e94c03).
+Expected: ...", the words of Trino's function resolver, io/trino/metadata/FunctionResolver.java, as its error
+messages read in Trino's code and tests; FUNCTION_NOT_FOUND from io/trino/spi/StandardErrorCode.java at
+trinodb/trino@029c93b693c7a3dbff995062fb9997f4acd86d77).
 
 The call is read from the **tokens** (the name as written, the arguments between its brackets), because sqlglot
 rewrites many calls into nodes of its own (``date_trunc`` into ``TimestampTrunc``, arguments reordered, DuckDB names

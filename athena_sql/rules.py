@@ -1,6 +1,7 @@
 """The typing rule of each kind of expression (operators, predicates, conditionals, constructors, calls): what
-Trino's ExpressionAnalyzer (io/trino/sql/analyzer/ExpressionAnalyzer.java at trinodb/trino@01e94c03) derives and
-refuses, in its words. Used by :mod:`athena_sql.typecheck` (``typer``: its expression typer and reporter).
+Trino's ExpressionAnalyzer (io/trino/sql/analyzer/ExpressionAnalyzer.java) derives and
+refuses, in its words as Trino's tests and users quote them (e.g. ``Cannot apply operator: timestamp(3) < varchar(19)``,
+TYPE_MISMATCH, trinodb/trino#7334); the error classes are io/trino/spi/StandardErrorCode.java's at trinodb/trino@029c93b6. Used by :mod:`athena_sql.typecheck` (``typer``: its expression typer and reporter).
 """
 
 from __future__ import annotations

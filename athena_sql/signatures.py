@@ -4,7 +4,8 @@ The function list (:mod:`athena_sql.functions`) writes arguments as Trino's docs
 which says how many but not of which type; for the functions below the types come from Trino's docs pages
 (docs/src/main/sphinx/functions/datetime.md, string.md, math.md, aggregate.md, array.md, map.md, json.md,
 regexp.md at the commits recorded in functions.toml's ``[source.pages]``) and the implementations they document
-(io/trino/operator/scalar/DateTimeFunctions.java, StringFunctions.java, MathFunctions.java at trinodb/trino@01e94c03).
+(io/trino/operator/scalar/DateTimeFunctions.java, StringFunctions.java, MathFunctions.java); where they are not
+certain, the pattern is ``any`` (never refused).
 
 A parameter is a *pattern*: ``varchar`` any varchar or char (Trino's ``varchar(x)``), ``timestamp`` any precision
 (``timestamp(p)``), ``timestamptz`` (``timestamp(p) with time zone``), ``time``, ``date``, ``bigint`` any exact integer,

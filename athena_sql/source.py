@@ -4,7 +4,7 @@ sqlglot's Trino tokenizer finds the tokens (strings and comments are single toke
 is ever judged); sqlglot's parse tree carries, for identifiers, literals and function names, the character offsets
 of their tokens (``meta``), from which every tree node gets a position: its first token, or for an operator the
 operator's own token, as Trino reports them (Trino's ``line 1:49: Cannot apply operator ...`` points at the
-operator; io/trino/sql/parser/AstBuilder.java at trinodb/trino@0157c179, ``getLocation(context.operator)``).
+operator: io/trino/sql/parser/AstBuilder.java builds them with ``getLocation(context.operator)``).
 """
 
 from __future__ import annotations

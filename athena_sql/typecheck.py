@@ -3,8 +3,8 @@
 Derived: columns (from ``tables``: the job's source schema), parameters (the literal text Athena binds:
 ``'2013-01-01 00:00:00'`` is a varchar(19)), literals (:func:`athena_sql.types.literal_number`, ``'abc'``
 varchar(3), typed literals ``DATE '...'``), casts, operators and function results (:mod:`athena_sql.calls`).
-Refused (io/trino/sql/analyzer/ExpressionAnalyzer.java at trinodb/trino@01e94c03; wording of its messages and of
-TestAnalyzer.java): a comparison, BETWEEN or IN without a common super type, arithmetic without an operator
+Refused (io/trino/sql/analyzer/ExpressionAnalyzer.java and StatementAnalyzer.java, in the words Trino's tests and
+users quote, TestAnalyzer.java among them): a comparison, BETWEEN or IN without a common super type, arithmetic without an operator
 (``date - integer``, ``varchar + integer``), ``||`` of anything but strings, arrays or varbinary (``concat``),
 LIKE on a non-string, a non-boolean WHERE/HAVING/JOIN ON/AND/OR/NOT/CASE WHEN, AT TIME ZONE and EXTRACT of a
 non-temporal value, CASE/COALESCE/IF results and ARRAY elements without a common type.

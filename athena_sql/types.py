@@ -1,12 +1,13 @@
 """Trino's types, as the analyzer needs them: parsed from their text, rendered as Trino renders them in messages
 (``varchar(19)``, ``timestamp(3)``, ``decimal(10,2)``, ``array(integer)``), and Trino's implicit coercions.
 
-Coercions follow io/trino/type/TypeCoercion.java (trinodb/trino@01e94c03cffcd2af44f60f69b6f4217f60ef7358,
-``canCoerce``/``getCommonSuperType``) and the type docs (docs/src/main/sphinx/language/types.md): ``unknown`` (the
-type of NULL) coerces to every type; tinyint -> smallint -> integer -> bigint -> decimal -> real -> double (an
-exact integer to the decimal wide enough for it, a decimal to a wider one); ``varchar(n)`` to a longer or unbounded
-varchar; ``date`` to ``timestamp(p)`` and to ``timestamp(p) with time zone``; a timestamp to a higher precision and
-to ``with time zone``; arrays, maps and rows element-wise. There is **no** implicit coercion between varchar and any
+Coercions follow io/trino/type/TypeCoercion.java (trinodb/trino@01767030a35850939cd5247518d276cb9eeb85be,
+``coerceTypeBase`` and ``compatibility``, its hand-coded rules) and the type docs
+(docs/src/main/sphinx/language/types.md): ``unknown`` (the type of NULL) coerces to every type; tinyint -> smallint ->
+integer -> bigint -> decimal -> real -> double (an exact integer to the decimal wide enough for it, a decimal to a
+wider one); ``varchar(n)`` to a longer or unbounded varchar, ``char(n)`` to varchar; ``date`` to ``timestamp(p)``
+and to ``timestamp(p) with time zone``; a time or timestamp to a higher precision and to ``with time zone``;
+arrays, maps and rows element-wise. There is **no** implicit coercion between varchar and any
 other type: ``timestamp(3) >= varchar(19)`` has no operator (Trino: TYPE_MISMATCH).
 """
 
