@@ -79,8 +79,9 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
             return True, right
         if left.is_interval and right.is_interval and left.name == right.name:
             return True, left
-        if operator == "-" and left.name.startswith("timestamp") and right.name.startswith("timestamp"):
-            return True, INTERVAL_DAY
+        common = common_super_type(left, right) if left.is_temporal and right.is_temporal else None
+        if operator == "-" and common is not None and common.name.startswith("timestamp"):
+            return True, INTERVAL_DAY  # a date coerces to a timestamp (TypeCoercion): subtract(timestamp, timestamp)
         if operator == "-" and left.name == right.name and left.name in ("date", "time"):
             return True, None  # allowed, its type not derived here
     if operator in "*/" and left.is_interval and right.is_numeric:

@@ -347,6 +347,7 @@ VALID = [
     "SELECT lag(dep_delay, 1, 0e0) OVER (ORDER BY sched_dep_utc) FROM flights",
     "SELECT CAST(sched_dep_utc AS date) - DATE '2013-01-01' FROM flights",
     "SELECT sched_dep_utc - time_hour, sched_dep_utc > CAST('2013-01-01' AS date) FROM flights",
+    "SELECT sched_dep_utc - DATE '2013-01-01', current_timestamp - sched_dep_utc FROM flights",
 ]
 
 
