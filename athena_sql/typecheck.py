@@ -348,11 +348,17 @@ class _Typer:
             )
 
     def column_not_found(self, node: exp.Column, scope: Scope) -> None:
-        """``Column 'x' cannot be resolved`` (COLUMN_NOT_FOUND, StatementAnalyzer's words), with the closest names."""
+        """``Column 'x' cannot be resolved`` (COLUMN_NOT_FOUND, StatementAnalyzer's words), with the closest names;
+        an output alias named where Trino resolves only input columns says so (trinodb/trino#8582, #16533)."""
         shown = f"{node.table}.{node.name}" if node.table else node.name
         names = scope.visible_names()
         close = difflib.get_close_matches(node.name.lower(), names, n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        select = node.find_ancestor(exp.Select)
+        aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)} if select else set()
+        if not node.table and node.name.lower() in aliases:
+            hint = "; it is an output alias, which Trino's WHERE, GROUP BY and HAVING cannot name: repeat the"
+            hint += " expression, or in GROUP BY use its position (GROUP BY 1)"
         self.refuse(node, "COLUMN_NOT_FOUND", shown, f"Column '{shown}' cannot be resolved{hint}")
 
     def parameter(self, name: str) -> TrinoType | None:

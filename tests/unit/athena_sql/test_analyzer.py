@@ -443,6 +443,11 @@ def test_a_parse_error_is_a_syntax_error_at_its_line() -> None:
         ("SELECT f.dst FROM flights f", "COLUMN_NOT_FOUND", "Column 'f.dst' cannot be resolved"),
         ('SELECT count(*) FROM flights WHERE carrier = "UA"', "COLUMN_NOT_FOUND", "Column 'UA' cannot be resolved"),
         ("SELECT *", "COLUMN_NOT_FOUND", "SELECT * not allowed in queries without FROM clause"),
+        (
+            "SELECT upper(origin) AS o, count(*) FROM flights GROUP BY o",
+            "COLUMN_NOT_FOUND",
+            "Column 'o' cannot be resolved; it is an output alias",
+        ),
         ("SELECT nvl(dep_delay, 0) FROM flights", "FUNCTION_NOT_FOUND", "Function 'nvl' not registered; Trino's way"),
         ("SELECT ifnull(dep_delay, 0) FROM flights", "FUNCTION_NOT_FOUND", "Function 'ifnull' not registered"),
         ("SELECT lower(DISTINCT origin) FROM flights", "FUNCTION_NOT_AGGREGATE", "DISTINCT is not supported"),
