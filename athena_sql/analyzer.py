@@ -73,6 +73,7 @@ def check_query(
         )
     statement = statements[0]
     try:
+        source.locate_placeholders(statement)
         typed = typecheck.analyze(statement, source, tables=tables, parameters=parameters)
         found = [*typed.refusals, *aggregation.refusals(statement, source, typed.functions, typed.refused_calls)]
         unchecked = list(typed.unchecked)

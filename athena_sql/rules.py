@@ -47,20 +47,30 @@ def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token:
             where,
             TYPE_MISMATCH,
             typer.source.text_of(node),
-            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right)}",
+            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right, _parameter(node))}",
         )
     return BOOLEAN
 
 
-def _hint(left: TrinoType, right: TrinoType) -> str:
+def _parameter(node: exp.Expr) -> str | None:
+    """The name of the ``:parameter`` operand of a binary ``node``, if one is."""
+    for operand in (node.args.get("this"), node.args.get("expression")):
+        if isinstance(operand, exp.Placeholder):
+            return str(operand.name)
+    return None
+
+
+def _hint(left: TrinoType, right: TrinoType, parameter: str | None = None) -> str:
     """The fix for the likeliest mistakes: a varchar (an uncast window parameter, a quoted number) against a
-    timestamp, date or number."""
+    timestamp, date or number (``parameter``: the name of the varchar operand when it is a parameter)."""
     for a, b in ((left, right), (right, left)):
         if b.is_string and (a.is_temporal or a.is_numeric):
             target = "timestamp" if a.name.startswith("timestamp") else a.name.split("(")[0]
             if a.is_temporal:
                 examples = {"timestamp": "CAST(:window_start AS timestamp)", "date": "CAST(:window_first_date AS date)"}
-                example = examples.get(target, f"CAST('...' AS {target})")
+                example = (
+                    f"CAST(:{parameter} AS {target})" if parameter else examples.get(target, f"CAST('...' AS {target})")
+                )
                 return f" (Trino does not convert varchar implicitly: CAST the varchar AS {target}, e.g. {example})"
             return f" (compare with a number, or CAST the varchar AS {target})"
     return ""

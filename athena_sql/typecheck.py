@@ -256,6 +256,8 @@ class _Typer:
             return BOOLEAN
         if isinstance(node, exp.Placeholder):
             return self.parameter(node.name)
+        if isinstance(node, exp.JSONExtract) and self.json_arrow(node):
+            return None
         if isinstance(node, exp.Identifier):  # a lambda's parameter in its body
             return scope.lambdas.get(node.name.lower())
         if isinstance(node, exp.All | exp.Any):  # a quantified comparison's subquery
@@ -332,6 +334,21 @@ class _Typer:
             where = self.source.node_position(node)
             message = f"Cannot cast '{literal.this}' to {str(target).upper()}"
             self.refuse(where, "INVALID_CAST_ARGUMENT", self.source.text_of(node), message)
+
+    def json_arrow(self, node: exp.JSONExtract) -> bool:
+        """``j -> 'key'`` outside a call's arguments: PostgreSQL's JSON operator, a lambda to Trino (which allows a
+        lambda only as a function's argument; sqlglot reads it as JSON access). Refused as Trino's parser would."""
+        span = self.source.span(node.this) if isinstance(node.this, exp.Expr) else None
+        if span is None:
+            return False
+        index = self.source.token_index_of(span[1]) + 1
+        if index >= len(self.source.tokens) or self.source.tokens[index].token_type != TokenType.ARROW:
+            return False
+        message = (
+            "'->' is a lambda in Trino, allowed only as a function's argument; for JSON use json_extract(j, '$.key')"
+        )
+        self.refuse(index, "SYNTAX_ERROR", self.source.text_of(node), message)
+        return True
 
     def note_underived(self, node: exp.Expr, operands: tuple[exp.Expr, ...], operator: str) -> None:
         """Say that ``operator`` was not type-checked when an operand's type was not derived for a reason not said

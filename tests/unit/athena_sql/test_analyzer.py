@@ -135,7 +135,7 @@ def test_the_issues_examples_are_refused_where_trino_refuses_them(
 
 def test_the_uncast_window_parameter_says_the_fix() -> None:
     *_, message = only("SELECT 1 FROM flights WHERE sched_dep_utc < :window_end")
-    assert "CAST(:window_start AS timestamp)" in message
+    assert "CAST(:window_end AS timestamp)" in message  # the parameter as written
 
 
 @pytest.mark.parametrize(
@@ -165,6 +165,13 @@ def test_the_uncast_window_parameter_says_the_fix() -> None:
         ("SELECT sched_dep_utc + INTERVAL '2' DAYS FROM flights", "the field is singular"),
         ("SELECT EXTRACT(epoch FROM sched_dep_utc) FROM flights", "Invalid EXTRACT field: epoch"),
         ("SELECT TOP 5 origin FROM flights", "use LIMIT n"),
+        ("SELECT 2 ^ 3", "use power(x, y)"),
+        ("SELECT 2 ** 3", "'**' is not a Trino operator"),
+        ("SELECT origin FROM flights ORDER BY ALL", "ORDER BY ALL is not Trino syntax"),
+        ("SELECT origin FROM flights UNION BY NAME SELECT dest FROM flights", "UNION BY NAME is not Trino syntax"),
+        ("FROM flights SELECT origin", "a query starting with FROM"),
+        ("SELECT origin FROM flights USING SAMPLE 10%", "TABLESAMPLE BERNOULLI"),
+        ("SELECT origin -> 'a' FROM flights", "'->' is a lambda in Trino"),
         ("SELECT 1 FROM flights WHERE origin GLOB 'J*'", "GLOB is not Trino syntax"),
         ("SELECT 1 FROM flights WHERE origin REGEXP '^J'", "RLIKE/REGEXP is not Trino syntax"),
         ("SELECT origin, FROM flights", "trailing comma"),
@@ -181,6 +188,10 @@ def test_a_type_name_trino_lacks_is_type_not_found() -> None:
     line, column, error, message = only("SELECT CAST(origin AS text) FROM flights")
     assert (line, column, error) == (1, 23, "TYPE_NOT_FOUND")
     assert message.startswith("Unknown type: text")
+    assert only("SELECT CAST(flight AS UBIGINT) FROM flights")[2:] == (
+        "TYPE_NOT_FOUND",
+        "Unknown type: ubigint (Trino's is decimal(20,0))",
+    )
 
 
 def test_a_function_trino_lacks_gets_the_closest_names() -> None:
@@ -577,3 +588,13 @@ def test_a_call_sqlglot_finds_too_long_is_judged_by_the_function_list() -> None:
     line, column, error, message = only("SELECT transform(ARRAY[1], x -> 6, 1)")
     assert (line, column, error) == (1, 8, "FUNCTION_NOT_FOUND")
     assert message.startswith("Unexpected parameters (array(integer), ?, integer) for function transform")
+
+
+def test_a_parameter_passed_to_a_function_has_its_varchar_type() -> None:
+    line, column, error, message = only("SELECT date_add('hour', -1, :slot_time) FROM flights")
+    assert (line, column, error) == (1, 8, "FUNCTION_NOT_FOUND")
+    assert message.startswith("Unexpected parameters (varchar(4), integer, varchar(19)) for function date_add")
+    assert (
+        check("SELECT date_add('hour', -1, CAST(:slot_time AS timestamp)) < sched_dep_utc FROM flights")
+        == CheckResult()
+    )
