@@ -138,8 +138,9 @@ class _Typer:
         return _renamed({f"_col{i}": t for i, t in enumerate(first)}, node.args.get("alias"))
 
     def select(self, node: exp.Select, outer: Scope) -> Columns | None:
-        scope = Scope(ctes=dict(outer.ctes), parent=outer.parent if not outer.relations else outer)
-        scope.lambdas = {}
+        # ``outer``: the scope this SELECT is nested in (for a subquery, a child scope whose parent is the enclosing
+        # query's): the SELECT's own names come first, then the enclosing query's (correlation)
+        scope = Scope(ctes=dict(outer.ctes), parent=outer if outer.relations else outer.parent)
         from_ = node.args.get("from_")
         joins = node.args.get("joins") or []
         items = ([from_.this] if isinstance(from_, exp.From) else []) + [j.this for j in joins]
