@@ -55,20 +55,18 @@ class Source:
     def locate_placeholders(self, tree: exp.Expr) -> None:
         """Give each ``:name`` node of ``tree`` the offsets of its tokens (sqlglot keeps none for placeholders),
         matching the n-th node named ``name`` to the n-th ``:name`` of the text."""
-        written: dict[str, list[Token]] = {}
+        written: dict[str, list[tuple[Token, Token]]] = {}
         for index, token in enumerate(self.tokens[:-1]):
             following = self.tokens[index + 1]
             if token.token_type == TokenType.COLON and following.start == token.end + 1:
-                written.setdefault(following.text.lower(), []).append(token)
-                written[following.text.lower()].append(following)
+                written.setdefault(following.text.lower(), []).append((token, following))
         seen: dict[str, int] = {}
         for node in tree.find_all(exp.Placeholder):
             name = str(node.name).lower()
-            pairs = written.get(name, [])
             occurrence = seen.get(name, 0)
             seen[name] = occurrence + 1
-            if 2 * occurrence + 1 < len(pairs):
-                colon, word = pairs[2 * occurrence], pairs[2 * occurrence + 1]
+            if occurrence < len(written.get(name, [])):
+                colon, word = written[name][occurrence]
                 line, column = self.position(colon.start)
                 node.meta.update(line=line, col=column, start=colon.start, end=word.end)
 
