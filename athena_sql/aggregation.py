@@ -30,11 +30,16 @@ _QUERY = (exp.Subquery, exp.Select, exp.SetOperation, exp.Exists)
 
 
 def refusals(
-    statement: exp.Expr, source: Source, functions: Mapping[int, Function], refused: AbstractSet[int] = frozenset()
+    statement: exp.Expr,
+    source: Source,
+    functions: Mapping[int, Function],
+    refused: AbstractSet[int] = frozenset(),
+    outer: AbstractSet[int] = frozenset(),
 ) -> list[Diagnostic]:
     """Every aggregation rule ``statement`` breaks, in each of its SELECTs (``functions``: the catalog entry of each
-    call node by ``id``; ``refused``: calls already refused, which are not judged again)."""
-    rules = _Rules(source, functions, refused)
+    call node by ``id``; ``refused``: calls already refused, which are not judged again; ``outer``: columns of an
+    enclosing query, which are constant for a group: "reference to outer scope is group-invariant")."""
+    rules = _Rules(source, functions, refused | outer)
     for select in statement.find_all(exp.Select):
         rules.select(select)
     return rules.found

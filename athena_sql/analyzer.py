@@ -75,7 +75,10 @@ def check_query(
     try:
         source.locate_placeholders(statement)
         typed = typecheck.analyze(statement, source, tables=tables, parameters=parameters)
-        found = [*typed.refusals, *aggregation.refusals(statement, source, typed.functions, typed.refused_calls)]
+        found = [
+            *typed.refusals,
+            *aggregation.refusals(statement, source, typed.functions, typed.refused_calls, typed.outer_columns),
+        ]
         unchecked = list(typed.unchecked)
     except _OUR_LIMITS as exc:
         return CheckResult(unchecked=(_not_analyzed(exc),))

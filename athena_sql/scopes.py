@@ -79,6 +79,12 @@ class Scope:
                 return True, None
         return False, None
 
+    def resolves_here(self, name: str, qualifier: str | None) -> bool:
+        """Whether ``name`` is found in this scope itself (its relations, outputs or lambdas), not an enclosing one."""
+        if qualifier is None and name.lower() in self.lambdas:
+            return True
+        return self._resolve_here(name.lower(), qualifier.lower() if qualifier else None)[0]
+
     def ambiguous(self, name: str) -> bool:
         """Whether the unqualified ``name`` names a column of more than one relation where it is first found
         (Trino: AMBIGUOUS_NAME); never when a relation's columns are unknown."""

@@ -70,6 +70,8 @@ class Analysis:
     functions: dict[int, Function] = field(default_factory=dict)
     #: ``id(node)`` of calls already refused (unknown function): not judged again by the aggregation rules
     refused_calls: set[int] = field(default_factory=set)
+    #: ``id(node)`` of columns of an enclosing query (a correlated subquery's): constant for its groups
+    outer_columns: set[int] = field(default_factory=set)
 
 
 def analyze(
@@ -271,6 +273,8 @@ class _Typer:
                 self.column_not_found(node, scope)
             elif found and not node.table and scope.ambiguous(node.name):
                 self.refuse(node, "AMBIGUOUS_NAME", node.name, f"Column '{node.name}' is ambiguous")
+            if found and not scope.resolves_here(node.name, node.table or None):
+                self.analysis.outer_columns.add(id(node))
             return kind
         if isinstance(node, exp.Cast | exp.TryCast):
             value = self.expr(node.this, scope)

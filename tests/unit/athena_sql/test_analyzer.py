@@ -522,6 +522,7 @@ def test_more_analysis_errors(sql: str, error: str, words: str) -> None:
             " ON a.origin = b.origin"
         ),
         "SELECT (SELECT max(f2.dep_delay) FROM flights f2 WHERE f2.origin = f1.origin) FROM flights f1",
+        "SELECT (SELECT max(f2.dep_delay) + f1.flight FROM flights f2) FROM flights f1",  # outer: group-invariant
         "SELECT current_user, localtimestamp, current_timezone()",
         "SELECT v > ALL (VALUES 0, 1) FROM (VALUES 1, 2) t(v)",
         # an argument is the node nearest the call, not the widest one with known tokens
