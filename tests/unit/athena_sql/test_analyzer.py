@@ -364,6 +364,16 @@ VALID = [
 
 #: Shapes a team's jobs use (time zones, ROLLUP/CUBE, named windows, UNNEST WITH ORDINALITY, JSON, ...).
 VALID_JOB_SHAPES = [
+    "SELECT origin, sum(count(*)) OVER () AS total, rank() OVER (ORDER BY count(*) DESC) FROM flights GROUP BY origin",
+    "SELECT CAST(sched_dep_utc AS date) AS d, count(*) FROM flights GROUP BY CAST(sched_dep_utc AS date)",
+    "SELECT f.origin FROM flights f GROUP BY origin",
+    "SELECT count(*) FROM flights HAVING count(*) > 0",
+    "SELECT origin, count(*) FROM flights GROUP BY origin HAVING origin <> 'x'",
+    "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT n FROM t",
+    "SELECT origin, avg(dep_delay) OVER (PARTITION BY origin ORDER BY sched_dep_utc RANGE BETWEEN INTERVAL '1' DAY PRECEDING AND CURRENT ROW) FROM flights",
+    "SELECT id, name FROM (VALUES (1, 'a'), (2, 'b')) AS t(id, name) WHERE id > 1 AND name LIKE 'a%'",
+    "SELECT flights.origin FROM flights WHERE flights.dest = 'x'",
+    "SELECT * FROM flights f, UNNEST(ARRAY[1, 2]) AS u(n) WHERE n > f.flight",
     "SELECT date_format(sched_dep_utc AT TIME ZONE 'America/New_York', '%H') AS h, hour(sched_dep_utc AT TIME ZONE 'Europe/Berlin') FROM flights",
     "SELECT origin, dest, count(*), grouping(origin) FROM flights GROUP BY ROLLUP (origin, dest)",
     "SELECT origin, dest, count(*) FROM flights GROUP BY CUBE (origin, dest)",
