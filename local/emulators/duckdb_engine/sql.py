@@ -26,7 +26,7 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import TokenType
 
-__all__ = ["PreparedQuery", "QueryRejected", "prepare_query"]
+__all__ = ["BoundQuery", "PreparedQuery", "QueryRejected", "bind_query", "prepare_query", "translate_query"]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -61,17 +61,56 @@ class PreparedQuery:
     duckdb_sql: str
     tables: tuple[str, ...]
     tree: exp.Query | None = field(default=None, repr=False, compare=False)
+    #: Per output column, the time zone its ``timestamp with time zone`` values print in (None: UTC / not one).
+    output_zones: tuple[str | None, ...] = ()
 
 
-def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
-    """Parse Trino `sql`, bind `parameters` to its ``?`` placeholders in source order, generate DuckDB SQL.
+@dataclass(frozen=True)
+class BoundQuery:
+    """The bound Trino tree (see :class:`PreparedQuery`) and the data tables it reads, before translation."""
+
+    tree: exp.Query
+    tables: tuple[str, ...]
+
+
+def prepare_query(
+    sql: str, parameters: Sequence[str], schema: dict[str, dict[str, str]] | None = None
+) -> PreparedQuery:
+    """Parse Trino `sql`, bind `parameters` to its ``?`` placeholders in source order, rewrite the tree to answer
+    as Trino (:mod:`.trino_semantics`; `schema`: table -> column -> Trino type, for typing columns), generate
+    DuckDB SQL.
 
     Raises
     ------
     QueryRejected
         Syntax error, not exactly one query statement, a named placeholder, a parameter count that differs
-        from the placeholder count, a parameter that is not a literal, or SQL sqlglot cannot translate.
+        from the placeholder count, a parameter that is not a literal, SQL sqlglot cannot translate, a function
+        Athena does not have (FUNCTION_NOT_FOUND) or a construct only Athena reproduces (NOT_SUPPORTED).
     """
+    return translate_query(bind_query(sql, parameters), schema)
+
+
+def translate_query(bound: BoundQuery, schema: dict[str, dict[str, str]] | None = None) -> PreparedQuery:
+    """DuckDB SQL for a bound query, rewritten to answer as Trino. :raises QueryRejected: as :func:`prepare_query`."""
+    from .trino_semantics import Refused, translate
+
+    try:
+        translation = translate(bound.tree, schema)
+    except Refused as exc:
+        raise QueryRejected(exc.error_code, exc.message) from exc
+    try:
+        duckdb_sql = translation.tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except SqlglotError as exc:
+        raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
+    return PreparedQuery(
+        duckdb_sql=duckdb_sql, tables=bound.tables, tree=bound.tree, output_zones=translation.output_zones
+    )
+
+
+def bind_query(sql: str, parameters: Sequence[str]) -> BoundQuery:
+    """Parse Trino `sql` and bind `parameters` to its ``?`` placeholders in source order (no translation).
+
+    :raises QueryRejected: as :func:`prepare_query`, translation aside."""
     dialect = Trino()
     try:
         parsed = _PositionalTrinoParser(dialect=dialect).parse(dialect.tokenize(sql), sql)
@@ -110,12 +149,7 @@ def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
         name = table.name.lower()
         if name not in cte_names and name not in tables:
             tables.append(name)
-
-    try:
-        duckdb_sql = tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
-    except SqlglotError as exc:
-        raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
-    return PreparedQuery(duckdb_sql=duckdb_sql, tables=tuple(tables), tree=tree)
+    return BoundQuery(tree=tree, tables=tuple(tables))
 
 
 def _parse_parameter(position: int, text: str) -> exp.Expr:

@@ -15,8 +15,10 @@ import struct
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dt_time
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 from .sql import QueryRejected
+from .trino_types import trino_type_text
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -96,10 +98,13 @@ def _real_text(value: float) -> str:
     return repr(value)
 
 
-def _athena_text(value: Any, type_id: str = "") -> str | None:
-    """One DuckDB value as Athena's ``VarCharValue`` text (None for SQL NULL)."""
+def _athena_text(value: Any, type_id: str = "", zone: str | None = None) -> str | None:
+    """One DuckDB value as Athena's ``VarCharValue`` text (None for SQL NULL); `zone`: the zone a timestamp with
+    time zone prints in (UTC by default)."""
     if value is None:
         return None
+    if zone is not None and isinstance(value, datetime) and value.tzinfo is not None:
+        return _millis_text(value.astimezone(ZoneInfo(zone)).replace(tzinfo=None)) + f" {zone}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -141,10 +146,19 @@ def _nested_text(value: Any) -> str:
 
 
 def _render(
-    names: list[str], duck_types: list[Any], raw_rows: list[tuple[Any, ...]]
+    names: list[str],
+    duck_types: list[Any],
+    raw_rows: list[tuple[Any, ...]],
+    zones: tuple[str | None, ...] = (),
 ) -> tuple[list[dict[str, str]], list[list[str | None]]]:
-    """Columns (Trino types) and rows as Athena text; bigint overflow of HUGEINT-like columns -> rejected."""
-    columns = [{"name": name, "type": _trino_type(t)} for name, t in zip(names, duck_types, strict=True)]
+    """Columns (``type``: Athena's ColumnInfo.Type; ``trino_type``: the whole Trino type) and rows as Athena text,
+    zoned timestamps in their column's zone (`zones`, by position); bigint overflow of HUGEINT-like columns ->
+    rejected."""
+    columns = [
+        {"name": name, "type": _trino_type(t), "trino_type": trino_type_text(t)}
+        for name, t in zip(names, duck_types, strict=True)
+    ]
+    zone_of = list(zones) + [None] * (len(names) - len(zones))
     type_ids = [t.id for t in duck_types]
     checked = [i for i, type_id in enumerate(type_ids) if type_id in _CHECKED_BIGINT_IDS]
     for row in raw_rows:
@@ -154,5 +168,8 @@ def _render(
                 raise QueryRejected(
                     "NUMERIC_VALUE_OUT_OF_RANGE", f"column {names[i]!r}: {value} does not fit in bigint"
                 )
-    rows = [[_athena_text(v, type_id) for v, type_id in zip(row, type_ids, strict=True)] for row in raw_rows]
+    rows = [
+        [_athena_text(v, type_id, zone) for v, type_id, zone in zip(row, type_ids, zone_of, strict=True)]
+        for row in raw_rows
+    ]
     return columns, rows

@@ -1,0 +1,338 @@
+"""Trino's semantics on DuckDB: rewrites of the bound Trino tree (sqlglot) before DuckDB SQL is generated.
+
+Each node is typed as Trino types it (:mod:`.trino_types`: literals and decimal arithmetic by Trino's rules, columns
+and function results from sqlglot's ``annotate_types`` with the tables' schema), children first, then rewritten
+where DuckDB would answer differently. Sources: Trino's docs (``docs/src/main/sphinx/``) and tests, trinodb/trino at
+6f7aadf5a9115ec244aac372e07df5a481a4907f unless a test names another commit.
+
+- **Division** (functions/math.md: "integer division performs truncation"): integer / integer is DuckDB's ``//``
+  (truncates toward zero, stays integer, fails on zero); decimal / decimal is exact, rounded half up, typed
+  ``decimal(p,s)`` by decimal.md's rules (fails on zero); double stays IEEE (``1e0 / 0`` is Infinity). Modulo
+  keeps the dividend's sign (DuckDB's too); decimal +, -, *, % are typed by decimal.md.
+- **Casts**: varchar -> integer types parse as Java's ``Integer.parseInt`` (no blanks, no fraction: otherwise
+  INVALID_CAST_ARGUMENT "Cannot cast 'x' to INT"; ``TRY_CAST`` gives NULL); double -> integer rounds half away
+  from zero; ``varchar(n)`` truncates a varchar; a ``timestamp with time zone`` cast to timestamp or date keeps
+  its own zone's wall time.
+- **Time zones** (functions/datetime.md, "Time zone conversion"; the session zone is UTC): ``ts AT TIME ZONE 'Z'``
+  reads ``ts`` as UTC and gives a ``timestamp with time zone`` in Z (DuckDB's ``AT TIME ZONE`` does the reverse);
+  ``with_timezone(ts, 'Z')`` reads ``ts`` as Z's wall time. The zone travels with the type: ``hour()``,
+  ``date_trunc``, ``format_datetime``, ... of such a value use Z's wall time, and the result column prints in Z.
+A construct that cannot be made faithful raises :class:`Refused` (``runs on Athena only: ...``).
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from . import trino_functions as functions
+from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
+
+__all__ = ["Refused", "Translation", "translate"]
+
+_TID: Final = "trino_tid"
+_INTEGER_CASTS: Final = {"tinyint": "TINYINT", "smallint": "SMALLINT", "integer": "INT", "bigint": "BIGINT"}
+#: Functions of one timestamp argument whose answer depends on the wall time (Trino: the value's own zone).
+_WALL_TIME_PARTS: Final = (
+    exp.Year,
+    exp.Quarter,
+    exp.Month,
+    exp.Day,
+    exp.DayOfWeekIso,
+    exp.DayOfYear,
+    exp.WeekOfYear,
+    exp.Hour,
+    exp.Minute,
+    exp.Second,
+    exp.Date,
+    exp.TimeToStr,
+)
+
+
+class Refused(Exception):
+    """The local engine cannot answer as Athena would: ``error_code`` (Trino's) and a one-line ``message``."""
+
+    def __init__(self, error_code: str, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def athena_only(construct: str) -> Refused:
+    """The one line for a construct Athena runs and the local engine cannot reproduce faithfully."""
+    return Refused("NOT_SUPPORTED", f"runs on Athena only: {construct}; the check validated it")
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The rewritten tree (generate it as DuckDB) and, per output column, the zone it prints in (None: UTC or not
+    a timestamp with time zone)."""
+
+    tree: exp.Query
+    output_zones: tuple[str | None, ...]
+
+
+def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) -> Translation:
+    """Rewrite a copy of the bound Trino `tree` so that DuckDB answers as Trino; `schema`: table -> column -> Trino
+    type text, for typing the columns. :raises Refused: a construct that cannot be reproduced (module docstring)."""
+    tree = tree.copy()
+    functions.check_calls(tree)
+    annotated = _annotate(tree, schema or {})
+    rewriter = _Rewriter(annotated)
+    for node in reversed(list(tree.walk())):  # children before their parents
+        rewriter.visit(node)
+    zones: list[str | None] = []
+    if isinstance(tree, exp.Select):
+        for projection in tree.expressions:
+            kind = rewriter.type_of(projection.unalias() if isinstance(projection, exp.Alias) else projection)
+            if kind.name == "timestamptz" and kind.zone == UNKNOWN_ZONE:
+                raise athena_only(f"a timestamp with a time zone known only when the query runs ({projection.sql()})")
+            zones.append(kind.zone if kind.name == "timestamptz" and kind.zone != "UTC" else None)
+    return Translation(tree=tree, output_zones=tuple(zones))
+
+
+def _annotate(tree: exp.Query, schema: dict[str, dict[str, str]]) -> dict[int, exp.DataType]:
+    """sqlglot's types of the nodes of `tree`, by the tag each node gets (typed on a qualified copy)."""
+    for position, node in enumerate(tree.walk()):
+        node.meta[_TID] = position
+    copy = tree.copy()
+    try:
+        copy = qualify(
+            copy, schema=schema, dialect="trino", validate_qualify_columns=False, expand_stars=False, identify=False
+        )
+    except (SqlglotError, KeyError, ValueError):
+        pass  # unqualified: columns stay untyped
+    try:
+        annotate_types(copy, schema=schema, dialect="trino")
+    except (SqlglotError, KeyError, ValueError, AttributeError):
+        return {}
+    return {node.meta[_TID]: node.type for node in copy.walk() if _TID in node.meta and node.type is not None}
+
+
+def duck(template: str, **operands: exp.Expr) -> exp.Expr:
+    """A DuckDB expression from `template` whose identifiers ``_a``, ``_b``, ... are replaced by `operands`."""
+    tree = sqlglot.parse_one(template, read="duckdb")
+    for column in list(tree.find_all(exp.Column)):
+        if not column.table and column.name in operands:
+            column.replace(operands[column.name].copy())
+    return tree
+
+
+def literal_text(node: exp.Expr | None) -> str | None:
+    """The text of a string literal (None when `node` is not one)."""
+    return node.this if isinstance(node, exp.Literal) and node.is_string else None
+
+
+class _Rewriter:
+    def __init__(self, annotated: dict[int, exp.DataType]) -> None:
+        self._annotated = annotated
+        self._types: dict[int, tuple[exp.Expr, TrinoType]] = {}  # id(node) -> (node kept alive, its type)
+
+    def type_of(self, node: exp.Expr | None) -> TrinoType:
+        if node is None:
+            return UNKNOWN
+        known = self._types.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        if isinstance(node, exp.Paren):
+            return self.type_of(node.this)
+        return of_sqlglot(self._annotated.get(node.meta.get(_TID, -1)))
+
+    def _set(self, node: exp.Expr, kind: TrinoType) -> None:
+        self._types[id(node)] = (node, kind)
+
+    def visit(self, node: exp.Expr) -> None:
+        kind, replacement = self._rewrite(node)
+        if replacement is not None and replacement is not node:
+            replacement.meta.update(node.meta)
+            node.replace(replacement)
+            node = replacement
+        self._set(node, kind)
+
+    # --- the rules -------------------------------------------------------------------------------------------
+    def _rewrite(self, node: exp.Expr) -> tuple[TrinoType, exp.Expr | None]:
+        if isinstance(node, exp.Literal):
+            return of_literal(node), None
+        if isinstance(node, (exp.Paren, exp.Neg)):
+            return self.type_of(node.this), None
+        if isinstance(node, (exp.Div, exp.Mod, exp.Add, exp.Sub, exp.Mul)):
+            return self._arithmetic(node)
+        if isinstance(node, exp.Cast):  # TryCast is a Cast
+            return self._cast(node)
+        if isinstance(node, exp.AtTimeZone):
+            return self._at_time_zone(node)
+        if isinstance(node, exp.CurrentTimestamp):
+            return TrinoType("timestamptz", zone="UTC"), None
+        if isinstance(node, exp.UnixToTime):  # from_unixtime(x[, zone]): an instant, in UTC or the zone
+            zone = self._zone(node.args.get("zone"), "from_unixtime") if node.args.get("zone") else "UTC"
+            call = duck("TO_TIMESTAMP(_a)", _a=node.this)
+            return TrinoType("timestamptz", zone=zone), call
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "with_timezone":
+            value, zone_arg = (node.expressions + [None, None])[:2]
+            zone = self._zone(zone_arg, "with_timezone")
+            if self.type_of(value).name != "timestamp":
+                raise athena_only("with_timezone of a value that is not a timestamp (without time zone)")
+            return TrinoType("timestamptz", zone=zone), duck(f"timezone('{zone}', _a)", _a=value)
+        if isinstance(node, exp.TimestampTrunc):
+            return self._date_trunc(node)
+        if isinstance(node, _WALL_TIME_PARTS):
+            self._on_wall_time(node)
+            if isinstance(node, exp.TimeToStr):
+                return functions.rewrite_call(node, self) or (TrinoType("varchar"), None)
+            return (TrinoType("date") if isinstance(node, exp.Date) else self._sqlglot(node)), None
+        rewritten = functions.rewrite_call(node, self)
+        if rewritten is not None:
+            return rewritten
+        return self._sqlglot(node), None
+
+    def _sqlglot(self, node: exp.Expr) -> TrinoType:
+        kind = of_sqlglot(self._annotated.get(node.meta.get(_TID, -1)))
+        if kind.name == "timestamptz":  # passed through (coalesce, case, max, ...): the zone of its arguments
+            zones = {self.type_of(child).zone for child in node.iter_expressions()} - {None}
+            kind = kind.in_zone(zones.pop() if len(zones) == 1 else ("UTC" if not zones else UNKNOWN_ZONE))
+        return kind
+
+    def _arithmetic(self, node: exp.Binary) -> tuple[TrinoType, exp.Expr | None]:
+        left, right = self.type_of(node.left), self.type_of(node.right)
+        operator = {exp.Div: "/", exp.Mod: "%", exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}[type(node)]
+        if left.is_float or right.is_float:
+            kind = TrinoType("double" if "double" in (left.name, right.name) else "real")
+            if isinstance(node, exp.Div):
+                return kind, exp.Div(this=node.left, expression=node.right, typed=False, safe=False)
+            return kind, None
+        if left.is_integer and right.is_integer:
+            wider = max(
+                left.name, right.name, key=lambda name: ("tinyint", "smallint", "integer", "bigint").index(name)
+            )
+            if isinstance(node, exp.Div):
+                return TrinoType(wider), exp.IntDiv(this=node.left, expression=node.right)
+            return TrinoType(wider), None
+        if left.is_exact and right.is_exact:
+            lp, rp = left.as_decimal(), right.as_decimal()
+            if lp is None or rp is None:
+                if isinstance(node, exp.Div):
+                    raise athena_only(f"decimal division of operands of unknown precision ({node.sql('trino')})")
+                return TrinoType("decimal"), None
+            precision, scale = decimal_result(operator, lp, rp)
+            kind = TrinoType("decimal", precision=precision, scale=scale)
+            if isinstance(node, exp.Div):
+                return kind, self._decimal_divide(node, lp, rp, precision, scale)
+            return kind, duck(f"CAST(_a AS DECIMAL({precision}, {scale}))", _a=node.copy())
+        if isinstance(node, exp.Div) and left.name != "unknown" and right.name != "unknown":
+            return self._sqlglot(node), None  # interval / number and the like: DuckDB's operator
+        if isinstance(node, exp.Div):
+            raise athena_only(f"division of operands whose types the local engine cannot derive ({node.sql('trino')})")
+        return self._sqlglot(node), None
+
+    @staticmethod
+    def _decimal_divide(
+        node: exp.Div, left: tuple[int, int], right: tuple[int, int], precision: int, scale: int
+    ) -> exp.Expr:
+        """Exact: unscaled integers (HUGEINT), the quotient rounded half up (Trino's DecimalOperators, HALF_UP)."""
+        (_, xs), (_, ys) = left, right
+        shift = scale - xs + ys  # beyond 38 digits the HUGEINT overflows when the query runs: refused then (.session)
+        numerator = f"(CAST(_a * {10**xs} AS HUGEINT) * {10**shift})"
+        denominator = f"CAST(_b * {10**ys} AS HUGEINT)"
+        rounded = (
+            f"({numerator} // {denominator} + CASE WHEN abs({numerator} % {denominator}) >= abs({denominator})"
+            f" - abs({numerator} % {denominator}) THEN sign({numerator}) * sign({denominator}) ELSE 0 END)"
+        )
+        unit = f" * {'0.' + '0' * (scale - 1) + '1'}" if scale else ""
+        template = f"CAST(CAST({rounded} AS DECIMAL(38, 0)){unit} AS DECIMAL({precision}, {scale}))"
+        return duck(template, _a=node.left, _b=node.right)
+
+    def _cast(self, node: exp.Cast) -> tuple[TrinoType, exp.Expr | None]:
+        source, target = self.type_of(node.this), of_sqlglot(node.to)
+        safe = isinstance(node, exp.TryCast)
+        text = literal_text(node.this)
+        if target.name == "decimal" and target.precision is None and text is not None:  # DECIMAL '1.50'
+            literal = of_number_text(text)
+            if literal.name != "decimal" and not literal.is_integer:
+                raise Refused("INVALID_LITERAL", f"'{text}' is not a valid DECIMAL literal")
+            precision = literal.precision or len(text.strip().lstrip("+-").lstrip("0")) or 1
+            scale = literal.scale or 0
+            typed = duck(f"CAST(_a AS DECIMAL({precision}, {scale}))", _a=node.this)
+            return TrinoType("decimal", precision=precision, scale=scale), typed
+        if source.name == "timestamptz" and target.name in ("timestamp", "date"):
+            zone = self._known_zone(source, "a cast")
+            return target, duck(f"CAST(timezone('{zone}', _a) AS {target.name.upper()})", _a=node.this)
+        if target.name == "timestamptz":
+            if source.name == "timestamptz":
+                return target.in_zone(source.zone), None
+            text = literal_text(node.this)
+            named = re.search(r"\s([A-Za-z_]+/[A-Za-z_/]+)\s*$", text or "")
+            if named is not None:
+                return target.in_zone(self._zone(exp.Literal.string(named.group(1)), "a timestamp literal")), None
+            return target.in_zone("UTC" if text is not None or source.name != "varchar" else UNKNOWN_ZONE), None
+        if target.name in _INTEGER_CASTS and source.name == "varchar":
+            duck_type = _INTEGER_CASTS[target.name]
+            failure = "NULL" if safe else f"error('INVALID_CAST_ARGUMENT: Cannot cast ''' || _a || ''' to {duck_type}')"
+            template = f"CASE WHEN regexp_full_match(_a, '[+-]?[0-9]+') THEN TRY_CAST(_a AS {duck_type}) END"
+            return target, duck(f"COALESCE({template}, CASE WHEN _a IS NOT NULL THEN {failure} END)", _a=node.this)
+        if target.name in _INTEGER_CASTS and source.is_float:
+            cast = "TRY_CAST" if safe else "CAST"
+            return target, duck(f"{cast}(round(_a) AS {_INTEGER_CASTS[target.name]})", _a=node.this)
+        if target.name == "varchar" and target.precision is not None:
+            if source.name == "varchar":
+                return target, duck(f"CAST(substring(_a, 1, {target.precision}) AS VARCHAR)", _a=node.this)
+            raise athena_only(f"a cast to varchar({target.precision}) of a {source.name} ({node.sql('trino')})")
+        return target, None
+
+    def _at_time_zone(self, node: exp.AtTimeZone) -> tuple[TrinoType, exp.Expr | None]:
+        source = self.type_of(node.this)
+        zone = self._zone(node.args.get("zone"), "AT TIME ZONE")
+        if source.name == "timestamp":  # read as UTC (the session zone): the same instant, shown in `zone`
+            return TrinoType("timestamptz", zone=zone), duck("CAST(_a AS TIMESTAMPTZ)", _a=node.this)
+        if source.name == "timestamptz":
+            return TrinoType("timestamptz", zone=zone), node.this
+        raise athena_only(f"AT TIME ZONE of a {source.name} ({node.sql('trino')})")
+
+    def _date_trunc(self, node: exp.TimestampTrunc) -> tuple[TrinoType, exp.Expr | None]:
+        source = self.type_of(node.this)
+        if source.name != "timestamptz" or source.zone == "UTC":
+            return source if source.name != "unknown" else self._sqlglot(node), None
+        zone = self._known_zone(source, "date_trunc")
+        unit = node.text("unit") or "day"
+        truncated = duck(f"timezone('{zone}', date_trunc('{unit.lower()}', timezone('{zone}', _a)))", _a=node.this)
+        return source, truncated
+
+    def wall_time(self, node: exp.Expr) -> exp.Expr:
+        """`node` itself, or for a timestamp with a (non-UTC) time zone, its wall time in that zone."""
+        source = self.type_of(node)
+        if source.name == "timestamptz" and source.zone != "UTC":
+            zone = self._known_zone(source, "a function")
+            return duck(f"timezone('{zone}', _a)", _a=node)
+        return node
+
+    def _on_wall_time(self, node: exp.Expr) -> None:
+        """hour(x), date_format(x, f), ...: a zoned `x` is replaced by its wall time in its own zone."""
+        source = self.type_of(node.this)
+        if source.name == "timestamptz" and source.zone != "UTC":
+            zone = self._known_zone(source, node.key)
+            node.set("this", duck(f"timezone('{zone}', _a)", _a=node.this))
+
+    def _known_zone(self, kind: TrinoType, construct: str) -> str:
+        if kind.zone in (None, UNKNOWN_ZONE):
+            raise athena_only(f"{construct} of a timestamp with a time zone known only when the query runs")
+        return kind.zone
+
+    @staticmethod
+    def _zone(node: Any, construct: str) -> str:
+        zone = literal_text(node)
+        if zone is None:
+            raise athena_only(f"{construct} with a zone that is not a literal")
+        if zone.upper() == "UTC":
+            return "UTC"
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (ValueError, KeyError, OSError):
+            raise Refused("INVALID_FUNCTION_ARGUMENT", f"Time zone not supported: {zone}") from None
+        return zone

@@ -1,0 +1,260 @@
+"""The local engine answers as Trino (Athena engine v3) answers, or refuses in one line: each expected value and type
+comes from Trino's docs or Trino's own tests (file and commit in each test's docstring), never from DuckDB.
+
+Every query runs on :class:`DuckDBQueryEngine` (the engine of ``run``, ``make demo``, chaos and capacity) over a
+small Parquet table written here: ``t(ts timestamp, i integer, b bigint, d double, p decimal(10,2), s varchar)``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from local.emulators.duckdb_engine import DuckDBQueryEngine
+
+TRINO = "trinodb/trino"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> DuckDBQueryEngine:
+    root = tmp_path_factory.mktemp("trino-semantics")
+    (root / "data" / "t").mkdir(parents=True)
+    with duckdb.connect() as con:
+        con.execute(
+            "COPY (SELECT TIMESTAMP '2020-01-01 10:00:00' AS ts, 17::INTEGER AS i, 37::BIGINT AS b, 2.5::DOUBLE AS d,"
+            " 1.50::DECIMAL(10,2) AS p, 'banana' AS s)"
+            f" TO '{root / 'data' / 't' / 'part.parquet'}' (FORMAT parquet)"
+        )
+    with DuckDBQueryEngine(data_dir=root / "data", state_dir=root / "state") as instance:
+        yield instance
+
+
+def answer(engine: DuckDBQueryEngine, expression: str) -> tuple[Any, str]:
+    """(the value Athena would print, converted as the job converts it; its Trino type) of one expression over the
+    one row of ``t``."""
+    sql = f"SELECT {expression} AS v FROM t"
+    query_id = engine.start_query(sql=sql, parameters=[], client_request_token=f"trino-{uuid.uuid4().hex}")
+    execution = engine.get_query(query_id)
+    assert execution.state == "SUCCEEDED", execution.error
+    result = engine.get_results(query_id)
+    return result.rows[0]["v"], engine.column_types(query_id)[0]
+
+
+def failure(engine: DuckDBQueryEngine, expression: str) -> str:
+    """The one-line error message of a query over ``t`` that must fail (``CODE: message``), without DuckDB's words."""
+    sql = f"SELECT {expression} AS v FROM t"
+    query_id = engine.start_query(sql=sql, parameters=[], client_request_token=f"trino-{uuid.uuid4().hex}")
+    execution = engine.get_query(query_id)
+    assert execution.state == "FAILED"
+    assert execution.error is not None
+    message = execution.error.error_message
+    assert "\n" not in message and "DuckDB" not in message and "Error:" not in message
+    return message
+
+
+# --- arithmetic --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("17 / 37", 0, "integer"),
+        ("37 / 17", 2, "integer"),
+        ("(7 / 2) * 1000 + 1", 3001, "integer"),
+        ("-7 / 2", -3, "integer"),
+        ("7 / -2", -3, "integer"),
+        ("BIGINT '37' / BIGINT '17'", 2, "bigint"),
+        ("-7 % 2", -1, "integer"),
+        ("7 % -2", 1, "integer"),
+        ("INTEGER '37' % INTEGER '17'", 3, "integer"),
+        ("7e0 / 2", 3.5, "double"),
+        ("1e0 / 0", "Infinity", "double"),
+        ("-1e0 / 0", "-Infinity", "double"),
+        ("0e0 / 0", "NaN", "double"),
+    ],
+)
+def test_integer_division_truncates_and_double_stays_ieee(
+    engine: DuckDBQueryEngine, expression: str, value: Any, trino_type: str
+) -> None:
+    """functions/math.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f: "integer division performs truncation";
+    core/trino-main/src/test/java/io/trino/type/TestIntegerOperators.java (testDivide, testModulus) and
+    TestBigintOperators.java at 029c93b693c7a3dbff995062fb9997f4acd86d77 (Java's / and %);
+    TestDoubleOperators.java (IEEE: Infinity, NaN)."""
+    assert answer(engine, expression) == (value, trino_type)
+
+
+@pytest.mark.parametrize("expression", ["17 / 0", "INTEGER '17' % INTEGER '0'", "DECIMAL '1' / DECIMAL '0'"])
+def test_division_by_zero_of_exact_numbers_fails(engine: DuckDBQueryEngine, expression: str) -> None:
+    """TestIntegerOperators.testDivide/testModulus and TestDecimalOperators.testDivide at
+    029c93b693c7a3dbff995062fb9997f4acd86d77: assertInvalidFunction(..., DIVISION_BY_ZERO)."""
+    assert failure(engine, expression) == "DIVISION_BY_ZERO: Division by zero"
+
+
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("DECIMAL '9' / DECIMAL '5'", "2", "decimal(1,0)"),
+        ("DECIMAL '7' / DECIMAL '5'", "1", "decimal(1,0)"),
+        ("DECIMAL '-9' / DECIMAL '5'", "-2", "decimal(1,0)"),
+        ("DECIMAL '10' / DECIMAL '.000000001'", "10000000000.000000000", "decimal(20,9)"),
+        ("DECIMAL '9' / DECIMAL '000000000000000003.0'", "3.0", "decimal(3,1)"),
+        ("CAST(1000 AS DECIMAL(38,8)) / CAST(25 AS DECIMAL(38,8))", "40.00000000", "decimal(38,8)"),
+        ("DECIMAL '10.0' % DECIMAL '3.000'", "1.000", "decimal(4,3)"),
+        ("DECIMAL '-10' % DECIMAL '3'", "-1", "decimal(1,0)"),
+        ("DECIMAL '.1' % DECIMAL '.03'", "0.01", "decimal(2,2)"),
+        ("1.50 * 2", "3.00", "decimal(13,2)"),
+        ("100.0 * 3 / 7", "42.9", "decimal(14,1)"),
+        ("p / 3", "0.50", "decimal(10,2)"),
+    ],
+)
+def test_decimal_arithmetic_is_exact_and_typed_by_trinos_rules(
+    engine: DuckDBQueryEngine, expression: str, value: str, trino_type: str
+) -> None:
+    """core/trino-main/src/test/java/io/trino/type/TestDecimalOperators.java at
+    029c93b693c7a3dbff995062fb9997f4acd86d77 (testDivide: rounded half up, the precision xp + ys + max(0, ys - xs);
+    testModulus); docs/src/main/sphinx/functions/decimal.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f (literal
+    types, + - * and % result types; an integer operand is decimal(10,0))."""
+    assert answer(engine, expression) == (value, trino_type)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("round(DECIMAL '3.449', 1)", "3.400", "decimal(5,3)"),
+        ("round(DECIMAL '3', 1)", "3", "decimal(2,0)"),
+        ("round(DECIMAL '9999.9')", "10000", "decimal(5,0)"),
+        ("round(2.5e0)", 3.0, "double"),
+        ("round(-2.5e0)", -3.0, "double"),
+    ],
+)
+def test_round(engine: DuckDBQueryEngine, expression: str, value: Any, trino_type: str) -> None:
+    """core/trino-main/src/test/java/io/trino/operator/scalar/TestMathFunctions.java (testRound) at
+    029c93b693c7a3dbff995062fb9997f4acd86d77: round(decimal(p,s), n) is decimal(p+1,s); half away from zero."""
+    assert answer(engine, expression) == (value, trino_type)
+
+
+# --- casts -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("CAST('37' AS integer)", 37, "integer"),
+        ("CAST('+12' AS bigint)", 12, "bigint"),
+        ("TRY_CAST('x' AS integer)", None, "integer"),
+        ("TRY_CAST('2.5' AS integer)", None, "integer"),
+        ("CAST('banana' AS varchar(3))", "ban", "varchar"),
+        ("CAST(s AS varchar(3))", "ban", "varchar"),
+        ("CAST(2.5e0 AS integer)", 3, "integer"),
+        ("CAST(-2.5e0 AS integer)", -3, "integer"),
+        ("CAST(d AS bigint)", 3, "bigint"),
+        ("CAST(2.5 AS integer)", 3, "integer"),
+        ("CAST(DECIMAL '-2.5' AS integer)", -3, "integer"),
+    ],
+)
+def test_casts(engine: DuckDBQueryEngine, expression: str, value: Any, trino_type: str) -> None:
+    """Trino's casts (trinodb/trino at 029c93b693c7a3dbff995062fb9997f4acd86d77): varchar -> integer is Java's
+    Integer.parseInt (io/trino/type FromVarchar: "Cannot cast '%s' to INT"), TestIntegerOperators.testCastFromVarchar;
+    double -> integer rounds half away from zero (TestDoubleOperators.testCastToInteger); decimal -> integer HALF_UP
+    (TestDecimalCasts); varchar(n) truncates (docs/src/main/sphinx/functions/conversion.md)."""
+    assert answer(engine, expression) == (value, trino_type)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("CAST('x' AS integer)", "INVALID_CAST_ARGUMENT: Cannot cast 'x' to INT"),
+        ("CAST(' 12' AS integer)", "INVALID_CAST_ARGUMENT: Cannot cast ' 12' to INT"),
+        ("CAST('2.5' AS bigint)", "INVALID_CAST_ARGUMENT: Cannot cast '2.5' to BIGINT"),
+    ],
+)
+def test_a_failed_cast_fails_the_query_in_trinos_words(
+    engine: DuckDBQueryEngine, expression: str, message: str
+) -> None:
+    """FromVarchar.toInteger/toBigint (trinodb/trino, "Cannot cast '%s' to INT"): INVALID_CAST_ARGUMENT."""
+    assert failure(engine, expression) == message
+
+
+# --- strings -----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("substr('Quadratically', 5)", "ratically"),
+        ("substr('Quadratically', 50)", ""),
+        ("substr('Quadratically', -5)", "cally"),
+        ("substr('Quadratically', -50)", ""),
+        ("substr('Quadratically', 0)", ""),
+        ("substr('Quadratically', 5, 6)", "ratica"),
+        ("substr('Quadratically', -5, 4)", "call"),
+        ("substr('Quadratically', 0, 4)", ""),
+        ("substr('Quadratically', 5, 0)", ""),
+        ("strpos('high', 'ig')", 2),
+        ("strpos('x', '')", 1),
+        ("length('Quadratically')", 13),
+        ("concat('hello', NULL)", None),
+        ("regexp_replace('fun stuff.', '[a-z]', '*')", "*** *****."),
+        (
+            "regexp_replace('call 555.123.4444 now', '(\\d{3})\\.(\\d{3}).(\\d{4})', '($1) $2-$3')",
+            "call (555) 123-4444 now",
+        ),
+        ("regexp_replace('xxx xxx xxx', 'x', '\\x')", "xxx xxx xxx"),
+        ("regexp_replace('xxx', '', 'y')", "yxyxyxy"),
+        ("regexp_replace('xxx xxx xxx', 'x', '$0')", "xxx xxx xxx"),
+        ("regexp_extract('Hello world bye', '\\b[a-z]([a-z]*)')", "world"),
+        ("regexp_extract('Hello world bye', '\\b[a-z]([a-z]*)', 1)", "orld"),
+        ("regexp_extract('abc', '[0-9]')", None),
+        ("cardinality(split('a.b.c', '.'))", 3),
+    ],
+)
+def test_string_functions(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """core/trino-main/src/test/java/io/trino/operator/scalar/TestStringFunctions.java at
+    29e4b2ed1947cd0431248d68e2abcf0da6242bf7 (testSubstring, testStringPosition, testLength, testConcat) and
+    TestRegexpFunctions.java at 105c122c0043c01a3c97ae34883d795a61c0bf34 (testRegexpReplace: Java's $1 and \\x,
+    testRegexpExtract: NULL when nothing matches)."""
+    assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("regexp_replace('xxx', '(x)', '$01')", "NOT_SUPPORTED: runs on Athena only:"),
+        ("regexp_replace('wxyz', '(?<xyz>[xyz])', '${xyz}${xyz}')", "NOT_SUPPORTED: runs on Athena only:"),
+        ("regexp_replace('xxx', 'x', '\\')", "INVALID_FUNCTION_ARGUMENT: "),
+        ("regexp_replace('xxx', 'x', '$')", "INVALID_FUNCTION_ARGUMENT: "),
+        ("split('a,b', ',', 1)", "NOT_SUPPORTED: runs on Athena only: split with a limit"),
+        (
+            "regexp_extract('rat cat\\nbat dog', 'ra(.)|blah(.)(.)', 2)",
+            "NOT_SUPPORTED: runs on Athena only: regexp_ext",
+        ),
+    ],
+)
+def test_what_strings_cannot_reproduce_is_refused(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
+    """TestRegexpFunctions.testRegexpReplace at 105c122c0043c01a3c97ae34883d795a61c0bf34: '$01' is group 1 (Java
+    reads digits greedily), named groups; a trailing backslash and a lone '$' are INVALID_FUNCTION_ARGUMENT."""
+    assert failure(engine, expression).startswith(message)
+
+
+# --- result types ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("expression", "trino_type"),
+    [
+        ("i", "integer"),
+        ("b", "bigint"),
+        ("d", "double"),
+        ("p", "decimal(10,2)"),
+        ("s", "varchar"),
+        ("CAST(ts AS date)", "date"),
+        ("ts", "timestamp(3)"),
+        ("ts AT TIME ZONE 'UTC'", "timestamp(3) with time zone"),
+        ("ARRAY['a', 'b']", "array(varchar)"),
+        ("MAP(ARRAY['a'], ARRAY[b])", "map(varchar, bigint)"),
+        ("CAST(ROW(1, 'x') AS ROW(a integer, b varchar))", "row(a integer, b varchar)"),
+        ("i > 1", "boolean"),
+        ("count(*)", "bigint"),
+        ("sum(i)", "bigint"),
+    ],
+)
+def test_result_types_are_trinos(engine: DuckDBQueryEngine, expression: str, trino_type: str) -> None:
+    """Trino's type names (docs/src/main/sphinx/language/types.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f);
+    Athena's table columns read as timestamp(3); count and sum of integers are bigint (functions/aggregate.md)."""
+    assert answer(engine, expression)[1] == trino_type
