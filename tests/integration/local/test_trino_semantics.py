@@ -8,7 +8,6 @@ small Parquet table written here: ``t(ts timestamp, i integer, b bigint, d doubl
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -16,7 +15,6 @@ import pytest
 
 from local.emulators.duckdb_engine import DuckDBQueryEngine
 
-TRINO = "trinodb/trino"
 
 
 @pytest.fixture(scope="module")
