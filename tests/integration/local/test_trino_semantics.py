@@ -16,7 +16,6 @@ import pytest
 from local.emulators.duckdb_engine import DuckDBQueryEngine
 
 
-
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> DuckDBQueryEngine:
     root = tmp_path_factory.mktemp("trino-semantics")
