@@ -28,7 +28,7 @@ from .trino_types import UNKNOWN_ZONE, TrinoType
 __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that the rewrites make faithful.
-_REWRITTEN: Final = frozenset({"with_timezone", "format_datetime"})
+_REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone"})
 #: Known calls whose DuckDB translation differs from Trino and that are not rewritten here.
 _UNFAITHFUL: Final = {
     exp.ParseJSON: "json_parse",
@@ -48,8 +48,7 @@ _TIME_UNITS: Final = {"millisecond": "1 MILLISECOND", "second": "1 SECOND", "min
 #: strftime directives a date_format pattern may turn into (sqlglot converts MySQL's specifiers to these; %D and %v
 #: do not survive the conversion faithfully, so they are refused).
 _STRFTIME_OK: Final = frozenset(
-    ["Y", "m", "d", "H", "M", "S", "a", "b", "f", "I", "j", "p", "A", "w", "G", "y", "%", "B"]
-    + ["-m", "-d", "-H", "-I"]
+    ["Y", "m", "d", "H", "M", "S", "a", "b", "f", "I", "j", "p", "A", "G", "y", "%", "B"] + ["-m", "-d", "-H", "-I"]
 )
 #: Joda pattern letters (format_datetime) -> strftime, by run length (functions/datetime.md, "Java date functions").
 _JODA: Final = {

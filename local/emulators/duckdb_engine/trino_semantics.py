@@ -169,6 +169,8 @@ class _Rewriter:
             return self._cast(node)
         if isinstance(node, exp.AtTimeZone):
             return self._at_time_zone(node)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "at_timezone" and len(node.expressions) == 2:
+            return self._at_time_zone(exp.AtTimeZone(this=node.expressions[0], zone=node.expressions[1]))
         if isinstance(node, exp.CurrentTimestamp):
             return TrinoType("timestamptz", zone="UTC"), None
         if isinstance(node, exp.UnixToTime):  # from_unixtime(x[, zone]): an instant, in UTC or the zone

@@ -50,6 +50,8 @@ _TRINO_TYPE_OF: Final = {
     "timestamp_ms": "timestamp",
     "timestamp_ns": "timestamp",
     "timestamp with time zone": "timestamp with time zone",
+    "timestamptz_ns": "timestamp with time zone",
+    "timestamp_tz_ns": "timestamp with time zone",
     "interval": "interval day to second",
     "list": "array",
     "array": "array",

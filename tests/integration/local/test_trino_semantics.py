@@ -7,6 +7,8 @@ small Parquet table written here: ``t(ts timestamp, i integer, b bigint, d doubl
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import uuid
 from typing import Any
 
@@ -255,3 +257,133 @@ def test_result_types_are_trinos(engine: DuckDBQueryEngine, expression: str, tri
     """Trino's type names (docs/src/main/sphinx/language/types.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f);
     Athena's table columns read as timestamp(3); count and sum of integers are bigint (functions/aggregate.md)."""
     assert answer(engine, expression)[1] == trino_type
+
+
+# --- time zones and dates (the session zone is UTC) --------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("TIMESTAMP '2012-10-31 01:00 UTC'", "2012-10-31T01:00:00.000+00:00", "timestamp(3) with time zone"),
+        (
+            "TIMESTAMP '2012-10-31 01:00 UTC' AT TIME ZONE 'America/Los_Angeles'",
+            "2012-10-30T18:00:00.000-07:00",
+            "timestamp(3) with time zone",
+        ),
+        ("ts AT TIME ZONE 'Europe/Berlin'", "2020-01-01T11:00:00.000+01:00", "timestamp(3) with time zone"),
+        ("at_timezone(ts, 'Europe/Berlin')", "2020-01-01T11:00:00.000+01:00", "timestamp(3) with time zone"),
+        (
+            "with_timezone(TIMESTAMP '2022-11-01 09:08:07.321', 'America/Los_Angeles')",
+            "2022-11-01T09:08:07.321-07:00",
+            "timestamp(3) with time zone",
+        ),
+        ("hour(ts AT TIME ZONE 'Europe/Berlin')", 11, "bigint"),
+        ("CAST(ts AT TIME ZONE 'Asia/Tokyo' AS timestamp)", "2020-01-01T19:00:00.000", "timestamp(3)"),
+        ("CAST(TIMESTAMP '2020-01-01 23:30:00' AT TIME ZONE 'Europe/Berlin' AS date)", "2020-01-02", "date"),
+        (
+            "date_trunc('day', TIMESTAMP '2020-01-01 23:30:00' AT TIME ZONE 'Europe/Berlin')",
+            "2020-01-02T00:00:00.000+01:00",
+            "timestamp(3) with time zone",
+        ),
+        ("format_datetime(ts AT TIME ZONE 'Europe/Berlin', 'yyyy-MM-dd HH:mm')", "2020-01-01 11:00", "varchar"),
+        ("format_datetime(ts, 'EEE, d MMM yyyy h:mm a')", "Wed, 1 Jan 2020 10:00 AM", "varchar"),
+        ("date_format(ts, '%Y-%m-%d %H:%i:%s')", "2020-01-01 10:00:00", "varchar"),
+        ("from_unixtime(0)", "1970-01-01T00:00:00.000+00:00", "timestamp(3) with time zone"),
+        ("to_unixtime(ts)", 1577872800.0, "double"),
+        ("date_add('second', 86, TIMESTAMP '2020-03-01 00:00:00')", "2020-03-01T00:01:26.000", "timestamp(3)"),
+        ("date_add('hour', 9, TIMESTAMP '2020-03-01 00:00:00')", "2020-03-01T09:00:00.000", "timestamp(3)"),
+        (
+            "date_add('day', -1, TIMESTAMP '2020-03-01 00:00:00 UTC')",
+            "2020-02-29T00:00:00.000+00:00",
+            "timestamp(3) with time zone",
+        ),
+        ("date_add('day', 1, DATE '2020-01-31')", "2020-02-01", "date"),
+        ("date_add('month', 1, DATE '2020-01-31')", "2020-02-29", "date"),
+        ("date_diff('second', TIMESTAMP '2020-03-01 00:00:00', TIMESTAMP '2020-03-02 00:00:00')", 86400, "bigint"),
+        ("date_diff('hour', TIMESTAMP '2020-03-01 00:00:00 UTC', TIMESTAMP '2020-03-02 00:00:00 UTC')", 24, "bigint"),
+        ("date_diff('day', DATE '2020-03-01', DATE '2020-03-02')", 1, "bigint"),
+        ("date_diff('day', TIMESTAMP '2020-01-01 23:00:00', TIMESTAMP '2020-01-02 01:00:00')", 0, "bigint"),
+        ("date_trunc('month', TIMESTAMP '2022-10-20 05:10:00')", "2022-10-01T00:00:00.000", "timestamp(3)"),
+        ("date_trunc('week', TIMESTAMP '2001-08-22 03:04:05.321')", "2001-08-20T00:00:00.000", "timestamp(3)"),
+    ],
+)
+def test_time_zones_and_dates(engine: DuckDBQueryEngine, expression: str, value: Any, trino_type: str) -> None:
+    """docs/src/main/sphinx/functions/datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b: "Time zone
+    conversion" (AT TIME ZONE keeps the instant, shows it in the zone), with_timezone / at_timezone (in a UTC
+    session), from_unixtime, date_trunc, date_add and date_diff examples; Joda and MySQL patterns (format_datetime,
+    date_format). ``ts`` is 2020-01-01 10:00 (UTC): 11:00 in Berlin, 19:00 in Tokyo."""
+    assert answer(engine, expression) == (value, trino_type)
+
+
+def test_a_zoned_timestamp_prints_in_its_own_zone(engine: DuckDBQueryEngine, tmp_path: Any) -> None:
+    """datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b: ``-- 2012-10-30 18:00:00.000 America/Los_Angeles``."""
+    sql = "SELECT TIMESTAMP '2012-10-31 01:00 UTC' AT TIME ZONE 'America/Los_Angeles' AS v"
+    query_id = engine.start_query(sql=sql, parameters=[], client_request_token=f"trino-{uuid.uuid4().hex}")
+    engine.get_query(query_id).raise_for_state()
+    stored = json.loads((engine.state_dir / "results" / f"{query_id}.json").read_text())
+    assert stored["rows"] == [["2012-10-30 18:00:00.000 America/Los_Angeles"]]
+
+
+def test_current_date_is_utcs(engine: DuckDBQueryEngine) -> None:
+    """The session zone is UTC (Athena's): current_date is today's UTC date (datetime.md: current_date)."""
+    before = dt.datetime.now(dt.UTC).date().isoformat()
+    value, trino_type = answer(engine, "current_date")
+    after = dt.datetime.now(dt.UTC).date().isoformat()
+    assert trino_type == "date" and value in (before, after)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("date_format(ts, '%D')", "NOT_SUPPORTED: runs on Athena only: date_format"),
+        ("format_datetime(ts, 'Z')", "NOT_SUPPORTED: runs on Athena only: format_datetime"),
+        ("ts AT TIME ZONE s", "NOT_SUPPORTED: runs on Athena only: AT TIME ZONE with a zone that is not a literal"),
+        ("ts AT TIME ZONE 'Mars/Olympus'", "INVALID_FUNCTION_ARGUMENT: Time zone not supported: Mars/Olympus"),
+        ("date_add('hour', 1, DATE '2020-01-01')", "INVALID_FUNCTION_ARGUMENT: 'hour' is not a valid DATE field"),
+    ],
+)
+def test_what_dates_cannot_reproduce_is_refused(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
+    """datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b (the specifiers, the zones); refusals are one line."""
+    assert failure(engine, expression).startswith(message)
+
+
+# --- functions: refused in one line, or run ----------------------------------------------------------------------
+def test_map_agg_is_refused_in_one_line_without_duckdbs_words(engine: DuckDBQueryEngine) -> None:
+    """Issue 33: "runs on Athena only: map_agg; the check validated it" (map_agg is in Athena's catalog)."""
+    message = failure(engine, "map_agg(s, i)")
+    assert message == "NOT_SUPPORTED: runs on Athena only: map_agg; the check validated it"
+
+
+@pytest.mark.parametrize("expression", ["strftime(ts, '%Y')", "epoch_ms(1)", "no_such_function(1)"])
+def test_a_function_athena_does_not_have_is_function_not_found(engine: DuckDBQueryEngine, expression: str) -> None:
+    """Trino's analyzer: FUNCTION_NOT_FOUND, "Function 'x' not registered" (DuckDB-only functions included)."""
+    name = expression.split("(")[0]
+    assert failure(engine, expression) == f"FUNCTION_NOT_FOUND: Function '{name}' not registered"
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("element_at(ARRAY[1, 2, 3], 2)", 2),
+        ("element_at(ARRAY[1, 2, 3], 5)", None),
+        ("element_at(ARRAY[1, 2, 3], -1)", 3),
+        ("element_at(MAP(ARRAY['a', 'b'], ARRAY[1, 2]), 'b')", 2),
+        ("element_at(MAP(ARRAY['a'], ARRAY[1]), 'z')", None),
+        ("cardinality(ARRAY[1, 2, 3])", 3),
+        ("array_join(ARRAY['a', 'b'], '-')", "a-b"),
+        ("contains(ARRAY[1, 2], 2)", True),
+        ("json_extract_scalar('{\"a\": {\"b\": 7}}', '$.a.b')", "7"),
+        ("json_extract_scalar('{\"a\": {\"b\": 7}}', '$.a')", None),
+        ("json_extract_scalar('[1, 2]', '$[1]')", "2"),
+    ],
+)
+def test_array_map_and_json_functions(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """docs/src/main/sphinx/functions/array.md, map.md, json.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f:
+    element_at is NULL past the end and counts from the end for a negative index; json_extract_scalar is NULL for
+    an object or an array."""
+    assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize("expression", ["json_parse('[1]')", "json_format(JSON '[1]')", "sequence(1, 3)"])
+def test_json_values_and_others_not_reproduced_are_refused(engine: DuckDBQueryEngine, expression: str) -> None:
+    """The local engine cannot print json values or sequences as Trino does: refused, one line."""
+    assert failure(engine, expression).startswith("NOT_SUPPORTED: runs on Athena only: ")
