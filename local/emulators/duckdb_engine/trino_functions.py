@@ -43,6 +43,7 @@ _SYNTAX: Final = frozenset(
      "current_date", "current_timestamp", "current_time", "localtimestamp", "localtime", "date", "timestamp",
      "at_timezone", "unnest", "exists", "interval", "position"}
 )  # fmt: skip
+_CALL_HEAD: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(")
 _DATE_UNITS: Final = {"day": "1 DAY", "week": "7 DAY", "month": "1 MONTH", "quarter": "3 MONTH", "year": "1 YEAR"}
 _TIME_UNITS: Final = {"millisecond": "1 MILLISECOND", "second": "1 SECOND", "minute": "1 MINUTE", "hour": "1 HOUR"}
 #: strftime directives a date_format pattern may turn into (sqlglot converts MySQL's specifiers to these; %D and %v
@@ -76,9 +77,12 @@ def check_calls(tree: exp.Expr) -> None:
             raise Refused("FUNCTION_NOT_FOUND", f"Function '{name}' not registered")
         if type(node) in _UNFAITHFUL:
             raise athena_only(_UNFAITHFUL[type(node)])
-        if complete and isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous):
-            names = [name.lower() for name in type(node).sql_names()]
-            if names and not any(n in _SYNTAX or athena_functions.lookup(n) is not None for n in names):
+        if complete and isinstance(node, exp.Func) and not isinstance(node, (exp.Anonymous, exp.Binary)):
+            head = _CALL_HEAD.match(node.sql(dialect="trino"))  # Trino's spelling of the call; None: an operator
+            if head is None or isinstance(node.parent, exp.Table):
+                continue  # table functions: DuckDB decides (and reads nothing outside data_dir)
+            names = [head.group(1).lower()] + [name.lower() for name in type(node).sql_names()]
+            if not any(n in _SYNTAX or athena_functions.lookup(n) is not None for n in names):
                 raise Refused("FUNCTION_NOT_FOUND", f"Function '{names[0]}' not registered")
 
 
