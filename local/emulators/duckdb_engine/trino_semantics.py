@@ -57,6 +57,16 @@ _WALL_TIME_PARTS: Final = (
 )
 
 
+_OPERATORS: Final = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<="}
+
+
+def _shown(kind: TrinoType) -> str:
+    """A type as Trino's messages write it: ``integer``, ``decimal(10,2)``, ``timestamp(3)``."""
+    if kind.name == "decimal" and kind.precision is not None:
+        return f"decimal({kind.precision},{kind.scale})"
+    return {"timestamp": "timestamp(3)", "timestamptz": "timestamp(3) with time zone"}.get(kind.name, kind.name)
+
+
 class Refused(Exception):
     """The local engine cannot answer as Athena would: ``error_code`` (Trino's) and a one-line ``message``."""
 
@@ -190,6 +200,11 @@ class _Rewriter:
             if isinstance(node, exp.TimeToStr):
                 return functions.rewrite_call(node, self) or (TrinoType("varchar"), None)
             return (TrinoType("date") if isinstance(node, exp.Date) else self._sqlglot(node)), None
+        if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)):
+            self._comparable(node)
+            return TrinoType("boolean"), None
+        if isinstance(node, exp.Avg) and self.type_of(node.this).name == "decimal":
+            return self._decimal_average(node)
         rewritten = functions.rewrite_call(node, self)
         if rewritten is not None:
             return rewritten
@@ -250,6 +265,40 @@ class _Rewriter:
         unit = f" * {'0.' + '0' * (scale - 1) + '1'}" if scale else ""
         template = f"CAST(CAST({rounded} AS DECIMAL(38, 0)){unit} AS DECIMAL({precision}, {scale}))"
         return duck(template, _a=node.left, _b=node.right)
+
+    def _comparable(self, node: exp.Expr) -> None:
+        """Trino compares a number, date or timestamp with a varchar nowhere (no implicit cast): TYPE_MISMATCH, as
+        Trino's analyzer says it ("Cannot apply operator: integer = varchar(4)"; TestAnalyzer)."""
+        left = node.this
+        others = [node.expression] if isinstance(node, exp.Binary) else []
+        if isinstance(node, exp.Binary) and literal_text(left) is not None:  # '1545' = flight
+            left, others = node.expression, [left]
+        if isinstance(node, exp.Between):
+            others = [node.args.get("low"), node.args.get("high")]
+        elif isinstance(node, exp.In):
+            others = list(node.expressions)
+        kind = self.type_of(left)
+        if not (kind.is_integer or kind.is_float or kind.name in ("decimal", "date", "timestamp", "timestamptz")):
+            return
+        for other in others:
+            text = literal_text(other)
+            if text is not None:
+                operator = {exp.Between: "BETWEEN", exp.In: "IN"}.get(type(node)) or node.key.upper()
+                raise Refused(
+                    "TYPE_MISMATCH",
+                    f"Cannot apply operator: {_shown(kind)} {_OPERATORS.get(operator, operator)} varchar({len(text)})"
+                    f" (cast the literal, e.g. CAST('{text}' AS {_shown(kind).split('(')[0]}))",
+                )
+
+    def _decimal_average(self, node: exp.Avg) -> tuple[TrinoType, exp.Expr | None]:
+        """avg(decimal(p,s)) is decimal(p,s) (Trino's DecimalAverageAggregation): the exact sum over the count."""
+        kind = self.type_of(node.this)
+        if isinstance(node.parent, exp.Window) or kind.precision is None or kind.scale is None:
+            raise athena_only("avg of a decimal as a window function or of unknown precision")
+        total = duck(f"CAST(sum(_a) AS DECIMAL(38, {kind.scale}))", _a=node.this)
+        division = exp.Div(this=total, expression=duck("count(_a)", _a=node.this))
+        exact = self._decimal_divide(division, (38, kind.scale), (19, 0), 38, kind.scale)
+        return kind, duck(f"CAST(_a AS DECIMAL({kind.precision}, {kind.scale}))", _a=exact)
 
     def _cast(self, node: exp.Cast) -> tuple[TrinoType, exp.Expr | None]:
         source, target = self.type_of(node.this), of_sqlglot(node.to)

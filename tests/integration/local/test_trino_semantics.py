@@ -43,9 +43,9 @@ def answer(engine: DuckDBQueryEngine, expression: str) -> tuple[Any, str]:
     return result.rows[0]["v"], engine.column_types(query_id)[0]
 
 
-def failure(engine: DuckDBQueryEngine, expression: str) -> str:
+def failure(engine: DuckDBQueryEngine, expression: str, where: str = "true") -> str:
     """The one-line error message of a query over ``t`` that must fail (``CODE: message``), without DuckDB's words."""
-    sql = f"SELECT {expression} AS v FROM t"
+    sql = f"SELECT {expression} AS v FROM t WHERE {where}"
     query_id = engine.start_query(sql=sql, parameters=[], client_request_token=f"trino-{uuid.uuid4().hex}")
     execution = engine.get_query(query_id)
     assert execution.state == "FAILED"
@@ -387,3 +387,37 @@ def test_array_map_and_json_functions(engine: DuckDBQueryEngine, expression: str
 def test_json_values_and_others_not_reproduced_are_refused(engine: DuckDBQueryEngine, expression: str) -> None:
     """The local engine cannot print json values or sequences as Trino does: refused, one line."""
     assert failure(engine, expression).startswith("NOT_SUPPORTED: runs on Athena only: ")
+
+
+# --- comparisons Trino refuses -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("i = '17'", "TYPE_MISMATCH: Cannot apply operator: integer = varchar(2)"),
+        ("'17' = i", "TYPE_MISMATCH: Cannot apply operator: integer = varchar(2)"),
+        ("ts >= '2020-01-01 00:00:00'", "TYPE_MISMATCH: Cannot apply operator: timestamp(3) >= varchar(19)"),
+        ("ts BETWEEN '2020-01-01' AND '2020-01-02'", "TYPE_MISMATCH: Cannot apply operator: timestamp(3) BETWEEN"),
+        ("p IN ('1.50')", "TYPE_MISMATCH: Cannot apply operator: decimal(10,2) IN varchar(4)"),
+    ],
+)
+def test_a_number_or_timestamp_compared_with_a_varchar_is_a_type_mismatch(
+    engine: DuckDBQueryEngine, where: str, message: str
+) -> None:
+    """Trino has no implicit cast from varchar to a number or a timestamp (docs/src/main/sphinx/language/types.md,
+    functions/conversion.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f; its analyzer's "Cannot apply operator");
+    issue 33's `flight = '1545'` and an uncast `:window_start` (bound as a varchar literal)."""
+    assert failure(engine, "1", where).startswith(message)
+
+
+def test_a_cast_literal_compares(engine: DuckDBQueryEngine) -> None:
+    assert answer(engine, "count(*) FILTER (WHERE ts >= CAST('2020-01-01 00:00:00' AS timestamp) AND i = 17)") == (
+        1,
+        "bigint",
+    )
+
+
+def test_avg_of_a_decimal_is_an_exact_decimal(engine: DuckDBQueryEngine) -> None:
+    """functions/aggregate.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f: avg(x) -> [same as input] for decimals
+    (avg of integers is double)."""
+    assert answer(engine, "avg(p)") == ("1.50", "decimal(10,2)")
+    assert answer(engine, "avg(i)") == (17.0, "double")
