@@ -197,6 +197,10 @@ class DuckDBSession:
 _RAISED = re.compile(r"^Invalid Input Error: (?P<code>[A-Z_]+): (?P<message>.*)$", re.DOTALL)
 _NOT_CONVERTED = re.compile(r"Could not convert string '(?P<value>.*)' to (?P<type>\w+)")
 _MISSING_FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (?P<name>\w+) does not exist")
+_OVERFLOW = re.compile(
+    r"Overflow in (?P<operation>addition|subtraction|multiplication) of (?P<type>INT\d+) \((?P<operands>[^)]*)\)"
+)
+_INTEGER_NAMES = {"INT8": "tinyint", "INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _TRINO_INTEGERS = {"INT8": "TINYINT", "INT16": "SMALLINT", "INT32": "INT", "INT64": "BIGINT"}
 
 
@@ -216,6 +220,12 @@ def _user_message(exc: duckdb.Error) -> str:
     missing = _MISSING_FUNCTION.search(text)
     if isinstance(exc, duckdb.CatalogException) and missing:
         return f"NOT_SUPPORTED: runs on Athena only: {missing['name'].lower()}; the local engine has no translation"
+    if isinstance(exc, duckdb.InvalidInputException) and "Insufficient padding" in text:  # lpad/rpad with ''
+        return "INVALID_FUNCTION_ARGUMENT: Padding string must not be empty"
+    overflow = _OVERFLOW.search(text)
+    if isinstance(exc, duckdb.OutOfRangeException) and overflow and overflow["type"] in _INTEGER_NAMES:
+        kind = _INTEGER_NAMES[overflow["type"]]  # Trino: "integer addition overflow: 2147483647 + 1"
+        return f"NUMERIC_VALUE_OUT_OF_RANGE: {kind} {overflow['operation']} overflow: {overflow['operands']}"
     if isinstance(exc, duckdb.OutOfRangeException) and "INT128" in text:  # .trino_semantics' exact decimal division
         return "NOT_SUPPORTED: runs on Athena only: decimal division of values beyond 38 digits; the check validated it"
     if isinstance(exc, duckdb.OutOfRangeException):

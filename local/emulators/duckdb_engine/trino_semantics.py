@@ -331,19 +331,36 @@ class _Rewriter:
         if target.name in _INTEGER_CASTS and source.is_float:
             cast = "TRY_CAST" if safe else "CAST"
             return target, duck(f"{cast}(round(_a) AS {_INTEGER_CASTS[target.name]})", _a=node.this)
+        if target.name == "varchar" and target.precision is None and source.name in ("timestamp", "timestamptz"):
+            return target, self._timestamp_text(node, source)
+        if target.name == "varchar" and source.is_float:  # Java's Double.toString (1.0E10) is not reproduced
+            raise athena_only(f"a cast of a {source.name} to varchar ({node.sql('trino')})")
         if target.name == "varchar" and target.precision is not None:
             if source.name == "varchar":
                 return target, duck(f"CAST(substring(_a, 1, {target.precision}) AS VARCHAR)", _a=node.this)
             raise athena_only(f"a cast to varchar({target.precision}) of a {source.name} ({node.sql('trino')})")
         return target, None
 
+    def _timestamp_text(self, node: exp.Cast, source: TrinoType) -> exp.Expr:
+        """CAST(timestamp(p) AS varchar) as Trino prints it: p fraction digits (a column is timestamp(3)); a zoned
+        one in its own zone, the zone's name after it (``2020-01-01 11:00:00.000 Europe/Berlin``)."""
+        precision = 3 if source.precision is None else source.precision
+        fraction = {0: "", 3: ".%g", 6: ".%f"}.get(precision)
+        if fraction is None:
+            raise athena_only(f"a cast of a timestamp({precision}) to varchar")
+        if source.name == "timestamp":
+            return duck(f"strftime(_a, '%Y-%m-%d %H:%M:%S{fraction}')", _a=node.this)
+        zone = self._known_zone(source, "a cast to varchar")
+        return duck(f"strftime(timezone('{zone}', _a), '%Y-%m-%d %H:%M:%S{fraction}') || ' {zone}'", _a=node.this)
+
     def _at_time_zone(self, node: exp.AtTimeZone) -> tuple[TrinoType, exp.Expr | None]:
         source = self.type_of(node.this)
         zone = self._zone(node.args.get("zone"), "AT TIME ZONE")
+        zoned = TrinoType("timestamptz", precision=source.precision, zone=zone)
         if source.name == "timestamp":  # read as UTC (the session zone): the same instant, shown in `zone`
-            return TrinoType("timestamptz", zone=zone), duck("CAST(_a AS TIMESTAMPTZ)", _a=node.this)
+            return zoned, duck("CAST(_a AS TIMESTAMPTZ)", _a=node.this)
         if source.name == "timestamptz":
-            return TrinoType("timestamptz", zone=zone), node.this
+            return zoned, node.this
         raise athena_only(f"AT TIME ZONE of a {source.name} ({node.sql('trino')})")
 
     def _date_trunc(self, node: exp.TimestampTrunc) -> tuple[TrinoType, exp.Expr | None]:

@@ -156,8 +156,10 @@ def of_sqlglot(data_type: exp.DataType | None) -> TrinoType:
         precision = numbers[0] if numbers else (38 if data_type.expressions else None)
         scale = numbers[1] if len(numbers) > 1 else (0 if numbers else None)
         return TrinoType(name, precision=precision, scale=scale)
-    if name in ("varchar", "char"):
+    if name in ("varchar", "char", "timestamp"):
         return TrinoType(name, precision=numbers[0] if numbers else None)
+    if name == "timestamptz":
+        return TrinoType(name, precision=numbers[0] if numbers else None, zone="UTC")
     return TrinoType(name, zone="UTC" if name == "timestamptz" else None)
 
 
