@@ -82,7 +82,7 @@ class DuckDBSession:
                 duck_types = list(relation.types)
                 raw_rows = relation.fetchall()
                 scan = self._account(con, prepared, layouts)
-            columns, rows = _render(names, duck_types, raw_rows, prepared.output_zones)
+            columns, rows = _render(names, duck_types, raw_rows, prepared.output_zones, prepared.output_types)
         except QueryRejected as exc:
             return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, str(exc)), None
         except duckdb.Error as exc:

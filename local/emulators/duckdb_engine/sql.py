@@ -63,6 +63,8 @@ class PreparedQuery:
     tree: exp.Query | None = field(default=None, repr=False, compare=False)
     #: Per output column, the time zone its ``timestamp with time zone`` values print in (None: UTC / not one).
     output_zones: tuple[str | None, ...] = ()
+    #: Per output column, its Trino type where DuckDB's loses a parameter (``timestamp(0)``; None: DuckDB's).
+    output_types: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,11 @@ def translate_query(bound: BoundQuery, schema: dict[str, dict[str, str]] | None 
     except SqlglotError as exc:
         raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
     return PreparedQuery(
-        duckdb_sql=duckdb_sql, tables=bound.tables, tree=bound.tree, output_zones=translation.output_zones
+        duckdb_sql=duckdb_sql,
+        tables=bound.tables,
+        tree=bound.tree,
+        output_zones=translation.output_zones,
+        output_types=translation.output_types,
     )
 
 

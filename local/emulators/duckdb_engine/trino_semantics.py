@@ -84,10 +84,12 @@ def athena_only(construct: str) -> Refused:
 @dataclass(frozen=True)
 class Translation:
     """The rewritten tree (generate it as DuckDB) and, per output column, the zone it prints in (None: UTC or not
-    a timestamp with time zone)."""
+    a timestamp with time zone) and its Trino type where it is more precise than DuckDB's (``timestamp(0)``,
+    ``varchar(3)``; None: DuckDB's type says it)."""
 
     tree: exp.Query
     output_zones: tuple[str | None, ...]
+    output_types: tuple[str | None, ...] = ()
 
 
 def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) -> Translation:
@@ -100,13 +102,26 @@ def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) 
     for node in reversed(list(tree.walk())):  # children before their parents
         rewriter.visit(node)
     zones: list[str | None] = []
+    types: list[str | None] = []
     if isinstance(tree, exp.Select):
         for projection in tree.expressions:
             kind = rewriter.type_of(projection.unalias() if isinstance(projection, exp.Alias) else projection)
             if kind.name == "timestamptz" and kind.zone == UNKNOWN_ZONE:
                 raise athena_only(f"a timestamp with a time zone known only when the query runs ({projection.sql()})")
             zones.append(kind.zone if kind.name == "timestamptz" and kind.zone != "UTC" else None)
-    return Translation(tree=tree, output_zones=tuple(zones))
+            types.append(_precise_text(kind))
+    return Translation(tree=tree, output_zones=tuple(zones), output_types=tuple(types))
+
+
+def _precise_text(kind: TrinoType) -> str | None:
+    """A type whose parameter DuckDB loses, as Trino writes it (``timestamp(0)``, ``varchar(3)``), else None."""
+    if kind.name == "timestamp" and kind.precision is not None:
+        return f"timestamp({kind.precision})"
+    if kind.name == "timestamptz" and kind.precision is not None:
+        return f"timestamp({kind.precision}) with time zone"
+    if kind.name == "varchar" and kind.precision is not None:
+        return f"varchar({kind.precision})"
+    return None
 
 
 def _annotate(tree: exp.Query, schema: dict[str, dict[str, str]]) -> dict[int, exp.DataType]:
