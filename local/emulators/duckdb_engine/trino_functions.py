@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from athena_sql import functions as athena_functions
 
+from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN_ZONE, TrinoType
 
 __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
@@ -64,7 +65,6 @@ def check_calls(tree: exp.Expr) -> None:
     """Refuse, before anything runs, a call Athena does not have or the local engine cannot reproduce.
 
     :raises Refused: FUNCTION_NOT_FOUND or NOT_SUPPORTED (see the module docstring)."""
-    from .trino_semantics import Refused, athena_only
 
     complete = not str(athena_functions.source().get("trino_release", "")).startswith("unpinned")
     for node in tree.walk():
@@ -91,7 +91,6 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
 
     `rewriter` gives ``type_of(node)`` and ``wall_time(node) -> node`` (a zoned timestamp as its zone's wall time).
     :raises Refused: an argument the local engine cannot reproduce (a non-literal pattern, an unknown letter)."""
-    from .trino_semantics import Refused, athena_only, duck, literal_text
 
     type_of: Callable[[exp.Expr | None], TrinoType] = rewriter.type_of
     varchar = TrinoType("varchar")
@@ -193,7 +192,6 @@ def _java_replacement(text: str) -> str:
     """A Java regex replacement (``$1``, ``\\$``) as RE2's (``\\1``, ``$``), as TestRegexpFunctions has them (trinodb/trino
     at 105c122c0043c01a3c97ae34883d795a61c0bf34); ``${name}`` and ``$12`` (Java reads as many digits as there are
     groups) are refused, a trailing ``\\`` or a ``$`` without a group is INVALID_FUNCTION_ARGUMENT."""
-    from .trino_semantics import Refused, athena_only
 
     out: list[str] = []
     index = 0
@@ -223,7 +221,6 @@ def _java_replacement(text: str) -> str:
 def joda_to_strftime(pattern: str) -> str:
     """A Joda-Time pattern (format_datetime) as a strftime format: ``yyyy-MM-dd HH:mm`` -> ``%Y-%m-%d %H:%M``;
     quoted text is literal (``''`` is a quote). :raises Refused: a letter or run length not reproduced here."""
-    from .trino_semantics import athena_only
 
     out: list[str] = []
     index = 0

@@ -27,16 +27,16 @@ import zoneinfo
 from dataclasses import dataclass
 from typing import Any, Final
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from . import trino_functions as functions
+from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
 
-__all__ = ["Refused", "Translation", "translate"]
+__all__ = ["Refused", "Translation", "athena_only", "translate"]
 
 _TID: Final = "trino_tid"
 _INTEGER_CASTS: Final = {"tinyint": "TINYINT", "smallint": "SMALLINT", "integer": "INT", "bigint": "BIGINT"}
@@ -65,20 +65,6 @@ def _shown(kind: TrinoType) -> str:
     if kind.name == "decimal" and kind.precision is not None:
         return f"decimal({kind.precision},{kind.scale})"
     return {"timestamp": "timestamp(3)", "timestamptz": "timestamp(3) with time zone"}.get(kind.name, kind.name)
-
-
-class Refused(Exception):
-    """The local engine cannot answer as Athena would: ``error_code`` (Trino's) and a one-line ``message``."""
-
-    def __init__(self, error_code: str, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
-
-
-def athena_only(construct: str) -> Refused:
-    """The one line for a construct Athena runs and the local engine cannot reproduce faithfully."""
-    return Refused("NOT_SUPPORTED", f"runs on Athena only: {construct}; the check validated it")
 
 
 @dataclass(frozen=True)
@@ -140,20 +126,6 @@ def _annotate(tree: exp.Query, schema: dict[str, dict[str, str]]) -> dict[int, e
     except (SqlglotError, KeyError, ValueError, AttributeError):
         return {}
     return {node.meta[_TID]: node.type for node in copy.walk() if _TID in node.meta and node.type is not None}
-
-
-def duck(template: str, **operands: exp.Expr) -> exp.Expr:
-    """A DuckDB expression from `template` whose identifiers ``_a``, ``_b``, ... are replaced by `operands`."""
-    tree = sqlglot.parse_one(template, read="duckdb")
-    for column in list(tree.find_all(exp.Column)):
-        if not column.table and column.name in operands:
-            column.replace(operands[column.name].copy())
-    return tree
-
-
-def literal_text(node: exp.Expr | None) -> str | None:
-    """The text of a string literal (None when `node` is not one)."""
-    return node.this if isinstance(node, exp.Literal) and node.is_string else None
 
 
 class _Rewriter:
