@@ -37,6 +37,10 @@ _UNFAITHFUL: Final = {
     exp.JSONExtract: "json_extract",
     exp.GenerateSeries: "sequence",
     exp.Format: "format",
+    exp.ArrayDistinct: "array_distinct",  # Trino keeps the first occurrences' order
+    exp.ArrayExcept: "array_except",
+    exp.ArrayIntersect: "array_intersect",
+    exp.Reduce: "reduce",
 }
 #: Trino syntax parsed as a function node that is not a function of Athena's catalog.
 _SYNTAX: Final = frozenset(
@@ -89,7 +93,8 @@ def check_calls(tree: exp.Expr) -> None:
 def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | None] | None:
     """The Trino type of a call and its DuckDB replacement (None: keep), or None when `node` is not handled here.
 
-    `rewriter` gives ``type_of(node)`` and ``wall_time(node) -> node`` (a zoned timestamp as its zone's wall time).
+    `rewriter` gives ``type_of(node)``, ``sqlglot_type(node)`` (sqlglot's annotation) and ``wall_time(node) -> node``
+    (a zoned timestamp as its zone's wall time).
     :raises Refused: an argument the local engine cannot reproduce (a non-literal pattern, an unknown letter)."""
 
     type_of: Callable[[exp.Expr | None], TrinoType] = rewriter.type_of
@@ -147,9 +152,99 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
         and type_of(node.this).name == "decimal"
     ):
         return _round_decimal(node, type_of(node.this), duck)
+    collection = _collection_call(node, type_of)
+    if collection is not None:
+        kind, call = collection
+        return (kind if kind is not None else rewriter.sqlglot_type(node)), call
+    if isinstance(node, exp.Typeof):  # Trino's name of the argument's type, where the engine knows it exactly
+        shown = _type_name(type_of(node.this))
+        if shown is None:
+            raise athena_only("typeof of an expression whose exact type the local engine does not derive")
+        return varchar, exp.Literal.string(shown)
+    if isinstance(node, exp.ParseDatetime):  # a timestamp(3) with time zone in the session zone (UTC)
+        text = literal_text(node.args.get("format"))
+        if text is None:
+            raise athena_only("parse_datetime with a pattern that is not a literal")
+        call = duck(
+            "CAST(strptime(_a, _f) AS TIMESTAMPTZ)", _a=node.this, _f=exp.Literal.string(joda_to_strftime(text))
+        )
+        return TrinoType("timestamptz", precision=3, zone="UTC"), call
+    if isinstance(node, exp.StrToTime):  # date_parse: sqlglot converted the MySQL specifiers
+        text = literal_text(node.args.get("format"))
+        if text is None or any(d not in _STRFTIME_OK for d in re.findall(r"%(-?.)", text)):
+            raise athena_only("date_parse with this pattern (a specifier the local engine does not reproduce)")
+        return TrinoType("timestamp", precision=3), None
     if isinstance(node, exp.JSONExtractScalar):
         template = "CASE WHEN json_type(_a, _p) IN ('OBJECT', 'ARRAY') THEN NULL ELSE json_extract_string(_a, _p) END"
         return varchar, duck(template, _a=node.this, _p=node.expression)
+    return None
+
+
+def _collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoType | None, Any] | None:
+    """Array and map calls whose DuckDB translation answers differently (functions/array.md, map.md at
+    6f7aadf5a9115ec244aac372e07df5a481a4907f): slice's length, array_position's 0, contains' NULL, split_part past
+    the end, a subscript past the end (an error in Trino, NULL in DuckDB), cardinality of a map."""
+    if isinstance(node, exp.ArraySlice):  # slice(x, start, length)
+        start, length = node.args.get("start"), node.args.get("end")
+        if not (isinstance(start, exp.Literal) and start.is_int and int(start.this) > 0) or length is None:
+            raise athena_only("slice with a start that is not a positive literal")
+        return type_of(node.this), duck("list_slice(_a, _s, _s + _l - 1)", _a=node.this, _s=start, _l=length)
+    if isinstance(node, exp.ArrayPosition):
+        template = (
+            "CASE WHEN _a IS NULL OR _x IS NULL THEN NULL ELSE CAST(coalesce(list_position(_a, _x), 0) AS BIGINT) END"
+        )
+        return TrinoType("bigint"), duck(template, _a=node.this, _x=node.expression)
+    if isinstance(node, exp.ArrayContains):  # NULL when not found and the array holds a NULL
+        template = (
+            "CASE WHEN _a IS NULL OR _x IS NULL THEN NULL WHEN list_contains(_a, _x) THEN true"
+            " WHEN list_position(_a, NULL) IS NOT NULL THEN NULL ELSE false END"
+        )
+        return TrinoType("boolean"), duck(template, _a=node.this, _x=node.expression)
+    if isinstance(node, exp.SplitPart):
+        index = node.args.get("part_index")
+        if isinstance(index, exp.Literal) and index.is_int and int(index.this) < 1:
+            raise Refused("INVALID_FUNCTION_ARGUMENT", "Index must be greater than zero")
+        template = "CASE WHEN _i <= len(string_split(_a, _d)) THEN split_part(_a, _d, _i) END"
+        return TrinoType("varchar"), duck(template, _a=node.this, _d=node.args["delimiter"], _i=index)
+    if isinstance(node, exp.ArraySize) and type_of(node.this).name == "map":
+        return TrinoType("bigint"), duck("CAST(cardinality(_a) AS BIGINT)", _a=node.this)
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+        return _subscript(node, type_of(node.this))
+    return None
+
+
+def _subscript(node: exp.Bracket, container: TrinoType) -> tuple[TrinoType | None, Any] | None:
+    """``a[k]`` past the end and ``m[k]`` of a missing key fail in Trino; element_at(a, 0) too (array.md)."""
+    index = node.expressions[0]
+    if node.args.get("safe"):  # element_at: NULL past the end, from the end when negative; 0 fails
+        if isinstance(index, exp.Literal) and index.is_int and int(index.this) == 0 and container.name == "array":
+            raise Refused("INVALID_FUNCTION_ARGUMENT", "SQL array indices start at 1")
+        return None
+    if container.name == "map":
+        template = "CASE WHEN map_contains(_m, _k) THEN _b ELSE error('INVALID_FUNCTION_ARGUMENT: Key not present in map: ' || _k) END"
+        return None, duck(template, _m=node.this, _k=index, _b=node.copy())
+    if container.name != "array":
+        return None
+    if not (isinstance(index, exp.Literal) and index.is_int):
+        raise athena_only("an array subscript that is not a literal")
+    position = int(index.this) + (0 if node.args.get("offset") else 1)  # sqlglot keeps a[k] as k - 1
+    template = (
+        f"CASE WHEN len(_a) >= {position} THEN _b ELSE error('INVALID_FUNCTION_ARGUMENT: Array subscript must be"
+        f" less than or equal to array length: {position} > ' || len(_a)) END"
+    )
+    return None, duck(template, _a=node.this, _b=node.copy())
+
+
+def _type_name(kind: TrinoType) -> str | None:
+    """A type as typeof() names it, when the engine knows it exactly (None otherwise)."""
+    if kind.name in ("integer", "bigint", "smallint", "tinyint", "double", "real", "boolean", "date"):
+        return kind.name
+    if kind.name == "decimal" and kind.precision is not None:
+        return f"decimal({kind.precision},{kind.scale})"
+    if kind.name == "varchar":
+        return "varchar" if kind.precision is None else f"varchar({kind.precision})"
+    if kind.name in ("timestamp", "timestamptz") and kind.precision is not None:
+        return f"timestamp({kind.precision})" + (" with time zone" if kind.name == "timestamptz" else "")
     return None
 
 

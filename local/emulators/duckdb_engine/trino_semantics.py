@@ -186,7 +186,7 @@ class _Rewriter:
             self._on_wall_time(node)
             if isinstance(node, exp.TimeToStr):
                 return functions.rewrite_call(node, self) or (TrinoType("varchar"), None)
-            return (TrinoType("date") if isinstance(node, exp.Date) else self._sqlglot(node)), None
+            return (TrinoType("date") if isinstance(node, exp.Date) else self.sqlglot_type(node)), None
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)):
             self._comparable(node)
             return TrinoType("boolean"), None
@@ -195,9 +195,9 @@ class _Rewriter:
         rewritten = functions.rewrite_call(node, self)
         if rewritten is not None:
             return rewritten
-        return self._sqlglot(node), None
+        return self.sqlglot_type(node), None
 
-    def _sqlglot(self, node: exp.Expr) -> TrinoType:
+    def sqlglot_type(self, node: exp.Expr) -> TrinoType:
         kind = of_sqlglot(self._annotated.get(node.meta.get(_TID, -1)))
         if kind.name == "timestamptz":  # passed through (coalesce, case, max, ...): the zone of its arguments
             zones = {self.type_of(child).zone for child in node.iter_expressions()} - {None}
@@ -231,10 +231,10 @@ class _Rewriter:
                 return kind, self._decimal_divide(node, lp, rp, precision, scale)
             return kind, duck(f"CAST(_a AS DECIMAL({precision}, {scale}))", _a=node.copy())
         if isinstance(node, exp.Div) and left.name != "unknown" and right.name != "unknown":
-            return self._sqlglot(node), None  # interval / number and the like: DuckDB's operator
+            return self.sqlglot_type(node), None  # interval / number and the like: DuckDB's operator
         if isinstance(node, exp.Div):
             raise athena_only(f"division of operands whose types the local engine cannot derive ({node.sql('trino')})")
-        return self._sqlglot(node), None
+        return self.sqlglot_type(node), None
 
     @staticmethod
     def _decimal_divide(
@@ -353,7 +353,7 @@ class _Rewriter:
     def _date_trunc(self, node: exp.TimestampTrunc) -> tuple[TrinoType, exp.Expr | None]:
         source = self.type_of(node.this)
         if source.name != "timestamptz" or source.zone == "UTC":
-            return source if source.name != "unknown" else self._sqlglot(node), None
+            return source if source.name != "unknown" else self.sqlglot_type(node), None
         zone = self._known_zone(source, "date_trunc")
         unit = node.text("unit") or "day"
         truncated = duck(f"timezone('{zone}', date_trunc('{unit.lower()}', timezone('{zone}', _a)))", _a=node.this)

@@ -465,3 +465,50 @@ def test_overflow_padding_and_double_text(engine: DuckDBQueryEngine, expression:
     """TestIntegerOperators.testAdd (integer addition overflow), TestStringFunctions.testLeftPad (empty padding:
     INVALID_FUNCTION_ARGUMENT); Java's Double.toString spelling (1.0E10) is not reproduced: refused."""
     assert failure(engine, expression).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("slice(ARRAY[1, 2, 3, 4], 2, 2)", "[2, 3]"),
+        ("array_position(ARRAY[10, 20], 20)", 2),
+        ("array_position(ARRAY[10, 20], 30)", 0),
+        ("contains(ARRAY[1, NULL], 2)", None),
+        ("contains(ARRAY[1, NULL], 1)", True),
+        ("contains(ARRAY[1], 2)", False),
+        ("split_part('a,b', ',', 2)", "b"),
+        ("split_part('a,b', ',', 5)", None),
+        ("ARRAY[1, 2, 3][2]", 2),
+        ("MAP(ARRAY['a'], ARRAY[1])['a']", 1),
+        ("cardinality(MAP(ARRAY['a', 'b'], ARRAY[1, 2]))", 2),
+        ("array_sort(ARRAY[3, NULL, 1])", "[1, 3, null]"),
+        ("typeof(1)", "integer"),
+        ("typeof('abc')", "varchar(3)"),
+        ("typeof(1.50)", "decimal(3,2)"),
+        ("parse_datetime('2020-01-02 10:11', 'yyyy-MM-dd HH:mm')", "2020-01-02T10:11:00.000+00:00"),
+        ("date_parse('2020-01-02 10:11', '%Y-%m-%d %H:%i')", "2020-01-02T10:11:00.000"),
+    ],
+)
+def test_collection_and_parsing_functions(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """docs/src/main/sphinx/functions/array.md (slice's length, array_position's 0, contains' NULL when the array
+    holds a NULL, array_sort's NULLs last), string.md (split_part past the end is NULL), map.md, datetime.md
+    (parse_datetime: a timestamp with time zone in the session zone; date_parse) at
+    6f7aadf5a9115ec244aac372e07df5a481a4907f; typeof names Trino's type (a literal 'abc' is varchar(3))."""
+    assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("ARRAY[1, 2, 3][5]", "INVALID_FUNCTION_ARGUMENT: Array subscript must be less than or equal to array length"),
+        ("MAP(ARRAY['a'], ARRAY[1])['z']", "INVALID_FUNCTION_ARGUMENT: Key not present in map: z"),
+        ("element_at(ARRAY[1, 2], 0)", "INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1"),
+        ("split_part('a,b', ',', 0)", "INVALID_FUNCTION_ARGUMENT: Index must be greater than zero"),
+        ("array_distinct(ARRAY[3, 1, 3])", "NOT_SUPPORTED: runs on Athena only: array_distinct"),
+        ("typeof(ARRAY[1])", "NOT_SUPPORTED: runs on Athena only: typeof"),
+    ],
+)
+def test_collection_failures(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
+    """array.md and map.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f: a subscript past the end or a missing key
+    fails (element_at gives NULL instead); array_distinct keeps the first occurrences' order (not reproduced)."""
+    assert failure(engine, expression).startswith(message)
