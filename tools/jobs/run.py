@@ -155,8 +155,8 @@ def job_settings(job: JobDefinition) -> Settings:
 
 
 # --- the engine's error, mapped onto query.sql ---------------------------------------------------------------------
-_COLUMN = re.compile(r'Referenced column "(?P<name>[^"]+)" not found')
-_CANDIDATES = re.compile(r"Candidate bindings: (?P<names>.+?)(?: \[DuckDB|\n|$)")
+_COLUMN = re.compile(r"Column '(?P<name>[^']+)' cannot be resolved")  # the local engine's words (Trino's)
+_CANDIDATES = re.compile(r"; candidates: (?P<names>.+?)(?:\n|$)")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
 _DUCKDB_SUFFIX = re.compile(r"\s*\[DuckDB \w+\]\s*$")
 _CODE = re.compile(r"^[A-Z_]+: ")

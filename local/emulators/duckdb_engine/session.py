@@ -200,6 +200,11 @@ _MISSING_FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (
 _OVERFLOW = re.compile(
     r"Overflow in (?P<operation>addition|subtraction|multiplication) of (?P<type>INT\d+) \((?P<operands>[^)]*)\)"
 )
+_UNKNOWN_COLUMN = re.compile(r'Referenced column "(?P<name>[^"]+)" not found')
+_CANDIDATES = re.compile(r"Candidate bindings: (?P<names>[^\n]+)")
+_NO_MATCH = re.compile(r"No function matches the given name and argument types '(?P<name>[^(']+)\((?P<types>[^)]*)\)'")
+_BAD_TEMPORAL = re.compile(r'invalid (?P<type>date|timestamp) field format: "(?P<value>[^"]*)"')
+_UNPARSED = re.compile(r'Could not parse string "(?P<value>[^"]*)" according to format')
 _INTEGER_NAMES = {"INT8": "tinyint", "INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _TRINO_INTEGERS = {"INT8": "TINYINT", "INT16": "SMALLINT", "INT32": "INT", "INT64": "BIGINT"}
 
@@ -229,8 +234,35 @@ def _user_message(exc: duckdb.Error) -> str:
     if isinstance(exc, duckdb.OutOfRangeException) and "INT128" in text:  # .trino_semantics' exact decimal division
         return "NOT_SUPPORTED: runs on Athena only: decimal division of values beyond 38 digits; the check validated it"
     if isinstance(exc, duckdb.OutOfRangeException):
-        return f"NUMERIC_VALUE_OUT_OF_RANGE: {text.split(': ', 1)[-1].splitlines()[0]}"
-    return f"{_duckdb_error_code(exc)}: {exc} [DuckDB {type(exc).__name__}]"
+        return f"NUMERIC_VALUE_OUT_OF_RANGE: {_first_line(text)}"
+    column = _UNKNOWN_COLUMN.search(text)
+    if isinstance(exc, duckdb.BinderException) and column:  # Trino: "Column 'x' cannot be resolved"
+        candidates = _CANDIDATES.search(text)
+        hint = f"; candidates: {candidates['names'].strip()}" if candidates else ""
+        return f"COLUMN_NOT_FOUND: Column '{column['name']}' cannot be resolved{hint}"
+    mismatch = _NO_MATCH.search(text)
+    if isinstance(exc, duckdb.BinderException) and mismatch:
+        types = [_trino_words(t) for t in mismatch["types"].split(", ")]
+        if not mismatch["name"].isidentifier() and len(types) == 2:
+            return f"TYPE_MISMATCH: Cannot apply operator: {types[0]} {mismatch['name']} {types[1]}"
+        return f"TYPE_MISMATCH: Unexpected parameters ({', '.join(types)}) for function {mismatch['name'].lower()}"
+    bad_value = _BAD_TEMPORAL.search(text)
+    if isinstance(exc, duckdb.ConversionException) and bad_value:
+        return f"INVALID_CAST_ARGUMENT: Value cannot be cast to {bad_value['type']}: {bad_value['value']}"
+    unparsed = _UNPARSED.search(text)
+    if isinstance(exc, duckdb.InvalidInputException) and unparsed:
+        return f'INVALID_FUNCTION_ARGUMENT: Invalid format: "{unparsed["value"]}"'
+    return f"{_duckdb_error_code(exc)}: {_first_line(text)} (local engine)"
+
+
+def _first_line(text: str) -> str:
+    """DuckDB's message without its class prefix ("Binder Error: "), on one line."""
+    return re.sub(r"^[A-Z][A-Za-z ]* Error: ", "", text.strip()).splitlines()[0].strip()
+
+
+def _trino_words(duck_type: str) -> str:
+    """A DuckDB type of an error message in Trino's words (INTEGER_LITERAL -> integer)."""
+    return trino_type_text(duck_type.removesuffix("_LITERAL").replace("STRING", "VARCHAR"))
 
 
 def _duckdb_error_code(exc: duckdb.Error) -> str:

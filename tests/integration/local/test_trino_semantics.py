@@ -512,3 +512,18 @@ def test_collection_failures(engine: DuckDBQueryEngine, expression: str, message
     """array.md and map.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f: a subscript past the end or a missing key
     fails (element_at gives NULL instead); array_distinct keeps the first occurrences' order (not reproduced)."""
     assert failure(engine, expression).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("no_such_column", "COLUMN_NOT_FOUND: Column 'no_such_column' cannot be resolved"),
+        ("CAST('x' AS date)", "INVALID_CAST_ARGUMENT: Value cannot be cast to date: x"),
+        ("i + true", "TYPE_MISMATCH: Cannot apply operator: integer + boolean"),
+        ("date_parse('x', '%Y')", 'INVALID_FUNCTION_ARGUMENT: Invalid format: "x"'),
+    ],
+)
+def test_other_failures_are_in_trinos_words(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
+    """Trino's messages (its analyzer's "Column 'x' cannot be resolved", "Cannot apply operator"; DateTimeFunctions'
+    "Invalid format"; the date cast's "Value cannot be cast to date"); never DuckDB's words (``failure`` checks)."""
+    assert failure(engine, expression).startswith(message)
