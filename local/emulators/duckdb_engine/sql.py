@@ -119,7 +119,9 @@ def bind_query(sql: str, parameters: Sequence[str]) -> BoundQuery:
     :raises QueryRejected: as :func:`prepare_query`, translation aside."""
     dialect = Trino()
     try:
-        parsed = _PositionalTrinoParser(dialect=dialect).parse(dialect.tokenize(sql), sql)
+        tokens = dialect.tokenize(sql)
+        _refuse_foreign_syntax(tokens)
+        parsed = _PositionalTrinoParser(dialect=dialect).parse(tokens, sql)
         statements = [statement for statement in parsed if statement is not None]
     except SqlglotError as exc:
         raise QueryRejected("SYNTAX_ERROR", _sqlglot_message(exc)) from exc
@@ -143,6 +145,11 @@ def bind_query(sql: str, parameters: Sequence[str]) -> BoundQuery:
     for position, (placeholder, text) in enumerate(zip(placeholders, parameters, strict=True), start=1):
         placeholder.replace(_parse_parameter(position, text))
 
+    group = tree.args.get("group")
+    if isinstance(group, exp.Group) and group.args.get("all") and not group.expressions:
+        raise QueryRejected(
+            "SYNTAX_ERROR", "GROUP BY ALL without grouping elements is not Trino syntax: name the columns"
+        )
     tree = normalize_identifiers(tree, dialect="trino")  # unquoted names are lowercase (Athena's column names)
     _name_unnamed_columns(tree)
     cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -156,6 +163,22 @@ def bind_query(sql: str, parameters: Sequence[str]) -> BoundQuery:
         if name not in cte_names and name not in tables:
             tables.append(name)
     return BoundQuery(tree=tree, tables=tuple(tables))
+
+
+def _refuse_foreign_syntax(tokens: Sequence[Any]) -> None:
+    """Syntax sqlglot accepts and Trino does not (its grammar, SqlBase.g4): ``::`` casts, ILIKE, an unquoted
+    interval quantity (``INTERVAL 1 DAY``). :raises QueryRejected: SYNTAX_ERROR at the token's line and column."""
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        foreign = token.token_type in (TokenType.DCOLON, TokenType.ILIKE) or (
+            token.token_type == TokenType.INTERVAL
+            and following is not None
+            and following.token_type == TokenType.NUMBER
+        )
+        if foreign:
+            shown = following if token.token_type == TokenType.INTERVAL else token
+            column = max(1, shown.col - len(shown.text) + 1)
+            raise QueryRejected("SYNTAX_ERROR", f"line {shown.line}:{column}: mismatched input '{shown.text}'")
 
 
 def _parse_parameter(position: int, text: str) -> exp.Expr:

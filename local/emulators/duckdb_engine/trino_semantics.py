@@ -190,6 +190,8 @@ class _Rewriter:
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)):
             self._comparable(node)
             return TrinoType("boolean"), None
+        if isinstance(node, (exp.DPipe, exp.Concat)):
+            return self._concat(node)
         if isinstance(node, exp.Avg) and self.type_of(node.this).name == "decimal":
             return self._decimal_average(node)
         rewritten = functions.rewrite_call(node, self)
@@ -230,6 +232,19 @@ class _Rewriter:
             if isinstance(node, exp.Div):
                 return kind, self._decimal_divide(node, lp, rp, precision, scale)
             return kind, duck(f"CAST(_a AS DECIMAL({precision}, {scale}))", _a=node.copy())
+        interval = node.right if isinstance(node.right, exp.Interval) else None
+        if isinstance(node, (exp.Add, exp.Sub)) and left.name == "date" and interval is not None:
+            unit = interval.text("unit").lower()
+            if unit not in ("day", "week", "month", "quarter", "year"):
+                raise athena_only(f"a date {operator} an interval of {unit or 'unknown'} units")
+            return left, duck("CAST(_a AS DATE)", _a=node.copy())  # datetime.md: date '2012-08-08' + interval
+        temporal = ("date", "timestamp", "timestamptz")
+        if (left.name in temporal and right.is_exact) or (right.name in temporal and left.is_exact):
+            raise Refused(  # Trino: date_add('day', -1, d) or d - INTERVAL '1' DAY
+                "TYPE_MISMATCH",
+                f"Cannot apply operator: {_shown(left)} {operator} {_shown(right)}"
+                " (use date_add('day', n, x) or an INTERVAL '1' DAY)",
+            )
         if isinstance(node, exp.Div) and left.name != "unknown" and right.name != "unknown":
             return self.sqlglot_type(node), None  # interval / number and the like: DuckDB's operator
         if isinstance(node, exp.Div):
@@ -276,6 +291,18 @@ class _Rewriter:
                     f"Cannot apply operator: {_shown(kind)} {_OPERATORS.get(operator, operator)} varchar({len(text)})"
                     f" (cast the literal, e.g. CAST('{text}' AS {_shown(kind).split('(')[0]}))",
                 )
+
+    def _concat(self, node: exp.Expr) -> tuple[TrinoType, exp.Expr | None]:
+        """``||`` and concat take varchars (or arrays): a number is TYPE_MISMATCH (functions/string.md, concat);
+        NULL makes the result NULL (a varchar)."""
+        parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
+        kinds = [self.type_of(part) for part in parts]
+        if any(kind.is_integer or kind.is_float or kind.name in ("decimal", "boolean") for kind in kinds):
+            shown = ", ".join(_shown(kind) if kind.name != "varchar" else "varchar" for kind in kinds)
+            raise Refused("TYPE_MISMATCH", f"Unexpected parameters ({shown}) for function concat (cast to varchar)")
+        if all(kind.name in ("varchar", "unknown") for kind in kinds) and any(k.name == "varchar" for k in kinds):
+            return TrinoType("varchar"), duck("CAST(_a AS VARCHAR)", _a=node.copy())
+        return self.sqlglot_type(node), None
 
     def _decimal_average(self, node: exp.Avg) -> tuple[TrinoType, exp.Expr | None]:
         """avg(decimal(p,s)) is decimal(p,s) (Trino's DecimalAverageAggregation): the exact sum over the count."""

@@ -527,3 +527,38 @@ def test_other_failures_are_in_trinos_words(engine: DuckDBQueryEngine, expressio
     """Trino's messages (its analyzer's "Column 'x' cannot be resolved", "Cannot apply operator"; DateTimeFunctions'
     "Invalid format"; the date cast's "Value cannot be cast to date"); never DuckDB's words (``failure`` checks)."""
     assert failure(engine, expression).startswith(message)
+
+
+# --- syntax and operators Trino does not have ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("expression", "where", "message"),
+    [
+        ("ts::date", "true", "SYNTAX_ERROR: line 1:10: mismatched input '::'"),
+        ("1", "s ILIKE 'b%'", "SYNTAX_ERROR: line 1:30: mismatched input 'ILIKE'"),
+        ("ts + INTERVAL 1 DAY", "true", "SYNTAX_ERROR: line 1:22: mismatched input '1'"),
+        ("CAST(current_date - 1 AS varchar)", "true", "TYPE_MISMATCH: Cannot apply operator: date - integer"),
+        ("s || i", "true", "TYPE_MISMATCH: Unexpected parameters (varchar, integer) for function concat"),
+    ],
+)
+def test_what_trino_refuses_is_refused(engine: DuckDBQueryEngine, expression: str, where: str, message: str) -> None:
+    """Trino's grammar (core/trino-parser SqlBase.g4: no ``::``, no ILIKE, an interval's quantity is a string),
+    datetime.md's operators (no date - integer) and string.md's concat (varchar arguments), at
+    6f7aadf5a9115ec244aac372e07df5a481a4907f; issue 33's examples."""
+    assert failure(engine, expression, where).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("DATE '2012-08-08' + INTERVAL '2' DAY", "2012-08-10", "date"),
+        ("DATE '2012-08-08' - INTERVAL '2' DAY", "2012-08-06", "date"),
+        ("TIMESTAMP '2012-10-31 01:00' + INTERVAL '1' MONTH", "2012-11-30T01:00:00.000", "timestamp(0)"),
+        ("TIMESTAMP '2012-08-08 01:00' - INTERVAL '29' HOUR", "2012-08-06T20:00:00.000", "timestamp(0)"),
+        ("concat('a', NULL)", None, "varchar"),
+        ("s || 'x'", "bananax", "varchar"),
+    ],
+)
+def test_date_and_string_operators(engine: DuckDBQueryEngine, expression: str, value: Any, trino_type: str) -> None:
+    """docs/src/main/sphinx/functions/datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b ("Date and time
+    operators" table: a date plus a day interval is a date) and string.md (concat: NULL gives NULL)."""
+    assert answer(engine, expression) == (value, trino_type)
