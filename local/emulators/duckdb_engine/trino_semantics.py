@@ -180,7 +180,7 @@ class _Rewriter:
             if self.type_of(value).name != "timestamp":
                 raise athena_only("with_timezone of a value that is not a timestamp (without time zone)")
             return TrinoType("timestamptz", zone=zone), duck(f"timezone('{zone}', _a)", _a=value)
-        if isinstance(node, exp.TimestampTrunc):
+        if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             return self._date_trunc(node)
         if isinstance(node, _WALL_TIME_PARTS):
             self._on_wall_time(node)
@@ -377,8 +377,13 @@ class _Rewriter:
             return zoned, node.this
         raise athena_only(f"AT TIME ZONE of a {source.name} ({node.sql('trino')})")
 
-    def _date_trunc(self, node: exp.TimestampTrunc) -> tuple[TrinoType, exp.Expr | None]:
+    def _date_trunc(self, node: exp.TimestampTrunc | exp.DateTrunc) -> tuple[TrinoType, exp.Expr | None]:
         source = self.type_of(node.this)
+        if source.name == "date":  # a date stays a date (TestDateTimeFunctions.testTruncateDate)
+            unit = (node.text("unit") or "day").lower()
+            if unit not in ("day", "week", "month", "quarter", "year"):
+                raise Refused("INVALID_FUNCTION_ARGUMENT", f"'{unit}' is not a valid DATE field")
+            return source, duck("CAST(_a AS DATE)", _a=node.copy())
         if source.name != "timestamptz" or source.zone == "UTC":
             return source if source.name != "unknown" else self.sqlglot_type(node), None
         zone = self._known_zone(source, "date_trunc")

@@ -562,3 +562,26 @@ def test_date_and_string_operators(engine: DuckDBQueryEngine, expression: str, v
     """docs/src/main/sphinx/functions/datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b ("Date and time
     operators" table: a date plus a day interval is a date) and string.md (concat: NULL gives NULL)."""
     assert answer(engine, expression) == (value, trino_type)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("date_diff('day', DATE '1960-05-03', DATE '2001-08-22')", 15086),
+        ("date_diff('week', DATE '1960-05-03', DATE '2001-08-22')", 2155),
+        ("date_diff('month', DATE '1960-05-03', DATE '2001-08-22')", 495),
+        ("date_diff('quarter', DATE '1960-05-03', DATE '2001-08-22')", 165),
+        ("date_diff('year', DATE '1960-05-03', DATE '2001-08-22')", 41),
+        ("date_add('week', 3, DATE '2001-08-22')", "2001-09-12"),
+        ("date_add('month', 3, DATE '2001-08-22')", "2001-11-22"),
+        ("date_add('quarter', 3, DATE '2001-08-22')", "2002-05-22"),
+        ("date_add('year', 3, DATE '2001-08-22')", "2004-08-22"),
+        ("date_trunc('year', DATE '2001-08-22')", "2001-01-01"),
+        ("from_unixtime(0, 'Asia/Tokyo')", "1970-01-01T09:00:00.000+09:00"),
+    ],
+)
+def test_date_functions_from_trinos_tests(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """core/trino-main/src/test/java/io/trino/operator/scalar/TestDateTimeFunctions.java at
+    620120e6ae7fc1d25e86b3c618c24533ee416bb3 (testDateDiffDate, testAddFieldToDate, testTruncateDate);
+    datetime.md (from_unixtime(unixtime, zone))."""
+    assert answer(engine, expression)[0] == value
