@@ -41,6 +41,7 @@ _UNFAITHFUL: Final = {
     exp.ArrayExcept: "array_except",
     exp.ArrayIntersect: "array_intersect",
     exp.Reduce: "reduce",
+    exp.Cbrt: "cbrt",  # DuckDB: cbrt(27) = 3.0000000000000004, Java's Math.cbrt: 3.0
 }
 #: Trino syntax parsed as a function node that is not a function of Athena's catalog.
 _SYNTAX: Final = frozenset(
@@ -156,6 +157,22 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
     if collection is not None:
         kind, call = collection
         return (kind if kind is not None else rewriter.sqlglot_type(node)), call
+    if isinstance(node, exp.Sign):  # math.md: sign(x) -> [same as input] (DuckDB: tinyint)
+        kind = type_of(node.this)
+        target = {"integer": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "TINYINT"}.get(kind.name)
+        target = target or ("DOUBLE" if kind.name == "double" else "DECIMAL(1, 0)" if kind.name == "decimal" else None)
+        if target is None:
+            return None
+        shown = TrinoType("decimal", precision=1, scale=0) if kind.name == "decimal" else kind
+        return shown, duck(f"CAST(sign(_a) AS {target})", _a=node.this)
+    if (
+        isinstance(node, (exp.Ceil, exp.Floor))
+        and type_of(node.this).name == "decimal"
+        and not node.args.get("decimals")
+    ):
+        precision, scale = type_of(node.this).as_decimal() or (38, 0)  # TestMathFunctions.testCeil/testFloor
+        kind = TrinoType("decimal", precision=max(1, precision - scale + min(scale, 1)), scale=0)
+        return kind, duck(f"CAST(_a AS DECIMAL({kind.precision}, 0))", _a=node.copy())
     if isinstance(node, exp.Typeof):  # Trino's name of the argument's type, where the engine knows it exactly
         shown = _type_name(type_of(node.this))
         if shown is None:

@@ -585,3 +585,26 @@ def test_date_functions_from_trinos_tests(engine: DuckDBQueryEngine, expression:
     620120e6ae7fc1d25e86b3c618c24533ee416bb3 (testDateDiffDate, testAddFieldToDate, testTruncateDate);
     datetime.md (from_unixtime(unixtime, zone))."""
     assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        ("sign(-2)", -1, "integer"),
+        ("sign(BIGINT '5')", 1, "bigint"),
+        ("sign(-2.5e0)", -1.0, "double"),
+        ("sign(DECIMAL '-2.5')", "-1", "decimal(1,0)"),
+        ("floor(-1.5)", "-2", "decimal(2,0)"),
+        ("ceil(DECIMAL '123.45')", "124", "decimal(4,0)"),
+        ("truncate(-17.88e0)", -17.0, "double"),
+        ("sqrt(-1e0)", "NaN", "double"),
+        ("ln(0e0)", "-Infinity", "double"),
+        ("mod(-7, 2)", -1, "integer"),
+        ("abs(DECIMAL '-123.45')", "123.45", "decimal(5,2)"),
+    ],
+)
+def test_math_functions(engine: DuckDBQueryEngine, expression: str, value: Any, trino_type: str) -> None:
+    """core/trino-main/src/test/java/io/trino/operator/scalar/TestMathFunctions.java at
+    029c93b693c7a3dbff995062fb9997f4acd86d77 (testSign, testFloor, testCeil, testTruncate, testSqrt, testLn,
+    testMod, testAbs): the result has the argument's type; IEEE NaN and -Infinity for doubles."""
+    assert answer(engine, expression) == (value, trino_type)
