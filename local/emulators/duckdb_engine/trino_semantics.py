@@ -87,6 +87,7 @@ def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) 
     rewriter = _Rewriter(annotated)
     for node in reversed(list(tree.walk())):  # children before their parents
         rewriter.visit(node)
+    _errors_inside_try_are_null(tree)
     zones: list[str | None] = []
     types: list[str | None] = []
     if isinstance(tree, exp.Select):
@@ -97,6 +98,15 @@ def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) 
             zones.append(kind.zone if kind.name == "timestamptz" and kind.zone != "UTC" else None)
             types.append(_precise_text(kind))
     return Translation(tree=tree, output_zones=tuple(zones), output_types=tuple(types))
+
+
+def _errors_inside_try_are_null(tree: exp.Expr) -> None:
+    """The failures the rewrites raise (``error(...)``) give NULL inside try(), as Trino's try does
+    (functions/conditional.md: try returns NULL for the errors it catches); DuckDB's TRY refuses error()."""
+    for attempt in list(tree.find_all(exp.Try)):
+        for call in list(attempt.find_all(exp.Anonymous)):
+            if call.name.lower() == "error":
+                call.replace(exp.Null())
 
 
 def _precise_text(kind: TrinoType) -> str | None:

@@ -608,3 +608,19 @@ def test_math_functions(engine: DuckDBQueryEngine, expression: str, value: Any, 
     029c93b693c7a3dbff995062fb9997f4acd86d77 (testSign, testFloor, testCeil, testTruncate, testSqrt, testLn,
     testMod, testAbs): the result has the argument's type; IEEE NaN and -Infinity for doubles."""
     assert answer(engine, expression) == (value, trino_type)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("try(CAST('x' AS integer))", None),
+        ("try(CAST('7' AS integer))", 7),
+        ("try(1 / 0)", None),
+        ("try(ARRAY[1][3])", None),
+        ("coalesce(try(CAST(s AS integer)), -1)", -1),
+    ],
+)
+def test_try_gives_null_for_the_errors_it_catches(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """docs/src/main/sphinx/functions/conditional.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f: try() returns NULL
+    for division by zero, invalid casts and out-of-range subscripts."""
+    assert answer(engine, expression)[0] == value
