@@ -17,6 +17,11 @@ where DuckDB would answer differently. Sources: Trino's docs (``docs/src/main/sp
   reads ``ts`` as UTC and gives a ``timestamp with time zone`` in Z (DuckDB's ``AT TIME ZONE`` does the reverse);
   ``with_timezone(ts, 'Z')`` reads ``ts`` as Z's wall time. The zone travels with the type: ``hour()``,
   ``date_trunc``, ``format_datetime``, ... of such a value use Z's wall time, and the result column prints in Z.
+- **Types Trino refuses**: a number, date or timestamp compared with a varchar literal, ``date - integer``, a number
+  in ``||``/concat: TYPE_MISMATCH (Trino has no implicit cast from varchar, language/types.md).
+- **try()**: the failures the rewrites raise are NULL inside it (functions/conditional.md).
+- Calls (:mod:`.trino_functions`): what Athena lacks is FUNCTION_NOT_FOUND; string, regexp, date, array, map and
+  json functions follow Trino's tests.
 A construct that cannot be made faithful raises :class:`Refused` (``runs on Athena only: ...``).
 """
 
