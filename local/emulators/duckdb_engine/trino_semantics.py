@@ -183,6 +183,9 @@ class _Rewriter:
             return self._at_time_zone(node)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "at_timezone" and len(node.expressions) == 2:
             return self._at_time_zone(exp.AtTimeZone(this=node.expressions[0], zone=node.expressions[1]))
+        if isinstance(node, exp.FromISO8601Timestamp):  # the session zone (UTC) unless the text names one
+            zone = self._text_zone(node.this, self.type_of(node.this))
+            return TrinoType("timestamptz", precision=3, zone=zone), None
         if isinstance(node, exp.CurrentTimestamp):
             return TrinoType("timestamptz", zone="UTC"), None
         if isinstance(node, exp.UnixToTime):  # from_unixtime(x[, zone]): an instant, in UTC or the zone
@@ -347,11 +350,7 @@ class _Rewriter:
         if target.name == "timestamptz":
             if source.name == "timestamptz":
                 return target.in_zone(source.zone), None
-            text = literal_text(node.this)
-            named = re.search(r"\s([A-Za-z_]+/[A-Za-z_/]+)\s*$", text or "")
-            if named is not None:
-                return target.in_zone(self._zone(exp.Literal.string(named.group(1)), "a timestamp literal")), None
-            return target.in_zone("UTC" if text is not None or source.name != "varchar" else UNKNOWN_ZONE), None
+            return target.in_zone(self._text_zone(node.this, source)), None
         if target.name in _INTEGER_CASTS and source.name == "varchar":
             duck_type = _INTEGER_CASTS[target.name]
             failure = "NULL" if safe else f"error('INVALID_CAST_ARGUMENT: Cannot cast ''' || _a || ''' to {duck_type}')"
@@ -369,6 +368,19 @@ class _Rewriter:
                 return target, duck(f"CAST(substring(_a, 1, {target.precision}) AS VARCHAR)", _a=node.this)
             raise athena_only(f"a cast to varchar({target.precision}) of a {source.name} ({node.sql('trino')})")
         return target, None
+
+    def _text_zone(self, node: exp.Expr, source: TrinoType) -> str:
+        """The zone of a timestamp with time zone read from text: a named zone at its end, UTC (the session zone)
+        without one; an offset (+01:00, Z) is refused (printed as Trino prints it: not reproduced)."""
+        text = literal_text(node)
+        if text is None:
+            return UNKNOWN_ZONE if source.name == "varchar" else "UTC"
+        named = re.search(r"\s([A-Za-z_]+/[A-Za-z_/]+|UTC)\s*$", text)
+        if named is not None:
+            return self._zone(exp.Literal.string(named.group(1)), "a timestamp literal")
+        if re.search(r"(?:[+-]\d{2}(?::?\d{2})?|Z)\s*$", text.strip()) and re.search(r"\d[T ]\d", text):
+            raise athena_only(f"a timestamp with a UTC offset for a zone ({text!r})")
+        return "UTC"
 
     def _timestamp_text(self, node: exp.Cast, source: TrinoType) -> exp.Expr:
         """CAST(timestamp(p) AS varchar) as Trino prints it: p fraction digits (a column is timestamp(3)); a zoned

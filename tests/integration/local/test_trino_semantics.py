@@ -624,3 +624,23 @@ def test_try_gives_null_for_the_errors_it_catches(engine: DuckDBQueryEngine, exp
     """docs/src/main/sphinx/functions/conditional.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f: try() returns NULL
     for division by zero, invalid casts and out-of-range subscripts."""
     assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("from_iso8601_timestamp('2020-05-11')", "2020-05-11T00:00:00.000+00:00"),
+        ("from_iso8601_timestamp('2020-05-11T11:15:05')", "2020-05-11T11:15:05.000+00:00"),
+        ("CAST('2020-01-01 10:00 Europe/Berlin' AS timestamp with time zone)", "2020-01-01T10:00:00.000+01:00"),
+    ],
+)
+def test_zoned_timestamps_from_text(engine: DuckDBQueryEngine, expression: str, value: str) -> None:
+    """datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b: from_iso8601_timestamp defaults to the session zone
+    (UTC here); a zone named in the text is the value's zone."""
+    assert answer(engine, expression)[0] == value
+
+
+def test_a_timestamp_with_an_offset_zone_is_refused(engine: DuckDBQueryEngine) -> None:
+    """Trino prints such a value with its offset (``2020-05-11 11:15:05.055 +01:00``): not reproduced here."""
+    message = failure(engine, "from_iso8601_timestamp('2020-05-11T11:15:05.055+01:00')")
+    assert message.startswith("NOT_SUPPORTED: runs on Athena only: a timestamp with a UTC offset")
