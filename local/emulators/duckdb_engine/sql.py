@@ -103,7 +103,10 @@ def translate_query(bound: BoundQuery, schema: dict[str, dict[str, str]] | None 
     try:
         duckdb_sql = translation.tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
-        raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
+        reason = re.sub(r"\s*(?:when targeting|to) DuckDB", "", _sqlglot_message(exc))
+        raise QueryRejected(
+            "NOT_SUPPORTED", f"runs on Athena only: {reason}; the local engine cannot translate it"
+        ) from exc
     return PreparedQuery(
         duckdb_sql=duckdb_sql,
         tables=bound.tables,

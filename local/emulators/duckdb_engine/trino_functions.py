@@ -49,6 +49,13 @@ _SYNTAX: Final = frozenset(
      "current_date", "current_timestamp", "current_time", "localtimestamp", "localtime", "date", "timestamp",
      "at_timezone", "unnest", "exists", "interval", "position"}
 )  # fmt: skip
+#: EXTRACT's fields (Trino: DAY_OF_WEEK and DOW are ISO, 1 = Monday) -> DuckDB's date_part.
+_EXTRACT_FIELDS: Final = {
+    "YEAR": "year", "QUARTER": "quarter", "MONTH": "month", "WEEK": "week", "DAY": "day", "DAY_OF_MONTH": "day",
+    "DAY_OF_WEEK": "isodow", "DOW": "isodow", "DAYOFWEEK": "isodow", "DAY_OF_YEAR": "doy", "DOY": "doy",
+    "DAYOFYEAR": "doy", "YEAR_OF_WEEK": "isoyear", "YOW": "isoyear", "HOUR": "hour", "MINUTE": "minute",
+    "SECOND": "second",
+}  # fmt: skip
 _CALL_HEAD: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(")
 _DATE_UNITS: Final = {"day": "1 DAY", "week": "7 DAY", "month": "1 MONTH", "quarter": "3 MONTH", "year": "1 YEAR"}
 _TIME_UNITS: Final = {"millisecond": "1 MILLISECOND", "second": "1 SECOND", "minute": "1 MINUTE", "hour": "1 HOUR"}
@@ -173,6 +180,19 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
         precision, scale = type_of(node.this).as_decimal() or (38, 0)  # TestMathFunctions.testCeil/testFloor
         kind = TrinoType("decimal", precision=max(1, precision - scale + min(scale, 1)), scale=0)
         return kind, duck(f"CAST(_a AS DECIMAL({kind.precision}, 0))", _a=node.copy())
+    if isinstance(node, exp.Replace) and literal_text(node.expression) == "":  # TestStringFunctions.testReplace
+        replacement = node.args.get("replacement")
+        text = "" if replacement is None else literal_text(replacement)
+        if text is None:
+            raise athena_only("replace of '' with a replacement that is not a literal")
+        escaped = exp.Literal.string(text.replace("\\", "\\\\"))
+        return varchar, duck("regexp_replace(_a, '', _r, 'g')", _a=node.this, _r=escaped)
+    if isinstance(node, exp.Extract):  # Trino's fields (functions/datetime.md, "Extraction function")
+        field = _EXTRACT_FIELDS.get(node.text("this").upper())
+        if field is None:
+            raise athena_only(f"EXTRACT of {node.text('this')}")
+        call = duck(f"CAST(date_part('{field}', _a) AS BIGINT)", _a=rewriter.wall_time(node.expression))
+        return TrinoType("bigint"), call
     if isinstance(node, exp.Typeof):  # Trino's name of the argument's type, where the engine knows it exactly
         shown = _type_name(type_of(node.this))
         if shown is None:

@@ -644,3 +644,24 @@ def test_a_timestamp_with_an_offset_zone_is_refused(engine: DuckDBQueryEngine) -
     """Trino prints such a value with its offset (``2020-05-11 11:15:05.055 +01:00``): not reproduced here."""
     message = failure(engine, "from_iso8601_timestamp('2020-05-11T11:15:05.055+01:00')")
     assert message.startswith("NOT_SUPPORTED: runs on Athena only: a timestamp with a UTC offset")
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("replace('abc', '', 'xx')", "xxaxxbxxcxx"),
+        ("replace('', '', 'xx')", "xx"),
+        ("replace('foo', '')", "foo"),
+        ("replace('foo', 'foo', '')", ""),
+        ("EXTRACT(DOW FROM DATE '2020-01-05')", 7),
+        ("EXTRACT(DAY_OF_WEEK FROM DATE '2020-01-06')", 1),
+        ("EXTRACT(DOY FROM DATE '2020-02-01')", 32),
+        ("EXTRACT(YEAR_OF_WEEK FROM DATE '2021-01-01')", 2020),
+        ("EXTRACT(HOUR FROM ts AT TIME ZONE 'Europe/Berlin')", 11),
+    ],
+)
+def test_replace_and_extract(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """TestStringFunctions.testReplace at 29e4b2ed1947cd0431248d68e2abcf0da6242bf7 (an empty search string inserts
+    between every character); datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b ("Extraction function": DOW
+    and DAY_OF_WEEK are ISO, Monday = 1; a zoned value in its own zone)."""
+    assert answer(engine, expression)[0] == value
