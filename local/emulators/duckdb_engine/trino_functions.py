@@ -29,7 +29,7 @@ from .trino_types import UNKNOWN_ZONE, TrinoType
 __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that the rewrites make faithful.
-_REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone"})
+_REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone", "to_iso8601"})
 #: Known calls whose DuckDB translation differs from Trino and that are not rewritten here.
 _UNFAITHFUL: Final = {
     exp.ParseJSON: "json_parse",
@@ -142,6 +142,8 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
             raise athena_only("format_datetime with a pattern that is not a literal")
         converted = exp.Literal.string(joda_to_strftime(text))
         return varchar, duck("strftime(_a, _f)", _a=rewriter.wall_time(value), _f=converted)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "to_iso8601" and len(node.expressions) == 1:
+        return varchar, _to_iso8601(node.expressions[0], type_of(node.expressions[0]))
     if isinstance(node, exp.TimeToStr):  # date_format: the zone was applied by the caller
         text = literal_text(node.args.get("format"))
         directives = re.findall(r"%(-?.)", text or "")
@@ -283,6 +285,18 @@ def _type_name(kind: TrinoType) -> str | None:
     if kind.name in ("timestamp", "timestamptz") and kind.precision is not None:
         return f"timestamp({kind.precision})" + (" with time zone" if kind.name == "timestamptz" else "")
     return None
+
+
+def _to_iso8601(value: exp.Expr, kind: TrinoType) -> exp.Expr:
+    """to_iso8601 (datetime.md): a date as YYYY-MM-DD, a timestamp(p) with p fraction digits, a UTC one with Z."""
+    if kind.name == "date":
+        return duck("strftime(_a, '%Y-%m-%d')", _a=value)
+    fraction = {0: "", 3: ".%g", 6: ".%f"}.get(3 if kind.precision is None else kind.precision)
+    if kind.name == "timestamp" and fraction is not None:
+        return duck(f"strftime(_a, '%Y-%m-%dT%H:%M:%S{fraction}')", _a=value)
+    if kind.name == "timestamptz" and kind.zone == "UTC" and fraction is not None:
+        return duck(f"strftime(_a, '%Y-%m-%dT%H:%M:%S{fraction}Z')", _a=value)
+    raise athena_only(f"to_iso8601 of a {kind.name} ({kind.zone or 'no zone'})")
 
 
 def _round_decimal(node: exp.Round, source: TrinoType, duck: Any) -> tuple[TrinoType, Any]:

@@ -665,3 +665,19 @@ def test_replace_and_extract(engine: DuckDBQueryEngine, expression: str, value: 
     between every character); datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b ("Extraction function": DOW
     and DAY_OF_WEEK are ISO, Monday = 1; a zoned value in its own zone)."""
     assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("to_iso8601(DATE '2020-01-02')", "2020-01-02"),
+        ("to_iso8601(TIMESTAMP '2020-01-02 10:00:00.123')", "2020-01-02T10:00:00.123"),
+        ("to_iso8601(TIMESTAMP '2024-04-01 00:00:00')", "2024-04-01T00:00:00"),
+        ("to_iso8601(TIMESTAMP '2024-04-01 00:00:00' AT TIME ZONE 'UTC')", "2024-04-01T00:00:00Z"),
+        ("to_iso8601(ts)", "2020-01-01T10:00:00.000"),
+    ],
+)
+def test_to_iso8601(engine: DuckDBQueryEngine, expression: str, value: str) -> None:
+    """datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b (to_iso8601 of a date, timestamp or timestamp with
+    time zone); a timestamp(p) keeps p fraction digits and a UTC one ends in Z (Trino 414+)."""
+    assert answer(engine, expression)[0] == value
