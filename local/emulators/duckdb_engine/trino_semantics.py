@@ -359,6 +359,9 @@ class _Rewriter:
         if target.name in _INTEGER_CASTS and source.is_float:
             cast = "TRY_CAST" if safe else "CAST"
             return target, duck(f"{cast}(round(_a) AS {_INTEGER_CASTS[target.name]})", _a=node.this)
+        if target.name == "json" and source.name in ("varchar", "unknown", "timestamp", "timestamptz", "date"):
+            # Trino: a varchar becomes a JSON string ('"abc"'); DuckDB parses it as JSON text
+            raise athena_only(f"a cast of a {source.name} to json ({node.sql('trino')})")
         if target.name == "varchar" and target.precision is None and source.name in ("timestamp", "timestamptz"):
             return target, self._timestamp_text(node, source)
         if target.name == "varchar" and source.is_float:  # Java's Double.toString (1.0E10) is not reproduced
