@@ -1,5 +1,6 @@
-"""The Athena capacity budget (issue 24) in the stacks: cdk.json ``context.stack.capacity`` validated at synth, the
-same ``contract.CAPACITY_ENV_VARS`` in every job function's environment, the semaphore's read and the deferral's
+"""The Athena capacity budget (issue 24) in the stacks: cdk.json ``context.stack.capacity`` validated at synth, its
+numbers in every job's catalog (the ``capacity`` section) and the same wiring, ``contract.CAPACITY_ENV_VARS``, in
+every job function's environment (none of its numbers there), the semaphore's read and the deferral's
 least-privilege grants (none while the budget is off, none for the read side), and the dashboard's one "Athena
 capacity" graph.
 
@@ -23,6 +24,8 @@ from aws_cdk.assertions import Capture, Match, Template
 
 import app
 from athena_refresh import contract
+from athena_refresh.budget import CapacityBudget
+from athena_refresh.catalog import CATALOG_FILE, load_job
 from athena_refresh.checks import ConfigError
 from slotlock import table as lock_table
 from stacks import REPO_ROOT
@@ -52,6 +55,15 @@ def _problems(capacity: Any) -> list[str]:
     with pytest.raises(ConfigError) as excinfo:
         StackSettings.from_context({"capacity": capacity})
     return list(excinfo.value.problems)
+
+
+def _capacity_sections(deployment: Any) -> dict[str, Any]:
+    """Job name -> the ``capacity`` section of the catalog in its own function's asset."""
+    sections = {}
+    for job_stack in deployment.job_stacks.values():
+        for name, asset_dir in job_stack.asset_dirs.items():
+            sections[name] = json.loads((asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["capacity"]
+    return sections
 
 
 def _job_functions(resources: dict[str, Any]) -> dict[str, str]:
@@ -229,12 +241,22 @@ def test_the_deferral_prefix_is_short_deterministic_and_per_deployment_and_job()
 
 
 def test_every_job_function_carries_the_budget_and_its_own_deferral(
-    template: Template, resources: dict[str, Any]
+    template: Template, resources: dict[str, Any], deployment: Any
 ) -> None:
     functions = _job_functions(resources)
     assert sorted(functions) == ["carrier-on-time", "flights-dashboard"]
+    sections = _capacity_sections(deployment)
     for job, function_id in functions.items():
-        # GIVEN the job's function / THEN every capacity variable, the deployment's budget, its own deferral
+        # GIVEN the job's catalog / THEN it holds the deployment's budget as typed JSON, which loads back as it is
+        assert sections[job] == {
+            "permits": 10,
+            "wait_in_place_s": 60.0,
+            "manual_headroom": 2,
+            "retry_delay_s": 120.0,
+            "max_query_active_s": 1800.0,
+        }
+        assert CapacityBudget.from_raw(sections[job]) == StackSettings().capacity.budget
+        # GIVEN the job's function / THEN every capacity wiring variable, its own deferral, and none of the numbers
         role = Capture()
         template.has_resource_properties(
             "AWS::Lambda::Function",
@@ -244,12 +266,8 @@ def test_every_job_function_carries_the_budget_and_its_own_deferral(
                     "Variables": Match.object_like(
                         {
                             contract.ENV_JOB_NAME: job,
-                            contract.ENV_CAPACITY_PERMITS: "10",
                             contract.ENV_CAPACITY_SEMAPHORE_NAME: ACCOUNT_REGION,
-                            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
-                            contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
-                            contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
-                            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "1800",
+                            **{name: Match.absent() for name in contract.CAPACITY_SETTING_ENV_VARS},
                             contract.ENV_DEFERRAL_ROLE_ARN: {"Fn::GetAtt": [role, "Arn"]},
                             contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
                             contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix(app.STACK_NAME, job),
@@ -260,6 +278,7 @@ def test_every_job_function_carries_the_budget_and_its_own_deferral(
         )
         env = resources[function_id]["Properties"]["Environment"]["Variables"]
         assert set(contract.CAPACITY_ENV_VARS) <= set(env)
+        assert not set(contract.CAPACITY_SETTING_ENV_VARS) & set(env)
         # THEN the deferral's role is the one the job's racers use, which may invoke this function only
         racers = of_type(resources, "AWS::Scheduler::Schedule")
         targets = [s["Properties"]["Target"] for s in racers.values()]
@@ -381,24 +400,32 @@ def test_the_dashboard_draws_the_capacity_graph_once(resources: dict[str, Any]) 
 
 
 @pytest.fixture(scope="module")
-def off(sample_data_dir: Path, sample_jobs_dir: Path) -> dict[str, Any]:
+def off_deployment(sample_data_dir: Path, sample_jobs_dir: Path) -> Any:
     """The sample deployment with ``capacity = {permits: 0, semaphore_name: OFF_SEMAPHORE}`` (and the other
-    deployments' ``shared_workgroups``, which grant nothing while the budget is off), merged."""
+    deployments' ``shared_workgroups``, which grant nothing while the budget is off)."""
     context = load_context(REPO_ROOT / "cdk.json")
     capacity = {"permits": 0, "semaphore_name": OFF_SEMAPHORE, "shared_workgroups": SHARED_BUDGET["shared_workgroups"]}
     context[STACK_KEY] = {**context[STACK_KEY], "capacity": capacity}
     _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
-    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
+    return deployment
 
 
-def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def off(off_deployment: Any) -> dict[str, Any]:
+    """:func:`off_deployment`'s stacks, merged."""
+    return deployment_view.merged_template(deployment_view.stack_templates(off_deployment))
+
+
+def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any], off_deployment: Any) -> None:
     resources = off["Resources"]
     functions = _job_functions(resources)
     assert len(functions) == 2
+    sections = _capacity_sections(off_deployment)
     for job, function_id in functions.items():
         props = resources[function_id]["Properties"]
         env = props["Environment"]["Variables"]
-        assert env[contract.ENV_CAPACITY_PERMITS] == "0"  # the runtime reads it as off
+        assert sections[job]["permits"] == 0  # the runtime reads it as off
+        assert not load_job(job, off_deployment.stack_of(job).asset_dirs[job] / CATALOG_FILE)[1].enabled
         assert env[contract.ENV_CAPACITY_SEMAPHORE_NAME] == OFF_SEMAPHORE  # a name given is used as is
         assert env[contract.ENV_DEFERRAL_SCHEDULE_PREFIX] == deferral_schedule_prefix(app.STACK_NAME, job)
         assert set(contract.CAPACITY_ENV_VARS) <= set(env)
