@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Capture, Match, Template
 
@@ -434,6 +435,21 @@ def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any], o
         assert "dynamodb:BatchGetItem" not in actions and not actions & {"scheduler:CreateSchedule", "iam:PassRole"}
         (lock,) = [s for s in statements if s.get("Sid") == "LockTableItems"]
         assert lock["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+
+
+def test_changing_the_budget_changes_every_jobs_asset_and_not_the_read_sides(
+    deployment: Any, off_deployment: Any
+) -> None:
+    # GIVEN the sample deployment and the same deployment with the budget off / THEN every job's catalog (its asset)
+    # differs by the capacity section alone, and the read side's asset (no capacity section) is the same
+    for job, section in _capacity_sections(deployment).items():
+        on_dir, off_dir = (d.stack_of(job).asset_dirs[job] for d in (deployment, off_deployment))
+        on, off_ = (json.loads((d / CATALOG_FILE).read_text(encoding="utf-8")) for d in (on_dir, off_dir))
+        assert on["jobs"] == off_["jobs"] and (section["permits"], off_["capacity"]["permits"]) == (10, 0)
+        assert cdk.FileSystem.fingerprint(str(on_dir)) != cdk.FileSystem.fingerprint(str(off_dir))
+    read_dirs = (deployment.shared.runtime_asset_dir, off_deployment.shared.runtime_asset_dir)
+    assert all("capacity" not in json.loads((d / CATALOG_FILE).read_text(encoding="utf-8")) for d in read_dirs)
+    assert len({cdk.FileSystem.fingerprint(str(d)) for d in read_dirs}) == 1
 
 
 def test_off_keeps_the_graph_without_the_budget_line_and_the_widget_count(
