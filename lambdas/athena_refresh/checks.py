@@ -120,7 +120,7 @@ def bounded_number(variable: str, why: str = "") -> Callable[[Any], float]:
     ``contract.NUMERIC_BOUNDS``, returned as a float: the seconds the runtime reads with a fraction (a local run's
     short waits), where cdk.json takes the integers inside the same range (:func:`bounded`)."""
     lo, hi = contract.NUMERIC_BOUNDS[variable]
-    allowed = f"a number from {_text(lo)} to {_text(hi)}" + (f" ({why})" if why else "")
+    allowed = f"a number from {bound_text(lo)} to {bound_text(hi)}" + (f" ({why})" if why else "")
 
     def check(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -134,7 +134,8 @@ def bounded_number(variable: str, why: str = "") -> Callable[[Any], float]:
     return check
 
 
-def _text(bound: float) -> str:
+def bound_text(bound: float) -> str:
+    """A bound as the messages write it: ``60`` for 60.0, ``0.1`` as is."""
     return str(int(bound)) if float(bound).is_integer() else str(bound)
 
 

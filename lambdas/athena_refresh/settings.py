@@ -20,6 +20,7 @@ from slotlock import table as lock_table
 
 from . import catalog, contract
 from .budget import CapacitySettings
+from .checks import bound_text
 from .errors import ConfigurationError
 from .jobspec import DEFAULT_VALUE_METRIC_MAX_SERIES, JobSpec
 
@@ -33,10 +34,6 @@ def _required(env: Mapping[str, str], key: str) -> str:
     return value
 
 
-def _text(bound: float) -> str:
-    return str(int(bound)) if float(bound).is_integer() else str(bound)
-
-
 def _number(env: Mapping[str, str], key: str, default: float | None) -> float:
     """The variable ``key`` as a number within its bounds from :data:`contract.NUMERIC_BOUNDS`.
 
@@ -45,7 +42,7 @@ def _number(env: Mapping[str, str], key: str, default: float | None) -> float:
     catalog.
     """
     lo, hi = contract.NUMERIC_BOUNDS[key]
-    allowed = f"from {_text(lo)} to {_text(hi)}"
+    allowed = f"from {bound_text(lo)} to {bound_text(hi)}"
     raw = env.get(key, "").strip()
     if not raw:
         if default is None:
@@ -129,10 +126,13 @@ class Settings:
         may tune ``contract.LOCAL_TUNING_ENV_VARS`` (lease, heartbeat, slot age). Tests build the catalog from a
         :class:`JobSpec` (:func:`athena_refresh.catalog.write_catalog`) or the settings with :meth:`from_spec`.
 
+        The deployment's capacity budget: its numbers from the catalog's ``capacity`` section (none: off), its wiring
+        (semaphore name, permit table, deferral) from ``env`` (:meth:`~athena_refresh.budget.CapacitySettings.of`).
+
         Raises
         ------
         ConfigurationError
-            Naming the first invalid or missing variable, or a job setting in the environment;
+            Naming the first invalid or missing variable, or a job setting or a capacity number in the environment;
             :class:`~athena_refresh.catalog.CatalogError` for a missing or broken catalog, or an entry without a spec.
         """
         env = os.environ if env is None else env
