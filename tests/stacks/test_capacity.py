@@ -1,8 +1,8 @@
 """The Athena capacity budget (issue 24) in the stacks (cdk.json ``context.stack.capacity`` validated at synth:
-tests/stacks/test_capacity_settings.py): its numbers in every job's catalog (the ``capacity`` section) and the same wiring, ``contract.CAPACITY_ENV_VARS``, in
-every job function's environment (none of its numbers there), the semaphore's read and the deferral's
-least-privilege grants (none while the budget is off, none for the read side), and the dashboard's one "Athena
-capacity" graph.
+tests/stacks/test_capacity_settings.py): its numbers in every job's catalog (the ``capacity`` section) and the same
+wiring, ``contract.CAPACITY_ENV_VARS``, in every job function's environment (none of its numbers there), the
+semaphore's read and the deferral's least-privilege grants (none while the budget is off, none for the read side),
+and the dashboard's one "Athena capacity" graph.
 
 The sample deployment (``template``: every stack merged, cross-stack references read as local ones) runs with
 cdk.json's budget (10 permits, the default semaphore name); one more synthesis has the budget off and a semaphore
