@@ -33,7 +33,7 @@ from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 
 from . import models
 from .errors import BadParameterError, ResultsApiError
-from .reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, ResultsReader
+from .reader import DEFAULT_PAGE_LIMIT, ResultsReader
 from .responses import (
     CSV,
     CSV_CONTENT_TYPE,
@@ -50,6 +50,7 @@ from .responses import (
     result_headers,
     to_csv,
 )
+from .views import JOB_COLUMNS
 
 TITLE = "Scheduled Athena refresh: read API"
 API_VERSION = "1"

@@ -26,8 +26,8 @@ from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from results_api import handler, models
 from results_api.api import SLOT_COLUMNS, openapi_json
-from results_api.reader import JOB_COLUMNS
 from results_api.responses import IMMUTABLE
+from results_api.views import JOB_COLUMNS
 from slotlock import Lease, Slot, SlotLock, request_generation
 
 JOB = "flights-dashboard"
