@@ -33,6 +33,11 @@ class LastSuccess(_Model):
     at_ms: int | None = Field(None, description="when the live schedule last committed, epoch milliseconds")
 
 
+class LastFinished(_Model):
+    slot: str | None = Field(None, description="the live schedule's last finished slot (ISO 8601, UTC)")
+    outcome: str | None = Field(None, description="succeeded, failed or missed (its reason: the slot's history entry)")
+
+
 class LatestPointer(_Model):
     slot: str | None = None
     generation: int | None = None
@@ -47,6 +52,7 @@ class Job(_Model):
     paused: bool
     paused_through_slot: str | None
     last_success: LastSuccess
+    last_finished: LastFinished
     latest: LatestPointer
     problem: str | None = Field(None, description="why the lock item could not be read, if it could not")
 
@@ -99,6 +105,17 @@ class Result(_Model):
     )
 
 
+class Failure(_Model):
+    status: str = Field(description="FAILED or MISSED")
+    error_class: str = Field(
+        description="Athena's (Trino's) error name (COLUMN_NOT_FOUND, TYPE_MISMATCH, ...), CANCELLED, the error's "
+        "type (ResultTypeError, ...), or the MISSED reason (capacity, paused, too_old, overrun, superseded)"
+    )
+    message: str = Field(description="the whole message (may be empty)")
+    summary: str = Field(description="error_class: message, on one line, cut to 160 characters")
+    failing: bool = Field(description="true unless MISSED because the job was paused")
+
+
 class SlotEntry(_Model):
     slot: str
     generation: int
@@ -125,7 +142,8 @@ class SlotEntry(_Model):
     requested_by: str | None = None
     requested_at_ms: int | None = None
     request_reason: str | None = None
-    error: dict[str, Any] | None = None
+    error: dict[str, Any] | None = Field(None, description="the failure or miss detail the job recorded, as stored")
+    failure: Failure | None = Field(None, description="a FAILED or MISSED slot's reason, read from its record")
     corrupt: str | None = None
 
 

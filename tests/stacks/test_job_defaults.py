@@ -25,6 +25,7 @@ from athena_refresh.job_rules import (
 from slotlock.schedule import cron_period
 from stacks import REPO_ROOT
 from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
+from stacks.job_groups import job_group
 from stacks.jobs import JobDefinition, StackSettings, load_job, load_jobs
 from tools.jobs import settings as settings_command
 
@@ -297,6 +298,10 @@ def test_settings_prints_each_value_and_its_origin_as_json(tmp_path: Path) -> No
     assert rows["schedule_expression"]["origin"] == "job.toml"
     assert rows["max_slot_age_s"]["value"] == 3600 and rows["max_slot_age_s"]["origin"] == "derived"
     assert rows["lambda_timeout_s"]["value"] == 900 and rows["history_ttl_s"]["origin"] == "built-in"
+    # the job's stack, not "off" (issue 34): the group its name hashes to, and that stack's name
+    group = job_group("b", StackSettings().job_stacks)
+    assert rows["stack_group"]["value"] == group and rows["stack_group"]["origin"] == "built-in"
+    assert rows["stack_group"]["why"].startswith(f"ScheduledAthenaRefresh-Jobs-{group:02d}; a hash of the job's name")
 
 
 def test_settings_prints_a_table_per_job(tmp_path: Path) -> None:

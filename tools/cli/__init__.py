@@ -122,7 +122,7 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
 
 EPILOG = (
     "Jobs: -s/--select NAME|GLOB (commas or spaces, repeatable; a union). "
-    "Exit status: 0 ok; 1 failed or refused; 2 bad arguments or job folder; 3 unavailable, retry; 130 interrupted "
+    "Exit status: 0 ok; 1 failed or refused; 2 bad arguments or job folder; 3 unavailable, retry; 4 a job is failing; 130 interrupted "
     "(docs/cli.md)."
 )
 

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -268,6 +269,22 @@ def _load_app() -> Any:
         return module
 
 
+def _silence_jsii_node_banner(node: str) -> None:
+    """jsii's Python runtime relays Node.js's end-of-life banner as Python byte strings (``b'!!!...'``, a dozen
+    lines on stderr) when the CDK starts; the Makefile silences it with ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``
+    (https://github.com/aws/jsii/pull/4325: a comma-separated list of majors). Do the same for the running Node's
+    major when the variable is not set (also for ``athena-once cost`` run without make); the synth is unchanged."""
+    if "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" in os.environ:
+        return
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return  # the synth then says what is wrong with Node
+    major = version.strip().lstrip("v").split(".")[0]
+    if major.isdigit():
+        os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = major
+
+
 def synthesize(jobs_dir: Path) -> Synthesis:
     """Build the app as ``app.py`` does (cdk.json, ``jobs_dir``; a stand-in sample data dir: the alarms do not
     depend on it) and synthesize it once (cdk-nag runs, as in every synth): every stack's resources, each job's
@@ -280,6 +297,7 @@ def synthesize(jobs_dir: Path) -> Synthesis:
         raise CostEnvironmentError(
             f"`{node}` is not on PATH: the stack's synth (its alarms) needs Node.js 20+ (install it, or set JSII_NODE)"
         )
+    _silence_jsii_node_banner(node)
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     from stacks.constructs import read_api

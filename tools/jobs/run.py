@@ -189,15 +189,17 @@ _NUMERIC_TYPES = ("tinyint", "smallint", "integer", "bigint", "double", "real")
 
 
 def print_table(result: QueryResult, out: TextIO) -> None:
-    """The rows as a table: each column headed by its name and type, numbers right-justified."""
+    """The rows as a table: each column headed by its name and type, numbers right-justified, doubles rounded for
+    display (``--format json``/``csv`` keep every digit)."""
     headers = [f"{c.name}\n{c.type}" for c in result.columns]
     numeric = {
         h
         for h, c in zip(headers, result.columns, strict=True)
         if c.type in _NUMERIC_TYPES or c.type.startswith("decimal")
     }
-    rows = ([_csv_value(row[c.name]) for c in result.columns] for row in result.rows)
     from tools.cli import render  # rich only when a table is printed
+
+    rows = ([render.data_cell(row[c.name], none="") for c in result.columns] for row in result.rows)
 
     render.console_for(out, width=200).print(render.table(headers, rows, right=numeric))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -560,3 +561,25 @@ def test_region_falls_back_to_the_tables_default(sample_dir: Path) -> None:
     document = json.loads(out)
     assert document["prices"] == {**document["prices"], "region": "us-east-1", "requested_region": "eu-west-1"}
     assert "no prices for eu-west-1" in document["assumptions"][0]
+
+
+def test_the_jsii_node_banner_is_silenced_for_the_running_node_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 34: ``make cost`` printed jsii's Node.js banner as Python byte strings (``b'!!!...'``)."""
+    import shutil
+    import subprocess
+
+    from tools.cost import inputs
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    major = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.lstrip("v")
+    monkeypatch.delenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", raising=False)
+    inputs._silence_jsii_node_banner(node)
+    assert os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] == major.split(".")[0]
+    # a value the user set is kept
+    monkeypatch.setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+    inputs._silence_jsii_node_banner(node)
+    assert os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] == "18,20"
