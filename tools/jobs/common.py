@@ -121,6 +121,8 @@ class LocalRun:
     parameters: tuple[str, ...]
     execution: QueryExecution
     result: QueryResult
+    #: Each column's whole Trino type (``decimal(23,1)``, ``array(varchar)``), which ColumnInfo.Type leaves out.
+    trino_types: tuple[str, ...] = ()
 
 
 def job_settings(job: JobDefinition, *, stand_in: str = "local-run") -> Settings:
@@ -161,9 +163,10 @@ def run_query(
                 if execution.state != "SUCCEEDED":
                     raise LocalQueryError((execution.error.error_message if execution.error else "") or execution.state)
                 result = engine.get_results(query_id)
+                trino_types = engine.column_types(query_id)
         except (QueryEngineError, ResultTypeError) as exc:
             raise LocalQueryError(str(exc)) from exc
-    return LocalRun(slot_iso, tuple(parameters), execution, result)
+    return LocalRun(slot_iso, tuple(parameters), execution, result, trino_types)
 
 
 # --- where things are ----------------------------------------------------------------------------------------

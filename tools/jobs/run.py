@@ -104,7 +104,10 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "slot": slot_iso,
             "window": [f"{start:%Y-%m-%d %H:%M:%S}", f"{end:%Y-%m-%d %H:%M:%S}"],
             "parameters": dict(zip(settings.query_parameters, parameters, strict=True)),
-            "columns": [{"name": c.name, "type": c.type} for c in result.columns],
+            "columns": [
+                {"name": c.name, "type": trino_type}
+                for c, trino_type in zip(result.columns, _trino_types(run.trino_types, result), strict=True)
+            ],
             "rows": [{c.name: _json_value(row[c.name]) for c in result.columns} for row in result.rows],
             "data_scanned_bytes": scanned,
             "estimated_cost_usd": round(cost, 10),
@@ -117,9 +120,16 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(render.csv_text([c.name for c in result.columns], rows, lineterminator="\n"))
         err.write(summary + "\n")
     else:
-        print_table(result, out)
+        print_table(result, out, _trino_types(run.trino_types, result))
         out.write(summary + "\n")
     return EXIT_OK
+
+
+def _trino_types(trino_types: tuple[str, ...], result: QueryResult) -> tuple[str, ...]:
+    """The columns' whole Trino types (``decimal(23,1)``), or ColumnInfo.Type's names when the engine gave none."""
+    if len(trino_types) == len(result.columns):
+        return trino_types
+    return tuple(c.type for c in result.columns)
 
 
 def parse_slot(text: str) -> dt.datetime:
@@ -145,8 +155,8 @@ def job_settings(job: JobDefinition) -> Settings:
 
 
 # --- the engine's error, mapped onto query.sql ---------------------------------------------------------------------
-_COLUMN = re.compile(r'Referenced column "(?P<name>[^"]+)" not found')
-_CANDIDATES = re.compile(r"Candidate bindings: (?P<names>.+?)(?: \[DuckDB|\n|$)")
+_COLUMN = re.compile(r"Column '(?P<name>[^']+)' cannot be resolved")  # the local engine's words (Trino's)
+_CANDIDATES = re.compile(r"; candidates: (?P<names>.+?)(?:\n|$)")
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
 _DUCKDB_SUFFIX = re.compile(r"\s*\[DuckDB \w+\]\s*$")
 _CODE = re.compile(r"^[A-Z_]+: ")
@@ -188,10 +198,11 @@ def _read(job: JobDefinition) -> str:
 _NUMERIC_TYPES = ("tinyint", "smallint", "integer", "bigint", "double", "real")
 
 
-def print_table(result: QueryResult, out: TextIO) -> None:
-    """The rows as a table: each column headed by its name and type, numbers right-justified, doubles rounded for
-    display (``--format json``/``csv`` keep every digit)."""
-    headers = [f"{c.name}\n{c.type}" for c in result.columns]
+def print_table(result: QueryResult, out: TextIO, trino_types: tuple[str, ...] = ()) -> None:
+    """The rows as a table: each column headed by its name and Trino type, numbers right-justified, doubles rounded
+    for display (``--format json``/``csv`` keep every digit)."""
+    types = _trino_types(trino_types, result)
+    headers = [f"{c.name}\n{t}" for c, t in zip(result.columns, types, strict=True)]
     numeric = {
         h
         for h, c in zip(headers, result.columns, strict=True)

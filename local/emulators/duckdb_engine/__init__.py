@@ -19,10 +19,16 @@ Modules:
   across processes; ``quota_report(state_dir)`` reads what it saw (starts, refusals, the active intervals).
 - :mod:`.files`: the state files, complete when they appear (rename, or exclusive link).
 
-Known differences from Athena (inherent to DuckDB/sqlglot, not hidden): integer division (Trino
-``10/3 = 3``, DuckDB ``3.33``), approximate aggregates (``approx_percentile`` differs slightly; its weighted
-form loses the weight), ``x/0`` (DuckDB: NULL/inf, Trino: error), and functions sqlglot does not
-translate (``url_extract_*``, ``map_agg``, ``format_datetime``, ...) fail.
+- :mod:`.trino_semantics` (with :mod:`.trino_functions`, :mod:`.trino_types`, :mod:`.trino_tree`): the bound Trino
+  tree typed as Trino types it (the tables' schema from DuckDB) and rewritten so that DuckDB answers as Trino:
+  integer division truncates, decimals are exact with Trino's result types, casts fail and round as Trino's, a
+  timestamp with time zone keeps its zone, string, regexp and date functions follow Trino's tests. Before
+  anything runs, a function Athena does not have is ``FUNCTION_NOT_FOUND`` and a construct the engine cannot
+  reproduce is refused in one line: ``NOT_SUPPORTED: runs on Athena only: map_agg; the check validated it``.
+
+Known differences from Athena (not hidden): approximate aggregates (``approx_percentile`` differs slightly; its
+weighted form loses the weight); a varchar's length is reported only where the query casts to varchar(n) or
+names a literal; a column's values as DuckDB reads the Parquet file.
 """
 
 from .engine import DuckDBQueryEngine

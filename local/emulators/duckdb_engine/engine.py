@@ -289,6 +289,15 @@ class DuckDBQueryEngine:
             on_page(len(rows))
         return QueryResult(columns=columns, rows=rows)
 
+    def column_types(self, query_execution_id: str) -> tuple[str, ...]:
+        """Each result column's whole Trino type (``decimal(23,1)``, ``timestamp(3) with time zone``,
+        ``array(varchar)``), beyond ``ColumnInfo.Type``. Not part of ``QueryEngine``: the local tools show it.
+
+        :raises QueryEngineError: as :meth:`get_results`."""
+        self.get_results(query_execution_id)  # the same checks (known, SUCCEEDED)
+        stored = read_json(self._results_dir / f"{query_execution_id}.json")
+        return tuple(str(c.get("trino_type", c["type"])) for c in stored["columns"])
+
     def _duration_ms(self, sql: str, params: list[str]) -> int:
         """The query's simulated duration: `duration_ms_for`'s answer, else `simulated_duration_ms`."""
         if self._duration_ms_for is None:

@@ -27,7 +27,8 @@ import duckdb
 
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
-from .sql import PreparedQuery, QueryRejected, prepare_query
+from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
+from .trino_types import trino_type_text
 from .values import _render
 
 __all__ = ["DuckDBSession"]
@@ -54,6 +55,7 @@ class DuckDBSession:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._con_lock = threading.Lock()
         self._views: dict[str, tuple[str, ...]] = {}  # table -> the files of its view on the current connection
+        self._schemas: dict[str, dict[str, str]] = {}  # table -> column -> Trino type, of the current views
         self._metadata = _METADATA  # Parquet metadata per file (path, mtime, size), for the bytes scanned
 
     def close(self) -> None:
@@ -68,24 +70,25 @@ class DuckDBSession:
         started = time.perf_counter()
         duckdb_sql: str | None = None
         try:
-            prepared = prepare_query(sql, params)
-            duckdb_sql = prepared.duckdb_sql
-            layouts = self._check_tables(prepared.tables)
+            bound = bind_query(sql, params)
+            layouts = self._check_tables(bound.tables)
             with self._con_lock:
                 con = self._connection()
                 self._register_views(con, layouts)
+                prepared = translate_query(bound, {table: self._schemas[table] for table in layouts})
+                duckdb_sql = prepared.duckdb_sql
                 relation = con.sql(prepared.duckdb_sql)
                 names = list(relation.columns)
                 duck_types = list(relation.types)
                 raw_rows = relation.fetchall()
                 scan = self._account(con, prepared, layouts)
-            columns, rows = _render(names, duck_types, raw_rows)
+            columns, rows = _render(names, duck_types, raw_rows, prepared.output_zones, prepared.output_types)
         except QueryRejected as exc:
             return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, str(exc)), None
         except duckdb.Error as exc:
             if isinstance(exc, duckdb.FatalException):
                 self._reset_connection()
-            message = f"{_duckdb_error_code(exc)}: {exc} [DuckDB {type(exc).__name__}]"
+            message = _user_message(exc)
             return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, message), None
         except Exception as exc:  # a bug here, not in the query: Athena's "internal service error"
             logger.exception("local engine failure")
@@ -165,6 +168,7 @@ class DuckDBSession:
                 raise
             self._con = con
             self._views = {}
+            self._schemas = {}
         return self._con
 
     def _reset_connection(self) -> None:
@@ -186,6 +190,79 @@ class DuckDBSession:
                 f" hive_partitioning = {hive}, hive_types_autocast = false)"
             )
             self._views[table] = paths
+            described = con.execute(f'DESCRIBE "{table}"').fetchall()
+            self._schemas[table] = {str(row[0]).lower(): trino_type_text(row[1]) for row in described}
+
+
+_RAISED = re.compile(r"^Invalid Input Error: (?P<code>[A-Z_]+): (?P<message>.*)$", re.DOTALL)
+_NOT_CONVERTED = re.compile(r"Could not convert string '(?P<value>.*)' to (?P<type>\w+)")
+_MISSING_FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (?P<name>\w+) does not exist")
+_OVERFLOW = re.compile(
+    r"Overflow in (?P<operation>addition|subtraction|multiplication) of (?P<type>INT\d+) \((?P<operands>[^)]*)\)"
+)
+_UNKNOWN_COLUMN = re.compile(r'Referenced column "(?P<name>[^"]+)" not found')
+_CANDIDATES = re.compile(r"Candidate bindings: (?P<names>[^\n]+)")
+_NO_MATCH = re.compile(r"No function matches the given name and argument types '(?P<name>[^(']+)\((?P<types>[^)]*)\)'")
+_BAD_TEMPORAL = re.compile(r'invalid (?P<type>date|timestamp) field format: "(?P<value>[^"]*)"')
+_UNPARSED = re.compile(r'Could not parse string "(?P<value>[^"]*)" according to format')
+_INTEGER_NAMES = {"INT8": "tinyint", "INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
+_TRINO_INTEGERS = {"INT8": "TINYINT", "INT16": "SMALLINT", "INT32": "INT", "INT64": "BIGINT"}
+
+
+def _user_message(exc: duckdb.Error) -> str:
+    """``CODE: message`` for a failed query: Trino's words where the failure is one Trino reports (a failed cast,
+    a division by zero, a call the local engine cannot run), else DuckDB's text marked as the local engine's."""
+    text = str(exc).strip()
+    raised = _RAISED.match(text)
+    if raised:  # raised by a rewrite of .trino_semantics with Trino's code and message
+        return f"{raised['code']}: {raised['message'].splitlines()[0]}"
+    if isinstance(exc, duckdb.InvalidInputException) and "Division by zero" in text:
+        return "DIVISION_BY_ZERO: Division by zero"
+    converted = _NOT_CONVERTED.search(text)
+    if isinstance(exc, duckdb.ConversionException) and converted:
+        target = _TRINO_INTEGERS.get(converted["type"], converted["type"].upper())
+        return f"INVALID_CAST_ARGUMENT: Cannot cast '{converted['value']}' to {target}"
+    missing = _MISSING_FUNCTION.search(text)
+    if isinstance(exc, duckdb.CatalogException) and missing:
+        return f"NOT_SUPPORTED: runs on Athena only: {missing['name'].lower()}; the local engine has no translation"
+    if isinstance(exc, duckdb.InvalidInputException) and "Insufficient padding" in text:  # lpad/rpad with ''
+        return "INVALID_FUNCTION_ARGUMENT: Padding string must not be empty"
+    overflow = _OVERFLOW.search(text)
+    if isinstance(exc, duckdb.OutOfRangeException) and overflow and overflow["type"] in _INTEGER_NAMES:
+        kind = _INTEGER_NAMES[overflow["type"]]  # Trino: "integer addition overflow: 2147483647 + 1"
+        return f"NUMERIC_VALUE_OUT_OF_RANGE: {kind} {overflow['operation']} overflow: {overflow['operands']}"
+    if isinstance(exc, duckdb.OutOfRangeException) and "INT128" in text:  # .trino_semantics' exact decimal division
+        return "NOT_SUPPORTED: runs on Athena only: decimal division of values beyond 38 digits; the check validated it"
+    if isinstance(exc, duckdb.OutOfRangeException):
+        return f"NUMERIC_VALUE_OUT_OF_RANGE: {_first_line(text)}"
+    column = _UNKNOWN_COLUMN.search(text)
+    if isinstance(exc, duckdb.BinderException) and column:  # Trino: "Column 'x' cannot be resolved"
+        candidates = _CANDIDATES.search(text)
+        hint = f"; candidates: {candidates['names'].strip()}" if candidates else ""
+        return f"COLUMN_NOT_FOUND: Column '{column['name']}' cannot be resolved{hint}"
+    mismatch = _NO_MATCH.search(text)
+    if isinstance(exc, duckdb.BinderException) and mismatch:
+        types = [_trino_words(t) for t in mismatch["types"].split(", ")]
+        if not mismatch["name"].isidentifier() and len(types) == 2:
+            return f"TYPE_MISMATCH: Cannot apply operator: {types[0]} {mismatch['name']} {types[1]}"
+        return f"TYPE_MISMATCH: Unexpected parameters ({', '.join(types)}) for function {mismatch['name'].lower()}"
+    bad_value = _BAD_TEMPORAL.search(text)
+    if isinstance(exc, duckdb.ConversionException) and bad_value:
+        return f"INVALID_CAST_ARGUMENT: Value cannot be cast to {bad_value['type']}: {bad_value['value']}"
+    unparsed = _UNPARSED.search(text)
+    if isinstance(exc, duckdb.InvalidInputException) and unparsed:
+        return f'INVALID_FUNCTION_ARGUMENT: Invalid format: "{unparsed["value"]}"'
+    return f"{_duckdb_error_code(exc)}: {_first_line(text)} (local engine)"
+
+
+def _first_line(text: str) -> str:
+    """DuckDB's message without its class prefix ("Binder Error: "), on one line."""
+    return re.sub(r"^[A-Z][A-Za-z ]* Error: ", "", text.strip()).splitlines()[0].strip()
+
+
+def _trino_words(duck_type: str) -> str:
+    """A DuckDB type of an error message in Trino's words (INTEGER_LITERAL -> integer)."""
+    return trino_type_text(duck_type.removesuffix("_LITERAL").replace("STRING", "VARCHAR"))
 
 
 def _duckdb_error_code(exc: duckdb.Error) -> str:

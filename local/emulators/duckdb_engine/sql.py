@@ -26,7 +26,7 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import TokenType
 
-__all__ = ["PreparedQuery", "QueryRejected", "prepare_query"]
+__all__ = ["BoundQuery", "PreparedQuery", "QueryRejected", "bind_query", "prepare_query", "translate_query"]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -61,20 +61,70 @@ class PreparedQuery:
     duckdb_sql: str
     tables: tuple[str, ...]
     tree: exp.Query | None = field(default=None, repr=False, compare=False)
+    #: Per output column, the time zone its ``timestamp with time zone`` values print in (None: UTC / not one).
+    output_zones: tuple[str | None, ...] = ()
+    #: Per output column, its Trino type where DuckDB's loses a parameter (``timestamp(0)``; None: DuckDB's).
+    output_types: tuple[str | None, ...] = ()
 
 
-def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
-    """Parse Trino `sql`, bind `parameters` to its ``?`` placeholders in source order, generate DuckDB SQL.
+@dataclass(frozen=True)
+class BoundQuery:
+    """The bound Trino tree (see :class:`PreparedQuery`) and the data tables it reads, before translation."""
+
+    tree: exp.Query
+    tables: tuple[str, ...]
+
+
+def prepare_query(
+    sql: str, parameters: Sequence[str], schema: dict[str, dict[str, str]] | None = None
+) -> PreparedQuery:
+    """Parse Trino `sql`, bind `parameters` to its ``?`` placeholders in source order, rewrite the tree to answer
+    as Trino (:mod:`.trino_semantics`; `schema`: table -> column -> Trino type, for typing columns), generate
+    DuckDB SQL.
 
     Raises
     ------
     QueryRejected
         Syntax error, not exactly one query statement, a named placeholder, a parameter count that differs
-        from the placeholder count, a parameter that is not a literal, or SQL sqlglot cannot translate.
+        from the placeholder count, a parameter that is not a literal, SQL sqlglot cannot translate, a function
+        Athena does not have (FUNCTION_NOT_FOUND) or a construct only Athena reproduces (NOT_SUPPORTED).
     """
+    return translate_query(bind_query(sql, parameters), schema)
+
+
+def translate_query(bound: BoundQuery, schema: dict[str, dict[str, str]] | None = None) -> PreparedQuery:
+    """DuckDB SQL for a bound query, rewritten to answer as Trino. :raises QueryRejected: as :func:`prepare_query`."""
+    from .trino_semantics import Refused, translate
+
+    try:
+        translation = translate(bound.tree, schema)
+    except Refused as exc:
+        raise QueryRejected(exc.error_code, exc.message) from exc
+    try:
+        duckdb_sql = translation.tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except SqlglotError as exc:
+        reason = re.sub(r"\s*(?:when targeting|to) DuckDB", "", _sqlglot_message(exc))
+        raise QueryRejected(
+            "NOT_SUPPORTED", f"runs on Athena only: {reason}; the local engine cannot translate it"
+        ) from exc
+    return PreparedQuery(
+        duckdb_sql=duckdb_sql,
+        tables=bound.tables,
+        tree=bound.tree,
+        output_zones=translation.output_zones,
+        output_types=translation.output_types,
+    )
+
+
+def bind_query(sql: str, parameters: Sequence[str]) -> BoundQuery:
+    """Parse Trino `sql` and bind `parameters` to its ``?`` placeholders in source order (no translation).
+
+    :raises QueryRejected: as :func:`prepare_query`, translation aside."""
     dialect = Trino()
     try:
-        parsed = _PositionalTrinoParser(dialect=dialect).parse(dialect.tokenize(sql), sql)
+        tokens = dialect.tokenize(sql)
+        _refuse_foreign_syntax(tokens)
+        parsed = _PositionalTrinoParser(dialect=dialect).parse(tokens, sql)
         statements = [statement for statement in parsed if statement is not None]
     except SqlglotError as exc:
         raise QueryRejected("SYNTAX_ERROR", _sqlglot_message(exc)) from exc
@@ -98,6 +148,11 @@ def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
     for position, (placeholder, text) in enumerate(zip(placeholders, parameters, strict=True), start=1):
         placeholder.replace(_parse_parameter(position, text))
 
+    group = tree.args.get("group")
+    if isinstance(group, exp.Group) and group.args.get("all") and not group.expressions:
+        raise QueryRejected(
+            "SYNTAX_ERROR", "GROUP BY ALL without grouping elements is not Trino syntax: name the columns"
+        )
     tree = normalize_identifiers(tree, dialect="trino")  # unquoted names are lowercase (Athena's column names)
     _name_unnamed_columns(tree)
     cte_names = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
@@ -110,12 +165,23 @@ def prepare_query(sql: str, parameters: Sequence[str]) -> PreparedQuery:
         name = table.name.lower()
         if name not in cte_names and name not in tables:
             tables.append(name)
+    return BoundQuery(tree=tree, tables=tuple(tables))
 
-    try:
-        duckdb_sql = tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
-    except SqlglotError as exc:
-        raise QueryRejected("NOT_SUPPORTED", f"cannot translate to DuckDB: {_sqlglot_message(exc)}") from exc
-    return PreparedQuery(duckdb_sql=duckdb_sql, tables=tuple(tables), tree=tree)
+
+def _refuse_foreign_syntax(tokens: Sequence[Any]) -> None:
+    """Syntax sqlglot accepts and Trino does not (its grammar, SqlBase.g4): ``::`` casts, ILIKE, an unquoted
+    interval quantity (``INTERVAL 1 DAY``). :raises QueryRejected: SYNTAX_ERROR at the token's line and column."""
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        foreign = token.token_type in (TokenType.DCOLON, TokenType.ILIKE) or (
+            token.token_type == TokenType.INTERVAL
+            and following is not None
+            and following.token_type == TokenType.NUMBER
+        )
+        if foreign:
+            shown = following if token.token_type == TokenType.INTERVAL else token
+            column = max(1, shown.col - len(shown.text) + 1)
+            raise QueryRejected("SYNTAX_ERROR", f"line {shown.line}:{column}: mismatched input '{shown.text}'")
 
 
 def _parse_parameter(position: int, text: str) -> exp.Expr:

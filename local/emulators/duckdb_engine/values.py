@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 import struct
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dt_time
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 from .sql import QueryRejected
+from .trino_types import trino_type_text
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -48,6 +51,8 @@ _TRINO_TYPE_OF: Final = {
     "timestamp_ms": "timestamp",
     "timestamp_ns": "timestamp",
     "timestamp with time zone": "timestamp with time zone",
+    "timestamptz_ns": "timestamp with time zone",
+    "timestamp_tz_ns": "timestamp with time zone",
     "interval": "interval day to second",
     "list": "array",
     "array": "array",
@@ -62,6 +67,14 @@ def _trino_type(duck_type: Any) -> str:
     if str(duck_type).upper() == "JSON":  # DuckDB's JSON is a VARCHAR alias
         return "json"
     return _TRINO_TYPE_OF.get(duck_type.id, str(duck_type).lower())
+
+
+def _timestamp_text(value: datetime, precision: int) -> str:
+    """A timestamp(p) as Trino prints it: p fraction digits (0: none; DuckDB keeps microseconds, finer ones are 0)."""
+    if precision == 3:
+        return _millis_text(value)
+    whole = f"{value:%Y-%m-%d %H:%M:%S}"
+    return whole if precision == 0 else f"{whole}.{f'{value.microsecond:06d}'[:precision].ljust(precision, '0')}"
 
 
 def _millis_text(value: datetime | dt_time) -> str:
@@ -96,10 +109,16 @@ def _real_text(value: float) -> str:
     return repr(value)
 
 
-def _athena_text(value: Any, type_id: str = "") -> str | None:
-    """One DuckDB value as Athena's ``VarCharValue`` text (None for SQL NULL)."""
+def _athena_text(value: Any, type_id: str = "", zone: str | None = None, precision: int = 3) -> str | None:
+    """One DuckDB value as Athena's ``VarCharValue`` text (None for SQL NULL); `zone`: the zone a timestamp with
+    time zone prints in (UTC by default); `precision`: a timestamp's fraction digits."""
     if value is None:
         return None
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        shown = value.astimezone(ZoneInfo(zone or "UTC")).replace(tzinfo=None)
+        return _timestamp_text(shown, precision) + f" {zone or 'UTC'}"
+    if isinstance(value, datetime) and precision != 3:
+        return _timestamp_text(value, precision)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -135,16 +154,34 @@ def _athena_text(value: Any, type_id: str = "") -> str | None:
     return str(value)  # uuid.UUID and anything else
 
 
+def _fraction_digits(trino_type: str) -> int:
+    """The fraction digits of a ``timestamp(p)`` type text (3 for anything else)."""
+    match = re.match(r"timestamp\((\d+)\)", trino_type)
+    return int(match.group(1)) if match else 3
+
+
 def _nested_text(value: Any) -> str:
     text = _athena_text(value)
     return "null" if text is None else text
 
 
 def _render(
-    names: list[str], duck_types: list[Any], raw_rows: list[tuple[Any, ...]]
+    names: list[str],
+    duck_types: list[Any],
+    raw_rows: list[tuple[Any, ...]],
+    zones: tuple[str | None, ...] = (),
+    output_types: tuple[str | None, ...] = (),
 ) -> tuple[list[dict[str, str]], list[list[str | None]]]:
-    """Columns (Trino types) and rows as Athena text; bigint overflow of HUGEINT-like columns -> rejected."""
-    columns = [{"name": name, "type": _trino_type(t)} for name, t in zip(names, duck_types, strict=True)]
+    """Columns (``type``: Athena's ColumnInfo.Type; ``trino_type``: the whole Trino type) and rows as Athena text,
+    zoned timestamps in their column's zone (`zones`, by position); bigint overflow of HUGEINT-like columns ->
+    rejected."""
+    precise = list(output_types) + [None] * (len(names) - len(output_types))
+    columns = [
+        {"name": name, "type": _trino_type(t), "trino_type": exact or trino_type_text(t)}
+        for name, t, exact in zip(names, duck_types, precise, strict=True)
+    ]
+    zone_of = list(zones) + [None] * (len(names) - len(zones))
+    digits = [_fraction_digits(c["trino_type"]) for c in columns]
     type_ids = [t.id for t in duck_types]
     checked = [i for i, type_id in enumerate(type_ids) if type_id in _CHECKED_BIGINT_IDS]
     for row in raw_rows:
@@ -154,5 +191,11 @@ def _render(
                 raise QueryRejected(
                     "NUMERIC_VALUE_OUT_OF_RANGE", f"column {names[i]!r}: {value} does not fit in bigint"
                 )
-    rows = [[_athena_text(v, type_id) for v, type_id in zip(row, type_ids, strict=True)] for row in raw_rows]
+    rows = [
+        [
+            _athena_text(v, type_id, zone, precision)
+            for v, type_id, zone, precision in zip(row, type_ids, zone_of, digits, strict=True)
+        ]
+        for row in raw_rows
+    ]
     return columns, rows
