@@ -153,6 +153,7 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
         problems.append(f"{_rel(jobs_dir, root)}: no job folder (a folder with a {JOB_FILE}) found")
     seen: dict[str, Path] = {}
     jobs: list[JobDefinition] = []
+    per_job: dict[str, ConfigError] = {}
     for folder in folders:
         key = re.sub(r"[-_]", "", folder.name.lower())  # outputs and construct ids drop case, '-' and '_'
         twin = seen.get(key)
@@ -166,9 +167,10 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
         try:
             jobs.append(load_job(folder, stack, root=root, team=team))
         except ConfigError as exc:
-            problems.extend(exc.problems)
+            per_job[folder.name] = exc
+    problems.extend(defaults.attribute_to_team(per_job, team))  # a team default broken for several jobs: once
     if problems:
-        raise ConfigError(list(dict.fromkeys(problems)))  # a team default broken for several jobs: once
+        raise ConfigError(list(dict.fromkeys(problems)))
     return tuple(jobs)
 
 
@@ -189,18 +191,18 @@ def load_job(
     if not lock_table.is_valid_job_name(folder.name):
         problems.append(f"{_rel(folder, root)}: the folder name is the job name: {lock_table.JOB_NAME_RULE}")
     try:
-        text = (folder / JOB_FILE).read_text(encoding="utf-8")
+        text = defaults.read_text(folder / JOB_FILE)
         document = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, defaults.FileEncodingError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError([*problems, f"{job_file}: not a valid TOML file: {exc}"]) from exc
     lines = defaults.key_lines(text)
     labels = Labels(f"{job_file}: ", "", {key: (located(job_file, lines, key), "") for key in lines})
     try:
-        sql = (folder / QUERY_FILE).read_text(encoding="utf-8")
+        sql = defaults.read_text(folder / QUERY_FILE)
     except FileNotFoundError:
         problems.append(f"{query_file}: missing; every job folder holds its query in {QUERY_FILE}")
         sql = None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, defaults.FileEncodingError) as exc:
         problems.append(f"{query_file}: cannot be read: {exc}")
         sql = None
 
@@ -255,7 +257,7 @@ def load_job(
     except ConfigError as exc:
         problems.extend(exc.problems)
     if problems or config is None or query is None or source is None:
-        raise ConfigError(problems)
+        raise defaults.JobConfigError(problems, settings)
     return JobDefinition(
         config=config,
         folder=folder,
@@ -284,7 +286,7 @@ def _job_settings(document: Mapping[str, Any], labels: Labels, problems: list[st
                 if sub == "email":
                     problems.append(f"{labels.at('alarms.email')}: not a job setting here (stack-wide, in cdk.json)")
                 elif sub not in ALARM_KEYS:
-                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_key(sub, ALARM_KEYS)}")
+                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_in_alarms(sub)}")
                 else:
                     flat[f"alarms.{sub}"] = sub_value
         elif key not in JOB_KEYS and key != "source":

@@ -48,6 +48,7 @@ from sqlglot.tokens import TokenType
 
 from athena_refresh.cost import PriceTableError
 from slotlock.schedule import CronError
+from stacks.defaults import FileEncodingError
 from stacks.jobs import GlueSource, JobDefinition, SampleSource
 from stacks.value_metrics_cost import value_metrics_warning
 from tools.cli.exit_status import ExitStatus
@@ -134,7 +135,7 @@ def check_job(
         warnings.append(warning)
     try:
         sql = common.query_text(job)
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, FileEncodingError) as exc:
         return [f"{common.job_file(job)}: cannot be read: {exc}"], warnings
     comma = trailing_comma_line(sql)
     if comma is not None:

@@ -38,6 +38,7 @@ from athena_refresh.cost import TB, PriceTableError, athena_billed_bytes, load_p
 from athena_refresh.engine import QueryResult
 from athena_refresh.settings import Settings
 from slotlock.schedule import CronError, latest_firings
+from stacks.defaults import FileEncodingError
 from stacks.jobs import JobDefinition
 from tools.cli.exit_status import ExitStatus
 from tools.cli.selection import add_select_argument
@@ -180,7 +181,7 @@ def failure_line(job: JobDefinition, message: str) -> str:
 def _read(job: JobDefinition) -> str:
     try:
         return common.query_text(job)
-    except (OSError, UnicodeDecodeError):
+    except (OSError, FileEncodingError):
         return ""
 
 
