@@ -55,7 +55,7 @@ from athena_refresh.job_defaults import (
 from athena_refresh.jobspec import JobSpec
 from slotlock import table as lock_table
 from stacks import defaults
-from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
+from stacks.query_sql import BUILTIN_PARAMETERS, PreparedSql, QuerySqlError, job_parameters, prepare_sql
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 
 JOB_FILE = "job.toml"
@@ -65,7 +65,6 @@ SAMPLE_PREFIX = "sample:"
 SAMPLE_TABLES = {"flights": "flights"}
 #: s3://<bucket>/<prefix>/: a bucket name (3-63 lowercase letters, digits, '.', '-'), then a prefix ending in '/'.
 S3_LOCATION = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/(?:[^\s]*/)?")
-MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution parameter is at most 1024 characters)
 #: JobSpec keys a job file does not set: the folder names the job, query.sql holds the SQL, the source
 #: gives database and table, [sample] the data year; the workgroup and removal policy are stack-wide.
 DERIVED_KEYS = ("job_name", "sql", "database", "table", "data_year", "workgroup", "removal_policy")
@@ -211,7 +210,7 @@ def load_job(
     labels = _labels_with_origins(labels, settings, job_file, team)
     source = _source(document.get("source"), labels, problems)
     data_year = _sample(document.get("sample"), source, labels, problems)
-    parameters = _parameters(document.get("parameters", {}), labels, problems)
+    parameters = job_parameters(document.get("parameters", {}), labels, problems)
     if isinstance(source, SampleSource):
         origin = ORIGIN_JOB if "sample.data_year" in lines else ORIGIN_BUILT_IN
         why = located(job_file, lines, "sample.data_year") if lines.get("sample.data_year") else "the sample's year"
@@ -418,28 +417,6 @@ def _sample(value: Any, source: Source | None, labels: Labels, problems: list[st
         problems.append(f"{labels.at('sample.data_year')}: must be an integer year, got {year!r}")
         return None
     return year  # its range is JobSpec's data_year check
-
-
-def _parameters(value: Any, labels: Labels, problems: list[str]) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        problems.append(f'{labels.at("parameters")}: must be a table of name = "text", got {value!r}')
-        return {}
-    constants: dict[str, str] = {}
-    for name, text in value.items():
-        where = labels.at(f"parameters.{name}")
-        if name in BUILTIN_PARAMETERS:
-            problems.append(f"{where}: a built-in parameter (the runtime binds it per slot); choose another name")
-        elif not PARAMETER_NAME.match(name):
-            problems.append(f"{where}: a parameter name is a letter or '_' then letters, digits or '_' (at most 64)")
-        elif not isinstance(text, str):
-            problems.append(
-                f'{where}: must be text (Athena binds it as a SQL literal, e.g. "\'AA\'" or "15"), got {text!r}'
-            )
-        elif not text.strip() or len(text.encode("utf-8")) > MAX_PARAMETER_BYTES:
-            problems.append(f"{where}: must be 1 to {MAX_PARAMETER_BYTES} bytes of SQL literal text, got {text!r}")
-        else:
-            constants[name] = text
-    return constants
 
 
 def _database(source: Source | None, stack: StackSettings) -> str:
