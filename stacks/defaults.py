@@ -37,7 +37,8 @@ JOB_TOML_KEYS = ("source", *(key for key in SETTING_KEYS if "." not in key), "al
 TEAM_KEYS = tuple(
     key
     for key in JOB_TOML_KEYS
-    if key not in ("source", "schedule_expression", "sample", "parameters", "value_metrics", "stack_group")
+    if key
+    not in ("source", "schedule_expression", "sample", "parameters", "value_metrics", "assertions", "stack_group")
 )
 
 

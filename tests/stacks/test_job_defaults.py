@@ -189,6 +189,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "stack_group = 3",
         "[alarms]\ndata_scanned_bytes = 10000000\nquery_duration_ms = 5000",
         '[value_metrics]\ncolumns = ["flights"]\ndimensions = ["origin"]',
+        '[assertions]\nrows_at_least = 1\nnot_null = ["origin"]\nexpressions = ["flights >= 0"]',
         "[sample]\ndata_year = 2013",
         '[parameters]\nunused = "1"',
     )
