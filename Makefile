@@ -93,7 +93,7 @@ bench: $(BENCH_STAMP) data
 # on the local engine and synthesizes the stack once (its alarms). `make cost COST_ARGS="--format json"`.
 COST_ARGS ?=
 cost: venv data
-	$(CLI) cost $(COST_ARGS)
+	$(CLI) cost $(SELECTION) $(COST_ARGS)
 
 # One job's query now, for one slot, on the local engine (DuckDB): rows, bytes scanned, estimated cost.
 # `make run JOB=flights-dashboard [SLOT=2026-11-24T20:30Z] [RUN_ARGS="--format json"]` (docs/local.md).

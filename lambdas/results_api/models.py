@@ -103,6 +103,11 @@ class Result(_Model):
         description="one object per row, values typed by column: integers, floats, decimals as exact text, "
         "dates and timestamps as ISO text, NULL as null"
     )
+    assertions_failed: list[dict[str, Any]] | None = Field(
+        None,
+        description="the job's assertions these rows broke ({assertion, failing, detail}): the slot is FAILED and the"
+        " rows, kept for inspection, were never published as latest; null for a published result",
+    )
 
 
 class Failure(_Model):

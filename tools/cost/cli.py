@@ -38,9 +38,10 @@ from tools.cli.exit_status import ExitStatus
 from tools.cli.params import OneLineParser, non_negative_float
 from tools.cli.program import prog
 from tools.cli.render import console_for, print_json
+from tools.cli.selection import SelectionError, add_select_argument, patterns, select
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
-from tools.cost.render import Report, render, report_json
+from tools.cost.render import SUMMARY_AFTER_JOBS, Report, render, report_json
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
 
 FORMATS = ("table", "json")
@@ -107,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         " capacity-report.json at the repository's root)",
     )
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    add_select_argument(
+        parser,
+        help="show these jobs' detail (names or globs, a union); the deployment's figures still count every job."
+        f" Without it, more than {SUMMARY_AFTER_JOBS} jobs are one line each",
+    )
     return parser
 
 
@@ -272,8 +278,13 @@ def main(
     except KeyboardInterrupt:
         err.write("interrupted\n")
         return EXIT_INTERRUPTED
+    try:
+        shown = select(args.select, [job.inputs.name for job in report.jobs]) if patterns(args.select) else None
+    except SelectionError as exc:
+        error_line(err, "; ".join(str(exc).splitlines()))
+        return EXIT_USAGE
     if args.format == "json":
         print_json(out, report_json(report), ensure_ascii=True)
     else:
-        render(report, console_for(out))
+        render(report, console_for(out), detail=shown)
     return 0

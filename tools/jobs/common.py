@@ -27,6 +27,7 @@ from athena_refresh.engine import QueryExecution, QueryResult, client_request_to
 from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
 from athena_refresh.settings import Settings
 from slotlock import Slot
+from stacks.defaults import read_text
 from stacks.jobs import QUERY_FILE, GlueSource, JobDefinition, SampleSource, load_jobs
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select, select_one
@@ -200,7 +201,8 @@ def located(job: JobDefinition, line: int | None) -> str:
 
 
 def query_text(job: JobDefinition) -> str:
-    return (job.folder / QUERY_FILE).read_text(encoding="utf-8")
+    """The job's ``query.sql`` (a byte order mark dropped). :raises FileEncodingError, OSError:."""
+    return read_text(job.folder / QUERY_FILE)
 
 
 # --- data and schemas ----------------------------------------------------------------------------------------
