@@ -207,16 +207,18 @@ def is_literal_text(text: str) -> bool:
         node = sqlglot.parse_one(text, read=DIALECT)
     except SqlglotError:
         return False
-    return _is_literal(node)
+    return is_literal_node(node)
 
 
-def _is_literal(node: exp.Expr | None) -> bool:
+def is_literal_node(node: exp.Expr | None) -> bool:
+    """Whether a parsed expression is one literal (the forms :func:`is_literal_text` names): the job's constants at
+    synth and the local engine's ExecutionParameters are judged by this one rule."""
     if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
         return True
     if isinstance(node, exp.Neg):
         return isinstance(node.this, exp.Literal) and not node.this.is_string
     if isinstance(node, exp.Cast):
-        return isinstance(node.args.get("to"), exp.DataType) and _is_literal(node.this)
+        return isinstance(node.args.get("to"), exp.DataType) and is_literal_node(node.this)
     if isinstance(node, exp.Interval):
         unit = node.args.get("unit")
         return isinstance(node.this, exp.Literal) and (unit is None or isinstance(unit, exp.Var))
