@@ -83,6 +83,7 @@ from local.demo.plan import (
     DemoOptions,
     UnknownJobError,
     fault_plan,
+    runnable_jobs,
     select_jobs,
 )
 from local.demo.printer import short, slot_line
@@ -147,7 +148,8 @@ class Demo(Scenario):
         self.rng = random.Random(options.seed)
         # Every job under jobs/ (or the --job ones), the flights dashboard first: it takes the kill, the last job
         # the pause.
-        self.jobs: list[JobDefinition] = select_jobs(options.jobs_dir, options.jobs)
+        # A job on its own Glue table without sample files under .cache/data/<table>/ is left out, with its reason.
+        self.jobs, self.left_out = runnable_jobs(select_jobs(options.jobs_dir, options.jobs))
         self.job = self.jobs[0].config
         self.deployment = self.add_deployment(
             LocalDeployment(
@@ -213,6 +215,8 @@ class Demo(Scenario):
             f"  {self.rel(table_dir)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports),"
             f" one partition per UTC day {FLIGHTS_FIRST_DT}..{FLIGHTS_LAST_DT}"
         )
+        for name, why in self.left_out.items():  # one line each: what cannot run locally
+            self.say(f"  {name}: not run locally: {why}")
         # What the stack sets, from each job folder, except the short demo lease and the widened slot age (see
         # the module docstring); one function (a pool of environments) per job, as the stack deploys them.
         for job in self.jobs:
