@@ -33,12 +33,15 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class Unchecked:
-    """A construct the check could not judge (it counts as not refused): ``reason`` says why."""
+    """A construct the check could not judge (it counts as not refused): ``reason`` says why. ``kind``:
+    ``"table"`` for a table whose columns the check was not given (so no name or type in it was checked),
+    ``"construct"`` for anything else."""
 
     line: int
     column: int
     construct: str
     reason: str
+    kind: str = "construct"
 
     def located(self, path: str) -> str:
         return f"{path}:{self.line}:{self.column}: not checked: {self.construct}: {self.reason}"

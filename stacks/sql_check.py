@@ -107,7 +107,7 @@ def _split_top(text: str) -> list[str]:
 
 def job_tables(job: JobDefinition, declared: Mapping[str, str] | None) -> dict[str, dict[str, str]]:
     """``{source table: {column: Trino type}}`` (lowercase names); empty when the job's columns are unknown.
-    A column whose Glue type is not known maps to ``unknown`` (its comparisons are not checked)."""
+    A column whose Glue type has no Trino type here keeps its Glue text (the analyzer says it did not check it)."""
     if isinstance(job.source, SampleSource):
         from sample_data.flights import FLIGHTS_GLUE_COLUMNS, FLIGHTS_GLUE_PARTITION_KEYS
 
@@ -118,7 +118,7 @@ def job_tables(job: JobDefinition, declared: Mapping[str, str] | None) -> dict[s
         glue = dict(job.source.columns)
     else:
         return {}
-    columns = {name.lower(): trino_type(type_) or "unknown" for name, type_ in glue.items()}
+    columns = {name.lower(): trino_type(type_) or type_ for name, type_ in glue.items()}
     return {job.source.table.lower(): columns}
 
 

@@ -74,7 +74,7 @@ def test_an_own_glue_table_checks_against_its_declared_columns(tmp_path: Path) -
     job = load_job(
         own_job(tmp_path, ', columns = { carrier = "string", t = "timestamp", x = "geometry" }'), StackSettings()
     )
-    assert sql_check.job_tables(job, None) == {"orders": {"carrier": "varchar", "t": "timestamp(3)", "x": "unknown"}}
+    assert sql_check.job_tables(job, None) == {"orders": {"carrier": "varchar", "t": "timestamp(3)", "x": "geometry"}}
     # columns known elsewhere (a caller read them from the table's files) win over none
     assert sql_check.job_tables(job, {"carrier": "string"}) == {"orders": {"carrier": "varchar"}}
 

@@ -12,8 +12,11 @@ shows (cdk-nag's AwsSolutions findings, cfn-lint) stays with ``make synth`` / ``
 
 On top of that, what can be known without AWS:
 
-- **trailing commas** (``SELECT a, b, FROM``, ``GROUP BY a, b,``): Trino refuses them; sqlglot and the local engine
-  accept them, so they are found in sqlglot's tokens (a comma before a clause keyword, another comma, ``)`` or the end);
+- **what Athena refuses** (:func:`stacks.sql_check.check_job_sql` over :func:`athena_sql.analyzer.check_query`, the
+  check synth runs too): syntax that is not Trino's (``::``, ILIKE, ``GROUP BY ALL``, ``INTERVAL 1 DAY``, trailing
+  commas ...), functions Athena engine v3 lacks or calls it cannot resolve, type mismatches Trino refuses (an uncast
+  ``:window_start`` against a timestamp, ``date - integer``, ``||`` with a number ...) and the aggregation rules,
+  each as ``jobs/x/query.sql:3:17: TYPE_MISMATCH: <Trino's words>``; what it could not decide is a ``note:``;
 - **tables and columns**: the prepared query (its ``?`` bound to typed literals) is parsed as Trino and qualified
   with :func:`sqlglot.optimizer.qualify.qualify` against the source's schema (``validate_qualify_columns``); a table
   other than the job's source, or a column the table lacks, is reported with the file, the line of the name in
@@ -24,15 +27,17 @@ On top of that, what can be known without AWS:
 - **value metrics cost**: a ``warning:`` when a job's value metrics would cost more than 10x its work
   (:mod:`stacks.value_metrics_cost`, the figure ``make cost`` shows).
 
-One problem gives one message: a job whose SQL has a trailing comma is not qualified, and qualifying stops at the
-first unknown name. Output: one line per problem, ``jobs/x/query.sql:3: column "dst" not found in flights; did you
-mean dest?``, then ``N jobs checked``. Exit status: 0 no problem (warnings allowed); 1 a problem; 2 bad arguments or an
+One problem gives one message: a job whose SQL is not Trino's syntax (SYNTAX_ERROR) is not qualified, and qualifying
+stops at the first unknown name. Output: one line per problem, ``jobs/x/query.sql:3: column "dst" not found in
+flights; did you mean dest?`` or ``jobs/x/query.sql:6:21: TYPE_MISMATCH: Cannot apply operator: timestamp(3) >=
+varchar(19) ...``, then ``note:`` and ``warning:`` lines, then ``N jobs checked``. Exit status: 0 no problem (warnings allowed); 1 a problem; 2 bad arguments or an
 invalid job folder (each problem synth would report on its own line).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import re
 from collections.abc import Mapping
@@ -47,48 +52,20 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.tokens import TokenType
 
 from athena_refresh.cost import PriceTableError
+from athena_sql.diagnostics import CheckResult
+from athena_sql.source import Source
+from athena_sql.syntax import trailing_comma
 from slotlock.schedule import CronError
 from stacks.jobs import GlueSource, JobDefinition, SampleSource
+from stacks.sql_check import WINDOW_PARAMETER_LITERALS, check_job_sql
 from stacks.value_metrics_cost import value_metrics_warning
 from tools.cli.exit_status import ExitStatus
 from tools.cli.selection import add_select_argument
 from tools.jobs import common
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitStatus.OK, ExitStatus.FAILED, ExitStatus.USAGE
-#: A comma may not come right before these (Trino refuses ``SELECT a, FROM``, ``GROUP BY a,`` ...).
-CLAUSE_TOKENS = frozenset(
-    {
-        TokenType.FROM,
-        TokenType.WHERE,
-        TokenType.GROUP_BY,
-        TokenType.HAVING,
-        TokenType.ORDER_BY,
-        TokenType.LIMIT,
-        TokenType.OFFSET,
-        TokenType.FETCH,
-        TokenType.UNION,
-        TokenType.INTERSECT,
-        TokenType.EXCEPT,
-        TokenType.WINDOW,
-        TokenType.R_PAREN,
-        TokenType.R_BRACKET,
-        TokenType.SEMICOLON,
-        TokenType.SELECT,
-        TokenType.COMMA,  # an empty item: ``a,, b``
-    }
-)
-#: Join keywords: a comma before them is a trailing one unless they start a function call (``left(x, 1)``).
-JOIN_TOKENS = frozenset(
-    {TokenType.JOIN, TokenType.LEFT, TokenType.RIGHT, TokenType.FULL, TokenType.INNER, TokenType.CROSS}
-)
 #: What each built-in parameter is bound to while checking (its runtime type: timestamp text, date text).
-SAMPLE_VALUES = {
-    "window_start": "'2013-01-01 00:00:00'",
-    "window_end": "'2013-01-02 00:00:00'",
-    "slot_time": "'2013-01-02 00:00:00'",
-    "window_first_date": "'2013-01-01'",
-    "window_last_date": "'2013-01-01'",
-}
+SAMPLE_VALUES = dict(WINDOW_PARAMETER_LITERALS)
 _UNRESOLVED = re.compile(r"Column '(?P<name>[^']+)' could not be resolved")
 _LINE = re.compile(r"Line: (?P<line>\d+)")
 
@@ -109,10 +86,11 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return exc.status
     problems: list[str] = []
     for job in jobs:
-        found, warnings = check_job(job, loaded.declared_columns.get(job.job_name), data_dir=args.data)
-        problems.extend(found)
-        out.writelines(line + "\n" for line in found)
-        out.writelines(f"warning: {line}\n" for line in warnings)
+        report = check_job_report(job, loaded.declared_columns.get(job.job_name), data_dir=args.data)
+        problems.extend(report.problems)
+        out.writelines(line + "\n" for line in report.problems)
+        out.writelines(f"note: {line}\n" for line in report.notes)
+        out.writelines(f"warning: {line}\n" for line in report.warnings)
     noun = "job" if len(jobs) == 1 else "jobs"
     if problems:
         out.write(f"{len(jobs)} {noun} checked: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
@@ -121,10 +99,30 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+@dataclasses.dataclass(frozen=True)
+class JobReport:
+    """What ``check`` says about one job: ``problems`` (Athena would refuse it, or it reads what it may not),
+    ``notes`` (what the SQL check could not decide: not failures) and ``warnings``."""
+
+    problems: list[str]
+    notes: list[str]
+    warnings: list[str]
+
+
 def check_job(
     job: JobDefinition, declared: Mapping[str, str] | None, *, data_dir: Path = common.DATA_DIR
 ) -> tuple[list[str], list[str]]:
-    """(problems, warnings) of one job that load_jobs accepted: at most one problem from its SQL."""
+    """(problems, warnings) of one job that load_jobs accepted (:func:`check_job_report` without its notes)."""
+    report = check_job_report(job, declared, data_dir=data_dir)
+    return report.problems, report.warnings
+
+
+def check_job_report(
+    job: JobDefinition, declared: Mapping[str, str] | None, *, data_dir: Path = common.DATA_DIR
+) -> JobReport:
+    """The SQL check of :func:`stacks.sql_check.check_job_sql` (each refusal as ``jobs/x/query.sql:3:17:
+    TYPE_MISMATCH: ...``), then the tables and columns the query reads against the source's schema (skipped when
+    the SQL is not Trino's), and the value metrics cost warning."""
     warnings: list[str] = []
     try:
         warning = value_metrics_warning(job)
@@ -135,11 +133,13 @@ def check_job(
     try:
         sql = common.query_text(job)
     except (OSError, UnicodeDecodeError) as exc:
-        return [f"{common.job_file(job)}: cannot be read: {exc}"], warnings
-    comma = trailing_comma_line(sql)
-    if comma is not None:
-        return [f"{common.located(job, comma)}: trailing comma (Trino refuses it; remove the last ',')"], warnings
+        return JobReport([f"{common.job_file(job)}: cannot be read: {exc}"], [], warnings)
     schema = table_schema(job, declared, data_dir=data_dir)
+    result = check_job_sql(job, _glue_schema(schema) if schema is not None else None)
+    problems = [refusal.located(common.job_file(job)) for refusal in result.refusals]
+    notes = [item.located(common.job_file(job)) for item in result.unchecked if item.kind != "table"]
+    if _syntax_refused(result):
+        return JobReport(problems, notes, warnings)
     if schema is None:
         table = job.source.table
         warnings.append(
@@ -148,23 +148,34 @@ def check_job(
         )
         schema = {}
     problem = resolve_problem(job, sql, schema, checked=bool(schema))
-    return ([problem] if problem else []), warnings
+    if problem is None:
+        return JobReport(problems, notes, warnings)
+    # the name resolution's line (its words and "did you mean" are check's own) stands for the analyzer's
+    others = [
+        refusal.located(common.job_file(job))
+        for refusal in result.refusals
+        if refusal.error_class != "COLUMN_NOT_FOUND"
+    ]
+    return JobReport([problem, *others], notes, warnings)
+
+
+def _syntax_refused(result: CheckResult) -> bool:
+    return any(refusal.error_class == "SYNTAX_ERROR" for refusal in result.refusals)
+
+
+def _glue_schema(schema: Mapping[str, str]) -> dict[str, str]:
+    """``schema`` (Glue types, or ``duckdb:`` types read from Parquet files) as Glue types for the SQL check."""
+    return {
+        name: common.glue_type_of(type_[len("duckdb:") :]) if type_.startswith("duckdb:") else type_
+        for name, type_ in schema.items()
+    }
 
 
 def trailing_comma_line(sql: str) -> int | None:
-    """The line of the first comma followed by a clause keyword, a closing bracket or the end of the query."""
-    tokens = common.tokens(sql)
-    for index, token in enumerate(tokens):
-        if token.token_type != TokenType.COMMA:
-            continue
-        following = tokens[index + 1] if index + 1 < len(tokens) else None
-        if following is None or following.token_type in CLAUSE_TOKENS:
-            return int(token.line)
-        if following.token_type in JOIN_TOKENS:
-            after = tokens[index + 2] if index + 2 < len(tokens) else None
-            if after is None or after.token_type != TokenType.L_PAREN:
-                return int(token.line)
-    return None
+    """The line of the first comma followed by a clause keyword, a closing bracket or the end of the query
+    (:func:`athena_sql.syntax.trailing_comma`)."""
+    comma = trailing_comma(Source(sql, common.tokens(sql)))
+    return int(comma.line) if comma is not None else None
 
 
 def table_schema(

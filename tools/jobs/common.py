@@ -295,3 +295,32 @@ def parquet_schema(table_dir: Path) -> dict[str, str]:
             [pattern],
         ).fetchall()
     return {str(row[0]): str(row[1]) for row in rows}
+
+
+#: DuckDB type (as ``DESCRIBE`` prints it) -> the Glue type a table of such files declares, for the SQL check.
+_GLUE_OF_DUCKDB = {
+    "INTEGER": "int",
+    "BIGINT": "bigint",
+    "SMALLINT": "smallint",
+    "TINYINT": "tinyint",
+    "DOUBLE": "double",
+    "FLOAT": "float",
+    "REAL": "float",
+    "VARCHAR": "string",
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "TIMESTAMP": "timestamp",
+    "TIMESTAMP_MS": "timestamp",
+    "TIMESTAMP_NS": "timestamp",
+    "TIMESTAMP_S": "timestamp",
+    "BLOB": "binary",
+}
+
+
+def glue_type_of(duckdb_type: str) -> str:
+    """The Glue type of a Parquet column DuckDB reads as ``duckdb_type`` (``DECIMAL(10,2)`` -> ``decimal(10,2)``);
+    the DuckDB text itself when there is none (the SQL check then leaves the column's type unknown)."""
+    text = duckdb_type.strip().upper()
+    if text.startswith("DECIMAL"):
+        return text.lower().replace(" ", "")
+    return _GLUE_OF_DUCKDB.get(text, duckdb_type)

@@ -240,20 +240,70 @@ def test_check_misspelt_column_names_file_line_and_closest_names(jobs_dir: Path)
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "line"),
+    ("old", "new", "where"),
     [
-        ("max_by(dest, dep_delay) AS worst_delay_dest\n", "max_by(dest, dep_delay) AS worst_delay_dest,\n", 4),
-        ("GROUP BY origin\n", "GROUP BY origin,\n", 9),
-        ("count(*) AS flights,", "count(*) AS flights,,", 3),
+        ("max_by(dest, dep_delay) AS worst_delay_dest\n", "max_by(dest, dep_delay) AS worst_delay_dest,\n", "4:51"),
+        ("GROUP BY origin\n", "GROUP BY origin,\n", "9:16"),
+        ("count(*) AS flights,", "count(*) AS flights,,", "3:27"),
     ],
     ids=["select-list", "group-by", "empty-item"],
 )
-def test_check_refuses_a_trailing_comma(jobs_dir: Path, old: str, new: str, line: int) -> None:
+def test_check_refuses_a_trailing_comma(jobs_dir: Path, old: str, new: str, where: str) -> None:
+    # issue 33: every refusal has the line and column of the comma and Athena's error class
     write_job(jobs_dir, "dash", SAMPLE_SQL.replace(old, new))
     status, out, _ = invoke("check", "--jobs-dir", str(jobs_dir))
     problems = out.splitlines()[:-1]
     assert status == 1
-    assert problems == [f"jobs/dash/query.sql:{line}: trailing comma (Trino refuses it; remove the last ',')"]
+    assert problems == [
+        f"jobs/dash/query.sql:{where}: SYNTAX_ERROR: trailing comma (Trino refuses it; remove the last ',')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "sched_dep_utc >= CAST(:window_start AS timestamp)",
+            "sched_dep_utc >= :window_start",
+            "jobs/dash/query.sql:6:21: TYPE_MISMATCH: Cannot apply operator: timestamp(3) >= varchar(19)",
+        ),
+        ("count(*) AS flights", "count(*)::bigint AS flights", "jobs/dash/query.sql:3:16: SYNTAX_ERROR: '::' casts"),
+        (
+            "max_by(dest, dep_delay)",
+            "strftime(sched_dep_utc, '%H')",
+            "jobs/dash/query.sql:4:8: FUNCTION_NOT_FOUND: Function 'strftime' not registered",
+        ),
+        (
+            "GROUP BY origin",
+            "GROUP BY dest",
+            "jobs/dash/query.sql:2:8: EXPRESSION_NOT_AGGREGATE: 'origin' must be an aggregate expression",
+        ),
+    ],
+    ids=["uncast-window-start", "double-colon", "duckdb-function", "not-grouped"],
+)
+def test_check_refuses_what_athena_refuses_with_line_column_and_class(
+    jobs_dir: Path, old: str, new: str, expected: str
+) -> None:
+    write_job(jobs_dir, "dash", SAMPLE_SQL.replace(old, new))
+    status, out, err = invoke("check", "--jobs-dir", str(jobs_dir))
+    assert (status, err) == (1, "")
+    assert out.splitlines()[0].startswith(expected), out
+    assert out.splitlines()[-1].startswith("1 job checked: ") and "problem" in out.splitlines()[-1]
+
+
+def test_check_notes_what_it_could_not_check_and_passes(jobs_dir: Path) -> None:
+    columns = '{ carrier = "string", dep_delay = "double", dt = "string", shape = "geometry" }'
+    write_job(
+        jobs_dir,
+        "own",
+        OWN_SQL.replace("carrier, avg", "carrier, shape, avg").replace("GROUP BY carrier", "GROUP BY carrier, shape"),
+        source=own_source(columns),
+    )
+    status, out, err = invoke("check", "--jobs-dir", str(jobs_dir))
+    assert (status, err) == (0, "")
+    note, summary = out.splitlines()
+    assert note.startswith("note: jobs/own/query.sql:2:6: not checked: orders.shape: its type 'geometry'")
+    assert summary == "1 job checked"
 
 
 def test_trailing_comma_ignores_functions_strings_and_comments() -> None:

@@ -1,0 +1,195 @@
+"""Trino's aggregation rules (io/trino/sql/analyzer/AggregationAnalyzer.java and StatementAnalyzer.java at
+trinodb/trino@01e94c03, their words):
+
+- in a query that aggregates (a GROUP BY, or an aggregate in its select list, HAVING or ORDER BY), every select
+  item, HAVING and ORDER BY expression must be constant for the group: ``'x' must be an aggregate expression or
+  appear in GROUP BY clause`` (EXPRESSION_NOT_AGGREGATE), naming the whole expression as Trino does;
+- ``WHERE clause cannot contain aggregations, window functions or grouping operations: [count(*)]``
+  (EXPRESSION_NOT_SCALAR), the same for GROUP BY;
+- ``Cannot nest aggregations inside aggregation 'sum': [count(*)]`` (NESTED_AGGREGATION) and a window function
+  inside an aggregation (NESTED_WINDOW).
+
+A function is an aggregate when the function list says so (:mod:`athena_sql.functions`) and it has no OVER
+(then it is a window function). Subqueries are their own queries; a lambda's parameters are never columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
+
+from sqlglot import exp
+
+from athena_sql.diagnostics import Diagnostic
+from athena_sql.functions import Function
+from athena_sql.source import Source
+
+__all__ = ["refusals"]
+
+_QUERY = (exp.Subquery, exp.Select, exp.SetOperation, exp.Exists)
+
+
+def refusals(
+    statement: exp.Expr, source: Source, functions: Mapping[int, Function], refused: AbstractSet[int] = frozenset()
+) -> list[Diagnostic]:
+    """Every aggregation rule ``statement`` breaks, in each of its SELECTs (``functions``: the catalog entry of each
+    call node by ``id``; ``refused``: calls already refused, which are not judged again)."""
+    rules = _Rules(source, functions, refused)
+    for select in statement.find_all(exp.Select):
+        rules.select(select)
+    return rules.found
+
+
+class _Rules:
+    def __init__(self, source: Source, functions: Mapping[int, Function], refused: AbstractSet[int]):
+        self.source = source
+        self.functions = functions
+        self.refused = refused
+        self.found: list[Diagnostic] = []
+
+    def refuse(self, node: exp.Expr, error: str, message: str) -> None:
+        line, column = self.source.node_position(node)
+        self.found.append(Diagnostic(line, column, error, self.source.text_of(node), message))
+
+    def is_aggregate(self, node: exp.Expr) -> bool:
+        function = self.functions.get(id(node))
+        if function is None or function.kind != "aggregate":
+            return False
+        parent = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent
+        return not isinstance(parent, exp.Window)
+
+    def _inside(self, node: exp.Expr) -> Iterator[exp.Expr]:
+        """``node``'s subtree in this query: not into subqueries."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            yield current
+            stack.extend(child for child in current.iter_expressions() if not isinstance(child, _QUERY))
+
+    def scalar_only(self, node: exp.Expr, clause: str) -> None:
+        found = [n for n in self._inside(node) if self.is_aggregate(n) or isinstance(n, exp.Window)]
+        if found:
+            shown = ", ".join(self.source.text_of(n) for n in found)
+            self.refuse(
+                node,
+                "EXPRESSION_NOT_SCALAR",
+                f"{clause} cannot contain aggregations, window functions or grouping operations: [{shown}]",
+            )
+
+    def nested(self, node: exp.Expr) -> None:
+        for call in self._inside(node):
+            if not self.is_aggregate(call):
+                continue
+            inner = [n for child in call.iter_expressions() for n in self._inside(child)]
+            aggregates = [n for n in inner if self.is_aggregate(n)]
+            windows = [n for n in inner if isinstance(n, exp.Window)]
+            name = self.functions[id(call)].name
+            if aggregates:
+                shown = ", ".join(self.source.text_of(n) for n in aggregates)
+                self.refuse(
+                    call, "NESTED_AGGREGATION", f"Cannot nest aggregations inside aggregation '{name}': [{shown}]"
+                )
+            elif windows:
+                shown = ", ".join(self.source.text_of(n) for n in windows)
+                self.refuse(
+                    call,
+                    "NESTED_WINDOW",
+                    f"Cannot nest window functions or row pattern measures inside aggregation '{name}': [{shown}]",
+                )
+
+    def select(self, select: exp.Select) -> None:
+        where = select.args.get("where")
+        if isinstance(where, exp.Where):
+            self.scalar_only(where.this, "WHERE clause")
+        group = select.args.get("group")
+        keys = list(_grouping(group)) if isinstance(group, exp.Group) else []
+        for key in keys:
+            self.scalar_only(key, "GROUP BY clause")
+        items = [item.this if isinstance(item, exp.Alias) else item for item in select.expressions]
+        having = select.args.get("having")
+        order = select.args.get("order")
+        checked = [*items, *([having.this] if isinstance(having, exp.Having) else [])]
+        for node in checked:
+            self.nested(node)
+            for function in (n for n in self._inside(node) if isinstance(n, exp.Lambda)):
+                self.scalar_only(function.this, "Lambda expression")
+        aggregates = any(self.is_aggregate(n) for node in checked for n in self._inside(node))
+        order_items = [o.this for o in order.expressions] if isinstance(order, exp.Order) else []
+        aggregates = aggregates or any(self.is_aggregate(n) for node in order_items for n in self._inside(node))
+        if not (isinstance(group, exp.Group) or aggregates):
+            return
+        aliases = {item.alias.lower(): item.this for item in select.expressions if isinstance(item, exp.Alias)}
+        grouped = set()
+        for key in keys:
+            if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
+                index = int(key.this) - 1
+                if 0 <= index < len(items):
+                    grouped.add(_key(items[index]))
+                continue
+            grouped.add(_key(key))
+            if isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
+                grouped.add(_key(aliases[key.name.lower()]))  # lenient: a name that is also an output alias
+        for node in checked:
+            if not self.constant(node, grouped, frozenset()):
+                self.refuse(
+                    node,
+                    "EXPRESSION_NOT_AGGREGATE",
+                    f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
+                )
+        for node in order_items:
+            if isinstance(node, exp.Literal) or (
+                isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases
+            ):
+                continue  # an ordinal or an output column
+            if not self.constant(node, grouped, frozenset(aliases)):
+                self.refuse(
+                    node,
+                    "EXPRESSION_NOT_AGGREGATE",
+                    f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
+                )
+
+    def constant(self, node: exp.Expr, grouped: set[str], bound: frozenset[str]) -> bool:
+        """Whether ``node`` is constant for a group (AggregationAnalyzer's visitor): a grouping key, an aggregate,
+        a literal, or made only of such."""
+        if _key(node) in grouped or self.is_aggregate(node) or isinstance(node, _QUERY) or id(node) in self.refused:
+            return True
+        if isinstance(node, exp.Filter) and self.is_aggregate(node.this):
+            return True  # an aggregate's FILTER (WHERE ...) is part of the aggregate
+        if isinstance(node, exp.Column):
+            return node.name.lower() in bound and not node.table
+        if isinstance(node, exp.Lambda):
+            names = frozenset(p.name.lower() for p in node.expressions)
+            return self.constant(node.this, grouped, bound | names)
+        if isinstance(node, exp.Window):
+            parts = [c for c in node.iter_expressions() if c is not node.this]
+            arguments = list(node.this.iter_expressions()) if isinstance(node.this, exp.Expr) else []
+            return all(self.constant(c, grouped, bound) for c in [*parts, *arguments])
+        return all(self.constant(child, grouped, bound) for child in node.iter_expressions())
+
+
+def _grouping(group: exp.Group) -> Iterator[exp.Expr]:
+    """Every grouping expression: plain ones, and those inside GROUPING SETS, ROLLUP and CUBE."""
+    sets = (exp.GroupingSets, exp.Rollup, exp.Cube)
+    items = [*group.expressions]
+    for key in ("grouping_sets", "rollup", "cube"):
+        items.extend(group.args.get(key) or [])
+    for item in items:
+        if not isinstance(item, sets):
+            yield item
+            continue
+        for element in item.expressions:
+            if isinstance(element, exp.Tuple):
+                yield from element.expressions
+            elif isinstance(element, exp.Paren):
+                yield element.this
+            else:
+                yield element
+
+
+def _key(node: exp.Expr) -> str:
+    """A grouping key's identity: its Trino SQL without relation qualifiers, lowercase."""
+
+    def unqualified(n: exp.Expr) -> exp.Expr:
+        return exp.column(n.name) if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) else n
+
+    return node.copy().transform(unqualified).sql(dialect="trino").lower()

@@ -1,0 +1,254 @@
+"""Function calls, judged as Trino resolves them: the name against Athena engine v3's function list
+(:mod:`athena_sql.functions`: unknown -> ``FUNCTION_NOT_FOUND`` "Function 'x' not registered", with "did you mean"),
+the number of arguments against its documented forms, and for the functions :mod:`athena_sql.signatures` types,
+the argument types (``FUNCTION_NOT_FOUND`` "Unexpected parameters (varchar(3), varchar(10)) for function date_trunc.
+Expected: ...", the words of io/trino/metadata/FunctionResolver.java at trinodb/trino@01e94c03).
+
+The call is read from the **tokens** (the name as written, the arguments between its brackets), because sqlglot
+rewrites many calls into nodes of its own (``date_trunc`` into ``TimestampTrunc``, arguments reordered, DuckDB names
+mapped onto Trino's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
+
+from athena_sql import functions, signatures
+from athena_sql.source import Source
+from athena_sql.types import TrinoType, literal_number, parse_type
+
+__all__ = ["Call", "find_call", "judge", "not_found"]
+
+#: Other dialects' functions and Trino's way (for "did you mean"); names Trino has are never here.
+FOREIGN = {
+    "strftime": "format_datetime(ts, 'yyyy-MM-dd') or date_format(ts, '%Y-%m-%d')",
+    "strptime": "date_parse(string, format)",
+    "epoch_ms": "to_unixtime(ts) * 1000 or from_unixtime(ms / 1000e0)",
+    "epoch": "to_unixtime(ts)",
+    "datediff": "date_diff(unit, a, b)",
+    "dateadd": "date_add(unit, value, ts)",
+    "date_sub": "date_add(unit, -value, ts)",
+    "date_part": "extract(field FROM ts) or year(ts), hour(ts) ...",
+    "datepart": "extract(field FROM ts)",
+    "to_char": "format_datetime(ts, format) or date_format(ts, format)",
+    "to_date": "date_parse(string, format) or CAST(string AS date)",
+    "to_timestamp": "from_unixtime(seconds) or date_parse(string, format)",
+    "ifnull": "coalesce(a, b)",
+    "nvl": "coalesce(a, b)",
+    "isnull": "x IS NULL",
+    "len": "length(string)",
+    "string_agg": "array_join(array_agg(x), ',') or listagg(x, ',') WITHIN GROUP (ORDER BY x)",
+    "group_concat": "array_join(array_agg(x), ',')",
+    "list": "array_agg(x)",
+    "regexp_matches": "regexp_like(string, pattern)",
+    "instr": "strpos(string, substring)",
+    "ilike": "lower(x) LIKE lower(pattern)",
+    "today": "current_date",
+    "getdate": "current_timestamp",
+    "sysdate": "current_timestamp",
+    "unix_timestamp": "to_unixtime(ts)",
+    "median": "approx_percentile(x, 0.5)",
+    "quantile": "approx_percentile(x, q)",
+    "countif": "count_if(condition)",
+}
+#: Keywords that open a special form with their own syntax inside the brackets (not an argument list).
+_SPECIAL_WORDS = frozenset({TokenType.FROM, TokenType.IN, TokenType.FOR, TokenType.ALIAS, TokenType.USING})
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call as written: ``name`` (lowercase), the token index of the name, and each argument's token range."""
+
+    name: str
+    name_index: int
+    arguments: tuple[tuple[int, int], ...]
+    special: bool  # FROM/IN/FOR/AS inside the brackets: a special form's syntax, not a list
+    distinct: bool = False  # f(DISTINCT x)
+    ordered: bool = False  # f(x ORDER BY y)
+
+
+def find_call(source: Source, node: exp.Expr) -> Call | None:
+    """The call ``node`` is written as (``name(args)`` in the text), or ``None`` (an operator, a special syntax)."""
+    tokens = source.tokens
+    meta = node.meta or {}
+    index = source.token_at(int(meta["start"])) if "start" in meta else None
+    if index is None:
+        offset = source.node_offset(node)
+        start = source.token_at(offset) if offset is not None else None
+        if start is None or start < 2 or tokens[start - 1].token_type != TokenType.L_PAREN:
+            return None
+        index = start - 2
+    if index + 1 >= len(tokens) or tokens[index + 1].token_type != TokenType.L_PAREN:
+        return None
+    name_token = tokens[index]
+    if name_token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and functions.lookup(name_token.text) is None:
+        return None  # a keyword before a bracket (``ALL (``, ``IN (``), not a function's name
+    if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
+        return None  # a qualified name (catalog.schema.f): not the built-in list's to judge
+    if index > 0 and tokens[index - 1].text.upper() in ("RETURNING", "AS"):
+        return None  # a type (``RETURNING varchar(100)``, ``AS decimal(10, 2)``)
+    arguments: list[tuple[int, int]] = []
+    depth, first, special, ordered = 0, index + 2, False, False
+    position = index + 2
+    while position < len(tokens):
+        token = tokens[position]
+        kind = token.token_type
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            if depth == 0:
+                if position > first:
+                    arguments.append((first, position - 1))
+                break
+            depth -= 1
+        elif depth == 0 and kind == TokenType.COMMA:
+            arguments.append((first, position - 1))
+            first = position + 1
+        elif depth == 0 and kind == TokenType.ORDER_BY:
+            if position > first:
+                arguments.append((first, position - 1))
+            first, ordered = len(tokens), True  # the rest is the ORDER BY of an aggregate
+        elif depth == 0 and kind in _SPECIAL_WORDS:
+            special = True
+        position += 1
+    distinct = bool(arguments) and tokens[arguments[0][0]].token_type == TokenType.DISTINCT
+    if arguments and tokens[arguments[0][0]].token_type in (TokenType.DISTINCT, TokenType.ALL):
+        start, end = arguments[0]
+        arguments[0] = (start + 1, end)
+    return Call(name_token.text.lower(), index, tuple(arguments), special, distinct, ordered)
+
+
+def argument_nodes(source: Source, node: exp.Expr, call: Call) -> list[exp.Expr | None]:
+    """The tree node of each written argument: the largest node of ``node``'s subtree inside its token range."""
+    found: list[exp.Expr | None] = []
+    spans = []
+    for child in node.walk():
+        if child is node:
+            continue
+        offset = source.node_offset(child)
+        span = source.span(child)
+        if offset is None or span is None:
+            continue
+        first = source.token_at(offset)
+        last = source.token_index_of(span[1])
+        if first is not None:
+            spans.append((first, last, child))
+    for start, end in call.arguments:
+        best: tuple[int, exp.Expr] | None = None
+        for first, last, child in spans:
+            if start <= first and last <= end and (best is None or last - first > best[0]):
+                best = (last - first, child)
+        found.append(best[1] if best else None)
+    return found
+
+
+def token_type(source: Source, argument: tuple[int, int]) -> TrinoType | None:
+    """The type of an argument written as one literal token (``'day'``, which sqlglot may turn into a unit)."""
+    start, end = argument
+    if start != end:
+        return None
+    token = source.tokens[start]
+    if token.token_type == TokenType.STRING:
+        return TrinoType("varchar", (len(token.text),))
+    if token.token_type == TokenType.NUMBER:
+        return literal_number(token.text)
+    return None
+
+
+def judge(
+    source: Source,
+    call: Call,
+    types: list[TrinoType | None],
+    refuse: Callable[[exp.Expr | int, str, str, str], None],
+) -> tuple[TrinoType | None, functions.Function | None]:
+    """Refuse what Trino refuses about ``call`` whose arguments have ``types`` (through ``refuse(where, error,
+    construct, message)``) and return its result type (``None``: not known) and its catalog entry."""
+    function = functions.lookup(call.name)
+    written = source.raw(source.tokens[call.name_index])
+    if function is None:
+        refuse(call.name_index, "FUNCTION_NOT_FOUND", written, not_found(call.name))
+        return None, None
+    if call.special or function.form == "special":
+        return _catalog_result(function, types), function
+    if function.kind != "aggregate" and (call.distinct or call.ordered):
+        what = "DISTINCT is not supported" if call.distinct else "ORDER BY is only valid"
+        message = f"{what} for non-aggregation functions" if call.distinct else f"{what} for aggregation functions"
+        refuse(call.name_index, "FUNCTION_NOT_AGGREGATE", written, f"{message} ({call.name} is not one)")
+        return None, function
+    if len(call.arguments) > functions.max_arguments():
+        message = f"Too many arguments for function call {call.name}() (Athena's limit: {functions.max_arguments()})"
+        refuse(call.name_index, "TOO_MANY_ARGUMENTS", written, message)
+        return None, function
+    if function.accepts(len(call.arguments)) is False:
+        refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _unexpected(call.name, types, function))
+        return None, function
+    overload = signatures.matches(call.name, types)
+    if overload is None:
+        refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _unexpected(call.name, types, function))
+        return None, function
+    if isinstance(overload, tuple):
+        return signatures.result_type(overload[1], types), function
+    return _catalog_result(function, types), function
+
+
+#: Function -> (argument position, the number of parameters its lambda takes), from Trino's signatures
+#: (docs/src/main/sphinx/functions/lambda.md, array.md, map.md).
+LAMBDA_ARITY: dict[str, dict[int, int]] = {
+    "apply": {1: 1},
+    "transform": {1: 1},
+    "filter": {1: 1},
+    "any_match": {1: 1},
+    "all_match": {1: 1},
+    "none_match": {1: 1},
+    "find_first": {1: 1},
+    "map_filter": {1: 2},
+    "transform_keys": {1: 2},
+    "transform_values": {1: 2},
+    "map_zip_with": {2: 3},
+    "zip_with": {2: 2},
+    "reduce": {2: 2, 3: 1},
+    "array_sort": {1: 2},
+}
+
+
+def lambda_parameter_types(name: str, argument_types: list[TrinoType | None]) -> list[TrinoType | None]:
+    """The types of a lambda's parameters passed to ``name`` (``transform(arr, x -> ...)``: x is arr's element)."""
+    first = argument_types[0] if argument_types else None
+    element = first.children[0] if first is not None and first.name == "array" and first.children else None
+    if name in ("transform", "filter", "any_match", "all_match", "none_match", "array_sort"):
+        return [element, element]
+    if name in ("transform_values", "transform_keys", "map_filter") and first is not None and first.name == "map":
+        return list(first.children)
+    return []
+
+
+def not_found(name: str) -> str:
+    hint = FOREIGN.get(name)
+    close = functions.suggestions(name)
+    if hint:
+        return f"Function '{name}' not registered; Trino's way: {hint}"
+    if close:
+        return f"Function '{name}' not registered; did you mean {' or '.join(close)}?"
+    return f"Function '{name}' not registered"
+
+
+def _unexpected(name: str, types: list[TrinoType | None], function: functions.Function) -> str:
+    shown = ", ".join("?" if t is None else str(t) for t in types)
+    expected = signatures.expected(name) or ", ".join(s.text.split(" -> ")[0] for s in function.signatures)
+    return f"Unexpected parameters ({shown}) for function {name}. Expected: {expected}"
+
+
+def _catalog_result(function: functions.Function, types: list[TrinoType | None]) -> TrinoType | None:
+    """The documented result: a concrete type when every form gives the same one, else the first argument's type
+    for ``[same as input]``; ``None`` otherwise."""
+    results = {s.returns.strip().lower() for s in function.signatures if s.returns}
+    if len(results) != 1:
+        return None
+    (result,) = results
+    if result.startswith("[same as"):
+        return types[0] if types else None
+    return parse_type(result.replace("<", "(").replace(">", ")"))

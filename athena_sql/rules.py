@@ -1,0 +1,467 @@
+"""The typing rule of each kind of expression (operators, predicates, conditionals, constructors, calls): what
+Trino's ExpressionAnalyzer (io/trino/sql/analyzer/ExpressionAnalyzer.java at trinodb/trino@01e94c03) derives and
+refuses, in its words. Used by :mod:`athena_sql.typecheck` (``typer``: its expression typer and reporter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
+
+from athena_sql import calls, functions
+from athena_sql.scopes import Scope
+from athena_sql.types import (
+    BIGINT,
+    BOOLEAN,
+    DATE,
+    INTERVAL_DAY,
+    INTERVAL_MONTH,
+    VARCHAR,
+    TrinoType,
+    common_super_type,
+)
+
+if TYPE_CHECKING:
+    from athena_sql.typecheck import _Typer as Typer
+
+__all__ = ["RULES", "arithmetic", "call", "comparison", "concatenation"]
+
+TYPE_MISMATCH = "TYPE_MISMATCH"
+
+
+def _known(kind: TrinoType | None) -> bool:
+    return kind is not None and not kind.is_unknown
+
+
+def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
+    left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    if left is not None and right is not None and common_super_type(left, right) is None:
+        where = typer.source.operator_position(node, (token,))
+        typer.refuse(
+            where,
+            TYPE_MISMATCH,
+            typer.source.text_of(node),
+            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right)}",
+        )
+    return BOOLEAN
+
+
+def _hint(left: TrinoType, right: TrinoType) -> str:
+    """The fix for the likeliest mistakes: a varchar (an uncast window parameter, a quoted number) against a
+    timestamp, date or number."""
+    for a, b in ((left, right), (right, left)):
+        if b.is_string and (a.is_temporal or a.is_numeric):
+            target = "timestamp" if a.name.startswith("timestamp") else a.name.split("(")[0]
+            return (
+                f" (Trino does not convert varchar implicitly: CAST the varchar AS {target}, e.g. CAST(:window_start AS timestamp))"
+                if a.is_temporal
+                else f" (compare with a number, or CAST the varchar AS {target})"
+            )
+    return ""
+
+
+def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[bool, TrinoType | None]:
+    """(allowed, result type) of ``left operator right`` (Trino's arithmetic and date/time operators)."""
+    if left.is_unknown or right.is_unknown:
+        return True, right if left.is_unknown else left
+    if left.is_numeric and right.is_numeric:
+        return True, common_super_type(left, right)
+    if operator in "+-":
+        if (left.is_temporal and right.is_interval) and not (False):
+            return True, left
+        if operator == "+" and left.is_interval and right.is_temporal:
+            return True, right
+        if left.is_interval and right.is_interval and left.name == right.name:
+            return True, left
+        if operator == "-" and left.name.startswith("timestamp") and right.name.startswith("timestamp"):
+            return True, INTERVAL_DAY
+        if operator == "-" and left.name == right.name and left.name in ("date", "time"):
+            return True, None  # allowed, its type not derived here
+    if operator in "*/" and left.is_interval and right.is_numeric:
+        return True, left
+    if operator == "*" and left.is_numeric and right.is_interval:
+        return True, right
+    return False, None
+
+
+def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType | None:
+    left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    if left is None or right is None:
+        return None
+    exact = all(t.is_integer or t.name == "decimal" for t in (left, right))  # double: Infinity/NaN, no error
+    if operator in "/%" and exact and _constant_zero(node.expression) and _constant(node.this) and not in_try(node):
+        where = typer.source.operator_position(node, (token,))
+        typer.refuse(where, "DIVISION_BY_ZERO", typer.source.text_of(node), "Division by zero")
+    allowed, result = _arithmetic_type(operator, left, right)
+    if not allowed:
+        where = typer.source.operator_position(node, (token,))
+        hint = ""
+        if left.name == "date" and right.is_numeric:
+            hint = f" (use date_add('day', {'-' if operator == '-' else ''}n, d) or d {operator} INTERVAL 'n' DAY)"
+        elif left.is_string or right.is_string:
+            hint = " (Trino has no arithmetic on varchar: CAST it to a number; concatenate with ||)"
+        typer.refuse(
+            where, TYPE_MISMATCH, typer.source.text_of(node), f"Cannot apply operator: {left} {operator} {right}{hint}"
+        )
+    return result
+
+
+def _literal(node: exp.Expr) -> exp.Literal | None:
+    """The literal ``node`` is (``0``, ``INTEGER '0'``, ``CAST('0' AS integer)``), else ``None``."""
+    while isinstance(node, exp.Cast | exp.Paren):
+        node = node.this
+    return node if isinstance(node, exp.Literal) else None
+
+
+def in_try(node: exp.Expr) -> bool:
+    """Whether ``node`` is inside ``TRY(...)``, which turns its evaluation errors into NULL."""
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Try):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _constant(node: exp.Expr) -> bool:
+    return _literal(node) is not None
+
+
+def _constant_zero(node: exp.Expr) -> bool:
+    literal = _literal(node)
+    try:
+        return literal is not None and int(literal.this) == 0
+    except ValueError:
+        return False
+
+
+def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
+    """``a || b`` is Trino's ``concat(a, b)`` (AstBuilder.visitConcatenation): strings, arrays or varbinary."""
+    left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    if left is None or right is None:
+        return None
+    if all(t.is_unknown or t.is_string for t in (left, right)):
+        return VARCHAR
+    if left.name == "array" or right.name == "array":
+        return left if left.name == "array" else right
+    if all(t.is_unknown or t.name == "varbinary" for t in (left, right)):
+        return TrinoType("varbinary")
+    where = typer.source.operator_position(node, (TokenType.DPIPE,))
+    number = next((t for t in (left, right) if not t.is_string and not t.is_unknown), left)
+    typer.refuse(
+        where,
+        "FUNCTION_NOT_FOUND",
+        typer.source.text_of(node),
+        f"Unexpected parameters ({left}, {right}) for function concat. Expected: concat(varchar), concat(array(E)),"
+        f" concat(E, array(E)), concat(array(E), E), concat(varbinary) (CAST the {number} AS varchar)",
+    )
+    return None
+
+
+def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
+    """A function call: its arguments typed (lambdas with their parameters' types), then judged by
+    :func:`athena_sql.calls.judge`."""
+    written = calls.find_call(typer.source, node)
+    if written is None:
+        for child in node.iter_expressions():
+            typer.expr(child, scope)
+        return None
+    arguments = calls.argument_nodes(typer.source, node, written)
+    types: list[TrinoType | None] = []
+    for position, argument in enumerate(arguments):
+        if argument is None or isinstance(argument, exp.Var):
+            types.append(calls.token_type(typer.source, written.arguments[position]))
+            continue
+        if isinstance(argument, exp.Lambda):
+            names = [p.name.lower() for p in argument.expressions]
+            expected = calls.LAMBDA_ARITY.get(written.name, {}).get(position)
+            if expected is not None and expected != len(names):
+                typer.refuse(
+                    argument,
+                    "INVALID_PARAMETER_USAGE",
+                    typer.source.text_of(argument),
+                    f"Expected a lambda that takes {expected} argument(s) but got {len(names)}",
+                )
+            bound = calls.lambda_parameter_types(written.name, types)
+            typer.expr(
+                argument.this,
+                scope.with_lambdas({n: bound[i] if i < len(bound) else None for i, n in enumerate(names)}),
+            )
+            types.append(None)
+        elif argument is not None and not isinstance(argument, exp.Star):
+            types.append(typer.expr(argument, scope))
+        else:
+            types.append(None)
+    for child in node.iter_expressions():  # what the written arguments did not cover (an ORDER BY, a unit)
+        if id(child) not in typer.types and not isinstance(child, exp.Lambda):
+            typer.expr(child, scope)
+    result, function = calls.judge(
+        typer.source,
+        written,
+        types,
+        lambda where, error, construct, message: typer.refuse(where, error, construct, message),
+    )
+    if function is not None:
+        typer.analysis.functions[id(node)] = function
+    else:
+        typer.analysis.refused_calls.add(id(node))
+    return result
+
+
+#: Names before a bracket that are syntax, not functions (ROW(...), GROUPING(...), EXISTS (...)).
+SYNTAX_NAMES = frozenset({"row", "grouping", "exists", "array", "values", "unnest", "lateral", "in"})
+
+
+def name_check(typer: Typer, node: exp.Expr) -> None:
+    """A node sqlglot models with a rule of its own (``nvl(a, b)`` becomes a COALESCE) still has its name as
+    written judged against the function list."""
+    written = calls.find_call(typer.source, node)
+    if written is None or written.name in SYNTAX_NAMES or functions.lookup(written.name) is not None:
+        return
+    where = written.name_index
+    construct = typer.source.raw(typer.source.tokens[where])
+    typer.refuse(where, "FUNCTION_NOT_FOUND", construct, calls.not_found(written.name))
+    typer.analysis.refused_calls.add(id(node))
+
+
+def _between(typer: Typer, node: exp.Between, scope: Scope) -> TrinoType:
+    value, low, high = (typer.expr(node.args[k], scope) for k in ("this", "low", "high"))
+    if value is not None and low is not None and high is not None:
+        common = common_super_type(value, low)
+        if common is None or common_super_type(common, high) is None:
+            where = typer.source.operator_position(node, (TokenType.BETWEEN,))
+            typer.refuse(
+                where,
+                TYPE_MISMATCH,
+                "BETWEEN",
+                f"Cannot check if {value} is BETWEEN {low} and {high}{_hint(value, low if common is None else high)}",
+            )
+    return BOOLEAN
+
+
+def _in(typer: Typer, node: exp.In, scope: Scope) -> TrinoType:
+    value = typer.expr(node.this, scope)
+    query = node.args.get("query")
+    kinds = [typer.expr(item, scope) for item in node.expressions]
+    if isinstance(query, exp.Expr):
+        kinds.append(typer.expr(query, scope))
+    known = [value, *kinds]
+    if all(k is not None for k in known):
+        _single_type(typer, node, [k for k in known if k is not None], "IN value and list items", TokenType.IN)
+    return BOOLEAN
+
+
+def _single_type(
+    typer: Typer, node: exp.Expr, kinds: list[TrinoType], what: str, token: TokenType | None = None
+) -> TrinoType | None:
+    """The common type of ``kinds`` or a refusal (ExpressionAnalyzer.coerceToSingleType's words)."""
+    common: TrinoType | None = kinds[0] if kinds else None
+    for kind in kinds[1:]:
+        if common is None:
+            break
+        following = common_super_type(common, kind)
+        if following is None:
+            distinct = list(dict.fromkeys(str(k) for k in kinds))
+            where = typer.source.operator_position(node, (token,)) if token else typer.source.node_position(node)
+            typer.refuse(
+                where,
+                TYPE_MISMATCH,
+                what,
+                f"{what} must be the same type or coercible to a common type. Cannot find common type between"
+                f" {common} and {kind}, all types (without duplicates): [{', '.join(distinct)}]",
+            )
+            return None
+        common = following
+    return common
+
+
+def _like(typer: Typer, node: exp.Like, scope: Scope) -> TrinoType:
+    value, pattern = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    for kind, side in ((value, "Left side of LIKE expression"), (pattern, "Pattern for LIKE expression")):
+        if _known(kind) and kind is not None and not kind.is_string:
+            where = typer.source.operator_position(node, (TokenType.LIKE,))
+            typer.refuse(where, TYPE_MISMATCH, "LIKE", f"{side} must evaluate to a varchar (actual: {kind})")
+    return BOOLEAN
+
+
+def _logical(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType:
+    terms = [node.this] if isinstance(node, exp.Not) else [node.this, node.expression]
+    what = "Value of logical NOT expression" if isinstance(node, exp.Not) else "Logical expression term"
+    for term in terms:
+        kind = typer.expr(term, scope)
+        if _known(kind) and kind != BOOLEAN:
+            typer.refuse(term, TYPE_MISMATCH, what, f"{what} must evaluate to a boolean (actual: {kind})")
+    return BOOLEAN
+
+
+def _case(typer: Typer, node: exp.Case, scope: Scope) -> TrinoType | None:
+    operand = node.args.get("this")
+    operand_type = typer.expr(operand, scope) if isinstance(operand, exp.Expr) else None
+    results: list[TrinoType | None] = []
+    for when in node.args.get("ifs") or []:
+        condition = typer.expr(when.this, scope)
+        if operand is None and _known(condition) and condition != BOOLEAN:
+            typer.refuse(
+                when.this,
+                TYPE_MISMATCH,
+                "CASE WHEN",
+                f"CASE WHEN clause must evaluate to a boolean (actual: {condition})",
+            )
+        if operand_type is not None and condition is not None and common_super_type(operand_type, condition) is None:
+            typer.refuse(
+                when.this,
+                TYPE_MISMATCH,
+                "CASE",
+                f"CASE operand type does not match WHEN clause operand type: {operand_type} vs {condition}",
+            )
+        results.append(typer.expr(when.args["true"], scope))
+    default = node.args.get("default")
+    if isinstance(default, exp.Expr):
+        results.append(typer.expr(default, scope))
+    return _common(typer, node, results, "All CASE results")
+
+
+def _common(typer: Typer, node: exp.Expr, kinds: list[TrinoType | None], what: str) -> TrinoType | None:
+    if any(k is None for k in kinds):
+        return None
+    return _single_type(typer, node, [k for k in kinds if k is not None], what)
+
+
+def _if(typer: Typer, node: exp.If, scope: Scope) -> TrinoType | None:
+    condition = typer.expr(node.this, scope)
+    if _known(condition) and condition != BOOLEAN:
+        typer.refuse(node.this, TYPE_MISMATCH, "IF", f"IF condition must evaluate to a boolean (actual: {condition})")
+    branches = [node.args.get("true"), node.args.get("false")]
+    kinds = [typer.expr(b, scope) for b in branches if isinstance(b, exp.Expr)]
+    return _common(typer, node, kinds, "IF results")
+
+
+def _coalesce(typer: Typer, node: exp.Coalesce, scope: Scope) -> TrinoType | None:
+    kinds = [typer.expr(node.this, scope), *(typer.expr(e, scope) for e in node.expressions)]
+    return _common(typer, node, kinds, "All COALESCE operands")
+
+
+def _nullif(typer: Typer, node: exp.Nullif, scope: Scope) -> TrinoType | None:
+    first, second = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    if first is not None and second is not None and common_super_type(first, second) is None:
+        typer.refuse(node, TYPE_MISMATCH, "NULLIF", f"Types are not comparable with NULLIF: {first} vs {second}")
+    return first
+
+
+def _interval(typer: Typer, node: exp.Interval, scope: Scope) -> TrinoType:
+    unit = node.args.get("unit")
+    text = unit.sql(dialect="trino").upper() if isinstance(unit, exp.Expr) else ""
+    return INTERVAL_MONTH if text.startswith(("YEAR", "MONTH")) else INTERVAL_DAY
+
+
+def _at_time_zone(typer: Typer, node: exp.AtTimeZone, scope: Scope) -> TrinoType | None:
+    value = typer.expr(node.this, scope)
+    zone = node.args.get("zone")
+    if isinstance(zone, exp.Expr):
+        typer.expr(zone, scope)
+    if value is None or value.is_unknown:
+        return None
+    if value.name in ("timestamp", "timestamp with time zone"):
+        return TrinoType("timestamp with time zone", value.parameters)
+    if value.name in ("time", "time with time zone"):
+        return TrinoType("time with time zone", value.parameters)
+    typer.refuse(
+        node.this,
+        TYPE_MISMATCH,
+        "AT TIME ZONE",
+        f"Type of value must be a time or timestamp with or without time zone (actual {value})",
+    )
+    return None
+
+
+def _extract(typer: Typer, node: exp.Extract, scope: Scope) -> TrinoType:
+    value = typer.expr(node.expression, scope)
+    if _known(value) and value is not None and not (value.is_temporal or value.is_interval):
+        typer.refuse(
+            node.expression,
+            TYPE_MISMATCH,
+            "EXTRACT",
+            f"Type of argument to extract must be DATE, TIME, TIMESTAMP, or INTERVAL (actual {value})",
+        )
+    return BIGINT
+
+
+def _array(typer: Typer, node: exp.Array, scope: Scope) -> TrinoType | None:
+    kinds = [typer.expr(e, scope) for e in node.expressions]
+    if not kinds:
+        return TrinoType("array", (), (TrinoType("unknown"),))
+    element = _common(typer, node, kinds, "All ARRAY elements")
+    return TrinoType("array", (), (element,)) if element is not None else None
+
+
+def _bracket(typer: Typer, node: exp.Bracket, scope: Scope) -> TrinoType | None:
+    base = typer.expr(node.this, scope)
+    for index in node.expressions:
+        typer.expr(index, scope)
+    if base is not None and base.name in ("array", "map") and base.children:
+        return base.children[-1]
+    return None
+
+
+def _row(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
+    kinds = [typer.expr(e, scope) for e in node.expressions]
+    if any(k is None for k in kinds):
+        return None
+    return TrinoType("row", (), tuple(k for k in kinds if k is not None), tuple("" for _ in kinds))
+
+
+def _boolean_children(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType:
+    for child in node.iter_expressions():
+        typer.expr(child, scope)
+    return BOOLEAN
+
+
+def _first_child(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
+    kinds = [typer.expr(child, scope) for child in node.iter_expressions()]
+    return kinds[0] if kinds else None
+
+
+def _filter(typer: Typer, node: exp.Filter, scope: Scope) -> TrinoType | None:
+    where = node.args.get("expression")
+    if isinstance(where, exp.Where):
+        typer.condition(where.this, scope, "FILTER clause")
+    kind = typer.expr(node.this, scope)
+    function = typer.analysis.functions.get(id(node.this))
+    if function is not None and function.kind != "aggregate":
+        message = f"Filter is only valid for aggregation functions ({function.name} is not one)"
+        typer.refuse(node.this, "FUNCTION_NOT_AGGREGATE", typer.source.text_of(node), message)
+    return kind
+
+
+RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
+    exp.Between: _between,
+    exp.In: _in,
+    exp.Like: _like,
+    exp.And: _logical,
+    exp.Or: _logical,
+    exp.Not: _logical,
+    exp.Case: _case,
+    exp.If: _if,
+    exp.Coalesce: _coalesce,
+    exp.Nullif: _nullif,
+    exp.Interval: _interval,
+    exp.AtTimeZone: _at_time_zone,
+    exp.Extract: _extract,
+    exp.Array: _array,
+    exp.Bracket: _bracket,
+    exp.Struct: _row,
+    exp.Tuple: _row,
+    exp.Is: _boolean_children,
+    exp.Exists: _boolean_children,
+    exp.Distinct: _first_child,
+    exp.Neg: _first_child,
+    exp.Escape: _first_child,
+    exp.Filter: _filter,
+    exp.CurrentDate: lambda typer, node, scope: DATE,
+    exp.CurrentTimestamp: lambda typer, node, scope: TrinoType("timestamp with time zone", (3,)),
+    exp.CurrentTime: lambda typer, node, scope: TrinoType("time with time zone", (3,)),
+    exp.Localtimestamp: lambda typer, node, scope: TrinoType("timestamp", (3,)),
+}
