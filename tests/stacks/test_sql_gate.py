@@ -4,7 +4,11 @@ are cached by what decides them, and ``-c skip_sql_check=true`` skips it."""
 from __future__ import annotations
 
 import io
+import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -206,3 +210,67 @@ def test_the_fingerprint_changes_with_any_file_of_the_analyzer_or_the_adapter(tm
     assert second != first
     adapter.write_text(adapter.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert sql_gate.fingerprint(package, adapter) not in (first, second)
+
+
+# --- with the real analyzer ----------------------------------------------------------------------------------
+def refused_job(jobs_dir: Path) -> Path:
+    """carrier-on-time with two constructs Athena refuses on line 9: ``::`` and ILIKE."""
+    query = jobs_dir / CARRIERS / "query.sql"
+    sql = query.read_text(encoding="utf-8")
+    old = "WHERE sched_dep_utc >= CAST(:window_start AS timestamp)"
+    assert old in sql
+    query.write_text(
+        sql.replace(old, "WHERE sched_dep_utc::date >= CAST(:window_start AS date) AND carrier ILIKE 'a%'"),
+        encoding="utf-8",
+    )
+    return query
+
+
+def test_synth_refuses_what_athena_refuses_in_the_lines_check_prints(jobs_dir: Path, tmp_path: Path) -> None:
+    from tools.jobs import check, cli
+
+    refused_job(jobs_dir)
+    err = io.StringIO()
+    assert app.main(jobs_dir=jobs_dir, err=err, sql_check_cache=tmp_path / "cache") == app.EXIT_INVALID_CONFIG
+    lines = err.getvalue().splitlines()
+    assert [line.split(": ")[:2] for line in lines] == [
+        [f"jobs/{CARRIERS}/query.sql:9:20", "SYNTAX_ERROR"],
+        [f"jobs/{CARRIERS}/query.sql:9:70", "SYNTAX_ERROR"],
+    ]
+    args = cli.build_parser({"check": check}).parse_args(["check", "--jobs-dir", str(jobs_dir)])
+    out, check_err = io.StringIO(), io.StringIO()
+    check.execute(args, out, check_err)
+    printed = (out.getvalue() + check_err.getvalue()).splitlines()
+    assert all(line in printed for line in lines)  # the same lines athena-once check prints
+    # AND the cached result says the same on the next synth
+    err = io.StringIO()
+    assert app.main(jobs_dir=jobs_dir, err=err, sql_check_cache=tmp_path / "cache") == app.EXIT_INVALID_CONFIG
+    assert err.getvalue().splitlines() == lines
+
+
+def test_the_fixture_and_repository_jobs_pass_the_check() -> None:
+    from tests.sample_jobs import FIXTURE_JOBS_DIR, REPO_JOBS_DIR
+
+    for directory in (FIXTURE_JOBS_DIR, REPO_JOBS_DIR):
+        assert sql_gate.check_jobs_sql(loaded(directory), cache_dir=None) == []
+
+
+@pytest.mark.slow
+def test_cdk_context_flag_skips_the_check_in_a_real_synth(jobs_dir: Path, tmp_path: Path) -> None:
+    """``-c skip_sql_check=true`` reaches the app as the CDK CLI passes context (CDK_CONTEXT_JSON, text values)."""
+    refused_job(jobs_dir)
+    code = (
+        f"import sys, pathlib, app; sys.exit(app.main(jobs_dir=pathlib.Path({str(jobs_dir)!r}), sql_check_cache=None))"
+    )
+    env = {
+        **os.environ,
+        "CDK_OUTDIR": str(tmp_path / "cdk.out"),
+        "CDK_CONTEXT_JSON": json.dumps({sql_gate.SKIP_CONTEXT_KEY: "true"}),
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {sql_gate.SKIPPED_WARNING}" in done.stderr.splitlines()
+    assert (tmp_path / "cdk.out" / "manifest.json").is_file()
