@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,29 @@ def test_demo_with_no_job_it_can_run_is_one_line_and_status_2(
         f"the demo could not run: own: no Parquet files for table {TABLE} under .cache/data/{TABLE}/"
         " (docs/local.md#your-own-tables-sample-files)\n"
     )
+
+
+@pytest.mark.slow
+def test_demo_runs_a_own_table_job_on_its_files(
+    tmp_path: Path, sample_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real (small) demo: the engine reads .cache/data/, so the files go there, under a table name of this test's."""
+    table = f"{TABLE}_demo_{tmp_path.name[-12:]}".replace("-", "_")
+    write_own_job(tmp_path / "jobs", table=table)
+    today = dt.datetime.now(dt.UTC).date()
+    try:
+        for day in (today - dt.timedelta(days=1), today):  # the demo's slots are the latest firings before now
+            (common.DATA_DIR / table / f"dt={day}").mkdir(parents=True)
+            (common.DATA_DIR / table / f"dt={day}" / "part-0.parquet").write_bytes(
+                (sample_dir / "flights" / "dt=2013-11-24" / "data.parquet").read_bytes()
+            )
+        report = tmp_path / "report.json"
+        argv = ["--jobs-dir", str(tmp_path / "jobs"), "--workdir", str(tmp_path / "demo"), "--report", str(report)]
+        status = demo_cli.main([*argv, "--slots", "1", "--racers", "2", "--no-faults"])
+    finally:
+        shutil.rmtree(common.DATA_DIR / table, ignore_errors=True)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"own: its own table {table}, files under .cache/data/{table}/" in out
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert document["ok"] and document["slots_completed"] == 1 and document["config"]["jobs_not_run"] == {}
