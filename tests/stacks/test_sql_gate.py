@@ -131,6 +131,19 @@ def test_a_bad_skip_flag_is_one_problem_naming_the_key(jobs_dir: Path, tmp_path:
         app.build_app(context=context, jobs_dir=jobs_dir, sql_check_cache=None)
 
 
+def test_a_check_that_raises_is_one_line_naming_the_file_and_the_skip_flag(jobs_dir: Path, tmp_path: Path) -> None:
+    def broken(job: JobDefinition, declared: Mapping[str, str] | None) -> CheckResult:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    problems = sql_gate.check_jobs_sql(loaded(jobs_dir), cache_dir=tmp_path / "cache", check=broken)
+    assert problems == [
+        f"jobs/{name}/query.sql: the SQL check itself failed (RecursionError: maximum recursion depth exceeded): a"
+        " defect of the check, please report it; -c skip_sql_check=true synthesizes without it meanwhile"
+        for name in (CARRIERS, FLIGHTS)
+    ]
+    assert not list((tmp_path / "cache").glob("*.json"))  # nothing cached
+
+
 # --- the cache -----------------------------------------------------------------------------------------------
 def test_results_are_cached_by_query_schema_parameters_and_analyzer(
     jobs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
