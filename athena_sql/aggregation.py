@@ -30,11 +30,16 @@ _QUERY = (exp.Subquery, exp.Select, exp.SetOperation, exp.Exists)
 
 
 def refusals(
-    statement: exp.Expr, source: Source, functions: Mapping[int, Function], refused: AbstractSet[int] = frozenset()
+    statement: exp.Expr,
+    source: Source,
+    functions: Mapping[int, Function],
+    refused: AbstractSet[int] = frozenset(),
+    outer: AbstractSet[int] = frozenset(),
 ) -> list[Diagnostic]:
     """Every aggregation rule ``statement`` breaks, in each of its SELECTs (``functions``: the catalog entry of each
-    call node by ``id``; ``refused``: calls already refused, which are not judged again)."""
-    rules = _Rules(source, functions, refused)
+    call node by ``id``; ``refused``: calls already refused, which are not judged again; ``outer``: columns of an
+    enclosing query, which are constant for a group: "reference to outer scope is group-invariant")."""
+    rules = _Rules(source, functions, refused | outer)
     for select in statement.find_all(exp.Select):
         rules.select(select)
     return rules.found
@@ -103,11 +108,17 @@ class _Rules:
             self.scalar_only(where.this, "WHERE clause")
         group = select.args.get("group")
         keys = list(_grouping(group)) if isinstance(group, exp.Group) else []
-        for key in keys:
-            self.scalar_only(key, "GROUP BY clause")
         items = [item.this if isinstance(item, exp.Alias) else item for item in select.expressions]
-        having = select.args.get("having")
+        before = len(self.found)
+        for key in keys:
+            self.scalar_only(self.positional(key, items, "GROUP BY") or key, "GROUP BY clause")
+        group_refused = len(self.found) > before  # Trino stops there: the select list is not judged against it
         order = select.args.get("order")
+        for item in order.expressions if isinstance(order, exp.Order) else []:
+            self.positional(item.this, items, "ORDER BY")
+        if select.args.get("distinct") and isinstance(order, exp.Order):
+            self.distinct_order(select, items, order)
+        having = select.args.get("having")
         checked = [*items, *([having.this] if isinstance(having, exp.Having) else [])]
         for node in checked:
             self.nested(node)
@@ -116,7 +127,7 @@ class _Rules:
         aggregates = any(self.is_aggregate(n) for node in checked for n in self._inside(node))
         order_items = [o.this for o in order.expressions] if isinstance(order, exp.Order) else []
         aggregates = aggregates or any(self.is_aggregate(n) for node in order_items for n in self._inside(node))
-        if not (isinstance(group, exp.Group) or aggregates):
+        if group_refused or not (isinstance(group, exp.Group) or aggregates):
             return
         aliases = {item.alias.lower(): item.this for item in select.expressions if isinstance(item, exp.Alias)}
         grouped = set()
@@ -147,6 +158,34 @@ class _Rules:
                     "EXPRESSION_NOT_AGGREGATE",
                     f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
                 )
+
+    def positional(self, key: exp.Expr, items: list[exp.Expr], clause: str) -> exp.Expr | None:
+        """The select item an ordinal (``GROUP BY 2``) names; a refusal when there is none (INVALID_COLUMN_REFERENCE,
+        "GROUP BY position 5 is not in select list"). ``None`` when ``key`` is not an ordinal."""
+        if not (isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit()):
+            return None
+        index = int(key.this)
+        if 1 <= index <= len(items) and not any(isinstance(i, exp.Star) for i in items):
+            return items[index - 1]
+        if not any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and i.is_star) for i in items):
+            message = f"{clause} position {index} is not in select list"
+            self.refuse(key, "INVALID_COLUMN_REFERENCE", message)
+        return None
+
+    def distinct_order(self, select: exp.Select, items: list[exp.Expr], order: exp.Order) -> None:
+        """``SELECT DISTINCT`` sorts only by what it selects (EXPRESSION_NOT_IN_DISTINCT)."""
+        aliases = {item.alias.lower() for item in select.expressions if isinstance(item, exp.Alias)}
+        selected = {_key(item) for item in items}
+        if any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and i.is_star) for i in items):
+            return
+        for item in order.expressions:
+            node = item.this
+            if isinstance(node, exp.Literal) or _key(node) in selected:
+                continue
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
+                continue
+            message = "For SELECT DISTINCT, ORDER BY expressions must appear in select list"
+            self.refuse(node, "EXPRESSION_NOT_IN_DISTINCT", message)
 
     def constant(self, node: exp.Expr, grouped: set[str], bound: frozenset[str]) -> bool:
         """Whether ``node`` is constant for a group (AggregationAnalyzer's visitor): a grouping key, an aggregate,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from athena_sql import aggregation, typecheck
 from athena_sql.diagnostics import CheckResult, Diagnostic, Unchecked
@@ -47,10 +47,15 @@ def check_query(
     except TokenError as exc:
         return CheckResult(refusals=(_token_refusal(sql, exc),))
     source = Source(sql, tokens)
-    refusals = syntax_refusals(source)
+    try:
+        refusals = syntax_refusals(source)
+    except _OUR_LIMITS as exc:
+        return CheckResult(unchecked=(_not_analyzed(exc),))
     if refusals:  # sqlglot may have rewritten or misread what Trino refuses: the tree is not judged
         return CheckResult(refusals=tuple(refusals))
     gap = _sqlglot_gap(source)
+    if gap == "apply(...)":
+        sql, gap = _renamed_apply(source), None  # same length: every offset stays the user's
     try:
         statements = _parse(sql) if gap is None else [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except ParseError as exc:
@@ -68,15 +73,27 @@ def check_query(
         )
     statement = statements[0]
     try:
+        source.locate_placeholders(statement)
         typed = typecheck.analyze(statement, source, tables=tables, parameters=parameters)
-        found = [*typed.refusals, *aggregation.refusals(statement, source, typed.functions, typed.refused_calls)]
+        found = [
+            *typed.refusals,
+            *aggregation.refusals(statement, source, typed.functions, typed.refused_calls, typed.outer_columns),
+        ]
         unchecked = list(typed.unchecked)
-    except (SqlglotError, RecursionError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        # our limit, never the user's error: what could not be analyzed is said, and counts as not refused
-        return CheckResult(unchecked=(Unchecked(1, 1, "query", f"not analyzed ({type(exc).__name__}: {exc})"),))
+    except _OUR_LIMITS as exc:
+        return CheckResult(unchecked=(_not_analyzed(exc),))
     unique = {(d.line, d.column, d.error_class, d.message): d for d in found}
     ordered = sorted(unique.values(), key=lambda d: (d.line, d.column))
     return CheckResult(refusals=tuple(ordered), unchecked=tuple(sorted(unchecked, key=lambda u: (u.line, u.column))))
+
+
+#: What a construct the analyzer does not follow may raise: our limit, never the user's error. What could not be
+#: analyzed is said (an Unchecked), and counts as not refused.
+_OUR_LIMITS = (SqlglotError, RecursionError, ValueError, KeyError, IndexError, TypeError, AttributeError)
+
+
+def _not_analyzed(exc: Exception) -> Unchecked:
+    return Unchecked(1, 1, "query", f"not analyzed ({type(exc).__name__}: {exc})")
 
 
 #: sqlglot's own checks of the arguments of the functions it models: not syntax errors in Trino (the call's
@@ -111,6 +128,16 @@ def _sqlglot_gap(source: Source) -> str | None:
     return None
 
 
+def _renamed_apply(source: Source) -> str:
+    """The text with each call ``apply(`` spelt ``_pply(`` for sqlglot (which reads APPLY as a join keyword); the
+    name as written stays in the tokens, which is what the function check reads."""
+    text = source.text
+    for index, token in enumerate(source.tokens[:-1]):
+        if token.text.upper() == "APPLY" and source.tokens[index + 1].token_type == TokenType.L_PAREN:
+            text = text[: token.start] + "_pply" + text[token.end + 1 :]
+    return text
+
+
 def _parse(sql: str) -> list[exp.Expr]:
     """The statements of ``sql``; a call sqlglot finds short of arguments is parsed anyway (Trino parses it and
     refuses it in analysis: FUNCTION_NOT_FOUND, which :mod:`athena_sql.calls` reports)."""
@@ -119,17 +146,36 @@ def _parse(sql: str) -> list[exp.Expr]:
     except ParseError as exc:
         if not exc.errors or not all(_is_call_validation(str(e.get("description", ""))) for e in exc.errors):
             raise
+        if not _complete(sqlglot.Dialect.get_or_raise(DIALECT).tokenize(sql)):
+            raise  # a truncated text (``COALESCE(``, ``CASE WHEN``) is a syntax error, whatever sqlglot checked
     return [s for s in sqlglot.parse(sql, read=DIALECT, error_level=ErrorLevel.IGNORE) if s is not None]
+
+
+def _complete(tokens: list[Token]) -> bool:
+    """Whether every bracket is closed and every CASE has its END."""
+    depth = 0
+    cases = 0
+    for token in tokens:
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1, TokenType.L_BRACKET: 1, TokenType.R_BRACKET: -1}.get(
+            token.token_type, 0
+        )
+        cases += {TokenType.CASE: 1, TokenType.END: -1}.get(token.token_type, 0)
+        if depth < 0:
+            return False
+    return depth == 0 and cases == 0
 
 
 def _is_call_validation(description: str) -> bool:
     """Whether sqlglot's error is its own check of a function's arguments (``Required keyword: 'this' missing for
     <class 'sqlglot.expressions.temporal.DateAdd'>``), not a syntax error."""
+    if description.startswith("The number of provided arguments"):
+        return True
     match = re.search(r"<class '[\w.]*\.(\w+)'>", description)
     if not description.startswith(_VALIDATION) or match is None:
         return False
     kind = getattr(exp, match.group(1), None)
-    return isinstance(kind, type) and issubclass(kind, exp.Func)
+    operators = exp.Binary | exp.Connector | exp.Unary | exp.If | exp.Case | exp.Predicate
+    return isinstance(kind, type) and issubclass(kind, exp.Func) and not issubclass(kind, operators)
 
 
 def _token_refusal(sql: str, exc: TokenError) -> Diagnostic:

@@ -2,7 +2,9 @@
 (:mod:`athena_sql.functions`: unknown -> ``FUNCTION_NOT_FOUND`` "Function 'x' not registered", with "did you mean"),
 the number of arguments against its documented forms, and for the functions :mod:`athena_sql.signatures` types,
 the argument types (``FUNCTION_NOT_FOUND`` "Unexpected parameters (varchar(3), varchar(10)) for function date_trunc.
-Expected: ...", the words of io/trino/metadata/FunctionResolver.java at trinodb/trino@01e94c03).
+Expected: ...", the words of Trino's function resolver, io/trino/metadata/FunctionResolver.java, as its error
+messages read in Trino's code and tests; FUNCTION_NOT_FOUND from io/trino/spi/StandardErrorCode.java at
+trinodb/trino@029c93b693c7a3dbff995062fb9997f4acd86d77).
 
 The call is read from the **tokens** (the name as written, the arguments between its brackets), because sqlglot
 rewrites many calls into nodes of its own (``date_trunc`` into ``TimestampTrunc``, arguments reordered, DuckDB names
@@ -34,9 +36,6 @@ FOREIGN = {
     "date_sub": "date_add(unit, -value, ts)",
     "date_part": "extract(field FROM ts) or year(ts), hour(ts) ...",
     "datepart": "extract(field FROM ts)",
-    "to_char": "format_datetime(ts, format) or date_format(ts, format)",
-    "to_date": "date_parse(string, format) or CAST(string AS date)",
-    "to_timestamp": "from_unixtime(seconds) or date_parse(string, format)",
     "ifnull": "coalesce(a, b)",
     "nvl": "coalesce(a, b)",
     "isnull": "x IS NULL",
@@ -54,7 +53,40 @@ FOREIGN = {
     "median": "approx_percentile(x, 0.5)",
     "quantile": "approx_percentile(x, q)",
     "countif": "count_if(condition)",
+    "generate_series": "sequence(start, stop[, step]), with UNNEST for rows",
+    "range": "sequence(start, stop[, step])",
+    "array_length": "cardinality(array)",
+    "list_value": "ARRAY[...]",
+    "left": "substr(s, 1, n)",
+    "right": "substr(s, -n)",
+    "iif": "if(condition, a, b)",
+    "nvl2": "if(x IS NOT NULL, a, b)",
+    "decode": "CASE x WHEN ... THEN ... END",
+    "charindex": "strpos(string, substring)",
+    "char_length": "length(string)",
+    "approx_quantile": "approx_percentile(x, q)",
+    "percentile_cont": "approx_percentile(x, q)",
+    "arg_max": "max_by(x, y)",
+    "arg_min": "min_by(x, y)",
+    "list_distinct": "array_distinct(array)",
+    "list_contains": "contains(array, x)",
+    "array_contains": "contains(array, x)",
+    "array_has": "contains(array, x)",
+    "regexp_split_to_array": "regexp_split(string, pattern)",
+    "string_split": "split(string, delimiter)",
+    "str_split": "split(string, delimiter)",
+    "string_to_array": "split(string, delimiter)",
+    "array_to_string": "array_join(array, delimiter)",
+    "trunc": "truncate(x) or date_trunc(unit, ts)",
+    "datetrunc": "date_trunc(unit, ts)",
+    "json_extract_path_text": "json_extract_scalar(json, '$.a.b')",
+    "btrim": "trim(string)",
+    "initcap": "upper(substr(s, 1, 1)) || lower(substr(s, 2))",
+    "make_timestamp": "from_iso8601_timestamp(text) or date_parse(text, format)",
+    "unnest": "CROSS JOIN UNNEST(array) AS t(x) in FROM",
 }
+#: Keywords that name no Trino function, yet are called as functions in other dialects (``left(s, 3)``).
+_KEYWORD_CALLS = frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.GLOB})
 #: Keywords that open a special form with their own syntax inside the brackets (not an argument list).
 _SPECIAL_WORDS = frozenset({TokenType.FROM, TokenType.IN, TokenType.FOR, TokenType.ALIAS, TokenType.USING})
 
@@ -85,7 +117,8 @@ def find_call(source: Source, node: exp.Expr) -> Call | None:
     if index + 1 >= len(tokens) or tokens[index + 1].token_type != TokenType.L_PAREN:
         return None
     name_token = tokens[index]
-    if name_token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and functions.lookup(name_token.text) is None:
+    called = (TokenType.VAR, TokenType.IDENTIFIER, *_KEYWORD_CALLS)
+    if name_token.token_type not in called and functions.lookup(name_token.text) is None:
         return None  # a keyword before a bracket (``ALL (``, ``IN (``), not a function's name
     if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
         return None  # a qualified name (catalog.schema.f): not the built-in list's to judge
@@ -123,26 +156,20 @@ def find_call(source: Source, node: exp.Expr) -> Call | None:
 
 
 def argument_nodes(source: Source, node: exp.Expr, call: Call) -> list[exp.Expr | None]:
-    """The tree node of each written argument: the largest node of ``node``'s subtree inside its token range."""
-    found: list[exp.Expr | None] = []
-    spans = []
-    for child in node.walk():
+    """The tree node of each written argument: the node nearest to the call (breadth first) whose known tokens all
+    lie inside the argument's token range (``None`` when no node has known tokens there)."""
+    spans: list[tuple[int, int, exp.Expr]] = []
+    for child in node.walk(bfs=True):
         if child is node:
             continue
         offset = source.node_offset(child)
         span = source.span(child)
-        if offset is None or span is None:
-            continue
-        first = source.token_at(offset)
-        last = source.token_index_of(span[1])
-        if first is not None:
-            spans.append((first, last, child))
+        first = source.token_at(offset) if offset is not None else None
+        if first is not None and span is not None:
+            spans.append((first, source.token_index_of(span[1]), child))
+    found: list[exp.Expr | None] = []
     for start, end in call.arguments:
-        best: tuple[int, exp.Expr] | None = None
-        for first, last, child in spans:
-            if start <= first and last <= end and (best is None or last - first > best[0]):
-                best = (last - first, child)
-        found.append(best[1] if best else None)
+        found.append(next((child for first, last, child in spans if start <= first and last <= end), None))
     return found
 
 

@@ -124,6 +124,12 @@ class Function:
     min_arguments: int = 0
 
     @property
+    def windowable(self) -> bool:
+        """Usable with ``OVER``: window functions and every aggregate ("All aggregate functions can be used as
+        window functions by adding the OVER clause", functions/window.md)."""
+        return self.kind in ("aggregate", "window")
+
+    @property
     def arities(self) -> frozenset[int] | None:
         """The argument counts the signatures allow; ``None`` when one is variadic or none is documented."""
         if not self.signatures:

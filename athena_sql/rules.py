@@ -1,6 +1,7 @@
 """The typing rule of each kind of expression (operators, predicates, conditionals, constructors, calls): what
-Trino's ExpressionAnalyzer (io/trino/sql/analyzer/ExpressionAnalyzer.java at trinodb/trino@01e94c03) derives and
-refuses, in its words. Used by :mod:`athena_sql.typecheck` (``typer``: its expression typer and reporter).
+Trino's ExpressionAnalyzer (io/trino/sql/analyzer/ExpressionAnalyzer.java) derives and
+refuses, in its words as Trino's tests and users quote them (e.g. ``Cannot apply operator: timestamp(3) < varchar(19)``,
+TYPE_MISMATCH, trinodb/trino#7334); the error classes are io/trino/spi/StandardErrorCode.java's at trinodb/trino@029c93b6. Used by :mod:`athena_sql.typecheck` (``typer``: its expression typer and reporter).
 """
 
 from __future__ import annotations
@@ -38,28 +39,40 @@ def _known(kind: TrinoType | None) -> bool:
 
 def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
-    if left is not None and right is not None and common_super_type(left, right) is None:
+    typer.note_underived(node, (node.this, node.expression), operator)
+    unordered = operator in ("<", "<=", ">", ">=") and any(t is not None and t.name == "map" for t in (left, right))
+    if left is not None and right is not None and (unordered or common_super_type(left, right) is None):
         where = typer.source.operator_position(node, (token,))
         typer.refuse(
             where,
             TYPE_MISMATCH,
             typer.source.text_of(node),
-            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right)}",
+            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right, _parameter(node))}",
         )
     return BOOLEAN
 
 
-def _hint(left: TrinoType, right: TrinoType) -> str:
+def _parameter(node: exp.Expr) -> str | None:
+    """The name of the ``:parameter`` operand of a binary ``node``, if one is."""
+    for operand in (node.args.get("this"), node.args.get("expression")):
+        if isinstance(operand, exp.Placeholder):
+            return str(operand.name)
+    return None
+
+
+def _hint(left: TrinoType, right: TrinoType, parameter: str | None = None) -> str:
     """The fix for the likeliest mistakes: a varchar (an uncast window parameter, a quoted number) against a
-    timestamp, date or number."""
+    timestamp, date or number (``parameter``: the name of the varchar operand when it is a parameter)."""
     for a, b in ((left, right), (right, left)):
         if b.is_string and (a.is_temporal or a.is_numeric):
             target = "timestamp" if a.name.startswith("timestamp") else a.name.split("(")[0]
-            return (
-                f" (Trino does not convert varchar implicitly: CAST the varchar AS {target}, e.g. CAST(:window_start AS timestamp))"
-                if a.is_temporal
-                else f" (compare with a number, or CAST the varchar AS {target})"
-            )
+            if a.is_temporal:
+                examples = {"timestamp": "CAST(:window_start AS timestamp)", "date": "CAST(:window_first_date AS date)"}
+                example = (
+                    f"CAST(:{parameter} AS {target})" if parameter else examples.get(target, f"CAST('...' AS {target})")
+                )
+                return f" (Trino does not convert varchar implicitly: CAST the varchar AS {target}, e.g. {example})"
+            return f" (compare with a number, or CAST the varchar AS {target})"
     return ""
 
 
@@ -76,8 +89,9 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
             return True, right
         if left.is_interval and right.is_interval and left.name == right.name:
             return True, left
-        if operator == "-" and left.name.startswith("timestamp") and right.name.startswith("timestamp"):
-            return True, INTERVAL_DAY
+        common = common_super_type(left, right) if left.is_temporal and right.is_temporal else None
+        if operator == "-" and common is not None and common.name.startswith("timestamp"):
+            return True, INTERVAL_DAY  # a date coerces to a timestamp (TypeCoercion): subtract(timestamp, timestamp)
         if operator == "-" and left.name == right.name and left.name in ("date", "time"):
             return True, None  # allowed, its type not derived here
     if operator in "*/" and left.is_interval and right.is_numeric:
@@ -89,6 +103,7 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
 
 def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType | None:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    typer.note_underived(node, (node.this, node.expression), operator)
     if left is None or right is None:
         return None
     exact = all(t.is_integer or t.name == "decimal" for t in (left, right))  # double: Infinity/NaN, no error
@@ -141,6 +156,7 @@ def _constant_zero(node: exp.Expr) -> bool:
 def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     """``a || b`` is Trino's ``concat(a, b)`` (AstBuilder.visitConcatenation): strings, arrays or varbinary."""
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
+    typer.note_underived(node, (node.this, node.expression), "||")
     if left is None or right is None:
         return None
     if all(t.is_unknown or t.is_string for t in (left, right)):
@@ -165,7 +181,7 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     """A function call: its arguments typed (lambdas with their parameters' types), then judged by
     :func:`athena_sql.calls.judge`."""
     written = calls.find_call(typer.source, node)
-    if written is None:
+    if written is None or written.name in SYNTAX_NAMES:
         for child in node.iter_expressions():
             typer.expr(child, scope)
         return None
@@ -206,6 +222,10 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     )
     if function is not None:
         typer.analysis.functions[id(node)] = function
+        over = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent
+        if function.kind == "window" and not isinstance(over, exp.Window):
+            message = f"Window function {function.name} requires an OVER clause"
+            typer.refuse(written.name_index, "MISSING_OVER", typer.source.text_of(node), message)
     else:
         typer.analysis.refused_calls.add(id(node))
     return result
@@ -229,6 +249,7 @@ def name_check(typer: Typer, node: exp.Expr) -> None:
 
 def _between(typer: Typer, node: exp.Between, scope: Scope) -> TrinoType:
     value, low, high = (typer.expr(node.args[k], scope) for k in ("this", "low", "high"))
+    typer.note_underived(node, tuple(node.args[k] for k in ("this", "low", "high")), "BETWEEN")
     if value is not None and low is not None and high is not None:
         common = common_super_type(value, low)
         if common is None or common_super_type(common, high) is None:

@@ -36,6 +36,8 @@ class Scope:
     lambdas: dict[str, TrinoType | None] = field(default_factory=dict)
     #: the select list's aliases -> types (ORDER BY may name them)
     outputs: Columns = field(default_factory=dict)
+    #: the columns of ``JOIN ... USING (...)``: one column, never ambiguous
+    using: set[str] = field(default_factory=set)
 
     def child(self) -> Scope:
         """A subquery's scope: the same WITH queries, this scope as its parent."""
@@ -76,6 +78,28 @@ class Scope:
             if found:
                 return True, None
         return False, None
+
+    def resolves_here(self, name: str, qualifier: str | None) -> bool:
+        """Whether ``name`` is found in this scope itself (its relations, outputs or lambdas), not an enclosing one."""
+        if qualifier is None and name.lower() in self.lambdas:
+            return True
+        return self._resolve_here(name.lower(), qualifier.lower() if qualifier else None)[0]
+
+    def ambiguous(self, name: str) -> bool:
+        """Whether the unqualified ``name`` names a column of more than one relation where it is first found
+        (Trino: AMBIGUOUS_NAME); never when a relation's columns are unknown."""
+        key = name.lower()
+        scope: Scope | None = self
+        while scope is not None:
+            if key in scope.lambdas or key in scope.outputs or key in scope.using:
+                return False
+            if any(relation.columns is None for relation in scope.relations):
+                return False
+            having = [r for r in scope.relations if r.columns is not None and key in r.columns]
+            if having:
+                return len(having) > 1
+            scope = scope.parent
+        return False
 
     def visible_names(self) -> list[str]:
         """Every column name this scope and its parents see (for "did you mean")."""

@@ -4,11 +4,13 @@ The function list (:mod:`athena_sql.functions`) writes arguments as Trino's docs
 which says how many but not of which type; for the functions below the types come from Trino's docs pages
 (docs/src/main/sphinx/functions/datetime.md, string.md, math.md, aggregate.md, array.md, map.md, json.md,
 regexp.md at the commits recorded in functions.toml's ``[source.pages]``) and the implementations they document
-(io/trino/operator/scalar/DateTimeFunctions.java, StringFunctions.java, MathFunctions.java at trinodb/trino@01e94c03).
+(io/trino/operator/scalar/DateTimeFunctions.java, StringFunctions.java, MathFunctions.java); where they are not
+certain, the pattern is ``any`` (never refused).
 
 A parameter is a *pattern*: ``varchar`` any varchar or char (Trino's ``varchar(x)``), ``timestamp`` any precision
 (``timestamp(p)``), ``timestamptz`` (``timestamp(p) with time zone``), ``time``, ``date``, ``bigint`` any exact integer,
-``double`` any number, ``boolean``, ``array``, ``map``, ``json``, ``varbinary``, ``interval``, ``any``. An argument
+``double`` any number, ``boolean``, ``array``, ``map``, ``json``, ``varbinary``, ``interval``, ``temporal`` (a date,
+time or timestamp, with or without time zone), ``any``. An argument
 matches when Trino coerces it to the pattern (a date to a timestamp, an integer to a double, NULL to anything); an
 argument whose type is not known matches everything (the check refuses only what it knows).
 
@@ -28,9 +30,9 @@ __all__ = ["SIGNATURES", "expected", "matches", "result_type"]
 _DATE_PARTS = ("date", "timestamp", "timestamptz")
 #: name -> overloads: (parameter patterns, result).
 SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
-    "date_trunc": tuple(((("varchar", t), "$2")) for t in ("date", "time", "timestamp", "timestamptz")),
-    "date_add": tuple(((("varchar", "bigint", t), "$3")) for t in ("date", "time", "timestamp", "timestamptz")),
-    "date_diff": tuple(((("varchar", t, t), "bigint")) for t in ("date", "time", "timestamp", "timestamptz")),
+    "date_trunc": ((("varchar", "temporal"), "$2"),),
+    "date_add": ((("varchar", "bigint", "temporal"), "$3"),),
+    "date_diff": ((("varchar", "temporal", "temporal"), "bigint"),),
     "date_format": ((("timestamp", "varchar"), "varchar"), (("timestamptz", "varchar"), "varchar")),
     "format_datetime": ((("timestamp", "varchar"), "varchar"), (("timestamptz", "varchar"), "varchar")),
     "date_parse": ((("varchar", "varchar"), "timestamp(3)"),),
@@ -63,8 +65,8 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "split": ((("varchar", "varchar"), "array(varchar)"), (("varchar", "varchar", "bigint"), "array(varchar)")),
     "split_part": ((("varchar", "varchar", "bigint"), "varchar"),),
     "starts_with": ((("varchar", "varchar"), "boolean"),),
-    "lpad": ((("varchar", "bigint", "varchar"), "varchar"),),
-    "rpad": ((("varchar", "bigint", "varchar"), "varchar"),),
+    "lpad": ((("varchar", "bigint", "varchar"), "varchar"), (("varbinary", "bigint", "varbinary"), "varbinary")),
+    "rpad": ((("varchar", "bigint", "varchar"), "varchar"), (("varbinary", "bigint", "varbinary"), "varbinary")),
     "regexp_like": ((("varchar", "varchar"), "boolean"),),
     "regexp_extract": ((("varchar", "varchar"), "varchar"), (("varchar", "varchar", "bigint"), "varchar")),
     "regexp_replace": (
@@ -129,9 +131,9 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "current_timezone": (((), "varchar"),),
 }
 for _part in ("year", "month", "day", "day_of_month", "day_of_week", "dow", "day_of_year", "doy", "week", "quarter"):
-    SIGNATURES[_part] = tuple((((t,), "bigint")) for t in (*_DATE_PARTS, "interval"))
+    SIGNATURES[_part] = ((("temporal",), "bigint"), (("interval",), "bigint"))
 for _part in ("hour", "minute", "second", "millisecond"):
-    SIGNATURES[_part] = tuple((((t,), "bigint")) for t in (*_DATE_PARTS, "time", "interval"))
+    SIGNATURES[_part] = ((("temporal",), "bigint"), (("interval",), "bigint"))
 
 _TARGETS = {
     "varchar": TrinoType("varchar"),
@@ -155,6 +157,7 @@ _SHOWN = {
     "any": "T",
     "interval": "interval day to second",
 }
+_TEMPORAL_FORMS = ("date", "time(p)", "timestamp(p)", "timestamp(p) with time zone", "time(p) with time zone")
 
 
 def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
@@ -164,6 +167,8 @@ def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
         return argument.name == pattern
     if pattern == "interval":
         return argument.is_interval
+    if pattern == "temporal":
+        return argument.is_temporal
     if pattern == "varchar":
         return argument.is_string
     return can_coerce(argument, _TARGETS[pattern])
@@ -185,10 +190,15 @@ def matches(name: str, arguments: Sequence[TrinoType | None]) -> tuple[tuple[str
 
 
 def expected(name: str) -> str:
-    """``date_trunc(varchar(x), date), date_trunc(varchar(x), time(p)), ...`` (Trino's "Expected:" list)."""
-    return ", ".join(
-        f"{name}(" + ", ".join(_SHOWN.get(p, p) for p in params) + ")" for params, _ in SIGNATURES.get(name, ())
-    )
+    """``date_trunc(varchar(x), date), date_trunc(varchar(x), time(p)), ...`` (Trino's "Expected:" list; a
+    ``temporal`` parameter is written out as each of Trino's date and time types)."""
+    forms: list[str] = []
+    for params, _ in SIGNATURES.get(name, ()):
+        variants = _TEMPORAL_FORMS if "temporal" in params else ("",)
+        for variant in variants:
+            shown = [variant if p == "temporal" else _SHOWN.get(p, p) for p in params]
+            forms.append(f"{name}(" + ", ".join(shown) + ")")
+    return ", ".join(forms)
 
 
 def result_type(result: str, arguments: Sequence[TrinoType | None]) -> TrinoType | None:

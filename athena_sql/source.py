@@ -4,7 +4,7 @@ sqlglot's Trino tokenizer finds the tokens (strings and comments are single toke
 is ever judged); sqlglot's parse tree carries, for identifiers, literals and function names, the character offsets
 of their tokens (``meta``), from which every tree node gets a position: its first token, or for an operator the
 operator's own token, as Trino reports them (Trino's ``line 1:49: Cannot apply operator ...`` points at the
-operator; io/trino/sql/parser/AstBuilder.java at trinodb/trino@0157c179, ``getLocation(context.operator)``).
+operator: io/trino/sql/parser/AstBuilder.java builds them with ``getLocation(context.operator)``).
 """
 
 from __future__ import annotations
@@ -52,6 +52,24 @@ class Source:
             return index
         return None
 
+    def locate_placeholders(self, tree: exp.Expr) -> None:
+        """Give each ``:name`` node of ``tree`` the offsets of its tokens (sqlglot keeps none for placeholders),
+        matching the n-th node named ``name`` to the n-th ``:name`` of the text."""
+        written: dict[str, list[tuple[Token, Token]]] = {}
+        for index, token in enumerate(self.tokens[:-1]):
+            following = self.tokens[index + 1]
+            if token.token_type == TokenType.COLON and following.start == token.end + 1:
+                written.setdefault(following.text.lower(), []).append((token, following))
+        seen: dict[str, int] = {}
+        for node in tree.find_all(exp.Placeholder):
+            name = str(node.name).lower()
+            occurrence = seen.get(name, 0)
+            seen[name] = occurrence + 1
+            if occurrence < len(written.get(name, [])):
+                colon, word = written[name][occurrence]
+                line, column = self.position(colon.start)
+                node.meta.update(line=line, col=column, start=colon.start, end=word.end)
+
     def token_index_of(self, offset: int) -> int:
         """The index of the token holding the character at ``offset`` (the last one starting at or before it)."""
         return max(0, bisect_right(self._token_starts, offset) - 1)
@@ -83,6 +101,12 @@ class Source:
             if index == 0 or self.tokens[index - 1].text.upper() not in step:
                 break
             index -= 1
+        if isinstance(node, exp.Lambda) and index > 0 and node.expressions:
+            # ``(x, y) -> ...``: its parameters' bracket (not the bracket of a call around ``x -> ...``)
+            last = node.expressions[-1].meta.get("end") if node.expressions[-1].meta else None
+            after = self.token_index_of(int(last)) + 1 if last is not None else None
+            if after is not None and after < len(self.tokens) and self.tokens[after].token_type == TokenType.R_PAREN:
+                index -= 1
         return self.tokens[index].start
 
     def node_position(self, node: exp.Expr, fallback: tuple[int, int] = (1, 1)) -> tuple[int, int]:

@@ -11,7 +11,7 @@ grouping elements), ``FETCH FIRST n ROWS ONLY``, ``OFFSET n`` before ``LIMIT``, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from sqlglot.tokenizer_core import Token, TokenType
 
@@ -105,6 +105,10 @@ _FOREIGN_OPERATORS: dict[TokenType, str] = {
     TokenType.IRLIKE: "'~*' is not a Trino operator; use regexp_like(x, '(?i)pattern')",
     TokenType.RLIKE: "RLIKE/REGEXP is not Trino syntax; use regexp_like(x, pattern)",
     TokenType.SIMILAR_TO: "SIMILAR TO is not Trino syntax; use regexp_like(x, pattern)",
+    TokenType.GLOB: "GLOB is not Trino syntax; use LIKE (with % and _) or regexp_like(x, pattern)",
+    TokenType.CARET: "'^' is not a Trino operator; use power(x, y) (bitwise_xor(x, y) for XOR)",
+    TokenType.PIVOT: "PIVOT is not Trino syntax; aggregate per value with count_if/sum(CASE ...) or a FILTER",
+    TokenType.UNPIVOT: "UNPIVOT is not Trino syntax; use CROSS JOIN UNNEST(ARRAY[...], ARRAY[...]) AS t(name, value)",
     TokenType.NULLSAFE_EQ: "'<=>' is not a Trino operator; use a IS NOT DISTINCT FROM b",
     TokenType.DARROW: "'->>' is not a Trino operator; use json_extract_scalar(json, '$.key')",
     TokenType.DAMP: "'&&' is not a Trino operator; use AND, or arrays_overlap(a, b) for arrays",
@@ -126,6 +130,11 @@ _FOREIGN_TYPES = {
     "bytea": "varbinary",
     "blob": "varbinary",
     "jsonb": "json",
+    "utinyint": "smallint",
+    "usmallint": "integer",
+    "uinteger": "bigint",
+    "ubigint": "decimal(20,0)",
+    "uhugeint": "decimal(38,0)",
 }
 
 
@@ -200,6 +209,28 @@ def _token_rules(source: Source) -> Iterator[Diagnostic]:
             )
         elif kind == TokenType.EQ and token.text == "==":
             yield _refusal(source, token, "==", "'==' is not a Trino operator; use =")
+        elif kind == TokenType.STAR and after is not None and after.token_type == TokenType.STAR:
+            if after.start == token.end + 1:
+                yield _refusal(source, token, "**", "'**' is not a Trino operator; use power(x, y)")
+        elif kind == TokenType.ORDER_BY and after is not None and after.token_type == TokenType.ALL:
+            yield _refusal(
+                source, token, "ORDER BY ALL", "ORDER BY ALL is not Trino syntax; list the sort keys or ordinals"
+            )
+        elif kind in (TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT) and _words(tokens, index + 1, "BY NAME"):
+            yield _refusal(
+                source,
+                token,
+                f"{upper} BY NAME",
+                f"{upper} BY NAME is not Trino syntax; select the same columns in the same order on both sides",
+            )
+        elif kind == TokenType.FROM and index == 0:
+            yield _refusal(
+                source, token, "FROM ...", "a query starting with FROM is not Trino syntax; start with SELECT"
+            )
+        elif kind == TokenType.USING and after is not None and after.text.upper() == "SAMPLE":
+            yield _refusal(
+                source, token, "USING SAMPLE", "USING SAMPLE is not Trino syntax; use TABLESAMPLE BERNOULLI (percent)"
+            )
         elif kind == TokenType.SLASH and after is not None and after.token_type == TokenType.SLASH:
             if after.start == token.end + 1:
                 yield _refusal(
@@ -285,8 +316,8 @@ def _token_rules(source: Source) -> Iterator[Diagnostic]:
                     source,
                     token,
                     f"IS {target.text.upper()}",
-                    f"IS [NOT] {target.text.upper()} is not Trino syntax; use the boolean itself, = {target.text.lower()},"
-                    " or IS [NOT] DISTINCT FROM",
+                    f"IS [NOT] {target.text.upper()} is not Trino syntax; use the boolean itself,"
+                    f" = {target.text.lower()}, or IS [NOT] DISTINCT FROM",
                 )
         elif (
             kind in (TokenType.ANY, TokenType.SOME, TokenType.ALL)
@@ -387,6 +418,13 @@ def _interval(
             hint = "INTERVAL '1' DAY (YEAR, MONTH, DAY, HOUR, MINUTE or SECOND)"
         shown = f"INTERVAL '{value.text}'" + (f" {unit.text}" if unit is not None else "")
         yield _refusal(source, token, shown, f"not a Trino interval; write {hint}")
+
+
+def _words(tokens: Sequence[Token], index: int, words: str) -> bool:
+    """Whether the tokens from ``index`` spell ``words`` (``BY NAME``)."""
+    expected = words.split()
+    found = [t.text.upper() for t in tokens[index : index + len(expected)]]
+    return found == expected
 
 
 def _starts_clause(before: Token | None, after: Token | None) -> bool:

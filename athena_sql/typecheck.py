@@ -3,8 +3,8 @@
 Derived: columns (from ``tables``: the job's source schema), parameters (the literal text Athena binds:
 ``'2013-01-01 00:00:00'`` is a varchar(19)), literals (:func:`athena_sql.types.literal_number`, ``'abc'``
 varchar(3), typed literals ``DATE '...'``), casts, operators and function results (:mod:`athena_sql.calls`).
-Refused (io/trino/sql/analyzer/ExpressionAnalyzer.java at trinodb/trino@01e94c03; wording of its messages and of
-TestAnalyzer.java): a comparison, BETWEEN or IN without a common super type, arithmetic without an operator
+Refused (io/trino/sql/analyzer/ExpressionAnalyzer.java and StatementAnalyzer.java, in the words Trino's tests and
+users quote, TestAnalyzer.java among them): a comparison, BETWEEN or IN without a common super type, arithmetic without an operator
 (``date - integer``, ``varchar + integer``), ``||`` of anything but strings, arrays or varbinary (``concat``),
 LIKE on a non-string, a non-boolean WHERE/HAVING/JOIN ON/AND/OR/NOT/CASE WHEN, AT TIME ZONE and EXTRACT of a
 non-temporal value, CASE/COALESCE/IF results and ARRAY elements without a common type.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import rules
+from athena_sql import rules, types
 from athena_sql.diagnostics import Diagnostic, Unchecked
 from athena_sql.functions import Function
 from athena_sql.scopes import Columns, Relation, Scope
@@ -70,6 +70,8 @@ class Analysis:
     functions: dict[int, Function] = field(default_factory=dict)
     #: ``id(node)`` of calls already refused (unknown function): not judged again by the aggregation rules
     refused_calls: set[int] = field(default_factory=set)
+    #: ``id(node)`` of columns of an enclosing query (a correlated subquery's): constant for its groups
+    outer_columns: set[int] = field(default_factory=set)
 
 
 def analyze(
@@ -138,13 +140,16 @@ class _Typer:
         return _renamed({f"_col{i}": t for i, t in enumerate(first)}, node.args.get("alias"))
 
     def select(self, node: exp.Select, outer: Scope) -> Columns | None:
-        scope = Scope(ctes=dict(outer.ctes), parent=outer.parent if not outer.relations else outer)
-        scope.lambdas = {}
+        # ``outer``: the scope this SELECT is nested in (for a subquery, a child scope whose parent is the enclosing
+        # query's): the SELECT's own names come first, then the enclosing query's (correlation)
+        scope = Scope(ctes=dict(outer.ctes), parent=outer if outer.relations else outer.parent)
         from_ = node.args.get("from_")
         joins = node.args.get("joins") or []
         items = ([from_.this] if isinstance(from_, exp.From) else []) + [j.this for j in joins]
         for item in items:
             scope.relations.append(self.relation(item, scope))
+        for join in joins:
+            scope.using.update(c.name.lower() for c in join.args.get("using") or [] if isinstance(c, exp.Expr))
         for join in joins:
             on = join.args.get("on")
             if isinstance(on, exp.Expr):
@@ -219,9 +224,11 @@ class _Typer:
                     columns.update({f"_u{len(columns)}": kind.children[0], f"_u{len(columns) + 1}": kind.children[1]})
                 else:
                     return Relation(alias, _renamed(None, item.args.get("alias")))
-            if item.args.get("offset"):
-                columns[f"_u{len(columns)}"] = BIGINT
-            return Relation(alias, _renamed(columns, item.args.get("alias")))
+            renamed = _renamed(columns, item.args.get("alias")) or {}
+            offset = item.args.get("offset")  # WITH ORDINALITY: sqlglot keeps its column's name here
+            if offset:
+                renamed[offset.name.lower() if isinstance(offset, exp.Identifier) else f"_u{len(renamed)}"] = BIGINT
+            return Relation(alias, renamed)
         if isinstance(item, exp.Lateral | exp.Values):
             inner = item.this if isinstance(item, exp.Lateral) else item
             return Relation(alias, self.query(inner, scope.child()) if isinstance(inner, exp.Expr) else None)
@@ -252,17 +259,30 @@ class _Typer:
             return BOOLEAN
         if isinstance(node, exp.Placeholder):
             return self.parameter(node.name)
+        if isinstance(node, exp.JSONExtract) and self.json_arrow(node):
+            return None
+        if isinstance(node, exp.Identifier):  # a lambda's parameter in its body
+            return scope.lambdas.get(node.name.lower())
+        if isinstance(node, exp.All | exp.Any):  # a quantified comparison's subquery
+            return self.expr(node.this, scope)
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 return None
             found, kind = scope.resolve(node.name, node.table or None)
             if not found and not node.args.get("db"):
                 self.column_not_found(node, scope)
+            elif found and not node.table and scope.ambiguous(node.name):
+                self.refuse(node, "AMBIGUOUS_NAME", node.name, f"Column '{node.name}' is ambiguous")
+            if found and not scope.resolves_here(node.name, node.table or None):
+                self.analysis.outer_columns.add(id(node))
             return kind
         if isinstance(node, exp.Cast | exp.TryCast):
-            self.expr(node.this, scope)
+            value = self.expr(node.this, scope)
             target = parse_type(node.to.sql(dialect="trino"))
-            if not isinstance(node, exp.TryCast) and target is not None and not rules.in_try(node):
+            if value is not None and target is not None and not types.castable(value, target):
+                where = self.source.node_position(node)
+                self.refuse(where, TYPE_MISMATCH, self.source.text_of(node), f"Cannot cast {value} to {target}")
+            elif not isinstance(node, exp.TryCast) and target is not None and not rules.in_try(node):
                 self.constant_cast(node, target)
             return target
         if type(node) in _COMPARISONS:
@@ -278,7 +298,12 @@ class _Typer:
             for part in node.iter_expressions():
                 if part is not node.this:
                     self.expr(part, scope)
-            return self.expr(node.this, scope)
+            kind = self.expr(node.this, scope)
+            function = self.analysis.functions.get(id(node.this))
+            if function is not None and not function.windowable:
+                construct = self.source.text_of(node.this)
+                self.refuse(node.this, "FUNCTION_NOT_WINDOW", construct, f"Not a window function: {function.name}")
+            return kind
         if isinstance(node, exp.Lambda):
             return None  # typed by the call that receives it (rules.call)
         for rule_kind, rule in rules.RULES.items():
@@ -315,12 +340,47 @@ class _Typer:
             message = f"Cannot cast '{literal.this}' to {str(target).upper()}"
             self.refuse(where, "INVALID_CAST_ARGUMENT", self.source.text_of(node), message)
 
+    def json_arrow(self, node: exp.JSONExtract) -> bool:
+        """``j -> 'key'`` outside a call's arguments: PostgreSQL's JSON operator, a lambda to Trino (which allows a
+        lambda only as a function's argument; sqlglot reads it as JSON access). Refused as Trino's parser would."""
+        span = self.source.span(node.this) if isinstance(node.this, exp.Expr) else None
+        if span is None:
+            return False
+        index = self.source.token_index_of(span[1]) + 1
+        if index >= len(self.source.tokens) or self.source.tokens[index].token_type != TokenType.ARROW:
+            return False
+        message = (
+            "'->' is a lambda in Trino, allowed only as a function's argument; for JSON use json_extract(j, '$.key')"
+        )
+        self.refuse(index, "SYNTAX_ERROR", self.source.text_of(node), message)
+        return True
+
+    def note_underived(self, node: exp.Expr, operands: tuple[exp.Expr, ...], operator: str) -> None:
+        """Say that ``operator`` was not type-checked when an operand's type was not derived for a reason not said
+        already (a column of an unknown table or type is noted with its table): a function or construct whose
+        result type the check does not know."""
+        for operand in operands:
+            if self.types.get(id(operand)) is not None or isinstance(operand, exp.Lambda):
+                continue
+            if any(_names_untyped(n, self.types) for n in operand.walk()):
+                continue
+            text = self.source.text_of(operand)
+            self.note(
+                operand, text, f"its type is not derived by the check: the {operator} it is used with was not checked"
+            )
+
     def column_not_found(self, node: exp.Column, scope: Scope) -> None:
-        """``Column 'x' cannot be resolved`` (COLUMN_NOT_FOUND, StatementAnalyzer's words), with the closest names."""
+        """``Column 'x' cannot be resolved`` (COLUMN_NOT_FOUND, StatementAnalyzer's words), with the closest names;
+        an output alias named where Trino resolves only input columns says so (trinodb/trino#8582, #16533)."""
         shown = f"{node.table}.{node.name}" if node.table else node.name
         names = scope.visible_names()
         close = difflib.get_close_matches(node.name.lower(), names, n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        select = node.find_ancestor(exp.Select)
+        aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)} if select else set()
+        if not node.table and node.name.lower() in aliases:
+            hint = "; it is an output alias, which Trino's WHERE, GROUP BY and HAVING cannot name: repeat the"
+            hint += " expression, or in GROUP BY use its position (GROUP BY 1)"
         self.refuse(node, "COLUMN_NOT_FOUND", shown, f"Column '{shown}' cannot be resolved{hint}")
 
     def parameter(self, name: str) -> TrinoType | None:
@@ -339,6 +399,14 @@ class _Typer:
         if match:
             return DATE if match.group(1).lower() == "date" else TrinoType("timestamp", (3,))
         return None
+
+
+def _names_untyped(node: exp.Expr, types: Mapping[int, TrinoType | None]) -> bool:
+    """Whether ``node`` is a name (a column, a lambda parameter) whose type is not known."""
+    if isinstance(node, exp.Column):
+        return types.get(id(node)) is None
+    parents = (exp.Column, exp.Table, exp.TableAlias, exp.Alias)
+    return isinstance(node, exp.Identifier) and not isinstance(node.parent, parents) and types.get(id(node)) is None
 
 
 def _renamed(columns: Columns | None, alias: exp.Expr | None) -> Columns | None:

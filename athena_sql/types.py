@@ -1,12 +1,13 @@
 """Trino's types, as the analyzer needs them: parsed from their text, rendered as Trino renders them in messages
 (``varchar(19)``, ``timestamp(3)``, ``decimal(10,2)``, ``array(integer)``), and Trino's implicit coercions.
 
-Coercions follow io/trino/type/TypeCoercion.java (trinodb/trino@01e94c03cffcd2af44f60f69b6f4217f60ef7358,
-``canCoerce``/``getCommonSuperType``) and the type docs (docs/src/main/sphinx/language/types.md): ``unknown`` (the
-type of NULL) coerces to every type; tinyint -> smallint -> integer -> bigint -> decimal -> real -> double (an
-exact integer to the decimal wide enough for it, a decimal to a wider one); ``varchar(n)`` to a longer or unbounded
-varchar; ``date`` to ``timestamp(p)`` and to ``timestamp(p) with time zone``; a timestamp to a higher precision and
-to ``with time zone``; arrays, maps and rows element-wise. There is **no** implicit coercion between varchar and any
+Coercions follow io/trino/type/TypeCoercion.java (trinodb/trino@01767030a35850939cd5247518d276cb9eeb85be,
+``coerceTypeBase`` and ``compatibility``, its hand-coded rules) and the type docs
+(docs/src/main/sphinx/language/types.md): ``unknown`` (the type of NULL) coerces to every type; tinyint -> smallint ->
+integer -> bigint -> decimal -> real -> double (an exact integer to the decimal wide enough for it, a decimal to a
+wider one); ``varchar(n)`` to a longer or unbounded varchar, ``char(n)`` to varchar; ``date`` to ``timestamp(p)``
+and to ``timestamp(p) with time zone``; a time or timestamp to a higher precision and to ``with time zone``;
+arrays, maps and rows element-wise. There is **no** implicit coercion between varchar and any
 other type: ``timestamp(3) >= varchar(19)`` has no operator (Trino: TYPE_MISMATCH).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TrinoType", "can_coerce", "common_super_type", "parse_type"]
+__all__ = ["TrinoType", "can_coerce", "castable", "common_super_type", "parse_type"]
 
 #: Exact integers by width: (name, decimal precision that holds every value).
 _INTEGERS = {"tinyint": 3, "smallint": 5, "integer": 10, "bigint": 19}
@@ -277,3 +278,15 @@ def literal_number(text: str) -> TrinoType:
     if -(2**63) <= value < 2**63:
         return BIGINT
     return TrinoType("decimal", (len(str(abs(value))), 0))
+
+
+def castable(source: TrinoType, target: TrinoType) -> bool:
+    """Whether Trino has a cast from ``source`` to ``target``; refused only where it certainly has none (a date,
+    time or timestamp to or from a number or a boolean: ``Cannot cast timestamp(3) to bigint``, TYPE_MISMATCH;
+    the casts of docs/src/main/sphinx/functions/conversion.md and datetime.md), everything else is allowed."""
+    if source.is_unknown or target.is_unknown:
+        return True
+    if source.is_temporal == target.is_temporal:
+        return True
+    other = target if source.is_temporal else source
+    return not (other.is_numeric or other.name == "boolean")

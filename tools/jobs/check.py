@@ -30,8 +30,9 @@ On top of that, what can be known without AWS:
 One problem gives one message: a job whose SQL is not Trino's syntax (SYNTAX_ERROR) is not qualified, and qualifying
 stops at the first unknown name. Output: one line per problem, ``jobs/x/query.sql:3: column "dst" not found in
 flights; did you mean dest?`` or ``jobs/x/query.sql:6:21: TYPE_MISMATCH: Cannot apply operator: timestamp(3) >=
-varchar(19) ...``, then ``note:`` and ``warning:`` lines, then ``N jobs checked``. Exit status: 0 no problem (warnings allowed); 1 a problem; 2 bad arguments or an
-invalid job folder (each problem synth would report on its own line).
+varchar(19) ...``, then ``note:`` and ``warning:`` lines, then ``N jobs checked``. Exit status: 0 no problem
+(warnings and notes allowed); 1 a problem; 2 bad arguments or an invalid job folder (each problem synth would report
+on its own line).
 """
 
 from __future__ import annotations

@@ -202,3 +202,14 @@ def test_a_malformed_signature_is_a_catalog_error() -> None:
 def test_a_malformed_entry_is_a_catalog_error(entry: dict[str, object], message: str) -> None:
     with pytest.raises(FunctionCatalogError, match=message):
         functions._entry("f", entry, "", "")
+
+
+def test_aggregates_and_window_functions_take_over_scalars_do_not() -> None:
+    assert functions.lookup("sum").windowable  # type: ignore[union-attr]
+    assert functions.lookup("row_number").windowable  # type: ignore[union-attr]
+    assert not functions.lookup("abs").windowable  # type: ignore[union-attr]
+
+
+def test_normalize_with_a_form_keyword_is_a_special_form() -> None:
+    normalize = functions.lookup("normalize")
+    assert normalize is not None and normalize.form == "special" and "keyword" in normalize.notes
