@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check dist example
+.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run compile check dist example
 
 all: test
 
@@ -103,6 +103,12 @@ RUN_ARGS ?=
 run: venv data
 	@test -n "$(JOB)$(SELECT)" || { echo "usage: make run SELECT=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
 	$(CLI) run $(SELECTION) $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
+
+# `make compile JOB=flights-dashboard [SLOT=2026-11-24T20:30Z] [RUN_ARGS="--format json"]`: what StartQueryExecution
+# receives for that slot, and the statement with its parameters inlined for the Athena console (docs/local.md).
+compile: venv
+	@test -n "$(JOB)" || { echo "usage: make compile JOB=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
+	$(CLI) compile $(SELECT) $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
 
 # Every job checked offline, fast (no synth, no jsii): what synth validates, plus each query's tables and columns
 # against its source's schema, trailing commas, and a warning for costly value metrics (docs/local.md).

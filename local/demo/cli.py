@@ -25,7 +25,15 @@ from typing import Any
 
 from athena_refresh.checks import ConfigError, format_problems
 from local.demo import runner
-from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, DEFAULT_SLOTS, REPO_ROOT, DemoOptions
+from local.demo.plan import (
+    DEFAULT_LEASE_S,
+    DEFAULT_QUERY_MS,
+    DEFAULT_RACERS,
+    DEFAULT_SLOTS,
+    REPO_ROOT,
+    DemoOptions,
+    NoLocalDataError,
+)
 from local.demo.runner import Demo, UnknownJobError
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe
 from tools.cli.program import prog
@@ -115,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         demo = Demo(options)  # reads the job folders
     except UnknownJobError as exc:
         print(f"error: -s/--select: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except NoLocalDataError as exc:  # every selected job reads its own table and has no sample files
+        print(f"the demo could not run: {exc}", file=sys.stderr, flush=True)
         return 2
     except ConfigError as exc:  # the job folders: every problem on its own line, as synth prints them
         print(format_problems(exc.problems), file=sys.stderr, flush=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from local.emulators.lambda_model import KILL, PAUSE
 from local.scenario.driver import REPO_ROOT
-from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
+from stacks.jobs import DEFAULT_LOCAL_JOB, GlueSource, JobDefinition, discover, load_jobs
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select
 
@@ -121,3 +121,29 @@ def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefiniti
     settings = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
     jobs = [job for job in load_jobs(jobs_dir, settings, root=jobs_dir.parent) if not wanted or job.job_name in wanted]
     return sorted(jobs, key=lambda job: (job.job_name != DEFAULT_LOCAL_JOB, job.job_name))
+
+
+class NoLocalDataError(LookupError):
+    """No job the demo selected can run locally (each reads its own Glue table and has no sample files): one line,
+    exit 2."""
+
+
+def runnable_jobs(
+    jobs: list[JobDefinition], data_dir: Path | None = None
+) -> tuple[list[JobDefinition], dict[str, str]]:
+    """The jobs the local engine can run (a sample source, or your own Glue table with Parquet files under
+    ``.cache/data/<table>/``: :func:`tools.jobs.common.own_table_dir`) and, per job left out, the one line saying why
+    (:func:`tools.jobs.common.no_own_files`).
+
+    :raises NoLocalDataError: every job is left out (the lines joined)."""
+    from tools.jobs import common
+
+    left_out = {
+        job.job_name: common.no_own_files(job, data_dir)
+        for job in jobs
+        if isinstance(job.source, GlueSource) and common.own_table_dir(job, data_dir) is None
+    }
+    runnable = [job for job in jobs if job.job_name not in left_out]
+    if jobs and not runnable:
+        raise NoLocalDataError("; ".join(f"{name}: {why}" for name, why in left_out.items()))
+    return runnable, left_out

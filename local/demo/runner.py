@@ -87,6 +87,7 @@ from local.demo.plan import (
     available_memory_mb,
     fault_plan,
     jobs_at_once,
+    runnable_jobs,
     select_jobs,
 )
 from local.demo.printer import short, slot_line
@@ -103,7 +104,7 @@ from local.scenario.driver import Scenario, iso, scheduler_event
 from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT
 from slotlock import Slot
 from slotlock.schedule import latest_firings
-from stacks.jobs import JobDefinition
+from stacks.jobs import GlueSource, JobDefinition
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0
@@ -151,7 +152,8 @@ class Demo(Scenario):
         self.rng = random.Random(options.seed)
         # Every job under jobs/ (or the --job ones), the flights dashboard first: it takes the kill, the last job
         # the pause.
-        self.jobs: list[JobDefinition] = select_jobs(options.jobs_dir, options.jobs)
+        # A job on its own Glue table without sample files under .cache/data/<table>/ is left out, with its reason.
+        self.jobs, self.left_out = runnable_jobs(select_jobs(options.jobs_dir, options.jobs))
         self.job = self.jobs[0].config
         self.deployment = self.add_deployment(
             LocalDeployment(
@@ -218,6 +220,14 @@ class Demo(Scenario):
             f"  {self.rel(table_dir)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports),"
             f" one partition per UTC day {FLIGHTS_FIRST_DT}..{FLIGHTS_LAST_DT}"
         )
+        for job in self.jobs:  # a job on its own Glue table runs on its sample files
+            if isinstance(job.source, GlueSource):
+                self.say(
+                    f"  {job.job_name}: its own table {job.source.table},"
+                    f" files under {self.rel(table_dir.parent / job.source.table)}/"
+                )
+        for name, why in self.left_out.items():  # one line each: what cannot run locally
+            self.say(f"  {name}: not run locally: {why}")
         # What the stack sets, from each job folder, except the short demo lease and the widened slot age (see
         # the module docstring); one function (a pool of environments) per job, as the stack deploys them.
         for job in self.jobs:

@@ -56,12 +56,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitStatus.OK, ExitStatus.FAILED, ExitStatus.
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add_select_argument(parser, required=True, one=True)
-    parser.add_argument(
-        "--slot",
-        metavar="ISO",
-        help="the slot's scheduled time, ISO 8601 (UTC unless it has an offset), e.g. 2026-11-24T20:30Z;"
-        " default: the job's latest schedule firing at or before now",
-    )
+    add_slot_argument(parser)
     parser.add_argument(
         "--data",
         metavar="DIR",
@@ -70,6 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="table", help="how to print the rows (default: table)")
     parser.add_argument("--jobs-dir", type=Path, default=common.JOBS_DIR, help=argparse.SUPPRESS)
+
+
+def add_slot_argument(parser: argparse.ArgumentParser) -> None:
+    """``--slot ISO`` (``run`` and ``compile``): read by :func:`parse_slot`, default :func:`latest_slot`."""
+    parser.add_argument(
+        "--slot",
+        metavar="ISO",
+        help="the slot's scheduled time, ISO 8601 (UTC unless it has an offset), e.g. 2026-11-24T20:30Z;"
+        " default: the job's latest schedule firing at or before now",
+    )
 
 
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
