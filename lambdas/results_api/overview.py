@@ -206,7 +206,7 @@ def _slot_items(reader: ResultsReader, probes: Mapping[str, Slot]) -> dict[str, 
 
 def last_slot(reader: ResultsReader, name: str, *, now_ms: int) -> tuple[str, str, str | None] | None:
     """Job ``name``'s newest slot as ``(slot ISO, status, reason)`` (the overview's "last slot" cell), ``None``
-    before any slot. One consistent ``GetItem`` of the live lock item, and one of the slot's history item unless
+    before any slot. One consistent read of the live lock item, and one of the slot's history item unless
     that slot is the last one the lock records as succeeded.
 
     :raises BackendUnavailableError: DynamoDB failed. :raises Exception: the lock item cannot be decoded.

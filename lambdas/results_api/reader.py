@@ -256,15 +256,11 @@ class ResultsReader:
 
     def get_lock_item(self, key: str) -> dict[str, Any] | None:
         """The lock table's item ``key`` (DynamoDB JSON; a lock or a slot's history item), strongly consistent;
-        ``None`` when absent. :raises BackendUnavailableError: DynamoDB failed."""
-        try:
-            response = self._dynamodb.get_item(
-                TableName=self.lock_table, Key={table.PARTITION_KEY: {"S": key}}, ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise BackendUnavailableError(f"could not read {key}: {exc}") from exc
-        item = response.get("Item")
-        return dict(item) if item else None
+        ``None`` when absent. One ``BatchGetItem`` of one key: the read roles read the lock table by batch only.
+        :raises BackendUnavailableError: DynamoDB failed."""
+        request = {self.lock_table: {"Keys": [{table.PARTITION_KEY: {"S": key}}], "ConsistentRead": True}}
+        items = batch_get(self._dynamodb, request, what=key).get(self.lock_table, [])
+        return dict(items[0]) if items else None
 
     # --- results ---------------------------------------------------------------------------------------
     def latest(self, job: str) -> StoredResult:

@@ -3,7 +3,7 @@
 - ``{"job": <name>}``: a job's latest result as an HTML table, text columns included, with its slot, generation,
   age and fencing token, so the dashboard shows what the job computed (one ``GetItem``), under a line naming the
   last slot's failure when it FAILED or MISSED (the table is then the last good result; one ``GetItem`` of the lock
-  item, a second of that slot's record); with no result yet, the last slot's status and reason;
+  item, a second of that slot's record, each a one-key ``BatchGetItem``); with no result yet, the last slot's status and reason;
 - ``{"view": "overview"}``: every job of the deployment in one table, one row per job (status of the last slot,
   age of the last success against the period, lease, pause, cost estimate, how to fetch the result):
   :mod:`results_api.overview` (one ``BatchGetItem`` per 50 jobs, and one per 100 last-slot records).
