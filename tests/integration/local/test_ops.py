@@ -91,8 +91,15 @@ def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_server_process(process)
 
 
+@pytest.fixture(scope="module")
+def data_dir() -> Path:
+    """The sample's data directory (.cache/data), built once if missing; checked once per module (the check reads
+    every partition: about a second)."""
+    return ensure_flights_table().parent
+
+
 @pytest.fixture(params=BACKENDS)
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpsWorld]:
+def world(request: pytest.FixtureRequest, tmp_path: Path, data_dir: Path) -> Iterator[OpsWorld]:
     backend = request.param
     if backend == "dynamodb-local":
         request.getfixturevalue("dynamodb_local")  # skips (or fails under CI=true) without Java
@@ -112,7 +119,6 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpsWorld]:
     if backend == "atomic-moto":
         deployment.endpoint = request.getfixturevalue("moto_server")  # reused: start() starts no server
     deployment.start()
-    data_dir = ensure_flights_table().parent
     env = deployment.function_env(
         function_name=FUNCTION, lease_duration_s=LEASE_S, heartbeat_interval_s=HEARTBEAT_S, max_slot_age_s=3 * 3600
     )
