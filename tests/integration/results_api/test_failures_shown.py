@@ -21,8 +21,9 @@ from results_api import overview
 from results_api.reader import ResultsReader
 from results_api.widget import render_widget
 from slotlock import Lease, Slot, SlotLock
-from tests.integration.results_api.conftest import HALF_HOURLY, STATISTICS, WINDOW, FakeClock
+from tests.integration.results_api.history import HALF_HOURLY, WINDOW, FakeClock
 from tests.integration.results_api.test_widget import parse
+from tests.unit.results_api.conftest import STATISTICS
 
 FAILING, NEVER_OK = "reasons-failing", "reasons-never-ok"
 S0, S1, S2 = (Slot.parse(f"2026-11-22T{hm}:00Z") for hm in ("00:00", "00:30", "01:00"))
