@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run compile check dist example
+.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run compile check dist example conformance
 
 all: test
 
@@ -114,6 +114,14 @@ compile: venv
 # against its source's schema, trailing commas, and a warning for costly value metrics (docs/local.md).
 check: venv
 	$(CLI) check $(SELECTION)
+
+# Conformance, measured (docs/local.md#conformance): the project's corpus of Trino's documented and tested answers
+# (tools/conformance/corpus/*.json), each statement run on the local engine and through the SQL check; the report
+# is .cache/conformance-report.json. Exit status 1 while a goal is missed. `make conformance CONFORMANCE_ARGS=--details`.
+CONFORMANCE_ARGS ?=
+CONFORMANCE_CASES := $(wildcard tools/conformance/corpus/*.json)
+conformance: venv data
+	$(CLI) conformance $(foreach f,$(CONFORMANCE_CASES),--cases $(f)) --out .cache/conformance-report.json $(CONFORMANCE_ARGS)
 
 # The full chaos suite (16 racers x 200 slots on DynamoDB Local, then the negative control): chaos-report.json.
 chaos: venv data

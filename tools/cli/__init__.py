@@ -1,6 +1,7 @@
 """``athena-once``: the one command of the project (``[project.scripts]`` in pyproject.toml, installed by ``make venv``).
 
     athena-once check|run|compile|settings|cost [options]   the jobs under jobs/, offline
+    athena-once conformance --cases CASES.json [--out R.json] Athena's answers, run locally and checked, offline
     athena-once ops <command> [options]                      a deployed stack: status, history, pause, resume,
                                                              release, run, rerun, backfill, fence-bump, smoke-test
     athena-once results <command> [options]                  a deployment's results: jobs, latest, slot, history
@@ -72,6 +73,11 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
                 "settings", "each job's settings and where each value came from", "tools.jobs.cli:main", ("settings",)
             ),
             Command("cost", "each job's estimated monthly cost by service, before deploying", "tools.cost.cli:main"),
+            Command(
+                "conformance",
+                "a corpus of statements with Athena's answers, run locally and checked",
+                "tools.conformance.cli:main",
+            ),
         ),
     ),
     (
