@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run check dist example conformance
+.PHONY: all venv node data test test-unit demo serve chaos capacity bench cost synth lint static cdk-synth deploy clean ddb-local run compile check dist example conformance
 
 all: test
 
@@ -57,13 +57,16 @@ test-fast: venv node data
 ddb-local: venv
 	$(PY) -m local.emulators.dynamodb_local
 
-# The one command (tools/cli, docs/cli.md); the targets below are its shortcuts. JOB selects jobs where a target
-# takes them (-s/--select: names or globs, commas or spaces: `make demo JOB='flights-*'`).
+# The one command (tools/cli, docs/cli.md); the targets below are its shortcuts. SELECT (or JOB, its older name)
+# selects jobs where a target takes them (-s/--select: names or globs, commas or spaces, a union:
+# `make demo SELECT='flights-* carrier-on-time'`). DEMO_ARGS go to the demo (`DEMO_ARGS="--parallel-jobs 2"`).
 CLI := $(VENV)/bin/athena-once
-SELECT = $(if $(JOB),-s "$(JOB)")
+SELECT ?=
+DEMO_ARGS ?=
+SELECTION = $(if $(JOB),-s "$(JOB)") $(if $(SELECT),-s "$(SELECT)")
 
 demo: venv data
-	$(CLI) local demo $(SELECT)
+	$(CLI) local demo $(SELECTION) $(DEMO_ARGS)
 
 # The read API (results_api) over HTTP on what the last `make demo` stored in .demo/store, on
 # http://127.0.0.1:$PORT (default 8080; `make serve PORT=8081`). Loopback only, no SigV4.
@@ -90,7 +93,7 @@ bench: $(BENCH_STAMP) data
 # on the local engine and synthesizes the stack once (its alarms). `make cost COST_ARGS="--format json"`.
 COST_ARGS ?=
 cost: venv data
-	$(CLI) cost $(COST_ARGS)
+	$(CLI) cost $(SELECTION) $(COST_ARGS)
 
 # One job's query now, for one slot, on the local engine (DuckDB): rows, bytes scanned, estimated cost.
 # `make run JOB=flights-dashboard [SLOT=2026-11-24T20:30Z] [RUN_ARGS="--format json"]` (docs/local.md).
@@ -98,13 +101,19 @@ JOB ?=
 SLOT ?=
 RUN_ARGS ?=
 run: venv data
-	@test -n "$(JOB)" || { echo "usage: make run JOB=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
-	$(CLI) run $(SELECT) $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
+	@test -n "$(JOB)$(SELECT)" || { echo "usage: make run SELECT=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
+	$(CLI) run $(SELECTION) $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
+
+# `make compile JOB=flights-dashboard [SLOT=2026-11-24T20:30Z] [RUN_ARGS="--format json"]`: what StartQueryExecution
+# receives for that slot, and the statement with its parameters inlined for the Athena console (docs/local.md).
+compile: venv
+	@test -n "$(JOB)" || { echo "usage: make compile JOB=<job> [SLOT=<ISO time>]  (jobs: $$(cd jobs && ls -d */ 2>/dev/null | tr -d / | tr '\n' ' '))" >&2; exit 2; }
+	$(CLI) compile $(SELECT) $(if $(SLOT),--slot "$(SLOT)") $(RUN_ARGS)
 
 # Every job checked offline, fast (no synth, no jsii): what synth validates, plus each query's tables and columns
 # against its source's schema, trailing commas, and a warning for costly value metrics (docs/local.md).
 check: venv
-	$(CLI) check $(SELECT)
+	$(CLI) check $(SELECTION)
 
 # Conformance, measured (docs/local.md#conformance): the project's corpus of Trino's documented and tested answers
 # (tools/conformance/corpus/*.json), each statement run on the local engine and through the SQL check; the report

@@ -13,6 +13,7 @@ schedule's period; a built-in constant. The derivation lives with the job model 
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import re
 import tomllib
@@ -20,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from athena_refresh.checks import Labels
-from athena_refresh.job_defaults import ALARM_KEYS, ORIGIN_TEAM, SETTING_KEYS, TeamDefaults, located
+from athena_refresh.checks import ConfigError, Labels
+from athena_refresh.job_defaults import ALARM_KEYS, ORIGIN_TEAM, SETTING_KEYS, Setting, TeamDefaults, located
 from athena_refresh.jobspec import check_key
 from sample_data import flights
 
@@ -36,7 +37,8 @@ JOB_TOML_KEYS = ("source", *(key for key in SETTING_KEYS if "." not in key), "al
 TEAM_KEYS = tuple(
     key
     for key in JOB_TOML_KEYS
-    if key not in ("source", "schedule_expression", "sample", "parameters", "value_metrics", "stack_group")
+    if key
+    not in ("source", "schedule_expression", "sample", "parameters", "value_metrics", "assertions", "stack_group")
 )
 
 
@@ -76,11 +78,53 @@ def key_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def unknown_key(key: str, allowed: Sequence[str]) -> str:
-    """``unknown key; did you mean racers? allowed keys: ...`` (the suggestion when one is close)."""
+class JobConfigError(ConfigError):
+    """A job folder's problems, and the keys whose value the job took from ``jobs/defaults.toml`` (``team_keys``):
+    :func:`attribute_to_team` blames a shared problem on the team file only where the team's value was used."""
+
+    def __init__(self, problems: Sequence[str], settings: Sequence[Setting] = ()) -> None:
+        super().__init__(problems)
+        self.team_keys = frozenset(setting.key for setting in settings if setting.origin == ORIGIN_TEAM)
+
+
+class FileEncodingError(ValueError):
+    """A job file is not UTF-8 text (the message says what it is and what to do)."""
+
+
+def read_text(path: Path) -> str:
+    """``path``'s text: UTF-8, with or without a byte order mark (Windows editors write one; TOML and SQL do not
+    want it). :raises FileEncodingError: UTF-16 (its byte order mark), or bytes that are not UTF-8 (where).
+    :raises OSError: the file cannot be read."""
+    data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise FileEncodingError("saved as UTF-16 (its byte order mark says so): save it as UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FileEncodingError(
+            f"not UTF-8: byte {data[exc.start]:#04x} on line {line} (saved as Latin-1 or Windows-1252?): save it as"
+            " UTF-8"
+        ) from exc
+
+
+def unknown_key(key: str, allowed: Sequence[str], *, table: str | None = None) -> str:
+    """``unknown key; did you mean racers? allowed keys: ...`` (the suggestion when one is close). ``table``: the
+    key sits under that ``[table]`` header; when it is a top-level key, say that TOML put it there (every key after
+    a header belongs to its table until the next one: https://toml.io/en/v1.0.0#table)."""
+    if table is not None and key in JOB_TOML_KEYS:
+        return (
+            f"unknown key in [{table}]; `{key}` is a top-level key, and TOML puts every key written after the [{table}]"
+            f" header inside that table (https://toml.io/en/v1.0.0#table): move it above [{table}]"
+        )
     close = difflib.get_close_matches(key.rsplit(".", 1)[-1], allowed, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     return f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
+
+
+def unknown_in_alarms(key: str) -> str:
+    """:func:`unknown_key` of ``key`` under an ``[alarms]`` header."""
+    return unknown_key(key, ALARM_KEYS, table="alarms")
 
 
 # --- team defaults ------------------------------------------------------------------------------------
@@ -93,9 +137,9 @@ def load_team_defaults(jobs_dir: Path, label: str = ORIGIN_TEAM) -> TeamDefaults
     if not path.is_file():
         return TeamDefaults(label=label)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         document = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, FileEncodingError, tomllib.TOMLDecodeError) as exc:
         return TeamDefaults(label=label, problems=(f"{label}: not a valid TOML file: {exc}",))
     lines = key_lines(text)
     labels = Labels(f"{label}: ", where={key: (located(label, lines, key), "") for key in lines})
@@ -117,7 +161,7 @@ def load_team_defaults(jobs_dir: Path, label: str = ORIGIN_TEAM) -> TeamDefaults
                 if sub == "email":
                     problems.append(f"{labels.at('alarms.email')}: not a team default (stack-wide, in cdk.json)")
                 elif sub not in ALARM_KEYS:
-                    problems.append(f"{labels.at(f'alarms.{sub}')}: {unknown_key(sub, ALARM_KEYS)}")
+                    problems.append(f"{labels.at(f'alarms.{sub}')}: {unknown_in_alarms(sub)}")
                 else:
                     flat[f"alarms.{sub}"] = sub_value
         else:
@@ -130,3 +174,45 @@ def load_team_defaults(jobs_dir: Path, label: str = ORIGIN_TEAM) -> TeamDefaults
             values[key] = checked
     by_line = sorted(problems, key=lambda problem: int(m[1]) if (m := re.match(r"\S+?:(\d+): ", problem)) else 0)
     return TeamDefaults(label=label, values=values, lines=lines, problems=tuple(by_line))
+
+
+def attribute_to_team(per_job: Mapping[str, ConfigError], team: TeamDefaults) -> list[str]:
+    """The jobs' problems (job name -> its error: problem lines ``<file>[:<line>]: <message>`` and, a
+    :class:`JobConfigError`, the keys it took from the team file) with each one that a team default causes reported once, at ``jobs/defaults.toml:<line>``,
+    naming the jobs it breaks: a message that two or more jobs share word for word and that names a key each of
+    them took from ``jobs/defaults.toml``. (A bad team default used to be reported once per job, naming each
+    job.toml and never defaults.toml; issue 34.) Order: first seen."""
+    bodies: dict[tuple[str, str], list[str]] = {}
+    blamed: dict[tuple[str, str], str | None] = {}
+    for job, error in per_job.items():
+        for line in error.problems:
+            body = _message_of(line)
+            keys = sorted(getattr(error, "team_keys", ()))
+            key = next((k for k in keys if re.search(rf"\b{re.escape(k)}\b", body)), None)
+            blamed[(job, line)] = key
+            if key is not None:
+                bodies.setdefault((body, key), []).append(job)
+    said: dict[str, None] = {}
+    for job, error in per_job.items():
+        for line in error.problems:
+            body, key = _message_of(line), blamed[(job, line)]
+            jobs = bodies.get((body, key), []) if key is not None else []
+            if key is None or len(jobs) < 2:
+                said.setdefault(line, None)
+                continue
+            names = ", ".join(dict.fromkeys(jobs))
+            said.setdefault(
+                f"{located(team.label, team.lines, key)}: {key} = {team.values[key]!r} (team default) breaks a rule"
+                f" for {len(set(jobs))} jobs ({names}): {body}",
+                None,
+            )
+    return list(said)
+
+
+def _message_of(line: str) -> str:
+    """A problem line's message, without its ``<file>[:<line>]: `` prefix and the ``(team default, for <file>)`` it
+    names a team key with; a line about a key the job file sets (its prefix has the job file's line) is its own."""
+    match = re.match(r"^(?P<file>[^\s:]+)(?P<line>:\d+)?: ", line)
+    if match is None or (match.group("line") and not match.group("file").endswith(f"/{TEAM_FILE}")):
+        return line
+    return re.sub(r" \(team default, for [^)]+\)", "", line[match.end() :])

@@ -1,8 +1,8 @@
 """A job stack: the jobs of one group (:mod:`stacks.job_groups`), each with its own small asset.
 
-Each job's function gets an asset of its own: the runtime packages plus a job catalog holding that job alone
-(:func:`stacks.runtime_asset.stage_job_asset`), so editing one job folder changes one asset hash, one function
-and one stack. The shared resources come from the shared stack as CloudFormation cross-stack references
+Each job's function gets an asset of its own: the runtime packages plus a job catalog holding that job alone and the
+deployment's capacity budget (:func:`stacks.runtime_asset.stage_job_asset`), so editing one job folder changes one
+asset hash, one function and one stack. The shared resources come from the shared stack as CloudFormation cross-stack references
 (exports of ``ScheduledAthenaRefresh``, imported here), which also make ``cdk deploy --all`` deploy the shared
 stack first. Each job keeps its own EventBridge Scheduler role, allowed to invoke its own function only.
 
@@ -59,7 +59,7 @@ class JobGroupStack(cdk.Stack):
             )
             return
         for job in jobs:
-            asset_dir = self.asset_dirs[job.job_name] = stage_job_asset(job)
+            asset_dir = self.asset_dirs[job.job_name] = stage_job_asset(job, capacity=shared.capacity.budget)
             self.jobs[job.job_name] = AthenaJob(
                 self,
                 f"Job-{job.job_name}",

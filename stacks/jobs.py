@@ -55,7 +55,7 @@ from athena_refresh.job_defaults import (
 from athena_refresh.jobspec import JobSpec
 from slotlock import table as lock_table
 from stacks import defaults
-from stacks.query_sql import BUILTIN_PARAMETERS, PARAMETER_NAME, PreparedSql, QuerySqlError, prepare_sql
+from stacks.query_sql import BUILTIN_PARAMETERS, PreparedSql, QuerySqlError, job_parameters, prepare_sql
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 
 JOB_FILE = "job.toml"
@@ -65,7 +65,6 @@ SAMPLE_PREFIX = "sample:"
 SAMPLE_TABLES = {"flights": "flights"}
 #: s3://<bucket>/<prefix>/: a bucket name (3-63 lowercase letters, digits, '.', '-'), then a prefix ending in '/'.
 S3_LOCATION = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/(?:[^\s]*/)?")
-MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution parameter is at most 1024 characters)
 #: JobSpec keys a job file does not set: the folder names the job, query.sql holds the SQL, the source
 #: gives database and table, [sample] the data year; the workgroup and removal policy are stack-wide.
 DERIVED_KEYS = ("job_name", "sql", "database", "table", "data_year", "workgroup", "removal_policy")
@@ -153,6 +152,7 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
         problems.append(f"{_rel(jobs_dir, root)}: no job folder (a folder with a {JOB_FILE}) found")
     seen: dict[str, Path] = {}
     jobs: list[JobDefinition] = []
+    per_job: dict[str, ConfigError] = {}
     for folder in folders:
         key = re.sub(r"[-_]", "", folder.name.lower())  # outputs and construct ids drop case, '-' and '_'
         twin = seen.get(key)
@@ -166,9 +166,10 @@ def load_jobs(jobs_dir: Path, stack: StackSettings, *, root: Path | None = None)
         try:
             jobs.append(load_job(folder, stack, root=root, team=team))
         except ConfigError as exc:
-            problems.extend(exc.problems)
+            per_job[folder.name] = exc
+    problems.extend(defaults.attribute_to_team(per_job, team))  # a team default broken for several jobs: once
     if problems:
-        raise ConfigError(list(dict.fromkeys(problems)))  # a team default broken for several jobs: once
+        raise ConfigError(list(dict.fromkeys(problems)))
     return tuple(jobs)
 
 
@@ -189,18 +190,18 @@ def load_job(
     if not lock_table.is_valid_job_name(folder.name):
         problems.append(f"{_rel(folder, root)}: the folder name is the job name: {lock_table.JOB_NAME_RULE}")
     try:
-        text = (folder / JOB_FILE).read_text(encoding="utf-8")
+        text = defaults.read_text(folder / JOB_FILE)
         document = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, defaults.FileEncodingError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError([*problems, f"{job_file}: not a valid TOML file: {exc}"]) from exc
     lines = defaults.key_lines(text)
     labels = Labels(f"{job_file}: ", "", {key: (located(job_file, lines, key), "") for key in lines})
     try:
-        sql = (folder / QUERY_FILE).read_text(encoding="utf-8")
+        sql = defaults.read_text(folder / QUERY_FILE)
     except FileNotFoundError:
         problems.append(f"{query_file}: missing; every job folder holds its query in {QUERY_FILE}")
         sql = None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, defaults.FileEncodingError) as exc:
         problems.append(f"{query_file}: cannot be read: {exc}")
         sql = None
 
@@ -209,7 +210,7 @@ def load_job(
     labels = _labels_with_origins(labels, settings, job_file, team)
     source = _source(document.get("source"), labels, problems)
     data_year = _sample(document.get("sample"), source, labels, problems)
-    parameters = _parameters(document.get("parameters", {}), labels, problems)
+    parameters = job_parameters(document.get("parameters", {}), labels, problems)
     if isinstance(source, SampleSource):
         origin = ORIGIN_JOB if "sample.data_year" in lines else ORIGIN_BUILT_IN
         why = located(job_file, lines, "sample.data_year") if lines.get("sample.data_year") else "the sample's year"
@@ -255,7 +256,7 @@ def load_job(
     except ConfigError as exc:
         problems.extend(exc.problems)
     if problems or config is None or query is None or source is None:
-        raise ConfigError(problems)
+        raise defaults.JobConfigError(problems, settings)
     return JobDefinition(
         config=config,
         folder=folder,
@@ -284,7 +285,7 @@ def _job_settings(document: Mapping[str, Any], labels: Labels, problems: list[st
                 if sub == "email":
                     problems.append(f"{labels.at('alarms.email')}: not a job setting here (stack-wide, in cdk.json)")
                 elif sub not in ALARM_KEYS:
-                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_key(sub, ALARM_KEYS)}")
+                    problems.append(f"{labels.at(f'alarms.{sub}')}: {defaults.unknown_in_alarms(sub)}")
                 else:
                     flat[f"alarms.{sub}"] = sub_value
         elif key not in JOB_KEYS and key != "source":
@@ -416,28 +417,6 @@ def _sample(value: Any, source: Source | None, labels: Labels, problems: list[st
         problems.append(f"{labels.at('sample.data_year')}: must be an integer year, got {year!r}")
         return None
     return year  # its range is JobSpec's data_year check
-
-
-def _parameters(value: Any, labels: Labels, problems: list[str]) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        problems.append(f'{labels.at("parameters")}: must be a table of name = "text", got {value!r}')
-        return {}
-    constants: dict[str, str] = {}
-    for name, text in value.items():
-        where = labels.at(f"parameters.{name}")
-        if name in BUILTIN_PARAMETERS:
-            problems.append(f"{where}: a built-in parameter (the runtime binds it per slot); choose another name")
-        elif not PARAMETER_NAME.match(name):
-            problems.append(f"{where}: a parameter name is a letter or '_' then letters, digits or '_' (at most 64)")
-        elif not isinstance(text, str):
-            problems.append(
-                f'{where}: must be text (Athena binds it as a SQL literal, e.g. "\'AA\'" or "15"), got {text!r}'
-            )
-        elif not text.strip() or len(text.encode("utf-8")) > MAX_PARAMETER_BYTES:
-            problems.append(f"{where}: must be 1 to {MAX_PARAMETER_BYTES} bytes of SQL literal text, got {text!r}")
-        else:
-            constants[name] = text
-    return constants
 
 
 def _database(source: Source | None, stack: StackSettings) -> str:

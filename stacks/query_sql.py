@@ -19,13 +19,16 @@ sqlglot runs here only: the Lambda asset receives the prepared text and the para
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import TokenType
+
+from athena_refresh.checks import Labels
 
 #: The parameters every job may use: the slot's window ``[window_start, window_end)`` and the slot's own
 #: scheduled time, each bound as ``'YYYY-MM-DD HH:MM:SS'`` text (UTC) for ``CAST(:name AS timestamp)``; and the
@@ -34,6 +37,7 @@ from sqlglot.tokens import TokenType
 #: list (``athena_refresh.catalog.BUILTIN_PARAMETERS``) is the same (tests/stacks/test_query_sql.py checks it).
 BUILTIN_PARAMETERS = ("window_start", "window_end", "slot_time", "window_first_date", "window_last_date")
 PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+MAX_PARAMETER_BYTES = 1024  # one constant's text (Athena: an execution parameter is at most 1024 characters)
 DIALECT = "trino"
 
 
@@ -159,3 +163,63 @@ def _output_name(index: int, expression: exp.Expr) -> str:
 
 def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def job_parameters(value: Any, labels: Labels, problems: list[str]) -> dict[str, str]:
+    """``[parameters]`` of a job.toml: name -> the SQL literal text Athena binds as that ExecutionParameter (as
+    written: ``"'AA'"``, ``"15"``, ``"DATE '2024-01-31'"``). Each problem (named with its file and line) goes to
+    ``problems``; a parameter that is not a literal is refused: Athena puts the text into the statement as written,
+    so ``UA`` would be read as a column name (https://docs.aws.amazon.com/athena/latest/ug/querying-with-prepared-statements.html)."""
+    if not isinstance(value, Mapping):
+        problems.append(f'{labels.at("parameters")}: must be a table of name = "text", got {value!r}')
+        return {}
+    constants: dict[str, str] = {}
+    for name, text in value.items():
+        where = labels.at(f"parameters.{name}")
+        if name in BUILTIN_PARAMETERS:
+            problems.append(f"{where}: a built-in parameter (the runtime binds it per slot); choose another name")
+        elif not PARAMETER_NAME.match(name):
+            problems.append(f"{where}: a parameter name is a letter or '_' then letters, digits or '_' (at most 64)")
+        elif not isinstance(text, str):
+            problems.append(
+                f'{where}: must be text (Athena binds it as a SQL literal, e.g. "\'AA\'" or "15"), got {text!r}'
+            )
+        elif not text.strip() or len(text.encode("utf-8")) > MAX_PARAMETER_BYTES:
+            problems.append(f"{where}: must be 1 to {MAX_PARAMETER_BYTES} bytes of SQL literal text, got {text!r}")
+        elif not is_literal_text(text):
+            quoted = "'" + text.strip().replace("'", "''") + "'"
+            problems.append(
+                f"{where}: {text!r} is not a SQL literal, and Athena binds the text as written (it would be a"
+                f' column name, or SQL); text is quoted: {name} = "{quoted}"; a number, true/false, NULL,'
+                " DATE '...' or TIMESTAMP '...' are literals too"
+            )
+            constants[name] = text  # defined still: the query's :name is not reported as unknown too
+        else:
+            constants[name] = text
+    return constants
+
+
+def is_literal_text(text: str) -> bool:
+    """Whether ``text`` is one Trino literal: a string, number (a negative one too), ``true``/``false``, ``NULL``,
+    ``X'..'``, a typed literal (``DATE '...'``, ``TIMESTAMP '...'``, ``DECIMAL '...'``, ``CAST(<literal> AS type)``)
+    or ``INTERVAL '1' DAY``."""
+    try:
+        node = sqlglot.parse_one(text, read=DIALECT)
+    except SqlglotError:
+        return False
+    return is_literal_node(node)
+
+
+def is_literal_node(node: exp.Expr | None) -> bool:
+    """Whether a parsed expression is one literal (the forms :func:`is_literal_text` names): the job's constants at
+    synth and the local engine's ExecutionParameters are judged by this one rule."""
+    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
+        return True
+    if isinstance(node, exp.Neg):
+        return isinstance(node.this, exp.Literal) and not node.this.is_string
+    if isinstance(node, exp.Cast):
+        return isinstance(node.args.get("to"), exp.DataType) and is_literal_node(node.this)
+    if isinstance(node, exp.Interval):
+        unit = node.args.get("unit")
+        return isinstance(node.this, exp.Literal) and (unit is None or isinstance(unit, exp.Var))
+    return False

@@ -5,8 +5,9 @@ installed distribution's package (``packages/slotlock/src/slotlock`` in this rep
 construct library's :func:`slotlock_cdk.runtime.stage_slotlock`, as a user's own function gets it. A job
 catalog (:mod:`athena_refresh.catalog`, ``job_catalog.json``) is written next to them from the job folders'
 prepared queries. Each job's function has an asset of its own whose catalog holds that job alone
-(:func:`stage_job_asset`): editing one job folder changes that job's asset hash only. The read side's functions
-(shared stack) get every job's name and schedule, without queries or settings (:func:`stage_read_asset`). A staged
+(:func:`stage_job_asset`) and the deployment's capacity budget (its numbers: changing the budget changes every job's
+asset): editing one job folder changes that job's asset hash only. The read side's functions (shared stack) get
+every job's name and schedule, without queries, settings or budget (:func:`stage_read_asset`). A staged
 directory's content depends only on those files, so its asset hash (and the template) is the same on every synth.
 """
 
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from athena_refresh.budget import CapacityBudget
 from athena_refresh.catalog import CATALOG_FILE, CatalogQuery, CatalogSchedule, write_catalog
 from stacks import LAMBDAS_DIR
 from stacks.jobs import JobDefinition
@@ -63,20 +65,26 @@ def stage_read_asset(jobs: Sequence[JobDefinition], *, source_dir: Path = LAMBDA
     return _stage(read_side_queries(jobs), source_dir)
 
 
-def stage_job_asset(job: JobDefinition, *, source_dir: Path = LAMBDAS_DIR) -> Path:
-    """One job's asset: the runtime packages and a catalog holding ``job`` alone (see :func:`stage_runtime_asset`)."""
-    return stage_runtime_asset([job], source_dir=source_dir)
+def stage_job_asset(
+    job: JobDefinition, *, capacity: CapacityBudget | None = None, source_dir: Path = LAMBDAS_DIR
+) -> Path:
+    """One job's asset: the runtime packages and a catalog holding ``job`` alone and the deployment's ``capacity``
+    budget (see :func:`stage_runtime_asset`)."""
+    return stage_runtime_asset([job], capacity=capacity, source_dir=source_dir)
 
 
-def stage_runtime_asset(jobs: Sequence[JobDefinition], *, source_dir: Path = LAMBDAS_DIR) -> Path:
-    """Copy the runtime packages and write the catalog of ``jobs`` into a fresh directory; returns it.
+def stage_runtime_asset(
+    jobs: Sequence[JobDefinition], *, capacity: CapacityBudget | None = None, source_dir: Path = LAMBDAS_DIR
+) -> Path:
+    """Copy the runtime packages and write the catalog of ``jobs`` and the deployment's ``capacity`` budget (its
+    ``capacity`` section; ``None``: none, read as off) into a fresh directory; returns it.
 
     The directory lives until the process ends (``cdk synth`` copies it into the cloud assembly).
     """
-    return _stage(catalog_queries(jobs), source_dir)
+    return _stage(catalog_queries(jobs), source_dir, capacity)
 
 
-def _stage(queries: dict[str, CatalogQuery], source_dir: Path) -> Path:
+def _stage(queries: dict[str, CatalogQuery], source_dir: Path, capacity: CapacityBudget | None = None) -> Path:
     staged = Path(tempfile.mkdtemp(prefix="athena-refresh-asset-"))
     atexit.register(shutil.rmtree, staged, True)
     for package in RUNTIME_PACKAGES:
@@ -86,5 +94,5 @@ def _stage(queries: dict[str, CatalogQuery], source_dir: Path) -> Path:
     from slotlock_cdk.runtime import stage_slotlock
 
     stage_slotlock(staged)
-    write_catalog(staged / CATALOG_FILE, queries)
+    write_catalog(staged / CATALOG_FILE, queries, capacity=capacity)
     return staged

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract  # constants only (stdlib), installed with the project
+from athena_refresh.budget import CapacityBudget, headroom_problem
 from athena_refresh.checks import (
     GLUE_NAME,
     GLUE_NAME_RULE,
@@ -88,6 +89,18 @@ class CapacitySettings:
         """Whether the budget is on (``permits`` > 0): only then do the functions get its grants."""
         return self.permits > 0
 
+    @property
+    def budget(self) -> CapacityBudget:
+        """The budget's numbers as the runtime reads them: written into every job's catalog (its ``capacity``
+        section, ``athena_refresh.catalog``), loaded back at cold start into the same class."""
+        return CapacityBudget(
+            permits=self.permits,
+            wait_in_place_s=self.wait_in_place_s,
+            manual_headroom=self.manual_headroom,
+            retry_delay_s=self.retry_delay_s,
+            max_query_active_s=self.max_query_active_s,
+        )
+
     def runtime_environment(
         self,
         *,
@@ -97,19 +110,15 @@ class CapacitySettings:
         deferral_schedule_prefix: str,
         deferral_schedule_group: str = DEFERRAL_SCHEDULE_GROUP,
     ) -> dict[str, str]:
-        """``contract.CAPACITY_ENV_VARS`` as text, the same for every job but the deferral's role and prefix.
+        """``contract.CAPACITY_ENV_VARS`` (the budget's wiring) as text, the same for every job but the deferral's
+        role and prefix; the budget's numbers travel in the job catalog (:attr:`budget`).
 
         ``default_semaphore_name``: the name when ``semaphore_name`` is not set (the stack passes
-        ``<AWS::AccountId>-<AWS::Region>`` as CDK tokens). Set with ``permits`` 0 too: the runtime reads it as off.
+        ``<AWS::AccountId>-<AWS::Region>`` as CDK tokens, known at deploy time only). Set with ``permits`` 0 too.
         """
         return {
-            contract.ENV_CAPACITY_PERMITS: str(self.permits),
             contract.ENV_CAPACITY_SEMAPHORE_NAME: self.semaphore_name or default_semaphore_name,
             contract.ENV_CAPACITY_TABLE_NAME: self.table_name or lock_table_name,
-            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(self.wait_in_place_s),
-            contract.ENV_CAPACITY_MANUAL_HEADROOM: str(self.manual_headroom),
-            contract.ENV_CAPACITY_RETRY_DELAY_S: str(self.retry_delay_s),
-            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: str(self.max_query_active_s),
             contract.ENV_DEFERRAL_ROLE_ARN: deferral_role_arn,
             contract.ENV_DEFERRAL_SCHEDULE_GROUP: deferral_schedule_group,
             contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix,
@@ -118,12 +127,8 @@ class CapacitySettings:
 
 def _capacity(**values: Any) -> CapacitySettings:
     """The budget from its checked keys, and the one rule between them (headroom below permits when on)."""
-    permits, headroom = values["permits"], values["manual_headroom"]
-    if permits > 0 and not headroom < permits:
-        message = (
-            f"must be below permits ({permits}) while the budget is on: a manual run takes a permit only while more "
-            f"than manual_headroom are free, so {headroom} would block every manual run, got {headroom}"
-        )
+    message = headroom_problem(values["permits"], values["manual_headroom"])
+    if message:
         raise InvalidKeys([("manual_headroom", message)])
     return CapacitySettings(**values)
 
@@ -200,7 +205,8 @@ class StackSettings:
     api_throttle_burst_limit: int = 40
     # How many job stacks the jobs are spread over (stacks.job_groups): changing it moves jobs between stacks.
     job_stacks: int = DEFAULT_JOB_STACKS
-    # The deployment's Athena capacity budget: in every job function's environment, so a change updates every job.
+    # The deployment's Athena capacity budget: in every job's catalog (its numbers) and function environment (its
+    # wiring), so a change updates every job.
     capacity: CapacitySettings = field(default_factory=CapacitySettings)
 
     @classmethod

@@ -26,7 +26,7 @@ LONGEST_FIRST = (
     "test_scale.py",  # slow: the 300-job synth, cfn-lint on its templates
     "test_chaos.py",  # slow: the chaos runs (fenced, unfenced, on the atomic moto server)
     "test_bad_input.py",
-    "test_ops.py",  # a moto server process and Lambda workers per test
+    "test_ops.py",  # two Lambda worker processes per test (one moto server process per module)
     "test_stack.py",  # the deployment's synth (the first on its worker) and, slow, the cdk CLI's
     "test_handler.py",
     "test_lock_race.py",  # slow: racing processes

@@ -7,6 +7,7 @@ could not carry it (Lambda's environment is at most 4 KB in all:
 https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html). Shape, format 2::
 
     {"format": 2,
+     "capacity": {"permits": 10, "wait_in_place_s": 60.0, "manual_headroom": 2, ...},
      "jobs": {"<job>": {"spec": {"job_name": "<job>", "sql": "SELECT ... WHERE t >= CAST(? AS timestamp) ...",
                                  "lease_duration_s": 45, "window_s": 86400, "data_year": null,
                                  "alarms": {"data_scanned_bytes": 800000000, ...}, ...},
@@ -32,6 +33,16 @@ or one of the job's ``constants`` (SQL literal text, bound as written). The file
 at cold start; a broken catalog fails the cold start with :class:`CatalogError` naming what is wrong.
 
 ``schedule`` (optional) is the job's EventBridge Scheduler schedule as deployed: the read API reports it.
+
+``capacity`` (top level, beside ``jobs``: the same for every job of the deployment) is the deployment's Athena
+capacity budget, :class:`~athena_refresh.budget.CapacityBudget` as typed JSON (``{"permits": 10, "wait_in_place_s":
+60.0, "manual_headroom": 2, "retry_delay_s": 120.0, "max_query_active_s": 1800.0}``, every key required), loaded at
+cold start into the same class (a problem named ``job catalog <path>: capacity.<key>: ...``). The stack writes it
+into every job's catalog, the budget off too (``permits`` 0); the read side's catalog has none (it takes no permit).
+A catalog without it (the read side's, test and local fixtures, one written before the budget moved here) loads
+with the budget off: ``CapacityBudget()``, permits 0. A deployment whose environment still carries the budget's
+numbers (``CAPACITY_PERMITS`` and the others, as the stack set them before) is refused at cold start naming the
+variable (``athena_refresh.settings``), so a budget never silently turns off.
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ from typing import Any, Final
 
 from slotlock import table as lock_table
 
+from .budget import CAPACITY_KEY, CapacityBudget
 from .checks import ConfigError, Labels
 from .errors import ConfigurationError
 from .jobspec import JobSpec, as_raw
@@ -99,11 +111,12 @@ def load_catalog(path: Path | str = BUNDLED_CATALOG_PATH) -> dict[str, CatalogQu
 
     :raises CatalogError: as :func:`load_query`, naming the first bad entry.
     """
-    jobs = _read_jobs(path)
+    jobs, _ = _read(path)
     return {str(name): parse_entry(str(name), jobs[name], path) for name in sorted(jobs)}
 
 
-def _read_jobs(path: Path | str) -> Mapping[str, Any]:
+def _read(path: Path | str) -> tuple[Mapping[str, Any], CapacityBudget]:
+    """The catalog's ``jobs`` (raw) and its capacity budget (validated; none: off)."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -117,7 +130,19 @@ def _read_jobs(path: Path | str) -> Mapping[str, Any]:
     jobs = document.get("jobs")
     if not isinstance(jobs, Mapping):
         raise CatalogError(path, "must hold a 'jobs' object")
-    return jobs
+    return jobs, _parse_capacity(document.get(CAPACITY_KEY), path)
+
+
+def _parse_capacity(raw: Any, path: Path | str) -> CapacityBudget:
+    """The ``capacity`` section as a :class:`CapacityBudget` (the same rules as at synth); absent: the budget off.
+
+    :raises CatalogError: naming each problem ``capacity.<key>: ...``."""
+    if raw is None:
+        return CapacityBudget()
+    try:
+        return CapacityBudget.from_raw(raw)
+    except ConfigError as exc:
+        raise CatalogError(path, "; ".join(exc.problems)) from exc
 
 
 def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> CatalogQuery:
@@ -127,13 +152,20 @@ def load_query(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> Catalo
     ------
     CatalogError
         The file is missing or not JSON, its format is unknown, the job is absent, or an entry is malformed
-        (empty SQL, a parameter that is neither built in nor a constant, more than 25 parameters).
+        (empty SQL, a parameter that is neither built in nor a constant, more than 25 parameters), or its capacity
+        section is.
     """
-    jobs = _read_jobs(path)
+    return load_job(job_name, path)[0]
+
+
+def load_job(job_name: str, path: Path | str = BUNDLED_CATALOG_PATH) -> tuple[CatalogQuery, CapacityBudget]:
+    """``job_name``'s query and the deployment's capacity budget, from one read of the catalog at ``path`` (the cold
+    start's). :raises CatalogError: as :func:`load_query`."""
+    jobs, budget = _read(path)
     if job_name not in jobs:
         known = ", ".join(sorted(str(name) for name in jobs)) or "none"
         raise CatalogError(path, f"holds no job {job_name!r} (jobs: {known})")
-    return parse_entry(job_name, jobs[job_name], path)
+    return parse_entry(job_name, jobs[job_name], path), budget
 
 
 def parse_entry(job_name: str, entry: Any, path: Path | str = "<catalog>") -> CatalogQuery:
@@ -206,10 +238,12 @@ def _parse_schedule(raw: Any, where: str, path: Path | str) -> CatalogSchedule |
     return CatalogSchedule(expression, timezone, racers)
 
 
-def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
-    """The catalog file's JSON document for ``queries`` (job name -> query), as the stack writes it."""
+def catalog_document(queries: Mapping[str, CatalogQuery], *, capacity: CapacityBudget | None = None) -> dict[str, Any]:
+    """The catalog file's JSON document for ``queries`` (job name -> query) and the deployment's ``capacity``
+    budget (``None``: no section, read as the budget off), as the stack writes it."""
     return {
         "format": CATALOG_FORMAT,
+        **({CAPACITY_KEY: capacity.as_raw()} if capacity is not None else {}),
         "jobs": {
             name: {
                 **({"spec": _spec_document(q.spec)} if q.spec is not None else {"sql": q.sql}),
@@ -222,11 +256,14 @@ def catalog_document(queries: Mapping[str, CatalogQuery]) -> dict[str, Any]:
     }
 
 
-def write_catalog(path: Path | str, queries: Mapping[str, CatalogQuery]) -> Path:
-    """Write :func:`catalog_document` of ``queries`` to ``path`` (the stack's asset, local tools, tests), and
-    return the path."""
+def write_catalog(
+    path: Path | str, queries: Mapping[str, CatalogQuery], *, capacity: CapacityBudget | None = None
+) -> Path:
+    """Write :func:`catalog_document` of ``queries`` and ``capacity`` to ``path`` (the stack's asset, local tools,
+    tests), and return the path."""
     path = Path(path)
-    path.write_text(json.dumps(catalog_document(queries), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    document = catalog_document(queries, capacity=capacity)
+    path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 

@@ -115,6 +115,30 @@ def bounded(variable: str, why: str = "") -> Callable[[Any], int]:
     return integer(math.ceil(lo), math.floor(hi), why)
 
 
+def bounded_number(variable: str, why: str = "") -> Callable[[Any], float]:
+    """A finite number (an integer or a fraction; not a bool) within the bounds of ``variable`` in
+    ``contract.NUMERIC_BOUNDS``, returned as a float: the seconds the runtime reads with a fraction (a local run's
+    short waits), where cdk.json takes the integers inside the same range (:func:`bounded`)."""
+    lo, hi = contract.NUMERIC_BOUNDS[variable]
+    allowed = f"a number from {bound_text(lo)} to {bound_text(hi)}" + (f" ({why})" if why else "")
+
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Invalid(allowed)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise Invalid(allowed)
+        if not lo <= value <= hi:
+            raise Invalid(allowed)
+        return float(value)
+
+    return check
+
+
+def bound_text(bound: float) -> str:
+    """A bound as the messages write it: ``60`` for 60.0, ``0.1`` as is."""
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
 def named(pattern: re.Pattern[str], allowed: str) -> Callable[[Any], str]:
     """A string matching ``pattern`` in full; ``allowed`` says what that is in words."""
 

@@ -51,17 +51,21 @@ ENV_MAX_SLOT_LEAD_S: Final = "MAX_SLOT_LEAD_S"
 ENV_ALARM_DATA_SCANNED_BYTES: Final = "ALARM_DATA_SCANNED_BYTES"
 ENV_ALARM_QUERY_DURATION_MS: Final = "ALARM_QUERY_DURATION_MS"
 # The deployment's Athena capacity budget (issue 24, docs/protocol.md#capacity-semaphore): the same for every job of
-# a deployment, set by the stack from cdk.json's ``capacity`` settings. Permits 0: off (no semaphore request).
+# a deployment, from cdk.json's ``capacity`` settings. Its numbers travel in the job catalog's ``capacity`` section
+# (``athena_refresh.budget.CapacityBudget``); these names are the keys of their bounds (NUMERIC_BOUNDS), and one of
+# them set in the environment is refused. Permits 0: off (no semaphore request).
 ENV_CAPACITY_PERMITS: Final = "CAPACITY_PERMITS"  # N permits: at most N of the deployment's queries active
-ENV_CAPACITY_SEMAPHORE_NAME: Final = "CAPACITY_SEMAPHORE_NAME"  # shared by all who share the budget
-# The table holding the permits: this deployment's lock table, or another deployment's (one budget for several).
-ENV_CAPACITY_TABLE_NAME: Final = "CAPACITY_TABLE_NAME"
 ENV_CAPACITY_WAIT_IN_PLACE_S: Final = "CAPACITY_WAIT_IN_PLACE_S"  # longer waits give the slot back
 ENV_CAPACITY_MANUAL_HEADROOM: Final = "CAPACITY_MANUAL_HEADROOM"  # permits a manual run leaves to live slots
 ENV_CAPACITY_RETRY_DELAY_S: Final = "CAPACITY_RETRY_DELAY_S"  # a slot given back returns this much later
 # The longest a query can stay active (the workgroup's DML query timeout): a permit naming no query (a start whose
 # answer or record was lost may have started one) stays counted this long past its expiry.
 ENV_CAPACITY_MAX_QUERY_ACTIVE_S: Final = "CAPACITY_MAX_QUERY_ACTIVE_S"
+# The budget's wiring, set by the stack in the environment: the semaphore's name (default ``<account>-<region>``,
+# CloudFormation pseudo parameters known at deploy time only) and the table holding the permits.
+ENV_CAPACITY_SEMAPHORE_NAME: Final = "CAPACITY_SEMAPHORE_NAME"  # shared by all who share the budget
+# The table holding the permits: this deployment's lock table, or another deployment's (one budget for several).
+ENV_CAPACITY_TABLE_NAME: Final = "CAPACITY_TABLE_NAME"
 # The delayed re-invocation of a slot given back for capacity: a one-time EventBridge Scheduler schedule that
 # invokes the job's function (not a Lambda retry: never an error, never the failure queue).
 ENV_DEFERRAL_ROLE_ARN: Final = "DEFERRAL_ROLE_ARN"  # the job's Scheduler role (iam:PassRole)
@@ -79,18 +83,24 @@ WIRING_ENV_VARS: Final = (
     ENV_ATHENA_DATABASE,
     ENV_ATHENA_CATALOG,
 )
-#: The deployment's capacity budget and the deferral's wiring (the same for every job; set in each environment).
+#: The capacity budget's wiring and the deferral's (the same for every job but the deferral's role and prefix; set in
+#: each environment, the budget off too). The budget's numbers are in the job catalog (CAPACITY_SETTING_ENV_VARS).
 CAPACITY_ENV_VARS: Final = (
-    ENV_CAPACITY_PERMITS,
     ENV_CAPACITY_SEMAPHORE_NAME,
     ENV_CAPACITY_TABLE_NAME,
+    ENV_DEFERRAL_ROLE_ARN,
+    ENV_DEFERRAL_SCHEDULE_GROUP,
+    ENV_DEFERRAL_SCHEDULE_PREFIX,
+)
+#: The names of the capacity budget's numbers (the keys of their bounds in :data:`NUMERIC_BOUNDS`). Their values come
+#: only from the job catalog's ``capacity`` section (``athena_refresh.budget.CapacityBudget``); one of them set in
+#: the environment is refused (the environment a stack set before the budget moved into the catalog).
+CAPACITY_SETTING_ENV_VARS: Final = (
+    ENV_CAPACITY_PERMITS,
     ENV_CAPACITY_WAIT_IN_PLACE_S,
     ENV_CAPACITY_MANUAL_HEADROOM,
     ENV_CAPACITY_RETRY_DELAY_S,
     ENV_CAPACITY_MAX_QUERY_ACTIVE_S,
-    ENV_DEFERRAL_ROLE_ARN,
-    ENV_DEFERRAL_SCHEDULE_GROUP,
-    ENV_DEFERRAL_SCHEDULE_PREFIX,
 )
 #: The names of the job's own settings (the keys of their bounds in :data:`NUMERIC_BOUNDS`). Their values come only
 #: from the job's spec in the job catalog (``athena_refresh.catalog``); one of them set in the environment is refused,
@@ -119,7 +129,8 @@ LOCAL_TUNING_ENV_VARS: Final = (ENV_LEASE_DURATION_S, ENV_HEARTBEAT_INTERVAL_S, 
 STACK_ENV_VARS: Final = WIRING_ENV_VARS + CAPACITY_ENV_VARS
 #: Read by the runtime besides, for tests and local tools: another catalog, and a local run's tuning.
 LOCAL_ENV_VARS: Final = (ENV_JOB_CATALOG_PATH, *LOCAL_TUNING_ENV_VARS)
-#: Every variable ``Settings.from_env`` reads (``QUERY_SQL`` and the other job settings are refused when set).
+#: Every variable ``Settings.from_env`` reads (``QUERY_SQL``, the other job settings and the capacity budget's numbers
+#: are refused when set).
 ALL_ENV_VARS: Final = STACK_ENV_VARS + LOCAL_ENV_VARS
 
 # --- Bounds of the numeric settings ----------------------------------------------------------------

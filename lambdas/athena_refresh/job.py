@@ -31,13 +31,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from slotlock import CommitConflictError, SlotRun
 
-from . import contract
+from . import assertions, contract
 from .engine import QUERY_EXECUTION_ID, QueryEngine, QueryExecution, client_request_token, wait_for_query
 from .errors import QueryEngineError, QueryFailedError, ResultsStoreError, ResultTypeError
 from .permits import Gate, NoCapacityGate, no_capacity_gate
@@ -181,8 +181,11 @@ class AthenaRefreshJob:
             return error
         start, end = self.settings.window(slot.datetime)
         job_name = self.settings.job_name
-        # The live schedule's commit nearly always moves the pointer (no read); a manual one rarely does.
-        move_latest = generation == 1 or self.results.latest_order(job_name, slot.iso, generation) <= 0
+        spec = self.settings.spec
+        broken = assertions.evaluate(spec.assertions, result.rows) if spec and spec.assertions else []
+        # The live schedule's commit nearly always moves the pointer (no read); a manual one rarely does; rows that
+        # break an assertion never do (the last good result stays published).
+        move_latest = not broken and (generation == 1 or self.results.latest_order(job_name, slot.iso, generation) <= 0)
         prepared = self.results.prepare(
             job_name=job_name,
             slot_iso=slot.iso,
@@ -195,7 +198,13 @@ class AthenaRefreshJob:
             generation=generation,
             move_latest=move_latest,
             cost=self._cost_hook(statistics.data_scanned_bytes),
+            assertions_failed=[failure.as_dict() for failure in broken],
         )
+        if broken:  # stored for inspection under the slot and generation, FAILED, not retried: same rows, same fate
+            error = {**assertions.failure_record(broken, len(result.rows)), "query_execution_id": query_execution_id}
+            logger.error("slot %s failed its assertions: %s", slot.iso, error["error_message"])
+            self._fail(run, error, writes=prepared.writes)
+            return error
         waited = {} if self.report.permit_wait_ms is None else {"permit_wait_ms": self.report.permit_wait_ms}
         summary = {**prepared.summary, "attempt": attempt, "generation": generation, **waited}
         self._heartbeat(run)  # an S3 offload may have taken a while: no lease gap before the commit
@@ -275,9 +284,9 @@ class AthenaRefreshJob:
     def _heartbeat(self, run: SlotRun) -> None:
         self.gate.heartbeat(run)  # the lease (when due), and a held permit with it
 
-    def _fail(self, run: SlotRun, error: dict[str, Any]) -> None:
-        """Record the slot FAILED (fenced), then give its permit back."""
-        run.fail(error)
+    def _fail(self, run: SlotRun, error: dict[str, Any], writes: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Record the slot FAILED (fenced; ``writes`` in the same transaction), then give its permit back."""
+        run.fail(error, writes=writes)
         self.gate.release_now()
 
     def _committed(self, slot_iso: str, rows: int, summary: dict[str, Any]) -> None:

@@ -52,6 +52,7 @@ BUILT_IN: Mapping[str, Any] = {
     "bytes_scanned_cutoff_per_query": 1_000_000_000,
     "result_reuse_max_age_min": 0,
     "value_metrics": None,
+    "assertions": None,
     "stack_group": None,
 }
 #: Why each built-in value is what it is (``settings`` prints it).
@@ -67,6 +68,7 @@ BUILT_IN_WHY: Mapping[str, str] = {
     "bytes_scanned_cutoff_per_query": "1 GB",
     "result_reuse_max_age_min": "off",
     "value_metrics": "off",
+    "assertions": "none: every result is published",
     "stack_group": "a hash of the job's name over stack.job_stacks (stacks/job_groups.py)",
 }
 #: The alarm thresholds' share of the cutoff and of the timeout, in percent.
@@ -94,6 +96,7 @@ SETTING_KEYS = (
     "alarms.data_scanned_bytes",
     "alarms.query_duration_ms",
     "value_metrics",
+    "assertions",
     "stack_group",
 )
 ALARM_KEYS = ("data_scanned_bytes", "query_duration_ms")
@@ -223,6 +226,8 @@ def resolve(
         settings["alarms.query_duration_ms"] = Setting("alarms.query_duration_ms", duration, ORIGIN_DERIVED, why)
     if not given("value_metrics"):
         settings["value_metrics"] = Setting("value_metrics", None, ORIGIN_BUILT_IN, BUILT_IN_WHY["value_metrics"])
+    if not given("assertions"):
+        settings["assertions"] = Setting("assertions", None, ORIGIN_BUILT_IN, BUILT_IN_WHY["assertions"])
     if not given("stack_group"):
         settings["stack_group"] = Setting("stack_group", None, ORIGIN_BUILT_IN, BUILT_IN_WHY["stack_group"])
     return [settings[key] for key in SETTING_KEYS if key in settings]

@@ -69,7 +69,8 @@ def relationship_problems(
     - data scanned alarm: Athena cancels a query at ``bytes_scanned_cutoff_per_query``, so a threshold
       at or above it can never fire.
     - value metrics: a column is either a value or a dimension; the columns must be ``output_columns`` (the
-      query's, as the stack's ``stacks.query_sql.output_columns`` finds them; ``None``: not checked).
+      query's, as the stack's ``stacks.query_sql.output_columns`` finds them; ``None``: not checked);
+    - assertions: ``rows_at_least`` <= ``rows_at_most``; the columns they name are output columns.
     - period: at least ``MIN_SCHEDULE_PERIOD_S``; a shorter one is one problem, and the rules that involve
       the period (timeout, slot age) are not checked against it.
     """
@@ -153,4 +154,17 @@ def relationship_problems(
                         f"{labels.at('value_metrics.' + sub)}: must name output columns of {labels.ref('sql')} "
                         f"({', '.join(output_columns)}), got unknown {', '.join(unknown)}"
                     )
+    assertions = values.get("assertions")
+    if assertions is not None:
+        low, high = assertions.rows_at_least, assertions.rows_at_most
+        if low is not None and high is not None and low > high:
+            problems.append(
+                f"{labels.at('assertions.rows_at_most')}: must be at least rows_at_least ({low}), got {high}"
+            )
+        unknown = [name for name in assertions.columns if output_columns is not None and name not in output_columns]
+        if unknown:
+            problems.append(
+                f"{labels.at('assertions')}: must name output columns of {labels.ref('sql')}"
+                f" ({', '.join(output_columns or ())}), got unknown {', '.join(unknown)}"
+            )
     return problems

@@ -28,6 +28,8 @@ from slotlock import table as lock_table
 from slotlock.schedule import CRON_PATTERN, CronPeriod, cron_period
 
 from . import contract
+from .assertions import ExpressionError
+from .assertions import parse as parse_row_expression
 from .checks import (
     GLUE_NAME,
     GLUE_NAME_RULE,
@@ -170,6 +172,55 @@ class ValueMetricsSpec:
         _check_object(self, _VALUE_METRIC_CHECKS, "value_metrics")
 
 
+@dataclass(frozen=True, kw_only=True)
+class AssertionsSpec:
+    """Result tests run on a slot's rows before its commit (:mod:`athena_refresh.assertions`: the keys, the row
+    expressions' grammar); a slot whose rows break one is FAILED ``assertion`` and never becomes LATEST."""
+
+    rows_at_least: int | None = None
+    rows_at_most: int | None = None
+    not_null: tuple[str, ...] = ()
+    unique: tuple[str, ...] = ()
+    accepted_values: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+    expressions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_object(self, _ASSERTION_CHECKS, "assertions")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every result column the assertions name (checked against the query's output columns)."""
+        named = [*self.not_null, *self.unique, *self.accepted_values]
+        named += [column for text in self.expressions for column in parse_row_expression(text).columns]
+        return tuple(dict.fromkeys(named))
+
+
+def _accepted_values(value: Any) -> dict[str, tuple[Any, ...]]:
+    allowed = "a table of column = [values] (text, numbers or booleans), at most 100 values each"
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and _COLUMN_NAME.fullmatch(k) for k in value):
+        raise Invalid(allowed)
+    checked: dict[str, tuple[Any, ...]] = {}
+    for column, values in value.items():
+        if not isinstance(values, list | tuple) or not 1 <= len(values) <= 100:
+            raise Invalid(allowed)
+        if not all(isinstance(v, str | int | float | bool) for v in values):
+            raise Invalid(allowed)
+        checked[column] = tuple(values)
+    return checked
+
+
+def _row_expressions(value: Any) -> tuple[str, ...]:
+    allowed = "a list of at most 20 row expressions (SQL predicates on the result's columns)"
+    if not isinstance(value, list | tuple) or len(value) > 20 or not all(isinstance(v, str) for v in value):
+        raise Invalid(allowed)
+    for text in value:
+        try:
+            parse_row_expression(text)
+        except ExpressionError as exc:
+            raise Invalid(f"a row expression (athena_refresh/assertions.py); {exc}") from exc
+    return tuple(value)
+
+
 def _check_object(spec: Any, checks: Mapping[str, tuple[Callable[[Any], Any], Any]], key: str) -> None:
     """A sub spec's own keys, each with its check (normalized in place); :raises ConfigError: naming them."""
     problems: list[str] = []
@@ -193,8 +244,16 @@ _VALUE_METRIC_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "dimensions": (_column_names(lo=0, hi=MAX_VALUE_DIMENSIONS), ()),
     "max_series": (bounded(contract.ENV_VALUE_METRIC_MAX_SERIES), DEFAULT_VALUE_METRIC_MAX_SERIES),
 }
+_ASSERTION_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "rows_at_least": (optional(integer(0, 10**9)), None),
+    "rows_at_most": (optional(integer(0, 10**9)), None),
+    "not_null": (_column_names(lo=0, hi=MAX_VALUE_COLUMNS), ()),
+    "unique": (_column_names(lo=0, hi=MAX_VALUE_COLUMNS), ()),
+    "accepted_values": (_accepted_values, {}),
+    "expressions": (_row_expressions, ()),
+}
 #: The sub keys of the object-valued keys, each with its check and default (``MISSING``: required).
-SUB_CHECKS = {"alarms": _ALARM_CHECKS, "value_metrics": _VALUE_METRIC_CHECKS}
+SUB_CHECKS = {"alarms": _ALARM_CHECKS, "value_metrics": _VALUE_METRIC_CHECKS, "assertions": _ASSERTION_CHECKS}
 
 
 def _sub_spec(checks: Mapping[str, tuple[Callable[[Any], Any], Any]], build: type) -> Callable[[Any], Any]:
@@ -238,6 +297,7 @@ class JobSpec:
     alarms: AlarmsSpec
     result_reuse_max_age_min: int = 0  # Athena query result reuse per query, minutes (0: off)
     value_metrics: ValueMetricsSpec | None = None  # None: no result values as metrics
+    assertions: AssertionsSpec | None = None  # None: no result tests before the commit
     removal_policy: str = "RETAIN"  # of the stateful resources: tables, buckets, log groups, queues
     schedule_timezone: str = "UTC"  # IANA name: the cron's wall clock (Scheduler's ScheduleExpressionTimezone)
     #: The job stack this job is pinned to (``stacks.job_groups``); ``None``: a hash of its name decides.
@@ -411,6 +471,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
         contract.ENV_RESULT_REUSE_MAX_AGE_MIN, "minutes, 0: off; Athena's maximum is 7 days"
     ),
     "value_metrics": optional(_sub_spec(_VALUE_METRIC_CHECKS, ValueMetricsSpec)),
+    "assertions": optional(_sub_spec(_ASSERTION_CHECKS, AssertionsSpec)),
     "removal_policy": one_of(REMOVAL_POLICIES),
     "schedule_timezone": _timezone,
     "stack_group": optional(integer(0, contract.MAX_JOB_STACKS - 1)),

@@ -52,8 +52,9 @@ from slotlock import (
 from slotlock import table as lock_table
 
 from . import contract
+from .budget import CapacitySettings
 from .deferral import Deferral, SchedulerDeferral
-from .errors import ConfigurationError, QueryEngineError
+from .errors import QueryEngineError
 from .report import SlotReport
 
 logger = logging.getLogger(__name__)
@@ -62,83 +63,10 @@ logger = logging.getLogger(__name__)
 CAPACITY_ERROR_CODES = frozenset({"TooManyRequestsException", "ThrottlingException"})
 #: A slot's re-invocation must arrive this long before its maximum age (Scheduler delivery, clock skew).
 DEFERRAL_MARGIN_MS = 60_000
-#: The semaphore's name when none is set (the stack always sets ``<account>-<region>`` or cdk.json's name).
-DEFAULT_SEMAPHORE_NAME = "athena"
 #: The event key carrying how many times the slot was given back (set on the re-invocation's event).
 EVENT_DEFERRAL = "capacity_deferral"
 #: The slot's state key (recorded on the slot item for the next holder): ``{"deferrals", "waited_ms"}``.
 STATE_KEY = "capacity"
-
-
-@dataclass(frozen=True)
-class CapacitySettings:
-    """The deployment's capacity budget (cdk.json ``capacity``; :data:`contract.CAPACITY_ENV_VARS`).
-
-    ``permits`` 0: off (no semaphore request at all). ``semaphore_name``: shared by every deployment that shares
-    the budget; ``table_name``: the table holding its permits (``None``: this deployment's lock table; another
-    deployment's lock table to share that deployment's budget). ``wait_in_place_s``: longest wait inside one invocation. ``manual_headroom``:
-    permits a manual run leaves free. ``retry_delay_s``: when a slot given back comes back.
-    ``max_query_active_s``: the longest a query stays active (the DML query timeout; a taken permit naming no query
-    stays counted this long past its expiry). ``deferral_*``: the
-    one-time schedule's role, group and name prefix (``None`` role: no deferral; the wait then ends the
-    invocation with a retryable error, for local tools only: the stack always sets them).
-    """
-
-    permits: int = 0
-    semaphore_name: str = ""
-    table_name: str | None = None
-    wait_in_place_s: float = float(contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S)
-    manual_headroom: int = 0
-    retry_delay_s: float = float(contract.DEFAULT_CAPACITY_RETRY_DELAY_S)
-    max_query_active_s: float = float(contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S)
-    deferral_role_arn: str | None = None
-    deferral_schedule_group: str = "default"
-    deferral_schedule_prefix: str = ""
-
-    @property
-    def enabled(self) -> bool:
-        return self.permits > 0
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str], number: Callable[..., float]) -> CapacitySettings:
-        """Read the ``CAPACITY_*``/``DEFERRAL_*`` variables; ``number(env, key, default, integer=...)`` is the
-        settings' bounded number reader. Raises :class:`ConfigurationError` naming the variable."""
-        permits = int(number(env, contract.ENV_CAPACITY_PERMITS, 0, integer=True, note="0: off"))
-        if permits == 0:
-            return cls()
-        name = env.get(contract.ENV_CAPACITY_SEMAPHORE_NAME, "").strip() or DEFAULT_SEMAPHORE_NAME
-        if not lock_table.SEMAPHORE_NAME_PATTERN.fullmatch(name):
-            raise ConfigurationError(
-                contract.ENV_CAPACITY_SEMAPHORE_NAME, f"must be {lock_table.SEMAPHORE_NAME_RULE}, got {name!r:.80}"
-            )
-        headroom = int(
-            number(env, contract.ENV_CAPACITY_MANUAL_HEADROOM, contract.DEFAULT_CAPACITY_MANUAL_HEADROOM, integer=True)
-        )
-        if headroom >= permits:
-            raise ConfigurationError(
-                contract.ENV_CAPACITY_MANUAL_HEADROOM, f"must be below {contract.ENV_CAPACITY_PERMITS} ({permits})"
-            )
-        wait_s = number(
-            env, contract.ENV_CAPACITY_WAIT_IN_PLACE_S, contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S, integer=False
-        )
-        delay_s = number(
-            env, contract.ENV_CAPACITY_RETRY_DELAY_S, contract.DEFAULT_CAPACITY_RETRY_DELAY_S, integer=False
-        )
-        active_s = number(
-            env, contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S, contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S, integer=False
-        )
-        return cls(
-            permits=permits,
-            semaphore_name=name,
-            table_name=env.get(contract.ENV_CAPACITY_TABLE_NAME, "").strip() or None,
-            wait_in_place_s=wait_s,
-            manual_headroom=headroom,
-            retry_delay_s=delay_s,
-            max_query_active_s=active_s,
-            deferral_role_arn=env.get(contract.ENV_DEFERRAL_ROLE_ARN, "").strip() or None,
-            deferral_schedule_group=env.get(contract.ENV_DEFERRAL_SCHEDULE_GROUP, "").strip() or "default",
-            deferral_schedule_prefix=env.get(contract.ENV_DEFERRAL_SCHEDULE_PREFIX, "").strip(),
-        )
 
 
 class CapacityWaitTimeoutError(QueryEngineError):

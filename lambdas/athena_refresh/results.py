@@ -126,6 +126,7 @@ class ResultsStore:
         generation: int = LIVE_GENERATION,
         move_latest: bool = True,
         cost: CostHook | None = None,
+        assertions_failed: Sequence[Mapping[str, Any]] = (),
     ) -> PreparedResult:
         """Build the result-item Put and (``move_latest``) the LATEST-pointer Update for a commit transaction.
 
@@ -133,6 +134,9 @@ class ResultsStore:
         ``s3://<bucket>/results/<job>/<slot>/token-<fencing token>.json`` (generation 2+:
         ``.../<slot>/g<generation>-token-<fencing token>.json``; a stale holder's upload lands under its own
         token and is never referenced).
+
+        ``assertions_failed``: the assertions the rows broke (:mod:`athena_refresh.assertions`), stored on the item as
+        ``assertions_failed_json`` (the slot is FAILED: the rows are kept for inspection, never LATEST).
 
         ``cost(writes, summary)``, when given, returns the slot's cost estimate (:mod:`athena_refresh.cost`) from
         the writes and summary as they stand; it is stored as ``cost_json`` on the result item and its LATEST
@@ -165,6 +169,8 @@ class ResultsStore:
             "window_start": {"S": window[0]},
             "window_end": {"S": window[1]},
         }
+        if assertions_failed:
+            item["assertions_failed_json"] = {"S": compact_json(list(assertions_failed))}
         rows_bytes = len(rows_json.encode())
         location = "inline"
         if rows_bytes > self.max_inline_bytes:

@@ -57,7 +57,7 @@ from .values import ValuePublisher
 copy_config_to_registered_loggers(source_logger=logger, include={"slotlock", "athena_refresh"})
 
 
-def athena_engine(settings: Settings) -> QueryEngine:
+def athena_engine(settings: Settings) -> AthenaQueryEngine:
     """The deployed query engine: Athena, in the settings' workgroup, database and catalog."""
     return AthenaQueryEngine(
         workgroup=settings.athena_workgroup,

@@ -19,9 +19,10 @@ from pathlib import Path
 from slotlock import table as lock_table
 
 from . import catalog, contract
+from .budget import CapacitySettings
+from .checks import bound_text
 from .errors import ConfigurationError
 from .jobspec import DEFAULT_VALUE_METRIC_MAX_SERIES, JobSpec
-from .permits import CapacitySettings
 
 DEFAULT_CATALOG = "AwsDataCatalog"
 
@@ -33,30 +34,25 @@ def _required(env: Mapping[str, str], key: str) -> str:
     return value
 
 
-def _text(bound: float) -> str:
-    return str(int(bound)) if float(bound).is_integer() else str(bound)
-
-
-def _number(env: Mapping[str, str], key: str, default: float | None, *, integer: bool, note: str = "") -> float:
+def _number(env: Mapping[str, str], key: str, default: float | None) -> float:
     """The variable ``key`` as a number within its bounds from :data:`contract.NUMERIC_BOUNDS`.
 
-    Every refusal names the variable and the allowed range, e.g.
-    ``LEASE_DURATION_S: must be from 1 to 55, got 100`` (``note`` adds why, in parentheses). Read for a local run's
-    tuning and the capacity budget only: a job's own numbers come from its spec.
+    Every refusal names the variable and the allowed range, e.g. ``LEASE_DURATION_S: must be from 1 to 55, got 100``.
+    Read for a local run's tuning only: a job's own numbers come from its spec, the capacity budget's from the
+    catalog.
     """
     lo, hi = contract.NUMERIC_BOUNDS[key]
-    allowed = f"from {_text(lo)} to {_text(hi)}" + (f" ({note})" if note else "")
+    allowed = f"from {bound_text(lo)} to {bound_text(hi)}"
     raw = env.get(key, "").strip()
     if not raw:
         if default is None:
             raise ConfigurationError(key, "is required")
         return default
     try:
-        value = int(raw) if integer else float(raw)
+        value = float(raw)
     except ValueError as exc:
-        kind = "an integer" if integer else "a number"
-        raise ConfigurationError(key, f"must be {kind} {allowed}, got {raw!r}") from exc
-    if isinstance(value, float) and not math.isfinite(value):  # float() accepts "nan" and "inf" (an int is finite)
+        raise ConfigurationError(key, f"must be a number {allowed}, got {raw!r}") from exc
+    if not math.isfinite(value):  # float() accepts "nan" and "inf"
         raise ConfigurationError(key, f"must be a finite number {allowed}, got {raw!r}")
     if not lo <= value <= hi:
         raise ConfigurationError(key, f"must be {allowed}, got {raw}")
@@ -130,10 +126,13 @@ class Settings:
         may tune ``contract.LOCAL_TUNING_ENV_VARS`` (lease, heartbeat, slot age). Tests build the catalog from a
         :class:`JobSpec` (:func:`athena_refresh.catalog.write_catalog`) or the settings with :meth:`from_spec`.
 
+        The deployment's capacity budget: its numbers from the catalog's ``capacity`` section (none: off), its wiring
+        (semaphore name, permit table, deferral) from ``env`` (:meth:`~athena_refresh.budget.CapacitySettings.of`).
+
         Raises
         ------
         ConfigurationError
-            Naming the first invalid or missing variable, or a job setting in the environment;
+            Naming the first invalid or missing variable, or a job setting or a capacity number in the environment;
             :class:`~athena_refresh.catalog.CatalogError` for a missing or broken catalog, or an entry without a spec.
         """
         env = os.environ if env is None else env
@@ -148,8 +147,16 @@ class Settings:
                     f"environment carries the wiring; only {', '.join(contract.LOCAL_TUNING_ENV_VARS)} may tune a "
                     "local run)",
                 )
+        for name in contract.CAPACITY_SETTING_ENV_VARS:
+            if env.get(name, "").strip():
+                raise ConfigurationError(
+                    name,
+                    "must not be set: the capacity budget's numbers come from the job catalog's capacity section "
+                    "(cdk.json context stack.capacity, written at synth); rebuild the catalog with them (cdk synth, "
+                    "or the local tool that wrote it)",
+                )
         path = catalog_path or env.get(contract.ENV_JOB_CATALOG_PATH, "").strip() or catalog.BUNDLED_CATALOG_PATH
-        query = catalog.load_query(job_name, path)
+        query, budget = catalog.load_job(job_name, path)
         if query.spec is None:
             raise catalog.CatalogError(
                 path, f"jobs.{job_name}.spec: missing; the job's settings come from its spec (catalog format 2)"
@@ -166,11 +173,9 @@ class Settings:
             athena_catalog=env.get(contract.ENV_ATHENA_CATALOG, "").strip() or DEFAULT_CATALOG,
             query_parameters=query.parameters,
             query_constants=tuple(sorted(query.constants.items())),
-            capacity=CapacitySettings.from_env(env, _number),
-            lease_duration_s=_number(env, contract.ENV_LEASE_DURATION_S, float(spec.lease_duration_s), integer=False),
-            heartbeat_interval_s=_number(
-                env, contract.ENV_HEARTBEAT_INTERVAL_S, float(spec.heartbeat_interval_s), integer=False
-            ),
+            capacity=CapacitySettings.of(budget, env),
+            lease_duration_s=_number(env, contract.ENV_LEASE_DURATION_S, float(spec.lease_duration_s)),
+            heartbeat_interval_s=_number(env, contract.ENV_HEARTBEAT_INTERVAL_S, float(spec.heartbeat_interval_s)),
             max_slot_age_s=max_slot_age_s,
         )
         # "none"/"off" turns a local run's slot age off (a spec always has one)
@@ -291,4 +296,4 @@ def _max_slot_age(env: Mapping[str, str], default: float) -> float | None:
     raw = env.get(contract.ENV_MAX_SLOT_AGE_S, "").strip()
     if raw.lower() in ("none", "off"):
         return None
-    return _number(env, contract.ENV_MAX_SLOT_AGE_S, default, integer=False)
+    return _number(env, contract.ENV_MAX_SLOT_AGE_S, default)

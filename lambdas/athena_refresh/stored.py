@@ -48,6 +48,8 @@ class StoredResult:
     rows_sha256: str | None = None
     rows_bytes: int | None = None
     cost: dict[str, Any] | None = None  # the slot's cost estimate (athena_refresh.cost), None before it existed
+    #: The assertions these rows broke (the slot is FAILED ``assertion``; kept for inspection, never LATEST).
+    assertions_failed: list[dict[str, Any]] | None = None
 
     @property
     def offloaded(self) -> bool:
@@ -97,6 +99,7 @@ class StoredResult:
             rows_sha256=sha if isinstance(sha, str) else None,
             rows_bytes=size if isinstance(size, int) else None,
             cost=_cost(plain.get("cost")),
+            assertions_failed=failed if isinstance(failed := plain.get("assertions_failed"), list) else None,
         )
 
 

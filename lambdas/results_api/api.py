@@ -13,9 +13,10 @@ Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every rou
 HTTP semantics (:mod:`results_api.responses`): JSON or CSV by ``Accept``; ``ETag`` from (job, slot, generation,
 fencing token) and ``304`` on ``If-None-Match``; ``Cache-Control: no-cache`` on what a commit can change (an
 operator's run commits a new generation at any time: every reuse is revalidated), ``immutable`` with
-``?generation``; offloaded rows answered ``302`` to a presigned S3 URL (``no-store``) whose object is the rows as
-a JSON array (whatever the ``Accept``: the metadata rides on ``X-*`` headers); errors as RFC 9457 problems: 400
-naming the parameter, 404 naming the job or slot, 406, 503 for DynamoDB/S3 failures. Bad input is never a 500.
+``?generation``; offloaded rows asked as JSON answered ``302`` to a presigned S3 URL (``no-store``) whose object is
+the rows as a JSON array (the metadata rides on ``X-*`` headers), asked as CSV read from S3 and answered as CSV
+(406 beyond :data:`MAX_CSV_BODY_BYTES`); errors as RFC 9457 problems: 400 naming the parameter, 404 naming the
+job or slot, 406, 503 for DynamoDB/S3 failures. Bad input is never a 500.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from athena_refresh.stored import StoredResult
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 
 from . import models
-from .errors import BadParameterError, ResultsApiError
-from .reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, ResultsReader
+from .errors import BadParameterError, NotAcceptableError, ResultsApiError
+from .reader import DEFAULT_PAGE_LIMIT, ResultsReader
 from .responses import (
     CSV,
     CSV_CONTENT_TYPE,
@@ -50,6 +51,7 @@ from .responses import (
     result_headers,
     to_csv,
 )
+from .views import JOB_COLUMNS
 
 TITLE = "Scheduled Athena refresh: read API"
 API_VERSION = "1"
@@ -59,6 +61,10 @@ DESCRIPTION = (
 )
 SIGV4 = "sigv4"
 MAX_SLOT_TEXT = 64
+#: The largest CSV body answered: a Lambda function's response payload is at most 6 MB (6,291,456 bytes) for a
+#: synchronous invocation, https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html; the rest is
+#: left to the headers and API Gateway's envelope.
+MAX_CSV_BODY_BYTES = 6_000_000
 SLOT_COLUMNS = tuple(models.SlotEntry.model_fields)
 _PROBLEMS: dict[int, Any] = {
     status: {"description": text, "content": {PROBLEM_JSON: {"model": models.Problem}}}
@@ -78,7 +84,10 @@ _RESULT_RESPONSES: dict[int, Any] = {
         ),
         "content": {JSON: {"model": models.Result}, **_CSV_CONTENT},
     },
-    302: {"description": "rows offloaded to S3: Location is a presigned URL (60 s) of the rows as a JSON array"},
+    302: {
+        "description": "JSON asked, rows offloaded to S3: Location is a presigned URL (60 s) of the rows as a JSON"
+        " array (a CSV request is answered 200 with the CSV, read from S3 here)"
+    },
     304: {"description": "If-None-Match matched the ETag"},
     **_PROBLEMS,
 }
@@ -109,20 +118,27 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
         )
 
     def serve_result(stored: StoredResult, media: str, *, cache: str) -> Response[Any]:
-        etag = result_etag(stored, "redirect" if stored.offloaded else media)
+        etag = result_etag(stored, "redirect" if stored.offloaded and media != CSV else media)
         headers = {"ETag": etag, "Vary": "Accept", **result_headers(stored)}
         if if_none_match(header("if-none-match"), etag):
             return Response(status_code=304, body="", headers={**headers, "Cache-Control": cache})
-        if stored.offloaded:
+        if stored.offloaded and media != CSV:
             location = reader.presigned_rows_url(stored)
             return Response(
                 status_code=302, body="", headers={**headers, "Location": location, "Cache-Control": NO_STORE}
             )
-        rows = stored.rows or []
-        if media == CSV:
+        if media == CSV:  # offloaded rows too: the S3 object is JSON, so they are read and answered as CSV here
+            rows = reader.rows(stored) if stored.offloaded else stored.rows or []
             body = to_csv([column["name"] for column in stored.columns], rows)
+            if len(body.encode()) > MAX_CSV_BODY_BYTES:
+                raise NotAcceptableError(
+                    f"the CSV of {stored.job_name} {stored.slot_iso} is {len(body.encode())} bytes, above the"
+                    f" {MAX_CSV_BODY_BYTES} a response can carry (Lambda's 6 MB payload quota); ask for JSON"
+                    " (Accept: application/json): its rows are served from S3"
+                )
             content_type = CSV_CONTENT_TYPE
         else:
+            rows = stored.rows or []
             body = json.dumps(result_document(stored, rows), separators=(",", ":"), allow_nan=False)
             content_type = JSON
         return Response(

@@ -33,6 +33,11 @@ class LastSuccess(_Model):
     at_ms: int | None = Field(None, description="when the live schedule last committed, epoch milliseconds")
 
 
+class LastFinished(_Model):
+    slot: str | None = Field(None, description="the live schedule's last finished slot (ISO 8601, UTC)")
+    outcome: str | None = Field(None, description="succeeded, failed or missed (its reason: the slot's history entry)")
+
+
 class LatestPointer(_Model):
     slot: str | None = None
     generation: int | None = None
@@ -47,6 +52,7 @@ class Job(_Model):
     paused: bool
     paused_through_slot: str | None
     last_success: LastSuccess
+    last_finished: LastFinished
     latest: LatestPointer
     problem: str | None = Field(None, description="why the lock item could not be read, if it could not")
 
@@ -97,6 +103,22 @@ class Result(_Model):
         description="one object per row, values typed by column: integers, floats, decimals as exact text, "
         "dates and timestamps as ISO text, NULL as null"
     )
+    assertions_failed: list[dict[str, Any]] | None = Field(
+        None,
+        description="the job's assertions these rows broke ({assertion, failing, detail}): the slot is FAILED and the"
+        " rows, kept for inspection, were never published as latest; null for a published result",
+    )
+
+
+class Failure(_Model):
+    status: str = Field(description="FAILED or MISSED")
+    error_class: str = Field(
+        description="Athena's (Trino's) error name (COLUMN_NOT_FOUND, TYPE_MISMATCH, ...), CANCELLED, the error's "
+        "type (ResultTypeError, ...), or the MISSED reason (capacity, paused, too_old, overrun, superseded)"
+    )
+    message: str = Field(description="the whole message (may be empty)")
+    summary: str = Field(description="error_class: message, on one line, cut to 160 characters")
+    failing: bool = Field(description="true unless MISSED because the job was paused")
 
 
 class SlotEntry(_Model):
@@ -125,7 +147,8 @@ class SlotEntry(_Model):
     requested_by: str | None = None
     requested_at_ms: int | None = None
     request_reason: str | None = None
-    error: dict[str, Any] | None = None
+    error: dict[str, Any] | None = Field(None, description="the failure or miss detail the job recorded, as stored")
+    failure: Failure | None = Field(None, description="a FAILED or MISSED slot's reason, read from its record")
     corrupt: str | None = None
 
 

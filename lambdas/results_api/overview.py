@@ -41,6 +41,7 @@ from typing import Any
 from athena_refresh.catalog import CatalogSchedule
 from athena_refresh.contract import STALE_AFTER_PERIODS
 from athena_refresh.cost import format_usd
+from athena_refresh.failures import describe_failure
 from athena_refresh.stored import plain_item
 from slotlock import LockRecord, table
 from slotlock.codec import decode_lock_item, decode_slot_item
@@ -203,6 +204,26 @@ def _slot_items(reader: ResultsReader, probes: Mapping[str, Slot]) -> dict[str, 
     return found
 
 
+def last_slot(reader: ResultsReader, name: str, *, now_ms: int) -> tuple[str, str, str | None] | None:
+    """Job ``name``'s newest slot as ``(slot ISO, status, reason)`` (the overview's "last slot" cell), ``None``
+    before any slot. One consistent read of the live lock item, and one of the slot's history item unless
+    that slot is the last one the lock records as succeeded.
+
+    :raises BackendUnavailableError: DynamoDB failed. :raises Exception: the lock item cannot be decoded.
+    """
+    lock_item = reader.get_lock_item(table.lock_key(name))
+    if not lock_item:
+        return None
+    record = decode_lock_item(lock_item, table.lock_key(name))
+    slot = newest_slot(record)
+    if slot is None:
+        return None
+    succeeded = record.last_finished_slot == slot and record.last_finished_outcome == "succeeded"
+    slot_item = None if succeeded else reader.get_lock_item(table.slot_key(name, slot.iso))
+    status, detail = _status(name, record, slot, slot_item, now_ms)
+    return slot.iso, status, detail
+
+
 def job_row(
     name: str,
     lock_item: Mapping[str, Any] | None,
@@ -267,14 +288,8 @@ def _status(
     if status == "RUNNING":
         live = record.locked(now_ms) and record.lease_slot == slot
         return status, None if live else "lease expired: a retry or the next slot takes over"
-    if status == "MISSED":
-        reason = decoded.get("reason")
-        return status, reason if isinstance(reason, str) else None
-    error = decoded.get("error")
-    if status == "FAILED" and isinstance(error, dict):
-        parts = [str(error[key]) for key in ("type", "message") if error.get(key)]
-        return status, _cut(": ".join(parts)) if parts else None
-    return status, None
+    failure = describe_failure(status, decoded.get("reason"), decoded.get("error"))
+    return status, _cut(failure.summary()) if failure else None
 
 
 def _cost(pointer: Mapping[str, Any] | None) -> tuple[float | None, str | None]:

@@ -123,6 +123,7 @@ def result_document(stored: StoredResult, rows: list[dict[str, Any]]) -> dict[st
         "cost": stored.cost,
         "columns": stored.columns,
         "rows": rows,
+        "assertions_failed": stored.assertions_failed,
     }
 
 

@@ -1,7 +1,9 @@
 """The dashboard's custom widget, in two modes chosen by its ``params``:
 
 - ``{"job": <name>}``: a job's latest result as an HTML table, text columns included, with its slot, generation,
-  age and fencing token, so the dashboard shows what the job computed (one ``GetItem``);
+  age and fencing token, so the dashboard shows what the job computed (one ``GetItem``), under a line naming the
+  last slot's failure when it FAILED or MISSED (the table is then the last good result; one ``GetItem`` of the lock
+  item, a second of that slot's record, each a one-key ``BatchGetItem``); with no result yet, the last slot's status and reason;
 - ``{"view": "overview"}``: every job of the deployment in one table, one row per job (status of the last slot,
   age of the last success against the period, lease, pause, cost estimate, how to fetch the result):
   :mod:`results_api.overview` (one ``BatchGetItem`` per 50 jobs, and one per 100 last-slot records).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,8 +29,10 @@ from athena_refresh.cost import format_usd
 from athena_refresh.stored import StoredResult
 
 from . import overview
-from .errors import ResultsApiError
+from .errors import ResultNotFoundError, ResultsApiError
 from .reader import ResultsReader
+
+logger = logging.getLogger(__name__)
 
 MAX_ROWS = 100
 DOCUMENTATION = """## Latest results
@@ -60,9 +65,32 @@ def render_widget(reader: ResultsReader, job: Any, *, now_ms: int) -> str:
     try:
         stored = reader.latest(job)
         rows = reader.rows(stored)
+    except ResultNotFoundError as exc:
+        last = _last_slot(reader, job, now_ms)
+        return _message(html.escape(exc.message)) + (_message(last) if last else "")
     except ResultsApiError as exc:
         return _message(html.escape(exc.message))
-    return _table(stored, rows, now_ms)
+    last = _last_slot(reader, job, now_ms, unless_succeeded=True)
+    note = _message(f"{last} The result below is the last good one.") if last else ""
+    return note + _table(stored, rows, now_ms)
+
+
+def _last_slot(reader: ResultsReader, job: str, now_ms: int, *, unless_succeeded: bool = False) -> str:
+    """The job's newest slot, its status and, when it did not succeed, its reason (HTML); ``""`` when there is
+    nothing to say (no slot yet, or ``unless_succeeded`` and it did not fail or miss). QuickSight's SPICE keeps
+    the last good data visible when a refresh fails and says so: so does this widget."""
+    try:
+        last = overview.last_slot(reader, job, now_ms=now_ms)
+    except Exception:  # an unreadable lock item or DynamoDB failing: the result (or its message) is still shown
+        logger.warning("widget: job %s: the last slot cannot be read", job, exc_info=True)
+        return ""
+    if last is None:
+        return ""
+    slot_iso, status, detail = last
+    if unless_succeeded and status not in ("FAILED", "MISSED"):
+        return ""
+    text = f"Last slot {html.escape(slot_iso)}: <b>{html.escape(status)}</b>"
+    return text + (f": {html.escape(detail)}." if detail else ".")
 
 
 def widget_response(event: Mapping[str, Any], reader: ResultsReader, *, now_ms: int) -> str:

@@ -5,7 +5,7 @@ asynchronously with the manual marker; the next slot once the generation's item 
 
 :class:`Backfill` is a state machine stepped by the harness's loop (it never blocks the fake Lambda service):
 ``invoke(event)`` sends one asynchronous invocation; the generation's manual runs take the capacity budget's
-permits like the live slots but leave ``CAPACITY_MANUAL_HEADROOM`` free (docs/protocol.md, "Capacity semaphore").
+permits like the live slots but leave ``capacity.manual_headroom`` free (docs/protocol.md, "Capacity semaphore").
 """
 
 from __future__ import annotations

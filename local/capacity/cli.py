@@ -67,7 +67,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f" {report['lost_answers']['planned']}), the same query returned to a later start"
             f" {report['lost_answers']['same_query_returned']}, committed with the permit inherited"
             f" {report['lost_answers']['committed_with_permit_inherited']}; longest query active"
-            f" {report['longest_query_active_s']} s (CAPACITY_MAX_QUERY_ACTIVE_S {report['max_query_active_s']})"
+            f" {report['longest_query_active_s']} s (capacity.max_query_active_s {report['max_query_active_s']})"
         ),
         (
             f"permit take to query record p95 {report['take_to_record_s']['p95']} s, max"
@@ -117,7 +117,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
     add = parser.add_argument
     add("--jobs", type=int, default=d.jobs, help="jobs (one function each) firing on the same slot")
     add("--racers", type=int, default=d.racers, help="deliveries per job and slot")
-    add("--budget", type=int, default=d.budget, help="CAPACITY_PERMITS: the semaphore's permits")
+    add("--budget", type=int, default=d.budget, help="capacity.permits: the semaphore's permits")
     add("--quota", type=int, default=d.quota, help="Athena's active-query quota the local engine enforces")
     add(
         "--start-rate",
@@ -146,11 +146,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[CapacityOptions, Path]:
         "--max-query-active-s",
         type=float,
         default=d.max_query_active_s,
-        help="CAPACITY_MAX_QUERY_ACTIVE_S and the Athena stand-in's query timeout (at least 60)",
+        help="capacity.max_query_active_s and the Athena stand-in's query timeout (at least 60)",
     )
     add("--backfill-slots", type=int, default=d.backfill_slots, help="past slots of one job run as a backfill")
-    add("--wait-in-place-s", type=float, default=d.wait_in_place_s, help="CAPACITY_WAIT_IN_PLACE_S")
-    add("--manual-headroom", type=int, default=d.manual_headroom, help="CAPACITY_MANUAL_HEADROOM")
+    add("--wait-in-place-s", type=float, default=d.wait_in_place_s, help="capacity.wait_in_place_s")
+    add("--manual-headroom", type=int, default=d.manual_headroom, help="capacity.manual_headroom")
     add("--time-scale", type=float, default=d.time_scale, help="Lambda retries and deferrals come after delay x this")
     add("--timeout-s", type=int, default=d.timeout_s, help="the function's timeout (the fake service enforces it)")
     add("--max-slot-age-s", type=int, default=d.max_slot_age_s, help="MAX_SLOT_AGE_S")

@@ -7,16 +7,16 @@ the chaos suite drive (:mod:`local.emulators.lambda_service`):
   ``--racers`` Scheduler-shaped deliveries on the same slot at once. Each delivery runs the REAL handler in a pool of
   ``--environments`` execution environments (:mod:`local.capacity.worker`: each invocation runs as its job's function;
   deliveries beyond the pool wait in the service's queue, as asynchronous invocations wait for concurrency);
-- every winner takes a permit of the deployment's semaphore (``CAPACITY_PERMITS`` = ``--budget``) before it starts
+- every winner takes a permit of the deployment's semaphore (``capacity.permits`` = ``--budget``) before it starts
   its query on the Athena stand-in, which enforces Athena's own quota (``--quota`` active queries, 20 starts/s,
   burst 80) across every environment and records each query's active interval; each job's query has its own
-  duration (some longer than the lease), bounded by the stand-in's query timeout (``CAPACITY_MAX_QUERY_ACTIVE_S``);
+  duration (some longer than the lease), bounded by the stand-in's query timeout (``capacity.max_query_active_s``);
 - a **second deployment** (``--second-jobs`` jobs, its own lock table; :mod:`local.capacity.phases`) shares that
   budget through ``CAPACITY_TABLE_NAME`` and the same Athena: its jobs are named like some of the first's and fire on
   the same slot, so their permit owners differ only by the deployment;
 - a winner without a permit waits in place (heartbeating), past ``--wait-in-place-s`` gives the slot back, and the
   deferral (:class:`local.capacity.worker.LocalDeferral`) delivers the event again after the runtime's retry delay
-  (``CAPACITY_RETRY_DELAY_S``, at least 60 s) times ``--time-scale``;
+  (``capacity.retry_delay_s``, at least 60 s) times ``--time-scale``;
 - some permit holders are SIGKILLed (Lambda's async retry, with the same request id, must inherit the permit) or
   SIGSTOPped past their lease (a late delivery takes the slot over and inherits the permit; the stopped holder is
   resumed with SIGCONT and its writes are refused), some lose their StartQueryExecution answer (the stand-in
@@ -24,7 +24,7 @@ the chaos suite drive (:mod:`local.emulators.lambda_service`):
   expiry, inherits the permit and gets the same query back for the same ClientRequestToken), and a backfill
   (:mod:`local.capacity.backfill`) runs past slots of one job as manual generations beside the live schedule;
 - then one probe invocation (a job of its own, nothing waiting) counts the DynamoDB requests of a winner's slot,
-  and the **negative control** runs ``--control-jobs`` jobs the same way without the budget (``CAPACITY_PERMITS=0``):
+  and the **negative control** runs ``--control-jobs`` jobs the same way without the budget (``capacity.permits 0``):
   Athena's quota must then refuse starts (``TooManyRequestsException``), or the budget proved nothing.
 
 The verdict (:mod:`local.capacity.report`) reads the engine's intervals, the permit writes DynamoDB accepted, the

@@ -1,19 +1,21 @@
 """The deployments of a capacity run (:mod:`local.capacity.harness`) and their functions' environments.
 
-A :class:`Phase` is one deployment's run: its tables on the shared DynamoDB Local (:class:`LocalDeployment`), the
-environment of its job functions, the Athena stand-in's state directory and its plan. Three kinds:
+A :class:`Phase` is one deployment's run: its tables on the shared DynamoDB Local (:class:`LocalDeployment`), its job
+catalog with the capacity budget's numbers (:func:`capacity_budget`, the catalog's ``capacity`` section, as the stack
+writes it), the environment of its job functions (the wiring), the Athena stand-in's state directory and its plan.
+Three kinds:
 
-- ``budget``: the deployment whose lock table holds the capacity budget's permits (``CAPACITY_PERMITS`` N);
+- ``budget``: the deployment whose lock table holds the capacity budget's permits (``capacity.permits`` N);
 - ``second``: another deployment (its own lock table and results table: staging beside production) that shares
   that budget as ``capacity.table_name`` documents it: ``CAPACITY_TABLE_NAME`` names the first deployment's lock
   table, the semaphore's name and N are the same, and its queries run in the same Athena account (the same engine
   state directory, so one quota). Its jobs are named like some of the first's and fire on the same slot: their
   permit owners differ only by the deployment (``#d<lock table>``), and so do their ClientRequestTokens;
-- ``control``: the negative control, without the budget (``CAPACITY_PERMITS=0``), on an engine of its own.
+- ``control``: the negative control, without the budget (``capacity.permits`` 0), on an engine of its own.
 
-Every function of a run sets ``CAPACITY_MAX_QUERY_ACTIVE_S`` and the stand-in's query timeout
-(:data:`local.capacity.worker.ENV_ENGINE_QUERY_TIMEOUT_S`) to the same value: a true upper bound of how long a query
-stays active, which the plan's durations respect (:meth:`local.capacity.plan.CapacityOptions.problems`).
+Every deployment of a run has the same ``capacity.max_query_active_s`` and the stand-in's query timeout
+(:data:`local.capacity.worker.ENV_ENGINE_QUERY_TIMEOUT_S`) set to the same value: a true upper bound of how long a
+query stays active, which the plan's durations respect (:meth:`local.capacity.plan.CapacityOptions.problems`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from athena_refresh import contract
+from athena_refresh.budget import CapacityBudget
 from local.capacity.backfill import Backfill
 from local.capacity.plan import PROBE_JOB, CapacityOptions, CapacityPlan, job_definitions
 from local.capacity.worker import (
@@ -75,6 +78,19 @@ class Phase:
         return self.deployment.lock_table
 
 
+def capacity_budget(budget: int, options: CapacityOptions) -> CapacityBudget:
+    """The run's capacity budget as the stack writes it into the job catalog: ``budget`` permits (0: the negative
+    control, off), the options' wait in place, headroom and longest active query, the shortest retry delay (60 s,
+    Scheduler's granularity; the harness scales it by ``--time-scale``)."""
+    return CapacityBudget(
+        permits=budget,
+        wait_in_place_s=options.wait_in_place_s,
+        manual_headroom=options.manual_headroom,
+        retry_delay_s=contract.MIN_CAPACITY_RETRY_DELAY_S,
+        max_query_active_s=options.max_query_active_s,
+    )
+
+
 def build_phase(
     name: str,
     plan: CapacityPlan,
@@ -98,6 +114,7 @@ def build_phase(
         lock_table=f"capacity-{name}-locks-{run_id}",
         results_table=f"capacity-{name}-results-{run_id}",
         dynamodb_endpoint=endpoint,
+        capacity=capacity_budget(budget, options),
     )
     deployment.start()
     durations = workdir / "durations.json"
@@ -111,12 +128,7 @@ def build_phase(
     )
     env.update(
         {
-            contract.ENV_CAPACITY_PERMITS: str(budget),
             contract.ENV_CAPACITY_SEMAPHORE_NAME: SEMAPHORE_NAME,
-            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: str(options.wait_in_place_s),
-            contract.ENV_CAPACITY_MANUAL_HEADROOM: str(options.manual_headroom),
-            contract.ENV_CAPACITY_RETRY_DELAY_S: str(contract.MIN_CAPACITY_RETRY_DELAY_S),
-            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: f"{options.max_query_active_s:g}",
             ENV_ENGINE_QUERY_TIMEOUT_S: f"{options.max_query_active_s:g}",
             ENV_ENGINE_STATE_DIR: str(state_dir),
             ENV_ENGINE_QUOTA: json.dumps(
@@ -134,4 +146,4 @@ def build_phase(
     return Phase(name, deployment, env, state_dir, budget, plan, shares)
 
 
-__all__ = ["SEMAPHORE_NAME", "FunctionDelivery", "Phase", "build_phase"]
+__all__ = ["SEMAPHORE_NAME", "FunctionDelivery", "Phase", "build_phase", "capacity_budget"]

@@ -7,9 +7,9 @@ deployment sharing the budget.
 
 Time is scaled: Athena queries of a few seconds to a minute run here for a fraction of that
 (``query_ms``, ``long_query_ms``), and what the runtime or Lambda would do a minute or more later (Lambda's async
-retries, about 1 and 2 minutes; the capacity deferral's ``CAPACITY_RETRY_DELAY_S``, at least 60 s) happens after
+retries, about 1 and 2 minutes; the capacity deferral's ``capacity.retry_delay_s``, at least 60 s) happens after
 that delay times ``time_scale``. What is not scaled: the lease, and ``max_query_active_s``
-(``CAPACITY_MAX_QUERY_ACTIVE_S``, at least 60 s), a true upper bound of every simulated query's duration: the
+(``capacity.max_query_active_s``, at least 60 s), a true upper bound of every simulated query's duration: the
 Athena stand-in's query timeout is set to it (:mod:`local.capacity.worker`), and :meth:`CapacityOptions.problems`
 refuses a plan whose queries could run longer.
 """
@@ -66,7 +66,7 @@ class CapacityOptions:
     pauses: int = 2  # SIGSTOPped permit holders, taken over, then resumed (SIGCONT)
     lost_answers: int = 3  # permit holders whose StartQueryExecution applies but whose answer is lost (once)
     second_jobs: int = 40  # a second deployment's jobs on the same budget, named like some of the first's; 0: none
-    max_query_active_s: float = 60.0  # CAPACITY_MAX_QUERY_ACTIVE_S and the stand-in's query timeout (>= 60 s)
+    max_query_active_s: float = 60.0  # capacity.max_query_active_s and the stand-in's query timeout (>= 60 s)
     backfill_slots: int = 10
     wait_in_place_s: float = 4.0
     manual_headroom: int = 2
@@ -74,7 +74,7 @@ class CapacityOptions:
     timeout_s: int = 60
     max_slot_age_s: int = 7200
     memory_mb: int = 256
-    control_jobs: int = 40  # the negative control (CAPACITY_PERMITS=0); 0: none
+    control_jobs: int = 40  # the negative control (capacity.permits 0); 0: none
     seed: int = 20261124
     workdir: Path = REPO_ROOT / ".capacity"
     max_run_s: float = 1200.0
@@ -86,7 +86,7 @@ class CapacityOptions:
         if self.jobs < 1 or self.racers < 1:
             found.append("jobs and racers must be at least 1")
         if not 1 <= self.budget <= 99:
-            found.append("budget must be 1..99 (CAPACITY_PERMITS)")
+            found.append("budget must be 1..99 (capacity.permits)")
         if self.quota < 1:
             found.append("quota must be at least 1")
         if not 0 <= self.manual_headroom < self.budget:
@@ -101,7 +101,7 @@ class CapacityOptions:
             found.append("the second deployment's jobs must be 0..jobs (they are named like the first's)")
         low, high = contract.NUMERIC_BOUNDS[contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S]
         if not low <= self.max_query_active_s <= high:
-            found.append(f"max query active must be {low:g}..{high:g} s (CAPACITY_MAX_QUERY_ACTIVE_S)")
+            found.append(f"max query active must be {low:g}..{high:g} s (capacity.max_query_active_s)")
         elif self.max_query_active_s * 1000 < longest_query_ms(self):
             found.append(
                 f"max query active ({self.max_query_active_s:g} s) is below the longest planned query"

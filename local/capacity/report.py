@@ -13,7 +13,7 @@ Goals (each ``{"pass": bool, ...}``; the run fails when one does not pass; ``pas
 that need the negative control when the run had none): the engine never saw more active queries than the budget,
 Athena never answered ``TooManyRequestsException``, every slot of either deployment committed exactly once
 (SUCCEEDED; MISSED ``capacity`` only past its maximum age), nothing in the failure queue, the capacity checker found
-no violation, no query stayed active longer than ``CAPACITY_MAX_QUERY_ACTIVE_S``, the semaphore adds at most 2
+no violation, no query stayed active longer than ``capacity.max_query_active_s``, the semaphore adds at most 2
 DynamoDB requests to a winner's slot when no one waits, and the negative control (no budget) did meet
 ``TooManyRequestsException`` and the checker, judging it against the budget it lacked, reports
 ``capacity_exceeded`` (else the budget, or the checker, proved nothing).

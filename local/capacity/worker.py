@@ -13,7 +13,7 @@ botocore's event hooks, never by editing the runtime:
   (:class:`~local.emulators.duckdb_engine.EngineQuota`, from ``LOCAL_ENGINE_QUOTA``) across every environment
   sharing ``LOCAL_ENGINE_STATE_DIR``, and each job's own simulated duration (``LOCAL_QUERY_DURATIONS``, a JSON
   file: job -> ms), never longer than the query timeout (``LOCAL_ENGINE_QUERY_TIMEOUT_S``, Athena's DML query
-  timeout: the harness sets it to the functions' ``CAPACITY_MAX_QUERY_ACTIVE_S``, so that bound is real); every
+  timeout: the harness sets it to the functions' ``capacity.max_query_active_s``, so that bound is real); every
   ``StartQueryExecution`` answer is reported to the parent (``query_start``, ``query_refused``);
 - **a lost StartQueryExecution answer** (the invocation's fault ``lose_start_answer``): the start is applied (the
   query registered and running), then the call raises a retryable ``QueryEngineError``, as botocore does when

@@ -3,7 +3,8 @@
 python -m local.demo [--job NAME ...] [--slots K] [--racers N] [--lease-s S] [--no-faults] [--report PATH]
                      [--workdir .demo] [--jobs-dir jobs]
 
-Exit status: 0 every check passed; 1 a check failed (listed after ``FAILED:``); 2 bad arguments (a ``--job`` with no
+Exit status: 0 every check passed (a job whose query failed is not a failed check: its FAILED slots, recorded once,
+are counted in ``slots_failed`` and named with their reason); 1 a check failed (listed after ``FAILED:``); 2 bad arguments (a ``--job`` with no
 folder: one ``error:`` line listing the jobs there are), or the demo could
 not run: an environment problem (the moto server or the execution environments did not start, a work directory
 that cannot be written, the sample data that cannot be built), one ``the demo could not run:`` line on stderr
@@ -24,7 +25,15 @@ from typing import Any
 
 from athena_refresh.checks import ConfigError, format_problems
 from local.demo import runner
-from local.demo.plan import DEFAULT_LEASE_S, DEFAULT_QUERY_MS, DEFAULT_RACERS, DEFAULT_SLOTS, REPO_ROOT, DemoOptions
+from local.demo.plan import (
+    DEFAULT_LEASE_S,
+    DEFAULT_QUERY_MS,
+    DEFAULT_RACERS,
+    DEFAULT_SLOTS,
+    REPO_ROOT,
+    DemoOptions,
+    NoLocalDataError,
+)
 from local.demo.runner import Demo, UnknownJobError
 from local.emulators.environment import LOCAL_RUN_ERRORS, describe
 from tools.cli.program import prog
@@ -78,6 +87,13 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
     )
     parser.add_argument("--seed", type=int, default=13, help="racer-to-environment shuffling (default %(default)s)")
     parser.add_argument(
+        "--parallel-jobs",
+        type=_count(1000),
+        default=None,
+        metavar="J",
+        help="run J jobs at once, in batches (default: as many as this machine's cores and memory carry)",
+    )
+    parser.add_argument(
         "--jobs-dir", type=Path, default=REPO_ROOT / "jobs", help="the job folders (default: %(default)s)"
     )
     args = parser.parse_args(argv)
@@ -92,6 +108,7 @@ def parse_args(argv: list[str] | None) -> DemoOptions:
         seed=args.seed,
         jobs=patterns(args.select),
         jobs_dir=args.jobs_dir.resolve(),
+        parallel_jobs=args.parallel_jobs or 0,
     )
 
 
@@ -106,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         demo = Demo(options)  # reads the job folders
     except UnknownJobError as exc:
         print(f"error: -s/--select: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except NoLocalDataError as exc:  # every selected job reads its own table and has no sample files
+        print(f"the demo could not run: {exc}", file=sys.stderr, flush=True)
         return 2
     except ConfigError as exc:  # the job folders: every problem on its own line, as synth prints them
         print(format_problems(exc.problems), file=sys.stderr, flush=True)
@@ -135,6 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"OK: {totals['slots_completed']}/{totals['slots']} slots committed exactly once, no duplicate"
                 f" commit, {totals['stale_writes_rejected']} stale write(s) rejected, one query per slot."
             )
+            failing = {s["job"]: s["error_reason"] for s in report["per_slot"] if s.get("status") == "failed"}
+            if failing:
+                demo.out(
+                    f"  {totals['slots_failed']} slot(s) FAILED, recorded once (the jobs' own queries, stored and"
+                    " served with their reason):"
+                )
+                for job, reason in sorted(failing.items()):
+                    demo.out(f"  - {job}: {reason}")
         else:
             demo.out("FAILED:")
             for failure in demo.failures:

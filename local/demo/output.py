@@ -115,6 +115,7 @@ def write_demo_report(demo: Demo, totals: dict[str, Any]) -> dict[str, Any]:
                 }
                 for job in demo.jobs
             },
+            "jobs_not_run": dict(demo.left_out),  # job -> why it cannot run locally (its own table, no files)
         },
         "per_slot": [rec.summary for rec in demo.slots],
         "store": None

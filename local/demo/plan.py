@@ -13,7 +13,7 @@ from pathlib import Path
 
 from local.emulators.lambda_model import KILL, PAUSE
 from local.scenario.driver import REPO_ROOT
-from stacks.jobs import DEFAULT_LOCAL_JOB, JobDefinition, discover, load_jobs
+from stacks.jobs import DEFAULT_LOCAL_JOB, GlueSource, JobDefinition, discover, load_jobs
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select
 
@@ -22,6 +22,14 @@ DEFAULT_RACERS = 6  # the six instances of the original problem
 DEFAULT_LEASE_S = 4.0  # short, so takeovers happen within seconds (the sample jobs use 45 s and 50 s)
 DEFAULT_QUERY_MS = 1500  # how long each query appears QUEUED/RUNNING, like an Athena query
 DEFAULT_TIMEOUT_S = 60  # the demo's Lambda timeout (the jobs use their lambda_timeout_s)
+#: Resident memory of one local Lambda execution environment (Python, boto3, DuckDB, the handler), MB: measured
+#: by a user's 41-job demo, 246 environments in 16 GB (issue 34); rounded up.
+ENVIRONMENT_MB = 70
+#: The share of the available memory the demo's environments may take (the moto server, DuckDB's queries and the
+#: rest of the machine keep the other half).
+MEMORY_SHARE = 0.5
+#: Jobs at once per core: a job's racers mostly wait (the simulated query, the lease), so a core carries two jobs.
+JOBS_PER_CORE = 2
 
 
 FAULT_CHECKPOINT = {KILL: "query_started", PAUSE: "before_commit"}
@@ -46,11 +54,37 @@ class DemoOptions:
     seed: int = 13
     jobs: tuple[str, ...] = ()  # the jobs to run (--job, repeatable); empty: every job folder
     jobs_dir: Path = REPO_ROOT / "jobs"
+    parallel_jobs: int = 0  # how many jobs run at once (--parallel-jobs); 0: as many as the machine carries
 
     @property
     def heartbeat_s(self) -> float:
         """A quarter of the lease (1 s for the default 4 s lease): well below half, as the lock requires."""
         return round(self.lease_s / 4, 3)
+
+
+def jobs_at_once(jobs: int, racers: int, *, cores: int, available_mb: float | None, asked: int = 0) -> int:
+    """How many jobs' functions run at once: ``asked`` when given (>0), else as many as the machine carries, by
+    its cores (:data:`JOBS_PER_CORE` each) and its available memory (:data:`MEMORY_SHARE` of ``available_mb`` over
+    :data:`ENVIRONMENT_MB` per environment, ``racers`` + 1 per job: a retry or a late delivery needs one more);
+    at least 1, at most ``jobs``. The racers of one slot always start together: that race is the point."""
+    if asked > 0:
+        return max(1, min(asked, jobs))
+    by_cores = max(1, cores * JOBS_PER_CORE)
+    by_memory = (
+        by_cores if available_mb is None else int(available_mb * MEMORY_SHARE // (ENVIRONMENT_MB * (racers + 1)))
+    )
+    return max(1, min(jobs, by_cores, by_memory))
+
+
+def available_memory_mb(meminfo: Path = Path("/proc/meminfo")) -> float | None:
+    """The memory the kernel says is available for new processes (``MemAvailable``), MB; ``None`` when unknown."""
+    try:
+        for line in meminfo.read_text(encoding="ascii").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def fault_plan(slots: int, enabled: bool = True) -> dict[int, str]:
@@ -87,3 +121,29 @@ def select_jobs(jobs_dir: Path, names: tuple[str, ...] = ()) -> list[JobDefiniti
     settings = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
     jobs = [job for job in load_jobs(jobs_dir, settings, root=jobs_dir.parent) if not wanted or job.job_name in wanted]
     return sorted(jobs, key=lambda job: (job.job_name != DEFAULT_LOCAL_JOB, job.job_name))
+
+
+class NoLocalDataError(LookupError):
+    """No job the demo selected can run locally (each reads its own Glue table and has no sample files): one line,
+    exit 2."""
+
+
+def runnable_jobs(
+    jobs: list[JobDefinition], data_dir: Path | None = None
+) -> tuple[list[JobDefinition], dict[str, str]]:
+    """The jobs the local engine can run (a sample source, or your own Glue table with Parquet files under
+    ``.cache/data/<table>/``: :func:`tools.jobs.common.own_table_dir`) and, per job left out, the one line saying why
+    (:func:`tools.jobs.common.no_own_files`).
+
+    :raises NoLocalDataError: every job is left out (the lines joined)."""
+    from tools.jobs import common
+
+    left_out = {
+        job.job_name: common.no_own_files(job, data_dir)
+        for job in jobs
+        if isinstance(job.source, GlueSource) and common.own_table_dir(job, data_dir) is None
+    }
+    runnable = [job for job in jobs if job.job_name not in left_out]
+    if jobs and not runnable:
+        raise NoLocalDataError("; ".join(f"{name}: {why}" for name, why in left_out.items()))
+    return runnable, left_out

@@ -23,6 +23,7 @@ TOTALS_SHOWN = (
     "racers",
     "invocations",
     "slots_completed",
+    "slots_failed",
     "duplicate_commits",
     "stale_writes_rejected",
     "stale_writes_accepted",
@@ -215,7 +216,8 @@ def print_tables(
     out("")
     out("Totals: " + ", ".join(f"{k} {totals[k]}" for k in TOTALS_SHOWN))
     for name, job_totals in (totals.get("per_job") or {}).items():
-        shown = ("slots", "invocations", "slots_completed", "takeovers", "reentries", "stale_writes_rejected")
+        shown = ("slots", "invocations", "slots_completed", "slots_failed", "takeovers", "reentries")
+        shown += ("stale_writes_rejected",)
         out(f"  {name}: " + ", ".join(f"{k} {job_totals[k]}" for k in shown))
 
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import random
 import shutil
 import signal
@@ -72,6 +73,7 @@ from typing import Any
 
 from local.demo import output, verification
 from local.demo.plan import (
+    ENVIRONMENT_MB,
     FAULT_CHECKPOINT,
     FUNCTION_NAME,
     KILL,
@@ -82,7 +84,10 @@ from local.demo.plan import (
     RESULTS_TABLE,
     DemoOptions,
     UnknownJobError,
+    available_memory_mb,
     fault_plan,
+    jobs_at_once,
+    runnable_jobs,
     select_jobs,
 )
 from local.demo.printer import short, slot_line
@@ -99,7 +104,7 @@ from local.scenario.driver import Scenario, iso, scheduler_event
 from sample_data.flights import FLIGHTS_FIRST_DT, FLIGHTS_LAST_DT, FLIGHTS_ROW_COUNT
 from slotlock import Slot
 from slotlock.schedule import latest_firings
-from stacks.jobs import JobDefinition
+from stacks.jobs import GlueSource, JobDefinition
 
 RETRY_MARGIN_S = 0.5  # retries and redeliveries come this long after the lease has run out
 WORKER_START_TIMEOUT_S = 120.0
@@ -147,7 +152,8 @@ class Demo(Scenario):
         self.rng = random.Random(options.seed)
         # Every job under jobs/ (or the --job ones), the flights dashboard first: it takes the kill, the last job
         # the pause.
-        self.jobs: list[JobDefinition] = select_jobs(options.jobs_dir, options.jobs)
+        # A job on its own Glue table without sample files under .cache/data/<table>/ is left out, with its reason.
+        self.jobs, self.left_out = runnable_jobs(select_jobs(options.jobs_dir, options.jobs))
         self.job = self.jobs[0].config
         self.deployment = self.add_deployment(
             LocalDeployment(
@@ -167,6 +173,7 @@ class Demo(Scenario):
         self.setup_s = 0.0
         self.run_s = 0.0
         self.interrupted: int | None = None  # set by the signal handler; checked between waits
+        self.at_once = len(self.jobs)  # jobs whose environments run at once (setup sizes it to the machine)
 
     def request_stop(self, signum: int, frame: Any = None) -> None:
         """Signal handler: only sets a flag (raising inside a lock wait could corrupt the lock)."""
@@ -213,6 +220,14 @@ class Demo(Scenario):
             f"  {self.rel(table_dir)}: {FLIGHTS_ROW_COUNT:,} real departures of 2013 (NYC airports),"
             f" one partition per UTC day {FLIGHTS_FIRST_DT}..{FLIGHTS_LAST_DT}"
         )
+        for job in self.jobs:  # a job on its own Glue table runs on its sample files
+            if isinstance(job.source, GlueSource):
+                self.say(
+                    f"  {job.job_name}: its own table {job.source.table},"
+                    f" files under {self.rel(table_dir.parent / job.source.table)}/"
+                )
+        for name, why in self.left_out.items():  # one line each: what cannot run locally
+            self.say(f"  {name}: not run locally: {why}")
         # What the stack sets, from each job folder, except the short demo lease and the widened slot age (see
         # the module docstring); one function (a pool of environments) per job, as the stack deploys them.
         for job in self.jobs:
@@ -232,18 +247,35 @@ class Demo(Scenario):
                 logs_dir=self.logs_dir / name,
                 argv=self._worker_argv(job),
             )
-        self.say(
-            f"starting {self.o.racers} Lambda execution environments for each of {len(self.jobs)} jobs"
-            f" ({', '.join(j.job_name for j in self.jobs)}; the real handler, DuckDB engine) ..."
+        cores, available_mb = os.cpu_count() or 1, available_memory_mb()
+        self.at_once = jobs_at_once(
+            len(self.jobs), self.o.racers, cores=cores, available_mb=available_mb, asked=self.o.parallel_jobs
         )
-        for job in self.jobs:
-            self._ensure_ready(job.job_name)
-        inits = [w.init_ms for svc in self.services for w in svc.workers.values() if w.init_ms is not None]
+        if self.at_once < len(self.jobs):
+            batches = -(-len(self.jobs) // self.at_once)
+            memory = f", {available_mb / 1024:.1f} GB available" if available_mb is not None else ""
+            self.say(
+                f"note: {len(self.jobs)} jobs x {self.o.racers} racers need {len(self.jobs) * self.o.racers} execution"
+                f" environments (about {len(self.jobs) * self.o.racers * ENVIRONMENT_MB / 1024:.1f} GB); this machine"
+                f" ({cores} cores{memory}) runs {self.at_once} job(s) at once: {batches} batches, one after the other"
+                " (--parallel-jobs J to choose; -s/--select to run fewer jobs)"
+            )
+        self.setup_s = time.monotonic() - self.t0
+
+    def _start_functions(self, jobs: list[JobDefinition]) -> None:
+        """Start ``jobs``' execution environments (``racers`` each, warm before their first slot)."""
         self.say(
-            f"  {len(inits)} environments ready (cold init {min(inits)}-{max(inits)} ms; logs in"
+            f"starting {self.o.racers} Lambda execution environments for each of {len(jobs)} jobs"
+            f" ({', '.join(j.job_name for j in jobs)}; the real handler, DuckDB engine) ..."
+        )
+        for job in jobs:
+            self._ensure_ready(job.job_name)
+        services = [self.service_of(job.job_name) for job in jobs]
+        inits = [w.init_ms for svc in services for w in svc.workers.values() if w.init_ms is not None]
+        self.say(
+            f"  {len(inits)} environments ready (cold init {min(inits, default=0)}-{max(inits, default=0)} ms; logs in"
             f" {self.rel(self.logs_dir)}/<job>/)"
         )
-        self.setup_s = time.monotonic() - self.t0
 
     def _worker_argv(self, job: JobDefinition) -> Callable[[str, int], list[str]]:
         name = job.job_name
@@ -370,37 +402,56 @@ class Demo(Scenario):
                 f" at the slot's time on the {config.data_year} timeline"
             )
         started = time.monotonic()
-        for rec in self.slots:
-            self._run_slot(rec)
+        for first in range(0, len(self.jobs), self.at_once):  # a batch of jobs at once, its environments then gone
+            batch = self.jobs[first : first + self.at_once]
+            self._start_functions(batch)
+            names = {job.job_name for job in batch}
+            for number in range(1, self.o.slots + 1):  # the batch's i-th slots together, each job's in turn
+                self._run_round([rec for rec in self.slots if rec.job in names and rec.number == number])
+            if len(batch) < len(self.jobs):
+                for job in batch:
+                    self.service_of(job.job_name).close()  # frees the batch's memory; its history stays
         self.run_s = time.monotonic() - started
 
-    def _run_slot(self, rec: SlotRecord) -> None:
-        service = self.service_of(rec.job)
-        self._ensure_ready(rec.job)
-        rec.started_at = time.monotonic()
-        fault = {"action": rec.fault, "checkpoint": FAULT_CHECKPOINT[rec.fault]} if rec.fault else None
-        racers = list(range(self.o.racers))
-        self.rng.shuffle(racers)  # which racer meets which warm environment
-        for racer in racers:  # all racers at the same moment, like the Scheduler's fan-out
-            event = scheduler_event(rec.job, rec.iso, racer)
-            delivery = Delivery(
-                str(uuid.uuid4()), rec.iso, rec.index, racer, event, "race", fault=dict(fault) if fault else None
-            )
-            service.invoke(delivery)
+    def _run_round(self, recs: list[SlotRecord]) -> None:
+        """One slot of each of ``recs``' jobs at the same moment (each job's racers together, as the Scheduler
+        fans out), stepped until every one has resolved; each bounded."""
         limit = self.o.timeout_s + TIMEOUT_GRACE_S + (MAX_ASYNC_RETRIES + 1) * (self.o.lease_s + 2) + 30
-        deadline = rec.started_at + limit
-        while not service.quiet() or (rec.paused is not None and not rec.resumed):
+        for rec in recs:
+            self._ensure_ready(rec.job)
+        for rec in recs:
+            rec.started_at = time.monotonic()
+            fault = {"action": rec.fault, "checkpoint": FAULT_CHECKPOINT[rec.fault]} if rec.fault else None
+            racers = list(range(self.o.racers))
+            self.rng.shuffle(racers)  # which racer meets which warm environment
+            for racer in racers:  # all racers at the same moment, like the Scheduler's fan-out
+                event = scheduler_event(rec.job, rec.iso, racer)
+                delivery = Delivery(
+                    str(uuid.uuid4()), rec.iso, rec.index, racer, event, "race", fault=dict(fault) if fault else None
+                )
+                self.service_of(rec.job).invoke(delivery)
+        pending = list(recs)
+        while pending:
             self.check_interrupt()
-            if time.monotonic() > deadline:
-                rec.timed_out = True
-                self.failures.append(f"{rec.job} slot {rec.iso} did not resolve within {limit:.0f} s")
-                self.say(f"  ! {rec.job} slot {rec.number} did not resolve within {limit:.0f} s")
-                if rec.paused is not None and not rec.resumed:
-                    rec.resumed = True
-                    service.resume(rec.paused, "the slot's bound")
-                break
-            service.step(0.05)
-            self._maybe_resume(rec)
+            for rec in list(pending):
+                service = self.service_of(rec.job)
+                if service.quiet() and (rec.paused is None or rec.resumed):
+                    self._finish(rec)
+                    pending.remove(rec)
+                elif time.monotonic() > rec.started_at + limit:
+                    rec.timed_out = True
+                    self.failures.append(f"{rec.job} slot {rec.iso} did not resolve within {limit:.0f} s")
+                    self.say(f"  ! {rec.job} slot {rec.number} did not resolve within {limit:.0f} s")
+                    if rec.paused is not None and not rec.resumed:
+                        rec.resumed = True
+                        service.resume(rec.paused, "the slot's bound")
+                    self._finish(rec)
+                    pending.remove(rec)
+            for rec in pending:
+                self.service_of(rec.job).step(0.05 / len(pending))
+                self._maybe_resume(rec)
+
+    def _finish(self, rec: SlotRecord) -> None:
         rec.finished_at = time.monotonic()
         rec.summary = self.summarise(rec)
         self.say(slot_line(self.o.slots, rec.summary, rec.finished_at - rec.started_at))

@@ -3,7 +3,8 @@
 What ``cdk deploy`` creates, stood up on this machine: a DynamoDB endpoint (AWS DynamoDB Local, or the
 atomic moto server of :mod:`local.emulators.atomic_moto`, which also serves S3), the lock table
 (:func:`slotlock.create_lock_table`), the results table (:func:`athena_refresh.results.create_results_table`),
-optionally the results bucket (moto only), and the function's environment: what the stack sets
+optionally the results bucket (moto only), the job catalog (:func:`athena_refresh.catalog.write_catalog`, as the
+stack writes it: the jobs' specs and the capacity budget), and the function's environment: what the stack sets
 (:meth:`athena_refresh.jobspec.JobSpec.wiring_environment`) plus what the Lambda service sets, pointed at the
 local endpoint. At the end, :meth:`LocalDeployment.final_state` reads the stores back through the runtime's
 own readers (``slotlock.SlotLock``, ``athena_refresh.results.ResultsStore``) for the checker
@@ -25,7 +26,8 @@ import boto3
 from botocore.config import Config
 
 from athena_refresh import contract
-from athena_refresh.catalog import CATALOG_FILE, catalog_document
+from athena_refresh.budget import CapacityBudget
+from athena_refresh.catalog import CATALOG_FILE, write_catalog
 from athena_refresh.engine import client_request_token
 from athena_refresh.results import ResultsStore, create_results_table
 from athena_refresh.settings import Settings
@@ -56,7 +58,9 @@ class LocalDeployment:
     """The tables (and bucket) of one run of one or more jobs on a local endpoint; :meth:`close` is idempotent.
 
     ``backend``: one of :data:`BACKENDS`; ``dynamodb_endpoint`` reuses a running DynamoDB Local instead of
-    starting one. ``results_bucket``: also create the results bucket (needs ``atomic-moto``).
+    starting one. ``results_bucket``: also create the results bucket (needs ``atomic-moto``). ``capacity``: the
+    deployment's Athena capacity budget, written into its job catalog as the stack writes it (``None``: none, the
+    budget off).
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class LocalDeployment:
         results_table: str,
         results_bucket: str | None = None,
         dynamodb_endpoint: str | None = None,
+        capacity: CapacityBudget | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise LocalDeploymentError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -83,6 +88,7 @@ class LocalDeployment:
         self.lock_table = lock_table
         self.results_table = results_table
         self.results_bucket = results_bucket
+        self.capacity = capacity
         self.endpoint: str | None = dynamodb_endpoint if backend == "dynamodb-local" else None
         self._reused = self.endpoint is not None
         self._ddb_local: Any = None
@@ -104,10 +110,9 @@ class LocalDeployment:
                 log_path.unlink(missing_ok=True)
                 self._moto_proc, endpoint = start_server_process(log_path=log_path, env=aws_env(), timeout_s=60)
                 self.endpoint = str(endpoint)
-        # The job catalog the stack bundles in the asset (athena_refresh.catalog), for this job.
+        # The job catalog the stack bundles in the asset (athena_refresh.catalog), for these jobs and the budget.
         self.workdir.mkdir(parents=True, exist_ok=True)
-        document = catalog_document(catalog_queries(self.jobs))
-        self.catalog_path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        write_catalog(self.catalog_path, catalog_queries(self.jobs), capacity=self.capacity)
         ddb = self.client("dynamodb")
         create_lock_table(ddb, self.lock_table)
         create_results_table(ddb, self.results_table)

@@ -2,8 +2,9 @@
 cdk-nag acknowledgment.
 
 The budget (cdk.json ``context.stack.capacity``, :class:`~stacks.stack_settings.CapacitySettings`) is the same for
-every job of the deployment, so every job function gets ``contract.CAPACITY_ENV_VARS`` (changing the budget updates
-every job stack). The runtime bounds the active queries with ``slotlock.Semaphore`` on the lock table (permit items
+every job of the deployment, so every job's catalog carries its numbers (``stacks.runtime_asset``: the catalog's
+``capacity`` section) and every job function gets its wiring, ``contract.CAPACITY_ENV_VARS`` (changing the budget
+updates every job stack). The runtime bounds the active queries with ``slotlock.Semaphore`` on the lock table (permit items
 ``permit#<name>#<i>`` and ``tickets#<name>``), and a slot that waited too long for a permit is given back and comes
 back ``retry_delay_s`` later through a one-time EventBridge Scheduler schedule (``at(...)``,
 ``ActionAfterCompletion: DELETE``) whose target is the job's own function and whose role is the job's Scheduler role
@@ -145,7 +146,8 @@ def wire_capacity(
     job_name: str,
     lock_table_name: str,
 ) -> None:
-    """Set ``contract.CAPACITY_ENV_VARS`` on ``function`` (always; ``CAPACITY_PERMITS=0`` when off) and, when the
+    """Set ``contract.CAPACITY_ENV_VARS`` (the budget's wiring) on ``function`` (always, the budget off too: its
+    numbers, ``permits`` 0 when off, are in the job's catalog) and, when the
     budget is on, grant its role the deferral (the semaphore's read comes with the lock grant:
     ``OncePerSlotSchedule(capacity_semaphore=True)``).
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # 8 execution environments on DynamoDB Local: not
 
 JOBS, RACERS, BUDGET, QUOTA, BACKFILL = 12, 3, 3, 4, 3
 SECOND_JOBS, LOST_ANSWERS = 4, 1
-#: CAPACITY_MAX_QUERY_ACTIVE_S (its minimum) and the stand-in's query timeout: above every planned query (<= 13.5 s)
+#: capacity.max_query_active_s (its minimum) and the stand-in's query timeout: above every planned query (<= 13.5 s)
 MAX_QUERY_ACTIVE_S = 60.0
 
 # The harness copies the flights-dashboard sample: here its canonical copy (tests/fixtures/jobs), whatever jobs/ holds.

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from local.demo import cli
-from local.demo.plan import KILL, PAUSE, DemoOptions, fault_plan
+from local.demo.plan import KILL, PAUSE, DemoOptions, available_memory_mb, fault_plan, jobs_at_once
 from local.demo.printer import deployed_job_lines, failure_reason, read_api_lines, slot_line
 from local.demo.runner import Demo, select_jobs
 from local.emulators.lambda_runtime import LambdaContext
@@ -201,6 +201,53 @@ def run_demo(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess
     return proc, report_path, workdir
 
 
+@pytest.mark.parametrize(
+    ("jobs", "racers", "cores", "available_mb", "asked", "expected"),
+    [
+        (2, 6, 2, 20_000, 0, 2),  # the samples: both at once
+        (41, 6, 2, 20_000, 0, 4),  # forty jobs on 2 cores: 4 at once (cores), memory would carry 20
+        (41, 6, 16, 3_000, 0, 3),  # many cores, little memory: 3 x 7 environments x 70 MB within half of 3 GB
+        (41, 6, 2, 100, 0, 1),  # never below one job
+        (41, 6, 2, None, 0, 4),  # memory unknown: the cores decide
+        (41, 6, 2, 20_000, 10, 10),  # --parallel-jobs decides
+        (3, 6, 2, 20_000, 10, 3),  # ... within the jobs there are
+    ],
+)
+def test_jobs_at_once_are_bounded_by_cores_and_memory(
+    jobs: int, racers: int, cores: int, available_mb: float | None, asked: int, expected: int
+) -> None:
+    assert jobs_at_once(jobs, racers, cores=cores, available_mb=available_mb, asked=asked) == expected
+
+
+def test_available_memory_is_read_from_meminfo(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24576000 kB\nMemAvailable:   20480000 kB\n", encoding="ascii")
+    assert available_memory_mb(meminfo) == 20_000
+    assert available_memory_mb(tmp_path / "absent") is None
+    meminfo.write_text("MemTotal: 1 kB\n", encoding="ascii")
+    assert available_memory_mb(meminfo) is None
+
+
+@pytest.mark.slow
+def test_jobs_beyond_the_machine_run_in_batches_each_slot_still_once(tmp_path: Path) -> None:
+    """Issue 34: 41 jobs started 246 environments at once (16 GB). With one job at a time, each job's environments
+    start for its batch and stop after it; every slot still commits once."""
+    jobs_dir = tmp_path / "jobs"
+    for name in ("a-routes", "b-routes", "c-routes"):
+        shutil.copytree(FIXTURE_JOBS_DIR / TOP_ROUTES, jobs_dir / name)
+    proc, report_path, _ = run_demo(
+        tmp_path, "--jobs-dir", str(jobs_dir), "--slots", "1", "--racers", "2", "--no-faults", "--parallel-jobs", "1"
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "note: 3 jobs x 2 racers need 6 execution environments" in proc.stdout
+    assert "runs 1 job(s) at once: 3 batches" in proc.stdout
+    assert proc.stdout.count("starting 2 Lambda execution environments for each of 1 jobs") == 3
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["ok"] is True and report["slots_completed"] == report["slots"] == 3
+    assert report["duplicate_commits"] == 0 and report["queries_started"] == 3
+
+
 @pytest.mark.slow
 def test_a_failed_slot_shows_its_reason_in_its_slot_line(tmp_path: Path) -> None:
     jobs_dir = tmp_path / "jobs"
@@ -213,7 +260,9 @@ def test_a_failed_slot_shows_its_reason_in_its_slot_line(tmp_path: Path) -> None
         tmp_path, "--jobs-dir", str(jobs_dir), "--slots", "2", "--racers", "2", "--lease-s", "3", "--no-faults"
     )
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 1, output  # a check failed: the slots did not succeed
+    # issue 34: a job whose query fails is the job's problem, not a failed check: the guarantees held (one
+    # query, one terminal record per slot), its FAILED slots are counted and named with their reason, exit 0
+    assert proc.returncode == 0, output
     lines = [line for line in proc.stdout.splitlines() if " slot " in line and "broken-routes 20" in line]
     assert [line.split("] ", 1)[1].split(" broken-routes")[0] for line in lines] == ["slot 1/2", "slot 2/2"], output
     for line in lines:
@@ -224,8 +273,11 @@ def test_a_failed_slot_shows_its_reason_in_its_slot_line(tmp_path: Path) -> None
     assert all(
         s["status"] == "failed" and s["error_reason"].startswith("COLUMN_NOT_FOUND: ") for s in report["per_slot"]
     )
-    assert all("slot item status FAILED (COLUMN_NOT_FOUND: " in f for f in report["failures"]), report["failures"]
-    assert "FAILED:" in proc.stdout
+    assert report["ok"] is True and report["failures"] == [], report["failures"]
+    assert (report["slots_failed"], report["slots_completed"], report["queries_started"]) == (2, 0, 2)
+    assert report["per_job"]["broken-routes"]["violations"] == []
+    assert "2 slot(s) FAILED, recorded once" in proc.stdout and "- broken-routes: COLUMN_NOT_FOUND: " in proc.stdout
+    assert "FAILED:" not in proc.stdout
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
-"""The Athena capacity budget (issue 24) in the stacks: cdk.json ``context.stack.capacity`` validated at synth, the
-same ``contract.CAPACITY_ENV_VARS`` in every job function's environment, the semaphore's read and the deferral's
-least-privilege grants (none while the budget is off, none for the read side), and the dashboard's one "Athena
-capacity" graph.
+"""The Athena capacity budget (issue 24) in the stacks (cdk.json ``context.stack.capacity`` validated at synth:
+tests/stacks/test_capacity_settings.py): its numbers in every job's catalog (the ``capacity`` section) and the same
+wiring, ``contract.CAPACITY_ENV_VARS``, in every job function's environment (none of its numbers there), the
+semaphore's read and the deferral's least-privilege grants (none while the budget is off, none for the read side),
+and the dashboard's one "Athena capacity" graph.
 
 The sample deployment (``template``: every stack merged, cross-stack references read as local ones) runs with
 cdk.json's budget (10 permits, the default semaphore name); one more synthesis has the budget off and a semaphore
@@ -11,20 +12,19 @@ deployment's budget: its lock table and its workgroups' queries.
 
 from __future__ import annotations
 
-import io
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Capture, Match, Template
 
 import app
 from athena_refresh import contract
-from athena_refresh.checks import ConfigError
-from slotlock import table as lock_table
+from athena_refresh.budget import CapacityBudget
+from athena_refresh.catalog import CATALOG_FILE, load_job
 from stacks import REPO_ROOT
 from stacks.constructs.capacity import (
     MAX_DEFERRAL_SCHEDULE_PREFIX,
@@ -32,26 +32,21 @@ from stacks.constructs.capacity import (
     deferral_schedule_prefix,
 )
 from stacks.constructs.dashboard import CAPACITY_TITLE
-from stacks.stack_settings import MAX_SHARED_WORKGROUPS, STACK_KEY, CapacitySettings, StackSettings, load_context
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER, SHARED_BUDGET, as_list, dashboard_body, of_type
 
-#: The capacity keys the runtime reads too, with their variable (bounds: contract.NUMERIC_BOUNDS).
-CAPACITY_NUMBERS = {
-    "permits": contract.ENV_CAPACITY_PERMITS,
-    "wait_in_place_s": contract.ENV_CAPACITY_WAIT_IN_PLACE_S,
-    "manual_headroom": contract.ENV_CAPACITY_MANUAL_HEADROOM,
-    "retry_delay_s": contract.ENV_CAPACITY_RETRY_DELAY_S,
-    "max_query_active_s": contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S,
-}
 ACCOUNT_REGION = {"Fn::Join": ["", [{"Ref": "AWS::AccountId"}, "-", {"Ref": "AWS::Region"}]]}
 OFF_SEMAPHORE = "team-a:athena.budget"  # a name of the off deployment's own (letters, digits, '-', '_', '.', ':')
 
 
-def _problems(capacity: Any) -> list[str]:
-    with pytest.raises(ConfigError) as excinfo:
-        StackSettings.from_context({"capacity": capacity})
-    return list(excinfo.value.problems)
+def _capacity_sections(deployment: Any) -> dict[str, Any]:
+    """Job name -> the ``capacity`` section of the catalog in its own function's asset."""
+    sections = {}
+    for job_stack in deployment.job_stacks.values():
+        for name, asset_dir in job_stack.asset_dirs.items():
+            sections[name] = json.loads((asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["capacity"]
+    return sections
 
 
 def _job_functions(resources: dict[str, Any]) -> dict[str, str]:
@@ -82,133 +77,6 @@ def _statements_with_sid(resources: dict[str, Any], sid: str) -> list[tuple[list
     ]
 
 
-# --- settings ----------------------------------------------------------------------------------------------
-
-
-def test_cdk_json_writes_the_defaults_out() -> None:
-    # GIVEN the repository's cdk.json / WHEN its stack block is read / THEN the budget is there, at the defaults
-    stack = load_context(REPO_ROOT / "cdk.json")[STACK_KEY]
-    assert stack["capacity"] == {
-        "permits": contract.DEFAULT_CAPACITY_PERMITS,
-        "semaphore_name": None,
-        "table_name": None,
-        "wait_in_place_s": contract.DEFAULT_CAPACITY_WAIT_IN_PLACE_S,
-        "manual_headroom": contract.DEFAULT_CAPACITY_MANUAL_HEADROOM,
-        "retry_delay_s": contract.DEFAULT_CAPACITY_RETRY_DELAY_S,
-        "max_query_active_s": contract.DEFAULT_CAPACITY_MAX_QUERY_ACTIVE_S,
-        "shared_workgroups": [],
-    }
-    assert StackSettings.from_context(stack).capacity == CapacitySettings() == StackSettings().capacity
-    assert CapacitySettings().permits == 10 and CapacitySettings().enabled
-
-
-@pytest.mark.parametrize("key", list(CAPACITY_NUMBERS))
-def test_each_capacity_number_takes_the_contracts_bounds_and_names_key_and_range(key: str) -> None:
-    lo, hi = contract.NUMERIC_BOUNDS[CAPACITY_NUMBERS[key]]
-    lo, hi = math.ceil(lo), math.floor(hi)
-    permits = {"permits": contract.MAX_CAPACITY_PERMITS} if key == "manual_headroom" else {}  # headroom < permits
-    # GIVEN a value at each bound / THEN it is accepted
-    for value in (lo, hi):
-        settings = StackSettings.from_context({"capacity": {**permits, key: value}})
-        assert getattr(settings.capacity, key) == value
-    # GIVEN a value just outside, a float or a string / THEN one problem naming the key and the range
-    for value in (lo - 1, hi + 1, float(lo), str(lo), True):
-        (problem,) = _problems({**permits, key: value})
-        assert problem.startswith(f"context stack.capacity.{key}: must be an integer from {lo} to {hi} (")
-        assert problem.endswith(f", got {value!r}")
-
-
-def test_bad_permits_and_a_bad_semaphore_name_are_both_reported() -> None:
-    problems = _problems({"permits": 100, "semaphore_name": "my budget"})
-    assert problems == [
-        (
-            "context stack.capacity.permits: must be an integer from 0 to 99 (0: off; active Athena queries of every "
-            "deployment sharing the semaphore; keep the sum of the budgets below the account's active DML query quota), "
-            "got 100"
-        ),
-        f"context stack.capacity.semaphore_name: must be {lock_table.SEMAPHORE_NAME_RULE}, or null, got 'my budget'",
-    ]
-
-
-@pytest.mark.parametrize("name", ["a" * 129, "", "x/y", "acct#region"])
-def test_a_semaphore_name_must_be_a_permit_key_part(name: str) -> None:
-    if name == "":  # empty is "not set", like null: the account and Region
-        assert StackSettings.from_context({"capacity": {"semaphore_name": name}}).capacity.semaphore_name is None
-        return
-    (problem,) = _problems({"semaphore_name": name})
-    assert problem.startswith("context stack.capacity.semaphore_name: must be 1 to 128 letters, digits")
-
-
-@pytest.mark.parametrize(("permits", "headroom"), [(10, 10), (10, 11), (1, 1), (3, 98)])
-def test_manual_headroom_must_stay_below_permits(permits: int, headroom: int) -> None:
-    (problem,) = _problems({"permits": permits, "manual_headroom": headroom})
-    assert problem.startswith(f"context stack.capacity.manual_headroom: must be below permits ({permits})")
-    assert problem.endswith(f"got {headroom}")
-
-
-def test_off_accepts_any_headroom_in_range_and_unknown_keys_are_named() -> None:
-    assert StackSettings.from_context({"capacity": {"permits": 0, "manual_headroom": 98}}).capacity.enabled is False
-    (problem,) = _problems({"permit": 5})
-    assert problem.startswith("context stack.capacity.permit: unknown key; allowed keys: permits, semaphore_name")
-    with pytest.raises(ConfigError, match=r"context stack\.capacity: must be an object with keys permits"):
-        StackSettings.from_context({"capacity": 10})
-
-
-def test_the_synth_stops_on_a_bad_budget_naming_each_key(
-    tmp_path: Path, sample_jobs_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN cdk.json with headroom >= permits and a bad semaphore name
-    document = json.loads((REPO_ROOT / "cdk.json").read_text(encoding="utf-8"))
-    document["context"][STACK_KEY]["capacity"] = {"permits": 4, "manual_headroom": 4, "semaphore_name": "a b"}
-    cdk_json = tmp_path / "cdk.json"
-    cdk_json.write_text(json.dumps(document), encoding="utf-8")
-    monkeypatch.setattr(app, "CDK_JSON", cdk_json)
-    # WHEN the app synthesizes / THEN exit 2, one line per key (the headroom rule waits for valid keys only)
-    err = io.StringIO()
-    assert app.main(jobs_dir=sample_jobs_dir, err=err) == app.EXIT_INVALID_CONFIG
-    assert err.getvalue().splitlines() == [
-        f"context stack.capacity.semaphore_name: must be {lock_table.SEMAPHORE_NAME_RULE}, or null, got 'a b'"
-    ]
-    document["context"][STACK_KEY]["capacity"] = {"permits": 4, "manual_headroom": 4}
-    cdk_json.write_text(json.dumps(document), encoding="utf-8")
-    err = io.StringIO()
-    assert app.main(jobs_dir=sample_jobs_dir, err=err) == app.EXIT_INVALID_CONFIG
-    (line,) = err.getvalue().splitlines()
-    assert line.startswith("context stack.capacity.manual_headroom: must be below permits (4)") and "got 4" in line
-
-
-@pytest.mark.parametrize(
-    ("value", "why"),
-    [
-        (["other wg"], "('other wg' is not one)"),
-        (["a" * 129], f"({'a' * 129!r} is not one)"),
-        ([""], "('' is not one)"),
-        ([7], "(7 is not one)"),
-        (["team-b", "team-b"], "('team-b' repeated)"),
-        ("team-b", ""),
-        ([f"wg-{i}" for i in range(MAX_SHARED_WORKGROUPS + 1)], ""),
-    ],
-)
-def test_shared_workgroups_must_be_distinct_athena_workgroup_names(value: Any, why: str) -> None:
-    # GIVEN a shared_workgroups value that is not a list of distinct workgroup names (CreateWorkGroup's Name pattern)
-    # WHEN the settings are read / THEN one line naming the key, the rule, the offending entry and the value
-    (problem,) = _problems({"shared_workgroups": value})
-    rule = (
-        f"must be a list of at most {MAX_SHARED_WORKGROUPS} distinct Athena workgroup names (1 to 128 letters, "
-        "digits, '.', '-' or '_' each) of the other deployments sharing this budget, in this account and Region"
-    )
-    assert problem == f"context stack.capacity.shared_workgroups: {rule}{' ' + why if why else ''}, got {value!r}"
-
-
-def test_shared_workgroups_accept_workgroup_names_and_default_to_none() -> None:
-    # GIVEN names at the rule's edges / THEN kept in order, as given; null or absent: none
-    names = ["a", "W" * 128, "team-b.athena_wg-2"]
-    capacity = StackSettings.from_context({"capacity": {"shared_workgroups": names}}).capacity
-    assert capacity.shared_workgroups == tuple(names)
-    assert StackSettings.from_context({"capacity": {"shared_workgroups": None}}).capacity.shared_workgroups == ()
-    assert CapacitySettings().shared_workgroups == ()
-
-
 # --- the deferral's schedule names ---------------------------------------------------------------------------
 
 
@@ -229,12 +97,22 @@ def test_the_deferral_prefix_is_short_deterministic_and_per_deployment_and_job()
 
 
 def test_every_job_function_carries_the_budget_and_its_own_deferral(
-    template: Template, resources: dict[str, Any]
+    template: Template, resources: dict[str, Any], deployment: Any
 ) -> None:
     functions = _job_functions(resources)
     assert sorted(functions) == ["carrier-on-time", "flights-dashboard"]
+    sections = _capacity_sections(deployment)
     for job, function_id in functions.items():
-        # GIVEN the job's function / THEN every capacity variable, the deployment's budget, its own deferral
+        # GIVEN the job's catalog / THEN it holds the deployment's budget as typed JSON, which loads back as it is
+        assert sections[job] == {
+            "permits": 10,
+            "wait_in_place_s": 60.0,
+            "manual_headroom": 2,
+            "retry_delay_s": 120.0,
+            "max_query_active_s": 1800.0,
+        }
+        assert CapacityBudget.from_raw(sections[job]) == StackSettings().capacity.budget
+        # GIVEN the job's function / THEN every capacity wiring variable, its own deferral, and none of the numbers
         role = Capture()
         template.has_resource_properties(
             "AWS::Lambda::Function",
@@ -244,12 +122,8 @@ def test_every_job_function_carries_the_budget_and_its_own_deferral(
                     "Variables": Match.object_like(
                         {
                             contract.ENV_JOB_NAME: job,
-                            contract.ENV_CAPACITY_PERMITS: "10",
                             contract.ENV_CAPACITY_SEMAPHORE_NAME: ACCOUNT_REGION,
-                            contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
-                            contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
-                            contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
-                            contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "1800",
+                            **{name: Match.absent() for name in contract.CAPACITY_SETTING_ENV_VARS},
                             contract.ENV_DEFERRAL_ROLE_ARN: {"Fn::GetAtt": [role, "Arn"]},
                             contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
                             contract.ENV_DEFERRAL_SCHEDULE_PREFIX: deferral_schedule_prefix(app.STACK_NAME, job),
@@ -260,6 +134,7 @@ def test_every_job_function_carries_the_budget_and_its_own_deferral(
         )
         env = resources[function_id]["Properties"]["Environment"]["Variables"]
         assert set(contract.CAPACITY_ENV_VARS) <= set(env)
+        assert not set(contract.CAPACITY_SETTING_ENV_VARS) & set(env)
         # THEN the deferral's role is the one the job's racers use, which may invoke this function only
         racers = of_type(resources, "AWS::Scheduler::Schedule")
         targets = [s["Properties"]["Target"] for s in racers.values()]
@@ -381,24 +256,32 @@ def test_the_dashboard_draws_the_capacity_graph_once(resources: dict[str, Any]) 
 
 
 @pytest.fixture(scope="module")
-def off(sample_data_dir: Path, sample_jobs_dir: Path) -> dict[str, Any]:
+def off_deployment(sample_data_dir: Path, sample_jobs_dir: Path) -> Any:
     """The sample deployment with ``capacity = {permits: 0, semaphore_name: OFF_SEMAPHORE}`` (and the other
-    deployments' ``shared_workgroups``, which grant nothing while the budget is off), merged."""
+    deployments' ``shared_workgroups``, which grant nothing while the budget is off)."""
     context = load_context(REPO_ROOT / "cdk.json")
     capacity = {"permits": 0, "semaphore_name": OFF_SEMAPHORE, "shared_workgroups": SHARED_BUDGET["shared_workgroups"]}
     context[STACK_KEY] = {**context[STACK_KEY], "capacity": capacity}
     _, deployment = app.build_app(context=context, sample_data_dir=sample_data_dir, jobs_dir=sample_jobs_dir)
-    return deployment_view.merged_template(deployment_view.stack_templates(deployment))
+    return deployment
 
 
-def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def off(off_deployment: Any) -> dict[str, Any]:
+    """:func:`off_deployment`'s stacks, merged."""
+    return deployment_view.merged_template(deployment_view.stack_templates(off_deployment))
+
+
+def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any], off_deployment: Any) -> None:
     resources = off["Resources"]
     functions = _job_functions(resources)
     assert len(functions) == 2
+    sections = _capacity_sections(off_deployment)
     for job, function_id in functions.items():
         props = resources[function_id]["Properties"]
         env = props["Environment"]["Variables"]
-        assert env[contract.ENV_CAPACITY_PERMITS] == "0"  # the runtime reads it as off
+        assert sections[job]["permits"] == 0  # the runtime reads it as off
+        assert not load_job(job, off_deployment.stack_of(job).asset_dirs[job] / CATALOG_FILE)[1].enabled
         assert env[contract.ENV_CAPACITY_SEMAPHORE_NAME] == OFF_SEMAPHORE  # a name given is used as is
         assert env[contract.ENV_DEFERRAL_SCHEDULE_PREFIX] == deferral_schedule_prefix(app.STACK_NAME, job)
         assert set(contract.CAPACITY_ENV_VARS) <= set(env)
@@ -407,6 +290,21 @@ def test_off_still_sets_every_variable_but_grants_nothing(off: dict[str, Any]) -
         assert "dynamodb:BatchGetItem" not in actions and not actions & {"scheduler:CreateSchedule", "iam:PassRole"}
         (lock,) = [s for s in statements if s.get("Sid") == "LockTableItems"]
         assert lock["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+
+
+def test_changing_the_budget_changes_every_jobs_asset_and_not_the_read_sides(
+    deployment: Any, off_deployment: Any
+) -> None:
+    # GIVEN the sample deployment and the same deployment with the budget off / THEN every job's catalog (its asset)
+    # differs by the capacity section alone, and the read side's asset (no capacity section) is the same
+    for job, section in _capacity_sections(deployment).items():
+        on_dir, off_dir = (d.stack_of(job).asset_dirs[job] for d in (deployment, off_deployment))
+        on, off_ = (json.loads((d / CATALOG_FILE).read_text(encoding="utf-8")) for d in (on_dir, off_dir))
+        assert on["jobs"] == off_["jobs"] and (section["permits"], off_["capacity"]["permits"]) == (10, 0)
+        assert cdk.FileSystem.fingerprint(str(on_dir)) != cdk.FileSystem.fingerprint(str(off_dir))
+    read_dirs = (deployment.shared.runtime_asset_dir, off_deployment.shared.runtime_asset_dir)
+    assert all("capacity" not in json.loads((d / CATALOG_FILE).read_text(encoding="utf-8")) for d in read_dirs)
+    assert len({cdk.FileSystem.fingerprint(str(d)) for d in read_dirs}) == 1
 
 
 def test_off_keeps_the_graph_without_the_budget_line_and_the_widget_count(
@@ -492,9 +390,3 @@ def test_shared_workgroups_let_each_job_role_read_their_query_executions_only(
     # AND without the setting (the default), or with the budget off, no role gets the statement
     assert _statements_with_sid(resources, "SharedCapacityQueryStatus") == []
     assert _statements_with_sid(off["Resources"], "SharedCapacityQueryStatus") == []
-
-
-def test_a_shared_table_name_must_be_a_table_name() -> None:
-    with pytest.raises(ConfigError) as info:
-        StackSettings.from_context({"capacity": {"table_name": "no spaces allowed"}})
-    assert "capacity.table_name" in str(info.value)

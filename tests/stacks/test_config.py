@@ -38,7 +38,7 @@ from stacks import REPO_ROOT
 from stacks.job_groups import MAX_JOB_STACKS
 from stacks.query_sql import output_columns
 from tests.sample_jobs import spec_from_context
-from tests.stacks.test_capacity import CAPACITY_NUMBERS
+from tests.stacks.test_capacity_settings import CAPACITY_NUMBERS
 
 
 def _problems(job_context: dict[str, Any], **override: Any) -> list[str]:

@@ -25,6 +25,7 @@ from athena_refresh.job_rules import (
 from slotlock.schedule import cron_period
 from stacks import REPO_ROOT
 from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
+from stacks.job_groups import job_group
 from stacks.jobs import JobDefinition, StackSettings, load_job, load_jobs
 from tools.jobs import settings as settings_command
 
@@ -188,6 +189,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "stack_group = 3",
         "[alarms]\ndata_scanned_bytes = 10000000\nquery_duration_ms = 5000",
         '[value_metrics]\ncolumns = ["flights"]\ndimensions = ["origin"]',
+        '[assertions]\nrows_at_least = 1\nnot_null = ["origin"]\nexpressions = ["flights >= 0"]',
         "[sample]\ndata_year = 2013",
         '[parameters]\nunused = "1"',
     )
@@ -297,6 +299,10 @@ def test_settings_prints_each_value_and_its_origin_as_json(tmp_path: Path) -> No
     assert rows["schedule_expression"]["origin"] == "job.toml"
     assert rows["max_slot_age_s"]["value"] == 3600 and rows["max_slot_age_s"]["origin"] == "derived"
     assert rows["lambda_timeout_s"]["value"] == 900 and rows["history_ttl_s"]["origin"] == "built-in"
+    # the job's stack, not "off" (issue 34): the group its name hashes to, and that stack's name
+    group = job_group("b", StackSettings().job_stacks)
+    assert rows["stack_group"]["value"] == group and rows["stack_group"]["origin"] == "built-in"
+    assert rows["stack_group"]["why"].startswith(f"ScheduledAthenaRefresh-Jobs-{group:02d}; a hash of the job's name")
 
 
 def test_settings_prints_a_table_per_job(tmp_path: Path) -> None:
@@ -325,7 +331,8 @@ def test_app_main_warns_of_value_metrics_that_cost_far_more_than_the_work(
         "SELECT origin, dest, carrier, count(*) AS flights, avg(dep_delay) AS d1, avg(arr_delay) AS d2,"
         " max(dep_delay) AS d3, max(arr_delay) AS d4, min(dep_delay) AS d5, min(arr_delay) AS d6,"
         " sum(distance) AS d7, avg(distance) AS d8 FROM flights"
-        " WHERE t >= CAST(:window_start AS timestamp) AND t < CAST(:window_end AS timestamp) GROUP BY 1, 2, 3"
+        " WHERE sched_dep_utc >= CAST(:window_start AS timestamp) AND sched_dep_utc < CAST(:window_end AS timestamp)"
+        " GROUP BY 1, 2, 3"  # the sample's columns: synth's SQL check refuses a column the table lacks
     )
     metrics = (
         '[value_metrics]\ncolumns = ["flights", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"]\n'
@@ -343,3 +350,61 @@ def test_app_main_warns_of_value_metrics_that_cost_far_more_than_the_work(
     assert app.main(jobs_dir=tmp_path / "jobs", err=err) == 0
     (line,) = err.getvalue().splitlines()
     assert line.startswith("warning: jobs/x/job.toml: value_metrics:") and "max_series" in line, line
+
+
+# --- config errors name their true origin once (issue 34) ------------------------------------------------------
+
+
+def test_a_team_default_that_breaks_a_rule_for_several_jobs_is_reported_once_at_defaults_toml(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        make_job(tmp_path, TWO_LINES.format(cron="cron(0/15 * * * ? *)"), name=name)
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)"), name="hourly")  # not broken by it
+    (tmp_path / "jobs" / "defaults.toml").write_text("racers = 3\nlambda_timeout_s = 890\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    (problem,) = caught.value.problems
+    assert problem.startswith("jobs/defaults.toml:2: lambda_timeout_s = 890 (team default) breaks a rule for 3 jobs")
+    assert "(a, b, c): max_slot_age_s (not set; derived default 900" in problem and "hourly" not in problem
+    # a job that sets the key itself keeps its own line
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0/15 * * * ? *)") + "lambda_timeout_s = 890\n", name="own")
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    assert any(p.startswith("jobs/own/job.toml") for p in caught.value.problems)
+    assert "breaks a rule for 3 jobs (a, b, c)" in caught.value.problems[0]
+
+
+def test_a_top_level_key_after_a_table_header_is_explained(tmp_path: Path) -> None:
+    toml = TWO_LINES.format(cron="cron(0/30 * * * ? *)") + "[alarms]\ndata_scanned_bytes = 10\nracers = 4\n"
+    make_job(tmp_path, toml)
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    (problem,) = caught.value.problems
+    assert problem.startswith("jobs/x/job.toml:5: alarms.racers: unknown key in [alarms]; `racers` is a top-level key")
+    assert "move it above [alarms]" in problem
+    # a key that is no key at all keeps the "did you mean"
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0/30 * * * ? *)") + "[alarms]\nquery_duration = 5\n", name="y")
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    assert any(
+        "alarms.query_duration: unknown key; did you mean query_duration_ms?" in p for p in caught.value.problems
+    )
+
+
+def test_a_byte_order_mark_is_accepted_and_other_encodings_are_named(tmp_path: Path) -> None:
+    folder = make_job(tmp_path)
+    (folder / "job.toml").write_bytes(b"\xef\xbb\xbf" + TWO_LINES.format(cron="cron(0/30 * * * ? *)").encode())
+    (folder / "query.sql").write_bytes(b"\xef\xbb\xbf" + SQL.encode())
+    (job,) = load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    assert not job.query.text.startswith("\ufeff")
+    (folder / "job.toml").write_text(TWO_LINES.format(cron="cron(0/30 * * * ? *)"), encoding="utf-16")
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    assert list(caught.value.problems) == [
+        "jobs/x/job.toml: not a valid TOML file: saved as UTF-16 (its byte order mark says so): save it as UTF-8"
+    ]
+    (folder / "job.toml").write_text(TWO_LINES.format(cron="cron(0/30 * * * ? *)"), encoding="utf-8")
+    (folder / "query.sql").write_bytes(b"SELECT 1\n-- caf\xe9\n")
+    with pytest.raises(ConfigError) as caught:
+        load_jobs(tmp_path / "jobs", StackSettings(), root=tmp_path)
+    expected = "not UTF-8: byte 0xe9 on line 2 (saved as Latin-1 or Windows-1252?): save it as UTF-8"
+    assert list(caught.value.problems) == [f"jobs/x/query.sql: cannot be read: {expected}"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stacks.query_sql import BUILTIN_PARAMETERS, QuerySqlError, prepare_sql
+from stacks.query_sql import BUILTIN_PARAMETERS, QuerySqlError, is_literal_text, prepare_sql
 
 
 def problems(sql: str, **kwargs: object) -> list[str]:
@@ -113,3 +113,42 @@ def test_output_columns_are_named_as_athena_names_them() -> None:
     assert prepared.output_columns == ("_col0", "origin", "dest", "y")
     assert prepare_sql("WITH w AS (SELECT 1 AS z) SELECT z FROM w").output_columns == ("z",)
     assert prepare_sql("SELECT * FROM t").output_columns is None  # unknown at synth
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'UA'",
+        "15",
+        "-1.5",
+        "1e3",
+        "true",
+        "NULL",
+        "DATE '2024-01-31'",
+        "TIMESTAMP '2024-01-31 00:00:00'",
+        "X'AB'",
+        "INTERVAL '1' DAY",
+        "CAST('7' AS integer)",
+        "'it''s'",
+    ],
+)
+def test_a_parameter_literal_is_accepted(text: str) -> None:
+    assert is_literal_text(text)
+
+
+@pytest.mark.parametrize("text", ["UA", "carrier", "1 + 1", "upper('x')", "'a' OR 1=1", "SELECT 1", "(", "x'"])
+def test_text_that_is_not_one_literal_is_refused(text: str) -> None:
+    assert not is_literal_text(text)
+
+
+def test_an_unquoted_text_parameter_is_named_with_the_fix_not_reported_as_a_missing_column() -> None:
+    """Issue 34: ``carrier = "UA"`` was reported as column "ua" not found."""
+    from athena_refresh.checks import Labels
+    from stacks.query_sql import job_parameters
+
+    problems: list[str] = []
+    constants = job_parameters({"carrier": "UA", "min_delay": "15"}, Labels("jobs/x/job.toml: "), problems)
+    assert constants == {"carrier": "UA", "min_delay": "15"}  # still defined: the query's :carrier is known
+    (problem,) = problems
+    assert problem.startswith("jobs/x/job.toml: parameters.carrier: 'UA' is not a SQL literal")
+    assert "text is quoted: carrier = \"'UA'\"" in problem

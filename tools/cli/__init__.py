@@ -1,6 +1,6 @@
 """``athena-once``: the one command of the project (``[project.scripts]`` in pyproject.toml, installed by ``make venv``).
 
-    athena-once check|run|settings|cost [options]           the jobs under jobs/, offline
+    athena-once check|run|compile|settings|cost [options]   the jobs under jobs/, offline
     athena-once conformance --cases CASES.json [--out R.json] Athena's answers, run locally and checked, offline
     athena-once ops <command> [options]                      a deployed stack: status, history, pause, resume,
                                                              release, run, rerun, backfill, fence-bump, smoke-test
@@ -63,6 +63,12 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
                 "check", "what synth validates, plus the query's tables and columns", "tools.jobs.cli:main", ("check",)
             ),
             Command("run", "one slot of one job's query on the local engine (DuckDB)", "tools.jobs.cli:main", ("run",)),
+            Command(
+                "compile",
+                "what StartQueryExecution receives for one job and slot (the statement, its parameters)",
+                "tools.jobs.cli:main",
+                ("compile",),
+            ),
             Command(
                 "settings", "each job's settings and where each value came from", "tools.jobs.cli:main", ("settings",)
             ),
@@ -128,7 +134,7 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
 
 EPILOG = (
     "Jobs: -s/--select NAME|GLOB (commas or spaces, repeatable; a union). "
-    "Exit status: 0 ok; 1 failed or refused; 2 bad arguments or job folder; 3 unavailable, retry; 130 interrupted "
+    "Exit status: 0 ok; 1 failed or refused; 2 bad arguments or job folder; 3 unavailable, retry; 4 a job is failing; 130 interrupted "
     "(docs/cli.md)."
 )
 

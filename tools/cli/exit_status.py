@@ -11,6 +11,8 @@ USAGE       2     bad arguments or an invalid job folder (each problem on its ow
                   no region or credentials; (``local demo|chaos|capacity``) the run could not start for want of
                   something on this machine
 UNAVAILABLE 3     (``results``) the service answered 429 or 5xx, or could not be reached: retry later
+JOB_FAILING 4     (``ops status``) printed, and a job shown is failing: its last finished slot is FAILED, or MISSED
+                  for a reason other than ``paused`` (the reason is in the output)
 INTERRUPTED 130   interrupted (Ctrl-C); a backfill resumes when the same command runs again
 ==========  ====  ==================================================================================================
 
@@ -30,4 +32,5 @@ class ExitStatus(IntEnum):
     FAILED = 1
     USAGE = 2
     UNAVAILABLE = 3
+    JOB_FAILING = 4
     INTERRUPTED = 130

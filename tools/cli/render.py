@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal, TextIO
@@ -45,13 +46,34 @@ def text(value: Any, *, style: str = "") -> Text:
     return Text(printable(str(value)), style=style)
 
 
+#: A double in a table cell shows this many digits after the point at most (JSON and CSV keep the value whole).
+DISPLAY_DECIMALS = 4
+
+
+def display_float(value: float) -> str:
+    """A double for people: at most :data:`DISPLAY_DECIMALS` digits after the point, trailing zeros dropped but
+    one (``12.3457``, ``3.0``); very large or very small magnitudes in exponent form (``1.23457e+18``,
+    ``1.5e-07``); Trino's names for the non-finite values (``NaN``, ``Infinity``, ``-Infinity``)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    magnitude = abs(value)
+    if magnitude >= 1e15 or 0 < magnitude < 10**-DISPLAY_DECIMALS:
+        return f"{value:.6g}"
+    shown = f"{value:.{DISPLAY_DECIMALS}f}".rstrip("0")
+    return shown + "0" if shown.endswith(".") else shown
+
+
 def data_cell(value: Any, *, none: str = "NULL") -> Text:
-    """A cell of query data: ``None`` as ``none`` (``NULL`` dimmed), booleans ``true``/``false``, nested values
-    as compact JSON."""
+    """A cell of query data: ``None`` as ``none`` (``NULL`` dimmed), booleans ``true``/``false``, doubles rounded
+    for display (:func:`display_float`), nested values as compact JSON."""
     if value is None:
         return Text(none, style="dim" if none == "NULL" else "")
     if isinstance(value, bool):
         return Text("true" if value else "false")
+    if isinstance(value, float):
+        return Text(display_float(value))
     if isinstance(value, (dict, list)):
         return text(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
     return text(value)
@@ -140,6 +162,7 @@ __all__ = [
     "console_for",
     "csv_text",
     "data_cell",
+    "display_float",
     "markdown_table",
     "padded_line",
     "print_json",

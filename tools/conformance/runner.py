@@ -105,8 +105,8 @@ def _run(session: Any, case: Case) -> tuple[str, dict[str, Any]]:
     if len(columns) != 1 or len(rows) != 1:
         shape = f"{len(rows)} row(s) of {len(columns)} column(s)"
         shown = [[_shown(cell) for cell in row] for row in rows[:3]]
-        return "DIFFERENT", {"answered": shape, "types": [c["type"] for c in columns], "rows": shown}
-    value, type_text = rows[0][0], columns[0]["type"]
+        return "DIFFERENT", {"answered": shape, "types": [_type(c) for c in columns], "rows": shown}
+    value, type_text = rows[0][0], _type(columns[0])
     answer = {"value": _shown(value), "type": type_text}
     if case.refusal:
         return "DIFFERENT", {**answer, "difference": f"answered; Athena refuses it ({case.error})"}
@@ -116,6 +116,12 @@ def _run(session: Any, case: Case) -> tuple[str, dict[str, Any]]:
         return "EQUAL", answer
     answer["difference"] = " and ".join(name for name, ok in (("value", value_ok), ("type", type_ok)) if not ok)
     return "DIFFERENT", answer
+
+
+def _type(column: Mapping[str, Any]) -> str:
+    """A result column's whole Trino type (``decimal(5,1)``, ``timestamp(3) with time zone``, ``array(integer)``),
+    as the local engine derives it; Athena's ColumnInfo type name (``decimal``) when it gives none."""
+    return str(column.get("trino_type") or column["type"])
 
 
 def _shown(value: str | None) -> str | None:

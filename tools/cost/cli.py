@@ -5,7 +5,9 @@
                          [--capacity-report capacity-report.json] [--format table|json]
 
 Per job: slots per month from its schedule; one slot's Athena scan (a sample job's query measured on the sample
-data with the local engine, else ``--scan-bytes`` or Athena's 10 MB minimum), Lambda, DynamoDB and Scheduler
+data with the local engine; a job on its own Glue table measured on its sample files under ``.cache/data/<table>/``
+or ``--data DIR`` when present, at the last slot inside the newest day partition; else ``--scan-bytes`` or Athena's
+10 MB minimum, the line saying why), Lambda, DynamoDB and Scheduler
 usage priced by :mod:`athena_refresh.cost`; CloudWatch metrics, alarms (counted in the synthesized job stacks)
 and logs per month. Then what the deployment spends for all jobs (the dashboard, the deployment-wide alarms of the
 shared stack, the overview widget and the "Latest runs" Logs Insights scans at ``--dashboard-views`` a month),
@@ -32,16 +34,18 @@ from typing import TextIO
 
 from athena_refresh.cost import MB, Prices, PriceTableError, load_prices
 from slotlock.schedule import CronError
-from stacks.jobs import JobDefinition
+from stacks.jobs import GlueSource, JobDefinition
 from tools.aws_errors import error_line
 from tools.cli.exit_status import ExitStatus
 from tools.cli.params import OneLineParser, non_negative_float
 from tools.cli.program import prog
 from tools.cli.render import console_for, print_json
+from tools.cli.selection import SelectionError, add_select_argument, patterns, select
 from tools.cost import capacity, inputs, monthly, usage
 from tools.cost.inputs import CostEnvironmentError, CostInputError, SampleRun, Synthesis
-from tools.cost.render import Report, render, report_json
+from tools.cost.render import SUMMARY_AFTER_JOBS, Report, render, report_json
 from tools.cost.usage import AlarmCount, Durations, JobInputs, Scan
+from tools.jobs import common as jobs_common
 
 FORMATS = ("table", "json")
 DEFAULT_JOBS_DIR = inputs.REPO_ROOT / "jobs"
@@ -68,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="JOB=BYTES",
-        help="bytes one slot's query scans (repeatable; default: measured on the sample for a sample job, else"
-        " Athena's 10 MB minimum, flagged as assumed)",
+        help="bytes one slot's query scans (repeatable; default: measured on the sample for a sample job, on your"
+        " own table's files when present (--data), else Athena's 10 MB minimum, flagged as assumed)",
     )
     parser.add_argument(
         "--winner-duration-s",
@@ -106,7 +110,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="a capacity report whose wait_s.p95 (seconds) is priced too, when the file exists (default"
         " capacity-report.json at the repository's root)",
     )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where your own tables' sample files are, DIR/<table>/**/*.parquet (default .cache/data): a job on its"
+        " own Glue table is measured on them",
+    )
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    add_select_argument(
+        parser,
+        help="show these jobs' detail (names or globs, a union); the deployment's figures still count every job."
+        f" Without it, more than {SUMMARY_AFTER_JOBS} jobs are one line each",
+    )
     return parser
 
 
@@ -139,7 +156,9 @@ def job_inputs(
     scan_flag: int | None,
     run: SampleRun | None,
     capacity_permits: int = 0,
+    no_files: str | None = None,
 ) -> JobInputs:
+    """One job's inputs; ``no_files``: why its scan could not be measured locally (one line), when it could not."""
     config = job.config
     try:
         rate = usage.schedule_rate(config.schedule_expression, config.schedule_timezone)
@@ -155,9 +174,13 @@ def job_inputs(
         scan = Scan(scan_flag, "flag", "--scan-bytes")
     elif run is not None:
         slot = run.slot.strftime("%Y-%m-%dT%H:%MZ")
-        scan = Scan(run.data_scanned_bytes, "measured", f"sample:{job.source.table} on DuckDB, slot {slot}")
+        on = run.measured_on or f"sample:{job.source.table}"
+        scan = Scan(run.data_scanned_bytes, "measured", f"{on} on DuckDB, slot {slot}")
     else:
-        scan = Scan(prices.athena_min_mb_per_query * MB, "assumed", "Athena's minimum; give --scan-bytes JOB=BYTES")
+        missing = "" if no_files is None else f": {no_files}"
+        scan = Scan(
+            prices.athena_min_mb_per_query * MB, "assumed", f"Athena's minimum{missing}; give --scan-bytes JOB=BYTES"
+        )
     values = config.value_metrics
     return JobInputs(
         name=job.job_name,
@@ -205,9 +228,16 @@ def build_report(
     estimates = []
     sample_dir: Path | None = None
     for job in definitions:
+        own = jobs_common.own_table_dir(job, args.data)
+        no_files = None
         if inputs.is_measurable(job):
             sample_dir = sample_dir or data_dir()
             runs[job.job_name] = inputs.measure_sample(job, data_dir=sample_dir, slot=inputs.representative_slot(job))
+        elif own is not None:  # your own table's files: measured on them
+            slot = inputs.own_data_slot(job, own)
+            runs[job.job_name] = inputs.measure_sample(job, data_dir=own.parent, slot=slot, own=True)
+        elif isinstance(job.source, GlueSource):
+            no_files = jobs_common.no_own_files(job, args.data)
         job_alarms = alarms.per_job.get(job.job_name, AlarmCount())
         made = job_inputs(
             job,
@@ -216,6 +246,7 @@ def build_report(
             scan_flag=scans.get(job.job_name),
             run=runs.get(job.job_name),
             capacity_permits=budget.permits,
+            no_files=no_files,
         )
         estimates.append(monthly.estimate_job(made, durations, prices))
         run = runs.get(job.job_name)
@@ -272,8 +303,13 @@ def main(
     except KeyboardInterrupt:
         err.write("interrupted\n")
         return EXIT_INTERRUPTED
+    try:
+        shown = select(args.select, [job.inputs.name for job in report.jobs]) if patterns(args.select) else None
+    except SelectionError as exc:
+        error_line(err, "; ".join(str(exc).splitlines()))
+        return EXIT_USAGE
     if args.format == "json":
         print_json(out, report_json(report), ensure_ascii=True)
     else:
-        render(report, console_for(out))
+        render(report, console_for(out), detail=shown)
     return 0

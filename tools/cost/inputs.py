@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from athena_refresh.engine import QueryResult, QueryStatistics
 from athena_refresh.errors import ResultsStoreError
 from athena_refresh.results import ResultsStore
 from slotlock import Slot
-from slotlock.schedule import CronError, next_firing
+from slotlock.schedule import CronError, latest_firings, next_firing
 from stacks.jobs import JobDefinition, SampleSource, load_jobs
 from stacks.stack_settings import CapacitySettings
 from tools.cost.usage import AlarmCount
@@ -180,6 +181,8 @@ class SampleRun:
     data_scanned_bytes: int
     commit: Commit
     series_observed: int
+    #: What the query ran on: ``sample:<table>``, or your own table's files (``your files under .cache/data/x/``).
+    measured_on: str = ""
 
 
 def sample_data_dir() -> Path:
@@ -192,20 +195,23 @@ def sample_data_dir() -> Path:
         raise CostEnvironmentError(f"the sample data cannot be built (make data): {exc}") from exc
 
 
-def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> SampleRun:
-    """Run the job's prepared query for ``slot`` on the sample with the local engine, with the parameters the
-    runtime would pass (its settings read from a job catalog like the bundled one: :func:`tools.jobs.common.run_query`,
-    what ``athena-once run`` runs)."""
+def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime, own: bool = False) -> SampleRun:
+    """Run the job's prepared query for ``slot`` on the sample (``own``: on your own table's files under
+    ``data_dir/<table>/``) with the local engine, with the parameters the runtime would pass (its settings read from a
+    job catalog like the bundled one: :func:`tools.jobs.common.run_query`, what ``athena-once run`` runs)."""
     try:
         settings = jobs_common.job_settings(job, stand_in=STAND_IN)
     except jobs_common.JobsError as exc:
         raise CostInputError(str(exc)) from exc
     query_file = jobs_common.job_file(job)
+    table = job.source.table
+    measured_on = f"your files under {jobs_common.shown(data_dir / table)}/" if own else f"sample:{table}"
     try:
         run = jobs_common.run_query(job, settings, slot, data_dir=data_dir, stand_in=STAND_IN)
     except jobs_common.LocalQueryError as exc:
         raise CostInputError(
-            f"{query_file}: fails on the sample data for slot {Slot(int(slot.timestamp())).iso}: {exc}"
+            f"{query_file}: fails on {measured_on if own else 'the sample data'} for slot"
+            f" {Slot(int(slot.timestamp())).iso}: {exc}"
         ) from exc
     execution, result = run.execution, run.result
     start, end = settings.window(slot)
@@ -221,7 +227,23 @@ def measure_sample(job: JobDefinition, *, data_dir: Path, slot: dt.datetime) -> 
         data_scanned_bytes=execution.statistics.data_scanned_bytes,
         commit=commit,
         series_observed=len(series),
+        measured_on=measured_on,
     )
+
+
+def own_data_slot(job: JobDefinition, table_dir: Path) -> dt.datetime:
+    """The slot measured on your own table's files: the job's last firing before the end of the newest day a
+    partition directory names (``dt=2026-11-24/``: its window ends inside the files), else
+    :func:`representative_slot` (no day partition)."""
+    day = jobs_common.newest_day(table_dir)
+    if day is None:
+        return representative_slot(job)
+    config = job.config
+    end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC) - dt.timedelta(seconds=1)
+    try:
+        return latest_firings(config.schedule_expression, config.schedule_timezone, end, 1)[0]
+    except CronError as exc:
+        raise CostInputError(f"{_job_file(job)}: schedule_expression: {exc}") from exc
 
 
 def is_measurable(job: JobDefinition) -> bool:
@@ -268,6 +290,22 @@ def _load_app() -> Any:
         return module
 
 
+def _silence_jsii_node_banner(node: str) -> None:
+    """jsii's Python runtime relays Node.js's end-of-life banner as Python byte strings (``b'!!!...'``, a dozen
+    lines on stderr) when the CDK starts; the Makefile silences it with ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``
+    (https://github.com/aws/jsii/pull/4325: a comma-separated list of majors). Do the same for the running Node's
+    major when the variable is not set (also for ``athena-once cost`` run without make); the synth is unchanged."""
+    if "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION" in os.environ:
+        return
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return  # the synth then says what is wrong with Node
+    major = version.strip().lstrip("v").split(".")[0]
+    if major.isdigit():
+        os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = major
+
+
 def synthesize(jobs_dir: Path) -> Synthesis:
     """Build the app as ``app.py`` does (cdk.json, ``jobs_dir``; a stand-in sample data dir: the alarms do not
     depend on it) and synthesize it once (cdk-nag runs, as in every synth): every stack's resources, each job's
@@ -280,6 +318,7 @@ def synthesize(jobs_dir: Path) -> Synthesis:
         raise CostEnvironmentError(
             f"`{node}` is not on PATH: the stack's synth (its alarms) needs Node.js 20+ (install it, or set JSII_NODE)"
         )
+    _silence_jsii_node_banner(node)
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     from stacks.constructs import read_api
@@ -384,6 +423,7 @@ __all__ = [
     "load_capacity",
     "load_definitions",
     "measure_sample",
+    "own_data_slot",
     "representative_slot",
     "sample_data_dir",
     "synthesize",

@@ -6,7 +6,7 @@ JSON document.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from tools.cost import monthly, usage
 from tools.cost.capacity import CapacityEstimate
 from tools.cost.inputs import REPRESENTATIVE_DAY, SampleRun
 from tools.cost.monthly import DeploymentEstimate, JobEstimate
+from tools.cost.render_capacity import capacity_assumptions, render_capacity, semaphore_assumption
 from tools.cost.usage import Durations
 
 SERVICE_LABELS = {
@@ -85,7 +86,7 @@ def assumptions(report: Report) -> list[str]:
         "DynamoDB (on-demand): the winner's acquisition (1 conditional UpdateItem), record_state (a transaction"
         " of 2 items), one renewal per heartbeat interval of its duration and the commit (lock, slot, result and"
         " LATEST items, as the runtime models it); each loser's failed conditional write: 1 WRU."
-        + _semaphore_assumption(report.capacity)
+        + semaphore_assumption(report.capacity)
     )
     lines.append(
         f"CloudWatch metrics per job: {', '.join(usage.JOB_METRICS)} (dimensions service + job;"
@@ -96,7 +97,7 @@ def assumptions(report: Report) -> list[str]:
         f" {usage.DEPLOYMENT_METRIC_HOURS_PER_MONTH:g} hours a month ($0 when all is well; about"
         f" {format_usd(p.cloudwatch_usd_per_metric_month / usage.HOURS_PER_MONTH)} per metric per hour with one)."
     )
-    lines += _capacity_assumptions(report.capacity, report.deployment)
+    lines += capacity_assumptions(report.capacity, report.deployment)
     lines.append(
         "CloudWatch alarms: standard resolution, per alarm metric (a metric math alarm counts each metric); a job's"
         " are the alarms of its construct in its job stack, the deployment's every other alarm (the shared stack's"
@@ -269,8 +270,49 @@ def _basis(job: JobEstimate, durations: Durations) -> dict[str, str]:
     }
 
 
-def render(report: Report, console: Console) -> None:
+#: With more jobs than this and no selection, each job is one line (its detail: ``athena-once cost -s JOB``).
+SUMMARY_AFTER_JOBS = 5
+
+
+def render_summary(report: Report, console: Console) -> None:
+    """One line per job: schedule, slots a month, the month by service and in total, the fixed monthly cost."""
+    table = render_table(
+        ("job", "schedule", "slots/month", "Athena", "Lambda", "DynamoDB", "CloudWatch", "other", "total", "fixed"),
+        right=("slots/month", "Athena", "Lambda", "DynamoDB", "CloudWatch", "other", "total", "fixed"),
+        title=f"{len(report.jobs)} jobs, per month (ESTIMATE; a job's detail: athena-once cost -s JOB)",
+        title_justify="left",
+    )
+    cloudwatch = ("cloudwatch_metrics", "cloudwatch_alarms", "cloudwatch_logs")
     for job in report.jobs:
+        config = report.definitions[job.inputs.name].config
+        month = job.monthly
+        listed = ("athena", "lambda", "dynamodb", *cloudwatch)
+        table.add_row(
+            job.inputs.name,
+            f"{config.schedule_expression} {config.schedule_timezone}",
+            f"{job.inputs.schedule.slots_per_month:,.1f}",
+            format_usd(month["athena"]),
+            format_usd(month["lambda"]),
+            format_usd(month["dynamodb"]),
+            format_usd(sum(month[name] for name in cloudwatch)),
+            format_usd(sum(value for name, value in month.items() if name not in listed)),
+            format_usd(job.total_usd),
+            format_usd(report.fixed_monthly_usd(job)),
+        )
+    console.print(table)
+    console.print()
+
+
+def render(report: Report, console: Console, *, detail: Sequence[str] | None = None) -> None:
+    """The report as tables. ``detail``: the jobs whose tables are shown (``None``: every job when there are at most
+    :data:`SUMMARY_AFTER_JOBS`, else one line each); the deployment's lines always count every job."""
+    summary = detail is None and len(report.jobs) > SUMMARY_AFTER_JOBS
+    shown = {job.inputs.name for job in report.jobs} if detail is None else set(detail)
+    if summary:
+        render_summary(report, console)
+    for job in report.jobs:
+        if summary or job.inputs.name not in shown:
+            continue
         i = job.inputs
         config = report.definitions[i.name].config
         per_slot = job.per_slot.as_dict()["by_service_usd"]
@@ -341,6 +383,8 @@ def render(report: Report, console: Console) -> None:
     table.add_row("deployment total", format_usd(dep.total_usd), "", style="bold")
     table.add_row("share per job", format_usd(dep.share_usd), f"the total / {dep.jobs} jobs", style="bold")
     for job in report.jobs:
+        if summary:
+            break  # one line each above
         table.add_row(
             f"job {job.inputs.name}",
             format_usd(job.total_usd),
@@ -359,7 +403,11 @@ def render(report: Report, console: Console) -> None:
     if report.capacity is not None:
         render_capacity(report.capacity, console)
     console.print("What moves it", style="bold")
+    if summary:
+        console.print("  per job (one more racer, value metrics): athena-once cost -s JOB", soft_wrap=True)
     for job in report.jobs:
+        if summary or job.inputs.name not in shown:
+            continue
         i = job.inputs
         values = (
             f"value metrics (opt-in, not in the fixed cost): {job.metrics.value_metrics} metrics at"
@@ -379,79 +427,3 @@ def render(report: Report, console: Console) -> None:
     console.print("Assumptions", style="bold")
     for line in assumptions(report):
         console.print(f"  - {line}", soft_wrap=True)
-
-
-def _semaphore_assumption(budget: CapacityEstimate | None) -> str:
-    if budget is None or budget.semaphore is None:
-        return " The capacity budget is off (permits 0): no semaphore request."
-    sem = budget.semaphore
-    return (
-        f" With the capacity budget ({sem.permits} permits), a winner that does not wait also reads the semaphore"
-        f" (1 strongly consistent BatchGetItem of {sem.permits} permit items and the tickets item: 1 RRU per item"
-        f" of up to 4 KB, {sem.read_units} RRU), takes a permit (1 conditional UpdateItem, {sem.take_write_units}"
-        f" WRU), records its query on it and releases it inside the record_state and commit transactions"
-        f" ({sem.record_write_units} + {sem.release_write_units} WRU: a transaction bills twice); it is never"
-        f" renewed once its query is recorded, whatever the query's length."
-    )
-
-
-def _capacity_assumptions(budget: CapacityEstimate | None, dep: DeploymentEstimate) -> list[str]:
-    if budget is None or not budget.enabled:
-        return []
-    metrics = (
-        f"Capacity budget metrics: {', '.join(budget.metric_names)} (dimension service only, the deployment's),"
-        f" sent by every winner: billed for the hours in which some job fires, the sum of the jobs' shares capped"
-        f" at all of them ({dep.capacity_metric_hours_share:.1%}; an upper bound when jobs fire in the same hours);"
-        " in the deployment's line, so in each job's share."
-    )
-    waiting = (
-        "Capacity waiting (not in the totals: how often slots wait is unknown): waiting W s in place is the job's"
-        " memory for W s, one semaphore read per poll (0.5 s doubling to 5 s, jittered to 75% on average), the lease"
-        " renewed every heartbeat interval and the ticket every 30 s; giving the slot back is 1 Scheduler invocation"
-        " ($1.00 per million after the free tier, https://aws.amazon.com/eventbridge/pricing/; creating the schedule"
-        " is free), 1 more Lambda request billed a loser's duration to re-acquire (INIT only when retry_delay_s is"
-        f" past {usage.COLD_AFTER_IDLE_S // 60} min), the wait recorded (record_state), the line left, the lease"
-        " released and taken over again (and its slot item read). Break-even: the shortest wait in place that costs"
-        " a give-back."
-    )
-    return [metrics, waiting]
-
-
-def render_capacity(budget: CapacityEstimate, console: Console) -> None:
-    """The capacity budget's section: its metrics, the semaphore per slot, and per job waiting against giving back."""
-    console.print("Capacity budget", style="bold")
-    if budget.semaphore is None:
-        console.print("  off (permits 0): no metric, no semaphore request, no waiting", soft_wrap=True)
-        console.print()
-        return
-    sem, s = budget.semaphore, budget.settings
-    console.print(
-        f"  {s.permits} permits, wait in place up to {s.wait_in_place_s} s, then back {s.retry_delay_s} s later."
-        f" Metrics {' and '.join(budget.metric_names)}: {format_usd(budget.metrics_monthly_usd)}/month for the"
-        f" deployment ({budget.metric_hours_share:.1%} of the hours). Semaphore per slot without waiting:"
-        f" {sem.read_units} RRU + {sem.write_units} WRU = {format_usd(budget.semaphore_per_slot_usd)}"
-        f" (nothing per heartbeat).",
-        soft_wrap=True,
-    )
-    table = render_table(
-        ("job", "wait", "from", "in place", "give back", "cheaper", "break-even"),
-        right=("wait", "in place", "give back", "break-even"),
-        title="waiting for a permit: in place against giving the slot back (per wait)",
-        title_justify="left",
-    )
-    for job in budget.jobs:
-        even = "never (900 s)" if job.break_even_s is None else f"{job.break_even_s:g} s"
-        for wait in job.waits:
-            table.add_row(
-                f"{job.job} ({job.memory_mb} MB)",
-                f"{wait.wait_s:g} s",
-                wait.origin,
-                format_usd(wait.in_place.usd),
-                format_usd(wait.give_back.usd),
-                wait.cheaper.replace("_", " "),
-                even,
-            )
-    console.print(table)
-    if budget.p95_wait_s is None:
-        console.print("  (no capacity-report.json with wait_s.p95: only the configured wait is priced)", soft_wrap=True)
-    console.print()

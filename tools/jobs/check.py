@@ -25,7 +25,9 @@ On top of that, what can be known without AWS:
   ``source.columns`` in job.toml (``columns = { carrier = "string", dep_delay = "double" }``, Glue types), else the
   schema of its Parquet files under ``.cache/data/<table>/``; with neither, columns are not checked (a warning);
 - **value metrics cost**: a ``warning:`` when a job's value metrics would cost more than 10x its work
-  (:mod:`stacks.value_metrics_cost`, the figure ``make cost`` shows).
+  (:mod:`stacks.value_metrics_cost`, the figure ``make cost`` shows);
+- **the plan before deploy** (:mod:`tools.jobs.plan`): ``warning:`` lines (crowded minutes against the capacity
+  permits, no partition filter, long windows, ``SELECT *`` of a wide source, ...); ``--strict`` makes them problems.
 
 One problem gives one message: a job whose SQL is not Trino's syntax (SYNTAX_ERROR) is not qualified, and qualifying
 stops at the first unknown name. Output: one line per problem, ``jobs/x/query.sql:3: column "dst" not found in
@@ -57,12 +59,13 @@ from athena_sql.diagnostics import CheckResult
 from athena_sql.source import Source
 from athena_sql.syntax import trailing_comma
 from slotlock.schedule import CronError
+from stacks.defaults import FileEncodingError
 from stacks.jobs import GlueSource, JobDefinition, SampleSource
 from stacks.sql_check import WINDOW_PARAMETER_LITERALS, check_job_sql
 from stacks.value_metrics_cost import value_metrics_warning
 from tools.cli.exit_status import ExitStatus
 from tools.cli.selection import add_select_argument
-from tools.jobs import common
+from tools.jobs import common, plan
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitStatus.OK, ExitStatus.FAILED, ExitStatus.USAGE
 #: What each built-in parameter is bound to while checking (its runtime type: timestamp text, date text).
@@ -76,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_select_argument(parser)
     parser.add_argument("--jobs-dir", type=Path, default=common.JOBS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, default=common.DATA_DIR, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--strict", action="store_true", help="the plan's warnings are problems (exit 1): for a deploy gate"
+    )
 
 
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -92,6 +98,13 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.writelines(line + "\n" for line in report.problems)
         out.writelines(f"note: {line}\n" for line in report.notes)
         out.writelines(f"warning: {line}\n" for line in report.warnings)
+    stack = common.stack_settings()
+    planned = plan.plan_warnings(jobs, stack, args.jobs_dir, loaded.declared_columns, data_dir=args.data)
+    if getattr(args, "strict", False):
+        problems.extend(planned)
+        out.writelines(f"{line} (--strict)\n" for line in planned)
+    else:
+        out.writelines(f"warning: {line}\n" for line in planned)
     noun = "job" if len(jobs) == 1 else "jobs"
     if problems:
         out.write(f"{len(jobs)} {noun} checked: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
@@ -133,7 +146,7 @@ def check_job_report(
         warnings.append(warning)
     try:
         sql = common.query_text(job)
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, FileEncodingError) as exc:
         return JobReport([f"{common.job_file(job)}: cannot be read: {exc}"], [], warnings)
     schema = table_schema(job, declared, data_dir=data_dir)
     result = check_job_sql(job, _glue_schema(schema) if schema is not None else None)

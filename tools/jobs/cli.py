@@ -5,8 +5,10 @@
                                                                      one slot of one job's query, on DuckDB
     python -m tools.jobs check [--job NAME]                            what synth validates, plus the query's
                                                                      tables and columns against the source
+    python -m tools.jobs compile --job NAME [--slot ISO] [--format table|json]
+                                                                     what StartQueryExecution receives for a slot
 
-Each subcommand lives in its own module (:mod:`.settings`, :mod:`.run`, :mod:`.check`), which gives its
+Each subcommand lives in its own module (:mod:`.settings`, :mod:`.run`, :mod:`.check`, :mod:`.compile`), which gives its
 arguments (``add_arguments``) and runs them (``execute(args, out, err) -> exit status``).
 
 Exit status: 0 done; 1 the query failed (``run``) or a check found a problem (``check``); 2 bad arguments or
@@ -32,9 +34,9 @@ EXIT_INTERRUPTED = ExitStatus.INTERRUPTED
 
 
 def _commands() -> dict[str, ModuleType]:
-    from tools.jobs import check, run, settings
+    from tools.jobs import check, compile, run, settings
 
-    return {"settings": settings, "run": run, "check": check}
+    return {"settings": settings, "run": run, "check": check, "compile": compile}
 
 
 def build_parser(commands: dict[str, ModuleType]) -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from athena_refresh.engine import QueryExecution, QueryResult, client_request_to
 from athena_refresh.errors import ConfigurationError, QueryEngineError, ResultTypeError
 from athena_refresh.settings import Settings
 from slotlock import Slot
+from stacks.defaults import read_text
 from stacks.jobs import QUERY_FILE, GlueSource, JobDefinition, SampleSource, load_jobs
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.selection import SelectionError, select, select_one
@@ -200,7 +202,8 @@ def located(job: JobDefinition, line: int | None) -> str:
 
 
 def query_text(job: JobDefinition) -> str:
-    return (job.folder / QUERY_FILE).read_text(encoding="utf-8")
+    """The job's ``query.sql`` (a byte order mark dropped). :raises FileEncodingError, OSError:."""
+    return read_text(job.folder / QUERY_FILE)
 
 
 # --- data and schemas ----------------------------------------------------------------------------------------
@@ -225,11 +228,9 @@ def data_dir_for(job: JobDefinition, data: Path | None) -> Path:
         return base
     if isinstance(job.source, SampleSource) and data is None:
         raise JobsError(
-            [f"no sample data in {_shown(base / table)}/: build it with `make data` (python -m sample_data.flights)"]
+            [f"no sample data in {shown(base / table)}/: build it with `make data` (python -m sample_data.flights)"]
         )
-    where = (
-        f"{_shown(base / table)}/" if data is not None else f".cache/data/{table}/ (or DIR/{table}/ with --data DIR)"
-    )
+    where = f"{shown(base / table)}/" if data is not None else f".cache/data/{table}/ (or DIR/{table}/ with --data DIR)"
     raise JobsError(
         [
             f"no Parquet files for table {table}: put them under {where}, Hive-partitioned like dt=2024-01-31/part-0.parquet"
@@ -237,7 +238,44 @@ def data_dir_for(job: JobDefinition, data: Path | None) -> Path:
     )
 
 
-def _shown(path: Path) -> str:
+#: A Hive partition directory named for a day, any key: ``dt=2026-11-24``, ``day=2026-11-24``.
+_DAY_PARTITION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=(\d{4}-\d{2}-\d{2})")
+#: Where the docs say how to give your own table's sample files.
+OWN_FILES_DOC: Final = "docs/local.md#your-own-tables-sample-files"
+
+
+def own_table_dir(job: JobDefinition, data: Path | None = None) -> Path | None:
+    """Your own table's sample files: ``<data>/<table>/`` (default ``.cache/data/<table>/``) when ``job`` reads a Glue
+    table and Parquet files are there (:func:`has_parquet`); ``None`` for a sample source or no files."""
+    if not isinstance(job.source, GlueSource):
+        return None
+    table_dir = (Path(data) if data is not None else DATA_DIR) / job.source.table
+    return table_dir if has_parquet(table_dir) else None
+
+
+def no_own_files(job: JobDefinition, data: Path | None = None) -> str:
+    """The one line saying a Glue-source job has no sample files to run on locally, and where they go."""
+    table = job.source.table
+    where = f"{shown(Path(data) / table)}/" if data is not None else f".cache/data/{table}/"
+    return f"no Parquet files for table {table} under {where} ({OWN_FILES_DOC})"
+
+
+def newest_day(table_dir: Path) -> dt.date | None:
+    """The newest day a top-level partition directory of ``table_dir`` names (``dt=2026-11-24/``), ``None`` when
+    none does."""
+    days = []
+    for child in table_dir.iterdir():
+        match = _DAY_PARTITION.fullmatch(child.name)
+        if child.is_dir() and match:
+            try:
+                days.append(dt.date.fromisoformat(match.group(1)))
+            except ValueError:  # dt=2026-02-30
+                continue
+    return max(days, default=None)
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it, else as given."""
     try:
         return str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:

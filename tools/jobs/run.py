@@ -21,8 +21,11 @@ stderr) or JSON (``json``: one object with the job, slot, parameters, columns, r
 bytes scanned are the local engine's measure of what Athena would read (docs/local.md); the cost is an ESTIMATE:
 those bytes as Athena bills them (rounded up to the MB, 10 MB minimum) at ``prices.toml``'s price per TB.
 
-Exit status: 0 the query succeeded; 1 it failed (the engine's error, mapped to ``query.sql``'s line and column,
-on stderr); 2 bad arguments, an invalid job folder (each problem on its own line) or no data.
+The job's ``[assertions]`` (:mod:`athena_refresh.assertions`) are evaluated on the rows as the function would: each
+broken one is a line on stderr, and the slot would be FAILED ``assertion`` (``assertions_failed`` in the JSON).
+
+Exit status: 0 the query succeeded (and its assertions held); 1 it failed (the engine's error, mapped to
+``query.sql``'s line and column, on stderr) or broke an assertion; 2 bad arguments, an invalid job folder (each problem on its own line) or no data.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ import re
 from pathlib import Path
 from typing import Any, TextIO
 
+from athena_refresh import assertions
 from athena_refresh.cost import TB, PriceTableError, athena_billed_bytes, load_prices
 from athena_refresh.engine import QueryResult
 from athena_refresh.settings import Settings
 from slotlock.schedule import CronError, latest_firings
+from stacks.defaults import FileEncodingError
 from stacks.jobs import JobDefinition
 from tools.cli.exit_status import ExitStatus
 from tools.cli.selection import add_select_argument
@@ -51,12 +56,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitStatus.OK, ExitStatus.FAILED, ExitStatus.
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     add_select_argument(parser, required=True, one=True)
-    parser.add_argument(
-        "--slot",
-        metavar="ISO",
-        help="the slot's scheduled time, ISO 8601 (UTC unless it has an offset), e.g. 2026-11-24T20:30Z;"
-        " default: the job's latest schedule firing at or before now",
-    )
+    add_slot_argument(parser)
     parser.add_argument(
         "--data",
         metavar="DIR",
@@ -65,6 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="table", help="how to print the rows (default: table)")
     parser.add_argument("--jobs-dir", type=Path, default=common.JOBS_DIR, help=argparse.SUPPRESS)
+
+
+def add_slot_argument(parser: argparse.ArgumentParser) -> None:
+    """``--slot ISO`` (``run`` and ``compile``): read by :func:`parse_slot`, default :func:`latest_slot`."""
+    parser.add_argument(
+        "--slot",
+        metavar="ISO",
+        help="the slot's scheduled time, ISO 8601 (UTC unless it has an offset), e.g. 2026-11-24T20:30Z;"
+        " default: the job's latest schedule firing at or before now",
+    )
 
 
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -98,6 +108,8 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     from tools.cli import render
 
+    guards = job.config.assertions
+    broken = assertions.evaluate(guards, result.rows) if guards is not None else []
     if args.format == "json":
         document = {
             "job": job.job_name,
@@ -113,6 +125,7 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "estimated_cost_usd": round(cost, 10),
             "estimate": f"Athena: {billed} bytes billed (rounded up to the MB, 10 MB minimum) at"
             f" ${prices.athena_usd_per_tb_scanned:g} per TB ({prices.region}, prices of {prices.retrieved})",
+            "assertions_failed": [failure.as_dict() for failure in broken] if guards is not None else None,
         }
         render.print_json(out, document, ensure_ascii=True)
     elif args.format == "csv":
@@ -122,6 +135,14 @@ def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         print_table(result, out, _trino_types(run.trino_types, result))
         out.write(summary + "\n")
+    err.writelines(
+        f"{common.job_file(job, 'job.toml')}: assertion {failure.assertion}: {failure.detail}\n" for failure in broken
+    )
+    if broken:
+        err.write(
+            f"the slot would be FAILED (assertion): {len(broken)} assertion(s) broken; its rows would not be published\n"
+        )
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -190,7 +211,7 @@ def failure_line(job: JobDefinition, message: str) -> str:
 def _read(job: JobDefinition) -> str:
     try:
         return common.query_text(job)
-    except (OSError, UnicodeDecodeError):
+    except (OSError, FileEncodingError):
         return ""
 
 
@@ -199,7 +220,8 @@ _NUMERIC_TYPES = ("tinyint", "smallint", "integer", "bigint", "double", "real")
 
 
 def print_table(result: QueryResult, out: TextIO, trino_types: tuple[str, ...] = ()) -> None:
-    """The rows as a table: each column headed by its name and Trino type, numbers right-justified."""
+    """The rows as a table: each column headed by its name and Trino type, numbers right-justified, doubles rounded
+    for display (``--format json``/``csv`` keep every digit)."""
     types = _trino_types(trino_types, result)
     headers = [f"{c.name}\n{t}" for c, t in zip(result.columns, types, strict=True)]
     numeric = {
@@ -207,8 +229,9 @@ def print_table(result: QueryResult, out: TextIO, trino_types: tuple[str, ...] =
         for h, c in zip(headers, result.columns, strict=True)
         if c.type in _NUMERIC_TYPES or c.type.startswith("decimal")
     }
-    rows = ([_csv_value(row[c.name]) for c in result.columns] for row in result.rows)
     from tools.cli import render  # rich only when a table is printed
+
+    rows = ([render.data_cell(row[c.name], none="") for c in result.columns] for row in result.rows)
 
     render.console_for(out, width=200).print(render.table(headers, rows, right=numeric))
 

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from athena_refresh.checks import ConfigError, format_problems
 from stacks import JOBS_DIR, REPO_ROOT
+from stacks.job_groups import group_stack_name, job_group
 from stacks.jobs import JobDefinition, load_job, load_jobs
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tools.cli.exit_status import ExitStatus
@@ -38,22 +39,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     jobs_dir: Path = getattr(args, "jobs_dir", None) or JOBS_DIR
     try:
-        jobs = _load(jobs_dir, list(getattr(args, "select", None) or ()))
+        stack = _stack_settings()
+        jobs = _load(jobs_dir, list(getattr(args, "select", None) or ()), stack)
     except ConfigError as exc:
         err.write(format_problems(exc.problems) + "\n")
         return EXIT_USAGE
     if getattr(args, "format", "table") == "json":
-        out.write(json.dumps({"jobs": [_job_document(job) for job in jobs]}, indent=2) + "\n")
+        out.write(json.dumps({"jobs": [_job_document(job, stack.job_stacks) for job in jobs]}, indent=2) + "\n")
     else:
-        _print_tables(jobs, out)
+        _print_tables(jobs, stack.job_stacks, out)
     return EXIT_OK
 
 
-def _load(jobs_dir: Path, names: list[str]) -> tuple[JobDefinition, ...]:
+def _stack_settings() -> StackSettings:
+    """cdk.json's stack settings. :raises ConfigError: naming every invalid key."""
+    return StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
+
+
+def _load(jobs_dir: Path, names: list[str], stack: StackSettings) -> tuple[JobDefinition, ...]:
     """The jobs ``names`` selects (``-s/--select`` patterns; default: all), validated like synth does; only the
     selected folders are read. :raises ConfigError: naming every problem (a pattern matching no folder included)."""
     root = jobs_dir.parent
-    stack = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json").get(STACK_KEY))
     if not patterns(names):
         return load_jobs(jobs_dir, stack, root=root)
     known = sorted(p.name for p in jobs_dir.iterdir() if (p / "job.toml").is_file()) if jobs_dir.is_dir() else []
@@ -82,10 +88,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _job_document(job: JobDefinition) -> dict[str, Any]:
+def _settings(job: JobDefinition, job_stacks: int) -> list[tuple[str, Any, str, str]]:
+    """``(key, value, origin, why)`` of each setting, ``stack_group`` as the group it resolves to (job.toml's, else
+    the hash of the name over ``job_stacks``: :func:`stacks.job_groups.job_group`) with its stack's name in ``why``."""
+    rows = []
+    for s in job.settings:
+        value, why = s.value, s.why
+        if s.key == "stack_group":
+            value = job_group(job.job_name, job_stacks, s.value)
+            why = f"{group_stack_name(value)}; {why}"
+        rows.append((s.key, value, s.origin, why))
+    return rows
+
+
+def _job_document(job: JobDefinition, job_stacks: int) -> dict[str, Any]:
     return {
         "job": job.job_name,
-        "settings": [{"key": s.key, "value": _plain(s.value), "origin": s.origin, "why": s.why} for s in job.settings],
+        "settings": [
+            {"key": key, "value": _plain(value), "origin": origin, "why": why}
+            for key, value, origin, why in _settings(job, job_stacks)
+        ],
     }
 
 
@@ -97,12 +119,12 @@ def _text(value: Any) -> str:
     return json.dumps(_plain(value))
 
 
-def _print_tables(jobs: tuple[JobDefinition, ...], out: TextIO) -> None:
+def _print_tables(jobs: tuple[JobDefinition, ...], job_stacks: int, out: TextIO) -> None:
     from tools.cli import render  # rich only when a table is printed
 
     console = render.console_for(out)
     for job in jobs:
-        rows = ((s.key, _text(s.value), s.origin, s.why) for s in job.settings)
+        rows = ((key, _text(value), origin, why) for key, value, origin, why in _settings(job, job_stacks))
         title = f"{job.job_name} ({job.folder.name}/job.toml)"
         console.print(
             render.table(("key", "value", "origin", "why"), rows, fold=True, title=title, title_justify="left")

@@ -14,7 +14,7 @@ would happen, write and invoke nothing) and ask for confirmation unless ``--yes`
 rather than guess). Exit status: 0 done, 1 refused or failed (nothing written unless it says so; also an
 environment problem: no region, no credentials, an unknown profile, an endpoint that cannot be reached, an AWS
 refusal such as AccessDenied; a job that is not in the registry, a malformed registry entry), 2 bad arguments,
-130 interrupted (a backfill resumes when the same command runs again). A refusal is one line ``refused: ...`` on
+4 (``status``) a job shown is failing (its last finished slot FAILED, or MISSED but not ``paused``), 130 interrupted (a backfill resumes when the same command runs again). A refusal is one line ``refused: ...`` on
 stdout, never a traceback.
 """
 
@@ -32,6 +32,7 @@ from rich.prompt import Confirm
 from slotlock import LeaseHeldError, SlotLockError
 from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, one_line
+from tools.cli.exit_status import ExitStatus
 from tools.cli.params import add_deployment_arguments, slot_time
 from tools.cli.program import prog
 from tools.cli.render import console_for
@@ -293,8 +294,8 @@ def execute(args: argparse.Namespace, operator: Operator, console: Console, stdi
     """Run the parsed command; returns the exit status (raises :class:`OpsError` for a refusal)."""
     job = selected_jobs(args, operator.deployment)
     if args.command == "status":
-        render_status(console, operator, job, args.json)
-        return 0
+        failing = render_status(console, operator, job, args.json)
+        return ExitStatus.JOB_FAILING if failing else ExitStatus.OK
     args.job = job
     if args.command == "history":
         render_history(console, operator, args)

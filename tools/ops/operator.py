@@ -227,7 +227,7 @@ class Operator:
     def status(self, job: str | Sequence[str] | None = None) -> list[JobStatus]:
         """Each job's (or ``job``'s, or those named) status, from three strongly consistent reads per job: the live
         and manual lock items, and the slot item of the live lease's slot (its capacity wait; none before a first
-        acquisition)."""
+        acquisition); a fourth when the last finished slot did not succeed and is another (its reason)."""
         names = [job] if isinstance(job, str) else sorted(self.deployment.jobs) if job is None else list(job)
         statuses = []
         for name in names:
@@ -237,6 +237,10 @@ class Operator:
             manual_item = manual_ctx.get_lock_item() or {}
             live = lock.context.decode_lock(live_item) if live_item else LockRecord()
             slot_record = self.generation_record(name, live.lease_slot, 1) if live.lease_slot else None
+            finished, last = live.last_finished_slot, None
+            if finished is not None and live.last_finished_outcome in ("failed", "missed"):
+                same = slot_record is not None and slot_record.slot == finished
+                last = slot_record if same else self.generation_record(name, finished, 1)
             statuses.append(
                 JobStatus(
                     job=name,
@@ -246,6 +250,7 @@ class Operator:
                     live_item=live_item,
                     manual_item=manual_item,
                     slot_record=slot_record,
+                    last_finished_record=last,
                 )
             )
         return statuses

@@ -12,9 +12,14 @@ from typing import Any
 from rich.console import Console
 
 from athena_refresh.cost import format_usd
+from athena_refresh.failures import describe_failure
+from slotlock.history import HistoryRecord
 from tools.cli.render import add_row, table
 from tools.ops.operator import Operator
 from tools.ops.views import RunResult, capacity_wait
+
+#: A FAILED or MISSED slot's reason in a table is cut to this; ``--json`` has the full text.
+REASON_CHARS = 100
 
 
 def _ms(value: int | None) -> str:
@@ -46,11 +51,14 @@ def wait_text(wait: dict[str, Any] | None) -> str:
     return f"{waited}{given_back}"
 
 
-def render_status(console: Console, operator: Operator, job: str | Sequence[str] | None, as_json: bool) -> None:
+def render_status(console: Console, operator: Operator, job: str | Sequence[str] | None, as_json: bool) -> bool:
+    """Print the jobs' status; returns whether one of them is failing (its last finished slot FAILED, or MISSED
+    for a reason other than ``paused``)."""
     statuses = operator.status(job)
+    failing = any(status.failure is not None and status.failure.failing for status in statuses)
     if as_json:
         console.print_json(json.dumps([s.as_dict() for s in statuses]))
-        return
+        return failing
     columns = ("job", "holder", "token", "lease", "manual run", "last finished", "last success", "paused")
     rendered = table((*columns, "capacity wait"), title="status", show_lines=True)
     for status in statuses:
@@ -82,19 +90,23 @@ def render_status(console: Console, operator: Operator, job: str | Sequence[str]
             str(holder["fencing_token"]),
             lease,
             manual_text,
-            f"{finished['slot'] or '-'} {finished['outcome'] or ''}",
+            f"{finished['slot'] or '-'} {finished['outcome'] or ''}"
+            + (f"\n{status.failure.summary(REASON_CHARS)}" if status.failure else ""),
             f"{success['slot'] or '-'} ({_age(success['age_s'])} ago)" if success["slot"] else "-",
             paused,
             f"slot {d['capacity']['slot']}: {wait_text(d['capacity'])}" if d["capacity"] else "-",
         )
     console.print(rendered)
+    return failing
 
 
 def render_history(console: Console, operator: Operator, args: argparse.Namespace) -> None:
     records = operator.history(args.job, since=args.since, limit=args.limit, status=args.status)
     if args.json:
         for record in records:
-            console.print_json(json.dumps({**record.as_dict(), "capacity": capacity_wait(record)}))
+            failure = describe_failure(record.status, record.reason, record.error)
+            document = {**record.as_dict(), "capacity": capacity_wait(record)}
+            console.print_json(json.dumps({**document, "failure": failure.as_dict() if failure else None}))
         return
     columns = ("slot", "gen", "status", "reason", "token", "owner / requested by", "query", "duration", "rows")
     rendered = table((*columns, "capacity wait", "est. cost"), title=f"history of {args.job} (newest first)")
@@ -106,7 +118,7 @@ def render_history(console: Console, operator: Operator, args: argparse.Namespac
             record.slot.iso,
             str(record.generation),
             record.status,
-            record.reason or ("-" if not record.corrupt else "corrupt"),
+            _reason(record),
             "-" if record.fencing_token is None else str(record.fencing_token),
             record.requested_by or record.owner_id or "-",
             str(query),
@@ -116,6 +128,14 @@ def render_history(console: Console, operator: Operator, args: argparse.Namespac
             format_usd(cost.get("estimated_cost_usd")) if isinstance(cost := summary.get("cost"), dict) else "-",
         )
     console.print(rendered)
+
+
+def _reason(record: HistoryRecord) -> str:
+    """A history row's reason: a FAILED or MISSED slot's error class and message (cut; ``--json`` has it whole)."""
+    failure = describe_failure(record.status, record.reason, record.error)
+    if failure is not None:
+        return failure.summary(REASON_CHARS)
+    return record.reason or ("-" if not record.corrupt else "corrupt")
 
 
 def render_results(console: Console, title: str, results: Sequence[RunResult]) -> None:

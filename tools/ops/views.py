@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from athena_refresh.failures import Failure, describe_failure
 from slotlock import HistoryRecord, LockRecord, Slot
 from slotlock.codec import plain_value
 
@@ -46,7 +47,8 @@ def capacity_wait(record: HistoryRecord | None) -> dict[str, Any] | None:
 @dataclass(frozen=True)
 class JobStatus:
     """``status`` of one job at ``now_ms``: the decoded live and manual lock items and their raw audit fields, and
-    the slot item of the live lease's slot (``None``: no slot acquired yet, or its item is gone)."""
+    the slot item of the live lease's slot (``None``: no slot acquired yet, or its item is gone), and that of the last
+    finished slot when it did not succeed (:attr:`failure`: why)."""
 
     job: str
     now_ms: int
@@ -55,6 +57,13 @@ class JobStatus:
     live_item: Mapping[str, Any]
     manual_item: Mapping[str, Any]
     slot_record: HistoryRecord | None = None
+    last_finished_record: HistoryRecord | None = None
+
+    @property
+    def failure(self) -> Failure | None:
+        """Why the last finished slot did not succeed (``None``: it succeeded, or nothing finished yet)."""
+        record = self.last_finished_record
+        return None if record is None else describe_failure(record.status, record.reason, record.error)
 
     @property
     def capacity(self) -> dict[str, Any] | None:
@@ -110,6 +119,7 @@ class JobStatus:
                 "outcome": live.last_finished_outcome,
                 "fencing_token": live.last_finished_token,
                 "at_ms": live.last_finished_at_ms,
+                "failure": self.failure.as_dict() if self.failure else None,
             },
             "last_success": {
                 "slot": live.last_succeeded_slot.iso if live.last_succeeded_slot else None,

@@ -29,8 +29,9 @@ from typing import Any, TextIO
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from results_api.api import SLOT_COLUMNS
 from results_api.errors import ResultsApiError
-from results_api.reader import DEFAULT_PAGE_LIMIT, JOB_COLUMNS, JobSummary, ResultsReader
+from results_api.reader import DEFAULT_PAGE_LIMIT, ResultsReader
 from results_api.responses import result_document, to_csv
+from results_api.views import JOB_COLUMNS, JobSummary
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, error_line
 from tools.cli.params import add_deployment_arguments, add_profile_argument, positive_int

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from athena_refresh.cost import format_usd
+from athena_refresh.failures import describe_failure
 from tools.cli.render import add_row, data_cell, printable, table
 
 _NUMERIC_TYPES = ("tinyint", "smallint", "integer", "int", "bigint", "real", "double", "float", "decimal")
@@ -112,6 +113,10 @@ def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> Non
     console.print(rendered)
 
 
+#: A FAILED or MISSED slot's reason in a history table is cut to this; ``--format json`` has the full text.
+REASON_CHARS = 100
+
+
 def render_history(console: Console, job: str, entries: list[dict[str, Any]]) -> None:
     columns = ("slot", "gen", "status", "reason / error", "token", "owner / requested by", "query", "started")
     rendered = table(
@@ -122,8 +127,12 @@ def render_history(console: Console, job: str, entries: list[dict[str, Any]]) ->
     )
     for entry in entries:
         duration = entry.get("duration_ms")
-        error: dict[str, Any] = entry["error"] if isinstance(entry.get("error"), dict) else {}
-        reason = entry.get("reason") or error.get("type") or ("corrupt" if entry.get("corrupt") else None)
+        failure = describe_failure(entry.get("status"), entry.get("reason"), entry.get("error"))
+        reason = (
+            failure.summary(REASON_CHARS)
+            if failure
+            else entry.get("reason") or ("corrupt" if entry.get("corrupt") else None)
+        )
         rendered.add_row(
             meta(entry.get("slot")),
             meta(entry.get("generation")),

@@ -97,6 +97,26 @@ class AthenaQueryEngine:
         return self._client
 
     # ---- StartQueryExecution ----------------------------------------------------------------------
+    def start_request(self, *, sql: str, parameters: Sequence[str], client_request_token: str) -> dict[str, Any]:
+        """The StartQueryExecution request :meth:`start_query` sends, as a dict of its fields (no I/O): what
+        ``athena-once compile`` prints. Arguments and ``ValueError``/``TypeError`` as :meth:`start_query`."""
+        check_start_request(client_request_token, parameters)
+        request: dict[str, Any] = {
+            "QueryString": sql,
+            "ClientRequestToken": client_request_token,
+            "WorkGroup": self.workgroup,
+            "QueryExecutionContext": {"Database": self.database, "Catalog": self.catalog},
+        }
+        if parameters:
+            request["ExecutionParameters"] = list(parameters)
+        if self.output_location:
+            request["ResultConfiguration"] = {"OutputLocation": self.output_location}
+        if self.result_reuse_max_age_min:
+            request["ResultReuseConfiguration"] = {
+                "ResultReuseByAgeConfiguration": {"Enabled": True, "MaxAgeInMinutes": self.result_reuse_max_age_min}
+            }
+        return request
+
     def start_query(self, *, sql: str, parameters: Sequence[str], client_request_token: str) -> str:
         """Start `sql` once per `client_request_token` and return its ``QueryExecutionId``.
 
@@ -131,21 +151,7 @@ class AthenaQueryEngine:
             ``ThrottlingException``/``TooManyRequestsException`` after the retries, ``AccessDeniedException``;
             the botocore exception is ``__cause__``.
         """
-        check_start_request(client_request_token, parameters)
-        request: dict[str, Any] = {
-            "QueryString": sql,
-            "ClientRequestToken": client_request_token,
-            "WorkGroup": self.workgroup,
-            "QueryExecutionContext": {"Database": self.database, "Catalog": self.catalog},
-        }
-        if parameters:
-            request["ExecutionParameters"] = list(parameters)
-        if self.output_location:
-            request["ResultConfiguration"] = {"OutputLocation": self.output_location}
-        if self.result_reuse_max_age_min:
-            request["ResultReuseConfiguration"] = {
-                "ResultReuseByAgeConfiguration": {"Enabled": True, "MaxAgeInMinutes": self.result_reuse_max_age_min}
-            }
+        request = self.start_request(sql=sql, parameters=parameters, client_request_token=client_request_token)
         try:
             response = self.client.start_query_execution(**request)
         except (ClientError, BotoCoreError) as exc:

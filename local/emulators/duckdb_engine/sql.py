@@ -26,6 +26,8 @@ from sqlglot.errors import ErrorLevel, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import TokenType
 
+from stacks.query_sql import is_literal_node
+
 __all__ = ["BoundQuery", "PreparedQuery", "QueryRejected", "bind_query", "prepare_query", "translate_query"]
 
 _ANSI_RE: Final = re.compile(r"\x1b\[[0-9;]*m")
@@ -193,7 +195,7 @@ def _parse_parameter(position: int, text: str) -> exp.Expr:
             "INVALID_PARAMETER_USAGE",
             f"execution parameter {position} ({text!r}) is not a SQL literal: {_sqlglot_message(exc)}",
         ) from exc
-    if not _is_literal(node):
+    if not is_literal_node(node):
         raise QueryRejected(
             "INVALID_PARAMETER_USAGE",
             f"execution parameter {position} ({text!r}) is not a SQL literal (got {type(node).__name__});"
@@ -222,16 +224,3 @@ def _sqlglot_message(exc: SqlglotError) -> str:
     else:
         text = str(exc)
     return " ".join(_ANSI_RE.sub("", text).split())
-
-
-def _is_literal(node: exp.Expr | None) -> bool:
-    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
-        return True
-    if isinstance(node, exp.Neg):
-        return isinstance(node.this, exp.Literal) and not node.this.is_string
-    if isinstance(node, exp.Cast):  # CAST(literal AS type), TIMESTAMP '...', DATE '...', DECIMAL '...'
-        return isinstance(node.args.get("to"), exp.DataType) and _is_literal(node.this)
-    if isinstance(node, exp.Interval):
-        unit = node.args.get("unit")
-        return isinstance(node.this, exp.Literal) and (unit is None or isinstance(unit, exp.Var))
-    return False

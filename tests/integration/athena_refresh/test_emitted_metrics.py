@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from athena_refresh import contract, service
+from athena_refresh.budget import CapacityBudget
 from athena_refresh.catalog import CatalogQuery, write_catalog
 from athena_refresh.handler import make_handler
 from athena_refresh.job_defaults import spec_of
@@ -120,8 +121,10 @@ class Harness:
         read: Any,
         setenv: Callable[[str, str], None],
         with_spec: Callable[..., None],
+        with_capacity: Callable[..., None],
     ) -> None:
         self.job, self.ddb, self.setenv, self.with_spec = job, ddb, setenv, with_spec
+        self.with_capacity = with_capacity  # (re)write the catalog's capacity budget with these numbers
         self.lock_table, self.results_table = tables["lock_table"], tables["results_table"]
         self.make_engine, self.make_context, self._read = make_engine, make_context, read
         self.slot = Slot(int(time.time()) - 5)  # scheduled a few seconds ago (the handler's lock: system clock)
@@ -514,10 +517,10 @@ SEMAPHORE_METRICS = frozenset({contract.METRIC_PERMITS_IN_USE, contract.METRIC_P
 
 
 def _capacity_on(h: Harness, permits: int) -> Semaphore:
-    """The deployment's capacity budget on, its semaphore named after the job (scenarios never share one)."""
-    h.setenv(contract.ENV_CAPACITY_PERMITS, str(permits))
+    """The deployment's capacity budget on (the catalog's numbers), its semaphore named after the job (the wiring:
+    scenarios never share one)."""
+    h.with_capacity(permits=permits, manual_headroom=0)
     h.setenv(contract.ENV_CAPACITY_SEMAPHORE_NAME, f"{h.job}-budget")
-    h.setenv(contract.ENV_CAPACITY_MANUAL_HEADROOM, "0")
     return Semaphore(h.lock_table, f"{h.job}-budget", permits, client=h.ddb)
 
 
@@ -537,8 +540,7 @@ def capacity_missed(h: Harness) -> tuple[Emitted, Expected]:
     # would be past its maximum age (30 min), while this invocation cannot last that long: the winner finishes it
     # MISSED "capacity" at its last chance (fenced, once); no query, no metric. (No clock decides: robust under load.)
     semaphore = _capacity_on(h, 1)
-    h.setenv(contract.ENV_CAPACITY_WAIT_IN_PLACE_S, "0")
-    h.setenv(contract.ENV_CAPACITY_RETRY_DELAY_S, "3600")
+    h.with_capacity(wait_in_place_s=0, retry_delay_s=3600)
     other = PermitOwner("other-job", h.slot)
     assert semaphore.try_acquire(other, 1, int(time.time() * 1000) + 600_000).acquired
     result = h.invoke("req-A")
@@ -563,8 +565,7 @@ def capacity_query_unreadable(h: Harness) -> tuple[Emitted, Expected]:
     from athena_refresh.errors import QueryEngineError
 
     semaphore = _capacity_on(h, 1)
-    h.setenv(contract.ENV_CAPACITY_WAIT_IN_PLACE_S, "0")
-    h.setenv(contract.ENV_CAPACITY_RETRY_DELAY_S, "120")  # back well before the slot's maximum age
+    h.with_capacity(wait_in_place_s=0, retry_delay_s=120)  # back well before the slot's maximum age
     now_ms = int(time.time() * 1000)
     earlier = Semaphore(h.lock_table, f"{h.job}-budget", 1, client=h.ddb, clock_ms=lambda: now_ms - 120_000)
     other = PermitOwner("other-deployment-job", h.slot)
@@ -678,8 +679,18 @@ def harness(
         catalog_path = tmp_path / job / "job_catalog.json"
         catalog_path.parent.mkdir()
 
+        written: dict[str, Any] = {"changes": {}, "capacity": None}
+
+        def with_capacity(**numbers: Any) -> None:
+            """(Re)write the job's catalog with its capacity budget's ``numbers`` changed (from the budget off)."""
+            budget = written["capacity"] or CapacityBudget()
+            written["capacity"] = CapacityBudget(**{**budget.as_raw(), **numbers})
+            with_spec(**written["changes"])
+
         def with_spec(**changes: Any) -> None:
-            """(Re)write the job's catalog: its spec with ``changes`` (one racer: no losers in the cost estimate)."""
+            """(Re)write the job's catalog: its spec with ``changes`` (one racer: no losers in the cost estimate) and
+            the capacity budget set so far (none: off)."""
+            written["changes"] = changes
             spec = spec_of(
                 **{
                     "job_name": job,
@@ -702,7 +713,7 @@ def harness(
                     **changes,
                 }
             )
-            write_catalog(catalog_path, {job: CatalogQuery(SQL, spec=spec)})
+            write_catalog(catalog_path, {job: CatalogQuery(SQL, spec=spec)}, capacity=written["capacity"])
 
         with_spec()
         env = {
@@ -717,7 +728,9 @@ def harness(
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         read()  # start from an empty capture
-        return Harness(job, ddb, aws_resources, make_engine, make_context, read, monkeypatch.setenv, with_spec)
+        return Harness(
+            job, ddb, aws_resources, make_engine, make_context, read, monkeypatch.setenv, with_spec, with_capacity
+        )
 
     yield make
     handler.stream = previous

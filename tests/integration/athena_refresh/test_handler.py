@@ -23,6 +23,7 @@ import boto3
 import pytest
 
 from athena_refresh import contract, service
+from athena_refresh.budget import CapacityBudget
 from athena_refresh.catalog import CatalogError, CatalogQuery, catalog_document, write_catalog
 from athena_refresh.errors import ConfigurationError, QueryTimeoutError
 from athena_refresh.job_defaults import spec_of
@@ -62,9 +63,17 @@ def job_spec(**changes: Any) -> JobSpec:
     return spec_of(**{**SPEC_KEYS, **changes})
 
 
+#: The deployment's capacity budget as the stack writes it into the catalog: off here
+#: (tests/integration/athena_refresh/test_capacity.py turns it on).
+BUDGET_OFF = CapacityBudget(
+    permits=0, wait_in_place_s=60, manual_headroom=2, retry_delay_s=120, max_query_active_s=1800
+)
+
+
 def write_job_catalog(path: Path, spec: JobSpec) -> Path:
-    """The job catalog the stack bundles for ``spec``, its query bound to the window's start and end."""
-    return write_catalog(path, {spec.job_name: CatalogQuery(spec.sql, spec=spec)})
+    """The job catalog the stack bundles for ``spec``, its query bound to the window's start and end, and the
+    deployment's capacity budget (off)."""
+    return write_catalog(path, {spec.job_name: CatalogQuery(spec.sql, spec=spec)}, capacity=BUDGET_OFF)
 
 
 # Powertools warns when an invocation flushes no buffered metric: expected when the handler raises before
@@ -132,14 +141,9 @@ def handler_env(monkeypatch: pytest.MonkeyPatch, aws_resources: dict[str, str], 
         contract.ENV_ATHENA_DATABASE: "flights_demo",
         contract.ENV_ATHENA_CATALOG: "AwsDataCatalog",
         contract.ENV_JOB_CATALOG_PATH: str(write_job_catalog(tmp_path / "job_catalog.json", job_spec())),
-        # the capacity budget is off here (tests/integration/athena_refresh/test_capacity.py turns it on)
-        contract.ENV_CAPACITY_PERMITS: "0",
+        # the capacity budget's wiring (its numbers, off here, are in the catalog: BUDGET_OFF)
         contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-us-east-1",
         contract.ENV_CAPACITY_TABLE_NAME: "",  # the lock table
-        contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "60",
-        contract.ENV_CAPACITY_MANUAL_HEADROOM: "2",
-        contract.ENV_CAPACITY_RETRY_DELAY_S: "120",
-        contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "1800",
         contract.ENV_DEFERRAL_ROLE_ARN: "arn:aws:iam::123456789012:role/job-scheduler",
         contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
         contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",

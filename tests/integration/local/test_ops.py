@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from athena_refresh.results import ResultsStore
-from local.emulators.deployment import LocalDeployment
+from local.emulators.atomic_moto import start_server_process, stop_server_process
+from local.emulators.deployment import LocalDeployment, aws_env
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, ServiceInvoker
 from sample_data.flights import ensure_flights_table
 from slotlock import Slot, SlotLock
@@ -78,8 +79,27 @@ class OpsWorld:
         return [d.outcome or {"status": d.status} for d in deliveries]
 
 
+@pytest.fixture(scope="module")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One atomic moto server process for the module's ``atomic-moto`` tests, as ``LocalDeployment`` starts it
+    (each test's tables have names of their own, and its deployment never stops the server); its endpoint URL."""
+    log_path = tmp_path_factory.mktemp("moto") / "moto.log"
+    process, endpoint = start_server_process(log_path=log_path, env=aws_env(), timeout_s=60)
+    try:
+        yield str(endpoint)
+    finally:
+        stop_server_process(process)
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Path:
+    """The sample's data directory (.cache/data), built once if missing; checked once per module (the check reads
+    every partition: about a second)."""
+    return ensure_flights_table().parent
+
+
 @pytest.fixture(params=BACKENDS)
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpsWorld]:
+def world(request: pytest.FixtureRequest, tmp_path: Path, data_dir: Path) -> Iterator[OpsWorld]:
     backend = request.param
     if backend == "dynamodb-local":
         request.getfixturevalue("dynamodb_local")  # skips (or fails under CI=true) without Java
@@ -96,8 +116,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpsWorld]:
         if backend == "dynamodb-local"
         else None,
     )
+    if backend == "atomic-moto":
+        deployment.endpoint = request.getfixturevalue("moto_server")  # reused: start() starts no server
     deployment.start()
-    data_dir = ensure_flights_table().parent
     env = deployment.function_env(
         function_name=FUNCTION, lease_duration_s=LEASE_S, heartbeat_interval_s=HEARTBEAT_S, max_slot_age_s=3 * 3600
     )

@@ -24,10 +24,10 @@ from pydantic import BaseModel
 
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
-from results_api import handler, models
+from results_api import api, handler, models
 from results_api.api import SLOT_COLUMNS, openapi_json
-from results_api.reader import JOB_COLUMNS
 from results_api.responses import IMMUTABLE
+from results_api.views import JOB_COLUMNS
 from slotlock import Lease, Slot, SlotLock, request_generation
 
 JOB = "flights-dashboard"
@@ -154,6 +154,7 @@ def test_the_latest_result_as_json_is_one_dynamodb_read(
         "cost": world.latest_cost,
         "columns": world.latest_columns,
         "rows": world.latest_rows,
+        "assertions_failed": None,  # a published result: no assertion broken
     }
     assert result["cost"]["estimate"] is True and result["cost"]["usage"]["athena_billed_bytes"] == 10 * 2**20
     # typed: integers stay integers, NULL is null, nested values stay nested
@@ -347,8 +348,8 @@ def test_offloaded_rows_are_a_302_to_a_presigned_url_of_the_rows(
         (f"/jobs/{JOB}/results/{S0.iso}", "generation=1", world.offloaded_rows, world.tokens[(S0, 1)]),
         (f"/jobs/{PAUSED_JOB}/results/latest", "", world.paused_rows, 1),
     ):
-        # WHEN a result whose rows live in S3 is asked for, whatever the representation
-        for accept in ("application/json", "text/csv"):
+        # WHEN a result whose rows live in S3 is asked for as JSON (CSV: the next test)
+        for accept in ("application/json", "*/*"):
             request_log.clear()
             response = get(path, query, {"Accept": accept})
             # THEN a redirect, never cached, with the result's metadata on headers and no body
@@ -373,6 +374,31 @@ def test_offloaded_rows_are_a_302_to_a_presigned_url_of_the_rows(
     redirect = get(f"/jobs/{PAUSED_JOB}/results/latest")
     again = get(f"/jobs/{PAUSED_JOB}/results/latest", headers={"If-None-Match": redirect["headers"]["ETag"]})
     assert again["statusCode"] == 304 and "Location" not in again["headers"] and again["body"] == ""
+
+
+def test_offloaded_rows_asked_as_csv_are_answered_as_csv(
+    get: Callable[..., dict[str, Any]], world: Any, request_log: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: after the 302, a CSV request got the JSON rows (the S3 object is JSON)."""
+    # WHEN an offloaded result is asked for as CSV
+    request_log.clear()
+    response = get(f"/jobs/{PAUSED_JOB}/results/latest", headers={"Accept": "text/csv"})
+    # THEN the CSV itself, its rows read from S3 here (the item, then the object), with the result's own ETag
+    assert response["statusCode"] == 200 and response["headers"]["Content-Type"].startswith("text/csv")
+    assert request_log.operations == ["GetItem"]  # DynamoDB's; the S3 GetObject is not on this log
+    table = parse_csv(response["body"])
+    assert table[0] == list(world.paused_rows[0]) and len(table) == len(world.paused_rows) + 1
+    assert table[1] == [str(value) for value in world.paused_rows[0].values()]
+    json_etag = get(f"/jobs/{PAUSED_JOB}/results/latest")["headers"]["ETag"]
+    assert response["headers"]["ETag"] != json_etag
+    again = get(f"/jobs/{PAUSED_JOB}/results/latest", headers={"Accept": "text/csv", "If-None-Match": json_etag})
+    assert again["statusCode"] == 200  # the redirect's ETag is not the CSV's
+    # AND a CSV above what a Lambda response can carry is a 406 naming the size and the way out (JSON)
+    monkeypatch.setattr(api, "MAX_CSV_BODY_BYTES", 100)
+    refused = get(f"/jobs/{PAUSED_JOB}/results/latest", headers={"Accept": "text/csv"})
+    assert refused["statusCode"] == 406
+    detail = json.loads(refused["body"])["detail"]
+    assert "above the 100 a response can carry" in detail and "ask for JSON" in detail
 
 
 # ---------------------------------------------------------------------------------------------------

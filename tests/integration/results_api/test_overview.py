@@ -248,7 +248,10 @@ def test_every_job_is_one_row_in_its_state_attention_first(
 
     # missed, with the reason its history item records
     missing = columns(rows["missing"])
-    assert missing["last slot"] == f"MISSED {S4.iso}\ntoo_old" and missing["last success"] == "30 min (period 30 min)"
+    assert (
+        missing["last slot"] == f"MISSED {S4.iso}\ntoo_old: the invocation came after the slot's maximum age"
+        and missing["last success"] == "30 min (period 30 min)"
+    )
 
     # stale: over two periods since its last success
     stale = columns(rows["stale"])

@@ -145,8 +145,9 @@ def test_offloaded_rows_are_read_from_s3_and_capped(reader: ResultsReader, world
     # GIVEN a job whose latest result has 150 rows, offloaded to S3
     request_log.clear()
     page = parse(render_widget(reader, PAUSED_JOB, now_ms=world.paused_committed_at_ms + 1_000))
-    # THEN one DynamoDB read (S3 holds the rows), the first 100 rows drawn, and a note for the other 50
-    assert request_log.operations == ["GetItem"]
+    # THEN two DynamoDB reads (the LATEST item; the lock item, a BatchGetItem: its last slot succeeded, no third),
+    # S3 holds the rows, the first 100 rows drawn, and a note for the other 50
+    assert request_log.operations == ["GetItem", "BatchGetItem"]
     assert [name for name, _ in page.headers] == ["origin", "flights"]
     assert len(page.rows) == MAX_ROWS == 100
     assert page.rows == [[row["origin"], str(row["flights"])] for row in world.paused_rows[:MAX_ROWS]]

@@ -143,7 +143,7 @@ def test_the_exit_statuses_of_every_tool_come_from_the_one_table() -> None:
         cost_cli.EXIT_INTERRUPTED,
     ):
         assert isinstance(value, ExitStatus)
-    assert [int(s) for s in ExitStatus] == [0, 1, 2, 3, 130]
+    assert [int(s) for s in ExitStatus] == [0, 1, 2, 3, 4, 130]  # 4: JOB_FAILING (ops status, issue 34)
 
 
 # ---- one selection syntax --------------------------------------------------------------------------------------
@@ -215,6 +215,40 @@ def test_a_bracketed_cell_prints_as_written_never_as_markup() -> None:
     text = out.getvalue()
     assert "[mobile, tablet]" in text and "[bold]x[/bold]" in text and "[t]" in text
     assert "\x1b" not in text and "a\\x1b[31mred" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0.45945945945945948, "0.4595"),
+        (12.3456789, "12.3457"),
+        (3.0, "3.0"),
+        (-2.5, "-2.5"),
+        (1234567.891, "1234567.891"),
+        (1.5e-07, "1.5e-07"),
+        (1.2345678e18, "1.23457e+18"),
+        (0.0, "0.0"),
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (float("-inf"), "-Infinity"),
+    ],
+)
+def test_a_double_is_rounded_for_display(value: float, shown: str) -> None:
+    """Issue 34: doubles were printed with every digit in tables (JSON and CSV keep them)."""
+    from tools.cli import render
+
+    assert render.display_float(value) == shown and render.data_cell(value).plain == shown
+
+
+def test_the_run_table_rounds_doubles_and_its_json_keeps_them() -> None:
+    from athena_refresh.engine.model import Column, QueryResult
+    from tools.jobs import run
+
+    out = io.StringIO()
+    result = QueryResult(columns=(Column("ratio", "double"),), rows=[{"ratio": 17 / 37}, {"ratio": None}])
+    run.print_table(result, out)
+    assert "0.4595" in out.getvalue() and "0.45945945945945" not in out.getvalue()
+    assert run._json_value(17 / 37) == 17 / 37
 
 
 def test_the_run_table_keeps_a_bracketed_value() -> None:

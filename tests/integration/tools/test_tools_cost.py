@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -478,6 +479,32 @@ def test_table_output(sample_dir: Path) -> None:
     assert "Read API, per 1,000 reads" in out and "Assumptions" in out
 
 
+def test_many_jobs_are_one_line_each_and_a_selection_shows_its_detail(tmp_path: Path, sample_dir: Path) -> None:
+    """Issue 34: ``make cost`` printed 752 lines for 39 jobs; now one line each, the detail with -s."""
+    jobs_dir = tmp_path / "jobs"
+    names = [f"team-{index:02d}" for index in range(8)]
+    for name in names:
+        shutil.copytree(FIXTURE_JOBS_DIR / FLIGHTS, jobs_dir / name)
+    status, summary, err = run(["--jobs-dir", str(jobs_dir)], sample_dir)
+    assert status == 0, err
+    assert "8 jobs, per month (ESTIMATE; a job's detail: athena-once cost -s JOB)" in summary
+    cells = [line.split("│")[1].strip() for line in summary.splitlines() if line.startswith("│ team-")]
+    assert [cell for cell in cells if " " not in cell] == names  # one line each (the capacity table: one more)
+    assert "┃ per slot" not in summary and "job team-00" not in summary  # no job table, no per-job line
+    assert "grand total" in summary and "per job (one more racer, value metrics): athena-once cost -s JOB" in summary
+    assert len(summary.splitlines()) < 80
+    # a selection: its jobs' tables only; the deployment's figures still count all eight jobs
+    status, detail, err = run(["--jobs-dir", str(jobs_dir), "-s", "team-03,team-05"], sample_dir)
+    assert status == 0, err
+    titles = [line.split(":")[0] for line in detail.splitlines() if line.startswith("team-")]
+    assert titles == ["team-03", "team-05"]
+    assert "deployment (shared by its 8 jobs)" in detail and "team-03: one more racer" in detail
+    assert "team-00: one more racer" not in detail
+    # an unknown name is one line, exit 2
+    status, _, err = run(["--jobs-dir", str(jobs_dir), "-s", "nightly"], sample_dir)
+    assert status == 2 and err.startswith("error: no job 'nightly'") and len(err.splitlines()) == 1
+
+
 def test_scan_bytes_for_another_source_and_the_assumed_minimum(tmp_path: Path, sample_dir: Path) -> None:
     jobs_dir = tmp_path / "jobs"
     shutil.copytree(FIXTURE_JOBS_DIR / FLIGHTS, jobs_dir / "glue-job")
@@ -560,3 +587,25 @@ def test_region_falls_back_to_the_tables_default(sample_dir: Path) -> None:
     document = json.loads(out)
     assert document["prices"] == {**document["prices"], "region": "us-east-1", "requested_region": "eu-west-1"}
     assert "no prices for eu-west-1" in document["assumptions"][0]
+
+
+def test_the_jsii_node_banner_is_silenced_for_the_running_node_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 34: ``make cost`` printed jsii's Node.js banner as Python byte strings (``b'!!!...'``)."""
+    import shutil
+    import subprocess
+
+    from tools.cost import inputs
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    major = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.lstrip("v")
+    monkeypatch.delenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", raising=False)
+    inputs._silence_jsii_node_banner(node)
+    assert os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] == major.split(".")[0]
+    # a value the user set is kept
+    monkeypatch.setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+    inputs._silence_jsii_node_banner(node)
+    assert os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] == "18,20"

@@ -455,3 +455,18 @@ def test_check_settings_and_run_share_the_one_job_spec() -> None:
         assert settings.spec == replace(job.config, alarms=replace(job.config.alarms, email=None))
         assert (settings.window_s, settings.data_year) == (job.config.window_s, job.config.data_year)
         assert settings.lease_duration_s == job.config.lease_duration_s
+
+
+def test_run_evaluates_the_jobs_assertions_as_the_function_would(jobs_dir: Path, data_dir: Path) -> None:
+    """Issue 34: result tests, evaluated by ``run`` on the local rows."""
+    write_job(jobs_dir, "dash", extra='[assertions]\nrows_at_least = 1\naccepted_values = { origin = ["JFK"] }\n')
+    status, out, err = invoke("run", "--job", "dash", "--jobs-dir", str(jobs_dir), "--format", "json")
+    assert status == 1, err
+    document = json.loads(out)
+    (failure,) = document["assertions_failed"]
+    assert failure["assertion"] == "accepted_values origin" and failure["failing"] >= 1
+    assert "jobs/dash/job.toml: assertion accepted_values origin: " in err
+    assert "the slot would be FAILED (assertion): 1 assertion(s) broken" in err
+    write_job(jobs_dir, "dash", extra='[assertions]\nrows_at_least = 1\nnot_null = ["origin"]\n')
+    status, out, err = invoke("run", "--job", "dash", "--jobs-dir", str(jobs_dir), "--format", "json")
+    assert (status, json.loads(out)["assertions_failed"]) == (0, []), err

@@ -15,8 +15,10 @@ import moto
 import pytest
 from botocore.stub import Stubber
 
+from athena_refresh.errors import QueryFailedError
 from slotlock import HistoryRecord, Slot, SlotLock, create_lock_table
 from tests.job_registry import PATH, entry, put_raw, register
+from tools.cli.exit_status import ExitStatus
 from tools.ops.cli import build_parser, confirm, main, resolve_deployment, run_command, selected_jobs
 from tools.ops.operator import Deployment, JobTarget, LambdaInvoker, Operator, OpsError, backfill_run_id, selects
 from tools.ops.views import capacity_wait
@@ -364,8 +366,13 @@ def test_status_and_history_show_the_slots_capacity_wait(lock_world: tuple[Opera
     # THEN the live lease's slot shows its wait so far (the slot item's state)
     expected = {"slot": waiting.iso, "status": "RUNNING", "waited_ms": 61_000, "deferrals": 1, "source": "waiting"}
     assert status.as_dict()["capacity"] == expected
-    assert (code, json_code) == (0, 0) and json.loads(json_text)[0]["capacity"] == expected
+    assert json.loads(json_text)[0]["capacity"] == expected
     assert f"slot {waiting.iso}: waiting 61.0 s so far, given back 1x" in text
+    # AND the job is failing (issue 34): its last finished slot MISSED ``capacity``, said with why, exit status 4
+    assert (code, json_code) == (ExitStatus.JOB_FAILING, ExitStatus.JOB_FAILING)
+    failure = json.loads(json_text)[0]["last_finished"]["failure"]
+    assert (failure["error_class"], failure["failing"]) == ("capacity", True)
+    assert "capacity: no Athena capacity permit before the slot's maximum age; waited 1700.0 s" in failure["summary"]
 
     # WHEN the re-invocation commits it (its wait in the summary), and the history is asked for
     lease = lock.acquire(waiting, "back-1")
@@ -381,6 +388,43 @@ def test_status_and_history_show_the_slots_capacity_wait(lock_world: tuple[Opera
     assert by_slot[missed.iso] == {"waited_ms": 1_700_000, "deferrals": 3, "source": "missed"}
     assert (code, table_code) == (0, 0)
     assert "64.0 s, given back 1x" in table and "1700.0 s, given back 3x: MISSED, no permit" in table
+
+
+def test_a_failed_query_is_shown_with_its_error_class_and_message_and_status_exits_4(
+    lock_world: tuple[Operator, SlotLock],
+) -> None:
+    """Issue 34: ``history`` showed ``FAILED | -`` for a slot whose record says ``COLUMN_NOT_FOUND: ...``."""
+    operator, lock = lock_world
+    current = int(time.time()) // 1800 * 1800
+    ok, failed = Slot(current - 1800), Slot(current)
+    message = "line 3:8: Column 'dst' cannot be resolved"
+    error = QueryFailedError("qe-1", "FAILED", error_category=2, error_message=f"COLUMN_NOT_FOUND: {message}")
+    # GIVEN a success, then the query failing for good (the error object the runtime records)
+    lock.commit(lock.acquire(ok, "racer-0"), summary={"row_count": 1})
+    code_ok, _ = ops(operator, "status", "--job", "flights-dashboard")
+    lock.commit(lock.acquire(failed, "racer-1"), outcome="failed", error=error.as_dict())
+
+    # WHEN the operator asks for the status and the history
+    code, text = ops(operator, "status", "--job", "flights-dashboard")
+    json_code, json_text = ops(operator, "status", "--job", "flights-dashboard", "--json")
+    history_code, table = ops(operator, "history", "--job", "flights-dashboard")
+    _, lines = ops(operator, "history", "--job", "flights-dashboard", "--json")
+
+    # THEN the status names the failure and exits 4 (0 while the last slot succeeded); the history row too
+    assert code_ok == ExitStatus.OK
+    assert (code, json_code, history_code) == (ExitStatus.JOB_FAILING, ExitStatus.JOB_FAILING, 0)
+    assert "COLUMN_NOT_FOUND: line 3:8: Column 'dst'" in text
+    failure = json.loads(json_text)[0]["last_finished"]["failure"]
+    assert failure == {
+        "status": "FAILED",
+        "error_class": "COLUMN_NOT_FOUND",
+        "message": message,
+        "summary": f"COLUMN_NOT_FOUND: {message}",
+        "failing": True,
+    }
+    assert "COLUMN_NOT_FOUND: line 3:8: Column" in table
+    by_slot = {r["slot"]: r["failure"] for r in json_documents(lines)}
+    assert by_slot[failed.iso]["error_class"] == "COLUMN_NOT_FOUND" and by_slot[ok.iso] is None
 
 
 def test_status_and_history_show_a_slot_given_back_for_capacity_and_missed_when_its_comeback_never_came(

@@ -1,11 +1,11 @@
 """The capacity budget's paths (issue 24) in the conformance world: the semaphore's calls and the deferral.
 
-The synthesized job functions run with the budget on (``CAPACITY_PERMITS=10``), so every winner of the other
+The synthesized job functions run with the budget on (their catalogs' ``capacity.permits`` 10), so every winner of the other
 scenarios already takes a permit (one ``BatchGetItem`` of the permits and the tickets item, one ``UpdateItem`` of a
 permit), records its query on it in the ``record_state`` transaction and releases it in the commit transaction:
 :func:`assert_permit_taken_and_released` checks that the live scenario did. :func:`run_deferral_scenario` adds the
 path no other scenario reaches: a winner that finds every permit held by other owners, waits in line past
-``CAPACITY_WAIT_IN_PLACE_S`` (1 s here, on the lock's clock: the runtime's capacity sleep is a fake that moves
+``capacity.wait_in_place_s`` (1 s here, in a copy of the job's catalog, on the lock's clock: the runtime's capacity sleep is a fake that moves
 that clock) and gives the slot back, so the real :class:`athena_refresh.permits.SchedulerDeferral` sends
 ``scheduler.CreateSchedule`` to moto (target: the job's own function; role: the job's Scheduler role, which
 ``iam:PassRole`` must allow). Then the schedule's re-invocation: its ``Input`` as the event, once the permits are
@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 
 from athena_refresh import contract
+from athena_refresh.catalog import CATALOG_FILE
 from slotlock import Permit, PermitOwner, Semaphore, Slot
 from slotlock import table as lock_table
 from slotlock._expressions import PERMIT_RENEW_UPDATE
@@ -36,18 +39,19 @@ PK = lock_table.PARTITION_KEY
 WAITER = "capacity: waits, gives the slot back"
 REINVOKED = "capacity: re-invoked by the deferral schedule"
 #: Longest wait in place of the waiting scenario (seconds on the lock's clock, which the fake sleep moves).
-WAIT_IN_PLACE_S = "1"
+WAIT_IN_PLACE_S = 1
 #: Other owners' permits expire this long after the real now (the scenarios' lock clock is days behind it).
 SEEDED_PERMIT_TTL_S = 3600
 
 
 def semaphore_of(world: ConformanceWorld, job: str) -> Semaphore:
-    """The job's semaphore as its function's environment names it (the set-up's client: not recorded)."""
+    """The job's semaphore as its function's environment names it and its catalog counts its permits (the
+    set-up's client: not recorded)."""
     env = world.resolved.function_environment(world.refresh_functions[job])
     return Semaphore(
         world.lock_table,
         env[contract.ENV_CAPACITY_SEMAPHORE_NAME],
-        int(env[contract.ENV_CAPACITY_PERMITS]),
+        world.capacity_budget(job).permits,
         client=boto3.client("dynamodb", region_name=REGION),
     )
 
@@ -85,12 +89,17 @@ def run_deferral_scenario(world: ConformanceWorld, job: str, slot_iso: str) -> d
     slot = Slot.parse(slot_iso)
     world.lock_clock.set(slot.epoch_ms + 2_000)
     event = {"scheduled_time": slot_iso, "job": job}
-    with every_permit_held_by_others(world, job):
+    with every_permit_held_by_others(world, job), tempfile.TemporaryDirectory() as tuned:
+        # The job's own catalog with a short wait in place (the budget's numbers are the catalog's, not the env's).
+        document = json.loads(world.job_catalog_paths[job].read_text(encoding="utf-8"))
+        document["capacity"] = {**document["capacity"], "wait_in_place_s": WAIT_IN_PLACE_S}
+        catalog = Path(tuned) / CATALOG_FILE
+        catalog.write_text(json.dumps(document), encoding="utf-8")
         outcome = world.invoke_refresh(
             job,
             event,
             WAITER,
-            env={contract.ENV_CAPACITY_WAIT_IN_PLACE_S: WAIT_IN_PLACE_S},
+            env={contract.ENV_JOB_CATALOG_PATH: str(catalog)},
             capacity_sleep_s=world.lock_clock.advance,
         )
     assert (outcome["status"], outcome["reason"]) == ("deferred", "capacity"), outcome

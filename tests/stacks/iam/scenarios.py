@@ -38,7 +38,8 @@ from moto.athena.models import QueryResults, athena_backends
 from moto.moto_api import state_manager
 
 from athena_refresh import contract
-from athena_refresh.catalog import CATALOG_FILE
+from athena_refresh.budget import CapacityBudget
+from athena_refresh.catalog import CATALOG_FILE, load_job
 from athena_refresh.results import create_results_table
 from slotlock import create_lock_table
 from slotlock.runner import SlotRunner
@@ -191,6 +192,10 @@ class ConformanceWorld:
         until = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
         firings = latest_firings(schedule["expression"], schedule["timezone"], until, count)
         return [f.strftime("%Y-%m-%dT%H:%M:%SZ") for f in firings]
+
+    def capacity_budget(self, job: str) -> CapacityBudget:
+        """The deployment's capacity budget as the job's own catalog carries it (its ``capacity`` section)."""
+        return load_job(job, self.job_catalog_paths[job])[1]
 
     # ---- running a function ---------------------------------------------------------------------------
     @contextlib.contextmanager

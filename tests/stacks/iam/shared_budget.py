@@ -128,7 +128,7 @@ def run_reclaim_scenario(world: ConformanceWorld, job: str, slot_iso: str) -> Re
     semaphore = Semaphore(
         OTHER_TABLE,
         env[contract.ENV_CAPACITY_SEMAPHORE_NAME],
-        int(env[contract.ENV_CAPACITY_PERMITS]),
+        world.capacity_budget(job).permits,  # the budget's numbers: the job's catalog
         client=boto3.client("dynamodb", region_name=REGION),
         clock_ms=lambda: slot.epoch_ms - 120_000,
     )

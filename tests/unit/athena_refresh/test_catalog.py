@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from athena_refresh import contract
+from athena_refresh.budget import CapacityBudget
 from athena_refresh.catalog import (
     MAX_PARAMETERS,
     CatalogError,
@@ -18,9 +19,12 @@ from athena_refresh.catalog import (
     CatalogSchedule,
     catalog_document,
     load_catalog,
+    load_job,
     load_query,
     parse_entry,
+    write_catalog,
 )
+from athena_refresh.checks import ConfigError
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.job_defaults import spec_of
 from athena_refresh.jobspec import as_raw
@@ -342,3 +346,77 @@ def test_load_catalog_of_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="not found"):
         load_catalog(tmp_path / "absent.json")
     assert load_catalog(write(tmp_path, {"format": 1, "jobs": {}})) == {}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the deployment's capacity budget: the catalog's ``capacity`` section, typed JSON (athena_refresh.budget)
+# ---------------------------------------------------------------------------------------------------
+
+BUDGET = CapacityBudget(permits=10, wait_in_place_s=60, manual_headroom=2, retry_delay_s=120, max_query_active_s=1800)
+
+
+def test_the_capacity_budget_is_written_as_typed_json_and_read_back_as_the_same_budget(tmp_path: Path) -> None:
+    # GIVEN a catalog written with the deployment's budget (as the stack writes every job's)
+    query = CatalogQuery(sql=SQL, parameters=tuple(ENTRY["parameters"]), constants={"delay_min": "15"})
+    path = write_catalog(tmp_path / "job_catalog.json", {JOB: query}, capacity=BUDGET)
+    # THEN the section holds every number as JSON numbers (seconds as floats), and loads back into the same budget
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["capacity"] == {
+        "permits": 10,
+        "wait_in_place_s": 60.0,
+        "manual_headroom": 2,
+        "retry_delay_s": 120.0,
+        "max_query_active_s": 1800.0,
+    }
+    loaded, budget = load_job(JOB, path)
+    assert budget == BUDGET and budget.enabled and loaded.sql == SQL
+    assert CapacityBudget.from_raw(BUDGET.as_raw()) == BUDGET
+    # AND the read side's loader reads the same catalog (it takes no permit)
+    assert set(load_catalog(path)) == {JOB}
+
+
+def test_a_catalog_without_a_capacity_section_loads_with_the_budget_off(tmp_path: Path) -> None:
+    # GIVEN a catalog without the section (the read side's, a fixture's, one written before the budget moved here)
+    path = write(tmp_path, {"format": 2, "jobs": {JOB: spec_entry()}})
+    # WHEN the job reads it / THEN the budget is off: CapacityBudget() (permits 0), as documented
+    _, budget = load_job(JOB, path)
+    assert budget == CapacityBudget() and not budget.enabled and budget.permits == 0
+    assert not Settings.from_env(ENV_WIRING, catalog_path=path).capacity.enabled
+    assert "capacity" not in catalog_document({JOB: CatalogQuery(SQL, ())})  # written without one: none
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ([10], "capacity: must be an object with keys permits, wait_in_place_s"),
+        ({**BUDGET.as_raw(), "permits": 100}, "capacity.permits: must be an integer from 0 to 99 (0: off), got 100"),
+        ({**BUDGET.as_raw(), "permits": "10"}, "capacity.permits: must be an integer from 0 to 99 (0: off), got '10'"),
+        ({**BUDGET.as_raw(), "wait_in_place_s": True}, "capacity.wait_in_place_s: must be a number from 0 to 900"),
+        ({**BUDGET.as_raw(), "retry_delay_s": 59.5}, "capacity.retry_delay_s: must be a number from 60 to 3600"),
+        ({**BUDGET.as_raw(), "manual_headroom": 10}, "capacity.manual_headroom: must be below permits (10)"),
+        ({**BUDGET.as_raw(), "burst": 3}, "capacity.burst: unknown key; allowed keys: permits, wait_in_place_s"),
+        (
+            {k: v for k, v in BUDGET.as_raw().items() if k != "max_query_active_s"},
+            "capacity.max_query_active_s: missing; required",
+        ),
+    ],
+)
+def test_a_broken_capacity_section_is_refused_naming_the_key(tmp_path: Path, section: Any, expected: str) -> None:
+    # GIVEN / WHEN a catalog whose capacity section breaks a rule of the budget / THEN the cold start is refused,
+    # naming the catalog, the key and what is allowed (the same rules as at synth)
+    path = write(tmp_path, {"format": 2, "capacity": section, "jobs": {JOB: spec_entry()}})
+    for load in (lambda: load_job(JOB, path), lambda: load_catalog(path)):
+        with pytest.raises(CatalogError) as info:
+            load()
+        assert str(info.value).startswith(f"job catalog {path}: ") and expected in str(info.value)
+
+
+def test_the_budget_constructed_from_keyword_arguments_runs_the_same_rules() -> None:
+    # GIVEN / WHEN a budget built in a test with a broken headroom and an absurd wait / THEN both problems are named
+    with pytest.raises(ConfigError) as info:
+        CapacityBudget(permits=3, manual_headroom=3, wait_in_place_s=float("nan"))
+    assert [problem.split(":")[0] for problem in info.value.problems] == [
+        "capacity.wait_in_place_s",
+        "capacity.manual_headroom",
+    ]
+    assert CapacityBudget(permits=0, manual_headroom=5).manual_headroom == 5  # off: no rule between them

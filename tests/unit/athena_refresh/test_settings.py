@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import math
 import re
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 
 from athena_refresh import contract
-from athena_refresh.catalog import CatalogQuery, write_catalog
+from athena_refresh.budget import CapacityBudget
+from athena_refresh.catalog import CatalogError, CatalogQuery, catalog_document, write_catalog
 from athena_refresh.checks import ConfigError
 from athena_refresh.errors import ConfigurationError
 from athena_refresh.job_defaults import spec_of
@@ -53,7 +55,7 @@ FULL_SPEC = spec_of(
     bytes_scanned_cutoff_per_query=10_000_000_000,
     alarms={"data_scanned_bytes": 5_000_000_000, "query_duration_ms": 120_000},
 )
-#: The wiring and the capacity budget, as the stack sets them, beside the catalog (JOB_CATALOG_PATH: ``full_env``).
+#: The wiring (the capacity budget's too), as the stack sets it, beside the catalog (JOB_CATALOG_PATH: ``full_env``).
 WIRING_ENV = {
     contract.ENV_JOB_NAME: JOB,
     contract.ENV_LOCK_TABLE_NAME: "locks-table",
@@ -62,17 +64,14 @@ WIRING_ENV = {
     contract.ENV_ATHENA_WORKGROUP: "athena-refresh",
     contract.ENV_ATHENA_DATABASE: "flights_demo",
     contract.ENV_ATHENA_CATALOG: "OtherCatalog",
-    contract.ENV_CAPACITY_PERMITS: "10",
     contract.ENV_CAPACITY_SEMAPHORE_NAME: "123456789012-eu-west-1",
     contract.ENV_CAPACITY_TABLE_NAME: "other-deployment-locks",
-    contract.ENV_CAPACITY_WAIT_IN_PLACE_S: "45.5",
-    contract.ENV_CAPACITY_MANUAL_HEADROOM: "3",
-    contract.ENV_CAPACITY_RETRY_DELAY_S: "180",
-    contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: "900",
     contract.ENV_DEFERRAL_ROLE_ARN: "arn:aws:iam::123456789012:role/job-scheduler",
     contract.ENV_DEFERRAL_SCHEDULE_GROUP: "default",
     contract.ENV_DEFERRAL_SCHEDULE_PREFIX: "sar-0123456789ab-",
 }
+#: The capacity budget's numbers, as the stack writes them into the catalog (its ``capacity`` section).
+BUDGET = CapacityBudget(permits=10, wait_in_place_s=45.5, manual_headroom=3, retry_delay_s=180, max_query_active_s=900)
 REQUIRED = (
     contract.ENV_JOB_NAME,
     contract.ENV_LOCK_TABLE_NAME,
@@ -90,16 +89,17 @@ TUNING_ENV = {
 }
 
 
-def catalog_of(spec: JobSpec, directory: Path) -> Path:
-    """The job catalog the stack would bundle for ``spec`` (its query bound to the window's start and end)."""
+def catalog_of(spec: JobSpec, directory: Path, capacity: CapacityBudget | None = None) -> Path:
+    """The job catalog the stack would bundle for ``spec`` (its query bound to the window's start and end) and the
+    deployment's ``capacity`` budget (``None``: no section)."""
     query = CatalogQuery(spec.sql, spec=spec)
-    return write_catalog(directory / "job_catalog.json", {spec.job_name: query})
+    return write_catalog(directory / "job_catalog.json", {spec.job_name: query}, capacity=capacity)
 
 
 @pytest.fixture(scope="module")
 def full_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Every variable the runtime reads, valid: the wiring, the budget, the tuning and the catalog of FULL_SPEC."""
-    path = catalog_of(FULL_SPEC, tmp_path_factory.mktemp("catalog"))
+    path = catalog_of(FULL_SPEC, tmp_path_factory.mktemp("catalog"), BUDGET)
     return {**WIRING_ENV, **TUNING_ENV, contract.ENV_JOB_CATALOG_PATH: str(path)}
 
 
@@ -215,7 +215,8 @@ def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch, f
 
 
 def test_optional_variables_and_keys_have_documented_defaults(tmp_path: Path) -> None:
-    # GIVEN only the required variables, and a spec of only the required keys (a 30-minute schedule)
+    # GIVEN only the required variables, and a spec of only the required keys (a 30-minute schedule), in a catalog
+    # without a capacity section
     spec = spec_of(**REQUIRED_KEYS)
     environment = {key: WIRING_ENV[key] for key in REQUIRED if key in WIRING_ENV}
     settings = Settings.from_env({**environment, contract.ENV_JOB_CATALOG_PATH: str(catalog_of(spec, tmp_path))})
@@ -233,7 +234,8 @@ def test_optional_variables_and_keys_have_documented_defaults(tmp_path: Path) ->
     assert (
         settings.max_slot_lead_s == 5.0 == contract.DEFAULT_MAX_SLOT_LEAD_S == slotlock_dynamodb.DEFAULT_MAX_SLOT_LEAD_S
     )
-    assert not settings.capacity.enabled
+    assert not settings.capacity.enabled  # no capacity section: the budget off
+    assert settings.capacity == CapacitySettings.of(CapacityBudget(), WIRING_ENV) == CapacitySettings()
 
 
 def test_the_default_heartbeat_is_derived_from_the_lease() -> None:
@@ -310,6 +312,16 @@ def test_a_job_setting_in_the_environment_is_refused(key: str, env: Any) -> None
     # THEN it is refused naming the variable: the job's settings come from its spec only
     assert error.key == key
     assert "must not be set: the job's query and settings come from its spec in the job catalog" in str(error)
+
+
+@pytest.mark.parametrize("key", contract.CAPACITY_SETTING_ENV_VARS)
+def test_a_capacity_number_in_the_environment_is_refused(key: str, env: Any) -> None:
+    # GIVEN / WHEN one of the budget's numbers set in the environment (as the stack set them before they moved into
+    # the catalog) / THEN it is refused naming the variable and the catalog's section: the budget never silently
+    # turns off
+    error = config_error(env(**{key: "1"}))
+    assert error.key == key
+    assert "must not be set: the capacity budget's numbers come from the job catalog's capacity section" in str(error)
 
 
 def test_a_catalog_entry_without_a_spec_is_refused(tmp_path: Path, env: Any) -> None:
@@ -590,16 +602,19 @@ def test_result_reuse_is_off_by_default() -> None:
 # bounds of every number (issue rule 6): shared with the stack through contract.NUMERIC_BOUNDS
 # ---------------------------------------------------------------------------------------------------
 
-#: The numbers read from the environment (a local run's tuning, the budget): whether each is an integer.
+#: The numbers read from the environment (a local run's tuning): whether each is an integer.
 ENV_NUMERIC = {
     contract.ENV_LEASE_DURATION_S: False,
     contract.ENV_HEARTBEAT_INTERVAL_S: False,
     contract.ENV_MAX_SLOT_AGE_S: False,
-    contract.ENV_CAPACITY_PERMITS: True,
-    contract.ENV_CAPACITY_WAIT_IN_PLACE_S: False,
-    contract.ENV_CAPACITY_MANUAL_HEADROOM: True,
-    contract.ENV_CAPACITY_RETRY_DELAY_S: False,
-    contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: False,
+}
+#: The capacity budget's numbers (the catalog's ``capacity`` section), by the bound's name: (key, integer?).
+CAPACITY_NUMERIC = {
+    contract.ENV_CAPACITY_PERMITS: ("permits", True),
+    contract.ENV_CAPACITY_WAIT_IN_PLACE_S: ("wait_in_place_s", False),
+    contract.ENV_CAPACITY_MANUAL_HEADROOM: ("manual_headroom", True),
+    contract.ENV_CAPACITY_RETRY_DELAY_S: ("retry_delay_s", False),
+    contract.ENV_CAPACITY_MAX_QUERY_ACTIVE_S: ("max_query_active_s", False),
 }
 #: The job's numbers (the spec's keys, integers), by the bound's name in contract.NUMERIC_BOUNDS.
 SPEC_NUMERIC = {
@@ -670,6 +685,16 @@ def spec_bound_cases() -> list[Any]:
     return cases
 
 
+def capacity_bound_cases() -> list[Any]:
+    """(bound's name, value, accepted?) at and around each budget number's bounds, plus absurd values, as the
+    catalog's JSON holds them (an integer where the text is one, else a float)."""
+    cases = []
+    for variable, label, raw, accepted in _cases(CAPACITY_NUMERIC, lambda key: CAPACITY_NUMERIC[key][1]):
+        value = int(raw) if re.fullmatch(r"-?[0-9]+", raw) else float(raw)
+        cases.append(pytest.param(variable, value, accepted, id=f"capacity.{CAPACITY_NUMERIC[variable][0]}-{label}"))
+    return cases
+
+
 def with_partners(key: str, raw: str, env: Any) -> dict[str, str]:
     """The full environment with ``key`` set to ``raw``, and the lease/heartbeat partner chosen so that only
     ``key``'s own range decides (the heartbeat must stay below half the lease)."""
@@ -677,11 +702,18 @@ def with_partners(key: str, raw: str, env: Any) -> dict[str, str]:
         return env(**{key: raw, contract.ENV_HEARTBEAT_INTERVAL_S: "0.1"})
     if key == contract.ENV_HEARTBEAT_INTERVAL_S:
         return env(**{key: raw, contract.ENV_LEASE_DURATION_S: _text(contract.MAX_LEASE_DURATION_S)})
-    if key == contract.ENV_CAPACITY_MANUAL_HEADROOM:  # the headroom must stay below the permits
-        return env(**{key: raw, contract.ENV_CAPACITY_PERMITS: _text(contract.MAX_CAPACITY_PERMITS)})
-    if key == contract.ENV_CAPACITY_PERMITS:
-        return env(**{key: raw, contract.ENV_CAPACITY_MANUAL_HEADROOM: "0"})
     return env(**{key: raw})
+
+
+def budget_with(key: str, value: Any) -> dict[str, Any]:
+    """BUDGET's section with ``key`` set to ``value``, the headroom/permits partner chosen so that only ``key``'s own
+    range decides (the headroom must stay below the permits while the budget is on)."""
+    section = BUDGET.as_raw()
+    if key == "manual_headroom":
+        section["permits"] = contract.MAX_CAPACITY_PERMITS
+    if key == "permits":
+        section["manual_headroom"] = 0
+    return {**section, key: value}
 
 
 def spec_keys(key: str, value: Any) -> dict[str, Any]:
@@ -696,9 +728,11 @@ def spec_keys(key: str, value: Any) -> dict[str, Any]:
 
 def test_every_variable_is_either_text_or_a_number_with_bounds() -> None:
     # GIVEN the contract's variables / WHEN classified / THEN each number has bounds, and nothing is left out
-    assert set(ENV_NUMERIC) | set(SPEC_NUMERIC) == set(contract.NUMERIC_BOUNDS)
+    assert set(ENV_NUMERIC) | set(SPEC_NUMERIC) | set(CAPACITY_NUMERIC) == set(contract.NUMERIC_BOUNDS)
     assert set(ENV_NUMERIC) | set(TEXT) == set(contract.ALL_ENV_VARS) and not set(ENV_NUMERIC) & set(TEXT)
     assert not set(SPEC_NUMERIC) & set(contract.ALL_ENV_VARS)  # a job's numbers come from its spec only
+    assert not set(CAPACITY_NUMERIC) & set(contract.ALL_ENV_VARS)  # the budget's from the catalog only
+    assert set(CAPACITY_NUMERIC) == set(contract.CAPACITY_SETTING_ENV_VARS)
     for key, (lo, hi) in contract.NUMERIC_BOUNDS.items():
         assert math.isfinite(lo) and math.isfinite(hi) and lo < hi, key
 
@@ -714,13 +748,8 @@ def test_every_environment_number_is_checked_against_both_of_its_bounds(
     if accepted:
         # WHEN it is at a bound / THEN it is read as that number
         settings = Settings.from_env(environment)
-        holder = settings.capacity if key.startswith("CAPACITY_") else settings
-        field = key.lower().removeprefix("capacity_") if key.startswith("CAPACITY_") else key.lower()
         expected = int(raw) if ENV_NUMERIC[key] else float(raw)
-        if key == contract.ENV_CAPACITY_PERMITS and expected == 0:
-            assert not settings.capacity.enabled  # 0: off
-        else:
-            assert getattr(holder, field) == expected
+        assert getattr(settings, key.lower()) == expected
     else:
         # WHEN it is outside / THEN it is refused naming the variable, the allowed range and the value
         error = config_error(environment)
@@ -728,6 +757,36 @@ def test_every_environment_number_is_checked_against_both_of_its_bounds(
         assert str(error).startswith(f"{key}: must be ")
         assert f"from {_text(lo)} to {_text(hi)}" in str(error)
         assert raw in str(error)
+
+
+@pytest.mark.parametrize(("variable", "value", "accepted"), capacity_bound_cases())
+def test_every_capacity_number_is_checked_against_both_of_its_bounds(
+    variable: str, value: Any, accepted: bool, env: Any, tmp_path: Path
+) -> None:
+    # GIVEN the catalog's capacity section with one number at, just outside, or far outside its range
+    key, integer = CAPACITY_NUMERIC[variable]
+    lo, hi = contract.NUMERIC_BOUNDS[variable]
+    document = catalog_document({JOB: CatalogQuery(SQL, spec=FULL_SPEC)}, capacity=BUDGET)
+    document["capacity"] = budget_with(key, value)
+    path = tmp_path / "job_catalog.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    environment = env(**{contract.ENV_JOB_CATALOG_PATH: str(path)})
+
+    if accepted:
+        # WHEN it is at a bound / THEN the budget holds that number (0 permits: the budget off)
+        settings = Settings.from_env(environment)
+        if key == "permits" and value == 0:
+            assert not settings.capacity.enabled  # 0: off
+        else:
+            assert getattr(settings.capacity, key) == (int(value) if integer else float(value))
+            assert type(getattr(settings.capacity, key)) is (int if integer else float)
+    else:
+        # WHEN it is outside / THEN the catalog is refused naming the key, the allowed range and the value
+        with pytest.raises(CatalogError) as info:
+            Settings.from_env(environment)
+        assert f"capacity.{key}: must be " in str(info.value)
+        assert f"from {_text(lo)} to {_text(hi)}" in str(info.value)
+        assert repr(value) in str(info.value)
 
 
 @pytest.mark.parametrize(("variable", "value", "accepted"), spec_bound_cases())
