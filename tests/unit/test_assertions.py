@@ -109,3 +109,25 @@ def test_a_bad_assertion_is_refused_naming_its_key(keys: dict[str, Any], problem
     with pytest.raises(ConfigError) as caught:
         AssertionsSpec(**keys)
     assert caught.value.problems[0].startswith(problem)
+
+
+def test_the_assertions_round_trip_through_the_catalogs_typed_json() -> None:
+    """Synth writes the spec as typed JSON (``as_raw``); the function's cold start reads it back, every rule run."""
+    import json
+
+    from athena_refresh.checks import Labels
+    from athena_refresh.job_defaults import spec_of
+    from athena_refresh.jobspec import JobSpec, as_raw
+
+    guards = AssertionsSpec(rows_at_least=1, not_null=("a",), accepted_values={"a": (1, "x")}, expressions=("a >= 0",))
+    spec = spec_of(
+        job_name="j",
+        schedule_expression="cron(0/30 * * * ? *)",
+        database="d",
+        table="t",
+        workgroup="w",
+        sql="SELECT 1 AS a",
+        assertions=guards,
+    )
+    back = JobSpec.from_context(json.loads(json.dumps(as_raw(spec))), labels=Labels(""))
+    assert back.assertions == guards
