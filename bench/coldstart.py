@@ -103,7 +103,8 @@ def _excluded(relative: str, patterns: tuple[str, ...]) -> bool:
 @functools.cache
 def asset_root() -> Path:
     """A directory laid out as the function's asset (``/var/task``): ``lambdas/``'s packages and the installed
-    ``slotlock`` package (its ``.py`` files and ``py.typed``, as ``slotlock_cdk.stage_slotlock`` copies them; not
+    ``slotlock`` package (its ``.py`` files, subpackages included, and ``py.typed``, as ``slotlock_cdk.stage_slotlock``
+    copies them; not
     imported from there, which would load aws_cdk into the bench). Removed when the process ends."""
     import slotlock
 
@@ -112,9 +113,12 @@ def asset_root() -> Path:
     for package in ASSET_PACKAGES:
         shutil.copytree(LAMBDAS_DIR / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
     source = Path(slotlock.__file__).resolve().parent
-    (root / "slotlock").mkdir()
-    for path in [*source.glob("*.py"), source / "py.typed"]:
-        shutil.copy2(path, root / "slotlock" / path.name)
+    for path in [*source.rglob("*.py"), source / "py.typed"]:  # subpackages too (slotlock.ops), as staged
+        if "__pycache__" in path.relative_to(source).parts:
+            continue
+        copied = root / "slotlock" / path.relative_to(source)
+        copied.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copied)
     return root
 
 

@@ -125,3 +125,27 @@ def test_asset_size_packages_the_lambda_code_without_bytecode() -> None:
     slotlock_sources = list(Path(slotlock.__file__).resolve().parent.glob("*.py"))
     assert asset["files"] >= len(sources) + len(slotlock_sources) > len(sources) > 0
     assert 0 < asset["zip_bytes"] < asset["bytes"]
+
+
+def test_the_cold_start_asset_holds_slotlock_whole_and_the_handler_imports_from_it_alone() -> None:
+    """``make bench`` failed at its cold start: the staged asset lacked ``slotlock.ops`` (a subpackage)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import slotlock
+    from bench import coldstart
+
+    root = coldstart.asset_root()
+    source = Path(slotlock.__file__).resolve().parent
+    installed = {p.relative_to(source) for p in source.rglob("*.py") if "__pycache__" not in p.parts}
+    staged = {p.relative_to(root / "slotlock") for p in (root / "slotlock").rglob("*.py")}
+    assert staged == installed and Path("ops/__init__.py") in staged
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import slotlock.ops", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
