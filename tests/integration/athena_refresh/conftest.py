@@ -435,6 +435,17 @@ def make_runner(make_lock: Callable[..., SlotLock]) -> Callable[..., SlotRunner]
 
 
 @pytest.fixture
+def run(clock: FakeClock, slot: Slot) -> Callable[..., Any]:
+    """``run(runner, job, owner, for_slot=None, remaining_ms=300_000)``: one invocation for the test's slot (or
+    ``for_slot``) with ``remaining_ms`` left. Modules that need another shape define their own ``run``."""
+
+    def invoke(runner: Any, job: Any, owner: str, *, for_slot: Slot | None = None, remaining_ms: int = 300_000) -> Any:
+        return runner.run(job, slot=for_slot or slot, owner_id=owner, deadline_ms=clock.now + remaining_ms)
+
+    return invoke
+
+
+@pytest.fixture
 def make_context(clock: FakeClock) -> Callable[..., LambdaContext]:
     """``make_context(request_id, remaining_ms=..., on_fake_clock=True)``: a Lambda-like context.
 

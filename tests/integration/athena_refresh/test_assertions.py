@@ -5,7 +5,6 @@ under its slot for inspection, LATEST left on the last good result, and no retry
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,14 +23,6 @@ BAD_ROWS = [
     {"origin": "XXX", "flights": -1, "avg_dep_delay_min": None},
     {"origin": "XXX", "flights": 5, "avg_dep_delay_min": 3.0},
 ]
-
-
-@pytest.fixture
-def run(clock: Any, slot: Slot) -> Callable[..., Any]:
-    def invoke(runner: Any, job: Any, owner: str, *, for_slot: Slot | None = None) -> Any:
-        return runner.run(job, slot=for_slot or slot, owner_id=owner, deadline_ms=clock.now + 300_000)
-
-    return invoke
 
 
 @pytest.fixture

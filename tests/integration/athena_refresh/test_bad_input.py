@@ -60,16 +60,6 @@ class SimulatedCrash(BaseException):
 
 
 @pytest.fixture
-def run(clock: Any, slot: Slot) -> Callable[..., Any]:
-    """``run(runner, job, owner, slot=...)``: one invocation (5 minutes left) for the test's slot."""
-
-    def invoke(runner: Any, job: Any, owner: str, *, for_slot: Slot | None = None) -> Any:
-        return runner.run(job, slot=for_slot or slot, owner_id=owner, deadline_ms=clock.now + 300_000)
-
-    return invoke
-
-
-@pytest.fixture
 def history(make_runner: Any, make_job: Any, make_engine: Any, clock: Any, slot: Slot, run: Any) -> Slot:
     """The previous slot ran and committed (token 1): the tables hold a lock item, a slot item, a result
     and the LATEST pointer, so "nothing changed" is checked against real data. Returns that slot."""
