@@ -38,6 +38,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from . import trino_functions as functions
+from . import trino_strings as strings
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
 
@@ -206,6 +207,7 @@ class _Rewriter:
                 return functions.rewrite_call(node, self) or (TrinoType("varchar"), None)
             return (TrinoType("date") if isinstance(node, exp.Date) else self.sqlglot_type(node)), None
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)):
+            strings.compare(node, self.type_of)  # char operands padded alike
             self._comparable(node)
             return TrinoType("boolean"), None
         if isinstance(node, (exp.DPipe, exp.Concat)):
@@ -249,6 +251,9 @@ class _Rewriter:
             kind = TrinoType("decimal", precision=precision, scale=scale)
             if isinstance(node, exp.Div):
                 return kind, self._decimal_divide(node, lp, rp, precision, scale)
+            if isinstance(node, exp.Mul) and precision > 18:  # DuckDB multiplies 18-digit operands in 64 bits
+                wide = f"CAST(_a AS DECIMAL(38, {lp[1]})) * CAST(_b AS DECIMAL(38, {rp[1]}))"
+                return kind, duck(f"CAST({wide} AS DECIMAL({precision}, {scale}))", _a=node.left, _b=node.right)
             return kind, duck(f"CAST(_a AS DECIMAL({precision}, {scale}))", _a=node.copy())
         interval = node.right if isinstance(node.right, exp.Interval) else None
         if isinstance(node, (exp.Add, exp.Sub)) and left.name == "date" and interval is not None:
@@ -334,6 +339,9 @@ class _Rewriter:
 
     def _cast(self, node: exp.Cast) -> tuple[TrinoType, exp.Expr | None]:
         source, target = self.type_of(node.this), of_sqlglot(node.to)
+        char = strings.cast(node, source, target)  # to and from char(n)
+        if char is not None:
+            return char
         safe = isinstance(node, exp.TryCast)
         text = literal_text(node.this)
         if target.name == "decimal" and target.precision is None and text is not None:  # DECIMAL '1.50'

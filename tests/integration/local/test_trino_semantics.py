@@ -214,11 +214,8 @@ def test_string_functions(engine: DuckDBQueryEngine, expression: str, value: Any
 @pytest.mark.parametrize(
     ("expression", "message"),
     [
-        ("regexp_replace('xxx', '(x)', '$01')", "NOT_SUPPORTED: runs on Athena only:"),
-        ("regexp_replace('wxyz', '(?<xyz>[xyz])', '${xyz}${xyz}')", "NOT_SUPPORTED: runs on Athena only:"),
         ("regexp_replace('xxx', 'x', '\\')", "INVALID_FUNCTION_ARGUMENT: "),
         ("regexp_replace('xxx', 'x', '$')", "INVALID_FUNCTION_ARGUMENT: "),
-        ("split('a,b', ',', 1)", "NOT_SUPPORTED: runs on Athena only: split with a limit"),
         (
             "regexp_extract('rat cat\\nbat dog', 'ra(.)|blah(.)(.)', 2)",
             "NOT_SUPPORTED: runs on Athena only: regexp_ext",
@@ -226,8 +223,9 @@ def test_string_functions(engine: DuckDBQueryEngine, expression: str, value: Any
     ],
 )
 def test_what_strings_cannot_reproduce_is_refused(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
-    """TestRegexpFunctions.testRegexpReplace at 105c122c0043c01a3c97ae34883d795a61c0bf34: '$01' is group 1 (Java
-    reads digits greedily), named groups; a trailing backslash and a lone '$' are INVALID_FUNCTION_ARGUMENT."""
+    """TestRegexpFunctions.testRegexpReplace at 105c122c0043c01a3c97ae34883d795a61c0bf34: a trailing backslash and a
+    lone '$' are INVALID_FUNCTION_ARGUMENT ('$01', named groups and split with a limit now run:
+    test_trino_strings.py)."""
     assert failure(engine, expression).startswith(message)
 
 
