@@ -248,9 +248,8 @@ def _replace_lambda(node: exp.RegexpReplace, function: exp.Lambda) -> exp.Expr:
     if len(function.expressions) != 1:
         raise Refused("TYPE_MISMATCH", "regexp_replace takes a lambda of one argument (the groups)")
     name = function.expressions[0].name
-    parts = duck("trino_regexp_parts(_a, _p)", _a=node.this, _p=node.expression)
     body = function.this.copy()
-    groups = duck("struct_extract(_r, 'groups')[_i]", _r=parts, _i=exp.column("trino_i"))
+    groups = duck("struct_extract(trino_r, 'groups')[trino_i]")
     for reference in list(body.find_all(exp.Identifier, exp.Column)):
         if reference.name == name and (
             isinstance(reference, exp.Column) or not isinstance(reference.parent, exp.Column)
@@ -258,12 +257,14 @@ def _replace_lambda(node: exp.RegexpReplace, function: exp.Lambda) -> exp.Expr:
             if isinstance(reference, exp.Column) and reference.table:
                 continue
             reference.replace(groups.copy())
+    # the Python function runs once per row: its answer is bound to trino_r by a lambda over a one-element list
     template = (
-        "CASE WHEN _a IS NOT NULL THEN list_reduce(list_concat([struct_extract(_r, 'parts')[1]],"
-        " list_transform(range(1, len(struct_extract(_r, 'parts'))), lambda trino_i: CAST(_f AS VARCHAR)"
-        " || struct_extract(_r, 'parts')[trino_i + 1])), lambda trino_x, trino_y: trino_x || trino_y) END"
+        "CASE WHEN _a IS NOT NULL THEN list_transform([trino_regexp_parts(_a, _p)], lambda trino_r:"
+        " list_reduce(list_concat([struct_extract(trino_r, 'parts')[1]],"
+        " list_transform(range(1, len(struct_extract(trino_r, 'parts'))), lambda trino_i: CAST(_f AS VARCHAR)"
+        " || struct_extract(trino_r, 'parts')[trino_i + 1])), lambda trino_x, trino_y: trino_x || trino_y))[1] END"
     )
-    return duck(template, _a=node.this, _r=parts, _f=body)
+    return duck(template, _a=node.this, _p=node.expression, _f=body)
 
 
 def _position(node: exp.Anonymous) -> tuple[TrinoType, exp.Expr]:

@@ -57,6 +57,8 @@ def rewrite(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | None] 
         return varchar, _format(node, type_of)
     if isinstance(node, (exp.Ceil, exp.Floor)) and type_of(node.this).is_integer and not node.args.get("decimals"):
         return type_of(node.this), node.this  # math.md: ceil(x) -> [same as input]
+    if isinstance(node, exp.GroupConcat) and not isinstance(node.this, exp.Order):  # Trino's grammar (aggregate.md)
+        raise Refused("SYNTAX_ERROR", "listagg requires WITHIN GROUP (ORDER BY ...)")
     if isinstance(node, exp.GroupConcat) and node.args.get("separator") is None:
         node.set("separator", exp.Literal.string(""))  # aggregate.md, listagg: the separator defaults to ''
         return varchar, None

@@ -182,12 +182,14 @@ def test_char_is_space_padded(engine: DuckDBQueryEngine, expression: str, value:
         ("regexp_replace('xxx', 'x', '\\')", "INVALID_FUNCTION_ARGUMENT: Illegal replacement sequence"),
         ("regexp_position('abc', 'b', 0)", "INVALID_FUNCTION_ARGUMENT: start position cannot be smaller than 1"),
         ("regexp_position('abc', 'b', 1, 0)", "INVALID_FUNCTION_ARGUMENT: occurrence cannot be smaller than 1"),
+        ("listagg(s, ',')", "SYNTAX_ERROR: listagg requires WITHIN GROUP"),
     ],
 )
 def test_failures_are_trinos(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
     """The run-time failures of the implementations named above (INVALID_FUNCTION_ARGUMENT with their messages;
     JoniRegexpFunctions.validateGroup: "Pattern has %d groups. Cannot access group %d"); codepoint's signature
-    takes a varchar(1) only (FUNCTION_NOT_FOUND)."""
+    takes a varchar(1) only (FUNCTION_NOT_FOUND); listagg without WITHIN GROUP is not Trino's grammar
+    (functions/aggregate.md)."""
     assert failure(engine, expression).startswith(message)
 
 
