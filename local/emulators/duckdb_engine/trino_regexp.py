@@ -30,6 +30,7 @@ __all__ = [
     "regexp_parts",
     "regexp_position",
     "regexp_replace",
+    "regexp_split",
     "replacement_tokens",
     "rewrite_regexp",
 ]
@@ -87,6 +88,17 @@ def regexp_position(source: str, pattern: str, start: int, occurrence: int) -> i
         return -1
     found = _matches(source, _compiled(pattern), start - 1)
     return found[occurrence - 1].start() + 1 if len(found) >= occurrence else -1
+
+
+def regexp_split(source: str, pattern: str) -> list[str]:
+    """regexp_split: the pieces between Trino's successive matches (empty ones included; groups are not pieces)."""
+    pieces: list[str] = []
+    position = 0
+    for match in _matches(source, _compiled(pattern)):
+        pieces.append(source[position : match.start()])
+        position = match.end()
+    pieces.append(source[position:])
+    return pieces
 
 
 def regexp_parts(source: str, pattern: str) -> dict[str, list[str] | list[list[str | None]]]:
@@ -210,20 +222,33 @@ def rewrite_regexp(node: exp.Expr, varchar: TrinoType) -> tuple[TrinoType, exp.E
         return None
     if isinstance(node, (exp.RegexpExtract, exp.RegexpExtractAll)):
         group = node.args.get("group")
+        kind = "VARCHAR[]" if isinstance(node, exp.RegexpExtractAll) else "VARCHAR"
+        if isinstance(group, exp.Neg) and isinstance(group.this, exp.Literal) and group.this.is_int:
+            return (varchar if kind == "VARCHAR" else TrinoType("array")), _failure(
+                node.this, "Group cannot be negative", kind
+            )
         if isinstance(group, exp.Literal) and group.is_int and int(group.this) > compiled.groups:
             message = f"Pattern has {compiled.groups} groups. Cannot access group {group.this}"
-            kind = "VARCHAR[]" if isinstance(node, exp.RegexpExtractAll) else "VARCHAR"
             return (varchar if kind == "VARCHAR" else TrinoType("array")), _failure(node.this, message, kind)
         return None
+    if isinstance(node, exp.RegexpCount):  # sqlglot's translation counts 0 for '' (Trino: every position)
+        return TrinoType("bigint"), duck("CAST(len(regexp_extract_all(_a, _p)) AS BIGINT)", _a=node.this, _p=_re2(text))
+    if isinstance(node, exp.RegexpSplit) and may_match_empty(compiled):  # RE2 drops the empty pieces
+        return TrinoType("array"), duck("trino_regexp_split(_a, _p)", _a=node.this, _p=node.expression)
     if not isinstance(node, exp.RegexpReplace):
         return None
     return varchar, _replace(node, text, compiled)
 
 
+def _re2(text: str) -> exp.Expr:
+    """A Java pattern as an RE2 literal (``(?<name>`` is RE2's ``(?P<name>``)."""
+    return exp.Literal.string(re.sub(r"(?<!\\)\(\?<(?![=!])", "(?P<", text))
+
+
 def _replace(node: exp.RegexpReplace, text: str, compiled: re.Pattern[str]) -> exp.Expr:
     replacement = node.args.get("replacement")
     if isinstance(replacement, exp.Lambda):
-        return _replace_lambda(node, replacement)
+        return _replace_lambda(node, replacement, compiled.groups)
     rewrite = "" if replacement is None else literal_text(replacement)
     if rewrite is None:
         raise athena_only("regexp_replace with a replacement that is not a literal")
@@ -238,19 +263,35 @@ def _replace(node: exp.RegexpReplace, text: str, compiled: re.Pattern[str]) -> e
         converted = re2_rewrite(tokens)
     except NotReproduced as exc:
         raise athena_only(str(exc)) from None
-    re2 = exp.Literal.string(re.sub(r"(?<!\\)\(\?<(?![=!])", "(?P<", text))
-    return duck("regexp_replace(_a, _p, _r, 'g')", _a=node.this, _p=re2, _r=exp.Literal.string(converted))
+    return duck("regexp_replace(_a, _p, _r, 'g')", _a=node.this, _p=_re2(text), _r=exp.Literal.string(converted))
 
 
-def _replace_lambda(node: exp.RegexpReplace, function: exp.Lambda) -> exp.Expr:
+def _replace_lambda(node: exp.RegexpReplace, function: exp.Lambda, groups_count: int) -> exp.Expr:
     """regexp_replace(s, p, x -> f(x)): the unmatched pieces and f of each match's groups, joined; a NULL from f
-    makes the result NULL (JoniRegexpReplaceLambdaFunction)."""
+    makes the result NULL (JoniRegexpReplaceLambdaFunction); ``x[k]`` past the pattern's groups fails each match
+    (INVALID_FUNCTION_ARGUMENT, AbstractTestRegexpFunctions.testRegexpReplaceLambda)."""
     if len(function.expressions) != 1:
         raise Refused("TYPE_MISMATCH", "regexp_replace takes a lambda of one argument (the groups)")
     name = function.expressions[0].name
-    body = function.this.copy()
+    holder = exp.Paren(this=function.this.copy())  # the body may itself be replaced (x -> x[1])
+    for subscript in list(holder.find_all(exp.Bracket)):
+        if subscript.this.name != name or isinstance(subscript.this, exp.Column) and subscript.this.table:
+            continue
+        index = subscript.expressions[0] if len(subscript.expressions) == 1 else None
+        negative = isinstance(index, exp.Neg)
+        digits = index.this if negative and index is not None else index
+        if not (isinstance(digits, exp.Literal) and digits.is_int):
+            raise athena_only("regexp_replace with a lambda subscript that is not a literal")
+        position = (-int(digits.this) if negative else int(digits.this)) + (0 if subscript.args.get("offset") else 1)
+        if position < 1 or position > groups_count:
+            message = (
+                "SQL array indices start at 1"
+                if position < 1
+                else f"Array subscript must be less than or equal to array length: {position} > {groups_count}"
+            )
+            subscript.replace(duck(f"CAST(error('INVALID_FUNCTION_ARGUMENT: {message}') AS VARCHAR)"))
     groups = duck("struct_extract(trino_r, 'groups')[trino_i]")
-    for reference in list(body.find_all(exp.Identifier, exp.Column)):
+    for reference in list(holder.find_all(exp.Identifier, exp.Column)):
         if reference.name == name and (
             isinstance(reference, exp.Column) or not isinstance(reference.parent, exp.Column)
         ):
@@ -264,7 +305,7 @@ def _replace_lambda(node: exp.RegexpReplace, function: exp.Lambda) -> exp.Expr:
         " list_transform(range(1, len(struct_extract(trino_r, 'parts'))), lambda trino_i: CAST(_f AS VARCHAR)"
         " || struct_extract(trino_r, 'parts')[trino_i + 1])), lambda trino_x, trino_y: trino_x || trino_y))[1] END"
     )
-    return duck(template, _a=node.this, _p=node.expression, _f=body)
+    return duck(template, _a=node.this, _p=node.expression, _f=holder.this)
 
 
 def _position(node: exp.Anonymous) -> tuple[TrinoType, exp.Expr]:

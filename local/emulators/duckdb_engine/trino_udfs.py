@@ -19,7 +19,7 @@ from typing import Any, Final
 import duckdb
 
 from .trino_format import java_format
-from .trino_regexp import regexp_parts, regexp_position, regexp_replace
+from .trino_regexp import regexp_parts, regexp_position, regexp_replace, regexp_split
 
 __all__ = ["TrinoFailure", "register"]
 
@@ -156,6 +156,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         ("trino_format", _format, ["VARCHAR", "VARCHAR", "VARCHAR[]"], "VARCHAR"),
         ("trino_regexp_position", _failing(regexp_position), ["VARCHAR", "VARCHAR", "BIGINT", "BIGINT"], "INTEGER"),
         ("trino_regexp_replace", _failing(regexp_replace), ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR"),
+        ("trino_regexp_split", _failing(regexp_split), ["VARCHAR", "VARCHAR"], "VARCHAR[]"),
         ("trino_regexp_parts", _failing(regexp_parts), ["VARCHAR", "VARCHAR"], "STRUCT(parts VARCHAR[], groups VARCHAR[][])"),
     ]  # fmt: skip
     for name, function, parameters, result in specs:

@@ -247,3 +247,85 @@ def test_java_format_directly() -> None:
     assert unsupported("%e", ["double"]) == "the conversion %e"
     assert unsupported("%s", ["double"]) == "%s of a double"
     assert unsupported("%d %s", ["integer", "varchar"]) is None
+
+
+#: AbstractTestRegexpFunctions.java (trinodb/trino at 3007cb4d0c77951daf03711a131c010cc1ae2436): testRegexpReplace,
+#: testRegexpReplaceLambda, testRegexpSplit, testRegexpCount, testRegexpPosition (arrays as Athena prints them).
+TRINO_REGEXP_TESTS = [
+    ("regexp_replace('abc有朋$%X自9远方来', '', 'Y')", "YaYbYcY有Y朋Y$Y%YXY自Y9Y远Y方Y来Y"),
+    ("regexp_replace('a有朋💰', '.', '1$02')", "1a21有21朋21💰2"),
+    ("regexp_replace('', '', 'Y')", "Y"),
+    ("regexp_replace('1234567890', '(1)(2)(3)(4)(5)(6)(7)(8)(9)(0)', '$1a')", "1a"),
+    ("regexp_replace('wxyz', '(?<w>w)|(?<xyz>[xyz])', '[${w}](${xyz})')", "[w]()[](x)[](y)[](z)"),
+    ("regexp_replace('xyz', '(?<xyz>[xyz])+', '${xyz}')", "z"),
+    ("regexp_replace('abc有朋$%X自9远方来', '', x -> 'Y')", "YaYbYcY有Y朋Y$Y%YXY自Y9Y远Y方Y来Y"),
+    ("regexp_replace('a有朋💰', '(.)', x -> '1' || x[1] || '2')", "1a21有21朋21💰2"),
+    ("regexp_replace('', '', x -> 'Y')", "Y"),
+    ("regexp_replace('new york', '((\\w)(\\w*))', x -> upper(x[2]) || lower(x[3]))", "New York"),
+    ("regexp_replace('new york city', '(yo\\w*)', x -> upper(x[1]))", "new YORK city"),
+    ("regexp_replace('123 456', '([0-9]*)', x -> x[1])", "123 456"),
+    ("regexp_replace('123 456', '(([0-9]*) ([0-9]*))', x -> x[2] || x[3])", "123456"),
+    ("regexp_replace('abbabba', '(abba)', x -> 'm' || x[1])", "mabbabba"),
+    ("regexp_replace('abcde', 'ab(c)?de', x -> CASE WHEN x[1] IS NULL THEN 'foo' ELSE 'bar' END)", "bar"),
+    ("regexp_replace('abde', 'ab(c)?de', x -> CASE WHEN x[1] IS NULL THEN 'foo' ELSE 'bar' END)", "foo"),
+    ("regexp_replace('abc', '()', x -> x[1])", "abc"),
+    ("regexp_replace('abc', '()', x -> 'OK')", "OKaOKbOKcOK"),
+    ("regexp_replace('new', '(\\w*)', x -> x[1] || upper(x[1]))", "newNEW"),
+    ("regexp_replace('new', '(\\w*)', x -> CAST(length(x[1]) AS VARCHAR))", "30"),
+    ("regexp_replace('new york', '(\\w*)', x -> '<' || x[1] || '>')", "<new><> <york><>"),
+    ("regexp_replace('aaa', '(b)?', x -> x[1])", None),
+    ("regexp_replace('aaa', '(a)', x -> CAST(NULL AS VARCHAR))", None),
+    ("regexp_replace('', '(a)', x -> upper(x[1]))", ""),
+    ("regexp_replace(NULL, '(a)', x -> upper(x[1]))", None),
+    ("regexp_split('abc有朋$%X自9远方来💰', '')", "[, a, b, c, 有, 朋, $, %, X, 自, 9, 远, 方, 来, 💰, ]"),
+    ("regexp_split('a有朋💰', '.')", "[, , , , ]"),
+    ("regexp_split('', '')", "[, ]"),
+    ("regexp_split('abcd', '')", "[, a, b, c, d, ]"),
+    ("regexp_split('', 'x')", "[]"),
+    ("regexp_split(',,,', ',')", "[, , , ]"),
+    ("regexp_count('a.b:c;d', '[\\.:;]')", 3),
+    ("regexp_count('Hello world bye', '\\b[a-z]([a-z]*)')", 2),
+    ("regexp_count('rat cat\nbat dog', 'ra(.)|blah(.)(.)')", 1),
+    ("regexp_count('', '')", 1),
+    ("regexp_count('abcd', '')", 5),
+    ("regexp_count('君子矜而不争，党而不群', '不')", 2),
+    ("regexp_position('a1b2c3d4e', '\\d', 4, 2)", 6),
+    ("regexp_position('a1b2c3d', '')", 1),
+    ("regexp_position('a1b2c3d', '', 2, 7)", 8),
+    ("regexp_position('a1b2c3d', '', 2, 8)", -1),
+    ("regexp_position('行成于思str而毁123于随', '于', 3, 2)", 13),
+    ("regexp_position('行成于思str而毁123于随', '', 3, 2)", 4),
+    ("regexp_position('', ', ', 4, 2)", -1),
+    ("regexp_position('有朋$%X自9远方9来', '\\d', 10, 1)", 10),
+    ("regexp_position('有朋$%X自9远方9来', '来', 999)", -1),
+    ("regexp_position('natasha, 9102, miss you', '\\s*[a-z]+\\s*', 10)", 15),
+    ("regexp_position('natasha, 9102, miss you', '\\s', 10, 2)", 20),
+]
+
+
+@pytest.mark.parametrize(("expression", "value"), TRINO_REGEXP_TESTS)
+def test_trinos_own_regexp_tests(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """Trino's regexp function tests (the list's source), run locally."""
+    assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "regexp_replace('xxx', 'x', '$a')",
+        "regexp_replace('xxx', '(?<name>x)', '${}')",
+        "regexp_replace('xxx', '(?<name>x)', '${0}')",
+        "regexp_replace('xxx', '(?<name>x)', '${nam}')",
+        "regexp_replace('new', '(\\w)', x -> upper(x[2]))",
+        "regexp_replace('new', '(\\w)', x -> upper(x[0]))",
+        "regexp_replace('abc', '', x -> x[1])",
+        "regexp_replace('abbabba', 'abba', x -> 'm' || x[1])",
+        "regexp_extract('Hello world bye', '\\b[a-z]([a-z]*)', -1)",
+        "regexp_extract_all('hello', '(.)', 2)",
+        "regexp_like('abc', '[invalid')",
+        "regexp_position('有朋$%X自9远方9来', '来', 1, -1)",
+    ],
+)
+def test_trinos_own_regexp_failures(engine: DuckDBQueryEngine, expression: str) -> None:
+    """The INVALID_FUNCTION_ARGUMENT cases of the same tests."""
+    assert failure(engine, expression).startswith("INVALID_FUNCTION_ARGUMENT: ")
