@@ -27,6 +27,8 @@ __all__ = [
     "may_match_empty",
     "python_pattern",
     "re2_rewrite",
+    "regexp_extract",
+    "regexp_extract_all",
     "regexp_parts",
     "regexp_position",
     "regexp_replace",
@@ -88,6 +90,17 @@ def regexp_position(source: str, pattern: str, start: int, occurrence: int) -> i
         return -1
     found = _matches(source, _compiled(pattern), start - 1)
     return found[occurrence - 1].start() + 1 if len(found) >= occurrence else -1
+
+
+def regexp_extract(source: str, pattern: str, group: int) -> str | None:
+    """regexp_extract: `group` of the first match; NULL without a match or when the group took no part."""
+    match = _compiled(pattern).search(source)
+    return None if match is None else match.group(group)
+
+
+def regexp_extract_all(source: str, pattern: str, group: int) -> list[str | None]:
+    """regexp_extract_all: `group` of each match (NULL where it took no part)."""
+    return [match.group(group) for match in _matches(source, _compiled(pattern))]
 
 
 def regexp_split(source: str, pattern: str) -> list[str]:
@@ -230,6 +243,11 @@ def rewrite_regexp(node: exp.Expr, varchar: TrinoType) -> tuple[TrinoType, exp.E
         if isinstance(group, exp.Literal) and group.is_int and int(group.this) > compiled.groups:
             message = f"Pattern has {compiled.groups} groups. Cannot access group {group.this}"
             return (varchar if kind == "VARCHAR" else TrinoType("array")), _failure(node.this, message, kind)
+        if isinstance(group, exp.Literal) and group.is_int and int(group.this) > 0 and _optional_groups(text):
+            # a group that may take no part in a match is NULL in Trino, '' in RE2: Python's re tells them apart
+            function = "trino_regexp_extract_all" if kind == "VARCHAR[]" else "trino_regexp_extract"
+            call = duck(f"{function}(_a, _p, _g)", _a=node.this, _p=node.expression, _g=group)
+            return (varchar if kind == "VARCHAR" else TrinoType("array")), call
         return None
     if isinstance(node, exp.RegexpCount):  # sqlglot's translation counts 0 for '' (Trino: every position)
         return TrinoType("bigint"), duck("CAST(len(regexp_extract_all(_a, _p)) AS BIGINT)", _a=node.this, _p=_re2(text))
@@ -238,6 +256,11 @@ def rewrite_regexp(node: exp.Expr, varchar: TrinoType) -> tuple[TrinoType, exp.E
     if not isinstance(node, exp.RegexpReplace):
         return None
     return varchar, _replace(node, text, compiled)
+
+
+def _optional_groups(pattern: str) -> bool:
+    """Whether a group of `pattern` may take no part in a match (an alternative, an optional group)."""
+    return "|" in pattern or re.search(r"\)(?:[?*]|\{0)", pattern) is not None
 
 
 def _re2(text: str) -> exp.Expr:

@@ -19,7 +19,14 @@ from typing import Any, Final
 import duckdb
 
 from .trino_format import java_format
-from .trino_regexp import regexp_parts, regexp_position, regexp_replace, regexp_split
+from .trino_regexp import (
+    regexp_extract,
+    regexp_extract_all,
+    regexp_parts,
+    regexp_position,
+    regexp_replace,
+    regexp_split,
+)
 
 __all__ = ["TrinoFailure", "register"]
 
@@ -156,8 +163,23 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         ("trino_format", _format, ["VARCHAR", "VARCHAR", "VARCHAR[]"], "VARCHAR"),
         ("trino_regexp_position", _failing(regexp_position), ["VARCHAR", "VARCHAR", "BIGINT", "BIGINT"], "INTEGER"),
         ("trino_regexp_replace", _failing(regexp_replace), ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR"),
+        ("trino_regexp_extract_all", _failing(regexp_extract_all), ["VARCHAR", "VARCHAR", "BIGINT"], "VARCHAR[]"),
         ("trino_regexp_split", _failing(regexp_split), ["VARCHAR", "VARCHAR"], "VARCHAR[]"),
         ("trino_regexp_parts", _failing(regexp_parts), ["VARCHAR", "VARCHAR"], "STRUCT(parts VARCHAR[], groups VARCHAR[][])"),
     ]  # fmt: skip
     for name, function, parameters, result in specs:
         con.create_function(name, function, parameters, result, side_effects=False)  # type: ignore[arg-type]
+    # NULL in, NULL out, and NULL out of a match too: DuckDB's "special" null handling
+    extract = _failing(regexp_extract)
+
+    def nullable_extract(source: str | None, pattern: str | None, group: int | None) -> str | None:
+        return None if source is None or pattern is None or group is None else extract(source, pattern, group)  # type: ignore[no-any-return]
+
+    con.create_function(
+        "trino_regexp_extract",
+        nullable_extract,
+        ["VARCHAR", "VARCHAR", "BIGINT"],
+        "VARCHAR",  # type: ignore[arg-type]
+        null_handling="special",
+        side_effects=False,
+    )

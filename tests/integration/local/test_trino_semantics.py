@@ -216,15 +216,12 @@ def test_string_functions(engine: DuckDBQueryEngine, expression: str, value: Any
     [
         ("regexp_replace('xxx', 'x', '\\')", "INVALID_FUNCTION_ARGUMENT: "),
         ("regexp_replace('xxx', 'x', '$')", "INVALID_FUNCTION_ARGUMENT: "),
-        (
-            "regexp_extract('rat cat\\nbat dog', 'ra(.)|blah(.)(.)', 2)",
-            "NOT_SUPPORTED: runs on Athena only: regexp_ext",
-        ),
     ],
 )
 def test_what_strings_cannot_reproduce_is_refused(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
     """TestRegexpFunctions.testRegexpReplace at 105c122c0043c01a3c97ae34883d795a61c0bf34: a trailing backslash and a
-    lone '$' are INVALID_FUNCTION_ARGUMENT ('$01', named groups and split with a limit now run:
+    lone '$' are INVALID_FUNCTION_ARGUMENT ('$01', named groups, split with a limit and regexp_extract of a group
+    that took no part now run:
     test_trino_strings.py)."""
     assert failure(engine, expression).startswith(message)
 
