@@ -128,7 +128,7 @@ def _convert(
     elif lower == "s":
         if "#" in flags:
             raise ValueError("FormatFlagsConversionMismatch: Conversion = s, Flags = #")
-        text = value
+        text = str(decimal.Decimal(value)) if kind == "decimal" else value  # BigDecimal.toString: 1E-7
     elif lower in "dxo":
         if kind not in _INTEGERS:
             raise ValueError(f"IllegalFormatConversion: {conversion} != {_java_class(kind)}")

@@ -59,6 +59,9 @@ def rewrite(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | None] 
         return type_of(node.this), node.this  # math.md: ceil(x) -> [same as input]
     if isinstance(node, exp.GroupConcat) and not isinstance(node.this, exp.Order):  # Trino's grammar (aggregate.md)
         raise Refused("SYNTAX_ERROR", "listagg requires WITHIN GROUP (ORDER BY ...)")
+    separator = node.args.get("separator") if isinstance(node, exp.GroupConcat) else None
+    if separator is not None and literal_text(separator) is None:  # the grammar takes a string literal only
+        raise Refused("SYNTAX_ERROR", "listagg's separator must be a string literal")
     if isinstance(node, exp.GroupConcat) and node.args.get("separator") is None:
         node.set("separator", exp.Literal.string(""))  # aggregate.md, listagg: the separator defaults to ''
         return varchar, None

@@ -99,6 +99,7 @@ def test_string_and_conversion_functions(
         ("format('%06d|%+d|%(d|%x|%#o', -42, 5, -7, 255, 8)", "-00042|+5|(7)|ff|010"),
         ("format('%S|%b|%s|%.2s', 'abc', NULL, NULL, 'hello')", "ABC|false|null|he"),
         ("format('%.2f', 0.125e0)", "0.13"),
+        ("format('%s|%s', DECIMAL '0.0000001', 1.50)", "1E-7|1.50"),
     ],
 )
 def test_format_is_javas_formatter(engine: DuckDBQueryEngine, expression: str, value: str) -> None:
@@ -183,6 +184,7 @@ def test_char_is_space_padded(engine: DuckDBQueryEngine, expression: str, value:
         ("regexp_position('abc', 'b', 0)", "INVALID_FUNCTION_ARGUMENT: start position cannot be smaller than 1"),
         ("regexp_position('abc', 'b', 1, 0)", "INVALID_FUNCTION_ARGUMENT: occurrence cannot be smaller than 1"),
         ("listagg(s, ',')", "SYNTAX_ERROR: listagg requires WITHIN GROUP"),
+        ("listagg(s, 123) WITHIN GROUP (ORDER BY s)", "SYNTAX_ERROR: listagg's separator must be a string literal"),
     ],
 )
 def test_failures_are_trinos(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
