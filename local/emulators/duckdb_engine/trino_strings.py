@@ -35,6 +35,13 @@ REWRITTEN: Final = frozenset(
     {"codepoint", "hamming_distance", "luhn_check", "format_number", "parse_data_size", "regexp_position"}
 )
 _INTEGERS: Final = ("tinyint", "smallint", "integer", "bigint")
+#: Java's Character.isWhitespace code points (what Trino's trim functions remove by default; not U+00A0, U+2007,
+#: U+202F).
+_WHITESPACE: Final = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \u1680"
+    + "".join(map(chr, range(0x2000, 0x200B))).replace("\u2007", "")
+    + "\u2028\u2029\u205f\u3000"
+)
 #: Argument types whose DuckDB text is the text format() reproduces (trino_format).
 _FORMAT_KINDS: Final = (*_INTEGERS, "varchar", "char", "decimal", "double", "boolean", "date", "unknown")
 
@@ -65,13 +72,22 @@ def rewrite(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | None] 
     if isinstance(node, exp.GroupConcat) and node.args.get("separator") is None:
         node.set("separator", exp.Literal.string(""))  # aggregate.md, listagg: the separator defaults to ''
         return varchar, None
-    if isinstance(node, exp.Trim) and type_of(node.this).name == "char":
-        if node.text("position") == "LEADING" and node.args.get("expression") is None:  # charLeftTrim
-            return varchar, duck("ltrim(rtrim(_a, ' '))", _a=node.this)
-        return varchar, None
+    if isinstance(node, exp.Trim):
+        return varchar, _trim(node, type_of(node.this).name == "char")
     if isinstance(node, (exp.Reverse, exp.Upper, exp.Lower)) and type_of(node.this).name == "char":
         return type_of(node.this), None  # the padded text (charReverse pads first)
     return None
+
+
+def _trim(node: exp.Trim, is_char: bool) -> exp.Expr:
+    """trim/ltrim/rtrim: Java's whitespace (Character.isWhitespace: \\u2028 too) unless characters are given; a
+    char's padding is not part of its value (StringFunctions' char variants trim it first, and after)."""
+    position = (node.text("position") or "BOTH").upper()
+    chars = node.args.get("expression")
+    source = duck("rtrim(_a, ' ')", _a=node.this) if is_char else node.this
+    function = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "trim")
+    call = duck(f"{function}(_a, _c)", _a=source, _c=chars if chars is not None else exp.Literal.string(_WHITESPACE))
+    return duck("rtrim(_a, ' ')", _a=call) if is_char and chars is not None and position != "LEADING" else call
 
 
 def _anonymous(node: exp.Anonymous, type_of: Any) -> tuple[TrinoType, exp.Expr | None] | None:

@@ -336,3 +336,38 @@ def test_trinos_own_regexp_tests(engine: DuckDBQueryEngine, expression: str, val
 def test_trinos_own_regexp_failures(engine: DuckDBQueryEngine, expression: str) -> None:
     """The INVALID_FUNCTION_ARGUMENT cases of the same tests."""
     assert failure(engine, expression).startswith("INVALID_FUNCTION_ARGUMENT: ")
+
+
+#: TestStringFunctions.java (trinodb/trino at 29e4b2ed1947cd0431248d68e2abcf0da6242bf7: testLeftTrim,
+#: testCharLeftTrim, testRightTrim, testLeftTrimParametrized, testCharLeftTrimParametrized, testRightTrimParametrized,
+#: testCharRightTrimParametrized, testHammingDistance): Java's whitespace (U+2028 too) and a char's padding.
+TRINO_TRIM_TESTS = [
+    ("ltrim('   ')", ""),
+    ("ltrim(' \u2028 \u4fe1\u5ff5 \u7231 \u5e0c\u671b')", "\u4fe1\u5ff5 \u7231 \u5e0c\u671b"),
+    ("rtrim('\u4fe1\u5ff5 \u7231 \u5e0c\u671b \u2028 ')", "\u4fe1\u5ff5 \u7231 \u5e0c\u671b"),
+    ("ltrim(CAST('' AS CHAR(20)))", ""),
+    ("ltrim(CAST('hello  ' AS CHAR(7)))", "hello"),
+    ("ltrim(CAST(' \u2028 \u4fe1\u5ff5 \u7231 \u5e0c\u671b' AS CHAR(10)))", "\u4fe1\u5ff5 \u7231 \u5e0c\u671b"),
+    ("rtrim(CAST('  hello  ' AS CHAR(9)))", "  hello"),
+    ("ltrim('   ', '')", "   "),
+    ("ltrim('  hello  ', 'he ')", "llo  "),
+    ("ltrim(' hello world ', ' ehlowrd')", ""),
+    ("ltrim('\u017a\u00f3\u0142\u0107', '\u00f3\u017a')", "\u0142\u0107"),
+    ("ltrim(CAST('   ' AS CHAR(3)), '')", ""),
+    ("ltrim(CAST('  hello  ' AS CHAR(9)), '')", "  hello"),
+    ("ltrim(CAST('hello  ' AS CHAR(7)), 'l')", "hello"),
+    ("ltrim(CAST(' hello world ' AS CHAR(13)), ' eh')", "llo world"),
+    ("rtrim('  hello  ', 'lo ')", "  he"),
+    ("rtrim(' hello world ', ' ld')", " hello wor"),
+    ("rtrim(CAST('abc def' AS CHAR(7)), 'def')", "abc"),
+    ("rtrim(CAST('  hello  ' AS CHAR(9)), '')", "  hello"),
+    ("trim(' \t x \n')", "x"),
+    ("hamming_distance('hello na\u00efve world', 'hello naive world')", 1),
+    ("hamming_distance('hello', 'world')", 4),
+]
+
+
+@pytest.mark.parametrize(("expression", "value"), TRINO_TRIM_TESTS)
+def test_trinos_own_string_tests(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    """Trino's string function tests (the list's source), run locally."""
+    assert answer(engine, expression)[0] == value
