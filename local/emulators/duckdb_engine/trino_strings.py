@@ -57,9 +57,13 @@ def rewrite(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | None] 
         return regexp
     if isinstance(node, exp.Anonymous):
         return _anonymous(node, type_of)
-    if isinstance(node, exp.Split) and node.args.get("limit") is not None:
-        call = duck("trino_split(_a, _d, _l)", _a=node.this, _d=node.expression, _l=node.args["limit"])
+    if isinstance(node, exp.Split) and (node.args.get("limit") is not None or not literal_text(node.expression)):
+        limit = node.args.get("limit") or exp.Literal.number(2**31 - 1)  # DuckDB splits '' into characters
+        call = duck("trino_split(_a, _d, _l)", _a=node.this, _d=node.expression, _l=limit)
         return TrinoType("array"), call
+    if isinstance(node, exp.StrPosition) and node.args.get("occurrence") is not None:
+        call = duck("trino_strpos(_a, _b, _n)", _a=node.this, _b=node.args["substr"], _n=node.args["occurrence"])
+        return TrinoType("bigint"), call
     if isinstance(node, exp.Format):
         return varchar, _format(node, type_of)
     if isinstance(node, (exp.Ceil, exp.Floor)) and type_of(node.this).is_integer and not node.args.get("decimals"):

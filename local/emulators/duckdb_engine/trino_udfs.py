@@ -86,6 +86,24 @@ def split_limit(text: str, delimiter: str, limit: int) -> list[str]:
     return parts
 
 
+def string_position(text: str, substring: str, instance: int) -> int:
+    """strpos(text, substring, instance): the 1-based position of the instance-th occurrence (overlapping ones
+    count), from the end when negative; 0 when there is none; 1 for ''."""
+    if instance == 0:
+        raise TrinoFailure("INVALID_FUNCTION_ARGUMENT: 'instance' must be a positive or negative number.")
+    if substring == "":
+        return 1
+    found, index = 0, -1 if instance > 0 else len(text)
+    while found < abs(instance):
+        index = (
+            text.find(substring, index + 1) if instance > 0 else text.rfind(substring, 0, index - 1 + len(substring))
+        )
+        if index < 0:
+            return 0
+        found += 1
+    return index + 1
+
+
 def format_number(count: int) -> str:
     """format_number of a bigint: 3 significant digits and K, M, B, T or Q (FormatNumberFunction)."""
     fractional = float(count)
@@ -157,6 +175,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         ("trino_hamming_distance", hamming_distance, ["VARCHAR", "VARCHAR"], "BIGINT"),
         ("trino_luhn_check", luhn_check, ["VARCHAR"], "BOOLEAN"),
         ("trino_split", split_limit, ["VARCHAR", "VARCHAR", "BIGINT"], "VARCHAR[]"),
+        ("trino_strpos", string_position, ["VARCHAR", "VARCHAR", "BIGINT"], "BIGINT"),
         ("trino_format_number", format_number, ["BIGINT"], "VARCHAR"),
         ("trino_format_number_double", format_number_double, ["DOUBLE"], "VARCHAR"),
         ("trino_parse_data_size", parse_data_size, ["VARCHAR"], "DECIMAL(38,0)"),

@@ -170,6 +170,8 @@ def test_char_is_space_padded(engine: DuckDBQueryEngine, expression: str, value:
         ("luhn_check('12a')", "INVALID_FUNCTION_ARGUMENT: Input contains non-digit character"),
         ("split('a,b', ',', 0)", "INVALID_FUNCTION_ARGUMENT: Limit must be positive"),
         ("split('a,b', '', 2)", "INVALID_FUNCTION_ARGUMENT: The delimiter may not be the empty string"),
+        ("split('a,b', '')", "INVALID_FUNCTION_ARGUMENT: The delimiter may not be the empty string"),
+        ("strpos('abc/xyz/foo/bar', '/', 0)", "INVALID_FUNCTION_ARGUMENT: 'instance' must be a positive or negative"),
         ("parse_data_size('1xB')", "INVALID_FUNCTION_ARGUMENT: Invalid data size: '1xB'"),
         ("format('%d', 1.5)", "INVALID_FUNCTION_ARGUMENT: Invalid format string: %d"),
         ("format('%s %s', 'a')", "INVALID_FUNCTION_ARGUMENT: Invalid format string"),
@@ -340,8 +342,9 @@ def test_trinos_own_regexp_failures(engine: DuckDBQueryEngine, expression: str) 
 
 #: TestStringFunctions.java (trinodb/trino at 29e4b2ed1947cd0431248d68e2abcf0da6242bf7: testLeftTrim,
 #: testCharLeftTrim, testRightTrim, testLeftTrimParametrized, testCharLeftTrimParametrized, testRightTrimParametrized,
-#: testCharRightTrimParametrized, testHammingDistance): Java's whitespace (U+2028 too) and a char's padding.
-TRINO_TRIM_TESTS = [
+#: testCharRightTrimParametrized, testHammingDistance, testStringPosition, testCharSubstring, testSplit): Java's
+#: whitespace (U+2028 too), a char's padding, strpos with an instance (overlapping, from the end when negative).
+TRINO_STRING_TESTS = [
     ("ltrim('   ')", ""),
     ("ltrim(' \u2028 \u4fe1\u5ff5 \u7231 \u5e0c\u671b')", "\u4fe1\u5ff5 \u7231 \u5e0c\u671b"),
     ("rtrim('\u4fe1\u5ff5 \u7231 \u5e0c\u671b \u2028 ')", "\u4fe1\u5ff5 \u7231 \u5e0c\u671b"),
@@ -364,10 +367,24 @@ TRINO_TRIM_TESTS = [
     ("trim(' \t x \n')", "x"),
     ("hamming_distance('hello na\u00efve world', 'hello naive world')", 1),
     ("hamming_distance('hello', 'world')", 4),
+    ("strpos('abc/xyz/foo/bar', '/', 2)", 8),
+    ("strpos('abc/xyz/foo/bar', '/', 4)", 0),
+    ("strpos('highhigh', 'ig', 1)", 2),
+    ("strpos('foobarfoo', 'oo', 1)", 2),
+    ("strpos('abc abc abc', 'abc', -1)", 9),
+    ("strpos('abc/xyz/foo/bar', '/', -3)", 4),
+    ("strpos('abc/xyz/foo/bar', '/', -4)", 0),
+    ("strpos('highhigh', 'ig', -2)", 2),
+    ("strpos('foobarfoo', 'oo', -1)", 8),
+    ("strpos('\u4fe1\u5ff5,\u7231,\u5e0c\u7231\u671b', '\u7231', -2)", 4),
+    ("strpos('', '', 3)", 1),
+    ("substr(CAST('Quadratically' AS CHAR(13)), -5, 4)", "call"),
+    ("substr(CAST('keep trailing' AS CHAR(14)), 1, 14)", "keep trailing "),
+    ("substr(CAST('abc def' AS CHAR(7)), 1, 4)", "abc "),
 ]
 
 
-@pytest.mark.parametrize(("expression", "value"), TRINO_TRIM_TESTS)
+@pytest.mark.parametrize(("expression", "value"), TRINO_STRING_TESTS)
 def test_trinos_own_string_tests(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
     """Trino's string function tests (the list's source), run locally."""
     assert answer(engine, expression)[0] == value
