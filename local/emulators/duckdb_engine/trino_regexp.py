@@ -8,7 +8,8 @@ search moves one code point on; ``$n`` reads as many digits as name an existing 
 
 :func:`python_pattern` translates a Java pattern for ``re`` (ASCII classes, as Java's ``\\d \\w \\s \\b``; ``(?<n>``
 named groups; ``\\z``) and returns None for what ``re`` reads differently (``\\p{..}``, ``\\Q..\\E``, ``&&`` in a class,
-``\\h \\R \\X \\G \\Z \\v \\e \\c \\x{..} \\0``): the caller refuses those.
+``\\h \\R \\X \\G \\Z \\v \\e \\c \\x{..} \\0``, a case-insensitive flag: regexp.md says Trino's ``(?i)`` is Unicode-aware):
+the caller keeps DuckDB's RE2 for those, or refuses.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "re2_rewrite",
     "regexp_extract",
     "regexp_extract_all",
+    "regexp_like",
     "regexp_parts",
     "regexp_position",
     "regexp_replace",
@@ -50,6 +52,8 @@ def python_pattern(pattern: str) -> re.Pattern[str] | None:
     :raises ValueError: the pattern is not valid (Trino: INVALID_FUNCTION_ARGUMENT)."""
     escaped = re.sub(r"\\\\", "", pattern)  # \\ is a literal backslash: not the start of an escape
     if _UNLIKE.search(escaped) or re.search(r"\[[^\]]*\[", escaped):  # nested classes: Java's union
+        return None
+    if re.search(r"\(\?[a-z]*i", escaped):  # regexp.md: (?i) is Unicode-aware; re's is ASCII-only with re.ASCII
         return None
     translated = re.sub(r"(?<!\\)\(\?<(?![=!])", "(?P<", pattern).replace(r"\z", r"\Z")
     flags = _INLINE_FLAGS.search(translated)
@@ -90,6 +94,11 @@ def regexp_position(source: str, pattern: str, start: int, occurrence: int) -> i
         return -1
     found = _matches(source, _compiled(pattern), start - 1)
     return found[occurrence - 1].start() + 1 if len(found) >= occurrence else -1
+
+
+def regexp_like(source: str, pattern: str) -> bool:
+    """regexp_like: whether `pattern` matches somewhere in `source`."""
+    return _compiled(pattern).search(source) is not None
 
 
 def regexp_extract(source: str, pattern: str, group: int) -> str | None:
@@ -229,33 +238,55 @@ def rewrite_regexp(node: exp.Expr, varchar: TrinoType) -> tuple[TrinoType, exp.E
         return (TrinoType(kind.lower().replace("[]", "")) if "[]" not in kind else TrinoType("array")), _failure(
             node.this, str(exc), kind
         )
-    if compiled is None:
-        if isinstance(node, exp.RegexpReplace):
-            raise athena_only("regexp_replace with a pattern Java and the local engine read differently")
+    if compiled is None:  # RE2 (DuckDB's) as before: the rules of trino_functions
+        if isinstance(node, exp.RegexpReplace) and isinstance(node.args.get("replacement"), exp.Lambda):
+            raise athena_only("regexp_replace with a lambda and a pattern the local engine reads differently")
+        if not isinstance(node, exp.RegexpReplace):
+            node.set("expression", _re2(text))
         return None
     if isinstance(node, (exp.RegexpExtract, exp.RegexpExtractAll)):
         group = node.args.get("group")
         kind = "VARCHAR[]" if isinstance(node, exp.RegexpExtractAll) else "VARCHAR"
+        shown = varchar if kind == "VARCHAR" else TrinoType("array")
         if isinstance(group, exp.Neg) and isinstance(group.this, exp.Literal) and group.this.is_int:
-            return (varchar if kind == "VARCHAR" else TrinoType("array")), _failure(
-                node.this, "Group cannot be negative", kind
-            )
+            return shown, _failure(node.this, "Group cannot be negative", kind)
         if isinstance(group, exp.Literal) and group.is_int and int(group.this) > compiled.groups:
             message = f"Pattern has {compiled.groups} groups. Cannot access group {group.this}"
-            return (varchar if kind == "VARCHAR" else TrinoType("array")), _failure(node.this, message, kind)
-        if isinstance(group, exp.Literal) and group.is_int and int(group.this) > 0 and _optional_groups(text):
-            # a group that may take no part in a match is NULL in Trino, '' in RE2: Python's re tells them apart
+            return shown, _failure(node.this, message, kind)
+        if (
+            _re2_lacks(text)
+            or isinstance(group, exp.Literal)
+            and group.is_int
+            and int(group.this) > 0
+            and _optional_groups(text)
+        ):
+            # a group that took no part in a match is NULL in Trino, '' in RE2: Python's re tells them apart
             function = "trino_regexp_extract_all" if kind == "VARCHAR[]" else "trino_regexp_extract"
-            call = duck(f"{function}(_a, _p, _g)", _a=node.this, _p=node.expression, _g=group)
-            return (varchar if kind == "VARCHAR" else TrinoType("array")), call
+            call = duck(f"{function}(_a, _p, _g)", _a=node.this, _p=node.expression, _g=group or exp.Literal.number(0))
+            return shown, call
+        node.set("expression", _re2(text))
         return None
+    if isinstance(node, exp.RegexpReplace):
+        return varchar, _replace(node, text, compiled)
     if isinstance(node, exp.RegexpCount):  # sqlglot's translation counts 0 for '' (Trino: every position)
-        return TrinoType("bigint"), duck("CAST(len(regexp_extract_all(_a, _p)) AS BIGINT)", _a=node.this, _p=_re2(text))
-    if isinstance(node, exp.RegexpSplit) and may_match_empty(compiled):  # RE2 drops the empty pieces
+        function = "trino_regexp_extract_all(_a, _p, 0)" if _re2_lacks(text) else "regexp_extract_all(_a, _p)"
+        pattern = node.expression if _re2_lacks(text) else _re2(text)
+        return TrinoType("bigint"), duck(f"CAST(len({function}) AS BIGINT)", _a=node.this, _p=pattern)
+    if isinstance(node, exp.RegexpSplit) and (may_match_empty(compiled) or _re2_lacks(text)):  # RE2 drops empty pieces
         return TrinoType("array"), duck("trino_regexp_split(_a, _p)", _a=node.this, _p=node.expression)
-    if not isinstance(node, exp.RegexpReplace):
-        return None
-    return varchar, _replace(node, text, compiled)
+    if isinstance(node, exp.RegexpLike) and _re2_lacks(text):
+        return TrinoType("boolean"), duck("trino_regexp_like(_a, _p)", _a=node.this, _p=node.expression)
+    node.set("expression", _re2(text))
+    return None
+
+
+def _re2_lacks(pattern: str) -> bool:
+    """Whether `pattern` uses what RE2 lacks and Java and Python's re have: lookaround, atomic groups, possessive
+    quantifiers, back references (DuckDB would fail the query)."""
+    if re.search(r"\\[1-9]|\\k<", re.sub(r"\\\\", "", pattern)):
+        return True
+    plain = re.sub(r"\[[^\]]*\]", "C", re.sub(r"\\.", "E", pattern))
+    return re.search(r"\(\?<?[=!]|\(\?>|[*+?}]\+", plain) is not None
 
 
 def _optional_groups(pattern: str) -> bool:
@@ -279,7 +310,7 @@ def _replace(node: exp.RegexpReplace, text: str, compiled: re.Pattern[str]) -> e
         tokens = replacement_tokens(rewrite, compiled)
     except ValueError as exc:
         return _failure(node.this, str(exc))
-    if may_match_empty(compiled):  # RE2 skips an empty match next to a match; Java (and re) do not
+    if may_match_empty(compiled) or _re2_lacks(text):  # RE2 skips an empty match next to a match; Java does not
         call = "trino_regexp_replace(_a, _p, _r)"
         return duck(call, _a=node.this, _p=exp.Literal.string(text), _r=exp.Literal.string(rewrite))
     try:

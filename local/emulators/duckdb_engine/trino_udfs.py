@@ -22,6 +22,7 @@ from .trino_format import java_format
 from .trino_regexp import (
     regexp_extract,
     regexp_extract_all,
+    regexp_like,
     regexp_parts,
     regexp_position,
     regexp_replace,
@@ -183,6 +184,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         ("trino_regexp_position", _failing(regexp_position), ["VARCHAR", "VARCHAR", "BIGINT", "BIGINT"], "INTEGER"),
         ("trino_regexp_replace", _failing(regexp_replace), ["VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR"),
         ("trino_regexp_extract_all", _failing(regexp_extract_all), ["VARCHAR", "VARCHAR", "BIGINT"], "VARCHAR[]"),
+        ("trino_regexp_like", _failing(regexp_like), ["VARCHAR", "VARCHAR"], "BOOLEAN"),
         ("trino_regexp_split", _failing(regexp_split), ["VARCHAR", "VARCHAR"], "VARCHAR[]"),
         ("trino_regexp_parts", _failing(regexp_parts), ["VARCHAR", "VARCHAR"], "STRUCT(parts VARCHAR[], groups VARCHAR[][])"),
     ]  # fmt: skip
