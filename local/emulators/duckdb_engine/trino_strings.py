@@ -78,8 +78,12 @@ def rewrite(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | None] 
         return varchar, None
     if isinstance(node, exp.Trim):
         return varchar, _trim(node, type_of(node.this).name == "char")
-    if isinstance(node, (exp.Reverse, exp.Upper, exp.Lower)) and type_of(node.this).name == "char":
-        return type_of(node.this), None  # the padded text (charReverse pads first)
+    if isinstance(node, exp.Reverse) and type_of(node.this).name in ("varchar", "char"):
+        # code points (StringFunctions.reverse; charReverse pads first), not DuckDB's grapheme clusters
+        reversed_text = duck("array_to_string(list_reverse(string_split(_a, '')), '')", _a=node.this)
+        return (type_of(node.this) if type_of(node.this).name == "char" else varchar), reversed_text
+    if isinstance(node, (exp.Upper, exp.Lower)) and type_of(node.this).name == "char":
+        return type_of(node.this), None  # the padded text
     return None
 
 
