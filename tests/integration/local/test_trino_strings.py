@@ -400,3 +400,20 @@ TRINO_STRING_TESTS = [
 def test_trinos_own_string_tests(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
     """Trino's string function tests (the list's source), run locally."""
     assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("SELECT geometric_mean(x) AS v FROM (VALUES 1, 4) t(x)", 2.0),
+        ("SELECT geometric_mean(x) AS v FROM (VALUES 1e0, 0e0) t(x)", 0.0),
+        ("SELECT geometric_mean(x) AS v FROM (VALUES CAST(NULL AS DOUBLE), 4e0) t(x)", 4.0),
+        ("SELECT geometric_mean(x) AS v FROM (VALUES CAST(NULL AS DOUBLE)) t(x)", None),
+        ("SELECT every(x) AS v FROM (VALUES true, false) t(x)", False),
+    ],
+)
+def test_aggregates_trino_has(engine: DuckDBQueryEngine, sql: str, value: Any) -> None:
+    """functions/aggregate.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f (every is bool_and) and
+    GeometricMeanAggregations.java at 141a36a96de03b243a8ffcaaa6cc4e18c0443ba9 (exp of the mean of Math.log: log(0) is -Infinity, so 0; NULLs skipped, none: NULL)."""
+    query_id = engine.start_query(sql=sql, parameters=[], client_request_token=f"trino-{uuid.uuid4().hex}")
+    assert engine.get_results(query_id).rows == [{"v": value}]
