@@ -8,8 +8,8 @@ search moves one code point on; ``$n`` reads as many digits as name an existing 
 
 :func:`python_pattern` translates a Java pattern for ``re`` (ASCII classes, as Java's ``\\d \\w \\s \\b``; ``(?<n>``
 named groups; ``\\z``) and returns None for what ``re`` reads differently (``\\p{..}``, ``\\Q..\\E``, ``&&`` in a class,
-``\\h \\R \\X \\G \\Z \\v \\e \\c \\x{..} \\0``, a case-insensitive flag: regexp.md says Trino's ``(?i)`` is Unicode-aware):
-the caller keeps DuckDB's RE2 for those, or refuses.
+``\\h \\R \\X \\G \\Z \\v \\e \\c \\x{..} \\0``, a case-insensitive flag: regexp.md says Trino's ``(?i)`` is
+Unicode-aware): the caller keeps DuckDB's RE2 for those, or refuses.
 """
 
 from __future__ import annotations

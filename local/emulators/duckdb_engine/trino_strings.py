@@ -15,7 +15,8 @@ Sources (trinodb/trino): functions/string.md, conversion.md, math.md, aggregate.
   luhn_check, split with a limit, format, format_number, parse_data_size: :mod:`.trino_udfs`.
 - ceil/floor of an integer keep its type (math.md: "[same as input]"); listagg without a separator joins with ''
   (aggregate.md); typeof of an aggregate keeps the query aggregated; every is bool_and; geometric_mean is
-  ``exp(sum(ln x) / count)`` as GeometricMeanAggregations.java (at 141a36a96de03b243a8ffcaaa6cc4e18c0443ba9) computes it.
+  ``exp(sum(ln x) / count)`` as GeometricMeanAggregations.java (at 141a36a96de03b243a8ffcaaa6cc4e18c0443ba9)
+  computes it.
 """
 
 from __future__ import annotations
@@ -116,7 +117,10 @@ def _anonymous(node: exp.Anonymous, type_of: Any) -> tuple[TrinoType, exp.Expr |
         return TrinoType("boolean"), duck("bool_and(_a)", _a=args[0])
     if name == "geometric_mean" and len(args) == 1 and type_of(args[0]).name != "real":
         # GeometricMeanAggregations: exp(sum of Math.log(x) / count); log(0) is -Infinity, log(x < 0) NaN
-        logs = "CASE WHEN _a IS NULL THEN NULL WHEN _a > 0 THEN ln(_a) WHEN _a = 0 THEN CAST('-inf' AS DOUBLE) ELSE CAST('nan' AS DOUBLE) END"
+        logs = (
+            "CASE WHEN _a IS NULL THEN NULL WHEN _a > 0 THEN ln(_a) WHEN _a = 0 THEN CAST('-inf' AS DOUBLE)"
+            " ELSE CAST('nan' AS DOUBLE) END"
+        )
         return TrinoType("double"), duck(f"exp(sum({logs}) / count(_a))", _a=args[0])
     if name == "hamming_distance" and len(args) == 2:
         return TrinoType("bigint"), duck("trino_hamming_distance(_a, _b)", _a=args[0], _b=args[1])

@@ -1,9 +1,10 @@
 """Python functions the local engine registers on its DuckDB connection, for Trino functions DuckDB has no faithful
 equivalent of; each follows Trino's implementation (trinodb/trino, ``core/trino-main/src/main/java/io/trino/
 operator/scalar/``): ``StringFunctions.java`` at 00e6f8b957a4352553a70648bb3ff9daf5d12d5c (hamming_distance,
-split with a limit), ``LuhnCheckFunction.java`` and ``FormatNumberFunction.java`` at 029c93b693c7a3dbff995062fb9997f4acd86d77 /
-9d429d765254461c046a086a1f1aedd1f99b7b9d, ``DataSizeFunctions.java`` at 03d8e5abc686c5c4a9f96ca14db07e2aed880174.
-A NULL argument gives NULL (DuckDB's default null handling) unless said otherwise.
+split with a limit, strpos with an instance), ``LuhnCheckFunction.java`` and ``FormatNumberFunction.java`` at
+029c93b693c7a3dbff995062fb9997f4acd86d77 / 9d429d765254461c046a086a1f1aedd1f99b7b9d, ``DataSizeFunctions.java`` at
+03d8e5abc686c5c4a9f96ca14db07e2aed880174; the regexp ones are :mod:`.trino_regexp`'s, format :mod:`.trino_format`'s.
+A NULL argument gives NULL (DuckDB's default null handling; trino_regexp_extract also returns NULL itself).
 
 A failure is raised as ``TrinoFailure("CODE: message")``; DuckDB reports it as "Python exception occurred while
 executing the UDF: TrinoFailure: CODE: message", which :mod:`.session` turns into Trino's code and message.
@@ -31,6 +32,7 @@ from .trino_regexp import (
 
 __all__ = ["TrinoFailure", "register"]
 
+_PARTS: Final = "STRUCT(parts VARCHAR[], groups VARCHAR[][])"
 _LONG_MAX: Final = 2**63 - 1
 #: parse_data_size's units (DataSizeFunctions.Unit): powers of 1024.
 _DATA_UNITS: Final = {
@@ -186,7 +188,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         ("trino_regexp_extract_all", _failing(regexp_extract_all), ["VARCHAR", "VARCHAR", "BIGINT"], "VARCHAR[]"),
         ("trino_regexp_like", _failing(regexp_like), ["VARCHAR", "VARCHAR"], "BOOLEAN"),
         ("trino_regexp_split", _failing(regexp_split), ["VARCHAR", "VARCHAR"], "VARCHAR[]"),
-        ("trino_regexp_parts", _failing(regexp_parts), ["VARCHAR", "VARCHAR"], "STRUCT(parts VARCHAR[], groups VARCHAR[][])"),
+        ("trino_regexp_parts", _failing(regexp_parts), ["VARCHAR", "VARCHAR"], _PARTS),
     ]  # fmt: skip
     for name, function, parameters, result in specs:
         con.create_function(name, function, parameters, result, side_effects=False)  # type: ignore[arg-type]
@@ -194,7 +196,9 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
     extract = _failing(regexp_extract)
 
     def nullable_extract(source: str | None, pattern: str | None, group: int | None) -> str | None:
-        return None if source is None or pattern is None or group is None else extract(source, pattern, group)  # type: ignore[no-any-return]
+        if source is None or pattern is None or group is None:
+            return None
+        return extract(source, pattern, group)  # type: ignore[no-any-return]
 
     con.create_function(
         "trino_regexp_extract",

@@ -23,7 +23,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> DuckDBQueryEngine:
     (root / "data" / "t").mkdir(parents=True)
     with duckdb.connect() as con:
         con.execute(
-            f"COPY (SELECT 'new york' AS s, 42::INTEGER AS i) TO '{root / 'data' / 't' / 'part.parquet'}' (FORMAT parquet)"
+            f"COPY (SELECT 'new york' AS s, 42::INTEGER AS i)"
+            f" TO '{root / 'data' / 't' / 'part.parquet'}' (FORMAT parquet)"
         )
     with DuckDBQueryEngine(data_dir=root / "data", state_dir=root / "state") as instance:
         yield instance
@@ -414,6 +415,7 @@ def test_trinos_own_string_tests(engine: DuckDBQueryEngine, expression: str, val
 )
 def test_aggregates_trino_has(engine: DuckDBQueryEngine, sql: str, value: Any) -> None:
     """functions/aggregate.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f (every is bool_and) and
-    GeometricMeanAggregations.java at 141a36a96de03b243a8ffcaaa6cc4e18c0443ba9 (exp of the mean of Math.log: log(0) is -Infinity, so 0; NULLs skipped, none: NULL)."""
+    GeometricMeanAggregations.java at 141a36a96de03b243a8ffcaaa6cc4e18c0443ba9 (exp of the mean of Math.log: log(0)
+    is -Infinity, so 0; NULLs skipped, none: NULL)."""
     query_id = engine.start_query(sql=sql, parameters=[], client_request_token=f"trino-{uuid.uuid4().hex}")
     assert engine.get_results(query_id).rows == [{"v": value}]
