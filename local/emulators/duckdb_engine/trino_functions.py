@@ -7,7 +7,8 @@ Sources: Trino's docs (``docs/src/main/sphinx/functions/*.md``) and its function
 - :func:`check_calls` (before any rewrite): a function Athena engine v3 does not have is FUNCTION_NOT_FOUND (Trino's
   "Function 'x' not registered"); one it has that the local engine cannot reproduce is NOT_SUPPORTED, one line:
   ``runs on Athena only: map_agg; the check validated it``.
-- :func:`rewrite_call`: ``substr`` (a start of 0 gives ''), ``regexp_replace`` (Java's ``$1`` group references),
+- :func:`rewrite_call`: first :mod:`.trino_strings` (string, regexp, conversion calls, char(n); Python functions
+  where DuckDB has no faithful one), then ``substr`` (a start of 0 gives ''), ``regexp_replace`` (Java's ``$1`` group references),
   ``regexp_extract`` (NULL when nothing matches), ``format_datetime`` (Joda patterns), ``date_format`` (MySQL
   specifiers), ``date_add`` (a date stays a date), ``date_diff`` (whole units elapsed), ``json_extract_scalar``
   (NULL for an object or array).
