@@ -42,7 +42,9 @@ __all__ = [
 #: Escapes whose meaning differs between Java and Python's ``re`` (or that ``re`` lacks).
 _UNLIKE: Final = re.compile(r"\\[pPQEhHRXGZvVeck]|\\x\{|\\0|&&|\(\?[a-zA-Z]*[dux]")
 _INLINE_FLAGS: Final = re.compile(r"\(\?[imsx]+\)")
-_ASSERTIONS: Final = re.compile(r"\\[bBAz]|[$^]|\(\?<?[=!]")
+_ASSERTIONS: Final = re.compile(r"\\[bBAZz]|[$^]|\(\?<?[=!]")
+#: The assertions (and lookarounds without nested groups) removed to judge whether the rest may match ''.
+_ASSERTIONS_STRIPPED: Final = re.compile(r"(?<!\\)(?:\\[bBAZz]|[$^])|\(\?<?[=!][^()]*\)")
 
 
 @functools.lru_cache(maxsize=256)
@@ -69,7 +71,16 @@ def python_pattern(pattern: str) -> re.Pattern[str] | None:
 
 def may_match_empty(pattern: re.Pattern[str]) -> bool:
     """Whether `pattern` may match an empty string somewhere (then RE2's global replace differs from Java's)."""
-    return pattern.fullmatch("") is not None or _ASSERTIONS.search(pattern.pattern) is not None
+    if pattern.fullmatch("") is not None:
+        return True
+    if _ASSERTIONS.search(pattern.pattern) is None:
+        return False
+    # without its zero-width assertions, can the rest match ''? ('\\s+$' cannot: RE2 answers as Java does)
+    rest = _ASSERTIONS_STRIPPED.sub("", pattern.pattern)
+    try:
+        return re.compile(rest, pattern.flags).fullmatch("") is not None
+    except re.error:
+        return True
 
 
 def _compiled(pattern: str) -> re.Pattern[str]:
@@ -303,6 +314,8 @@ def _replace(node: exp.RegexpReplace, text: str, compiled: re.Pattern[str]) -> e
     replacement = node.args.get("replacement")
     if isinstance(replacement, exp.Lambda):
         return _replace_lambda(node, replacement, compiled.groups)
+    if isinstance(replacement, exp.Null):
+        return duck("CAST(NULL AS VARCHAR)")
     rewrite = "" if replacement is None else literal_text(replacement)
     if rewrite is None:
         raise athena_only("regexp_replace with a replacement that is not a literal")

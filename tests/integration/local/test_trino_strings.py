@@ -131,6 +131,8 @@ def test_format_is_javas_formatter(engine: DuckDBQueryEngine, expression: str, v
         ("regexp_split('a1b', '(?<=\\d)')", "[a1, b]"),
         ("regexp_extract('wx', '(?<n>x)', 1)", "x"),
         ("regexp_replace('Hello', '(?i)h', 'j')", "jello"),
+        ("regexp_replace('a b  ', '\\s+$', '')", "a b"),
+        ("regexp_replace('ab', 'b', NULL)", None),
         ("regexp_position('I have 23 apples, 5 pears and 13 oranges', '\\b\\d+\\b')", 8),
         ("regexp_position('I have 23 apples, 5 pears and 13 oranges', '\\b\\d+\\b', 12)", 19),
         ("regexp_position('I have 23 apples, 5 pears and 13 oranges', '\\b\\d+\\b', 12, 2)", 31),
