@@ -201,8 +201,7 @@ class DuckDBSession:
 
 
 _RAISED = re.compile(
-    r"^Invalid Input Error: (?:Python exception occurred while executing the UDF: TrinoFailure: )?"
-    r"(?P<code>[A-Z_]+): (?P<message>.*)$",
+    r"^Invalid Input Error: (?:Python exception occurred while executing the UDF: \w+: )?(?P<code>[A-Z_]+): (?P<message>.*)$",
     re.DOTALL,
 )
 _NOT_CONVERTED = re.compile(r"Could not convert string '(?P<value>.*)' to (?P<type>\w+)")
