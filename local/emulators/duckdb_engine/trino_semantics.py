@@ -17,6 +17,8 @@ where DuckDB would answer differently. Sources: Trino's docs (``docs/src/main/sp
   reads ``ts`` as UTC and gives a ``timestamp with time zone`` in Z (DuckDB's ``AT TIME ZONE`` does the reverse);
   ``with_timezone(ts, 'Z')`` reads ``ts`` as Z's wall time. The zone travels with the type: ``hour()``,
   ``date_trunc``, ``format_datetime``, ... of such a value use Z's wall time, and the result column prints in Z.
+  Zones may be fixed offsets (``+07:09``), timestamps have up to 9 fraction digits, intervals are year-month or
+  day-second: :mod:`.trino_time` and :mod:`.trino_time_functions` (a subquery's column keeps them, or is refused).
 - **Types Trino refuses**: a number, date or timestamp compared with a varchar literal, ``date - integer``, a number
   in ``||``/concat: TYPE_MISMATCH (Trino has no implicit cast from varchar, language/types.md).
 - **try()**: the failures the rewrites raise are NULL inside it (functions/conditional.md).
@@ -95,9 +97,13 @@ def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) 
     _errors_inside_try_are_null(tree)
     zones: list[str | None] = []
     types: list[str | None] = []
+    outputs = list(tree.expressions) if isinstance(tree, exp.Select) else []
+    tt.refuse_lost_types(tree, rewriter.type_of, {id(p.unalias()) for p in outputs})
     if isinstance(tree, exp.Select):
         for projection in tree.expressions:
             kind = rewriter.type_of(projection.unalias() if isinstance(projection, exp.Alias) else projection)
+            if isinstance(projection.unalias(), exp.Column):  # a subquery's column: its expression's type
+                kind = tt.derived_type(projection.unalias(), rewriter.type_of) or kind
             if kind.name == "timestamptz" and kind.zone == UNKNOWN_ZONE:
                 raise athena_only(f"a timestamp with a time zone known only when the query runs ({projection.sql()})")
             text = tt.output_text(projection.unalias(), kind)  # printed by the query: see .trino_time
@@ -183,6 +189,11 @@ class _Rewriter:
         timed = time_functions.rewrite(node, self)  # intervals and date/time calls (.trino_time_functions)
         if timed is not None:
             return timed
+        if isinstance(node, exp.Column):  # a subquery's column carries its expression's zone and precision
+            derived = tt.derived_type(node, self.type_of)
+            if derived is not None and tt.carried(derived):
+                node.meta[tt.CARRIED] = True  # kept by the copies the templates make
+                return derived, None
         if isinstance(node, (exp.Paren, exp.Neg)):
             return self.type_of(node.this), None
         if isinstance(node, (exp.Div, exp.Mod, exp.Add, exp.Sub, exp.Mul)):

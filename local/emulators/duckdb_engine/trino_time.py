@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -32,9 +33,13 @@ from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import TrinoType
 
 __all__ = [
+    "CARRIED",
     "DAY_SECOND",
     "YEAR_MONTH",
     "arithmetic",
+    "carried",
+    "derived_projection",
+    "derived_type",
     "from_wall",
     "interval_kind",
     "interval_zone",
@@ -44,6 +49,7 @@ __all__ = [
     "offset_sql",
     "offset_zone",
     "output_text",
+    "refuse_lost_types",
     "timestamp_text",
     "to_wall",
     "type_text",
@@ -52,6 +58,8 @@ __all__ = [
     "zoned_literal",
 ]
 
+#: ``meta`` key of a subquery's column typed with its expression's zone or precision.
+CARRIED: Final = "trino_carried"
 YEAR_MONTH: Final = TrinoType("interval year to month")
 DAY_SECOND: Final = TrinoType("interval day to second")
 #: TimeZoneKey: offsets from -14:00 to +14:00.
@@ -189,6 +197,79 @@ def output_text(node: exp.Expr, kind: TrinoType) -> exp.Expr | None:
 def type_text(kind: TrinoType) -> str | None:
     """The Trino type text of an interval (``interval year to month``); None for any other type."""
     return kind.name if kind.name.startswith("interval ") else None
+
+
+# --- values carried through a subquery ---------------------------------------------------------------------
+def carried(kind: TrinoType) -> bool:
+    """A type whose zone, precision or kind the engine carries itself (DuckDB's type does not say it): a
+    timestamp with a time zone other than UTC, more than 6 fraction digits, a year-month interval."""
+    if kind == YEAR_MONTH:
+        return True
+    if kind.name == "timestamptz" and kind.zone != "UTC":
+        return True
+    return kind.name in ("timestamp", "timestamptz") and _nanos(kind.precision)
+
+
+def derived_type(column: exp.Column, type_of: Callable[[exp.Expr], TrinoType]) -> TrinoType | None:
+    """The type of the expression a subquery's column stands for, through nested subqueries (None: not one)."""
+    source = derived_projection(column)
+    for _ in range(32):  # nested subqueries, bounded
+        deeper = derived_projection(source) if isinstance(source, exp.Column) else None
+        if deeper is None:
+            break
+        source = deeper
+    return None if source is None else type_of(source)
+
+
+def refuse_lost_types(tree: exp.Expr, type_of: Callable[[exp.Expr], TrinoType], outputs: set[int]) -> None:
+    """A zone, a precision or an interval kind the engine carries itself (:func:`carried`) is lost where a
+    subquery's column was not typed with it (:data:`CARRIED` marks those that were; `outputs`: the ids of the
+    output columns, typed when printed): refused, rather than answered in UTC or with 3 digits."""
+    for column in tree.find_all(exp.Column):
+        if column.meta.get(CARRIED) or id(column) in outputs:
+            continue
+        derived = derived_type(column, type_of)
+        if derived is not None and carried(derived):
+            shown = derived.name if derived.precision is None else f"{derived.name}({derived.precision})"
+            raise athena_only(f"a {shown} value used through a subquery ({column.sql()})")
+
+
+def derived_projection(column: exp.Column) -> exp.Expr | None:
+    """The expression a column of a subquery, a WITH query or VALUES stands for (``x`` of ``FROM (SELECT ... AS
+    x)``), or None (a table's column, or not found in the enclosing query's FROM and JOINs)."""
+    select = column.find_ancestor(exp.Select)
+    if select is None:
+        return None
+    sources = [select.args.get("from_")] + list(select.args.get("joins") or [])
+    found = [
+        projection
+        for source in sources
+        if source is not None
+        for projection in [_source_column(source.this, column, select)]
+        if projection is not None
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _source_column(source: exp.Expr, column: exp.Column, select: exp.Select) -> exp.Expr | None:
+    if column.table and column.table != source.alias_or_name:
+        return None
+    query: exp.Expr | None = source.this if isinstance(source, exp.Subquery) else None
+    if isinstance(source, exp.Table) and not source.db:
+        scope: exp.Expr | None = select
+        while scope is not None and query is None:  # the nearest WITH that names it
+            with_ = scope.args.get("with_")
+            ctes = with_.expressions if isinstance(with_, exp.With) else []
+            query = next((cte.this for cte in ctes if cte.alias_or_name == source.name), None)
+            scope = scope.parent
+    if isinstance(source, exp.Values) and source.expressions and isinstance(source.expressions[0], exp.Tuple):
+        names = [identifier.name for identifier in source.args["alias"].columns] if source.args.get("alias") else []
+        row = source.expressions[0].expressions
+        return row[names.index(column.name)] if column.name in names and len(row) == len(names) else None
+    if not isinstance(query, exp.Select):
+        return None
+    matches = [p.unalias() for p in query.expressions if p.alias_or_name == column.name]
+    return matches[0] if len(matches) == 1 else None
 
 
 # --- literals ------------------------------------------------------------------------------------------------
