@@ -342,7 +342,8 @@ def interval_zone(node: exp.Interval) -> str:
     INTERVAL ...``): ``+03:04``; ``HOUR``, ``MINUTE`` and ``HOUR TO MINUTE`` literals only.
 
     :raises Refused: INVALID_FUNCTION_ARGUMENT beyond +-14:00; NOT_SUPPORTED for another form."""
-    text, unit = literal_text(node.this), node.args.get("unit")
+    negated = isinstance(node.this, exp.Neg)  # INTERVAL -'05' HOUR
+    text, unit = literal_text(node.this.this if negated else node.this), node.args.get("unit")
     spans = [unit.this, unit.expression] if isinstance(unit, exp.IntervalSpan) else [unit]
     names = [part.name.upper() if isinstance(part, exp.Expr) else "" for part in spans]
     match = re.fullmatch(r"\s*([+-]?)(\d+)(?::(\d{2}))?\s*", text or "")
@@ -353,7 +354,7 @@ def interval_zone(node: exp.Interval) -> str:
     ):
         raise athena_only(f"a time zone given as this interval ({node.sql('trino')})")
     minutes = int(match[2]) * (1 if names == ["MINUTE"] else 60) + int(match[3] or 0)
-    return offset_zone(-minutes if match[1] == "-" else minutes)
+    return offset_zone(-minutes if (match[1] == "-") != negated else minutes)
 
 
 def year_month_literal(node: exp.Interval) -> exp.Expr | None:
