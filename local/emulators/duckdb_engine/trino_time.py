@@ -318,7 +318,12 @@ def zoned_literal(text: str, precision: int | None) -> tuple[str, exp.Expr]:
         raise athena_only(f"a timestamp literal of this form ({text!r})")
     zone = zone_name(match["zone"]) if match["zone"] else "UTC"
     naive, nanos, digits = _fields(match)
-    return zone, _constant(_instant(naive, nanos, zone), digits if precision is None else precision)
+    shown = digits if precision is None else precision
+    instant = _instant(naive, nanos, zone)
+    if shown < digits:  # to fewer digits: rounded half up, as Trino's casts round
+        unit = 10 ** (9 - shown)
+        instant = (instant + unit // 2) // unit * unit
+    return zone, _constant(instant, shown)
 
 
 def iso8601_literal(text: str, nanos: bool) -> tuple[str, exp.Expr]:
