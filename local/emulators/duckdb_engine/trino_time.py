@@ -320,7 +320,7 @@ def zoned_literal(text: str, precision: int | None) -> tuple[str, exp.Expr]:
     naive, nanos, digits = _fields(match)
     shown = digits if precision is None else precision
     instant = _instant(naive, nanos, zone)
-    if shown < digits:  # to fewer digits: rounded half up, as Trino's casts round
+    if shown < digits:  # rounded half up (operator/scalar/timestamptz/TestTimestampWithTimeZone.java at 22b58b4)
         unit = 10 ** (9 - shown)
         instant = (instant + unit // 2) // unit * unit
     return zone, _constant(instant, shown)

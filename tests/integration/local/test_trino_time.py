@@ -59,7 +59,7 @@ def error(session: DuckDBSession, expression: str) -> str:
         ("at_timezone(TIMESTAMP '2020-05-01 12:34:56 +07:09', INTERVAL -'05' HOUR)",
          "2020-05-01 00:25:56 -05:00", "timestamp(0) with time zone"),
         ("TIMESTAMP '2020-05-01 12:34:56 +00:00'", "2020-05-01 12:34:56 UTC", "timestamp(0) with time zone"),
-        # a cast to fewer fraction digits rounds half up (TestTimestampWithTimeZone's casts, io/trino/type)
+        # operator/scalar/timestamptz/TestTimestampWithTimeZone.java (22b58b4): "source > target, round up"
         ("CAST('2020-05-01 12:34:56.9 +07:09' AS timestamp(0) with time zone)", "2020-05-01 12:34:57 +07:09",
          "timestamp(0) with time zone"),
         # datetime.md: from_iso8601_timestamp(_nanos) keep the text's offset; Z is UTC.
