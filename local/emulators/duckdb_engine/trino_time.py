@@ -68,7 +68,7 @@ _OFFSET: Final = re.compile(r"(?P<sign>[+-])(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?")
 #: DateTimes' timestamp literal: date, optional time with any number of fraction digits, optional zone.
 _LITERAL: Final = re.compile(
     r"\s*(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})"
-    r"(?:[ T](?P<h>\d{1,2}):(?P<mi>\d{1,2})(?::(?P<s>\d{1,2})(?:\.(?P<f>\d+))?)?)?\s*(?P<zone>\S.*?)?\s*"
+    r"(?: (?P<h>\d{1,2}):(?P<mi>\d{1,2})(?::(?P<s>\d{1,2})(?:\.(?P<f>\d+))?)?)?\s*(?P<zone>\S.*?)?\s*"
 )
 #: ISO 8601 (from_iso8601_timestamp): a calendar date, optionally a time, optionally Z or an offset.
 _ISO: Final = re.compile(
