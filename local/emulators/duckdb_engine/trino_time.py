@@ -30,7 +30,7 @@ from typing import Final
 from sqlglot import exp
 
 from .trino_tree import Refused, athena_only, duck, literal_text
-from .trino_types import TrinoType
+from .trino_types import UNKNOWN_ZONE, TrinoType
 
 __all__ = [
     "CARRIED",
@@ -386,10 +386,18 @@ def interval_kind(node: exp.Interval) -> TrinoType:
 
 def arithmetic(node: exp.Binary, left: TrinoType, right: TrinoType) -> tuple[TrinoType, exp.Expr | None] | None:
     """Interval arithmetic (datetime.md, "Date and time operators"): two intervals of one kind add and subtract to
-    that kind, of two kinds are TYPE_MISMATCH; an interval times a number (or divided by one) keeps its kind.
+    that kind, of two kinds are TYPE_MISMATCH; an interval times a number (or divided by one) keeps its kind; a
+    timestamp with time zone plus or minus a year-month interval moves in its own zone's calendar.
     None when the operands are not of these shapes (a date or timestamp with an interval: the caller's rules)."""
     intervals = (YEAR_MONTH.name, DAY_SECOND.name)
     operator = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}.get(type(node))
+    zoned, months = (left, right) if right == YEAR_MONTH else (right, left)
+    if months == YEAR_MONTH and zoned.name == "timestamptz" and operator in ("+", "-") and zoned.zone != "UTC":
+        if zoned.zone in (None, UNKNOWN_ZONE) or (operator == "-" and zoned is right):
+            raise athena_only("a year-month interval added to a timestamp whose time zone is known only when it runs")
+        value, interval = (node.left, node.right) if zoned is left else (node.right, node.left)
+        moved = duck(f"_a {operator} _b", _a=to_wall(zoned.zone, value, zoned.precision), _b=interval)
+        return zoned, from_wall(zoned.zone, moved, zoned.precision)  # months in the value's own zone
     if left.name in intervals and right.name in intervals:
         if left.name != right.name or operator not in ("+", "-"):
             raise Refused("TYPE_MISMATCH", f"Cannot apply operator: {left.name} {operator} {right.name}")

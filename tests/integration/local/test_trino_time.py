@@ -86,6 +86,11 @@ def error(session: DuckDBSession, expression: str) -> str:
         ("date_add('hour', 13, TIMESTAMP '2020-05-01 12:34:56.123 -03:00')", "2020-05-02 01:34:56.123 -03:00",
          "timestamp(3) with time zone"),
         ("hour(TIMESTAMP '2020-05-01 12:34:56 +07:09' AT TIME ZONE '+05:30')", "10", "bigint"),
+        # datetime.md's operators (timestamp + interval '1' month: 2012-10-31 -> 2012-11-30), in the value's zone
+        ("TIMESTAMP '2020-01-30 20:00 -05:00' + INTERVAL '1' MONTH", "2020-02-29 20:00:00 -05:00",
+         "timestamp(0) with time zone"),
+        ("TIMESTAMP '2020-03-30 20:00 America/New_York' - INTERVAL '1' MONTH",
+         "2020-02-29 20:00:00 America/New_York", "timestamp(0) with time zone"),
         ("with_timezone(TIMESTAMP '2020-01-01 10:00:00', '+02:00')", "2020-01-01 10:00:00 +02:00",
          "timestamp(0) with time zone"),
         # TestDateTimeFunctions.testPartFunctions (029c93b): timezone_hour/minute are the offset's, signed.
