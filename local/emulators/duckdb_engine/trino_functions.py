@@ -309,6 +309,8 @@ def _date_add(node: exp.DateAdd, type_of: Callable[..., TrinoType], duck: Any, r
     step = _DATE_UNITS.get(unit) or _TIME_UNITS.get(unit)
     if step is None:
         raise refused("INVALID_FUNCTION_ARGUMENT", f"'{unit}' is not a valid TIMESTAMP field")
+    if source.name in ("timestamp", "timestamptz") and (source.precision or 3) > 6:  # TIMESTAMP_NS, exact
+        return source, tt.add_nanos(unit, node.expression, node.this, source)
     if source.name == "date":
         if unit not in _DATE_UNITS:
             raise refused("INVALID_FUNCTION_ARGUMENT", f"'{unit}' is not a valid DATE field")

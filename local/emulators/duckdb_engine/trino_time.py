@@ -36,6 +36,7 @@ __all__ = [
     "CARRIED",
     "DAY_SECOND",
     "YEAR_MONTH",
+    "add_nanos",
     "arithmetic",
     "carried",
     "derived_projection",
@@ -197,6 +198,24 @@ def output_text(node: exp.Expr, kind: TrinoType) -> exp.Expr | None:
 def type_text(kind: TrinoType) -> str | None:
     """The Trino type text of an interval (``interval year to month``); None for any other type."""
     return kind.name if kind.name.startswith("interval ") else None
+
+
+#: date_add's units of a fixed length, in nanoseconds (a day is 24 hours in UTC and in a fixed offset).
+_UNIT_NANOS: Final = {
+    "millisecond": 10**6, "second": 10**9, "minute": 60 * 10**9, "hour": 3600 * 10**9, "day": 86400 * 10**9,
+    "week": 7 * 86400 * 10**9,
+}  # fmt: skip
+
+
+def add_nanos(unit: str, amount: exp.Expr, value: exp.Expr, kind: TrinoType) -> exp.Expr:
+    """``date_add(unit, amount, value)`` of a timestamp with more than 6 fraction digits (TIMESTAMP_NS), exact.
+
+    :raises Refused: a unit of varying length (month, quarter, year; a day in a region's zone): NOT_SUPPORTED."""
+    step = _UNIT_NANOS.get(unit)
+    fixed_days = kind.name == "timestamp" or kind.zone == "UTC" or is_offset(kind.zone)
+    if step is None or (unit in ("day", "week") and not fixed_days):
+        raise athena_only(f"date_add('{unit}', ...) of a {kind.name}({kind.precision})")
+    return duck(f"make_timestamp_ns(epoch_ns(_a) + CAST(_n AS BIGINT) * {step})", _a=value, _n=amount)
 
 
 # --- values carried through a subquery ---------------------------------------------------------------------
@@ -391,6 +410,10 @@ def arithmetic(node: exp.Binary, left: TrinoType, right: TrinoType) -> tuple[Tri
     None when the operands are not of these shapes (a date or timestamp with an interval: the caller's rules)."""
     intervals = (YEAR_MONTH.name, DAY_SECOND.name)
     operator = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}.get(type(node))
+    with_interval = left.name in intervals or right.name in intervals
+    for kind in (left, right):
+        if with_interval and kind.name in ("timestamp", "timestamptz") and _nanos(kind.precision):
+            raise athena_only(f"interval arithmetic on a {kind.name}({kind.precision})")
     zoned, months = (left, right) if right == YEAR_MONTH else (right, left)
     if months == YEAR_MONTH and zoned.name == "timestamptz" and operator in ("+", "-") and zoned.zone != "UTC":
         if zoned.zone in (None, UNKNOWN_ZONE) or (operator == "-" and zoned is right):

@@ -91,6 +91,11 @@ def error(session: DuckDBSession, expression: str) -> str:
          "timestamp(0) with time zone"),
         ("TIMESTAMP '2020-03-30 20:00 America/New_York' - INTERVAL '1' MONTH",
          "2020-02-29 20:00:00 America/New_York", "timestamp(0) with time zone"),
+        # datetime.md: date_add(unit, value, timestamp) -> [same as input], nanoseconds kept
+        ("date_add('second', 1, TIMESTAMP '2020-05-01 12:34:56.123456789')", "2020-05-01 12:34:57.123456789",
+         "timestamp(9)"),
+        ("date_add('day', -1, TIMESTAMP '2020-05-01 12:34:56.123456789 +07:09')",
+         "2020-04-30 12:34:56.123456789 +07:09", "timestamp(9) with time zone"),
         ("with_timezone(TIMESTAMP '2020-01-01 10:00:00', '+02:00')", "2020-01-01 10:00:00 +02:00",
          "timestamp(0) with time zone"),
         # TestDateTimeFunctions.testPartFunctions (029c93b): timezone_hour/minute are the offset's, signed.
@@ -170,6 +175,10 @@ def test_date_functions_run_locally(
         ("TIMESTAMP '2020-05-01 12:34:56.123456789012'", "NOT_SUPPORTED: runs on Athena only: a timestamp(12)"),
         ("at_timezone(TIMESTAMP '2020-05-01 12:34:56 +07:09', INTERVAL '10' SECOND)",
          "NOT_SUPPORTED: runs on Athena only: a time zone given as this interval"),
+        ("TIMESTAMP '2020-05-01 12:34:56.123456789' + INTERVAL '1' SECOND",
+         "NOT_SUPPORTED: runs on Athena only: interval arithmetic on a timestamp(9)"),
+        ("date_add('month', 1, TIMESTAMP '2020-05-01 12:34:56.123456789')",
+         "NOT_SUPPORTED: runs on Athena only: date_add('month', ...) of a timestamp(9)"),
         ("date_trunc('hour', from_unixtime_nanos(5) AT TIME ZONE 'Asia/Tokyo')",
          "NOT_SUPPORTED: runs on Athena only: this operation on a timestamp(9) with time zone"),
     ],
