@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import duckdb
 
+from . import trino_json
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
 from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
@@ -163,6 +164,7 @@ class DuckDBSession:
                 # Only data_dir is readable; set before disabling external access (it cannot change after).
                 con.execute("SET allowed_directories = ?", [[str(self.data_dir) + os.sep]])
                 con.execute("SET enable_external_access = false")
+                trino_json.register(con)  # Trino's json functions (Python, in process)
             except BaseException:
                 con.close()
                 raise
@@ -194,7 +196,10 @@ class DuckDBSession:
             self._schemas[table] = {str(row[0]).lower(): trino_type_text(row[1]) for row in described}
 
 
-_RAISED = re.compile(r"^Invalid Input Error: (?P<code>[A-Z_]+): (?P<message>.*)$", re.DOTALL)
+_RAISED = re.compile(
+    r"^Invalid Input Error: (?:Python exception occurred while executing the UDF: \w+: )?(?P<code>[A-Z_]+): (?P<message>.*)$",
+    re.DOTALL,
+)
 _NOT_CONVERTED = re.compile(r"Could not convert string '(?P<value>.*)' to (?P<type>\w+)")
 _MISSING_FUNCTION = re.compile(r"(?:Scalar|Aggregate|Table) Function with name (?P<name>\w+) does not exist")
 _OVERFLOW = re.compile(

@@ -23,6 +23,8 @@ from sqlglot import exp
 
 from athena_sql import functions as athena_functions
 
+from . import trino_collections as collections
+from . import trino_json
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN_ZONE, TrinoType
 
@@ -32,15 +34,9 @@ __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
 _REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone", "to_iso8601"})
 #: Known calls whose DuckDB translation differs from Trino and that are not rewritten here.
 _UNFAITHFUL: Final = {
-    exp.ParseJSON: "json_parse",
-    exp.JSONFormat: "json_format",
     exp.JSONExtract: "json_extract",
-    exp.GenerateSeries: "sequence",
+    exp.GenerateSeries: "sequence",  # also DuckDB's generate_series, which Athena lacks: one node for both
     exp.Format: "format",
-    exp.ArrayDistinct: "array_distinct",  # Trino keeps the first occurrences' order
-    exp.ArrayExcept: "array_except",
-    exp.ArrayIntersect: "array_intersect",
-    exp.Reduce: "reduce",
     exp.Cbrt: "cbrt",  # DuckDB: cbrt(27) = 3.0000000000000004, Java's Math.cbrt: 3.0
 }
 #: Trino syntax parsed as a function node that is not a function of Athena's catalog.
@@ -82,7 +78,7 @@ def check_calls(tree: exp.Expr) -> None:
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and not isinstance(node.parent, exp.Table):
             name = node.name.lower()
-            if name in _REWRITTEN:
+            if name in _REWRITTEN or name in collections.HANDLED_CALLS or name in trino_json.HANDLED_CALLS:
                 continue
             if athena_functions.lookup(name) is not None:
                 raise athena_only(name)
@@ -162,7 +158,8 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
         and type_of(node.this).name == "decimal"
     ):
         return _round_decimal(node, type_of(node.this), duck)
-    collection = _collection_call(node, type_of)
+    collection = collections.collection_call(node, type_of) or trino_json.json_call(node, type_of)
+    collection = collection or _collection_call(node, type_of)
     if collection is not None:
         kind, call = collection
         return (kind if kind is not None else rewriter.sqlglot_type(node)), call

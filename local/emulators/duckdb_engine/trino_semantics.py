@@ -37,7 +37,9 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from . import trino_collections as collections
 from . import trino_functions as functions
+from . import trino_json
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
 
@@ -315,6 +317,9 @@ class _Rewriter:
         NULL makes the result NULL (a varchar)."""
         parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
         kinds = [self.type_of(part) for part in parts]
+        appended = collections.element_concat(node, parts, kinds)
+        if appended is not None:
+            return TrinoType("array"), appended
         if any(kind.is_integer or kind.is_float or kind.name in ("decimal", "boolean") for kind in kinds):
             shown = ", ".join(_shown(kind) if kind.name != "varchar" else "varchar" for kind in kinds)
             raise Refused("TYPE_MISMATCH", f"Unexpected parameters ({shown}) for function concat (cast to varchar)")
@@ -335,6 +340,9 @@ class _Rewriter:
     def _cast(self, node: exp.Cast) -> tuple[TrinoType, exp.Expr | None]:
         source, target = self.type_of(node.this), of_sqlglot(node.to)
         safe = isinstance(node, exp.TryCast)
+        json_cast = trino_json.json_cast(node, source, target)
+        if json_cast is not None and not safe:
+            return json_cast
         text = literal_text(node.this)
         if target.name == "decimal" and target.precision is None and text is not None:  # DECIMAL '1.50'
             literal = of_number_text(text)
