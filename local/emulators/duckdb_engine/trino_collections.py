@@ -56,6 +56,9 @@ def collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[
         state = exp.Lambda(this=merge.this.copy(), expressions=[p.copy() for p in merge.expressions])
         reduced = exp.Anonymous(this="list_reduce", expressions=[node.this.copy(), state, node.args["initial"].copy()])
         return None, apply_lambda(finish, [reduced], "reduce")
+    if isinstance(node, (exp.Transform, exp.ArrayFilter)) and isinstance(node.expression, exp.Lambda):
+        _arity(node.expression, 1, "transform" if isinstance(node, exp.Transform) else "filter")  # DuckDB: (x, index)
+        return None
     if isinstance(node, exp.ArraySort) and node.args.get("expression") is not None:
         return None, _sort_with(node.this, node.args["expression"])
     if isinstance(node, exp.Shuffle):

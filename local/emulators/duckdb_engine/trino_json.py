@@ -90,6 +90,8 @@ def _write(value: Any, sort_keys: bool) -> str:
         return str(value)
     if isinstance(value, float):
         return _java_double(value)
+    if isinstance(value, _Number):
+        return str(value)
     if isinstance(value, str):
         return _quote(value)
     if isinstance(value, list):
@@ -169,6 +171,17 @@ def _scalar_text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return _write(value, sort_keys=False)
+
+
+class _Number(str):
+    """A JSON number kept as written (a decimal's trailing zeros are Trino's: ``CAST(1.50 AS json)`` is ``1.50``)."""
+
+
+def _sorted_keys(text: str | None) -> str | None:
+    """DuckDB's JSON of an array or map with every object's keys sorted, as Trino's MapToJsonCast writes them."""
+    if text is None:
+        return None
+    return _write(json.loads(text, parse_float=_Number, parse_int=_Number), sort_keys=True)
 
 
 def _string(text: str | None) -> str | None:
@@ -281,6 +294,7 @@ def _keys_as_text(value: dict[Any, Any]) -> dict[str, Any]:
 _FUNCTIONS: Final[list[tuple[str, Callable[..., Any], list[str], str]]] = [
     ("trino_json_parse", _parse, ["VARCHAR"], "JSON"),
     ("trino_json_string", _string, ["VARCHAR"], "JSON"),
+    ("trino_json_sorted_keys", _sorted_keys, ["VARCHAR"], "JSON"),
     ("trino_is_json_scalar", _is_scalar, ["VARCHAR"], "BOOLEAN"),
     ("trino_json_array_length", _array_length, ["VARCHAR"], "BIGINT"),
     ("trino_json_array_get", _array_get, ["VARCHAR", "BIGINT"], "JSON"),
@@ -345,6 +359,16 @@ def json_cast(node: exp.Cast, source: TrinoType, target: TrinoType) -> tuple[Tri
         return target, duck("CAST(NULL AS JSON)")
     if target.name == "json" and source.name in ("double", "real", "row", "timestamp", "timestamptz", "date"):
         raise athena_only(f"a cast of a {source.name} to json ({node.sql('trino')})")
+    if target.name == "json" and source.name == "decimal":  # DecimalToJson keeps the scale: 1.50, not 1.5
+        return target, duck("CAST(CAST(_a AS VARCHAR) AS JSON)", _a=node.this)
+    if target.name == "json" and source.name in ("array", "map"):  # DuckDB's to_json is Trino's for these only
+        template = (
+            "CASE WHEN regexp_matches(typeof(_a), 'DECIMAL|DOUBLE|FLOAT|STRUCT|TIME|DATE|INTERVAL|BLOB|UUID|JSON|UNION')"
+            " THEN error('NOT_SUPPORTED: runs on Athena only: a cast to json of an array or map holding numbers"
+            " other than integers, rows or temporal values') ELSE trino_json_sorted_keys(CAST(CAST(_a AS JSON) AS"
+            " VARCHAR)) END"
+        )
+        return target, duck(template, _a=node.this)
     if source.name != "json" or target.name == "json":
         return None
     text = _trino_text(node.to)

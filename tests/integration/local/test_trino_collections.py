@@ -1,0 +1,108 @@
+"""Trino's array, map and json functions on the local engine (:mod:`local.emulators.duckdb_engine.trino_collections`,
+:mod:`local.emulators.duckdb_engine.trino_json`): values as Athena prints them, from Trino's docs
+(docs/src/main/sphinx/functions/array.md, map.md, json.md at 6f7aadf5a9115ec244aac372e07df5a481a4907f) and
+implementations (io/trino/operator/scalar/ArrayIntersectFunction.java at 0d5f25017969d532503eabe11a73ecd237768659,
+JsonFunctions.java at 89c61dec284b0659bf25bcaf51c2d76781d1e94d, io/trino/util/JsonTypeUtil.java), never DuckDB's.
+
+The table ``t`` of :mod:`test_trino_semantics` (one row: ``s = 'banana'``, ``i = 17``) is reused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from local.emulators.duckdb_engine import DuckDBQueryEngine
+
+from .test_trino_semantics import answer, engine, failure
+
+__all__ = ["engine"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        # array.md: array_distinct/union/except keep the first occurrences' order (NULL once)
+        ("array_distinct(ARRAY[3, 1, 3, NULL, 1, NULL])", "[3, 1, null]"),
+        ("array_union(ARRAY[1, 2, 2], ARRAY[3, 1])", "[1, 2, 3]"),
+        ("array_except(ARRAY[1, 3, 3, 2, 1], ARRAY[2])", "[1, 3]"),
+        # ArrayIntersectFunction: the distinct elements of the longer array that the other holds, in its order
+        ("array_intersect(ARRAY[1, 5, 3, 5], ARRAY[5, 1, 7, 8, 9])", "[5, 1]"),
+        ("array_intersect(ARRAY[5, 1, 5, 3], ARRAY[3, 5])", "[5, 3]"),
+        # array.md, arrays_overlap: NULL when no non-null element is common and either array holds a NULL
+        ("arrays_overlap(ARRAY[1, NULL], ARRAY[2])", None),
+        ("arrays_overlap(ARRAY[1, NULL], ARRAY[1])", True),
+        ("arrays_overlap(ARRAY[1], ARRAY[2])", False),
+        # array.md, any_match/all_match/none_match: three-valued; an empty array matches all
+        ("any_match(ARRAY[NULL, false], x -> x)", None),
+        ("any_match(ARRAY[NULL, true], x -> x)", True),
+        ("all_match(ARRAY[true, NULL], x -> x)", None),
+        ("all_match(ARRAY[], x -> false)", True),
+        ("none_match(ARRAY[false, NULL], x -> x)", None),
+        ("none_match(ARRAY[1, 2], x -> x > i)", True),  # a column inside the lambda
+        ("transform(ARRAY[1, 2], x -> x + i)", "[18, 19]"),
+        ("zip_with(ARRAY[1, 2, 3], ARRAY['a'], (x, y) -> y)", "[a, null, null]"),
+        ("reduce(ARRAY[5, 20, 50], 0, (s, x) -> s + x, s -> s * 2)", 150),
+        ("trim_array(ARRAY[1, 2, 3], 0)", "[1, 2, 3]"),
+        ("array_sort(ARRAY[3, 1, 2], (x, y) -> IF(x < y, 1, IF(x = y, 0, -1)))", "[3, 2, 1]"),
+        ("ARRAY[1, 2] || 3", "[1, 2, 3]"),
+        # map.md
+        ("map_filter(MAP(ARRAY['a', 'b'], ARRAY[1, 2]), (k, v) -> v > 1)", "{b=2}"),
+        ("transform_values(MAP(ARRAY['a'], ARRAY[1]), (k, v) -> v + i)", "{a=18}"),
+        (
+            "element_at(map_zip_with(MAP(ARRAY[1], ARRAY[10]), MAP(ARRAY[2], ARRAY[20]), (k, a, b) -> coalesce(a, b)), 2)",
+            20,
+        ),
+        ("multimap_from_entries(ARRAY[ROW(1, 'x'), ROW(1, 'y')])", "{1=[x, y]}"),
+        ("map_concat(MAP(ARRAY[1, 2], ARRAY['a', 'b']), MAP(ARRAY[2], ARRAY['c']))", "{1=a, 2=c}"),
+        # aggregate.md over the one row of t
+        ("multimap_agg(s, i)", "{banana=[17]}"),
+        ("histogram(s)", "{banana=1}"),
+        # json.md and JsonTypeUtil: canonical text (keys sorted, Java doubles, compact)
+        ('json_parse(\'{"b": 1, "a": [1.50, 1e10, -0]}\')', '{"a":[1.5,1.0E10,0],"b":1}'),
+        ('json_format(JSON \'{"b": "x\\ty"}\')', '{"b":"x\\ty"}'),
+        ("CAST(MAP(ARRAY['b', 'a'], ARRAY[1, 2]) AS JSON)", '{"a":2,"b":1}'),
+        ("CAST(1.50 AS JSON)", "1.50"),
+        ("CAST(s AS JSON)", '"banana"'),
+        # JsonFunctions: json_array_get keeps an object's own key order; a string comes back unquoted
+        ('json_array_get(\'[{"b": 1, "a": 2}]\', 0)', '{"b":1,"a":2}'),
+        ("json_array_get('[\"x\", null]', -1)", None),
+        ("json_array_length('not json')", None),
+        ("json_array_contains('[\"5\"]', '5')", True),
+        ('CAST(JSON \'{"b": 1, "a": null}\' AS MAP(VARCHAR, INTEGER))', "{a=null, b=1}"),
+        ("CAST(JSON '[true, false]' AS ARRAY(BIGINT))", "[1, 0]"),
+    ],
+)
+def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
+    assert answer(engine, expression)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        (
+            "transform_keys(MAP(ARRAY[1, 2], ARRAY['a', 'b']), (k, v) -> 0)",
+            "INVALID_FUNCTION_ARGUMENT: Duplicate map keys (0) are not allowed",
+        ),
+        (
+            "transform_keys(MAP(ARRAY[1], ARRAY['a']), (k, v) -> NULL)",
+            "INVALID_FUNCTION_ARGUMENT: map key cannot be null",
+        ),
+        ("trim_array(ARRAY[1], -1)", "INVALID_FUNCTION_ARGUMENT: size must not be negative"),
+        ("transform(ARRAY[1], (x, y) -> x)", "INVALID_PARAMETER_USAGE: Expected a lambda that takes 1 argument(s)"),
+        ("array_sort(ARRAY[1, 2], (x, y) -> 2)", "NOT_SUPPORTED: runs on Athena only: array_sort with a comparator"),
+        ("shuffle(ARRAY[1, 2])", "NOT_SUPPORTED: runs on Athena only: shuffle"),
+        ("json_parse('{')", "INVALID_FUNCTION_ARGUMENT: Cannot convert value to JSON: '{'"),
+        ("is_json_scalar('[1')", "INVALID_FUNCTION_ARGUMENT: Invalid JSON value: [1"),
+        ("CAST(JSON '[1, 2]' AS VARCHAR)", "INVALID_CAST_ARGUMENT: Cannot cast '[1,2]' to VARCHAR"),
+        ("CAST(JSON '\"x\"' AS INTEGER)", "INVALID_CAST_ARGUMENT: Cannot cast 'x' to INTEGER"),
+        ("CAST(ARRAY[1.5e0] AS JSON)", "NOT_SUPPORTED: runs on Athena only: a cast to json of an array or map"),
+        ("map_agg(s, i) OVER ()", "NOT_SUPPORTED: runs on Athena only: map_agg as a window function"),
+    ],
+)
+def test_failures(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
+    """Trino's failures in its words (ArrayTrimFunction, MapTransformKeysFunction, JsonFunctions, JsonUtil), or a
+    one-line refusal for what the local engine does not reproduce (a comparator Trino's TimSort may or may not catch,
+    a random permutation, Java's doubles inside json)."""
+    assert failure(engine, expression).startswith(message)
