@@ -9,8 +9,8 @@ Sources: Trino's docs (``docs/src/main/sphinx/functions/*.md``) and its function
   ``runs on Athena only: map_agg; the check validated it``.
 - :func:`rewrite_call`: ``substr`` (a start of 0 gives ''), ``regexp_replace`` (Java's ``$1`` group references),
   ``regexp_extract`` (NULL when nothing matches), ``format_datetime`` (Joda patterns), ``date_format`` (MySQL
-  specifiers), ``date_add`` (a date stays a date), ``date_diff`` (whole units elapsed), ``json_extract_scalar``
-  (NULL for an object or array).
+  specifiers), ``date_add`` (a date stays a date), ``date_diff`` (whole units elapsed); array and map calls
+  (:mod:`.trino_collections`) and json (:mod:`.trino_json`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
 _REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone", "to_iso8601"})
 #: Known calls whose DuckDB translation differs from Trino and that are not rewritten here.
 _UNFAITHFUL: Final = {
-    exp.JSONExtract: "json_extract",
     exp.GenerateSeries: "sequence",  # also DuckDB's generate_series, which Athena lacks: one node for both
     exp.Format: "format",
     exp.Cbrt: "cbrt",  # DuckDB: cbrt(27) = 3.0000000000000004, Java's Math.cbrt: 3.0
@@ -210,9 +209,6 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
         if text is None or any(d not in _STRFTIME_OK for d in re.findall(r"%(-?.)", text)):
             raise athena_only("date_parse with this pattern (a specifier the local engine does not reproduce)")
         return TrinoType("timestamp", precision=3), None
-    if isinstance(node, exp.JSONExtractScalar):
-        template = "CASE WHEN json_type(_a, _p) IN ('OBJECT', 'ARRAY') THEN NULL ELSE json_extract_string(_a, _p) END"
-        return varchar, duck(template, _a=node.this, _p=node.expression)
     return None
 
 

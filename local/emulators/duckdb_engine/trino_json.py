@@ -10,6 +10,9 @@ escaped as Jackson escapes them (trinodb/trino ``io/trino/util/JsonTypeUtil.java
 - ``json_format(json)``: the text; ``json_parse(varchar)``: invalid JSON fails (INVALID_FUNCTION_ARGUMENT);
 - ``is_json_scalar(x)``: invalid JSON fails; ``json_array_length(x)``: NULL unless an array (or invalid);
 - ``json_array_contains(x, v)``: only elements of v's kind match (``[1.0]`` does not contain ``1``, ``[5]`` not ``'5'``);
+- ``json_extract(x, path)`` / ``json_extract_scalar`` / ``json_size`` with Trino's JSONPath subset (``$``, ``.key``,
+  ``["key"]``, ``[index]``; anything else refused): the first field of that name; invalid JSON or a missing step is
+  NULL; json_extract's value compact in its own order; a scalar unquoted, a number as written;
 - ``json_array_get(x, i)``: 0-based, negative from the end, NULL past either end; a string element comes back
   unquoted, a JSON null as NULL, an array or object compact in its own key order;
 - ``CAST(varchar AS json)`` is a JSON string (``'"abc"'``); ``CAST(json AS t)`` for varchar, boolean, integers,
@@ -29,15 +32,16 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import duckdb
+import sqlglot
 from sqlglot import exp
 
-from .trino_tree import athena_only, duck
+from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import TrinoType
 
 __all__ = ["HANDLED_CALLS", "json_call", "json_cast", "register"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that :func:`json_call` rewrites.
-HANDLED_CALLS: Final = frozenset({"is_json_scalar", "json_array_length", "json_array_get"})
+HANDLED_CALLS: Final = frozenset({"is_json_scalar", "json_array_length", "json_array_get", "json_size"})
 _INTEGERS: Final = {"tinyint": 2**7, "smallint": 2**15, "integer": 2**31, "bigint": 2**63}
 _DUCK_SCALARS: Final = {"varchar": "VARCHAR", "boolean": "BOOLEAN", "double": "DOUBLE", "date": "DATE"} | {
     name: name.upper() for name in _INTEGERS
@@ -94,10 +98,78 @@ def _write(value: Any, sort_keys: bool) -> str:
         return str(value)
     if isinstance(value, str):
         return _quote(value)
-    if isinstance(value, list):
+    if isinstance(value, list) and not isinstance(value, _Pairs):
         return "[" + ",".join(_write(v, sort_keys) for v in value) + "]"
-    items = sorted(value.items()) if sort_keys else value.items()
+    items = value if isinstance(value, _Pairs) else sorted(value.items()) if sort_keys else value.items()
     return "{" + ",".join(f"{_quote(k)}:{_write(v, sort_keys)}" for k, v in items) + "}"
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object as its fields in order, duplicates kept (a streaming reader's view, as JsonExtract reads)."""
+
+
+def _read_stream(text: str) -> tuple[bool, Any]:
+    """(parsed, value) with objects as :class:`_Pairs` and numbers as written (:class:`_Number`): no normalizing."""
+    try:
+        return True, json.loads(
+            text, object_pairs_hook=_Pairs, parse_float=_Number, parse_int=_Number, parse_constant=_no_constant
+        )
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _follow(text: str | None, path: str | None) -> tuple[bool, Any]:
+    """The value at `path` (a JSON list of keys and indexes, :func:`json_call`): (found, value); invalid JSON is not
+    found (JsonExtract returns NULL for what it cannot parse)."""
+    if text is None or path is None:
+        return False, None
+    ok, value = _read_stream(text)
+    if not ok:
+        return False, None
+    for token in json.loads(path):
+        if isinstance(value, _Pairs):
+            matches = [v for k, v in value if k == str(token)]
+            if not matches:
+                return False, None
+            value = matches[0]
+        elif isinstance(value, list) and re.fullmatch(r"\d+", str(token)) and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            return False, None
+    return True, value
+
+
+def _extract(text: str | None, path: str | None) -> str | None:
+    """json_extract: the value found, compact, in its own order, numbers as Jackson copies them."""
+    found, value = _follow(text, path)
+    return _write(_normalized(value), sort_keys=False) if found else None
+
+
+def _normalized(value: Any) -> Any:
+    """Numbers as Jackson's copy writes them: integers exactly, fractions as doubles."""
+    if isinstance(value, _Number):
+        return float(value) if re.search(r"[.eE]", value) else int(value)
+    if isinstance(value, _Pairs):
+        return _Pairs((k, _normalized(v)) for k, v in value)
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
+
+
+def _extract_scalar(text: str | None, path: str | None) -> str | None:
+    """json_extract_scalar: a string unquoted, a number as written, a boolean; NULL for null, arrays, objects."""
+    found, value = _follow(text, path)
+    if not found or value is None or isinstance(value, (list, dict)):
+        return None
+    return value if isinstance(value, str) else _write(value, sort_keys=False)
+
+
+def _size(text: str | None, path: str | None) -> int | None:
+    """json_size: the fields of an object or elements of an array, 0 for a scalar, NULL when not found."""
+    found, value = _follow(text, path)
+    if not found:
+        return None
+    return len(value) if isinstance(value, list) else 0
 
 
 def _no_constant(name: str) -> Any:
@@ -303,6 +375,9 @@ _FUNCTIONS: Final[list[tuple[str, Callable[..., Any], list[str], str]]] = [
     ("trino_json_contains_double", _contains("double"), ["VARCHAR", "DOUBLE"], "BOOLEAN"),
     ("trino_json_contains_varchar", _contains("varchar"), ["VARCHAR", "VARCHAR"], "BOOLEAN"),
     ("trino_json_cast", _cast, ["VARCHAR", "VARCHAR"], "VARCHAR"),
+    ("trino_json_extract", _extract, ["VARCHAR", "VARCHAR"], "JSON"),
+    ("trino_json_extract_scalar", _extract_scalar, ["VARCHAR", "VARCHAR"], "VARCHAR"),
+    ("trino_json_size", _size, ["VARCHAR", "VARCHAR"], "BIGINT"),
 ]
 
 
@@ -329,6 +404,10 @@ def json_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoT
         ):
             raise athena_only("json_object of values other than integers, booleans and varchars, or with options")
         return TrinoType("varchar"), duck("CAST(_a AS VARCHAR)", _a=node.copy())
+    if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
+        call = "trino_json_extract" if isinstance(node, exp.JSONExtract) else "trino_json_extract_scalar"
+        kind = TrinoType("json" if isinstance(node, exp.JSONExtract) else "varchar")
+        return kind, duck(f"{call}(_a, _p)", _a=node.this, _p=_path(node.expression))
     if isinstance(node, exp.JSONFormat):
         return TrinoType("varchar"), duck("CAST(_a AS VARCHAR)", _a=node.this)
     if isinstance(node, exp.JSONArrayContains):
@@ -342,12 +421,44 @@ def json_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoT
         return TrinoType("boolean"), duck(f"trino_json_contains_{kind}(_a, _b)", _a=node.this, _b=node.expression)
     if isinstance(node, exp.Anonymous) and node.name.lower() in HANDLED_CALLS:
         name, args = node.name.lower(), list(node.expressions)
+        if name == "json_size" and len(args) == 2:
+            path = literal_text(args[1])
+            if path is None:
+                raise athena_only("json_size with a path that is not a literal")
+            return TrinoType("bigint"), duck("trino_json_size(_a, _p)", _a=args[0], _p=_path(_parse_path(path)))
         if name == "json_array_get" and len(args) == 2:
             return TrinoType("json"), duck("trino_json_array_get(_a, _b)", _a=args[0], _b=args[1])
         if len(args) == 1:
             kind = TrinoType("boolean" if name == "is_json_scalar" else "bigint")
             return kind, duck(f"trino_{name}(_a)", _a=args[0])
     return None
+
+
+def _parse_path(text: str) -> exp.Expr:
+    try:
+        return sqlglot.parse_one(f"json_extract(x, '{text.replace(chr(39), chr(39) * 2)}')", read="trino").expression
+    except sqlglot.errors.SqlglotError:
+        raise Refused("INVALID_FUNCTION_ARGUMENT", f"Invalid JSON path: '{text}'") from None
+
+
+def _path(node: exp.Expr) -> exp.Expr:
+    """Trino's JSONPath subset (functions/json.md, json_extract: ``$``, ``.key``, ``["key"]``, ``[index]``) as the
+    JSON list of its steps; wildcards, slices, recursion and filters are refused (not Trino's subset)."""
+    if not isinstance(node, exp.JSONPath):
+        text = literal_text(node)
+        raise athena_only("a json path that is not a literal" if text is None else f"the json path {text!r}")
+    parts = node.expressions
+    if not parts or not isinstance(parts[0], exp.JSONPathRoot):
+        raise Refused("INVALID_FUNCTION_ARGUMENT", f"Invalid JSON path: {node.sql('trino')}")
+    steps: list[Any] = []
+    for part in parts[1:]:
+        key = isinstance(part, exp.JSONPathKey) and isinstance(part.this, str)
+        index = isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int) and part.this >= 0
+        if key or index:
+            steps.append(part.this)
+        else:
+            raise athena_only('a json path beyond Trino\'s subset ($, .key, ["key"], [index])')
+    return exp.Literal.string(json.dumps(steps))
 
 
 def json_cast(node: exp.Cast, source: TrinoType, target: TrinoType) -> tuple[TrinoType, exp.Expr] | None:

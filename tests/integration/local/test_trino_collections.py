@@ -72,6 +72,17 @@ __all__ = ["engine"]
         ("json_array_contains('[\"5\"]', '5')", True),
         ('CAST(JSON \'{"b": 1, "a": null}\' AS MAP(VARCHAR, INTEGER))', "{a=null, b=1}"),
         ("CAST(JSON '[true, false]' AS ARRAY(BIGINT))", "[1, 0]"),
+        # JsonExtract: Trino's JSONPath subset; the first field of a name; invalid JSON or a missing step is NULL
+        ('json_extract(\'{"a": {"b": [1, 2.50, {"z": 1, "y": 2}]}}\', \'$.a.b[2]\')', '{"z":1,"y":2}'),
+        ("json_extract('{\"a\": [1, 2.50]}', '$.a')", "[1,2.5]"),
+        ("json_extract('[10, 20]', '$[1]')", "20"),
+        ("json_extract('{\"a b\": true}', '$[\"a b\"]')", "true"),
+        ("json_extract('{\"a\": 1}', '$.b')", None),
+        ("json_extract_scalar('{\"a\": 1.50}', '$.a')", "1.50"),
+        ('json_extract_scalar(\'{"a": "x\\"y"}\', \'$.a\')', 'x"y'),
+        ("json_extract_scalar('not json', '$.a')", None),
+        ('json_size(\'{"x": {"a": 1, "b": 2}}\', \'$.x\')', 2),
+        ("json_size('{\"x\": 1}', '$.x')", 0),
     ],
 )
 def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
