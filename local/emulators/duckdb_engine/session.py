@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import duckdb
 
-from . import trino_json
+from . import trino_collections, trino_json
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
 from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
@@ -165,6 +165,7 @@ class DuckDBSession:
                 con.execute("SET allowed_directories = ?", [[str(self.data_dir) + os.sep]])
                 con.execute("SET enable_external_access = false")
                 trino_json.register(con)  # Trino's json functions (Python, in process)
+                trino_collections.register(con)
             except BaseException:
                 con.close()
                 raise

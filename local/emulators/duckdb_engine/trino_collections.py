@@ -15,7 +15,9 @@ elements in the order of the longer array), ``ArrayTrimFunction.java``, ``Arrays
   ``arrays_overlap`` (NULL when nothing non-null is common and either holds a NULL), ``array || element``;
   ``shuffle`` is refused (not reproducible); ``sequence`` stays refused (sqlglot reads DuckDB's ``generate_series``,
   which Athena lacks, as the same call).
-- **Maps**: ``map_filter``, ``transform_keys`` (a duplicate or NULL key fails as in Trino), ``transform_values``,
+- **More arrays**: ``array_remove`` (NULL elements stay), ``array_max``/``array_min`` (NULL when an element is),
+  ``repeat`` (Trino's is the array function: ``repeat('a', 2)`` is ``[a, a]``), ``reverse`` of an array.
+- **Maps**: ``split_to_map``/``split_to_multimap`` (Python functions on the connection), ``map_values``, ``map_filter``, ``transform_keys`` (a duplicate or NULL key fails as in Trino), ``transform_values``,
   ``map_zip_with``, ``multimap_from_entries``, ``map_concat``; the aggregates ``map_agg`` (NULL keys skipped, the
   first value of a key kept), ``multimap_agg``, ``histogram``.
 """
@@ -25,18 +27,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+import duckdb
 from sqlglot import exp
 
 from .trino_tree import Refused, athena_only, duck
 from .trino_types import TrinoType
 
-__all__ = ["HANDLED_CALLS", "collection_call", "element_concat"]
+__all__ = ["HANDLED_CALLS", "collection_call", "element_concat", "register"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that :func:`collection_call` rewrites.
 HANDLED_CALLS: Final = frozenset(
     {"zip_with", "trim_array", "array_histogram", "any_match", "all_match", "none_match", "array_union",
      "arrays_overlap", "map_filter", "transform_keys", "transform_values", "map_zip_with", "multimap_from_entries",
-     "map_concat", "map_agg", "multimap_agg", "histogram"}
+     "map_concat", "map_agg", "multimap_agg", "histogram", "map_values", "split_to_multimap"}
 )  # fmt: skip
 _AGGREGATES: Final = frozenset({"map_agg", "multimap_agg", "histogram"})
 #: The order-preserving distinct of a list: an element is kept where it first occurs (NULL once).
@@ -61,6 +64,28 @@ def collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[
         return None
     if isinstance(node, exp.ArraySort) and node.args.get("expression") is not None:
         return None, _sort_with(node.this, node.args["expression"])
+    if isinstance(node, exp.ArrayRemove):  # ArrayRemoveFunction: NULL elements stay; a NULL value gives NULL
+        if type_of(node.expression).name in ("array", "map", "row"):
+            raise athena_only("array_remove of a nested value")
+        template = "CASE WHEN _a IS NULL OR _x IS NULL THEN NULL ELSE list_filter(_a, lambda u__: u__ IS NULL OR u__ <> _x) END"
+        return None, duck(template, _a=node.this, _x=node.expression)
+    if isinstance(node, (exp.ArrayMax, exp.ArrayMin)):  # array.md: NULL when an element is NULL
+        call = "list_max" if isinstance(node, exp.ArrayMax) else "list_min"
+        return None, duck(f"CASE WHEN list_position(_a, NULL) IS NOT NULL THEN NULL ELSE {call}(_a) END", _a=node.this)
+    if isinstance(node, exp.Repeat):  # Trino's repeat is the array function (RepeatFunction: 0 to 10000 copies)
+        template = (
+            "CASE WHEN _n < 0 THEN error('INVALID_FUNCTION_ARGUMENT: count argument of repeat function must be"
+            " greater than or equal to 0') WHEN _n > 10000 THEN error('INVALID_FUNCTION_ARGUMENT: count argument of"
+            " repeat function must be less than or equal to 10000') ELSE list_transform(range(_n), lambda u__: _a) END"
+        )
+        return None, duck(template, _a=node.this, _n=node.args["times"])
+    if isinstance(node, exp.Reverse) and type_of(node.this).name == "array":
+        return None, duck("list_reverse(_a)", _a=node.this)
+    if isinstance(node, exp.StrToMap):  # split_to_map(string, entryDelimiter, keyValueDelimiter)
+        args = [node.this, node.args.get("pair_delim"), node.args.get("key_value_delim")]
+        if any(arg is None for arg in args):
+            raise athena_only("split_to_map without both delimiters")
+        return TrinoType("map"), exp.Anonymous(this="trino_split_to_map", expressions=[a.copy() for a in args])
     if isinstance(node, exp.Shuffle):
         raise athena_only("shuffle (a random permutation)")
     if isinstance(node, exp.ArrayDistinct):
@@ -256,6 +281,13 @@ def _map_call(name: str, args: list[exp.Expr]) -> tuple[TrinoType | None, Any]:
     if name == "multimap_from_entries":
         (entries,) = _args(name, args, 1)
         return None, _multimap(entries, duck("struct_extract_at(e__, 1)"), duck("struct_extract_at(e__, 2)"))
+    if name == "map_values":
+        (m,) = _args(name, args, 1)
+        return None, duck("map_values(_m)", _m=m)
+    if name == "split_to_multimap":
+        return TrinoType("map"), exp.Anonymous(
+            this="trino_split_to_multimap", expressions=[a.copy() for a in _args(name, args, 3)]
+        )
     if name == "map_concat":  # map.md: a key in several maps takes its value from the last one
         if not args:
             raise Refused("FUNCTION_NOT_FOUND", "There must be two or more arguments to map_concat")
@@ -309,3 +341,63 @@ def _args(name: str, args: list[exp.Expr], count: int) -> list[exp.Expr]:
     if len(args) != count:
         raise Refused("FUNCTION_NOT_FOUND", f"Unexpected parameters ({len(args)} arguments) for function {name}")
     return args
+
+
+def _split_entries(text: str | None, entry: str | None, pair: str | None) -> list[tuple[str, str]] | None:
+    """The (key, value) entries of split_to_map / split_to_multimap (SplitToMultimapFunction.java at
+    03d8e5abc686c5c4a9f96ca14db07e2aed880174): entries end at each entry delimiter (a trailing one ends the last);
+    each holds the key-value delimiter exactly once."""
+    if text is None or entry is None or pair is None:
+        return None
+    if not entry:
+        raise ValueError("INVALID_FUNCTION_ARGUMENT: entryDelimiter is empty")
+    if not pair:
+        raise ValueError("INVALID_FUNCTION_ARGUMENT: keyValueDelimiter is empty")
+    if entry == pair:
+        raise ValueError("INVALID_FUNCTION_ARGUMENT: entryDelimiter and keyValueDelimiter must not be the same")
+    entries, start = [], 0
+    while start < len(text):
+        end = text.find(entry, start)
+        item = text[start:] if end < 0 else text[start:end]
+        key, found, value = item.partition(pair)
+        if not found or pair in value:
+            raise ValueError(
+                f"INVALID_FUNCTION_ARGUMENT: Key-value delimiter must appear exactly once in each entry. Bad input: {item}"
+            )
+        entries.append((key, value))
+        if end < 0:
+            break
+        start = end + len(entry)
+    return entries
+
+
+def _split_to_map(text: str | None, entry: str | None, pair: str | None) -> dict[str, str] | None:
+    entries = _split_entries(text, entry, pair)
+    if entries is None:
+        return None
+    result: dict[str, str] = {}
+    for key, value in entries:
+        if key in result:
+            raise ValueError(f"INVALID_FUNCTION_ARGUMENT: Duplicate keys ({key}) are not allowed")
+        result[key] = value
+    return result
+
+
+def _split_to_multimap(text: str | None, entry: str | None, pair: str | None) -> dict[str, list[str]] | None:
+    entries = _split_entries(text, entry, pair)
+    if entries is None:
+        return None
+    result: dict[str, list[str]] = {}
+    for key, value in entries:
+        result.setdefault(key, []).append(value)
+    return result
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the Python functions the rewrites call (split_to_map, split_to_multimap) on a new connection."""
+    varchars = ["VARCHAR", "VARCHAR", "VARCHAR"]
+    for name, function, result in (
+        ("trino_split_to_map", _split_to_map, "MAP(VARCHAR, VARCHAR)"),
+        ("trino_split_to_multimap", _split_to_multimap, "MAP(VARCHAR, VARCHAR[])"),
+    ):
+        con.create_function(name, function, varchars, duckdb.sqltype(result), null_handling="special")  # type: ignore[arg-type]

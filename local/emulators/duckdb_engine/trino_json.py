@@ -276,6 +276,8 @@ def _target(kind: str) -> Any:
         else:
             current += char
     parts.append(current)
+    if head == "row":  # fields "name type": (name, target) each
+        return (head, tuple((p.split(" ", 1)[0], _target(p.split(" ", 1)[1])) for p in parts))
     return (head, tuple(_target(p) for p in parts))
 
 
@@ -296,6 +298,17 @@ def _convert(value: Any, target: Any) -> Any:
                 f"INVALID_CAST_ARGUMENT: Cannot cast to map. Expected a json object, but got {_shown(value)}"
             )
         return {_convert(k, parts[0]): _convert(v, parts[1]) for k, v in value.items()}
+    if name == "row":  # JsonToRowCast: an object by field name (any case), an array by position
+        if isinstance(value, dict):
+            lowered: dict[str, Any] = {}
+            for key, item in value.items():
+                if key.lower() in lowered:
+                    raise _Invalid(f"INVALID_CAST_ARGUMENT: Duplicate field: {key.lower()}")
+                lowered[key.lower()] = item
+            return {field: _convert(lowered.get(field), kind) for field, kind in parts}
+        if isinstance(value, list) and len(value) == len(parts):
+            return {field: _convert(item, kind) for (field, kind), item in zip(parts, value, strict=True)}
+        raise _Invalid(f"INVALID_CAST_ARGUMENT: Cannot cast to row. Expected a json object or an array of {len(parts)}")
     if isinstance(value, (list, dict)):
         raise _Invalid(f"INVALID_CAST_ARGUMENT: Cannot cast '{_shown(value)}' to {name.upper()}")
     return _scalar(value, name)
@@ -354,7 +367,7 @@ def _cast(text: str | None, target: str | None) -> str | None:
     converted = _convert(_read(text), kind)
     if converted is None:
         return None
-    if kind[0] in ("array", "map"):
+    if kind[0] in ("array", "map", "row"):
         return json.dumps(converted if kind[0] == "array" else _keys_as_text(converted))
     return converted if isinstance(converted, str) else json.dumps(converted)
 
@@ -501,6 +514,11 @@ def _trino_text(data_type: exp.DataType) -> str | None:
     }  # fmt: skip
     if data_type.this in names and (data_type.this not in (exp.DType.VARCHAR,) or not data_type.expressions):
         return names[data_type.this]
+    if data_type.this == exp.DType.STRUCT:
+        fields = [(f.name, _trino_text(f.args["kind"])) for f in data_type.expressions if isinstance(f, exp.ColumnDef)]
+        if len(fields) != len(data_type.expressions) or any(not n or t is None for n, t in fields):
+            return None
+        return "row(" + ",".join(f"{name.lower()} {kind}" for name, kind in fields) + ")"
     parts = [p for p in data_type.expressions if isinstance(p, exp.DataType)]
     inner = [_trino_text(p) for p in parts]
     if any(i is None for i in inner) or not inner:

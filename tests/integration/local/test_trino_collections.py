@@ -47,6 +47,16 @@ __all__ = ["engine"]
         ("trim_array(ARRAY[1, 2, 3], 0)", "[1, 2, 3]"),
         ("array_sort(ARRAY[3, 1, 2], (x, y) -> IF(x < y, 1, IF(x = y, 0, -1)))", "[3, 2, 1]"),
         ("ARRAY[1, 2] || 3", "[1, 2, 3]"),
+        # ArrayRemoveFunction (029c93b693c7a3dbff995062fb9997f4acd86d77): NULL elements stay, a NULL value is NULL
+        ("array_remove(ARRAY[1, NULL, 2, 1], 1)", "[null, 2]"),
+        ("array_remove(ARRAY[1, 2], NULL)", None),
+        ("array_max(ARRAY[1, NULL, 3])", None),
+        ("array_min(ARRAY[2, 1, 3])", 1),
+        # RepeatFunction: Trino's repeat is the array function
+        ("repeat('a', 2)", "[a, a]"),
+        ("repeat(1, 0)", "[]"),
+        ("reverse(ARRAY[1, 2, 3])", "[3, 2, 1]"),
+        ("reverse('abc')", "cba"),
         # map.md
         ("map_filter(MAP(ARRAY['a', 'b'], ARRAY[1, 2]), (k, v) -> v > 1)", "{b=2}"),
         ("transform_values(MAP(ARRAY['a'], ARRAY[1]), (k, v) -> v + i)", "{a=18}"),
@@ -55,6 +65,9 @@ __all__ = ["engine"]
             20,
         ),
         ("multimap_from_entries(ARRAY[ROW(1, 'x'), ROW(1, 'y')])", "{1=[x, y]}"),
+        ("split_to_map('a=1,b=2,', ',', '=')", "{a=1, b=2}"),
+        ("split_to_multimap('a=1,a=2', ',', '=')", "{a=[1, 2]}"),
+        ("map_values(MAP(ARRAY['k'], ARRAY[7]))", "[7]"),
         ("map_concat(MAP(ARRAY[1, 2], ARRAY['a', 'b']), MAP(ARRAY[2], ARRAY['c']))", "{1=a, 2=c}"),
         # aggregate.md over the one row of t
         ("multimap_agg(s, i)", "{banana=[17]}"),
@@ -72,6 +85,9 @@ __all__ = ["engine"]
         ("json_array_contains('[\"5\"]', '5')", True),
         ('CAST(JSON \'{"b": 1, "a": null}\' AS MAP(VARCHAR, INTEGER))', "{a=null, b=1}"),
         ("CAST(JSON '[true, false]' AS ARRAY(BIGINT))", "[1, 0]"),
+        # JsonToRowCast: an object by field name in any case (missing fields NULL), an array by position
+        ("CAST(JSON '{\"A\": 1}' AS ROW(a INTEGER, b VARCHAR))", "{a=1, b=null}"),
+        ("CAST(JSON '[1, \"x\"]' AS ROW(a INTEGER, b VARCHAR))", "{a=1, b=x}"),
         # JsonExtract: Trino's JSONPath subset; the first field of a name; invalid JSON or a missing step is NULL
         ('json_extract(\'{"a": {"b": [1, 2.50, {"z": 1, "y": 2}]}}\', \'$.a.b[2]\')', '{"z":1,"y":2}'),
         ("json_extract('{\"a\": [1, 2.50]}', '$.a')", "[1,2.5]"),
@@ -103,6 +119,10 @@ def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
         ("trim_array(ARRAY[1], -1)", "INVALID_FUNCTION_ARGUMENT: size must not be negative"),
         ("transform(ARRAY[1], (x, y) -> x)", "INVALID_PARAMETER_USAGE: Expected a lambda that takes 1 argument(s)"),
         ("array_sort(ARRAY[1, 2], (x, y) -> 2)", "NOT_SUPPORTED: runs on Athena only: array_sort with a comparator"),
+        ("repeat(1, 10001)", "INVALID_FUNCTION_ARGUMENT: count argument of repeat function must be less than or equal"),
+        ("split_to_map('a=1,a=2', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Duplicate keys (a) are not allowed"),
+        ("split_to_map('a', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Key-value delimiter must appear exactly once"),
+        ("CAST(JSON '[1]' AS ROW(a INTEGER, b VARCHAR))", "INVALID_CAST_ARGUMENT: Cannot cast to row"),
         ("shuffle(ARRAY[1, 2])", "NOT_SUPPORTED: runs on Athena only: shuffle"),
         ("json_parse('{')", "INVALID_FUNCTION_ARGUMENT: Cannot convert value to JSON: '{'"),
         ("is_json_scalar('[1')", "INVALID_FUNCTION_ARGUMENT: Invalid JSON value: [1"),
