@@ -16,7 +16,8 @@ elements in the order of the longer array), ``ArrayTrimFunction.java``, ``Arrays
   ``shuffle`` is refused (not reproducible); ``sequence`` stays refused (sqlglot reads DuckDB's ``generate_series``,
   which Athena lacks, as the same call).
 - **More arrays**: ``array_remove`` (NULL elements stay), ``array_max``/``array_min`` (NULL when an element is),
-  ``repeat`` (Trino's is the array function: ``repeat('a', 2)`` is ``[a, a]``), ``reverse`` of an array.
+  ``repeat`` (Trino's is the array function: ``repeat('a', 2)`` is ``[a, a]``), ``reverse`` of an array, ``slice``
+  (a negative start counts from the end; ArraySliceFunction).
 - **Maps**: ``split_to_map``/``split_to_multimap`` (Python functions on the connection), ``map_values``, ``map_filter``, ``transform_keys`` (a duplicate or NULL key fails as in Trino), ``transform_values``,
   ``map_zip_with``, ``multimap_from_entries``, ``map_concat``; the aggregates ``map_agg`` (NULL keys skipped, the
   first value of a key kept), ``multimap_agg``, ``histogram``.
@@ -33,7 +34,7 @@ from sqlglot import exp
 from .trino_tree import Refused, athena_only, duck
 from .trino_types import TrinoType
 
-__all__ = ["HANDLED_CALLS", "collection_call", "element_concat", "register"]
+__all__ = ["HANDLED_CALLS", "array_comparison", "collection_call", "element_concat", "register"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that :func:`collection_call` rewrites.
 HANDLED_CALLS: Final = frozenset(
@@ -86,6 +87,16 @@ def collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[
         if any(arg is None for arg in args):
             raise athena_only("split_to_map without both delimiters")
         return TrinoType("map"), exp.Anonymous(this="trino_split_to_map", expressions=[a.copy() for a in args])
+    if isinstance(node, exp.ArraySlice) and node.args.get("end") is not None:  # ArraySliceFunction
+        start, length = node.args["start"], node.args["end"]
+        first = duck("CASE WHEN _s < 0 THEN len(_a) + _s + 1 ELSE _s END", _a=node.this, _s=start)
+        template = (
+            "CASE WHEN _a IS NULL OR _s IS NULL OR _l IS NULL THEN NULL"
+            " WHEN _l < 0 THEN error('INVALID_FUNCTION_ARGUMENT: length must be greater than or equal to 0')"
+            " WHEN _s = 0 THEN error('INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1')"
+            " ELSE list_filter(_a, lambda e__, i__: _f >= 1 AND i__ >= _f AND i__ < least(_f + _l, len(_a) + 1)) END"
+        )
+        return None, duck(template, _a=node.this, _s=start, _l=length, _f=first)
     if isinstance(node, exp.Shuffle):
         raise athena_only("shuffle (a random permutation)")
     if isinstance(node, exp.ArrayDistinct):
@@ -119,6 +130,30 @@ def element_concat(node: exp.Expr, parts: list[exp.Expr], kinds: list[TrinoType]
     if kinds[1].name == "array" and kinds[0].name not in ("unknown", "varchar"):
         return duck("list_prepend(_a, _b)", _a=parts[0], _b=parts[1])
     return None
+
+
+def array_comparison(node: exp.Expr, type_of: Callable[..., TrinoType]) -> exp.Expr | None:
+    """``a = b`` / ``a <> b`` of arrays (Trino's array equality): false when the lengths or two non-null elements
+    differ, else NULL when an element is NULL, else true (DuckDB: NULL elements compare as values). Nested arrays,
+    rows and maps inside are refused when the query runs. None when `node` compares no arrays."""
+    if not isinstance(node, (exp.EQ, exp.NEQ)) or "array" not in (
+        type_of(node.this).name,
+        type_of(node.expression).name,
+    ):
+        return None
+    nested = " OR ".join(
+        f"contains(typeof({side}), '{mark}')" for side in ("_a", "_b") for mark in ("[][]", "STRUCT", "MAP")
+    )
+    template = (
+        "CASE WHEN _a IS NULL OR _b IS NULL THEN NULL"
+        f" WHEN {nested} THEN error('NOT_SUPPORTED: runs on Athena only: comparing arrays of arrays, rows or maps')"
+        " WHEN len(_a) <> len(_b) THEN false"
+        " WHEN len(list_filter(range(1, len(_a) + 1), lambda i__: _a[i__] <> _b[i__])) > 0 THEN false"
+        " WHEN len(list_filter(range(1, len(_a) + 1), lambda i__: _a[i__] IS NULL OR _b[i__] IS NULL)) > 0 THEN NULL"
+        " ELSE true END"
+    )
+    equal = duck(template, _a=node.this, _b=node.expression)
+    return equal if isinstance(node, exp.EQ) else exp.Not(this=exp.Paren(this=equal))
 
 
 def apply_lambda(function: exp.Expr, arguments: list[exp.Expr], name: str) -> exp.Expr:

@@ -214,13 +214,8 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
 
 def _collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoType | None, Any] | None:
     """Array and map calls whose DuckDB translation answers differently (functions/array.md, map.md at
-    6f7aadf5a9115ec244aac372e07df5a481a4907f): slice's length, array_position's 0, contains' NULL, split_part past
+    6f7aadf5a9115ec244aac372e07df5a481a4907f): array_position's 0, contains' NULL, split_part past
     the end, a subscript past the end (an error in Trino, NULL in DuckDB), cardinality of a map."""
-    if isinstance(node, exp.ArraySlice):  # slice(x, start, length)
-        start, length = node.args.get("start"), node.args.get("end")
-        if not (isinstance(start, exp.Literal) and start.is_int and int(start.this) > 0) or length is None:
-            raise athena_only("slice with a start that is not a positive literal")
-        return type_of(node.this), duck("list_slice(_a, _s, _s + _l - 1)", _a=node.this, _s=start, _l=length)
     if isinstance(node, exp.ArrayPosition):
         template = (
             "CASE WHEN _a IS NULL OR _x IS NULL THEN NULL ELSE CAST(coalesce(list_position(_a, _x), 0) AS BIGINT) END"

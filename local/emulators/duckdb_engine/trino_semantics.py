@@ -209,7 +209,7 @@ class _Rewriter:
             return (TrinoType("date") if isinstance(node, exp.Date) else self.sqlglot_type(node)), None
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)):
             self._comparable(node)
-            return TrinoType("boolean"), None
+            return TrinoType("boolean"), collections.array_comparison(node, self.type_of)
         if isinstance(node, (exp.DPipe, exp.Concat)):
             return self._concat(node)
         if isinstance(node, exp.Avg) and self.type_of(node.this).name == "decimal":

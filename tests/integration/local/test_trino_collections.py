@@ -47,6 +47,11 @@ __all__ = ["engine"]
         ("trim_array(ARRAY[1, 2, 3], 0)", "[1, 2, 3]"),
         ("array_sort(ARRAY[3, 1, 2], (x, y) -> IF(x < y, 1, IF(x = y, 0, -1)))", "[3, 2, 1]"),
         ("ARRAY[1, 2] || 3", "[1, 2, 3]"),
+        # comparison.md / ArrayEqualOperator: a NULL element makes = indeterminate unless two elements differ
+        ("ARRAY[1, NULL] = ARRAY[1, NULL]", None),
+        ("ARRAY[1, NULL] = ARRAY[2, NULL]", False),
+        ("ARRAY[1, 2] = ARRAY[1, 2]", True),
+        ("ARRAY[1, 2] <> ARRAY[1]", True),
         # ArrayRemoveFunction (029c93b693c7a3dbff995062fb9997f4acd86d77): NULL elements stay, a NULL value is NULL
         ("array_remove(ARRAY[1, NULL, 2, 1], 1)", "[null, 2]"),
         ("array_remove(ARRAY[1, 2], NULL)", None),
@@ -56,6 +61,10 @@ __all__ = ["engine"]
         ("repeat('a', 2)", "[a, a]"),
         ("repeat(1, 0)", "[]"),
         ("reverse(ARRAY[1, 2, 3])", "[3, 2, 1]"),
+        # ArraySliceFunction: a negative start counts from the end; before the first element is empty
+        ("slice(ARRAY[1, 2, 3, 4], -2, 5)", "[3, 4]"),
+        ("slice(ARRAY[1, 2, 3, 4], -5, 2)", "[]"),
+        ("slice(ARRAY[1, 2, 3, 4], 2, 2)", "[2, 3]"),
         ("reverse('abc')", "cba"),
         # map.md
         ("map_filter(MAP(ARRAY['a', 'b'], ARRAY[1, 2]), (k, v) -> v > 1)", "{b=2}"),
@@ -119,6 +128,8 @@ def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
         ("trim_array(ARRAY[1], -1)", "INVALID_FUNCTION_ARGUMENT: size must not be negative"),
         ("transform(ARRAY[1], (x, y) -> x)", "INVALID_PARAMETER_USAGE: Expected a lambda that takes 1 argument(s)"),
         ("array_sort(ARRAY[1, 2], (x, y) -> 2)", "NOT_SUPPORTED: runs on Athena only: array_sort with a comparator"),
+        ("slice(ARRAY[1, 2], 0, 1)", "INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1"),
+        ("slice(ARRAY[1, 2], 1, -1)", "INVALID_FUNCTION_ARGUMENT: length must be greater than or equal to 0"),
         ("repeat(1, 10001)", "INVALID_FUNCTION_ARGUMENT: count argument of repeat function must be less than or equal"),
         ("split_to_map('a=1,a=2', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Duplicate keys (a) are not allowed"),
         ("split_to_map('a', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Key-value delimiter must appear exactly once"),
@@ -137,3 +148,20 @@ def test_failures(engine: DuckDBQueryEngine, expression: str, message: str) -> N
     one-line refusal for what the local engine does not reproduce (a comparator Trino's TimSort may or may not catch,
     a random permutation, Java's doubles inside json)."""
     assert failure(engine, expression).startswith(message)
+
+
+def test_nested_timestamps_print_with_their_types_precision() -> None:
+    """A ``timestamp(0)`` inside an array prints without a fraction, as at the top level (Trino's
+    TestArrayOperators: ARRAY[TIMESTAMP '1970-01-01 00:00:01'] is array(timestamp(0)))."""
+    import datetime
+
+    import duckdb
+
+    from local.emulators.duckdb_engine.values import _render
+
+    moment = datetime.datetime(1970, 1, 1, 0, 0, 1)
+    duck_type = duckdb.sqltype("TIMESTAMP[]")
+    _, rows = _render(["v"], [duck_type], [([moment],)], (), ("array(timestamp(0))",))
+    assert rows == [["[1970-01-01 00:00:01]"]]
+    _, rows = _render(["v"], [duck_type], [([moment],)])
+    assert rows == [["[1970-01-01 00:00:01.000]"]]
