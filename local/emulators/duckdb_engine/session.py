@@ -211,6 +211,11 @@ _CANDIDATES = re.compile(r"Candidate bindings: (?P<names>[^\n]+)")
 _NO_MATCH = re.compile(r"No function matches the given name and argument types '(?P<name>[^(']+)\((?P<types>[^)]*)\)'")
 _BAD_TEMPORAL = re.compile(r'invalid (?P<type>date|timestamp) field format: "(?P<value>[^"]*)"')
 _UNPARSED = re.compile(r'Could not parse string "(?P<value>[^"]*)" according to format')
+_MAP_FAILURES = {
+    "Map keys must be unique": "Duplicate map keys are not allowed",
+    "Map keys can not be NULL": "map key cannot be null",
+    "map key list does not align with the map value list": "Key and value arrays must be the same length",
+}
 _INTEGER_NAMES = {"INT8": "tinyint", "INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _TRINO_INTEGERS = {"INT8": "TINYINT", "INT16": "SMALLINT", "INT32": "INT", "INT64": "BIGINT"}
 
@@ -231,6 +236,9 @@ def _user_message(exc: duckdb.Error) -> str:
     missing = _MISSING_FUNCTION.search(text)
     if isinstance(exc, duckdb.CatalogException) and missing:
         return f"NOT_SUPPORTED: runs on Athena only: {missing['name'].lower()}; the local engine has no translation"
+    map_failure = next((trino for duck_words, trino in _MAP_FAILURES.items() if duck_words in text), None)
+    if isinstance(exc, duckdb.InvalidInputException) and map_failure:  # MapConstructor's words (map.md)
+        return f"INVALID_FUNCTION_ARGUMENT: {map_failure}"
     if isinstance(exc, duckdb.InvalidInputException) and "Insufficient padding" in text:  # lpad/rpad with ''
         return "INVALID_FUNCTION_ARGUMENT: Padding string must not be empty"
     overflow = _OVERFLOW.search(text)

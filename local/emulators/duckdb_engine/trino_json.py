@@ -41,7 +41,7 @@ from .trino_types import TrinoType
 __all__ = ["HANDLED_CALLS", "json_call", "json_cast", "register"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that :func:`json_call` rewrites.
-HANDLED_CALLS: Final = frozenset({"is_json_scalar", "json_array_length", "json_array_get", "json_size"})
+HANDLED_CALLS: Final = frozenset({"is_json_scalar", "json_array_length", "json_array_get", "json_size", "json_array"})
 _INTEGERS: Final = {"tinyint": 2**7, "smallint": 2**15, "integer": 2**31, "bigint": 2**63}
 _DUCK_SCALARS: Final = {"varchar": "VARCHAR", "boolean": "BOOLEAN", "double": "DOUBLE", "date": "DATE"} | {
     name: name.upper() for name in _INTEGERS
@@ -407,16 +407,8 @@ def json_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoT
     :raises Refused: NOT_SUPPORTED for a form not reproduced (json_array_contains of another kind of value)."""
     if isinstance(node, exp.ParseJSON):  # json_parse(x) and JSON '...'
         return TrinoType("json"), duck("trino_json_parse(_a)", _a=node.this)
-    if isinstance(node, exp.JSONObject):  # json.md, json_object: a varchar (RETURNING aside)
-        values = [pair.expression for pair in node.expressions if isinstance(pair, exp.JSONKeyValue)]
-        plain = all(type_of(v).is_integer or type_of(v).name in ("boolean", "varchar") for v in values)
-        if (
-            len(values) != len(node.expressions)
-            or not plain
-            or any(node.args.get(k) for k in ("null_handling", "unique_keys", "return_type"))
-        ):
-            raise athena_only("json_object of values other than integers, booleans and varchars, or with options")
-        return TrinoType("varchar"), duck("CAST(_a AS VARCHAR)", _a=node.copy())
+    if isinstance(node, exp.JSONObject):  # json.md, json_object: a varchar; NULL ON NULL unless ABSENT ON NULL
+        return TrinoType("varchar"), _json_object(node, type_of)
     if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
         call = "trino_json_extract" if isinstance(node, exp.JSONExtract) else "trino_json_extract_scalar"
         kind = TrinoType("json" if isinstance(node, exp.JSONExtract) else "varchar")
@@ -439,12 +431,40 @@ def json_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoT
             if path is None:
                 raise athena_only("json_size with a path that is not a literal")
             return TrinoType("bigint"), duck("trino_json_size(_a, _p)", _a=args[0], _p=_path(_parse_path(path)))
+        if name == "json_array":  # json.md: ABSENT ON NULL by default; literal elements only
+            if any(literal_text(a) is None and not isinstance(a, (exp.Literal, exp.Boolean, exp.Null)) for a in args):
+                raise athena_only("json_array of values that are not literals")
+            kept = [a.copy() for a in args if not isinstance(a, exp.Null)]
+            return TrinoType("varchar"), duck(
+                "CAST(_a AS VARCHAR)", _a=exp.Anonymous(this="json_array", expressions=kept)
+            )
         if name == "json_array_get" and len(args) == 2:
             return TrinoType("json"), duck("trino_json_array_get(_a, _b)", _a=args[0], _b=args[1])
         if len(args) == 1:
             kind = TrinoType("boolean" if name == "is_json_scalar" else "bigint")
             return kind, duck(f"trino_{name}(_a)", _a=args[0])
     return None
+
+
+def _json_object(node: exp.JSONObject, type_of: Callable[..., TrinoType]) -> exp.Expr:
+    """json_object of integer, boolean, varchar or NULL values as DuckDB writes it (the same text); ABSENT ON NULL
+    drops literal NULLs (a value that may be NULL when the query runs is refused); other options are refused."""
+    pairs = [pair for pair in node.expressions if isinstance(pair, exp.JSONKeyValue)]
+    absent = str(node.args.get("null_handling") or "").upper() == "ABSENT ON NULL"
+    options = [k for k in ("unique_keys", "return_type", "encoding") if node.args.get(k)]
+    if len(pairs) != len(node.expressions) or options or (node.args.get("null_handling") and not absent):
+        raise athena_only("json_object with options other than ABSENT ON NULL")
+    if absent:
+        if any(not isinstance(p.expression, (exp.Literal, exp.Boolean, exp.Null)) for p in pairs):
+            raise athena_only("json_object ABSENT ON NULL of values that are not literals")
+        pairs = [p for p in pairs if not isinstance(p.expression, exp.Null)]
+    values = [p.expression for p in pairs]
+    if not all(
+        isinstance(v, exp.Null) or type_of(v).is_integer or type_of(v).name in ("boolean", "varchar") for v in values
+    ):
+        raise athena_only("json_object of values other than integers, booleans and varchars")
+    call = exp.JSONObject(expressions=[p.copy() for p in pairs])
+    return duck("CAST(_a AS VARCHAR)", _a=call)
 
 
 def _parse_path(text: str) -> exp.Expr:

@@ -94,6 +94,10 @@ __all__ = ["engine"]
         ("json_array_contains('[\"5\"]', '5')", True),
         ('CAST(JSON \'{"b": 1, "a": null}\' AS MAP(VARCHAR, INTEGER))', "{a=null, b=1}"),
         ("CAST(JSON '[true, false]' AS ARRAY(BIGINT))", "[1, 0]"),
+        # json.md, json_array (ABSENT ON NULL by default) and json_object (NULL ON NULL by default): varchars
+        ("json_array(true, null, 1)", "[true,1]"),
+        ("json_object('x' : null, 'y' : 1)", '{"x":null,"y":1}'),
+        ("json_object('x' : null, 'y' : 1 ABSENT ON NULL)", '{"y":1}'),
         # JsonToRowCast: an object by field name in any case (missing fields NULL), an array by position
         ("CAST(JSON '{\"A\": 1}' AS ROW(a INTEGER, b VARCHAR))", "{a=1, b=null}"),
         ("CAST(JSON '[1, \"x\"]' AS ROW(a INTEGER, b VARCHAR))", "{a=1, b=x}"),
@@ -130,6 +134,9 @@ def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
         ("array_sort(ARRAY[1, 2], (x, y) -> 2)", "NOT_SUPPORTED: runs on Athena only: array_sort with a comparator"),
         ("slice(ARRAY[1, 2], 0, 1)", "INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1"),
         ("slice(ARRAY[1, 2], 1, -1)", "INVALID_FUNCTION_ARGUMENT: length must be greater than or equal to 0"),
+        ("MAP(ARRAY[1, 1], ARRAY[2, 3])", "INVALID_FUNCTION_ARGUMENT: Duplicate map keys are not allowed"),
+        ("MAP(ARRAY[1], ARRAY[2, 3])", "INVALID_FUNCTION_ARGUMENT: Key and value arrays must be the same length"),
+        ("json_array(s)", "NOT_SUPPORTED: runs on Athena only: json_array of values that are not literals"),
         ("repeat(1, 10001)", "INVALID_FUNCTION_ARGUMENT: count argument of repeat function must be less than or equal"),
         ("split_to_map('a=1,a=2', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Duplicate keys (a) are not allowed"),
         ("split_to_map('a', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Key-value delimiter must appear exactly once"),
