@@ -34,7 +34,7 @@ from sqlglot import exp
 from .trino_tree import Refused, athena_only, duck
 from .trino_types import TrinoType
 
-__all__ = ["HANDLED_CALLS", "array_comparison", "collection_call", "element_concat", "register"]
+__all__ = ["HANDLED_CALLS", "array_comparison", "collection_call", "element_concat", "register", "subscript"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that :func:`collection_call` rewrites.
 HANDLED_CALLS: Final = frozenset(
@@ -154,6 +154,44 @@ def array_comparison(node: exp.Expr, type_of: Callable[..., TrinoType]) -> exp.E
     )
     equal = duck(template, _a=node.this, _b=node.expression)
     return equal if isinstance(node, exp.EQ) else exp.Not(this=exp.Paren(this=equal))
+
+
+def subscript(node: exp.Bracket, container: TrinoType) -> tuple[TrinoType | None, Any] | None:
+    """``a[i]`` and ``m[k]`` as Trino's ArraySubscriptOperator and map subscript fail: index 0 ("SQL array indices
+    start at 1"), a negative index, past the end, a missing key; element_at(a, 0) fails too, element_at is NULL
+    past either end. None: not an array or map subscript."""
+    index = node.expressions[0]
+    trino_index = index if node.args.get("offset") else _written_index(index)
+    if node.args.get("safe"):  # element_at
+        if container.name != "array":
+            return None
+        template = "CASE WHEN _i = 0 THEN error('INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1') ELSE _b END"
+        return None, duck(template, _i=trino_index, _b=node.copy())
+    if container.name == "map":
+        template = (
+            "CASE WHEN map_contains(_m, _k) THEN _b"
+            " ELSE error('INVALID_FUNCTION_ARGUMENT: Key not present in map: ' || _k) END"
+        )
+        return None, duck(template, _m=node.this, _k=index, _b=node.copy())
+    if container.name != "array":
+        return None
+    template = (
+        "CASE WHEN _i = 0 THEN error('INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1')"
+        " WHEN _i < 0 THEN error('INVALID_FUNCTION_ARGUMENT: Array subscript is negative: ' || _i)"
+        " WHEN _i > len(_a) THEN error('INVALID_FUNCTION_ARGUMENT: Array subscript must be less than or equal to"
+        " array length: ' || _i || ' > ' || len(_a)) ELSE _b END"
+    )
+    return None, duck(template, _a=node.this, _i=trino_index, _b=node.copy())
+
+
+def _written_index(index: exp.Expr) -> exp.Expr:
+    """The index of ``a[k]`` as the query wrote it: sqlglot keeps an integer literal as k - 1 (its generator adds the
+    1 back), any other expression as written."""
+    number = index.this if isinstance(index, exp.Neg) else index
+    if isinstance(number, exp.Literal) and number.is_int:
+        value = int(number.this) * (-1 if isinstance(index, exp.Neg) else 1)
+        return exp.Literal.number(value + 1)
+    return index
 
 
 def apply_lambda(function: exp.Expr, arguments: list[exp.Expr], name: str) -> exp.Expr:

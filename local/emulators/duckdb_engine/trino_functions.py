@@ -215,7 +215,7 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
 def _collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoType | None, Any] | None:
     """Array and map calls whose DuckDB translation answers differently (functions/array.md, map.md at
     6f7aadf5a9115ec244aac372e07df5a481a4907f): array_position's 0, contains' NULL, split_part past
-    the end, a subscript past the end (an error in Trino, NULL in DuckDB), cardinality of a map."""
+    the end, cardinality of a map; subscripts: :func:`.trino_collections.subscript`."""
     if isinstance(node, exp.ArrayPosition):
         template = (
             "CASE WHEN _a IS NULL OR _x IS NULL THEN NULL ELSE CAST(coalesce(list_position(_a, _x), 0) AS BIGINT) END"
@@ -236,30 +236,8 @@ def _collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple
     if isinstance(node, exp.ArraySize) and type_of(node.this).name == "map":
         return TrinoType("bigint"), duck("CAST(cardinality(_a) AS BIGINT)", _a=node.this)
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
-        return _subscript(node, type_of(node.this))
+        return collections.subscript(node, type_of(node.this))
     return None
-
-
-def _subscript(node: exp.Bracket, container: TrinoType) -> tuple[TrinoType | None, Any] | None:
-    """``a[k]`` past the end and ``m[k]`` of a missing key fail in Trino; element_at(a, 0) too (array.md)."""
-    index = node.expressions[0]
-    if node.args.get("safe"):  # element_at: NULL past the end, from the end when negative; 0 fails
-        if isinstance(index, exp.Literal) and index.is_int and int(index.this) == 0 and container.name == "array":
-            raise Refused("INVALID_FUNCTION_ARGUMENT", "SQL array indices start at 1")
-        return None
-    if container.name == "map":
-        template = "CASE WHEN map_contains(_m, _k) THEN _b ELSE error('INVALID_FUNCTION_ARGUMENT: Key not present in map: ' || _k) END"
-        return None, duck(template, _m=node.this, _k=index, _b=node.copy())
-    if container.name != "array":
-        return None
-    if not (isinstance(index, exp.Literal) and index.is_int):
-        raise athena_only("an array subscript that is not a literal")
-    position = int(index.this) + (0 if node.args.get("offset") else 1)  # sqlglot keeps a[k] as k - 1
-    template = (
-        f"CASE WHEN len(_a) >= {position} THEN _b ELSE error('INVALID_FUNCTION_ARGUMENT: Array subscript must be"
-        f" less than or equal to array length: {position} > ' || len(_a)) END"
-    )
-    return None, duck(template, _a=node.this, _b=node.copy())
 
 
 def _type_name(kind: TrinoType) -> str | None:

@@ -61,6 +61,7 @@ __all__ = ["engine"]
         ("repeat('a', 2)", "[a, a]"),
         ("repeat(1, 0)", "[]"),
         ("reverse(ARRAY[1, 2, 3])", "[3, 2, 1]"),
+        ("ARRAY[10, 20, 30][i - 15]", 20),
         # ArraySliceFunction: a negative start counts from the end; before the first element is empty
         ("slice(ARRAY[1, 2, 3, 4], -2, 5)", "[3, 4]"),
         ("slice(ARRAY[1, 2, 3, 4], -5, 2)", "[]"),
@@ -132,6 +133,13 @@ def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
         ("trim_array(ARRAY[1], -1)", "INVALID_FUNCTION_ARGUMENT: size must not be negative"),
         ("transform(ARRAY[1], (x, y) -> x)", "INVALID_PARAMETER_USAGE: Expected a lambda that takes 1 argument(s)"),
         ("array_sort(ARRAY[1, 2], (x, y) -> 2)", "NOT_SUPPORTED: runs on Athena only: array_sort with a comparator"),
+        # ArraySubscriptOperator (any index expression)
+        ("ARRAY[1, 2, 3][i - 17]", "INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1"),
+        ("ARRAY[1, 2, 3][-1]", "INVALID_FUNCTION_ARGUMENT: Array subscript is negative: -1"),
+        (
+            "ARRAY[1, 2, 3][i]",
+            "INVALID_FUNCTION_ARGUMENT: Array subscript must be less than or equal to array length: 17 > 3",
+        ),
         ("slice(ARRAY[1, 2], 0, 1)", "INVALID_FUNCTION_ARGUMENT: SQL array indices start at 1"),
         ("slice(ARRAY[1, 2], 1, -1)", "INVALID_FUNCTION_ARGUMENT: length must be greater than or equal to 0"),
         ("MAP(ARRAY[1, 1], ARRAY[2, 3])", "INVALID_FUNCTION_ARGUMENT: Duplicate map keys are not allowed"),
