@@ -57,6 +57,7 @@ class DuckDBSession:
         self._con_lock = threading.Lock()
         self._views: dict[str, tuple[str, ...]] = {}  # table -> the files of its view on the current connection
         self._schemas: dict[str, dict[str, str]] = {}  # table -> column -> Trino type, of the current views
+        self._functions = False  # the Python functions of .trino_json/.trino_collections on the current connection
         self._metadata = _METADATA  # Parquet metadata per file (path, mtime, size), for the bytes scanned
 
     def close(self) -> None:
@@ -78,6 +79,10 @@ class DuckDBSession:
                 self._register_views(con, layouts)
                 prepared = translate_query(bound, {table: self._schemas[table] for table in layouts})
                 duckdb_sql = prepared.duckdb_sql
+                if not self._functions and "TRINO_" in duckdb_sql.upper():  # registered when first used (~50 ms)
+                    trino_json.register(con)  # Trino's json functions (Python, in process)
+                    trino_collections.register(con)  # split_to_map, split_to_multimap
+                    self._functions = True
                 relation = con.sql(prepared.duckdb_sql)
                 names = list(relation.columns)
                 duck_types = list(relation.types)
@@ -164,14 +169,13 @@ class DuckDBSession:
                 # Only data_dir is readable; set before disabling external access (it cannot change after).
                 con.execute("SET allowed_directories = ?", [[str(self.data_dir) + os.sep]])
                 con.execute("SET enable_external_access = false")
-                trino_json.register(con)  # Trino's json functions (Python, in process)
-                trino_collections.register(con)
             except BaseException:
                 con.close()
                 raise
             self._con = con
             self._views = {}
             self._schemas = {}
+            self._functions = False
         return self._con
 
     def _reset_connection(self) -> None:
