@@ -409,6 +409,8 @@ def json_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoT
         return TrinoType("json"), duck("trino_json_parse(_a)", _a=node.this)
     if isinstance(node, exp.JSONObject):  # json.md, json_object: a varchar; NULL ON NULL unless ABSENT ON NULL
         return TrinoType("varchar"), _json_object(node, type_of)
+    if isinstance(node, exp.JSONValue) or (isinstance(node, exp.JSONExtract) and node.args.get("json_query")):
+        raise athena_only("json_value and json_query (SQL/JSON paths)")  # DuckDB reads neither mode nor wrappers
     if isinstance(node, (exp.JSONExtract, exp.JSONExtractScalar)):
         call = "trino_json_extract" if isinstance(node, exp.JSONExtract) else "trino_json_extract_scalar"
         kind = TrinoType("json" if isinstance(node, exp.JSONExtract) else "varchar")
