@@ -15,7 +15,8 @@ elements in the order of the longer array), ``ArrayTrimFunction.java``, ``Arrays
   ``arrays_overlap`` (NULL when nothing non-null is common and either holds a NULL), ``array || element``;
   ``shuffle`` is refused (not reproducible); ``sequence`` stays refused (sqlglot reads DuckDB's ``generate_series``,
   which Athena lacks, as the same call).
-- **More arrays**: ``array_remove`` (NULL elements stay), ``array_max``/``array_min`` (NULL when an element is),
+- **More arrays**: ``array_position(x, e, instance)`` (the instance-th match, from the end when negative),
+  ``array_remove`` (NULL elements stay), ``array_max``/``array_min`` (NULL when an element is),
   ``repeat`` (Trino's is the array function: ``repeat('a', 2)`` is ``[a, a]``), ``reverse`` of an array, ``slice``
   (a negative start counts from the end; ArraySliceFunction).
 - **Maps**: ``split_to_map``/``split_to_multimap`` (Python functions on the connection), ``map_values``, ``map_filter``, ``transform_keys`` (a duplicate or NULL key fails as in Trino), ``transform_values``,
@@ -99,6 +100,17 @@ def collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[
             " ELSE list_filter(_a, lambda e__, i__: _f >= 1 AND i__ >= _f AND i__ < least(_f + _l, len(_a) + 1)) END"
         )
         return None, duck(template, _a=node.this, _s=start, _l=length, _f=first)
+    instance = node.args.get("zero_based") if isinstance(node, exp.ArrayPosition) else None
+    # sqlglot keeps the 3rd argument as "zero_based"; in the subscript a cast, or sqlglot would shift a literal by 1
+    if isinstance(instance, exp.Expr) and not isinstance(instance, exp.Boolean):
+        found = duck("list_filter(range(1, len(_a) + 1), lambda i__: _a[i__] = _x)", _a=node.this, _x=node.expression)
+        template = (
+            "CASE WHEN _a IS NULL OR _x IS NULL OR _n IS NULL THEN NULL"
+            " WHEN _n = 0 THEN error('INVALID_FUNCTION_ARGUMENT: array_position cannot take a 0-valued instance"
+            " argument.') WHEN _n > 0 THEN CAST(coalesce(_p[CAST(_n AS BIGINT)], 0) AS BIGINT)"
+            " WHEN len(_p) + _n + 1 < 1 THEN CAST(0 AS BIGINT) ELSE CAST(coalesce(_p[len(_p) + _n + 1], 0) AS BIGINT) END"
+        )
+        return TrinoType("bigint"), duck(template, _a=node.this, _x=node.expression, _n=instance, _p=found)
     if isinstance(node, exp.ArrayToString):  # array_join casts elements to varchar: DuckDB's text is Trino's for these
         shown = " OR ".join(f"contains(typeof(_a), '{mark}')" for mark in _NOT_JOINED)
         message = "NOT_SUPPORTED: runs on Athena only: array_join of doubles, reals, times, timestamps or nested values"

@@ -61,6 +61,11 @@ __all__ = ["engine"]
         ("repeat('a', 2)", "[a, a]"),
         ("repeat(1, 0)", "[]"),
         ("reverse(ARRAY[1, 2, 3])", "[3, 2, 1]"),
+        # array.md, array_position(x, element, instance): the instance-th occurrence, from the end when negative
+        ("array_position(ARRAY[1, 2, 1, 1], 1, 2)", 3),
+        ("array_position(ARRAY[1, 2, 1, 1], 1, -1)", 4),
+        ("array_position(ARRAY[1, 2, 1, 1], 1, -4)", 0),
+        ("array_position(ARRAY[1, 2], 2, 2)", 0),
         ("ARRAY[10, 20, 30][i - 15]", 20),
         # ArraySliceFunction: a negative start counts from the end; before the first element is empty
         ("slice(ARRAY[1, 2, 3, 4], -2, 5)", "[3, 4]"),
@@ -148,6 +153,7 @@ def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
         ("json_value('{\"a\": 1}', 'lax $.a')", "NOT_SUPPORTED: runs on Athena only: json_value and json_query"),
         ("json_query('{\"a\": 1}', 'lax $.a')", "NOT_SUPPORTED: runs on Athena only: json_value and json_query"),
         ("array_join(ARRAY[1e10], ',')", "NOT_SUPPORTED: runs on Athena only: array_join of doubles"),
+        ("array_position(ARRAY[1], 1, 0)", "INVALID_FUNCTION_ARGUMENT: array_position cannot take a 0-valued instance"),
         ("repeat(1, 10001)", "INVALID_FUNCTION_ARGUMENT: count argument of repeat function must be less than or equal"),
         ("split_to_map('a=1,a=2', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Duplicate keys (a) are not allowed"),
         ("split_to_map('a', ',', '=')", "INVALID_FUNCTION_ARGUMENT: Key-value delimiter must appear exactly once"),
