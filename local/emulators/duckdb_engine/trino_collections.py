@@ -294,8 +294,10 @@ def _sort_with(array: exp.Expr, comparator: exp.Expr) -> exp.Expr:
 
 def _named_call(name: str, node: exp.Anonymous) -> tuple[TrinoType | None, Any]:
     args = list(node.expressions)
-    if name in _AGGREGATES and isinstance(node.parent, exp.Window):
-        raise athena_only(f"{name} as a window function")
+    if name in _AGGREGATES and isinstance(node.parent, (exp.Window, exp.Filter)):
+        raise athena_only(f"{name} as a window function or with FILTER")
+    if name in _AGGREGATES and any(isinstance(a, exp.Distinct) for a in args):
+        raise athena_only(f"{name} with DISTINCT")
     if name == "zip_with":  # array.md: the shorter array is padded with NULL
         a, b, function = _args(name, args, 3)
         body = apply_lambda(function, [duck("_a[i__]", _a=a), duck("_b[i__]", _b=b)], name)

@@ -165,6 +165,10 @@ def test_values(engine: DuckDBQueryEngine, expression: str, value: Any) -> None:
         ("CAST(JSON '\"x\"' AS INTEGER)", "INVALID_CAST_ARGUMENT: Cannot cast 'x' to INTEGER"),
         ("CAST(ARRAY[1.5e0] AS JSON)", "NOT_SUPPORTED: runs on Athena only: a cast to json of an array or map"),
         ("map_agg(s, i) OVER ()", "NOT_SUPPORTED: runs on Athena only: map_agg as a window function"),
+        (
+            "map_agg(s, i) FILTER (WHERE i > 0)",
+            "NOT_SUPPORTED: runs on Athena only: map_agg as a window function or with FILTER",
+        ),
     ],
 )
 def test_failures(engine: DuckDBQueryEngine, expression: str, message: str) -> None:
