@@ -72,6 +72,9 @@ class Analysis:
     refused_calls: set[int] = field(default_factory=set)
     #: ``id(node)`` of columns of an enclosing query (a correlated subquery's): constant for its groups
     outer_columns: set[int] = field(default_factory=set)
+    #: The statement's result columns' types, in order (``None``: one not derived); empty when not known (a ``*``,
+    #: a set operation)
+    output_types: tuple[TrinoType | None, ...] = ()
 
 
 def analyze(
@@ -81,6 +84,10 @@ def analyze(
     :func:`athena_sql.analyzer.check_query`)."""
     typer = _Typer(source, tables, parameters)
     typer.query(statement, Scope())
+    if isinstance(statement, exp.Select) and not any(
+        isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star) for item in statement.expressions
+    ):
+        typer.analysis.output_types = tuple(typer.types.get(id(item)) for item in statement.expressions)
     return typer.analysis
 
 
@@ -337,7 +344,8 @@ class _Typer:
                 fits = False
         if not fits:
             where = self.source.node_position(node)
-            message = f"Cannot cast '{literal.this}' to {str(target).upper()}"
+            shown = "INT" if target.name == "integer" else str(target).upper()  # FromVarchar.toInteger's words
+            message = f"Cannot cast '{literal.this}' to {shown}"
             self.refuse(where, "INVALID_CAST_ARGUMENT", self.source.text_of(node), message)
 
     def json_arrow(self, node: exp.JSONExtract) -> bool:

@@ -178,6 +178,7 @@ def job_settings(job: JobDefinition) -> Settings:
 # --- the engine's error, mapped onto query.sql ---------------------------------------------------------------------
 _COLUMN = re.compile(r"Column '(?P<name>[^']+)' cannot be resolved")  # the local engine's words (Trino's)
 _CANDIDATES = re.compile(r"; candidates: (?P<names>.+?)(?:\n|$)")
+_DID_YOU_MEAN = re.compile(r"; did you mean (?P<name>[\w.]+)")  # the SQL check's words (the engine runs it first)
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
 _DUCKDB_SUFFIX = re.compile(r"\s*\[DuckDB \w+\]\s*$")
 _CODE = re.compile(r"^[A-Z_]+: ")
@@ -192,7 +193,10 @@ def failure_line(job: JobDefinition, message: str) -> str:
         name = column.group("name")
         candidates = _CANDIDATES.search(message)
         hint = ""
-        if candidates:
+        suggested = _DID_YOU_MEAN.search(message)
+        if suggested:
+            hint = f'; did you mean "{suggested.group("name").rsplit(".", 1)[-1]}"?'
+        elif candidates:
             first = _QUOTED.search(candidates.group("names"))
             if first:
                 suggestion = (first.group(1) or first.group(2)).rsplit(".", 1)[-1]

@@ -25,9 +25,10 @@ from typing import Any, Final
 
 import duckdb
 
+from .analysis import check_statement
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
-from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
+from .sql import BoundQuery, PreparedQuery, QueryRejected, bind_query, translate_query
 from .trino_types import trino_type_text
 from .values import _render
 
@@ -70,12 +71,16 @@ class DuckDBSession:
         started = time.perf_counter()
         duckdb_sql: str | None = None
         try:
-            bound = bind_query(sql, params)
+            bound = _bound(sql, params)
             layouts = self._check_tables(bound.tables)
             with self._con_lock:
                 con = self._connection()
                 self._register_views(con, layouts)
-                prepared = translate_query(bound, {table: self._schemas[table] for table in layouts})
+                schema = {table: self._schemas[table] for table in layouts}
+                checked = check_statement(sql, params, schema)
+                if checked.refusal is not None:
+                    raise QueryRejected(checked.refusal.error_code, checked.refusal.message)
+                prepared = translate_query(bound, schema)
                 duckdb_sql = prepared.duckdb_sql
                 relation = con.sql(prepared.duckdb_sql)
                 names = list(relation.columns)
@@ -192,6 +197,18 @@ class DuckDBSession:
             self._views[table] = paths
             described = con.execute(f'DESCRIBE "{table}"').fetchall()
             self._schemas[table] = {str(row[0]).lower(): trino_type_text(row[1]) for row in described}
+
+
+def _bound(sql: str, params: list[str]) -> BoundQuery:
+    """The bound query; a statement that does not parse is refused in the SQL check's words when the check refuses it
+    too (:mod:`.analysis`; the parameters are not read: they may be what failed), else in the binder's."""
+    try:
+        return bind_query(sql, params)
+    except QueryRejected as exc:
+        refusal = check_statement(sql, [], {}).refusal if exc.error_code == "SYNTAX_ERROR" else None
+        if refusal is not None:
+            raise QueryRejected(refusal.error_code, refusal.message) from exc
+        raise
 
 
 _RAISED = re.compile(r"^Invalid Input Error: (?P<code>[A-Z_]+): (?P<message>.*)$", re.DOTALL)
