@@ -199,7 +199,10 @@ def judge(
     if function is None:
         refuse(call.name_index, "FUNCTION_NOT_FOUND", written, not_found(call.name))
         return None, None
-    if call.special or function.form == "special":
+    if call.special or function.form == "special":  # SUBSTRING(s FROM i FOR n), TRIM(... FROM s): never refused here
+        typed = signatures.matches(call.name, types)
+        if isinstance(typed, tuple):
+            return signatures.result_type(typed[1], types, typed[0]), function
         return _catalog_result(function, types), function
     if function.kind != "aggregate" and (call.distinct or call.ordered):
         what = "DISTINCT is not supported" if call.distinct else "ORDER BY is only valid"
@@ -218,7 +221,7 @@ def judge(
         refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _unexpected(call.name, types, function))
         return None, function
     if isinstance(overload, tuple):
-        return signatures.result_type(overload[1], types), function
+        return signatures.result_type(overload[1], types, overload[0]), function
     return _catalog_result(function, types), function
 
 

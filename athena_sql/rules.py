@@ -214,6 +214,11 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     for child in node.iter_expressions():  # what the written arguments did not cover (an ORDER BY, a unit)
         if id(child) not in typer.types and not isinstance(child, exp.Lambda):
             typer.expr(child, scope)
+    if written.special and isinstance(node, exp.Substring | exp.Trim):  # SUBSTRING(s FROM i FOR n), TRIM(c FROM s)
+        operands = [node.this] if isinstance(node, exp.Trim) else [node.this, node.args.get("start")]
+        if isinstance(node, exp.Substring) and node.args.get("length") is not None:
+            operands.append(node.args["length"])
+        types = [typer.expr(o, scope) if isinstance(o, exp.Expr) else None for o in operands]
     result, function = calls.judge(
         typer.source,
         written,

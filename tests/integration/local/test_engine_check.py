@@ -95,7 +95,25 @@ def test_a_parameter_that_is_not_a_literal_is_refused_by_the_binder_not_read_by_
     assert state == "FAILED" and message.startswith("INVALID_PARAMETER_USAGE: execution parameter 1")
 
 
-def test_result_types_prefer_the_checks_where_it_derived_one() -> None:
-    assert result_types(("varchar(5)", None), ("varchar", "timestamp(0)"), 2) == ("varchar(5)", "timestamp(0)")
-    assert result_types((), ("varchar",), 1) == ("varchar",)
-    assert result_types(("bigint",), (), 2) == (None, None)
+def test_result_types_are_the_checks_where_they_refine_the_engines() -> None:
+    """A string's bound (and a part the engine types unknown) refines; any other difference keeps the engine's."""
+    assert result_types(("varchar(5)", None), ("varchar", "timestamp(0)")) == ("varchar(5)", "timestamp(0)")
+    assert result_types(("array(varchar(7))", "char(3)"), ("array(varchar)", "varchar")) == (
+        "array(varchar(7))",
+        "char(3)",
+    )
+    assert result_types(("array(unknown)",), ("unknown",)) == ("array(unknown)",)
+    assert result_types(("decimal(38,0)", "array(integer)"), ("decimal(5,1)", "array(bigint)")) == (
+        "decimal(5,1)",
+        "array(bigint)",
+    )
+    assert result_types((), ("varchar",)) == ("varchar",)
+
+
+def test_the_engine_reports_trinos_bounded_types(engine: DuckDBQueryEngine) -> None:
+    """StringFunctions.java at 00e6f8b957a4352553a70648bb3ff9daf5d12d5c: replace's ``x + z * (x + 1)``, split's
+    ``array(varchar(x))``; a column's unbounded varchar stays unbounded."""
+    sql = "SELECT replace('aaa', 'a', 'aa') AS r, split(s, 'b') AS p, upper(s) AS u, reverse('abc') AS v FROM t"
+    query_id = engine.start_query(sql=sql, parameters=[], client_request_token=uuid.uuid4().hex)
+    assert engine.get_query(query_id).state == "SUCCEEDED"
+    assert engine.column_types(query_id) == ("varchar(11)", "array(varchar)", "varchar", "varchar(3)")

@@ -243,7 +243,7 @@ def test_what_strings_cannot_reproduce_is_refused(engine: DuckDBQueryEngine, exp
         ("CAST(ts AS date)", "date"),
         ("ts", "timestamp(3)"),
         ("ts AT TIME ZONE 'UTC'", "timestamp(3) with time zone"),
-        ("ARRAY['a', 'b']", "array(varchar)"),
+        ("ARRAY['a', 'b']", "array(varchar(1))"),
         ("MAP(ARRAY['a'], ARRAY[b])", "map(varchar, bigint)"),
         ("CAST(ROW(1, 'x') AS ROW(a integer, b varchar))", "row(a integer, b varchar)"),
         ("i > 1", "boolean"),
