@@ -40,6 +40,10 @@ from athena_sql.types import BIGINT, DOUBLE, TrinoType, can_coerce, parse_type
 __all__ = ["SIGNATURES", "expected", "matches", "result_type"]
 
 _DATE_PARTS = ("date", "timestamp", "timestamptz")
+#: ceiling/floor/round of a decimal(p, s): MathFunctions.java's ``@Constraint(variable = "rp", expression = "p - s +
+#: min(s, 1)")`` ``decimal(rp,0)``; round(decimal(p, s), d) is decimal(min(38, p + 1), s), sign(decimal) decimal(1,0)
+#: (trinodb/trino, core/trino-main/src/main/java/io/trino/operator/scalar/MathFunctions.java).
+_DECIMAL_ROUNDED = "decimal(p - s + min(s, 1), 0)"
 #: name -> overloads: (parameter patterns, result).
 SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "date_trunc": ((("varchar", "temporal"), "$2"),),
@@ -59,7 +63,7 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "to_iso8601": tuple((((t,), "varchar")) for t in _DATE_PARTS),
     "date": ((("varchar",), "date"), (("timestamp",), "date"), (("timestamptz",), "date")),
     "with_timezone": ((("timestamp", "varchar"), "timestamp(3) with time zone"),),
-    "at_timezone": ((("timestamptz", "varchar"), "$1"), (("timestamptz", "interval"), "$1")),
+    "at_timezone": ((("timestamptz", "varchar"), "zoned($1)"), (("timestamptz", "interval"), "zoned($1)")),
     "chr": ((("bigint",), "varchar(1)"),),
     "lower": ((("char(x)",), "char(x)"), (("varchar(x)",), "varchar(x)")),
     "upper": ((("char(x)",), "char(x)"), (("varchar(x)",), "varchar(x)")),
@@ -114,10 +118,16 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("varchar", "varchar", "any"), "varchar"),
     ),
     "abs": ((("double",), "$1"),),
-    "round": ((("double",), "$1"), (("double", "bigint"), "$1")),
-    "floor": ((("double",), "$1"),),
-    "ceil": ((("double",), "$1"),),
-    "ceiling": ((("double",), "$1"),),
+    "round": (
+        (("decimal(p,s)",), _DECIMAL_ROUNDED),
+        (("decimal(p,s)", "bigint"), "decimal(min(38, p + 1), s)"),
+        (("double",), "$1"),
+        (("double", "bigint"), "$1"),
+    ),
+    "sign": ((("decimal(p,s)",), "decimal(1, 0)"), (("double",), "$1")),
+    "floor": ((("decimal(p,s)",), _DECIMAL_ROUNDED), (("double",), "$1")),
+    "ceil": ((("decimal(p,s)",), _DECIMAL_ROUNDED), (("double",), "$1")),
+    "ceiling": ((("decimal(p,s)",), _DECIMAL_ROUNDED), (("double",), "$1")),
     "truncate": ((("double",), "$1"), (("double", "bigint"), "$1")),
     "sqrt": ((("double",), "double"),),
     "ln": ((("double",), "double"),),
@@ -151,6 +161,8 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "contains": ((("array", "any"), "boolean"), (("any", "any"), "boolean")),
     "element_at": ((("array", "bigint"), "elem($1)"), (("map", "any"), "elem($1)")),
     "array_join": ((("array", "varchar"), "varchar"), (("array", "varchar", "varchar"), "varchar")),
+    "map": ((("array", "array"), "map(elem($1), elem($2))"), ((), "map(unknown, unknown)")),
+    "map_from_entries": ((("array",), "map(entries($1))"),),
     "json_parse": ((("varchar",), "json"),),
     "json_format": ((("json",), "varchar"),),
     "json_extract_scalar": ((("varchar", "varchar"), "varchar"), (("json", "varchar"), "varchar")),
@@ -202,8 +214,8 @@ _TEMPORAL_FORMS = ("date", "time(p)", "timestamp(p)", "timestamp(p) with time zo
 def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
     if argument is None or argument.is_unknown or pattern == "any":
         return True
-    if pattern == "char(x)":
-        return argument.name == "char"
+    if pattern in ("char(x)", "decimal(p,s)"):
+        return argument.name == pattern.split("(")[0]
     pattern = pattern.removesuffix("(x)").removesuffix("(y)").removesuffix("(z)")
     if pattern in ("array", "map"):
         return argument.name == pattern
@@ -261,6 +273,20 @@ def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: 
 
     if result.startswith("$"):
         return argument(result)
+    if result.startswith("zoned("):  # the argument as coerced to timestamp(p) with time zone
+        value = argument(result[len("zoned") :])
+        if value is None or not value.name.startswith("timestamp"):
+            return value
+        return TrinoType("timestamp with time zone", value.parameters or (3,))
+    if result.startswith("map(") and "$" in result:  # map(keys, values); map_from_entries(array(row(K, V)))
+        sources = [argument(part) for part in re.findall(r"\$\d+", result)]
+        if any(a is None or a.name != "array" or not a.children for a in sources):
+            return None
+        elements = [a.children[0] for a in sources if a is not None]
+        if result.startswith("map(entries("):
+            entry = elements[0]
+            return TrinoType("map", (), entry.children) if entry.name == "row" and len(entry.children) == 2 else None
+        return TrinoType("map", (), tuple(elements))
     for wrapper in ("array(", "elem(", "sum(", "avg("):
         if result.startswith(wrapper) and "$" in result:
             inner = argument(result[len(wrapper) - 1 :])
@@ -284,7 +310,7 @@ def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: 
 
 #: Trino's unbounded varchar is varchar(2147483647) (io/trino/spi/type/VarcharType.java, MAX_LENGTH).
 UNBOUNDED_LENGTH = 2147483647
-_BOUNDED = re.compile(r"^(?P<array>array\()?(?P<name>varchar|char)\((?P<length>.+)\)(?(array)\))$")
+_BOUNDED = re.compile(r"^(?P<array>array\()?(?P<name>varchar|char|decimal)\((?P<length>.+)\)(?(array)\))$")
 
 
 def _bounded(result: str, arguments: Sequence[TrinoType | None], parameters: Sequence[str]) -> TrinoType | None:
@@ -294,6 +320,10 @@ def _bounded(result: str, arguments: Sequence[TrinoType | None], parameters: Seq
         return None
     lengths: dict[str, int] = {}
     for pattern, argument in zip(parameters, arguments, strict=False):
+        if pattern == "decimal(p,s)":
+            if argument is None or argument.name != "decimal" or len(argument.parameters) != 2:
+                return None
+            lengths["p"], lengths["s"] = argument.parameters
         variable = re.fullmatch(r"(?:varchar|char)\(([xyz])\)", pattern)
         if variable is None:
             continue
@@ -301,9 +331,13 @@ def _bounded(result: str, arguments: Sequence[TrinoType | None], parameters: Seq
             return None
         lengths[variable.group(1)] = argument.parameters[0] if argument.parameters else UNBOUNDED_LENGTH
     try:
-        length = _evaluate(ast.parse(match.group("length"), mode="eval").body, lengths)
+        tree = ast.parse(match.group("length"), mode="eval").body
+        values = [_evaluate(e, lengths) for e in (tree.elts if isinstance(tree, ast.Tuple) else [tree])]
     except (KeyError, SyntaxError, ValueError):
         return None
+    if match.group("name") == "decimal":
+        return TrinoType("decimal", tuple(values)) if len(values) == 2 else None
+    length = values[0]
     kind = TrinoType(match.group("name"), (length,) if length < UNBOUNDED_LENGTH else ())
     return TrinoType("array", (), (kind,)) if match.group("array") else kind
 

@@ -283,6 +283,13 @@ class _Typer:
             if found and not scope.resolves_here(node.name, node.table or None):
                 self.analysis.outer_columns.add(id(node))
             return kind
+        if isinstance(node, exp.Cast) and self.decimal_literal(node):  # DECIMAL '1.50' (sqlglot: a cast)
+            text = node.this.this.strip()
+            kind = types.decimal_literal(text)
+            if kind is None:
+                message = f"'{node.this.this}' is not a valid DECIMAL literal"
+                self.refuse(node, "INVALID_LITERAL", self.source.text_of(node), message)
+            return kind
         if isinstance(node, exp.Cast | exp.TryCast):
             value = self.expr(node.this, scope)
             target = parse_type(node.to.sql(dialect="trino"))
@@ -323,6 +330,14 @@ class _Typer:
         for child in node.iter_expressions():
             self.expr(child, scope)
         return None
+
+    def decimal_literal(self, node: exp.Cast) -> bool:
+        """Whether ``node`` is the typed literal ``DECIMAL '...'`` (not ``CAST('...' AS decimal)``, decimal(38,0))."""
+        if not (isinstance(node.this, exp.Literal) and node.this.is_string and not isinstance(node, exp.TryCast)):
+            return False
+        if node.to.this != exp.DType.DECIMAL or node.to.expressions:
+            return False
+        return self.source.text_of(node).lstrip().upper().startswith("DECIMAL")
 
     def constant_cast(self, node: exp.Cast, target: TrinoType) -> None:
         """A cast of a varchar literal that can never succeed (``CAST('P332a' AS bigint)``, ``INTEGER

@@ -22,7 +22,7 @@ from sqlglot.tokens import TokenType
 
 from athena_sql.analyzer import check_query
 from athena_sql.diagnostics import CheckResult, Diagnostic
-from athena_sql.types import TrinoType, parse_type
+from athena_sql.types import parse_type
 
 from .trino_tree import Refused
 
@@ -109,35 +109,12 @@ def _original_position(sql: str, text: str, segments: list[_Segment], refusal: D
 
 
 def result_types(checked: Sequence[str | None], engine: Sequence[str]) -> tuple[str, ...]:
-    """Per result column, its Trino type: the check's (:mod:`athena_sql.typecheck`, Trino's typing rules: bounded
-    ``varchar(n)`` and ``char(n)`` of function results, ``array(varchar(x))``) where it derived one that refines the
-    engine's (`engine`: the types :mod:`.trino_semantics` and DuckDB's result give), else the engine's.
-
-    The check's type refines the engine's when they differ only in what the engine cannot know: a string's bound
-    (``varchar`` against ``varchar(5)`` or ``char(3)``) or a part the engine types ``unknown``. Where they differ
-    otherwise, the engine's stands (it is what the rewrites reproduce, decimal and zone rules included)."""
+    """Per result column, its Trino type: the check's where it derived one (:mod:`athena_sql.typecheck`: Trino's
+    typing rules, bounded ``varchar(n)`` and ``char(n)`` of function results, ``array(varchar(x))``, decimal
+    arithmetic), else the engine's (`engine`: what :mod:`.trino_semantics` and DuckDB's result give). The values
+    are rendered by the engine's type (a timestamp's fraction digits) before this."""
     ours = list(checked) if len(checked) == len(engine) else [None] * len(engine)
     return tuple(
-        mine if mine is not None and _refines(mine, theirs) else theirs
+        mine if mine is not None and parse_type(mine) is not None else theirs
         for mine, theirs in zip(ours, engine, strict=True)
     )
-
-
-def _refines(checked: str, engine: str) -> bool:
-    mine, theirs = parse_type(checked), parse_type(engine)
-    return mine is not None and theirs is not None and _same_shape(mine, theirs)
-
-
-def _same_shape(mine: TrinoType, theirs: TrinoType) -> bool:
-    if theirs.is_unknown:
-        return True
-    if mine.name in _STRINGS or theirs.name in _STRINGS:
-        return mine.name in _STRINGS and theirs.name in _STRINGS
-    if (mine.name, mine.parameters, mine.fields) != (theirs.name, theirs.parameters, theirs.fields):
-        return False
-    return len(mine.children) == len(theirs.children) and all(
-        _same_shape(a, b) for a, b in zip(mine.children, theirs.children, strict=True)
-    )
-
-
-_STRINGS = ("varchar", "char")

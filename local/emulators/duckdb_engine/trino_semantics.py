@@ -37,9 +37,11 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from athena_sql.types import decimal_result
+
 from . import trino_functions as functions
 from .trino_tree import Refused, athena_only, duck, literal_text
-from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
+from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, of_literal, of_number_text, of_sqlglot
 
 __all__ = ["Refused", "Translation", "athena_only", "translate"]
 

@@ -244,7 +244,7 @@ def test_what_strings_cannot_reproduce_is_refused(engine: DuckDBQueryEngine, exp
         ("ts", "timestamp(3)"),
         ("ts AT TIME ZONE 'UTC'", "timestamp(3) with time zone"),
         ("ARRAY['a', 'b']", "array(varchar(1))"),
-        ("MAP(ARRAY['a'], ARRAY[b])", "map(varchar, bigint)"),
+        ("MAP(ARRAY['a'], ARRAY[b])", "map(varchar(1), bigint)"),
         ("CAST(ROW(1, 'x') AS ROW(a integer, b varchar))", "row(a integer, b varchar)"),
         ("i > 1", "boolean"),
         ("count(*)", "bigint"),
