@@ -39,7 +39,6 @@ from athena_sql.types import BIGINT, DOUBLE, TrinoType, can_coerce, parse_type
 
 __all__ = ["SIGNATURES", "expected", "matches", "result_type"]
 
-_DATE_PARTS = ("date", "timestamp", "timestamptz")
 #: ceiling/floor/round of a decimal(p, s): MathFunctions.java's ``@Constraint(variable = "rp", expression = "p - s +
 #: min(s, 1)")`` ``decimal(rp,0)``; round(decimal(p, s), d) is decimal(min(38, p + 1), s), sign(decimal) decimal(1,0)
 #: (trinodb/trino, core/trino-main/src/main/java/io/trino/operator/scalar/MathFunctions.java).
@@ -60,7 +59,11 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("double", "bigint", "bigint"), "timestamp(3) with time zone"),
     ),
     "to_unixtime": ((("timestamp",), "double"), (("timestamptz",), "double")),
-    "to_iso8601": tuple((((t,), "varchar")) for t in _DATE_PARTS),
+    "to_iso8601": (  # ToIso8601.java (operator/scalar/timestamp and timestamptz): 1 + 6 + 15 + min(p, 1) + p [+ 6]
+        (("date",), "varchar(16)"),
+        (("timestamp(p)",), "varchar(1 + 6 + 15 + min(p, 1) + p)"),
+        (("timestamptz(p)",), "varchar(1 + 6 + 15 + min(p, 1) + p + 6)"),
+    ),
     "date": ((("varchar",), "date"), (("timestamp",), "date"), (("timestamptz",), "date")),
     "with_timezone": ((("timestamp", "varchar"), "timestamp(3) with time zone"),),
     "at_timezone": ((("timestamptz", "varchar"), "zoned($1)"), (("timestamptz", "interval"), "zoned($1)")),
@@ -202,6 +205,7 @@ _SHOWN = {
     "varchar": "varchar(x)",
     "timestamp": "timestamp(p)",
     "timestamptz": "timestamp(p) with time zone",
+    "timestamptz(p)": "timestamp(p) with time zone",
     "time": "time(p)",
     "array": "array(E)",
     "map": "map(K,V)",
@@ -216,7 +220,7 @@ def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
         return True
     if pattern in ("char(x)", "decimal(p,s)"):
         return argument.name == pattern.split("(")[0]
-    pattern = pattern.removesuffix("(x)").removesuffix("(y)").removesuffix("(z)")
+    pattern = pattern.removesuffix("(x)").removesuffix("(y)").removesuffix("(z)").removesuffix("(p)")
     if pattern in ("array", "map"):
         return argument.name == pattern
     if pattern == "interval":
@@ -324,6 +328,10 @@ def _bounded(result: str, arguments: Sequence[TrinoType | None], parameters: Seq
             if argument is None or argument.name != "decimal" or len(argument.parameters) != 2:
                 return None
             lengths["p"], lengths["s"] = argument.parameters
+        if pattern in ("timestamp(p)", "timestamptz(p)"):  # a timestamp's precision (3 when not written)
+            if argument is None or not argument.name.startswith("timestamp"):
+                return None
+            lengths["p"] = argument.parameters[0] if argument.parameters else 3
         variable = re.fullmatch(r"(?:varchar|char)\(([xyz])\)", pattern)
         if variable is None:
             continue

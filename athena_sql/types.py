@@ -130,6 +130,8 @@ def parse_type(text: str) -> TrinoType | None:
         return TrinoType("time", (3,))
     if value == "decimal":
         return TrinoType("decimal", (38, 0))
+    if value in ("char", "character"):  # language/types.md: "char without length specified has a length of 1"
+        return TrinoType("char", (1,))
     if value.startswith("interval "):
         return TrinoType("interval year to month" if "month" in value or "year" in value else "interval day to second")
     match = _PARAMETRIZED.match(value)

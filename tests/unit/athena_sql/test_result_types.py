@@ -47,6 +47,10 @@ def output_types(sql: str) -> tuple[str | None, ...]:
         ("regexp_extract_all('12345', '')", "array(varchar(5))"),
         ("regexp_split('abc', 'a')", "array(varchar(3))"),
         ("CAST('x' AS char(3))", "char(3)"),
+        ("CAST('bar' AS char)", "char(1)"),  # language/types.md: CHAR without a length is CHAR(1)
+        ("to_iso8601(DATE '2001-08-22')", "varchar(16)"),  # ToIso8601.java: 1 + 6 + 15 + min(p, 1) + p [+ 6]
+        ("to_iso8601(TIMESTAMP '2001-08-22 03:04:05.321')", "varchar(26)"),
+        ("to_iso8601(TIMESTAMP '2001-08-22 03:04:05.321 UTC')", "varchar(32)"),
         ("ARRAY['puppies', 'kittens']", "array(varchar(7))"),
         ("case when true then null else 'foo' end", "varchar(3)"),
         ("map(ARRAY[1, 3], ARRAY['a', 'bc'])", "map(integer, varchar(2))"),
