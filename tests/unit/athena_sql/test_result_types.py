@@ -56,6 +56,8 @@ def output_types(sql: str) -> tuple[str | None, ...]:
         ("map(ARRAY[1, 3], ARRAY['a', 'bc'])", "map(integer, varchar(2))"),
         ("map_from_entries(ARRAY[(1, 'x'), (2, 'y')])", "map(integer, varchar(1))"),
         ("ARRAY[1, 2] || ARRAY[3, BIGINT '4']", "array(bigint)"),
+        ("concat(ARRAY[], ARRAY[], NULL, ARRAY[])", "array(unknown)"),  # TestArrayOperators.testArrayToArrayConcat
+        ("concat(ARRAY[1], ARRAY[BIGINT '2'])", "array(bigint)"),
         ("DECIMAL '137.7' + DECIMAL '17.1'", "decimal(5,1)"),
         ("DECIMAL '1.0' / DECIMAL '3'", "decimal(2,1)"),
         ("CAST('1.0' AS DECIMAL)", "decimal(38,0)"),
