@@ -87,6 +87,11 @@ FOREIGN = {
 }
 #: Keywords that name no Trino function, yet are called as functions in other dialects (``left(s, 3)``).
 _KEYWORD_CALLS = frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.GLOB})
+#: The operands of special forms that are typed as the function's argument list, in order (tree argument names).
+SPECIAL_OPERANDS: dict[type[exp.Expr], tuple[str, ...]] = {
+    exp.Substring: ("this", "start", "length"),
+    exp.Overlay: ("this", "expression", "from_", "for_"),
+}
 #: Keywords that open a special form with their own syntax inside the brackets (not an argument list).
 _SPECIAL_WORDS = frozenset({TokenType.FROM, TokenType.IN, TokenType.FOR, TokenType.ALIAS, TokenType.USING})
 

@@ -88,7 +88,7 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
             return True, TrinoType("decimal", decimal_result(operator, exact[0], exact[1]))
         return True, common_super_type(left, right)
     if operator in "+-":
-        if (left.is_temporal and right.is_interval) and not (False):
+        if left.is_temporal and right.is_interval:
             return True, left
         if operator == "+" and left.is_interval and right.is_temporal:
             return True, right
@@ -221,8 +221,9 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     for child in node.iter_expressions():  # what the written arguments did not cover (an ORDER BY, a unit)
         if id(child) not in typer.types and not isinstance(child, exp.Lambda):
             typer.expr(child, scope)
-    if written.special and isinstance(node, exp.Substring):  # SUBSTRING(s FROM i [FOR n]): substr's types
-        operands = [node.this, node.args.get("start"), *([node.args["length"]] if node.args.get("length") else [])]
+    keys = calls.SPECIAL_OPERANDS.get(type(node)) if written.special else None
+    if keys:  # SUBSTRING(s FROM i [FOR n]), OVERLAY(s PLACING r FROM i [FOR n]): typed as their argument lists
+        operands = [node.args[key] for key in keys if node.args.get(key) is not None]
         types = [typer.expr(o, scope) if isinstance(o, exp.Expr) else None for o in operands]
     result, function = calls.judge(
         typer.source,

@@ -90,6 +90,10 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("varchar(x)", "bigint"), "varchar(x)"),
         (("varchar(x)", "bigint", "bigint"), "varchar(x)"),
     ),
+    "overlay": (  # TestStringFunctions.testOverlay (trinodb/trino@02e3bc9f818eab65aa9cd02e5ca958eb03987902)
+        (("varchar(x)", "varchar(y)", "bigint"), "varchar(x + y)"),
+        (("varchar(x)", "varchar(y)", "bigint", "bigint"), "varchar(x + y)"),
+    ),
     "strpos": ((("varchar", "varchar"), "bigint"), (("varchar", "varchar", "bigint"), "bigint")),
     "replace": (
         (("varchar(x)", "varchar(y)"), "varchar(x)"),

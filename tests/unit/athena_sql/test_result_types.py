@@ -38,6 +38,7 @@ def output_types(sql: str) -> tuple[str | None, ...]:
         ("SUBSTRING('Quadratically' FROM 5 FOR 6)", "varchar(13)"),
         ("substr(CAST('abc def' AS char(7)), 1, 4)", "varchar(7)"),
         ("split('a.b.c', '.')", "array(varchar(5))"),
+        ("OVERLAY('Txxxxas' PLACING 'hom' FROM 2 FOR 4)", "varchar(10)"),  # TestStringFunctions.testOverlay
         ("split_part('abc-@-def', '-@-', 2)", "varchar(9)"),
         ("lpad('a', 3, 'x')", "varchar"),
         ("soundex('Robert')", "varchar(4)"),
