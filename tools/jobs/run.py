@@ -182,6 +182,7 @@ _DID_YOU_MEAN = re.compile(r"; did you mean (?P<name>[\w.]+)")  # the SQL check'
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
 _DUCKDB_SUFFIX = re.compile(r"\s*\[DuckDB \w+\]\s*$")
 _CODE = re.compile(r"^[A-Z_]+: ")
+_LOCATION = re.compile(r"^line (?P<line>\d+):\d+: ")
 
 
 def failure_line(job: JobDefinition, message: str) -> str:
@@ -204,6 +205,11 @@ def failure_line(job: JobDefinition, message: str) -> str:
         return f'{common.located(job, common.identifier_line(sql, name))}: column "{name}" not found{hint}'
     text = _DUCKDB_SUFFIX.sub("", _CODE.sub("", message.strip()))
     text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    located = _LOCATION.match(text)  # the SQL check's position (the engine runs it first): its line is query.sql's
+    if located:
+        return (
+            f"{common.located(job, int(located['line']))}: {text[located.end() :]} (job {job.job_name}, local engine)"
+        )
     line = None
     for match in _QUOTED.finditer(text):
         line = common.identifier_line(sql, match.group(1) or match.group(2))
