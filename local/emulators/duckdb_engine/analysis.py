@@ -13,6 +13,7 @@ check says it could not decide (its notes) is not a refusal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,7 +50,8 @@ def check_statement(sql: str, parameters: Sequence[str], tables: Mapping[str, Ma
     (table -> column -> Trino type text). A placeholder count that differs from the parameter count is not judged
     here (the engine refuses it: INVALID_PARAMETER_USAGE)."""
     text, segments = _inlined(sql, parameters)
-    result = check_query(text, tables=tables, parameters={})
+    frozen = tuple(sorted((table, tuple(sorted(columns.items()))) for table, columns in tables.items()))
+    result = _checked(text, frozen)
     if not result.refusals:
         return Checked(result, None)
     first = result.refusals[0]
@@ -57,6 +59,13 @@ def check_statement(sql: str, parameters: Sequence[str], tables: Mapping[str, Ma
         return Checked(result, Refused(first.error_class, first.message))
     line, column = _original_position(sql, text, segments, first)
     return Checked(result, Refused(first.error_class, f"line {line}:{column}: {first.message}"))
+
+
+@functools.lru_cache(maxsize=256)
+def _checked(text: str, tables: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> CheckResult:
+    """The check of one statement text against `tables` (frozen), remembered: a job runs the same text slot after
+    slot, the demo and the scenarios many times (the check takes tens of milliseconds)."""
+    return check_query(text, tables={table: dict(columns) for table, columns in tables}, parameters={})
 
 
 #: (start in the checked text, end in it (exclusive), offset of the ``?`` in the statement) per inlined parameter
