@@ -112,3 +112,15 @@ def test_the_engine_reports_trinos_bounded_types(engine: DuckDBQueryEngine) -> N
     query_id = engine.start_query(sql=sql, parameters=[], client_request_token=uuid.uuid4().hex)
     assert engine.get_query(query_id).state == "SUCCEEDED"
     assert engine.column_types(query_id) == ("varchar(11)", "array(varchar)", "varchar", "varchar(3)")
+
+
+def test_a_failure_of_the_check_itself_runs_the_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check never raises by contract; if it did, the engine would run the statement unchecked, not fail it."""
+    from local.emulators.duckdb_engine import analysis
+
+    def broken(text: str, tables: object) -> None:
+        raise RuntimeError("a bug in the check")
+
+    monkeypatch.setattr(analysis, "_checked", broken)
+    checked = check_statement("SELECT nvl(s, 'x') FROM t", [], TABLES)
+    assert checked.refusal is None and not checked.result.refused
