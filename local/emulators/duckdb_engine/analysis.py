@@ -5,7 +5,8 @@ The engine receives what StartQueryExecution receives: the statement with positi
 ExecutionParameters (SQL literal text). Athena binds each parameter as the literal it is, so the check reads the
 statement with each ``?`` replaced by its parameter's text; a position the check reports is mapped back to the
 statement's own text (a refusal inside a parameter is reported at its ``?``). The first refusal in text order is the
-one reported (Trino stops at its first error), as Trino words it: ``CODE: line L:C: message`` for an analysis error
+one reported (Trino stops at its first error; an analysis error before an error of evaluating a constant, which
+Trino would raise only when running), as Trino words it: ``CODE: line L:C: message`` for an analysis error
 (io/trino/spi/TrinoException's location prefix, trinodb/trino@6f7aadf5a9115ec244aac372e07df5a481a4907f), ``CODE:
 message`` for one Trino raises while executing (:data:`RUN_TIME_ERRORS`: a constant ``17 / 0``). What the
 check says it could not decide (its notes) is not a refusal.
@@ -61,7 +62,8 @@ def check_statement(sql: str, parameters: Sequence[str], tables: Mapping[str, Ma
         return Checked(CheckResult(), None)
     if not result.refusals:
         return Checked(result, None)
-    first = result.refusals[0]
+    analysis = [r for r in result.refusals if r.error_class not in RUN_TIME_ERRORS]
+    first = analysis[0] if analysis else result.refusals[0]  # Trino analyzes the whole statement before running it
     if first.error_class in RUN_TIME_ERRORS:
         return Checked(result, Refused(first.error_class, first.message))
     line, column = _original_position(sql, text, segments, first)
@@ -70,8 +72,8 @@ def check_statement(sql: str, parameters: Sequence[str], tables: Mapping[str, Ma
 
 @functools.lru_cache(maxsize=256)
 def _checked(text: str, tables: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> CheckResult:
-    """The check of one statement text against `tables` (frozen), remembered: a job runs the same text slot after
-    slot, the demo and the scenarios many times (the check takes tens of milliseconds)."""
+    """The check of one statement text against `tables` (frozen), remembered: the racers of a slot, retries and
+    re-runs send the same text (the check takes tens of milliseconds)."""
     return check_query(text, tables={table: dict(columns) for table, columns in tables}, parameters={})
 
 

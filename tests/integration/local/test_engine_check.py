@@ -80,6 +80,11 @@ def test_a_constant_run_time_error_has_no_location(engine: DuckDBQueryEngine) ->
     assert run(engine, "SELECT 17 / 0 FROM t") == ("FAILED", "DIVISION_BY_ZERO: Division by zero")
 
 
+def test_an_analysis_error_comes_before_a_constant_run_time_error() -> None:
+    refusal = check_statement("SELECT 17 / 0, nvl(s, 'x') FROM t", [], TABLES).refusal
+    assert refusal is not None and refusal.error_code == "FUNCTION_NOT_FOUND"
+
+
 def test_what_the_check_only_notes_runs(engine: DuckDBQueryEngine) -> None:
     """A table whose columns the check does not know (a note, not a refusal): the run answers."""
     result = check_query("SELECT count(*) FROM other", tables=TABLES, parameters={})
