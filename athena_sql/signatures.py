@@ -49,6 +49,8 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "with_timezone": ((("timestamp", "varchar"), "timestamp(3) with time zone"),),
     "at_timezone": ((("timestamptz", "varchar"), "$1"), (("timestamptz", "interval"), "$1")),
     "lower": ((("varchar",), "varchar"),),
+    # codepoint(@SqlType("varchar(1)")): StringFunctions.java; TestStringFunctions.testCodepoint at trinodb/trino@02e3bc9f
+    "codepoint": ((("varchar(1)",), "integer"),),
     "upper": ((("varchar",), "varchar"),),
     "trim": ((("varchar",), "varchar"),),
     "ltrim": ((("varchar",), "varchar"),),
@@ -171,7 +173,8 @@ def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
         return argument.is_temporal
     if pattern == "varchar":
         return argument.is_string
-    return can_coerce(argument, _TARGETS[pattern])
+    target = _TARGETS.get(pattern) or parse_type(pattern)  # a concrete type: ``varchar(1)`` (codepoint)
+    return target is None or can_coerce(argument, target)
 
 
 def matches(name: str, arguments: Sequence[TrinoType | None]) -> tuple[tuple[str, ...], str] | None | bool:
