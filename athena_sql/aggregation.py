@@ -42,6 +42,8 @@ def refusals(
     rules = _Rules(source, functions, refused | outer)
     for select in statement.find_all(exp.Select):
         rules.select(select)
+    for function in statement.find_all(exp.Lambda):
+        rules.lambda_body(function)
     return rules.found
 
 
@@ -122,8 +124,7 @@ class _Rules:
         checked = [*items, *([having.this] if isinstance(having, exp.Having) else [])]
         for node in checked:
             self.nested(node)
-            for function in (n for n in self._inside(node) if isinstance(n, exp.Lambda)):
-                self.scalar_only(function.this, "Lambda expression")
+        self.order_by_outputs(select, order)
         aggregates = any(self.is_aggregate(n) for node in checked for n in self._inside(node))
         order_items = [o.this for o in order.expressions] if isinstance(order, exp.Order) else []
         aggregates = aggregates or any(self.is_aggregate(n) for node in order_items for n in self._inside(node))
@@ -159,6 +160,30 @@ class _Rules:
                     f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
                 )
 
+    def lambda_body(self, function: exp.Lambda) -> None:
+        """A lambda's body holds no aggregate, window or grouping operation (EXPRESSION_NOT_SCALAR) and no subquery
+        (NOT_SUPPORTED): TestAnalyzer's testLambdaWithAggregationAndGrouping and testLambdaWithSubquery."""
+        self.scalar_only(function.this, "Lambda expression")
+        if any(isinstance(n, _QUERY) for n in function.this.walk()):
+            self.refuse(function, "NOT_SUPPORTED", "Lambda expression cannot contain subqueries")
+
+    def order_by_outputs(self, select: exp.Select, order: exp.Expr | None) -> None:
+        """An aggregate in ORDER BY names input columns only: a name that is an output alias of the select list is
+        refused there (COLUMN_NOT_FOUND, "Invalid reference to output projection attribute from ORDER BY
+        aggregation": TestAnalyzer's testReferenceToOutputColumnFromOrderByAggregation and
+        testAggregationWithOrderBy)."""
+        aliases = {item.alias.lower() for item in select.expressions if isinstance(item, exp.Alias)}
+        if not isinstance(order, exp.Order) or not aliases:
+            return
+        for item in order.expressions:
+            calls = [n for n in self._inside(item.this) if self.is_aggregate(n)]
+            for call in calls:
+                scope = call.parent if isinstance(call.parent, exp.Filter) else call
+                for column in self._inside(scope):
+                    if isinstance(column, exp.Column) and not column.table and column.name.lower() in aliases:
+                        message = "Invalid reference to output projection attribute from ORDER BY aggregation"
+                        self.refuse(column, "COLUMN_NOT_FOUND", f"{message} ('{column.name}' is an output alias)")
+
     def positional(self, key: exp.Expr, items: list[exp.Expr], clause: str) -> exp.Expr | None:
         """The select item an ordinal (``GROUP BY 2``) names; a refusal when there is none (INVALID_COLUMN_REFERENCE,
         "GROUP BY position 5 is not in select list"). ``None`` when ``key`` is not an ordinal."""
@@ -187,10 +212,14 @@ class _Rules:
             message = "For SELECT DISTINCT, ORDER BY expressions must appear in select list"
             self.refuse(node, "EXPRESSION_NOT_IN_DISTINCT", message)
 
-    def constant(self, node: exp.Expr, grouped: set[str], bound: frozenset[str]) -> bool:
+    def constant(
+        self, node: exp.Expr, grouped: set[str], bound: frozenset[str], shadowed: frozenset[str] = frozenset()
+    ) -> bool:
         """Whether ``node`` is constant for a group (AggregationAnalyzer's visitor): a grouping key, an aggregate,
-        a literal, or made only of such."""
-        if _key(node) in grouped or self.is_aggregate(node) or isinstance(node, _QUERY) or id(node) in self.refused:
+        a literal, or made only of such. ``shadowed``: the lambda parameters in scope; an expression using one is
+        never the grouping key it spells (``y -> x + y`` with GROUP BY x + y: testLambdaInAggregationContext)."""
+        key_matches = _key(node) in grouped and not (shadowed and _mentions(node, shadowed))
+        if key_matches or self.is_aggregate(node) or isinstance(node, _QUERY) or id(node) in self.refused:
             return True
         if isinstance(node, exp.Filter) and self.is_aggregate(node.this):
             return True  # an aggregate's FILTER (WHERE ...) is part of the aggregate
@@ -198,12 +227,24 @@ class _Rules:
             return node.name.lower() in bound and not node.table
         if isinstance(node, exp.Lambda):
             names = frozenset(p.name.lower() for p in node.expressions)
-            return self.constant(node.this, grouped, bound | names)
+            return self.constant(node.this, grouped, bound | names, shadowed | names)
         if isinstance(node, exp.Window):
             parts = [c for c in node.iter_expressions() if c is not node.this]
             arguments = list(node.this.iter_expressions()) if isinstance(node.this, exp.Expr) else []
-            return all(self.constant(c, grouped, bound) for c in [*parts, *arguments])
-        return all(self.constant(child, grouped, bound) for child in node.iter_expressions())
+            return all(self.constant(c, grouped, bound, shadowed) for c in [*parts, *arguments])
+        return all(self.constant(child, grouped, bound, shadowed) for child in node.iter_expressions())
+
+
+def _mentions(node: exp.Expr, names: frozenset[str]) -> bool:
+    """Whether ``node`` uses one of ``names`` unqualified (a lambda parameter: an identifier, or a column sqlglot
+    did not recognise as the parameter)."""
+    for child in node.walk():
+        if isinstance(child, exp.Column) and not child.table and child.name.lower() in names:
+            return True
+        bare = isinstance(child, exp.Identifier) and not isinstance(child.parent, exp.Column | exp.Alias | exp.Table)
+        if bare and child.name.lower() in names:
+            return True
+    return False
 
 
 def _grouping(group: exp.Group) -> Iterator[exp.Expr]:

@@ -242,6 +242,35 @@ LAMBDA_ARITY: dict[str, dict[int, int]] = {
 }
 
 
+def lambda_arity(name: str, position: int) -> int | None:
+    """How many parameters the lambda passed as argument ``position`` of ``name`` takes: :data:`LAMBDA_ARITY`, else
+    the documented signature's ``function(T, ..., R)`` at that position (its types but the last); ``None`` when not
+    known."""
+    known = LAMBDA_ARITY.get(name, {}).get(position)
+    function = functions.lookup(name)
+    if known is not None or function is None:
+        return known
+    counts = set()
+    for signature in function.signatures:
+        argument = signature.arguments[position] if position < len(signature.arguments) else ""
+        if argument.replace(" ", "").lower().startswith("function("):
+            counts.add(len(_split_types(argument[argument.index("(") + 1 : argument.rindex(")")])) - 1)
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _split_types(text: str) -> list[str]:
+    """Top-level comma split of a type list (``K, array(V), V2``: three)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
 def lambda_parameter_types(name: str, argument_types: list[TrinoType | None]) -> list[TrinoType | None]:
     """The types of a lambda's parameters passed to ``name`` (``transform(arr, x -> ...)``: x is arr's element)."""
     first = argument_types[0] if argument_types else None

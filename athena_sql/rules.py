@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import calls, functions
+from athena_sql import calls, functions, ordering
 from athena_sql.scopes import Scope
 from athena_sql.types import (
     BIGINT,
@@ -40,15 +40,15 @@ def _known(kind: TrinoType | None) -> bool:
 def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
     typer.note_underived(node, (node.this, node.expression), operator)
-    unordered = operator in ("<", "<=", ">", ">=") and any(t is not None and t.name == "map" for t in (left, right))
-    if left is not None and right is not None and (unordered or common_super_type(left, right) is None):
+    ordered = operator in ("<", "<=", ">", ">=")
+    unordered = [t for t in (left, right) if ordered and t is not None and not ordering.orderable(t)]
+    if unordered or (left is not None and right is not None and common_super_type(left, right) is None):
         where = typer.source.operator_position(node, (token,))
-        typer.refuse(
-            where,
-            TYPE_MISMATCH,
-            typer.source.text_of(node),
-            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right, _parameter(node))}",
-        )
+        hint = _hint(left, right, _parameter(node)) if left is not None and right is not None else ""
+        message = f"Cannot apply operator: {left or '?'} {operator} {right or '?'}{hint}"
+        if unordered:
+            message = f"Type {unordered[0]} is not orderable, and therefore cannot be used with {operator}"
+        typer.refuse(where, TYPE_MISMATCH, typer.source.text_of(node), message)
     return BOOLEAN
 
 
@@ -162,7 +162,9 @@ def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | Non
     if all(t.is_unknown or t.is_string for t in (left, right)):
         return VARCHAR
     if left.name == "array" or right.name == "array":
-        return left if left.name == "array" else right
+        result = ordering.array_concatenation(left, right)
+        if result is not None:
+            return result
     if all(t.is_unknown or t.name == "varbinary" for t in (left, right)):
         return TrinoType("varbinary")
     where = typer.source.operator_position(node, (TokenType.DPIPE,))
@@ -181,8 +183,12 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     """A function call: its arguments typed (lambdas with their parameters' types), then judged by
     :func:`athena_sql.calls.judge`."""
     written = calls.find_call(typer.source, node)
+    if ordering.unnest_call(typer, node):
+        return None
     if written is None or written.name in SYNTAX_NAMES:
         for child in node.iter_expressions():
+            if isinstance(child, exp.Lambda):  # its body still judged, its parameters of unknown type
+                typer.expr(child.this, scope.with_lambdas({p.name.lower(): None for p in child.expressions}))
             typer.expr(child, scope)
         return None
     arguments = calls.argument_nodes(typer.source, node, written)
@@ -193,7 +199,7 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
             continue
         if isinstance(argument, exp.Lambda):
             names = [p.name.lower() for p in argument.expressions]
-            expected = calls.LAMBDA_ARITY.get(written.name, {}).get(position)
+            expected = calls.lambda_arity(written.name, position)
             if expected is not None and expected != len(names):
                 typer.refuse(
                     argument,
@@ -222,6 +228,8 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     )
     if function is not None:
         typer.analysis.functions[id(node)] = function
+        if function.kind == "aggregate":
+            ordering.aggregate_order(typer, node)
         over = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent
         if function.kind == "window" and not isinstance(over, exp.Window):
             message = f"Window function {function.name} requires an OVER clause"
@@ -450,6 +458,7 @@ def _filter(typer: Typer, node: exp.Filter, scope: Scope) -> TrinoType | None:
     if isinstance(where, exp.Where):
         typer.condition(where.this, scope, "FILTER clause")
     kind = typer.expr(node.this, scope)
+    ordering.window_filter(typer, node)
     function = typer.analysis.functions.get(id(node.this))
     if function is not None and function.kind != "aggregate":
         message = f"Filter is only valid for aggregation functions ({function.name} is not one)"
