@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from athena_sql import forms
 from athena_sql.diagnostics import Diagnostic
 from athena_sql.source import Source
 
@@ -363,40 +364,8 @@ def _token_rules(source: Source) -> Iterator[Diagnostic]:
         if kind == TokenType.SELECT and limit_depth == depth:
             limit_depth = None
     yield from _cast_types(source)
-    yield from _special_datetime(source)
-
-
-#: Trino's special date/time functions and session values (``primaryExpression``: ``name=CURRENT_DATE``,
-#: ``name=CURRENT_TIMESTAMP (LPAREN precision=INTEGER_VALUE RPAREN)?``, ``name=CURRENT_USER`` ...): reserved words,
-#: never function calls; those of ``_WITH_PRECISION`` may take an integer precision in brackets.
-_WITH_PRECISION = frozenset({"CURRENT_TIME", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP"})
-_SPECIAL_VALUES = _WITH_PRECISION | {
-    "CURRENT_DATE",
-    "CURRENT_USER",
-    "CURRENT_CATALOG",
-    "CURRENT_SCHEMA",
-    "CURRENT_PATH",
-}
-
-
-def _special_datetime(source: Source) -> Iterator[Diagnostic]:
-    """``CURRENT_DATE()``, ``current_timestamp()``: brackets after a special value, which Trino's grammar allows
-    only around an integer precision (``current_timestamp(3)``) and never after CURRENT_DATE or CURRENT_USER."""
-    tokens = source.tokens
-    for index, token in enumerate(tokens[:-1]):
-        name = token.text.upper()
-        if name not in _SPECIAL_VALUES or tokens[index + 1].token_type != TokenType.L_PAREN:
-            continue
-        if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
-            continue  # a qualified name, not the special value
-        inner = tokens[index + 2 : index + 4]
-        precision = len(inner) == 2 and inner[0].text.isdigit() and inner[1].token_type == TokenType.R_PAREN
-        if name in _WITH_PRECISION and precision:
-            continue
-        fix = f"{name}() is not Trino syntax; write {name} without brackets"
-        if name in _WITH_PRECISION:
-            fix = f"{name}(...) takes only an integer precision in Trino; write {name} or {name}(3)"
-        yield _refusal(source, token, f"{source.raw(token)}(", fix)
+    yield from forms.special_values(source)
+    yield from forms.listagg(source)
 
 
 def _cast_types(source: Source) -> Iterator[Diagnostic]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import rules, types
+from athena_sql import rules, stars, types
 from athena_sql.diagnostics import Diagnostic, Unchecked
 from athena_sql.functions import Function
 from athena_sql.scopes import Columns, Relation, Scope
@@ -159,7 +159,9 @@ class _Typer:
             if isinstance(item, exp.Star) and not items:
                 self.refuse(item, "COLUMN_NOT_FOUND", "*", "SELECT * not allowed in queries without FROM clause")
             if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star):
-                expanded = scope.all_columns() if isinstance(item, exp.Star) else None
+                expanded = (
+                    scope.all_columns() if isinstance(item, exp.Star) else stars.qualified_star(self, item, scope)
+                )
                 if expanded is None:
                     return self._rest(node, scope, None)
                 outputs.update(expanded)

@@ -1,0 +1,92 @@
+"""Trino's special forms, whose grammar is their own (not a function call's): the special date/time values and
+``LISTAGG``. Judged on the tokens, as :mod:`athena_sql.syntax` judges other syntax, against
+core/trino-grammar/src/main/antlr4/io/trino/grammar/sql/SqlBase.g4 at trinodb/trino@0157c179f00350f8679258317e706524532e5a5b
+(``primaryExpression``: ``#specialDateTimeFunction``, ``#currentUser`` ..., ``#listagg``); every refusal is a
+``SYNTAX_ERROR`` (Trino's ParsingException). CURRENT_DATE, LISTAGG and the others are reserved words
+(docs/src/main/sphinx/language/reserved.md), so none of them is ever read as a function's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlglot.tokenizer_core import Token, TokenType
+
+from athena_sql.diagnostics import Diagnostic
+from athena_sql.source import Source
+
+__all__ = ["listagg", "refusal", "special_values"]
+
+
+def refusal(source: Source, token: Token, construct: str, message: str) -> Diagnostic:
+    line, column = source.token_position(token)
+    return Diagnostic(line, column, "SYNTAX_ERROR", construct, message)
+
+
+#: Trino's special date/time functions and session values (``primaryExpression``: ``name=CURRENT_DATE``,
+#: ``name=CURRENT_TIMESTAMP (LPAREN precision=INTEGER_VALUE RPAREN)?``, ``name=CURRENT_USER`` ...): reserved words,
+#: never function calls; those of ``_WITH_PRECISION`` may take an integer precision in brackets.
+_WITH_PRECISION = frozenset({"CURRENT_TIME", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP"})
+_SPECIAL_VALUES = _WITH_PRECISION | {
+    "CURRENT_DATE",
+    "CURRENT_USER",
+    "CURRENT_CATALOG",
+    "CURRENT_SCHEMA",
+    "CURRENT_PATH",
+}
+
+
+def special_values(source: Source) -> Iterator[Diagnostic]:
+    """``CURRENT_DATE()``, ``current_timestamp()``: brackets after a special value, which Trino's grammar allows
+    only around an integer precision (``current_timestamp(3)``) and never after CURRENT_DATE or CURRENT_USER."""
+    tokens = source.tokens
+    for index, token in enumerate(tokens[:-1]):
+        name = token.text.upper()
+        if name not in _SPECIAL_VALUES or tokens[index + 1].token_type != TokenType.L_PAREN:
+            continue
+        if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
+            continue  # a qualified name, not the special value
+        inner = tokens[index + 2 : index + 4]
+        precision = len(inner) == 2 and inner[0].text.isdigit() and inner[1].token_type == TokenType.R_PAREN
+        if name in _WITH_PRECISION and precision:
+            continue
+        fix = f"{name}() is not Trino syntax; write {name} without brackets"
+        if name in _WITH_PRECISION:
+            fix = f"{name}(...) takes only an integer precision in Trino; write {name} or {name}(3)"
+        yield refusal(source, token, f"{source.raw(token)}(", fix)
+
+
+def listagg(source: Source) -> Iterator[Diagnostic]:
+    """``LISTAGG([DISTINCT] x [, 'separator'] [ON OVERFLOW ...]) WITHIN GROUP (ORDER BY ...) [FILTER (...)]``: the
+    separator is a string literal when given (TestListagg.testListaggQueryIncorrectSyntax: ``listagg(value, 123)``
+    is refused, "Expecting: <string>"), and WITHIN GROUP is required (``listagg(value, ',')`` alone is refused,
+    "Expecting: 'WITHIN'"); trinodb/trino@3f2f6685, core/trino-main/src/test/java/io/trino/sql/query/TestListagg.java.
+    """
+    tokens = source.tokens
+    for index, token in enumerate(tokens[:-1]):
+        if token.text.upper() != "LISTAGG" or tokens[index + 1].token_type != TokenType.L_PAREN:
+            continue
+        depth, position, separator = 0, index + 1, None
+        while position < len(tokens):
+            kind = tokens[position].token_type
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(kind, 0)
+            if depth == 0:
+                break
+            if depth == 1 and kind == TokenType.COMMA and separator is None:
+                separator = position + 1
+            position += 1
+        if separator is not None and separator < len(tokens):
+            following = tokens[separator + 1] if separator + 1 < len(tokens) else None
+            closes = following is not None and (
+                following.token_type == TokenType.R_PAREN or following.text.upper() == "ON"
+            )
+            if tokens[separator].token_type != TokenType.STRING or not closes:
+                shown = source.raw(tokens[separator])
+                message = (
+                    f"listagg's separator must be a string literal (got {shown}): listagg(x, ',') WITHIN GROUP (...)"
+                )
+                yield refusal(source, tokens[separator], shown, message)
+        within = [t.text.upper() for t in tokens[position + 1 : position + 3]]
+        if position < len(tokens) and within != ["WITHIN", "GROUP"]:
+            message = "listagg needs WITHIN GROUP (ORDER BY ...) in Trino: listagg(x, ',') WITHIN GROUP (ORDER BY x)"
+            yield refusal(source, token, "LISTAGG(...)", message)
