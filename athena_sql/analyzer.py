@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from athena_sql import aggregation, typecheck
+from athena_sql import aggregation, forms, typecheck
 from athena_sql.diagnostics import CheckResult, Diagnostic, Unchecked
 from athena_sql.source import Source
 from athena_sql.syntax import syntax_refusals
@@ -78,6 +78,7 @@ def check_query(
         found = [
             *typed.refusals,
             *aggregation.refusals(statement, source, typed.functions, typed.refused_calls, typed.outer_columns),
+            *forms.literals(source),
         ]
         unchecked = list(typed.unchecked)
     except _OUR_LIMITS as exc:

@@ -3,11 +3,14 @@
 core/trino-grammar/src/main/antlr4/io/trino/grammar/sql/SqlBase.g4 at trinodb/trino@0157c179f00350f8679258317e706524532e5a5b
 (``primaryExpression``: ``#specialDateTimeFunction``, ``#currentUser`` ..., ``#listagg``); every refusal is a
 ``SYNTAX_ERROR`` (Trino's ParsingException). CURRENT_DATE, LISTAGG and the others are reserved words
-(docs/src/main/sphinx/language/reserved.md), so none of them is ever read as a function's name.
+(docs/src/main/sphinx/language/reserved.md), so none of them is ever read as a function's name. Also the typed
+literals Trino's analyzer refuses (INVALID_LITERAL): :func:`literals`.
 """
 
 from __future__ import annotations
 
+import re
+import zoneinfo
 from collections.abc import Iterator
 
 from sqlglot.tokenizer_core import Token, TokenType
@@ -15,7 +18,7 @@ from sqlglot.tokenizer_core import Token, TokenType
 from athena_sql.diagnostics import Diagnostic
 from athena_sql.source import Source
 
-__all__ = ["listagg", "refusal", "special_values"]
+__all__ = ["listagg", "literals", "refusal", "special_values"]
 
 
 def refusal(source: Source, token: Token, construct: str, message: str) -> Diagnostic:
@@ -90,3 +93,32 @@ def listagg(source: Source) -> Iterator[Diagnostic]:
         if position < len(tokens) and within != ["WITHIN", "GROUP"]:
             message = "listagg needs WITHIN GROUP (ORDER BY ...) in Trino: listagg(x, ',') WITHIN GROUP (ORDER BY x)"
             yield refusal(source, token, "LISTAGG(...)", message)
+
+
+#: ``TIMESTAMP 'yyyy-mm-dd hh:mm[:ss[.f...]] zone'``: the zone part of a timestamp literal.
+_TIMESTAMP_ZONE = re.compile(r"^\s*\d{4}-\d{1,2}-\d{1,2}[ T]\d{1,2}:\d{1,2}(:\d{1,2}(\.\d+)?)?\s+(?P<zone>\S+)\s*$")
+_OFFSET = re.compile(r"^[+-]\d{1,2}(:?\d{2})?$")
+
+
+def literals(source: Source) -> Iterator[Diagnostic]:
+    """A timestamp literal whose time zone Trino does not know (``TIMESTAMP '2012-10-31 01:00:00 PT'``:
+    INVALID_LITERAL, TestAnalyzer.testLiteral at trinodb/trino@009eb018; a zone is a UTC offset or a zone ID of
+    the tz database, io/trino/spi/type/TimeZoneKey.java). Not judged when this system has no tz database."""
+    known = {zone.lower() for zone in zoneinfo.available_timezones()} | {"utc", "gmt", "ut", "z"}
+    if len(known) < 10:
+        return
+    tokens = source.tokens
+    for index, token in enumerate(tokens[:-1]):
+        literal = tokens[index + 1]
+        if token.text.upper() != "TIMESTAMP" or literal.token_type != TokenType.STRING:
+            continue
+        match = _TIMESTAMP_ZONE.match(literal.text)
+        zone = match.group("zone") if match else None
+        if zone is None or _OFFSET.match(zone) or zone.lower() in known:
+            continue
+        line, column = source.token_position(token)
+        message = (
+            f"'{literal.text}' is not a valid TIMESTAMP literal: unknown time zone '{zone}'"
+            " (use a zone ID such as America/Los_Angeles, or an offset such as -08:00)"
+        )
+        yield Diagnostic(line, column, "INVALID_LITERAL", f"TIMESTAMP '{literal.text}'", message)
