@@ -13,6 +13,7 @@ TestAnalyzer.java, with the analyzer it tests, ExpressionAnalyzer.java and State
 - ``testInvalidAggregationFilter``: ``sum(x) FILTER (WHERE ...) OVER (...)`` is NOT_SUPPORTED;
 - core/trino-main/src/test/java/io/trino/type/TestArrayOperators.java (``testArrayToArrayConcat``, trinodb/trino@004dbce9):
   ``ARRAY[ARRAY[1]] || ARRAY[ARRAY[true], ARRAY[false]]`` matches no ``concat`` (FUNCTION_NOT_FOUND);
+- ``testNullTreatment``: IGNORE/RESPECT NULLS on anything but a value window function is NULL_TREATMENT_NOT_ALLOWED;
 - docs/src/main/sphinx/language/reserved.md (trinodb/trino@0e380280): UNNEST is a reserved word, so
   ``SELECT unnest(a)`` does not parse (SYNTAX_ERROR); UNNEST is a relation, written in FROM.
 """
@@ -23,12 +24,21 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from athena_sql.scopes import Scope
 from athena_sql.types import TrinoType, common_super_type
 
 if TYPE_CHECKING:
     from athena_sql.typecheck import _Typer as Typer
 
-__all__ = ["aggregate_order", "array_concatenation", "orderable", "unnest_call", "window_filter"]
+__all__ = [
+    "RULES",
+    "aggregate_order",
+    "array_concatenation",
+    "null_treatment",
+    "orderable",
+    "unnest_call",
+    "window_filter",
+]
 
 
 def orderable(kind: TrinoType) -> bool:
@@ -100,3 +110,24 @@ def unnest_call(typer: Typer, node: exp.Expr) -> bool:
 
 def _key(node: exp.Expr) -> str:
     return node.sql(dialect="trino").lower()
+
+
+#: The value window functions, the only ones that take IGNORE NULLS / RESPECT NULLS (functions/window.md).
+_VALUE_WINDOW_FUNCTIONS = frozenset({"lead", "lag", "first_value", "last_value", "nth_value"})
+
+
+def null_treatment(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
+    """``f(x) IGNORE NULLS`` / ``RESPECT NULLS``: only for the value window functions (NULL_TREATMENT_NOT_ALLOWED,
+    TestAnalyzer.testNullTreatment: ``count() RESPECT NULLS OVER ()``)."""
+    kind = typer.expr(node.this, scope)
+    function = typer.analysis.functions.get(id(node.this))
+    if function is not None and function.name not in _VALUE_WINDOW_FUNCTIONS:
+        message = (
+            f"Cannot specify null treatment clause for non-value window function {function.name}"
+            " (only lead, lag, first_value, last_value and nth_value take IGNORE/RESPECT NULLS)"
+        )
+        typer.refuse(node.this, "NULL_TREATMENT_NOT_ALLOWED", typer.source.text_of(node), message)
+    return kind
+
+
+RULES = {exp.RespectNulls: null_treatment, exp.IgnoreNulls: null_treatment}

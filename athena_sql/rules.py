@@ -83,7 +83,7 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
     if left.is_numeric and right.is_numeric:
         return True, common_super_type(left, right)
     if operator in "+-":
-        if (left.is_temporal and right.is_interval) and not (False):
+        if left.is_temporal and right.is_interval:
             return True, left
         if operator == "+" and left.is_interval and right.is_temporal:
             return True, right
@@ -107,7 +107,8 @@ def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token:
     if left is None or right is None:
         return None
     exact = all(t.is_integer or t.name == "decimal" for t in (left, right))  # double: Infinity/NaN, no error
-    if operator in "/%" and exact and _constant_zero(node.expression) and _constant(node.this) and not in_try(node):
+    constant = _literal(node.this) is not None and _constant_zero(node.expression)
+    if operator in "/%" and exact and constant and not in_try(node):
         where = typer.source.operator_position(node, (token,))
         typer.refuse(where, "DIVISION_BY_ZERO", typer.source.text_of(node), "Division by zero")
     allowed, result = _arithmetic_type(operator, left, right)
@@ -139,10 +140,6 @@ def in_try(node: exp.Expr) -> bool:
             return True
         parent = parent.parent
     return False
-
-
-def _constant(node: exp.Expr) -> bool:
-    return _literal(node) is not None
 
 
 def _constant_zero(node: exp.Expr) -> bool:
@@ -230,7 +227,9 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
         typer.analysis.functions[id(node)] = function
         if function.kind == "aggregate":
             ordering.aggregate_order(typer, node)
-        over = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent
+        over = node.parent
+        while isinstance(over, exp.Filter | exp.IgnoreNulls | exp.RespectNulls):  # f(x) IGNORE NULLS OVER (...)
+            over = over.parent
         if function.kind == "window" and not isinstance(over, exp.Window):
             message = f"Window function {function.name} requires an OVER clause"
             typer.refuse(written.name_index, "MISSING_OVER", typer.source.text_of(node), message)
@@ -494,4 +493,5 @@ RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
     exp.CurrentTimestamp: lambda typer, node, scope: TrinoType("timestamp with time zone", (3,)),
     exp.CurrentTime: lambda typer, node, scope: TrinoType("time with time zone", (3,)),
     exp.Localtimestamp: lambda typer, node, scope: TrinoType("timestamp", (3,)),
+    **ordering.RULES,
 }
