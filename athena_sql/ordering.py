@@ -20,6 +20,7 @@ TestAnalyzer.java, with the analyzer it tests, ExpressionAnalyzer.java and State
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -130,4 +131,8 @@ def null_treatment(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | No
     return kind
 
 
-RULES = {exp.RespectNulls: null_treatment, exp.IgnoreNulls: null_treatment}
+#: The typing rules of this module, merged into :data:`athena_sql.rules.RULES`.
+RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
+    exp.RespectNulls: null_treatment,
+    exp.IgnoreNulls: null_treatment,
+}

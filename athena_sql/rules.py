@@ -93,7 +93,7 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
         if operator == "-" and common is not None and common.name.startswith("timestamp"):
             return True, INTERVAL_DAY  # a date coerces to a timestamp (TypeCoercion): subtract(timestamp, timestamp)
         if operator == "-" and left.name == right.name and left.name in ("date", "time"):
-            return True, None  # allowed, its type not derived here
+            return True, INTERVAL_DAY  # date: as timestamp(0) - timestamp(0); time(p) - time(p) (TimeOperators)
     if operator in "*/" and left.is_interval and right.is_numeric:
         return True, left
     if operator == "*" and left.is_numeric and right.is_interval:
