@@ -58,16 +58,9 @@ def aggregate_order(typer: Typer, call: exp.Expr) -> None:
         return
     distinct = order.this if isinstance(order.this, exp.Distinct) else None
     arguments = {_key(a) for a in distinct.expressions} if distinct is not None else set()
+    sort_keys(typer, order)
     for item in order.expressions:
         key = item.this if isinstance(item, exp.Ordered) else item
-        kind = typer.types.get(id(key))
-        if kind is not None and not orderable(kind):
-            typer.refuse(
-                key,
-                "TYPE_MISMATCH",
-                typer.source.text_of(key),
-                f"Type {kind} is not orderable, and therefore cannot be used in ORDER BY",
-            )
         if distinct is not None and _key(key) not in arguments:
             typer.refuse(
                 key,
@@ -75,6 +68,19 @@ def aggregate_order(typer: Typer, call: exp.Expr) -> None:
                 typer.source.text_of(key),
                 "For aggregate function with DISTINCT, ORDER BY expressions must appear in arguments",
             )
+
+
+def sort_keys(typer: Typer, order: exp.Expr) -> None:
+    """A query's or a window's ``ORDER BY``: each key of an orderable type (``ORDER BY m`` of a map: TYPE_MISMATCH,
+    "Type map(...) is not orderable, and therefore cannot be used in ORDER BY")."""
+    if not isinstance(order, exp.Order):
+        return
+    for item in order.expressions:
+        key = item.this if isinstance(item, exp.Ordered) else item
+        kind = typer.types.get(id(key))
+        if kind is not None and not orderable(kind):
+            message = f"Type {kind} is not orderable, and therefore cannot be used in ORDER BY"
+            typer.refuse(key, "TYPE_MISMATCH", typer.source.text_of(key), message)
 
 
 def window_filter(typer: Typer, node: exp.Filter) -> None:
@@ -110,7 +116,12 @@ def unnest_call(typer: Typer, node: exp.Expr) -> bool:
 
 
 def _key(node: exp.Expr) -> str:
-    return node.sql(dialect="trino").lower()
+    """An expression's identity for DISTINCT: its Trino SQL, columns unqualified (``f.carrier`` is ``carrier``)."""
+
+    def unqualified(n: exp.Expr) -> exp.Expr:
+        return exp.column(n.name) if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) else n
+
+    return node.copy().transform(unqualified).sql(dialect="trino").lower()
 
 
 #: The value window functions, the only ones that take IGNORE NULLS / RESPECT NULLS (functions/window.md).

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import rules, stars, types
+from athena_sql import ordering, rules, stars, types
 from athena_sql.diagnostics import Diagnostic, Unchecked
 from athena_sql.functions import Function
 from athena_sql.scopes import Columns, Relation, Scope
@@ -188,6 +188,7 @@ class _Typer:
         if isinstance(order, exp.Order):
             for item in order.expressions:
                 self.expr(item, scope)
+            ordering.sort_keys(self, order)
         return outputs
 
     def relation(self, item: exp.Expr, scope: Scope) -> Relation:
@@ -300,6 +301,7 @@ class _Typer:
             for part in node.iter_expressions():
                 if part is not node.this:
                     self.expr(part, scope)
+                    ordering.sort_keys(self, part)
             kind = self.expr(node.this, scope)
             function = self.analysis.functions.get(id(node.this))
             if function is not None and not function.windowable:

@@ -110,6 +110,18 @@ def refusals(sql: str) -> dict[str, str]:
             "TYPE_MISMATCH",
             "is not orderable",
         ),
+        # a map has no order in a query's or a window's ORDER BY either
+        ("SELECT m FROM (VALUES MAP(ARRAY[1], ARRAY[2])) t(m) ORDER BY m", "TYPE_MISMATCH", "is not orderable"),
+        (
+            "SELECT row_number() OVER (ORDER BY m) FROM (VALUES MAP(ARRAY[1], ARRAY[2])) t(m)",
+            "TYPE_MISMATCH",
+            "is not orderable",
+        ),
+        (
+            "SELECT array_agg(DISTINCT carrier ORDER BY f.flight) FROM flights f",
+            "EXPRESSION_NOT_IN_DISTINCT",
+            "must appear in arguments",
+        ),
         # testQuantifiedComparisonExpression: a map has no order, whatever it is compared with
         (
             "SELECT map(ARRAY[1], ARRAY['hello']) < ALL (VALUES map(ARRAY[1], ARRAY['hello']))",
@@ -182,6 +194,8 @@ def test_located_where_trino_locates_it(sql: str, line: int, column: int) -> Non
         "SELECT carrier AS c FROM flights GROUP BY carrier ORDER BY c",
         "SELECT array_agg(DISTINCT x ORDER BY x) FROM (VALUES (1, 2), (3, 4)) t(x, y)",
         "SELECT array_agg(x ORDER BY y) FROM (VALUES (1, 2), (3, 4)) t(x, y)",
+        "SELECT array_agg(DISTINCT f.carrier ORDER BY carrier) FROM flights f",
+        "SELECT m FROM (VALUES MAP(ARRAY[1], ARRAY[2])) t(m) ORDER BY cardinality(m)",
         "SELECT map(ARRAY[1], ARRAY['a']) = map(ARRAY[1], ARRAY['a'])",
         "SELECT sum(flight) FILTER (WHERE flight > 1) FROM flights",
         "SELECT count(), count(*) FROM flights",
