@@ -226,3 +226,25 @@ def test_date_minus_date_is_an_interval_day_to_second() -> None:
     _, _, error, message = refused("SELECT DATE '2013-01-02' - DATE '2013-01-01' > 1")
     assert error == "TYPE_MISMATCH"
     assert "interval day to second > integer" in message
+
+
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        ("SELECT carrier FROM flights WHERE", "an incomplete WHERE clause"),
+        ("SELECT count(*) FROM flights HAVING", "an incomplete HAVING clause"),
+        ("SELECT CASE WHEN THEN 1 END", "an incomplete CASE WHEN ... THEN"),
+        ("SELECT 1 +", "an incomplete expression"),
+    ],
+)
+def test_a_parse_error_is_said_in_sql_words_never_sqlglots(sql: str, words: str) -> None:
+    _, _, error, message = refused(sql)
+    assert error == "SYNTAX_ERROR"
+    assert words in message
+
+
+def test_a_lambda_without_parameters_is_unchecked_not_refused() -> None:
+    # Trino's grammar allows ``() -> x`` (SqlBase.g4 #lambda); sqlglot does not parse it
+    result = check("SELECT filter(ARRAY[1], () -> true)")
+    assert result.refusals == ()
+    assert "lambda without parameters" in result.unchecked[0].reason
