@@ -7,7 +7,16 @@ trinodb/trino@01e94c03, their words):
 - ``WHERE clause cannot contain aggregations, window functions or grouping operations: [count(*)]``
   (EXPRESSION_NOT_SCALAR), the same for GROUP BY;
 - ``Cannot nest aggregations inside aggregation 'sum': [count(*)]`` (NESTED_AGGREGATION) and a window function
-  inside an aggregation (NESTED_WINDOW).
+  inside an aggregation (NESTED_WINDOW);
+- a lambda's body holds no aggregate, window or grouping operation (EXPRESSION_NOT_SCALAR) and no subquery
+  (NOT_SUPPORTED), and an expression using a lambda's parameter is never the grouping key it spells;
+- an aggregate in ORDER BY names no output alias (COLUMN_NOT_FOUND, "Invalid reference to output projection
+  attribute from ORDER BY aggregation").
+
+The lambda and ORDER BY rules follow core/trino-main/src/test/java/io/trino/sql/analyzer/TestAnalyzer.java at
+trinodb/trino@009eb018a32bbc675aa442e2f38f0d702038de2b (testLambdaInAggregationContext,
+testLambdaWithAggregationAndGrouping, testLambdaWithSubquery, testReferenceToOutputColumnFromOrderByAggregation,
+testAggregationWithOrderBy), positions included.
 
 A function is an aggregate when the function list says so (:mod:`athena_sql.functions`) and it has no OVER
 (then it is a window function). Subqueries are their own queries; a lambda's parameters are never columns.
