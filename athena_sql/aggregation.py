@@ -49,6 +49,7 @@ def refusals(
     call node by ``id``; ``refused``: calls already refused, which are not judged again; ``outer``: columns of an
     enclosing query, which are constant for a group: "reference to outer scope is group-invariant")."""
     rules = _Rules(source, functions, refused | outer)
+    rules.outer = outer
     for select in statement.find_all(exp.Select):
         rules.select(select)
     for function in statement.find_all(exp.Lambda):
@@ -61,6 +62,7 @@ class _Rules:
         self.source = source
         self.functions = functions
         self.refused = refused
+        self.outer: AbstractSet[int] = frozenset()
         self.found: list[Diagnostic] = []
 
     def refuse(self, node: exp.Expr, error: str, message: str) -> None:
@@ -157,6 +159,7 @@ class _Rules:
                     "EXPRESSION_NOT_AGGREGATE",
                     f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
                 )
+        self.subquery_references(select, [*checked, *order_items], grouped)
         for node in order_items:
             if isinstance(node, exp.Literal) or (
                 isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases
@@ -168,6 +171,29 @@ class _Rules:
                     "EXPRESSION_NOT_AGGREGATE",
                     f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
                 )
+
+    def subquery_references(self, select: exp.Select, nodes: list[exp.Expr], grouped: set[str]) -> None:
+        """A subquery in a grouped query's select list, HAVING or ORDER BY uses that query's columns only if they
+        are grouping keys: ``Subquery uses 'u.a' which must appear in GROUP BY clause`` (EXPRESSION_NOT_AGGREGATE;
+        AggregationAnalyzer.visitSubqueryExpression, TestAnalyzer.testGroupByWithSubquerySelectExpression). Judged
+        where the column's query is known: a subquery right inside ``select``, and a column qualified by one of
+        ``select``'s relations or, when ``select`` is the outermost query, any column of an enclosing query."""
+        aliases = {r.alias_or_name.lower() for r in _relations(select)}
+        outermost = select.find_ancestor(exp.Select) is None
+        for node in nodes:
+            for column in node.find_all(exp.Column):
+                inner = column.find_ancestor(exp.Select)
+                if id(column) not in self.outer or inner is None or inner is select:
+                    continue
+                if inner.find_ancestor(exp.Select) is not select or _key(column) in grouped:
+                    continue  # a deeper subquery (the column may be an intermediate query's), or a grouping key
+                if any(self.is_aggregate(a) for a in _ancestors(column, inner)):
+                    continue  # inside the subquery's own aggregate
+                qualifier = column.table.lower() if column.table else None
+                if (qualifier in aliases) if qualifier else outermost:
+                    shown = self.source.text_of(column)
+                    message = f"Subquery uses '{shown}' which must appear in GROUP BY clause"
+                    self.refuse(column, "EXPRESSION_NOT_AGGREGATE", message)
 
     def lambda_body(self, function: exp.Lambda) -> None:
         """A lambda's body holds no aggregate, window or grouping operation (EXPRESSION_NOT_SCALAR) and no subquery
@@ -242,6 +268,21 @@ class _Rules:
             arguments = list(node.this.iter_expressions()) if isinstance(node.this, exp.Expr) else []
             return all(self.constant(c, grouped, bound, shadowed) for c in [*parts, *arguments])
         return all(self.constant(child, grouped, bound, shadowed) for child in node.iter_expressions())
+
+
+def _relations(select: exp.Select) -> list[exp.Expr]:
+    """The FROM items of ``select`` (its FROM and JOINs)."""
+    from_ = select.args.get("from_")
+    items = [from_.this] if isinstance(from_, exp.From) else []
+    return [*items, *(join.this for join in select.args.get("joins") or [])]
+
+
+def _ancestors(node: exp.Expr, stop: exp.Expr) -> Iterator[exp.Expr]:
+    """``node``'s ancestors up to (not including) ``stop``."""
+    parent = node.parent
+    while parent is not None and parent is not stop:
+        yield parent
+        parent = parent.parent
 
 
 def _mentions(node: exp.Expr, names: frozenset[str]) -> bool:

@@ -85,6 +85,12 @@ def refusals(sql: str) -> dict[str, str]:
             "EXPRESSION_NOT_AGGREGATE",
             "must be an aggregate expression",
         ),
+        # testGroupByWithSubquerySelectExpression: a subquery uses the grouped query's grouping keys only
+        (
+            "SELECT carrier, (SELECT count(*) FROM flights f2 WHERE f2.dest = f.dest) FROM flights f GROUP BY carrier",
+            "EXPRESSION_NOT_AGGREGATE",
+            "Subquery uses 'f.dest' which must appear in GROUP BY clause",
+        ),
         # testSelectAllColumns
         ("SELECT non_row.* FROM (VALUES ('true', 1)) t(non_row, b)", "TABLE_NOT_FOUND", "Unable to resolve reference"),
         ("SELECT foo.* FROM flights", "TABLE_NOT_FOUND", "Unable to resolve reference foo"),
@@ -170,6 +176,9 @@ def test_refused_as_trino_refuses(sql: str, error: str, words: str) -> None:
         ("SELECT non_row.* FROM (VALUES ('true', 1)) t(non_row, b)", 1, 8),
         ("SELECT t.a FROM (SELECT t.* FROM (VALUES 1) t(a))", 1, 8),
         ("SELECT carrier,\n  CURRENT_DATE() FROM flights", 2, 3),
+        ("SELECT (SELECT u.a from (values 1) x(a)) FROM (VALUES (1, 2)) u(a, b) GROUP BY b", 1, 16),
+        ("SELECT (SELECT a+2) FROM (VALUES (1, 2)) t1(a, b) GROUP BY a+1", 1, 16),
+        ("SELECT (SELECT 1 FROM flights WHERE flight = u.a) FROM (VALUES (1, 2)) u(a, b) GROUP BY b", 1, 46),
     ],
 )
 def test_located_where_trino_locates_it(sql: str, line: int, column: int) -> None:
@@ -192,6 +201,9 @@ def test_located_where_trino_locates_it(sql: str, line: int, column: int) -> Non
         "SELECT u.* FROM flights CROSS JOIN UNNEST(ARRAY[1, 2]) AS u(x)",
         "SELECT carrier, count(*) AS n FROM flights GROUP BY carrier ORDER BY count(*) DESC, max(dep_delay)",
         "SELECT carrier AS c FROM flights GROUP BY carrier ORDER BY c",
+        "SELECT (SELECT t1.a) FROM (VALUES (1, 2)) t1(a, b) GROUP BY a",
+        "SELECT (SELECT u.a FROM (values 1) u(a)) FROM (VALUES (1, 2)) u(a, b) GROUP BY b",
+        "SELECT carrier, (SELECT count(*) FROM flights g WHERE g.carrier = f.carrier) FROM flights f GROUP BY carrier",
         "SELECT array_agg(DISTINCT x ORDER BY x) FROM (VALUES (1, 2), (3, 4)) t(x, y)",
         "SELECT array_agg(x ORDER BY y) FROM (VALUES (1, 2), (3, 4)) t(x, y)",
         "SELECT array_agg(DISTINCT f.carrier ORDER BY carrier) FROM flights f",
