@@ -45,7 +45,9 @@ def special_values(source: Source) -> Iterator[Diagnostic]:
     tokens = source.tokens
     for index, token in enumerate(tokens[:-1]):
         name = token.text.upper()
-        if name not in _SPECIAL_VALUES or tokens[index + 1].token_type != TokenType.L_PAREN:
+        if token.token_type == TokenType.IDENTIFIER or name not in _SPECIAL_VALUES:
+            continue
+        if tokens[index + 1].token_type != TokenType.L_PAREN:
             continue
         if index > 0 and tokens[index - 1].token_type == TokenType.DOT:
             continue  # a qualified name, not the special value
@@ -67,7 +69,9 @@ def listagg(source: Source) -> Iterator[Diagnostic]:
     """
     tokens = source.tokens
     for index, token in enumerate(tokens[:-1]):
-        if token.text.upper() != "LISTAGG" or tokens[index + 1].token_type != TokenType.L_PAREN:
+        if token.token_type == TokenType.IDENTIFIER or token.text.upper() != "LISTAGG":
+            continue  # "listagg" quoted is an ordinary name
+        if tokens[index + 1].token_type != TokenType.L_PAREN:
             continue
         depth, position, separator = 0, index + 1, None
         while position < len(tokens):
@@ -97,7 +101,7 @@ def listagg(source: Source) -> Iterator[Diagnostic]:
 
 #: ``TIMESTAMP 'yyyy-mm-dd hh:mm[:ss[.f...]] zone'``: the zone part of a timestamp literal.
 _TIMESTAMP_ZONE = re.compile(r"^\s*\d{4}-\d{1,2}-\d{1,2}[ T]\d{1,2}:\d{1,2}(:\d{1,2}(\.\d+)?)?\s+(?P<zone>\S+)\s*$")
-_OFFSET = re.compile(r"^[+-]\d{1,2}(:?\d{2})?$")
+_OFFSET = re.compile(r"^((utc|gmt|ut)?[+-]\d{1,2}(:?\d{2})?|(utc|gmt|ut)[+-]\d{1,2}:\d{2})$", re.IGNORECASE)
 
 
 def literals(source: Source) -> Iterator[Diagnostic]:
