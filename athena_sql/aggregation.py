@@ -44,12 +44,15 @@ def refusals(
     functions: Mapping[int, Function],
     refused: AbstractSet[int] = frozenset(),
     outer: AbstractSet[int] = frozenset(),
+    stars: Mapping[int, list[str]] | None = None,
 ) -> list[Diagnostic]:
     """Every aggregation rule ``statement`` breaks, in each of its SELECTs (``functions``: the catalog entry of each
     call node by ``id``; ``refused``: calls already refused, which are not judged again; ``outer``: columns of an
-    enclosing query, which are constant for a group: "reference to outer scope is group-invariant")."""
+    enclosing query, which are constant for a group: "reference to outer scope is group-invariant"; ``stars``: the
+    columns each ``*`` select item selects, by ``id``, which a GROUP BY must group one by one)."""
     rules = _Rules(source, functions, refused | outer)
     rules.outer = outer
+    rules.stars = stars or {}
     for select in statement.find_all(exp.Select):
         rules.select(select)
     for function in statement.find_all(exp.Lambda):
@@ -63,10 +66,12 @@ class _Rules:
         self.functions = functions
         self.refused = refused
         self.outer: AbstractSet[int] = frozenset()
+        self.stars: Mapping[int, list[str]] = {}
+        self.origin: dict[int, exp.Expr] = {}  # a column a ``*`` selects -> that ``*`` (where it is written)
         self.found: list[Diagnostic] = []
 
     def refuse(self, node: exp.Expr, error: str, message: str) -> None:
-        line, column = self.source.node_position(node)
+        line, column = self.source.node_position(self.origin.get(id(node), node))
         self.found.append(Diagnostic(line, column, error, self.source.text_of(node), message))
 
     def is_aggregate(self, node: exp.Expr) -> bool:
@@ -121,7 +126,7 @@ class _Rules:
             self.scalar_only(where.this, "WHERE clause")
         group = select.args.get("group")
         keys = list(_grouping(group)) if isinstance(group, exp.Group) else []
-        items = [item.this if isinstance(item, exp.Alias) else item for item in select.expressions]
+        items = self.expanded(select)
         before = len(self.found)
         for key in keys:
             self.scalar_only(self.positional(key, items, "GROUP BY") or key, "GROUP BY clause")
@@ -171,6 +176,24 @@ class _Rules:
                     "EXPRESSION_NOT_AGGREGATE",
                     f"'{self.source.text_of(node)}' must be an aggregate expression or appear in GROUP BY clause",
                 )
+
+    def expanded(self, select: exp.Select) -> list[exp.Expr]:
+        """The select items, each ``*`` replaced by the columns it selects when every one's are known
+        (TestAnalyzer.testGroupByWithWildcard: ``SELECT * FROM t1 GROUP BY 1`` groups the first column only)."""
+        items = [item.this if isinstance(item, exp.Alias) else item for item in select.expressions]
+        starred = [i for i in items if isinstance(i, exp.Star) or (isinstance(i, exp.Column) and i.is_star)]
+        if not starred or any(id(i) not in self.stars for i in starred):
+            return items
+        expanded: list[exp.Expr] = []
+        for item in items:
+            if id(item) not in self.stars:
+                expanded.append(item)
+                continue
+            for name in self.stars[id(item)]:
+                column = exp.column(name)
+                self.origin[id(column)] = item
+                expanded.append(column)
+        return expanded
 
     def subquery_references(self, select: exp.Select, nodes: list[exp.Expr], grouped: set[str]) -> None:
         """A subquery in a grouped query's select list, HAVING or ORDER BY uses that query's columns only if they

@@ -81,7 +81,9 @@ def check_query(
         typed = typecheck.analyze(statement, source, tables=tables, parameters=parameters)
         found = [
             *typed.refusals,
-            *aggregation.refusals(statement, source, typed.functions, typed.refused_calls, typed.outer_columns),
+            *aggregation.refusals(
+                statement, source, typed.functions, typed.refused_calls, typed.outer_columns, typed.stars
+            ),
             *forms.literals(source),
         ]
         unchecked = list(typed.unchecked)

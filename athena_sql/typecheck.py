@@ -72,6 +72,8 @@ class Analysis:
     refused_calls: set[int] = field(default_factory=set)
     #: ``id(node)`` of columns of an enclosing query (a correlated subquery's): constant for its groups
     outer_columns: set[int] = field(default_factory=set)
+    #: ``id(node)`` of each ``*`` / ``t.*`` select item -> the names of the columns it selects, when known
+    stars: dict[int, list[str]] = field(default_factory=dict)
 
 
 def analyze(
@@ -164,6 +166,7 @@ class _Typer:
                 )
                 if expanded is None:
                     return self._rest(node, scope, None)
+                self.analysis.stars[id(item)] = list(expanded)
                 outputs.update(expanded)
                 continue
             kind = self.expr(item, scope)

@@ -91,6 +91,13 @@ def refusals(sql: str) -> dict[str, str]:
             "EXPRESSION_NOT_AGGREGATE",
             "Subquery uses 'f.dest' which must appear in GROUP BY clause",
         ),
+        # testGroupByWithWildcard: * selects every column, each grouped or refused
+        (
+            "SELECT * FROM flights GROUP BY 1",
+            "EXPRESSION_NOT_AGGREGATE",
+            "' must be an aggregate expression or appear in",
+        ),
+        ("SELECT * FROM flights ORDER BY 9", "INVALID_COLUMN_REFERENCE", "ORDER BY position 9 is not in select list"),
         # testSelectAllColumns
         ("SELECT non_row.* FROM (VALUES ('true', 1)) t(non_row, b)", "TABLE_NOT_FOUND", "Unable to resolve reference"),
         ("SELECT foo.* FROM flights", "TABLE_NOT_FOUND", "Unable to resolve reference foo"),
@@ -201,6 +208,9 @@ def test_located_where_trino_locates_it(sql: str, line: int, column: int) -> Non
         "SELECT u.* FROM flights CROSS JOIN UNNEST(ARRAY[1, 2]) AS u(x)",
         "SELECT carrier, count(*) AS n FROM flights GROUP BY carrier ORDER BY count(*) DESC, max(dep_delay)",
         "SELECT carrier AS c FROM flights GROUP BY carrier ORDER BY c",
+        "SELECT * FROM flights GROUP BY 1, 2, 3, 4, 5",
+        "SELECT *, count(*) FROM flights GROUP BY carrier, flight, dep_delay, dest, dt",
+        "SELECT * FROM flights ORDER BY 5",
         "SELECT (SELECT t1.a) FROM (VALUES (1, 2)) t1(a, b) GROUP BY a",
         "SELECT (SELECT u.a FROM (values 1) u(a)) FROM (VALUES (1, 2)) u(a, b) GROUP BY b",
         "SELECT carrier, (SELECT count(*) FROM flights g WHERE g.carrier = f.carrier) FROM flights f GROUP BY carrier",
