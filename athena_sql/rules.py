@@ -182,6 +182,8 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     written = calls.find_call(typer.source, node)
     if ordering.unnest_call(typer, node):
         return None
+    if isinstance(node, exp.Anonymous) and str(node.this).upper() in ("ALL", "ANY", "SOME") and node.expressions:
+        return typer.expr(node.expressions[0], scope)  # x < ALL (VALUES ...): the subquery's column type
     if written is None or written.name in SYNTAX_NAMES:
         for child in node.iter_expressions():
             if isinstance(child, exp.Lambda):  # its body still judged, its parameters of unknown type

@@ -141,6 +141,8 @@ def refusals(sql: str) -> dict[str, str]:
             "TYPE_MISMATCH",
             "is not orderable",
         ),
+        # a quantified comparison's VALUES: its column type is compared (Trino: TYPE_MISMATCH)
+        ("SELECT carrier FROM flights WHERE dest = SOME (VALUES 1)", "TYPE_MISMATCH", "varchar = integer"),
         # testInvalidAggregationFilter, testNullTreatment
         (
             "SELECT sum(x) FILTER (WHERE x > 1) OVER (PARTITION BY x) FROM (VALUES (1), (2), (2), (4)) t (x)",
@@ -211,6 +213,7 @@ def test_located_where_trino_locates_it(sql: str, line: int, column: int) -> Non
         "SELECT * FROM flights GROUP BY 1, 2, 3, 4, 5",
         "SELECT *, count(*) FROM flights GROUP BY carrier, flight, dep_delay, dest, dt",
         "SELECT * FROM flights ORDER BY 5",
+        "SELECT * FROM flights WHERE flight <= ALL (VALUES 10, 20)",
         "SELECT (SELECT t1.a) FROM (VALUES (1, 2)) t1(a, b) GROUP BY a",
         "SELECT (SELECT u.a FROM (values 1) u(a)) FROM (VALUES (1, 2)) u(a, b) GROUP BY b",
         "SELECT carrier, (SELECT count(*) FROM flights g WHERE g.carrier = f.carrier) FROM flights f GROUP BY carrier",
