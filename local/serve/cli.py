@@ -11,7 +11,12 @@ follow it.
 **No SigV4 locally**: the deployed API requires IAM authorization on every route; this server checks no
 signature and binds the loopback interface only. Ctrl-C (or SIGTERM) stops both servers.
 
-    python -m local.serve [--port PORT] [--workdir .demo]
+    python -m local.serve [--port PORT] [--workdir .demo] [--read-only] [--jobs-dir jobs]
+
+Unless ``--read-only``, it is also **the local world** the operator commands address with ``--local``
+(:mod:`local.serve.world`): the job registry in the same moto server, each job's function on the fake Lambda
+service behind Lambda's Invoke API, the world file ``<workdir>/world.json``; what operations write (a pause, a
+rerun's generation, a backfill) is exported back to the store when it stops, so the next ``make serve`` keeps it.
 
 Exit status: 0 after a clean stop; 1 when a server cannot start (the port is taken, the moto server does not
 start or fails while the store is loaded); 2 when there is nothing to serve (no demo ran, or its store is corrupt
@@ -164,6 +169,10 @@ class LocalReadApi:
             with contextlib.suppress(Exception):
                 stop_server_process(moto)
 
+    def extra_lines(self) -> list[str]:
+        """More lines of the banner (the local world's); none for the read API alone."""
+        return []
+
     def __enter__(self) -> Self:
         return self.start()
 
@@ -196,6 +205,7 @@ def banner(api: LocalReadApi) -> list[str]:
         "",
         *read_api_lines(api.base_url, job=job, slot=slots[0], history_job=other, serve_command=None),
         "",
+        *api.extra_lines(),
         f"  index: {api.base_url}/   every job (the overview widget): {api.base_url}/widget/overview   Ctrl-C stops.",
     ]
     return lines
@@ -211,6 +221,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workdir", type=Path, default=REPO_ROOT / ".demo", help="the demo's workdir (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="serve the read API only: no job registry, no functions, no world for --local, nothing written back",
+    )
+    parser.add_argument(
+        "--jobs-dir",
+        type=Path,
+        default=REPO_ROOT / "jobs",
+        help="the job folders whose functions the local world runs (default: %(default)s)",
     )
     return parser.parse_args(argv)
 
@@ -252,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     def request_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    api = LocalReadApi(workdir, port=port, log=err)
+    api: LocalReadApi
+    if args.read_only:
+        api = LocalReadApi(workdir, port=port, log=err)
+    else:
+        from local.serve.world import LocalWorld
+
+        api = LocalWorld(workdir, port=port, jobs_dir=args.jobs_dir.resolve(), log=err)
     try:
         try:
             api.start()
@@ -274,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
         print("\nstopping the read API and the moto server ...", flush=True)
+        api.close()  # the world exports what operations wrote before its moto server stops
         return 0
     except KeyboardInterrupt:  # a Ctrl-C before the handlers were installed
         return 130

@@ -2,7 +2,8 @@
 one default each, so ``--region`` or ``--lock-table`` means the same in ``ops``, ``results`` and ``ops fence-bump``.
 
 - the deployment (:func:`add_deployment_arguments`): ``--stack``, ``--region``, ``--lock-table``,
-  ``--results-table``, ``--function JOB=NAME``, ``--endpoint-url`` (and :func:`add_profile_argument`);
+  ``--results-table``, ``--function JOB=NAME``, ``--endpoint-url`` (and :func:`add_profile_argument`); the local
+  world instead of AWS (:func:`add_local_argument`): ``--local``;
 - argument types: :func:`positive_int`, :func:`non_negative_float`, :func:`slot_time`;
 - :class:`OneLineParser`: a usage error as one ``error:`` line, exit status 2.
 """
@@ -86,6 +87,21 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool
             help="a job's function (instead of its job registry entry's)",
         )
     parser.add_argument("--endpoint-url", default=default(None), help=ENDPOINT_HELP)
+
+
+#: ``--local``'s help: the world it addresses and the environment setting that stands for it.
+LOCAL_HELP = (
+    "act on the local world (`make serve`: the demo's store, its job registry and local functions) instead of AWS;"
+    " ATHENA_ONCE_LOCAL=1 does the same, ATHENA_ONCE_LOCAL_WORKDIR names its workdir (default .demo)"
+)
+
+
+def add_local_argument(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    """``--local``: the local world of ``make serve`` (:mod:`local.serve.world`) instead of AWS. Only the commands
+    that resolve every endpoint from it take the option (never one that would reach AWS with part of it)."""
+    parser.add_argument(
+        "--local", action="store_true", default=False if defaults else argparse.SUPPRESS, help=LOCAL_HELP
+    )
 
 
 def add_profile_argument(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
