@@ -11,12 +11,13 @@ follow it.
 **No SigV4 locally**: the deployed API requires IAM authorization on every route; this server checks no
 signature and binds the loopback interface only. Ctrl-C (or SIGTERM) stops both servers.
 
-    python -m local.serve [--port PORT] [--workdir .demo] [--read-only] [--jobs-dir jobs]
+    python -m local.serve [--port PORT] [--workdir .demo] [--read-only] [--schedule] [--jobs-dir jobs]
 
 Unless ``--read-only``, it is also **the local world** the operator commands address with ``--local``
 (:mod:`local.serve.world`): the job registry in the same moto server, each job's function on the fake Lambda
 service behind Lambda's Invoke API, the world file ``<workdir>/world.json``; what operations write (a pause, a
 rerun's generation, a backfill) is exported back to the store when it stops, so the next ``make serve`` keeps it.
+``--schedule`` also fires every job's schedule live (its racers at each firing), as EventBridge Scheduler would.
 
 Exit status: 0 after a clean stop; 1 when a server cannot start (the port is taken, the moto server does not
 start or fails while the store is loaded); 2 when there is nothing to serve (no demo ran, or its store is corrupt
@@ -228,6 +229,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="serve the read API only: no job registry, no functions, no world for --local, nothing written back",
     )
     parser.add_argument(
+        "--schedule",
+        action="store_true",
+        help="the local world fires every job's schedule live (its racers at each firing, as EventBridge Scheduler)",
+    )
+    parser.add_argument(
         "--jobs-dir",
         type=Path,
         default=REPO_ROOT / "jobs",
@@ -274,12 +280,14 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     api: LocalReadApi
+    if args.read_only and args.schedule:
+        return fail("--read-only serves no functions: it cannot --schedule them", 2)
     if args.read_only:
         api = LocalReadApi(workdir, port=port, log=err)
     else:
         from local.serve.world import LocalWorld
 
-        api = LocalWorld(workdir, port=port, jobs_dir=args.jobs_dir.resolve(), log=err)
+        api = LocalWorld(workdir, port=port, jobs_dir=args.jobs_dir.resolve(), live=args.schedule, log=err)
     try:
         try:
             api.start()

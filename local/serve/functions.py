@@ -22,6 +22,7 @@ What differs from Lambda: no IAM, no SigV4 (loopback only), no synchronous invoc
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import itertools
 import json
 import queue
@@ -35,6 +36,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, LambdaServiceError
+from slotlock.schedule import next_firing
 
 HOST = "127.0.0.1"
 INVOKE_PREFIX = "/2015-03-31/functions/"
@@ -47,14 +49,23 @@ MAX_COLD_START_FAILURES = 3
 
 @dataclass(frozen=True)
 class LocalFunction:
-    """One job's function: its name and how to run it (``config``: the fake Lambda service's function)."""
+    """One job's function: its name and how to run it (``config``: the fake Lambda service's function), and its
+    job's schedule (``cron(...)`` in ``timezone``, ``racers`` invocations a firing) for :class:`FunctionHost`'s live
+    schedule."""
 
     job: str
     config: FunctionConfig
+    schedule_expression: str = ""
+    schedule_timezone: str = "UTC"
+    racers: int = 1
 
 
 class FunctionHost:
     """The functions, stepped by one thread; :meth:`invoke` is thread-safe. :meth:`close` is idempotent.
+
+    ``live``: also fire each job's schedule as EventBridge Scheduler does: at each firing, ``racers`` asynchronous
+    invocations of the job's function with the stack's Scheduler input (:func:`local.scenario.driver.scheduler_event`),
+    from the first firing after :meth:`start` on.
 
     ``before_first``: called once in the stepping thread before the first invocation is delivered (preparing the
     sample data); an exception there is logged, and that invocation is dropped (the operator's wait says it never
@@ -67,6 +78,7 @@ class FunctionHost:
         *,
         before_first: Callable[[], None] | None = None,
         log: Callable[[str], None] | None = None,
+        live: bool = False,
     ) -> None:
         self.functions = dict(functions)  # function name -> function
         self.services: dict[str, FakeLambda] = {}
@@ -74,6 +86,9 @@ class FunctionHost:
         self.log = log or (lambda line: None)
         self._seen: dict[str, int] = {}  # function -> how many of its service's errors were logged
         self._cold_failures: dict[str, int] = {}
+        self.live = live
+        self.next_firing: dict[str, dt.datetime] = {}  # function -> its job's next firing (``live``)
+        self.fired: list[tuple[str, str]] = []  # (job, slot) of every live firing
         self._queue: queue.Queue[tuple[str, Delivery]] = queue.Queue()
         self._seq = itertools.count(1)
         self._before_first = before_first
@@ -81,6 +96,13 @@ class FunctionHost:
         self._thread: threading.Thread | None = None
 
     def start(self) -> FunctionHost:
+        if self.live:
+            now = dt.datetime.now(dt.UTC)
+            for name, function in self.functions.items():
+                if function.schedule_expression:
+                    following = next_firing(function.schedule_expression, function.schedule_timezone, now)
+                    if following is not None:
+                        self.next_firing[name] = following
         self._thread = threading.Thread(target=self._loop, name="local-functions", daemon=True)
         self._thread.start()
         return self
@@ -105,9 +127,32 @@ class FunctionHost:
             service = self.services[name] = FakeLambda(self.functions[name].config)
         return service
 
+    def _fire_due(self) -> None:
+        """The live schedule: every firing now due, ``racers`` invocations each (at least once: a late firing is
+        delivered late, as the Scheduler's retries would)."""
+        from local.scenario.driver import scheduler_event
+
+        now = dt.datetime.now(dt.UTC)
+        for name, due in list(self.next_firing.items()):
+            if due > now:
+                continue
+            function = self.functions[name]
+            slot = due.strftime("%Y-%m-%dT%H:%M:%SZ")
+            for racer in range(function.racers):
+                self.invoke(name, scheduler_event(function.job, slot, racer))
+            self.fired.append((function.job, slot))
+            self.log(f"schedule: {function.job} slot {slot}: {function.racers} invocation(s) of {name}")
+            following = next_firing(function.schedule_expression, function.schedule_timezone, now)
+            if following is None:
+                del self.next_firing[name]
+            else:
+                self.next_firing[name] = following
+
     def _loop(self) -> None:
         while not self._stop.is_set():
             busy = False
+            if self.next_firing:
+                self._fire_due()
             while True:
                 try:
                     name, delivery = self._queue.get_nowait()

@@ -135,7 +135,9 @@ class LocalWorld(LocalReadApi):
     """The read API, the job registry, the functions and the world file; :meth:`close` exports the store back.
 
     ``jobs_dir``: the job folders whose functions the world runs (default ``jobs/``); ``keep``: export what
-    operations wrote back to the store on :meth:`close` (``False``: the store stays as it was).
+    operations wrote back to the store on :meth:`close` (``False``: the store stays as it was); ``live``: fire
+    every job's schedule as EventBridge Scheduler does (:class:`local.serve.functions.FunctionHost`), so a paused
+    job's next slot is recorded MISSED ``paused`` by its racers.
 
     :meth:`start` raises what :meth:`LocalReadApi.start` raises, and :class:`ServeError` when the registry cannot
     be written or the Invoke API cannot listen.
@@ -148,11 +150,13 @@ class LocalWorld(LocalReadApi):
         port: int = DEFAULT_PORT,
         jobs_dir: Path | None = None,
         keep: bool = True,
+        live: bool = False,
         log: Any = None,
     ) -> None:
         super().__init__(workdir, port=port, log=log)
         self.jobs_dir = jobs_dir or REPO_ROOT / "jobs"
         self.keep = keep
+        self.live = live
         self.world_id = uuid.uuid4().hex
         self.functions: Any = None
         self.invoke: Any = None
@@ -221,6 +225,8 @@ class LocalWorld(LocalReadApi):
             " backfill ...   (or ATHENA_ONCE_LOCAL=1)"
         )
         read = "  read it: athena-once results --local latest -s JOB   (what operations write is kept when this stops)"
+        if self.live and self.functions is not None:
+            registry += "; the live schedule fires every job (racers per firing, as EventBridge Scheduler)"
         lines = ["", registry]
         lines += [f"    {name}: no local function: {why}" for name, why in sorted(self.left_out.items())]
         lines += [operate, read]

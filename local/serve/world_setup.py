@@ -83,7 +83,8 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
     from stacks.jobs import discover
 
     manifest = world.manifest
-    names = sorted(store_catalog(manifest))
+    catalog = store_catalog(manifest)
+    names = sorted(catalog)
     folders = {folder.name for folder in discover(world.jobs_dir)}
     left_out = {name: f"no job folder {world.jobs_dir.name}/{name}" for name in names if name not in folders}
     wanted = tuple(name for name in names if name in folders)
@@ -116,6 +117,7 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
             logs.mkdir(parents=True, exist_ok=True)
             function = function_name(name)
 
+            schedule = catalog[name].schedule
             functions[function] = LocalFunction(
                 name,
                 FunctionConfig(
@@ -133,8 +135,11 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
                     logs_dir=logs,
                     timeout_s=float(config.lambda_timeout_s),
                     min_environments=0,
-                    max_environments=MAX_ENVIRONMENTS,
+                    max_environments=max(MAX_ENVIRONMENTS, schedule.racers if world.live and schedule else 0),
                 ),
+                schedule.expression if schedule else "",
+                schedule.timezone if schedule else "UTC",
+                schedule.racers if schedule else 1,
             )
 
     def prepare_data() -> None:  # in the functions' thread, before the first invocation: a second when built
@@ -142,7 +147,7 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
 
         world.data_dir = ensure_flights_table().parent
 
-    return FunctionHost(functions, before_first=prepare_data, log=world.log), left_out
+    return FunctionHost(functions, before_first=prepare_data, log=world.log, live=world.live), left_out
 
 
 def _worker_argv(
