@@ -12,6 +12,10 @@ Two ways to read, one model:
   signed with SigV4 (:mod:`tools.results.client`); a redirect to offloaded rows is followed without the
   signature.
 
+``--local`` (or ``ATHENA_ONCE_LOCAL=1``): the local world of ``make serve`` instead of AWS, as ``tools.ops`` takes it
+(its tables and registry directly; ``--api`` without URL is its read API); with no world running, one ``error:`` line
+saying how to start one (exit 1); beside ``--endpoint-url`` or ``--profile``, a usage error (2).
+
 Output: ``table`` (rich, default), ``json`` (the API's documents), ``csv`` (RFC 4180, as the API serves it): only
 the data goes to stdout, every message to stderr. Exit status: 0 read; 1 refused (bad parameter, unknown job,
 no such result, a malformed job registry entry: one ``error:`` line); 2 bad usage, or no AWS region or credentials, an unknown profile; 3 the

@@ -228,3 +228,26 @@ def test_pause_run_resume_rerun_backfill_release_on_the_local_world(
     manifest = read_manifest(world.workdir / STORE_DIR)
     assert manifest["results"][JOB]["latest_slot"] == slot.iso
     assert set(manifest["results"][JOB]["slots"]) == {f"{s.iso}#g2" for s in (first, second, slot)}
+
+
+def test_the_invoke_api_answers_as_lambda_does() -> None:
+    from local.emulators.lambda_service import FunctionConfig
+    from local.serve.functions import FunctionHost, InvokeServer, LocalFunction
+
+    config = FunctionConfig("fn", {}, lambda worker_id, seq: [], Path("."), 60, 0, 1)
+    host = FunctionHost({"fn": LocalFunction("job", config)})  # never started: nothing is delivered
+    server = InvokeServer(host, identity={"world_id": "w"})
+    try:
+        path = "/2015-03-31/functions/{}/invocations"
+        status, headers, _ = server.answer(path.format("fn"), "Event", b'{"job": "job"}')
+        assert status == 202 and headers["x-amzn-RequestId"]
+        arn = "arn:aws:lambda:us-east-1:123456789012:function:fn"
+        assert server.answer(path.format(arn), "Event", b"{}")[0] == 202
+        status, headers, body = server.answer(path.format("other"), "Event", b"{}")
+        assert (status, headers["x-amzn-ErrorType"]) == (404, "ResourceNotFoundException")
+        assert "Function not found: other" in json.loads(body)["message"]
+        for invocation_type, payload in (("RequestResponse", b"{}"), (None, b"{}"), ("Event", b"[1]"), ("Event", b"{")):
+            status, headers, _ = server.answer(path.format("fn"), invocation_type, payload)
+            assert (status, headers["x-amzn-ErrorType"]) == (400, "InvalidRequestContentException")
+    finally:
+        server.close()
