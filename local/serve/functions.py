@@ -45,6 +45,9 @@ STEP_IDLE_S = 0.02  # the stepping thread's pause when no service had anything t
 #: A function whose environments fail their cold start this many times in a row drops its queued invocations
 #: (each failure is logged with its log file): a broken function must not respawn for ever.
 MAX_COLD_START_FAILURES = 3
+#: An execution environment idle this long is stopped (Lambda reclaims idle environments too, after a time it does
+#: not document: a local choice), so a world left running with ``--schedule`` does not keep every racer warm.
+IDLE_RECLAIM_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class FunctionHost:
         self._seen: dict[str, int] = {}  # function -> how many of its service's errors were logged
         self._cold_failures: dict[str, int] = {}
         self.live = live
+        self._next_reclaim = 0.0
         self.next_firing: dict[str, dt.datetime] = {}  # function -> its job's next firing (``live``)
         self.fired: list[tuple[str, str]] = []  # (job, slot) of every live firing
         self._queue: queue.Queue[tuple[str, Delivery]] = queue.Queue()
@@ -166,6 +170,7 @@ class FunctionHost:
                     self._service(name).invoke(delivery)
                 except Exception as exc:  # noqa: BLE001 - the thread must outlive one bad invocation
                     self._error(name, f"invocation {delivery.request_id} dropped: {exc}")
+            self._reclaim_idle()
             for name, service in list(self.services.items()):
                 try:
                     service.step(0.0)
@@ -176,6 +181,16 @@ class FunctionHost:
                 busy = busy or bool(service.pending or service.in_flight)
             if not busy:
                 self._stop.wait(STEP_IDLE_S)
+
+    def _reclaim_idle(self) -> None:
+        now = time.monotonic()
+        if now < self._next_reclaim:
+            return
+        self._next_reclaim = now + 5.0
+        for service in self.services.values():
+            for worker in list(service.workers.values()):
+                if worker.state == "idle" and now - worker.last_used > IDLE_RECLAIM_S:
+                    worker.stop(timeout_s=2.0)  # marked dead first: the service does not replace it
 
     def _error(self, name: str, text: str) -> None:
         self.errors.append(f"{name}: {text}")
