@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local.serve.cli import DEFAULT_PORT, REPO_ROOT, LocalReadApi, ServeError
+from local.serve.read_api import DEFAULT_PORT, REPO_ROOT, LocalReadApi, ServeError
 from local.serve.store import StoreError, export_store
 
 WORLD_KIND = "athena-once-local-world"
@@ -142,6 +142,8 @@ class LocalWorld(LocalReadApi):
     :meth:`start` raises what :meth:`LocalReadApi.start` raises, and :class:`ServeError` when the registry cannot
     be written or the Invoke API cannot listen.
     """
+
+    moto_own_session = True  # a Ctrl-C reaches this process only: the store is exported before moto stops
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from athena_refresh.registry import JobRegistryEntry, entry_value, parameter_name, registry_path
-from local.serve.cli import ServeError
+from local.serve.read_api import ServeError
 from local.serve.store import store_catalog
 
 if TYPE_CHECKING:

@@ -145,6 +145,8 @@ def test_without_local_and_without_aws_settings_the_commands_refuse_in_one_line(
         code, text = cli(capsys, *words)
         assert code == 1 and text.startswith("refused: ") and text.count("\n") == 1, text
         assert "region" in text.lower()
+    code, text = cli(capsys, "results", "jobs")
+    assert code == 2 and text.startswith("error: no AWS region") and text.count("\n") == 1, text
     # AND with --local but no world running: one line saying how to start it
     monkeypatch.setenv(WORKDIR_ENV, str(tmp_path))
     code, text = cli(capsys, "ops", "--local", "status")
@@ -197,6 +199,8 @@ def test_pause_run_resume_rerun_backfill_release_on_the_local_world(
     assert world.results.list_generations(JOB, slot.iso) == [2]
     latest = world.results.get_latest(JOB)
     assert latest is not None and (latest["latest_slot"], latest["latest_generation"]) == (slot.iso, 2)
+    code, text = cli(capsys, "ops", "--local", "history", "-s", JOB, "--json")
+    assert code == 0 and '"generation": 2' in text and '"reason": "paused"' in text, text
 
     # WHEN the two slots before it are backfilled: --dry-run writes nothing, then both run
     first, second = (Slot(slot.epoch_s - 1800 * n) for n in (2, 1))
