@@ -153,6 +153,10 @@ def test_without_local_and_without_aws_settings_the_commands_refuse_in_one_line(
     assert code == 1 and text.count("\n") == 1 and "no local world is running" in text and "make serve" in text
     code, text = cli(capsys, "results", "--local", "jobs")
     assert code == 1 and text.count("\n") == 1 and "make serve" in text
+    monkeypatch.setenv(LOCAL_ENV, "1")  # the documented environment setting is --local
+    code, text = cli(capsys, "ops", "status")
+    assert code == 1 and text.count("\n") == 1 and "no local world is running" in text
+    monkeypatch.delenv(LOCAL_ENV)
     # AND --local beside --endpoint-url is a usage error (two worlds named)
     code, text = cli(capsys, "ops", "--local", "--endpoint-url", "http://127.0.0.1:9", "status")
     assert code == 2 and "two worlds" in text
