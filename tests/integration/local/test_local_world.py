@@ -153,6 +153,14 @@ def test_without_local_and_without_aws_settings_the_commands_refuse_in_one_line(
     assert code == 1 and text.count("\n") == 1 and "no local world is running" in text and "make serve" in text
     code, text = cli(capsys, "results", "--local", "jobs")
     assert code == 1 and text.count("\n") == 1 and "make serve" in text
+    # AND a world file left by a world that was killed: the world does not answer, so it is not used
+    stale = dict.fromkeys(("world_id", "region", "moto_endpoint", "read_api", "lock_table", "results_table"), "x")
+    stale |= {"kind": "athena-once-local-world", "format": 1, "pid": 1, "bucket": None, "stack": "S"}
+    stale |= {"registry_path": "/S/jobs/", "functions_endpoint": "http://127.0.0.1:9", "started_at": "t"}
+    (tmp_path / WORLD_FILE).write_text(json.dumps(stale))
+    code, text = cli(capsys, "ops", "--local", "status")
+    assert code == 1 and text.count("\n") == 1 and "it has stopped" in text and "make serve" in text, text
+    (tmp_path / WORLD_FILE).unlink()
     monkeypatch.setenv(LOCAL_ENV, "1")  # the documented environment setting is --local
     code, text = cli(capsys, "ops", "status")
     assert code == 1 and text.count("\n") == 1 and "no local world is running" in text
