@@ -36,6 +36,18 @@ from typing import Any
 
 from local.serve.read_api import DEFAULT_PORT, REPO_ROOT, LocalReadApi, ServeError
 from local.serve.store import StoreError, export_store
+from tools.cli.params import LOCAL_ENV, local_setting
+
+__all__ = [
+    "LOCAL_ENV",
+    "WORKDIR_ENV",
+    "WORLD_FILE",
+    "LocalWorld",
+    "WorldError",
+    "WorldInfo",
+    "local_requested",
+    "open_world",
+]
 
 WORLD_KIND = "athena-once-local-world"
 WORLD_FORMAT = 1
@@ -44,8 +56,6 @@ WORLD_FILE = "world.json"
 WORLD_STACK = "ScheduledAthenaRefresh"
 #: The workdir ``--local`` reads (the ``make serve`` default), unless ``$ATHENA_ONCE_LOCAL_WORKDIR`` names another.
 WORKDIR_ENV = "ATHENA_ONCE_LOCAL_WORKDIR"
-#: Set to 1 (or true/yes), it is ``--local`` on every operator command.
-LOCAL_ENV = "ATHENA_ONCE_LOCAL"
 PING_TIMEOUT_S = 3.0
 START_HINT = "start it with `make serve` (athena-once local serve) in another terminal, after `make demo`"
 
@@ -90,8 +100,8 @@ class WorldInfo:
 
 
 def local_requested(flag: bool) -> bool:
-    """``--local`` given, or :data:`LOCAL_ENV` set to 1/true/yes."""
-    return flag or os.environ.get(LOCAL_ENV, "").strip().lower() in ("1", "true", "yes")
+    """``--local`` given, or :data:`tools.cli.params.LOCAL_ENV` set to 1/true/yes."""
+    return flag or local_setting()
 
 
 def default_workdir() -> Path:

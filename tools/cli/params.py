@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from typing import Any, NoReturn
 
 from slotlock import InvalidEventError, Slot
@@ -87,6 +88,23 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool
             help="a job's function (instead of its job registry entry's)",
         )
     parser.add_argument("--endpoint-url", default=default(None), help=ENDPOINT_HELP)
+
+
+#: Set to 1 (or true/yes), it is ``--local`` on every command that takes the option.
+LOCAL_ENV = "ATHENA_ONCE_LOCAL"
+
+
+def local_setting() -> bool:
+    """:data:`LOCAL_ENV` is set to 1/true/yes."""
+    return os.environ.get(LOCAL_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def local_setting_refusal(command: str) -> str | None:
+    """For a command that only acts on AWS (``ops fence-bump``, ``ops smoke-test``): the one-line refusal while
+    :data:`LOCAL_ENV` says the operator means the local world (``None``: not set)."""
+    if not local_setting():
+        return None
+    return f"{LOCAL_ENV} is set (the local world), but {command} acts on AWS only: unset {LOCAL_ENV} to act on AWS"
 
 
 #: ``--local``'s help: the world it addresses and the environment setting that stands for it.

@@ -164,6 +164,11 @@ def test_without_local_and_without_aws_settings_the_commands_refuse_in_one_line(
     monkeypatch.setenv(LOCAL_ENV, "1")  # the documented environment setting is --local
     code, text = cli(capsys, "ops", "status")
     assert code == 1 and text.count("\n") == 1 and "no local world is running" in text
+    # AND the commands that act on AWS only refuse while the setting says the local world is meant
+    code, text = cli(capsys, "ops", "fence-bump", "--lock-table", "l", "--results-table", "r", "--job", JOB)
+    assert code == 1 and text.count("\n") == 1 and "acts on AWS only" in text, text
+    code, text = cli(capsys, "ops", "smoke-test", "--stack-name", "S")
+    assert code == 2 and text.count("\n") == 1 and "acts on AWS only" in text, text
     monkeypatch.delenv(LOCAL_ENV)
     # AND --local beside --endpoint-url is a usage error (two worlds named)
     code, text = cli(capsys, "ops", "--local", "--endpoint-url", "http://127.0.0.1:9", "status")
