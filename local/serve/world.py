@@ -1,7 +1,7 @@
 """The local world: ``make serve`` hosting what ``tools.ops`` and ``tools.results`` address with ``--local``.
 
-:class:`LocalWorld` is :class:`local.serve.cli.LocalReadApi` (the demo's store loaded into a moto server of its own,
-the read API over HTTP) plus what an operator needs to practise before production:
+:class:`LocalWorld` is :class:`local.serve.read_api.LocalReadApi` (the demo's store loaded into a moto server of its
+own, the read API over HTTP) plus what an operator needs to practise before production:
 
 - **the job registry**: one SSM String parameter per job of the store's catalog under ``/<stack>/jobs/``
   (:data:`WORLD_STACK`'s path, :func:`athena_refresh.registry.registry_path`), written as a job stack writes it
@@ -15,7 +15,7 @@ the read API over HTTP) plus what an operator needs to practise before productio
   one stopped (``make demo`` replaces it);
 - **the world file** ``<workdir>/world.json`` (:data:`WORLD_FILE`): the endpoints, tables and registry path of the
   running world, written once it listens and removed when it stops. ``--local`` reads it (:func:`open_world`),
-  and checks the world answers (``GET <functions>/ping``, identity and pid) before it acts.
+  and checks the world answers as itself (``GET <functions>/ping``: its world id) before it acts.
 
 Loopback only, no SigV4, no IAM (see :mod:`local.serve.server`).
 """
