@@ -129,7 +129,8 @@ def open_world(workdir: Path | None = None) -> WorldInfo:
     except (KeyError, TypeError) as exc:
         raise WorldError(f"{path} lacks {exc}: {START_HINT}") from exc
     try:
-        with urllib.request.urlopen(f"{info.functions_endpoint}/ping", timeout=PING_TIMEOUT_S) as response:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+        with opener.open(f"{info.functions_endpoint}/ping", timeout=PING_TIMEOUT_S) as response:
             answer = json.loads(response.read())
     except (OSError, ValueError, urllib.error.URLError) as exc:
         raise WorldError(
