@@ -4,7 +4,7 @@ with the Powertools logger and EMF metrics as the job runtime has them.
 
 The seam is :func:`make_handler`: ``deps`` is a builder ``() -> (SlotLock, WatchdogDeps)`` called once per execution
 environment (the deployed one reads the environment: ``LOCK_TABLE_NAME``, ``ALARM_TOPIC_ARN``, ``DEPLOYMENT_STACK``,
-and the bundled catalog); tests give DynamoDB Local's client, a fake SNS and a fake clock.
+and the bundled catalog, or ``JOB_CATALOG_PATH``'s as the job runtime reads it); tests give DynamoDB Local's client, a fake SNS and a fake clock.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from slotlock import SlotLock, SlotRunner
 from slotlock.runner import SlotRun
 
 from . import contract
-from .catalog import load_catalog
+from .catalog import BUNDLED_CATALOG_PATH, load_catalog
 from .observability import logger, metrics
 from .watchdog import WatchdogDeps, job_watches, watch
 
@@ -49,7 +49,7 @@ def deployed_deps() -> tuple[SlotLock, WatchdogDeps]:
         table=table,
         publish=sns.publish,
         topic_arn=os.environ[contract.ENV_ALARM_TOPIC_ARN],
-        jobs=job_watches(load_catalog()),
+        jobs=job_watches(load_catalog(os.environ.get(contract.ENV_JOB_CATALOG_PATH, "") or BUNDLED_CATALOG_PATH)),
         emit=powertools_emit,
         stack=os.environ.get(contract.ENV_DEPLOYMENT_STACK, "ScheduledAthenaRefresh"),
     )
