@@ -95,7 +95,12 @@ class CatalogSchedule:
     max_slot_age_s: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"expression": self.expression, "timezone": self.timezone, "racers": self.racers}
+        """``{"expression", "timezone", "racers"}``: the schedule as the read API and the tools report it."""
+        return {"expression": self.expression, "timezone": self.timezone, "racers": self.racers}
+
+    def catalog_dict(self) -> dict[str, Any]:
+        """:meth:`as_dict` plus ``freshness_s`` and ``max_slot_age_s`` when known: the catalog file's entry."""
+        document = self.as_dict()
         for key in ("freshness_s", "max_slot_age_s"):
             if getattr(self, key) is not None:
                 document[key] = getattr(self, key)
@@ -263,7 +268,7 @@ def catalog_document(queries: Mapping[str, CatalogQuery], *, capacity: CapacityB
                 **({"spec": _spec_document(q.spec)} if q.spec is not None else {"sql": q.sql}),
                 "parameters": list(q.parameters),
                 "constants": dict(q.constants),
-                **({"schedule": q.schedule.as_dict()} if q.schedule is not None else {}),
+                **({"schedule": q.schedule.catalog_dict()} if q.schedule is not None else {}),
             }
             for name, q in sorted(queries.items())
         },

@@ -39,7 +39,17 @@ from . import contract
 from .catalog import CatalogQuery
 from .freshness import JobState, JobWatch, Observed, SlotRecord, Verdict, decide, recent_firings
 
-__all__ = ["WATCH_KEY_PREFIX", "WatchReport", "WatchdogDeps", "job_watches", "notification", "watch", "watch_key"]
+__all__ = [
+    "RECENT_SLOTS",
+    "WATCH_KEY_PREFIX",
+    "WatchReport",
+    "WatchdogDeps",
+    "job_watches",
+    "notification",
+    "observed_from_items",
+    "watch",
+    "watch_key",
+]
 
 WATCH_KEY_PREFIX: Final = "watchdog#"
 BATCH_KEYS: Final = 100  # BatchGetItem's maximum per request
@@ -136,9 +146,11 @@ def _batch_get(deps: WatchdogDeps, keys: Sequence[str]) -> dict[str, dict[str, A
     return found
 
 
-def _observed(
+def observed_from_items(
     job: str, lock_item: Mapping[str, Any] | None, slot_items: Mapping[str, Any], first_seen_ms: int | None
 ) -> Observed:
+    """What the lock table says of ``job``: its live lock item and its slot items (by key; DynamoDB JSON), as the
+    :class:`~athena_refresh.freshness.Observed` the decision reads. :raises SlotLockError: an item cannot be decoded."""
     if lock_item is None:
         return Observed(first_seen_ms=first_seen_ms)
     record = codec.decode_lock_item(lock_item, lock_table.lock_key(job))
@@ -291,7 +303,7 @@ def watch(deps: WatchdogDeps) -> WatchReport:
         items = {key: slot_items[key] for key in slot_keys[job.job] if key in slot_items}
         # First sight: the job is judged from now on (its earlier firings were never the watchdog's to judge).
         first_seen = _number(watch_item, "first_seen_ms") or now_ms
-        observed = _observed(job.job, heads.get(lock_table.lock_key(job.job)), items, first_seen)
+        observed = observed_from_items(job.job, heads.get(lock_table.lock_key(job.job)), items, first_seen)
         verdict = decide(job, observed, now_ms)
         verdicts.append(verdict)
         old = _text(watch_item, "state")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
+from athena_refresh.catalog import CatalogQuery, CatalogSchedule, load_catalog, write_catalog
 from athena_refresh.freshness import JobState, JobWatch, Observed, SlotRecord, decide, due_firing, recent_firings
+from athena_refresh.watchdog import job_watches
 
 HALF_HOURLY = JobWatch("flights", "cron(0/30 * * * ? *)", "UTC", grace_s=2100, max_slot_age_s=1800)
 DAILY_NY = JobWatch("carriers", "cron(15 6 * * ? *)", "America/New_York", grace_s=3900, max_slot_age_s=3600)
@@ -144,3 +147,21 @@ def test_recent_firings_are_newer_than_the_last_finished_slot() -> None:
     assert recent_firings(HALF_HOURLY, now, after_epoch_s=s("2026-12-02T10:00:00Z"), count=3) == [
         s("2026-12-02T10:30:00Z")
     ]
+
+
+def test_the_catalog_carries_each_schedules_grace_and_max_age(tmp_path: Path) -> None:
+    schedule = CatalogSchedule("cron(0/30 * * * ? *)", "UTC", 3, freshness_s=2100, max_slot_age_s=1800)
+    path = write_catalog(tmp_path / "job_catalog.json", {"flights": CatalogQuery("SELECT 1", (), schedule=schedule)})
+    loaded = load_catalog(path)["flights"].schedule
+    assert loaded == schedule and schedule.as_dict() == {
+        "expression": "cron(0/30 * * * ? *)",
+        "timezone": "UTC",
+        "racers": 3,
+    }
+    assert job_watches(load_catalog(path)) == [JobWatch("flights", "cron(0/30 * * * ? *)", "UTC", 2100, 1800)]
+    # A catalog written before the watchdog: one period for the max age, plus 300 s for the grace.
+    older = write_catalog(
+        tmp_path / "older.json",
+        {"flights": CatalogQuery("SELECT 1", (), schedule=CatalogSchedule("cron(0/30 * * * ? *)"))},
+    )
+    assert job_watches(load_catalog(older)) == [JobWatch("flights", "cron(0/30 * * * ? *)", "UTC", 2100, 1800)]
