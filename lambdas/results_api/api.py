@@ -4,7 +4,8 @@ over :class:`results_api.reader.ResultsReader`.
 Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every route: the stack's ``ReadApi``):
 
 - ``GET /jobs``: every job with schedule, live lease (held or free), pause, last success and latest slot;
-- ``GET /jobs/{job}/results/latest``: the newest committed result: **one** DynamoDB ``GetItem``;
+- ``GET /jobs/{job}/results/latest``: the newest committed result: **one** DynamoDB ``GetItem``, and its freshness
+  (``results_api.freshness``: one ``BatchGetItem``);
 - ``GET /jobs/{job}/results/{slot}[?generation=N]``: one slot's result (default: its newest committed generation);
 - ``GET /jobs/{job}/slots?from=&to=&status=&limit=&next_token=``: the history, every generation, newest first,
   one ``Query`` per page (a ``status`` filter may give short pages: DynamoDB applies ``Limit`` before it);
@@ -169,7 +170,7 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
 
     @app.get(
         "/jobs/<job>/results/latest",
-        summary="The job's newest committed result (one DynamoDB read)",
+        summary="The job's newest committed result and its freshness (one GetItem, one BatchGetItem)",
         responses=_RESULT_RESPONSES,
         tags=["results"],
     )
