@@ -7,7 +7,7 @@ from pathlib import Path
 
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule, load_catalog, write_catalog
 from athena_refresh.freshness import JobState, JobWatch, Observed, SlotRecord, decide, due_firing, recent_firings
-from athena_refresh.watchdog import job_watches
+from athena_refresh.watchdog import job_watches, notification
 
 HALF_HOURLY = JobWatch("flights", "cron(0/30 * * * ? *)", "UTC", grace_s=2100, max_slot_age_s=1800)
 DAILY_NY = JobWatch("carriers", "cron(15 6 * * ? *)", "America/New_York", grace_s=3900, max_slot_age_s=3600)
@@ -165,3 +165,24 @@ def test_the_catalog_carries_each_schedules_grace_and_max_age(tmp_path: Path) ->
         {"flights": CatalogQuery("SELECT 1", (), schedule=CatalogSchedule("cron(0/30 * * * ? *)"))},
     )
     assert job_watches(load_catalog(older)) == [JobWatch("flights", "cron(0/30 * * * ? *)", "UTC", 2100, 1800)]
+
+
+def test_one_notification_names_each_job_its_reason_last_success_and_the_command() -> None:
+    late = decide(
+        HALF_HOURLY,
+        Observed(
+            last_finished_slot_epoch_s=s("2026-12-02T09:30:00Z"),
+            last_finished_outcome="succeeded",
+            last_succeeded_slot_epoch_s=s("2026-12-02T09:30:00Z"),
+            last_succeeded_at_ms=ms("2026-12-02T09:30:04Z"),
+        ),
+        ms("2026-12-02T11:00:00Z"),
+    )
+    paused = decide(DAILY_NY, Observed(paused=True), ms("2026-12-02T11:00:00Z"))
+    subject, message = notification([("on_time", late), (None, paused)], stack="Prod")
+    assert subject == "athena-once watchdog: 1 late, 1 paused (Prod)"
+    assert "flights: on time -> LATE\n" in message and "carriers: new -> PAUSED\n" in message
+    assert "last success:  slot 2026-12-02T09:30:00Z, committed 2026-12-02T09:30:04Z" in message
+    assert "late by:       1500 s" in message  # 10:00's grace ended 10:35
+    assert "look closer:   athena-once ops --stack Prod history --job flights" in message
+    assert "slot 2026-12-02T10:00:00Z not finished 2100 s after its firing" in message
