@@ -40,6 +40,7 @@ from .checks import (
     Invalid,
     InvalidKeys,
     Labels,
+    boolean,
     bounded,
     email,
     integer,
@@ -302,6 +303,9 @@ class JobSpec:
     schedule_timezone: str = "UTC"  # IANA name: the cron's wall clock (Scheduler's ScheduleExpressionTimezone)
     #: The job stack this job is pinned to (``stacks.job_groups``); ``None``: a hash of its name decides.
     stack_group: int | None = None
+    #: The job's own CloudWatch custom metrics (``contract.JOB_METRICS``) and its ``NoRecentSuccess`` alarm: opt-in
+    #: (issue 35). Off, the job is watched by the deployment's watchdog, its log line and the dashboard's log views.
+    per_job_metrics: bool = False
 
     def __post_init__(self) -> None:
         values, problems = _checked({field.name: getattr(self, field.name) for field in fields(self)}, KWARGS_LABELS)
@@ -475,6 +479,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "removal_policy": one_of(REMOVAL_POLICIES),
     "schedule_timezone": _timezone,
     "stack_group": optional(integer(0, contract.MAX_JOB_STACKS - 1)),
+    "per_job_metrics": boolean,
 }
 _FIELDS = frozenset(field.name for field in fields(JobSpec))
 _DEFAULTS = {field.name: field.default for field in fields(JobSpec)}
