@@ -187,6 +187,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "bytes_scanned_cutoff_per_query = 20000000",
         "result_reuse_max_age_min = 60",
         "stack_group = 3",
+        "per_job_metrics = true",
         "[alarms]\ndata_scanned_bytes = 10000000\nquery_duration_ms = 5000",
         '[value_metrics]\ncolumns = ["flights"]\ndimensions = ["origin"]',
         '[assertions]\nrows_at_least = 1\nnot_null = ["origin"]\nexpressions = ["flights >= 0"]',
@@ -348,8 +349,10 @@ def test_app_main_warns_of_value_metrics_that_cost_far_more_than_the_work(
     monkeypatch.setattr(app, "build_app", lambda **kw: (Synthesized(), built(**kw)[1]))
     err = io.StringIO()
     assert app.main(jobs_dir=tmp_path / "jobs", err=err) == 0
-    (line,) = err.getvalue().splitlines()
+    # the value-metrics warning, then the per-job metrics notice (issue 35: the job does not opt in)
+    line, notice = err.getvalue().splitlines()
     assert line.startswith("warning: jobs/x/job.toml: value_metrics:") and "max_series" in line, line
+    assert notice.startswith("note: 1 of 1 jobs do not opt in") and "(x)" in notice, notice
 
 
 # --- config errors name their true origin once (issue 34) ------------------------------------------------------

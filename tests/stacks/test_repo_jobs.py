@@ -58,7 +58,8 @@ def test_every_job_folder_is_one_job_of_the_stack(
         assert len(mine) == job.config.racers, name
         assert {s["Properties"]["ScheduleExpression"] for s in mine.values()} == {job.config.schedule_expression}
         assert {s["Properties"]["ScheduleExpressionTimezone"] for s in mine.values()} == {job.schedule_timezone}
-        assert len(of_type(of_job(resources, name), "AWS::CloudWatch::Alarm")) == 1, name  # NoRecentSuccess
+        # NoRecentSuccess: only for a job that opts in to its own metrics (issue 35)
+        assert len(of_type(of_job(resources, name), "AWS::CloudWatch::Alarm")) == int(job.config.per_job_metrics), name
         [(parameter_id, parameter)] = of_type(of_job(resources, name), "AWS::SSM::Parameter").items()
         assert parameter["Properties"]["Name"] == f"/{app.STACK_NAME}/jobs/{name}"
         group = job_group(name, StackSettings().job_stacks, job.config.stack_group)

@@ -397,7 +397,7 @@ def render(report: Report, console: Console, *, detail: Sequence[str] | None = N
         "capacity_metrics": "CloudWatch metrics (capacity budget)",
         "widget_lambda": "Overview widget: Lambda",
         "widget_dynamodb": "Overview widget: DynamoDB reads",
-        "logs_insights": "Logs Insights (Latest runs, the job's runs)",
+        "logs_insights": "Logs Insights (Latest runs) and the job's runs",
         "watchdog": "Freshness watchdog",
     }
     for line in monthly.DEPLOYMENT_LINES:
