@@ -136,6 +136,20 @@ def test_team_defaults_override_derived_ones_and_the_job_overrides_the_team(tmp_
     assert "one period" in why["max_slot_age_s"]
 
 
+def test_per_job_metrics_is_off_by_default_on_for_the_team_and_off_again_for_one_job(tmp_path: Path) -> None:
+    # issue 35: the job's own metrics and alarm are opt-in; the one team-defaults line turns them on for every job
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)"), name="a")
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)") + "per_job_metrics = false\n", name="b")
+    a0, _ = load_jobs(tmp_path / "jobs", STACK)
+    assert (a0.config.per_job_metrics, a0.settings_origin["per_job_metrics"]) == (False, "built-in")
+    (tmp_path / "jobs" / "defaults.toml").write_text("per_job_metrics = true\n", encoding="utf-8")
+    a, b = load_jobs(tmp_path / "jobs", STACK)
+    assert (a.config.per_job_metrics, a.settings_origin["per_job_metrics"]) == (True, "jobs/defaults.toml")
+    assert (b.config.per_job_metrics, b.settings_origin["per_job_metrics"]) == (False, "job.toml")
+    (tmp_path / "jobs" / "defaults.toml").write_text("per_job_metrics = 1\n", encoding="utf-8")
+    assert problems_of(tmp_path) == ["jobs/defaults.toml:1: per_job_metrics: must be true or false, got 1"]
+
+
 def test_team_defaults_are_checked_naming_their_own_file_once(tmp_path: Path) -> None:
     make_job(tmp_path, name="a")
     make_job(tmp_path, name="b")
