@@ -21,6 +21,7 @@ import pytest
 import app
 from athena_refresh import contract
 from stacks import REPO_ROOT, quotas
+from stacks.constructs.dashboard import JOB_PLACEHOLDER
 from stacks.job_groups import NEW_PROJECT_JOB_STACKS
 from tests.sample_jobs import FIXTURE_JOBS_DIR
 from tests.stacks import deployment_view
@@ -108,11 +109,12 @@ def test_the_shared_stack_keeps_its_name_tables_and_one_dashboard_of_constant_si
         part if isinstance(part, str) else "0" for part in dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
     )
     parsed = json.loads(body)
-    assert len(parsed["widgets"]) == 12  # as with two jobs (tests/stacks/test_observability.py)
+    assert len(parsed["widgets"]) == 13  # as with two jobs (tests/stacks/test_observability.py)
     custom = [w for w in parsed["widgets"] if w["type"] == "custom"]
     assert [w["properties"]["params"] for w in custom] == [{"view": "overview"}]
     (variable,) = parsed["variables"]
-    assert variable["type"] == "property" and variable["property"] == contract.DIMENSION_JOB
+    # a pattern variable (free text, issue 35): no list of job names in the template
+    assert variable["type"] == "pattern" and variable["pattern"] == JOB_PLACEHOLDER
     assert not re.search(r"fd-(?!001)\d{3}", body)  # no job but the default is named in the dashboard
     assert stack_of[dashboard_id] == "ScheduledAthenaRefresh"
 
