@@ -27,6 +27,7 @@ from stacks import REPO_ROOT
 from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
 from stacks.job_groups import job_group
 from stacks.jobs import JobDefinition, StackSettings, load_job, load_jobs
+from stacks.stack_settings import STACK_KEY, load_context
 from tools.jobs import settings as settings_command
 
 STACK = StackSettings(workgroup="athena-refresh", sample_database="flights_demo")
@@ -315,7 +316,8 @@ def test_settings_prints_each_value_and_its_origin_as_json(tmp_path: Path) -> No
     assert rows["max_slot_age_s"]["value"] == 3600 and rows["max_slot_age_s"]["origin"] == "derived"
     assert rows["lambda_timeout_s"]["value"] == 900 and rows["history_ttl_s"]["origin"] == "built-in"
     # the job's stack, not "off" (issue 34): the group its name hashes to, and that stack's name
-    group = job_group("b", StackSettings().job_stacks)
+    # (cdk.json's job stacks: 64 in a new project's, issue 35)
+    group = job_group("b", StackSettings.from_context(load_context(REPO_ROOT / "cdk.json")[STACK_KEY]).job_stacks)
     assert rows["stack_group"]["value"] == group and rows["stack_group"]["origin"] == "built-in"
     assert rows["stack_group"]["why"].startswith(f"ScheduledAthenaRefresh-Jobs-{group:02d}; a hash of the job's name")
 
