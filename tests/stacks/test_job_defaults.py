@@ -27,6 +27,7 @@ from stacks import REPO_ROOT
 from stacks.defaults import JOB_TOML_KEYS, TEAM_KEYS, key_lines
 from stacks.job_groups import job_group
 from stacks.jobs import JobDefinition, StackSettings, load_job, load_jobs
+from stacks.stack_settings import STACK_KEY, load_context
 from tools.jobs import settings as settings_command
 
 STACK = StackSettings(workgroup="athena-refresh", sample_database="flights_demo")
@@ -136,6 +137,20 @@ def test_team_defaults_override_derived_ones_and_the_job_overrides_the_team(tmp_
     assert "one period" in why["max_slot_age_s"]
 
 
+def test_per_job_metrics_is_off_by_default_on_for_the_team_and_off_again_for_one_job(tmp_path: Path) -> None:
+    # issue 35: the job's own metrics and alarm are opt-in; the one team-defaults line turns them on for every job
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)"), name="a")
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)") + "per_job_metrics = false\n", name="b")
+    a0, _ = load_jobs(tmp_path / "jobs", STACK)
+    assert (a0.config.per_job_metrics, a0.settings_origin["per_job_metrics"]) == (False, "built-in")
+    (tmp_path / "jobs" / "defaults.toml").write_text("per_job_metrics = true\n", encoding="utf-8")
+    a, b = load_jobs(tmp_path / "jobs", STACK)
+    assert (a.config.per_job_metrics, a.settings_origin["per_job_metrics"]) == (True, "jobs/defaults.toml")
+    assert (b.config.per_job_metrics, b.settings_origin["per_job_metrics"]) == (False, "job.toml")
+    (tmp_path / "jobs" / "defaults.toml").write_text("per_job_metrics = 1\n", encoding="utf-8")
+    assert problems_of(tmp_path) == ["jobs/defaults.toml:1: per_job_metrics: must be true or false, got 1"]
+
+
 def test_team_defaults_are_checked_naming_their_own_file_once(tmp_path: Path) -> None:
     make_job(tmp_path, name="a")
     make_job(tmp_path, name="b")
@@ -188,6 +203,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "bytes_scanned_cutoff_per_query = 20000000",
         "result_reuse_max_age_min = 60",
         "stack_group = 3",
+        "per_job_metrics = true",
         "[alarms]\ndata_scanned_bytes = 10000000\nquery_duration_ms = 5000",
         '[value_metrics]\ncolumns = ["flights"]\ndimensions = ["origin"]',
         '[assertions]\nrows_at_least = 1\nnot_null = ["origin"]\nexpressions = ["flights >= 0"]',
@@ -301,7 +317,8 @@ def test_settings_prints_each_value_and_its_origin_as_json(tmp_path: Path) -> No
     assert rows["max_slot_age_s"]["value"] == 3600 and rows["max_slot_age_s"]["origin"] == "derived"
     assert rows["lambda_timeout_s"]["value"] == 900 and rows["history_ttl_s"]["origin"] == "built-in"
     # the job's stack, not "off" (issue 34): the group its name hashes to, and that stack's name
-    group = job_group("b", StackSettings().job_stacks)
+    # (cdk.json's job stacks: 64 in a new project's, issue 35)
+    group = job_group("b", StackSettings.from_context(load_context(REPO_ROOT / "cdk.json")[STACK_KEY]).job_stacks)
     assert rows["stack_group"]["value"] == group and rows["stack_group"]["origin"] == "built-in"
     assert rows["stack_group"]["why"].startswith(f"ScheduledAthenaRefresh-Jobs-{group:02d}; a hash of the job's name")
 
@@ -349,8 +366,10 @@ def test_app_main_warns_of_value_metrics_that_cost_far_more_than_the_work(
     monkeypatch.setattr(app, "build_app", lambda **kw: (Synthesized(), built(**kw)[1]))
     err = io.StringIO()
     assert app.main(jobs_dir=tmp_path / "jobs", err=err) == 0
-    (line,) = err.getvalue().splitlines()
+    # the value-metrics warning, then the per-job metrics notice (issue 35: the job does not opt in)
+    line, notice = err.getvalue().splitlines()
     assert line.startswith("warning: jobs/x/job.toml: value_metrics:") and "max_series" in line, line
+    assert notice.startswith("note: 1 of 1 jobs do not opt in") and "(x)" in notice, notice
 
 
 # --- config errors name their true origin once (issue 34) ------------------------------------------------------
