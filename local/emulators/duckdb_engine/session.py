@@ -28,6 +28,7 @@ import duckdb
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
 from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
+from .trino_time_functions import register as register_time_functions
 from .trino_types import trino_type_text
 from .trino_udfs import register as register_trino_functions
 from .values import _render
@@ -165,6 +166,7 @@ class DuckDBSession:
                 # One thread: approx_quantile (approx_percentile) is then deterministic, so re-running a query
                 # gives the same numbers (with several threads they vary run to run); still ~0.1 s per query.
                 con.execute("SET threads = 1")
+                register_time_functions(con)  # Python functions of Trino's the rewrites call (.trino_time_functions)
                 # Only data_dir is readable; set before disabling external access (it cannot change after).
                 con.execute("SET allowed_directories = ?", [[str(self.data_dir) + os.sep]])
                 con.execute("SET enable_external_access = false")

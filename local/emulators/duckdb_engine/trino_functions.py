@@ -25,13 +25,15 @@ from sqlglot import exp
 from athena_sql import functions as athena_functions
 
 from . import trino_strings
+from . import trino_time as tt
+from . import trino_time_functions as time_functions
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN_ZONE, TrinoType
 
 __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
 
 #: Calls sqlglot does not know (``exp.Anonymous``) that the rewrites make faithful.
-_REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone", "to_iso8601"})
+_REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone"})
 #: Known calls whose DuckDB translation differs from Trino and that are not rewritten here.
 _UNFAITHFUL: Final = {
     exp.ParseJSON: "json_parse",
@@ -83,7 +85,7 @@ def check_calls(tree: exp.Expr) -> None:
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and not isinstance(node.parent, exp.Table):
             name = node.name.lower()
-            if name in _REWRITTEN or name in trino_strings.REWRITTEN:
+            if name in _REWRITTEN or name in trino_strings.REWRITTEN or name in time_functions.REWRITTEN:
                 continue
             if name in ("all", "any", "some") and isinstance(node.expressions[0], (exp.Query, exp.Values)):
                 continue  # x > ALL (subquery): sqlglot's call node for a quantified comparison
@@ -148,8 +150,6 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
             raise athena_only("format_datetime with a pattern that is not a literal")
         converted = exp.Literal.string(joda_to_strftime(text))
         return varchar, duck("strftime(_a, _f)", _a=rewriter.wall_time(value), _f=converted)
-    if isinstance(node, exp.Anonymous) and node.name.lower() == "to_iso8601" and len(node.expressions) == 1:
-        return varchar, _to_iso8601(node.expressions[0], type_of(node.expressions[0]))
     if isinstance(node, exp.TimeToStr):  # date_format: the zone was applied by the caller
         text = literal_text(node.args.get("format"))
         directives = re.findall(r"%(-?.)", text or "")
@@ -295,18 +295,6 @@ def _type_name(kind: TrinoType) -> str | None:
     return None
 
 
-def _to_iso8601(value: exp.Expr, kind: TrinoType) -> exp.Expr:
-    """to_iso8601 (datetime.md): a date as YYYY-MM-DD, a timestamp(p) with p fraction digits, a UTC one with Z."""
-    if kind.name == "date":
-        return duck("strftime(_a, '%Y-%m-%d')", _a=value)
-    fraction = {0: "", 3: ".%g", 6: ".%f"}.get(3 if kind.precision is None else kind.precision)
-    if kind.name == "timestamp" and fraction is not None:
-        return duck(f"strftime(_a, '%Y-%m-%dT%H:%M:%S{fraction}')", _a=value)
-    if kind.name == "timestamptz" and kind.zone == "UTC" and fraction is not None:
-        return duck(f"strftime(_a, '%Y-%m-%dT%H:%M:%S{fraction}Z')", _a=value)
-    raise athena_only(f"to_iso8601 of a {kind.name} ({kind.zone or 'no zone'})")
-
-
 def _round_decimal(node: exp.Round, source: TrinoType, duck: Any) -> tuple[TrinoType, Any]:
     """round(decimal(p,s)) is decimal(p-s+min(s,1), 0); round(decimal(p,s), n) is decimal(p+1, s), the scale kept
     (TestMathFunctions.testRound, trinodb/trino at 029c93b693c7a3dbff995062fb9997f4acd86d77: round(DECIMAL '3.449', 1)
@@ -329,6 +317,8 @@ def _date_add(node: exp.DateAdd, type_of: Callable[..., TrinoType], duck: Any, r
     step = _DATE_UNITS.get(unit) or _TIME_UNITS.get(unit)
     if step is None:
         raise refused("INVALID_FUNCTION_ARGUMENT", f"'{unit}' is not a valid TIMESTAMP field")
+    if source.name in ("timestamp", "timestamptz") and (source.precision or 3) > 6:  # TIMESTAMP_NS, exact
+        return source, tt.add_nanos(unit, node.expression, node.this, source)
     if source.name == "date":
         if unit not in _DATE_UNITS:
             raise refused("INVALID_FUNCTION_ARGUMENT", f"'{unit}' is not a valid DATE field")
@@ -336,9 +326,10 @@ def _date_add(node: exp.DateAdd, type_of: Callable[..., TrinoType], duck: Any, r
     if source.name == "timestamptz" and source.zone not in (None, "UTC"):
         if source.zone == UNKNOWN_ZONE:
             raise refused("NOT_SUPPORTED", "runs on Athena only: date_add of a timestamp with an unknown time zone")
-        zone = source.zone
-        template = f"timezone('{zone}', timezone('{zone}', _a) + _n * INTERVAL {step})"
-        return source, duck(template, _a=node.this, _n=node.expression)
+        moved = duck(
+            f"_a + _n * INTERVAL {step}", _a=tt.to_wall(source.zone, node.this, source.precision), _n=node.expression
+        )
+        return source, tt.from_wall(source.zone, moved, source.precision)
     return source, duck(f"_a + _n * INTERVAL {step}", _a=node.this, _n=node.expression)
 
 

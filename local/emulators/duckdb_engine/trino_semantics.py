@@ -17,6 +17,8 @@ where DuckDB would answer differently. Sources: Trino's docs (``docs/src/main/sp
   reads ``ts`` as UTC and gives a ``timestamp with time zone`` in Z (DuckDB's ``AT TIME ZONE`` does the reverse);
   ``with_timezone(ts, 'Z')`` reads ``ts`` as Z's wall time. The zone travels with the type: ``hour()``,
   ``date_trunc``, ``format_datetime``, ... of such a value use Z's wall time, and the result column prints in Z.
+  Zones may be fixed offsets (``+07:09``), timestamps have up to 9 fraction digits, intervals are year-month or
+  day-second: :mod:`.trino_time` and :mod:`.trino_time_functions` (a subquery's column keeps them, or is refused).
 - **Types Trino refuses**: a number, date or timestamp compared with a varchar literal, ``date - integer``, a number
   in ``||``/concat: TYPE_MISMATCH (Trino has no implicit cast from varchar, language/types.md).
 - **try()**: the failures the rewrites raise are NULL inside it (functions/conditional.md).
@@ -27,8 +29,6 @@ A construct that cannot be made faithful raises :class:`Refused` (``runs on Athe
 
 from __future__ import annotations
 
-import re
-import zoneinfo
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -39,6 +39,8 @@ from sqlglot.optimizer.qualify import qualify
 
 from . import trino_functions as functions
 from . import trino_strings as strings
+from . import trino_time as tt
+from . import trino_time_functions as time_functions
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
 
@@ -96,12 +98,20 @@ def translate(tree: exp.Query, schema: dict[str, dict[str, str]] | None = None) 
     _errors_inside_try_are_null(tree)
     zones: list[str | None] = []
     types: list[str | None] = []
+    outputs = list(tree.expressions) if isinstance(tree, exp.Select) else []
+    tt.refuse_lost_types(tree, rewriter.type_of, {id(p.unalias()) for p in outputs})
     if isinstance(tree, exp.Select):
         for projection in tree.expressions:
             kind = rewriter.type_of(projection.unalias() if isinstance(projection, exp.Alias) else projection)
+            if isinstance(projection.unalias(), exp.Column):  # a subquery's column: its expression's type
+                kind = tt.derived_type(projection.unalias(), rewriter.type_of) or kind
             if kind.name == "timestamptz" and kind.zone == UNKNOWN_ZONE:
                 raise athena_only(f"a timestamp with a time zone known only when the query runs ({projection.sql()})")
-            zones.append(kind.zone if kind.name == "timestamptz" and kind.zone != "UTC" else None)
+            text = tt.output_text(projection.unalias(), kind)  # printed by the query: see .trino_time
+            if text is not None:
+                projection.replace(exp.alias_(text, projection.alias_or_name))
+            printed_here = text is None and kind.name == "timestamptz" and kind.zone != "UTC"
+            zones.append(kind.zone if printed_here else None)
             types.append(_precise_text(kind))
     return Translation(tree=tree, output_zones=tuple(zones), output_types=tuple(types))
 
@@ -116,7 +126,10 @@ def _errors_inside_try_are_null(tree: exp.Expr) -> None:
 
 
 def _precise_text(kind: TrinoType) -> str | None:
-    """A type whose parameter DuckDB loses, as Trino writes it (``timestamp(0)``, ``varchar(3)``), else None."""
+    """A type whose parameter DuckDB loses, as Trino writes it (``timestamp(0)``, ``varchar(3)``, ``interval year
+    to month``), else None."""
+    if tt.type_text(kind) is not None:
+        return tt.type_text(kind)
     if kind.name == "timestamp" and kind.precision is not None:
         return f"timestamp({kind.precision})"
     if kind.name == "timestamptz" and kind.precision is not None:
@@ -174,6 +187,14 @@ class _Rewriter:
     def _rewrite(self, node: exp.Expr) -> tuple[TrinoType, exp.Expr | None]:
         if isinstance(node, exp.Literal):
             return of_literal(node), None
+        timed = time_functions.rewrite(node, self)  # intervals and date/time calls (.trino_time_functions)
+        if timed is not None:
+            return timed
+        if isinstance(node, exp.Column):  # a subquery's column carries its expression's zone and precision
+            derived = tt.derived_type(node, self.type_of)
+            if derived is not None and tt.carried(derived):
+                node.meta[tt.CARRIED] = True  # kept by the copies the templates make
+                return derived, None
         if isinstance(node, (exp.Paren, exp.Neg)):
             return self.type_of(node.this), None
         if isinstance(node, (exp.Div, exp.Mod, exp.Add, exp.Sub, exp.Mul)):
@@ -184,21 +205,16 @@ class _Rewriter:
             return self._at_time_zone(node)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "at_timezone" and len(node.expressions) == 2:
             return self._at_time_zone(exp.AtTimeZone(this=node.expressions[0], zone=node.expressions[1]))
-        if isinstance(node, exp.FromISO8601Timestamp):  # the session zone (UTC) unless the text names one
-            zone = self._text_zone(node.this, self.type_of(node.this))
-            return TrinoType("timestamptz", precision=3, zone=zone), None
         if isinstance(node, exp.CurrentTimestamp):
             return TrinoType("timestamptz", zone="UTC"), None
-        if isinstance(node, exp.UnixToTime):  # from_unixtime(x[, zone]): an instant, in UTC or the zone
-            zone = self._zone(node.args.get("zone"), "from_unixtime") if node.args.get("zone") else "UTC"
-            call = duck("TO_TIMESTAMP(_a)", _a=node.this)
-            return TrinoType("timestamptz", zone=zone), call
         if isinstance(node, exp.Anonymous) and node.name.lower() == "with_timezone":
             value, zone_arg = (node.expressions + [None, None])[:2]
             zone = self._zone(zone_arg, "with_timezone")
-            if self.type_of(value).name != "timestamp":
+            source = self.type_of(value)
+            if source.name != "timestamp":
                 raise athena_only("with_timezone of a value that is not a timestamp (without time zone)")
-            return TrinoType("timestamptz", zone=zone), duck(f"timezone('{zone}', _a)", _a=value)
+            zoned = TrinoType("timestamptz", precision=source.precision, zone=zone)
+            return zoned, tt.from_wall(zone, value, source.precision)
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             return self._date_trunc(node)
         if isinstance(node, _WALL_TIME_PARTS):
@@ -228,6 +244,9 @@ class _Rewriter:
 
     def _arithmetic(self, node: exp.Binary) -> tuple[TrinoType, exp.Expr | None]:
         left, right = self.type_of(node.left), self.type_of(node.right)
+        intervals = tt.arithmetic(node, left, right)
+        if intervals is not None:
+            return intervals
         operator = {exp.Div: "/", exp.Mod: "%", exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}[type(node)]
         if left.is_float or right.is_float:
             kind = TrinoType("double" if "double" in (left.name, right.name) else "real")
@@ -354,11 +373,15 @@ class _Rewriter:
             return TrinoType("decimal", precision=precision, scale=scale), typed
         if source.name == "timestamptz" and target.name in ("timestamp", "date"):
             zone = self._known_zone(source, "a cast")
-            return target, duck(f"CAST(timezone('{zone}', _a) AS {target.name.upper()})", _a=node.this)
+            wall = tt.to_wall(zone, node.this, source.precision)
+            nanos = target.name == "timestamp" and (target.precision or 3) > 6
+            return target, duck(f"CAST(_a AS {'TIMESTAMP_NS' if nanos else target.name.upper()})", _a=wall)
         if target.name == "timestamptz":
-            if source.name == "timestamptz":
-                return target.in_zone(source.zone), None
-            return target.in_zone(self._text_zone(node.this, source)), None
+            return self._zoned_cast(node, source, target, text)
+        if target.name == "timestamp" and (target.precision or 3) > 6:  # TIMESTAMP_NS (.trino_time)
+            if target.precision is not None and target.precision > 9:
+                raise athena_only(f"a timestamp({target.precision}) (picoseconds)")
+            return target, duck("CAST(_a AS TIMESTAMP_NS)", _a=node.this)
         if target.name in _INTEGER_CASTS and source.name == "varchar":
             duck_type = _INTEGER_CASTS[target.name]
             failure = "NULL" if safe else f"error('INVALID_CAST_ARGUMENT: Cannot cast ''' || _a || ''' to {duck_type}')"
@@ -380,35 +403,38 @@ class _Rewriter:
             raise athena_only(f"a cast to varchar({target.precision}) of a {source.name} ({node.sql('trino')})")
         return target, None
 
-    def _text_zone(self, node: exp.Expr, source: TrinoType) -> str:
-        """The zone of a timestamp with time zone read from text: a named zone at its end, UTC (the session zone)
-        without one; an offset (+01:00, Z) is refused (printed as Trino prints it: not reproduced)."""
-        text = literal_text(node)
-        if text is None:
-            return UNKNOWN_ZONE if source.name == "varchar" else "UTC"
-        named = re.search(r"\s([A-Za-z_]+/[A-Za-z_/]+|UTC)\s*$", text)
-        if named is not None:
-            return self._zone(exp.Literal.string(named.group(1)), "a timestamp literal")
-        if re.search(r"(?:[+-]\d{2}(?::?\d{2})?|Z)\s*$", text.strip()) and re.search(r"\d[T ]\d", text):
-            raise athena_only(f"a timestamp with a UTC offset for a zone ({text!r})")
-        return "UTC"
+    @staticmethod
+    def _zoned_cast(
+        node: exp.Cast, source: TrinoType, target: TrinoType, text: str | None
+    ) -> tuple[TrinoType, exp.Expr | None]:
+        """To a timestamp with time zone: a literal's zone (a region, UTC or an offset) and instant are read by
+        :func:`.trino_time.zoned_literal`; a timestamp is read in the session zone; a varchar's zone is known only
+        when the query runs."""
+        if source.name == "timestamptz":
+            return target.in_zone(source.zone), None
+        if text is not None:
+            zone, constant = tt.zoned_literal(text, target.precision)
+            return target.in_zone(zone), constant
+        if target.precision is not None and target.precision > 6:
+            raise athena_only(f"a cast to timestamp({target.precision}) with time zone of a {source.name}")
+        return target.in_zone(UNKNOWN_ZONE if source.name == "varchar" else "UTC"), None
 
     def _timestamp_text(self, node: exp.Cast, source: TrinoType) -> exp.Expr:
         """CAST(timestamp(p) AS varchar) as Trino prints it: p fraction digits (a column is timestamp(3)); a zoned
         one in its own zone, the zone's name after it (``2020-01-01 11:00:00.000 Europe/Berlin``)."""
         precision = 3 if source.precision is None else source.precision
-        fraction = {0: "", 3: ".%g", 6: ".%f"}.get(precision)
-        if fraction is None:
-            raise athena_only(f"a cast of a timestamp({precision}) to varchar")
         if source.name == "timestamp":
-            return duck(f"strftime(_a, '%Y-%m-%d %H:%M:%S{fraction}')", _a=node.this)
+            return tt.timestamp_text(node.this, precision)
         zone = self._known_zone(source, "a cast to varchar")
-        return duck(f"strftime(timezone('{zone}', _a), '%Y-%m-%d %H:%M:%S{fraction}') || ' {zone}'", _a=node.this)
+        wall = tt.to_wall(zone, node.this, precision)
+        return duck(f"_t || ' {zone}'", _t=tt.timestamp_text(wall, precision))
 
     def _at_time_zone(self, node: exp.AtTimeZone) -> tuple[TrinoType, exp.Expr | None]:
         source = self.type_of(node.this)
         zone = self._zone(node.args.get("zone"), "AT TIME ZONE")
         zoned = TrinoType("timestamptz", precision=source.precision, zone=zone)
+        if source.name == "timestamp" and (source.precision or 3) > 6:  # TIMESTAMP_NS: already the UTC instant
+            return zoned, node.this
         if source.name == "timestamp":  # read as UTC (the session zone): the same instant, shown in `zone`
             return zoned, duck("CAST(_a AS TIMESTAMPTZ)", _a=node.this)
         if source.name == "timestamptz":
@@ -426,15 +452,15 @@ class _Rewriter:
             return source if source.name != "unknown" else self.sqlglot_type(node), None
         zone = self._known_zone(source, "date_trunc")
         unit = node.text("unit") or "day"
-        truncated = duck(f"timezone('{zone}', date_trunc('{unit.lower()}', timezone('{zone}', _a)))", _a=node.this)
-        return source, truncated
+        wall = duck(f"date_trunc('{unit.lower()}', _a)", _a=tt.to_wall(zone, node.this, source.precision))
+        return source, tt.from_wall(zone, wall, source.precision)
 
     def wall_time(self, node: exp.Expr) -> exp.Expr:
         """`node` itself, or for a timestamp with a (non-UTC) time zone, its wall time in that zone."""
         source = self.type_of(node)
         if source.name == "timestamptz" and source.zone != "UTC":
             zone = self._known_zone(source, "a function")
-            return duck(f"timezone('{zone}', _a)", _a=node)
+            return tt.to_wall(zone, node, source.precision)
         return node
 
     def _on_wall_time(self, node: exp.Expr) -> None:
@@ -442,7 +468,7 @@ class _Rewriter:
         source = self.type_of(node.this)
         if source.name == "timestamptz" and source.zone != "UTC":
             zone = self._known_zone(source, node.key)
-            node.set("this", duck(f"timezone('{zone}', _a)", _a=node.this))
+            node.set("this", tt.to_wall(zone, node.this, source.precision))
 
     def _known_zone(self, kind: TrinoType, construct: str) -> str:
         if kind.zone in (None, UNKNOWN_ZONE):
@@ -451,13 +477,10 @@ class _Rewriter:
 
     @staticmethod
     def _zone(node: Any, construct: str) -> str:
+        """A zone argument as Trino names it: a literal zone, or an INTERVAL offset (at_timezone, AT TIME ZONE)."""
+        if isinstance(node, exp.Interval):
+            return tt.interval_zone(node)
         zone = literal_text(node)
         if zone is None:
             raise athena_only(f"{construct} with a zone that is not a literal")
-        if zone.upper() == "UTC":
-            return "UTC"
-        try:
-            zoneinfo.ZoneInfo(zone)
-        except (ValueError, KeyError, OSError):
-            raise Refused("INVALID_FUNCTION_ARGUMENT", f"Time zone not supported: {zone}") from None
-        return zone
+        return tt.zone_name(zone)

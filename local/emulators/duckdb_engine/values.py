@@ -69,6 +69,12 @@ def _trino_type(duck_type: Any) -> str:
     return _TRINO_TYPE_OF.get(duck_type.id, str(duck_type).lower())
 
 
+def _type_name(trino_type: str) -> str:
+    """ColumnInfo.Type of a whole Trino type: without its parameters (``timestamp(9) with time zone`` ->
+    ``timestamp with time zone``); a column the query printed itself (.trino_time) keeps its Trino type."""
+    return re.sub(r"\(\d+(?:,\s*\d+)?\)", "", trino_type)
+
+
 def _timestamp_text(value: datetime, precision: int) -> str:
     """A timestamp(p) as Trino prints it: p fraction digits (0: none; DuckDB keeps microseconds, finer ones are 0)."""
     if precision == 3:
@@ -177,7 +183,11 @@ def _render(
     rejected."""
     precise = list(output_types) + [None] * (len(names) - len(output_types))
     columns = [
-        {"name": name, "type": _trino_type(t), "trino_type": exact or trino_type_text(t)}
+        {
+            "name": name,
+            "type": _type_name(exact) if exact else _trino_type(t),
+            "trino_type": exact or trino_type_text(t),
+        }
         for name, t, exact in zip(names, duck_types, precise, strict=True)
     ]
     zone_of = list(zones) + [None] * (len(names) - len(zones))

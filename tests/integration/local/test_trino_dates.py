@@ -165,10 +165,13 @@ def test_zoned_timestamps_from_text(engine: DuckDBQueryEngine, expression: str, 
     assert answer(engine, expression)[0] == value
 
 
-def test_a_timestamp_with_an_offset_zone_is_refused(engine: DuckDBQueryEngine) -> None:
-    """Trino prints such a value with its offset (``2020-05-11 11:15:05.055 +01:00``): not reproduced here."""
-    message = failure(engine, "from_iso8601_timestamp('2020-05-11T11:15:05.055+01:00')")
-    assert message.startswith("NOT_SUPPORTED: runs on Athena only: a timestamp with a UTC offset")
+def test_a_timestamp_with_an_offset_zone_keeps_its_offset(engine: DuckDBQueryEngine) -> None:
+    """datetime.md at 02d8a7108d6894aa8b07ca42f161e5a3d992a16b: ``from_iso8601_timestamp('2020-05-11T11:15:05.055+01:00')``
+    is ``2020-05-11 11:15:05.055 +01:00`` (issue 33: once refused, now answered as Trino prints it)."""
+    assert answer(engine, "from_iso8601_timestamp('2020-05-11T11:15:05.055+01:00')") == (
+        "2020-05-11T11:15:05.055+01:00",
+        "timestamp(3) with time zone",
+    )
 
 
 @pytest.mark.parametrize(
