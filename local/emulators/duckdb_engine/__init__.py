@@ -19,12 +19,15 @@ Modules:
   across processes; ``quota_report(state_dir)`` reads what it saw (starts, refusals, the active intervals).
 - :mod:`.files`: the state files, complete when they appear (rename, or exclusive link).
 
-- :mod:`.trino_semantics` (with :mod:`.trino_functions`, :mod:`.trino_types`, :mod:`.trino_tree`): the bound Trino
+- :mod:`.trino_semantics` (with :mod:`.trino_functions`, :mod:`.trino_collections`, :mod:`.trino_json`,
+  :mod:`.trino_types`, :mod:`.trino_tree`): the bound Trino
   tree typed as Trino types it (the tables' schema from DuckDB) and rewritten so that DuckDB answers as Trino:
   integer division truncates, decimals are exact with Trino's result types, casts fail and round as Trino's, a
-  timestamp with time zone keeps its zone, string, regexp and date functions follow Trino's tests. Before
+  timestamp with time zone keeps its zone, string, regexp, date, array, map and json functions follow Trino's
+  tests (json through Python functions on the connection, in Trino's canonical text). Before
   anything runs, a function Athena does not have is ``FUNCTION_NOT_FOUND`` and a construct the engine cannot
-  reproduce is refused in one line: ``NOT_SUPPORTED: runs on Athena only: map_agg; the check validated it``.
+  reproduce is refused in one line: ``NOT_SUPPORTED: runs on Athena only: shuffle (a random permutation); the check
+  validated it``.
 
 Known differences from Athena (not hidden): approximate aggregates (``approx_percentile`` differs slightly; its
 weighted form loses the weight); a varchar's length is reported only where the query casts to varchar(n) or

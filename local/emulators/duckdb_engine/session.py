@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import duckdb
 
+from . import trino_collections, trino_json
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
 from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
@@ -58,7 +59,7 @@ class DuckDBSession:
         self._con_lock = threading.Lock()
         self._views: dict[str, tuple[str, ...]] = {}  # table -> the files of its view on the current connection
         self._schemas: dict[str, dict[str, str]] = {}  # table -> column -> Trino type, of the current views
-        self._functions = False  # .trino_udfs registered on the current connection
+        self._functions = False  # the Python functions of .trino_udfs, .trino_json, .trino_collections registered
         self._metadata = _METADATA  # Parquet metadata per file (path, mtime, size), for the bytes scanned
 
     def close(self) -> None:
@@ -82,6 +83,8 @@ class DuckDBSession:
                 duckdb_sql = prepared.duckdb_sql
                 if not self._functions and "TRINO_" in duckdb_sql.upper():  # registered when first used (~60 ms)
                     register_trino_functions(con)  # Trino functions DuckDB lacks (.trino_udfs)
+                    trino_json.register(con)  # Trino's json functions (Python, in process)
+                    trino_collections.register(con)  # split_to_map, split_to_multimap
                     self._functions = True
                 relation = con.sql(prepared.duckdb_sql)
                 names = list(relation.columns)
@@ -216,6 +219,11 @@ _CANDIDATES = re.compile(r"Candidate bindings: (?P<names>[^\n]+)")
 _NO_MATCH = re.compile(r"No function matches the given name and argument types '(?P<name>[^(']+)\((?P<types>[^)]*)\)'")
 _BAD_TEMPORAL = re.compile(r'invalid (?P<type>date|timestamp) field format: "(?P<value>[^"]*)"')
 _UNPARSED = re.compile(r'Could not parse string "(?P<value>[^"]*)" according to format')
+_MAP_FAILURES = {
+    "Map keys must be unique": "Duplicate map keys are not allowed",
+    "Map keys can not be NULL": "map key cannot be null",
+    "map key list does not align with the map value list": "Key and value arrays must be the same length",
+}
 _INTEGER_NAMES = {"INT8": "tinyint", "INT16": "smallint", "INT32": "integer", "INT64": "bigint"}
 _TRINO_INTEGERS = {"INT8": "TINYINT", "INT16": "SMALLINT", "INT32": "INT", "INT64": "BIGINT"}
 
@@ -236,6 +244,9 @@ def _user_message(exc: duckdb.Error) -> str:
     missing = _MISSING_FUNCTION.search(text)
     if isinstance(exc, duckdb.CatalogException) and missing:
         return f"NOT_SUPPORTED: runs on Athena only: {missing['name'].lower()}; the local engine has no translation"
+    map_failure = next((trino for duck_words, trino in _MAP_FAILURES.items() if duck_words in text), None)
+    if isinstance(exc, duckdb.InvalidInputException) and map_failure:  # MapConstructor's words (map.md)
+        return f"INVALID_FUNCTION_ARGUMENT: {map_failure}"
     if isinstance(exc, duckdb.InvalidInputException) and "Insufficient padding" in text:  # lpad/rpad with ''
         return "INVALID_FUNCTION_ARGUMENT: Padding string must not be empty"
     overflow = _OVERFLOW.search(text)

@@ -10,8 +10,8 @@ Sources: Trino's docs (``docs/src/main/sphinx/functions/*.md``) and its function
 - :func:`rewrite_call`: first :mod:`.trino_strings` (string, regexp, conversion calls, char(n); Python functions
   where DuckDB has no faithful one), then ``substr`` (a start of 0 gives ''), ``regexp_replace`` (Java's ``$1`` group references),
   ``regexp_extract`` (NULL when nothing matches), ``format_datetime`` (Joda patterns), ``date_format`` (MySQL
-  specifiers), ``date_add`` (a date stays a date), ``date_diff`` (whole units elapsed), ``json_extract_scalar``
-  (NULL for an object or array).
+  specifiers), ``date_add`` (a date stays a date), ``date_diff`` (whole units elapsed); array and map calls
+  (:mod:`.trino_collections`) and json (:mod:`.trino_json`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from athena_sql import functions as athena_functions
 from . import trino_strings
 from . import trino_time as tt
 from . import trino_time_functions as time_functions
+from . import trino_collections as collections
+from . import trino_json
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN_ZONE, TrinoType
 
@@ -36,14 +38,7 @@ __all__ = ["check_calls", "joda_to_strftime", "rewrite_call"]
 _REWRITTEN: Final = frozenset({"with_timezone", "format_datetime", "at_timezone"})
 #: Known calls whose DuckDB translation differs from Trino and that are not rewritten here.
 _UNFAITHFUL: Final = {
-    exp.ParseJSON: "json_parse",
-    exp.JSONFormat: "json_format",
-    exp.JSONExtract: "json_extract",
-    exp.GenerateSeries: "sequence",
-    exp.ArrayDistinct: "array_distinct",  # Trino keeps the first occurrences' order
-    exp.ArrayExcept: "array_except",
-    exp.ArrayIntersect: "array_intersect",
-    exp.Reduce: "reduce",
+    exp.GenerateSeries: "sequence",  # also DuckDB's generate_series, which Athena lacks: one node for both
     exp.Cbrt: "cbrt",  # DuckDB: cbrt(27) = 3.0000000000000004, Java's Math.cbrt: 3.0
 }
 #: Trino syntax parsed as a function node that is not a function of Athena's catalog.
@@ -85,7 +80,15 @@ def check_calls(tree: exp.Expr) -> None:
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and not isinstance(node.parent, exp.Table):
             name = node.name.lower()
-            if name in _REWRITTEN or name in trino_strings.REWRITTEN or name in time_functions.REWRITTEN:
+            if name in _REWRITTEN or any(
+                name in family
+                for family in (
+                    trino_strings.REWRITTEN,
+                    time_functions.REWRITTEN,
+                    collections.HANDLED_CALLS,
+                    trino_json.HANDLED_CALLS,
+                )
+            ):
                 continue
             if name in ("all", "any", "some") and isinstance(node.expressions[0], (exp.Query, exp.Values)):
                 continue  # x > ALL (subquery): sqlglot's call node for a quantified comparison
@@ -168,7 +171,8 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
         and type_of(node.this).name == "decimal"
     ):
         return _round_decimal(node, type_of(node.this), duck)
-    collection = _collection_call(node, type_of)
+    collection = collections.collection_call(node, type_of) or trino_json.json_call(node, type_of)
+    collection = collection or _collection_call(node, type_of)
     if collection is not None:
         kind, call = collection
         return (kind if kind is not None else rewriter.sqlglot_type(node)), call
@@ -221,21 +225,13 @@ def rewrite_call(node: exp.Expr, rewriter: Any) -> tuple[TrinoType, exp.Expr | N
         if text is None or any(d not in _STRFTIME_OK for d in re.findall(r"%(-?.)", text)):
             raise athena_only("date_parse with this pattern (a specifier the local engine does not reproduce)")
         return TrinoType("timestamp", precision=3), None
-    if isinstance(node, exp.JSONExtractScalar):
-        template = "CASE WHEN json_type(_a, _p) IN ('OBJECT', 'ARRAY') THEN NULL ELSE json_extract_string(_a, _p) END"
-        return varchar, duck(template, _a=node.this, _p=node.expression)
     return None
 
 
 def _collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple[TrinoType | None, Any] | None:
     """Array and map calls whose DuckDB translation answers differently (functions/array.md, map.md at
-    6f7aadf5a9115ec244aac372e07df5a481a4907f): slice's length, array_position's 0, contains' NULL, split_part past
-    the end, a subscript past the end (an error in Trino, NULL in DuckDB), cardinality of a map."""
-    if isinstance(node, exp.ArraySlice):  # slice(x, start, length)
-        start, length = node.args.get("start"), node.args.get("end")
-        if not (isinstance(start, exp.Literal) and start.is_int and int(start.this) > 0) or length is None:
-            raise athena_only("slice with a start that is not a positive literal")
-        return type_of(node.this), duck("list_slice(_a, _s, _s + _l - 1)", _a=node.this, _s=start, _l=length)
+    6f7aadf5a9115ec244aac372e07df5a481a4907f): array_position's 0, contains' NULL, split_part past
+    the end, cardinality of a map; subscripts: :func:`.trino_collections.subscript`."""
     if isinstance(node, exp.ArrayPosition):
         template = (
             "CASE WHEN _a IS NULL OR _x IS NULL THEN NULL ELSE CAST(coalesce(list_position(_a, _x), 0) AS BIGINT) END"
@@ -256,30 +252,8 @@ def _collection_call(node: exp.Expr, type_of: Callable[..., TrinoType]) -> tuple
     if isinstance(node, exp.ArraySize) and type_of(node.this).name == "map":
         return TrinoType("bigint"), duck("CAST(cardinality(_a) AS BIGINT)", _a=node.this)
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
-        return _subscript(node, type_of(node.this))
+        return collections.subscript(node, type_of(node.this))
     return None
-
-
-def _subscript(node: exp.Bracket, container: TrinoType) -> tuple[TrinoType | None, Any] | None:
-    """``a[k]`` past the end and ``m[k]`` of a missing key fail in Trino; element_at(a, 0) too (array.md)."""
-    index = node.expressions[0]
-    if node.args.get("safe"):  # element_at: NULL past the end, from the end when negative; 0 fails
-        if isinstance(index, exp.Literal) and index.is_int and int(index.this) == 0 and container.name == "array":
-            raise Refused("INVALID_FUNCTION_ARGUMENT", "SQL array indices start at 1")
-        return None
-    if container.name == "map":
-        template = "CASE WHEN map_contains(_m, _k) THEN _b ELSE error('INVALID_FUNCTION_ARGUMENT: Key not present in map: ' || _k) END"
-        return None, duck(template, _m=node.this, _k=index, _b=node.copy())
-    if container.name != "array":
-        return None
-    if not (isinstance(index, exp.Literal) and index.is_int):
-        raise athena_only("an array subscript that is not a literal")
-    position = int(index.this) + (0 if node.args.get("offset") else 1)  # sqlglot keeps a[k] as k - 1
-    template = (
-        f"CASE WHEN len(_a) >= {position} THEN _b ELSE error('INVALID_FUNCTION_ARGUMENT: Array subscript must be"
-        f" less than or equal to array length: {position} > ' || len(_a)) END"
-    )
-    return None, duck(template, _a=node.this, _b=node.copy())
 
 
 def _type_name(kind: TrinoType) -> str | None:

@@ -37,10 +37,12 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from . import trino_collections as collections
 from . import trino_functions as functions
 from . import trino_strings as strings
 from . import trino_time as tt
 from . import trino_time_functions as time_functions
+from . import trino_json
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
 
@@ -225,7 +227,7 @@ class _Rewriter:
         if isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)):
             strings.compare(node, self.type_of)  # char operands padded alike
             self._comparable(node)
-            return TrinoType("boolean"), None
+            return TrinoType("boolean"), collections.array_comparison(node, self.type_of)
         if isinstance(node, (exp.DPipe, exp.Concat)):
             return self._concat(node)
         if isinstance(node, exp.Avg) and self.type_of(node.this).name == "decimal":
@@ -339,6 +341,9 @@ class _Rewriter:
         NULL makes the result NULL (a varchar)."""
         parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
         kinds = [self.type_of(part) for part in parts]
+        appended = collections.element_concat(node, parts, kinds)
+        if appended is not None:
+            return TrinoType("array"), appended
         if any(kind.is_integer or kind.is_float or kind.name in ("decimal", "boolean") for kind in kinds):
             shown = ", ".join(_shown(kind) if kind.name != "varchar" else "varchar" for kind in kinds)
             raise Refused("TYPE_MISMATCH", f"Unexpected parameters ({shown}) for function concat (cast to varchar)")
@@ -362,6 +367,9 @@ class _Rewriter:
         if char is not None:
             return char
         safe = isinstance(node, exp.TryCast)
+        json_cast = trino_json.json_cast(node, source, target)
+        if json_cast is not None and not safe:
+            return json_cast
         text = literal_text(node.this)
         if target.name == "decimal" and target.precision is None and text is not None:  # DECIMAL '1.50'
             literal = of_number_text(text)

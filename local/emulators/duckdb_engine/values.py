@@ -154,20 +154,22 @@ def _athena_text(value: Any, type_id: str = "", zone: str | None = None, precisi
     if isinstance(value, (bytes, bytearray, memoryview)):
         return " ".join(f"{b:02x}" for b in bytes(value))
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_nested_text(v) for v in value) + "]"
+        return "[" + ", ".join(_nested_text(v, zone, precision) for v in value) + "]"
     if isinstance(value, dict):  # row and map both print as {k=v, ...}
-        return "{" + ", ".join(f"{_nested_text(k)}={_nested_text(v)}" for k, v in value.items()) + "}"
+        shown = (f"{_nested_text(k, zone, precision)}={_nested_text(v, zone, precision)}" for k, v in value.items())
+        return "{" + ", ".join(shown) + "}"
     return str(value)  # uuid.UUID and anything else
 
 
 def _fraction_digits(trino_type: str) -> int:
-    """The fraction digits of a ``timestamp(p)`` type text (3 for anything else)."""
-    match = re.match(r"timestamp\((\d+)\)", trino_type)
-    return int(match.group(1)) if match else 3
+    """The fraction digits of the timestamps of a type text, nested ones too (``array(timestamp(0))``: 0); 3 when
+    there are none or several precisions."""
+    found = set(re.findall(r"timestamp\((\d+)\)", trino_type))
+    return int(found.pop()) if len(found) == 1 else 3
 
 
-def _nested_text(value: Any) -> str:
-    text = _athena_text(value)
+def _nested_text(value: Any, zone: str | None = None, precision: int = 3) -> str:
+    text = _athena_text(value, zone=zone, precision=precision)
     return "null" if text is None else text
 
 
