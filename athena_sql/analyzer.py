@@ -84,7 +84,12 @@ def check_query(
         return CheckResult(unchecked=(_not_analyzed(exc),))
     unique = {(d.line, d.column, d.error_class, d.message): d for d in found}
     ordered = sorted(unique.values(), key=lambda d: (d.line, d.column))
-    return CheckResult(refusals=tuple(ordered), unchecked=tuple(sorted(unchecked, key=lambda u: (u.line, u.column))))
+    outputs = tuple(None if t is None else str(t) for t in typed.output_types)
+    return CheckResult(
+        refusals=tuple(ordered),
+        unchecked=tuple(sorted(unchecked, key=lambda u: (u.line, u.column))),
+        output_types=outputs,
+    )
 
 
 #: What a construct the analyzer does not follow may raise: our limit, never the user's error. What could not be

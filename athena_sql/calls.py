@@ -21,7 +21,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from athena_sql import functions, signatures
 from athena_sql.source import Source
-from athena_sql.types import TrinoType, literal_number, parse_type
+from athena_sql.types import TrinoType, common_super_type, literal_number, parse_type
 
 __all__ = ["Call", "find_call", "judge", "not_found"]
 
@@ -87,6 +87,11 @@ FOREIGN = {
 }
 #: Keywords that name no Trino function, yet are called as functions in other dialects (``left(s, 3)``).
 _KEYWORD_CALLS = frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.GLOB})
+#: The operands of special forms that are typed as the function's argument list, in order (tree argument names).
+SPECIAL_OPERANDS: dict[type[exp.Expr], tuple[str, ...]] = {
+    exp.Substring: ("this", "start", "length"),
+    exp.Overlay: ("this", "expression", "from_", "for_"),
+}
 #: Keywords that open a special form with their own syntax inside the brackets (not an argument list).
 _SPECIAL_WORDS = frozenset({TokenType.FROM, TokenType.IN, TokenType.FOR, TokenType.ALIAS, TokenType.USING})
 
@@ -173,9 +178,16 @@ def argument_nodes(source: Source, node: exp.Expr, call: Call) -> list[exp.Expr 
     return found
 
 
+_EMPTY_ARRAY = [TokenType.L_BRACKET, TokenType.R_BRACKET]
+
+
 def token_type(source: Source, argument: tuple[int, int]) -> TrinoType | None:
-    """The type of an argument written as one literal token (``'day'``, which sqlglot may turn into a unit)."""
+    """The type of an argument written as one literal token (``'day'``, which sqlglot may turn into a unit), or as
+    the empty ``ARRAY[]`` (array(unknown); sqlglot's node for it has no position)."""
     start, end = argument
+    brackets = [t.token_type for t in source.tokens[start + 1 : end + 1]]
+    if end == start + 2 and source.tokens[start].text.upper() == "ARRAY" and brackets == _EMPTY_ARRAY:
+        return TrinoType("array", (), (TrinoType("unknown"),))
     if start != end:
         return None
     token = source.tokens[start]
@@ -183,6 +195,8 @@ def token_type(source: Source, argument: tuple[int, int]) -> TrinoType | None:
         return TrinoType("varchar", (len(token.text),))
     if token.token_type == TokenType.NUMBER:
         return literal_number(token.text)
+    if token.token_type == TokenType.NULL:
+        return TrinoType("unknown")
     return None
 
 
@@ -199,7 +213,10 @@ def judge(
     if function is None:
         refuse(call.name_index, "FUNCTION_NOT_FOUND", written, not_found(call.name))
         return None, None
-    if call.special or function.form == "special":
+    if call.special or function.form == "special":  # SUBSTRING(s FROM i FOR n), TRIM(... FROM s): never refused here
+        typed = signatures.matches(call.name, types)
+        if isinstance(typed, tuple):
+            return signatures.result_type(typed[1], types, typed[0]), function
         return _catalog_result(function, types), function
     if function.kind != "aggregate" and (call.distinct or call.ordered):
         what = "DISTINCT is not supported" if call.distinct else "ORDER BY is only valid"
@@ -213,12 +230,14 @@ def judge(
     if function.accepts(len(call.arguments)) is False:
         refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _unexpected(call.name, types, function))
         return None, function
+    if call.name == "concat" and types and all(t is not None and t.name in ("array", "unknown") for t in types):
+        return _array_concat([t for t in types if t is not None]), function
     overload = signatures.matches(call.name, types)
     if overload is None:
         refuse(call.name_index, "FUNCTION_NOT_FOUND", written, _unexpected(call.name, types, function))
         return None, function
     if isinstance(overload, tuple):
-        return signatures.result_type(overload[1], types), function
+        return signatures.result_type(overload[1], types, overload[0]), function
     return _catalog_result(function, types), function
 
 
@@ -279,3 +298,14 @@ def _catalog_result(function: functions.Function, types: list[TrinoType | None])
     if result.startswith("[same as"):
         return types[0] if types else None
     return parse_type(result.replace("<", "(").replace(">", ")"))
+
+
+def _array_concat(types: list[TrinoType]) -> TrinoType | None:
+    """concat(array(E), ...): array(E), E the arrays' common element type, a NULL argument coerced to it
+    (io/trino/operator/scalar/ArrayConcatFunction.java; TestArrayOperators.testArrayToArrayConcat:
+    ``concat(ARRAY[], NULL)`` is array(unknown)); ``None`` when there is none (not judged here)."""
+    element: TrinoType | None = TrinoType("unknown")
+    for kind in types:
+        if kind.name == "array" and kind.children and element is not None:
+            element = common_super_type(element, kind.children[0])
+    return TrinoType("array", (), (element,)) if element is not None else None

@@ -6,7 +6,7 @@ so that ``path:line:column`` opens the right place in an editor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["CheckResult", "Diagnostic", "Unchecked"]
 
@@ -49,10 +49,14 @@ class Unchecked:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Everything one check found: ``refusals`` in text order (empty: Athena would accept what was checked)."""
+    """Everything one check found: ``refusals`` in text order (empty: Athena would accept what was checked), and
+    ``output_types``: the Trino type text of each result column, in order (``varchar(5)``, ``decimal(3,1)``; ``None``
+    for a column whose type the check did not derive; empty when the columns are not known: a ``*``, a set
+    operation, a refused statement; not compared: two results are equal when they refuse and note the same)."""
 
     refusals: tuple[Diagnostic, ...] = ()
     unchecked: tuple[Unchecked, ...] = ()
+    output_types: tuple[str | None, ...] = field(default=(), compare=False)
 
     @property
     def refused(self) -> bool:

@@ -23,6 +23,8 @@ from athena_sql.types import (
     VARCHAR,
     TrinoType,
     common_super_type,
+    decimal_of,
+    decimal_result,
 )
 
 if TYPE_CHECKING:
@@ -81,9 +83,12 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
     if left.is_unknown or right.is_unknown:
         return True, right if left.is_unknown else left
     if left.is_numeric and right.is_numeric:
+        exact = [decimal_of(t) for t in (left, right)]
+        if "decimal" in (left.name, right.name) and exact[0] and exact[1]:  # decimal.md's rules
+            return True, TrinoType("decimal", decimal_result(operator, exact[0], exact[1]))
         return True, common_super_type(left, right)
     if operator in "+-":
-        if (left.is_temporal and right.is_interval) and not (False):
+        if left.is_temporal and right.is_interval:
             return True, left
         if operator == "+" and left.is_interval and right.is_temporal:
             return True, right
@@ -161,8 +166,10 @@ def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | Non
         return None
     if all(t.is_unknown or t.is_string for t in (left, right)):
         return VARCHAR
-    if left.name == "array" or right.name == "array":
-        return left if left.name == "array" else right
+    if left.name == "array" or right.name == "array":  # concat(array(E), array(E)), concat(E, array(E)), ...
+        elements = [t.children[0] if t.name == "array" and t.children else t for t in (left, right)]
+        element = common_super_type(elements[0], elements[1])
+        return TrinoType("array", (), (element,)) if element is not None else None
     if all(t.is_unknown or t.name == "varbinary" for t in (left, right)):
         return TrinoType("varbinary")
     where = typer.source.operator_position(node, (TokenType.DPIPE,))
@@ -214,6 +221,10 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     for child in node.iter_expressions():  # what the written arguments did not cover (an ORDER BY, a unit)
         if id(child) not in typer.types and not isinstance(child, exp.Lambda):
             typer.expr(child, scope)
+    keys = calls.SPECIAL_OPERANDS.get(type(node)) if written.special else None
+    if keys:  # SUBSTRING(s FROM i [FOR n]), OVERLAY(s PLACING r FROM i [FOR n]): typed as their argument lists
+        operands = [node.args[key] for key in keys if node.args.get(key) is not None]
+        types = [typer.expr(o, scope) if isinstance(o, exp.Expr) else None for o in operands]
     result, function = calls.judge(
         typer.source,
         written,

@@ -17,17 +17,32 @@ argument whose type is not known matches everything (the check refuses only what
 A result is a Trino type text, ``$n`` (the type of argument n), ``array($n)``, ``elem($n)`` (an array's element or a
 map's value), ``sum($n)`` / ``avg($n)`` (Trino's aggregate result types: sum of an integer is bigint, avg of an integer
 is double, of a decimal a decimal).
+
+Bounded results are Trino's declarations: a parameter ``varchar(x)`` (or ``char(x)``) binds ``x`` to its argument's
+length and the result is computed from it (:func:`result_type`), as io/trino/operator/scalar/StringFunctions.java
+(trinodb/trino@00e6f8b957a4352553a70648bb3ff9daf5d12d5c: chr ``varchar(1)``; lower, upper, reverse ``varchar(x)``
+(``char(x)`` of a char); trim, ltrim, rtrim, substr, split_part ``varchar(x)``; split ``array(varchar(x))``; replace
+``varchar(x)`` and, with a replacement, ``varchar(u)``, ``u = min(2147483647, x + z * (x + 1))``; lpad, rpad, translate
+unbounded; soundex ``varchar(4)``) and io/trino/operator/scalar/JoniRegexpFunctions.java
+(trinodb/trino@03d8e5abc686c5c4a9f96ca14db07e2aed880174: regexp_extract ``varchar(x)``; regexp_extract_all,
+regexp_split ``array(varchar(x))``; regexp_replace ``varchar(x)`` and, with a replacement ``varchar(y)``,
+``varchar(z)``, ``z = min(2147483647, x + max(x * y / 2, y) * (x + 1))``) declare them.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Sequence
 
 from athena_sql.types import BIGINT, DOUBLE, TrinoType, can_coerce, parse_type
 
 __all__ = ["SIGNATURES", "expected", "matches", "result_type"]
 
-_DATE_PARTS = ("date", "timestamp", "timestamptz")
+#: ceiling/floor/round of a decimal(p, s): MathFunctions.java's ``@Constraint(variable = "rp", expression = "p - s +
+#: min(s, 1)")`` ``decimal(rp,0)``; round(decimal(p, s), d) is decimal(min(38, p + 1), s), sign(decimal) decimal(1,0)
+#: (trinodb/trino, core/trino-main/src/main/java/io/trino/operator/scalar/MathFunctions.java).
+_DECIMAL_ROUNDED = "decimal(p - s + min(s, 1), 0)"
 #: name -> overloads: (parameter patterns, result).
 SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "date_trunc": ((("varchar", "temporal"), "$2"),),
@@ -44,41 +59,82 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("double", "bigint", "bigint"), "timestamp(3) with time zone"),
     ),
     "to_unixtime": ((("timestamp",), "double"), (("timestamptz",), "double")),
-    "to_iso8601": tuple((((t,), "varchar")) for t in _DATE_PARTS),
+    "to_iso8601": (  # ToIso8601.java (operator/scalar/timestamp and timestamptz): 1 + 6 + 15 + min(p, 1) + p [+ 6]
+        (("date",), "varchar(16)"),
+        (("timestamp(p)",), "varchar(1 + 6 + 15 + min(p, 1) + p)"),
+        (("timestamptz(p)",), "varchar(1 + 6 + 15 + min(p, 1) + p + 6)"),
+    ),
     "date": ((("varchar",), "date"), (("timestamp",), "date"), (("timestamptz",), "date")),
     "with_timezone": ((("timestamp", "varchar"), "timestamp(3) with time zone"),),
-    "at_timezone": ((("timestamptz", "varchar"), "$1"), (("timestamptz", "interval"), "$1")),
-    "lower": ((("varchar",), "varchar"),),
-    "upper": ((("varchar",), "varchar"),),
-    "trim": ((("varchar",), "varchar"),),
-    "ltrim": ((("varchar",), "varchar"),),
-    "rtrim": ((("varchar",), "varchar"),),
+    "at_timezone": ((("timestamptz", "varchar"), "zoned($1)"), (("timestamptz", "interval"), "zoned($1)")),
+    "chr": ((("bigint",), "varchar(1)"),),
+    "lower": ((("char(x)",), "char(x)"), (("varchar(x)",), "varchar(x)")),
+    "upper": ((("char(x)",), "char(x)"), (("varchar(x)",), "varchar(x)")),
+    "reverse": (
+        (("char(x)",), "char(x)"),
+        (("varchar(x)",), "varchar(x)"),
+        (("varbinary",), "varbinary"),
+        (("array",), "$1"),
+    ),
+    "trim": ((("varchar(x)",), "varchar(x)"), (("varchar(x)", "varchar"), "varchar(x)")),
+    "ltrim": ((("varchar(x)",), "varchar(x)"), (("varchar(x)", "varchar"), "varchar(x)")),
+    "rtrim": ((("varchar(x)",), "varchar(x)"), (("varchar(x)", "varchar"), "varchar(x)")),
     "length": ((("varchar",), "bigint"), (("varbinary",), "bigint")),
     "substr": (
-        (("varchar", "bigint"), "varchar"),
-        (("varchar", "bigint", "bigint"), "varchar"),
+        (("varchar(x)", "bigint"), "varchar(x)"),
+        (("varchar(x)", "bigint", "bigint"), "varchar(x)"),
         (("varbinary", "bigint"), "varbinary"),
         (("varbinary", "bigint", "bigint"), "varbinary"),
     ),
+    "substring": (
+        (("varchar(x)", "bigint"), "varchar(x)"),
+        (("varchar(x)", "bigint", "bigint"), "varchar(x)"),
+    ),
+    "overlay": (  # TestStringFunctions.testOverlay (trinodb/trino@02e3bc9f818eab65aa9cd02e5ca958eb03987902)
+        (("varchar(x)", "varchar(y)", "bigint"), "varchar(x + y)"),
+        (("varchar(x)", "varchar(y)", "bigint", "bigint"), "varchar(x + y)"),
+    ),
     "strpos": ((("varchar", "varchar"), "bigint"), (("varchar", "varchar", "bigint"), "bigint")),
-    "replace": ((("varchar", "varchar"), "varchar"), (("varchar", "varchar", "varchar"), "varchar")),
-    "split": ((("varchar", "varchar"), "array(varchar)"), (("varchar", "varchar", "bigint"), "array(varchar)")),
-    "split_part": ((("varchar", "varchar", "bigint"), "varchar"),),
+    "replace": (
+        (("varchar(x)", "varchar(y)"), "varchar(x)"),
+        (("varchar(x)", "varchar(y)", "varchar(z)"), "varchar(min(2147483647, x + z * (x + 1)))"),
+    ),
+    "split": (
+        (("varchar(x)", "varchar(y)"), "array(varchar(x))"),
+        (("varchar(x)", "varchar(y)", "bigint"), "array(varchar(x))"),
+    ),
+    "split_part": ((("varchar(x)", "varchar(y)", "bigint"), "varchar(x)"),),
+    "translate": ((("varchar", "varchar", "varchar"), "varchar"),),
+    "soundex": ((("varchar",), "varchar(4)"),),
     "starts_with": ((("varchar", "varchar"), "boolean"),),
     "lpad": ((("varchar", "bigint", "varchar"), "varchar"), (("varbinary", "bigint", "varbinary"), "varbinary")),
     "rpad": ((("varchar", "bigint", "varchar"), "varchar"), (("varbinary", "bigint", "varbinary"), "varbinary")),
     "regexp_like": ((("varchar", "varchar"), "boolean"),),
-    "regexp_extract": ((("varchar", "varchar"), "varchar"), (("varchar", "varchar", "bigint"), "varchar")),
+    "regexp_extract": (
+        (("varchar(x)", "varchar"), "varchar(x)"),
+        (("varchar(x)", "varchar", "bigint"), "varchar(x)"),
+    ),
+    "regexp_extract_all": (
+        (("varchar(x)", "varchar"), "array(varchar(x))"),
+        (("varchar(x)", "varchar", "bigint"), "array(varchar(x))"),
+    ),
+    "regexp_split": ((("varchar(x)", "varchar"), "array(varchar(x))"),),
     "regexp_replace": (
-        (("varchar", "varchar"), "varchar"),
-        (("varchar", "varchar", "varchar"), "varchar"),
+        (("varchar(x)", "varchar"), "varchar(x)"),
+        (("varchar(x)", "varchar", "varchar(y)"), "varchar(min(2147483647, x + max(x * y / 2, y) * (x + 1)))"),
         (("varchar", "varchar", "any"), "varchar"),
     ),
     "abs": ((("double",), "$1"),),
-    "round": ((("double",), "$1"), (("double", "bigint"), "$1")),
-    "floor": ((("double",), "$1"),),
-    "ceil": ((("double",), "$1"),),
-    "ceiling": ((("double",), "$1"),),
+    "round": (
+        (("decimal(p,s)",), _DECIMAL_ROUNDED),
+        (("decimal(p,s)", "bigint"), "decimal(min(38, p + 1), s)"),
+        (("double",), "$1"),
+        (("double", "bigint"), "$1"),
+    ),
+    "sign": ((("decimal(p,s)",), "decimal(1, 0)"), (("double",), "$1")),
+    "floor": ((("decimal(p,s)",), _DECIMAL_ROUNDED), (("double",), "$1")),
+    "ceil": ((("decimal(p,s)",), _DECIMAL_ROUNDED), (("double",), "$1")),
+    "ceiling": ((("decimal(p,s)",), _DECIMAL_ROUNDED), (("double",), "$1")),
     "truncate": ((("double",), "$1"), (("double", "bigint"), "$1")),
     "sqrt": ((("double",), "double"),),
     "ln": ((("double",), "double"),),
@@ -112,6 +168,8 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "contains": ((("array", "any"), "boolean"), (("any", "any"), "boolean")),
     "element_at": ((("array", "bigint"), "elem($1)"), (("map", "any"), "elem($1)")),
     "array_join": ((("array", "varchar"), "varchar"), (("array", "varchar", "varchar"), "varchar")),
+    "map": ((("array", "array"), "map(elem($1), elem($2))"), ((), "map(unknown, unknown)")),
+    "map_from_entries": ((("array",), "map(entries($1))"),),
     "json_parse": ((("varchar",), "json"),),
     "json_format": ((("json",), "varchar"),),
     "json_extract_scalar": ((("varchar", "varchar"), "varchar"), (("json", "varchar"), "varchar")),
@@ -151,6 +209,7 @@ _SHOWN = {
     "varchar": "varchar(x)",
     "timestamp": "timestamp(p)",
     "timestamptz": "timestamp(p) with time zone",
+    "timestamptz(p)": "timestamp(p) with time zone",
     "time": "time(p)",
     "array": "array(E)",
     "map": "map(K,V)",
@@ -163,6 +222,9 @@ _TEMPORAL_FORMS = ("date", "time(p)", "timestamp(p)", "timestamp(p) with time zo
 def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
     if argument is None or argument.is_unknown or pattern == "any":
         return True
+    if pattern in ("char(x)", "decimal(p,s)"):
+        return argument.name == pattern.split("(")[0]
+    pattern = pattern.removesuffix("(x)").removesuffix("(y)").removesuffix("(z)").removesuffix("(p)")
     if pattern in ("array", "map"):
         return argument.name == pattern
     if pattern == "interval":
@@ -201,9 +263,17 @@ def expected(name: str) -> str:
     return ", ".join(forms)
 
 
-def result_type(result: str, arguments: Sequence[TrinoType | None]) -> TrinoType | None:
-    """The type ``result`` (an overload's result spec) gives for ``arguments``; ``None`` when it depends on an
-    argument whose type is not known."""
+def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: Sequence[str] = ()) -> TrinoType | None:
+    """The type ``result`` (an overload's result spec) gives for ``arguments`` matched to the overload's
+    ``parameters``; ``None`` when it depends on an argument whose type is not known.
+
+    A bounded result (``varchar(x)``, ``array(varchar(x))``, ``varchar(min(2147483647, x + z * (x + 1)))``) is
+    computed as Trino's literal parameters are (``@LiteralParameters``/``@Constraint`` of the function's declaration,
+    :data:`SIGNATURES`' sources): ``x``, ``y``, ``z`` are the lengths of the arguments whose parameter binds them
+    (``varchar(x)``; an unbounded varchar is 2147483647 long), ``/`` divides integers, and a length of 2147483647 or
+    more is the unbounded ``varchar``."""
+    if _BOUNDED.match(result):
+        return _bounded(result, arguments, parameters)
 
     def argument(text: str) -> TrinoType | None:
         index = int(text.strip("$()")) - 1
@@ -211,6 +281,20 @@ def result_type(result: str, arguments: Sequence[TrinoType | None]) -> TrinoType
 
     if result.startswith("$"):
         return argument(result)
+    if result.startswith("zoned("):  # the argument as coerced to timestamp(p) with time zone
+        value = argument(result[len("zoned") :])
+        if value is None or not value.name.startswith("timestamp"):
+            return value
+        return TrinoType("timestamp with time zone", value.parameters or (3,))
+    if result.startswith("map(") and "$" in result:  # map(keys, values); map_from_entries(array(row(K, V)))
+        sources = [argument(part) for part in re.findall(r"\$\d+", result)]
+        if any(a is None or a.name != "array" or not a.children for a in sources):
+            return None
+        elements = [a.children[0] for a in sources if a is not None]
+        if result.startswith("map(entries("):
+            entry = elements[0]
+            return TrinoType("map", (), entry.children) if entry.name == "row" and len(entry.children) == 2 else None
+        return TrinoType("map", (), tuple(elements))
     for wrapper in ("array(", "elem(", "sum(", "avg("):
         if result.startswith(wrapper) and "$" in result:
             inner = argument(result[len(wrapper) - 1 :])
@@ -230,3 +314,60 @@ def result_type(result: str, arguments: Sequence[TrinoType | None]) -> TrinoType
                 )
             return inner if inner.name == "decimal" else DOUBLE
     return parse_type(result)
+
+
+#: Trino's unbounded varchar is varchar(2147483647) (io/trino/spi/type/VarcharType.java, MAX_LENGTH).
+UNBOUNDED_LENGTH = 2147483647
+_BOUNDED = re.compile(r"^(?P<array>array\()?(?P<name>varchar|char|decimal)\((?P<length>.+)\)(?(array)\))$")
+
+
+def _bounded(result: str, arguments: Sequence[TrinoType | None], parameters: Sequence[str]) -> TrinoType | None:
+    """``varchar(<length expression>)``, ``char(...)`` or ``array(varchar(...))`` for ``arguments``."""
+    match = _BOUNDED.match(result)
+    if match is None:
+        return None
+    lengths: dict[str, int] = {}
+    for pattern, argument in zip(parameters, arguments, strict=False):
+        if pattern == "decimal(p,s)":
+            if argument is None or argument.name != "decimal" or len(argument.parameters) != 2:
+                return None
+            lengths["p"], lengths["s"] = argument.parameters
+        if pattern in ("timestamp(p)", "timestamptz(p)"):  # a timestamp's precision (3 when not written)
+            if argument is None or not argument.name.startswith("timestamp"):
+                return None
+            lengths["p"] = argument.parameters[0] if argument.parameters else 3
+        variable = re.fullmatch(r"(?:varchar|char)\(([xyz])\)", pattern)
+        if variable is None:
+            continue
+        if argument is None or not argument.is_string:
+            return None
+        lengths[variable.group(1)] = argument.parameters[0] if argument.parameters else UNBOUNDED_LENGTH
+    try:
+        tree = ast.parse(match.group("length"), mode="eval").body
+        values = [_evaluate(e, lengths) for e in (tree.elts if isinstance(tree, ast.Tuple) else [tree])]
+    except (KeyError, SyntaxError, ValueError):
+        return None
+    if match.group("name") == "decimal":
+        return TrinoType("decimal", tuple(values)) if len(values) == 2 else None
+    length = values[0]
+    kind = TrinoType(match.group("name"), (length,) if length < UNBOUNDED_LENGTH else ())
+    return TrinoType("array", (), (kind,)) if match.group("array") else kind
+
+
+def _evaluate(node: ast.expr, lengths: dict[str, int]) -> int:
+    """An integer expression of Trino's type constraints: ``+ - * /`` (integer division), ``min``, ``max``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return lengths[node.id]
+    if isinstance(node, ast.BinOp):
+        left, right = _evaluate(node.left, lengths), _evaluate(node.right, lengths)
+        operations = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}
+        if isinstance(node.op, ast.Div):
+            return left // right
+        if type(node.op) in operations:
+            return operations[type(node.op)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+        values = [_evaluate(argument, lengths) for argument in node.args]
+        return min(values) if node.func.id == "min" else max(values)
+    raise ValueError(f"not a type constraint: {ast.dump(node)}")

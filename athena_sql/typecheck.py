@@ -72,6 +72,9 @@ class Analysis:
     refused_calls: set[int] = field(default_factory=set)
     #: ``id(node)`` of columns of an enclosing query (a correlated subquery's): constant for its groups
     outer_columns: set[int] = field(default_factory=set)
+    #: The statement's result columns' types, in order (``None``: one not derived); empty when not known (a ``*``,
+    #: a set operation)
+    output_types: tuple[TrinoType | None, ...] = ()
 
 
 def analyze(
@@ -81,6 +84,10 @@ def analyze(
     :func:`athena_sql.analyzer.check_query`)."""
     typer = _Typer(source, tables, parameters)
     typer.query(statement, Scope())
+    if isinstance(statement, exp.Select) and not any(
+        isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star) for item in statement.expressions
+    ):
+        typer.analysis.output_types = tuple(typer.types.get(id(item)) for item in statement.expressions)
     return typer.analysis
 
 
@@ -276,6 +283,13 @@ class _Typer:
             if found and not scope.resolves_here(node.name, node.table or None):
                 self.analysis.outer_columns.add(id(node))
             return kind
+        if isinstance(node, exp.Cast) and self.decimal_literal(node):  # DECIMAL '1.50' (sqlglot: a cast)
+            text = node.this.this.strip()
+            kind = types.decimal_literal(text)
+            if kind is None:
+                message = f"'{node.this.this}' is not a valid DECIMAL literal"
+                self.refuse(node, "INVALID_LITERAL", self.source.text_of(node), message)
+            return kind
         if isinstance(node, exp.Cast | exp.TryCast):
             value = self.expr(node.this, scope)
             target = parse_type(node.to.sql(dialect="trino"))
@@ -317,6 +331,14 @@ class _Typer:
             self.expr(child, scope)
         return None
 
+    def decimal_literal(self, node: exp.Cast) -> bool:
+        """Whether ``node`` is the typed literal ``DECIMAL '...'`` (not ``CAST('...' AS decimal)``, decimal(38,0))."""
+        if not (isinstance(node.this, exp.Literal) and node.this.is_string and not isinstance(node, exp.TryCast)):
+            return False
+        if node.to.this != exp.DType.DECIMAL or node.to.expressions:
+            return False
+        return self.source.text_of(node).lstrip().upper().startswith("DECIMAL")
+
     def constant_cast(self, node: exp.Cast, target: TrinoType) -> None:
         """A cast of a varchar literal that can never succeed (``CAST('P332a' AS bigint)``, ``INTEGER
         '2147483648'``): Trino evaluates constant casts before running (INVALID_CAST_ARGUMENT)."""
@@ -337,7 +359,8 @@ class _Typer:
                 fits = False
         if not fits:
             where = self.source.node_position(node)
-            message = f"Cannot cast '{literal.this}' to {str(target).upper()}"
+            shown = "INT" if target.name == "integer" else str(target).upper()  # FromVarchar.toInteger's words
+            message = f"Cannot cast '{literal.this}' to {shown}"
             self.refuse(where, "INVALID_CAST_ARGUMENT", self.source.text_of(node), message)
 
     def json_arrow(self, node: exp.JSONExtract) -> bool:

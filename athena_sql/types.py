@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TrinoType", "can_coerce", "castable", "common_super_type", "parse_type"]
+__all__ = [
+    "TrinoType",
+    "can_coerce",
+    "castable",
+    "common_super_type",
+    "decimal_literal",
+    "decimal_of",
+    "decimal_result",
+    "parse_type",
+]
 
 #: Exact integers by width: (name, decimal precision that holds every value).
 _INTEGERS = {"tinyint": 3, "smallint": 5, "integer": 10, "bigint": 19}
@@ -121,6 +130,8 @@ def parse_type(text: str) -> TrinoType | None:
         return TrinoType("time", (3,))
     if value == "decimal":
         return TrinoType("decimal", (38, 0))
+    if value in ("char", "character"):  # language/types.md: "char without length specified has a length of 1"
+        return TrinoType("char", (1,))
     if value.startswith("interval "):
         return TrinoType("interval year to month" if "month" in value or "year" in value else "interval day to second")
     match = _PARAMETRIZED.match(value)
@@ -179,7 +190,9 @@ def _split(text: str) -> list[str]:
     return [part for part in parts if part]
 
 
-def _decimal_of(t: TrinoType) -> tuple[int, int] | None:
+def decimal_of(t: TrinoType) -> tuple[int, int] | None:
+    """(precision, scale) of an exact number as a decimal operand (an integer coerces to the decimal that holds it:
+    integer decimal(10,0), bigint decimal(19,0)); ``None`` for anything else."""
     if t.name == "decimal":
         return (t.parameters[0], t.parameters[1]) if len(t.parameters) == 2 else (38, 0)
     if t.name in _INTEGERS:
@@ -196,12 +209,12 @@ def can_coerce(source: TrinoType, target: TrinoType) -> bool:
         if t in _INTEGERS:
             return _INTEGER_RANK[s] <= _INTEGER_RANK[t]
         if t == "decimal":
-            precision, scale = _decimal_of(target) or (38, 0)
+            precision, scale = decimal_of(target) or (38, 0)
             return precision - scale >= _INTEGERS[s]
         return t in ("real", "double")
     if s == "decimal":
         if t == "decimal":
-            (p1, s1), (p2, s2) = _decimal_of(source) or (38, 0), _decimal_of(target) or (38, 0)
+            (p1, s1), (p2, s2) = decimal_of(source) or (38, 0), decimal_of(target) or (38, 0)
             return s2 >= s1 and p2 - s2 >= p1 - s1
         return t in ("real", "double")
     if s == "real":
@@ -239,7 +252,7 @@ def common_super_type(left: TrinoType, right: TrinoType) -> TrinoType | None:
             return DOUBLE
         if "real" in (a, b):
             return TrinoType("real")
-        first, second = _decimal_of(left), _decimal_of(right)
+        first, second = decimal_of(left), decimal_of(right)
         if first and second:
             scale = max(first[1], second[1])
             whole = max(first[0] - first[1], second[0] - second[1])
@@ -290,3 +303,43 @@ def castable(source: TrinoType, target: TrinoType) -> bool:
         return True
     other = target if source.is_temporal else source
     return not (other.is_numeric or other.name == "boolean")
+
+
+#: Trino's widest decimal (io/trino/spi/type/Decimals.java, MAX_PRECISION).
+MAX_DECIMAL_PRECISION = 38
+
+
+def decimal_literal(text: str) -> TrinoType | None:
+    """The type of ``DECIMAL '<text>'`` (docs/src/main/sphinx/language/types.md, "DECIMAL"; decimal.md, "Decimal
+    literals", trinodb/trino@6f7aadf5a9115ec244aac372e07df5a481a4907f): ``DECIMAL '1.50'`` is decimal(3,2) (the
+    fraction's zeros count), ``DECIMAL '12'`` decimal(2,0), ``DECIMAL '.5'`` decimal(1,1); ``None`` when ``text`` is
+    not a decimal number (Trino: INVALID_LITERAL)."""
+    digits = text.strip().lstrip("+-")
+    whole = re.fullmatch(r"\d+", digits)
+    if whole:
+        return TrinoType("decimal", (max(1, len(digits.lstrip("0"))), 0))
+    match = re.fullmatch(r"(\d*)\.(\d*)", digits)
+    if match is None or digits == ".":
+        return None
+    integral, fraction = match.groups()
+    return TrinoType("decimal", (max(1, len(integral) + len(fraction)), len(fraction)))
+
+
+def decimal_result(operator: str, left: tuple[int, int], right: tuple[int, int]) -> tuple[int, int]:
+    """(precision, scale) of ``left <operator> right`` on decimals (docs/src/main/sphinx/functions/decimal.md, table
+    "Binary arithmetic decimal operators", trinodb/trino@6f7aadf5a9115ec244aac372e07df5a481a4907f; division's
+    precision as core/trino-main/src/test/java/io/trino/type/TestDecimalOperators.java at
+    029c93b693c7a3dbff995062fb9997f4acd86d77 has it, ``xp + ys + max(0, ys - xs)``); the precision is capped at 38.
+    ``operator``: ``+ - * / %``. :raises ValueError: another operator."""
+    (xp, xs), (yp, ys) = left, right
+    if operator in ("+", "-"):
+        precision, scale = 1 + max(xs, ys) + max(xp - xs, yp - ys), max(xs, ys)
+    elif operator == "*":
+        precision, scale = xp + yp, xs + ys
+    elif operator == "/":
+        precision, scale = xp + ys + max(0, ys - xs), max(xs, ys)
+    elif operator == "%":
+        precision, scale = min(xp - xs, yp - ys) + max(xs, ys), max(xs, ys)
+    else:
+        raise ValueError(f"not a decimal operator: {operator!r}")
+    return min(MAX_DECIMAL_PRECISION, max(precision, 1)), scale

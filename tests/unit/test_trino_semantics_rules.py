@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlglot import exp
 
+from athena_sql.types import decimal_result
 from local.emulators.duckdb_engine import QueryRejected, prepare_query
 from local.emulators.duckdb_engine.trino_functions import joda_to_strftime
-from local.emulators.duckdb_engine.trino_types import decimal_result, of_literal, trino_type_text
+from local.emulators.duckdb_engine.trino_types import of_literal, trino_type_text
 
 SCHEMA = {"t": {"i": "integer", "d": "double", "p": "decimal(10,2)", "ts": "timestamp(3)", "s": "varchar"}}
 

@@ -178,9 +178,11 @@ def job_settings(job: JobDefinition) -> Settings:
 # --- the engine's error, mapped onto query.sql ---------------------------------------------------------------------
 _COLUMN = re.compile(r"Column '(?P<name>[^']+)' cannot be resolved")  # the local engine's words (Trino's)
 _CANDIDATES = re.compile(r"; candidates: (?P<names>.+?)(?:\n|$)")
+_DID_YOU_MEAN = re.compile(r"; did you mean (?P<name>[\w.]+)")  # the SQL check's words (the engine runs it first)
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'")
 _DUCKDB_SUFFIX = re.compile(r"\s*\[DuckDB \w+\]\s*$")
 _CODE = re.compile(r"^[A-Z_]+: ")
+_LOCATION = re.compile(r"^line (?P<line>\d+):\d+: ")
 
 
 def failure_line(job: JobDefinition, message: str) -> str:
@@ -192,7 +194,10 @@ def failure_line(job: JobDefinition, message: str) -> str:
         name = column.group("name")
         candidates = _CANDIDATES.search(message)
         hint = ""
-        if candidates:
+        suggested = _DID_YOU_MEAN.search(message)
+        if suggested:
+            hint = f'; did you mean "{suggested.group("name").rsplit(".", 1)[-1]}"?'
+        elif candidates:
             first = _QUOTED.search(candidates.group("names"))
             if first:
                 suggestion = (first.group(1) or first.group(2)).rsplit(".", 1)[-1]
@@ -200,6 +205,11 @@ def failure_line(job: JobDefinition, message: str) -> str:
         return f'{common.located(job, common.identifier_line(sql, name))}: column "{name}" not found{hint}'
     text = _DUCKDB_SUFFIX.sub("", _CODE.sub("", message.strip()))
     text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    located = _LOCATION.match(text)  # the SQL check's position (the engine runs it first): its line is query.sql's
+    if located:
+        return (
+            f"{common.located(job, int(located['line']))}: {text[located.end() :]} (job {job.job_name}, local engine)"
+        )
     line = None
     for match in _QUOTED.finditer(text):
         line = common.identifier_line(sql, match.group(1) or match.group(2))

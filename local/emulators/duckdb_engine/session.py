@@ -26,9 +26,10 @@ from typing import Any, Final
 import duckdb
 
 from . import trino_collections, trino_json
+from .analysis import check_statement, result_types
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
-from .sql import PreparedQuery, QueryRejected, bind_query, translate_query
+from .sql import BoundQuery, PreparedQuery, QueryRejected, bind_query, translate_query
 from .trino_time_functions import register as register_time_functions
 from .trino_types import trino_type_text
 from .trino_udfs import register as register_trino_functions
@@ -74,12 +75,16 @@ class DuckDBSession:
         started = time.perf_counter()
         duckdb_sql: str | None = None
         try:
-            bound = bind_query(sql, params)
+            bound = _bound(sql, params)
             layouts = self._check_tables(bound.tables)
             with self._con_lock:
                 con = self._connection()
                 self._register_views(con, layouts)
-                prepared = translate_query(bound, {table: self._schemas[table] for table in layouts})
+                schema = {table: self._schemas[table] for table in layouts}
+                checked = check_statement(sql, params, schema)
+                if checked.refusal is not None:
+                    raise QueryRejected(checked.refusal.error_code, checked.refusal.message)
+                prepared = translate_query(bound, schema)
                 duckdb_sql = prepared.duckdb_sql
                 if not self._functions and "TRINO_" in duckdb_sql.upper():  # registered when first used (~60 ms)
                     register_trino_functions(con)  # Trino functions DuckDB lacks (.trino_udfs)
@@ -92,6 +97,9 @@ class DuckDBSession:
                 raw_rows = relation.fetchall()
                 scan = self._account(con, prepared, layouts)
             columns, rows = _render(names, duck_types, raw_rows, prepared.output_zones, prepared.output_types)
+            refined = result_types(checked.result.output_types, [c["trino_type"] for c in columns])
+            for column, trino_type in zip(columns, refined, strict=True):
+                column["trino_type"] = trino_type
         except QueryRejected as exc:
             return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, str(exc)), None
         except duckdb.Error as exc:
@@ -203,6 +211,18 @@ class DuckDBSession:
             self._views[table] = paths
             described = con.execute(f'DESCRIBE "{table}"').fetchall()
             self._schemas[table] = {str(row[0]).lower(): trino_type_text(row[1]) for row in described}
+
+
+def _bound(sql: str, params: list[str]) -> BoundQuery:
+    """The bound query; a statement that does not parse is refused in the SQL check's words when the check refuses it
+    too (:mod:`.analysis`; the parameters are not read: they may be what failed), else in the binder's."""
+    try:
+        return bind_query(sql, params)
+    except QueryRejected as exc:
+        refusal = check_statement(sql, [], {}).refusal if exc.error_code == "SYNTAX_ERROR" else None
+        if refusal is not None:
+            raise QueryRejected(refusal.error_code, refusal.message) from exc
+        raise
 
 
 _RAISED = re.compile(

@@ -37,14 +37,16 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from athena_sql.types import decimal_literal, decimal_result
+
 from . import trino_collections as collections
 from . import trino_functions as functions
+from . import trino_json
 from . import trino_strings as strings
 from . import trino_time as tt
 from . import trino_time_functions as time_functions
-from . import trino_json
 from .trino_tree import Refused, athena_only, duck, literal_text
-from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, decimal_result, of_literal, of_number_text, of_sqlglot
+from .trino_types import UNKNOWN, UNKNOWN_ZONE, TrinoType, of_literal, of_sqlglot
 
 __all__ = ["Refused", "Translation", "athena_only", "translate"]
 
@@ -372,11 +374,10 @@ class _Rewriter:
             return json_cast
         text = literal_text(node.this)
         if target.name == "decimal" and target.precision is None and text is not None:  # DECIMAL '1.50'
-            literal = of_number_text(text)
-            if literal.name != "decimal" and not literal.is_integer:
+            literal = decimal_literal(text)  # the check's rule (athena_sql.types)
+            if literal is None:
                 raise Refused("INVALID_LITERAL", f"'{text}' is not a valid DECIMAL literal")
-            precision = literal.precision or len(text.strip().lstrip("+-").lstrip("0")) or 1
-            scale = literal.scale or 0
+            precision, scale = literal.parameters
             typed = duck(f"CAST(_a AS DECIMAL({precision}, {scale}))", _a=node.this)
             return TrinoType("decimal", precision=precision, scale=scale), typed
         if source.name == "timestamptz" and target.name in ("timestamp", "date"):

@@ -3,13 +3,13 @@
 - :class:`TrinoType`: the few facts the rewrites of :mod:`.trino_semantics` need about an expression: its Trino
   type name, a decimal's precision and scale (a varchar's length in ``precision``), a timestamp with time zone's
   zone when it is known before running (``zone``; :data:`UNKNOWN_ZONE` when it is not).
-- :func:`of_literal`, :func:`of_sqlglot`, :func:`decimal_result`: Trino's typing rules for literals and decimal
-  arithmetic, from Trino's docs (``docs/src/main/sphinx/functions/decimal.md``, "Decimal literals" and "Binary
-  arithmetic decimal operators", trinodb/trino at 6f7aadf5a9115ec244aac372e07df5a481a4907f; division's precision as
-  ``core/trino-main/src/test/java/io/trino/type/TestDecimalOperators.java`` at 029c93b693c7a3dbff995062fb9997f4acd86d77
-  has it, ``xp + ys + max(0, ys - xs)``): an integer literal is
-  ``integer`` (``bigint`` beyond 2^31-1), ``1.50`` is ``decimal(3,2)``, ``1e0`` is ``double``; an integer operand
-  of decimal arithmetic is ``decimal(10,0)`` (``bigint`` ``decimal(19,0)``).
+- :func:`of_literal`, :func:`of_sqlglot`: Trino's typing rules for literals, from Trino's docs
+  (``docs/src/main/sphinx/functions/decimal.md``, "Decimal literals", trinodb/trino at
+  6f7aadf5a9115ec244aac372e07df5a481a4907f): an integer literal is ``integer`` (``bigint`` beyond 2^31-1), ``1.50``
+  is ``decimal(3,2)``, ``1e0`` is ``double``; an integer operand of decimal arithmetic is ``decimal(10,0)``
+  (``bigint`` ``decimal(19,0)``). Decimal arithmetic's result types are the check's
+  (:func:`athena_sql.types.decimal_result`), as are the result types the engine reports where the check derives
+  them (:mod:`.analysis`).
 - :func:`trino_type_text`: a DuckDB result type as Trino writes it (``decimal(23,1)``, ``timestamp(3)``,
   ``timestamp(3) with time zone``, ``array(varchar)``, ``map(varchar, bigint)``, ``row(a integer)``).
 """
@@ -25,7 +25,6 @@ from sqlglot import exp
 __all__ = [
     "UNKNOWN_ZONE",
     "TrinoType",
-    "decimal_result",
     "of_literal",
     "of_number_text",
     "of_sqlglot",
@@ -34,7 +33,6 @@ __all__ = [
 
 #: The zone of a ``timestamp with time zone`` that is only known when the query runs (refused where it matters).
 UNKNOWN_ZONE: Final = "?"
-MAX_DECIMAL_PRECISION: Final = 38
 INTEGERS: Final = ("tinyint", "smallint", "integer", "bigint")
 #: The decimal type an integer operand takes in decimal arithmetic (Trino's implicit coercion).
 _INTEGER_AS_DECIMAL: Final = {"tinyint": 3, "smallint": 5, "integer": 10, "bigint": 19}
@@ -99,23 +97,6 @@ def of_number_text(text: str) -> TrinoType:
     if re.fullmatch(r"(\d+\.?\d*|\.\d+)[eE][+-]?\d+", text):
         return TrinoType("double")
     return UNKNOWN
-
-
-def decimal_result(operator: str, left: tuple[int, int], right: tuple[int, int]) -> tuple[int, int]:
-    """(precision, scale) of ``left <operator> right`` on decimals, Trino's rules (decimal.md, table "Binary
-    arithmetic decimal operators"); the precision is capped at 38. `operator`: ``+ - * / %``."""
-    (xp, xs), (yp, ys) = left, right
-    if operator in "+-":
-        precision, scale = 1 + max(xs, ys) + max(xp - xs, yp - ys), max(xs, ys)
-    elif operator == "*":
-        precision, scale = xp + yp, xs + ys
-    elif operator == "/":  # as TestDecimalOperators.testDivide has it (the doc's table drops a term)
-        precision, scale = xp + ys + max(0, ys - xs), max(xs, ys)
-    elif operator == "%":
-        precision, scale = min(xp - xs, yp - ys) + max(xs, ys), max(xs, ys)
-    else:
-        raise ValueError(f"not a decimal operator: {operator!r}")
-    return min(MAX_DECIMAL_PRECISION, max(precision, 1)), scale
 
 
 _SQLGLOT_NAMES: Final = {

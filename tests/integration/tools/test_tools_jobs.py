@@ -148,6 +148,19 @@ def test_run_other_engine_errors_name_the_file_and_job(jobs_dir: Path, data_dir:
     assert err.startswith("jobs/dash/query.sql") and "no_such_function" in err and "Traceback" not in err
 
 
+def test_run_refuses_what_the_check_refuses_at_the_checks_line(jobs_dir: Path, data_dir: Path) -> None:
+    """The engine runs the SQL check first; its position's line is query.sql's (the check's words, no DuckDB's)."""
+    sql = SAMPLE_SQL.replace("count(*) AS flights", "nvl(origin, 'x') AS flights")
+    write_job(jobs_dir, "dash", sql)
+    line = next(number for number, text in enumerate(sql.splitlines(), start=1) if "nvl(" in text)
+    status, out, err = invoke("run", "--job", "dash", "--slot", SLOT, "--jobs-dir", str(jobs_dir))
+    assert (status, out) == (1, "")
+    assert err == (
+        f"jobs/dash/query.sql:{line}: Function 'nvl' not registered; Trino's way: coalesce(a, b)"
+        " (job dash, local engine)\n"
+    )
+
+
 def test_run_without_data_says_where_to_put_it(jobs_dir: Path, tmp_path: Path) -> None:
     write_job(jobs_dir, "own", OWN_SQL, source=own_source(None))
     status, out, err = invoke("run", "--job", "own", "--jobs-dir", str(jobs_dir))

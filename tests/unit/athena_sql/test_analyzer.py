@@ -490,7 +490,7 @@ def test_a_parse_error_is_a_syntax_error_at_its_line() -> None:
             "Lambda expression cannot contain aggregations, window functions or grouping operations: [max(flight)]",
         ),
         ("SELECT CAST('P332a' AS bigint)", "INVALID_CAST_ARGUMENT", "Cannot cast 'P332a' to BIGINT"),
-        ("SELECT INTEGER '2147483648'", "INVALID_CAST_ARGUMENT", "Cannot cast '2147483648' to INTEGER"),
+        ("SELECT INTEGER '2147483648'", "INVALID_CAST_ARGUMENT", "Cannot cast '2147483648' to INT"),
         ("SELECT 155 / 0", "DIVISION_BY_ZERO", "Division by zero"),
         ("SELECT CONCAT(" + ", ".join(["'x'"] * 128) + ")", "TOO_MANY_ARGUMENTS", "Too many arguments"),
         ("SELECT y FROM (VALUES 'a') t(y) WHERE y IN (VALUES 1)", "TYPE_MISMATCH", "IN value and list items"),
