@@ -14,10 +14,13 @@ Public API (shapes in each module):
 - :mod:`athena_sql.functions`: the function list of Athena engine v3, as data, with its source and date.
 
 The analyzer's parts: :mod:`~athena_sql.source` (the text, its tokens, positions), :mod:`~athena_sql.syntax`
-(syntax of other dialects, from the tokens), :mod:`~athena_sql.types` (Trino's types and coercions),
-:mod:`~athena_sql.scopes` (names in scope), :mod:`~athena_sql.typecheck` and :mod:`~athena_sql.rules` (the type of
-every expression and what Trino refuses about it), :mod:`~athena_sql.calls` and :mod:`~athena_sql.signatures`
-(function calls), :mod:`~athena_sql.aggregation` (GROUP BY and aggregates).
+(syntax of other dialects, from the tokens) and :mod:`~athena_sql.forms` (Trino's special forms: CURRENT_DATE and
+the other special values, LISTAGG, typed literals), :mod:`~athena_sql.types` (Trino's types and coercions),
+:mod:`~athena_sql.scopes` (names in scope) and :mod:`~athena_sql.stars` (``prefix.*``), :mod:`~athena_sql.typecheck`
+and :mod:`~athena_sql.rules` (the type of every expression and what Trino refuses about it),
+:mod:`~athena_sql.ordering` (ORDER BY, aggregate ORDER BY and FILTER, IGNORE NULLS, array ``||``, UNNEST outside
+FROM), :mod:`~athena_sql.calls` and :mod:`~athena_sql.signatures` (function calls, lambdas' arities),
+:mod:`~athena_sql.aggregation` (GROUP BY and aggregates, lambdas' bodies, ORDER BY aggregates).
 
 Depends on sqlglot and the standard library only (synth, ``check`` and the local tools import it; the Lambda
 runtime does not).

@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from athena_sql import aggregation, typecheck
+from athena_sql import aggregation, forms, typecheck
 from athena_sql.diagnostics import CheckResult, Diagnostic, Unchecked
 from athena_sql.source import Source
 from athena_sql.syntax import syntax_refusals
@@ -62,6 +62,10 @@ def check_query(
         if gap is not None:
             reason = f"sqlglot cannot parse Trino's {gap} here; the query was not checked"
             return CheckResult(unchecked=(Unchecked(1, 1, gap, reason),))
+        if _incomplete(str((exc.errors or [{}])[0].get("description", ""))) == "lambda":
+            # Trino's grammar has lambdas of no parameter (``() -> x``), sqlglot does not: its limit, not the user's
+            reason = "sqlglot cannot parse a lambda without parameters; the query was not checked"
+            return CheckResult(unchecked=(Unchecked(1, 1, "() -> ...", reason),))
         return CheckResult(refusals=(_parse_refusal(source, exc),))
     except SqlglotError as exc:
         return CheckResult(refusals=(Diagnostic(1, 1, "SYNTAX_ERROR", "", f"does not parse: {_first(exc)}"),))
@@ -77,7 +81,10 @@ def check_query(
         typed = typecheck.analyze(statement, source, tables=tables, parameters=parameters)
         found = [
             *typed.refusals,
-            *aggregation.refusals(statement, source, typed.functions, typed.refused_calls, typed.outer_columns),
+            *aggregation.refusals(
+                statement, source, typed.functions, typed.refused_calls, typed.outer_columns, typed.stars
+            ),
+            *forms.literals(source),
         ]
         unchecked = list(typed.unchecked)
     except _OUR_LIMITS as exc:
@@ -207,8 +214,22 @@ def _parse_refusal(source: Source, exc: ParseError) -> Diagnostic:
     if highlight and column >= len(highlight):
         column = column - len(highlight) + 1
     description = str(first.get("description") or _first(exc))
+    incomplete = _incomplete(description)
+    if incomplete is not None:  # sqlglot's own words name its classes: said in the user's terms instead
+        description = f"an incomplete {incomplete}"
     near = f" at '{highlight}'" if highlight else ""
     return Diagnostic(line, max(1, column), "SYNTAX_ERROR", highlight, f"does not parse as Trino{near}: {description}")
+
+
+def _incomplete(description: str) -> str | None:
+    """What sqlglot's ``Required keyword: 'this' missing for <class 'sqlglot.expressions.query.Where'>`` found
+    incomplete, in SQL words (``WHERE clause``, ``lambda``); ``None`` for any other description."""
+    match = re.search(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>", description)
+    if match is None:
+        return None
+    name = match.group(1)
+    words = {"Where": "WHERE clause", "Having": "HAVING clause", "Order": "ORDER BY", "If": "CASE WHEN ... THEN"}
+    return words.get(name, "lambda" if name == "Lambda" else "expression (an operator or clause without its operand)")
 
 
 def _first(exc: Exception) -> str:

@@ -84,9 +84,12 @@ FOREIGN = {
     "initcap": "upper(substr(s, 1, 1)) || lower(substr(s, 2))",
     "make_timestamp": "from_iso8601_timestamp(text) or date_parse(text, format)",
     "unnest": "CROSS JOIN UNNEST(array) AS t(x) in FROM",
+    "apply": "transform(ARRAY[x], v -> ...)[1], or the expression itself",
 }
-#: Keywords that name no Trino function, yet are called as functions in other dialects (``left(s, 3)``).
-_KEYWORD_CALLS = frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.GLOB})
+#: Keywords that name no Trino function, yet are called as functions in other dialects (``left(s, 3)``), and
+#: ``apply``: a function of Trino's tests only (TestAnalyzer registers ApplyFunction itself; SystemFunctionBundle.java
+#: at trinodb/trino@01767030 does not), so Athena does not have it.
+_KEYWORD_CALLS = frozenset({TokenType.LEFT, TokenType.RIGHT, TokenType.GLOB, TokenType.APPLY})
 #: The operands of special forms that are typed as the function's argument list, in order (tree argument names).
 SPECIAL_OPERANDS: dict[type[exp.Expr], tuple[str, ...]] = {
     exp.Substring: ("this", "start", "length"),
@@ -244,7 +247,6 @@ def judge(
 #: Function -> (argument position, the number of parameters its lambda takes), from Trino's signatures
 #: (docs/src/main/sphinx/functions/lambda.md, array.md, map.md).
 LAMBDA_ARITY: dict[str, dict[int, int]] = {
-    "apply": {1: 1},
     "transform": {1: 1},
     "filter": {1: 1},
     "any_match": {1: 1},
@@ -259,6 +261,35 @@ LAMBDA_ARITY: dict[str, dict[int, int]] = {
     "reduce": {2: 2, 3: 1},
     "array_sort": {1: 2},
 }
+
+
+def lambda_arity(name: str, position: int) -> int | None:
+    """How many parameters the lambda passed as argument ``position`` of ``name`` takes: :data:`LAMBDA_ARITY`, else
+    the documented signature's ``function(T, ..., R)`` at that position (its types but the last); ``None`` when not
+    known."""
+    known = LAMBDA_ARITY.get(name, {}).get(position)
+    function = functions.lookup(name)
+    if known is not None or function is None:
+        return known
+    counts = set()
+    for signature in function.signatures:
+        argument = signature.arguments[position] if position < len(signature.arguments) else ""
+        if argument.replace(" ", "").lower().startswith("function("):
+            counts.add(len(_split_types(argument[argument.index("(") + 1 : argument.rindex(")")])) - 1)
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _split_types(text: str) -> list[str]:
+    """Top-level comma split of a type list (``K, array(V), V2``: three)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
 
 
 def lambda_parameter_types(name: str, argument_types: list[TrinoType | None]) -> list[TrinoType | None]:

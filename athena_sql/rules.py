@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import calls, functions
+from athena_sql import calls, functions, ordering
 from athena_sql.scopes import Scope
 from athena_sql.types import (
     BIGINT,
@@ -42,15 +42,15 @@ def _known(kind: TrinoType | None) -> bool:
 def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
     left, right = typer.expr(node.this, scope), typer.expr(node.expression, scope)
     typer.note_underived(node, (node.this, node.expression), operator)
-    unordered = operator in ("<", "<=", ">", ">=") and any(t is not None and t.name == "map" for t in (left, right))
-    if left is not None and right is not None and (unordered or common_super_type(left, right) is None):
+    ordered = operator in ("<", "<=", ">", ">=")
+    unordered = [t for t in (left, right) if ordered and t is not None and not ordering.orderable(t)]
+    if unordered or (left is not None and right is not None and common_super_type(left, right) is None):
         where = typer.source.operator_position(node, (token,))
-        typer.refuse(
-            where,
-            TYPE_MISMATCH,
-            typer.source.text_of(node),
-            f"Cannot apply operator: {left} {operator} {right}{_hint(left, right, _parameter(node))}",
-        )
+        hint = _hint(left, right, _parameter(node)) if left is not None and right is not None else ""
+        message = f"Cannot apply operator: {left or '?'} {operator} {right or '?'}{hint}"
+        if unordered:
+            message = f"Type {unordered[0]} is not orderable, and therefore cannot be used with {operator}"
+        typer.refuse(where, TYPE_MISMATCH, typer.source.text_of(node), message)
     return BOOLEAN
 
 
@@ -98,7 +98,7 @@ def _arithmetic_type(operator: str, left: TrinoType, right: TrinoType) -> tuple[
         if operator == "-" and common is not None and common.name.startswith("timestamp"):
             return True, INTERVAL_DAY  # a date coerces to a timestamp (TypeCoercion): subtract(timestamp, timestamp)
         if operator == "-" and left.name == right.name and left.name in ("date", "time"):
-            return True, None  # allowed, its type not derived here
+            return True, INTERVAL_DAY  # date: as timestamp(0) - timestamp(0); time(p) - time(p) (TimeOperators)
     if operator in "*/" and left.is_interval and right.is_numeric:
         return True, left
     if operator == "*" and left.is_numeric and right.is_interval:
@@ -112,7 +112,8 @@ def arithmetic(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token:
     if left is None or right is None:
         return None
     exact = all(t.is_integer or t.name == "decimal" for t in (left, right))  # double: Infinity/NaN, no error
-    if operator in "/%" and exact and _constant_zero(node.expression) and _constant(node.this) and not in_try(node):
+    constant = _literal(node.this) is not None and _constant_zero(node.expression)
+    if operator in "/%" and exact and constant and not in_try(node):
         where = typer.source.operator_position(node, (token,))
         typer.refuse(where, "DIVISION_BY_ZERO", typer.source.text_of(node), "Division by zero")
     allowed, result = _arithmetic_type(operator, left, right)
@@ -146,10 +147,6 @@ def in_try(node: exp.Expr) -> bool:
     return False
 
 
-def _constant(node: exp.Expr) -> bool:
-    return _literal(node) is not None
-
-
 def _constant_zero(node: exp.Expr) -> bool:
     literal = _literal(node)
     try:
@@ -166,10 +163,10 @@ def concatenation(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | Non
         return None
     if all(t.is_unknown or t.is_string for t in (left, right)):
         return VARCHAR
-    if left.name == "array" or right.name == "array":  # concat(array(E), array(E)), concat(E, array(E)), ...
-        elements = [t.children[0] if t.name == "array" and t.children else t for t in (left, right)]
-        element = common_super_type(elements[0], elements[1])
-        return TrinoType("array", (), (element,)) if element is not None else None
+    if left.name == "array" or right.name == "array":
+        result = ordering.array_concatenation(left, right)
+        if result is not None:
+            return result
     if all(t.is_unknown or t.name == "varbinary" for t in (left, right)):
         return TrinoType("varbinary")
     where = typer.source.operator_position(node, (TokenType.DPIPE,))
@@ -188,8 +185,14 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     """A function call: its arguments typed (lambdas with their parameters' types), then judged by
     :func:`athena_sql.calls.judge`."""
     written = calls.find_call(typer.source, node)
+    if ordering.unnest_call(typer, node):
+        return None
+    if isinstance(node, exp.Anonymous) and str(node.this).upper() in ("ALL", "ANY", "SOME") and node.expressions:
+        return typer.expr(node.expressions[0], scope)  # x < ALL (VALUES ...): the subquery's column type
     if written is None or written.name in SYNTAX_NAMES:
         for child in node.iter_expressions():
+            if isinstance(child, exp.Lambda):  # its body still judged, its parameters of unknown type
+                typer.expr(child.this, scope.with_lambdas({p.name.lower(): None for p in child.expressions}))
             typer.expr(child, scope)
         return None
     arguments = calls.argument_nodes(typer.source, node, written)
@@ -200,7 +203,7 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
             continue
         if isinstance(argument, exp.Lambda):
             names = [p.name.lower() for p in argument.expressions]
-            expected = calls.LAMBDA_ARITY.get(written.name, {}).get(position)
+            expected = calls.lambda_arity(written.name, position)
             if expected is not None and expected != len(names):
                 typer.refuse(
                     argument,
@@ -233,7 +236,11 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
     )
     if function is not None:
         typer.analysis.functions[id(node)] = function
-        over = node.parent.parent if isinstance(node.parent, exp.Filter) else node.parent
+        if function.kind == "aggregate":
+            ordering.aggregate_order(typer, node)
+        over = node.parent
+        while isinstance(over, exp.Filter | exp.IgnoreNulls | exp.RespectNulls):  # f(x) IGNORE NULLS OVER (...)
+            over = over.parent
         if function.kind == "window" and not isinstance(over, exp.Window):
             message = f"Window function {function.name} requires an OVER clause"
             typer.refuse(written.name_index, "MISSING_OVER", typer.source.text_of(node), message)
@@ -461,6 +468,7 @@ def _filter(typer: Typer, node: exp.Filter, scope: Scope) -> TrinoType | None:
     if isinstance(where, exp.Where):
         typer.condition(where.this, scope, "FILTER clause")
     kind = typer.expr(node.this, scope)
+    ordering.window_filter(typer, node)
     function = typer.analysis.functions.get(id(node.this))
     if function is not None and function.kind != "aggregate":
         message = f"Filter is only valid for aggregation functions ({function.name} is not one)"
@@ -496,4 +504,5 @@ RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
     exp.CurrentTimestamp: lambda typer, node, scope: TrinoType("timestamp with time zone", (3,)),
     exp.CurrentTime: lambda typer, node, scope: TrinoType("time with time zone", (3,)),
     exp.Localtimestamp: lambda typer, node, scope: TrinoType("timestamp", (3,)),
+    **ordering.RULES,
 }

@@ -119,3 +119,22 @@ class Scope:
                 return None
             columns.update(relation.columns)
         return columns
+
+    def relation_named(self, name: str) -> Relation | None:
+        """The relation this scope or a parent calls ``name`` (``t`` of ``SELECT t.*``), nearest first."""
+        scope: Scope | None = self
+        while scope is not None:
+            found = next((r for r in scope.relations if r.name == name.lower()), None)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def knows_every_column(self) -> bool:
+        """Whether the columns of every relation in this scope and its parents are known."""
+        scope: Scope | None = self
+        while scope is not None:
+            if any(relation.columns is None for relation in scope.relations):
+                return False
+            scope = scope.parent
+        return True

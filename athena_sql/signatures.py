@@ -79,6 +79,8 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "trim": ((("varchar(x)",), "varchar(x)"), (("varchar(x)", "varchar"), "varchar(x)")),
     "ltrim": ((("varchar(x)",), "varchar(x)"), (("varchar(x)", "varchar"), "varchar(x)")),
     "rtrim": ((("varchar(x)",), "varchar(x)"), (("varchar(x)", "varchar"), "varchar(x)")),
+    # codepoint(@SqlType("varchar(1)")): StringFunctions.java; TestStringFunctions.testCodepoint at trinodb/trino@02e3bc9f
+    "codepoint": ((("varchar(1)",), "integer"),),
     "length": ((("varchar",), "bigint"), (("varbinary",), "bigint")),
     "substr": (
         (("varchar(x)", "bigint"), "varchar(x)"),
@@ -233,7 +235,8 @@ def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
         return argument.is_temporal
     if pattern == "varchar":
         return argument.is_string
-    return can_coerce(argument, _TARGETS[pattern])
+    target = _TARGETS.get(pattern) or parse_type(pattern)  # a concrete type: ``varchar(1)`` (codepoint)
+    return target is None or can_coerce(argument, target)
 
 
 def matches(name: str, arguments: Sequence[TrinoType | None]) -> tuple[tuple[str, ...], str] | None | bool:

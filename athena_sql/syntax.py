@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from sqlglot.tokenizer_core import Token, TokenType
 
+from athena_sql import forms
 from athena_sql.diagnostics import Diagnostic
 from athena_sql.source import Source
 
@@ -363,6 +364,8 @@ def _token_rules(source: Source) -> Iterator[Diagnostic]:
         if kind == TokenType.SELECT and limit_depth == depth:
             limit_depth = None
     yield from _cast_types(source)
+    yield from forms.special_values(source)
+    yield from forms.listagg(source)
 
 
 def _cast_types(source: Source) -> Iterator[Diagnostic]:

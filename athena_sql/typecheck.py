@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import rules, types
+from athena_sql import ordering, rules, stars, types
 from athena_sql.diagnostics import Diagnostic, Unchecked
 from athena_sql.functions import Function
 from athena_sql.scopes import Columns, Relation, Scope
@@ -75,6 +75,8 @@ class Analysis:
     #: The statement's result columns' types, in order (``None``: one not derived); empty when not known (a ``*``,
     #: a set operation)
     output_types: tuple[TrinoType | None, ...] = ()
+    #: ``id(node)`` of each ``*`` / ``t.*`` select item -> the names of the columns it selects, when known
+    stars: dict[int, list[str]] = field(default_factory=dict)
 
 
 def analyze(
@@ -166,9 +168,12 @@ class _Typer:
             if isinstance(item, exp.Star) and not items:
                 self.refuse(item, "COLUMN_NOT_FOUND", "*", "SELECT * not allowed in queries without FROM clause")
             if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and item.is_star):
-                expanded = scope.all_columns() if isinstance(item, exp.Star) else None
+                expanded = (
+                    scope.all_columns() if isinstance(item, exp.Star) else stars.qualified_star(self, item, scope)
+                )
                 if expanded is None:
                     return self._rest(node, scope, None)
+                self.analysis.stars[id(item)] = list(expanded)
                 outputs.update(expanded)
                 continue
             kind = self.expr(item, scope)
@@ -193,6 +198,7 @@ class _Typer:
         if isinstance(order, exp.Order):
             for item in order.expressions:
                 self.expr(item, scope)
+            ordering.sort_keys(self, order)
         return outputs
 
     def relation(self, item: exp.Expr, scope: Scope) -> Relation:
@@ -312,6 +318,7 @@ class _Typer:
             for part in node.iter_expressions():
                 if part is not node.this:
                     self.expr(part, scope)
+                    ordering.sort_keys(self, part)
             kind = self.expr(node.this, scope)
             function = self.analysis.functions.get(id(node.this))
             if function is not None and not function.windowable:
