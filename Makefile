@@ -69,9 +69,10 @@ demo: venv data
 	$(CLI) local demo $(SELECTION) $(DEMO_ARGS)
 
 # The read API (results_api) over HTTP on what the last `make demo` stored in .demo/store, on
-# http://127.0.0.1:$PORT (default 8080; `make serve PORT=8081`). Loopback only, no SigV4.
+# http://127.0.0.1:$PORT (default 8080; `make serve PORT=8081`). Loopback only, no SigV4. It is also the local world
+# `athena-once ops --local` operates on (SERVE_ARGS=--schedule fires the schedules live; --read-only: the API alone).
 serve: venv
-	$(CLI) local serve
+	$(CLI) local serve $(SERVE_ARGS)
 
 # Benchmarks against the peers (docs/performance.md): bench-report.json. Its own venv: the peers
 # (requirements-bench.txt) never enter .venv, so the tests cannot come to depend on them.

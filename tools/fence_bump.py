@@ -31,7 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from athena_refresh.stored import LATEST
 from slotlock import LeaseHeldError, SlotLock, SlotLockError, bump_fencing_token
 from tools.aws_errors import client, error_line
-from tools.cli.params import ENDPOINT_HELP, REGION_HELP
+from tools.cli.params import ENDPOINT_HELP, REGION_HELP, local_setting_refusal
 from tools.cli.program import prog
 
 #: Default headroom above the highest stored token. Tokens only need to be higher, never dense, and
@@ -122,6 +122,10 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     args = parse_args(argv)
+    refusal = local_setting_refusal("ops fence-bump") if dynamodb is None else None
+    if refusal is not None:
+        error_line(err, refusal, "refused")
+        return 1
     if dynamodb is None:
         dynamodb = client(boto3.session.Session(region_name=args.region), "dynamodb", endpoint_url=args.endpoint_url)
     try:

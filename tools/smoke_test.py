@@ -43,7 +43,7 @@ from athena_refresh import contract
 from athena_refresh.results import ResultsStore
 from slotlock import Slot, SlotLock, SlotLockError
 from tools.aws_errors import client, error_line
-from tools.cli.params import REGION_HELP
+from tools.cli.params import REGION_HELP, local_setting_refusal
 from tools.cli.program import prog
 from tools.registry import REGISTRY_PATH_OUTPUT, JobRegistryEntry, JobRegistryError, get_job, list_jobs
 
@@ -370,6 +370,10 @@ def main(
     """The CLI. ``session`` (a boto3 Session) and ``run_options`` (clock, sleep) are injected by tests."""
     out, err = out or sys.stdout, err or sys.stderr
     args = parse_args(argv)
+    refusal = local_setting_refusal("ops smoke-test")
+    if refusal is not None:
+        print(f"refusing to run: {refusal}", file=err)
+        return 2
     if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
         print(
             "refusing to run: CI is set. This smoke test uses real AWS credentials and is run by hand only.", file=err

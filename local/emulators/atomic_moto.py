@@ -306,8 +306,13 @@ def start_server_process(
     verbose: bool = False,
     python: str = sys.executable,
     env: dict[str, str] | None = None,
+    own_session: bool = False,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``python -m local.emulators.atomic_moto`` and return ``(process, endpoint_url)`` once it answers.
+
+    ``own_session``: the child runs in a session of its own, so a Ctrl-C on the terminal (SIGINT to the foreground
+    process group) reaches the parent only, which can still read the server before it stops it; on Linux the child
+    is also sent SIGTERM when the parent dies (``prctl(PR_SET_PDEATHSIG)``), so a killed parent leaves no server.
 
     The child writes its endpoint to a ready file in a private temporary directory; this waits for that
     file (at most `timeout_s`), then probes the endpoint. The child's stdout and stderr go to `log_path`
@@ -337,7 +342,14 @@ def start_server_process(
             if log_path is not None:
                 out = stack.enter_context(open(log_path, "ab"))
             proc = subprocess.Popen(
-                cmd, cwd=_REPO_ROOT, env=child_env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+                cmd,
+                cwd=_REPO_ROOT,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=own_session,
+                preexec_fn=_die_with_parent if own_session else None,  # noqa: PLW1509 - prctl only, no locks taken
             )
         try:
             endpoint_url = _wait_for_ready_file(proc, ready_file, deadline)
@@ -346,6 +358,15 @@ def start_server_process(
             stop_server_process(proc)
             raise
     return proc, endpoint_url
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``; elsewhere none)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def _wait_for_ready_file(proc: subprocess.Popen[bytes], ready_file: Path, deadline: float) -> str:

@@ -144,17 +144,17 @@ class LocalDeployment:
         self,
         *,
         function_name: str,
-        lease_duration_s: float,
-        heartbeat_interval_s: float,
-        max_slot_age_s: float,
+        lease_duration_s: float | None,
+        heartbeat_interval_s: float | None,
+        max_slot_age_s: float | None,
         log_level: str | None = None,
         job: JobDefinition | None = None,
     ) -> dict[str, str]:
         """The environment of one execution environment of the function.
 
         What the Lambda service sets (function name, memory, version, log group), what the stack sets
-        (``JobSpec.wiring_environment``) with this run's tables and its short lease and widened slot age,
-        and the endpoint: every client on the moto server (it serves S3 too), or DynamoDB's alone on
+        (``JobSpec.wiring_environment``) with this run's tables and its short lease and widened slot age (each
+        ``None``: the job's own, as deployed), and the endpoint: every client on the moto server (it serves S3 too), or DynamoDB's alone on
         DynamoDB Local. ``job``: one of the deployment's jobs (default: the first).
         """
         config = (job or self.definition).config

@@ -11,7 +11,13 @@ follow it.
 **No SigV4 locally**: the deployed API requires IAM authorization on every route; this server checks no
 signature and binds the loopback interface only. Ctrl-C (or SIGTERM) stops both servers.
 
-    python -m local.serve [--port PORT] [--workdir .demo]
+    python -m local.serve [--port PORT] [--workdir .demo] [--read-only] [--schedule] [--jobs-dir jobs]
+
+Unless ``--read-only``, it is also **the local world** the operator commands address with ``--local``
+(:mod:`local.serve.world`): the job registry in the same moto server, each job's function on the fake Lambda
+service behind Lambda's Invoke API, the world file ``<workdir>/world.json``; what operations write (a pause, a
+rerun's generation, a backfill) is exported back to the store when it stops, so the next ``make serve`` keeps it.
+``--schedule`` also fires every job's schedule live (its racers at each firing), as EventBridge Scheduler would.
 
 Exit status: 0 after a clean stop; 1 when a server cannot start (the port is taken, the moto server does not
 start or fails while the store is loaded); 2 when there is nothing to serve (no demo ran, or its store is corrupt
@@ -22,153 +28,41 @@ failure is one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any, Self
+from typing import Any
 
-from local.serve.store import STORE_DIR, StoreError, StoreMissingError, import_store, read_manifest, store_catalog
+from local.serve.read_api import (
+    DEFAULT_PORT,
+    MOTO_START_TIMEOUT_S,
+    REPO_ROOT,
+    LocalReadApi,
+    MotoStartError,
+    PortUnavailableError,
+    ServeError,
+    _rel,
+)
+from local.serve.store import STORE_DIR, StoreError, StoreMissingError
+from local.serve.world import LocalWorld
 from tools.cli.program import prog
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_PORT = 8080
-MOTO_START_TIMEOUT_S = 60.0
-
-
-def _rel(path: Path) -> str:
-    with contextlib.suppress(ValueError):
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    return str(path)
-
-
-class ServeError(RuntimeError):
-    """A server of ``make serve`` cannot start; the message says which and why (one line)."""
-
-
-class PortUnavailableError(ServeError):
-    """The read API cannot listen on 127.0.0.1:``port`` (taken, or not allowed)."""
-
-    def __init__(self, port: int, reason: OSError) -> None:
-        super().__init__(f"cannot listen on 127.0.0.1:{port}: {reason.strerror or reason}")
-        self.port = port
-
-
-class MotoStartError(ServeError):
-    """The moto server holding the store did not start, or failed while the store was loaded into it."""
-
-    def __init__(self, reason: BaseException, log_path: Path) -> None:
-        super().__init__(f"the local moto server failed: {reason} (see {_rel(log_path)})")
-        self.log_path = log_path
-
-
-class LocalReadApi:
-    """The moto server holding the imported store, the reader and resolver over it, and the HTTP server.
-
-    :meth:`start` raises :class:`StoreMissingError`/:class:`StoreError` (nothing to serve),
-    :class:`PortUnavailableError` (the port) or :class:`MotoStartError`, having released whatever it had started;
-    :meth:`close` is idempotent.
-    """
-
-    def __init__(self, workdir: Path, *, port: int = DEFAULT_PORT, log: Callable[[str], None] | None = None) -> None:
-        self.workdir = workdir
-        self.store_dir = workdir / STORE_DIR
-        self.port = port
-        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-        self.manifest: dict[str, Any] = {}
-        self.moto_endpoint: str | None = None
-        self.server: Any = None
-        self._moto: Any = None
-
-    @property
-    def base_url(self) -> str:
-        return str(self.server.base_url)
-
-    def start(self) -> Self:
-        self.manifest = read_manifest(self.store_dir)  # before anything starts: a missing store costs nothing
-        catalog = store_catalog(self.manifest)
-        from local.serve.server import ReadApiServer, ReadApiService
-
-        service = ReadApiService(app=None, jobs=sorted(catalog), widget=lambda job, now_ms: "", log=self.log)
-        try:
-            self.server = ReadApiServer(service, self.port)  # bind now: a taken port fails before moto starts
-        except OSError as exc:
-            raise PortUnavailableError(self.port, exc) from exc
-        try:
-            self._start_moto()
-            dynamodb, s3 = self._client("dynamodb"), self._client("s3")
-            manifest = self.manifest = import_store(self.store_dir, dynamodb, s3)
-            from results_api.api import create_app
-            from results_api.overview import VIEW
-            from results_api.reader import ResultsReader
-            from results_api.widget import render_widget, widget_response
-
-            reader = ResultsReader(
-                manifest["lock_table"], manifest["results_table"], catalog, dynamodb_client=dynamodb, s3_client=s3
-            )
-            service.app = create_app(reader)
-            service.widget = lambda job, now_ms: render_widget(reader, job, now_ms=now_ms)
-            # what the widget's Lambda (results_api.handler.widget_handler) answers to {"view": "overview"}
-            service.overview = lambda now_ms: widget_response({"view": VIEW}, reader, now_ms=now_ms)
-            self.server.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def _start_moto(self) -> None:
-        from local.emulators.atomic_moto import AtomicMotoError, start_server_process
-        from local.emulators.deployment import aws_env
-
-        log_path = self.workdir / "serve-moto.log"
-        try:
-            self.workdir.mkdir(parents=True, exist_ok=True)
-            log_path.unlink(missing_ok=True)
-            self._moto, self.moto_endpoint = start_server_process(
-                log_path=log_path, env=aws_env(), timeout_s=MOTO_START_TIMEOUT_S
-            )
-        except (AtomicMotoError, OSError) as exc:  # OSError: TimeoutError, an unwritable workdir
-            raise MotoStartError(exc, log_path) from exc
-
-    def _client(self, service: str) -> Any:
-        import boto3
-        from botocore.config import Config
-
-        from local.emulators.deployment import FAKE_CREDENTIALS
-
-        options: dict[str, Any] = {"retries": {"mode": "standard", "max_attempts": 3}}
-        if service == "s3":  # presigned URLs on http://127.0.0.1:<moto>/<bucket>/<key>, followable by any client
-            options.update(s3={"addressing_style": "path"}, signature_version="s3v4")
-        return boto3.client(
-            service,
-            endpoint_url=self.moto_endpoint,
-            region_name=str(self.manifest["region"]),
-            aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
-            config=Config(**options),
-        )
-
-    def close(self) -> None:
-        server, self.server = self.server, None
-        if server is not None:
-            server.stop()
-        moto, self._moto = self._moto, None
-        if moto is not None:
-            from local.emulators.atomic_moto import stop_server_process
-
-            with contextlib.suppress(Exception):
-                stop_server_process(moto)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+__all__ = [
+    "DEFAULT_PORT",
+    "MOTO_START_TIMEOUT_S",
+    "REPO_ROOT",
+    "LocalReadApi",
+    "LocalWorld",
+    "MotoStartError",
+    "PortUnavailableError",
+    "ServeError",
+    "banner",
+    "main",
+    "parse_args",
+]
 
 
 def banner(api: LocalReadApi) -> list[str]:
@@ -196,6 +90,7 @@ def banner(api: LocalReadApi) -> list[str]:
         "",
         *read_api_lines(api.base_url, job=job, slot=slots[0], history_job=other, serve_command=None),
         "",
+        *api.extra_lines(),
         f"  index: {api.base_url}/   every job (the overview widget): {api.base_url}/widget/overview   Ctrl-C stops.",
     ]
     return lines
@@ -211,6 +106,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workdir", type=Path, default=REPO_ROOT / ".demo", help="the demo's workdir (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="serve the read API only: no job registry, no functions, no world for --local, nothing written back",
+    )
+    parser.add_argument(
+        "--schedule",
+        action="store_true",
+        help="the local world fires every job's schedule live (its racers at each firing, as EventBridge Scheduler)",
+    )
+    parser.add_argument(
+        "--jobs-dir",
+        type=Path,
+        default=REPO_ROOT / "jobs",
+        help="the job folders whose functions the local world runs (default: %(default)s)",
     )
     return parser.parse_args(argv)
 
@@ -252,7 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     def request_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    api = LocalReadApi(workdir, port=port, log=err)
+    api: LocalReadApi
+    if args.read_only and args.schedule:
+        return fail("--read-only serves no functions: it cannot --schedule them", 2)
+    if args.read_only:
+        api = LocalReadApi(workdir, port=port, log=err)
+    else:
+        api = LocalWorld(workdir, port=port, jobs_dir=args.jobs_dir.resolve(), live=args.schedule, log=err)
     try:
         try:
             api.start()
@@ -274,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
         print("\nstopping the read API and the moto server ...", flush=True)
+        api.close()  # the world exports what operations wrote before its moto server stops
         return 0
     except KeyboardInterrupt:  # a Ctrl-C before the handlers were installed
         return 130

@@ -117,7 +117,11 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
                         "every job locally: slots x racing invocations, a kill and a pause",
                         "local.demo.cli:main",
                     ),
-                    Command("serve", "the read API over HTTP on the last demo's results", "local.serve.cli:main"),
+                    Command(
+                        "serve",
+                        "the read API on the last demo's results, and the local world ops --local acts on",
+                        "local.serve.cli:main",
+                    ),
                     Command(
                         "chaos",
                         "racer processes, seeded faults, a recorded history and a checker",

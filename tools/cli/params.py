@@ -2,7 +2,8 @@
 one default each, so ``--region`` or ``--lock-table`` means the same in ``ops``, ``results`` and ``ops fence-bump``.
 
 - the deployment (:func:`add_deployment_arguments`): ``--stack``, ``--region``, ``--lock-table``,
-  ``--results-table``, ``--function JOB=NAME``, ``--endpoint-url`` (and :func:`add_profile_argument`);
+  ``--results-table``, ``--function JOB=NAME``, ``--endpoint-url`` (and :func:`add_profile_argument`); the local
+  world instead of AWS (:func:`add_local_argument`): ``--local``;
 - argument types: :func:`positive_int`, :func:`non_negative_float`, :func:`slot_time`;
 - :class:`OneLineParser`: a usage error as one ``error:`` line, exit status 2.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from typing import Any, NoReturn
 
 from slotlock import InvalidEventError, Slot
@@ -86,6 +88,38 @@ def add_deployment_arguments(parser: argparse.ArgumentParser, *, functions: bool
             help="a job's function (instead of its job registry entry's)",
         )
     parser.add_argument("--endpoint-url", default=default(None), help=ENDPOINT_HELP)
+
+
+#: Set to 1 (or true/yes), it is ``--local`` on every command that takes the option.
+LOCAL_ENV = "ATHENA_ONCE_LOCAL"
+
+
+def local_setting() -> bool:
+    """:data:`LOCAL_ENV` is set to 1/true/yes."""
+    return os.environ.get(LOCAL_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def local_setting_refusal(command: str) -> str | None:
+    """For a command that only acts on AWS (``ops fence-bump``, ``ops smoke-test``): the one-line refusal while
+    :data:`LOCAL_ENV` says the operator means the local world (``None``: not set)."""
+    if not local_setting():
+        return None
+    return f"{LOCAL_ENV} is set (the local world), but {command} acts on AWS only: unset {LOCAL_ENV} to act on AWS"
+
+
+#: ``--local``'s help: the world it addresses and the environment setting that stands for it.
+LOCAL_HELP = (
+    "act on the local world (`make serve`: the demo's store, its job registry and local functions) instead of AWS;"
+    " ATHENA_ONCE_LOCAL=1 does the same, ATHENA_ONCE_LOCAL_WORKDIR names its workdir (default .demo)"
+)
+
+
+def add_local_argument(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    """``--local``: the local world of ``make serve`` (:mod:`local.serve.world`) instead of AWS. Only the commands
+    that resolve every endpoint from it take the option (never one that would reach AWS with part of it)."""
+    parser.add_argument(
+        "--local", action="store_true", default=False if defaults else argparse.SUPPRESS, help=LOCAL_HELP
+    )
 
 
 def add_profile_argument(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:

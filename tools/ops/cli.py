@@ -9,6 +9,11 @@ The deployment comes from the shared stack's CloudFormation outputs (``LockTable
 ``--function JOB=NAME`` overrides a job's function, and ``--endpoint-url`` points DynamoDB at DynamoDB Local. Every
 change is audited with the caller's identity from STS ``GetCallerIdentity``.
 
+``--local`` (or ``ATHENA_ONCE_LOCAL=1``) acts on the local world of ``make serve`` instead (:mod:`local.serve.world`:
+its world file names the tables, the registry and the endpoints; every client, Lambda's included, goes to it with
+its fake credentials, never to AWS); with no world running it refuses in one line saying how to start one.
+``--local`` with ``--endpoint-url`` is a usage error (two worlds named).
+
 Commands that change anything (pause, resume, release, run, rerun, backfill) take ``--dry-run`` (read, say what
 would happen, write and invoke nothing) and ask for confirmation unless ``--yes`` (without a terminal they refuse
 rather than guess). Exit status: 0 done, 1 refused or failed (nothing written unless it says so; also an
@@ -33,7 +38,7 @@ from slotlock import LeaseHeldError, SlotLockError
 from slotlock.history import STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, one_line
 from tools.cli.exit_status import ExitStatus
-from tools.cli.params import add_deployment_arguments, slot_time
+from tools.cli.params import add_deployment_arguments, add_local_argument, slot_time
 from tools.cli.program import prog
 from tools.cli.render import console_for
 from tools.cli.selection import (
@@ -67,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawTextHelpFormatter,
     )
     add_deployment_arguments(parser)
+    add_local_argument(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
@@ -383,6 +389,35 @@ def run_command(args: argparse.Namespace, operator: Operator, console: Console, 
         return refuse(console, str(exc))
 
 
+def local_world_requested(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+    """``--local`` or ``$ATHENA_ONCE_LOCAL``; a usage error (exit 2) beside ``--endpoint-url`` (two worlds named).
+    Shared with ``tools.results``."""
+    from local.serve.world import local_requested
+
+    local = local_requested(bool(getattr(args, "local", False)))
+    if local and args.endpoint_url:
+        parser.error("--local and --endpoint-url name two worlds: give one (--local uses the local world's endpoints)")
+    return local
+
+
+def use_local_world(args: argparse.Namespace) -> tuple[Any, Callable[[str], str | None]]:
+    """The running local world's session (fake credentials) and endpoints, its tables and stack set on ``args``
+    (unless the flags name other tables). Shared with ``tools.results``.
+
+    :raises OpsError: no local world is running (the line says how to start one)."""
+    from local.serve.world import WorldError, open_world
+
+    try:
+        world = open_world()
+    except WorldError as exc:
+        raise OpsError(str(exc)) from exc
+    args.lock_table = args.lock_table or world.lock_table
+    args.results_table = args.results_table or world.results_table
+    args.stack = world.stack
+    args.world = world
+    return world.session(), world.endpoint
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """The command line; returns the exit status (argparse's usage errors exit 2 on their own).
 
@@ -395,18 +430,26 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     parser = build_parser()
     args = parser.parse_args(argv)
     console = console_for(out or sys.stdout)
+    local = local_world_requested(parser, args)
     try:
-        session = boto3.session.Session(region_name=args.region)
+        if local:
+            session, endpoint = use_local_world(args)
+        else:
+            session = boto3.session.Session(region_name=args.region)
+
+            def endpoint(service: str) -> str | None:
+                return args.endpoint_url if service == "dynamodb" else None
+
         deployment = resolve_deployment(
             args,
-            lambda: client(session, "cloudformation"),
-            lambda: client(session, "ssm"),
+            lambda: client(session, "cloudformation", endpoint_url=endpoint("cloudformation")),
+            lambda: client(session, "ssm", endpoint_url=endpoint("ssm")),
         )
         operator = Operator(
             deployment,
-            dynamodb=client(session, "dynamodb", endpoint_url=args.endpoint_url),
-            invoker=LambdaInvoker(client(session, "lambda")),
-            identity=lambda: str(client(session, "sts").get_caller_identity()["Arn"]),
+            dynamodb=client(session, "dynamodb", endpoint_url=endpoint("dynamodb")),
+            invoker=LambdaInvoker(client(session, "lambda", endpoint_url=endpoint("lambda"))),
+            identity=lambda: str(client(session, "sts", endpoint_url=endpoint("sts")).get_caller_identity()["Arn"]),
         )
         return run_command(args, operator, console)
     except OpsError as exc:

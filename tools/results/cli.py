@@ -12,6 +12,10 @@ Two ways to read, one model:
   signed with SigV4 (:mod:`tools.results.client`); a redirect to offloaded rows is followed without the
   signature.
 
+``--local`` (or ``ATHENA_ONCE_LOCAL=1``): the local world of ``make serve`` instead of AWS, as ``tools.ops`` takes it
+(its tables and registry directly; ``--api`` without URL is its read API); with no world running, one ``error:`` line
+saying how to start one (exit 1); beside ``--endpoint-url`` or ``--profile``, a usage error (2).
+
 Output: ``table`` (rich, default), ``json`` (the API's documents), ``csv`` (RFC 4180, as the API serves it): only
 the data goes to stdout, every message to stderr. Exit status: 0 read; 1 refused (bad parameter, unknown job,
 no such result, a malformed job registry entry: one ``error:`` line); 2 bad usage, or no AWS region or credentials, an unknown profile; 3 the
@@ -34,10 +38,17 @@ from results_api.responses import result_document, to_csv
 from results_api.views import JOB_COLUMNS, JobSummary
 from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 from tools.aws_errors import AWS_ERRORS, CONFIGURATION_ERRORS, client, describe, error_line
-from tools.cli.params import add_deployment_arguments, add_profile_argument, positive_int
+from tools.cli.params import add_deployment_arguments, add_local_argument, add_profile_argument, positive_int
 from tools.cli.program import prog
 from tools.cli.render import console_for, print_json
-from tools.ops.cli import deployment_tables, job_registry_path, read_registry, read_stack_outputs
+from tools.ops.cli import (
+    deployment_tables,
+    job_registry_path,
+    local_world_requested,
+    read_registry,
+    read_stack_outputs,
+    use_local_world,
+)
 from tools.ops.operator import OpsError
 from tools.registry import JobRegistryEntry
 from tools.results.client import (
@@ -101,6 +112,7 @@ def _page_limit(text: str) -> int:
 def _session_arguments(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     add_deployment_arguments(parser, functions=False, defaults=defaults)
     add_profile_argument(parser, defaults=defaults)
+    add_local_argument(parser, defaults=defaults)
 
 
 #: The read commands name one job, by its exact name (the read API answers one job per request).
@@ -241,14 +253,23 @@ class DirectSource:
 Source = DirectSource | ApiClient
 
 
-def open_source(args: argparse.Namespace, session: Any) -> Source:
-    """The API client (``--api``) or the direct reader, with the deployment resolved as ``tools.ops`` does."""
+def open_source(args: argparse.Namespace, session: Any, endpoint: Callable[[str], str | None] | None = None) -> Source:
+    """The API client (``--api``) or the direct reader, with the deployment resolved as ``tools.ops`` does.
+    ``endpoint``: each service's endpoint (``None``: AWS's, DynamoDB's ``--endpoint-url``); the local world's under
+    ``--local``, where ``--api`` without URL is the world's read API."""
+    if endpoint is None:
+
+        def endpoint(service: str) -> str | None:
+            return args.endpoint_url if service == "dynamodb" else None
 
     def cloudformation() -> Any:
-        return client(session, "cloudformation")
+        return client(session, "cloudformation", endpoint_url=endpoint("cloudformation"))
 
     if args.api is not None:
         url = args.api
+        world = getattr(args, "world", None)
+        if url == FROM_STACK and world is not None:
+            url = world.read_api
         if url == FROM_STACK:
             url = read_stack_outputs(args, cloudformation, missing="pass --api URL").get("ReadApiUrl", "")
             if not url:
@@ -266,13 +287,17 @@ def open_source(args: argparse.Namespace, session: Any) -> Source:
         from botocore.exceptions import NoCredentialsError
 
         raise NoCredentialsError()
-    catalog = registry_catalog(read_registry(client(session, "ssm"), job_registry_path(args, outputs)))
+    ssm = client(session, "ssm", endpoint_url=endpoint("ssm"))
+    catalog = registry_catalog(read_registry(ssm, job_registry_path(args, outputs)))
+    s3_options: dict[str, Any] = {"signature_version": "s3v4"}
+    if endpoint("s3") is not None:  # a local endpoint: path-style, as the local world's read API addresses it
+        s3_options["s3"] = {"addressing_style": "path"}
     reader = ResultsReader(
         lock_table,
         results_table,
         catalog,
-        dynamodb_client=client(session, "dynamodb", endpoint_url=args.endpoint_url),
-        s3_client=client(session, "s3", signature_version="s3v4"),
+        dynamodb_client=client(session, "dynamodb", endpoint_url=endpoint("dynamodb")),
+        s3_client=client(session, "s3", endpoint_url=endpoint("s3"), **s3_options),
     )
     return DirectSource(reader)
 
@@ -384,9 +409,20 @@ def main(
     except SystemExit as exc:  # --help (0) or a usage error (2, argparse printed it)
         return exc.code if isinstance(exc.code, int) else 0
     try:
-        if session is None:
+        parser = build_parser()
+        local = local_world_requested(parser, args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        endpoint = None
+        if local:
+            if args.profile:
+                error_line(err, "--local and --profile name two worlds: give one (the local world has its own)")
+                return EXIT_USAGE
+            session, endpoint = use_local_world(args)
+        elif session is None:
             session = boto3.session.Session(profile_name=args.profile, region_name=args.region)
-        source = open_source(args, session)
+        source = open_source(args, session, endpoint)
         return run(args, source, out, err)
     except ReadError as exc:
         error_line(err, exc.message)
