@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from athena_refresh import contract
 from athena_refresh.checks import GLUE_NAME, ConfigError, Labels
 from athena_refresh.job_defaults import (
     ALARM_KEYS,
@@ -189,6 +190,8 @@ def load_job(
         problems.extend(team.problems)
     if not lock_table.is_valid_job_name(folder.name):
         problems.append(f"{_rel(folder, root)}: the folder name is the job name: {lock_table.JOB_NAME_RULE}")
+    elif folder.name == contract.WATCHDOG_JOB_NAME:
+        problems.append(f"{_rel(folder, root)}: the job name {folder.name!r} is the freshness watchdog's own lock")
     try:
         text = defaults.read_text(folder / JOB_FILE)
         document = tomllib.loads(text)

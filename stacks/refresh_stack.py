@@ -27,6 +27,7 @@ from stacks.constructs.flights_catalog import FlightsCatalog
 from stacks.constructs.read_api import ReadApi
 from stacks.constructs.refresh_function import LOG_RETENTION
 from stacks.constructs.results_storage import ATHENA_RESULTS_PREFIX, DATA_PREFIX, RESULTS_PREFIX, ResultsStorage
+from stacks.constructs.watchdog import FreshnessWatchdog
 from stacks.jobs import SAMPLE_TABLES, JobDefinition, SampleSource
 from stacks.nag import acknowledge, wildcard_finding
 from stacks.runtime_asset import stage_read_asset
@@ -134,6 +135,18 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             failure_queue=failures.queue,
             failure_dead_letter_queue=failures.dead_letter_queue,
             topic=topic,
+        )
+        #: The freshness watchdog: late and failing jobs named within minutes (stacks/constructs/watchdog.py).
+        self.watchdog = FreshnessWatchdog(
+            self,
+            "Watchdog",
+            lock_table=lock.table,
+            topic=topic,
+            failures=failures,
+            code_dir=self.runtime_asset_dir,
+            shortest_job_periods_s=[job.config.period.shortest_s for job in jobs],
+            deployment_name=construct_id,
+            removal_policy=removal_policy,
         )
         self.dashboard = DeploymentDashboard(
             self,

@@ -41,6 +41,8 @@ def catalog_queries(jobs: Sequence[JobDefinition]) -> dict[str, CatalogQuery]:
                 expression=job.config.schedule_expression,
                 timezone=job.config.schedule_timezone,
                 racers=job.config.racers,
+                freshness_s=job.config.grace_s,
+                max_slot_age_s=job.config.max_slot_age_s,
             ),
         )
         for job in jobs

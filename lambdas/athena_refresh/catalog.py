@@ -84,14 +84,27 @@ class CatalogError(ConfigurationError):
 
 @dataclass(frozen=True)
 class CatalogSchedule:
-    """A job's deployed schedule: ``expression`` (``cron(...)``) in ``timezone`` (IANA), fanned out to ``racers``."""
+    """A job's deployed schedule: ``expression`` (``cron(...)``) in ``timezone`` (IANA), fanned out to ``racers``;
+    the watchdog's grace ``freshness_s`` and the job's ``max_slot_age_s`` (seconds; ``None`` in a catalog written
+    before the watchdog: the watchdog then derives them as :attr:`JobSpec.grace_s` does from a period)."""
 
     expression: str
     timezone: str = "UTC"
     racers: int = 1
+    freshness_s: int | None = None
+    max_slot_age_s: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """``{"expression", "timezone", "racers"}``: the schedule as the read API and the tools report it."""
         return {"expression": self.expression, "timezone": self.timezone, "racers": self.racers}
+
+    def catalog_dict(self) -> dict[str, Any]:
+        """:meth:`as_dict` plus ``freshness_s`` and ``max_slot_age_s`` when known: the catalog file's entry."""
+        document = self.as_dict()
+        for key in ("freshness_s", "max_slot_age_s"):
+            if getattr(self, key) is not None:
+                document[key] = getattr(self, key)
+        return document
 
 
 @dataclass(frozen=True)
@@ -235,7 +248,13 @@ def _parse_schedule(raw: Any, where: str, path: Path | str) -> CatalogSchedule |
         raise CatalogError(path, f"{where}.timezone: must be an IANA time zone name, got {timezone!r:.80}")
     if isinstance(racers, bool) or not isinstance(racers, int) or racers < 1:
         raise CatalogError(path, f"{where}.racers: must be a positive integer, got {racers!r:.40}")
-    return CatalogSchedule(expression, timezone, racers)
+    seconds: dict[str, int | None] = {}
+    for key in ("freshness_s", "max_slot_age_s"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise CatalogError(path, f"{where}.{key}: must be a positive integer of seconds, got {value!r:.40}")
+        seconds[key] = value
+    return CatalogSchedule(expression, timezone, racers, **seconds)
 
 
 def catalog_document(queries: Mapping[str, CatalogQuery], *, capacity: CapacityBudget | None = None) -> dict[str, Any]:
@@ -249,7 +268,7 @@ def catalog_document(queries: Mapping[str, CatalogQuery], *, capacity: CapacityB
                 **({"spec": _spec_document(q.spec)} if q.spec is not None else {"sql": q.sql}),
                 "parameters": list(q.parameters),
                 "constants": dict(q.constants),
-                **({"schedule": q.schedule.as_dict()} if q.schedule is not None else {}),
+                **({"schedule": q.schedule.catalog_dict()} if q.schedule is not None else {}),
             }
             for name, q in sorted(queries.items())
         },

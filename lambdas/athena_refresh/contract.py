@@ -169,6 +169,9 @@ MAX_HEARTBEAT_INTERVAL_S: Final = MAX_LEASE_DURATION_S // 2  # 27
 #: schedule slot anyone waits for.
 MIN_MAX_SLOT_AGE_S: Final = 60
 MAX_MAX_SLOT_AGE_S: Final = 366 * 86_400  # 31,622,400
+#: Bounds of a job's ``freshness_s`` (the watchdog's grace): a minute, a year.
+MIN_FRESHNESS_S: Final = 60
+MAX_FRESHNESS_S: Final = 366 * 86_400
 #: History TTL, seconds. At least one minute; at most 10 years (3650 days): longer is an archive, not a
 #: history, and ``now + ttl`` stays a small epoch for DynamoDB's TTL attribute.
 MIN_HISTORY_TTL_S: Final = 60
@@ -303,6 +306,21 @@ DEPLOYMENT_METRICS: Final = (
 )
 #: Every metric the runtime emits in METRICS_NAMESPACE (the value metrics aside).
 ALL_METRICS: Final = JOB_METRICS + DEPLOYMENT_METRICS
+
+# --- The freshness watchdog's (athena_refresh.watchdog): deployment-wide, dimension service only, once per run ---
+METRIC_JOBS_LATE: Final = "JobsLate"  # unit Count: jobs whose latest due slot has not finished in its grace
+METRIC_JOBS_FAILING: Final = "JobsFailing"  # unit Count: jobs whose last finished slot failed (or MISSED, not paused)
+METRIC_OLDEST_LATENESS_S: Final = "OldestLatenessS"  # unit Seconds: how long past its grace the latest job is
+METRIC_WATCHDOG_RUNS: Final = "WatchdogRuns"  # unit Count: 1 per run (the heartbeat its own alarm watches)
+WATCHDOG_METRICS: Final = (METRIC_JOBS_LATE, METRIC_JOBS_FAILING, METRIC_OLDEST_LATENESS_S, METRIC_WATCHDOG_RUNS)
+#: The watchdog's own lock (``lock#athena-once-watchdog``) and history; no job folder may take this name.
+WATCHDOG_JOB_NAME: Final = "athena-once-watchdog"
+#: The watchdog's environment: the alarm topic it notifies and the stack named in its commands.
+ENV_ALARM_TOPIC_ARN: Final = "ALARM_TOPIC_ARN"
+ENV_DEPLOYMENT_STACK: Final = "DEPLOYMENT_STACK"
+#: The watchdog's period: the shortest job period, bounded to [5, 15] minutes (a multiple of 5 minutes).
+MIN_WATCHDOG_PERIOD_S: Final = 300
+MAX_WATCHDOG_PERIOD_S: Final = 900
 #: A job is stale when its last success is older than this many schedule periods (its longest gap,
 #: ``slotlock.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
 #: the stack's ``NoRecentSuccess`` alarm (``slotlock_cdk.OncePerSlotSchedule``, given this number) uses the same number.

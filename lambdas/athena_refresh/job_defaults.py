@@ -90,6 +90,7 @@ SETTING_KEYS = (
     "max_query_attempts",
     "window_s",
     "lambda_timeout_s",
+    "freshness_s",
     "lambda_memory_mb",
     "bytes_scanned_cutoff_per_query",
     "result_reuse_max_age_min",
@@ -211,6 +212,13 @@ def resolve(
             f"at least heartbeat_interval_s + {COMMIT_RESERVE_S + 1} s"
         )
         settings["lambda_timeout_s"] = Setting("lambda_timeout_s", timeout, ORIGIN_DERIVED, why)
+    if not given("freshness_s"):
+        age = _valid("max_slot_age_s", settings["max_slot_age_s"].value, min(basis, MAX_LAMBDA_EVENT_AGE_S))
+        timeout = _valid("lambda_timeout_s", settings["lambda_timeout_s"].value, MAX_LAMBDA_TIMEOUT_S)
+        why = "max_slot_age_s + lambda_timeout_s: a slot's last delivery, then one whole run"
+        settings["freshness_s"] = Setting(
+            "freshness_s", max(age + timeout, contract.MIN_FRESHNESS_S), ORIGIN_DERIVED, why
+        )
     for key in ("lambda_memory_mb", "bytes_scanned_cutoff_per_query", "result_reuse_max_age_min"):
         if not given(key):
             settings[key] = Setting(key, BUILT_IN[key], ORIGIN_BUILT_IN, BUILT_IN_WHY[key])

@@ -66,6 +66,8 @@ def relationship_problems(
       event. An event older than one period is superseded by the next slot anyway.
     - timeout vs heartbeat: the winner stops polling ``COMMIT_RESERVE_S`` before its deadline; with
       a shorter timeout than one heartbeat plus that reserve, no run ever renews its lease.
+    - freshness: the watchdog calls a slot late ``freshness_s`` after its firing; a grace shorter than
+      ``lambda_timeout_s`` would call a slot late while it may still legitimately run.
     - data scanned alarm: Athena cancels a query at ``bytes_scanned_cutoff_per_query``, so a threshold
       at or above it can never fire.
     - value metrics: a column is either a value or a dimension; the columns must be ``output_columns`` (the
@@ -127,6 +129,12 @@ def relationship_problems(
                 f"({labels.ref('schedule_expression')} {schedule!r} fires {period.shortest_s} s apart): an older "
                 f"delivery is superseded by the next slot, got {max_age}"
             )
+    freshness = values.get("freshness_s")
+    if freshness is not None and timeout is not None and freshness < timeout:
+        problems.append(
+            f"{labels.at('freshness_s')}: must be at least {labels.ref('lambda_timeout_s')} ({timeout} s): a slot may "
+            f"run that long, so the watchdog would call every slot late while it runs, got {freshness}"
+        )
     cutoff, alarms = values.get("bytes_scanned_cutoff_per_query"), values.get("alarms")
     if cutoff is not None and alarms is not None and alarms.data_scanned_bytes >= cutoff:
         problems.append(

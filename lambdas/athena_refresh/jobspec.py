@@ -302,6 +302,9 @@ class JobSpec:
     schedule_timezone: str = "UTC"  # IANA name: the cron's wall clock (Scheduler's ScheduleExpressionTimezone)
     #: The job stack this job is pinned to (``stacks.job_groups``); ``None``: a hash of its name decides.
     stack_group: int | None = None
+    #: The watchdog's grace (``athena_refresh.freshness``): a slot not finished this long after its firing is late.
+    #: ``None``: :attr:`grace_s`'s fallback (``job_defaults.resolve`` always derives one for a job folder).
+    freshness_s: int | None = None
 
     def __post_init__(self) -> None:
         values, problems = _checked({field.name: getattr(self, field.name) for field in fields(self)}, KWARGS_LABELS)
@@ -310,6 +313,12 @@ class JobSpec:
         for name, value in values.items():
             if value is not getattr(self, name):
                 object.__setattr__(self, name, value)  # normalized (e.g. removal_policy upper case)
+
+    @property
+    def grace_s(self) -> int:
+        """The watchdog's grace in seconds: ``freshness_s``, else ``max_slot_age_s + lambda_timeout_s`` (the last
+        moment a slot can still finish: its last delivery, then one whole run)."""
+        return self.freshness_s if self.freshness_s is not None else self.max_slot_age_s + self.lambda_timeout_s
 
     @property
     def period(self) -> CronPeriod:
@@ -475,6 +484,9 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "removal_policy": one_of(REMOVAL_POLICIES),
     "schedule_timezone": _timezone,
     "stack_group": optional(integer(0, contract.MAX_JOB_STACKS - 1)),
+    "freshness_s": optional(
+        integer(contract.MIN_FRESHNESS_S, contract.MAX_FRESHNESS_S, "seconds after a firing before its slot is late")
+    ),
 }
 _FIELDS = frozenset(field.name for field in fields(JobSpec))
 _DEFAULTS = {field.name: field.default for field in fields(JobSpec)}

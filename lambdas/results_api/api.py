@@ -4,7 +4,8 @@ over :class:`results_api.reader.ResultsReader`.
 Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every route: the stack's ``ReadApi``):
 
 - ``GET /jobs``: every job with schedule, live lease (held or free), pause, last success and latest slot;
-- ``GET /jobs/{job}/results/latest``: the newest committed result: **one** DynamoDB ``GetItem``;
+- ``GET /jobs/{job}/results/latest``: the newest committed result: **one** DynamoDB ``GetItem``, and its freshness
+  (``results_api.freshness``: one ``BatchGetItem``);
 - ``GET /jobs/{job}/results/{slot}[?generation=N]``: one slot's result (default: its newest committed generation);
 - ``GET /jobs/{job}/slots?from=&to=&status=&limit=&next_token=``: the history, every generation, newest first,
   one ``Query`` per page (a ``status`` filter may give short pages: DynamoDB applies ``Limit`` before it);
@@ -34,6 +35,7 @@ from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 
 from . import models
 from .errors import BadParameterError, NotAcceptableError, ResultsApiError
+from .freshness import freshness_headers, freshness_tag, latest_freshness
 from .reader import DEFAULT_PAGE_LIMIT, ResultsReader
 from .responses import (
     CSV,
@@ -117,9 +119,13 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
             headers={"Cache-Control": cache, "Vary": "Accept"},
         )
 
-    def serve_result(stored: StoredResult, media: str, *, cache: str) -> Response[Any]:
-        etag = result_etag(stored, "redirect" if stored.offloaded and media != CSV else media)
-        headers = {"ETag": etag, "Vary": "Accept", **result_headers(stored)}
+    def serve_result(
+        stored: StoredResult, media: str, *, cache: str, freshness: dict[str, Any] | None = None
+    ) -> Response[Any]:
+        tag = "" if freshness is None else freshness_tag(freshness)
+        etag = result_etag(stored, "redirect" if stored.offloaded and media != CSV else media, tag)
+        fresh = {} if freshness is None else freshness_headers(freshness)
+        headers = {"ETag": etag, "Vary": "Accept", **result_headers(stored), **fresh}
         if if_none_match(header("if-none-match"), etag):
             return Response(status_code=304, body="", headers={**headers, "Cache-Control": cache})
         if stored.offloaded and media != CSV:
@@ -139,7 +145,7 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
             content_type = CSV_CONTENT_TYPE
         else:
             rows = stored.rows or []
-            body = json.dumps(result_document(stored, rows), separators=(",", ":"), allow_nan=False)
+            body = json.dumps(result_document(stored, rows, freshness), separators=(",", ":"), allow_nan=False)
             content_type = JSON
         return Response(
             status_code=200, content_type=content_type, body=body, headers={**headers, "Cache-Control": cache}
@@ -164,14 +170,15 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
 
     @app.get(
         "/jobs/<job>/results/latest",
-        summary="The job's newest committed result (one DynamoDB read)",
+        summary="The job's newest committed result and its freshness (one GetItem, one BatchGetItem)",
         responses=_RESULT_RESPONSES,
         tags=["results"],
     )
     def latest_result(job: str) -> Response[Any]:
         job, media = _path(job, "job"), accept()  # a 406 costs no read
         stored = reader.latest(job)
-        return serve_result(stored, media, cache=NO_CACHE)  # a manual generation may replace it at any time
+        # A manual generation may replace it at any time, and its freshness changes with the clock: revalidated.
+        return serve_result(stored, media, cache=NO_CACHE, freshness=latest_freshness(reader, job, stored))
 
     @app.get(
         "/jobs/<job>/results/<slot>",

@@ -82,7 +82,23 @@ class CostEstimate(_Model):
     prices: dict[str, str] = Field(description="region, requested_region and retrieved (date) of the price table")
 
 
+class Freshness(_Model):
+    slot: str = Field(description="the latest result's slot, ISO 8601 UTC")
+    committed_at_ms: int = Field(description="when it was committed, epoch milliseconds")
+    expected_next_slot: str | None = Field(description="the schedule's next firing after now, ISO 8601 UTC")
+    late: bool | None = Field(
+        description="the latest firing whose freshness_s grace is over has no finished slot (the watchdog's rule);"
+        " null when unknown"
+    )
+    state: str | None = Field(description="on_time, waiting, late, failing or paused (docs/watchdog.md)")
+    due_slot: str | None = Field(description="the latest firing whose grace is over, ISO 8601 UTC")
+    reason: str | None = Field(description="why, in one line")
+
+
 class Result(_Model):
+    freshness: Freshness | None = Field(
+        None, description="latest only: how fresh the result is; absent from a slot's and a generation's result"
+    )
     job: str
     slot: str = Field(description="the schedule slot, ISO 8601 UTC (2026-11-22T00:30:00Z)")
     generation: int = Field(description="1: the live schedule's run; 2+: a deliberate re-run or backfill")

@@ -89,11 +89,11 @@ def negotiate(accept: str | None) -> str:
     return ranked[0]
 
 
-def result_etag(stored: StoredResult, media_type: str) -> str:
-    """The strong entity tag of ``stored`` in ``media_type`` (quoted, as the header carries it)."""
-    identity = "\0".join(
-        [stored.job_name, stored.slot_iso, str(stored.generation), str(stored.fencing_token), media_type]
-    )
+def result_etag(stored: StoredResult, media_type: str, extra: str = "") -> str:
+    """The strong entity tag of ``stored`` in ``media_type`` (quoted, as the header carries it); ``extra``: what
+    else the response says (``latest``'s freshness), so that the tag changes whenever it does."""
+    parts = [stored.job_name, stored.slot_iso, str(stored.generation), str(stored.fencing_token), media_type]
+    identity = "\0".join(parts + ([extra] if extra else []))
     return '"' + hashlib.sha256(identity.encode()).hexdigest()[:32] + '"'
 
 
@@ -107,9 +107,13 @@ def if_none_match(header: str | None, etag: str) -> bool:
     return any(tag.strip().removeprefix("W/") == opaque for tag in header[:MAX_HEADER_LENGTH].split(","))
 
 
-def result_document(stored: StoredResult, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON body of a result: metadata, ``columns`` (name, Athena type) and ``rows`` (objects)."""
-    return {
+def result_document(
+    stored: StoredResult, rows: list[dict[str, Any]], freshness: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON body of a result: metadata, ``columns`` (name, Athena type) and ``rows`` (objects); ``freshness``
+    (``latest`` only: :mod:`results_api.freshness`) when given."""
+    extra = {} if freshness is None else {"freshness": dict(freshness)}
+    return extra | {
         "job": stored.job_name,
         "slot": stored.slot_iso,
         "generation": stored.generation,

@@ -296,6 +296,7 @@ STACK_ONLY = {
     "lambda_memory_mb": (MIN_LAMBDA_MEMORY_MB, MAX_LAMBDA_MEMORY_MB),
     "bytes_scanned_cutoff_per_query": (MIN_BYTES_SCANNED_CUTOFF, MAX_BYTES_SCANNED_CUTOFF),
     "stack_group": (0, MAX_JOB_STACKS - 1),  # and below stack.job_stacks (stacks.jobs checks it with the file)
+    "freshness_s": (contract.MIN_FRESHNESS_S, contract.MAX_FRESHNESS_S),  # the watchdog's grace (synth only)
 }
 
 

@@ -25,6 +25,7 @@ unless the stack names it with a reason (``PLATFORM_GRANTS`` of the construct th
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,9 +34,13 @@ from typing import Any
 import boto3
 import moto
 import pytest
+from botocore.exceptions import ClientError
 
-from slotlock import Slot
+from athena_refresh import contract
+from athena_refresh.watchdog import watch_key
+from slotlock import Slot, SlotLock, pause
 from slotlock._expressions import LEASE_EXPIRY_UPDATE
+from slotlock.schedule import latest_firings
 from stacks import REPO_ROOT
 from stacks.constructs import read_api, refresh_function
 from tests.stacks import deployment_view
@@ -46,6 +51,7 @@ from tests.stacks.iam.scenarios import (
     OFFLOAD_ROWS,
     OPERATOR,
     READ_API,
+    WATCHDOG,
     WIDGET,
     ConformanceWorld,
     describe_stacks_answer,
@@ -98,6 +104,7 @@ def recorded(resolved: ResolvedTemplate, deployment: Any) -> Iterator[tuple[Conf
             _refresh_scenarios(world, job, slots[job])
             _operator_scenarios(world, job, resolved.stack_name, slots[job])
         _read_scenarios(world, slots)
+        _watchdog_scenarios(world)
         yield world, recorder
 
 
@@ -208,6 +215,60 @@ def _read_scenarios(world: ConformanceWorld, slots: dict[str, list[str]]) -> Non
         assert job in overview, (job, overview[:500])
 
 
+def _watchdog_scenarios(world: ConformanceWorld) -> None:
+    """The freshness watchdog over four of its slots a < b < c < d: a's two racers (one wins: every job's lock and
+    slot items read, each job's state recorded); before b and c a job's recorded state is changed by hand (set-up)
+    so that the run has a change to publish, while the topic is gone: the run fails after its conditional write.
+    b is retried by Lambda (the same request id: the lock re-enters the slot with a consistent read of the slot item)
+    and publishes; c is not, and d's winner records c MISSED superseded and publishes c's pending change (at least
+    once). Then an operator pauses the watchdog's own lock (set-up): e's racer records e MISSED paused (PutItem)."""
+    schedule = world.resolved.resolve(
+        next(
+            r["Properties"]
+            for r in world.resolved.of_type("AWS::Scheduler::Schedule").values()
+            if world.watchdog_function in json.dumps(r["Properties"]["Target"])
+        )
+    )
+    a, b, c, d, e = (
+        f.strftime("%Y-%m-%dT%H:%M:%SZ")
+        for f in latest_firings(schedule["ScheduleExpression"], "UTC", dt.datetime.now(dt.UTC), 5)
+    )
+    for racer in range(2):
+        outcome = world.invoke_watchdog({"scheduled_time": a, "racer": racer}, "watchdog")
+        assert outcome["status"] in ("succeeded", "lost"), outcome
+    sns = boto3.client("sns", region_name="us-east-1")
+    topic_arn = world.resolved.function_environment(world.watchdog_function)[contract.ENV_ALARM_TOPIC_ARN]
+
+    def change_a_state_and_lose_the_topic() -> None:
+        boto3.client("dynamodb", region_name="us-east-1").update_item(
+            TableName=world.lock_table,
+            Key={"pk": {"S": watch_key(min(world.refresh_functions))}},
+            UpdateExpression="SET #state = :paused",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={":paused": {"S": "paused"}},
+        )
+        sns.delete_topic(TopicArn=topic_arn)
+
+    for slot, request_id in ((b, "wd-retry"), (c, None)):
+        change_a_state_and_lose_the_topic()
+        with pytest.raises(ClientError):
+            world.invoke_watchdog({"scheduled_time": slot, "racer": 0}, "watchdog-change", request_id=request_id)
+        sns.create_topic(Name=topic_arn.rsplit(":", 1)[1])
+        if request_id is not None:
+            outcome = world.invoke_watchdog(
+                {"scheduled_time": slot, "racer": 0}, "watchdog-retry", request_id=request_id
+            )
+            assert outcome["status"] == "succeeded" and outcome["reentered"], outcome
+            assert outcome["value"]["notified"] >= 1, outcome
+    outcome = world.invoke_watchdog({"scheduled_time": d, "racer": 0}, "watchdog-next")
+    assert outcome["status"] == "succeeded" and outcome["superseded_recorded"], outcome
+    assert outcome["value"]["notified"] >= 1, outcome
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    pause(SlotLock(world.lock_table, contract.WATCHDOG_JOB_NAME, client=ddb), reason="set-up", requested_by="test")
+    outcome = world.invoke_watchdog({"scheduled_time": e, "racer": 0}, "watchdog-paused")
+    assert (outcome["status"], outcome["reason"]) == ("missed", "paused"), outcome
+
+
 def _api_event(path: str, query: str) -> dict[str, Any]:
     """A payload 2.0 ``GET`` event as API Gateway's HTTP API sends it."""
     parameters = dict(part.split("=", 1) for part in query.split("&") if part)
@@ -233,6 +294,8 @@ def _principal_policies(world: ConformanceWorld, principal: str) -> list[dict[st
         return [json.loads(resolved.substitute(OPERATOR_POLICY.read_text(encoding="utf-8"), resolved.outputs()))]
     if principal in (READ_API, WIDGET):
         return resolved.role_policies(resolved.function_role(world.read_functions[principal]))
+    if principal == WATCHDOG:
+        return resolved.role_policies(resolved.function_role(world.watchdog_function))
     job = principal.split(":", 1)[1]
     return resolved.role_policies(resolved.function_role(world.refresh_functions[job]))
 
@@ -247,7 +310,7 @@ def _needed(world: ConformanceWorld, recorder: CallRecorder, principals: set[str
 
 
 def _principals(world: ConformanceWorld) -> list[str]:
-    return [*(refresh_principal(job) for job in sorted(world.refresh_functions)), READ_API, WIDGET, OPERATOR]
+    return [*(refresh_principal(job) for job in sorted(world.refresh_functions)), READ_API, WIDGET, OPERATOR, WATCHDOG]
 
 
 #: What each principal's scenarios must have called (so a scenario that silently stopped running fails).
@@ -265,6 +328,12 @@ EXPECTED_OPERATIONS = {
     },
     READ_API: {("dynamodb", "BatchGetItem"), ("dynamodb", "GetItem"), ("dynamodb", "Query"), ("s3", "GetObject")},
     WIDGET: {("dynamodb", "GetItem"), ("dynamodb", "BatchGetItem")},
+    WATCHDOG: {
+        ("dynamodb", "BatchGetItem"),
+        ("dynamodb", "UpdateItem"),
+        ("dynamodb", "TransactWriteItems"),
+        ("sns", "Publish"),
+    },
     OPERATOR: {
         ("dynamodb", "UpdateItem"),
         ("dynamodb", "GetItem"),
@@ -336,7 +405,7 @@ def test_every_grant_is_used(recorded: tuple[ConformanceWorld, CallRecorder]) ->
     """Least privilege the other way: a granted action no recorded call needed fails, unless the construct
     that grants it names it with a reason (the Lambda service or Athena uses it, not our code)."""
     world, recorder = recorded
-    groups = {OPERATOR: {OPERATOR}, READ_API: {READ_API, WIDGET}}
+    groups = {OPERATOR: {OPERATOR}, READ_API: {READ_API, WIDGET}, WATCHDOG: {WATCHDOG}}
     groups.update({p: {p} for p in _principals(world) if p.startswith("refresh:")})
     unused: list[str] = []
     for principal, members in groups.items():

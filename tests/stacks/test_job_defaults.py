@@ -183,6 +183,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "max_query_attempts = 2",
         "window_s = 7200",
         "lambda_timeout_s = 600",
+        "freshness_s = 3600",
         "lambda_memory_mb = 512",
         "bytes_scanned_cutoff_per_query = 20000000",
         "result_reuse_max_age_min = 60",

@@ -143,7 +143,7 @@ def test_removing_a_job_folder_removes_its_resources_and_keeps_the_shared_ones(
     resources = deployment_view.merged_template(deployment_view.stack_templates(deployment))["Resources"]
     assert of_job(resources, "carrier-on-time") == {}
     assert "carrier-on-time" not in json.dumps(resources)  # no trace left: not in the dashboard, no parameter
-    assert len(of_type(resources, "AWS::Scheduler::Schedule")) == 3
+    assert len(of_type(resources, "AWS::Scheduler::Schedule")) == 3 + 2  # the job's 3 racers, the watchdog's 2
     assert len(of_type(resources, "AWS::DynamoDB::Table")) == 2  # history and results stay
 
 

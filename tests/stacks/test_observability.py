@@ -46,6 +46,8 @@ DEPLOYMENT_ALARMS = (
     "CorruptLockItem",
     "ThresholdExceeded",
 )
+#: The freshness watchdog's two alarms (shared stack, construct ``Watchdog``; pinned in test_watchdog.py).
+WATCHDOG_ALARMS = ("JobsLateOrFailing", "WatchdogSilent")
 SERVICE_ONLY = [{"Name": contract.DIMENSION_SERVICE, "Value": contract.SERVICE_NAME}]
 JOB_HEADING = f"${{{JOB_VARIABLE_ID}}}"  # the per-job section's heading names the variable: "# Job `${job}`"
 COPIES = 10  # job folders added next to the two samples for the "size does not grow" deployment
@@ -76,7 +78,7 @@ def deployment_alarms(all_alarms: dict[str, dict[str, Any]], template: Template)
     return {
         _name(logical_id, "Alarms"): alarm["Properties"]
         for logical_id, alarm in all_alarms.items()
-        if stack_of[logical_id] == SHARED_STACK
+        if stack_of[logical_id] == SHARED_STACK and not logical_id.startswith("Watchdog")
     }
 
 
@@ -142,8 +144,10 @@ def test_every_alarm_of_the_deployment_exists_and_notifies_the_topic_on_alarm_an
     assert {job: set(alarms) for job, alarms in job_alarms.items()} == {
         job.job_name: {"NoRecentSuccess"} for job in jobs
     }
-    # Nothing else: the deployment's alarms are these 5 + one per job, whatever the number of jobs.
-    assert len(all_alarms) == len(DEPLOYMENT_ALARMS) + len(jobs)
+    watchdog = {_name(logical_id, "Watchdog") for logical_id in all_alarms if logical_id.startswith("Watchdog")}
+    assert watchdog == set(WATCHDOG_ALARMS)
+    # Nothing else: the deployment's alarms are these 5, the watchdog's 2 + one per job, whatever the number of jobs.
+    assert len(all_alarms) == len(DEPLOYMENT_ALARMS) + len(WATCHDOG_ALARMS) + len(jobs)
     for logical_id, alarm in all_alarms.items():
         props = alarm["Properties"]
         assert props["AlarmActions"] == [{"Ref": topic_id}], logical_id

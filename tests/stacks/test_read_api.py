@@ -22,6 +22,7 @@ from athena_refresh.catalog import CATALOG_FILE
 from athena_refresh.checks import ConfigError
 from stacks import REPO_ROOT
 from stacks.constructs.dashboard import OVERVIEW_PARAMS, overview_height
+from stacks.constructs.watchdog import HANDLER as WATCHDOG_HANDLER
 from stacks.jobs import JobDefinition
 from stacks.runtime_asset import READ_SIDE_SQL
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
@@ -312,8 +313,9 @@ def test_the_read_side_has_its_own_asset_with_every_jobs_catalog(
     readers = template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"Code": Match.object_like({"S3Key": read_key})}}
     )
-    assert {res["Properties"]["Handler"] for res in readers.values()} == {API_HANDLER, WIDGET_HANDLER}
-    assert len(readers) == 2
+    # The freshness watchdog reads the same catalog (every job's schedule and grace): it shares the read side's asset.
+    assert {res["Properties"]["Handler"] for res in readers.values()} == {API_HANDLER, WIDGET_HANDLER, WATCHDOG_HANDLER}
+    assert len(readers) == 3
 
 
 def test_both_read_functions_and_nothing_else_use_the_read_role(resources: dict[str, Any], read_role_id: str) -> None:

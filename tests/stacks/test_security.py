@@ -45,6 +45,8 @@ EXPECTED_ACKNOWLEDGED_RULES = {
     # one per job: its schedules' role invokes its function's versions and aliases
     "AwsSolutions-IAM5[Resource::<JobcarrierontimeRefreshFunction09A88B39.Arn>:*]",
     "AwsSolutions-IAM5[Resource::<JobflightsdashboardRefreshFunction436853C5.Arn>:*]",
+    # the freshness watchdog's schedules' role (shared stack), the same grant
+    "AwsSolutions-IAM5[Resource::<WatchdogFunction79A09A6B.Arn>:*]",
     # one per job while the capacity budget is on: its function creates its own deferral schedules (name prefix)
     *(
         f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/default/{p}*]"

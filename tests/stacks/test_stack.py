@@ -332,7 +332,9 @@ def test_racers_share_one_cron_and_get_the_scheduled_time(
 
 def test_each_schedule_role_may_only_invoke_its_own_jobs_function(template: Template) -> None:
     schedules = template.find_resources("AWS::Scheduler::Schedule")
-    assert len(schedules) == 6  # 3 racers for each of the 2 sample jobs
+    # 3 racers for each of the 2 sample jobs, and the freshness watchdog's 2 (its own role, the same rule)
+    assert len(schedules) == 8
+    assert len([logical_id for logical_id in schedules if logical_id.startswith("Watchdog")]) == 2
     for logical_id, schedule in schedules.items():
         target = schedule["Properties"]["Target"]
         role_id, function_id = target["RoleArn"]["Fn::GetAtt"][0], target["Arn"]["Fn::GetAtt"][0]

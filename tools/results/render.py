@@ -67,6 +67,17 @@ def render_result(console: Console, document: dict[str, Any], now_s: float) -> N
         header.append(("   " if index else "") + f"{name} ", style="bold")
         header.append(printable("-" if value is None else str(value)))
     console.print(header)
+    freshness = document.get("freshness")
+    if isinstance(freshness, dict) and freshness.get("state"):
+        line = Text()
+        line.append("freshness ", style="bold")
+        line.append(
+            printable(str(freshness["state"]).replace("_", " ")), style="bold red" if freshness.get("late") else ""
+        )
+        line.append(printable(f" ({freshness.get('reason') or '-'})   "))
+        line.append("expected next slot ", style="bold")
+        line.append(printable(str(freshness.get("expected_next_slot") or "-")))
+        console.print(line)
     rows: list[dict[str, Any]] = document.get("rows") or []
     columns: list[dict[str, Any]] = document.get("columns") or []
     names = [printable(str(column.get("name"))) for column in columns]

@@ -10,6 +10,7 @@ server's tests.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import hashlib
 import io
 import json
@@ -128,14 +129,24 @@ def test_jobs_as_csv(get: Callable[..., dict[str, Any]], world: Any) -> None:
 # ---------------------------------------------------------------------------------------------------
 # results: JSON, CSV, ETag, Cache-Control
 # ---------------------------------------------------------------------------------------------------
-def test_the_latest_result_as_json_is_one_dynamodb_read(
+def test_the_latest_result_as_json_is_one_read_and_one_batch_for_its_freshness(
     get: Callable[..., dict[str, Any]], world: Any, request_log: Any
 ) -> None:
+    # Issue 35 changed this: latest also says how fresh it is (one BatchGetItem of the lock and newest slot items).
     request_log.clear()
     response = get(LATEST)
-    assert response["statusCode"] == 200 and request_log.operations == ["GetItem"]
+    assert response["statusCode"] == 200 and request_log.operations == ["GetItem", "BatchGetItem"]
     result = body_of(response, models.Result)
     assert result == {
+        "freshness": {
+            "slot": S3.iso,
+            "committed_at_ms": world.committed_at_ms[(S3, 1)],
+            "expected_next_slot": "2026-11-22T02:30:00Z",  # the clock is 5 s into S4's lease
+            "late": False,
+            "state": "on_time",
+            "due_slot": S2.iso,  # S3's grace (one period + 300 s: a catalog without freshness_s) is not over yet
+            "reason": "the latest slot due has finished",
+        },
         "job": JOB,
         "slot": S3.iso,
         "generation": 1,
@@ -166,6 +177,39 @@ def test_the_latest_result_as_json_is_one_dynamodb_read(
     assert headers["Vary"] == "Accept" and headers["ETag"].startswith('"')
     # revalidated before every reuse: an operator's run may commit a new generation at any time
     assert headers["Cache-Control"] == "no-cache"
+    assert (headers["X-Late"], headers["X-Freshness-State"]) == ("false", "on_time")
+    assert (headers["X-Expected-Next-Slot"], headers["X-Committed-At"]) == (
+        "2026-11-22T02:30:00Z",
+        dt.datetime.fromtimestamp(world.committed_at_ms[(S3, 1)] // 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def test_latest_turns_late_and_its_etag_changes_so_a_revalidation_never_keeps_late_false(
+    get: Callable[..., dict[str, Any]], world: Any, clock: Any
+) -> None:
+    # GIVEN latest on time, and its ETag
+    etag = get(LATEST)["headers"]["ETag"]
+    # WHEN the clock passes S4's grace (S4 still unfinished: its holder never commits)
+    saved = clock.now
+    clock.now = S4.epoch_ms + 2_100_000
+    try:
+        again = get(LATEST, headers={"If-None-Match": etag})
+        as_csv = get(LATEST, headers={"Accept": "text/csv"})
+    finally:
+        clock.now = saved
+    # THEN a full 200 (not a 304 keeping the old body), late, with a new ETag; CSV stays rows only, late on a header
+    assert again["statusCode"] == 200 and again["headers"]["ETag"] != etag
+    freshness = json.loads(again["body"])["freshness"]
+    assert (freshness["late"], freshness["state"], freshness["due_slot"]) == (True, "late", S4.iso)
+    assert again["headers"]["X-Late"] == "true" and as_csv["headers"]["X-Late"] == "true"
+    assert "freshness" not in as_csv["body"] and "late" not in as_csv["body"].splitlines()[0]
+
+
+def test_a_slots_result_carries_no_freshness(get: Callable[..., dict[str, Any]], world: Any) -> None:
+    for query in ("", "generation=1"):
+        response = get(f"/jobs/{JOB}/results/{S3.iso}", query)
+        assert response["statusCode"] == 200 and "freshness" not in json.loads(response["body"]), query
+        assert "X-Late" not in response["headers"], query
 
 
 def test_the_latest_result_as_csv(get: Callable[..., dict[str, Any]], world: Any) -> None:
@@ -197,8 +241,11 @@ def test_an_etag_that_matches_is_answered_304_with_no_body(get: Callable[..., di
     assert get(LATEST, headers={"If-None-Match": '"other"'})["statusCode"] == 200
     assert get(LATEST, headers={"If-None-Match": etag, "Accept": "text/csv"})["statusCode"] == 200
     # AND a slot's result has the latest's tag when it is the same result
+    # (issue 35: latest's tag also covers its freshness, so the slot's result, without it, has a tag of its own)
     slot_response = get(f"/jobs/{JOB}/results/{S3.iso}", headers={"If-None-Match": etag})
-    assert slot_response["statusCode"] == 304
+    assert slot_response["statusCode"] == 200 and slot_response["headers"]["ETag"] != etag
+    again = get(f"/jobs/{JOB}/results/{S3.iso}", headers={"If-None-Match": slot_response["headers"]["ETag"]})
+    assert again["statusCode"] == 304
 
 
 def reusable_unchecked_s(cache_control: str) -> float:
@@ -288,7 +335,8 @@ def test_a_manual_generation_committed_after_a_response_is_never_hidden_by_its_c
         document = body_of(again, models.Result)
         assert (document["slot"], document["generation"], document["rows"]) == (S3.iso, 2, [{"origin": "re-run"}])
     # AND generation 1, named, is still the same answer: its ETag still matches (it never changes)
-    named = get(path_of_slot, "generation=1", headers={"If-None-Match": held[LATEST]["headers"]["ETag"]})
+    # (the slot's tag: latest's also covers its freshness since issue 35)
+    named = get(path_of_slot, "generation=1", headers={"If-None-Match": held[path_of_slot]["headers"]["ETag"]})
     assert named["statusCode"] == 304 and named["headers"]["Cache-Control"] == IMMUTABLE
 
 
@@ -308,7 +356,8 @@ def test_a_slot_in_the_path_may_be_percent_encoded_or_in_another_offset(
     ):
         response = get(f"/jobs/{JOB}/results/{text}")
         assert response["statusCode"] == 200, text
-        assert json.loads(response["body"]) == json.loads(latest["body"])
+        # the same result; latest also says its freshness (issue 35), a slot's result does not
+        assert json.loads(response["body"]) == {k: v for k, v in json.loads(latest["body"]).items() if k != "freshness"}
     # and the job name too
     assert get("/jobs/flights%2Ddashboard/results/latest")["statusCode"] == 200
     # BUT a path is not decoded twice: a client that encoded its '%' asked for a slot named with '%3A'

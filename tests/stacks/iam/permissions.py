@@ -162,6 +162,9 @@ def permissions_for(call: RecordedCall, athena: AthenaWorld) -> list[Permission]
     if call.service == "ssm" and call.operation == "GetParametersByPath":
         resource = parameter_path_arn(call.region, call.params["Path"])
         return [Permission("ssm:GetParametersByPath", resource, via)]
+    if call.service == "sns" and call.operation == "Publish":
+        # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsns.html: the topic's ARN.
+        return [Permission("sns:Publish", call.params["TopicArn"], via)]
     raise AssertionError(f"no IAM mapping for {via}: add the operation's action and resource to {__name__}")
 
 

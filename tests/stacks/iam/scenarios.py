@@ -51,6 +51,8 @@ from tests.stacks.iam.template import REGION, ResolvedTemplate
 OPERATOR = "operator"
 READ_API = "read-api"
 WIDGET = "widget"
+WATCHDOG = "watchdog"
+WATCHDOG_HANDLER = "athena_refresh.watchdog_handler.lambda_handler"
 API_HANDLER = "results_api.handler.api_handler"
 WIDGET_HANDLER = "results_api.handler.widget_handler"
 REFRESH_HANDLER = "athena_refresh.handler.lambda_handler"
@@ -131,6 +133,7 @@ class ConformanceWorld:
             self.catalog[job] = jobs[job]
         functions = resolved.of_type("AWS::Lambda::Function")
         self.refresh_functions: dict[str, str] = {}  # job -> logical id
+        self.watchdog_function = ""  # the freshness watchdog's logical id
         self.read_functions: dict[str, str] = {}  # principal -> logical id
         for logical_id, resource in functions.items():
             handler = resource["Properties"].get("Handler")
@@ -141,6 +144,8 @@ class ConformanceWorld:
                 self.read_functions[READ_API] = logical_id
             elif handler == WIDGET_HANDLER:
                 self.read_functions[WIDGET] = logical_id
+            elif handler == WATCHDOG_HANDLER:
+                self.watchdog_function = logical_id
         assert set(self.refresh_functions) == set(self.job_catalog_paths), (self.refresh_functions, job_assets)
         self.lock_clock = ManualClock()
         any_env = resolved.function_environment(next(iter(self.refresh_functions.values())))
@@ -182,6 +187,8 @@ class ConformanceWorld:
         athena = boto3.client("athena", region_name=REGION)
         for name, output in self.athena.output_locations.items():
             athena.create_work_group(Name=name, Configuration={"ResultConfiguration": {"OutputLocation": output}})
+        topic_arn = self.resolved.function_environment(self.watchdog_function)[contract.ENV_ALARM_TOPIC_ARN]
+        boto3.client("sns", region_name=REGION).create_topic(Name=topic_arn.rsplit(":", 1)[1])
         ssm = boto3.client("ssm", region_name=REGION)
         for name, (type_, value) in self.resolved.parameters().items():
             ssm.put_parameter(Name=name, Type=type_, Value=value, Tier="Standard")
@@ -265,6 +272,19 @@ class ConformanceWorld:
                 return {"outcome": "crashed"}
             finally:
                 SlotRunner._release_quietly = saved_release  # type: ignore[method-assign]
+
+    def invoke_watchdog(self, event: dict[str, Any], scenario: str, *, request_id: str | None = None) -> Any:
+        """The freshness watchdog's real handler (its deployed deps, read from its environment and the shared stack's
+        catalog) on ``event``, as its own principal, in a new execution environment; ``request_id``: the Lambda
+        request id (a retry keeps it)."""
+        from athena_refresh.watchdog_handler import deployed_deps, make_handler
+
+        function_id = self.watchdog_function
+        context = FakeContext(self.resolved.name(function_id))
+        if request_id is not None:
+            context.aws_request_id = request_id
+        with self.environment(function_id, self.read_catalog_path), self.recorder.acting_as(WATCHDOG, scenario):
+            return make_handler(deployed_deps)(event, context)
 
     def invoke_read(self, principal: str, event: dict[str, Any], scenario: str = "read") -> Any:
         from results_api import handler

@@ -1,0 +1,106 @@
+"""How fresh a job's latest result is, as ``GET /jobs/{job}/results/latest`` says it (body and headers).
+
+The watchdog's own decision (:func:`athena_refresh.freshness.decide`) on the job's live lock item and its newest
+slot items, read in one strongly consistent ``BatchGetItem`` (the keys follow from the schedule), at the reader's
+clock. The object (``freshness`` in the JSON body; headers ``X-Late``, ``X-Freshness-State``, ``X-Committed-At``,
+``X-Expected-Next-Slot``)::
+
+    {"slot": "2026-12-01T10:00:00Z", "committed_at_ms": 1764583202000, "expected_next_slot": "2026-12-01T10:30:00Z",
+     "late": false, "state": "on_time", "due_slot": "2026-12-01T09:30:00Z", "reason": "the latest slot due has ..."}
+
+Every value changes only when a slot fires, finishes or passes its grace, or an operator acts: the ETag covers it,
+so a revalidation never keeps a stale ``"late": false``. docs/watchdog.md, docs/api.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any
+
+from athena_refresh.freshness import JobState, decide, recent_firings
+from athena_refresh.stored import StoredResult
+from athena_refresh.watchdog import RECENT_SLOTS, job_watches, observed_from_items
+from slotlock import table
+from slotlock.errors import SlotLockError
+from slotlock.slot import Slot
+
+from .batch import batch_get
+
+if TYPE_CHECKING:
+    from .reader import ResultsReader
+
+__all__ = ["freshness_headers", "freshness_tag", "latest_freshness"]
+
+
+def _iso(epoch_s: int | None) -> str | None:
+    return None if epoch_s is None else Slot(epoch_s).iso
+
+
+def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> dict[str, Any]:
+    """The ``freshness`` object of ``job``'s latest result ``stored`` (see the module docstring); ``state`` and
+    ``late`` are ``None`` when the catalog has no schedule for the job or its lock item cannot be decoded.
+
+    :raises BackendUnavailableError: DynamoDB failed.
+    """
+    now_ms = reader.clock_ms()
+    following = reader.next_slot(job, now_ms)
+    document: dict[str, Any] = {
+        "slot": stored.slot_iso,
+        "committed_at_ms": stored.committed_at_ms,
+        "expected_next_slot": None if following is None else Slot(int(following.timestamp())).iso,
+        "late": None,
+        "state": None,
+        "due_slot": None,
+        "reason": None,
+    }
+    watches = job_watches({job: reader.check_job(job)})
+    if not watches:
+        return document
+    watch = watches[0]
+    slot_keys = [
+        table.slot_key(job, Slot(epoch).iso)
+        for epoch in recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
+    ]
+    keys = [table.lock_key(job), *slot_keys]
+    request = {reader.lock_table: {"Keys": [{table.PARTITION_KEY: {"S": key}} for key in keys], "ConsistentRead": True}}
+    found = {
+        item[table.PARTITION_KEY]["S"]: item
+        for item in batch_get(reader.dynamodb, request, what=f"the lock and slot items of {job}").get(
+            reader.lock_table, []
+        )
+    }
+    try:
+        observed = observed_from_items(
+            job, found.get(table.lock_key(job)), {k: found[k] for k in slot_keys if k in found}, None
+        )
+    except SlotLockError as exc:
+        return {**document, "reason": f"the lock table's items of {job} cannot be read: {exc}"}
+    verdict = decide(watch, observed, now_ms)
+    return {
+        **document,
+        "late": verdict.state == JobState.LATE,
+        "state": verdict.state,
+        "due_slot": _iso(verdict.due_slot_epoch_s),
+        "reason": verdict.reason,
+    }
+
+
+def freshness_tag(freshness: dict[str, Any]) -> str:
+    """The text an ETag over ``freshness`` adds to the result's identity (stable key order)."""
+    return json.dumps(freshness, sort_keys=True, separators=(",", ":"))
+
+
+def freshness_headers(freshness: dict[str, Any]) -> dict[str, str]:
+    """``X-Late``, ``X-Freshness-State``, ``X-Committed-At`` and ``X-Expected-Next-Slot`` (each when known)."""
+    headers: dict[str, str] = {}
+    if freshness.get("late") is not None:
+        headers["X-Late"] = "true" if freshness["late"] else "false"
+    if freshness.get("state"):
+        headers["X-Freshness-State"] = str(freshness["state"])
+    committed = freshness.get("committed_at_ms")
+    if isinstance(committed, int):
+        headers["X-Committed-At"] = dt.datetime.fromtimestamp(committed / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if freshness.get("expected_next_slot"):
+        headers["X-Expected-Next-Slot"] = str(freshness["expected_next_slot"])
+    return headers
