@@ -105,6 +105,11 @@ def main(
         return EXIT_INVALID_CONFIG
     for warning in value_metrics_warnings(deployment.definitions):  # a warning, never a failure
         err.write(f"warning: {warning}\n")
+    notice = deployment.per_job_metrics_notice()  # what an upgrade's deploy removes (issue 35)
+    if notice:
+        err.write(f"note: {notice}\n")
+    for warning in deployment.account_quota_warnings():  # IAM roles, Lambda concurrency: requests, never failures
+        err.write(f"warning: {warning}\n")
     problems = deployment.quota_problems()
     if problems:
         err.write("\n".join(problems) + "\n")

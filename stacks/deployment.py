@@ -17,12 +17,17 @@ from pathlib import Path
 import aws_cdk as cdk
 from constructs import Construct
 
-from stacks import quotas
+from stacks import account_quotas, quotas
 from stacks.job_groups import SHARED_STACK_NAME, group_jobs, group_stack_name
 from stacks.job_stack import JobGroupStack
 from stacks.jobs import JobDefinition
 from stacks.refresh_stack import ScheduledAthenaRefreshStack
 from stacks.stack_settings import StackSettings
+
+#: The one jobs/defaults.toml line that keeps every job's own metrics and alarm (issue 35).
+KEEP_PER_JOB_METRICS_LINE = "per_job_metrics = true"
+#: How many opted-out jobs the notice names (then "and N more").
+NOTICE_NAMES = 10
 
 SHARED_DESCRIPTION = "Scheduled Athena refresh: what every job shares (tables, bucket, workgroup, read side, dashboard)"
 
@@ -55,6 +60,42 @@ class Deployment:
         counts = [quotas.count(self.shared)]
         counts += [quotas.count(stack, jobs=len(stack.jobs)) for stack in self.job_stacks.values()]
         return quotas.count_problems(counts, job_stacks=len(self.job_stacks))
+
+    def account_quota_lines(self) -> list[str]:
+        """IAM roles and the busiest minute's racers against the account's default quotas, one line each
+        (:mod:`stacks.account_quotas`); a line over its quota says what to request."""
+        busiest = account_quotas.busiest_minute(
+            [
+                account_quotas.ScheduledJob(
+                    job.config.schedule_expression, job.config.schedule_timezone, job.config.racers
+                )
+                for job in self.definitions
+            ]
+        )
+        return account_quotas.quota_lines(
+            roles=account_quotas.count_roles(self.stacks), busiest=busiest, jobs=len(self.definitions)
+        )
+
+    def account_quota_warnings(self) -> list[str]:
+        """The lines of :meth:`account_quota_lines` that are over their quota (what synth prints as warnings)."""
+        return [line for line in self.account_quota_lines() if ": OVER;" in line]
+
+    def per_job_metrics_notice(self) -> str | None:
+        """One line naming the jobs that do not opt in to their own metrics (``per_job_metrics``, off by default
+        since issue 35): a deploy removes each one's ``NoRecentSuccess`` alarm where an earlier version deployed it
+        (their metrics stop), and the one team-defaults line that keeps them. ``None``: every job opts in."""
+        names = sorted(job.job_name for job in self.definitions if not job.config.per_job_metrics)
+        if not names:
+            return None
+        shown = ", ".join(names[:NOTICE_NAMES]) + (
+            f" and {len(names) - NOTICE_NAMES} more" if len(names) > NOTICE_NAMES else ""
+        )
+        return (
+            f"{len(names)} of {len(self.definitions)} jobs do not opt in to their own metrics and alarm "
+            f"(per_job_metrics, off by default): a deploy removes the NoRecentSuccess alarm of each that has one "
+            f"and their 3 custom metrics stop ({shown}); to keep them add `{KEEP_PER_JOB_METRICS_LINE}` to "
+            "jobs/defaults.toml (docs/operations.md#upgrading-to-opt-in-per-job-metrics)"
+        )
 
 
 def build_deployment(

@@ -26,9 +26,13 @@ from athena_refresh import contract
 
 #: The shared stack's name (kept from the one-stack layout, so that existing deployments update in place).
 SHARED_STACK_NAME = "ScheduledAthenaRefresh"
-#: Job stacks default: at 300 jobs of 3 racers the fullest of 16 groups holds about 30 jobs (about 350
-#: resources, under CloudFormation's 500; docs/architecture.md).
+#: Job stacks when cdk.json's ``stack.job_stacks`` is absent: the count every deployment made before issue 35 deployed
+#: with (the key did not exist in their cdk.json), kept so that their jobs never move on upgrade.
 DEFAULT_JOB_STACKS = 16
+#: What a new project's cdk.json sets (issue 35): 1,000 jobs fit. Jump-hashing 1,000 names over 64 stacks puts at
+#: most about 25 jobs in one (23 for fd-0001 .. fd-1000), at 10 resources a job without per-job metrics (11 with):
+#: about 250 to 280 resources per stack, under CloudFormation's 500 (docs/performance.md#a-thousand-jobs).
+NEW_PROJECT_JOB_STACKS = 64
 #: At most this many job stacks (two digits in the name): the bound of a job's ``stack_group`` (in the contract).
 MAX_JOB_STACKS = contract.MAX_JOB_STACKS
 

@@ -138,9 +138,13 @@ class MetricSeries:
         return self.value_series
 
 
-def metric_series(value_columns: int, max_series: int) -> MetricSeries:
-    """The job's custom metrics; the value series at their cap (``max_series``)."""
-    return MetricSeries(job=len(contract.JOB_METRICS), value_series=value_columns * max_series if value_columns else 0)
+def metric_series(value_columns: int, max_series: int, *, per_job_metrics: bool = True) -> MetricSeries:
+    """The job's custom metrics: its ``contract.JOB_METRICS`` when it opts in (``per_job_metrics``, issue 35), and
+    the value series at their cap (``max_series``)."""
+    return MetricSeries(
+        job=len(contract.JOB_METRICS) if per_job_metrics else 0,
+        value_series=value_columns * max_series if value_columns else 0,
+    )
 
 
 def value_log_bytes(value_columns: int, max_series: int) -> int:

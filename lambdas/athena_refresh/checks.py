@@ -105,6 +105,13 @@ def integer(lo: int, hi: int, why: str = "") -> Callable[[Any], int]:
     return check
 
 
+def boolean(value: Any) -> bool:
+    """``true`` or ``false`` (a TOML or JSON boolean; ``1``, ``"yes"`` are typos worth reporting)."""
+    if not isinstance(value, bool):
+        raise Invalid("true or false")
+    return value
+
+
 def bounded(variable: str, why: str = "") -> Callable[[Any], int]:
     """The integer check of a key whose runtime variable has bounds in ``contract.NUMERIC_BOUNDS``.
 

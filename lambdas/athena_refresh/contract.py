@@ -294,7 +294,8 @@ METRIC_THRESHOLD_EXCEEDED: Final = "ThresholdExceeded"  # a committed slot went 
 METRIC_PERMITS_IN_USE: Final = "PermitsInUse"  # unit Count: permits held just after the take (ours included)
 METRIC_PERMIT_WAIT_MS: Final = "PermitWaitMs"  # unit Milliseconds: how long the slot waited for its permit
 
-#: Per-job metrics: dimensions service + job.
+#: Per-job metrics: dimensions service + job. Opt-in per job (``per_job_metrics = true`` in job.toml or
+#: jobs/defaults.toml, issue 35): each is a billed custom metric, and their facts are fields of the log line anyway.
 JOB_METRICS: Final = (METRIC_LAST_SUCCESS_AGE_S, METRIC_DATA_SCANNED_BYTES, METRIC_QUERY_DURATION_MS)
 #: Deployment-wide metrics: dimension service only.
 DEPLOYMENT_METRICS: Final = (
@@ -321,6 +322,9 @@ ENV_DEPLOYMENT_STACK: Final = "DEPLOYMENT_STACK"
 #: The watchdog's period: the shortest job period, bounded to [5, 15] minutes (a multiple of 5 minutes).
 MIN_WATCHDOG_PERIOD_S: Final = 300
 MAX_WATCHDOG_PERIOD_S: Final = 900
+#: Logs Insights queries each view of the deployment's dashboard runs over the one job log group (its "Latest runs"
+#: widget and the picked job's runs, stacks/constructs/dashboard.py): what ``make cost`` bills per view.
+DASHBOARD_LOG_QUERIES_PER_VIEW: Final = 2
 #: A job is stale when its last success is older than this many schedule periods (its longest gap,
 #: ``slotlock.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
 #: the stack's ``NoRecentSuccess`` alarm (``slotlock_cdk.OncePerSlotSchedule``, given this number) uses the same number.

@@ -48,6 +48,7 @@ __all__ = [
     "Prices",
     "SlotUsage",
     "Usage",
+    "WatchdogModel",
     "athena_billed_bytes",
     "commit_write_units",
     "estimate",
@@ -162,6 +163,44 @@ def estimate(usage: Usage, prices: Prices) -> Cost:
         + usage.logs_insights_gb_scanned * p.cloudwatch_usd_per_gb_logs_insights_scanned,
         apigateway=usage.http_requests / 1e6 * p.apigateway_usd_per_million_http_requests,
     )
+
+
+@dataclass(frozen=True)
+class WatchdogModel:
+    """The deployment's freshness watchdog (issue 35) as billed quantities: one scheduled function every
+    ``period_s`` seconds, reading every job's lock item and latest slot item (``items_per_job``, each under 4 KB:
+    eventually consistent, half a read unit each), emitting ``metrics`` deployment-wide custom metrics (JobsLate,
+    JobsFailing, OldestLatenessS, WatchdogRuns: sent every run, so every hour) watched by ``alarms`` standard alarms.
+
+    ``duration_ms`` and ``log_bytes_per_run`` are assumptions (the run is a few batched reads); ``memory_mb`` the
+    function's memory. https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html
+    """
+
+    period_s: int = 300
+    duration_ms: float = 800.0
+    memory_mb: int = 256
+    items_per_job: int = 2
+    metrics: int = 4
+    alarms: int = 2
+    log_bytes_per_run: int = 1_500
+
+    def runs_per_month(self, hours_per_month: float) -> float:
+        return hours_per_month * 3600 / self.period_s
+
+    def usage(self, jobs: int, *, hours_per_month: float, architecture: str = "arm64") -> Usage:
+        """A month of the watchdog watching ``jobs`` jobs (its Scheduler invocation, Lambda, reads, metrics, alarms,
+        logs): priced by :func:`estimate` like everything else."""
+        runs = self.runs_per_month(hours_per_month)
+        return Usage(
+            lambda_gb_s=runs * self.memory_mb / 1024 * _billed_ms(self.duration_ms) / 1000,
+            lambda_requests=runs,
+            architecture=architecture,
+            read_units=runs * jobs * self.items_per_job * 0.5,
+            scheduler_invocations=runs,
+            metrics=self.metrics,
+            alarm_metrics=self.alarms,
+            log_gb=runs * self.log_bytes_per_run / 2**30,  # GB as CloudWatch Logs bills it (2^30 bytes)
+        )
 
 
 def athena_billed_bytes(data_scanned_bytes: int, *, min_mb: int = 10) -> int:

@@ -54,6 +54,7 @@ BUILT_IN: Mapping[str, Any] = {
     "value_metrics": None,
     "assertions": None,
     "stack_group": None,
+    "per_job_metrics": False,
 }
 #: Why each built-in value is what it is (``settings`` prints it).
 BUILT_IN_WHY: Mapping[str, str] = {
@@ -70,6 +71,7 @@ BUILT_IN_WHY: Mapping[str, str] = {
     "value_metrics": "off",
     "assertions": "none: every result is published",
     "stack_group": "a hash of the job's name over stack.job_stacks (stacks/job_groups.py)",
+    "per_job_metrics": "off: the watchdog, the job's log line and the dashboard's log views watch it (issue 35)",
 }
 #: The alarm thresholds' share of the cutoff and of the timeout, in percent.
 ALARM_PERCENT = 80
@@ -99,6 +101,7 @@ SETTING_KEYS = (
     "value_metrics",
     "assertions",
     "stack_group",
+    "per_job_metrics",
 )
 ALARM_KEYS = ("data_scanned_bytes", "query_duration_ms")
 
@@ -219,7 +222,7 @@ def resolve(
         settings["freshness_s"] = Setting(
             "freshness_s", max(age + timeout, contract.MIN_FRESHNESS_S), ORIGIN_DERIVED, why
         )
-    for key in ("lambda_memory_mb", "bytes_scanned_cutoff_per_query", "result_reuse_max_age_min"):
+    for key in ("lambda_memory_mb", "bytes_scanned_cutoff_per_query", "result_reuse_max_age_min", "per_job_metrics"):
         if not given(key):
             settings[key] = Setting(key, BUILT_IN[key], ORIGIN_BUILT_IN, BUILT_IN_WHY[key])
     if not given("alarms.data_scanned_bytes"):

@@ -40,6 +40,7 @@ from .checks import (
     Invalid,
     InvalidKeys,
     Labels,
+    boolean,
     bounded,
     email,
     integer,
@@ -305,6 +306,9 @@ class JobSpec:
     #: The watchdog's grace (``athena_refresh.freshness``): a slot not finished this long after its firing is late.
     #: ``None``: :attr:`grace_s`'s fallback (``job_defaults.resolve`` always derives one for a job folder).
     freshness_s: int | None = None
+    #: The job's own CloudWatch custom metrics (``contract.JOB_METRICS``) and its ``NoRecentSuccess`` alarm: opt-in
+    #: (issue 35). Off, the job is watched by the deployment's watchdog, its log line and the dashboard's log views.
+    per_job_metrics: bool = False
 
     def __post_init__(self) -> None:
         values, problems = _checked({field.name: getattr(self, field.name) for field in fields(self)}, KWARGS_LABELS)
@@ -487,6 +491,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "freshness_s": optional(
         integer(contract.MIN_FRESHNESS_S, contract.MAX_FRESHNESS_S, "seconds after a firing before its slot is late")
     ),
+    "per_job_metrics": boolean,
 }
 _FIELDS = frozenset(field.name for field in fields(JobSpec))
 _DEFAULTS = {field.name: field.default for field in fields(JobSpec)}

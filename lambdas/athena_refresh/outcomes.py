@@ -53,10 +53,11 @@ def _deployment_metric(name: str, value: float = 1, unit: MetricUnit = MetricUni
         pass
 
 
-def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) -> None:
+def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int, *, per_job_metrics: bool) -> None:
     """The outcome's metrics, and nothing else (issue 23; everything else is a field of its log line).
 
-    Per job (dimensions service + job): every invocation of the live schedule reports the age of the last successful
+    Per job (dimensions service + job), only when the job opted in (``per_job_metrics = true``, issue 35: each is a
+    billed custom metric; the same facts are fields of the log line, ``estimated_cost_usd`` too): every invocation of the live schedule reports the age of the last successful
     run, ``LastSuccessAgeS`` (seconds): the winner just succeeded (0) or read it from the lock item; a loser got it
     from ALL_OLD at no extra request. A manual generation (2+) does not: a backfill must not hide that the live
     schedule stopped succeeding. The invocation that committed the slot's results reports its query's
@@ -69,11 +70,12 @@ def emit_outcome_metrics(outcome: SlotOutcome, report: SlotReport, now_ms: int) 
     invocation took a permit: once per permit taken, never per job.
     """
     last_success_ms = now_ms if outcome.status == "succeeded" else outcome.last_succeeded_at_ms
-    if isinstance(last_success_ms, int) and outcome.generation == 1:
+    if per_job_metrics and isinstance(last_success_ms, int) and outcome.generation == 1:
         _job_metric(contract.METRIC_LAST_SUCCESS_AGE_S, max(0, now_ms - last_success_ms) / 1000, "Seconds")
     if report.committed and report.data_scanned_bytes is not None and report.query_duration_ms is not None:
-        _job_metric(contract.METRIC_DATA_SCANNED_BYTES, report.data_scanned_bytes, "Bytes")
-        _job_metric(contract.METRIC_QUERY_DURATION_MS, report.query_duration_ms, "Milliseconds")
+        if per_job_metrics:
+            _job_metric(contract.METRIC_DATA_SCANNED_BYTES, report.data_scanned_bytes, "Bytes")
+            _job_metric(contract.METRIC_QUERY_DURATION_MS, report.query_duration_ms, "Milliseconds")
         if report.thresholds:
             _deployment_metric(contract.METRIC_THRESHOLD_EXCEEDED)
     if outcome.status == "stale_rejected":

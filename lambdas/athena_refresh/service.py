@@ -385,7 +385,9 @@ def handle(event: Any, context: Any, deps: InvocationDeps) -> dict[str, Any]:
         return unsupported_layout_outcome(
             error, settings.job_name, slot, context.aws_request_id, job.report, lock.generation
         )
-    emit_outcome_metrics(outcome, job.report, lock.clock_ms())
+    # The job's own metrics are opt-in (issue 35); settings built without a spec (tests, tools) have none.
+    per_job_metrics = settings.spec is not None and settings.spec.per_job_metrics
+    emit_outcome_metrics(outcome, job.report, lock.clock_ms(), per_job_metrics=per_job_metrics)
     result = outcome.as_dict()
     result["queries_started"] = job.queries_started
     # One line per invocation, its facts as fields (the Logs Insights queries of athena_refresh.log_queries

@@ -1,5 +1,5 @@
-"""One scheduled Athena job: its function and role, fan-out schedules, async-invoke configuration, its one alarm,
-its registry parameter and its share of the deployment's Athena capacity budget (the function logs to the
+"""One scheduled Athena job: its function and role, fan-out schedules, async-invoke configuration, its one alarm
+(opt-in: ``per_job_metrics``), its registry parameter and its share of the deployment's Athena capacity budget (the function logs to the
 deployment's one job log group).
 
 Everything a job folder (``jobs/<job>/``) deploys, in its job stack (:mod:`stacks.job_groups`), against the
@@ -57,7 +57,8 @@ class SharedResources:
 
 class AthenaJob(Construct):
     """``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
-    async retries to the deployment's on-failure queue, the job's one alarm ``NoRecentSuccess``), ``registry``
+    async retries to the deployment's on-failure queue, the job's one alarm ``NoRecentSuccess`` when the job opts in
+    to its own metrics, ``per_job_metrics = true``), ``registry``
     (the job's SSM parameter: how tools and people find its function). The function's environment carries the
     deployment's capacity budget; while it is on, its role may read the semaphore and create the job's own deferral
     schedules with the job's Scheduler role (:mod:`stacks.constructs.capacity`).
@@ -125,8 +126,12 @@ class AthenaJob(Construct):
             max_slot_age_s=config.max_slot_age_s,
             alarm_topic=shared.alarm_topic,
             removal_policy=removal_policy,
-            success_age_metric=job_metric(
-                job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period
+            # The job's NoRecentSuccess alarm reads its own metric: both opt-in (``per_job_metrics``, issue 35). Off,
+            # the application opts out of the construct's alarm explicitly (slotlock-cdk's 1.x default is kept).
+            success_age_metric=(
+                job_metric(job_name, contract.METRIC_LAST_SUCCESS_AGE_S, statistic="Maximum", period=period)
+                if config.per_job_metrics
+                else None
             ),
             failures=shared.failures,
             scheduler_role=scheduler_role,

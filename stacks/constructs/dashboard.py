@@ -10,14 +10,17 @@ Body Structure and Syntax", https://docs.aws.amazon.com/AmazonCloudWatch/latest/
   (:data:`DEPLOYMENT_COUNTS`); the Athena capacity budget (:data:`CAPACITY_METRICS`: permits in use against the
   configured permits, the wait for a permit); the job functions' Lambda errors and throttles, summed with a
   ``SEARCH`` on the job stacks' name prefix; the latest runs of every job (Logs Insights over the one job log group).
-- **Job ``${job}``**: the per-job metrics (``contract.JOB_METRICS``: age of the last success, bytes scanned, query
-  duration), drawn once. A property variable on the ``job`` dimension (CDK's :class:`DashboardVariable`) switches
-  every one of them to the job picked in the dashboard's drop-down, whose values CloudWatch fills from a metric
-  search (no list of 300 names in the template).
-  https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_dashboard_variables.html
+- **Job ``${job}``**: the job's runs from its log lines (Logs Insights: every job logs one line per invocation
+  with its outcome, reason, bytes scanned, query duration and estimated cost, opted in or not), then the per-job
+  metrics (``contract.JOB_METRICS``: age of the last success, bytes scanned, query duration), drawn once, which
+  only a job with ``per_job_metrics = true`` sends (issue 35). A pattern variable (CDK's
+  :class:`DashboardVariable`, free text) replaces :data:`JOB_PLACEHOLDER` in every one of them with the job typed
+  in the dashboard's **Job** box (no list of 1,000 names in the template; a metric search would list only the
+  jobs that opted in). https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_dashboard_variables.html
 
-Logs Insights is billed per GB scanned at every view: the "Latest runs" widget reads one log group over the
-dashboard's time range (default 3 hours); ``make cost`` counts it at a stated number of views.
+Logs Insights is billed per GB scanned at every view: the "Latest runs" and the job's "runs" widgets each read the
+one job log group over the dashboard's time range (default 3 hours): :data:`LOG_QUERIES_PER_VIEW` queries;
+``make cost`` counts them at a stated number of views.
 """
 
 from __future__ import annotations
@@ -66,6 +69,18 @@ LATEST_RUNS_QUERY = (
     "limit 100",
 )
 JOB_VARIABLE_ID = "job"
+#: What the job variable replaces in the dashboard's body (a pattern no other text of the body contains).
+JOB_PLACEHOLDER = "JOB_PICKED_IN_THE_JOB_BOX"
+#: One job's runs from its log lines, the job picked with the variable.
+JOB_RUNS_QUERY = (
+    "fields @timestamp, slot, outcome, reason, data_scanned_bytes, query_duration_ms, estimated_cost_usd",
+    f'filter job = "{JOB_PLACEHOLDER}" and ispresent(outcome)',
+    "sort @timestamp desc",
+    "limit 100",
+)
+#: Logs Insights queries each view of the dashboard runs (the "Latest runs" widget and the job's runs): what
+#: ``make cost`` multiplies the bytes scanned per query by (the contract's number; a test counts the widgets).
+LOG_QUERIES_PER_VIEW = contract.DASHBOARD_LOG_QUERIES_PER_VIEW
 
 
 def overview_height(job_count: int) -> int:
@@ -105,16 +120,10 @@ class DeploymentDashboard(Construct):
         default_job = min(job_names)
         self.job_variable = cloudwatch.DashboardVariable(
             id=JOB_VARIABLE_ID,
-            type=cloudwatch.VariableType.PROPERTY,
+            type=cloudwatch.VariableType.PATTERN,
             label="Job",
-            input_type=cloudwatch.VariableInputType.SELECT,
-            value=contract.DIMENSION_JOB,
-            values=cloudwatch.Values.from_search_components(
-                namespace=contract.METRICS_NAMESPACE,
-                dimensions=[contract.DIMENSION_SERVICE, contract.DIMENSION_JOB],
-                metric_name=contract.METRIC_LAST_SUCCESS_AGE_S,
-                populate_from=contract.DIMENSION_JOB,
-            ),
+            input_type=cloudwatch.VariableInputType.INPUT,
+            value=JOB_PLACEHOLDER,
             default_value=cloudwatch.DefaultValue.value(default_job),
             visible=True,
         )
@@ -196,18 +205,28 @@ class DeploymentDashboard(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown=f"# Job `${{{JOB_VARIABLE_ID}}}`\nPick the job in the **Job** drop-down above.",
+                markdown=f"# Job `{JOB_PLACEHOLDER}`\nType the job's name in the **Job** box above.",
                 width=FULL_WIDTH,
                 height=1,
             )
         )
         self.dashboard.add_widgets(
+            cloudwatch.LogQueryWidget(
+                title="Its runs: outcome, reason, bytes scanned, duration, estimated cost (log lines)",
+                width=FULL_WIDTH,
+                height=6,
+                log_group_names=[log_group.log_group_name],
+                query_lines=list(JOB_RUNS_QUERY),
+                view=cloudwatch.LogQueryVisualizationType.TABLE,
+            )
+        )
+        self.dashboard.add_widgets(
             *[
                 cloudwatch.GraphWidget(
-                    title=title,
+                    title=f"{title} (per_job_metrics = true only)",
                     width=third,
                     left=[
-                        job_metric(default_job, name, statistic=statistic, period=period, label=statistic)
+                        job_metric(JOB_PLACEHOLDER, name, statistic=statistic, period=period, label=statistic)
                         for statistic in statistics
                     ],
                 )

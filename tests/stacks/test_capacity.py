@@ -311,7 +311,7 @@ def test_off_keeps_the_graph_without_the_budget_line_and_the_widget_count(
     off: dict[str, Any], resources: dict[str, Any]
 ) -> None:
     body = dashboard_body(off["Resources"], None)
-    assert len(body["widgets"]) == len(dashboard_body(resources, None)["widgets"]) == 12
+    assert len(body["widgets"]) == len(dashboard_body(resources, None)["widgets"]) == 13  # issue 35: + a log widget
     (graph,) = [w for w in body["widgets"] if w["properties"].get("title", "").startswith("Athena capacity")]
     assert graph["properties"]["title"] == f"{CAPACITY_TITLE} (budget off: permits 0)"
     assert "annotations" not in graph["properties"]

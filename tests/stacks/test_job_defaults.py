@@ -136,6 +136,20 @@ def test_team_defaults_override_derived_ones_and_the_job_overrides_the_team(tmp_
     assert "one period" in why["max_slot_age_s"]
 
 
+def test_per_job_metrics_is_off_by_default_on_for_the_team_and_off_again_for_one_job(tmp_path: Path) -> None:
+    # issue 35: the job's own metrics and alarm are opt-in; the one team-defaults line turns them on for every job
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)"), name="a")
+    make_job(tmp_path, TWO_LINES.format(cron="cron(0 * * * ? *)") + "per_job_metrics = false\n", name="b")
+    a0, _ = load_jobs(tmp_path / "jobs", STACK)
+    assert (a0.config.per_job_metrics, a0.settings_origin["per_job_metrics"]) == (False, "built-in")
+    (tmp_path / "jobs" / "defaults.toml").write_text("per_job_metrics = true\n", encoding="utf-8")
+    a, b = load_jobs(tmp_path / "jobs", STACK)
+    assert (a.config.per_job_metrics, a.settings_origin["per_job_metrics"]) == (True, "jobs/defaults.toml")
+    assert (b.config.per_job_metrics, b.settings_origin["per_job_metrics"]) == (False, "job.toml")
+    (tmp_path / "jobs" / "defaults.toml").write_text("per_job_metrics = 1\n", encoding="utf-8")
+    assert problems_of(tmp_path) == ["jobs/defaults.toml:1: per_job_metrics: must be true or false, got 1"]
+
+
 def test_team_defaults_are_checked_naming_their_own_file_once(tmp_path: Path) -> None:
     make_job(tmp_path, name="a")
     make_job(tmp_path, name="b")
@@ -188,6 +202,7 @@ def test_every_accepted_key_is_accepted(tmp_path: Path) -> None:
         "bytes_scanned_cutoff_per_query = 20000000",
         "result_reuse_max_age_min = 60",
         "stack_group = 3",
+        "per_job_metrics = true",
         "[alarms]\ndata_scanned_bytes = 10000000\nquery_duration_ms = 5000",
         '[value_metrics]\ncolumns = ["flights"]\ndimensions = ["origin"]',
         '[assertions]\nrows_at_least = 1\nnot_null = ["origin"]\nexpressions = ["flights >= 0"]',
@@ -349,8 +364,10 @@ def test_app_main_warns_of_value_metrics_that_cost_far_more_than_the_work(
     monkeypatch.setattr(app, "build_app", lambda **kw: (Synthesized(), built(**kw)[1]))
     err = io.StringIO()
     assert app.main(jobs_dir=tmp_path / "jobs", err=err) == 0
-    (line,) = err.getvalue().splitlines()
+    # the value-metrics warning, then the per-job metrics notice (issue 35: the job does not opt in)
+    line, notice = err.getvalue().splitlines()
     assert line.startswith("warning: jobs/x/job.toml: value_metrics:") and "max_series" in line, line
+    assert notice.startswith("note: 1 of 1 jobs do not opt in") and "(x)" in notice, notice
 
 
 # --- config errors name their true origin once (issue 34) ------------------------------------------------------

@@ -27,14 +27,19 @@ from stacks.constructs.dashboard import (
     CAPACITY_TITLE,
     DEPLOYMENT_COUNTS,
     JOB_GRAPHS,
+    JOB_PLACEHOLDER,
+    JOB_RUNS_QUERY,
     JOB_VARIABLE_ID,
     LATEST_RUNS_QUERY,
+    LOG_QUERIES_PER_VIEW,
 )
 from stacks.constructs.job_metrics import value_search_expression
+from stacks.deployment import KEEP_PER_JOB_METRICS_LINE
 from stacks.jobs import JobDefinition, load_jobs
 from stacks.runtime_asset import catalog_queries
 from stacks.stack_settings import STACK_KEY, load_context
 from tests.sample_jobs import CARRIERS, FLIGHTS, stack_settings, stage_jobs
+from tests.stacks import deployment_view
 from tests.stacks.deployment_view import STACK_OF
 from tests.stacks.helpers import HANDLER, dashboard_body, expressions, job_prefix, metric_rows, of_job, of_type
 
@@ -49,7 +54,7 @@ DEPLOYMENT_ALARMS = (
 #: The freshness watchdog's two alarms (shared stack, construct ``Watchdog``; pinned in test_watchdog.py).
 WATCHDOG_ALARMS = ("JobsLateOrFailing", "WatchdogSilent")
 SERVICE_ONLY = [{"Name": contract.DIMENSION_SERVICE, "Value": contract.SERVICE_NAME}]
-JOB_HEADING = f"${{{JOB_VARIABLE_ID}}}"  # the per-job section's heading names the variable: "# Job `${job}`"
+JOB_HEADING = JOB_PLACEHOLDER  # the per-job section's heading names what the job variable replaces
 COPIES = 10  # job folders added next to the two samples for the "size does not grow" deployment
 ALARM_EMAIL = "oncall@example.com"
 
@@ -63,6 +68,50 @@ def _name(logical_id: str, prefix: str) -> str:
 def _dimensions(job: str) -> list[dict[str, str]]:
     """An alarm's dimensions of a job metric, as CDK sorts them."""
     return [{"Name": contract.DIMENSION_JOB, "Value": job}, *SERVICE_ONLY]
+
+
+# The alarm tests pin the alarm of a job that opts in (issue 35: per_job_metrics, off by default); this module's
+# deployment is the two sample jobs with `per_job_metrics = true` in jobs/defaults.toml (the one line that keeps
+# them), and the session's sample deployment (no opt-in) shows that none is made without it.
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, sample_data_dir: Path) -> Any:
+    jobs_dir = stage_jobs(tmp_path_factory.mktemp("opted-in"))
+    (jobs_dir / "defaults.toml").write_text(f"{KEEP_PER_JOB_METRICS_LINE}\n", encoding="utf-8")
+    _, built = app.build_app(sample_data_dir=sample_data_dir, jobs_dir=jobs_dir)
+    assert all(job.config.per_job_metrics for job in built.definitions)
+    return built
+
+
+@pytest.fixture(scope="module")
+def stack(deployment: Any) -> Any:
+    return deployment.shared
+
+
+@pytest.fixture(scope="module")
+def template(deployment: Any) -> Template:
+    return Template.from_json(deployment_view.merged_template(deployment_view.stack_templates(deployment)))
+
+
+@pytest.fixture(scope="module")
+def shared_template(deployment: Any) -> Template:
+    return Template.from_stack(deployment.shared)
+
+
+@pytest.fixture(scope="module")
+def resources(template: Template) -> dict[str, Any]:
+    return template.to_json()["Resources"]
+
+
+@pytest.fixture(scope="module")
+def catalog(deployment: Any) -> dict[str, Any]:
+    """Each job's catalog entry as its function's asset holds it (this module's deployment)."""
+    from athena_refresh.catalog import CATALOG_FILE
+
+    return {
+        name: json.loads((asset_dir / CATALOG_FILE).read_text(encoding="utf-8"))["jobs"][name]
+        for job_stack in deployment.job_stacks.values()
+        for name, asset_dir in job_stack.asset_dirs.items()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -281,28 +330,38 @@ def test_one_dashboard_in_the_shared_stack(template: Template, shared_template: 
     shared_template.has_output("DashboardName", {"Value": {"Ref": dashboard_id}})
 
 
-def test_the_job_variable_is_filled_from_a_metric_search_and_defaults_to_the_first_job(
+def test_the_job_variable_replaces_the_placeholder_with_the_typed_job_and_defaults_to_the_first_job(
     body: dict[str, Any], jobs: tuple[JobDefinition, ...]
 ) -> None:
+    """A pattern variable (free text): it works without per-job metrics (a metric search would list only the jobs
+    that opt in) and names no job but the default in the template."""
     first = min(job.job_name for job in jobs)
     assert first == jobs[0].job_name == CARRIERS
     assert body["variables"] == [
         {
-            "type": "property",
-            "property": contract.DIMENSION_JOB,
-            "inputType": "select",
+            "type": "pattern",
+            "pattern": JOB_PLACEHOLDER,
+            "inputType": "input",
             "id": JOB_VARIABLE_ID,
             "label": "Job",
             "visible": True,
             "defaultValue": first,
-            # The drop-down lists the jobs that emit LastSuccessAgeS (every invocation does): no list in the template.
-            "search": (
-                f"{{{contract.METRICS_NAMESPACE},{contract.DIMENSION_SERVICE},{contract.DIMENSION_JOB}}} "
-                f'MetricName="{contract.METRIC_LAST_SUCCESS_AGE_S}"'
-            ),
-            "populateFrom": contract.DIMENSION_JOB,
         }
     ]
+    text = json.dumps({**body, "variables": []})
+    assert first not in text  # every per-job widget names the placeholder, replaced at view time
+    assert text.count(JOB_PLACEHOLDER) == 2 + sum(len(stats) for _, stats in JOB_GRAPHS.values())
+
+
+def test_without_opt_in_no_job_has_an_alarm_of_its_own(twelve_jobs: Any) -> None:
+    """Twelve jobs, none opting in (issue 35): no job stack holds an alarm; the shared stack's deployment-wide
+    alarms stay."""
+    alarms = {
+        name: [r for r in t.get("Resources", {}).values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+        for name, t in deployment_view.stack_templates(twelve_jobs).items()
+    }
+    assert [name for name, found in alarms.items() if found] == [SHARED_STACK]
+    assert len(alarms[SHARED_STACK]) == len(DEPLOYMENT_ALARMS)
 
 
 def test_dashboard_layout_overview_then_one_job_section(body: dict[str, Any]) -> None:
@@ -320,7 +379,8 @@ def test_dashboard_layout_overview_then_one_job_section(body: dict[str, Any]) ->
         ("metric", "Job functions: errors, throttles, dropped async events (sum over every job)"),
         ("log", "Latest runs (every job)"),
         ("text", f"# Job `{JOB_HEADING}`"),
-        *(("metric", title) for title, _ in JOB_GRAPHS.values()),
+        ("log", "Its runs: outcome, reason, bytes scanned, duration, estimated cost (log lines)"),
+        *(("metric", f"{title} (per_job_metrics = true only)") for title, _ in JOB_GRAPHS.values()),
     ]
     (custom,) = [w for w in body["widgets"] if w["type"] == "custom"]
     assert custom["properties"]["params"] == {"view": "overview"}  # test_read_api checks the rest of it
@@ -331,8 +391,10 @@ def test_per_job_graphs_draw_exactly_the_job_metrics_of_the_default_job(
 ) -> None:
     section = dashboard_body(resources, JOB_HEADING)
     graphs = [w for w in section["widgets"] if w["type"] == "metric"]
-    assert [w["properties"]["title"] for w in graphs] == [title for title, _ in JOB_GRAPHS.values()]
-    default_job = {contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: jobs[0].job_name}
+    assert [w["properties"]["title"] for w in graphs] == [
+        f"{title} (per_job_metrics = true only)" for title, _ in JOB_GRAPHS.values()
+    ]
+    default_job = {contract.DIMENSION_SERVICE: contract.SERVICE_NAME, contract.DIMENSION_JOB: JOB_PLACEHOLDER}
     for (metric_name, (_, statistics)), graph in zip(JOB_GRAPHS.items(), graphs, strict=True):
         lines = graph["properties"]["metrics"]
         # One line per statistic; CloudWatch's default statistic (Average) is left out of the JSON.
@@ -388,9 +450,15 @@ def test_dashboard_sums_the_job_functions_lambda_health_with_a_search_on_the_job
     assert not [row for row in metric_rows(body) if row[0] == "AWS/Lambda"]  # no line per function
 
 
-def test_the_latest_runs_widget_queries_the_job_log_group_only(body: dict[str, Any], job_logs_id: str) -> None:
-    (log_widget,) = [widget for widget in body["widgets"] if widget["type"] == "log"]
-    props = log_widget["properties"]
+def test_the_log_widgets_query_the_job_log_group_only(body: dict[str, Any], job_logs_id: str) -> None:
+    latest, runs = [widget for widget in body["widgets"] if widget["type"] == "log"]
+    assert len([latest, runs]) == LOG_QUERIES_PER_VIEW == contract.DASHBOARD_LOG_QUERIES_PER_VIEW  # make cost's count
+    # the picked job's runs: its log lines (every job logs them, opted in or not)
+    assert runs["properties"]["query"] == f"SOURCE '<Ref {job_logs_id}>' | " + "\n| ".join(JOB_RUNS_QUERY)
+    assert f'job = "{JOB_PLACEHOLDER}"' in JOB_RUNS_QUERY[1]
+    for field in ("outcome", "reason", "data_scanned_bytes", "query_duration_ms", "estimated_cost_usd"):
+        assert field in JOB_RUNS_QUERY[0]
+    props = latest["properties"]
     assert props["query"] == f"SOURCE '<Ref {job_logs_id}>' | " + "\n| ".join(LATEST_RUNS_QUERY)
     assert props["query"].count("SOURCE ") == 1
     for field in ("job", "slot", "outcome", "reason", "fencing_token", "query_execution_id"):
@@ -422,7 +490,7 @@ def test_the_dashboard_is_the_same_for_2_and_12_jobs_but_for_the_overview_height
     shared = Template.from_stack(twelve_jobs.shared)
     shared.resource_count_is("AWS::CloudWatch::Dashboard", 1)
     many = dashboard_body(shared.to_json()["Resources"], None)
-    assert len(many["widgets"]) == len(body["widgets"]) == 9 + len(JOB_GRAPHS) == 12
+    assert len(many["widgets"]) == len(body["widgets"]) == 10 + len(JOB_GRAPHS) == 13
     overview = [i for i, w in enumerate(body["widgets"]) if w["type"] == "custom"]
     assert [(w["height"]) for w in many["widgets"] if w["type"] == "custom"] == [3 + 12]  # about one row per job
     assert [(w["height"]) for w in body["widgets"] if w["type"] == "custom"] == [6]  # at least 6
@@ -440,9 +508,9 @@ def test_the_dashboard_is_the_same_for_2_and_12_jobs_but_for_the_overview_height
         assert job.job_name not in text, job.job_name
 
 
-def test_twelve_jobs_still_have_one_alarm_each_and_five_deployment_alarms(twelve_jobs: Any) -> None:
+def test_twelve_jobs_have_no_alarm_of_their_own_without_opt_in_and_five_deployment_alarms(twelve_jobs: Any) -> None:
     per_job = {name: set(job.alarms) for stack in twelve_jobs.job_stacks.values() for name, job in stack.jobs.items()}
-    assert per_job == {job.job_name: {"NoRecentSuccess"} for job in twelve_jobs.definitions}
+    assert per_job == {job.job_name: set() for job in twelve_jobs.definitions}
     assert list(twelve_jobs.shared.alarms.alarms) == list(DEPLOYMENT_ALARMS)
 
 

@@ -16,7 +16,7 @@ import app
 from athena_refresh import contract
 from stacks.job_groups import group_stack_name, job_group
 from stacks.jobs import JobDefinition, load_repo_jobs
-from stacks.stack_settings import StackSettings
+from stacks.stack_settings import STACK_KEY, StackSettings, load_context
 from tests.sample_jobs import REPO_JOBS_DIR, REPO_ROOT, repo_job_names
 from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER, of_job, of_type
@@ -42,6 +42,7 @@ def test_every_job_folder_is_one_job_of_the_stack(
     repo_template: dict[str, Any], repo_jobs: dict[str, JobDefinition]
 ) -> None:
     names = repo_job_names()
+    job_stacks = StackSettings.from_context(load_context(REPO_ROOT / "cdk.json")[STACK_KEY]).job_stacks
     assert sorted(repo_jobs) == names != []
     resources, outputs = repo_template["Resources"], repo_template["Outputs"]
     stack_of = repo_template[deployment_view.STACK_OF]
@@ -59,10 +60,11 @@ def test_every_job_folder_is_one_job_of_the_stack(
         assert len(mine) == job.config.racers, name
         assert {s["Properties"]["ScheduleExpression"] for s in mine.values()} == {job.config.schedule_expression}
         assert {s["Properties"]["ScheduleExpressionTimezone"] for s in mine.values()} == {job.schedule_timezone}
-        assert len(of_type(of_job(resources, name), "AWS::CloudWatch::Alarm")) == 1, name  # NoRecentSuccess
+        # NoRecentSuccess: only for a job that opts in to its own metrics (issue 35)
+        assert len(of_type(of_job(resources, name), "AWS::CloudWatch::Alarm")) == int(job.config.per_job_metrics), name
         [(parameter_id, parameter)] = of_type(of_job(resources, name), "AWS::SSM::Parameter").items()
         assert parameter["Properties"]["Name"] == f"/{app.STACK_NAME}/jobs/{name}"
-        group = job_group(name, StackSettings().job_stacks, job.config.stack_group)
+        group = job_group(name, job_stacks, job.config.stack_group)
         assert stack_of[parameter_id] == group_stack_name(group) == stack_of[next(iter(mine))]
     assert not [key for key in outputs if key.startswith(("FunctionName", "FailureQueueUrl-", "JobNames"))]
     # Shared whatever the jobs: one lock table and one results table, one workgroup, one dashboard.

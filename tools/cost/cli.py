@@ -196,6 +196,7 @@ def job_inputs(
         value_max_series=values.max_series if values else 0,
         rows_offloaded=commit.rows_offloaded,
         capacity_permits=capacity_permits,
+        per_job_metrics=config.per_job_metrics,
     )
 
 

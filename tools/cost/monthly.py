@@ -16,12 +16,13 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from athena_refresh import contract
-from athena_refresh.cost import CostEstimate, Prices, SlotUsage, Usage, estimate, estimate_slot_cost
+from athena_refresh.cost import CostEstimate, Prices, SlotUsage, Usage, WatchdogModel, estimate, estimate_slot_cost
 from stacks.value_metrics_cost import GB
 from tools.cost.usage import (
     DASHBOARD_RANGE_H,
     DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
     HOURS_PER_MONTH,
+    OPT_IN_ALARM_METRICS,
     WIDGET_DURATION_MS,
     AlarmCount,
     Durations,
@@ -76,6 +77,10 @@ class JobEstimate:
     #: The job's own fixed lines (:data:`FIXED_SERVICES`) without its value metrics: ``monthly`` of the same job
     #: with value metrics off, but Athena.
     fixed_own: Mapping[str, float] = field(default_factory=dict)
+    #: Watching the job, its own part (issue 35): its own metrics and alarms as deployed (none without
+    #: ``per_job_metrics``), and as they would be with ``per_job_metrics = true``.
+    watch_own_usd: float = 0.0
+    watch_own_opt_in_usd: float = 0.0
 
     @property
     def total_usd(self) -> float:
@@ -98,7 +103,7 @@ def _monthly(job: JobInputs, durations: Durations, prices: Prices) -> JobEstimat
     usage, writes = slot_usage(job, durations)
     per_slot = estimate_slot_cost(usage, prices)
     slots = job.schedule.slots_per_month
-    metrics = metric_series(job.value_columns, job.value_max_series)
+    metrics = metric_series(job.value_columns, job.value_max_series, per_job_metrics=job.per_job_metrics)
     logs = log_bytes(job)
     watching = estimate(
         Usage(
@@ -119,7 +124,25 @@ def _monthly(job: JobInputs, durations: Durations, prices: Prices) -> JobEstimat
         "cloudwatch_alarms": usd(watching.cloudwatch_alarms),
         "cloudwatch_logs": usd(watching.cloudwatch_logs),
     }
-    return JobEstimate(job, usage, per_slot, writes, metrics, logs, monthly)
+    opt_in_alarms = job.alarms.alarm_metrics if job.per_job_metrics else OPT_IN_ALARM_METRICS
+    own, opt_in = (
+        estimate(Usage(metrics=series, metric_month_fraction=fraction, alarm_metrics=alarms), prices)
+        for series, alarms, fraction in (
+            (metrics.job, job.alarms.alarm_metrics, job.schedule.metric_month_fraction),
+            (len(contract.JOB_METRICS), opt_in_alarms, job.schedule.metric_month_fraction),
+        )
+    )
+    return JobEstimate(
+        job,
+        usage,
+        per_slot,
+        writes,
+        metrics,
+        logs,
+        monthly,
+        watch_own_usd=usd(own.cloudwatch_metrics + own.cloudwatch_alarms),
+        watch_own_opt_in_usd=usd(opt_in.cloudwatch_metrics + opt_in.cloudwatch_alarms),
+    )
 
 
 def estimate_job(job: JobInputs, durations: Durations, prices: Prices) -> JobEstimate:
@@ -173,6 +196,17 @@ class DeploymentEstimate:
     def alarms_usd(self) -> float:
         return self.parts["alarms"]
 
+    @property
+    def watch_usd(self) -> float:
+        """What watching every job costs the deployment: the dashboard (and its widget's and Logs Insights' cost per
+        view), the deployment-wide alarms and the watchdog (issue 35)."""
+        return usd(sum(self.parts[line] for line in WATCH_LINES))
+
+    @property
+    def watch_share_usd(self) -> float:
+        """Each job's share of :attr:`watch_usd`."""
+        return usd(self.watch_usd / self.jobs) if self.jobs else 0.0
+
 
 #: The deployment's lines, in display order.
 DEPLOYMENT_LINES: Final = (
@@ -183,7 +217,10 @@ DEPLOYMENT_LINES: Final = (
     "widget_lambda",
     "widget_dynamodb",
     "logs_insights",
+    "watchdog",
 )
+#: The deployment's lines that watch the jobs (each job's ``watch_monthly_usd`` shares them).
+WATCH_LINES: Final = ("dashboard", "alarms", "widget_lambda", "widget_dynamodb", "logs_insights", "watchdog")
 
 
 def read_api_per_thousand(
@@ -221,6 +258,7 @@ def estimate_deployment(
     read_api_memory_mb: int,
     views_per_month: float = DEFAULT_DASHBOARD_VIEWS_PER_MONTH,
     capacity_metrics: int = 0,
+    watchdog: WatchdogModel | None = None,
 ) -> DeploymentEstimate:
     """The deployment's month for ``jobs`` (every job deployed: pass the same estimate 50 times for 50 copies).
 
@@ -230,9 +268,16 @@ def estimate_deployment(
 
     ``capacity_metrics``: the capacity budget's deployment-wide metrics (``len(usage.CAPACITY_METRICS)`` when it is
     on, else 0), sent by every winner: billed for the hours in which some job fires, at most all of them (the sum of
-    the jobs' shares, capped at 1: exact when one job fires every hour, an upper bound when jobs share hours)."""
+    the jobs' shares, capped at 1: exact when one job fires every hour, an upper bound when jobs share hours).
+
+    ``watchdog``: the deployment's freshness watchdog (:class:`athena_refresh.cost.WatchdogModel`, default its
+    assumptions) watching every job: its line ``watchdog`` (Lambda, reads, Scheduler, its 4 metrics, 2 alarms,
+    logs). The dashboard's views run ``contract.DASHBOARD_LOG_QUERIES_PER_VIEW`` Logs Insights queries."""
+    watchdog = watchdog or WatchdogModel()
     log_bytes_per_month = sum(job.log_bytes_per_month for job in jobs)
-    gb_per_view = log_bytes_per_month * DASHBOARD_RANGE_H / HOURS_PER_MONTH / GB
+    gb_per_view = (
+        log_bytes_per_month * DASHBOARD_RANGE_H / HOURS_PER_MONTH / GB * contract.DASHBOARD_LOG_QUERIES_PER_VIEW
+    )
     read_units = sum(overview_read_units(job.inputs.result_writes, job.inputs.summary_bytes) for job in jobs)
     # per view, unrounded (monthly lines are rounded once, to the micro-dollar)
     view = estimate(
@@ -264,6 +309,18 @@ def estimate_deployment(
         "logs_insights": usd(
             estimate(Usage(logs_insights_gb_scanned=views_per_month * gb_per_view), prices).cloudwatch_logs
         ),
+        "watchdog": usd(
+            sum(
+                estimate(
+                    watchdog.usage(
+                        len(jobs), hours_per_month=HOURS_PER_MONTH, architecture=contract.LAMBDA_ARCHITECTURE
+                    ),
+                    prices,
+                )
+                .by_service()
+                .values()
+            )
+        ),
     }
     return DeploymentEstimate(
         jobs=len(jobs),
@@ -283,6 +340,13 @@ def fixed_monthly_usd(job: JobEstimate, deployment: DeploymentEstimate) -> float
     """The job's fixed monthly cost: its own lines but Athena and its value metrics, plus its share of the
     deployment's."""
     return usd(job.fixed_own_usd + deployment.share_usd)
+
+
+def watch_monthly_usd(job: JobEstimate, deployment: DeploymentEstimate, *, opt_in: bool = False) -> float:
+    """What watching the job costs a month (issue 35): its own metrics and alarms (as deployed, or ``opt_in``: as
+    with ``per_job_metrics = true``) plus its share of the deployment's dashboard, alarms and watchdog."""
+    own = job.watch_own_opt_in_usd if opt_in else job.watch_own_usd
+    return usd(own + deployment.watch_share_usd)
 
 
 def grand_total(jobs: Sequence[JobEstimate], deployment: DeploymentEstimate) -> float:

@@ -12,7 +12,8 @@ from typing import Any
 
 from rich.console import Console
 
-from athena_refresh.cost import Prices, athena_billed_bytes, format_usd
+from athena_refresh import contract
+from athena_refresh.cost import Prices, WatchdogModel, athena_billed_bytes, format_usd
 from stacks.jobs import JobDefinition
 from tools.cli.render import table as render_table
 from tools.cost import monthly, usage
@@ -187,6 +188,14 @@ def report_json(report: Report) -> dict[str, Any]:
                 "monthly_usd": dict(job.monthly),
                 "total_usd": job.total_usd,
                 "fixed_monthly_usd": report.fixed_monthly_usd(job),
+                "watch_monthly_usd": monthly.watch_monthly_usd(job, report.deployment),
+                "watch_monthly_opt_in_usd": monthly.watch_monthly_usd(job, report.deployment, opt_in=True),
+                "watch_monthly_parts_usd": {
+                    "own_metrics_and_alarms": job.watch_own_usd,
+                    "own_metrics_and_alarms_opt_in": job.watch_own_opt_in_usd,
+                    "deployment_share": report.deployment.watch_share_usd,
+                },
+                "per_job_metrics": i.per_job_metrics,
                 "fixed_monthly_parts_usd": {
                     **job.fixed_own,
                     "deployment_share": report.deployment.share_usd,
@@ -224,6 +233,8 @@ def report_json(report: Report) -> dict[str, Any]:
             "monthly_usd": dict(dep.parts),
             "total_usd": dep.total_usd,
             "share_per_job_usd": dep.share_usd,
+            "watch_usd": dep.watch_usd,
+            "watch_share_per_job_usd": dep.watch_share_usd,
         },
         "capacity": report.capacity.as_dict() if report.capacity is not None else None,
         "read_api_per_1000_reads_usd": dict(dep.read_api_per_thousand),
@@ -344,6 +355,14 @@ def render(report: Report, console: Console, *, detail: Sequence[str] | None = N
             f" ({format_usd(report.deployment.share_usd)} = 1/{report.deployment.jobs})",
             style="bold",
         )
+        table.add_row(
+            "watch monthly",
+            "-",
+            format_usd(monthly.watch_monthly_usd(job, report.deployment)),
+            f"its own metrics and alarm ({format_usd(job.watch_own_usd)}; with per_job_metrics ="
+            f" true {format_usd(job.watch_own_opt_in_usd)}) + its share of the dashboard, alarms and watchdog"
+            f" ({format_usd(report.deployment.watch_share_usd)})",
+        )
         console.print(table)
         console.print()
     dep = report.deployment
@@ -366,8 +385,10 @@ def render(report: Report, console: Console, *, detail: Sequence[str] | None = N
         "widget_lambda": f"{dep.views_per_month:g} views x one {usage.WIDGET_DURATION_MS:g} ms overview render",
         "widget_dynamodb": f"{dep.views_per_month:g} views x {dep.overview_read_units_per_view} RRU",
         "logs_insights": f"{dep.views_per_month:g} views x {_bytes(dep.logs_insights_gb_per_view * 2**30)}"
-        f" ({usage.DASHBOARD_RANGE_H} h of every job's logs) at"
-        f" {report.prices.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD/GB",
+        f" ({contract.DASHBOARD_LOG_QUERIES_PER_VIEW} queries over {usage.DASHBOARD_RANGE_H} h of every job's logs)"
+        f" at {report.prices.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD/GB",
+        "watchdog": f"one function every {WatchdogModel().period_s // 60} min reading {dep.jobs} jobs' lock and slot"
+        " items, 4 metrics, 2 alarms (athena_refresh.cost.WatchdogModel)",
     }
     labels = {
         "dashboard": "CloudWatch dashboard",
@@ -376,7 +397,8 @@ def render(report: Report, console: Console, *, detail: Sequence[str] | None = N
         "capacity_metrics": "CloudWatch metrics (capacity budget)",
         "widget_lambda": "Overview widget: Lambda",
         "widget_dynamodb": "Overview widget: DynamoDB reads",
-        "logs_insights": "Logs Insights (Latest runs)",
+        "logs_insights": "Logs Insights (Latest runs) and the job's runs",
+        "watchdog": "Freshness watchdog",
     }
     for line in monthly.DEPLOYMENT_LINES:
         table.add_row(labels[line], format_usd(dep.parts[line]), basis[line])

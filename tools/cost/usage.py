@@ -40,6 +40,9 @@ JOB_METRICS: Final = (
     contract.METRIC_DATA_SCANNED_BYTES,
     contract.METRIC_QUERY_DURATION_MS,
 )
+#: The alarm a job opting in to its own metrics adds (``NoRecentSuccess`` on ``LastSuccessAgeS``: one alarm metric);
+#: without opt-in the synthesized job stack has none, so ``make cost`` prices the opt-in figure with this count.
+OPT_IN_ALARM_METRICS: Final = 1
 #: The deployment-wide counts (dimension service only, no job): sent only in an hour in which one happens
 #: (a stale write, a corrupt lock item, a threshold exceeded), so a healthy deployment pays nothing for them.
 DEPLOYMENT_METRICS: Final = (
@@ -275,6 +278,8 @@ class JobInputs:
     architecture: str = contract.LAMBDA_ARCHITECTURE
     #: The capacity budget's permits (cdk.json ``context.stack.capacity.permits``; 0: off).
     capacity_permits: int = 0
+    #: The job opts in to its own metrics and alarm (``per_job_metrics``, issue 35; off by default).
+    per_job_metrics: bool = False
 
 
 @dataclass(frozen=True)

@@ -710,6 +710,7 @@ def harness(
                         "dimensions": ["origin"],
                         "max_series": 2,
                     },
+                    "per_job_metrics": True,  # the job's own metrics are opt-in (issue 35): these tests pin them
                     **changes,
                 }
             )
@@ -763,6 +764,26 @@ def _mismatches(line: Mapping[str, Any], expected: Mapping[str, Any]) -> dict[st
 # ---------------------------------------------------------------------------------------------------
 # tests
 # ---------------------------------------------------------------------------------------------------
+def test_a_job_that_does_not_opt_in_sends_no_metric_of_its_own_and_logs_the_same_facts(
+    harness: Callable[[str], Harness], backend: str
+) -> None:
+    # GIVEN a job without per_job_metrics (the default since issue 35) whose slot commits above a threshold
+    h = harness("job-opted-out")
+    h.with_spec(
+        per_job_metrics=False, alarms={"data_scanned_bytes": SCANNED_BYTES - 1, "query_duration_ms": DURATION_MS}
+    )
+    # WHEN it wins and commits
+    assert h.invoke("req-A")["status"] == "succeeded"
+    emitted = h.emitted()
+    # THEN no per-job metric (no blob with the job dimension), the deployment-wide count still, and the same line:
+    # bytes scanned, duration and the estimated cost are its fields
+    assert emitted.job_metrics == frozenset()
+    assert emitted.deployment_counts == Counter({contract.METRIC_THRESHOLD_EXCEEDED: 1})
+    [line] = emitted.lines
+    expected = {**WIN_LINE, "threshold_exceeded": contract.METRIC_DATA_SCANNED_BYTES}
+    assert _mismatches(line, expected) == {}, line
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_each_outcome_emits_exactly_its_metrics_and_logs_its_facts(
     name: str, harness: Callable[[str], Harness], backend: str

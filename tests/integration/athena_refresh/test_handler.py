@@ -55,6 +55,7 @@ SPEC_KEYS: dict[str, Any] = {
     "bytes_scanned_cutoff_per_query": 10_000_000_000,
     # above the fake engine's statistics (7 MiB, 910 ms): no threshold exceeded unless a test lowers one
     "alarms": {"data_scanned_bytes": 2**30, "query_duration_ms": 600_000},
+    "per_job_metrics": True,  # opt-in since issue 35; these tests pin the metrics (test_emitted_metrics: opted out)
 }
 
 

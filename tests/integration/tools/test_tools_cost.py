@@ -103,6 +103,7 @@ def job_inputs(**changes: Any) -> JobInputs:
         result_writes=(usage.sized_put(500), usage.sized_put(500)),
         summary_bytes=300,
         alarms=AlarmCount(alarms=1, alarm_metrics=1),
+        per_job_metrics=True,  # the opt-in job (issue 35): its 3 metrics and its alarm, as the figures below pin
     )
     return replace(base, **changes)
 
@@ -274,7 +275,8 @@ def test_alarm_counting_attributes_each_alarm_and_counts_metric_math_metrics() -
 
 
 def test_alarm_count_equals_the_synthesized_deployment(synthesis: Synthesis) -> None:
-    """Each job: its one NoRecentSuccess alarm, in its own job stack; the shared stack: the 5 deployment-wide
+    """Each job: no alarm of its own (the sample jobs do not opt in to per_job_metrics, issue 35; its
+    NoRecentSuccess alarm otherwise: tests/stacks/test_observability.py); the shared stack: the 5 deployment-wide
     alarms and the one dashboard."""
     counted = inputs.count_alarms(synthesis)
     alarms = {
@@ -287,9 +289,7 @@ def test_alarm_count_equals_the_synthesized_deployment(synthesis: Synthesis) -> 
     assert set(counted.per_job) == {FLIGHTS, CARRIERS} and synthesis.job_count == 2
     for job, (stack, ids) in synthesis.job_alarm_ids.items():
         assert stack != synthesis.shared and stack.startswith(f"{synthesis.shared}-Jobs-")
-        assert counted.per_job[job] == AlarmCount(alarms=1, alarm_metrics=1)
-        (alarm,) = ids
-        assert alarms[(stack, alarm)]["Properties"]["MetricName"] == contract.METRIC_LAST_SUCCESS_AGE_S
+        assert counted.per_job[job] == AlarmCount(alarms=0, alarm_metrics=0) and ids == frozenset()
     shared = [k for (stack, k) in alarms if stack == synthesis.shared]
     assert counted.deployment == AlarmCount(alarms=5, alarm_metrics=5) and len(shared) == 5
     assert counted.dashboards == 1
@@ -336,8 +336,9 @@ def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
         assert d.total_usd == pytest.approx(sum(d.parts.values()), abs=1e-9)
         assert d.share_usd == pytest.approx(d.total_usd / d.jobs, abs=1e-6)
     assert (two.jobs, fifty.jobs) == (2, 50)
-    # per view: the jobs' 3 hours of logs scanned, and 3 RRU per job read
-    scanned = 2 * job.log_bytes_per_month * 3 / 730.5 / 2**30
+    # per view: the jobs' 3 hours of logs scanned by each of the dashboard's 2 log queries, and 3 RRU per job read
+    assert contract.DASHBOARD_LOG_QUERIES_PER_VIEW == 2
+    scanned = 2 * job.log_bytes_per_month * 3 / 730.5 / 2**30 * 2
     assert two.logs_insights_gb_per_view == pytest.approx(scanned)
     assert prices.cloudwatch_usd_per_gb_logs_insights_scanned == 0.005  # prices.toml, with the others
     assert two.parts["logs_insights"] == pytest.approx(600 * scanned * 0.005, abs=1e-6)
@@ -352,7 +353,12 @@ def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
     lambda_view = 0.25 * 1.0 * prices.lambda_usd_per_gb_s["arm64"] + prices.lambda_usd_per_million_requests / 1e6
     assert two.parts["widget_lambda"] == fifty.parts["widget_lambda"] == pytest.approx(600 * lambda_view, abs=1e-6)
     # What is paid once is shared: the share falls by the once-paid parts x (1/2 - 1/50).
-    paid_once = once + two.parts["widget_lambda"]
+    nobody = monthly.estimate_deployment(
+        [], dashboards=1, alarms=alarms, prices=prices, read_api_memory_mb=256, views_per_month=0
+    )
+    watchdog_once = nobody.parts["watchdog"]  # its function, metrics, alarms and logs; its reads grow per job
+    assert watchdog_once > 0 and fifty.parts["watchdog"] > two.parts["watchdog"] > watchdog_once
+    paid_once = once + two.parts["widget_lambda"] + watchdog_once
     assert two.share_usd - fifty.share_usd == pytest.approx(paid_once * (1 / 2 - 1 / 50), abs=1e-5)
     assert monthly.fixed_monthly_usd(job, fifty) == pytest.approx(job.fixed_own_usd + fifty.share_usd, abs=1e-9)
     # no views: only the dashboard and the alarms
@@ -361,7 +367,7 @@ def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
         > monthly.estimate_deployment(
             [job] * 2, dashboards=1, alarms=alarms, prices=prices, read_api_memory_mb=256, views_per_month=0
         ).total_usd
-        == pytest.approx(once)
+        == pytest.approx(once + two.parts["watchdog"])
     )
 
 
@@ -382,10 +388,16 @@ def test_fixed_monthly_cost_of_the_sample_half_hourly_job(
     assert flights["fixed_monthly_usd"] == pytest.approx(sum(parts.values()), abs=1e-9)
     assert parts["deployment_share"] == deployment["share_per_job_usd"]
     assert deployment["share_per_job_usd"] == pytest.approx(deployment["total_usd"] / 2, abs=1e-6)
-    # its own lines: no Athena, no value metrics (3 metrics in every hour, 1 alarm metric)
+    # its own lines: no Athena, no value metrics, and (no opt-in, issue 35) no metric or alarm of its own
     assert "athena" not in parts
-    assert parts["cloudwatch_metrics"] == pytest.approx(3 * prices.cloudwatch_usd_per_metric_month)
-    assert parts["cloudwatch_alarms"] == pytest.approx(prices.cloudwatch_usd_per_alarm_month)
+    assert parts["cloudwatch_metrics"] == 0 and parts["cloudwatch_alarms"] == 0
+    # watching it: its share of the dashboard, the deployment's alarms and the watchdog; opted in, + $1.00
+    watch = deployment["monthly_usd"]
+    watched = sum(watch[line] for line in monthly.WATCH_LINES)
+    assert flights["watch_monthly_usd"] == pytest.approx(watched / 2, abs=1e-5)
+    assert flights["watch_monthly_opt_in_usd"] == pytest.approx(
+        watched / 2 + 3 * prices.cloudwatch_usd_per_metric_month + prices.cloudwatch_usd_per_alarm_month, abs=1e-5
+    )
     for service in ("lambda", "dynamodb", "scheduler", "s3"):
         assert parts[service] == flights["monthly_usd"][service]
     own = sum(v for k, v in parts.items() if k != "deployment_share")
@@ -423,8 +435,10 @@ def test_fixed_monthly_cost_of_the_sample_half_hourly_job(
         return monthly.fixed_monthly_usd(estimate, d)
 
     assert fixed(2) > fixed(8) and fixed(50) <= 1.50 and fixed(300) <= fixed(50)
-    assert fixed(8) > 1.50  # $1.58: the capacity metrics' $0.60 / 8 (docs/cost.md)
-    assert min(n for n in range(1, 51) if fixed(n) <= 1.50) == 10
+    # without its own metrics and alarm (issue 35) the job's own part is cents: from 4 jobs of its kind on the job is
+    # under $1.50 (10 before, at $1.07 of its own), the dashboard, the alarms and the watchdog shared (docs/cost.md)
+    assert fixed(3) > 1.50 >= fixed(4)
+    assert min(n for n in range(1, 51) if fixed(n) <= 1.50) == 4
 
 
 def _inputs_of(
@@ -450,7 +464,8 @@ def test_json_totals_add_up(sample_dir: Path, sample_jobs_dir: Path, synthesis: 
     assert set(jobs) == {FLIGHTS, CARRIERS}
     for job in jobs.values():
         assert job["total_usd"] == pytest.approx(sum(job["monthly_usd"].values()), abs=1e-9)
-        assert job["alarms"]["alarms"] == 1 and job["scan"]["origin"] == "measured"
+        assert job["alarms"]["alarms"] == 0 and job["scan"]["origin"] == "measured"  # no opt-in (issue 35)
+        assert job["per_job_metrics"] is False and job["metrics"]["job"] == 0
         assert job["scan"]["billed_bytes"] == 10 * MB
         assert job["fixed_monthly_usd"] == pytest.approx(sum(job["fixed_monthly_parts_usd"].values()), abs=1e-9)
     deployment = document["deployment"]
