@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from athena_sql import calls, functions, ordering
+from athena_sql import calls, conditionals, functions, ordering
+from athena_sql.conditionals import known as _known
+from athena_sql.conditionals import single_type as _single_type
 from athena_sql.scopes import Scope
 from athena_sql.types import (
     BIGINT,
@@ -33,10 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["RULES", "arithmetic", "call", "comparison", "concatenation"]
 
 TYPE_MISMATCH = "TYPE_MISMATCH"
-
-
-def _known(kind: TrinoType | None) -> bool:
-    return kind is not None and not kind.is_unknown
 
 
 def comparison(typer: Typer, node: exp.Expr, scope: Scope, operator: str, token: TokenType) -> TrinoType:
@@ -293,30 +291,6 @@ def _in(typer: Typer, node: exp.In, scope: Scope) -> TrinoType:
     return BOOLEAN
 
 
-def _single_type(
-    typer: Typer, node: exp.Expr, kinds: list[TrinoType], what: str, token: TokenType | None = None
-) -> TrinoType | None:
-    """The common type of ``kinds`` or a refusal (ExpressionAnalyzer.coerceToSingleType's words)."""
-    common: TrinoType | None = kinds[0] if kinds else None
-    for kind in kinds[1:]:
-        if common is None:
-            break
-        following = common_super_type(common, kind)
-        if following is None:
-            distinct = list(dict.fromkeys(str(k) for k in kinds))
-            where = typer.source.operator_position(node, (token,)) if token else typer.source.node_position(node)
-            typer.refuse(
-                where,
-                TYPE_MISMATCH,
-                what,
-                f"{what} must be the same type or coercible to a common type. Cannot find common type between"
-                f" {common} and {kind}, all types (without duplicates): [{', '.join(distinct)}]",
-            )
-            return None
-        common = following
-    return common
-
-
 def _like(typer: Typer, node: exp.Like, scope: Scope) -> TrinoType:
     value, pattern = typer.expr(node.this, scope), typer.expr(node.expression, scope)
     for kind, side in ((value, "Left side of LIKE expression"), (pattern, "Pattern for LIKE expression")):
@@ -334,60 +308,6 @@ def _logical(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType:
         if _known(kind) and kind != BOOLEAN:
             typer.refuse(term, TYPE_MISMATCH, what, f"{what} must evaluate to a boolean (actual: {kind})")
     return BOOLEAN
-
-
-def _case(typer: Typer, node: exp.Case, scope: Scope) -> TrinoType | None:
-    operand = node.args.get("this")
-    operand_type = typer.expr(operand, scope) if isinstance(operand, exp.Expr) else None
-    results: list[TrinoType | None] = []
-    for when in node.args.get("ifs") or []:
-        condition = typer.expr(when.this, scope)
-        if operand is None and _known(condition) and condition != BOOLEAN:
-            typer.refuse(
-                when.this,
-                TYPE_MISMATCH,
-                "CASE WHEN",
-                f"CASE WHEN clause must evaluate to a boolean (actual: {condition})",
-            )
-        if operand_type is not None and condition is not None and common_super_type(operand_type, condition) is None:
-            typer.refuse(
-                when.this,
-                TYPE_MISMATCH,
-                "CASE",
-                f"CASE operand type does not match WHEN clause operand type: {operand_type} vs {condition}",
-            )
-        results.append(typer.expr(when.args["true"], scope))
-    default = node.args.get("default")
-    if isinstance(default, exp.Expr):
-        results.append(typer.expr(default, scope))
-    return _common(typer, node, results, "All CASE results")
-
-
-def _common(typer: Typer, node: exp.Expr, kinds: list[TrinoType | None], what: str) -> TrinoType | None:
-    if any(k is None for k in kinds):
-        return None
-    return _single_type(typer, node, [k for k in kinds if k is not None], what)
-
-
-def _if(typer: Typer, node: exp.If, scope: Scope) -> TrinoType | None:
-    condition = typer.expr(node.this, scope)
-    if _known(condition) and condition != BOOLEAN:
-        typer.refuse(node.this, TYPE_MISMATCH, "IF", f"IF condition must evaluate to a boolean (actual: {condition})")
-    branches = [node.args.get("true"), node.args.get("false")]
-    kinds = [typer.expr(b, scope) for b in branches if isinstance(b, exp.Expr)]
-    return _common(typer, node, kinds, "IF results")
-
-
-def _coalesce(typer: Typer, node: exp.Coalesce, scope: Scope) -> TrinoType | None:
-    kinds = [typer.expr(node.this, scope), *(typer.expr(e, scope) for e in node.expressions)]
-    return _common(typer, node, kinds, "All COALESCE operands")
-
-
-def _nullif(typer: Typer, node: exp.Nullif, scope: Scope) -> TrinoType | None:
-    first, second = typer.expr(node.this, scope), typer.expr(node.expression, scope)
-    if first is not None and second is not None and common_super_type(first, second) is None:
-        typer.refuse(node, TYPE_MISMATCH, "NULLIF", f"Types are not comparable with NULLIF: {first} vs {second}")
-    return first
 
 
 def _interval(typer: Typer, node: exp.Interval, scope: Scope) -> TrinoType:
@@ -432,7 +352,7 @@ def _array(typer: Typer, node: exp.Array, scope: Scope) -> TrinoType | None:
     kinds = [typer.expr(e, scope) for e in node.expressions]
     if not kinds:
         return TrinoType("array", (), (TrinoType("unknown"),))
-    element = _common(typer, node, kinds, "All ARRAY elements")
+    element = conditionals.common(typer, node, kinds, "All ARRAY elements")
     return TrinoType("array", (), (element,)) if element is not None else None
 
 
@@ -483,10 +403,6 @@ RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
     exp.And: _logical,
     exp.Or: _logical,
     exp.Not: _logical,
-    exp.Case: _case,
-    exp.If: _if,
-    exp.Coalesce: _coalesce,
-    exp.Nullif: _nullif,
     exp.Interval: _interval,
     exp.AtTimeZone: _at_time_zone,
     exp.Extract: _extract,
@@ -505,4 +421,5 @@ RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
     exp.CurrentTime: lambda typer, node, scope: TrinoType("time with time zone", (3,)),
     exp.Localtimestamp: lambda typer, node, scope: TrinoType("timestamp", (3,)),
     **ordering.RULES,
+    **conditionals.RULES,
 }

@@ -25,14 +25,12 @@ from typing import Any, Final
 
 import duckdb
 
-from . import trino_collections, trino_json
+from . import python_functions
 from .analysis import check_statement, result_types
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
 from .sql import BoundQuery, PreparedQuery, QueryRejected, bind_query, translate_query
-from .trino_time_functions import register as register_time_functions
 from .trino_types import trino_type_text
-from .trino_udfs import register as register_trino_functions
 from .values import _render
 
 __all__ = ["DuckDBSession"]
@@ -60,7 +58,7 @@ class DuckDBSession:
         self._con_lock = threading.Lock()
         self._views: dict[str, tuple[str, ...]] = {}  # table -> the files of its view on the current connection
         self._schemas: dict[str, dict[str, str]] = {}  # table -> column -> Trino type, of the current views
-        self._functions = False  # the Python functions of .trino_udfs, .trino_json, .trino_collections registered
+        self._functions = False  # .python_functions registered on the current connection
         self._metadata = _METADATA  # Parquet metadata per file (path, mtime, size), for the bytes scanned
 
     def close(self) -> None:
@@ -86,10 +84,8 @@ class DuckDBSession:
                     raise QueryRejected(checked.refusal.error_code, checked.refusal.message)
                 prepared = translate_query(bound, schema)
                 duckdb_sql = prepared.duckdb_sql
-                if not self._functions and "TRINO_" in duckdb_sql.upper():  # registered when first used (~60 ms)
-                    register_trino_functions(con)  # Trino functions DuckDB lacks (.trino_udfs)
-                    trino_json.register(con)  # Trino's json functions (Python, in process)
-                    trino_collections.register(con)  # split_to_map, split_to_multimap
+                if not self._functions and python_functions.called(duckdb_sql):  # registered when first used
+                    python_functions.register(con)
                     self._functions = True
                 relation = con.sql(prepared.duckdb_sql)
                 names = list(relation.columns)
@@ -177,7 +173,6 @@ class DuckDBSession:
                 # One thread: approx_quantile (approx_percentile) is then deterministic, so re-running a query
                 # gives the same numbers (with several threads they vary run to run); still ~0.1 s per query.
                 con.execute("SET threads = 1")
-                register_time_functions(con)  # Python functions of Trino's the rewrites call (.trino_time_functions)
                 # Only data_dir is readable; set before disabling external access (it cannot change after).
                 con.execute("SET allowed_directories = ?", [[str(self.data_dir) + os.sep]])
                 con.execute("SET enable_external_access = false")

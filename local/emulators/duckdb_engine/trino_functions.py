@@ -24,11 +24,10 @@ from sqlglot import exp
 
 from athena_sql import functions as athena_functions
 
-from . import trino_strings
+from . import trino_collections as collections
+from . import trino_json, trino_strings
 from . import trino_time as tt
 from . import trino_time_functions as time_functions
-from . import trino_collections as collections
-from . import trino_json
 from .trino_tree import Refused, athena_only, duck, literal_text
 from .trino_types import UNKNOWN_ZONE, TrinoType
 
