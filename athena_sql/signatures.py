@@ -65,7 +65,7 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("timestamptz(p)",), "varchar(1 + 6 + 15 + min(p, 1) + p + 6)"),
     ),
     "date": ((("varchar",), "date"), (("timestamp",), "date"), (("timestamptz",), "date")),
-    "with_timezone": ((("timestamp", "varchar"), "timestamp(3) with time zone"),),
+    "with_timezone": ((("timestamp", "varchar"), "zoned($1)"),),  # with_timezone(timestamp(p), zone): datetime.md
     "at_timezone": ((("timestamptz", "varchar"), "zoned($1)"), (("timestamptz", "interval"), "zoned($1)")),
     "chr": ((("bigint",), "varchar(1)"),),
     "lower": ((("char(x)",), "char(x)"), (("varchar(x)",), "varchar(x)")),

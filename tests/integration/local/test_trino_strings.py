@@ -7,6 +7,7 @@ Every query runs on :class:`DuckDBQueryEngine` over a one-row Parquet table ``t(
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -43,13 +44,19 @@ def answer(engine: DuckDBQueryEngine, expression: str) -> tuple[Any, str]:
     return engine.get_results(query_id).rows[0]["v"], engine.column_types(query_id)[0]
 
 
+def unpositioned(message: str) -> str:
+    """``CODE: message`` without the ``line L:C:`` the SQL check adds to an analysis error (the run refuses in the
+    check's words, with the construct's position): these tests compare the wording."""
+    return re.sub(r"^([A-Z_]+): line \d+:\d+: ", r"\1: ", message)
+
+
 def failure(engine: DuckDBQueryEngine, expression: str) -> str:
     """The one-line message of a query that must fail, without DuckDB's words."""
     _, execution = _run(engine, expression)
     assert execution.state == "FAILED"
     message = execution.error.error_message
     assert "\n" not in message and "DuckDB" not in message and "Error:" not in message and "UDF" not in message
-    return str(message)
+    return unpositioned(str(message))
 
 
 @pytest.mark.parametrize(
@@ -62,9 +69,9 @@ def failure(engine: DuckDBQueryEngine, expression: str) -> str:
         ("luhn_check('79927398713')", True, "boolean"),
         ("luhn_check('79927398714')", False, "boolean"),
         ("luhn_check('')", False, "boolean"),
-        ("split('a.b.c', '.', 2)", "[a, b.c]", "array(varchar)"),
-        ("split('a.b.c.', '.', 3)", "[a, b, c.]", "array(varchar)"),
-        ("split('a,b', ',', 1)", "[a,b]", "array(varchar)"),
+        ("split('a.b.c', '.', 2)", "[a, b.c]", "array(varchar(5))"),
+        ("split('a.b.c.', '.', 3)", "[a, b, c.]", "array(varchar(6))"),
+        ("split('a,b', ',', 1)", "[a,b]", "array(varchar(3))"),
         ("parse_data_size('1B')", "1", "decimal(38,0)"),
         ("parse_data_size('1kB')", "1024", "decimal(38,0)"),
         ("parse_data_size('2.3MB')", "2411724", "decimal(38,0)"),
@@ -156,8 +163,8 @@ def test_regexp_functions_are_javas(engine: DuckDBQueryEngine, expression: str, 
         ("CAST('bar  ' AS CHAR(10))", "bar       ", "char(10)"),
         ("CAST('bar' AS CHAR)", "b", "char(1)"),
         ("reverse(CAST('racecar' AS CHAR(10)))", "   racecar", "char(10)"),
-        ("ltrim(CAST('  hello  ' AS CHAR(9)))", "hello", "varchar"),
-        ("substr(CAST('keep trailing' AS CHAR(14)), 1)", "keep trailing ", "varchar"),
+        ("ltrim(CAST('  hello  ' AS CHAR(9)))", "hello", "varchar(9)"),
+        ("substr(CAST('keep trailing' AS CHAR(14)), 1)", "keep trailing ", "varchar(14)"),
         ("CAST(CAST('bar' AS CHAR(5)) AS VARCHAR(10))", "bar  ", "varchar(10)"),
         ("CAST(CAST('bar' AS CHAR(5)) AS VARCHAR(1))", "b", "varchar(1)"),
         ("CAST('ab' AS CHAR(3)) = CAST('ab' AS CHAR(5))", True, "boolean"),
@@ -196,7 +203,7 @@ def test_char_is_space_padded(engine: DuckDBQueryEngine, expression: str, value:
         ("regexp_replace('xxx', 'x', '\\')", "INVALID_FUNCTION_ARGUMENT: Illegal replacement sequence"),
         ("regexp_position('abc', 'b', 0)", "INVALID_FUNCTION_ARGUMENT: start position cannot be smaller than 1"),
         ("regexp_position('abc', 'b', 1, 0)", "INVALID_FUNCTION_ARGUMENT: occurrence cannot be smaller than 1"),
-        ("listagg(s, ',')", "SYNTAX_ERROR: listagg requires WITHIN GROUP"),
+        ("listagg(s, ',')", "SYNTAX_ERROR: listagg needs WITHIN GROUP (ORDER BY ...) in Trino"),
         ("listagg(s, 123) WITHIN GROUP (ORDER BY s)", "SYNTAX_ERROR: listagg's separator must be a string literal"),
     ],
 )
