@@ -127,13 +127,17 @@ def _resolver_call(app: Any, event: dict[str, Any], expect: int = 200) -> Callab
 
 
 class StubDynamoDB:
-    """A DynamoDB client stand-in answering ``get_item`` with a captured response (no botocore, no endpoint)."""
+    """A DynamoDB client stand-in answering ``get_item`` with a captured response (no botocore, no endpoint), and
+    ``batch_get_item`` (the latest's freshness: the job's lock and newest slot items) with none found."""
 
     def __init__(self, response: Mapping[str, Any]) -> None:
         self.response = response
 
     def get_item(self, **_: Any) -> Mapping[str, Any]:
         return self.response
+
+    def batch_get_item(self, **_: Any) -> Mapping[str, Any]:
+        return {"Responses": {}, "UnprocessedKeys": {}}
 
 
 def _package(filename: str) -> str:

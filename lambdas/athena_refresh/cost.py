@@ -170,7 +170,9 @@ class WatchdogModel:
     """The deployment's freshness watchdog (issue 35) as billed quantities: one scheduled function every
     ``period_s`` seconds, reading every job's lock item and latest slot item (``items_per_job``, each under 4 KB:
     eventually consistent, half a read unit each), emitting ``metrics`` deployment-wide custom metrics (JobsLate,
-    JobsFailing, OldestLatenessS, WatchdogRuns: sent every run, so every hour) watched by ``alarms`` standard alarms.
+    JobsFailing, OldestLatenessS, WatchdogRuns: sent every run, so every hour). Its two alarms (JobsLateOrFailing on
+    two metrics, WatchdogSilent) are resources of the shared stack: ``make cost`` counts them with the deployment's
+    alarms from the synthesized template, so they are not part of this model (counted once).
 
     ``duration_ms`` and ``log_bytes_per_run`` are assumptions (the run is a few batched reads); ``memory_mb`` the
     function's memory. https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html
@@ -181,15 +183,13 @@ class WatchdogModel:
     memory_mb: int = 256
     items_per_job: int = 2
     metrics: int = 4
-    alarms: int = 2
     log_bytes_per_run: int = 1_500
 
     def runs_per_month(self, hours_per_month: float) -> float:
         return hours_per_month * 3600 / self.period_s
 
     def usage(self, jobs: int, *, hours_per_month: float, architecture: str = "arm64") -> Usage:
-        """A month of the watchdog watching ``jobs`` jobs (its Scheduler invocation, Lambda, reads, metrics, alarms,
-        logs): priced by :func:`estimate` like everything else."""
+        """A month of the watchdog watching ``jobs`` jobs (its Scheduler invocation, Lambda, reads, metrics, logs): priced by :func:`estimate` like everything else."""
         runs = self.runs_per_month(hours_per_month)
         return Usage(
             lambda_gb_s=runs * self.memory_mb / 1024 * _billed_ms(self.duration_ms) / 1000,
@@ -198,7 +198,6 @@ class WatchdogModel:
             read_units=runs * jobs * self.items_per_job * 0.5,
             scheduler_invocations=runs,
             metrics=self.metrics,
-            alarm_metrics=self.alarms,
             log_gb=runs * self.log_bytes_per_run / 2**30,  # GB as CloudWatch Logs bills it (2^30 bytes)
         )
 

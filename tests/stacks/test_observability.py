@@ -361,7 +361,7 @@ def test_without_opt_in_no_job_has_an_alarm_of_its_own(twelve_jobs: Any) -> None
         for name, t in deployment_view.stack_templates(twelve_jobs).items()
     }
     assert [name for name, found in alarms.items() if found] == [SHARED_STACK]
-    assert len(alarms[SHARED_STACK]) == len(DEPLOYMENT_ALARMS)
+    assert len(alarms[SHARED_STACK]) == len(DEPLOYMENT_ALARMS) + len(WATCHDOG_ALARMS)
 
 
 def test_dashboard_layout_overview_then_one_job_section(body: dict[str, Any]) -> None:

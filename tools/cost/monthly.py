@@ -271,8 +271,8 @@ def estimate_deployment(
     the jobs' shares, capped at 1: exact when one job fires every hour, an upper bound when jobs share hours).
 
     ``watchdog``: the deployment's freshness watchdog (:class:`athena_refresh.cost.WatchdogModel`, default its
-    assumptions) watching every job: its line ``watchdog`` (Lambda, reads, Scheduler, its 4 metrics, 2 alarms,
-    logs). The dashboard's views run ``contract.DASHBOARD_LOG_QUERIES_PER_VIEW`` Logs Insights queries."""
+    assumptions) watching every job: its line ``watchdog`` (Lambda, reads, Scheduler, its 4 metrics, logs;
+    its 2 alarms are the shared stack's, in ``alarms``). The dashboard's views run ``contract.DASHBOARD_LOG_QUERIES_PER_VIEW`` Logs Insights queries."""
     watchdog = watchdog or WatchdogModel()
     log_bytes_per_month = sum(job.log_bytes_per_month for job in jobs)
     gb_per_view = (

@@ -388,7 +388,7 @@ def render(report: Report, console: Console, *, detail: Sequence[str] | None = N
         f" ({contract.DASHBOARD_LOG_QUERIES_PER_VIEW} queries over {usage.DASHBOARD_RANGE_H} h of every job's logs)"
         f" at {report.prices.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD/GB",
         "watchdog": f"one function every {WatchdogModel().period_s // 60} min reading {dep.jobs} jobs' lock and slot"
-        " items, 4 metrics, 2 alarms (athena_refresh.cost.WatchdogModel)",
+        " items, 4 metrics (its 2 alarms: in the alarms line) (athena_refresh.cost.WatchdogModel)",
     }
     labels = {
         "dashboard": "CloudWatch dashboard",

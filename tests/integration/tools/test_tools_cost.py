@@ -277,7 +277,7 @@ def test_alarm_counting_attributes_each_alarm_and_counts_metric_math_metrics() -
 def test_alarm_count_equals_the_synthesized_deployment(synthesis: Synthesis) -> None:
     """Each job: no alarm of its own (the sample jobs do not opt in to per_job_metrics, issue 35; its
     NoRecentSuccess alarm otherwise: tests/stacks/test_observability.py); the shared stack: the 5 deployment-wide
-    alarms and the one dashboard."""
+    alarms, the freshness watchdog's 2 and the one dashboard."""
     counted = inputs.count_alarms(synthesis)
     alarms = {
         (stack, k): v
@@ -291,7 +291,8 @@ def test_alarm_count_equals_the_synthesized_deployment(synthesis: Synthesis) -> 
         assert stack != synthesis.shared and stack.startswith(f"{synthesis.shared}-Jobs-")
         assert counted.per_job[job] == AlarmCount(alarms=0, alarm_metrics=0) and ids == frozenset()
     shared = [k for (stack, k) in alarms if stack == synthesis.shared]
-    assert counted.deployment == AlarmCount(alarms=5, alarm_metrics=5) and len(shared) == 5
+    # the 5 deployment-wide alarms and the watchdog's 2 (JobsLateOrFailing watches 2 metrics: 8 alarm metrics)
+    assert counted.deployment == AlarmCount(alarms=7, alarm_metrics=8) and len(shared) == 7
     assert counted.dashboards == 1
     dashboards = [
         stack
@@ -413,10 +414,10 @@ def test_fixed_monthly_cost_of_the_sample_half_hourly_job(
     # The same job deployed N times (from counts): the share of the once-paid parts falls as 1/N.
     paid = deployment["monthly_usd"]
     once = paid["dashboard"] + paid["alarms"] + paid["capacity_metrics"]
-    # the dashboard, 5 alarms, and the capacity budget's 2 metrics in every hour (a job fires every 30 min)
+    # the dashboard, 7 alarms (8 alarm metrics: 5 deployment-wide, the watchdog's 2), and the capacity budget's 2 metrics in every hour (a job fires every 30 min)
     metric = prices.cloudwatch_usd_per_metric_month
     assert once == pytest.approx(
-        prices.cloudwatch_usd_per_dashboard_month + 5 * prices.cloudwatch_usd_per_alarm_month + 2 * metric
+        prices.cloudwatch_usd_per_dashboard_month + 8 * prices.cloudwatch_usd_per_alarm_month + 2 * metric
     )
     estimate = monthly.estimate_job(
         _inputs_of(flights, synthesis, sample_jobs_dir, sample_dir, prices), Durations(), prices
@@ -470,7 +471,7 @@ def test_json_totals_add_up(sample_dir: Path, sample_jobs_dir: Path, synthesis: 
         assert job["fixed_monthly_usd"] == pytest.approx(sum(job["fixed_monthly_parts_usd"].values()), abs=1e-9)
     deployment = document["deployment"]
     assert deployment["total_usd"] == pytest.approx(sum(deployment["monthly_usd"].values()), abs=1e-9)
-    assert (deployment["jobs"], deployment["dashboards"], deployment["alarms"]) == (2, 1, 5)
+    assert (deployment["jobs"], deployment["dashboards"], deployment["alarms"]) == (2, 1, 7)
     total = sum(job["total_usd"] for job in jobs.values()) + deployment["total_usd"]
     assert document["total_usd"] == pytest.approx(total, abs=1e-9)
     assert jobs[FLIGHTS]["slots_per_month"] == 1461 and jobs[CARRIERS]["slots_per_month"] == 30.4375
