@@ -169,6 +169,13 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "cardinality": ((("array",), "bigint"), (("map",), "bigint"), (("any",), "bigint")),
     "contains": ((("array", "any"), "boolean"), (("any", "any"), "boolean")),
     "element_at": ((("array", "bigint"), "elem($1)"), (("map", "any"), "elem($1)")),
+    # functions/array.md and map.md: array_sort(array(T)[, function(T,T,int)]), filter(array(T), function(T,boolean))
+    # -> array(T); map_filter(map(K,V), function(K,V,boolean)) -> map(K,V); multimap_from_entries(array(row(K,V)))
+    # -> map(K,array(V)) (trinodb/trino@01e94c03)
+    "array_sort": ((("array",), "$1"), (("array", "any"), "$1")),
+    "filter": ((("array", "any"), "$1"),),
+    "map_filter": ((("map", "any"), "$1"),),
+    "multimap_from_entries": ((("array",), "multimap($1)"),),
     "array_join": ((("array", "varchar"), "varchar"), (("array", "varchar", "varchar"), "varchar")),
     "map": ((("array", "array"), "map(elem($1), elem($2))"), ((), "map(unknown, unknown)")),
     "map_from_entries": ((("array",), "map(entries($1))"),),
@@ -298,6 +305,12 @@ def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: 
             entry = elements[0]
             return TrinoType("map", (), entry.children) if entry.name == "row" and len(entry.children) == 2 else None
         return TrinoType("map", (), tuple(elements))
+    if result.startswith("multimap(") and "$" in result:  # multimap_from_entries(array(row(K, V))): map(K, array(V))
+        entries = argument(result[len("multimap") :])
+        entry = entries.children[0] if entries is not None and entries.name == "array" and entries.children else None
+        if entry is None or entry.name != "row" or len(entry.children) != 2:
+            return None
+        return TrinoType("map", (), (entry.children[0], TrinoType("array", (), (entry.children[1],))))
     for wrapper in ("array(", "elem(", "sum(", "avg("):
         if result.startswith(wrapper) and "$" in result:
             inner = argument(result[len(wrapper) - 1 :])
