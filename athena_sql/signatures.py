@@ -307,10 +307,10 @@ def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: 
         return TrinoType("map", (), tuple(elements))
     if result.startswith("multimap(") and "$" in result:  # multimap_from_entries(array(row(K, V))): map(K, array(V))
         entries = argument(result[len("multimap") :])
-        entry = entries.children[0] if entries is not None and entries.name == "array" and entries.children else None
-        if entry is None or entry.name != "row" or len(entry.children) != 2:
+        pair = entries.children[0] if entries is not None and entries.name == "array" and entries.children else None
+        if pair is None or pair.name != "row" or len(pair.children) != 2:
             return None
-        return TrinoType("map", (), (entry.children[0], TrinoType("array", (), (entry.children[1],))))
+        return TrinoType("map", (), (pair.children[0], TrinoType("array", (), (pair.children[1],))))
     for wrapper in ("array(", "elem(", "sum(", "avg("):
         if result.startswith(wrapper) and "$" in result:
             inner = argument(result[len(wrapper) - 1 :])

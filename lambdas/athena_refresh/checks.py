@@ -21,6 +21,8 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from . import contract
+from .assertions import ExpressionError
+from .assertions import parse as parse_row_expression
 
 GLUE_NAME = re.compile(r"[a-z0-9_]{1,255}")  # Athena/Glue: lowercase letters, digits, underscore
 GLUE_NAME_RULE = "1 to 255 lowercase letters, digits or '_' (a Glue/Athena name)"
@@ -244,3 +246,36 @@ def object_of(
         return build(**values)
 
     return check
+
+
+# --- the [assertions] table (athena_refresh/assertions.py) ---------------------------------------------------
+#: An Athena result column name (lowercase).
+RESULT_COLUMN = re.compile(r"[a-z_][a-z0-9_]{0,254}")
+
+
+def accepted_values(value: Any) -> dict[str, tuple[Any, ...]]:
+    """The ``[assertions]`` table's ``accepted_values`` (athena_refresh/assertions.py)."""
+    allowed = "a table of column = [values] (text, numbers or booleans), at most 100 values each"
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and RESULT_COLUMN.fullmatch(k) for k in value):
+        raise Invalid(allowed)
+    checked: dict[str, tuple[Any, ...]] = {}
+    for column, values in value.items():
+        if not isinstance(values, list | tuple) or not 1 <= len(values) <= 100:
+            raise Invalid(allowed)
+        if not all(isinstance(v, str | int | float | bool) for v in values):
+            raise Invalid(allowed)
+        checked[column] = tuple(values)
+    return checked
+
+
+def row_expressions(value: Any) -> tuple[str, ...]:
+    """The ``[assertions]`` table's ``expressions``, each parsed by :func:`athena_refresh.assertions.parse`."""
+    allowed = "a list of at most 20 row expressions (SQL predicates on the result's columns)"
+    if not isinstance(value, list | tuple) or len(value) > 20 or not all(isinstance(v, str) for v in value):
+        raise Invalid(allowed)
+    for text in value:
+        try:
+            parse_row_expression(text)
+        except ExpressionError as exc:
+            raise Invalid(f"a row expression (athena_refresh/assertions.py); {exc}") from exc
+    return tuple(value)

@@ -28,7 +28,6 @@ from slotlock import table as lock_table
 from slotlock.schedule import CRON_PATTERN, CronPeriod, cron_period
 
 from . import contract
-from .assertions import ExpressionError
 from .assertions import parse as parse_row_expression
 from .checks import (
     GLUE_NAME,
@@ -40,6 +39,7 @@ from .checks import (
     Invalid,
     InvalidKeys,
     Labels,
+    accepted_values,
     boolean,
     bounded,
     email,
@@ -48,6 +48,7 @@ from .checks import (
     object_of,
     one_of,
     optional,
+    row_expressions,
 )
 from .job_rules import ASYNC_FIRST_RETRY_DELAY_S, CLOCK_SKEW_ALLOWANCE_S, relationship_problems
 
@@ -196,32 +197,6 @@ class AssertionsSpec:
         return tuple(dict.fromkeys(named))
 
 
-def _accepted_values(value: Any) -> dict[str, tuple[Any, ...]]:
-    allowed = "a table of column = [values] (text, numbers or booleans), at most 100 values each"
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and _COLUMN_NAME.fullmatch(k) for k in value):
-        raise Invalid(allowed)
-    checked: dict[str, tuple[Any, ...]] = {}
-    for column, values in value.items():
-        if not isinstance(values, list | tuple) or not 1 <= len(values) <= 100:
-            raise Invalid(allowed)
-        if not all(isinstance(v, str | int | float | bool) for v in values):
-            raise Invalid(allowed)
-        checked[column] = tuple(values)
-    return checked
-
-
-def _row_expressions(value: Any) -> tuple[str, ...]:
-    allowed = "a list of at most 20 row expressions (SQL predicates on the result's columns)"
-    if not isinstance(value, list | tuple) or len(value) > 20 or not all(isinstance(v, str) for v in value):
-        raise Invalid(allowed)
-    for text in value:
-        try:
-            parse_row_expression(text)
-        except ExpressionError as exc:
-            raise Invalid(f"a row expression (athena_refresh/assertions.py); {exc}") from exc
-    return tuple(value)
-
-
 def _check_object(spec: Any, checks: Mapping[str, tuple[Callable[[Any], Any], Any]], key: str) -> None:
     """A sub spec's own keys, each with its check (normalized in place); :raises ConfigError: naming them."""
     problems: list[str] = []
@@ -250,8 +225,8 @@ _ASSERTION_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "rows_at_most": (optional(integer(0, 10**9)), None),
     "not_null": (_column_names(lo=0, hi=MAX_VALUE_COLUMNS), ()),
     "unique": (_column_names(lo=0, hi=MAX_VALUE_COLUMNS), ()),
-    "accepted_values": (_accepted_values, {}),
-    "expressions": (_row_expressions, ()),
+    "accepted_values": (accepted_values, {}),
+    "expressions": (row_expressions, ()),
 }
 #: The sub keys of the object-valued keys, each with its check and default (``MISSING``: required).
 SUB_CHECKS = {"alarms": _ALARM_CHECKS, "value_metrics": _VALUE_METRIC_CHECKS, "assertions": _ASSERTION_CHECKS}
