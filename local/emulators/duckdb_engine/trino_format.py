@@ -50,12 +50,14 @@ def _specifiers(pattern: str) -> list[tuple[re.Match[str] | None, str]]:
     return pieces
 
 
-def _argument_kinds(pattern: str, kinds: list[str]) -> list[tuple[str, str | None]]:
-    """(conversion, kind of its argument or None) per specifier that takes one."""
-    out: list[tuple[str, str | None]] = []
+def _pieces(pattern: str) -> list[tuple[re.Match[str] | None, str, int | None]]:
+    """:func:`_specifiers` with each specifier's argument index (0-based; ``None`` for literal text, ``%%`` and
+    ``%n``), as Java's Formatter picks it: ``n$`` explicit, ``<`` the previous specifier's, else the next ordinary."""
+    out: list[tuple[re.Match[str] | None, str, int | None]] = []
     ordinary, last = 0, -1
-    for match, _text in _specifiers(pattern):
+    for match, text in _specifiers(pattern):
         if match is None or match.group(5) in "%n":
+            out.append((match, text, None))
             continue
         explicit, flags = match.group(1), match.group(2)
         if "<" in flags:
@@ -65,8 +67,17 @@ def _argument_kinds(pattern: str, kinds: list[str]) -> list[tuple[str, str | Non
         else:
             position, ordinary = ordinary, ordinary + 1
         last = position
-        out.append((match.group(5), kinds[position] if 0 <= position < len(kinds) else None))
+        out.append((match, text, position))
     return out
+
+
+def _argument_kinds(pattern: str, kinds: list[str]) -> list[tuple[str, str | None]]:
+    """(conversion, kind of its argument or None) per specifier that takes one."""
+    return [
+        (match.group(5), kinds[position] if 0 <= position < len(kinds) else None)
+        for match, _text, position in _pieces(pattern)
+        if match is not None and position is not None
+    ]
 
 
 def unsupported(pattern: str, kinds: list[str]) -> str | None:
@@ -87,22 +98,14 @@ def unsupported(pattern: str, kinds: list[str]) -> str | None:
 def java_format(pattern: str, kinds: list[str], values: list[str | None]) -> str:
     """`pattern` applied to `values` (their text, typed by `kinds`); ValueError as Java's IllegalFormatException."""
     out: list[str] = []
-    ordinary, last = 0, -1
-    for match, text in _specifiers(pattern):
+    for match, text, position in _pieces(pattern):
         if match is None:
             out.append(text)
             continue
-        explicit, flags, width, precision, conversion = match.groups()
-        if conversion in "%n":
+        _explicit, flags, width, precision, conversion = match.groups()
+        if position is None:  # %% and %n
             out.append(_pad("%" if conversion == "%" else "\n", flags, width))
             continue
-        if "<" in flags:
-            position = last
-        elif explicit is not None:
-            position = int(explicit) - 1
-        else:
-            position, ordinary = ordinary, ordinary + 1
-        last = position
         if not 0 <= position < len(values):
             raise ValueError(f"MissingFormatArgument: Format specifier '{match.group(0)}'")
         out.append(_convert(conversion, flags.replace("<", ""), width, precision, kinds[position], values[position]))

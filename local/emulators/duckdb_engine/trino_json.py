@@ -1,24 +1,6 @@
-"""Trino's json type and functions on DuckDB: Python functions on the connection that answer as Trino's do.
-
-A Trino ``json`` value is a DuckDB ``JSON`` holding Trino's canonical text: ``json_parse`` (and the ``JSON '...'``
-literal) reads the text and writes it back compact, object keys sorted, numbers as Jackson writes what it read
-(integers exactly, fractions as Java's ``Double.toString``: ``1.50`` -> ``1.5``, ``1e10`` -> ``1.0E10``), strings
-escaped as Jackson escapes them (trinodb/trino ``io/trino/util/JsonTypeUtil.java``: ``SORTED_MAPPER``, reading as
-``Object`` and writing with ``ORDER_MAP_ENTRIES_BY_KEYS``). Functions (docs/src/main/sphinx/functions/json.md and
-``io/trino/operator/scalar/JsonFunctions.java`` at 89c61dec284b0659bf25bcaf51c2d76781d1e94d):
-
-- ``json_format(json)``: the text; ``json_parse(varchar)``: invalid JSON fails (INVALID_FUNCTION_ARGUMENT);
-- ``is_json_scalar(x)``: invalid JSON fails; ``json_array_length(x)``: NULL unless an array (or invalid);
-- ``json_array_contains(x, v)``: only elements of v's kind match (``[1.0]`` does not contain ``1``, ``[5]`` not ``'5'``);
-- ``json_extract(x, path)`` / ``json_extract_scalar`` / ``json_size`` with Trino's JSONPath subset (``$``, ``.key``,
-  ``["key"]``, ``[index]``; anything else refused): the first field of that name; invalid JSON or a missing step is
-  NULL; json_extract's value compact in its own order; a scalar unquoted, a number as written;
-- ``json_array_get(x, i)``: 0-based, negative from the end, NULL past either end; a string element comes back
-  unquoted, a JSON null as NULL, an array or object compact in its own key order;
-- ``CAST(varchar AS json)`` is a JSON string (``'"abc"'``); ``CAST(json AS t)`` for varchar, boolean, integers,
-  double, date and arrays/maps of them follows ``io/trino/util/JsonUtil.java``'s ``currentTokenAs*`` (a string
-  read as the type, a fraction rounded to an integer, ``true`` as 1); an array or object cast to a scalar fails
-  (INVALID_CAST_ARGUMENT).
+"""The rewrites of Trino's json functions and casts for DuckDB: each call becomes a call of the Python functions of
+:mod:`.trino_json_values` (which say what each function answers, and from which Trino source), or is refused in one
+line when the local engine does not reproduce it (a JSONPath beyond Trino's subset, a cast it does not convert).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """The Python functions behind Trino's json type on DuckDB (registered by :mod:`.python_functions`): Trino's
-canonical json text, the json functions and the casts from json; the rewrites that call them are :mod:`.trino_json`.
-
-Trino's json type and functions on DuckDB: Python functions on the connection that answer as Trino's do.
+canonical json text, the json functions and the casts from json; the rewrites that call them are :mod:`.trino_json`. They answer as Trino's do.
 
 A Trino ``json`` value is a DuckDB ``JSON`` holding Trino's canonical text: ``json_parse`` (and the ``JSON '...'``
 literal) reads the text and writes it back compact, object keys sorted, numbers as Jackson writes what it read
