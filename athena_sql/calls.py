@@ -21,9 +21,9 @@ from sqlglot.tokenizer_core import TokenType
 
 from athena_sql import functions, signatures
 from athena_sql.source import Source
-from athena_sql.types import TrinoType, common_super_type, literal_number, parse_type
+from athena_sql.types import TrinoType, can_coerce, common_super_type, literal_number, parse_type, split_types
 
-__all__ = ["Call", "find_call", "judge", "not_found"]
+__all__ = ["Call", "find_call", "function_type", "judge", "lambda_parameter_types", "not_found"]
 
 #: Other dialects' functions and Trino's way (for "did you mean"); names Trino has are never here.
 FOREIGN = {
@@ -275,32 +275,57 @@ def lambda_arity(name: str, position: int) -> int | None:
     for signature in function.signatures:
         argument = signature.arguments[position] if position < len(signature.arguments) else ""
         if argument.replace(" ", "").lower().startswith("function("):
-            counts.add(len(_split_types(argument[argument.index("(") + 1 : argument.rindex(")")])) - 1)
+            counts.add(len(split_types(argument[argument.index("(") + 1 : argument.rindex(")")])) - 1)
     return counts.pop() if len(counts) == 1 else None
 
 
-def _split_types(text: str) -> list[str]:
-    """Top-level comma split of a type list (``K, array(V), V2``: three)."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [*parts, current]
+def lambda_parameter_types(name: str, position: int, argument_types: list[TrinoType | None]) -> list[TrinoType | None]:
+    """The types of the parameters of the lambda passed as argument ``position`` of ``name``, from the arguments
+    before it (``argument_types``; a lambda among them as its :func:`function_type`), as Trino binds the type
+    variables of the documented signatures (functions/array.md, map.md): ``transform(array(T), function(T,U))``: T;
+    ``zip_with(array(T), array(U), function(T,U,R))``: T, U; ``transform_keys(map(K,V), function(K,V,K2))``: K, V;
+    ``map_zip_with(map(K,V1), map(K,V2), function(K,V1,V2,V3))``: K the keys' common super type, V1, V2;
+    ``reduce(array(T), S, function(S,T,S), function(S,R))``: S the initial state's type, T; the output function's S
+    is the input function's result when the initial state coerces to it (TestArrayReduceFunction.testCoercion at
+    trinodb/trino@199fe72dd72e619bbc6ccd1a2754b72e09ecd596: ``reduce(ARRAY[123456789012345], 0, (s, x) -> s + x,
+    s -> s)`` is bigint). ``None``: a type not known; ``[]``: a function whose lambdas are not typed here."""
 
+    def element(index: int) -> TrinoType | None:
+        kind = argument_types[index] if index < len(argument_types) else None
+        return kind.children[0] if kind is not None and kind.name == "array" and kind.children else None
 
-def lambda_parameter_types(name: str, argument_types: list[TrinoType | None]) -> list[TrinoType | None]:
-    """The types of a lambda's parameters passed to ``name`` (``transform(arr, x -> ...)``: x is arr's element)."""
-    first = argument_types[0] if argument_types else None
-    element = first.children[0] if first is not None and first.name == "array" and first.children else None
-    if name in ("transform", "filter", "any_match", "all_match", "none_match", "array_sort"):
-        return [element, element]
-    if name in ("transform_values", "transform_keys", "map_filter") and first is not None and first.name == "map":
-        return list(first.children)
+    def entry(index: int) -> tuple[TrinoType | None, TrinoType | None]:
+        kind = argument_types[index] if index < len(argument_types) else None
+        return (kind.children[0], kind.children[1]) if kind is not None and kind.name == "map" else (None, None)
+
+    if name in ("transform", "filter", "any_match", "all_match", "none_match", "find_first", "array_sort"):
+        return [element(0), element(0)]
+    if name in ("transform_values", "transform_keys", "map_filter"):
+        return list(entry(0))
+    if name == "zip_with":
+        return [element(0), element(1)]
+    if name == "map_zip_with":
+        (k1, v1), (k2, v2) = entry(0), entry(1)
+        key = common_super_type(k1, k2) if k1 is not None and k2 is not None else None
+        return [key, v1, v2]
+    if name == "reduce" and len(argument_types) >= 2:
+        state = argument_types[1]
+        if position == 2:
+            return [state, element(0)]
+        merged = argument_types[2] if len(argument_types) > 2 else None
+        result = merged.children[-1] if merged is not None and merged.name == "function" else None
+        if state is None or result is None or not can_coerce(state, result):
+            return [None]
+        return [result]
     return []
+
+
+def function_type(parameters: list[TrinoType | None], body: TrinoType | None) -> TrinoType | None:
+    """A lambda's type, as Trino writes it: ``function(integer, varchar(1))`` (its parameters' types, then its
+    body's), ``None`` when one of them is not known."""
+    if body is None or any(p is None for p in parameters):
+        return None
+    return TrinoType("function", (), (*(p for p in parameters if p is not None), body))
 
 
 def not_found(name: str) -> str:
@@ -314,7 +339,7 @@ def not_found(name: str) -> str:
 
 
 def _unexpected(name: str, types: list[TrinoType | None], function: functions.Function) -> str:
-    shown = ", ".join("?" if t is None else str(t) for t in types)
+    shown = ", ".join("?" if t is None or t.name == "function" else str(t) for t in types)
     expected = signatures.expected(name) or ", ".join(s.text.split(" -> ")[0] for s in function.signatures)
     return f"Unexpected parameters ({shown}) for function {name}. Expected: {expected}"
 

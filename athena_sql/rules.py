@@ -209,12 +209,10 @@ def call(typer: Typer, node: exp.Expr, scope: Scope) -> TrinoType | None:
                     typer.source.text_of(argument),
                     f"Expected a lambda that takes {expected} argument(s) but got {len(names)}",
                 )
-            bound = calls.lambda_parameter_types(written.name, types)
-            typer.expr(
-                argument.this,
-                scope.with_lambdas({n: bound[i] if i < len(bound) else None for i, n in enumerate(names)}),
-            )
-            types.append(None)
+            bound = calls.lambda_parameter_types(written.name, position, types)
+            parameters = [bound[i] if i < len(bound) else None for i in range(len(names))]
+            body = typer.expr(argument.this, scope.with_lambdas(dict(zip(names, parameters, strict=True))))
+            types.append(calls.function_type(parameters, body))
         elif argument is not None and not isinstance(argument, exp.Star):
             types.append(typer.expr(argument, scope))
         else:
@@ -362,6 +360,25 @@ def _bracket(typer: Typer, node: exp.Bracket, scope: Scope) -> TrinoType | None:
         typer.expr(index, scope)
     if base is not None and base.name in ("array", "map") and base.children:
         return base.children[-1]
+    index = node.expressions[0] if len(node.expressions) == 1 else None
+    if base is not None and base.name == "row" and isinstance(index, exp.Literal) and index.is_int:
+        # a row's field by its position (language/types.md, ROW: ``x[1]`` the first); sqlglot holds the index
+        # 0-based (the Trino dialect's INDEX_OFFSET of 1 taken off)
+        position = int(index.this) + 1
+        return base.children[position - 1] if 1 <= position <= len(base.children) else None
+    return None
+
+
+def _dereference(typer: Typer, node: exp.Dot, scope: Scope) -> TrinoType | None:
+    """``value.field`` of a value that is not a column (a lambda's parameter ``s.sum``, ``(row).x``): the row field's
+    type (language/types.md, ROW: "Field values are accessed with field reference operator ``.``")."""
+    base = typer.expr(node.this, scope)
+    field = node.expression
+    if not isinstance(field, exp.Identifier):
+        typer.expr(field, scope)
+        return None
+    if base is not None and base.name == "row" and field.name.lower() in base.fields:
+        return base.children[base.fields.index(field.name.lower())]
     return None
 
 
@@ -408,6 +425,7 @@ RULES: dict[type[exp.Expr], Callable[..., TrinoType | None]] = {
     exp.Extract: _extract,
     exp.Array: _array,
     exp.Bracket: _bracket,
+    exp.Dot: _dereference,
     exp.Struct: _row,
     exp.Tuple: _row,
     exp.Is: _boolean_children,

@@ -9,14 +9,16 @@ certain, the pattern is ``any`` (never refused).
 
 A parameter is a *pattern*: ``varchar`` any varchar or char (Trino's ``varchar(x)``), ``timestamp`` any precision
 (``timestamp(p)``), ``timestamptz`` (``timestamp(p) with time zone``), ``time``, ``date``, ``bigint`` any exact integer,
-``double`` any number, ``boolean``, ``array``, ``map``, ``json``, ``varbinary``, ``interval``, ``temporal`` (a date,
+``double`` any number, ``boolean``, ``array``, ``map``, ``function`` (a lambda), ``json``, ``varbinary``, ``interval``, ``temporal`` (a date,
 time or timestamp, with or without time zone), ``any``. An argument
 matches when Trino coerces it to the pattern (a date to a timestamp, an integer to a double, NULL to anything); an
 argument whose type is not known matches everything (the check refuses only what it knows).
 
-A result is a Trino type text, ``$n`` (the type of argument n), ``array($n)``, ``elem($n)`` (an array's element or a
-map's value), ``sum($n)`` / ``avg($n)`` (Trino's aggregate result types: sum of an integer is bigint, avg of an integer
-is double, of a decimal a decimal).
+A result is a Trino type text, or a term of the arguments' types: ``$n`` (the type of argument n), ``elem(t)`` (an
+array's element or a map's value), ``key(t)`` (a map's key), ``return(t)`` / ``parameter(t)`` (a lambda's body type /
+its first parameter's: a lambda argument's type is ``function(P1, ..., R)``, :func:`athena_sql.calls.function_type`),
+``array(t)``, ``map(t, t)``; ``sum($n)`` / ``avg($n)`` (Trino's aggregate result types: sum of an integer is bigint,
+avg of an integer is double, of a decimal a decimal).
 
 Bounded results are Trino's declarations: a parameter ``varchar(x)`` (or ``char(x)``) binds ``x`` to its argument's
 length and the result is computed from it (:func:`result_type`), as io/trino/operator/scalar/StringFunctions.java
@@ -35,7 +37,7 @@ import ast
 import re
 from collections.abc import Sequence
 
-from athena_sql.types import BIGINT, DOUBLE, TrinoType, can_coerce, parse_type
+from athena_sql.types import BIGINT, DOUBLE, TrinoType, can_coerce, parse_type, split_types
 
 __all__ = ["SIGNATURES", "expected", "matches", "result_type"]
 
@@ -172,9 +174,22 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     # functions/array.md and map.md: array_sort(array(T)[, function(T,T,int)]), filter(array(T), function(T,boolean))
     # -> array(T); map_filter(map(K,V), function(K,V,boolean)) -> map(K,V); multimap_from_entries(array(row(K,V)))
     # -> map(K,array(V)) (trinodb/trino@01e94c03)
-    "array_sort": ((("array",), "$1"), (("array", "any"), "$1")),
-    "filter": ((("array", "any"), "$1"),),
-    "map_filter": ((("map", "any"), "$1"),),
+    "array_sort": ((("array",), "$1"), (("array", "function"), "$1")),
+    "filter": ((("array", "function"), "$1"),),
+    "map_filter": ((("map", "function"), "$1"),),
+    # a lambda's result type is its body's, typed with its parameters bound (athena_sql.calls.lambda_parameter_types):
+    # transform(array(T), function(T,U)) -> array(U), zip_with(array(T), array(U), function(T,U,R)) -> array(R),
+    # find_first(array(T), function(T,boolean)) -> T (array.md); transform_keys(map(K1,V), function(K1,V,K2)) ->
+    # map(K2,V), transform_values(map(K,V1), function(K,V1,V2)) -> map(K,V2), map_zip_with(map(K,V1), map(K,V2),
+    # function(K,V1,V2,V3)) -> map(K,V3) (map.md); reduce(array(T), S, function(S,T,S), function(S,R)) -> R
+    # (trinodb/trino@710f987d; TestMapTransformKeysFunction at 029c93b6, TestZipWithFunction at 03d8e5ab)
+    "transform": ((("array", "function"), "array(return($2))"),),
+    "zip_with": ((("array", "array", "function"), "array(return($3))"),),
+    "find_first": ((("array", "function"), "elem($1)"),),
+    "transform_keys": ((("map", "function"), "map(return($2), elem($1))"),),
+    "transform_values": ((("map", "function"), "map(key($1), return($2))"),),
+    "map_zip_with": ((("map", "map", "function"), "map(parameter($3), return($3))"),),
+    "reduce": ((("array", "any", "function", "function"), "return($4)"),),
     "multimap_from_entries": ((("array",), "multimap($1)"),),
     "array_join": ((("array", "varchar"), "varchar"), (("array", "varchar", "varchar"), "varchar")),
     "map": ((("array", "array"), "map(elem($1), elem($2))"), ((), "map(unknown, unknown)")),
@@ -234,7 +249,7 @@ def _matches_one(pattern: str, argument: TrinoType | None) -> bool:
     if pattern in ("char(x)", "decimal(p,s)"):
         return argument.name == pattern.split("(")[0]
     pattern = pattern.removesuffix("(x)").removesuffix("(y)").removesuffix("(z)").removesuffix("(p)")
-    if pattern in ("array", "map"):
+    if pattern in ("array", "map", "function"):
         return argument.name == pattern
     if pattern == "interval":
         return argument.is_interval
@@ -265,6 +280,8 @@ def expected(name: str) -> str:
     """``date_trunc(varchar(x), date), date_trunc(varchar(x), time(p)), ...`` (Trino's "Expected:" list; a
     ``temporal`` parameter is written out as each of Trino's date and time types)."""
     forms: list[str] = []
+    if any("function" in params for params, _ in SIGNATURES.get(name, ())):
+        return ""  # the function list's forms say what each lambda takes (``function(T,U)``)
     for params, _ in SIGNATURES.get(name, ()):
         variants = _TEMPORAL_FORMS if "temporal" in params else ("",)
         for variant in variants:
@@ -296,30 +313,23 @@ def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: 
         if value is None or not value.name.startswith("timestamp"):
             return value
         return TrinoType("timestamp with time zone", value.parameters or (3,))
-    if result.startswith("map(") and "$" in result:  # map(keys, values); map_from_entries(array(row(K, V)))
-        sources = [argument(part) for part in re.findall(r"\$\d+", result)]
-        if any(a is None or a.name != "array" or not a.children for a in sources):
+    if result.startswith("map(entries("):  # map_from_entries(array(row(K, V)))
+        entries = argument(result[len("map(entries") : -1])
+        entry = entries.children[0] if entries is not None and entries.name == "array" and entries.children else None
+        if entry is None or entry.name != "row" or len(entry.children) != 2:
             return None
-        elements = [a.children[0] for a in sources if a is not None]
-        if result.startswith("map(entries("):
-            entry = elements[0]
-            return TrinoType("map", (), entry.children) if entry.name == "row" and len(entry.children) == 2 else None
-        return TrinoType("map", (), tuple(elements))
+        return TrinoType("map", (), entry.children)
     if result.startswith("multimap(") and "$" in result:  # multimap_from_entries(array(row(K, V))): map(K, array(V))
         entries = argument(result[len("multimap") :])
         pair = entries.children[0] if entries is not None and entries.name == "array" and entries.children else None
         if pair is None or pair.name != "row" or len(pair.children) != 2:
             return None
         return TrinoType("map", (), (pair.children[0], TrinoType("array", (), (pair.children[1],))))
-    for wrapper in ("array(", "elem(", "sum(", "avg("):
+    for wrapper in ("sum(", "avg("):
         if result.startswith(wrapper) and "$" in result:
             inner = argument(result[len(wrapper) - 1 :])
             if inner is None:
                 return None
-            if wrapper == "array(":
-                return TrinoType("array", (), (inner,))
-            if wrapper == "elem(":
-                return inner.children[-1] if inner.children else None
             if wrapper == "sum(":
                 return (
                     BIGINT
@@ -329,12 +339,44 @@ def result_type(result: str, arguments: Sequence[TrinoType | None], parameters: 
                     else inner
                 )
             return inner if inner.name == "decimal" else DOUBLE
+    if "$" in result:
+        return _term(result, arguments)
     return parse_type(result)
 
 
 #: Trino's unbounded varchar is varchar(2147483647) (io/trino/spi/type/VarcharType.java, MAX_LENGTH).
 UNBOUNDED_LENGTH = 2147483647
 _BOUNDED = re.compile(r"^(?P<array>array\()?(?P<name>varchar|char|decimal)\((?P<length>.+)\)(?(array)\))$")
+
+
+#: A term's operators: the part of the operand's type each one takes (``None``: the operand has no such part).
+_PARTS = {
+    "elem": lambda t: t.children[-1] if t.name in ("array", "map") and t.children else None,
+    "key": lambda t: t.children[0] if t.name == "map" and t.children else None,
+    "return": lambda t: t.children[-1] if t.name == "function" else None,
+    "parameter": lambda t: t.children[0] if t.name == "function" and len(t.children) > 1 else None,
+}
+
+
+def _term(text: str, arguments: Sequence[TrinoType | None]) -> TrinoType | None:
+    """The type a result term (module docstring: ``map(return($2), elem($1))``) gives for ``arguments``; ``None``
+    when a part of it is not known."""
+    text = text.strip()
+    if text.startswith("$"):
+        index = int(text[1:]) - 1
+        return arguments[index] if 0 <= index < len(arguments) else None
+    operator, bracket, rest = text.partition("(")
+    if not bracket or not rest.endswith(")"):
+        return parse_type(text)
+    operands = [_term(part, arguments) for part in split_types(rest[:-1])]
+    if any(operand is None for operand in operands):
+        return None
+    known = [operand for operand in operands if operand is not None]
+    if operator in _PARTS and len(known) == 1:
+        return _PARTS[operator](known[0])
+    if (operator, len(known)) in (("array", 1), ("map", 2)):
+        return TrinoType(operator, (), tuple(known))
+    return parse_type(text)
 
 
 def _bounded(result: str, arguments: Sequence[TrinoType | None], parameters: Sequence[str]) -> TrinoType | None:

@@ -25,6 +25,7 @@ __all__ = [
     "decimal_of",
     "decimal_result",
     "parse_type",
+    "split_types",
 ]
 
 #: Exact integers by width: (name, decimal precision that holds every value).
@@ -107,7 +108,7 @@ def parse_type(text: str) -> TrinoType | None:
         return None
     for outer in ("array", "map", "row"):
         if value.startswith(outer + "(") and value.endswith(")"):
-            parts = _split(value[len(outer) + 1 : -1])
+            parts = split_types(value[len(outer) + 1 : -1])
             if outer == "row":
                 names, children = [], []
                 for part in parts:
@@ -172,7 +173,9 @@ _SIMPLE = frozenset(
 )
 
 
-def _split(text: str) -> list[str]:
+def split_types(text: str) -> list[str]:
+    """The items of a comma-separated list of types, split at its top level (``K, array(V), V2``: three), stripped;
+    empty items dropped."""
     parts: list[str] = []
     current: list[str] = []
     depth = 0

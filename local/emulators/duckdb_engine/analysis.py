@@ -129,8 +129,8 @@ def _original_position(sql: str, text: str, segments: list[_Segment], refusal: D
 def result_types(checked: Sequence[str | None], engine: Sequence[str]) -> tuple[str, ...]:
     """Per result column, its Trino type: the check's where it derived one (:mod:`athena_sql.typecheck`: Trino's
     typing rules, bounded ``varchar(n)`` and ``char(n)`` of function results, ``array(varchar(x))``, decimal
-    arithmetic), else the engine's (`engine`: what :mod:`.trino_semantics` and DuckDB's result give). The values
-    are rendered by the engine's type (a timestamp's fraction digits) before this."""
+    arithmetic, lambdas' bodies), else the engine's (`engine`: what :mod:`.trino_semantics` and DuckDB's result give).
+    The values are rendered by the type this gives (:func:`.values._render`: a timestamp's fraction digits)."""
     ours = list(checked) if len(checked) == len(engine) else [None] * len(engine)
     return tuple(
         mine if mine is not None and parse_type(mine) is not None else theirs

@@ -26,7 +26,7 @@ from typing import Any, Final
 import duckdb
 
 from . import python_functions
-from .analysis import check_statement, result_types
+from .analysis import check_statement
 from .layout import MetadataCache, TableLayout, list_table
 from .scan import account
 from .sql import BoundQuery, PreparedQuery, QueryRejected, bind_query, translate_query
@@ -92,10 +92,9 @@ class DuckDBSession:
                 duck_types = list(relation.types)
                 raw_rows = relation.fetchall()
                 scan = self._account(con, prepared, layouts)
-            columns, rows = _render(names, duck_types, raw_rows, prepared.output_zones, prepared.output_types)
-            refined = result_types(checked.result.output_types, [c["trino_type"] for c in columns])
-            for column, trino_type in zip(columns, refined, strict=True):
-                column["trino_type"] = trino_type
+            columns, rows = _render(
+                names, duck_types, raw_rows, prepared.output_zones, prepared.output_types, checked.result.output_types
+            )
         except QueryRejected as exc:
             return self._failed(started, duckdb_sql, ERROR_CATEGORY_USER, ERROR_TYPE_USER, str(exc)), None
         except duckdb.Error as exc:

@@ -13,11 +13,13 @@ import decimal
 import math
 import re
 import struct
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dt_time
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
+from .analysis import result_types
 from .sql import QueryRejected
 from .trino_types import trino_type_text
 
@@ -179,10 +181,13 @@ def _render(
     raw_rows: list[tuple[Any, ...]],
     zones: tuple[str | None, ...] = (),
     output_types: tuple[str | None, ...] = (),
+    checked_types: Sequence[str | None] = (),
 ) -> tuple[list[dict[str, str]], list[list[str | None]]]:
     """Columns (``type``: Athena's ColumnInfo.Type; ``trino_type``: the whole Trino type) and rows as Athena text,
     zoned timestamps in their column's zone (`zones`, by position); bigint overflow of HUGEINT-like columns ->
-    rejected."""
+    rejected. `output_types`: the engine's Trino types where DuckDB's lose a parameter (:mod:`.trino_semantics`);
+    `checked_types`: the SQL check's (:func:`.analysis.result_types` prefers them). Values print by the column's
+    final Trino type (an ``array(timestamp(0))``'s elements without fraction digits)."""
     precise = list(output_types) + [None] * (len(names) - len(output_types))
     columns = [
         {
@@ -192,6 +197,10 @@ def _render(
         }
         for name, t, exact in zip(names, duck_types, precise, strict=True)
     ]
+    for column, trino_type in zip(
+        columns, result_types(checked_types, [c["trino_type"] for c in columns]), strict=True
+    ):
+        column["trino_type"] = trino_type
     zone_of = list(zones) + [None] * (len(names) - len(zones))
     digits = [_fraction_digits(c["trino_type"]) for c in columns]
     type_ids = [t.id for t in duck_types]
