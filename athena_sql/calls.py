@@ -298,7 +298,7 @@ def lambda_parameter_types(name: str, position: int, argument_types: list[TrinoT
         kind = argument_types[index] if index < len(argument_types) else None
         return (kind.children[0], kind.children[1]) if kind is not None and kind.name == "map" else (None, None)
 
-    if name in ("transform", "filter", "any_match", "all_match", "none_match", "find_first", "array_sort"):
+    if name in ("transform", "filter", "any_match", "all_match", "none_match", "array_sort"):
         return [element(0), element(0)]
     if name in ("transform_values", "transform_keys", "map_filter"):
         return list(entry(0))

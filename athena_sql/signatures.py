@@ -178,14 +178,12 @@ SIGNATURES: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
     "filter": ((("array", "function"), "$1"),),
     "map_filter": ((("map", "function"), "$1"),),
     # a lambda's result type is its body's, typed with its parameters bound (athena_sql.calls.lambda_parameter_types):
-    # transform(array(T), function(T,U)) -> array(U), zip_with(array(T), array(U), function(T,U,R)) -> array(R),
-    # find_first(array(T), function(T,boolean)) -> T (array.md); transform_keys(map(K1,V), function(K1,V,K2)) ->
-    # map(K2,V), transform_values(map(K,V1), function(K,V1,V2)) -> map(K,V2), map_zip_with(map(K,V1), map(K,V2),
+    # transform(array(T), function(T,U)) -> array(U), zip_with(array(T), array(U), function(T,U,R)) -> array(R)
+    # (array.md); transform_keys(map(K1,V), function(K1,V,K2)) -> map(K2,V), transform_values(map(K,V1), function(K,V1,V2)) -> map(K,V2), map_zip_with(map(K,V1), map(K,V2),
     # function(K,V1,V2,V3)) -> map(K,V3) (map.md); reduce(array(T), S, function(S,T,S), function(S,R)) -> R
     # (trinodb/trino@710f987d; TestMapTransformKeysFunction at 029c93b6, TestZipWithFunction at 03d8e5ab)
     "transform": ((("array", "function"), "array(return($2))"),),
     "zip_with": ((("array", "array", "function"), "array(return($3))"),),
-    "find_first": ((("array", "function"), "elem($1)"),),
     "transform_keys": ((("map", "function"), "map(return($2), elem($1))"),),
     "transform_values": ((("map", "function"), "map(key($1), return($2))"),),
     "map_zip_with": ((("map", "map", "function"), "map(parameter($3), return($3))"),),

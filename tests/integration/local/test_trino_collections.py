@@ -194,3 +194,26 @@ def test_nested_timestamps_print_with_their_types_precision() -> None:
     assert rows == [["[1970-01-01 00:00:01]"]]
     _, rows = _render(["v"], [duck_type], [([moment],)])
     assert rows == [["[1970-01-01 00:00:01.000]"]]
+
+
+@pytest.mark.parametrize(
+    ("expression", "value", "trino_type"),
+    [
+        # TestArrayOperators.testConstructor (trinodb/trino@004dbce962cf23d945e002ca0bb22ff4aa6a4a0b): the check types
+        # the array, and the values print by its type
+        ("ARRAY[TIMESTAMP '1970-01-01 00:00:01']", "[1970-01-01 00:00:01]", "array(timestamp(0))"),
+        # a lambda's body typed by the check (TestMapTransformKeysFunction at 029c93b693c7a3dbff995062fb9997f4acd86d77,
+        # TestZipWithFunction at 03d8e5abc686c5c4a9f96ca14db07e2aed880174)
+        (
+            "transform_keys(MAP(ARRAY[1, 2], ARRAY['a', 'b']), (k, v) -> k + 1)",
+            "{2=a, 3=b}",
+            "map(integer, varchar(1))",
+        ),
+        ("zip_with(ARRAY['a'], ARRAY['d', 'f'], (x, y) -> coalesce(x, y))", "[a, f]", "array(varchar(1))"),
+        ("transform(ARRAY['ab', 'c'], x -> upper(x))", "[AB, C]", "array(varchar(2))"),
+    ],
+)
+def test_the_engine_reports_and_prints_the_checks_type(
+    engine: DuckDBQueryEngine, expression: str, value: str, trino_type: str
+) -> None:
+    assert answer(engine, expression) == (value, trino_type)
