@@ -102,6 +102,12 @@ STAY_EQUAL = (
     "cond-search-case-4",
     "map-map-arrays",
     "dt-to-iso8601-ts",
+    # lambdas' bodies typed by the check, and values printed by the check's type (issue 33, third step)
+    "map-transform-keys-1",
+    "map-transform-keys-4",
+    "map-transform-values-3",
+    "array-zip-with-3",
+    "arrayop-ctor-timestamp",
 )
 #: Cases Athena fails while executing, which the local engine fails too: they must stay REFUSED.
 STAY_FAILED = (

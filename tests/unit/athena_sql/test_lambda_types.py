@@ -41,8 +41,10 @@ def of(text: str) -> TrinoType:
             "map(varchar, integer)",
         ),
         (
-            "transform_keys(map(ARRAY[1, 2, 3], ARRAY [1.0E0, 1.4E0, 1.7E0]),"
-            " (k, v) -> map(ARRAY[1, 2, 3], ARRAY['one', 'two', 'three'])[k])",
+            (
+                "transform_keys(map(ARRAY[1, 2, 3], ARRAY [1.0E0, 1.4E0, 1.7E0]),"
+                " (k, v) -> map(ARRAY[1, 2, 3], ARRAY['one', 'two', 'three'])[k])"
+            ),
             "map(varchar(5), double)",
         ),
         (
@@ -51,13 +53,17 @@ def of(text: str) -> TrinoType:
         ),
         ("transform_keys(map(ARRAY ['a', 'x'], ARRAY ['bc', 'yz']), (k, v) -> k || v)", "map(varchar, varchar(2))"),
         (
-            "transform_keys(map(ARRAY [25.5E0, 26.5E0, 27.5E0], ARRAY ['abc', 'def', 'xyz']),"
-            " (k, v) -> CAST(k AS VARCHAR) || substr(v, 1, 1))",
+            (
+                "transform_keys(map(ARRAY [25.5E0, 26.5E0, 27.5E0], ARRAY ['abc', 'def', 'xyz']),"
+                " (k, v) -> CAST(k AS VARCHAR) || substr(v, 1, 1))"
+            ),
             "map(varchar, varchar(3))",
         ),
         (
-            "transform_keys(map(ARRAY [ARRAY [1, 2], ARRAY [3, 4]], ARRAY [25, 26]),"
-            " (k, v) -> reduce(k, 0, (s, x) -> s + x, s -> s) + v)",
+            (
+                "transform_keys(map(ARRAY [ARRAY [1, 2], ARRAY [3, 4]], ARRAY [25, 26]),"
+                " (k, v) -> reduce(k, 0, (s, x) -> s + x, s -> s) + v)"
+            ),
             "map(integer, integer)",
         ),
         ("transform_keys(map(ARRAY[], ARRAY[]), (k, v) -> 'key')", "map(varchar(3), unknown)"),
@@ -83,8 +89,10 @@ def of(text: str) -> TrinoType:
             "map(varchar(1), integer)",
         ),
         (
-            "map_zip_with(map(ARRAY ['s0', 's1'], ARRAY [25, 26]), map(ARRAY ['s0', 's1'], ARRAY [1, 2]),"
-            " (k, v1, v2) -> k || ':' || CAST(v1/v2 AS VARCHAR))",
+            (
+                "map_zip_with(map(ARRAY ['s0', 's1'], ARRAY [25, 26]), map(ARRAY ['s0', 's1'], ARRAY [1, 2]),"
+                " (k, v1, v2) -> k || ':' || CAST(v1/v2 AS VARCHAR))"
+            ),
             "map(varchar(2), varchar)",
         ),
         # transform(array(T), function(T,U)) -> array(U) (array.md)
@@ -95,13 +103,17 @@ def of(text: str) -> TrinoType:
         ("reduce(ARRAY [5, 6, 10, 20], 0.0E0, (s, x) -> s + x, s -> s)", "double"),
         ("reduce(ARRAY [123456789012345, NULL, 54321], 0, (s, x) -> s + coalesce(x, 0), s -> s)", "bigint"),
         (
-            "reduce(ARRAY [5, 20, 50], CAST(ROW(0, 0) AS ROW(sum BIGINT, count INTEGER)),"
-            " (s, x) -> CAST(ROW(x + s[1], s[2] + 1) AS ROW(sum BIGINT, count INTEGER)), s -> s[1] / s[2])",
+            (
+                "reduce(ARRAY [5, 20, 50], CAST(ROW(0, 0) AS ROW(sum BIGINT, count INTEGER)),"
+                " (s, x) -> CAST(ROW(x + s[1], s[2] + 1) AS ROW(sum BIGINT, count INTEGER)), s -> s[1] / s[2])"
+            ),
             "bigint",
         ),
         (
-            "reduce(ARRAY[5, 6, 10, 20], CAST(ROW(0.0, 0) AS ROW(sum DOUBLE, count INTEGER)),"
-            " (s, x) -> CAST(ROW(x + s.sum, s.count + 1) AS ROW(sum DOUBLE, count INTEGER)), s -> s.sum / s.count)",
+            (
+                "reduce(ARRAY[5, 6, 10, 20], CAST(ROW(0.0, 0) AS ROW(sum DOUBLE, count INTEGER)),"
+                " (s, x) -> CAST(ROW(x + s.sum, s.count + 1) AS ROW(sum DOUBLE, count INTEGER)), s -> s.sum / s.count)"
+            ),
             "double",
         ),
         ("reduce(ARRAY[ARRAY[1, 2], ARRAY[3, 4]], ARRAY[0], (s, x) -> concat(s, x), s -> s)", "array(integer)"),
