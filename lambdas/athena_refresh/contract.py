@@ -337,6 +337,7 @@ def watchdog_period_s(shortest_job_periods_s: Iterable[int]) -> int:
     bounded = min(max(shortest // 2, MIN_WATCHDOG_PERIOD_S), MAX_WATCHDOG_PERIOD_S)
     return bounded - bounded % 300
 
+
 #: Logs Insights queries each view of the deployment's dashboard runs over the one job log group (its "Latest runs"
 #: widget and the picked job's runs, stacks/constructs/dashboard.py): what ``make cost`` bills per view.
 DASHBOARD_LOG_QUERIES_PER_VIEW: Final = 2

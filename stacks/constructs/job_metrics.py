@@ -55,7 +55,9 @@ def deployment_metric(
     :raises ValueError: ``metric_name`` is not in ``names``.
     """
     if metric_name not in names:
-        raise ValueError(f"{metric_name!r} is not a deployment-wide metric of {', '.join(names)} (athena_refresh.contract)")
+        raise ValueError(
+            f"{metric_name!r} is not a deployment-wide metric of {', '.join(names)} (athena_refresh.contract)"
+        )
     return cloudwatch.Metric(
         namespace=contract.METRICS_NAMESPACE,
         metric_name=metric_name,

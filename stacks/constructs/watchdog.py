@@ -132,8 +132,12 @@ class FreshnessWatchdog(Construct):
         late_or_failing = cloudwatch.MathExpression(
             expression="late + failing",
             using_metrics={
-                "late": deployment_metric(contract.METRIC_JOBS_LATE, statistic="Maximum", period=period, names=contract.WATCHDOG_METRICS),
-                "failing": deployment_metric(contract.METRIC_JOBS_FAILING, statistic="Maximum", period=period, names=contract.WATCHDOG_METRICS),
+                "late": deployment_metric(
+                    contract.METRIC_JOBS_LATE, statistic="Maximum", period=period, names=contract.WATCHDOG_METRICS
+                ),
+                "failing": deployment_metric(
+                    contract.METRIC_JOBS_FAILING, statistic="Maximum", period=period, names=contract.WATCHDOG_METRICS
+                ),
             },
             period=period,
             label="Jobs late or failing",
