@@ -7,7 +7,7 @@ tests instead of silently emptying a dashboard widget.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
@@ -319,9 +319,25 @@ WATCHDOG_JOB_NAME: Final = "athena-once-watchdog"
 #: The watchdog's environment: the alarm topic it notifies and the stack named in its commands.
 ENV_ALARM_TOPIC_ARN: Final = "ALARM_TOPIC_ARN"
 ENV_DEPLOYMENT_STACK: Final = "DEPLOYMENT_STACK"
-#: The watchdog's period: the shortest job period, bounded to [5, 15] minutes (a multiple of 5 minutes).
+#: The watchdog's period: half the shortest job period, bounded to [5, 15] minutes (a multiple of 5 minutes).
 MIN_WATCHDOG_PERIOD_S: Final = 300
 MAX_WATCHDOG_PERIOD_S: Final = 900
+
+
+def watchdog_period_s(shortest_job_periods_s: Iterable[int]) -> int:
+    """The watchdog's period in seconds for jobs whose shortest schedule periods are ``shortest_job_periods_s``
+    (seconds, ``slotlock.schedule.cron_period(...).shortest_s``): half the shortest, bounded to
+    [:data:`MIN_WATCHDOG_PERIOD_S`, :data:`MAX_WATCHDOG_PERIOD_S`] (5, 15 minutes) and rounded down to a multiple
+    of 5 minutes, a cron minute step that divides the hour (``cron(0/<minutes> * * * ? *)``). No jobs: 15 minutes.
+
+    The one rule: the stack schedules the watchdog with it (``stacks.constructs.watchdog``) and ``make cost``
+    prices the watchdog's runs with it (``athena_refresh.cost.WatchdogModel.for_jobs``).
+    """
+    shortest = min(shortest_job_periods_s, default=MAX_WATCHDOG_PERIOD_S * 2)
+    bounded = min(max(shortest // 2, MIN_WATCHDOG_PERIOD_S), MAX_WATCHDOG_PERIOD_S)
+    return bounded - bounded % 300
+
+
 #: Logs Insights queries each view of the deployment's dashboard runs over the one job log group (its "Latest runs"
 #: widget and the picked job's runs, stacks/constructs/dashboard.py): what ``make cost`` bills per view.
 DASHBOARD_LOG_QUERIES_PER_VIEW: Final = 2

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from slotlock.capacity import CapacitySnapshot, estimate_write_units
 
+from . import contract
 from .prices import ARCHITECTURES, MB, PRICES_PATH, TB, Prices, PriceTableError, load_prices
 
 __all__ = [
@@ -167,38 +168,64 @@ def estimate(usage: Usage, prices: Prices) -> Cost:
 
 @dataclass(frozen=True)
 class WatchdogModel:
-    """The deployment's freshness watchdog (issue 35) as billed quantities: one scheduled function every
-    ``period_s`` seconds, reading every job's lock item and latest slot item (``items_per_job``, each under 4 KB:
-    eventually consistent, half a read unit each), emitting ``metrics`` deployment-wide custom metrics (JobsLate,
-    JobsFailing, OldestLatenessS, WatchdogRuns: sent every run, so every hour). Its two alarms (JobsLateOrFailing on
-    two metrics, WatchdogSilent) are resources of the shared stack: ``make cost`` counts them with the deployment's
-    alarms from the synthesized template, so they are not part of this model (counted once).
+    """The deployment's freshness watchdog (issue 35) as billed quantities, per run and per month.
 
-    ``duration_ms`` and ``log_bytes_per_run`` are assumptions (the run is a few batched reads); ``memory_mb`` the
-    function's memory. https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html
+    One run every ``period_s`` seconds (:meth:`for_jobs`: :func:`athena_refresh.contract.watchdog_period_s` of the
+    jobs' shortest schedule periods, the rule the stack schedules it with), fired by ``racers`` schedules (the
+    stack's ``OncePerSlotSchedule``: one Scheduler invocation and one Lambda request each):
+
+    - the **winner**: ``duration_ms`` at ``memory_mb``; per job ``items_per_job`` strongly consistent reads (the
+      lock item and the state last notified, and at most the newest firing's slot item of a job on time: an upper
+      bound; each item under 4 KB, 1 read unit), ``winner_write_units`` on its own lock (the acquisition's
+      conditional UpdateItem, 1 WRU, and the commit's transaction of its lock and slot items, 2 WRU each, plus 1 for
+      the slot item's copy in the history index); ``log_bytes_per_run`` of logs;
+    - each **loser**: ``loser_duration_ms``, one failed conditional write (1 WRU), ``loser_log_bytes`` of logs;
+    - **metrics**: the deployment-wide custom metrics sent by every run (``JobsLate``, ``JobsFailing``,
+      ``WatchdogRuns``: every hour); ``OldestLatenessS`` is sent only by a run that finds a job late or failing,
+      so, like the deployment-wide counts, it is counted as none (each hour it is sent costs $0.30 / 730.5).
+
+    Not counted: the writes and the notification of a change of a job's state (one per change). Its two alarms
+    (JobsLateOrFailing on two metrics, WatchdogSilent) are resources of the shared stack: ``make cost`` counts them
+    with the deployment's alarms from the synthesized template (counted once).
+    ``duration_ms`` and the log bytes are assumptions (a run is a few batched reads).
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html
     """
 
-    period_s: int = 300
+    period_s: int = contract.MIN_WATCHDOG_PERIOD_S
+    racers: int = 2
     duration_ms: float = 800.0
+    loser_duration_ms: float = 100.0
     memory_mb: int = 256
-    items_per_job: int = 2
-    metrics: int = 4
+    items_per_job: int = 3
+    winner_write_units: int = 6
+    metrics: int = 3
     log_bytes_per_run: int = 1_500
+    loser_log_bytes: int = 1_100
+
+    @classmethod
+    def for_jobs(cls, shortest_job_periods_s: Iterable[int]) -> WatchdogModel:
+        """The watchdog of a deployment of jobs whose shortest schedule periods (seconds) are given."""
+        return cls(period_s=contract.watchdog_period_s(shortest_job_periods_s))
 
     def runs_per_month(self, hours_per_month: float) -> float:
         return hours_per_month * 3600 / self.period_s
 
     def usage(self, jobs: int, *, hours_per_month: float, architecture: str = "arm64") -> Usage:
-        """A month of the watchdog watching ``jobs`` jobs (its Scheduler invocation, Lambda, reads, metrics, logs): priced by :func:`estimate` like everything else."""
+        """A month of the watchdog watching ``jobs`` jobs (Scheduler, Lambda, reads and writes, metrics, logs):
+        priced by :func:`estimate` like everything else."""
         runs = self.runs_per_month(hours_per_month)
+        losers = self.racers - 1
+        billed_ms = _billed_ms(self.duration_ms) + losers * _billed_ms(self.loser_duration_ms)
         return Usage(
-            lambda_gb_s=runs * self.memory_mb / 1024 * _billed_ms(self.duration_ms) / 1000,
-            lambda_requests=runs,
+            lambda_gb_s=runs * self.memory_mb / 1024 * billed_ms / 1000,
+            lambda_requests=runs * self.racers,
             architecture=architecture,
-            read_units=runs * jobs * self.items_per_job * 0.5,
-            scheduler_invocations=runs,
+            read_units=runs * jobs * self.items_per_job,
+            write_units=runs * (self.winner_write_units + losers),
+            scheduler_invocations=runs * self.racers,
             metrics=self.metrics,
-            log_gb=runs * self.log_bytes_per_run / 2**30,  # GB as CloudWatch Logs bills it (2^30 bytes)
+            # GB as CloudWatch Logs bills it (2^30 bytes)
+            log_gb=runs * (self.log_bytes_per_run + losers * self.loser_log_bytes) / 2**30,
         )
 
 

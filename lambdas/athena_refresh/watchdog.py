@@ -14,7 +14,9 @@ One run (:func:`watch`), ``N`` jobs of the catalog:
    that died between the write and ``Publish`` is completed by the next run: delivery is at least once;
 5. one SNS ``Publish`` naming every changed job (its state, reason, last success and the command to look closer),
    then ``published`` set to true;
-6. the metrics ``JobsLate``, ``JobsFailing``, ``OldestLatenessS``, ``WatchdogRuns`` (dimension service only).
+6. the metrics ``JobsLate``, ``JobsFailing`` and ``WatchdogRuns`` (dimension service only) every run, and
+   ``OldestLatenessS`` only in a run that finds a job late or failing (no alarm reads it; custom metrics are billed
+   for the hours they are sent in, https://aws.amazon.com/cloudwatch/pricing/, so a healthy deployment pays none).
 
 A job seen for the first time records ``first_seen_ms`` (a job deployed after its due firing is not late) and is
 notified only when it is late or failing. Items ``watchdog#<job>`` never carry ``job`` and ``slot_epoch_s`` together,
@@ -325,9 +327,11 @@ def watch(deps: WatchdogDeps) -> WatchReport:
     metrics = {
         contract.METRIC_JOBS_LATE: float(sum(1 for v in verdicts if v.state == JobState.LATE)),
         contract.METRIC_JOBS_FAILING: float(sum(1 for v in verdicts if v.state == JobState.FAILING)),
-        contract.METRIC_OLDEST_LATENESS_S: float(max((v.lateness_s for v in verdicts if v.alarming), default=0)),
         contract.METRIC_WATCHDOG_RUNS: 1.0,
     }
+    alarming = [v.lateness_s for v in verdicts if v.alarming]
+    if alarming:  # only while it has something to say: a custom metric is billed for each hour it is sent in
+        metrics[contract.METRIC_OLDEST_LATENESS_S] = float(max(alarming))
     for name, value in metrics.items():
         deps.emit(name, "Seconds" if name == contract.METRIC_OLDEST_LATENESS_S else "Count", value)
     return WatchReport(tuple(verdicts), tuple(v.job for _, v in changes), metrics)

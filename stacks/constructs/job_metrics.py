@@ -40,16 +40,23 @@ def job_metric(
 
 
 def deployment_metric(
-    metric_name: str, *, statistic: str, period: cdk.Duration, label: str | None = None
+    metric_name: str,
+    *,
+    statistic: str,
+    period: cdk.Duration,
+    label: str | None = None,
+    names: Sequence[str] = contract.DEPLOYMENT_METRICS,
 ) -> cloudwatch.Metric:
-    """A deployment-wide count: dimension ``service`` only (no ``job``): one series for every job of the
-    deployment; the structured log line of the invocation that emitted it names the job.
+    """A deployment-wide metric: dimension ``service`` only (no ``job``), one series for the whole deployment, in
+    the runtime's namespace. ``names``: the metrics it may be, by who emits them: the job runtime's counts and
+    capacity metrics (``contract.DEPLOYMENT_METRICS``, the default; the structured log line of the invocation that
+    emitted one names the job) or the freshness watchdog's (``contract.WATCHDOG_METRICS``).
 
-    :raises ValueError: not in ``contract.DEPLOYMENT_METRICS``.
+    :raises ValueError: ``metric_name`` is not in ``names``.
     """
-    if metric_name not in contract.DEPLOYMENT_METRICS:
+    if metric_name not in names:
         raise ValueError(
-            f"{metric_name!r} is not a deployment-wide metric (athena_refresh.contract.DEPLOYMENT_METRICS)"
+            f"{metric_name!r} is not a deployment-wide metric of {', '.join(names)} (athena_refresh.contract)"
         )
     return cloudwatch.Metric(
         namespace=contract.METRICS_NAMESPACE,

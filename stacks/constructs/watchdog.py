@@ -1,7 +1,7 @@
 """The freshness watchdog (issue 35): one scheduled function per deployment that names late and failing jobs.
 
-``athena_refresh.watchdog_handler`` runs every :func:`watchdog_period_s` (the shortest job period halved, bounded to
-5..15 minutes, a multiple of 5 minutes) under its own once-per-slot lock (``slotlock_cdk.OncePerSlotSchedule``, job
+``athena_refresh.watchdog_handler`` runs every ``contract.watchdog_period_s`` (the shortest job period halved,
+bounded to 5..15 minutes, a multiple of 5 minutes) under its own once-per-slot lock (``slotlock_cdk.OncePerSlotSchedule``, job
 ``athena-once-watchdog``, two racers: one winner per slot), reads the lock table (``BatchGetItem``, strongly
 consistent; no Scan, no Query) and the bundled catalog of every job's schedule and grace, publishes one notification
 per change of a job's state to the deployment's alarm topic, and emits four deployment-wide metrics. Two alarms:
@@ -34,6 +34,7 @@ from athena_refresh import contract
 from slotlock_cdk.alarms import add_alarms
 from slotlock_cdk.failure_queue import FailureQueue
 from slotlock_cdk.once_per_slot_schedule import OncePerSlotSchedule
+from stacks.constructs.job_metrics import deployment_metric
 from stacks.constructs.refresh_function import (
     ARCHITECTURE,
     LOG_ACTIONS,
@@ -44,7 +45,7 @@ from stacks.constructs.refresh_function import (
     runtime_code,
 )
 
-__all__ = ["HANDLER", "SILENT_AFTER_PERIODS", "WATCHDOG_TABLE_ACTIONS", "FreshnessWatchdog", "watchdog_period_s"]
+__all__ = ["HANDLER", "SILENT_AFTER_PERIODS", "WATCHDOG_TABLE_ACTIONS", "FreshnessWatchdog"]
 
 HANDLER = "athena_refresh.watchdog_handler.lambda_handler"
 SERVICE_NAME = "freshness-watchdog"  # POWERTOOLS_SERVICE_NAME of its log lines (its metrics keep the runtime's)
@@ -55,27 +56,6 @@ MEMORY_MB = 256
 SILENT_AFTER_PERIODS = 3
 #: Beyond the lock's grants (``slotlock_cdk.grants.LOCK_TABLE_ACTIONS``): the reads of every job's items.
 WATCHDOG_TABLE_ACTIONS = ("dynamodb:BatchGetItem",)
-
-
-def watchdog_period_s(shortest_job_periods_s: Sequence[int]) -> int:
-    """Half the shortest job period, bounded to [``MIN_WATCHDOG_PERIOD_S``, ``MAX_WATCHDOG_PERIOD_S``] (5, 15
-    minutes) and rounded down to a multiple of 5 minutes (a cron minute step dividing the hour)."""
-    shortest = min(shortest_job_periods_s, default=contract.MAX_WATCHDOG_PERIOD_S * 2)
-    bounded = min(max(shortest // 2, contract.MIN_WATCHDOG_PERIOD_S), contract.MAX_WATCHDOG_PERIOD_S)
-    return bounded - bounded % 300
-
-
-def watchdog_metric(name: str, *, statistic: str, period: cdk.Duration) -> cloudwatch.Metric:
-    """One of the watchdog's deployment-wide metrics (dimension ``service`` only, the runtime's namespace)."""
-    if name not in contract.WATCHDOG_METRICS:
-        raise ValueError(f"{name!r} is not a watchdog metric (athena_refresh.contract.WATCHDOG_METRICS)")
-    return cloudwatch.Metric(
-        namespace=contract.METRICS_NAMESPACE,
-        metric_name=name,
-        dimensions_map={contract.DIMENSION_SERVICE: contract.SERVICE_NAME},
-        statistic=statistic,
-        period=period,
-    )
 
 
 class FreshnessWatchdog(Construct):
@@ -95,7 +75,7 @@ class FreshnessWatchdog(Construct):
         removal_policy: cdk.RemovalPolicy,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.period_s = period_s = watchdog_period_s(shortest_job_periods_s)
+        self.period_s = period_s = contract.watchdog_period_s(shortest_job_periods_s)
         self.log_group = logs.LogGroup(self, "LogGroup", retention=LOG_RETENTION, removal_policy=removal_policy)
         self.role = iam.Role(
             self,
@@ -152,14 +132,21 @@ class FreshnessWatchdog(Construct):
         late_or_failing = cloudwatch.MathExpression(
             expression="late + failing",
             using_metrics={
-                "late": watchdog_metric(contract.METRIC_JOBS_LATE, statistic="Maximum", period=period),
-                "failing": watchdog_metric(contract.METRIC_JOBS_FAILING, statistic="Maximum", period=period),
+                "late": deployment_metric(
+                    contract.METRIC_JOBS_LATE, statistic="Maximum", period=period, names=contract.WATCHDOG_METRICS
+                ),
+                "failing": deployment_metric(
+                    contract.METRIC_JOBS_FAILING, statistic="Maximum", period=period, names=contract.WATCHDOG_METRICS
+                ),
             },
             period=period,
             label="Jobs late or failing",
         )
-        runs = watchdog_metric(
-            contract.METRIC_WATCHDOG_RUNS, statistic="Sum", period=cdk.Duration.seconds(SILENT_AFTER_PERIODS * period_s)
+        runs = deployment_metric(
+            contract.METRIC_WATCHDOG_RUNS,
+            statistic="Sum",
+            period=cdk.Duration.seconds(SILENT_AFTER_PERIODS * period_s),
+            names=contract.WATCHDOG_METRICS,
         )
         self.alarms = add_alarms(
             self,

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk.assertions import Capture, Match, Template
 
 from athena_refresh import contract
-from stacks.constructs.watchdog import HANDLER, SILENT_AFTER_PERIODS, watchdog_period_s
+from stacks.constructs.watchdog import HANDLER, SILENT_AFTER_PERIODS
 from tests.stacks.helpers import actions_on, of_type
 
 PERIOD_S = 900
@@ -35,7 +35,7 @@ def _watchdog_metric(name: str, statistic: str, period: int) -> dict[str, Any]:
     [([1800, 86_400], 900), ([300], 300), ([600], 300), ([1200], 600), ([3600], 900), ([], 900), ([2700], 900)],
 )
 def test_the_period_is_half_the_shortest_job_period_bounded_to_5_15_minutes(periods: list[int], expected: int) -> None:
-    assert watchdog_period_s(periods) == expected
+    assert contract.watchdog_period_s(periods) == expected  # the runtime's rule, the stack's and make cost's
 
 
 def test_the_late_or_failing_alarm_pins_metrics_threshold_period_and_missing_data(shared_template: Template) -> None:

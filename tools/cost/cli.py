@@ -188,6 +188,7 @@ def job_inputs(
         memory_mb=config.lambda_memory_mb,
         heartbeat_interval_s=float(config.heartbeat_interval_s),
         schedule=rate,
+        period_s=config.period.shortest_s,
         scan=scan,
         result_writes=commit.writes,
         summary_bytes=commit.summary_bytes,

@@ -178,6 +178,8 @@ class DeploymentEstimate:
     #: The capacity budget's deployment-wide metrics (0: off) and the share of the month's hours they are billed for.
     capacity_metrics: int = 0
     capacity_metric_hours_share: float = 0.0
+    #: The freshness watchdog priced in the line ``watchdog`` (its period: the jobs' one).
+    watchdog: WatchdogModel = field(default_factory=WatchdogModel)
 
     @property
     def total_usd(self) -> float:
@@ -270,10 +272,12 @@ def estimate_deployment(
     on, else 0), sent by every winner: billed for the hours in which some job fires, at most all of them (the sum of
     the jobs' shares, capped at 1: exact when one job fires every hour, an upper bound when jobs share hours).
 
-    ``watchdog``: the deployment's freshness watchdog (:class:`athena_refresh.cost.WatchdogModel`, default its
-    assumptions) watching every job: its line ``watchdog`` (Lambda, reads, Scheduler, its 4 metrics, logs;
-    its 2 alarms are the shared stack's, in ``alarms``). The dashboard's views run ``contract.DASHBOARD_LOG_QUERIES_PER_VIEW`` Logs Insights queries."""
-    watchdog = watchdog or WatchdogModel()
+    ``watchdog``: the deployment's freshness watchdog watching every job (default
+    :meth:`athena_refresh.cost.WatchdogModel.for_jobs` of the jobs' ``period_s``: the period the stack gives it):
+    its line ``watchdog`` (Scheduler, Lambda, reads and writes, its metrics, logs; its 2 alarms are the shared
+    stack's, in ``alarms``). The dashboard's views run ``contract.DASHBOARD_LOG_QUERIES_PER_VIEW`` Logs Insights
+    queries."""
+    watchdog = watchdog or WatchdogModel.for_jobs(job.inputs.period_s for job in jobs)
     log_bytes_per_month = sum(job.log_bytes_per_month for job in jobs)
     gb_per_view = (
         log_bytes_per_month * DASHBOARD_RANGE_H / HOURS_PER_MONTH / GB * contract.DASHBOARD_LOG_QUERIES_PER_VIEW
@@ -333,6 +337,7 @@ def estimate_deployment(
         read_api_per_thousand=read_api_per_thousand(prices, memory_mb=read_api_memory_mb),
         capacity_metrics=capacity_metrics,
         capacity_metric_hours_share=hours_share,
+        watchdog=watchdog,
     )
 
 

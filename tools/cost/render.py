@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from athena_refresh import contract
-from athena_refresh.cost import Prices, WatchdogModel, athena_billed_bytes, format_usd
+from athena_refresh.cost import Prices, athena_billed_bytes, format_usd
 from stacks.jobs import JobDefinition
 from tools.cli.render import table as render_table
 from tools.cost import monthly, usage
@@ -235,6 +235,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "share_per_job_usd": dep.share_usd,
             "watch_usd": dep.watch_usd,
             "watch_share_per_job_usd": dep.watch_share_usd,
+            "watchdog_period_s": dep.watchdog.period_s,
         },
         "capacity": report.capacity.as_dict() if report.capacity is not None else None,
         "read_api_per_1000_reads_usd": dict(dep.read_api_per_thousand),
@@ -387,8 +388,10 @@ def render(report: Report, console: Console, *, detail: Sequence[str] | None = N
         "logs_insights": f"{dep.views_per_month:g} views x {_bytes(dep.logs_insights_gb_per_view * 2**30)}"
         f" ({contract.DASHBOARD_LOG_QUERIES_PER_VIEW} queries over {usage.DASHBOARD_RANGE_H} h of every job's logs)"
         f" at {report.prices.cloudwatch_usd_per_gb_logs_insights_scanned:g} USD/GB",
-        "watchdog": f"one function every {WatchdogModel().period_s // 60} min reading {dep.jobs} jobs' lock and slot"
-        " items, 4 metrics (its 2 alarms: in the alarms line) (athena_refresh.cost.WatchdogModel)",
+        "watchdog": f"one function every {dep.watchdog.period_s // 60} min (half the shortest job period, 5 to 15),"
+        f" {dep.watchdog.racers} racers, reading {dep.jobs} jobs' lock and slot items, {dep.watchdog.metrics} metrics"
+        " every run, OldestLatenessS only while a job is late or failing (its 2 alarms: in the alarms line)"
+        " (athena_refresh.cost.WatchdogModel)",
     }
     labels = {
         "dashboard": "CloudWatch dashboard",

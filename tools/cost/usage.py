@@ -268,6 +268,8 @@ class JobInputs:
     memory_mb: int
     heartbeat_interval_s: float
     schedule: ScheduleRate
+    #: The schedule's shortest period in seconds (``slotlock.schedule.cron_period``): sets the watchdog's period.
+    period_s: int
     scan: Scan
     result_writes: tuple[Mapping[str, Any], ...]
     summary_bytes: int

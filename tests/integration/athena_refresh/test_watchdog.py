@@ -128,7 +128,7 @@ def test_late_failing_and_paused_jobs_are_named_once_per_change_within_one_watch
     recovers_at = START + 10 * PERIOD_S
     end = START + 14 * PERIOD_S
     reported: dict[tuple[str, str], int] = {}  # (job, state) -> watchdog run time (epoch s) that first named it
-    sums: list[tuple[int, float, float]] = []
+    sums: list[tuple[int, float, float | None]] = []
     pausing = world.lock("pausing")
     t = START
     while t <= end:  # every 15 minutes of fake time; the jobs fire on the half hour, 2 s after their slot
@@ -145,15 +145,16 @@ def test_late_failing_and_paused_jobs_are_named_once_per_change_within_one_watch
                 assert status in ("succeeded", "failed", "missed", "lost"), (job, t, status)
         # The watchdog's two racers of its slot t: one wins, the other finds the slot taken or finished.
         world.now_ms = t * 1000 + 30_000
-        before = len(world.published)
+        before, emitted_before = len(world.published), len(world.emitted)
         event = {"scheduled_time": Slot(t).iso, "racer": 0, "job": contract.WATCHDOG_JOB_NAME}
         outcomes = [handler(dict(event, racer=r), Context(f"wd-{t}-{r}"))["status"] for r in range(2)]
         assert sorted(outcomes) == ["lost", "succeeded"], outcomes
         for message in world.published[before:]:
             for job, state in notified_jobs(message).items():
                 reported.setdefault((job, state), t)
-        run = dict(world.emitted[-4:])
-        sums.append((t, run[contract.METRIC_JOBS_LATE] + run[contract.METRIC_JOBS_FAILING], run["OldestLatenessS"]))
+        run = dict(world.emitted[emitted_before:])
+        lateness = run.get(contract.METRIC_OLDEST_LATENESS_S)
+        sums.append((t, run[contract.METRIC_JOBS_LATE] + run[contract.METRIC_JOBS_FAILING], lateness))
         t += WATCHDOG_PERIOD_S
 
     # The stopping job's first unrun firing is stops_after + 30 min: late at + GRACE_S, named within one period.
@@ -192,7 +193,9 @@ def test_late_failing_and_paused_jobs_are_named_once_per_change_within_one_watch
     assert values[0] == 0 and max(values) >= THRESHOLD and values[-1] == 0
     first_alarm = next(t for t, value, _ in sums if value >= THRESHOLD)
     assert first_alarm == reported[("failing", "failing")]
-    assert max(lateness for _, _, lateness in sums) > 0 and sums[-1][2] == 0
+    # OldestLatenessS is sent only by the runs that find a job late or failing (billed only in those hours).
+    assert [lateness is not None for _, _, lateness in sums] == [value >= THRESHOLD for _, value, _ in sums]
+    assert max(lateness or 0 for _, _, lateness in sums) > 0 and sums[-1][2] is None
     runs = [value for name, value in world.emitted if name == contract.METRIC_WATCHDOG_RUNS]
     assert runs == [1.0] * len(sums)
 

@@ -410,6 +410,7 @@ def test_value_metrics_figure_is_make_costs(jobs_dir: Path) -> None:
                 memory_mb=config.lambda_memory_mb,
                 heartbeat_interval_s=float(config.heartbeat_interval_s),
                 schedule=cost.rate,
+                period_s=config.period.shortest_s,
                 scan=Scan(0, "flag", "test"),
                 result_writes=(),
                 summary_bytes=100,
