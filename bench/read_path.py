@@ -12,16 +12,17 @@ Then, on one client (the bench's :data:`bench.backends.CLIENT_CONFIG`, counted b
    :func:`results_api.api.create_app` over :class:`results_api.reader.ResultsReader`), interleaved with a bare
    ``GetItem`` of the same LATEST item with the same parameters (the order alternates every pair, so drift and
    ordering effects cancel), after a warm-up. Every GET latest's requests are counted (goal: exactly one, a
-   ``GetItem``), and its p50 is compared with the bare GetItem's (goal: within :data:`LATEST_RATIO_LIMIT`).
+   ``BatchGetItem`` of the LATEST item and the freshness' lock and slot items), and its p50 is compared with the
+   bare GetItem's (goal: within :data:`LATEST_RATIO_LIMIT`).
 2. **History page**: ``GET /jobs/{job}/slots`` (the default page of 50) through the resolver, interleaved with a
    bare ``Query`` of the history index with the page's parameters: one ``Query`` and no ``Scan`` per page, 50
    entries and a ``next_token``; the next page follows the token (the remaining records, no token).
-3. **Where the time goes** (:func:`breakdown`): the real path cut at each layer (bare GetItem, + decoding, + the
-   job check, + Powertools and the response), round-robin on the endpoint; the resolver's pieces on a stub
-   DynamoDB client (the captured GetItem answer: no botocore, no endpoint), each timed right after an untimed
-   real GetItem (Powertools on a trivial handler with and without validation, the LATEST item's decoding, the
-   cron computation of ``Cache-Control``, the JSON body, the ETag), and a cProfile of the stub path with self
-   time grouped by package.
+3. **Where the time goes** (:func:`breakdown`): the real path cut at each layer (bare GetItem, the route's bare
+   BatchGetItem, + decoding and the freshness, + Powertools and the response), round-robin on the endpoint; the
+   resolver's pieces on a stub DynamoDB client (the captured answers: no botocore, no endpoint), each timed right
+   after an untimed real GetItem (Powertools on a trivial handler with and without validation, the LATEST item's
+   decoding and the freshness, the cron computation of ``Cache-Control``, the JSON body, the ETag), and a cProfile
+   of the stub path with self time grouped by package.
 
 Counts, not times, are what ``tests/scenarios/bench`` checks; the goals are judged in :mod:`bench.report`.
 """
@@ -43,6 +44,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from athena_refresh.results import create_results_table
 from athena_refresh.stored import LATEST, StoredResult
 from results_api.api import create_app
+from results_api.freshness import latest_with_freshness
 from results_api.reader import ResultsReader
 from results_api.responses import result_document, result_etag
 from slotlock import create_lock_table, table
@@ -127,17 +129,33 @@ def _resolver_call(app: Any, event: dict[str, Any], expect: int = 200) -> Callab
 
 
 class StubDynamoDB:
-    """A DynamoDB client stand-in answering ``get_item`` with a captured response (no botocore, no endpoint), and
-    ``batch_get_item`` (the latest's freshness: the job's lock and newest slot items) with none found."""
+    """A DynamoDB client stand-in answering ``get_item`` and ``batch_get_item`` (GET latest's one request: the
+    LATEST item, the job's lock and newest slot items) with captured responses (no botocore, no endpoint)."""
 
-    def __init__(self, response: Mapping[str, Any]) -> None:
+    def __init__(self, response: Mapping[str, Any], batch_response: Mapping[str, Any]) -> None:
         self.response = response
+        self.batch_response = batch_response
 
     def get_item(self, **_: Any) -> Mapping[str, Any]:
         return self.response
 
     def batch_get_item(self, **_: Any) -> Mapping[str, Any]:
-        return {"Responses": {}, "UnprocessedKeys": {}}
+        return self.batch_response
+
+
+class _RecordingBatches:
+    """``client`` whose ``batch_get_item`` requests are kept (``requests``): the route's own request, replayed bare."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.requests: list[dict[str, Any]] = []
+
+    def batch_get_item(self, **params: Any) -> Any:
+        self.requests.append(copy.deepcopy(params))
+        return self.client.batch_get_item(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
 
 
 def _package(filename: str) -> str:
@@ -226,10 +244,10 @@ def breakdown(
 ) -> dict[str, Any]:
     """Where GET latest's time goes beyond the GetItem, in the cache state of a real request.
 
-    ``layers``: the real path cut at each layer (bare GetItem; + decoding, :meth:`ResultsStore.latest`; + the job
-    check, :meth:`ResultsReader.latest`; + Powertools and the response, the full resolver), round-robin on the
-    endpoint. ``pieces``: what the resolver adds, on a stub client answering the captured GetItem, each piece timed
-    right after an untimed real GetItem (so its code and data are as cold in the CPU caches as in a request;
+    ``layers``: the real path cut at each layer (bare GetItem; the route's own BatchGetItem, bare; + the job check,
+    decoding and the freshness, :func:`results_api.freshness.latest_with_freshness`; + Powertools and the response,
+    the full resolver), round-robin on the endpoint. ``pieces``: what the resolver adds, on a stub client answering
+    the captured GetItem and BatchGetItem, each piece timed right after an untimed real GetItem (so its code and data are as cold in the CPU caches as in a request;
     timed in a hot loop they look 2-3x cheaper: ``hot_loop_us``). ``profile``: cProfile of the stub path.
     """
     lock_table, results_table = tables
@@ -237,17 +255,21 @@ def breakdown(
     app = create_app(reader)
     event = http_event(f"/jobs/{JOB}/results/latest")
     bare = lambda: client.get_item(**getitem_params)
+    recording = _RecordingBatches(client)
+    latest_with_freshness(ResultsReader(lock_table, results_table, catalog(), dynamodb_client=recording), JOB)
+    (batch_params,) = recording.requests
+    bare_batch = lambda: client.batch_get_item(**batch_params)
     layers = {
         "GetItem (botocore + endpoint)": bare,
-        "+ decode the LATEST item (ResultsStore.latest)": lambda: reader.store.latest(JOB),
-        "+ job check (ResultsReader.latest)": lambda: reader.latest(JOB),
+        "GET latest's BatchGetItem (botocore + endpoint)": bare_batch,
+        "+ job check, decoding, freshness (latest_with_freshness)": lambda: latest_with_freshness(reader, JOB),
         "+ Powertools + response: GET latest (full resolver)": _resolver_call(app, event),
     }
 
-    stub = StubDynamoDB(bare())
+    stub = StubDynamoDB(bare(), bare_batch())
     stub_reader = ResultsReader(lock_table, results_table, catalog(), dynamodb_client=stub)  # type: ignore[arg-type]
     stub_app = create_app(stub_reader)
-    stored: StoredResult = stub_reader.latest(JOB)
+    stored: StoredResult = latest_with_freshness(stub_reader, JOB)[0]
     document = result_document(stored, stored.rows or [])
     rows_json = stub.response["Item"]["rows_json"]["S"]
     now_ms = time.time_ns() // 1_000_000
@@ -265,7 +287,7 @@ def breakdown(
         "full resolver on a stub client (all but the GetItem)": _resolver_call(stub_app, event),
         "Powertools alone: route + validation + response (trivial handler)": trivial[True],
         "Powertools alone, enable_validation=False (trivial handler)": trivial[False],
-        "reader.latest on the stub (check, decode item + rows)": lambda: stub_reader.latest(JOB),
+        "latest_with_freshness on the stub (check, decode, freshness)": lambda: latest_with_freshness(stub_reader, JOB),
         "  of which json.loads(rows_json)": lambda: json.loads(rows_json),
         "Cache-Control: next_slot (cron)": lambda: stub_reader.next_slot(JOB, now_ms),
         "body: json.dumps(result_document)": lambda: json.dumps(document, separators=(",", ":"), allow_nan=False),

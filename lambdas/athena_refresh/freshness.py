@@ -24,6 +24,7 @@ give-back), docs/watchdog.md.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -146,13 +147,25 @@ def _iso(epoch_s: int | None) -> str:
     return "never" if epoch_s is None else _utc(epoch_s).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=4096)
+def _latest_firings_s(expression: str, timezone: str, until_minute_s: int, count: int) -> tuple[int, ...]:
+    """:func:`slotlock.schedule.latest_firings` as epoch seconds, at the start of a minute (``until_minute_s``): a
+    cron fires on whole minutes, so every instant of a minute has the firings of its start, and every request of
+    that minute (the read API's ``GET latest``, one watchdog run's jobs) reuses them. :raises CronError."""
+    return tuple(int(f.timestamp()) for f in latest_firings(expression, timezone, _utc(until_minute_s), count))
+
+
+def _latest(watch: JobWatch, until_s: int, count: int) -> tuple[int, ...]:
+    return _latest_firings_s(watch.expression, watch.timezone, until_s - until_s % 60, count)
+
+
 def due_firing(watch: JobWatch, now_ms: int) -> int | None:
     """The latest firing D (epoch s) with ``D + grace_s <= now``; ``None`` when the schedule never fired."""
     try:
-        firings = latest_firings(watch.expression, watch.timezone, _utc((now_ms // 1000) - watch.grace_s), 1)
+        firings = _latest(watch, (now_ms // 1000) - watch.grace_s, 1)
     except CronError:
         return None
-    return int(firings[-1].timestamp())
+    return firings[-1]
 
 
 def recent_firings(watch: JobWatch, now_ms: int, *, after_epoch_s: int | None, count: int = 4) -> list[int]:
@@ -160,10 +173,9 @@ def recent_firings(watch: JobWatch, now_ms: int, *, after_epoch_s: int | None, c
     ``after_epoch_s`` (the lock item's last finished slot: nothing before it can be newer): the slot items worth a
     read. Empty when the schedule never fired."""
     try:
-        firings = latest_firings(watch.expression, watch.timezone, _utc(now_ms // 1000), count)
+        epochs = _latest(watch, now_ms // 1000, count)
     except CronError:
         return []
-    epochs = [int(firing.timestamp()) for firing in firings]
     return [epoch for epoch in epochs if after_epoch_s is None or epoch > after_epoch_s]
 
 

@@ -299,7 +299,25 @@ class ResultsStore:
 
         :raises ResultsStoreError: DynamoDB failed. :raises CorruptResultsItemError: the item is not a result.
         """
-        item = self._get(job_name, LATEST, consistent=consistent)
+        return self.latest_from_item(
+            job_name, self._get(job_name, LATEST, consistent=consistent), consistent=consistent
+        )
+
+    def latest_key(self, job_name: str) -> dict[str, Any]:
+        """The key of ``job_name``'s LATEST item (DynamoDB JSON), for a caller batching it with other reads."""
+        return {
+            contract.RESULTS_TABLE_PARTITION_KEY: {"S": job_name},
+            contract.RESULTS_TABLE_SORT_KEY: {"S": LATEST},
+        }
+
+    def latest_from_item(
+        self, job_name: str, item: Mapping[str, Any] | None, *, consistent: bool = True
+    ) -> StoredResult | None:
+        """:meth:`latest` from the LATEST item ``item`` (DynamoDB JSON, the whole item) the caller already read
+        (``None``: absent, nothing committed yet); a pointer without its result costs the result item's read.
+
+        :raises ResultsStoreError: DynamoDB failed. :raises CorruptResultsItemError: the item is not a result.
+        """
         if item is None:
             return None
         plain = plain_item(item)

@@ -19,7 +19,11 @@ One run (:func:`watch`), ``N`` jobs of the catalog:
    for the hours they are sent in, https://aws.amazon.com/cloudwatch/pricing/, so a healthy deployment pays none).
 
 A job seen for the first time records ``first_seen_ms`` (a job deployed after its due firing is not late) and is
-notified only when it is late or failing. Items ``watchdog#<job>`` never carry ``job`` and ``slot_epoch_s`` together,
+notified only when it is late or failing. Every write of ``watchdog#<job>`` sets its ``ttl_epoch_s`` (the lock
+table's TTL attribute) :data:`WATCH_ITEM_TTL_S` ahead; a run that reads it with less than half of that left pushes it
+back (one ``UpdateItem`` per job every 15 days, none per run). The item of a job removed from the catalog is never
+read again, so DynamoDB's TTL deletes it ("typically within two days of expiration", UpdateTimeToLive:
+https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTimeToLive.html); no ``Scan`` looks for it. Items ``watchdog#<job>`` never carry ``job`` and ``slot_epoch_s`` together,
 so the history index never lists them. https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html
 """
 
@@ -57,6 +61,8 @@ WATCH_KEY_PREFIX: Final = "watchdog#"
 BATCH_KEYS: Final = 100  # BatchGetItem's maximum per request
 MAX_BATCH_ATTEMPTS: Final = 5  # UnprocessedKeys retried with backoff this many times, then TransientWatchError
 RECENT_SLOTS: Final = 4
+#: A ``watchdog#<job>`` item expires this long after its last write (seconds); runs refresh it past half of it.
+WATCH_ITEM_TTL_S: Final = 30 * 24 * 3600
 Emit = Callable[[str, str, float], None]  # (metric name, unit, value)
 
 
@@ -204,6 +210,7 @@ def _record_state(deps: WatchdogDeps, verdict: Verdict, old: str | None, now_ms:
         ":now": {"N": str(now_ms)},
         ":published": {"BOOL": published},
         ":schema": {"N": str(lock_table.SCHEMA_VERSION)},
+        ":ttl": {"N": str(now_ms // 1000 + WATCH_ITEM_TTL_S)},
     }
     if old is not None:
         values[":old"] = {"S": old}
@@ -213,7 +220,7 @@ def _record_state(deps: WatchdogDeps, verdict: Verdict, old: str | None, now_ms:
             Key={lock_table.PARTITION_KEY: {"S": watch_key(verdict.job)}},
             UpdateExpression=(
                 "SET #state = :new, #reason = :reason, #changed = :now, #published = :published, "
-                "#first = if_not_exists(#first, :now), #schema = :schema"
+                "#first = if_not_exists(#first, :now), #schema = :schema, #ttl = :ttl"
             ),
             ConditionExpression=condition,
             ExpressionAttributeNames={
@@ -223,6 +230,7 @@ def _record_state(deps: WatchdogDeps, verdict: Verdict, old: str | None, now_ms:
                 "#published": "published",
                 "#first": "first_seen_ms",
                 "#schema": lock_table.SCHEMA_VERSION_ATTRIBUTE,
+                "#ttl": lock_table.TTL_ATTRIBUTE,
             },
             ExpressionAttributeValues=values,
         )
@@ -233,19 +241,33 @@ def _record_state(deps: WatchdogDeps, verdict: Verdict, old: str | None, now_ms:
     return True
 
 
-def _mark_published(deps: WatchdogDeps, job: str, state: str) -> None:
+def _set_if_state(deps: WatchdogDeps, job: str, state: str, name: str, value: Mapping[str, Any]) -> None:
+    """Set ``name`` to ``value`` (DynamoDB JSON) on ``watchdog#<job>`` if it still holds ``state`` (else another run
+    recorded a newer state meanwhile: its own write and notification follow)."""
     try:
         deps.dynamodb.update_item(
             TableName=deps.table,
             Key={lock_table.PARTITION_KEY: {"S": watch_key(job)}},
-            UpdateExpression="SET #published = :true",
+            UpdateExpression="SET #name = :value",
             ConditionExpression="#state = :state",
-            ExpressionAttributeNames={"#published": "published", "#state": "state"},
-            ExpressionAttributeValues={":true": {"BOOL": True}, ":state": {"S": state}},
+            ExpressionAttributeNames={"#name": name, "#state": "state"},
+            ExpressionAttributeValues={":value": dict(value), ":state": {"S": state}},
         )
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-            raise  # a newer state was recorded meanwhile: its own notification follows
+            raise
+
+
+def _mark_published(deps: WatchdogDeps, job: str, state: str) -> None:
+    _set_if_state(deps, job, state, "published", {"BOOL": True})
+
+
+def _keep_alive(deps: WatchdogDeps, job: str, state: str, watch_item: Mapping[str, Any], now_ms: int) -> None:
+    """Push ``watchdog#<job>``'s TTL back to :data:`WATCH_ITEM_TTL_S` from now when less than half of it is left
+    (or the item predates it): a job of the catalog keeps its item."""
+    expires_s = _number(watch_item, lock_table.TTL_ATTRIBUTE)
+    if expires_s is None or expires_s - now_ms // 1000 < WATCH_ITEM_TTL_S // 2:
+        _set_if_state(deps, job, state, lock_table.TTL_ATTRIBUTE, {"N": str(now_ms // 1000 + WATCH_ITEM_TTL_S)})
 
 
 def _iso_s(epoch_s: int | None) -> str:
@@ -311,6 +333,7 @@ def watch(deps: WatchdogDeps) -> WatchReport:
         old = _text(watch_item, "state")
         published = bool((watch_item or {}).get("published", {}).get("BOOL", True))
         if old == verdict.state:
+            _keep_alive(deps, job.job, old, watch_item or {}, now_ms)
             if not published:
                 changes.append((None, verdict))  # an earlier run won the write and did not publish: publish now
             continue

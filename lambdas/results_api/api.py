@@ -4,8 +4,8 @@ over :class:`results_api.reader.ResultsReader`.
 Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every route: the stack's ``ReadApi``):
 
 - ``GET /jobs``: every job with schedule, live lease (held or free), pause, last success and latest slot;
-- ``GET /jobs/{job}/results/latest``: the newest committed result: **one** DynamoDB ``GetItem``, and its freshness
-  (``results_api.freshness``: one ``BatchGetItem``);
+- ``GET /jobs/{job}/results/latest``: the newest committed result and its freshness (``results_api.freshness``):
+  **one** DynamoDB ``BatchGetItem`` across the results and the lock table;
 - ``GET /jobs/{job}/results/{slot}[?generation=N]``: one slot's result (default: its newest committed generation);
 - ``GET /jobs/{job}/slots?from=&to=&status=&limit=&next_token=``: the history, every generation, newest first,
   one ``Query`` per page (a ``status`` filter may give short pages: DynamoDB applies ``Limit`` before it);
@@ -35,7 +35,7 @@ from slotlock.history import MAX_PAGE_LIMIT, STATUSES
 
 from . import models
 from .errors import BadParameterError, NotAcceptableError, ResultsApiError
-from .freshness import freshness_headers, freshness_tag, latest_freshness
+from .freshness import freshness_headers, freshness_tag, latest_with_freshness
 from .reader import DEFAULT_PAGE_LIMIT, ResultsReader
 from .responses import (
     CSV,
@@ -170,15 +170,15 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
 
     @app.get(
         "/jobs/<job>/results/latest",
-        summary="The job's newest committed result and its freshness (one GetItem, one BatchGetItem)",
+        summary="The job's newest committed result and its freshness (one BatchGetItem)",
         responses=_RESULT_RESPONSES,
         tags=["results"],
     )
     def latest_result(job: str) -> Response[Any]:
         job, media = _path(job, "job"), accept()  # a 406 costs no read
-        stored = reader.latest(job)
+        stored, freshness = latest_with_freshness(reader, job)  # one BatchGetItem: the result and its freshness
         # A manual generation may replace it at any time, and its freshness changes with the clock: revalidated.
-        return serve_result(stored, media, cache=NO_CACHE, freshness=latest_freshness(reader, job, stored))
+        return serve_result(stored, media, cache=NO_CACHE, freshness=freshness)
 
     @app.get(
         "/jobs/<job>/results/<slot>",

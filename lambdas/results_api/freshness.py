@@ -1,8 +1,8 @@
 """How fresh a job's latest result is, as ``GET /jobs/{job}/results/latest`` says it (body and headers).
 
 The watchdog's own decision (:func:`athena_refresh.freshness.decide`) on the job's live lock item and its newest
-slot items, read in one strongly consistent ``BatchGetItem`` (the keys follow from the schedule), at the reader's
-clock. The object (``freshness`` in the JSON body; headers ``X-Late``, ``X-Freshness-State``, ``X-Committed-At``,
+slot items, read with the LATEST item in one strongly consistent ``BatchGetItem`` across the results and the lock
+table (the keys follow from the schedule), at the reader's clock: ``GET latest`` is one DynamoDB request. The object (``freshness`` in the JSON body; headers ``X-Late``, ``X-Freshness-State``, ``X-Committed-At``,
 ``X-Expected-Next-Slot``)::
 
     {"slot": "2026-12-01T10:00:00Z", "committed_at_ms": 1764583202000, "expected_next_slot": "2026-12-01T10:30:00Z",
@@ -25,25 +25,39 @@ from slotlock import table
 from slotlock.errors import SlotLockError
 from slotlock.slot import Slot
 
-from .batch import batch_get
-
 if TYPE_CHECKING:
     from .reader import ResultsReader
 
-__all__ = ["freshness_headers", "freshness_tag", "latest_freshness"]
+__all__ = ["freshness_headers", "freshness_tag", "latest_with_freshness"]
 
 
 def _iso(epoch_s: int | None) -> str | None:
     return None if epoch_s is None else Slot(epoch_s).iso
 
 
-def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> dict[str, Any]:
-    """The ``freshness`` object of ``job``'s latest result ``stored`` (see the module docstring); ``state`` and
-    ``late`` are ``None`` when the catalog has no schedule for the job or its lock item cannot be decoded.
+def latest_with_freshness(reader: ResultsReader, job: str) -> tuple[StoredResult, dict[str, Any]]:
+    """``job``'s latest result and its ``freshness`` object (see the module docstring), both from **one**
+    ``BatchGetItem`` (:meth:`ResultsReader.latest_and_lock_items`: the LATEST item, the live lock item and the
+    newest slot items, every key known from the schedule at the reader's clock). ``state`` and ``late`` are ``None``
+    when the catalog has no schedule for the job (then only the LATEST item is read) or its lock table items cannot
+    be decoded.
 
-    :raises BackendUnavailableError: DynamoDB failed.
+    :raises BadParameterError, UnknownJobError, ResultNotFoundError, BackendUnavailableError: as
+        :meth:`ResultsReader.latest_and_lock_items`.
     """
     now_ms = reader.clock_ms()
+    watches = job_watches({job: reader.check_job(job)})
+    watch = watches[0] if watches else None
+    slot_keys = (
+        []
+        if watch is None
+        else [
+            table.slot_key(job, Slot(epoch).iso)
+            for epoch in recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
+        ]
+    )
+    lock_keys = [] if watch is None else [table.lock_key(job), *slot_keys]
+    stored, found = reader.latest_and_lock_items(job, lock_keys)
     following = reader.next_slot(job, now_ms)
     document: dict[str, Any] = {
         "slot": stored.slot_iso,
@@ -54,30 +68,16 @@ def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> d
         "due_slot": None,
         "reason": None,
     }
-    watches = job_watches({job: reader.check_job(job)})
-    if not watches:
-        return document
-    watch = watches[0]
-    slot_keys = [
-        table.slot_key(job, Slot(epoch).iso)
-        for epoch in recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
-    ]
-    keys = [table.lock_key(job), *slot_keys]
-    request = {reader.lock_table: {"Keys": [{table.PARTITION_KEY: {"S": key}} for key in keys], "ConsistentRead": True}}
-    found = {
-        item[table.PARTITION_KEY]["S"]: item
-        for item in batch_get(reader.dynamodb, request, what=f"the lock and slot items of {job}").get(
-            reader.lock_table, []
-        )
-    }
+    if watch is None:
+        return stored, document
     try:
         observed = observed_from_items(
             job, found.get(table.lock_key(job)), {k: found[k] for k in slot_keys if k in found}, None
         )
     except SlotLockError as exc:
-        return {**document, "reason": f"the lock table's items of {job} cannot be read: {exc}"}
+        return stored, {**document, "reason": f"the lock table's items of {job} cannot be read: {exc}"}
     verdict = decide(watch, observed, now_ms)
-    return {
+    return stored, {
         **document,
         "late": verdict.state == JobState.LATE,
         "state": verdict.state,

@@ -5,6 +5,8 @@ Reads, by request:
 
 - :meth:`ResultsReader.latest`: **one** ``GetItem`` of the job's LATEST item, which carries the latest result
   (``athena_refresh.results``); rows offloaded to S3 are not fetched (the API redirects to them).
+  :meth:`ResultsReader.latest_and_lock_items` reads it with lock table items (``GET latest``'s freshness) in
+  **one** ``BatchGetItem`` across both tables.
 - :meth:`ResultsReader.result`: one ``GetItem`` (a given generation) or a ``Query`` of the slot's generations
   then the ``GetItem`` (the newest committed generation).
 - :meth:`ResultsReader.history`: one ``Query`` per page on the lock table's sparse history index
@@ -22,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -270,8 +272,35 @@ class ResultsReader:
         :raises BackendUnavailableError: DynamoDB failed or the item cannot be decoded.
         """
         self.check_job(job)
+        return self._latest(job, lambda: self.store.latest(job))
+
+    def latest_and_lock_items(
+        self, job: str, lock_keys: Sequence[str]
+    ) -> tuple[StoredResult, dict[str, dict[str, Any]]]:
+        """``job``'s newest committed result (as :meth:`latest`) and the lock table's items ``lock_keys`` (DynamoDB
+        JSON by partition key; absent ones left out), from **one** ``BatchGetItem`` across the results and the lock
+        table, both strongly consistent (``ConsistentRead`` is per table in ``RequestItems``), keys left
+        unprocessed read again (:func:`results_api.batch.batch_get`).
+        https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html
+
+        :raises BadParameterError, UnknownJobError: as :meth:`check_job`. :raises ResultNotFoundError: none yet.
+        :raises BackendUnavailableError: DynamoDB failed, left keys unprocessed, or the item cannot be decoded.
+        """
+        self.check_job(job)
+        request: dict[str, Any] = {self.results_table: {"Keys": [self.store.latest_key(job)], "ConsistentRead": True}}
+        if lock_keys:
+            keys = [{table.PARTITION_KEY: {"S": key}} for key in dict.fromkeys(lock_keys)]
+            request[self.lock_table] = {"Keys": keys, "ConsistentRead": True}
+        found = batch_get(self._dynamodb, request, what=f"the latest result of {job} and its lock items")
+        pointers = found.get(self.results_table, [])
+        stored = self._latest(job, lambda: self.store.latest_from_item(job, pointers[0] if pointers else None))
+        items = {item[table.PARTITION_KEY]["S"]: item for item in found.get(self.lock_table, [])}
+        return stored, items
+
+    @staticmethod
+    def _latest(job: str, read: Callable[[], StoredResult | None]) -> StoredResult:
         try:
-            stored = self.store.latest(job)
+            stored = read()
         except AthenaRefreshError as exc:  # DynamoDB failed, or an edited item (CorruptResultsItemError)
             raise BackendUnavailableError(f"could not read the latest result of {job}: {exc}") from exc
         if stored is None:

@@ -38,7 +38,7 @@ from botocore.exceptions import ClientError
 
 from athena_refresh import contract
 from athena_refresh.watchdog import watch_key
-from slotlock import Slot, SlotLock, pause
+from slotlock import Slot, SlotLock, pause, table
 from slotlock._expressions import LEASE_EXPIRY_UPDATE
 from slotlock.schedule import latest_firings
 from stacks import REPO_ROOT
@@ -221,7 +221,8 @@ def _watchdog_scenarios(world: ConformanceWorld) -> None:
     so that the run has a change to publish, while the topic is gone: the run fails after its conditional write.
     b is retried by Lambda (the same request id: the lock re-enters the slot with a consistent read of the slot item)
     and publishes; c is not, and d's winner records c MISSED superseded and publishes c's pending change (at least
-    once). Then an operator pauses the watchdog's own lock (set-up): e's racer records e MISSED paused (PutItem)."""
+    once), and pushes back the TTL of a state item that had none (set-up). Then an operator pauses the watchdog's own
+    lock (set-up): e's racer records e MISSED paused (PutItem)."""
     schedule = world.resolved.resolve(
         next(
             r["Properties"]
@@ -260,9 +261,22 @@ def _watchdog_scenarios(world: ConformanceWorld) -> None:
             )
             assert outcome["status"] == "succeeded" and outcome["reentered"], outcome
             assert outcome["value"]["notified"] >= 1, outcome
+    # A state item written before it carried a TTL (set-up: the attribute removed): d's run gives it one.
+    aged = watch_key(max(world.refresh_functions))
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=world.lock_table, Key={"pk": {"S": aged}}, UpdateExpression=f"REMOVE {table.TTL_ATTRIBUTE}"
+    )
     outcome = world.invoke_watchdog({"scheduled_time": d, "racer": 0}, "watchdog-next")
     assert outcome["status"] == "succeeded" and outcome["superseded_recorded"], outcome
     assert outcome["value"]["notified"] >= 1, outcome
+    kept_alive = [
+        call.params["Key"]["pk"]["S"]
+        for call in world.recorder.of(WATCHDOG)
+        if call.scenario == "watchdog-next"
+        and call.operation == "UpdateItem"
+        and call.params.get("ExpressionAttributeNames", {}).get("#name") == table.TTL_ATTRIBUTE
+    ]
+    assert kept_alive == [aged], kept_alive
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     pause(SlotLock(world.lock_table, contract.WATCHDOG_JOB_NAME, client=ddb), reason="set-up", requested_by="test")
     outcome = world.invoke_watchdog({"scheduled_time": e, "racer": 0}, "watchdog-paused")

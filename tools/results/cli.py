@@ -33,7 +33,7 @@ from typing import Any, TextIO
 from athena_refresh.catalog import CatalogQuery, CatalogSchedule
 from results_api.api import SLOT_COLUMNS
 from results_api.errors import ResultsApiError
-from results_api.freshness import latest_freshness
+from results_api.freshness import latest_with_freshness
 from results_api.reader import DEFAULT_PAGE_LIMIT, ResultsReader
 from results_api.responses import result_document, to_csv
 from results_api.views import JOB_COLUMNS, JobSummary
@@ -213,10 +213,13 @@ class DirectSource:
 
     def result(self, job: str, slot: str | None = None, generation: int | None = None, *, csv: bool = False) -> Any:
         def read() -> dict[str, Any]:
-            stored = self.reader.latest(job) if slot is None else self.reader.result(job, slot, generation)
-            # latest says how fresh it is, as the read API's latest does (issue 35); a slot's result does not
-            freshness = latest_freshness(self.reader, job, stored) if slot is None else None
-            return result_document(stored, self.reader.rows(stored), freshness)
+            # latest says how fresh it is, as the read API's latest does (issue 35, the same one request); a slot's
+            # result does not
+            if slot is None:
+                stored, freshness = latest_with_freshness(self.reader, job)
+                return result_document(stored, self.reader.rows(stored), freshness)
+            stored = self.reader.result(job, slot, generation)
+            return result_document(stored, self.reader.rows(stored), None)
 
         return self._call(read)
 

@@ -22,7 +22,7 @@ import pytest
 
 from athena_refresh import contract
 from athena_refresh.freshness import JobWatch
-from athena_refresh.watchdog import WatchdogDeps, watch_key
+from athena_refresh.watchdog import WATCH_ITEM_TTL_S, WatchdogDeps, watch_key
 from athena_refresh.watchdog_handler import LEASE_DURATION_S, make_handler
 from slotlock import Slot, SlotLock, SlotRunner, create_lock_table, pause, resume
 
@@ -80,8 +80,8 @@ class World:
     def emit(self, name: str, unit: str, value: float) -> None:
         self.emitted.append((name, value))
 
-    def handler(self) -> Any:
-        jobs = [JobWatch(job, "cron(0/30 * * * ? *)", "UTC", grace_s=GRACE_S, max_slot_age_s=1800) for job in JOBS]
+    def handler(self, names: tuple[str, ...] = JOBS) -> Any:
+        jobs = [JobWatch(job, "cron(0/30 * * * ? *)", "UTC", grace_s=GRACE_S, max_slot_age_s=1800) for job in names]
         deps = WatchdogDeps(
             dynamodb=self.client,
             table=self.table,
@@ -222,3 +222,56 @@ def test_a_notification_lost_before_publish_is_sent_by_the_next_run(world: World
     world.now_ms = (START + 2 * WATCHDOG_PERIOD_S + 30) * 1000
     handler({"scheduled_time": Slot(START + 2 * WATCHDOG_PERIOD_S).iso}, Context("wd-3"))
     assert len(world.published) == 1
+
+
+def test_state_items_expire_unless_their_job_is_still_watched(world: World) -> None:
+    """A job removed from the catalog leaves a ``watchdog#<job>`` item no run reads again: its TTL (the lock table's
+    ``ttl_epoch_s``, set by every write) lets DynamoDB delete it. A job still watched has its TTL pushed back once
+    less than half of it is left (or the item has none: written before the TTL), never on every run."""
+    updates: list[str] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        updates.append(params["Key"]["pk"]["S"])
+
+    world.client.meta.events.register("provide-client-params.dynamodb.UpdateItem", record)
+
+    def state_item(job: str) -> dict[str, Any]:
+        key = {"pk": {"S": watch_key(job)}}
+        return dict(world.client.get_item(TableName=world.table, Key=key, ConsistentRead=True)["Item"])
+
+    def run_watchdog(at_s: int, names: tuple[str, ...]) -> None:
+        world.now_ms = at_s * 1000
+        slot = Slot(at_s - at_s % WATCHDOG_PERIOD_S)
+        handler = world.handler(names)
+        assert handler({"scheduled_time": slot.iso}, Context(f"wd-{at_s}"))["status"] == "succeeded"
+
+    # GIVEN paused jobs (a state that lasts without a slot), the first run records each (first sight), each item
+    # expiring WATCH_ITEM_TTL_S after the write
+    world.now_ms = START * 1000
+    for job in JOBS:
+        pause(world.lock(job), reason="maintenance", requested_by="test")
+    run_watchdog(START + 30, JOBS)
+    assert {state_item(job)["state"]["S"] for job in JOBS} == {"paused"}
+    assert {state_item(job)["ttl_epoch_s"]["N"] for job in JOBS} == {str(START + 30 + WATCH_ITEM_TTL_S)}
+    # WHEN "stopping" is removed from the catalog and the watchdog runs on, for less than half the lifetime
+    kept = tuple(job for job in JOBS if job != "stopping")
+    updates.clear()
+    run_watchdog(START + WATCH_ITEM_TTL_S // 2 - WATCHDOG_PERIOD_S, kept)
+    # THEN no run writes a state item that did not change (only the watchdog's own lock item is updated)
+    assert [key for key in updates if key.startswith("watchdog#")] == []
+    # AND past half the lifetime, each watched job's item is pushed back once; the removed job's is never touched
+    later = START + WATCH_ITEM_TTL_S // 2 + WATCHDOG_PERIOD_S + 30
+    run_watchdog(later, kept)
+    run_watchdog(later + WATCHDOG_PERIOD_S, kept)
+    assert sorted(key for key in updates if key.startswith("watchdog#")) == sorted(watch_key(job) for job in kept)
+    assert {state_item(job)["ttl_epoch_s"]["N"] for job in kept} == {str(later + WATCH_ITEM_TTL_S)}
+    assert state_item("stopping")["ttl_epoch_s"]["N"] == str(START + 30 + WATCH_ITEM_TTL_S)  # DynamoDB deletes it
+    # AND an item written before the TTL (none) gets one at the next run, its state and first sight kept
+    world.client.update_item(
+        TableName=world.table, Key={"pk": {"S": watch_key("steady")}}, UpdateExpression="REMOVE ttl_epoch_s"
+    )
+    before = state_item("steady")
+    run_watchdog(later + 2 * WATCHDOG_PERIOD_S, kept)
+    after = state_item("steady")
+    assert after.pop("ttl_epoch_s") == {"N": str(later + 2 * WATCHDOG_PERIOD_S + WATCH_ITEM_TTL_S)}
+    assert after == before

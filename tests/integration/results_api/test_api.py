@@ -129,13 +129,19 @@ def test_jobs_as_csv(get: Callable[..., dict[str, Any]], world: Any) -> None:
 # ---------------------------------------------------------------------------------------------------
 # results: JSON, CSV, ETag, Cache-Control
 # ---------------------------------------------------------------------------------------------------
-def test_the_latest_result_as_json_is_one_read_and_one_batch_for_its_freshness(
+def test_the_latest_result_as_json_is_one_batch_of_the_result_and_its_freshness(
     get: Callable[..., dict[str, Any]], world: Any, request_log: Any
 ) -> None:
-    # Issue 35 changed this: latest also says how fresh it is (one BatchGetItem of the lock and newest slot items).
+    # Issue 35: latest also says how fresh it is; the LATEST item, the lock item and the newest slot items are read
+    # in one BatchGetItem across the two tables, each strongly consistent (the LATEST item as its GetItem was)
     request_log.clear()
     response = get(LATEST)
-    assert response["statusCode"] == 200 and request_log.operations == ["GetItem", "BatchGetItem"]
+    assert response["statusCode"] == 200 and request_log.operations == ["BatchGetItem"]
+    [batch] = request_log.requests("BatchGetItem")
+    results, locks = batch["RequestItems"][world.results_table], batch["RequestItems"][world.lock_table]
+    assert results == {"Keys": [{"job": {"S": JOB}, "slot": {"S": "LATEST"}}], "ConsistentRead": True}
+    assert locks["ConsistentRead"] is True and locks["Keys"][0] == {"pk": {"S": f"lock#{JOB}"}}
+    assert {key["pk"]["S"].split("#")[0] for key in locks["Keys"][1:]} == {"slot"} and len(locks["Keys"]) == 5
     result = body_of(response, models.Result)
     assert result == {
         "freshness": {
@@ -406,7 +412,10 @@ def test_offloaded_rows_are_a_302_to_a_presigned_url_of_the_rows(
             headers = response["headers"]
             assert headers["Cache-Control"] == "no-store" and headers["ETag"].startswith('"')
             assert (headers["X-Slot"], headers["X-Generation"], headers["X-Fencing-Token"]) == (S0.iso, "1", str(token))
-            assert request_log.operations == ["GetItem"]  # S3 is not read: the client fetches the rows
+            # S3 is not read: the client fetches the rows (latest, of a job without a schedule: its LATEST item
+            # alone, in the one BatchGetItem latest sends)
+            latest = path.endswith("/latest")
+            assert request_log.operations == ["BatchGetItem" if latest else "GetItem"]
             # AND Location is a presigned GetObject of the rows' object, which holds the rows as a JSON array
             bucket, key = s3_target(headers["Location"])
             assert bucket == "read-results-overflow"
@@ -434,7 +443,7 @@ def test_offloaded_rows_asked_as_csv_are_answered_as_csv(
     response = get(f"/jobs/{PAUSED_JOB}/results/latest", headers={"Accept": "text/csv"})
     # THEN the CSV itself, its rows read from S3 here (the item, then the object), with the result's own ETag
     assert response["statusCode"] == 200 and response["headers"]["Content-Type"].startswith("text/csv")
-    assert request_log.operations == ["GetItem"]  # DynamoDB's; the S3 GetObject is not on this log
+    assert request_log.operations == ["BatchGetItem"]  # DynamoDB's; the S3 GetObject is not on this log
     table = parse_csv(response["body"])
     assert table[0] == list(world.paused_rows[0]) and len(table) == len(world.paused_rows) + 1
     assert table[1] == [str(value) for value in world.paused_rows[0].values()]

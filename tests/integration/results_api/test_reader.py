@@ -17,6 +17,7 @@ from athena_refresh.errors import ConfigurationError
 from results_api import models
 from results_api import reader as reader_module
 from results_api.errors import BackendUnavailableError, BadParameterError, ResultNotFoundError, UnknownJobError
+from results_api.freshness import latest_with_freshness
 from results_api.reader import ResultsReader, parse_slot
 from slotlock import Slot
 
@@ -367,10 +368,11 @@ def test_more_than_fifty_jobs_take_one_batch_per_fifty(
 
 
 @pytest.fixture
-def unprocessed(ddb: Any) -> Iterator[dict[str, int]]:
+def unprocessed(ddb: Any) -> Iterator[dict[str, Any]]:
     """Make DynamoDB leave keys unprocessed: the first ``fail`` BatchGetItem answers move every key of the
-    results table to ``UnprocessedKeys`` (the answer botocore hands back is edited after the call)."""
-    state = {"fail": 1, "calls": 0}
+    results table (``table``, default: the entry with a ``ProjectionExpression``) to ``UnprocessedKeys`` (the answer
+    botocore hands back is edited after the call)."""
+    state: dict[str, Any] = {"fail": 1, "calls": 0, "table": None}
 
     def edit(parsed: dict[str, Any], model: Any, **_: Any) -> None:
         state["calls"] += 1
@@ -378,7 +380,7 @@ def unprocessed(ddb: Any) -> Iterator[dict[str, int]]:
             return
         request_items = state["request"]
         for table, keys in request_items.items():
-            if "ProjectionExpression" in keys:  # the results table's entry
+            if table == state["table"] or (state["table"] is None and "ProjectionExpression" in keys):
                 parsed.setdefault("UnprocessedKeys", {})[table] = keys
                 parsed.get("Responses", {}).pop(table, None)
 
@@ -394,7 +396,7 @@ def unprocessed(ddb: Any) -> Iterator[dict[str, int]]:
 
 @pytest.mark.backends("moto")  # plain reads
 def test_unprocessed_keys_are_read_again(
-    reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, int], monkeypatch: pytest.MonkeyPatch
+    reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sleeps: list[float] = []
     monkeypatch.setattr(reader_module.time, "sleep", sleeps.append)
@@ -411,7 +413,7 @@ def test_unprocessed_keys_are_read_again(
 
 @pytest.mark.backends("moto")  # plain reads
 def test_keys_left_unprocessed_every_time_are_a_backend_failure(
-    reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, int], monkeypatch: pytest.MonkeyPatch
+    reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sleeps: list[float] = []
     monkeypatch.setattr(reader_module.time, "sleep", sleeps.append)
@@ -421,6 +423,34 @@ def test_keys_left_unprocessed_every_time_are_a_backend_failure(
         reader.jobs()
     assert request_log.operations == ["BatchGetItem"] * 5
     assert sleeps == [0.05, 0.1, 0.2, 0.4]  # back-off between attempts, none after the last
+
+
+@pytest.mark.backends("moto")  # plain reads
+def test_latest_with_its_freshness_is_one_batch_and_reads_unprocessed_keys_again(
+    reader: ResultsReader, world: Any, request_log: Any, unprocessed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr(reader_module.time, "sleep", sleeps.append)
+    expected = reader.latest(JOB)
+    # GIVEN DynamoDB leaves the LATEST item unprocessed once (the lock and slot items are answered)
+    unprocessed["table"] = world.results_table
+    request_log.clear()
+    # WHEN latest is read with its freshness
+    stored, freshness = latest_with_freshness(reader, JOB)
+    # THEN one BatchGetItem across both tables, each strongly consistent, then one for the LATEST item alone, after a
+    # short back-off; the result is the one GetItem reads
+    first, second = request_log.requests("BatchGetItem")
+    assert set(first["RequestItems"]) == {world.results_table, world.lock_table}
+    assert all(entry["ConsistentRead"] is True for entry in first["RequestItems"].values())
+    assert second["RequestItems"] == {world.results_table: first["RequestItems"][world.results_table]}
+    assert sleeps == [0.05]
+    assert stored == expected and freshness["slot"] == expected.slot_iso and freshness["state"] is not None
+    # AND left unprocessed every time, it is a backend failure after the bounded attempts
+    unprocessed.update(fail=1_000, calls=0)
+    sleeps.clear()
+    with pytest.raises(BackendUnavailableError, match="unprocessed 5 times"):
+        latest_with_freshness(reader, JOB)
+    assert sleeps == [0.05, 0.1, 0.2, 0.4]
 
 
 # ---------------------------------------------------------------------------------------------------

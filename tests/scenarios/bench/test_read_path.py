@@ -19,7 +19,7 @@ def endpoint(atomic_moto_endpoint: str) -> Endpoint:
     return Endpoint("moto-atomic", atomic_moto_endpoint)
 
 
-def test_read_path_sends_a_getitem_and_a_batchgetitem_per_latest_and_one_query_per_page(endpoint: Endpoint) -> None:
+def test_read_path_sends_one_batchgetitem_per_latest_and_one_query_per_page(endpoint: Endpoint) -> None:
     # WHEN the scenario runs at its smallest size (history seeded through slotlock and ResultsStore)
     size = read_path.ReadSize(latest_samples=3, history_samples=2, warmup=1, stub_samples=2)
     figures = read_path.read_path(endpoint, scenarios.new_run_id(), size, say=lambda _: None)
@@ -27,15 +27,15 @@ def test_read_path_sends_a_getitem_and_a_batchgetitem_per_latest_and_one_query_p
     # THEN more than a page of history exists, of every kind the seeding writes
     assert figures["seeded"]["records"] == read_path.HISTORY_SLOTS > read_path.PAGE_LIMIT
     assert set(figures["seeded"]["by_status"]) == {"SUCCEEDED", "FAILED", "MISSED"}
-    # AND every GET latest sent exactly two requests, the result's GetItem and its freshness' BatchGetItem (the job's
-    # lock and newest slot items: issue 35), and served the seeded rows
+    # AND every GET latest sent exactly one request, a BatchGetItem of the result's LATEST item and its freshness' lock
+    # and newest slot items (issue 35), and served the seeded rows
     latest = figures["latest"]
     assert latest["requests"] == {
         "calls": 3,
-        "requests_min": 2,
-        "requests_max": 2,
-        "by_operation": {"BatchGetItem": 1, "GetItem": 1},
-        "by_operation_variants": ['{"BatchGetItem": 1, "GetItem": 1}'],
+        "requests_min": 1,
+        "requests_max": 1,
+        "by_operation": {"BatchGetItem": 1},
+        "by_operation_variants": ['{"BatchGetItem": 1}'],
     }
     assert (latest["status"], latest["resolver"]["n"], latest["bare_getitem"]["n"]) == (200, 3, 3)
     assert latest["p50_ratio"] is not None and latest["limit"] == 1.3
@@ -59,7 +59,7 @@ def test_read_path_sends_a_getitem_and_a_batchgetitem_per_latest_and_one_query_p
     assert met[report.READ_TARGETS["history_requests"]] is True
     assert met[report.READ_TARGETS["history_page"]] is True
     assert report.READ_TARGETS["latest_vs_getitem_p50"] in met
-    assert "2: BatchGetItem+GetItem per request" in report_tables.read_path_table(figures)
+    assert "1: BatchGetItem per request" in report_tables.read_path_table(figures)
     assert "1: Query per page" in report_tables.read_path_table(figures)
     assert "GET latest cut at each layer" in report_tables.read_breakdown_table(figures)
 
