@@ -2,7 +2,8 @@
 
 The registry replaces the per-job stack outputs (``JobNames``, ``FunctionName<Job>``): each job stack writes its
 job's entry, and the operator tools (``tools.registry``) read it. This module is the format only: the standard
-library and the one job-name rule (:mod:`slotlock.table`), no AWS call, so ``stacks/`` imports it as it imports
+library, the one job-name rule (:mod:`slotlock.table`) and the bound of the job stacks
+(:data:`athena_refresh.contract.MAX_JOB_STACKS`), no AWS call, so ``stacks/`` imports it as it imports
 :mod:`athena_refresh.contract`:
 
 - the path: ``/<shared stack name>/jobs/`` (the shared stack's output ``JobRegistryPath``), each job's parameter

@@ -9,8 +9,9 @@ and Region would be created in B while A's still exists, and fail ("already exis
 same jobs with 16 and with 64 job stacks (the sample jobs, which do move) and asserts that no fixed physical name of
 a job stack appears in two different stacks across the two synths. Every resource type found in a job stack, and
 every property of it whose name ends in ``Name``, must be judged below (a new one fails until it is).
-https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/stacks.html ("Updating stacks"; resources are
-replaced by creating the new one first, https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html)
+CloudFormation "usually creates the replacement resource first" and deletes the old one after
+(https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html); a
+resource removed from a template is deleted in the update's clean-up, after the new ones exist.
 """
 
 from __future__ import annotations
@@ -30,23 +31,15 @@ from stacks.job_groups import DEFAULT_JOB_STACKS, NEW_PROJECT_JOB_STACKS, group_
 from stacks.stack_settings import STACK_KEY, load_context
 from tests.sample_jobs import stage_jobs
 from tests.stacks import deployment_view
+from tests.stacks.helpers import PHYSICAL_NAME
 
 #: The fixture jobs synthesized: with 16 and 64 job stacks, two of them at least are in different stacks (jump consistent
 #: hashing moves about 3/4 of the jobs from 16 to 64 stacks, into the new ones).
 JOBS = ("carrier-on-time", "flights-dashboard", "top-routes")
-#: Per resource type found in a job stack, the property that would give it a physical name unique in the account and
-#: Region (``None``: the type has none).
-PHYSICAL_NAME: dict[str, str | None] = {
-    "AWS::Lambda::Function": "FunctionName",
-    "AWS::IAM::Role": "RoleName",
-    # an inline policy's PolicyName is unique per role only, and the role is the job's own (a new one in the new stack)
-    # https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-iam-policy.html
-    "AWS::IAM::Policy": None,
-    "AWS::Lambda::EventInvokeConfig": None,
-    "AWS::Scheduler::Schedule": "Name",
-    "AWS::SSM::Parameter": "Name",
-    "AWS::CloudWatch::Alarm": "AlarmName",
-}
+#: Resource types of a job stack that have no physical name (each type with one is in ``helpers.PHYSICAL_NAME``). An
+#: inline policy's PolicyName is unique per role only, and the role is the job's own (a new one in the new stack):
+#: https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-iam-policy.html
+NAMELESS = frozenset({"AWS::IAM::Policy", "AWS::Lambda::EventInvokeConfig"})
 #: Other ``...Name`` properties of those types: they name something else (a resource, a metric), not the resource.
 REFERENCES: dict[str, frozenset[str]] = {
     "AWS::IAM::Policy": frozenset({"PolicyName"}),  # scoped to its role (above)
@@ -109,8 +102,8 @@ def render(value: Any, stack: str) -> str:
 def fixed_names(templates: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
     """Every physical name a job stack's template sets: rendered name -> (stack, logical id).
 
-    :raises AssertionError: a resource type or a ``...Name`` property nobody judged (:data:`PHYSICAL_NAME`,
-        :data:`REFERENCES`), or one name twice.
+    :raises AssertionError: a resource type or a ``...Name`` property nobody judged (``helpers.PHYSICAL_NAME``,
+        :data:`NAMELESS`, :data:`REFERENCES`), or one name twice.
     """
     names: dict[str, tuple[str, str]] = {}
     for stack, template in templates.items():
@@ -118,9 +111,10 @@ def fixed_names(templates: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[s
             continue
         for logical_id, resource in template.get("Resources", {}).items():
             type_ = resource["Type"]
-            assert type_ in PHYSICAL_NAME, f"{stack}/{logical_id}: {type_}: judge its physical name in {__name__}"
+            known = type_ in PHYSICAL_NAME or type_ in NAMELESS
+            assert known, f"{stack}/{logical_id}: {type_}: judge its physical name in {__name__}"
             properties = resource.get("Properties", {})
-            own = PHYSICAL_NAME[type_]
+            own = PHYSICAL_NAME.get(type_)
             unjudged = {key for key in properties if key.endswith("Name")} - {own} - REFERENCES.get(type_, frozenset())
             assert not unjudged, f"{stack}/{logical_id}: {type_}.{sorted(unjudged)}: judge it in {__name__}"
             if own is not None and own in properties:
@@ -193,9 +187,13 @@ def test_the_check_catches_a_registry_name_without_the_job_stack(synths: dict[in
 
 def test_an_unjudged_physical_name_fails_the_check() -> None:
     """A new resource type in a job stack, or a new ``...Name`` property, must be judged before the check passes."""
+    rule = {"S-Jobs-01": {"Resources": {"E": {"Type": "AWS::Events::Rule", "Properties": {"Name": "r"}}}}}
+    with pytest.raises(AssertionError, match="AWS::Events::Rule: judge its physical name"):
+        fixed_names(rule)
+    # a type with a physical name: its name is collected, so a move of it is judged
     queue = {"S-Jobs-01": {"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "q"}}}}}
-    with pytest.raises(AssertionError, match="AWS::SQS::Queue: judge its physical name"):
-        fixed_names(queue)
+    assert fixed_names(queue) == {"q": ("S-Jobs-01", "Q")}
+    assert collisions(queue, {"S-Jobs-02": queue["S-Jobs-01"]}) == ["q: S-Jobs-01 -> S-Jobs-02"]
     role = {"S-Jobs-01": {"Resources": {"R": {"Type": "AWS::IAM::Role", "Properties": {"PathName": "x"}}}}}
     with pytest.raises(AssertionError, match=r"AWS::IAM::Role\.\['PathName'\]: judge it"):
         fixed_names(role)
