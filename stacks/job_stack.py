@@ -67,4 +67,5 @@ class JobGroupStack(cdk.Stack):
                 shared=shared,
                 removal_policy=removal_policy,
                 code_dir=asset_dir,
+                group=group,
             )

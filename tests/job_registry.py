@@ -36,12 +36,19 @@ def entry(job: str, *, function_name: str | None = None, group: int = 0, **overr
     return JobRegistryEntry(**(values | overrides))
 
 
+def group_of(item: JobRegistryEntry) -> int:
+    """The group of the job stack ``item`` names (``<shared>-Jobs-<group>``, as :func:`entry` builds it)."""
+    return int(item.stack.rsplit("-", 1)[-1])
+
+
 def register(ssm: Any, *entries: JobRegistryEntry, path: str = PATH) -> None:
-    """Put each entry's parameter under ``path`` (String, overwriting), as the job stacks do."""
+    """Put each entry's parameter under ``path`` (String, overwriting), named by its job stack's group, as the job
+    stacks do."""
     for item in entries:
-        ssm.put_parameter(Name=parameter_name(path, item.job), Value=entry_value(item), Type="String", Overwrite=True)
+        name = parameter_name(path, item.job, group_of(item))
+        ssm.put_parameter(Name=name, Value=entry_value(item), Type="String", Overwrite=True)
 
 
-def put_raw(ssm: Any, job: str, value: str, *, path: str = PATH) -> None:
+def put_raw(ssm: Any, job: str, value: str, *, path: str = PATH, group: int = 0) -> None:
     """A parameter with any ``value`` (a malformed entry)."""
-    ssm.put_parameter(Name=parameter_name(path, job), Value=value, Type="String", Overwrite=True)
+    ssm.put_parameter(Name=parameter_name(path, job, group), Value=value, Type="String", Overwrite=True)

@@ -40,6 +40,7 @@ LONGEST_FIRST = (
     "test_duckdb_engine.py",
     "test_job.py",
     "test_capacity.py",  # tests/stacks': three syntheses
+    "test_safe_moves.py",  # two syntheses (16 and 64 job stacks)
     "test_bench_harness.py",  # slow
     "test_tools_smoke_test.py",
     "test_reader.py",

@@ -9,8 +9,8 @@ environment variable ``CI`` is set (it is never part of ``make test`` or CI). St
 1. find the job's function, the lock table and the results table: the shared stack's CfnOutputs
    ``LockTableName``, ``ResultsTableName`` (for a missing one, ``DescribeStackResources`` by the logical-id
    prefix ``LockTable`` / ``ResultsTable`` and resource type) and ``JobRegistryPath``; the job's entry in that
-   job registry (:mod:`tools.registry`: ``GetParameter``, or with no ``--job`` ``GetParametersByPath``, which
-   must list exactly one job) names its function, log group and number of racers (the default invocations).
+   job registry (:mod:`tools.registry`: ``GetParametersByPath`` of the job's own path, or with no ``--job`` of
+   the registry, which must list exactly one job) names its function, log group and number of racers (the default invocations).
    The function's ``JOB_NAME`` variable must be the entry's job;
 2. pick a fresh slot: ``--slot``, or the current minute (a real slot newer than it would make it lose
    as superseded, so it is the newest possible); refuse a slot that already has a result;

@@ -2,11 +2,19 @@
 
 The registry replaces the per-job stack outputs (``JobNames``, ``FunctionName<Job>``): each job stack writes its
 job's entry, and the operator tools (``tools.registry``) read it. This module is the format only: the standard
-library and the one job-name rule (:mod:`slotlock.table`), no AWS call, so ``stacks/`` imports it as it imports
+library, the one job-name rule (:mod:`slotlock.table`) and the bound of the job stacks
+(:data:`athena_refresh.contract.MAX_JOB_STACKS`), no AWS call, so ``stacks/`` imports it as it imports
 :mod:`athena_refresh.contract`:
 
 - the path: ``/<shared stack name>/jobs/`` (the shared stack's output ``JobRegistryPath``), each job's parameter
-  ``<path><job>``, e.g. ``/ScheduledAthenaRefresh/jobs/flights-dashboard``;
+  ``<path><job>/<group>``, the group being the two-digit index of the job stack that deploys it, e.g.
+  ``/ScheduledAthenaRefresh/jobs/flights-dashboard/34`` (:func:`parameter_name`). The group is in the name so that
+  a job moving to another job stack (``stack.job_stacks`` raised, ``stack_group`` changed) never collides:
+  CloudFormation may create the new stack's parameter before the old stack deletes its own (two stacks deploy in
+  any order), and a parameter name is unique in the account and Region. One job's entries are the parameters
+  under ``<path><job>/`` (one ``GetParametersByPath``; two while a move is under way, the newer one the move's
+  target); a name without the group (``<path><job>``, what earlier versions wrote) is read as an entry
+  too, until the upgrade's deploy replaces it (:func:`named_job`);
 - the value: compact JSON of at most 4 KB (a Standard-tier parameter), format 1::
 
     {"format": 1, "job": "flights-dashboard", "function_name": "<physical function name>",
@@ -26,6 +34,7 @@ from typing import Any, Final
 
 from slotlock.table import JOB_NAME_RULE, is_valid_job_name
 
+from .contract import MAX_JOB_STACKS
 from .errors import ConfigurationError
 
 REGISTRY_FORMAT: Final = 1
@@ -35,6 +44,8 @@ MAX_VALUE_BYTES: Final = 4096
 JOBS_FOLDER: Final = "jobs"
 #: The shared stack's output naming the registry's path.
 REGISTRY_PATH_OUTPUT: Final = "JobRegistryPath"
+#: The last part of a job's parameter name: its job stack's group in two digits (``MAX_JOB_STACKS`` is 100).
+GROUP_DIGITS: Final = 2
 #: The value's keys, in the order :func:`entry_value` writes them.
 KEYS: Final = (
     "format",
@@ -88,9 +99,34 @@ def registry_path(stack_name: str) -> str:
     return f"/{stack_name}/{JOBS_FOLDER}/"
 
 
-def parameter_name(path: str, job: str) -> str:
-    """The parameter of ``job`` under the registry ``path`` (``/S/jobs/`` or ``/S/jobs``)."""
-    return f"{path.rstrip('/')}/{job}"
+def parameter_name(path: str, job: str, group: int) -> str:
+    """The parameter of ``job`` deployed by job stack ``group`` under the registry ``path`` (``/S/jobs/`` or
+    ``/S/jobs``): ``/S/jobs/<job>/<group:02d>``.
+
+    :raises ValueError: ``group`` outside ``[0, MAX_JOB_STACKS)``.
+    """
+    if isinstance(group, bool) or not 0 <= group < MAX_JOB_STACKS:
+        raise ValueError(f"group must be in [0, {MAX_JOB_STACKS - 1}], got {group!r}")
+    return f"{job_path(path, job)}{group:0{GROUP_DIGITS}d}"
+
+
+def job_path(path: str, job: str) -> str:
+    """The path holding ``job``'s entries: ``/S/jobs/<job>/`` (one per job stack deploying it: one, or two while
+    the job moves)."""
+    return f"{path.rstrip('/')}/{job}/"
+
+
+def named_job(path: str, name: str) -> str | None:
+    """The job a parameter ``name`` under the registry ``path`` is the entry of: ``<path><job>/<two digits>``, or
+    ``<path><job>`` (the name before the group was part of it); ``None`` for any other name (deeper, or not under
+    ``path``): not a job's entry."""
+    prefix = path.rstrip("/") + "/"
+    if not name.startswith(prefix):
+        return None
+    parts = name[len(prefix) :].split("/")
+    if len(parts) == 2 and len(parts[1]) == GROUP_DIGITS and parts[1].isascii() and parts[1].isdigit():
+        parts = parts[:1]
+    return parts[0] if len(parts) == 1 and parts[0] else None
 
 
 def entry_value(entry: JobRegistryEntry) -> str:
@@ -110,9 +146,9 @@ def entry_value(entry: JobRegistryEntry) -> str:
     return text
 
 
-def parse_entry(text: str, *, name: str | None = None) -> JobRegistryEntry:
-    """The entry in a parameter's value ``text``; ``name``: the parameter's name, whose last part must be the
-    entry's job (and is named in the error).
+def parse_entry(text: str, *, name: str | None = None, path: str | None = None) -> JobRegistryEntry:
+    """The entry in a parameter's value ``text``; ``name``: the parameter's name (named in the error) and, with the
+    registry ``path`` it is under, the job it is the entry of (:func:`named_job`), which must be the entry's job.
 
     :raises RegistryEntryError: not JSON, not an object, another ``format``, or a field missing or invalid (every
         problem is listed).
@@ -132,8 +168,9 @@ def parse_entry(text: str, *, name: str | None = None) -> JobRegistryEntry:
         )
         raise RegistryEntryError(where, [problem])
     problems = _problems(document)
-    if name is not None and not problems and name.rsplit("/", 1)[-1] != document["job"]:
-        problems.append(f"job: {document['job']!r}, but the parameter is named for {name.rsplit('/', 1)[-1]!r}")
+    named = named_job(path, name) if name is not None and path is not None else None
+    if named is not None and not problems and named != document["job"]:
+        problems.append(f"job: {document['job']!r}, but the parameter is named for {named!r}")
     if problems:
         raise RegistryEntryError(where, problems)
     return JobRegistryEntry(**{key: document[key] for key in KEYS[1:]})
@@ -163,6 +200,7 @@ def _problems(values: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = [
+    "GROUP_DIGITS",
     "KEYS",
     "MAX_VALUE_BYTES",
     "REGISTRY_FORMAT",
@@ -170,6 +208,8 @@ __all__ = [
     "JobRegistryEntry",
     "RegistryEntryError",
     "entry_value",
+    "job_path",
+    "named_job",
     "parameter_name",
     "parse_entry",
     "registry_path",

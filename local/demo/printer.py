@@ -63,8 +63,8 @@ def deployed_job_lines(job: str) -> list[str]:
             f" shared stack's output {REGISTRY_PATH_OUTPUT}; the operator tools read the same registry:"
         ),
         f"  {output_command('JOBS', REGISTRY_PATH_OUTPUT)}",
-        "  aws ssm get-parameters-by-path --path \"$JOBS\" --query 'Parameters[].Name' --output text",
-        f'  aws ssm get-parameter --name "${{JOBS}}{job}" --query Parameter.Value --output text',
+        "  aws ssm get-parameters-by-path --path \"$JOBS\" --recursive --query 'Parameters[].Name' --output text",
+        f'  aws ssm get-parameters-by-path --path "${{JOBS}}{job}/" --query "Parameters[].Value" --output text',
         f"  .venv/bin/python -m tools.ops status --job {job}",
         f"  .venv/bin/python -m tools.results latest --job {job}",
     ]

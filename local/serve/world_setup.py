@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: The job stack named in the world's registry entries (no CloudFormation stack exists locally).
 LOCAL_STACK = "local-world"
+#: The group in the world's registry names (``<path><job>/00``): the one job stack the world stands for.
+LOCAL_GROUP = 0
 #: Execution environments per function at most (started on demand): a manual run and Lambda's retry beside it.
 MAX_ENVIRONMENTS = 2
 
@@ -62,7 +64,9 @@ def write_registry(ssm: Any, manifest: Mapping[str, Any], stack: str) -> dict[st
             log_group_name=f"/aws/lambda/{function}",
         )
         try:
-            ssm.put_parameter(Name=parameter_name(path, name), Value=entry_value(entry), Type="String", Overwrite=True)
+            ssm.put_parameter(
+                Name=parameter_name(path, name, LOCAL_GROUP), Value=entry_value(entry), Type="String", Overwrite=True
+            )
         except (RegistryEntryError, ClientError, BotoCoreError) as exc:
             raise ServeError(f"could not write the job registry entry of {name}: {exc}") from exc
         entries[name] = entry

@@ -49,18 +49,22 @@ class SharedResources:
     failures: FailureQueue  # every job's on-failure destination; its alarms are the shared stack's
     sample_database: str  # the Glue database the sample tables are cataloged in
     sample_data_prefix: str  # where the sample's files live in ``bucket`` (per table: <prefix><table>/)
-    registry_path: str  # "/<shared stack>/jobs/": each job's registry parameter is <path><job>
+    registry_path: str  # "/<shared stack>/jobs/": each job's registry parameter is <path><job>/<group>
     log_group: logs.ILogGroup  # every job function's log group (one structured line per invocation)
     deployment_name: str  # the shared stack's name: names each job's deferral schedules (stacks.constructs.capacity)
     capacity: CapacitySettings  # the deployment's Athena capacity budget (cdk.json context.stack.capacity)
 
 
 class AthenaJob(Construct):
-    """``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
+    """One job in the job stack of group ``group`` (:mod:`stacks.job_groups`).
+
+    ``function`` (the racer Lambda), ``schedule`` (its :class:`OncePerSlotSchedule`: fan-out, lock grant,
     async retries to the deployment's on-failure queue, the job's one alarm ``NoRecentSuccess`` when the job opts in
-    to its own metrics, ``per_job_metrics = true``), ``registry``
-    (the job's SSM parameter: how tools and people find its function). The function's environment carries the
-    deployment's capacity budget; while it is on, its role may read the semaphore and create the job's own deferral
+    to its own metrics, ``per_job_metrics = true``), ``registry`` (the job's SSM parameter
+    ``<registry path><job>/<group>``: how tools and people find its function). The registry parameter's is the one
+    physical name a job sets, and it carries the group; every other name (function, roles, schedules, alarm) is
+    CloudFormation's, so a job moves between job stacks without a collision (tests/stacks/test_safe_moves.py).
+    The function's environment carries the deployment's capacity budget; while it is on, its role may read the semaphore and create the job's own deferral
     schedules with the job's Scheduler role (:mod:`stacks.constructs.capacity`).
 
     The function's role reads the job's own source only: the sample's table and prefix, or the Glue table
@@ -77,6 +81,7 @@ class AthenaJob(Construct):
         shared: SharedResources,
         removal_policy: cdk.RemovalPolicy,
         code_dir: Path,
+        group: int,
         scheduler_role: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -149,10 +154,12 @@ class AthenaJob(Construct):
         )
         self.failures = self.schedule.failures
         self.alarms = self.schedule.alarms
+        # The name carries the job stack's group: a job moving to another job stack (stack.job_stacks raised,
+        # stack_group changed) creates its new entry beside the old one, never on it (athena_refresh.registry).
         self.registry = ssm.StringParameter(
             self,
             "Registry",
-            parameter_name=registry.parameter_name(shared.registry_path, job_name),
+            parameter_name=registry.parameter_name(shared.registry_path, job_name, group),
             description=f"Scheduled Athena refresh: where job {job_name} is deployed (JSON, format 1)",
             string_value=registry.entry_value(
                 registry.JobRegistryEntry(

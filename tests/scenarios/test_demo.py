@@ -153,8 +153,8 @@ def test_the_deployed_commands_read_the_shared_stack_s_outputs_and_the_job_regis
         )
     assert "FunctionName" not in text and "JobNames" not in text and "FailureQueueUrl" not in text
     # ... and find the job in the registry, as the operator tools do
-    assert f'aws ssm get-parameter --name "${{JOBS}}{FLIGHTS}" --query Parameter.Value --output text' in text
-    assert 'aws ssm get-parameters-by-path --path "$JOBS"' in text
+    assert f'aws ssm get-parameters-by-path --path "${{JOBS}}{FLIGHTS}/" --query "Parameters[].Value"' in text
+    assert 'aws ssm get-parameters-by-path --path "$JOBS" --recursive' in text
     assert f"  .venv/bin/python -m tools.ops status --job {FLIGHTS}" in lines
 
 
@@ -384,7 +384,7 @@ def test_demo_small_run_with_both_faults(tmp_path: Path) -> None:
     assert "curl -s -H 'Accept: text/csv' http://127.0.0.1:8080/jobs/flights-dashboard/results/latest" in tail
     assert "curl -s 'http://127.0.0.1:8080/jobs/carrier-on-time/slots?limit=5'" in tail
     assert '--aws-sigv4 "aws:amz:$AWS_REGION:execute-api"' in tail and '"$READ_API_URL/jobs"' in tail
-    assert 'aws ssm get-parameter --name "${JOBS}flights-dashboard"' in tail  # the job, from the job registry
+    assert 'aws ssm get-parameters-by-path --path "${JOBS}flights-dashboard/"' in tail  # the job, from the registry
     # The handler's Powertools JSON logs went to the per-environment log files, not to the terminal.
     logs = list((workdir / "logs").glob("*/w*.log"))
     assert logs and any('"function_request_id"' in p.read_text(encoding="utf-8") for p in logs)

@@ -13,6 +13,22 @@ DEFAULT_JOB = "flights-dashboard"  # stacks.jobs.DEFAULT_LOCAL_JOB: the job whos
 #: that deployment's lock table holds the permits, and the queries in its workgroups may be looked up (the first is
 #: the other deployment's, which the IAM conformance scenario starts a query in).
 SHARED_BUDGET = {"table_name": "other-deployment-locks", "shared_workgroups": ["other-deployment-wg", "team-b.athena"]}
+#: The property holding a resource type's physical name, unique per account and Region (when it is set): what a
+#: deploy could collide on (tests/stacks/test_upgrade.py, tests/stacks/test_safe_moves.py).
+PHYSICAL_NAME = {
+    "AWS::Athena::WorkGroup": "Name",
+    "AWS::SSM::Parameter": "Name",
+    "AWS::Scheduler::Schedule": "Name",
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+}
 
 
 def job_prefix(job: str = DEFAULT_JOB) -> str:

@@ -353,7 +353,6 @@ EXPECTED_OPERATIONS = {
         ("dynamodb", "GetItem"),
         ("lambda", "Invoke"),
         ("cloudformation", "DescribeStacks"),
-        ("ssm", "GetParameter"),
         ("ssm", "GetParametersByPath"),
     },
 }
@@ -451,8 +450,9 @@ def test_the_offloaded_result_was_read_through_a_presigned_url(recorded: tuple[C
 
 def test_job_functions_are_named_after_their_job_stack(recorded: tuple[ConformanceWorld, CallRecorder]) -> None:
     """Each job function's generated name starts with its own job stack's (the operator's ``RunJobs`` grant,
-    ``function:<stack>-Jobs-*``, relies on it), and its registry entry names that function and stack."""
-    from athena_refresh.registry import parse_entry
+    ``function:<stack>-Jobs-*``, relies on it), and its registry entry, named by that stack's group, names that function
+    and stack."""
+    from athena_refresh.registry import parameter_name, parse_entry, registry_path
 
     world, _ = recorded
     resolved = world.resolved
@@ -461,8 +461,9 @@ def test_job_functions_are_named_after_their_job_stack(recorded: tuple[Conforman
         stack = resolved.stack(function_id)
         assert stack.startswith(f"{resolved.stack_name}-Jobs-"), (job, stack)
         assert resolved.name(function_id).startswith(f"{stack}-"), resolved.name(function_id)
-        name = f"/{resolved.stack_name}/jobs/{job}"
-        entry = parse_entry(parameters[name][1], name=name)
+        path = registry_path(resolved.stack_name)
+        name = parameter_name(path, job, int(stack.rsplit("-", 1)[-1]))
+        entry = parse_entry(parameters[name][1], name=name, path=path)
         assert (entry.function_name, entry.stack) == (resolved.name(function_id), stack), entry
 
 
@@ -546,7 +547,8 @@ def test_the_checker_reports_an_unused_grant() -> None:
 
 def test_the_checker_authorizes_a_registry_listing_on_the_path_itself() -> None:
     """``GetParametersByPath`` is authorized on the requested path (trailing slash dropped), which a grant on the
-    path's children does not cover; ``GetParameter`` on the parameter, which a grant on the path does not."""
+    path's children does not cover (one job's path is a child); ``GetParameter`` on the parameter, which a grant on the
+    path does not."""
     registry = "arn:aws:ssm:us-east-1:123456789012:parameter/S/jobs"
     nowhere = AthenaWorld({}, {})
     listing = RecordedCall("operator", "t", "ssm", "GetParametersByPath", "us-east-1", {"Path": "/S/jobs/"})
@@ -561,3 +563,9 @@ def test_the_checker_authorizes_a_registry_listing_on_the_path_itself() -> None:
     assert evaluate(list_permission, [path]).allowed
     assert evaluate(get_permission, [children]).allowed
     assert not evaluate(get_permission, [path]).allowed
+    # one job's entries (<path><job>/<group>): a listing of the job's own path, which the grant on the children covers
+    (job_permission,) = permissions_for(
+        RecordedCall("operator", "t", "ssm", "GetParametersByPath", "us-east-1", {"Path": "/S/jobs/a/"}), nowhere
+    )
+    assert job_permission.resource == f"{registry}/a"
+    assert evaluate(job_permission, [children]).allowed and not evaluate(job_permission, [path]).allowed

@@ -14,6 +14,7 @@ import pytest
 
 import app
 from athena_refresh import contract
+from athena_refresh.registry import parameter_name, registry_path
 from stacks.job_groups import group_stack_name, job_group
 from stacks.jobs import JobDefinition, load_repo_jobs
 from stacks.stack_settings import STACK_KEY, StackSettings, load_context
@@ -63,8 +64,8 @@ def test_every_job_folder_is_one_job_of_the_stack(
         # NoRecentSuccess: only for a job that opts in to its own metrics (issue 35)
         assert len(of_type(of_job(resources, name), "AWS::CloudWatch::Alarm")) == int(job.config.per_job_metrics), name
         [(parameter_id, parameter)] = of_type(of_job(resources, name), "AWS::SSM::Parameter").items()
-        assert parameter["Properties"]["Name"] == f"/{app.STACK_NAME}/jobs/{name}"
         group = job_group(name, job_stacks, job.config.stack_group)
+        assert parameter["Properties"]["Name"] == parameter_name(registry_path(app.STACK_NAME), name, group)
         assert stack_of[parameter_id] == group_stack_name(group) == stack_of[next(iter(mine))]
     assert not [key for key in outputs if key.startswith(("FunctionName", "FailureQueueUrl-", "JobNames"))]
     # Shared whatever the jobs: one lock table and one results table, one workgroup, one dashboard.

@@ -20,9 +20,10 @@ import pytest
 
 import app
 from athena_refresh import contract
+from athena_refresh.registry import parameter_name, registry_path
 from stacks import REPO_ROOT, quotas
 from stacks.constructs.dashboard import JOB_PLACEHOLDER
-from stacks.job_groups import NEW_PROJECT_JOB_STACKS
+from stacks.job_groups import NEW_PROJECT_JOB_STACKS, job_group
 from tests.sample_jobs import FIXTURE_JOBS_DIR
 from tests.stacks import deployment_view
 from tests.stacks.helpers import HANDLER, as_list, of_type
@@ -143,6 +144,7 @@ def test_each_job_keeps_grants_of_its_own(scaled: tuple[Any, Path, dict[str, Any
         assert {a for s in statements for a in as_list(s["Action"])} == {"lambda:InvokeFunction"}, logical_id
         invoked = set(re.findall(r'"Fn::GetAtt": \["([A-Za-z0-9]+)", "Arn"\]', json.dumps(statements)))
         assert invoked == {function_id}, logical_id
-    # One registry parameter per job, named after it.
+    # One registry parameter per job, named after it and its job stack's group.
     names = sorted(p["Properties"]["Name"] for p in of_type(resources, "AWS::SSM::Parameter").values())
-    assert names == sorted(f"/ScheduledAthenaRefresh/jobs/{job}" for job in functions)
+    path = registry_path(app.STACK_NAME)
+    assert names == sorted(parameter_name(path, job, job_group(job, NEW_PROJECT_JOB_STACKS)) for job in functions)

@@ -19,6 +19,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from tests.stacks import deployment_view
+from tests.stacks.helpers import PHYSICAL_NAME
 
 BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "upgrade" / "one-stack-before.json"
 #: Resource types that may leave the shared stack in the upgrade: each job's function and what served it alone,
@@ -106,23 +107,6 @@ def test_no_fixed_name_is_declared_twice_across_the_stacks(
     assert not in_job_stacks & old_names
     assert ("AWS::Athena::WorkGroup", "athena-refresh") in names
     assert names[("AWS::Athena::WorkGroup", "athena-refresh")].startswith("ScheduledAthenaRefresh/")
-
-
-#: The property holding a resource type's physical name, unique per account and Region (when it is set).
-PHYSICAL_NAME = {
-    "AWS::Athena::WorkGroup": "Name",
-    "AWS::SSM::Parameter": "Name",
-    "AWS::Scheduler::Schedule": "Name",
-    "AWS::DynamoDB::Table": "TableName",
-    "AWS::S3::Bucket": "BucketName",
-    "AWS::Lambda::Function": "FunctionName",
-    "AWS::IAM::Role": "RoleName",
-    "AWS::SQS::Queue": "QueueName",
-    "AWS::SNS::Topic": "TopicName",
-    "AWS::Logs::LogGroup": "LogGroupName",
-    "AWS::CloudWatch::Dashboard": "DashboardName",
-    "AWS::CloudWatch::Alarm": "AlarmName",
-}
 
 
 def _physical_name(resource: dict[str, Any]) -> Any:

@@ -4,7 +4,7 @@
 
 The deployment comes from the shared stack's CloudFormation outputs (``LockTableName``, ``ResultsTableName``,
 ``JobRegistryPath``) and the jobs from its job registry (:mod:`tools.registry`: each job's function and schedule):
-``GetParametersByPath`` for every job, ``GetParameter`` for the one ``--job`` names. ``--lock-table`` and
+``GetParametersByPath`` of the registry for every job, of the job's own path for the one ``--job`` names. ``--lock-table`` and
 ``--results-table`` name the tables instead (the stack is then not read; the registry is ``/<--stack>/jobs/``),
 ``--function JOB=NAME`` overrides a job's function, and ``--endpoint-url`` points DynamoDB at DynamoDB Local. Every
 change is audited with the caller's identity from STS ``GetCallerIdentity``.
@@ -153,7 +153,8 @@ def resolve_deployment(
     ssm: Callable[[], Any] | None = None,
 ) -> Deployment:
     """The deployment: the tables from the flags or the shared stack's outputs, the jobs from its job registry
-    (only ``args.job`` when the command names one: one ``GetParameter``; else every job: ``GetParametersByPath``).
+    (only ``args.job`` when the command names one: ``GetParametersByPath`` of its own path; else every job:
+    ``GetParametersByPath`` of the registry).
     ``cloudformation``, ``ssm``: client factories (``None``: none to read with).
 
     :raises OpsError: a flag is malformed, the stack cannot be read or lacks an output, the job is not in the
@@ -207,7 +208,7 @@ def deployment_tables(
 
 def _selected_entries(args: argparse.Namespace, ssm: Any, path: str) -> tuple[dict[str, JobRegistryEntry], str | None]:
     """The registry entries to read for ``-s/--select`` (:mod:`tools.cli.selection`), and the one plain name when the
-    selection is one (``GetParameter``: its own "no job" answer); any other selection reads every entry
+    selection is one (its own path's listing: its own "no job" answer); any other selection reads every entry
     (``GetParametersByPath``) and :func:`selected_jobs` chooses."""
     single = plain_name(patterns(_select_values(args)))
     return read_registry(ssm, path, single), single

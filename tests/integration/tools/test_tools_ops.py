@@ -148,7 +148,7 @@ def test_a_command_naming_a_job_reads_that_job_only(ssm: Any) -> None:
     ssm.meta.events.register("before-call.ssm.*", lambda model, **_: calls.append(model.name))
     args = build_parser().parse_args(["--stack", "S", "history", "--job", "carrier-on-time"])
     deployment = resolve_deployment(args, lambda: cloudformation, lambda: ssm)
-    assert list(deployment.jobs) == ["carrier-on-time"] and calls == ["GetParameter"]
+    assert list(deployment.jobs) == ["carrier-on-time"] and calls == ["GetParametersByPath"]
     assert deployment.job("carrier-on-time").function_name == "fn-carrier"
 
 
@@ -209,14 +209,14 @@ class MotoSession:
         (
             ["pause", "--job", "nope", "--reason", "r", "--yes"],
             (
-                "refused: no job 'nope' in the job registry /ScheduledAthenaRefresh/jobs/ (no parameter"
-                " /ScheduledAthenaRefresh/jobs/nope); the deployed jobs are the parameters under that path"
+                "refused: no job 'nope' in the job registry /ScheduledAthenaRefresh/jobs/ (no parameter under"
+                " /ScheduledAthenaRefresh/jobs/nope/); the deployed jobs are the parameters under that path"
             ),
         ),
         (
             ["status", "--job", "broken"],
             (
-                "refused: job registry parameter /ScheduledAthenaRefresh/jobs/broken: racers: must be a positive"
+                "refused: job registry parameter /ScheduledAthenaRefresh/jobs/broken/00: racers: must be a positive"
                 " integer, got 0"
             ),
         ),

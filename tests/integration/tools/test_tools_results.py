@@ -370,7 +370,7 @@ def test_a_malformed_registry_entry_is_one_error_line_and_exit_1(world: World) -
     put_raw(ssm, "broken", "{}", path="/Broken/jobs/")
     status, out, err = cli(world, "jobs", "--stack", "Broken", "--lock-table", LOCKS, "--results-table", RESULTS)
     assert (status, out) == (1, "")
-    assert err == "error: job registry parameter /Broken/jobs/broken: format: expected 1, got None" + (
+    assert err == "error: job registry parameter /Broken/jobs/broken/00: format: expected 1, got None" + (
         " (written by another version of this project: use the tools of the version that deployed it)\n"
     )
 

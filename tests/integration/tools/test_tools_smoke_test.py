@@ -195,7 +195,7 @@ def test_a_stack_without_a_job_registry_is_a_clear_error(clients: dict[str, Any]
 def test_a_malformed_entry_is_a_clear_error(clients: dict[str, Any], ssm: Any) -> None:
     put_raw(ssm, JOB, json.dumps({**FLIGHTS.as_dict(), "schedule_expression": "hourly"}))
     expect_stack(clients, OUTPUTS)
-    with pytest.raises(SmokeTestError, match=f"{PATH}{JOB}: schedule_expression: must be a cron"):
+    with pytest.raises(SmokeTestError, match=f"{PATH}{JOB}/00: schedule_expression: must be a cron"):
         discover(clients["cloudformation"], ssm, clients["lambda"], STACK, JOB)
 
 

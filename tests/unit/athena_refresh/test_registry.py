@@ -12,6 +12,8 @@ from athena_refresh.registry import (
     JobRegistryEntry,
     RegistryEntryError,
     entry_value,
+    job_path,
+    named_job,
     parameter_name,
     parse_entry,
     registry_path,
@@ -26,15 +28,40 @@ ENTRY = JobRegistryEntry(
     racers=3,
     log_group_name="/aws/lambda/ScheduledAthenaRefresh-Jobs-03-JobflightsdashboardRefresh-1A2B3C",
 )
-NAME = "/ScheduledAthenaRefresh/jobs/flights-dashboard"
+PATH = "/ScheduledAthenaRefresh/jobs/"
+NAME = "/ScheduledAthenaRefresh/jobs/flights-dashboard/03"
 
 
-def test_the_path_and_the_parameter_follow_the_shared_stack_s_name() -> None:
-    assert registry_path("ScheduledAthenaRefresh") == "/ScheduledAthenaRefresh/jobs/"
-    assert parameter_name("/ScheduledAthenaRefresh/jobs/", "flights-dashboard") == NAME
-    assert parameter_name("/ScheduledAthenaRefresh/jobs", "flights-dashboard") == NAME
+def test_the_path_and_the_parameter_follow_the_shared_stack_s_name_and_the_job_stack_s_group() -> None:
+    assert registry_path("ScheduledAthenaRefresh") == PATH
+    assert parameter_name(PATH, "flights-dashboard", 3) == NAME
+    assert parameter_name("/ScheduledAthenaRefresh/jobs", "flights-dashboard", 3) == NAME
+    assert job_path(PATH, "flights-dashboard") == "/ScheduledAthenaRefresh/jobs/flights-dashboard/"
+    # a job in another job stack has another name: a move creates the new entry beside the old one
+    assert parameter_name(PATH, "flights-dashboard", 43) != NAME
+    for group in (-1, 100, True):
+        with pytest.raises(ValueError, match="group must be in"):
+            parameter_name(PATH, "flights-dashboard", group)
     with pytest.raises(ValueError, match="stack name"):
         registry_path("a/b")
+
+
+@pytest.mark.parametrize(
+    ("name", "job"),
+    [
+        (NAME, "flights-dashboard"),
+        ("/ScheduledAthenaRefresh/jobs/flights-dashboard", "flights-dashboard"),  # as earlier versions named it
+        ("/ScheduledAthenaRefresh/jobs/07", "07"),  # a job named 07, as earlier versions named it
+        ("/ScheduledAthenaRefresh/jobs/07/12", "07"),
+        ("/ScheduledAthenaRefresh/jobs/flights-dashboard/extra", None),
+        ("/ScheduledAthenaRefresh/jobs/flights-dashboard/3", None),
+        ("/ScheduledAthenaRefresh/jobs/flights-dashboard/03/deeper", None),
+        ("/ScheduledAthenaRefresh/jobs/", None),
+        ("/Other/jobs/flights-dashboard/03", None),
+    ],
+)
+def test_the_job_of_a_parameter_is_read_from_its_name(name: str, job: str | None) -> None:
+    assert named_job(PATH, name) == job
 
 
 def test_the_value_is_compact_json_in_the_documented_order_and_reads_back() -> None:
@@ -44,7 +71,7 @@ def test_the_value_is_compact_json_in_the_documented_order_and_reads_back() -> N
     # THEN it is compact JSON, format 1 first, the keys in the documented order, and it reads back equal
     assert " " not in text.replace("cron(0/30 * * * ? *)", "")
     assert list(json.loads(text)) == list(KEYS) and json.loads(text)["format"] == 1
-    assert parse_entry(text, name=NAME) == ENTRY
+    assert parse_entry(text, name=NAME, path=PATH) == ENTRY
 
 
 def test_a_cdk_token_for_a_physical_name_is_written_as_it_is() -> None:
@@ -79,7 +106,7 @@ def test_unknown_keys_are_ignored_so_a_later_version_may_add_some() -> None:
 )
 def test_a_malformed_value_names_the_parameter_and_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(RegistryEntryError) as caught:
-        parse_entry(text, name=NAME)
+        parse_entry(text, name=NAME, path=PATH)
     assert str(caught.value).startswith(f"{NAME}: ") and message in str(caught.value)
     assert caught.value.name == NAME and caught.value.problems
 
