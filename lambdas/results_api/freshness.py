@@ -1,8 +1,9 @@
-"""How fresh a job's latest result is, as ``GET /jobs/{job}/results/latest`` says it (body and headers).
+"""How fresh a job's latest result is, as ``GET /jobs/{job}/results/latest`` says it (body and headers) and the
+dashboard's overview says it of every job (:mod:`results_api.overview`): one function, :func:`freshness_document`.
 
 The watchdog's own decision (:func:`athena_refresh.freshness.decide`) on the job's live lock item and its newest
-slot items, read in one strongly consistent ``BatchGetItem`` (the keys follow from the schedule), at the reader's
-clock. The object (``freshness`` in the JSON body; headers ``X-Late``, ``X-Freshness-State``, ``X-Committed-At``,
+slot items (the keys follow from the schedule: :func:`freshness_slot_keys`), read strongly consistent at the
+reader's clock: ``latest`` in one ``BatchGetItem``, the overview in its batched reads of every job. The object (``freshness`` in the JSON body; headers ``X-Late``, ``X-Freshness-State``, ``X-Committed-At``,
 ``X-Expected-Next-Slot``)::
 
     {"slot": "2026-12-01T10:00:00Z", "committed_at_ms": 1764583202000, "expected_next_slot": "2026-12-01T10:30:00Z",
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from athena_refresh.freshness import JobState, decide, recent_firings
+from athena_refresh.freshness import JobState, JobWatch, decide, recent_firings
 from athena_refresh.stored import StoredResult
 from athena_refresh.watchdog import RECENT_SLOTS, job_watches, observed_from_items
 from slotlock import table
@@ -30,50 +32,72 @@ from .batch import batch_get
 if TYPE_CHECKING:
     from .reader import ResultsReader
 
-__all__ = ["freshness_headers", "freshness_tag", "latest_freshness"]
+__all__ = [
+    "freshness_document",
+    "freshness_headers",
+    "freshness_slot_keys",
+    "freshness_tag",
+    "job_watch",
+    "latest_freshness",
+]
 
 
 def _iso(epoch_s: int | None) -> str | None:
     return None if epoch_s is None else Slot(epoch_s).iso
 
 
-def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> dict[str, Any]:
-    """The ``freshness`` object of ``job``'s latest result ``stored`` (see the module docstring); ``state`` and
-    ``late`` are ``None`` when the catalog has no schedule for the job or its lock item cannot be decoded.
+def job_watch(reader: ResultsReader, job: str) -> JobWatch | None:
+    """What the watchdog knows of ``job`` from ``reader``'s catalog (``None``: no schedule). Computes no period
+    unless the catalog entry lacks ``max_slot_age_s`` (:func:`athena_refresh.watchdog.job_watches`).
 
-    :raises BackendUnavailableError: DynamoDB failed.
+    :raises BadParameterError, UnknownJobError: as :meth:`ResultsReader.check_job`. :raises CronError: that
+        period cannot be computed.
     """
-    now_ms = reader.clock_ms()
+    watches = job_watches({job: reader.check_job(job)})
+    return watches[0] if watches else None
+
+
+def freshness_slot_keys(watch: JobWatch | None, now_ms: int) -> list[str]:
+    """The lock table's slot items the decision reads at ``now_ms`` (epoch ms): those of the schedule's
+    :data:`~athena_refresh.watchdog.RECENT_SLOTS` newest firings, oldest first (none without a ``watch``)."""
+    if watch is None:
+        return []
+    firings = recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
+    return [table.slot_key(watch.job, Slot(epoch).iso) for epoch in firings]
+
+
+def freshness_document(
+    reader: ResultsReader,
+    watch: JobWatch | None,
+    job: str,
+    lock_item: Mapping[str, Any] | None,
+    items: Mapping[str, Any],
+    *,
+    slot: str | None,
+    committed_at_ms: int | None,
+    now_ms: int,
+) -> dict[str, Any]:
+    """The ``freshness`` object (the module docstring) of ``job`` at ``now_ms``: its latest result's ``slot`` and
+    ``committed_at_ms`` (``None``: no result yet), the expected next slot, and the watchdog's decision on its live
+    ``lock_item`` and the slot items of :func:`freshness_slot_keys` found in ``items`` (by partition key, DynamoDB
+    JSON; other keys are ignored). ``state`` and ``late`` are ``None`` without a ``watch`` or when an item cannot
+    be decoded (``reason`` says why). No I/O: the callers batch the reads (``latest``: one ``BatchGetItem``; the
+    overview: :mod:`results_api.overview`)."""
     following = reader.next_slot(job, now_ms)
     document: dict[str, Any] = {
-        "slot": stored.slot_iso,
-        "committed_at_ms": stored.committed_at_ms,
+        "slot": slot,
+        "committed_at_ms": committed_at_ms,
         "expected_next_slot": None if following is None else Slot(int(following.timestamp())).iso,
         "late": None,
         "state": None,
         "due_slot": None,
         "reason": None,
     }
-    watches = job_watches({job: reader.check_job(job)})
-    if not watches:
+    if watch is None:
         return document
-    watch = watches[0]
-    slot_keys = [
-        table.slot_key(job, Slot(epoch).iso)
-        for epoch in recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
-    ]
-    keys = [table.lock_key(job), *slot_keys]
-    request = {reader.lock_table: {"Keys": [{table.PARTITION_KEY: {"S": key}} for key in keys], "ConsistentRead": True}}
-    found = {
-        item[table.PARTITION_KEY]["S"]: item
-        for item in batch_get(reader.dynamodb, request, what=f"the lock and slot items of {job}").get(
-            reader.lock_table, []
-        )
-    }
+    slot_items = {key: items[key] for key in freshness_slot_keys(watch, now_ms) if key in items}
     try:
-        observed = observed_from_items(
-            job, found.get(table.lock_key(job)), {k: found[k] for k in slot_keys if k in found}, None
-        )
+        observed = observed_from_items(job, lock_item, slot_items, None)
     except SlotLockError as exc:
         return {**document, "reason": f"the lock table's items of {job} cannot be read: {exc}"}
     verdict = decide(watch, observed, now_ms)
@@ -84,6 +108,35 @@ def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> d
         "due_slot": _iso(verdict.due_slot_epoch_s),
         "reason": verdict.reason,
     }
+
+
+def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> dict[str, Any]:
+    """The ``freshness`` object of ``job``'s latest result ``stored`` (:func:`freshness_document`), from one
+    consistent ``BatchGetItem`` of the job's lock item and :func:`freshness_slot_keys` (none without a schedule).
+
+    :raises BackendUnavailableError: DynamoDB failed.
+    """
+    now_ms = reader.clock_ms()
+    watch = job_watch(reader, job)
+    found: dict[str, Any] = {}
+    if watch is not None:
+        keys = [table.lock_key(job), *freshness_slot_keys(watch, now_ms)]
+        request = {
+            reader.lock_table: {"Keys": [{table.PARTITION_KEY: {"S": key}} for key in keys], "ConsistentRead": True}
+        }
+        what = f"the lock and slot items of {job}"
+        for item in batch_get(reader.dynamodb, request, what=what).get(reader.lock_table, []):
+            found[item[table.PARTITION_KEY]["S"]] = item
+    return freshness_document(
+        reader,
+        watch,
+        job,
+        found.get(table.lock_key(job)),
+        found,
+        slot=stored.slot_iso,
+        committed_at_ms=stored.committed_at_ms,
+        now_ms=now_ms,
+    )
 
 
 def freshness_tag(freshness: dict[str, Any]) -> str:
