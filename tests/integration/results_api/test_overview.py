@@ -22,9 +22,9 @@ from athena_refresh.cost import format_usd
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
 from athena_refresh.results import ResultsStore
 from results_api import handler, overview
+from results_api.freshness import latest_freshness
 from results_api.overview import NEVER_RUN, read_overview
 from results_api.overview_html import duration, render_overview
-from results_api.freshness import latest_freshness
 from results_api.reader import ResultsReader
 from results_api.widget import DOCUMENTATION, render_widget, widget_response
 from slotlock import Lease, Loss, Slot, SlotLock, pause
@@ -502,9 +502,7 @@ def test_a_dynamodb_failure_is_a_message(make_reader: Callable[..., ResultsReade
 
 
 def test_an_empty_catalog_says_so(make_reader: Callable[..., ResultsReader], world: Any) -> None:
-    assert (
-        render_overview(make_reader(catalog={}), now_ms=0) == "<p>This deployment has no jobs.</p>"
-    )
+    assert render_overview(make_reader(catalog={}), now_ms=0) == "<p>This deployment has no jobs.</p>"
 
 
 @pytest.mark.parametrize(
