@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from athena_refresh.freshness import JobState, JobWatch, decide, recent_firings
@@ -25,9 +25,10 @@ from athena_refresh.stored import StoredResult
 from athena_refresh.watchdog import RECENT_SLOTS, job_watches, observed_from_items
 from slotlock import table
 from slotlock.errors import SlotLockError
+from slotlock.schedule import CronError
 from slotlock.slot import Slot
 
-from .batch import batch_get
+from .batch import MAX_KEYS_PER_BATCH, batch_get
 
 if TYPE_CHECKING:
     from .reader import ResultsReader
@@ -38,7 +39,9 @@ __all__ = [
     "freshness_slot_keys",
     "freshness_tag",
     "job_watch",
+    "jobs_freshness",
     "latest_freshness",
+    "read_lock_table_items",
 ]
 
 
@@ -137,6 +140,77 @@ def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> d
         committed_at_ms=stored.committed_at_ms,
         now_ms=now_ms,
     )
+
+
+def read_lock_table_items(reader: ResultsReader, keys: Sequence[str]) -> dict[str, Any]:
+    """The lock table's items of ``keys`` that exist, by partition key (DynamoDB JSON): one consistent
+    ``BatchGetItem`` per 100 distinct keys (:func:`results_api.batch.batch_get`).
+
+    :raises BackendUnavailableError: DynamoDB failed.
+    """
+    ordered = list(dict.fromkeys(keys))
+    found: dict[str, Any] = {}
+    for start in range(0, len(ordered), MAX_KEYS_PER_BATCH):
+        request = {
+            reader.lock_table: {
+                "Keys": [{table.PARTITION_KEY: {"S": key}} for key in ordered[start : start + MAX_KEYS_PER_BATCH]],
+                "ConsistentRead": True,
+            }
+        }
+        for item in batch_get(reader.dynamodb, request, what="the jobs' slot records").get(reader.lock_table, []):
+            key = item.get(table.PARTITION_KEY, {}).get("S")
+            if isinstance(key, str):
+                found[key] = item
+    return found
+
+
+def _pointed_result(pointer: Mapping[str, Any] | None) -> tuple[str | None, int | None]:
+    """The slot and commit time (epoch ms) of the result a LATEST item points to (DynamoDB JSON; only those two
+    attributes are read, so an edited ``cost_json`` leaves them readable); ``None`` for what is absent or not of
+    its type."""
+    slot = (pointer or {}).get("latest_slot", {}).get("S")
+    committed = (pointer or {}).get("committed_at_ms", {}).get("N")
+    try:
+        committed_ms = int(committed) if isinstance(committed, str) else None
+    except ValueError:
+        committed_ms = None
+    return (slot if isinstance(slot, str) else None), committed_ms
+
+
+def jobs_freshness(
+    reader: ResultsReader,
+    locks: Mapping[str, Any],
+    pointers: Mapping[str, Any],
+    *,
+    now_ms: int,
+    extra_keys: Sequence[str] = (),
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The ``freshness`` object of every job of ``reader``'s catalog at ``now_ms`` (by job), from the live lock
+    items and LATEST items already read (``locks``, ``pointers``: by job, DynamoDB JSON; ``latest_slot`` and
+    ``committed_at_ms`` are read from a pointer) and one consistent ``BatchGetItem`` per 100 distinct slot keys
+    (each scheduled job's :func:`freshness_slot_keys`, plus ``extra_keys``); also returns the items read, by key.
+    A job whose schedule's period cannot be computed has a ``reason`` saying so, ``state`` ``None``.
+
+    :raises BackendUnavailableError: DynamoDB failed.
+    """
+    watches: dict[str, JobWatch | None] = {}
+    problems: dict[str, str] = {}
+    keys = list(extra_keys)
+    for job in reader.job_names():
+        try:
+            watches[job] = job_watch(reader, job)
+        except CronError as exc:
+            watches[job], problems[job] = None, f"the schedule's period cannot be computed: {exc}"
+        keys += freshness_slot_keys(watches[job], now_ms)
+    items = read_lock_table_items(reader, keys)
+    documents = {}
+    for job, watch in watches.items():
+        slot, committed = _pointed_result(pointers.get(job))
+        document = freshness_document(
+            reader, watch, job, locks.get(job), items, slot=slot, committed_at_ms=committed, now_ms=now_ms
+        )
+        documents[job] = {**document, "reason": problems[job]} if job in problems else document
+    return documents, items
 
 
 def freshness_tag(freshness: dict[str, Any]) -> str:

@@ -22,28 +22,27 @@ The last slot is the newest the live lock item knows (its lease, last finished o
 item never saw (a delivery that has not started, a MISSED ``paused`` record) does not show there: the freshness
 (late, with its due slot) covers a schedule that stopped.
 
-A job whose items cannot be decoded (an edited item), or whose schedule's period cannot be computed, is one row with
-an error cell: the overview never fails for one job; it fails as a whole (a message) only when DynamoDB does.
+A job whose items cannot be decoded (an edited item) is one row with an error cell: the overview never fails for one
+job; it fails as a whole (a message) only when DynamoDB does.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from athena_refresh.failures import describe_failure
-from athena_refresh.freshness import JobState, JobWatch
+from athena_refresh.freshness import JobState
 from athena_refresh.stored import plain_item
 from slotlock import LockRecord, table
 from slotlock.codec import decode_lock_item, decode_slot_item
 from slotlock.slot import Slot
 from slotlock.table import PAUSE_REASON, PAUSED_BY
 
-from .batch import MAX_KEYS_PER_BATCH, batch_get
-from .freshness import freshness_document, freshness_slot_keys, job_watch
+from .freshness import jobs_freshness
 from .reader import JOBS_PER_BATCH, ResultsReader
 
 logger = logging.getLogger(__name__)
@@ -99,29 +98,12 @@ def read_overview(reader: ResultsReader, *, now_ms: int) -> list[JobRow]:
         chunk_locks, chunk_pointers = reader.job_items(chunk, pointer_fields=POINTER_FIELDS)
         locks.update(chunk_locks)
         pointers.update(chunk_pointers)
-    watches: dict[str, JobWatch | None] = {}
-    problems: dict[str, str] = {}
-    keys: list[str] = []
-    for name in names:
-        probe = _newest_slot_or_none(name, locks[name]) if name in locks else None
-        if probe is not None:
-            keys.append(table.slot_key(name, probe.iso))
-        try:
-            watches[name] = job_watch(reader, name)
-        except Exception as exc:  # a schedule whose period cannot be computed: that job's error cell
-            logger.exception("overview: job %s: no freshness", name)
-            problems[name] = cut(f"{type(exc).__name__}: {exc}")
-            continue
-        keys += freshness_slot_keys(watches[name], now_ms)
-    items = _slot_items(reader, keys)
-
+    probes = [table.slot_key(name, slot.iso) for name in names if (slot := _newest_slot_or_none(name, locks.get(name)))]
+    freshness, items = jobs_freshness(reader, locks, pointers, now_ms=now_ms, extra_keys=probes)
     rows = []
     for name in names:
         try:
-            if name in problems:
-                row = JobRow(name, status="UNKNOWN", problem=problems[name])
-            else:
-                row = job_row(reader, name, locks.get(name), items, pointers.get(name), watches[name], now_ms=now_ms)
+            row = job_row(name, locks.get(name), items, pointers.get(name), freshness[name], now_ms=now_ms)
         except Exception as exc:  # an edited item, whatever it holds, is that job's error cell
             logger.exception("overview: job %s cannot be shown", name)
             row = JobRow(name, status="UNKNOWN", problem=cut(f"{type(exc).__name__}: {exc}"))
@@ -135,32 +117,14 @@ def newest_slot(record: LockRecord) -> Slot | None:
     return max((slot for slot in known if slot is not None), default=None)
 
 
-def _newest_slot_or_none(name: str, lock_item: Mapping[str, Any]) -> Slot | None:
+def _newest_slot_or_none(name: str, lock_item: Mapping[str, Any] | None) -> Slot | None:
+    if not lock_item:
+        return None
     try:
         return newest_slot(decode_lock_item(lock_item, table.lock_key(name)))
     except Exception:  # no slot to read: job_row reports the item as the row's error
         logger.debug("overview: job %s: no slot to read", name, exc_info=True)
         return None
-
-
-def _slot_items(reader: ResultsReader, keys: Sequence[str]) -> dict[str, Any]:
-    """The lock table's items of ``keys`` that exist, by partition key: one consistent ``BatchGetItem`` per 100
-    distinct keys."""
-    ordered = list(dict.fromkeys(keys))
-    found: dict[str, Any] = {}
-    for start in range(0, len(ordered), MAX_KEYS_PER_BATCH):
-        request = {
-            reader.lock_table: {
-                "Keys": [{table.PARTITION_KEY: {"S": key}} for key in ordered[start : start + MAX_KEYS_PER_BATCH]],
-                "ConsistentRead": True,
-            }
-        }
-        items = batch_get(reader.dynamodb, request, what="the jobs' slot records").get(reader.lock_table, [])
-        for item in items:
-            key = item.get(table.PARTITION_KEY, {}).get("S")
-            if isinstance(key, str):
-                found[key] = item
-    return found
 
 
 def last_slot(reader: ResultsReader, name: str, *, now_ms: int) -> tuple[str, str, str | None] | None:
@@ -184,34 +148,21 @@ def last_slot(reader: ResultsReader, name: str, *, now_ms: int) -> tuple[str, st
 
 
 def job_row(
-    reader: ResultsReader,
     name: str,
     lock_item: Mapping[str, Any] | None,
     items: Mapping[str, Any],
     pointer: Mapping[str, Any] | None,
-    watch: JobWatch | None,
+    freshness: Mapping[str, Any],
     *,
     now_ms: int,
 ) -> JobRow:
     """The row of job ``name`` at ``now_ms`` from its live lock item, the slot items read (by partition key: its
-    newest slot's and those of :func:`~results_api.freshness.freshness_slot_keys`) and its LATEST item (DynamoDB
-    JSON; ``None``: absent), and what the watchdog knows of it (``watch``).
+    newest slot's among them) and its LATEST item (DynamoDB JSON; ``None``: absent), and its ``freshness``
+    (:func:`~results_api.freshness.jobs_freshness`).
 
     :raises Exception: an item cannot be decoded (:func:`read_overview` makes it the row's error cell).
     """
     cost_usd, cost_of = _cost(pointer)
-    values = plain_item(pointer) if pointer else {}
-    slot, committed = values.get("latest_slot"), values.get("committed_at_ms")
-    freshness = freshness_document(
-        reader,
-        watch,
-        name,
-        lock_item,
-        items,
-        slot=slot if isinstance(slot, str) else None,
-        committed_at_ms=committed if isinstance(committed, int) and not isinstance(committed, bool) else None,
-        now_ms=now_ms,
-    )
     if not lock_item:
         return JobRow(name, freshness=freshness, cost_usd=cost_usd, cost_of=cost_of)
     record = decode_lock_item(lock_item, table.lock_key(name))
