@@ -371,7 +371,7 @@ def test_dashboard_layout_overview_then_one_job_section(body: dict[str, Any]) ->
     ]
     assert layout == [
         ("text", "# Scheduled Athena refresh: 2 jobs"),
-        ("custom", "Every job: last slot, last success, lease, paused, cost, how to fetch"),
+        ("custom", "Every job: last slot, freshness, last success, lease, paused, latest result, how to fetch"),
         ("alarm", "Deployment alarms"),
         ("metric", "Failed slot invocations waiting (on-failure queue, DLQ)"),
         ("metric", "Stale writes, corrupt lock items, thresholds exceeded (every job)"),
