@@ -60,12 +60,21 @@ def job_watch(reader: ResultsReader, job: str) -> JobWatch | None:
     return watches[0] if watches else None
 
 
-def freshness_slot_keys(watch: JobWatch | None, now_ms: int) -> list[str]:
+def freshness_slot_keys(
+    watch: JobWatch | None, now_ms: int, memo: dict[tuple[str, str, int], list[int]] | None = None
+) -> list[str]:
     """The lock table's slot items the decision reads at ``now_ms`` (epoch ms): those of the schedule's
-    :data:`~athena_refresh.watchdog.RECENT_SLOTS` newest firings, oldest first (none without a ``watch``)."""
+    :data:`~athena_refresh.watchdog.RECENT_SLOTS` newest firings, oldest first (none without a ``watch``). ``memo``
+    keeps the firings of each (expression, time zone, now) across the jobs of one read: jobs share schedules, and a
+    frequent schedule's firings take about a millisecond each to compute."""
     if watch is None:
         return []
-    firings = recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
+    key = (watch.expression, watch.timezone, now_ms)
+    firings = (memo or {}).get(key)
+    if firings is None:
+        firings = recent_firings(watch, now_ms, after_epoch_s=None, count=RECENT_SLOTS)
+        if memo is not None:
+            memo[key] = firings
     return [table.slot_key(watch.job, Slot(epoch).iso) for epoch in firings]
 
 
@@ -79,11 +88,12 @@ def freshness_document(
     slot: str | None,
     committed_at_ms: int | None,
     now_ms: int,
+    slot_keys: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The ``freshness`` object (the module docstring) of ``job`` at ``now_ms``: its latest result's ``slot`` and
     ``committed_at_ms`` (``None``: no result yet), the expected next slot, and the watchdog's decision on its live
-    ``lock_item`` and the slot items of :func:`freshness_slot_keys` found in ``items`` (by partition key, DynamoDB
-    JSON; other keys are ignored). ``state`` and ``late`` are ``None`` without a ``watch`` or when an item cannot
+    ``lock_item`` and the slot items of :func:`freshness_slot_keys` (``slot_keys`` when the caller computed them)
+    found in ``items`` (by partition key, DynamoDB JSON; other keys are ignored). ``state`` and ``late`` are ``None`` without a ``watch`` or when an item cannot
     be decoded (``reason`` says why). No I/O: the callers batch the reads (``latest``: one ``BatchGetItem``; the
     overview: :mod:`results_api.overview`)."""
     following = reader.next_slot(job, now_ms)
@@ -98,7 +108,8 @@ def freshness_document(
     }
     if watch is None:
         return document
-    slot_items = {key: items[key] for key in freshness_slot_keys(watch, now_ms) if key in items}
+    keys = freshness_slot_keys(watch, now_ms) if slot_keys is None else slot_keys
+    slot_items = {key: items[key] for key in keys if key in items}
     try:
         observed = observed_from_items(job, lock_item, slot_items, None)
     except SlotLockError as exc:
@@ -122,8 +133,9 @@ def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> d
     now_ms = reader.clock_ms()
     watch = job_watch(reader, job)
     found: dict[str, Any] = {}
+    slot_keys = freshness_slot_keys(watch, now_ms)
     if watch is not None:
-        keys = [table.lock_key(job), *freshness_slot_keys(watch, now_ms)]
+        keys = [table.lock_key(job), *slot_keys]
         request = {
             reader.lock_table: {"Keys": [{table.PARTITION_KEY: {"S": key}} for key in keys], "ConsistentRead": True}
         }
@@ -139,6 +151,7 @@ def latest_freshness(reader: ResultsReader, job: str, stored: StoredResult) -> d
         slot=stored.slot_iso,
         committed_at_ms=stored.committed_at_ms,
         now_ms=now_ms,
+        slot_keys=slot_keys,
     )
 
 
@@ -195,19 +208,28 @@ def jobs_freshness(
     """
     watches: dict[str, JobWatch | None] = {}
     problems: dict[str, str] = {}
-    keys = list(extra_keys)
+    slot_keys: dict[str, list[str]] = {}
+    memo: dict[tuple[str, str, int], list[int]] = {}
     for job in reader.job_names():
         try:
             watches[job] = job_watch(reader, job)
         except CronError as exc:
             watches[job], problems[job] = None, f"the schedule's period cannot be computed: {exc}"
-        keys += freshness_slot_keys(watches[job], now_ms)
-    items = read_lock_table_items(reader, keys)
+        slot_keys[job] = freshness_slot_keys(watches[job], now_ms, memo)
+    items = read_lock_table_items(reader, [*extra_keys, *(key for keys in slot_keys.values() for key in keys)])
     documents = {}
     for job, watch in watches.items():
         slot, committed = _pointed_result(pointers.get(job))
         document = freshness_document(
-            reader, watch, job, locks.get(job), items, slot=slot, committed_at_ms=committed, now_ms=now_ms
+            reader,
+            watch,
+            job,
+            locks.get(job),
+            items,
+            slot=slot,
+            committed_at_ms=committed,
+            now_ms=now_ms,
+            slot_keys=slot_keys[job],
         )
         documents[job] = {**document, "reason": problems[job]} if job in problems else document
     return documents, items
