@@ -153,7 +153,8 @@ class ScheduledAthenaRefreshStack(cdk.Stack):
             "Dashboard",
             job_names=[job.job_name for job in jobs],
             widget_function=self.read_api.widget_function,
-            alarms=list(self.alarms.alarms.values()),
+            # every deployment-wide alarm on the dashboard: the shared stack's and the watchdog's
+            alarms=[*self.alarms.alarms.values(), *self.watchdog.alarms.values()],
             failure_queue=failures.queue,
             failure_dead_letter_queue=failures.dead_letter_queue,
             log_group=job_logs,

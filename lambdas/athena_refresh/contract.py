@@ -342,8 +342,9 @@ def watchdog_period_s(shortest_job_periods_s: Iterable[int]) -> int:
 #: widget and the picked job's runs, stacks/constructs/dashboard.py): what ``make cost`` bills per view.
 DASHBOARD_LOG_QUERIES_PER_VIEW: Final = 2
 #: A job is stale when its last success is older than this many schedule periods (its longest gap,
-#: ``slotlock.schedule.cron_period``): the dashboard overview flags it (``results_api.overview``), and
-#: the stack's ``NoRecentSuccess`` alarm (``slotlock_cdk.OncePerSlotSchedule``, given this number) uses the same number.
+#: ``slotlock.schedule.cron_period``): the opt-in per-job ``NoRecentSuccess`` alarm's rule
+#: (``slotlock_cdk.OncePerSlotSchedule``, given this number). The dashboard's overview says the watchdog's freshness
+#: instead, as the read API's ``latest`` does (``results_api.freshness``).
 STALE_AFTER_PERIODS: Final = 2
 
 # --- No longer emitted: former metrics, now fields of the invocation's log line (LOG_ONLY_FIELDS) ---

@@ -89,8 +89,9 @@ def job_watches(catalog: Mapping[str, CatalogQuery]) -> list[JobWatch]:
         schedule = query.schedule
         if schedule is None:
             continue
-        period = cron_period(schedule.expression, schedule.timezone).shortest_s
-        age = schedule.max_slot_age_s or period
+        # The period (years of firings scanned) only for a catalog without max_slot_age_s: the read side builds
+        # these per request (results_api.freshness).
+        age = schedule.max_slot_age_s or cron_period(schedule.expression, schedule.timezone).shortest_s
         grace = schedule.freshness_s or age + 300
         watches.append(JobWatch(name, schedule.expression, schedule.timezone, grace_s=grace, max_slot_age_s=age))
     return watches

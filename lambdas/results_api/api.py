@@ -3,7 +3,8 @@ over :class:`results_api.reader.ResultsReader`.
 
 Routes (API Gateway HTTP API, payload format 2.0, IAM authorization on every route: the stack's ``ReadApi``):
 
-- ``GET /jobs``: every job with schedule, live lease (held or free), pause, last success and latest slot;
+- ``GET /jobs``: every job with schedule, live lease (held or free), pause, last success, latest slot and freshness
+  (as ``latest`` says it; the slot items it reads: ``results_api.freshness.jobs_freshness``);
 - ``GET /jobs/{job}/results/latest``: the newest committed result and its freshness (``results_api.freshness``):
   **one** DynamoDB ``BatchGetItem`` across the results and the lock table;
 - ``GET /jobs/{job}/results/{slot}[?generation=N]``: one slot's result (default: its newest committed generation);
@@ -153,7 +154,7 @@ def create_app(reader: ResultsReader) -> APIGatewayHttpResolver:
 
     @app.get(
         "/jobs",
-        summary="Every job: schedule, lease, pause, last success, latest slot",
+        summary="Every job: schedule, lease, pause, last success, latest slot, freshness",
         responses={
             200: {"description": "the jobs", "content": {JSON: {"model": models.Jobs}, **_CSV_CONTENT}},
             **_PROBLEMS,

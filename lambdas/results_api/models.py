@@ -45,6 +45,19 @@ class LatestPointer(_Model):
     committed_at_ms: int | None = None
 
 
+class Freshness(_Model):
+    slot: str | None = Field(description="the latest result's slot, ISO 8601 UTC; null (GET /jobs): no result yet")
+    committed_at_ms: int | None = Field(description="when it was committed, epoch milliseconds; null: no result yet")
+    expected_next_slot: str | None = Field(description="the schedule's next firing after now, ISO 8601 UTC")
+    late: bool | None = Field(
+        description="the latest firing whose freshness_s grace is over has no finished slot (the watchdog's rule);"
+        " null when unknown"
+    )
+    state: str | None = Field(description="on_time, waiting, late, failing or paused (docs/watchdog.md)")
+    due_slot: str | None = Field(description="the latest firing whose grace is over, ISO 8601 UTC")
+    reason: str | None = Field(description="why, in one line")
+
+
 class Job(_Model):
     job: str
     schedule: Schedule | None
@@ -55,6 +68,9 @@ class Job(_Model):
     last_finished: LastFinished
     latest: LatestPointer
     problem: str | None = Field(None, description="why the lock item could not be read, if it could not")
+    freshness: Freshness | None = Field(
+        None, description="how fresh the job is, as GET /jobs/{job}/results/latest says it (docs/watchdog.md)"
+    )
 
 
 class Jobs(_Model):
@@ -80,19 +96,6 @@ class CostEstimate(_Model):
         "lambda_gb_s, lambda_requests, read_units, write_units"
     )
     prices: dict[str, str] = Field(description="region, requested_region and retrieved (date) of the price table")
-
-
-class Freshness(_Model):
-    slot: str = Field(description="the latest result's slot, ISO 8601 UTC")
-    committed_at_ms: int = Field(description="when it was committed, epoch milliseconds")
-    expected_next_slot: str | None = Field(description="the schedule's next firing after now, ISO 8601 UTC")
-    late: bool | None = Field(
-        description="the latest firing whose freshness_s grace is over has no finished slot (the watchdog's rule);"
-        " null when unknown"
-    )
-    state: str | None = Field(description="on_time, waiting, late, failing or paused (docs/watchdog.md)")
-    due_slot: str | None = Field(description="the latest firing whose grace is over, ISO 8601 UTC")
-    reason: str | None = Field(description="why, in one line")
 
 
 class Result(_Model):

@@ -12,8 +12,9 @@ Reads, by request:
 - :meth:`ResultsReader.history`: one ``Query`` per page on the lock table's sparse history index
   (``slotlock.SlotHistory``), continued with an opaque :mod:`results_api.tokens` token. A ``status`` filter is
   applied by DynamoDB after ``Limit``, so a filtered page may be short, even empty, with a ``next_token``.
-- :meth:`ResultsReader.jobs`: one ``BatchGetItem`` for every job's live lock item and LATEST pointer (repeated
-  only for keys DynamoDB leaves unprocessed: :func:`results_api.batch.batch_get`).
+- :meth:`ResultsReader.jobs`: one ``BatchGetItem`` per 50 jobs of their live lock items and LATEST pointers
+  (repeated only for keys DynamoDB leaves unprocessed: :func:`results_api.batch.batch_get`), then one per 100 of
+  the slot items their freshness reads (:func:`results_api.freshness.jobs_freshness`).
 
 Results reads are strongly consistent (the results table is read by key); history reads are eventually
 consistent (a global secondary index offers nothing else). Nothing here writes.
@@ -48,6 +49,7 @@ from slotlock.slot import Slot
 from . import tokens
 from .batch import batch_get
 from .errors import BackendUnavailableError, BadParameterError, ResultNotFoundError, UnknownJobError
+from .freshness import jobs_freshness
 from .views import JobSummary, history_entry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,18 +173,22 @@ class ResultsReader:
         return self.catalog[job]
 
     def jobs(self) -> list[JobSummary]:
-        """Every job of the catalog, by name, from one ``BatchGetItem`` per 50 jobs.
+        """Every job of the catalog, by name, with its freshness as ``latest`` says it
+        (:func:`results_api.freshness.jobs_freshness`): one ``BatchGetItem`` per 50 jobs of the lock and LATEST
+        items, then one per 100 of the slot items the freshness reads (at most 4 a scheduled job).
 
         :raises BackendUnavailableError: DynamoDB failed.
         """
         names = self.job_names()
         now_ms = self.clock_ms()
-        summaries: list[JobSummary] = []
+        locks: dict[str, Any] = {}
+        pointers: dict[str, Any] = {}
         for start in range(0, len(names), JOBS_PER_BATCH):
-            chunk = names[start : start + JOBS_PER_BATCH]
-            locks, pointers = self.job_items(chunk)
-            summaries.extend(self._summary(name, locks.get(name), pointers.get(name), now_ms) for name in chunk)
-        return summaries
+            chunk_locks, chunk_pointers = self.job_items(names[start : start + JOBS_PER_BATCH])
+            locks.update(chunk_locks)
+            pointers.update(chunk_pointers)
+        freshness, _ = jobs_freshness(self, locks, pointers, now_ms=now_ms)
+        return [self._summary(name, locks.get(name), pointers.get(name), now_ms, freshness[name]) for name in names]
 
     def job_items(
         self, names: list[str], *, pointer_fields: tuple[str, ...] = POINTER_FIELDS
@@ -219,12 +225,14 @@ class ResultsReader:
         }
         return locks, pointers
 
-    def _summary(self, name: str, lock_item: Any, pointer: Any, now_ms: int) -> JobSummary:
+    def _summary(
+        self, name: str, lock_item: Any, pointer: Any, now_ms: int, freshness: dict[str, Any] | None = None
+    ) -> JobSummary:
         schedule = self.catalog[name].schedule
-        latest: dict[str, Any] = {}
+        latest: dict[str, Any] = {"freshness": freshness}
         if pointer:
             values = plain_item(pointer)
-            latest = {
+            latest |= {
                 "latest_slot": values.get("latest_slot") if isinstance(values.get("latest_slot"), str) else None,
                 "latest_generation": _int_or_none(values.get("latest_generation", table.LIVE_GENERATION)),
                 "latest_fencing_token": _int_or_none(values.get("fencing_token")),

@@ -3,6 +3,7 @@ generation of a job's history (:func:`history_entry`). :mod:`results_api.reader`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +24,16 @@ JOB_COLUMNS = (
     "last_success_slot",
     "last_success_at_ms",
     "schedule",
+    "freshness_state",
+    "late",
+    "expected_next_slot",
 )
 
 
 @dataclass(frozen=True)
 class JobSummary:
-    """One job of ``GET /jobs``: schedule, the live lease, the pause, the last success and the latest result.
+    """One job of ``GET /jobs``: schedule, the live lease, the pause, the last success, the latest result and its
+    freshness (the object ``latest`` returns, for a job without a result too: ``slot`` null).
 
     ``lease_state``: ``held`` (an unexpired live lease), ``free``, or ``unknown`` (the lock item cannot be
     decoded: ``problem`` says why). Times are epoch milliseconds.
@@ -52,6 +57,7 @@ class JobSummary:
     problem: str | None = None
     last_finished_slot: str | None = None
     last_finished_outcome: str | None = None
+    freshness: Mapping[str, Any] | None = None  # results_api.freshness.freshness_document: as ``latest`` says it
 
     def csv_row(self) -> dict[str, Any]:
         """The flat row of ``GET /jobs`` as CSV (:data:`JOB_COLUMNS`; the schedule as JSON text)."""
@@ -65,10 +71,13 @@ class JobSummary:
             "last_success_slot": self.last_success_slot,
             "last_success_at_ms": self.last_success_at_ms,
             "schedule": self.schedule.as_dict() if self.schedule else None,
+            "freshness_state": (self.freshness or {}).get("state"),
+            "late": (self.freshness or {}).get("late"),
+            "expected_next_slot": (self.freshness or {}).get("expected_next_slot"),
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON object of the API (nested: ``schedule``, ``lease``, ``last_success``, ``latest``)."""
+        """The JSON object of the API (nested: ``schedule``, ``lease``, ``last_success``, ``latest``, ``freshness``)."""
         return {
             "job": self.job,
             "schedule": self.schedule.as_dict() if self.schedule else None,
@@ -90,6 +99,7 @@ class JobSummary:
                 "committed_at_ms": self.latest_committed_at_ms,
             },
             "problem": self.problem,
+            "freshness": dict(self.freshness) if self.freshness is not None else None,
         }
 
 

@@ -5,8 +5,8 @@
   last slot's failure when it FAILED or MISSED (the table is then the last good result; one ``GetItem`` of the lock
   item, a second of that slot's record, each a one-key ``BatchGetItem``); with no result yet, the last slot's status and reason;
 - ``{"view": "overview"}``: every job of the deployment in one table, one row per job (status of the last slot,
-  age of the last success against the period, lease, pause, cost estimate, how to fetch the result):
-  :mod:`results_api.overview` (one ``BatchGetItem`` per 50 jobs, and one per 100 last-slot records).
+  freshness as ``latest`` says it, age of the last success, lease, pause, the latest result and its cost estimate,
+  how to fetch it): :mod:`results_api.overview` (one ``BatchGetItem`` per 50 jobs, and one per 100 slot records).
 
 CloudWatch calls the widget's Lambda with the widget's ``params`` merged into the event plus ``widgetContext``;
 the function returns HTML, which CloudWatch renders sanitised. With ``describe`` set it returns the widget's
@@ -28,7 +28,7 @@ from typing import Any
 from athena_refresh.cost import format_usd
 from athena_refresh.stored import StoredResult
 
-from . import overview
+from . import overview, overview_html
 from .errors import ResultNotFoundError, ResultsApiError
 from .reader import ResultsReader
 
@@ -46,10 +46,11 @@ params:
   job: flights-dashboard   # the job's name
 ```
 
-**Overview**: every job of the deployment, one row each: status of its last slot, age of its last success against
-its schedule's period (stale past two periods), live lease holder, pause, the latest result's cost estimate, and
-how to fetch the result. Stale, failed and unreadable jobs first. One DynamoDB BatchGetItem per 50 jobs, plus one
-per 100 last-slot records.
+**Overview**: every job of the deployment, one row each: status of its last slot, its freshness as the API's
+`latest` says it (on time, waiting, late, failing or paused; late yes or no; the expected next slot), age of its
+last success, live lease holder, pause, the latest result (slot, commit time, cost estimate), and how to fetch it.
+Late, failing, failed and unreadable jobs first. One DynamoDB BatchGetItem per 50 jobs, plus one per 100 slot
+records (each job's last slot and its 4 newest firings).
 
 ```
 params:
@@ -102,7 +103,7 @@ def widget_response(event: Mapping[str, Any], reader: ResultsReader, *, now_ms: 
     if view is None:
         return render_widget(reader, event.get("job"), now_ms=now_ms)
     if view == overview.VIEW:
-        return overview.render_overview(reader, now_ms=now_ms)
+        return overview_html.render_overview(reader, now_ms=now_ms)
     shown = html.escape(repr(view)[:60])
     return _message(
         f"Unknown view {shown}: the param <code>view</code> takes <code>{overview.VIEW}</code> (every job); "

@@ -28,7 +28,7 @@ __all__ = [
     "alarm_topic",
 ]
 
-STALE_AFTER_PERIODS = contract.STALE_AFTER_PERIODS  # the dashboard overview flags a job stale alike
+STALE_AFTER_PERIODS = contract.STALE_AFTER_PERIODS  # the opt-in per-job NoRecentSuccess alarm's rule
 
 
 def alarm_topic(scope: Construct, construct_id: str, *, email: str | None, label: str) -> sns.Topic:

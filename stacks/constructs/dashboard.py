@@ -5,8 +5,9 @@ Its size does not grow with the number of jobs (CloudWatch allows at most 500 wi
 Body Structure and Syntax", https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html):
 
 - **Overview**: the read side's custom widget called with ``{"view": "overview"}`` lists every job (status of the
-  last slot, age of the last success against the period, lease holder, paused, last estimated cost, and how to
-  fetch the result with SigV4); the deployment-wide alarms; the on-failure queue; the deployment-wide counts
+  last slot, its freshness as the read API's ``latest`` says it, age of the last success, lease holder, paused, the
+  latest result and its estimated cost, and how to fetch it with SigV4); the deployment-wide alarms (the shared
+  stack's and the freshness watchdog's); the on-failure queue; the deployment-wide counts
   (:data:`DEPLOYMENT_COUNTS`); the Athena capacity budget (:data:`CAPACITY_METRICS`: permits in use against the
   configured permits, the wait for a permit); the job functions' Lambda errors and throttles, summed with a
   ``SEARCH`` on the job stacks' name prefix; the latest runs of every job (Logs Insights over the one job log group).
@@ -144,7 +145,7 @@ class DeploymentDashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.CustomWidget(
                 function_arn=widget_function.function_arn,
-                title="Every job: last slot, last success, lease, paused, cost, how to fetch",
+                title="Every job: last slot, freshness, last success, lease, paused, latest result, how to fetch",
                 params=OVERVIEW_PARAMS,
                 width=FULL_WIDTH,
                 height=overview_height(len(job_names)),

@@ -213,6 +213,11 @@ def _read_scenarios(world: ConformanceWorld, slots: dict[str, list[str]]) -> Non
     assert f"<b>{len(world.refresh_functions)}</b> jobs" in overview, overview[:500]
     for job in world.refresh_functions:
         assert job in overview, (job, overview[:500])
+    # each row's freshness (its slot items read by BatchGetItem under the read role): a state, late yes or no
+    assert overview.count(" &middot; late: ") == len(world.refresh_functions), overview[:1000]
+    # GET /jobs says each job's freshness from the same reads
+    jobs = json.loads(world.invoke_read(READ_API, _api_event("/jobs", ""))["body"])["jobs"]
+    assert all(job["freshness"]["state"] is not None for job in jobs), jobs
 
 
 def _watchdog_scenarios(world: ConformanceWorld) -> None:

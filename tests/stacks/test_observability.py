@@ -371,7 +371,7 @@ def test_dashboard_layout_overview_then_one_job_section(body: dict[str, Any]) ->
     ]
     assert layout == [
         ("text", "# Scheduled Athena refresh: 2 jobs"),
-        ("custom", "Every job: last slot, last success, lease, paused, cost, how to fetch"),
+        ("custom", "Every job: last slot, freshness, last success, lease, paused, latest result, how to fetch"),
         ("alarm", "Deployment alarms"),
         ("metric", "Failed slot invocations waiting (on-failure queue, DLQ)"),
         ("metric", "Stale writes, corrupt lock items, thresholds exceeded (every job)"),
@@ -426,7 +426,9 @@ def test_dashboard_shows_the_deployment_alarms_and_the_failure_queues(
 ) -> None:
     (status,) = [w for w in body["widgets"] if w["type"] == "alarm"]
     alarm_ids = [re.fullmatch(r"<GetAtt (\w+)\.Arn>", arn).group(1) for arn in status["properties"]["alarms"]]  # type: ignore[union-attr]
-    assert [_name(logical_id, "Alarms") for logical_id in alarm_ids] == list(DEPLOYMENT_ALARMS)
+    # the shared stack's alarms, then the freshness watchdog's (issue 35): every deployment-wide alarm
+    shown = [_name(i, "Watchdog" if i.startswith("Watchdog") else "Alarms") for i in alarm_ids]
+    assert shown == [*DEPLOYMENT_ALARMS, *WATCHDOG_ALARMS]
     assert all(resources[logical_id]["Type"] == "AWS::CloudWatch::Alarm" for logical_id in alarm_ids)
     queues = [
         dims

@@ -391,7 +391,7 @@ def test_the_overview_widget_is_backed_by_the_widget_function(
     assert widget["properties"] == {
         "endpoint": f"<GetAtt {function_id}.Arn>",
         "params": OVERVIEW_PARAMS,
-        "title": "Every job: last slot, last success, lease, paused, cost, how to fetch",
+        "title": "Every job: last slot, freshness, last success, lease, paused, latest result, how to fetch",
         "updateOn": {"refresh": True, "resize": False, "timeRange": False},
     }
     assert OVERVIEW_PARAMS == {"view": "overview"}

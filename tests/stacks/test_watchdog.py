@@ -13,7 +13,7 @@ from aws_cdk.assertions import Capture, Match, Template
 
 from athena_refresh import contract
 from stacks.constructs.watchdog import HANDLER, SILENT_AFTER_PERIODS
-from tests.stacks.helpers import actions_on, of_type
+from tests.stacks.helpers import actions_on, dashboard_body, of_type
 
 PERIOD_S = 900
 
@@ -127,3 +127,20 @@ def test_least_privilege_reads_by_key_and_publishes_to_the_alarm_topic(shared_te
         "dynamodb:UpdateItem",
     }
     assert "sns:Publish" in actions_on(statements, "AlarmTopic")
+
+
+def test_the_dashboards_alarm_widget_lists_both_watchdog_alarms(shared_template: Template) -> None:
+    """The dashboard's "Deployment alarms" status widget shows the watchdog's two alarms beside the shared stack's."""
+    parts = Capture()
+    shared_template.has_resource_properties("AWS::CloudWatch::Dashboard", {"DashboardBody": {"Fn::Join": ["", parts]}})
+    alarm_refs = [
+        part["Fn::GetAtt"][0]
+        for part in parts.as_array()
+        if isinstance(part, dict) and "Fn::GetAtt" in part and part["Fn::GetAtt"][1] == "Arn"
+    ]
+    resources = shared_template.to_json()["Resources"]
+    watchdog = sorted(k for k in of_type(resources, "AWS::CloudWatch::Alarm") if k.startswith("Watchdog"))
+    assert [k[len("Watchdog") : -8] for k in watchdog] == ["JobsLateOrFailing", "WatchdogSilent"]
+    assert set(watchdog) <= set(alarm_refs)
+    (status,) = [w for w in dashboard_body(resources, None)["widgets"] if w["type"] == "alarm"]
+    assert [f"<GetAtt {k}.Arn>" for k in watchdog] == status["properties"]["alarms"][-2:]

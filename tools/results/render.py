@@ -88,8 +88,29 @@ def render_result(console: Console, document: dict[str, Any], now_s: float) -> N
     console.print(rendered)
 
 
+def freshness_cell(freshness: Any) -> Text:
+    """A job's ``freshness`` (as ``latest`` says it) in the jobs table: the state (bold red when late), then the
+    expected next slot; ``-`` when unknown (no schedule in the catalog)."""
+    if not isinstance(freshness, dict) or not freshness.get("state"):
+        return Text("-")
+    cell = Text(printable(str(freshness["state"]).replace("_", " ")), style="bold red" if freshness.get("late") else "")
+    cell.append(printable(f", next {freshness.get('expected_next_slot') or '-'}"))
+    return cell
+
+
 def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> None:
-    columns = ("job", "schedule", "lease", "paused", "latest slot", "gen", "token", "committed", "last success")
+    columns = (
+        "job",
+        "schedule",
+        "freshness",
+        "lease",
+        "paused",
+        "latest slot",
+        "gen",
+        "token",
+        "committed",
+        "last success",
+    )
     rendered = table(columns, right=("gen", "token"), title="jobs")
     for job in document.get("jobs", []):
         schedule = job.get("schedule") or {}
@@ -111,6 +132,7 @@ def render_jobs(console: Console, document: dict[str, Any], now_s: float) -> Non
                 if schedule
                 else "-"
             ),
+            freshness_cell(job.get("freshness")),
             meta(lease_text),
             meta(paused),
             meta(latest.get("slot") or "-"),

@@ -79,9 +79,14 @@ def parse_csv(text: str) -> list[list[str]]:
 def test_jobs_as_json(get: Callable[..., dict[str, Any]], world: Any, request_log: Any) -> None:
     request_log.clear()
     response = get("/jobs")
-    assert response["statusCode"] == 200 and request_log.operations == ["BatchGetItem"]
+    # one BatchGetItem of the lock and LATEST items, one of the slot items the freshness reads
+    assert response["statusCode"] == 200 and request_log.operations == ["BatchGetItem"] * 2
     assert response["headers"]["Cache-Control"] == "no-cache" and response["headers"]["Vary"] == "Accept"
     jobs = {job["job"]: job for job in body_of(response, models.Jobs)["jobs"]}
+    # each job's freshness is what latest says (results_api.freshness), for a job without a result too
+    latest = json.loads(get(f"/jobs/{JOB}/results/latest")["body"])
+    assert jobs[JOB]["freshness"] == latest["freshness"] and jobs[JOB]["freshness"]["state"] == "on_time"
+    assert (jobs["daily-ny"]["freshness"]["slot"], jobs["daily-ny"]["freshness"]["late"]) == (None, True)
     assert list(jobs) == sorted(world.catalog)
     assert jobs[JOB]["lease"] == {
         "state": "held",
@@ -120,6 +125,9 @@ def test_jobs_as_csv(get: Callable[..., dict[str, Any]], world: Any) -> None:
         "last_success_slot": S3.iso,
         "last_success_at_ms": str(world.committed_at_ms[(S3, 1)]),
         "schedule": "",
+        "freshness_state": "on_time",
+        "late": "false",
+        "expected_next_slot": "2026-11-22T02:30:00Z",
     }
     assert json.loads(by_job[JOB]["schedule"]) == {"expression": "cron(0/30 * * * ? *)", "timezone": "UTC", "racers": 3}
     assert (by_job[PAUSED_JOB]["paused"], by_job[PAUSED_JOB]["schedule"]) == ("true", "")  # NULL: empty

@@ -265,7 +265,7 @@ def test_a_tampered_latest_item_is_a_backend_failure_not_a_crash(reader: Results
 # jobs
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.backends("moto")  # plain reads
-def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer(
+def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer_then_one_of_slot_items(
     reader: ResultsReader, world: Any, request_log: Any, clock: Any
 ) -> None:
     s0, s3, s4 = world.history[-1][0], world.history[1][0], world.history[0][0]
@@ -275,14 +275,21 @@ def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer(
     summaries = reader.jobs()
 
     # THEN one BatchGetItem read, consistently, each job's live lock item and its LATEST pointer (no rows)
-    assert request_log.operations == ["BatchGetItem"]
-    [batch] = request_log.requests("BatchGetItem")
+    assert request_log.operations == ["BatchGetItem"] * 2
+    batch, slots = request_log.requests("BatchGetItem")
     lock_keys = batch["RequestItems"][world.lock_table]
     pointer_keys = batch["RequestItems"][world.results_table]
     assert sorted(key["pk"]["S"] for key in lock_keys["Keys"]) == sorted(f"lock#{job}" for job in world.catalog)
     assert sorted(key["job"]["S"] for key in pointer_keys["Keys"]) == sorted(world.catalog)
     assert lock_keys["ConsistentRead"] is True and pointer_keys["ConsistentRead"] is True
     assert "rows_json" not in pointer_keys["ExpressionAttributeNames"].values()
+    # AND a second one the slot items their freshness decides on: each scheduled job's 4 newest firings (the paused
+    # job has no schedule)
+    assert (
+        set(slots["RequestItems"]) == {world.lock_table} and slots["RequestItems"][world.lock_table]["ConsistentRead"]
+    )
+    slot_jobs = [key["pk"]["S"].split("#")[1] for key in slots["RequestItems"][world.lock_table]["Keys"]]
+    assert sorted(slot_jobs) == sorted([JOB, IDLE_JOB, TAMPERED_JOB] * 4)
 
     # AND every job of the catalog comes back, by name
     assert [summary.job for summary in summaries] == sorted(world.catalog)
@@ -299,6 +306,12 @@ def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer(
     assert running.latest_fencing_token == world.tokens[(s3, 1)]
     assert running.latest_committed_at_ms == world.committed_at_ms[(s3, 1)]
     assert running.schedule == CatalogSchedule("cron(0/30 * * * ? *)", "UTC", 3)
+    # its freshness is what latest says of it (one function: results_api.freshness), on time
+    assert running.freshness == latest_with_freshness(reader, JOB)[1]
+    assert running.freshness is not None and (running.freshness["state"], running.freshness["late"]) == (
+        "on_time",
+        False,
+    )
 
     # the paused job: free, paused for good, its one result the latest; no schedule in its catalog entry
     paused = by_job[PAUSED_JOB]
@@ -323,6 +336,8 @@ def test_jobs_is_one_batch_get_of_every_lock_item_and_latest_pointer(
         None,
     )
     assert idle.schedule == CatalogSchedule("cron(0 6 * * ? *)", "America/New_York", 2)
+    assert idle.freshness is not None and idle.freshness["slot"] is None and idle.freshness["late"] is True
+    assert paused.freshness is not None and paused.freshness["state"] is None  # no schedule: not judged
 
     # the tampered lock item: reported "unknown" with the reason, not raised
     tampered = by_job[TAMPERED_JOB]
@@ -359,10 +374,11 @@ def test_more_than_fifty_jobs_take_one_batch_per_fifty(
     request_log.clear()
     summaries = reader.jobs()
 
-    # THEN three batches of at most 50 jobs, and every job once, the seeded ones as before
-    assert request_log.operations == ["BatchGetItem"] * 3
+    # THEN three batches of at most 50 jobs, and every job once, the seeded ones as before; then one of the slot
+    # items the freshness of the 3 scheduled jobs reads (4 each)
+    assert request_log.operations == ["BatchGetItem"] * 4
     sizes = [len(body["RequestItems"][reader.lock_table]["Keys"]) for body in request_log.requests("BatchGetItem")]
-    assert sizes == [50, 50, 23]
+    assert sizes == [50, 50, 23, 12]
     assert [summary.job for summary in summaries] == sorted(many)
     assert {summary.lease_state for summary in summaries} == {"free"}
 
@@ -404,7 +420,8 @@ def test_unprocessed_keys_are_read_again(
     request_log.clear()
     summaries = reader.jobs()
     # THEN a second BatchGetItem asks for exactly those, after a short back-off, and nothing is lost
-    first, second = request_log.requests("BatchGetItem")
+    first, second, slots = request_log.requests("BatchGetItem")  # then the slot items of the freshness
+    assert set(slots["RequestItems"]) == {world.lock_table}
     assert set(second["RequestItems"]) == {world.results_table}
     assert second["RequestItems"][world.results_table]["Keys"] == first["RequestItems"][world.results_table]["Keys"]
     assert sleeps == [0.05]

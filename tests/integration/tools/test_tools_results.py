@@ -36,6 +36,7 @@ from botocore.credentials import Credentials
 from botocore.stub import Stubber
 
 from athena_refresh.engine import Column, QueryResult, QueryStatistics
+from athena_refresh.freshness import JobState
 from athena_refresh.results import ResultsStore, create_results_table
 from results_api.api import create_app
 from results_api.reader import ResultsReader
@@ -264,13 +265,18 @@ def test_jobs_lists_every_job_of_the_registry(world: World) -> None:  # here the
     assert status == 0 and set(jobs) == {"flights-dashboard", "carrier-on-time"}
     assert jobs[JOB]["latest"]["slot"] == S1.iso and jobs[JOB]["lease"]["state"] == "free"
     assert jobs["carrier-on-time"]["latest"]["slot"] is None
+    assert (jobs[JOB]["freshness"]["slot"], jobs["carrier-on-time"]["freshness"]["slot"]) == (S1.iso, None)
+    assert {job["freshness"]["state"] for job in jobs.values()} <= set(JobState.ALL)
 
     status, out, _ = direct(world, "jobs", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out, newline="")))
     assert status == 0 and {r["job"]: r["latest_slot"] for r in rows} == {JOB: S1.iso, "carrier-on-time": ""}
+    assert {r["freshness_state"] for r in rows} <= set(JobState.ALL) and {r["late"] for r in rows} <= {"true", "false"}
 
     status, out, _ = direct(world, "jobs")
     assert status == 0 and "carrier-on-time" in out and "cron(0/30 * * * ? *)" in out
+    # each job's freshness, as latest says it (the real clock: the state is the watchdog's at this moment)
+    assert "freshness" in out.splitlines()[2] and f"{jobs[JOB]['freshness']['state'].replace('_', ' ')}, next " in out
 
     # the command's own session (the environment's credentials and region: moto's here)
     out_buffer, err_buffer = io.StringIO(), io.StringIO()
