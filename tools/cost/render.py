@@ -109,7 +109,7 @@ def assumptions(report: Report) -> list[str]:
     lines.append(
         f"Dashboard views: {dep.views_per_month:g} a month (--dashboard-views; each refresh counts: auto-refresh every"
         f" minute is 1,440 a day). Each runs the overview widget once (one {usage.WIDGET_DURATION_MS:g} ms invocation"
-        f" at the read side's memory, reading per job its lock item, LATEST item and last slot's history item with"
+        f" at the read side's memory, reading per job its lock item, LATEST item and its 4 newest slots' items (its freshness) with"
         f" consistent BatchGetItem: {dep.overview_read_units_per_view} RRU per view) and the 'Latest runs' Logs"
         f" Insights query over the one job log group for the dashboard's default {usage.DASHBOARD_RANGE_H} hours: the"
         f" log bytes every job writes in {usage.DASHBOARD_RANGE_H} hours"

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from athena_refresh import contract
 from athena_refresh.cost import COST_ATTRIBUTE_BYTES, LOCK_ITEM_BYTES, SLOT_ITEM_BYTES, SlotUsage, commit_write_units
+from athena_refresh.watchdog import RECENT_SLOTS
 from slotlock.capacity import READ_UNIT_BYTES, estimate_write_units, item_size_bytes
 
 # The arithmetic the stack's value-metrics warning shares (stacks may not import tools/), re-exported here.
@@ -215,19 +216,22 @@ DEFAULT_DASHBOARD_VIEWS_PER_MONTH: Final = 600
 #: The dashboard's default time range (stacks/constructs/dashboard.py ``DEFAULT_INTERVAL``): what the "Latest runs"
 #: widget scans of the one job log group per view.
 DASHBOARD_RANGE_H: Final = 3
-#: One overview render of the widget function: INIT (views are minutes apart: mostly cold) plus ceil(N / 50) and
-#: ceil(N / 100) BatchGetItem requests and the HTML.
+#: One overview render of the widget function: INIT (views are minutes apart: mostly cold) plus ceil(N / 50)
+#: BatchGetItem requests of the lock and LATEST items, ceil(4 N / 100) of the freshness' slot items, and the HTML.
 WIDGET_DURATION_MS: Final = 1_000.0
 
 
 def overview_read_units(result_writes: Sequence[Mapping[str, Any]], summary_bytes: int) -> int:
     """RRU the overview reads per job per render (consistent BatchGetItem, billed by the whole item, whatever the
     projection): the lock item, the LATEST item (as large as the result item the commit writes, with its cost
-    attribute) and the newest slot's history item (its summary and cost)."""
+    attribute) and the slot items of its freshness: the schedule's
+    :data:`~athena_refresh.watchdog.RECENT_SLOTS` newest firings (the last slot is among them while the job keeps
+    its schedule; an item not found still costs a read unit: an upper bound)."""
     items = [w["Put"]["Item"] for w in result_writes if "Put" in w and "Item" in w["Put"]]
     latest = max((item_size_bytes(item) for item in items), default=0) + COST_ATTRIBUTE_BYTES
     slot_item = SLOT_ITEM_BYTES + summary_bytes + COST_ATTRIBUTE_BYTES
-    return sum(math.ceil(size / READ_UNIT_BYTES) for size in (LOCK_ITEM_BYTES, latest, slot_item))
+    slot_units = RECENT_SLOTS * math.ceil(slot_item / READ_UNIT_BYTES)
+    return slot_units + sum(math.ceil(size / READ_UNIT_BYTES) for size in (LOCK_ITEM_BYTES, latest))
 
 
 # --- inputs and the estimate ----------------------------------------------------------------------------------

@@ -314,9 +314,9 @@ def test_the_dashboard_range_is_the_one_the_cost_scans(synthesis: Synthesis) -> 
 # --- the deployment's share and the fixed monthly cost ------------------------------------------------------------
 def test_overview_read_units_per_job() -> None:
     small = usage.overview_read_units((usage.sized_put(500), usage.sized_put(500)), 300)
-    assert small == 3  # lock item, LATEST (500 + 768 B) and the slot's history item: under 4 KB each
+    assert small == 6  # lock item, LATEST (500 + 768 B) and the 4 newest slots' items: under 4 KB each
     big = usage.overview_read_units((usage.sized_put(10_000),), 300)
-    assert big == 1 + math.ceil((10_000 + 768) / 4096) + 1
+    assert big == 1 + math.ceil((10_000 + 768) / 4096) + 4
 
 
 def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
@@ -338,7 +338,7 @@ def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
         assert d.total_usd == pytest.approx(sum(d.parts.values()), abs=1e-9)
         assert d.share_usd == pytest.approx(d.total_usd / d.jobs, abs=1e-6)
     assert (two.jobs, fifty.jobs) == (2, 50)
-    # per view: the jobs' 3 hours of logs scanned by each of the dashboard's 2 log queries, and 3 RRU per job read
+    # per view: the jobs' 3 hours of logs scanned by each of the dashboard's 2 log queries, and 6 RRU per job read
     assert contract.DASHBOARD_LOG_QUERIES_PER_VIEW == 2
     scanned = 2 * job.log_bytes_per_month * 3 / 730.5 / 2**30 * 2
     assert two.logs_insights_gb_per_view == pytest.approx(scanned)
@@ -350,8 +350,8 @@ def test_the_deployment_share_divides_by_the_job_count(prices: Prices) -> None:
     )
     assert ten_times.parts["logs_insights"] == pytest.approx(600 * scanned * 0.05, abs=1e-6)
     assert fifty.logs_insights_gb_per_view == pytest.approx(25 * scanned)
-    assert (two.overview_read_units_per_view, fifty.overview_read_units_per_view) == (6, 150)
-    assert two.parts["widget_dynamodb"] == pytest.approx(600 * 6 * prices.dynamodb_usd_per_million_read_units / 1e6)
+    assert (two.overview_read_units_per_view, fifty.overview_read_units_per_view) == (12, 300)
+    assert two.parts["widget_dynamodb"] == pytest.approx(600 * 12 * prices.dynamodb_usd_per_million_read_units / 1e6)
     lambda_view = 0.25 * 1.0 * prices.lambda_usd_per_gb_s["arm64"] + prices.lambda_usd_per_million_requests / 1e6
     assert two.parts["widget_lambda"] == fifty.parts["widget_lambda"] == pytest.approx(600 * lambda_view, abs=1e-6)
     # What is paid once is shared: the share falls by the once-paid parts x (1/2 - 1/50).
