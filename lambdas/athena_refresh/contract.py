@@ -316,6 +316,8 @@ METRIC_WATCHDOG_RUNS: Final = "WatchdogRuns"  # unit Count: 1 per run (the heart
 WATCHDOG_METRICS: Final = (METRIC_JOBS_LATE, METRIC_JOBS_FAILING, METRIC_OLDEST_LATENESS_S, METRIC_WATCHDOG_RUNS)
 #: The watchdog's own lock (``lock#athena-once-watchdog``) and history; no job folder may take this name.
 WATCHDOG_JOB_NAME: Final = "athena-once-watchdog"
+#: The watchdog's invocations per schedule slot (one winner under its lock; the second covers a lost invocation).
+WATCHDOG_RACERS: Final = 2
 #: The watchdog's environment: the alarm topic it notifies and the stack named in its commands.
 ENV_ALARM_TOPIC_ARN: Final = "ALARM_TOPIC_ARN"
 ENV_DEPLOYMENT_STACK: Final = "DEPLOYMENT_STACK"

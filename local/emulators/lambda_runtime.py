@@ -204,8 +204,12 @@ class Runtime:
         )
 
     def deps_options(self) -> dict[str, Any]:
-        """More parts of the deps (``Deps.from_settings`` keywords: ``clock_ms``, ``deferral``, ...); none here."""
-        return {}
+        """More parts of the deps (``Deps.from_settings`` keywords: ``clock_ms``, ``deferral``, ...): the world's
+        clock when :data:`local.emulators.clock.CLOCK_FILE_ENV` names one (the local world), else none."""
+        from local.emulators.clock import clock_from_environment
+
+        clock = clock_from_environment()
+        return {} if clock is None else {"clock_ms": clock.now_ms}
 
     def checkpoint(self, checkpoint: str, lease: Any) -> None:
         """Report a checkpoint; apply this invocation's fault if it names this checkpoint."""

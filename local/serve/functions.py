@@ -7,6 +7,8 @@ asynchronously, then poll the lock table), this is to it locally:
   execution environments running the real handler on the DuckDB engine (:mod:`local.emulators.lambda_runtime`),
   started cold on the first invocation (none before: a world of forty jobs costs nothing until used) and kept
   warm, with Lambda's asynchronous retries. One thread steps every service; invocations reach it through a queue.
+  The deployment's own functions (the freshness watchdog) run in process (:attr:`LocalFunction.inline`). Time is
+  the world's clock (``clock_ms``: :class:`local.emulators.clock.WorldClock`): the schedules fire on it.
 - **the Invoke API** (:class:`InvokeServer`): ``POST /2015-03-31/functions/{FunctionName}/invocations`` on
   127.0.0.1, as boto3's Lambda client sends it (``endpoint_url``): ``X-Amz-Invocation-Type: Event`` is queued and
   answered ``202`` with the request id in ``x-amzn-RequestId``
@@ -50,17 +52,26 @@ MAX_COLD_START_FAILURES = 3
 IDLE_RECLAIM_S = 600.0
 
 
+#: An in-process function: ``(event, request_id) -> outcome`` (the deployment's own functions, such as the watchdog).
+InlineHandler = Callable[[dict[str, Any], str], Any]
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 @dataclass(frozen=True)
 class LocalFunction:
     """One job's function: its name and how to run it (``config``: the fake Lambda service's function), and its
     job's schedule (``cron(...)`` in ``timezone``, ``racers`` invocations a firing) for :class:`FunctionHost`'s live
-    schedule."""
+    schedule. ``inline``: the function runs in this process instead, one thread per invocation (``config`` unused)."""
 
     job: str
-    config: FunctionConfig
+    config: FunctionConfig | None
     schedule_expression: str = ""
     schedule_timezone: str = "UTC"
     racers: int = 1
+    inline: InlineHandler | None = None
 
 
 class FunctionHost:
@@ -68,7 +79,10 @@ class FunctionHost:
 
     ``live``: also fire each job's schedule as EventBridge Scheduler does: at each firing, ``racers`` asynchronous
     invocations of the job's function with the stack's Scheduler input (:func:`local.scenario.driver.scheduler_event`),
-    from the first firing after :meth:`start` on.
+    from the first firing after :meth:`start` on, by ``clock_ms`` (epoch ms; default the wall clock). What an
+    operator or a test does to a schedule: :meth:`disable_schedule` / :meth:`enable_schedule` (the Scheduler's
+    schedule state), :attr:`delivery_delay_s` (each firing of a function delivered that many seconds late, as the
+    Scheduler's retries deliver a throttled target's events); :meth:`wait_idle` waits until nothing due is left.
 
     ``before_first``: called once in the stepping thread before the first invocation is delivered (preparing the
     sample data); an exception there is logged, and that invocation is dropped (the operator's wait says it never
@@ -82,8 +96,16 @@ class FunctionHost:
         before_first: Callable[[], None] | None = None,
         log: Callable[[str], None] | None = None,
         live: bool = False,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.functions = dict(functions)  # function name -> function
+        self.clock_ms = clock_ms
+        self.delivery_delay_s: dict[str, float] = {}  # function -> seconds each firing is delivered late
+        self.disabled: set[str] = set()  # functions whose schedule is disabled
+        self._delayed: list[tuple[int, str, dict[str, Any]]] = []  # (deliver at, epoch ms; function; event)
+        self._accepted = 0  # invocations queued and not yet handed to their service or thread
+        self._inline_running = 0
+        self._count_lock = threading.Lock()
         self.services: dict[str, FakeLambda] = {}
         self.errors: list[str] = []
         self.log = log or (lambda line: None)
@@ -99,14 +121,48 @@ class FunctionHost:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def now(self) -> dt.datetime:
+        """The world's time (``clock_ms``) as an aware UTC datetime."""
+        return dt.datetime.fromtimestamp(self.clock_ms() / 1000, dt.UTC)
+
+    def _schedule_next(self, name: str, after: dt.datetime) -> None:
+        function = self.functions[name]
+        following = next_firing(function.schedule_expression, function.schedule_timezone, after)
+        if following is None:
+            self.next_firing.pop(name, None)
+        else:
+            self.next_firing[name] = following
+
+    def function_of(self, job: str) -> str:
+        """The function name of ``job``. :raises KeyError: no function runs it."""
+        for name, function in self.functions.items():
+            if function.job == job:
+                return name
+        raise KeyError(job)
+
+    def disable_schedule(self, job: str) -> None:
+        """Stop firing ``job``'s schedule (as ``UpdateSchedule State=DISABLED``, or a deleted schedule).
+
+        :raises KeyError: no function runs ``job``."""
+        name = self.function_of(job)
+        self.disabled.add(name)
+        self.next_firing.pop(name, None)
+        self.log(f"schedule: {job} disabled")
+
+    def enable_schedule(self, job: str) -> None:
+        """Fire ``job``'s schedule again from its next firing after now. :raises KeyError: no function runs it."""
+        name = self.function_of(job)
+        self.disabled.discard(name)
+        if self.live and self.functions[name].schedule_expression:
+            self._schedule_next(name, self.now())
+        self.log(f"schedule: {job} enabled")
+
     def start(self) -> FunctionHost:
         if self.live:
-            now = dt.datetime.now(dt.UTC)
+            now = self.now()
             for name, function in self.functions.items():
-                if function.schedule_expression:
-                    following = next_firing(function.schedule_expression, function.schedule_timezone, now)
-                    if following is not None:
-                        self.next_firing[name] = following
+                if function.schedule_expression and name not in self.disabled:
+                    self._schedule_next(name, now)
         self._thread = threading.Thread(target=self._loop, name="local-functions", daemon=True)
         self._thread.start()
         return self
@@ -122,13 +178,63 @@ class FunctionHost:
         request_id = str(uuid.uuid4())
         slot = str(event.get("scheduled_time", ""))
         delivery = Delivery(request_id, slot, 0, next(self._seq), dict(event), "operator", due=time.monotonic())
+        with self._count_lock:
+            self._accepted += 1
         self._queue.put((name, delivery))
         return request_id
+
+    def _run_inline(self, name: str, delivery: Delivery) -> None:
+        """One invocation of an in-process function, in a thread of its own (an execution environment)."""
+        handler = self.functions[name].inline
+        assert handler is not None
+
+        def run() -> None:
+            try:
+                handler(dict(delivery.event), delivery.request_id)
+            except Exception as exc:  # noqa: BLE001 - as Lambda: the invocation failed, the host goes on
+                self._error(name, f"invocation {delivery.request_id} failed: {type(exc).__name__}: {exc}")
+            finally:
+                with self._count_lock:
+                    self._inline_running -= 1
+
+        with self._count_lock:
+            self._inline_running += 1
+        threading.Thread(target=run, name=f"local-{name}", daemon=True).start()
+
+    def idle(self) -> bool:
+        """Nothing left to do now: no firing due, no invocation queued, pending or running."""
+        now = self.clock_ms()
+        if any(due.timestamp() * 1000 <= now for due in list(self.next_firing.values())):
+            return False
+        if any(at_ms <= now for at_ms, _, _ in list(self._delayed)):
+            return False
+        with self._count_lock:
+            if self._accepted or self._inline_running:
+                return False
+        return not any(service.pending or service.in_flight for service in list(self.services.values()))
+
+    def wait_idle(self, timeout_s: float) -> None:
+        """Wait (bounded, polling every 50 ms) until :meth:`idle` holds twice in a row.
+
+        :raises TimeoutError: still busy after ``timeout_s`` seconds (what is busy is named)."""
+        deadline = time.monotonic() + timeout_s
+        calm = 0
+        while calm < 2:
+            if time.monotonic() > deadline:
+                busy = {name: len(s.pending) + len(s.in_flight) for name, s in list(self.services.items())}
+                raise TimeoutError(
+                    f"the local functions are still busy after {timeout_s:g} s: queued {self._accepted}, in process"
+                    f" {self._inline_running}, per function {busy}, delayed {len(self._delayed)}"
+                )
+            calm = calm + 1 if self.idle() else 0
+            time.sleep(0.05)
 
     def _service(self, name: str) -> FakeLambda:
         service = self.services.get(name)
         if service is None:
-            service = self.services[name] = FakeLambda(self.functions[name].config)
+            config = self.functions[name].config
+            assert config is not None, f"{name} runs in process"
+            service = self.services[name] = FakeLambda(config)
         return service
 
     def _fire_due(self) -> None:
@@ -136,26 +242,33 @@ class FunctionHost:
         delivered late, as the Scheduler's retries would)."""
         from local.scenario.driver import scheduler_event
 
-        now = dt.datetime.now(dt.UTC)
+        now_ms = self.clock_ms()
+        now = dt.datetime.fromtimestamp(now_ms / 1000, dt.UTC)
         for name, due in list(self.next_firing.items()):
             if due > now:
                 continue
             function = self.functions[name]
             slot = due.strftime("%Y-%m-%dT%H:%M:%SZ")
+            delay_s = self.delivery_delay_s.get(name, 0.0)
             for racer in range(function.racers):
-                self.invoke(name, scheduler_event(function.job, slot, racer))
+                event = scheduler_event(function.job, slot, racer)
+                if delay_s > 0:
+                    self._delayed.append((now_ms + round(delay_s * 1000), name, event))
+                else:
+                    self.invoke(name, event)
             self.fired.append((function.job, slot))
-            self.log(f"schedule: {function.job} slot {slot}: {function.racers} invocation(s) of {name}")
-            following = next_firing(function.schedule_expression, function.schedule_timezone, now)
-            if following is None:
-                del self.next_firing[name]
-            else:
-                self.next_firing[name] = following
+            late = f", delivered {delay_s:g} s late" if delay_s > 0 else ""
+            self.log(f"schedule: {function.job} slot {slot}: {function.racers} invocation(s) of {name}{late}")
+            self._schedule_next(name, now)
+        if self._delayed:
+            for _, name, event in [entry for entry in self._delayed if entry[0] <= now_ms]:
+                self.invoke(name, event)  # queued before it leaves the delayed list: :meth:`idle` never misses it
+            self._delayed = [entry for entry in self._delayed if entry[0] > now_ms]
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             busy = False
-            if self.next_firing:
+            if self.next_firing or self._delayed:
                 self._fire_due()
             while True:
                 try:
@@ -164,12 +277,18 @@ class FunctionHost:
                     break
                 busy = True
                 try:
-                    if self._before_first is not None:
-                        before, self._before_first = self._before_first, None
-                        before()
-                    self._service(name).invoke(delivery)
+                    if self.functions[name].inline is not None:
+                        self._run_inline(name, delivery)
+                    else:
+                        if self._before_first is not None:
+                            before, self._before_first = self._before_first, None
+                            before()
+                        self._service(name).invoke(delivery)
                 except Exception as exc:  # noqa: BLE001 - the thread must outlive one bad invocation
                     self._error(name, f"invocation {delivery.request_id} dropped: {exc}")
+                finally:
+                    with self._count_lock:
+                        self._accepted -= 1
             self._reclaim_idle()
             for name, service in list(self.services.items()):
                 try:

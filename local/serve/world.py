@@ -10,6 +10,13 @@ own, the read API over HTTP) plus what an operator needs to practise before prod
   service behind Lambda's Invoke API (:mod:`local.serve.functions`), its environment what the stack sets
   (:meth:`local.emulators.deployment.LocalDeployment.function_env`: the job's own lease, heartbeat and slot age)
   pointed at the moto server; only jobs whose folder is under ``jobs/`` and whose data exists locally get one;
+- **the world's clock** (:class:`local.emulators.clock.WorldClock`, ``<workdir>/world/clock.json``): the wall clock
+  at start (or ``start_at_ms``), moved forward only by :meth:`LocalWorld.advance_clock`; the schedules, the job
+  functions' execution environments and the watchdog all read it, so hours of schedules can be practised in
+  seconds;
+- **the freshness watchdog** (with ``live``, :mod:`local.serve.world_watchdog`): the deployed handler on the
+  watchdog's schedule, notifying an SNS topic in the moto server (a queue subscribed to it, and the world's log),
+  its metrics in the moto server's CloudWatch;
 - **what operations write is kept**: the tables and the bucket are exported back to ``<workdir>/store`` when the
   world stops (:func:`local.serve.store.export_store`, atomically), so the next ``make serve`` starts where this
   one stopped (``make demo`` replaces it);
@@ -27,6 +34,7 @@ import datetime as dt
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -80,6 +88,16 @@ class WorldInfo:
     bucket: str | None
     stack: str
     registry_path: str
+    #: The world's clock file (:class:`local.emulators.clock.WorldClock`); ``None`` in a world file without one.
+    clock_file: str | None = None
+
+    def clock_ms(self) -> int:
+        """The world's time, epoch ms (the wall clock for a world file without a clock)."""
+        from local.emulators.clock import WorldClock
+
+        if self.clock_file is None:
+            return time.time_ns() // 1_000_000
+        return WorldClock(Path(self.clock_file)).now_ms()
 
     def session(self) -> Any:
         """A boto3 session with the world's fake credentials and region (never the environment's)."""
@@ -125,7 +143,9 @@ def open_world(workdir: Path | None = None) -> WorldInfo:
     if not isinstance(document, dict) or document.get("kind") != WORLD_KIND or document.get("format") != WORLD_FORMAT:
         raise WorldError(f"{path} is not a world file of this version: {START_HINT}")
     try:
-        info = WorldInfo(path=path, **{k: document[k] for k in WorldInfo.__dataclass_fields__ if k != "path"})
+        optional = {"clock_file"}
+        required = {k: document[k] for k in WorldInfo.__dataclass_fields__ if k not in optional | {"path"}}
+        info = WorldInfo(path=path, **required, **{k: document.get(k) for k in optional})
     except (KeyError, TypeError) as exc:
         raise WorldError(f"{path} lacks {exc}: {START_HINT}") from exc
     try:
@@ -148,7 +168,8 @@ class LocalWorld(LocalReadApi):
     ``jobs_dir``: the job folders whose functions the world runs (default ``jobs/``); ``keep``: export what
     operations wrote back to the store on :meth:`close` (``False``: the store stays as it was); ``live``: fire
     every job's schedule as EventBridge Scheduler does (:class:`local.serve.functions.FunctionHost`), so a paused
-    job's next slot is recorded MISSED ``paused`` by its racers.
+    job's next slot is recorded MISSED ``paused`` by its racers, and run the freshness watchdog on its own schedule;
+    ``start_at_ms``: the world's clock starts there (epoch ms; default the wall clock).
 
     :meth:`start` raises what :meth:`LocalReadApi.start` raises, and :class:`ServeError` when the registry cannot
     be written or the Invoke API cannot listen.
@@ -165,8 +186,14 @@ class LocalWorld(LocalReadApi):
         keep: bool = True,
         live: bool = False,
         log: Any = None,
+        start_at_ms: int | None = None,
     ) -> None:
+        from local.emulators.clock import WorldClock
+
         super().__init__(workdir, port=port, log=log)
+        self.clock = WorldClock(self.workdir / "world" / "clock.json")
+        self.start_at_ms = start_at_ms
+        self.watchdog: Any = None
         self.jobs_dir = jobs_dir or REPO_ROOT / "jobs"
         self.keep = keep
         self.live = live
@@ -188,7 +215,14 @@ class LocalWorld(LocalReadApi):
             from local.serve.world_setup import build_functions, write_registry
 
             write_registry(self._client("ssm"), self.manifest, WORLD_STACK)
+            self.clock.reset(self.start_at_ms)
             self.functions, self.left_out = build_functions(self)
+            if self.live:
+                from local.serve.world_watchdog import FUNCTION_NAME, WorldWatchdog
+
+                self.watchdog = WorldWatchdog(self, self.clock.now_ms, stack=WORLD_STACK)
+                self.watchdog.setup()
+                self.functions.functions[FUNCTION_NAME] = self.watchdog.function()
             from local.serve.functions import InvokeServer
 
             try:
@@ -221,6 +255,9 @@ class LocalWorld(LocalReadApi):
             "bucket": self.manifest.get("bucket"),
             "stack": WORLD_STACK,
             "registry_path": registry_path(WORLD_STACK),
+            "clock_file": str(self.clock.path),
+            "alarm_topic_arn": self.watchdog.topic_arn if self.watchdog else None,
+            "notifications_queue_url": self.watchdog.queue_url if self.watchdog else None,
         }
         tmp = self.world_path.with_name(f".{WORLD_FILE}.{os.getpid()}")
         tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
@@ -228,7 +265,9 @@ class LocalWorld(LocalReadApi):
 
     def extra_lines(self) -> list[str]:
         """The banner's lines about the world: the registry, the functions, what is left out, how to operate."""
-        functions = sorted(f.job for f in self.functions.functions.values()) if self.functions else []
+        functions = (
+            sorted(f.job for f in self.functions.functions.values() if f.inline is None) if self.functions else []
+        )
         registry = (
             f"  the local world (world file {self.world_path}): the job registry {WORLD_STACK}'s /jobs/ in the moto"
             f" server, {len(functions)} job function(s) behind Lambda's Invoke API at {self.invoke.url}"
@@ -241,9 +280,26 @@ class LocalWorld(LocalReadApi):
         if self.live and self.functions is not None:
             registry += "; the live schedule fires every job (racers per firing, as EventBridge Scheduler)"
         lines = ["", registry]
+        if self.watchdog is not None:
+            watchdog = self.functions.functions.get("athena-refresh-demo-watchdog")
+            lines.append(
+                f"  the freshness watchdog: {watchdog.schedule_expression if watchdog else '?'} on the world's clock"
+                f" ({self.clock.path}); notifications to {self.watchdog.topic_arn} (queue {self.watchdog.queue_url})"
+                " and here"
+            )
         lines += [f"    {name}: no local function: {why}" for name, why in sorted(self.left_out.items())]
         lines += [operate, read]
         return lines
+
+    def advance_clock(self, seconds: float) -> int:
+        """Move the world's time ``seconds`` forward (the schedules fire what becomes due); returns it (epoch ms).
+
+        :raises local.emulators.clock.ClockError: ``seconds`` is negative."""
+        now_ms = self.clock.advance(seconds)
+        self.log(
+            f"clock: the world's time is now {dt.datetime.fromtimestamp(now_ms / 1000, dt.UTC):%Y-%m-%dT%H:%M:%SZ}"
+        )
+        return now_ms
 
     def save(self) -> dict[str, Any]:
         """Export the tables and the bucket back to the store (what operations wrote); returns the manifest.

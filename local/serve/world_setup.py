@@ -81,6 +81,7 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
     age); the catalog the functions read is the store's (what the demo deployed)."""
     from athena_refresh.checks import ConfigError
     from local.demo.plan import NoLocalDataError, runnable_jobs, select_jobs
+    from local.emulators.clock import CLOCK_FILE_ENV
     from local.emulators.deployment import LocalDeployment
     from local.emulators.lambda_service import FunctionConfig
     from local.serve.functions import FunctionHost, LocalFunction
@@ -126,13 +127,16 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
                 name,
                 FunctionConfig(
                     name=function,
-                    env=deployment.function_env(
-                        function_name=function,
-                        lease_duration_s=None,
-                        heartbeat_interval_s=None,
-                        max_slot_age_s=None,
-                        job=job,
-                    ),
+                    env={
+                        **deployment.function_env(
+                            function_name=function,
+                            lease_duration_s=None,
+                            heartbeat_interval_s=None,
+                            max_slot_age_s=None,
+                            job=job,
+                        ),
+                        CLOCK_FILE_ENV: str(world.clock.path),  # the world's time, in every environment
+                    },
                     worker_argv=_worker_argv(
                         world, root, logs, function, config.lambda_memory_mb, config.lambda_timeout_s
                     ),
@@ -151,7 +155,10 @@ def build_functions(world: LocalWorld) -> tuple[FunctionHost, dict[str, str]]:
 
         world.data_dir = ensure_flights_table().parent
 
-    return FunctionHost(functions, before_first=prepare_data, log=world.log, live=world.live), left_out
+    host = FunctionHost(
+        functions, before_first=prepare_data, log=world.log, live=world.live, clock_ms=world.clock.now_ms
+    )
+    return host, left_out
 
 
 def _worker_argv(

@@ -110,7 +110,7 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
         (
             Group(
                 "local",
-                "demo, serve, chaos, capacity",
+                "demo, serve, clock, chaos, capacity",
                 (
                     Command(
                         "demo",
@@ -121,6 +121,11 @@ SECTIONS: tuple[tuple[str, tuple[Command | Group, ...]], ...] = (
                         "serve",
                         "the read API on the last demo's results, and the local world ops --local acts on",
                         "local.serve.cli:main",
+                    ),
+                    Command(
+                        "clock",
+                        "the local world's time, and moving it forward (--advance-s)",
+                        "local.serve.clock_cli:main",
                     ),
                     Command(
                         "chaos",

@@ -451,6 +451,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
             dynamodb=client(session, "dynamodb", endpoint_url=endpoint("dynamodb")),
             invoker=LambdaInvoker(client(session, "lambda", endpoint_url=endpoint("lambda"))),
             identity=lambda: str(client(session, "sts", endpoint_url=endpoint("sts")).get_caller_identity()["Arn"]),
+            **({"clock_ms": args.world.clock_ms} if local else {}),  # the local world's time: its schedules' own
         )
         return run_command(args, operator, console)
     except OpsError as exc:

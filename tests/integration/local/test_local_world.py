@@ -13,10 +13,8 @@ and no world running, the line says how to start one. Every wait is bounded (the
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,35 +23,20 @@ from typing import Any
 import boto3
 import pytest
 
-from athena_refresh.catalog import catalog_document
-from athena_refresh.results import ResultsStore, create_results_table
-from local.emulators.atomic_moto import start_server_process, stop_server_process
-from local.emulators.deployment import REGION, aws_env
-from local.serve.store import STORE_DIR, export_store, read_manifest
+from athena_refresh.results import ResultsStore
+from local.emulators.deployment import REGION
+from local.serve.store import STORE_DIR, read_manifest
 from local.serve.world import LOCAL_ENV, WORKDIR_ENV, WORLD_FILE, LocalWorld
-from slotlock import Slot, SlotLock, create_lock_table
+from slotlock import Slot, SlotLock
 from slotlock.schedule import latest_firings
-from stacks.runtime_asset import catalog_queries
+from tests.integration.local.conftest import CREDENTIALS, seed_store
 from tests.sample_jobs import FIXTURE_JOBS_DIR, load_fixture_jobs
 from tools.cli import main as athena_once
 
 JOB = "flights-dashboard"
 OTHER = "carrier-on-time"
 WAIT = ("--wait-s", "180")
-CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "aws_session_token": "testing"}
-
-
-@pytest.fixture
-def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No AWS setting at all: no AWS_* variable, no config or credentials file, no ``--local`` setting."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("AWS_") or name in (LOCAL_ENV, WORKDIR_ENV):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+HALF_HOUR_S = 1800
 
 
 def cli(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str]:
@@ -73,7 +56,7 @@ class World:
     results: ResultsStore
 
     def current_slot(self) -> Slot:
-        (firing,) = latest_firings("cron(0/30 * * * ? *)", "UTC", dt.datetime.now(dt.UTC), 1)
+        (firing,) = latest_firings("cron(0/30 * * * ? *)", "UTC", self.world.clock.now(), 1)
         return Slot(int(firing.timestamp()))
 
     def wait_for_record(self, slot: Slot, timeout_s: float = 180.0) -> dict[str, Any]:
@@ -94,36 +77,19 @@ class World:
 @pytest.fixture(scope="module")
 def seeded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workdir whose store holds the two sample jobs' catalog, their empty tables and the results bucket."""
-    workdir = tmp_path_factory.mktemp("world")
-    process, endpoint = start_server_process(log_path=workdir / "seed-moto.log", env=aws_env(), timeout_s=60)
-    try:
-        ddb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION, **CREDENTIALS)
-        s3 = boto3.client("s3", endpoint_url=endpoint, region_name=REGION, **CREDENTIALS)
-        suffix = uuid.uuid4().hex[:8]
-        lock_table, results_table, bucket = f"w-locks-{suffix}", f"w-results-{suffix}", f"w-bucket-{suffix}"
-        create_lock_table(ddb, lock_table)
-        create_results_table(ddb, results_table)
-        s3.create_bucket(Bucket=bucket)
-        export_store(
-            ddb,
-            s3,
-            workdir / STORE_DIR,
-            lock_table=lock_table,
-            results_table=results_table,
-            bucket=bucket,
-            catalog=catalog_document(catalog_queries(load_fixture_jobs())),
-            region=REGION,
-        )
-    finally:
-        stop_server_process(process)
-    return workdir
+    return seed_store(tmp_path_factory.mktemp("world"), load_fixture_jobs())
 
 
 @pytest.fixture
 def world(seeded_store: Path, no_aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     monkeypatch.setenv(WORKDIR_ENV, str(seeded_store))
     lines: list[str] = []
-    world = LocalWorld(seeded_store, port=0, jobs_dir=FIXTURE_JOBS_DIR, live=True, log=lines.append)
+    # The world's time starts a minute after a half hour: no firing of the schedule falls inside the test (the
+    # current slot stays the current slot), whatever the wall clock says.
+    start_s = int(time.time()) // HALF_HOUR_S * HALF_HOUR_S + 60
+    world = LocalWorld(
+        seeded_store, port=0, jobs_dir=FIXTURE_JOBS_DIR, live=True, log=lines.append, start_at_ms=start_s * 1000
+    )
     with world:
         ddb = boto3.client("dynamodb", endpoint_url=world.moto_endpoint, region_name=REGION, **CREDENTIALS)
         s3 = boto3.client("s3", endpoint_url=world.moto_endpoint, region_name=REGION, **CREDENTIALS)
