@@ -123,6 +123,9 @@ def test_late_failing_and_paused_jobs_are_named_once_per_change_on_the_local_wor
     cloudwatch = boto3.client("cloudwatch", endpoint_url=world.moto_endpoint, region_name=REGION, **CREDENTIALS)
     world_file = json.loads((world.workdir / WORLD_FILE).read_text())
     assert world_file["notifications_queue_url"] == world.watchdog.queue_url
+    assert world_file["clock_file"] == str(world.clock.path)
+    (banner,) = [line for line in world.extra_lines() if "the freshness watchdog" in line]
+    assert "cron(0/15 * * * ? *)" in banner and world.watchdog.topic_arn in banner, banner
 
     recover_s = start_s + 85 * 60
     end_s = start_s + 125 * 60
