@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
@@ -94,8 +95,14 @@ class LocalReadApi:
             from results_api.widget import render_widget, widget_response
 
             reader = ResultsReader(
-                manifest["lock_table"], manifest["results_table"], catalog, dynamodb_client=dynamodb, s3_client=s3
+                manifest["lock_table"],
+                manifest["results_table"],
+                catalog,
+                dynamodb_client=dynamodb,
+                s3_client=s3,
+                clock_ms=self.clock_ms,
             )
+            service.clock_ms = self.clock_ms
             service.app = create_app(reader)
             service.widget = lambda job, now_ms: render_widget(reader, job, now_ms=now_ms)
             # what the widget's Lambda (results_api.handler.widget_handler) answers to {"view": "overview"}
@@ -119,6 +126,10 @@ class LocalReadApi:
             )
         except (AtomicMotoError, OSError) as exc:  # OSError: TimeoutError, an unwritable workdir
             raise MotoStartError(exc, log_path) from exc
+
+    def clock_ms(self) -> int:
+        """The time the read API reads at (epoch ms): the wall clock here, the world's in :class:`LocalWorld`."""
+        return time.time_ns() // 1_000_000
 
     def _client(self, service: str) -> Any:
         import boto3

@@ -91,7 +91,8 @@ class ReadApiService:
 
     ``app``: anything with ``resolve(event, context) -> dict`` (the Powertools resolver); ``jobs``: the job
     names (the catalog's); ``widget``: ``(job, now_ms) -> HTML fragment`` (``render_widget`` bound to a reader);
-    ``overview``: ``now_ms -> HTML fragment`` (``widget_response`` of ``{"view": "overview"}`` bound to a reader).
+    ``overview``: ``now_ms -> HTML fragment`` (``widget_response`` of ``{"view": "overview"}`` bound to a reader);
+    ``clock_ms``: the time the pages are rendered at (epoch ms; the local world's clock in ``make serve``).
     """
 
     app: Any
@@ -100,6 +101,7 @@ class ReadApiService:
     overview: Callable[[int], str] = field(default=lambda now_ms: "<p>No overview is served here.</p>")
     title: str = "athena-refresh results (local)"
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr, flush=True))
+    clock_ms: Callable[[], int] = field(default=lambda: time.time_ns() // 1_000_000)
     _resolve_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def handle(
@@ -150,7 +152,7 @@ class ReadApiService:
             shown = printable(job, 120)  # taken from the request's path: its control characters escaped
             text = f"<p>No job named <code>{html.escape(shown)}</code>. Jobs: {html.escape(known)}.</p>"
             return _html(404, page(f"{shown}: no such job", text))
-        fragment = self.widget(job, time.time_ns() // 1_000_000)
+        fragment = self.widget(job, self.clock_ms())
         intro = (
             f"<p>The CloudWatch custom widget of <code>{html.escape(job)}</code>, as the dashboard shows it"
             " (<code>results_api.widget.render_widget</code>). <a href='/'>All jobs</a></p>"
@@ -165,7 +167,7 @@ class ReadApiService:
                 f"<a href='/widget/{OVERVIEW_VIEW}'>{OVERVIEW_VIEW}</a>.</p>"
             )
             return _html(404, page(f"{shown}: no such view", text))
-        fragment = self.overview(time.time_ns() // 1_000_000)
+        fragment = self.overview(self.clock_ms())
         intro = (
             "<p>The CloudWatch custom widget's overview, every job in one table, as the dashboard shows it"
             f" (params <code>{html.escape(json.dumps({'view': OVERVIEW_VIEW}))}</code>,"

@@ -204,18 +204,23 @@ class LocalWorld(LocalReadApi):
         self.data_dir: Path | None = None
         self._loaded = False
 
+    def clock_ms(self) -> int:
+        """The world's time (epoch ms): what the read API's freshness, the overview and the widget read at."""
+        return self.clock.now_ms()
+
     @property
     def world_path(self) -> Path:
         return self.workdir / WORLD_FILE
 
     def start(self) -> LocalWorld:
+        if self.store_dir.exists():  # before the read API, which reads at the world's time too
+            self.clock.reset(self.start_at_ms)
         super().start()
         self._loaded = True
         try:
             from local.serve.world_setup import build_functions, write_registry
 
             write_registry(self._client("ssm"), self.manifest, WORLD_STACK)
-            self.clock.reset(self.start_at_ms)
             self.functions, self.left_out = build_functions(self)
             if self.live:
                 from local.serve.world_watchdog import FUNCTION_NAME, WorldWatchdog

@@ -304,6 +304,7 @@ def open_source(args: argparse.Namespace, session: Any, endpoint: Callable[[str]
         catalog,
         dynamodb_client=client(session, "dynamodb", endpoint_url=endpoint("dynamodb")),
         s3_client=client(session, "s3", endpoint_url=endpoint("s3"), **s3_options),
+        clock_ms=world.clock_ms if (world := getattr(args, "world", None)) is not None else None,
     )
     return DirectSource(reader)
 

@@ -22,6 +22,7 @@ import json
 import re
 import shutil
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,13 @@ def test_late_failing_and_paused_jobs_are_named_once_per_change_on_the_local_wor
             host.disable_schedule("stopping")
             host.delivery_delay_s[host.function_of("failing")] = LATE_DELIVERY_S
             cli(capsys, "ops", "--local", "pause", "-s", "pausing", "--reason", "maintenance", "--yes")
+        if t - 5 == recover_s - STEP_S:  # the read API says freshness at the world's time too
+            for job, late in (("stopping", True), ("steady", False)):
+                url = f"{world.base_url}/jobs/{job}/results/latest"
+                with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=30) as response:
+                    assert json.loads(response.read())["freshness"]["late"] is late, job
+                text = cli(capsys, "results", "--local", "latest", "-s", job, "--format", "json")
+                assert json.loads(text)["freshness"]["late"] is late, (job, text)
         if t - 5 == recover_s:
             host.enable_schedule("stopping")
             host.delivery_delay_s[host.function_of("failing")] = 0
