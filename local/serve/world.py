@@ -11,9 +11,9 @@ own, the read API over HTTP) plus what an operator needs to practise before prod
   (:meth:`local.emulators.deployment.LocalDeployment.function_env`: the job's own lease, heartbeat and slot age)
   pointed at the moto server; only jobs whose folder is under ``jobs/`` and whose data exists locally get one;
 - **the world's clock** (:class:`local.emulators.clock.WorldClock`, ``<workdir>/world/clock.json``): the wall clock
-  at start (or ``start_at_ms``), moved forward only by :meth:`LocalWorld.advance_clock`; the schedules, the job
-  functions' execution environments and the watchdog all read it, so hours of schedules can be practised in
-  seconds;
+  at start (or ``start_at_ms``), moved forward only (``athena-once local clock --advance-s``,
+  :mod:`local.serve.clock_cli`); the schedules, the job functions' execution environments, the watchdog, the read
+  API and ``--local`` all read it, so hours of schedules can be practised in seconds;
 - **the freshness watchdog** (with ``live``, :mod:`local.serve.world_watchdog`): the deployed handler on the
   watchdog's schedule, notifying an SNS topic in the moto server (a queue subscribed to it, and the world's log),
   its metrics in the moto server's CloudWatch;
@@ -286,7 +286,9 @@ class LocalWorld(LocalReadApi):
             registry += "; the live schedule fires every job (racers per firing, as EventBridge Scheduler)"
         lines = ["", registry]
         if self.watchdog is not None:
-            watchdog = self.functions.functions.get("athena-refresh-demo-watchdog")
+            from local.serve.world_watchdog import FUNCTION_NAME
+
+            watchdog = self.functions.functions.get(FUNCTION_NAME)
             lines.append(
                 f"  the freshness watchdog: {watchdog.schedule_expression if watchdog else '?'} on the world's clock"
                 f" ({self.clock.path}); notifications to {self.watchdog.topic_arn} (queue {self.watchdog.queue_url})"
@@ -295,16 +297,6 @@ class LocalWorld(LocalReadApi):
         lines += [f"    {name}: no local function: {why}" for name, why in sorted(self.left_out.items())]
         lines += [operate, read]
         return lines
-
-    def advance_clock(self, seconds: float) -> int:
-        """Move the world's time ``seconds`` forward (the schedules fire what becomes due); returns it (epoch ms).
-
-        :raises local.emulators.clock.ClockError: ``seconds`` is negative."""
-        now_ms = self.clock.advance(seconds)
-        self.log(
-            f"clock: the world's time is now {dt.datetime.fromtimestamp(now_ms / 1000, dt.UTC):%Y-%m-%dT%H:%M:%SZ}"
-        )
-        return now_ms
 
     def save(self) -> dict[str, Any]:
         """Export the tables and the bucket back to the store (what operations wrote); returns the manifest.
