@@ -318,6 +318,10 @@ WATCHDOG_METRICS: Final = (METRIC_JOBS_LATE, METRIC_JOBS_FAILING, METRIC_OLDEST_
 WATCHDOG_JOB_NAME: Final = "athena-once-watchdog"
 #: The watchdog's invocations per schedule slot (one winner under its lock; the second covers a lost invocation).
 WATCHDOG_RACERS: Final = 2
+#: The watchdog function's timeout and memory (the stack deploys them, ``make cost`` prices them, the local world
+#: runs with them). 1,000 jobs: about 30 BatchGetItem requests, a few writes and one Publish.
+WATCHDOG_TIMEOUT_S: Final = 120
+WATCHDOG_MEMORY_MB: Final = 256
 #: The watchdog's environment: the alarm topic it notifies and the stack named in its commands.
 ENV_ALARM_TOPIC_ARN: Final = "ALARM_TOPIC_ARN"
 ENV_DEPLOYMENT_STACK: Final = "DEPLOYMENT_STACK"

@@ -192,10 +192,10 @@ class WatchdogModel:
     """
 
     period_s: int = contract.MIN_WATCHDOG_PERIOD_S
-    racers: int = 2
+    racers: int = contract.WATCHDOG_RACERS
     duration_ms: float = 800.0
     loser_duration_ms: float = 100.0
-    memory_mb: int = 256
+    memory_mb: int = contract.WATCHDOG_MEMORY_MB
     items_per_job: int = 3
     winner_write_units: int = 6
     metrics: int = 3

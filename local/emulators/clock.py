@@ -16,8 +16,9 @@ import datetime as dt
 import json
 import os
 import threading
-import time
 from pathlib import Path
+
+from slotlock import system_clock_ms
 
 __all__ = ["CLOCK_FILE_ENV", "ClockError", "WorldClock", "clock_from_environment"]
 
@@ -55,7 +56,7 @@ class WorldClock:
 
     def now_ms(self) -> int:
         """The world's time, epoch milliseconds."""
-        return time.time_ns() // 1_000_000 + self.offset_ms()
+        return system_clock_ms() + self.offset_ms()
 
     def now(self) -> dt.datetime:
         """The world's time, an aware UTC datetime."""
@@ -69,7 +70,7 @@ class WorldClock:
 
     def reset(self, epoch_ms: int | None = None) -> None:
         """Start a new world's time: at the wall clock, or at ``epoch_ms`` (any time: nothing runs on it yet)."""
-        self._write(0 if epoch_ms is None else int(epoch_ms) - time.time_ns() // 1_000_000)
+        self._write(0 if epoch_ms is None else int(epoch_ms) - system_clock_ms())
 
     def advance(self, seconds: float) -> int:
         """Move the world's time ``seconds`` forward; returns the new time (epoch ms).

@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from local.emulators.lambda_service import Delivery, FakeLambda, FunctionConfig, LambdaServiceError
+from slotlock import system_clock_ms
 from slotlock.schedule import next_firing
 
 HOST = "127.0.0.1"
@@ -54,10 +55,6 @@ IDLE_RECLAIM_S = 600.0
 
 #: An in-process function: ``(event, request_id) -> outcome`` (the deployment's own functions, such as the watchdog).
 InlineHandler = Callable[[dict[str, Any], str], Any]
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,7 @@ class FunctionHost:
         before_first: Callable[[], None] | None = None,
         log: Callable[[str], None] | None = None,
         live: bool = False,
-        clock_ms: Callable[[], int] = _wall_clock_ms,
+        clock_ms: Callable[[], int] = system_clock_ms,
     ) -> None:
         self.functions = dict(functions)  # function name -> function
         self.clock_ms = clock_ms

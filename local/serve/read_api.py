@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
@@ -129,7 +128,9 @@ class LocalReadApi:
 
     def clock_ms(self) -> int:
         """The time the read API reads at (epoch ms): the wall clock here, the world's in :class:`LocalWorld`."""
-        return time.time_ns() // 1_000_000
+        from slotlock import system_clock_ms
+
+        return system_clock_ms()
 
     def _client(self, service: str) -> Any:
         import boto3

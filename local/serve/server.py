@@ -49,6 +49,7 @@ from local.serve.adapter import (
 from results_api.errors import ResultsApiError
 from results_api.overview import VIEW as OVERVIEW_VIEW
 from results_api.responses import NO_STORE, PROBLEM_JSON, problem
+from slotlock import system_clock_ms
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 1 << 20  # a GET carries no body worth reading; refuse big ones instead of buffering them
@@ -101,7 +102,7 @@ class ReadApiService:
     overview: Callable[[int], str] = field(default=lambda now_ms: "<p>No overview is served here.</p>")
     title: str = "athena-refresh results (local)"
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr, flush=True))
-    clock_ms: Callable[[], int] = field(default=lambda: time.time_ns() // 1_000_000)
+    clock_ms: Callable[[], int] = system_clock_ms
     _resolve_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def handle(

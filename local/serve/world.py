@@ -34,7 +34,6 @@ import datetime as dt
 import json
 import os
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -94,10 +93,9 @@ class WorldInfo:
     def clock_ms(self) -> int:
         """The world's time, epoch ms (the wall clock for a world file without a clock)."""
         from local.emulators.clock import WorldClock
+        from slotlock import system_clock_ms
 
-        if self.clock_file is None:
-            return time.time_ns() // 1_000_000
-        return WorldClock(Path(self.clock_file)).now_ms()
+        return system_clock_ms() if self.clock_file is None else WorldClock(Path(self.clock_file)).now_ms()
 
     def session(self) -> Any:
         """A boto3 session with the world's fake credentials and region (never the environment's)."""

@@ -39,7 +39,6 @@ ALARM_TOPIC_NAME = "athena-once-alarms"
 NOTIFICATIONS_QUEUE_NAME = "athena-once-alarm-notifications"
 #: The watchdog's function name in the world (the Invoke API answers it too).
 FUNCTION_NAME = "athena-refresh-demo-watchdog"
-TIMEOUT_MS = 120_000  # the stack's timeout of the watchdog function
 
 
 class WorldWatchdog:
@@ -180,8 +179,8 @@ class WorldWatchdog:
             context = LambdaContext(
                 aws_request_id=request_id,
                 function_name=FUNCTION_NAME,
-                timeout_ms=TIMEOUT_MS,
-                memory_limit_in_mb=256,
+                timeout_ms=contract.WATCHDOG_TIMEOUT_S * 1000,
+                memory_limit_in_mb=contract.WATCHDOG_MEMORY_MB,
                 region=REGION,
                 clock_ms=self.clock_ms,
             )

@@ -50,8 +50,8 @@ __all__ = ["HANDLER", "SILENT_AFTER_PERIODS", "WATCHDOG_TABLE_ACTIONS", "Freshne
 HANDLER = "athena_refresh.watchdog_handler.lambda_handler"
 SERVICE_NAME = "freshness-watchdog"  # POWERTOOLS_SERVICE_NAME of its log lines (its metrics keep the runtime's)
 RACERS = contract.WATCHDOG_RACERS
-TIMEOUT_S = 120  # 1,000 jobs: about 30 BatchGetItem requests, a few writes and one Publish
-MEMORY_MB = 256
+TIMEOUT_S = contract.WATCHDOG_TIMEOUT_S
+MEMORY_MB = contract.WATCHDOG_MEMORY_MB
 #: The heartbeat alarm's window: this many watchdog periods without a run.
 SILENT_AFTER_PERIODS = 3
 #: Beyond the lock's grants (``slotlock_cdk.grants.LOCK_TABLE_ACTIONS``): the reads of every job's items.
